@@ -1,0 +1,19 @@
+"""statetrack: state tracking in linear RNNs and state-space models.
+
+The public API, in the order a notebook uses it::
+
+    from statetrack import get_task, ModelConfig, TrainConfig, build_model, train, evaluate
+"""
+from statetrack.errors import UserError
+from statetrack.tasks import get_task, Task
+from statetrack.config import ModelConfig, TrainConfig, EvalConfig
+from statetrack.model import Model, build_model
+from statetrack.train import train, TrainResult
+from statetrack.evaluate import evaluate, LengthMetrics
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "UserError", "get_task", "Task", "ModelConfig", "TrainConfig", "EvalConfig",
+    "Model", "build_model", "train", "TrainResult", "evaluate", "LengthMetrics", "__version__",
+]

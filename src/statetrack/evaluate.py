@@ -1,0 +1,89 @@
+"""Length-generalization evaluation.
+
+At each test length L a fresh seeded batch of sequences is run through the model in chunks of
+``chunk`` steps, carrying the recurrent state, so memory does not grow with L. Metrics:
+
+- ``accuracy``: accuracy of the label at the last position, i.e. after reading all L inputs (the
+  quantity the papers report as "accuracy at length L");
+- ``token_accuracy``: mean accuracy over all scored positions;
+- ``sequence_accuracy``: fraction of sequences whose every scored position is right;
+- ``scaled_accuracy``: (accuracy - chance) / (1 - chance), chance from the task.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+import numpy as np
+import torch
+
+from statetrack.config import EvalConfig
+from statetrack.device import resolve_device
+from statetrack.tasks import Task
+
+
+@dataclass
+class LengthMetrics:
+    length: int
+    accuracy: float
+    token_accuracy: float
+    sequence_accuracy: float
+    scaled_accuracy: float
+    chance: float
+    n_sequences: int
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def scaled(acc: float, chance: float) -> float:
+    return (acc - chance) / (1 - chance) if chance < 1 else 0.0
+
+
+@torch.no_grad()
+def evaluate_length(model, task: Task, length: int, batch_size: int, chunk: int,
+                    rng: np.random.Generator, device=None, chance: float | None = None) -> LengthMetrics:
+    device = device or next(model.parameters()).device
+    chance = task.chance_level() if chance is None else chance
+    states = model.init_state(batch_size)
+    correct_tok = total_tok = 0
+    seq_ok = np.ones(batch_size, dtype=bool)
+    last_ok = None
+    for b in task.stream_batch(rng, batch_size, length, chunk):
+        logits, states = model(torch.as_tensor(b.inputs, device=device), states)
+        pred = logits.argmax(-1).cpu().numpy()
+        hit = pred == b.targets
+        correct_tok += int((hit & b.mask).sum())
+        total_tok += int(b.mask.sum())
+        seq_ok &= ~(b.mask & ~hit).any(axis=1)
+        last_ok = hit[:, -1]
+    acc = float(last_ok.mean())
+    return LengthMetrics(length, acc, correct_tok / max(total_tok, 1), float(seq_ok.mean()),
+                         scaled(acc, chance), chance, batch_size)
+
+
+def evaluate(model, task: Task, cfg: EvalConfig | None = None,
+             on_length: Callable[[LengthMetrics], None] | None = None) -> list[LengthMetrics]:
+    """Accuracy per test length. Each length gets its own generator seeded from (cfg.seed, length)."""
+    cfg = cfg or EvalConfig()
+    device = resolve_device(cfg.device)
+    model = model.to(device).eval()
+    chance = task.chance_level()
+    out = []
+    for length in cfg.lengths:
+        rng = np.random.default_rng([cfg.seed, length])
+        m = evaluate_length(model, task, length, cfg.batch_size, cfg.chunk, rng, device, chance)
+        out.append(m)
+        if on_length:
+            on_length(m)
+    return out
+
+
+def longest_generalized(metrics: list[LengthMetrics], threshold: float = 0.9) -> int | None:
+    """Longest test length L such that accuracy >= threshold at L and at every shorter test length."""
+    best = None
+    for m in sorted(metrics, key=lambda m: m.length):
+        if m.accuracy < threshold:
+            break
+        best = m.length
+    return best

@@ -1,0 +1,120 @@
+"""The Mixer interface and the three properties every mixer declares.
+
+A mixer maps (B, T, d_model) -> (B, T, d_model) and carries a recurrent state. It has two paths that
+must agree: ``forward(x, state)`` (the training path: parallel, chunked or a fused loop) and
+``step(x_t, state)`` (one token at a time). Both take and return the state, so evaluation can run any
+length in fixed memory by feeding chunks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, asdict
+from typing import Any, ClassVar
+
+import torch
+from torch import Tensor, nn
+
+#: eigenvalue domains of A(x), from narrowest to widest
+DOMAINS = {
+    "[0,1]": "non-negative real, at most 1",
+    "(-1,1]": "real, in (-1, 1]",
+    "[-1,1]": "real, in [-1, 1]",
+    "unit circle": "complex, modulus exactly 1",
+    "complex disc": "complex, modulus at most 1",
+    "complex": "complex, fixed (time-invariant), modulus below 1",
+    "n/a": "non-linear recurrence: no transition matrix",
+}
+STRUCTURES = ("diagonal", "householder", "dense", "nonlinear", "attention")
+
+
+@dataclass(frozen=True)
+class Properties:
+    """What the theorems look at: input dependence, eigenvalue domain, structure (and n_h)."""
+
+    input_dependent: bool
+    eigenvalues: str
+    structure: str
+    linear: bool = True
+    n_h: int | None = None
+
+    def __post_init__(self):
+        assert self.eigenvalues in DOMAINS, self.eigenvalues
+        assert self.structure in STRUCTURES, self.structure
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+State = Any  # a tensor or a tuple of tensors
+
+
+class Mixer(nn.Module):
+    """Base class. Subclasses set ``name`` and ``description`` and implement the four methods."""
+
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+    #: options accepted in a layer spec, with their defaults
+    options: ClassVar[dict] = {}
+
+    def __init__(self, d_model: int, d_state: int):
+        super().__init__()
+        self.d_model, self.d_state = d_model, d_state
+
+    @property
+    def properties(self) -> Properties:
+        raise NotImplementedError
+
+    def init_state(self, batch: int, device=None, dtype=None) -> State:
+        raise NotImplementedError
+
+    def forward(self, x: Tensor, state: State | None = None) -> tuple[Tensor, State]:
+        raise NotImplementedError
+
+    def step(self, x: Tensor, state: State) -> tuple[Tensor, State]:
+        raise NotImplementedError
+
+    def eigenvalues(self, x: Tensor) -> Tensor | None:
+        """Eigenvalues of the transition A(x) for inputs x (B, T, d_model) -> (B, T, n) complex.
+
+        None for non-linear mixers, which have no transition matrix.
+        """
+        return None
+
+
+def check_options(cls, options: dict) -> dict:
+    """Merge a layer spec's options into the mixer's defaults; unknown keys are a UserError."""
+    from statetrack.errors import UserError
+
+    unknown = set(options) - set(cls.options)
+    if unknown:
+        allowed = ", ".join(sorted(cls.options)) or "none"
+        raise UserError(f"unknown option {sorted(unknown)[0]!r} for mixer {cls.name!r}; allowed: {allowed}")
+    merged = dict(cls.options)
+    for k, v in options.items():
+        default = cls.options[k]
+        if isinstance(default, bool) and not isinstance(v, bool):
+            raise UserError(f"option {k}={v!r} of mixer {cls.name!r} must be true or false")
+        if isinstance(default, int) and not isinstance(default, bool) and (isinstance(v, bool) or not isinstance(v, int)):
+            raise UserError(f"option {k}={v!r} of mixer {cls.name!r} must be an integer")
+        if isinstance(default, float) and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise UserError(f"option {k}={v!r} of mixer {cls.name!r} must be a number")
+        if isinstance(default, str) and not isinstance(v, str):
+            raise UserError(f"option {k}={v!r} of mixer {cls.name!r} must be a name")
+        merged[k] = v
+    return merged
+
+
+def causal_conv_step(conv: nn.Conv1d, x: Tensor, buf: Tensor) -> tuple[Tensor, Tensor]:
+    """One step of a depthwise causal conv. x (B, C), buf (B, C, K-1) holds the previous inputs."""
+    window = torch.cat([buf, x.unsqueeze(-1)], dim=-1)  # (B, C, K)
+    y = (window * conv.weight.squeeze(1)).sum(-1)
+    if conv.bias is not None:
+        y = y + conv.bias
+    return y, window[..., 1:]
+
+
+def causal_conv(conv: nn.Conv1d, x: Tensor, buf: Tensor) -> tuple[Tensor, Tensor]:
+    """Depthwise causal conv over a chunk. x (B, T, C), buf (B, C, K-1). Returns y (B, T, C), new buf."""
+    k = conv.kernel_size[0]
+    xt = torch.cat([buf, x.transpose(1, 2)], dim=-1)  # (B, C, K-1+T)
+    y = nn.functional.conv1d(xt, conv.weight, conv.bias, groups=conv.groups)
+    return y.transpose(1, 2), xt[..., xt.shape[-1] - (k - 1):]

@@ -1,0 +1,109 @@
+"""Mamba (Gu & Dao 2024) and Negative Mamba (Grazzi et al. 2024), as in the minimal reference code.
+
+x -> in_proj -> (u, z); u -> optional depthwise causal conv (kernel 4) -> silu;
+Delta_t = softplus(dt_proj(W_dt u_t)), B_t = W_B u_t, C_t = W_C u_t, A = -exp(A_log) (A_log = log(1..N));
+A_bar_t = exp(Delta_t A) in (0, 1]            (Mamba)
+A_bar_t = 2 exp(Delta_t A) - 1 in (-1, 1]     (Negative Mamba, option neg=true)
+h_t = A_bar_t h_{t-1} + Delta_t B_t u_t;  y_t = (C_t h_t + D u_t) * silu(z_t) -> out_proj.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+from statetrack.errors import UserError
+from statetrack.layers.base import Mixer, Properties, causal_conv, causal_conv_step
+from statetrack.ops import diag_scan
+
+
+class Mamba(Mixer):
+    name = "mamba"
+    description = "selective diagonal SSM, eigenvalues exp(Delta(x) A) in (0, 1]"
+    options = {"conv": 4, "expand": 2, "neg": False, "dt_min": 1e-3, "dt_max": 1e-1}
+
+    def __init__(self, d_model, d_state, conv=4, expand=2, neg=False, dt_min=1e-3, dt_max=1e-1):
+        super().__init__(d_model, d_state)
+        if conv < 0 or conv > 64:
+            raise UserError(f"mamba conv={conv} not in 0..64 (0 = no convolution)")
+        if not 1 <= expand <= 16:
+            raise UserError(f"mamba expand={expand} not in 1..16")
+        if not 0 < dt_min <= dt_max:
+            raise UserError(f"mamba needs 0 < dt_min <= dt_max, got {dt_min}, {dt_max}")
+        self.neg, self.k = bool(neg), conv
+        E, N = expand * d_model, d_state
+        self.d_inner, R = E, math.ceil(d_model / 16)
+        self.in_proj = nn.Linear(d_model, 2 * E, bias=False)
+        self.conv = nn.Conv1d(E, E, conv, groups=E) if conv > 0 else None
+        self.x_proj = nn.Linear(E, R + 2 * N, bias=False)
+        self.dt_proj = nn.Linear(R, E)
+        dt = torch.exp(torch.rand(E) * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min))
+        with torch.no_grad():
+            self.dt_proj.bias.copy_(dt + torch.log(-torch.expm1(-dt)))  # inverse softplus
+        self.A_log = nn.Parameter(torch.log(torch.arange(1, N + 1, dtype=torch.get_default_dtype())).repeat(E, 1))
+        self.D = nn.Parameter(torch.ones(E))
+        self.out_proj = nn.Linear(E, d_model, bias=False)
+        self.R = R
+
+    @property
+    def properties(self):
+        return Properties(input_dependent=True, eigenvalues="(-1,1]" if self.neg else "[0,1]",
+                          structure="diagonal")
+
+    def init_state(self, batch, device=None, dtype=None):
+        h = torch.zeros(batch, self.d_inner, self.d_state, device=device, dtype=dtype)
+        buf = torch.zeros(batch, self.d_inner, max(self.k - 1, 0), device=device, dtype=dtype)
+        return (h, buf)
+
+    def _transition(self, u):
+        """u (..., E) after conv and silu -> (A_bar, Delta, B, C)."""
+        dbc = self.x_proj(u)
+        dt_raw, Bm, Cm = dbc.split([self.R, self.d_state, self.d_state], dim=-1)
+        dt = F.softplus(self.dt_proj(dt_raw))
+        dA = torch.exp(dt.unsqueeze(-1) * -torch.exp(self.A_log))
+        if self.neg:
+            dA = 2 * dA - 1
+        return dA, dt, Bm, Cm
+
+    def _pre(self, x, buf, chunk: bool):
+        u, z = self.in_proj(x).chunk(2, dim=-1)
+        if self.conv is not None:
+            u, buf = (causal_conv if chunk else causal_conv_step)(self.conv, u, buf)
+        return F.silu(u), z, buf
+
+    def forward(self, x, state=None):
+        if state is None:
+            state = self.init_state(x.shape[0], x.device, x.dtype)
+        h0, buf = state
+        u, z, buf = self._pre(x, buf, chunk=True)
+        dA, dt, Bm, Cm = self._transition(u)
+        b = (dt * u).unsqueeze(-1) * Bm.unsqueeze(-2)
+        h = diag_scan(dA, b, h0)
+        y = (h * Cm.unsqueeze(-2)).sum(-1) + self.D * u
+        return self.out_proj(y * F.silu(z)), (h[:, -1], buf)
+
+    def step(self, x, state):
+        h, buf = state
+        u, z, buf = self._pre(x, buf, chunk=False)
+        dA, dt, Bm, Cm = self._transition(u)
+        h = dA * h + (dt * u).unsqueeze(-1) * Bm.unsqueeze(-2)
+        y = (h * Cm.unsqueeze(-2)).sum(-1) + self.D * u
+        return self.out_proj(y * F.silu(z)), (h, buf)
+
+    def eigenvalues(self, x):
+        """Eigenvalues of A_bar(x_t) for the inputs x (B, T, d_model), conv history from zeros."""
+        h0, buf = self.init_state(x.shape[0], x.device, x.dtype)
+        u, _, _ = self._pre(x, buf, chunk=True)
+        dA = self._transition(u)[0]
+        return dA.flatten(-2).to(dA.dtype.to_complex())
+
+
+class NegativeMamba(Mamba):
+    name = "negmamba"
+    description = "Mamba with A_bar = 2 exp(Delta(x) A) - 1 in (-1, 1] (Grazzi et al.)"
+    options = {k: v for k, v in Mamba.options.items() if k != "neg"}
+
+    def __init__(self, d_model, d_state, **kw):
+        super().__init__(d_model, d_state, neg=True, **kw)

@@ -1,0 +1,86 @@
+"""The model: embedding -> blocks from a layer spec -> norm -> head.
+
+A block is ``x + mixer(norm(x))``, optionally followed by ``x + mlp(norm(x))``. Every forward call
+takes and returns the list of per-layer states, so the same model trains on short sequences and
+evaluates on sequences of any length in fixed memory (``forward`` on chunks, or ``step`` per token).
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from statetrack.config import ModelConfig
+from statetrack.layers import Mixer, build_mixer
+from statetrack.spec import parse_layers
+
+
+def _norm(kind: str, d: int) -> nn.Module:
+    return {"rmsnorm": lambda: nn.RMSNorm(d), "layernorm": lambda: nn.LayerNorm(d),
+            "none": nn.Identity}[kind]()
+
+
+class Block(nn.Module):
+    def __init__(self, mixer: Mixer, cfg: ModelConfig):
+        super().__init__()
+        d = cfg.d_model
+        self.norm = _norm(cfg.norm, d)
+        self.mixer = mixer
+        self.mlp = nn.Sequential(_norm(cfg.norm, d), nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d)) \
+            if cfg.mlp else None
+
+    def forward(self, x, state=None):
+        y, state = self.mixer(self.norm(x), state)
+        x = x + y
+        if self.mlp is not None:
+            x = x + self.mlp(x)
+        return x, state
+
+    def step(self, x, state):
+        y, state = self.mixer.step(self.norm(x), state)
+        x = x + y
+        if self.mlp is not None:
+            x = x + self.mlp(x)
+        return x, state
+
+
+class Model(nn.Module):
+    def __init__(self, cfg: ModelConfig, vocab_size: int, num_classes: int):
+        super().__init__()
+        self.cfg, self.vocab_size, self.num_classes = cfg, vocab_size, num_classes
+        self.embed = nn.Embedding(vocab_size, cfg.d_model)
+        self.blocks = nn.ModuleList(
+            Block(build_mixer(spec, cfg.d_model, cfg.d_state), cfg) for spec in parse_layers(cfg.layers))
+        self.norm = _norm(cfg.norm, cfg.d_model)
+        self.head = nn.Linear(cfg.d_model, num_classes)
+
+    @property
+    def mixers(self) -> list[Mixer]:
+        return [b.mixer for b in self.blocks]
+
+    def init_state(self, batch: int) -> list:
+        p = self.head.weight
+        return [m.init_state(batch, p.device, p.dtype) for m in self.mixers]
+
+    def forward(self, tokens: Tensor, states: list | None = None) -> tuple[Tensor, list]:
+        """tokens (B, T) -> logits (B, T, num_classes), new states."""
+        x = self.embed(tokens)
+        states = states if states is not None else [None] * len(self.blocks)
+        new = []
+        for block, s in zip(self.blocks, states):
+            x, s = block(x, s)
+            new.append(s)
+        return self.head(self.norm(x)), new
+
+    def step(self, token: Tensor, states: list) -> tuple[Tensor, list]:
+        """One token per sequence: token (B,) -> logits (B, num_classes), new states."""
+        x = self.embed(token)
+        new = []
+        for block, s in zip(self.blocks, states):
+            x, s = block.step(x, s)
+            new.append(s)
+        return self.head(self.norm(x)), new
+
+
+def build_model(cfg: ModelConfig, task) -> Model:
+    """Build the model for a task (its vocabulary and number of classes)."""
+    return Model(cfg, task.vocab_size, task.num_classes)

@@ -1,0 +1,194 @@
+"""Results that last: every run in an embedded SQLite database.
+
+Tables: ``meta`` (marks the file as ours, with its schema version), ``runs`` (full config, versions,
+seed, status, checkpoint path, wall time, training summary), ``metrics`` (one row per run and test
+length) and ``curves`` (validation curve). Written in transactions, WAL journal, so several worker
+processes can share one database. A file that is not ours, or is damaged, is refused and never
+overwritten.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sqlite3
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from statetrack.errors import UserError
+
+DEFAULT_DB = "runs/statetrack.db"
+SCHEMA_VERSION = 1
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  key TEXT,
+  study TEXT,
+  label TEXT,
+  model TEXT NOT NULL,
+  task TEXT NOT NULL,
+  seed INTEGER NOT NULL,
+  train_min_len INTEGER,
+  train_max_len INTEGER,
+  config TEXT NOT NULL,
+  versions TEXT NOT NULL,
+  status TEXT NOT NULL,
+  error TEXT,
+  checkpoint TEXT,
+  created REAL NOT NULL,
+  finished REAL,
+  wall_time REAL,
+  summary TEXT
+);
+CREATE INDEX IF NOT EXISTS runs_key ON runs(key);
+CREATE INDEX IF NOT EXISTS runs_study ON runs(study);
+CREATE TABLE IF NOT EXISTS metrics (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  length INTEGER NOT NULL,
+  accuracy REAL, token_accuracy REAL, sequence_accuracy REAL, scaled_accuracy REAL,
+  chance REAL, n_sequences INTEGER,
+  PRIMARY KEY (run_id, length)
+);
+CREATE TABLE IF NOT EXISTS curves (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  step INTEGER NOT NULL,
+  data TEXT NOT NULL,
+  PRIMARY KEY (run_id, step)
+);
+"""
+
+
+def versions() -> dict:
+    import numpy
+    import torch
+
+    from statetrack import __version__
+
+    return {"statetrack": __version__, "python": platform.python_version(), "torch": torch.__version__,
+            "numpy": numpy.__version__, "platform": platform.platform(), "machine": platform.machine(),
+            "threads": torch.get_num_threads()}
+
+
+class Store:
+    """A results database. ``Store(path)`` opens (or creates) it; methods are transactions."""
+
+    def __init__(self, path: str | os.PathLike = DEFAULT_DB, create: bool = True):
+        self.path = Path(path)
+        if self.path.exists():
+            self._check_ours()
+        elif not create:
+            raise UserError(f"results database {str(self.path)!r} not found")
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._conn() as c:
+            c.executescript(SCHEMA)
+            c.execute("INSERT OR IGNORE INTO meta VALUES ('application', 'statetrack')")
+            c.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+
+    def _check_ours(self):
+        try:
+            con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+            try:
+                tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+                app = None
+                if "meta" in tables:
+                    row = con.execute("SELECT value FROM meta WHERE key='application'").fetchone()
+                    app = row[0] if row else None
+                ok = con.execute("PRAGMA quick_check").fetchone()[0]
+            finally:
+                con.close()
+        except sqlite3.DatabaseError as e:
+            raise UserError(f"{str(self.path)!r} is not a readable SQLite database ({e}); "
+                            "it was left untouched") from None
+        if ok != "ok":
+            raise UserError(f"results database {str(self.path)!r} is damaged ({ok}); it was left untouched")
+        if tables and app != "statetrack":
+            raise UserError(f"{str(self.path)!r} is an SQLite database that statetrack did not create; "
+                            "it was left untouched (choose another --db)")
+
+    @contextmanager
+    def _conn(self):
+        con = sqlite3.connect(self.path, timeout=60)
+        con.row_factory = sqlite3.Row
+        try:
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA busy_timeout=60000")
+            with con:
+                yield con
+        finally:
+            con.close()
+
+    # -- writing -----------------------------------------------------------------------------
+    def start_run(self, config: dict, study: str | None = None, label: str | None = None,
+                  key: str | None = None) -> int:
+        with self._conn() as c:
+            cur = c.execute(
+                "INSERT INTO runs (key, study, label, model, task, seed, train_min_len, train_max_len, config,"
+                " versions, status, created) VALUES (?,?,?,?,?,?,?,?,?,?, 'running', ?)",
+                (key, study, label, config["model"]["layers"], config["task"], config["seed"],
+                 config.get("train_min_len"), config.get("train_max_len"), json.dumps(config),
+                 json.dumps(versions()), time.time()))
+            return int(cur.lastrowid)
+
+    def finish_run(self, run_id: int, metrics: list, checkpoint: str | None, wall_time: float,
+                   summary: dict, curve: list[dict] | None = None) -> None:
+        """Write metrics, curve and the 'complete' status in one transaction."""
+        with self._conn() as c:
+            c.executemany(
+                "INSERT OR REPLACE INTO metrics VALUES (?,?,?,?,?,?,?,?)",
+                [(run_id, m.length, m.accuracy, m.token_accuracy, m.sequence_accuracy, m.scaled_accuracy,
+                  m.chance, m.n_sequences) for m in metrics])
+            c.executemany("INSERT OR REPLACE INTO curves VALUES (?,?,?)",
+                          [(run_id, p["step"], json.dumps(p)) for p in (curve or [])])
+            c.execute("UPDATE runs SET status='complete', checkpoint=?, wall_time=?, finished=?, summary=?"
+                      " WHERE id=?", (checkpoint, wall_time, time.time(), json.dumps(summary), run_id))
+
+    def fail_run(self, run_id: int, error: str, wall_time: float | None = None,
+                 summary: dict | None = None) -> None:
+        with self._conn() as c:
+            c.execute("UPDATE runs SET status='failed', error=?, wall_time=?, finished=?, summary=? WHERE id=?",
+                      (error, wall_time, time.time(), json.dumps(summary or {}), run_id))
+
+    # -- reading -----------------------------------------------------------------------------
+    def runs(self, study: str | None = None, status: str | None = None, key: str | None = None,
+             limit: int | None = None) -> list[dict]:
+        q, args = "SELECT * FROM runs WHERE 1=1", []
+        for col, val in (("study", study), ("status", status), ("key", key)):
+            if val is not None:
+                q += f" AND {col}=?"
+                args.append(val)
+        q += " ORDER BY id"
+        if limit:
+            q += f" LIMIT {int(limit)}"
+        with self._conn() as c:
+            return [_row(r) for r in c.execute(q, args)]
+
+    def run(self, run_id: int) -> dict:
+        with self._conn() as c:
+            r = c.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
+        if r is None:
+            raise UserError(f"no run with id {run_id} in {str(self.path)!r}")
+        return _row(r)
+
+    def metrics(self, run_id: int) -> list[dict]:
+        with self._conn() as c:
+            return [dict(r) for r in c.execute("SELECT * FROM metrics WHERE run_id=? ORDER BY length", (run_id,))]
+
+    def curve(self, run_id: int) -> list[dict]:
+        with self._conn() as c:
+            return [json.loads(r["data"]) for r in
+                    c.execute("SELECT data FROM curves WHERE run_id=? ORDER BY step", (run_id,))]
+
+    def counts(self) -> dict:
+        with self._conn() as c:
+            return {t: c.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("runs", "metrics", "curves")}
+
+
+def _row(r: sqlite3.Row) -> dict:
+    d = dict(r)
+    for k in ("config", "versions", "summary"):
+        if d.get(k):
+            d[k] = json.loads(d[k])
+    return d

@@ -1,0 +1,152 @@
+"""One training loop for every model.
+
+AdamW, linear warm-up then cosine decay, gradient clipping, a training length drawn per step from
+[train_min_len, train_max_len], validation on fixed IN-distribution sequences only, early stop after
+``patience`` validations without improvement, and the best validated weights kept. The same seed gives
+the same numbers on the same machine.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from statetrack.config import TrainConfig
+from statetrack.device import resolve_device
+from statetrack.model import Model, build_model
+from statetrack.tasks import Task, get_task
+
+
+class TrainingDiverged(RuntimeError):
+    def __init__(self, step: int, loss: float):
+        super().__init__(f"loss became {loss} at step {step}")
+        self.step, self.loss = step, loss
+
+
+@dataclass
+class TrainResult:
+    model: Model
+    config: TrainConfig
+    best_step: int
+    best_val_accuracy: float
+    best_val_loss: float
+    train_accuracy: float
+    steps_run: int
+    stopped_early: bool
+    wall_time: float
+    curve: list[dict] = field(default_factory=list)
+
+
+def set_seed(seed: int) -> None:
+    torch.manual_seed(seed)
+    np.random.seed(seed % 2**32)
+
+
+def masked_loss(logits, targets, mask):
+    return F.cross_entropy(logits[mask], targets[mask])
+
+
+def validation_set(task: Task, cfg: TrainConfig, device) -> list[tuple]:
+    """Fixed in-distribution batches: up to 8 lengths spread over the training range."""
+    rng = np.random.default_rng([cfg.seed, 7919])
+    lo, hi = cfg.train_lengths
+    lengths = sorted({int(round(x)) for x in np.linspace(lo, hi, min(8, hi - lo + 1))})
+    per = max(1, cfg.val_sequences // len(lengths))
+    out = []
+    for n in lengths:
+        b = task.sample_batch(rng, per, n)
+        out.append(tuple(torch.as_tensor(a, device=device) for a in (b.inputs, b.targets, b.mask)))
+    return out
+
+
+@torch.no_grad()
+def validate(model, batches) -> tuple[float, float]:
+    """(token accuracy over scored positions, mean loss) on fixed batches."""
+    model.eval()
+    correct = total = 0
+    loss = 0.0
+    for x, y, m in batches:
+        logits, _ = model(x)
+        loss += float(masked_loss(logits, y, m)) * int(m.sum())
+        correct += int(((logits.argmax(-1) == y) & m).sum())
+        total += int(m.sum())
+    model.train()
+    return correct / total, loss / total
+
+
+def lr_lambda(cfg: TrainConfig):
+    warm = int(cfg.warmup_frac * cfg.steps)
+
+    def f(step):
+        if step < warm:
+            return (step + 1) / warm
+        progress = (step - warm) / max(1, cfg.steps - warm)
+        return 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
+    return f
+
+
+def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None,
+          on_step: Callable[[int, dict], None] | None = None) -> TrainResult:
+    """Train ``cfg.model`` on ``cfg.task``; returns the best validated model and its curve.
+
+    ``on_step(step, info)`` is called after every validation (for progress bars and curves).
+    Raises TrainingDiverged if the loss becomes NaN or infinite.
+    """
+    t0 = time.time()
+    task = task or get_task(cfg.task)
+    device = resolve_device(cfg.device)
+    set_seed(cfg.seed)
+    if model is None:
+        model = build_model(cfg.model, task)
+    model = model.to(device).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg))
+    rng = np.random.default_rng(cfg.seed)
+    val = validation_set(task, cfg, device)
+    lo, hi = cfg.train_lengths
+
+    best = (-1.0, math.inf)
+    best_state, best_step, bad, curve = None, 0, 0, []
+    train_hits = train_total = 0
+    step = 0
+    for step in range(1, cfg.steps + 1):
+        b = task.sample_batch(rng, cfg.batch_size, int(rng.integers(lo, hi + 1)))
+        x, y, m = (torch.as_tensor(a, device=device) for a in (b.inputs, b.targets, b.mask))
+        logits, _ = model(x)
+        loss = masked_loss(logits, y, m)
+        if not torch.isfinite(loss):
+            raise TrainingDiverged(step, float(loss))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
+        opt.step()
+        sched.step()
+        with torch.no_grad():
+            train_hits += int(((logits.argmax(-1) == y) & m).sum())
+            train_total += int(m.sum())
+        if step % cfg.eval_every == 0 or step == cfg.steps:
+            acc, vloss = validate(model, val)
+            info = {"step": step, "train_loss": float(loss.detach()), "train_accuracy": train_hits / train_total,
+                    "val_accuracy": acc, "val_loss": vloss, "lr": sched.get_last_lr()[0]}
+            curve.append(info)
+            train_hits = train_total = 0
+            if (acc, -vloss) > (best[0], -best[1]):
+                best, best_step, bad = (acc, vloss), step, 0
+                best_state = copy.deepcopy(model.state_dict())
+            else:
+                bad += 1
+            if on_step:
+                on_step(step, info)
+            if bad >= cfg.patience:
+                break
+    model.load_state_dict(best_state)
+    model.eval()
+    return TrainResult(model, cfg, best_step, best[0], best[1],
+                       curve[-1]["train_accuracy"] if curve else float("nan"), step,
+                       step < cfg.steps, time.time() - t0, curve)
