@@ -80,12 +80,10 @@ class EvalConfig(_Config):
         return sorted(set(v))
 
 
-def default_lengths(lo: int = 16, hi: int = 10_000, per_decade: int = 3) -> list[int]:
-    """Log-spaced lengths from lo to hi inclusive: 16, 22, 46, 100, 215, 464, 1000, ... 10000."""
-    import numpy as np
-
-    n = max(2, int(round((np.log10(hi) - np.log10(lo)) * per_decade)) + 1)
-    return sorted({int(round(x)) for x in np.logspace(np.log10(lo), np.log10(hi), n)})
+def default_lengths(lo: int = 16, hi: int = 10_000) -> list[int]:
+    """Roughly log-spaced round lengths from lo to hi: 16, 32, ..., 512, 1000, 2000, 5000, 10000."""
+    grid = [2 ** k for k in range(4, 10)] + [m * 10 ** e for e in range(3, 7) for m in (1, 2, 5)]
+    return sorted({n for n in grid if lo <= n <= hi} | {hi})
 
 
 def validated(cls, **kwargs):

@@ -1,0 +1,294 @@
+"""Command line: a thin layer over the Python API.
+
+Every command parses its arguments, calls one library function, and prints a table (or JSON Lines
+with ``--json``). Bad input ends with one line on stderr and exit code 2; nothing is written first.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from statetrack.errors import UserError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit code 2, no usage dump
+        raise UserError(f"{self.prog}: {message}")
+
+
+def _lengths(text: str) -> list[int]:
+    try:
+        vals = [int(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise UserError(f"bad test lengths {text!r}; give positive integers separated by commas, e.g. 16,100,1000") from None
+    if not vals:
+        raise UserError("empty test lengths; give positive integers separated by commas, e.g. 16,100,1000")
+    bad = [v for v in vals if v < 1]
+    if bad:
+        raise UserError(f"bad test length {bad[0]}; test lengths must be positive integers")
+    return vals
+
+
+def _range(text: str) -> tuple[int, int]:
+    parts = text.replace(":", "-").split("-") if not text.startswith("-") else [text]
+    try:
+        vals = [int(p) for p in parts]
+    except ValueError:
+        raise UserError(f"bad training lengths {text!r}; give N or MIN-MAX with 1 <= MIN <= MAX, e.g. 8 or 1-40") from None
+    lo, hi = (vals[0], vals[0]) if len(vals) == 1 else (vals[0], vals[-1]) if len(vals) == 2 else (0, -1)
+    if not 1 <= lo <= hi:
+        raise UserError(f"bad training lengths {text!r}; give N or MIN-MAX with 1 <= MIN <= MAX, e.g. 8 or 1-40")
+    return lo, hi
+
+
+def _console():
+    from rich.console import Console
+
+    # a wide console when piped, so tables are not squeezed into 80 columns
+    return Console(width=None if sys.stdout.isatty() else 200)
+
+
+def _progress(json_mode: bool):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    transient=True, disable=json_mode or not sys.stderr.isatty(),
+                    console=__import__("rich.console").console.Console(stderr=True))
+
+
+def _emit_rows(rows):
+    for r in rows:
+        print(json.dumps(r))
+
+
+def _metrics_table(title: str, metrics):
+    from rich.table import Table
+
+    from statetrack.evaluate import longest_generalized
+
+    t = Table(title=title)
+    for h in ("length", "accuracy", "scaled", "token acc", "sequence acc"):
+        t.add_column(h, justify="right")
+    for m in metrics:
+        t.add_row(str(m.length), f"{100 * m.accuracy:.1f}", f"{m.scaled_accuracy:+.3f}",
+                  f"{100 * m.token_accuracy:.1f}", f"{100 * m.sequence_accuracy:.1f}")
+    longest = longest_generalized(metrics)
+    t.caption = f"longest length with accuracy >= 90% (and at every shorter test length): {longest or 'none'}"
+    return t
+
+
+# -- commands -----------------------------------------------------------------------------------
+def cmd_train(a):
+    from statetrack.config import EvalConfig, ModelConfig, TrainConfig, default_lengths, validated
+    from statetrack.runner import metrics_rows, run
+
+    lo, hi = _range(a.train_lengths)
+    mcfg = validated(ModelConfig, layers=a.layers, d_model=a.d_model, d_state=a.d_state, mlp=a.mlp, norm=a.norm)
+    tcfg = validated(TrainConfig, task=a.task, model=mcfg, train_min_len=lo, train_max_len=hi, steps=a.steps,
+                     batch_size=a.batch_size, lr=a.lr, weight_decay=a.weight_decay, seed=a.seed,
+                     device=a.device, eval_every=a.eval_every, patience=a.patience)
+    lengths = _lengths(a.test_lengths) if a.test_lengths is not None else default_lengths()
+    ecfg = validated(EvalConfig, lengths=lengths, batch_size=a.eval_batch, device=a.device)
+    with _progress(a.json) as prog:
+        bar = prog.add_task(f"train {mcfg.layers}", total=tcfg.steps)
+        ebar = prog.add_task("evaluate", total=len(ecfg.lengths), visible=False)
+        res = run(tcfg, ecfg, db=a.db, label=a.label, reuse=False,
+                  on_step=lambda s, info: prog.update(bar, completed=s, description=f"train {mcfg.layers} "
+                                                      f"val acc {100 * info['val_accuracy']:.1f}"),
+                  on_length=lambda m: prog.update(ebar, advance=1, visible=True, description=f"evaluate L={m.length}"))
+    if res.status != "complete":
+        print(f"run {res.run_id} failed: {res.summary.get('reason')}", file=sys.stderr)
+        return 1
+    if a.json:
+        _emit_rows(metrics_rows({"id": res.run_id, "label": a.label, "config": tcfg.model_dump()}, res.metrics))
+    else:
+        _console().print(_metrics_table(f"run {res.run_id}: {mcfg.layers} on {tcfg.task}, trained on "
+                                        f"{a.train_lengths} (checkpoint {res.checkpoint})", res.metrics))
+    return 0
+
+
+def cmd_eval(a):
+    from statetrack.checkpoint import load_checkpoint
+    from statetrack.config import EvalConfig, default_lengths, validated
+    from statetrack.device import resolve_device
+    from statetrack.evaluate import evaluate
+    from statetrack.runner import metrics_rows
+    from statetrack.tasks import get_task
+
+    model, cfg, task, extra = load_checkpoint(a.checkpoint, device=resolve_device(a.device))
+    if a.task:
+        task = get_task(a.task)
+    lengths = _lengths(a.lengths) if a.lengths is not None else default_lengths()
+    ecfg = validated(EvalConfig, lengths=lengths, batch_size=a.batch_size, device=a.device, chunk=a.chunk)
+    with _progress(a.json) as prog:
+        bar = prog.add_task("evaluate", total=len(ecfg.lengths))
+        metrics = evaluate(model, task, ecfg, on_length=lambda m: prog.update(bar, advance=1,
+                                                                            description=f"evaluate L={m.length}"))
+    if a.json:
+        _emit_rows(metrics_rows({"id": extra.get("run_id"), "label": extra.get("label"),
+                                 "config": {**cfg.model_dump(), "task": task.name}}, metrics))
+    else:
+        _console().print(_metrics_table(f"{a.checkpoint}: {cfg.model.layers} on {task.name}", metrics))
+    return 0
+
+
+def cmd_reproduce(a):
+    from statetrack.reproduce import reproduce
+    from statetrack.runner import metrics_rows
+    from statetrack.store import Store
+
+    if a.workers < 1:
+        raise UserError(f"--workers must be at least 1, got {a.workers}")
+    if a.seeds is not None and a.seeds < 1:
+        raise UserError(f"--seeds must be at least 1, got {a.seeds}")
+    from statetrack.experiments import load_study
+    from statetrack.reproduce import study_jobs
+
+    n_jobs = len(study_jobs(load_study(a.name), a.scale, a.seeds, a.device))
+    with _progress(a.json) as prog:
+        bar = prog.add_task(f"{a.name} ({a.scale})", total=n_jobs)
+        study, results, table = reproduce(
+            a.name, a.scale, a.seeds, db=a.db, workers=a.workers, fresh=a.fresh, device=a.device,
+            on_done=lambda job, res: prog.update(bar, advance=1, description=f"{a.name}: done {job.label} seed {job.seed}"))
+    if a.json:
+        store = Store(a.db)
+        for job, res in results:
+            _emit_rows(metrics_rows(store.run(res.run_id), res.metrics))
+        return 0
+    con = _console()
+    con.print(table.rich())
+    con.print(f"[dim]{study.source}. Cells: accuracy (%) after L bits, median [min-max] over seeds. "
+              f"Database: {a.db}; {sum(r.reused for _, r in results)} of {len(results)} runs reused.[/dim]")
+    if study.notes:
+        con.print(f"[dim]{study.notes.strip()}[/dim]")
+    return 0
+
+
+def cmd_runs(a):
+    from rich.table import Table
+
+    from statetrack.runner import metrics_rows
+    from statetrack.store import Store
+
+    store = Store(a.db, create=False)
+    if a.action == "show":
+        if a.run_id is None:
+            raise UserError("runs show needs a run id, e.g. 'statetrack runs show 3'")
+        r = store.run(a.run_id)
+        ms = store.metrics(a.run_id)
+        if a.json:
+            _emit_rows(metrics_rows(r, ms) or [{"run_id": r["id"], "status": r["status"]}])
+            return 0
+        con = _console()
+        con.print(f"run {r['id']}  [{r['status']}]  {r['model']} on {r['task']}  seed {r['seed']}  "
+                  f"study {r['study'] or '-'}  label {r['label'] or '-'}")
+        con.print(f"train lengths {r['train_min_len']}-{r['train_max_len']}  wall time "
+                  f"{(r['wall_time'] or 0):.1f}s  checkpoint {r['checkpoint'] or '-'}")
+        if r["error"]:
+            con.print(f"error: {r['error']}")
+        con.print(f"summary: {json.dumps(r['summary'])}")
+        con.print(f"config: {json.dumps(r['config'])}")
+        con.print(f"versions: {json.dumps(r['versions'])}")
+        from statetrack.evaluate import LengthMetrics
+
+        if ms:
+            con.print(_metrics_table("metrics", [LengthMetrics(**{k: m[k] for k in LengthMetrics.__dataclass_fields__})
+                                                 for m in ms]))
+        return 0
+    runs = store.runs(study=a.study, status=a.status)
+    if a.json:
+        for r in runs:
+            print(json.dumps({k: r[k] for k in ("id", "study", "label", "model", "task", "seed", "status",
+                                                "train_min_len", "train_max_len", "wall_time", "checkpoint")}))
+        return 0
+    t = Table(title=f"runs in {a.db}")
+    for h in ("id", "status", "study", "label", "model", "task", "seed", "train len", "longest >=90%", "time (s)"):
+        t.add_column(h)
+    for r in runs:
+        longest = (r["summary"] or {}).get("longest_90")
+        t.add_row(str(r["id"]), r["status"], r["study"] or "-", r["label"] or "-", r["model"], r["task"],
+                  str(r["seed"]), f"{r['train_min_len']}-{r['train_max_len']}", str(longest or "-"),
+                  f"{r['wall_time']:.1f}" if r["wall_time"] else "-")
+    _console().print(t)
+    return 0
+
+
+# -- parser -------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    from statetrack.store import DEFAULT_DB
+
+    p = _Parser(prog="statetrack", description="State tracking in linear RNNs and SSMs.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def common(q, json_flag=True):
+        q.add_argument("--db", default=DEFAULT_DB, help=f"results database (default {DEFAULT_DB})")
+        if json_flag:
+            q.add_argument("--json", action="store_true", help="print JSON Lines, one object per (run, length)")
+
+    q = sub.add_parser("train", help="train one model, evaluate it on the test lengths, record the run")
+    q.add_argument("--task", default="parity")
+    q.add_argument("--layers", required=True, help="layer spec, e.g. 'mamba,s4d' or 'negmamba*2'")
+    q.add_argument("--d-model", type=int, default=8)
+    q.add_argument("--d-state", type=int, default=16)
+    q.add_argument("--mlp", action="store_true")
+    q.add_argument("--norm", default="rmsnorm")
+    q.add_argument("--train-lengths", default="8", help="N or MIN-MAX (default 8)")
+    q.add_argument("--test-lengths", default=None, help="comma-separated (default 16,32,...,512,1000,2000,5000,10000)")
+    q.add_argument("--steps", type=int, default=2000)
+    q.add_argument("--batch-size", type=int, default=64)
+    q.add_argument("--lr", type=float, default=1e-2)
+    q.add_argument("--weight-decay", type=float, default=0.0)
+    q.add_argument("--eval-every", type=int, default=50)
+    q.add_argument("--patience", type=int, default=20)
+    q.add_argument("--eval-batch", type=int, default=128)
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--label", default=None)
+    q.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])
+    common(q)
+    q.set_defaults(fn=cmd_train)
+
+    q = sub.add_parser("eval", help="evaluate a checkpoint at each test length")
+    q.add_argument("checkpoint")
+    q.add_argument("--task", default=None, help="task to evaluate on (default: the one it was trained on)")
+    q.add_argument("--lengths", default=None, help="comma-separated (default 16,32,...,512,1000,2000,5000,10000)")
+    q.add_argument("--batch-size", type=int, default=128)
+    q.add_argument("--chunk", type=int, default=1024)
+    q.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(fn=cmd_eval)
+
+    q = sub.add_parser("reproduce", help="run a paper's study and print our table beside the paper's")
+    q.add_argument("name", help="a built-in study name or a study YAML file")
+    q.add_argument("--scale", default="quick")
+    q.add_argument("--seeds", type=int, default=None, help="seeds per model (default: the scale's)")
+    q.add_argument("--workers", type=int, default=2)
+    q.add_argument("--fresh", action="store_true", help="rerun even runs already complete in the database")
+    q.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])
+    common(q)
+    q.set_defaults(fn=cmd_reproduce)
+
+    q = sub.add_parser("runs", help="list past runs, or show one: 'runs show ID'")
+    q.add_argument("action", nargs="?", default="list", choices=["list", "show"])
+    q.add_argument("run_id", nargs="?", type=int)
+    q.add_argument("--study", default=None)
+    q.add_argument("--status", default=None, choices=["running", "complete", "failed"])
+    common(q)
+    q.set_defaults(fn=cmd_runs)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return args.fn(args)
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

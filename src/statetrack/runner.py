@@ -1,0 +1,107 @@
+"""One run, end to end: train, evaluate on the test lengths, save the best checkpoint, record it all.
+
+``run(train_cfg, eval_cfg, db=...)`` is what ``statetrack train`` and every study call. Bad input is
+checked before the database is touched; a run that fails is recorded as failed with its reason.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from statetrack.checkpoint import save_checkpoint
+from statetrack.config import EvalConfig, TrainConfig
+from statetrack.errors import UserError
+from statetrack.evaluate import LengthMetrics, evaluate, longest_generalized
+from statetrack.store import DEFAULT_DB, Store
+from statetrack.tasks import get_task
+from statetrack.train import TrainingDiverged, train
+
+
+@dataclass
+class RunResult:
+    run_id: int
+    status: str
+    metrics: list[LengthMetrics]
+    summary: dict
+    checkpoint: str | None
+    reused: bool = False
+
+
+def run_key(train_cfg: TrainConfig, eval_cfg: EvalConfig, study: str | None, label: str | None) -> str:
+    """Identity of a run: same key = same numbers, so a complete run with this key can be reused."""
+    blob = json.dumps({"train": train_cfg.model_dump(), "eval": eval_cfg.model_dump(), "study": study,
+                       "label": label}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
+    """Everything that can be wrong with the input, before anything is written. Returns the task."""
+    from statetrack.model import build_model
+
+    task = get_task(train_cfg.task)
+    build_model(train_cfg.model, task)  # unknown mixer / bad option -> UserError
+    short = [n for n in eval_cfg.lengths if n < train_cfg.train_min_len]
+    if short:
+        raise UserError(f"test length {short[0]} is shorter than the training range "
+                        f"{train_cfg.train_min_len}-{train_cfg.train_max_len}; test lengths must be >= "
+                        f"{train_cfg.train_min_len}")
+    return task
+
+
+def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_DB,
+        study: str | None = None, label: str | None = None, checkpoint_dir: str | Path | None = None,
+        reuse: bool = True, on_step=None, on_length=None, threads: int | None = None) -> RunResult:
+    task = check_run(train_cfg, eval_cfg)
+    store = Store(db)
+    key = run_key(train_cfg, eval_cfg, study, label)
+    if reuse:
+        done = store.runs(key=key, status="complete")
+        if done:
+            r = done[-1]
+            ms = [LengthMetrics(**{k: m[k] for k in LengthMetrics.__dataclass_fields__})
+                  for m in store.metrics(r["id"])]
+            return RunResult(r["id"], "complete", ms, r["summary"], r["checkpoint"], reused=True)
+    if threads:
+        torch.set_num_threads(threads)
+    run_id = store.start_run({**train_cfg.model_dump(), "eval": eval_cfg.model_dump()}, study=study,
+                             label=label, key=key)
+    t0 = time.time()
+    try:
+        res = train(train_cfg, task, on_step=on_step)
+        metrics = evaluate(res.model, task, eval_cfg, on_length=on_length)
+    except TrainingDiverged as e:
+        summary = {"failed_step": e.step, "reason": str(e)}
+        store.fail_run(run_id, str(e), time.time() - t0, summary)
+        return RunResult(run_id, "failed", [], summary, None)
+    except BaseException as e:  # recorded, then re-raised: Ctrl-C and crashes leave a trace
+        store.fail_run(run_id, f"{type(e).__name__}: {e}", time.time() - t0)
+        raise
+    ckdir = Path(checkpoint_dir) if checkpoint_dir else Path(db).parent / "checkpoints"
+    ckpt = save_checkpoint(res.model, train_cfg.model_dump(), ckdir / f"run{run_id}.safetensors",
+                           extra={"run_id": run_id, "study": study, "label": label})
+    summary = {"best_step": res.best_step, "best_val_accuracy": res.best_val_accuracy,
+               "best_val_loss": res.best_val_loss, "train_accuracy": res.train_accuracy,
+               "steps_run": res.steps_run, "stopped_early": res.stopped_early,
+               "train_time": res.wall_time, "longest_90": longest_generalized(metrics)}
+    store.finish_run(run_id, metrics, str(ckpt), time.time() - t0, summary, res.curve)
+    return RunResult(run_id, "complete", metrics, summary, str(ckpt))
+
+
+def metrics_rows(run: dict, metrics) -> list[dict]:
+    """JSON Lines rows: one per (run, test length)."""
+    cfg = run["config"] if "config" in run else run
+    rows = []
+    for m in metrics:
+        m = m if isinstance(m, dict) else m.as_dict()
+        rows.append({"run_id": run.get("id"), "study": run.get("study"), "label": run.get("label"),
+                     "model": cfg["model"]["layers"], "task": cfg["task"], "seed": cfg["seed"],
+                     "train_lengths": [cfg["train_min_len"], cfg["train_max_len"]],
+                     "length": m["length"], "accuracy": m["accuracy"],
+                     "scaled_accuracy": m["scaled_accuracy"], "token_accuracy": m["token_accuracy"],
+                     "sequence_accuracy": m["sequence_accuracy"], "chance": m["chance"]})
+    return rows
