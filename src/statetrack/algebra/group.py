@@ -31,6 +31,8 @@ from statetrack.errors import UserError
 
 #: Largest group order accepted (|S7|).
 MAX_ORDER = 5040
+#: Largest permutation degree accepted for generators (the regular action of C5040 needs 5040).
+MAX_DEGREE = 5040
 
 _HASH_SEED = 0x5EED_7A8C
 
@@ -62,7 +64,10 @@ def _check_generators(generators, name: str) -> np.ndarray:
         raise UserError(f"group {name!r}: at least one generator is needed; allowed: a non-empty "
                         "list of array forms such as [[1, 0, 2], [1, 2, 0]]")
     degree = max(1, max(len(g) for g in gens))
-    out = np.empty((len(gens), degree), dtype=np.int64)
+    if degree > MAX_DEGREE:
+        raise UserError(f"group {name!r}: generators act on {degree} points, above the cap of "
+                        f"{MAX_DEGREE}; allowed: permutations of at most {MAX_DEGREE} points")
+    out = np.empty((len(gens), degree), dtype=np.int32)
     for k, g in enumerate(gens):
         if sorted(g) != list(range(len(g))):
             raise UserError(f"group {name!r}: generator {g!r} is not a permutation of "
@@ -75,7 +80,7 @@ def _closure(gens: np.ndarray, name: str, cap: int = MAX_ORDER) -> np.ndarray:
     """All products of the generators (breadth first), refusing more than ``cap`` elements."""
     degree = gens.shape[1]
     w = _hash_weights(degree)
-    ident = np.arange(degree, dtype=np.int64)[None, :]
+    ident = np.arange(degree, dtype=gens.dtype)[None, :]
     seen = {int(_codes(ident, w)[0])}
     elements = [ident]
     frontier = ident
@@ -97,6 +102,29 @@ def _closure(gens: np.ndarray, name: str, cap: int = MAX_ORDER) -> np.ndarray:
         frontier = prods[new]
         elements.append(frontier)
     return np.concatenate(elements, axis=0)
+
+
+def _base(elements: np.ndarray) -> list[int]:
+    """Points whose images tell all elements apart (greedy: add a point when it splits more).
+
+    Exactness does not depend on the hash used here: ``Group`` checks that the base images of the
+    elements are distinct before using them.
+    """
+    n = len(elements)
+    base: list[int] = []
+    distinct = 1
+    codes = np.zeros(n, dtype=np.uint64)
+    mult = np.uint64(0x9E3779B97F4A7C15)
+    for x in range(elements.shape[1]):
+        if distinct == n:
+            break
+        with np.errstate(over="ignore"):
+            cand = codes * mult + elements[:, x].astype(np.uint64) + np.uint64(1)
+        k = len(np.unique(cand))
+        if k > distinct:
+            base.append(x)
+            codes, distinct = cand, k
+    return base or [0]
 
 
 class Group:
@@ -122,8 +150,17 @@ class Group:
         self.elements.setflags(write=False)
         self.order = int(len(elems))
         self.degree = int(elems.shape[1])
-        self._weights = _hash_weights(self.degree)
-        codes = _codes(elems, self._weights)
+        # a base: points whose images determine an element; products are looked up by them
+        self.base = _base(self.elements)
+        self._weights = _hash_weights(len(self.base))
+        codes = _codes(self.elements[:, self.base], self._weights)
+        # exact mixed-radix codes and a dense lookup when they are small enough (always under the cap
+        # for the named groups); a sorted 64-bit hash otherwise
+        self._dense = None
+        if self.degree ** len(self.base) <= 1 << 24:
+            self._radix = self.degree ** np.arange(len(self.base), dtype=np.int64)
+            self._dense = np.full(self.degree ** len(self.base), -1, dtype=np.int32)
+            self._dense[self.elements[:, self.base].astype(np.int64) @ self._radix] = np.arange(self.order)
         self._sort = np.argsort(codes, kind="stable")
         self._sorted_codes = codes[self._sort]
         if len(np.unique(codes)) != self.order:  # pragma: no cover - astronomically unlikely
@@ -135,12 +172,17 @@ class Group:
         self.generators = tuple(int(i) for i in self.ids_of(gens))
 
     # -- construction helpers -------------------------------------------------------------------
+    def _lookup(self, base_images: np.ndarray) -> np.ndarray:
+        """Ids of the elements with the given images of the base points (shape (k, len(base)))."""
+        if self._dense is not None:
+            return self._dense[base_images.astype(np.int64) @ self._radix].astype(np.int64)
+        pos = np.searchsorted(self._sorted_codes, _codes(base_images, self._weights))
+        return self._sort[np.minimum(pos, self.order - 1)]
+
     def ids_of(self, perms) -> np.ndarray:
         """Ids of permutations given in array form (shape (k, degree)); they must be elements."""
         perms = np.asarray(perms, dtype=np.int64).reshape(-1, self.degree)
-        pos = np.searchsorted(self._sorted_codes, _codes(perms, self._weights))
-        pos = np.minimum(pos, self.order - 1)
-        ids = self._sort[pos]
+        ids = self._lookup(perms[:, self.base])
         if not (self.elements[ids] == perms).all():
             raise UserError(f"permutation not in group {self.name}")
         return ids
@@ -149,13 +191,13 @@ class Group:
         n, e = self.order, self.elements.astype(np.int64)
         dtype = np.int16 if n < 2**15 else np.int32
         table = np.empty((n, n), dtype=dtype)
-        block = max(1, 2_000_000 // max(1, n * self.degree))
+        at_base = e[:, self.base]  # (n, |base|)
+        block = max(1, 2_000_000 // max(1, n * len(self.base)))
         for start in range(0, n, block):
-            rows = e[start:start + block]  # first factor i
-            # r[i, j, x] = e[j][e[i][x]]
-            prod = e[:, rows].transpose(1, 0, 2)  # (rows, n, degree)
-            ids = self.ids_of(prod.reshape(-1, self.degree))
-            table[start:start + len(rows)] = ids.reshape(len(rows), n)
+            rows = at_base[start:start + block]  # first factor i, on the base
+            # (i then j)[b] = e[j][e[i][b]]: a product is determined by its base images
+            prod = e[:, rows].transpose(1, 0, 2)  # (rows, n, |base|)
+            table[start:start + len(rows)] = self._lookup(prod.reshape(-1, len(self.base))).reshape(len(rows), n)
         return table
 
     # -- the API --------------------------------------------------------------------------------

@@ -50,30 +50,37 @@ def _quaternion_generators() -> list[list[int]]:
     return [[times(x, g) for x in range(8)] for g in (1, 2)]
 
 
-def _factor(kind: str, n: int) -> tuple[int, list[list[int]]]:
-    """(order, generators) of one named factor."""
+def _factor_order(kind: str, n: int) -> int | None:
+    """Order of one named factor; None when it is astronomically large (Sn, An with n > 20)."""
+    if kind in "SA":
+        if n > 20:
+            return None
+        return math.factorial(n) if kind == "S" else max(1, math.factorial(n) // 2)
+    return {"C": n, "D": 2 * n, "Q": 8, "V": 4}[kind]
+
+
+def _factor_generators(kind: str, n: int) -> list[list[int]]:
+    """Permutation generators of one named factor (only called once its order passed the cap)."""
     if kind == "C":
-        return n, [_cycle(n, list(range(n)))]
+        return [_cycle(n, list(range(n)))]
     if kind == "D":
         if n == 1:
-            return 2, [[1, 0]]
+            return [[1, 0]]
         if n == 2:
-            return 4, [[1, 0, 3, 2], [2, 3, 0, 1]]
-        return 2 * n, [_cycle(n, list(range(n))), [(-x) % n for x in range(n)]]
+            return [[1, 0, 3, 2], [2, 3, 0, 1]]
+        return [_cycle(n, list(range(n))), [(-x) % n for x in range(n)]]
     if kind == "S":
-        order = math.factorial(n) if n <= 12 else MAX_ORDER + 1
         if n <= 2:
-            return order, [_cycle(n, list(range(n)))]
-        return order, [_cycle(n, [0, 1]), _cycle(n, list(range(n)))]
+            return [_cycle(n, list(range(n)))]
+        return [_cycle(n, [0, 1]), _cycle(n, list(range(n)))]
     if kind == "A":
-        order = max(1, math.factorial(n) // 2) if n <= 12 else MAX_ORDER + 1
         if n <= 2:
-            return order, [list(range(n))]
-        return order, [_cycle(n, [0, 1, k]) for k in range(2, n)]
+            return [list(range(n))]
+        return [_cycle(n, [0, 1, k]) for k in range(2, n)]
     if kind == "Q":
-        return 8, _quaternion_generators()
+        return _quaternion_generators()
     if kind == "V":
-        return 4, [[1, 0, 3, 2], [2, 3, 0, 1]]
+        return [[1, 0, 3, 2], [2, 3, 0, 1]]
     raise AssertionError(kind)
 
 
@@ -102,21 +109,29 @@ def parse_group_name(name: str) -> tuple[str, list[tuple[str, int]]]:
 def group_order_from_name(name: str) -> int:
     """The order of a named group, without building it (may exceed the cap)."""
     _, factors = parse_group_name(name)
-    return math.prod(_factor(k, n)[0] for k, n in factors)
+    total = 1
+    for k, n in factors:
+        o = _factor_order(k, n)
+        total *= o if o is not None else (math.factorial(n) // (2 if k == "A" else 1))
+    return total
 
 
 def generators_for(name: str) -> tuple[str, list[list[int]]]:
     """Canonical name and permutation generators of a named group (refusing those over the cap)."""
     canonical, factors = parse_group_name(name)
-    parts = [_factor(k, n) for k, n in factors]
-    order = math.prod(o for o, _ in parts)
+    orders = [_factor_order(k, n) for k, n in factors]
+    if None in orders:
+        kind, n = factors[orders.index(None)]
+        raise _too_big(canonical, f"{n}!/2" if kind == "A" else f"{n}!")
+    order = math.prod(orders)
     if order > MAX_ORDER:
         raise _too_big(canonical, order)
-    degrees = [max(1, max(len(g) for g in gens)) for _, gens in parts]
+    parts = [_factor_generators(k, n) for k, n in factors]
+    degrees = [max(1, max(len(g) for g in gens)) for gens in parts]
     total = sum(degrees)
     gens_out: list[list[int]] = []
     offset = 0
-    for (_, gens), d in zip(parts, degrees):
+    for gens, d in zip(parts, degrees):
         for g in gens:
             p = list(range(total))
             for x, y in enumerate(g):
