@@ -97,7 +97,9 @@ class ModularArithmeticBrackets(Task):
 
     def sample_batch(self, rng, batch_size, length):
         length = check_length(length)
-        u = rng.random((batch_size, 2 * length + 2))
+        # an expression of length L has i internal nodes (2 draws each) and i + 1 digits (1 draw
+        # each), with 4i + 1 <= L tokens: L draws always suffice
+        u = rng.random((batch_size, length))
         x = np.empty((batch_size, length), dtype=np.int64)
         y = np.empty((batch_size, length), dtype=np.int64)
         for b in range(batch_size):
