@@ -105,10 +105,21 @@ def test_bad_names(bad):
         assert any(part in msg for part in bad.split("x") if part) or bad in msg
 
 
-def test_cap_is_documented_and_s7_allowed_cheaply():
+def test_cap_is_documented_and_s7_allowed():
     assert MAX_ORDER == 5040
     from statetrack.algebra import group_order_from_name
     assert group_order_from_name("S7") == 5040 and group_order_from_name("S8") == 40320
+    s7 = get_group("S7")
+    assert s7.order == 5040 and s7.table.dtype == np.int16
+    assert s7.mul(1234, s7.inv(1234)) == 0
+
+
+@pytest.mark.parametrize("k", [3, 8])  # 8: elements found by hashed base images, 3: dense lookup
+def test_elementary_abelian_ids_are_bit_vectors(k):
+    g = get_group("x".join(["C2"] * k))
+    assert g.order == 2 ** k
+    ids = np.arange(g.order)
+    assert (g.table == (ids[:, None] ^ ids[None, :])).all()
 
 
 KNOWN = {
