@@ -7,11 +7,11 @@ elementary-abelian-2 subnormal series).
 
 See :mod:`statetrack.algebra.group` for the id and composition conventions.
 """
-from statetrack.algebra.group import MAX_ORDER, Group
+from statetrack.algebra.group import MAX_DEGREE, MAX_ORDER, Group
 from statetrack.algebra.names import (ALLOWED_FORMS, get_group, group_from_generators,
                                       group_order_from_name, parse_group_name)
 from statetrack.algebra.structure import DEFAULT_GROUPS, derived_series, structure_of, structure_table
 
-__all__ = ["Group", "MAX_ORDER", "ALLOWED_FORMS", "get_group", "group_from_generators",
+__all__ = ["Group", "MAX_ORDER", "MAX_DEGREE", "ALLOWED_FORMS", "get_group", "group_from_generators",
            "group_order_from_name", "parse_group_name", "DEFAULT_GROUPS", "derived_series",
            "structure_of", "structure_table"]

@@ -43,7 +43,7 @@ def _hash_weights(degree: int) -> np.ndarray:
 
 
 def _codes(perms: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """A 64-bit hash of each row (wrap-around arithmetic); collisions are checked by the callers."""
+    """A 64-bit hash of each row (wrap-around arithmetic); ``Group`` checks the result exactly."""
     with np.errstate(over="ignore"):
         return (perms.astype(np.uint64) * weights).sum(axis=-1, dtype=np.uint64)
 
@@ -166,6 +166,12 @@ class Group:
         if len(np.unique(codes)) != self.order:  # pragma: no cover - astronomically unlikely
             raise RuntimeError(f"hash collision while building {name}")
         self.table = self._build_table()
+        # exact check that the element set is closed under the generators (so it is the whole
+        # group, whatever the hashes did): (i then g) looked up == (i then g) composed
+        for g in gens:
+            gi = self.table[:, self.ids_of(g[None])[0]]
+            if not (self.elements[gi] == g[self.elements]).all():  # pragma: no cover
+                raise RuntimeError(f"hash collision while building {name}")
         self.table.setflags(write=False)
         self.inverses = np.argmax(self.table == 0, axis=1).astype(self.table.dtype)
         self.inverses.setflags(write=False)
