@@ -42,3 +42,4 @@ def get_task(name: str) -> Task:
 
 
 __all__ = ["Batch", "Task", "get_task", "register", "FAMILIES"]
+from statetrack.tasks.suite import list_tasks, sample_json  # noqa: E402,F401  (registers the suite)

@@ -1,0 +1,38 @@
+"""Cycle navigation ``cycle:m`` (Deletang et al. 2023, regular): actions move an agent on a cycle of
+m positions starting at 0. Tokens: 0 = step left (-1), 1 = stay, 2 = step right (+1), drawn
+uniformly (as in the reference code: action a moves by a - 1). The label is the position mod m.
+
+``cycle:m`` scores only the final position (as in the paper); ``cycle:m/every`` labels and scores
+every position (the position after each action). ``cycle`` alone is ``cycle:5``, the paper's
+default. Chance: the seeded-sample estimate of the base class (the final position tends to uniform,
+1/m, as T grows but is not exactly uniform at a finite length).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from statetrack.tasks.streaming import StreamingTask, every_mask, final_mask_chunk, uniform_ints
+
+
+class CycleNavigation(StreamingTask):
+    vocab_size = 3
+    symbols = ("-1", "0", "+1")
+
+    def __init__(self, modulus: int = 5, scoring: str = "final"):
+        self.modulus = int(modulus)
+        self.num_classes = self.modulus
+        self.scoring = scoring
+        self.name = f"cycle:{self.modulus}" + ("/every" if scoring == "every" else "")
+
+    def _start(self, batch_size):
+        return np.zeros(batch_size, dtype=np.int64)
+
+    def _chunk(self, u, t0, length, state):
+        x = uniform_ints(u, 3)
+        y = (state[:, None] + np.cumsum(x - 1, axis=1)) % self.modulus
+        b, steps = x.shape
+        mask = every_mask(b, steps) if self.scoring == "every" else final_mask_chunk(b, t0, steps, length)
+        return x, y, mask, y[:, -1].copy()
+
+    def params(self):
+        return {"modulus": self.modulus, "scoring": self.scoring}

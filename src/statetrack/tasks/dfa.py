@@ -1,0 +1,172 @@
+"""Regular languages from a DFA: ``dfa:PATH`` (a JSON file) and the built-in ``tomita:1`` .. ``tomita:7``.
+
+The JSON format (every key required, no others allowed)::
+
+    {"states": ["even", "odd"],            # distinct non-empty strings
+     "alphabet": ["0", "1"],               # distinct non-empty strings; token id = index here
+     "start": "even",
+     "accept": ["even"],                   # a subset of states (may be empty)
+     "transitions": {"even": {"0": "even", "1": "odd"},
+                     "odd":  {"0": "odd",  "1": "even"}}}
+
+Validation is strict: every (state, symbol) pair must have exactly one transition to a known state;
+a missing or extra entry is a UserError naming it. Inputs are symbols drawn uniformly from the
+alphabet; the label at every position is 1 if the prefix read so far is accepted, else 0, and every
+position is scored. Chance: the seeded-sample estimate of the base class.
+
+Tomita grammars (binary alphabet {0, 1}; Tomita 1982, as usually stated):
+  1: 1*                      2: (10)*
+  3: no odd-length block of 1s immediately followed by an odd-length block of 0s (blocks maximal)
+  4: no 000 substring        5: even number of 0s and even number of 1s
+  6: (#0 - #1) = 0 mod 3     7: 0*1*0*1*
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from statetrack.errors import UserError
+from statetrack.tasks.streaming import StreamingTask, every_mask, uniform_ints
+
+KEYS = ("states", "alphabet", "start", "accept", "transitions")
+
+
+def _names(spec: dict, key: str, where: str) -> list[str]:
+    v = spec[key]
+    if not isinstance(v, list) or not all(isinstance(s, str) and s for s in v):
+        raise UserError(f"{where}: {key!r} must be a list of non-empty strings, got {v!r}")
+    dup = sorted({s for s in v if v.count(s) > 1})
+    if dup:
+        raise UserError(f"{where}: {key!r} lists {dup[0]!r} twice; allowed: distinct names")
+    return v
+
+
+class DFA:
+    """A validated DFA: ``delta`` (states x symbols) int array, ``start``, ``accepting`` bool array."""
+
+    def __init__(self, spec, where: str = "DFA"):
+        if not isinstance(spec, dict):
+            raise UserError(f"{where}: expected a JSON object with keys {', '.join(KEYS)}")
+        missing = [k for k in KEYS if k not in spec]
+        extra = sorted(set(spec) - set(KEYS))
+        if missing:
+            raise UserError(f"{where}: missing key {missing[0]!r}; required keys: {', '.join(KEYS)}")
+        if extra:
+            raise UserError(f"{where}: unknown key {extra[0]!r}; allowed keys: {', '.join(KEYS)}")
+        self.states = _names(spec, "states", where)
+        self.alphabet = _names(spec, "alphabet", where)
+        if not self.states or not self.alphabet:
+            raise UserError(f"{where}: 'states' and 'alphabet' must be non-empty")
+        sid = {s: i for i, s in enumerate(self.states)}
+        if spec["start"] not in sid:
+            raise UserError(f"{where}: start state {spec['start']!r} is not a state; allowed: "
+                            f"{', '.join(self.states)}")
+        self.start = sid[spec["start"]]
+        self.accepting = np.zeros(len(self.states), dtype=bool)
+        for s in _names(spec, "accept", where):
+            if s not in sid:
+                raise UserError(f"{where}: accept state {s!r} is not a state; allowed: "
+                                f"{', '.join(self.states)}")
+            self.accepting[sid[s]] = True
+        tr = spec["transitions"]
+        if not isinstance(tr, dict):
+            raise UserError(f"{where}: 'transitions' must be an object state -> {{symbol: state}}")
+        for s in tr:
+            if s not in sid:
+                raise UserError(f"{where}: transitions from unknown state {s!r}; allowed: "
+                                f"{', '.join(self.states)}")
+        self.delta = np.empty((len(self.states), len(self.alphabet)), dtype=np.int64)
+        for s in self.states:
+            row = tr.get(s, {})
+            if not isinstance(row, dict):
+                raise UserError(f"{where}: transitions of state {s!r} must be an object symbol -> state")
+            for a in row:
+                if a not in self.alphabet:
+                    raise UserError(f"{where}: transition from state {s!r} on unknown symbol {a!r}; "
+                                    f"allowed: {', '.join(self.alphabet)}")
+            for j, a in enumerate(self.alphabet):
+                if a not in row:
+                    raise UserError(f"{where}: undefined transition from state {s!r} on symbol {a!r}")
+                if row[a] not in sid:
+                    raise UserError(f"{where}: transition from state {s!r} on symbol {a!r} goes to "
+                                    f"unknown state {row[a]!r}; allowed: {', '.join(self.states)}")
+                self.delta[sid[s], j] = sid[row[a]]
+
+    def accepts(self, word) -> bool:
+        q = self.start
+        for a in word:
+            q = self.delta[q, self.alphabet.index(a) if isinstance(a, str) else int(a)]
+        return bool(self.accepting[q])
+
+
+def load_dfa(path: str) -> DFA:
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise UserError(f"DFA file {path!r} not found; allowed: a path to a JSON file")
+    try:
+        spec = json.loads(p.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise UserError(f"DFA file {path!r} is not valid JSON: {str(e).splitlines()[0]}") from None
+    return DFA(spec, where=f"DFA file {path!r}")
+
+
+def _tomita_spec(k: int) -> dict:
+    def mk(states, start, accept, rows):
+        return {"states": states, "alphabet": ["0", "1"], "start": start, "accept": accept,
+                "transitions": {s: {"0": r[0], "1": r[1]} for s, r in zip(states, rows)}}
+    if k == 1:  # 1*
+        return mk(["ok", "dead"], "ok", ["ok"], [("dead", "ok"), ("dead", "dead")])
+    if k == 2:  # (10)*
+        return mk(["even", "one", "dead"], "even", ["even"],
+                  [("dead", "one"), ("even", "dead"), ("dead", "dead")])
+    if k == 3:
+        # free: no pending odd 1-block; odd1: inside an odd block of 1s; even1 is free;
+        # odd1odd0: odd 1s then an odd run of 0s (rejects: the run may end odd);
+        # odd1even0: odd 1s then an even run of 0s
+        return mk(["free", "odd1", "odd1odd0", "odd1even0", "dead"], "free",
+                  ["free", "odd1", "odd1even0"],
+                  [("free", "odd1"), ("odd1odd0", "free"), ("odd1even0", "dead"),
+                   ("odd1odd0", "odd1"), ("dead", "dead")])
+    if k == 4:  # no 000
+        return mk(["z0", "z1", "z2", "dead"], "z0", ["z0", "z1", "z2"],
+                  [("z1", "z0"), ("z2", "z0"), ("dead", "z0"), ("dead", "dead")])
+    if k == 5:  # even #0 and even #1
+        return mk(["ee", "eo", "oe", "oo"], "ee", ["ee"],
+                  [("oe", "eo"), ("oo", "ee"), ("ee", "oo"), ("eo", "oe")])
+    if k == 6:  # #0 - #1 = 0 mod 3
+        return mk(["r0", "r1", "r2"], "r0", ["r0"], [("r1", "r2"), ("r2", "r0"), ("r0", "r1")])
+    if k == 7:  # 0*1*0*1*
+        return mk(["a", "b", "c", "d", "dead"], "a", ["a", "b", "c", "d"],
+                  [("a", "b"), ("c", "b"), ("c", "d"), ("dead", "d"), ("dead", "dead")])
+    raise UserError(f"unknown Tomita grammar {k!r}; allowed: 1, 2, 3, 4, 5, 6, 7")
+
+
+def tomita_dfa(k: int) -> DFA:
+    return DFA(_tomita_spec(k), where=f"tomita:{k}")
+
+
+class DFATask(StreamingTask):
+    scoring = "every"
+    num_classes = 2
+
+    def __init__(self, dfa: DFA, name: str):
+        self.dfa = dfa
+        self.name = name
+        self.vocab_size = len(dfa.alphabet)
+        self.symbols = tuple(dfa.alphabet)
+
+    def _start(self, batch_size):
+        return np.full(batch_size, self.dfa.start, dtype=np.int64)
+
+    def _chunk(self, u, t0, length, state):
+        x = uniform_ints(u, self.vocab_size)
+        y = np.empty_like(x)
+        for t in range(x.shape[1]):
+            state = self.dfa.delta[state, x[:, t]]
+            y[:, t] = self.dfa.accepting[state]
+        return x, y, every_mask(*x.shape), state
+
+    def params(self):
+        return {"states": len(self.dfa.states), "alphabet": list(self.dfa.alphabet)}

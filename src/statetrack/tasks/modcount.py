@@ -1,0 +1,43 @@
+"""Modular counting ``modcount:m`` (002 Prop. 4.2): the input is 1^T, the label at position t is
+t mod m, i.e. the number of ones read so far modulo m. Every position is scored.
+
+The vocabulary has 2 tokens (0 and 1) of which only 1 occurs, so that a model built for binary
+inputs (parity, the witness families) reads this task unchanged: ``modcount:2`` and ``witness:ones``
+are the same sequences. m is an integer in 2..65536.
+
+Chance: the labels run through 0, 1, ..., m-1 in turn, so over a long sequence each class has
+frequency 1/m (exactly when m divides T); ``label_distribution`` returns that uniform limit.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from statetrack.tasks.streaming import StreamingTask, every_mask
+
+MAX_MODULUS = 65536
+
+
+class ModCount(StreamingTask):
+    vocab_size = 2
+    scoring = "every"
+    symbols = ("0", "1")
+
+    def __init__(self, modulus: int):
+        self.modulus = int(modulus)
+        self.num_classes = self.modulus
+        self.name = f"modcount:{self.modulus}"
+
+    def _start(self, batch_size):
+        return batch_size
+
+    def _chunk(self, u, t0, length, state):
+        b, steps = u.shape
+        x = np.ones((b, steps), dtype=np.int64)
+        y = np.broadcast_to((np.arange(t0 + 1, t0 + steps + 1) % self.modulus), (b, steps)).copy()
+        return x, y, every_mask(b, steps), state
+
+    def label_distribution(self):
+        return np.full(self.modulus, 1.0 / self.modulus)
+
+    def params(self):
+        return {"modulus": self.modulus}

@@ -1,0 +1,86 @@
+"""Shared machinery for tasks whose labels are a running state.
+
+Such a task draws exactly one uniform float per (time step, sequence), time-major, and carries a
+small state from one step to the next. Because numpy's ``Generator.random`` consumes one 64-bit word
+per float, drawing ``(chunk, batch)`` floats chunk after chunk reads the same stream as drawing
+``(length, batch)`` at once: ``stream_batch`` yields exactly the batch that ``sample_batch`` returns,
+sliced in time, with memory flat in the length. Fixed-input tasks simply ignore the floats.
+"""
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import Any, Iterator
+
+import numpy as np
+
+from statetrack.errors import UserError
+from statetrack.tasks.base import Batch, Task
+
+
+def check_length(length: int) -> int:
+    if isinstance(length, bool) or not isinstance(length, (int, np.integer)) or length < 1:
+        raise UserError(f"sequence length must be a positive integer, got {length!r}")
+    return int(length)
+
+
+def uniform_ints(u: np.ndarray, k: int) -> np.ndarray:
+    """Map uniform floats in [0, 1) to integers 0 .. k-1."""
+    return np.minimum((u * k).astype(np.int64), k - 1)
+
+
+class StreamingTask(Task):
+    """A task defined by a per-step update; subclasses implement ``_start`` and ``_chunk``."""
+
+    @abstractmethod
+    def _start(self, batch_size: int) -> Any:
+        """The state before the first step."""
+
+    @abstractmethod
+    def _chunk(self, u: np.ndarray, t0: int, length: int, state: Any):
+        """Steps ``t0 .. t0 + u.shape[1] - 1`` of sequences of total ``length``.
+
+        ``u`` is (batch, steps) uniform floats, one per step. Returns (inputs, targets, mask, state).
+        """
+
+    def stream_batch(self, rng: np.random.Generator, batch_size: int, length: int,
+                     chunk: int) -> Iterator[Batch]:
+        length = check_length(length)
+        if chunk < 1:
+            raise UserError(f"chunk must be a positive integer, got {chunk!r}")
+        state = self._start(batch_size)
+        for start in range(0, length, chunk):
+            stop = min(start + chunk, length)
+            u = rng.random((stop - start, batch_size)).T
+            x, y, m, state = self._chunk(u, start, length, state)
+            yield Batch(x.astype(np.int64), y.astype(np.int64), m.astype(bool))
+
+    def sample_batch(self, rng: np.random.Generator, batch_size: int, length: int) -> Batch:
+        length = check_length(length)
+        return next(iter(self.stream_batch(rng, batch_size, length, length)))
+
+
+def every_mask(batch_size: int, steps: int) -> np.ndarray:
+    return np.ones((batch_size, steps), dtype=bool)
+
+
+def final_mask_chunk(batch_size: int, t0: int, steps: int, length: int) -> np.ndarray:
+    """Mask of a chunk that scores only the last position of the whole sequence."""
+    m = np.zeros((batch_size, steps), dtype=bool)
+    if t0 + steps == length:
+        m[:, -1] = True
+    return m
+
+
+def parse_int(family: str, what: str, text: str | None, lo: int, hi: int | None = None,
+              default: int | None = None) -> int:
+    """An integer task argument in [lo, hi], else a one-line UserError naming it."""
+    if text in (None, "") and default is not None:
+        return default
+    rng = f">= {lo}" if hi is None else f"in {lo}..{hi}"
+    try:
+        v = int(str(text).strip())
+    except (TypeError, ValueError):
+        raise UserError(f"bad {what} {text!r} for task family {family!r}; allowed: an integer {rng}") from None
+    if v < lo or (hi is not None and v > hi):
+        raise UserError(f"bad {what} {text!r} for task family {family!r}; allowed: an integer {rng}")
+    return v

@@ -1,0 +1,47 @@
+"""The proofs' witness inputs for parity, as fixed-input tasks (every row identical, the generator
+unused). The label at every position is the parity of the 1s read so far; every position is scored.
+
+  witness:ones          1^T                        (002 Thm 4.1 / Grazzi et al.: the state converges)
+  witness:alt           (01)^T                     (002 Lemma 4.3 with k = m = 1)
+  witness:block:K:M     (0^K 1^M)^T, K >= 1, M odd (002 Lemma 4.3)
+  witness:pulse:W       (1 0^(W-1))^T, W >= 1      (002 Thm 4.4: choose W with W q_j integer)
+
+The pattern is repeated and cut at the requested length. Chance: over two periods the parity spends
+equally long at 0 and 1 (each period has an odd number of 1s), so ``label_distribution`` returns
+(1/2, 1/2), exact on whole double periods. Note that a fixed input can be memorised; these are
+evaluation probes for models trained on ``parity``, which shares their vocabulary (0, 1).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from statetrack.tasks.streaming import StreamingTask, every_mask
+
+
+class Witness(StreamingTask):
+    vocab_size = 2
+    num_classes = 2
+    scoring = "every"
+    symbols = ("0", "1")
+
+    def __init__(self, kind: str, period: list[int], args: tuple = ()):
+        self.kind = kind
+        self.args = tuple(args)
+        self.period = np.asarray(period, dtype=np.int64)
+        self.name = "witness:" + ":".join([kind, *map(str, self.args)])
+
+    def _start(self, batch_size):
+        return np.zeros(batch_size, dtype=np.int64)
+
+    def _chunk(self, u, t0, length, state):
+        b, steps = u.shape
+        x = self.period[np.arange(t0, t0 + steps) % len(self.period)]
+        x = np.broadcast_to(x, (b, steps)).copy()
+        y = (state[:, None] + np.cumsum(x, axis=1)) % 2
+        return x, y, every_mask(b, steps), y[:, -1].copy()
+
+    def label_distribution(self):
+        return np.full(2, 0.5)
+
+    def params(self):
+        return {"kind": self.kind, "args": list(self.args), "period": self.period.tolist()}
