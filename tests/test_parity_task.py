@@ -31,3 +31,10 @@ def test_same_seed_same_batch():
     a = t.sample_batch(np.random.default_rng(7), 3, 20)
     b = t.sample_batch(np.random.default_rng(7), 3, 20)
     assert (a.inputs == b.inputs).all()
+
+
+def test_stream_equals_sample():
+    t = get_task("parity")
+    whole = t.sample_batch(np.random.default_rng(5), 4, 57)
+    parts = list(t.stream_batch(np.random.default_rng(5), 4, 57, 10))
+    assert (np.concatenate([p.inputs for p in parts], 1) == whole.inputs).all()

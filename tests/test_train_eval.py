@@ -53,6 +53,5 @@ def test_eval_memory_path_is_chunked():
     r = train(_cfg(steps=50))
     chunked = evaluate(r.model, get_task("parity"), EvalConfig(lengths=[300], batch_size=16, chunk=7))
     whole = evaluate(r.model, get_task("parity"), EvalConfig(lengths=[300], batch_size=16, chunk=300))
-    # the streamed batches draw bits chunk by chunk, so compare against the model run on the same bits
-    assert 0 <= chunked[0].accuracy <= 1 and 0 <= whole[0].accuracy <= 1
-    assert chunked[0].n_sequences == 16
+    # the same sequences, run in chunks of 7 steps or all at once, give the same metrics
+    assert chunked[0].as_dict() == whole[0].as_dict()

@@ -1,18 +1,16 @@
-"""Parity: input bits, label = parity of the bits read so far.
+"""Parity: input bits, label = parity of the bits read so far (the group C2).
 
 ``parity`` labels every position (prefix parity); ``parity:final`` scores the last position only.
 """
 from __future__ import annotations
 
-from typing import Iterator
-
 import numpy as np
 
 from statetrack.errors import UserError
-from statetrack.tasks.base import Batch, Task, final_mask
+from statetrack.tasks.streaming import StreamingTask, every_mask, final_mask_chunk
 
 
-class Parity(Task):
+class Parity(StreamingTask):
     vocab_size = 2
     num_classes = 2
 
@@ -22,29 +20,15 @@ class Parity(Task):
         self.scoring = scoring
         self.name = "parity" if scoring == "every" else "parity:final"
 
-    def _batch(self, bits: np.ndarray, start_parity: np.ndarray, last: bool) -> Batch:
-        targets = (np.cumsum(bits, axis=1) + start_parity[:, None]) % 2
-        if self.scoring == "every":
-            mask = np.ones_like(bits, dtype=bool)
-        elif last:
-            mask = final_mask(*bits.shape)
-        else:
-            mask = np.zeros_like(bits, dtype=bool)
-        return Batch(bits, targets.astype(np.int64), mask)
+    def _start(self, batch_size):
+        return np.zeros(batch_size, dtype=np.int64)
 
-    def sample_batch(self, rng, batch_size, length):
-        bits = rng.integers(0, 2, size=(batch_size, length), dtype=np.int64)
-        return self._batch(bits, np.zeros(batch_size, dtype=np.int64), last=True)
-
-    def stream_batch(self, rng, batch_size, length, chunk) -> Iterator[Batch]:
-        # Bits are drawn chunk by chunk: the same distribution as sample_batch, not the same draws.
-        parity = np.zeros(batch_size, dtype=np.int64)
-        for start in range(0, length, chunk):
-            stop = min(start + chunk, length)
-            bits = rng.integers(0, 2, size=(batch_size, stop - start), dtype=np.int64)
-            b = self._batch(bits, parity, last=stop == length)
-            parity = b.targets[:, -1].copy()
-            yield b
+    def _chunk(self, u, t0, length, parity):
+        bits = (u < 0.5).astype(np.int64)
+        targets = (np.cumsum(bits, axis=1) + parity[:, None]) % 2
+        B, n = bits.shape
+        mask = every_mask(B, n) if self.scoring == "every" else final_mask_chunk(B, t0, n, length)
+        return bits, targets, mask, targets[:, -1].copy()
 
     def label_distribution(self):
         # the prefix sum mod 2 of uniform bits is uniform on {0, 1}
