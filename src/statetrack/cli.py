@@ -158,7 +158,7 @@ def cmd_reproduce(a):
         return 0
     con = _console()
     con.print(table.rich())
-    con.print(f"[dim]{study.source}. Cells: accuracy (%) after L bits, median [min-max] over seeds. "
+    con.print(f"[dim]{study.source}. Cells: accuracy (%) after L bits, median \\[min-max] over seeds. "
               f"Database: {a.db}; {sum(r.reused for _, r in results)} of {len(results)} runs reused.[/dim]")
     if study.notes:
         con.print(f"[dim]{study.notes.strip()}[/dim]")
@@ -212,6 +212,72 @@ def cmd_runs(a):
                   f"{r['wall_time']:.1f}" if r["wall_time"] else "-")
     _console().print(t)
     return 0
+
+
+def cmd_tasks(a):
+    from rich.table import Table
+
+    from statetrack.tasks import list_tasks
+
+    rows = list_tasks()
+    if a.json:
+        _emit_rows(rows)
+        return 0
+    t = Table(title="tasks (give the string to --task)")
+    for h in ("family", "syntax", "description", "parameters"):
+        t.add_column(h)
+    for r in rows:
+        params = "; ".join(f"{p['name']}: {p.get('allowed', '')}" for p in r["parameters"])
+        t.add_row(r["family"], r["syntax"], r["description"], params)
+    _console().print(t)
+    return 0
+
+
+def cmd_sample(a):
+    from statetrack.tasks import sample_json
+
+    if a.n < 1:
+        raise UserError(f"--n must be at least 1, got {a.n}")
+    rows = sample_json(a.task, a.length, a.n, a.seed)
+    if a.json:
+        _emit_rows(rows)
+        return 0
+    for r in rows:
+        shown = r.get("input_symbols", r["inputs"])
+        print("inputs :", " ".join(map(str, shown)))
+        print("targets:", " ".join(str(y) if m else "." for y, m in zip(r["targets"], r["mask"])))
+        print()
+    return 0
+
+
+def cmd_groups(a):
+    from rich.table import Table
+
+    from statetrack.algebra import structure_table
+
+    names = [n for n in a.names.split(",") if n] if a.names else None
+    rows = structure_table(names)
+    if a.json:
+        _emit_rows(rows)
+        return 0
+    t = Table(title="group structure")
+    cols = ("name", "order", "is_abelian", "is_solvable", "derived_series", "derived_length",
+            "elementary_2_series_length", "composition_factors", "exponent")
+    for h in ("group", "order", "abelian", "solvable", "derived series", "derived length",
+              "+-1 series length", "composition factors", "exponent"):
+        t.add_column(h)
+    for r in rows:
+        t.add_row(*(_show(r[c]) for c in cols))
+    _console().print(t)
+    return 0
+
+
+def _show(v) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, list):
+        return ", ".join(map(str, v))
+    return "-" if v is None else str(v)
 
 
 # -- parser -------------------------------------------------------------------------------------
@@ -275,6 +341,23 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--status", default=None, choices=["running", "complete", "failed"])
     common(q)
     q.set_defaults(fn=cmd_runs)
+
+    q = sub.add_parser("tasks", help="list the task families and their parameters")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(fn=cmd_tasks)
+
+    q = sub.add_parser("sample", help="print examples of a task")
+    q.add_argument("task", help="a task string, e.g. parity, group:S3, modcount:3, tomita:5")
+    q.add_argument("--length", type=int, default=16)
+    q.add_argument("--n", type=int, default=2)
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(fn=cmd_sample)
+
+    q = sub.add_parser("groups", help="structure of groups: order, derived series, composition factors, ...")
+    q.add_argument("names", nargs="?", default=None, help="comma-separated group names (default: the papers' list)")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(fn=cmd_groups)
     return p
 
 

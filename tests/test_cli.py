@@ -1,0 +1,83 @@
+"""The CLI: each command works end to end; bad input is one line, exit code 2, database untouched."""
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from statetrack.cli import main
+
+TRAIN = ["train", "--layers", "rnn", "--d-model", "2", "--d-state", "8", "--steps", "30", "--eval-every", "10",
+         "--test-lengths", "8,20", "--eval-batch", "16"]
+
+
+def _digest(path):
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+@pytest.fixture
+def trained(db, capsys):
+    assert main(TRAIN + ["--db", db, "--json"]) == 0
+    rows = [json.loads(l) for l in capsys.readouterr().out.splitlines()]
+    return db, rows
+
+
+def test_train_json_rows(trained):
+    db, rows = trained
+    assert [r["length"] for r in rows] == [8, 20]
+    for r in rows:
+        assert {"model", "task", "seed", "train_lengths", "length", "accuracy", "scaled_accuracy"} <= set(r)
+        assert r["model"] == "rnn" and r["train_lengths"] == [8, 8]
+
+
+def test_runs_and_eval(trained, capsys):
+    db, rows = trained
+    assert main(["runs", "--db", db, "--json"]) == 0
+    runs = [json.loads(l) for l in capsys.readouterr().out.splitlines()]
+    assert runs[0]["status"] == "complete"
+    assert main(["runs", "show", str(runs[0]["id"]), "--db", db]) == 0
+    assert "config" in capsys.readouterr().out
+    assert main(["eval", runs[0]["checkpoint"], "--lengths", "8,30", "--json"]) == 0
+    ev = [json.loads(l) for l in capsys.readouterr().out.splitlines()]
+    assert [r["length"] for r in ev] == [8, 30]
+
+
+BAD = [
+    (["train", "--layers", "foo"], "unknown mixer 'foo'"),
+    (["train", "--layers", "mamba,,s4d"], "malformed layer spec"),
+    (["train", "--layers", "rnn", "--train-lengths", "-3"], "bad training lengths"),
+    (["train", "--layers", "rnn", "--train-lengths", "0-5"], "bad training lengths"),
+    (["train", "--layers", "rnn", "--train-lengths", "9-4"], "bad training lengths"),
+    (["train", "--layers", "rnn", "--test-lengths", ""], "empty test lengths"),
+    (["train", "--layers", "rnn", "--test-lengths", "0,5"], "bad test length 0"),
+    (["train", "--layers", "rnn", "--train-lengths", "8", "--test-lengths", "4,100"], "shorter than the training range"),
+    (["train", "--layers", "mamba(cov=1)"], "unknown option 'cov'"),
+    (["train", "--layers", "rnn", "--task", "nope"], "unknown task family 'nope'"),
+    (["train", "--layers", "rnn", "--steps", "0"], "bad steps"),
+    (["eval", "missing.safetensors"], "not found"),
+    (["runs", "show", "999"], "no run with id 999"),
+    (["reproduce", "no-such-study"], "unknown study"),
+    (["reproduce", "khavari2025-parity", "--scale", "huge"], "unknown scale 'huge'"),
+    (["nosuchcommand"], "invalid choice"),
+]
+
+
+@pytest.mark.parametrize("argv,needle", BAD)
+def test_bad_input_one_line_exit_2_db_untouched(trained, capsys, argv, needle):
+    db, _ = trained
+    before = _digest(db)
+    extra = ["--db", db] if argv[0] in ("train", "runs", "reproduce") else []
+    assert main(argv + extra) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1 and "Traceback" not in err
+    assert _digest(db) == before
+
+
+def test_console_script_exit_code(tmp_path):
+    env = dict(os.environ)
+    p = subprocess.run([sys.executable, "-m", "statetrack.cli", "train", "--layers", "bogus"],
+                       capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert p.returncode == 2 and p.stderr.startswith("error: unknown mixer") and p.stderr.count("\n") == 1
+    assert not (tmp_path / "runs").exists()
