@@ -358,6 +358,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("names", nargs="?", default=None, help="comma-separated group names (default: the papers' list)")
     q.add_argument("--json", action="store_true")
     q.set_defaults(fn=cmd_groups)
+
+    # commands of other areas, each module adding its own subparsers: add_commands(sub, common)
     return p
 
 
