@@ -134,35 +134,9 @@ def cmd_eval(a):
 
 
 def cmd_reproduce(a):
-    from statetrack.reproduce import reproduce
-    from statetrack.runner import metrics_rows
-    from statetrack.store import Store
+    from statetrack.cli_studies import reproduce_command
 
-    if a.workers < 1:
-        raise UserError(f"--workers must be at least 1, got {a.workers}")
-    if a.seeds is not None and a.seeds < 1:
-        raise UserError(f"--seeds must be at least 1, got {a.seeds}")
-    from statetrack.experiments import load_study
-    from statetrack.reproduce import study_jobs
-
-    n_jobs = len(study_jobs(load_study(a.name), a.scale, a.seeds, a.device))
-    with _progress(a.json) as prog:
-        bar = prog.add_task(f"{a.name} ({a.scale})", total=n_jobs)
-        study, results, table = reproduce(
-            a.name, a.scale, a.seeds, db=a.db, workers=a.workers, fresh=a.fresh, device=a.device,
-            on_done=lambda job, res: prog.update(bar, advance=1, description=f"{a.name}: done {job.label} seed {job.seed}"))
-    if a.json:
-        store = Store(a.db)
-        for job, res in results:
-            _emit_rows(metrics_rows(store.run(res.run_id), res.metrics))
-        return 0
-    con = _console()
-    con.print(table.rich())
-    con.print(f"[dim]{study.source}. Cells: accuracy (%) after L bits, median \\[min-max] over seeds. "
-              f"Database: {a.db}; {sum(r.reused for _, r in results)} of {len(results)} runs reused.[/dim]")
-    if study.notes:
-        con.print(f"[dim]{study.notes.strip()}[/dim]")
-    return 0
+    return reproduce_command(a)
 
 
 def cmd_runs(a):
@@ -326,11 +300,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     q = sub.add_parser("reproduce", help="run a paper's study and print our table beside the paper's")
     q.add_argument("name", help="a built-in study name or a study YAML file")
-    q.add_argument("--scale", default="quick")
-    q.add_argument("--seeds", type=int, default=None, help="seeds per model (default: the scale's)")
-    q.add_argument("--workers", type=int, default=2)
-    q.add_argument("--fresh", action="store_true", help="rerun even runs already complete in the database")
-    q.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])
+    from statetrack.cli_studies import DEFAULT_OUT, add_run_options
+
+    add_run_options(q)
+    q.add_argument("--out", default=DEFAULT_OUT, help=f"report folder (default {DEFAULT_OUT}; '' for none)")
     common(q)
     q.set_defaults(fn=cmd_reproduce)
 
@@ -360,6 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.set_defaults(fn=cmd_groups)
 
     # commands of other areas, each module adding its own subparsers: add_commands(sub, common)
+    __import__("statetrack.cli_studies").cli_studies.add_commands(sub, common)
     return p
 
 

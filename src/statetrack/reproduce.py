@@ -1,4 +1,8 @@
-"""``reproduce(name)``: a study's grid, run (or reused from the database), and its table."""
+"""A study end to end: ``sweep`` runs its grid (complete runs reused), ``reproduce`` = sweep + tables.
+
+The tables can also be rebuilt from the database alone (``report.collect`` / ``statetrack report``):
+the grid is regenerated from the study file and each run is looked up by its key.
+"""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,14 +14,26 @@ from statetrack.sweep import Job, run_jobs
 
 
 def study_jobs(study: Study, scale: str = "quick", seeds: int | None = None, device: str = "cpu") -> list[Job]:
-    return [Job(label, seed, t, e, study.name) for label, seed, t, e in study.configs(scale, seeds, device)]
+    return [Job(c.row, c.seed, c.train, c.eval, study.name, table=c.table, column=c.column, lr=c.lr,
+                probes=c.probes) for c in study.cells(scale, seeds, device)]
+
+
+def sweep(name: str | Study, scale: str = "quick", seeds: int | None = None, db: str | Path = DEFAULT_DB,
+          workers: int = 1, fresh: bool = False, device: str = "cpu", on_done=None, executor: str = "local",
+          address: str | None = None) -> tuple[Study, list]:
+    """Run study ``name``'s grid at ``scale``; returns (study, [(job, result)])."""
+    study = name if isinstance(name, Study) else load_study(name)
+    jobs = study_jobs(study, scale, seeds, device)
+    results = run_jobs(jobs, db, workers=workers, reuse=not fresh, on_done=on_done, executor=executor,
+                       address=address)
+    return study, results
 
 
 def reproduce(name: str, scale: str = "quick", seeds: int | None = None, db: str | Path = DEFAULT_DB,
               workers: int = 1, fresh: bool = False, device: str = "cpu",
-              on_done=None) -> tuple[Study, list, StudyTable]:
-    """Run study ``name`` at ``scale``; returns (study, [(job, result)], table)."""
-    study = load_study(name)
-    jobs = study_jobs(study, scale, seeds, device)
-    results = run_jobs(jobs, db, workers=workers, reuse=not fresh, on_done=on_done)
+              on_done=None, executor: str = "local", address: str | None = None) -> tuple[Study, list, StudyTable]:
+    """Run study ``name`` at ``scale``; returns (study, [(job, result)], its first table).
+
+    ``report.study_tables(study, results, scale)`` gives every table of a study with several."""
+    study, results = sweep(name, scale, seeds, db, workers, fresh, device, on_done, executor, address)
     return study, results, study_table(study, results)

@@ -1,32 +1,158 @@
 """The papers' studies as data files: typed, validated, and the only home of their hyperparameters.
 
-A study file (YAML) names a task, a list of models (layer spec, sizes, training lengths, the published
-numbers), shared training settings and one or more scales (``quick`` for a laptop CPU, ``paper`` for the
-paper's protocol). ``load_study(name)`` finds a built-in study by name, or reads a path.
+A study file (YAML; the format is documented in ``docs/studies.md``) holds one or more *tables*. A table
+is a grid: its ``tasks`` are the columns, its ``models`` the rows; every (model, task) cell is trained
+for every learning rate and seed of the scale. The study also says how a run is scored (``metric`` and
+``score``: per test length, mean over a range of test lengths, or longest length above a threshold),
+how the seeds and learning rates of a cell are reduced to one number (``select``, which says whether
+the paper selected on validation or on the test lengths), the published numbers, and a tolerance for
+calling our number different from the paper's. ``scales`` (``quick`` for a laptop CPU, ``paper`` for
+the paper's protocol) set seeds, steps, test lengths and may shrink the grid.
+
+The old one-table form (``task`` + ``models`` + ``published_columns`` at the top level) is still read:
+it becomes a table named ``main``.
+
+``load_study(name)`` finds a built-in study by name, or reads a path; ``Study.cells(scale)`` is the grid.
 """
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from statetrack.config import EvalConfig, ModelConfig, TrainConfig, validated
 from statetrack.errors import UserError
 
 HERE = Path(__file__).parent
 
+Metric = Literal["accuracy", "scaled_accuracy", "token_accuracy", "sequence_accuracy"]
+Reduce = Literal["median", "mean", "max", "min"]
+Published = float | str | None
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+_RANGE = re.compile(r"^\s*(\d+)\s*\.\.\s*(\d+)\s*(?:/\s*(\d+))?\s*$")
+
+
+def parse_lengths(v) -> list[int]:
+    """A list of ints, an int, or 'A..B/S' (A to B inclusive in steps of S; S defaults to 1)."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        v = [v]
+    if isinstance(v, str):
+        m = _RANGE.match(v)
+        if not m:
+            raise ValueError(f"bad length range {v!r}; give a list of ints or 'A..B/S', e.g. '60..1000/20'")
+        a, b, s = int(m[1]), int(m[2]), int(m[3] or 1)
+        if a > b or s < 1:
+            raise ValueError(f"bad length range {v!r}: need A <= B and S >= 1")
+        v = list(range(a, b + 1, s)) + ([b] if (b - a) % s else [])
+    if not isinstance(v, (list, tuple)) or not v:
+        raise ValueError("test lengths must be a non-empty list of positive ints or 'A..B/S'")
+    out = []
+    for x in v:
+        if isinstance(x, str):
+            out += parse_lengths(x)
+        elif isinstance(x, int) and not isinstance(x, bool) and x >= 1:
+            out.append(x)
+        else:
+            raise ValueError(f"bad test length {x!r}; lengths are positive integers")
+    return sorted(set(out))
+
+
+class Score(_Strict):
+    """How one run becomes one number (or one number per test length)."""
+
+    kind: Literal["per_length", "mean", "longest"] = "per_length"
+    lengths: tuple[int, int] | None = Field(
+        None, description="mean: the inclusive range of test lengths averaged over (default: all of them)")
+    threshold: float = Field(0.9, ge=0, le=1, description="longest: the metric must be > threshold")
+    fail_below: int | None = Field(
+        None, ge=1, description="longest: values below this are shown as 'x' (the paper's 'fails before N')")
+
+
+class Selection(_Strict):
+    """Seeds and learning rates of one cell -> one number.
+
+    ``using: test``: reduce the seeds' test scores with ``seeds`` for every learning rate, then take the
+    ``lrs`` reduction of those (the paper selected on the test lengths: say so in ``notes``).
+    ``using: validation``: choose the learning rate whose seeds have the best ``seeds``-reduced
+    in-distribution validation accuracy; at that rate report the ``seeds`` reduction of the test scores,
+    except ``max``/``min``, which report the test score of the seed with the best / worst validation.
+    """
+
+    seeds: Reduce = "median"
+    lrs: Literal["max", "median", "mean"] = "max"
+    using: Literal["validation", "test"] = "validation"
+
+
+class StudyTask(_Strict):
+    label: str
+    task: str
+    train_lengths: tuple[int, int] | None = None
+    train: dict = Field(default_factory=dict, description="TrainConfig overrides for this task")
+    probes: list[str] = Field(default_factory=list,
+                              description="tasks run once on the trained model and stored as traces")
+    depth: int | None = Field(None, ge=1, le=64, description="repeat each model's layer spec this many "
+                                                             "times on this task (e.g. 2 for parity, 3 for "
+                                                             "modular arithmetic)")
+
+
 class StudyModel(_Strict):
     label: str
     model: dict
-    train_lengths: tuple[int, int]
+    train_lengths: tuple[int, int] | None = None
     train: dict = Field(default_factory=dict, description="TrainConfig overrides for this model")
-    published: dict[str, float | None] = Field(default_factory=dict)
+    tasks: list[str] | None = Field(None, description="labels of the tasks this model runs on (default all)")
+    published: dict[str, Published] = Field(default_factory=dict,
+                                            description="published value per task label / published column")
+
+
+class Table(_Strict):
+    name: str = "main"
+    title: str = ""
+    tasks: list[StudyTask]
+    models: list[StudyModel]
+    published_columns: dict[str, str] = Field(
+        default_factory=dict, description="per_length tables: published columns, key -> header")
+    compare: dict[str, str | tuple[int, int]] = Field(
+        default_factory=dict, description="per_length tables: published key -> 'validation' or a "
+                                          "[lo, hi] range of test lengths whose mean is compared")
+
+    @field_validator("tasks", mode="before")
+    @classmethod
+    def _task_strings(cls, v):
+        if isinstance(v, list):
+            return [{"label": t, "task": t} if isinstance(t, str) else t for t in v]
+        return v
+
+    @model_validator(mode="after")
+    def _check(self):
+        for what, labels in (("model", [m.label for m in self.models]), ("task", [t.label for t in self.tasks])):
+            if len(set(labels)) != len(labels):
+                raise ValueError(f"duplicate {what} labels in table {self.name!r}")
+        if not self.tasks or not self.models:
+            raise ValueError(f"table {self.name!r} needs at least one task and one model")
+        known = {t.label for t in self.tasks}
+        for m in self.models:
+            bad = [t for t in (m.tasks or []) if t not in known]
+            if bad:
+                raise ValueError(f"model {m.label!r} names unknown task {bad[0]!r}; tasks: {', '.join(known)}")
+            keys = set(self.published_columns) | known
+            bad = [k for k in m.published if k not in keys]
+            if bad:
+                raise ValueError(f"model {m.label!r}: published value for unknown column {bad[0]!r}; "
+                                 f"allowed: {', '.join(sorted(keys))}")
+        return self
+
+    def model_tasks(self, m: StudyModel) -> list[StudyTask]:
+        return [t for t in self.tasks if m.tasks is None or t.label in m.tasks]
 
 
 class Scale(_Strict):
@@ -35,47 +161,142 @@ class Scale(_Strict):
     test_lengths: list[int]
     eval_batch: int = Field(128, ge=1)
     train: dict = Field(default_factory=dict, description="TrainConfig overrides at this scale")
+    model: dict = Field(default_factory=dict, description="ModelConfig overrides at this scale (e.g. d_model)")
+    lrs: list[float] | None = Field(None, description="learning rates at this scale (default: the study's)")
+    tables: list[str] | None = Field(None, description="only these tables at this scale")
+    models: list[str] | None = Field(None, description="only these model labels at this scale")
+    tasks: list[str] | None = Field(None, description="only these task labels at this scale")
+
+    @field_validator("test_lengths", mode="before")
+    @classmethod
+    def _lengths(cls, v):
+        return parse_lengths(v)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of a study's grid."""
+
+    table: str
+    row: str          # model label
+    column: str       # task label
+    lr: float
+    seed: int
+    train: TrainConfig
+    eval: EvalConfig
+    probes: tuple[str, ...] = ()
 
 
 class Study(_Strict):
     name: str
     title: str
     source: str
-    task: str
-    metric: str = "accuracy"
-    published_columns: dict[str, str] = Field(default_factory=dict)
     notes: str = ""
+    metric: Metric = "accuracy"
+    score: Score = Field(default_factory=Score)
+    select: Selection = Field(default_factory=Selection)
+    tolerance: float = Field(0.1, ge=0, description="|ours - paper| above this (0-1 scale) is marked")
+    length_factor: float = Field(2.0, ge=1, description="longest: ours/paper outside [1/f, f] is marked")
     train: dict = Field(default_factory=dict)
-    models: list[StudyModel]
+    train_lengths: tuple[int, int] | None = None
+    lrs: list[float] | None = Field(None, description="learning-rate grid (default: train.lr)")
+    tables: list[Table]
     scales: dict[str, Scale]
 
+    @model_validator(mode="before")
+    @classmethod
+    def _one_table_form(cls, data):
+        if isinstance(data, dict) and "models" in data:
+            data = dict(data)
+            task = data.pop("task", None)
+            if task is None:
+                raise ValueError("the one-table form needs 'task' beside 'models'")
+            table = {"name": "main", "title": data.get("title", ""), "tasks": [{"label": task, "task": task}],
+                     "models": data.pop("models"), "published_columns": data.pop("published_columns", {}),
+                     "compare": data.pop("compare", {})}
+            if "tables" in data:
+                raise ValueError("give either 'tables' or 'task' + 'models', not both")
+            data["tables"] = [table]
+        return data
+
     @model_validator(mode="after")
-    def _unique(self):
-        labels = [m.label for m in self.models]
-        if len(set(labels)) != len(labels):
-            raise ValueError(f"duplicate model labels in study {self.name!r}")
+    def _check(self):
+        names = [t.name for t in self.tables]
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate table names in study {self.name!r}")
+        if self.score.kind == "per_length" and any(len(t.tasks) != 1 for t in self.tables):
+            raise ValueError("score kind 'per_length' needs exactly one task per table")
+        for sname, sc in self.scales.items():
+            for what, have, known in (
+                    ("table", sc.tables, names),
+                    ("model", sc.models, [m.label for t in self.tables for m in t.models]),
+                    ("task", sc.tasks, [x.label for t in self.tables for x in t.tasks])):
+                bad = [x for x in (have or []) if x not in known]
+                if bad:
+                    raise ValueError(f"scale {sname!r} names unknown {what} {bad[0]!r}")
         return self
 
+    # -- the grid ----------------------------------------------------------------------------
     def scale(self, name: str) -> Scale:
         if name not in self.scales:
             raise UserError(f"unknown scale {name!r} for study {self.name!r}; allowed: {', '.join(self.scales)}")
         return self.scales[name]
 
-    def configs(self, scale: str, seeds: int | None = None, device: str = "cpu"):
-        """Yield (label, seed, TrainConfig, EvalConfig) for every run of the grid at this scale."""
+    def active_tables(self, scale: str) -> list[Table]:
+        sc = self.scale(scale)
+        return [t for t in self.tables if sc.tables is None or t.name in sc.tables]
+
+    def cells(self, scale: str, seeds: int | None = None, device: str = "cpu") -> list[Cell]:
+        """Every run of the grid at this scale: tables x models x tasks x learning rates x seeds."""
         sc = self.scale(scale)
         n = sc.seeds if seeds is None else seeds
         if n < 1:
             raise UserError(f"--seeds must be at least 1, got {n}")
-        for m in self.models:
-            mcfg = validated(ModelConfig, **m.model)
-            for seed in range(n):
-                fields = {**self.train, **m.train, **sc.train, "task": self.task, "model": mcfg,
-                          "train_min_len": m.train_lengths[0], "train_max_len": m.train_lengths[1],
-                          "steps": sc.steps, "seed": seed, "device": device}
-                tcfg = validated(TrainConfig, **fields)
-                ecfg = validated(EvalConfig, lengths=sc.test_lengths, batch_size=sc.eval_batch, device=device)
-                yield m.label, seed, tcfg, ecfg
+        out = []
+        for table in self.active_tables(scale):
+            for m in table.models:
+                if sc.models is not None and m.label not in sc.models:
+                    continue
+                mfields = {**m.model, **sc.model}
+                for t in table.model_tasks(m):
+                    if sc.tasks is not None and t.label not in sc.tasks:
+                        continue
+                    layers = mfields.get("layers", "")
+                    mcfg = validated(ModelConfig, **{**mfields, "layers": ",".join([layers] * t.depth)}
+                                     if t.depth else mfields)
+                    lengths = m.train_lengths or t.train_lengths or self.train_lengths
+                    if lengths is None:
+                        raise UserError(f"study {self.name!r}: no training lengths for model {m.label!r} on "
+                                        f"task {t.label!r} (set train_lengths on the study, task or model)")
+                    base = {**self.train, **t.train, **m.train, **sc.train}
+                    lrs = sc.lrs or self.lrs or [base.get("lr", TrainConfig.model_fields["lr"].default)]
+                    ecfg = validated(EvalConfig, lengths=sc.test_lengths, batch_size=sc.eval_batch, device=device)
+                    for lr in lrs:
+                        for seed in range(n):
+                            fields = {**base, "lr": lr, "task": t.task, "model": mcfg,
+                                      "train_min_len": lengths[0], "train_max_len": lengths[1],
+                                      "steps": sc.steps, "seed": seed, "device": device}
+                            out.append(Cell(table.name, m.label, t.label, float(lr), seed,
+                                            validated(TrainConfig, **fields), ecfg, tuple(t.probes)))
+        return out
+
+    def configs(self, scale: str, seeds: int | None = None, device: str = "cpu"):
+        """Yield (label, seed, TrainConfig, EvalConfig) for every run of the grid at this scale."""
+        for c in self.cells(scale, seeds, device):
+            yield c.row, c.seed, c.train, c.eval
+
+    # the one-table form's attributes, for code written against it
+    @property
+    def models(self) -> list[StudyModel]:
+        return self.tables[0].models
+
+    @property
+    def task(self) -> str:
+        return self.tables[0].tasks[0].task
+
+    @property
+    def published_columns(self) -> dict[str, str]:
+        return self.tables[0].published_columns
 
 
 def builtin_studies() -> list[str]:
@@ -102,6 +323,8 @@ def load_study(name_or_path: str) -> Study:
     try:
         return Study(**data)
     except ValidationError as e:
-        err = e.errors()[0]
+        # an unknown key is the likeliest mistake: name it first
+        err = sorted(e.errors(), key=lambda x: x["type"] != "extra_forbidden")[0]
         where = ".".join(str(p) for p in err["loc"])
-        raise UserError(f"study file {str(path)!r}: {where}: {err['msg']}") from None
+        msg = err["msg"].removeprefix("Value error, ")
+        raise UserError(f"study file {str(path)!r}: {where + ': ' if where else ''}{msg}") from None

@@ -1,4 +1,8 @@
-"""Tables (and, later, plots) of a study's results beside the published numbers."""
-from statetrack.report.table import StudyTable, study_table
+"""Reports of a study: tables beside the published numbers, plots, exports (markdown, CSV, LaTeX).
 
-__all__ = ["StudyTable", "study_table"]
+Everything here reads the results database only: ``collect`` finds each run of the study's grid by
+its key; nothing is retrained.
+"""
+from statetrack.report.table import StudyTable, study_table, study_tables
+
+__all__ = ["StudyTable", "study_table", "study_tables"]

@@ -1,0 +1,128 @@
+"""PNG figures of a study (matplotlib, Agg): accuracy vs length, learning curves, probe traces."""
+from __future__ import annotations
+
+import re
+import statistics
+from pathlib import Path
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def slug(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", s).strip("-").lower() or "x"
+
+
+def accuracy_vs_length(study, table, results, out: Path) -> list[Path]:
+    """One figure per task column: median over seeds (min-max band) at the selected learning rate,
+    log x-axis, one line per model, the training range shaded."""
+    plt = _plt()
+    paths = []
+    tdef = next(t for t in study.tables if t.name == table.name)
+    for col in [t.label for t in tdef.tasks]:
+        fig, ax = plt.subplots(figsize=(6.4, 4.0))
+        spans, drawn = set(), 0
+        for row in table.rows:
+            runs = [(j, r) for j, r in results if j.table == table.name and j.label == row["label"]
+                    and (j.column or tdef.tasks[0].label) == col and r is not None and r.status == "complete"]
+            if not runs:
+                continue
+            cell = row["cells"].get(col) if table.kind != "per_length" else None
+            lr = cell.lr if cell is not None and cell.lr is not None else None
+            if lr is not None:
+                runs = [(j, r) for j, r in runs if j.train.lr == lr]
+            lengths = sorted({m.length for _, r in runs for m in r.metrics})
+            vals = {n: [getattr(m, study.metric) for _, r in runs for m in r.metrics if m.length == n] for n in lengths}
+            med = [statistics.median(vals[n]) for n in lengths]
+            line, = ax.plot(lengths, med, marker="o", ms=3, label=row["label"])
+            if len(runs) > 1:
+                ax.fill_between(lengths, [min(vals[n]) for n in lengths], [max(vals[n]) for n in lengths],
+                                color=line.get_color(), alpha=0.15)
+            j = runs[0][0]
+            spans.add((j.train.train_min_len, j.train.train_max_len))
+            drawn += 1
+        if not drawn:
+            plt.close(fig)
+            continue
+        for lo, hi in spans:
+            ax.axvspan(lo, max(hi, lo * 1.05), color="grey", alpha=0.15, lw=0)
+        ax.set_xscale("log")
+        ax.set_xlabel("test length")
+        ax.set_ylabel(study.metric.replace("_", " "))
+        ax.set_title(f"{study.name}: {col}" + ("" if table.name == "main" else f" ({table.name})"), fontsize=10)
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=8)
+        fig.text(0.01, 0.01, "shaded: training lengths", fontsize=7, color="grey")
+        fig.tight_layout()
+        p = out / f"length-{slug(table.name)}-{slug(col)}.png"
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        paths.append(p)
+    return paths
+
+
+def learning_curves(study, table, results, curves: dict[int, list[dict]], out: Path) -> list[Path]:
+    """One figure per task column: validation accuracy vs step, one colour per model, one line per run."""
+    plt = _plt()
+    paths = []
+    tdef = next(t for t in study.tables if t.name == table.name)
+    for col in [t.label for t in tdef.tasks]:
+        fig, ax = plt.subplots(figsize=(6.4, 4.0))
+        drawn = 0
+        for i, row in enumerate(table.rows):
+            color = f"C{i % 10}"
+            runs = [(j, r) for j, r in results if j.table == table.name and j.label == row["label"]
+                    and (j.column or tdef.tasks[0].label) == col and r is not None and r.status == "complete"]
+            for k, (j, r) in enumerate(runs):
+                c = curves.get(r.run_id) or []
+                if not c:
+                    continue
+                ax.plot([p["step"] for p in c], [p["val_accuracy"] for p in c], color=color, alpha=0.7, lw=1,
+                        label=row["label"] if k == 0 else None)
+                drawn += 1
+        if not drawn:
+            plt.close(fig)
+            continue
+        ax.set_xlabel("training step")
+        ax.set_ylabel("validation accuracy (in-distribution, token)")
+        ax.set_title(f"{study.name}: learning curves, {col}", fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        p = out / f"curves-{slug(table.name)}-{slug(col)}.png"
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        paths.append(p)
+    return paths
+
+
+def trace_plot(title: str, trace: dict, path: Path) -> Path:
+    """Model output vs input over time (the offset paper's Figures 3-8): input, target, P(output = 1)."""
+    plt = _plt()
+    x, y, m = trace["inputs"], trace["targets"], trace["mask"]
+    t = list(range(len(x)))
+    fig, ax = plt.subplots(figsize=(9, 2.8))
+    ax.step(t, x, where="post", color="black", lw=1.2, label="input")
+    ax.step(t, y, where="post", color="C2", lw=1, ls="--", label="target (next input)")
+    if trace.get("probs"):
+        p1 = [p[1] for p in trace["probs"]]
+        ax.plot(t, p1, color="C3", lw=1.2, label="model P(1)")
+    else:
+        ax.plot(t, trace["pred"], color="C3", lw=1.2, label="model prediction")
+    unscored = [i for i, k in enumerate(m) if not k]
+    if unscored:
+        ax.plot(unscored, [1.08] * len(unscored), "v", color="grey", ms=3, label="not scored (onset)")
+    ax.set_ylim(-0.1, 1.18)
+    ax.set_xlabel("time step")
+    ax.set_title(f"{title}  (token acc {100 * trace['token_accuracy']:.1f}%)", fontsize=9)
+    ax.legend(fontsize=7, loc="upper right", ncol=4)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

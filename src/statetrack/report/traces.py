@@ -1,0 +1,75 @@
+"""Traces: a trained model's output over time on fixed probe inputs (the offset study's figures).
+
+A study task may name ``probes`` (task strings such as ``offset:two-isis``). After a run completes, the
+sweep runs its checkpoint once on one seeded sequence of each probe and stores, per time step, the
+input, the target, whether the step is scored, the predicted class and the class probabilities, plus
+two summary numbers: ``token_accuracy`` (all scored steps) and ``accuracy_input1`` (scored steps whose
+input is 1, e.g. the steps inside an ISI). They live in the table ``traces`` of the results database,
+so the report draws them without loading a model.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import torch
+
+from statetrack.store import Store
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS traces (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  probe TEXT NOT NULL,
+  data TEXT NOT NULL,
+  PRIMARY KEY (run_id, probe)
+);
+"""
+PROBE_SEED = 0
+
+
+@torch.no_grad()
+def compute_traces(model, probes, length: int | None = None) -> dict[str, dict]:
+    from statetrack.tasks import get_task
+
+    out = {}
+    model = model.eval()
+    for probe in probes:
+        task = get_task(probe)
+        n = length or getattr(task, "default_length", None) or 200
+        b = task.sample_batch(np.random.default_rng(PROBE_SEED), 1, n)
+        logits, _ = model(torch.as_tensor(b.inputs))
+        p = torch.softmax(logits.float(), -1)[0].numpy()
+        pred = p.argmax(-1)
+        x, y, m = b.inputs[0], b.targets[0], b.mask[0]
+        hit = (pred == y) & m
+        ones = m & (x == 1)
+        out[probe] = {
+            "inputs": x.tolist(), "targets": y.tolist(), "mask": m.astype(int).tolist(),
+            "pred": pred.tolist(), "probs": np.round(p, 5).tolist() if p.shape[-1] <= 4 else None,
+            "token_accuracy": float(hit.sum() / max(m.sum(), 1)),
+            "accuracy_input1": float(hit[ones].sum() / ones.sum()) if ones.any() else None,
+        }
+    return out
+
+
+def traces_from_checkpoint(path: str, probes) -> dict[str, dict]:
+    from statetrack.checkpoint import load_checkpoint
+
+    model, _, _, _ = load_checkpoint(path)
+    return compute_traces(model, probes)
+
+
+def write_traces(db, run_id: int, traces: dict[str, dict]) -> None:
+    store = Store(db)
+    with store._conn() as c:
+        c.executescript(SCHEMA)
+        c.executemany("INSERT OR REPLACE INTO traces VALUES (?,?,?)",
+                      [(run_id, k, json.dumps(v)) for k, v in traces.items()])
+
+
+def read_traces(db, run_id: int) -> dict[str, dict]:
+    store = Store(db, create=False)
+    with store._conn() as c:
+        c.executescript(SCHEMA)
+        return {r["probe"]: json.loads(r["data"]) for r in
+                c.execute("SELECT probe, data FROM traces WHERE run_id=?", (run_id,))}

@@ -1,0 +1,122 @@
+"""A study's report from the database alone: tables, plots, markdown / CSV / LaTeX exports."""
+from __future__ import annotations
+
+import csv
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from statetrack.report.table import StudyTable, study_tables
+from statetrack.store import Store
+
+
+@dataclass
+class Report:
+    study: object
+    scale: str
+    tables: list[StudyTable]
+    results: list  # (Job, RunResult or None)
+    traces: dict[int, dict] = field(default_factory=dict)   # run_id -> probe -> trace
+    curves: dict[int, list] = field(default_factory=dict)
+    interrupted: int = 0  # 'running'/'interrupted' rows of the grid's keys (not counted)
+
+    @property
+    def missing(self) -> int:
+        return sum(1 for _, r in self.results if r is None)
+
+    def probe_rows(self) -> list[dict]:
+        """Per model and probe: median over its runs of token accuracy and accuracy on input-1 steps."""
+        out = []
+        for tdef in self.study.tables:
+            for m in tdef.models:
+                for t in tdef.tasks:
+                    for probe in t.probes:
+                        runs = [r for j, r in self.results if r is not None and j.table == tdef.name
+                                and j.label == m.label and j.column == t.label]
+                        tr = [self.traces.get(r.run_id, {}).get(probe) for r in runs]
+                        tr = [x for x in tr if x]
+                        if not tr:
+                            continue
+                        a1 = [x["accuracy_input1"] for x in tr if x["accuracy_input1"] is not None]
+                        out.append({"model": m.label, "task": t.label, "probe": probe, "runs": len(tr),
+                                    "token_accuracy": statistics.median(x["token_accuracy"] for x in tr),
+                                    "accuracy_input1": statistics.median(a1) if a1 else None})
+        return out
+
+
+def collect(study, db, scale: str = "quick", seeds: int | None = None) -> Report:
+    """Look up every run of the study's grid (at ``scale``) by its key; read metrics, curves, traces."""
+    from statetrack.report.traces import read_traces
+    from statetrack.reproduce import study_jobs
+    from statetrack.sweep import complete_result
+
+    store = Store(db, create=False)
+    jobs = study_jobs(study, scale, seeds)
+    results, traces, curves, unfinished = [], {}, {}, 0
+    for job in jobs:
+        res = complete_result(store, job.key)
+        results.append((job, res))
+        unfinished += sum(1 for r in store.runs(key=job.key) if r["status"] in ("running", "interrupted"))
+        if res is not None:
+            curves[res.run_id] = store.curve(res.run_id)
+            if job.probes:
+                traces[res.run_id] = read_traces(db, res.run_id)
+    return Report(study, scale, study_tables(study, results, scale), results, traces, curves, unfinished)
+
+
+def _probe_markdown(rep: Report) -> str:
+    rows = rep.probe_rows()
+    if not rows:
+        return ""
+    lines = ["| model | probe | runs | token accuracy (scored steps) | accuracy on input-1 steps |",
+             "|---|---|---|---|---|"]
+    for r in rows:
+        a1 = "-" if r["accuracy_input1"] is None else f"{100 * r['accuracy_input1']:.1f}"
+        lines.append(f"| {r['model']} | {r['probe']} | {r['runs']} | {100 * r['token_accuracy']:.1f} | {a1} |")
+    return "\n".join(lines)
+
+
+def write_report(rep: Report, out: str | Path, header: str = "") -> Path:
+    """``out``/<study>.md, .csv, .tex and ``out``/<study>/*.png. Returns the markdown path."""
+    from statetrack.report.plots import accuracy_vs_length, learning_curves, slug, trace_plot
+
+    study = rep.study
+    out = Path(out)
+    figdir = out / study.name
+    figdir.mkdir(parents=True, exist_ok=True)
+    md = [f"# {study.title}", "", header.strip(), "",
+          f"Study `{study.name}` (scale `{rep.scale}`). Source: {study.source}.", "",
+          f"Runs of the grid: {len(rep.results)}; complete: {len(rep.results) - rep.missing}; missing: "
+          f"{rep.missing}; unfinished records of these runs (killed, not counted): {rep.interrupted}.", ""]
+    for t in rep.tables:
+        md += [f"## {t.title}" + (f" (table `{t.name}`)" if t.name != "main" else ""), "", t.markdown(), "",
+               t.caption, ""]
+        if t.disagreements():
+            md += [f"**{t.disagreements()} cell(s) differ from the paper beyond the tolerance** (marked *).", ""]
+        figs = accuracy_vs_length(study, t, rep.results, figdir)
+        figs += learning_curves(study, t, rep.results, rep.curves, figdir)
+        for p in figs:
+            md += [f"![{p.stem}]({study.name}/{p.name})", ""]
+    probe_md = _probe_markdown(rep)
+    if probe_md:
+        md += ["## Probes", "", probe_md, "",
+               "Traces: one seeded sequence per probe; input, target and the model's P(1) over time.", ""]
+        for j, r in rep.results:
+            if r is None or j.seed != 0:
+                continue
+            for probe, tr in rep.traces.get(r.run_id, {}).items():
+                p = trace_plot(f"{j.label} (lr {j.train.lr:g}, seed {j.seed}) on {probe}", tr,
+                               figdir / f"trace-{slug(j.label)}-lr{j.train.lr:g}-{slug(probe)}.png")
+                md += [f"![{p.stem}]({study.name}/{p.name})", ""]
+    if study.notes:
+        md += ["## Notes (from the study file)", "", study.notes.strip(), ""]
+    path = out / f"{study.name}.md"
+    path.write_text("\n".join(md).replace("\n\n\n", "\n\n"))
+    rows = [r for t in rep.tables for r in t.csv_rows()]
+    with open(out / f"{study.name}.csv", "w", newline="") as f:
+        if rows:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+    (out / f"{study.name}.tex").write_text("\n\n".join(t.latex() for t in rep.tables) + "\n")
+    return path

@@ -1,0 +1,278 @@
+"""Study files, sweeps (resume after SIGKILL, Ray = local), selection rules and reports."""
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from statetrack.cli import main
+from statetrack.errors import UserError
+from statetrack.experiments import Study, builtin_studies, load_study, parse_lengths
+from statetrack.report.table import select, study_tables
+from statetrack.reproduce import study_jobs, sweep
+from statetrack.store import Store
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+# two tables; tasks as columns; a grid over learning rates and seeds; per-task depth and probes
+GRID = textwrap.dedent("""
+    name: tiny-grid
+    title: tiny grid
+    source: test
+    metric: scaled_accuracy
+    score: {kind: mean, lengths: [8, 20]}
+    select: {seeds: max, lrs: max, using: test}
+    train: {batch_size: 8, eval_every: 5, val_sequences: 16, lr: 0.01}
+    train_lengths: [2, 6]
+    lrs: [0.01, 0.003]
+    tables:
+      - name: main
+        tasks:
+          - {label: parity, task: parity, depth: 2}
+          - {label: offsets, task: offset, train_lengths: [30, 30], probes: ["offset:double-isi"]}
+        models:
+          - label: RNN
+            model: {layers: rnn, d_model: 2, d_state: 4}
+            published: {parity: 1.0, offsets: 0.5}
+          - label: Mamba
+            model: {layers: "mamba(conv=0)", d_model: 4, d_state: 4}
+            tasks: [parity]
+            published: {parity: 0.0}
+      - name: layers
+        tasks: [parity]
+        models:
+          - label: RNN x2
+            model: {layers: "rnn*2", d_model: 2, d_state: 4}
+    scales:
+      quick: {seeds: 2, steps: 10, eval_batch: 4, test_lengths: "30..50/20", lrs: [0.01]}
+      paper: {seeds: 2, steps: 10, eval_batch: 4, test_lengths: [8, 20, 40], tables: [main]}
+""")
+
+# four runs of a few steps each: for the kill/resume and Ray tests
+SMALL = textwrap.dedent("""
+    name: tiny-sweep
+    title: tiny sweep
+    source: test
+    task: parity
+    train: {batch_size: 8, eval_every: 10, val_sequences: 16, lr: 0.01}
+    models:
+      - {label: RNN, model: {layers: rnn, d_model: 2, d_state: 4}, train_lengths: [2, 5]}
+      - {label: Mamba, model: {layers: "mamba(conv=0)", d_model: 4, d_state: 4}, train_lengths: [2, 5]}
+    scales:
+      quick: {seeds: 2, steps: STEPS, eval_batch: 8, test_lengths: [8, 16]}
+""")
+
+
+def _write(tmp_path, name, text):
+    p = tmp_path / f"{name}.yaml"
+    p.write_text(text)
+    return str(p)
+
+
+def _numbers(db, study):
+    """(label, seed) -> per-length metrics of the complete runs, and the count of complete rows per key."""
+    store = Store(db)
+    out, per_key = {}, {}
+    for r in store.runs(study=study):
+        if r["status"] != "complete":
+            continue
+        per_key[r["key"]] = per_key.get(r["key"], 0) + 1
+        ms = [(m["length"], m["accuracy"], m["token_accuracy"], m["scaled_accuracy"]) for m in store.metrics(r["id"])]
+        out[(r["label"], r["seed"], r["config"]["lr"])] = (ms, r["summary"]["best_val_accuracy"])
+    return out, per_key
+
+
+# -- the schema ------------------------------------------------------------------------------------
+def test_builtin_studies_have_quick_and_paper_scales():
+    assert {"khavari2025-parity", "khavari2025-offset", "diag-limits-2026", "grazzi2024",
+            "deletang2023"} <= set(builtin_studies())
+    for name in builtin_studies():
+        study = load_study(name)
+        assert {"quick", "paper"} <= set(study.scales), name
+        for scale in study.scales:
+            jobs = study_jobs(study, scale)
+            assert len({j.key for j in jobs}) == len(jobs), f"{name}/{scale}: two runs share a key"
+
+
+def test_grid_expansion(tmp_path):
+    study = load_study(_write(tmp_path, "g", GRID))
+    quick = study.cells("quick")
+    # main: RNN x {parity, offsets} + Mamba x parity; layers: RNN x2 x parity; 1 lr, 2 seeds
+    assert len(quick) == (3 + 1) * 2
+    assert {c.lr for c in quick} == {0.01} and quick[0].eval.lengths == [30, 50]
+    by = {(c.table, c.row, c.column): c for c in quick}
+    assert by[("main", "RNN", "parity")].train.model.layers == "rnn,rnn"          # depth 2
+    assert by[("main", "RNN", "offsets")].train.train_lengths == (30, 30)         # the task's lengths
+    assert by[("main", "RNN", "offsets")].probes == ("offset:double-isi",)
+    paper = study.cells("paper")
+    assert len(paper) == 3 * 2 * 2 and {c.lr for c in paper} == {0.01, 0.003}
+    assert parse_lengths("60..100/20") == [60, 80, 100] and parse_lengths("1..10/4") == [1, 5, 9, 10]
+
+
+@pytest.mark.parametrize("patch, msg", [
+    (("using: test", "using: best"), "select.using"),
+    (("tasks: [parity]\n", "tasks: [nope]\n"), "unknown task 'nope'"),
+    (("published: {parity: 0.0}", "published: {parityy: 0.0}"), "unknown column 'parityy'"),
+    (("test_lengths: \"30..50/20\"", "test_lengths: \"50..30\""), "bad length range"),
+    (("lrs: [0.01]}", "lrs: [0.01], models: [GRU]}"), "unknown model 'GRU'"),
+])
+def test_bad_study_files(tmp_path, patch, msg):
+    text = GRID.replace(*patch)
+    assert text != GRID
+    with pytest.raises(UserError, match=msg):
+        load_study(_write(tmp_path, "bad", text))
+
+
+def test_selection_rules():
+    def study(**sel):
+        return Study(name="s", title="t", source="s", scales={}, score={"kind": "mean"}, select=sel,
+                     tables=[{"tasks": ["parity"], "models": [{"label": "m", "model": {"layers": "rnn"}}]}])
+
+    # (lr, test score, validation accuracy, validation loss)
+    entries = [(0.1, 0.9, 0.80, 1.0), (0.1, 0.2, 0.99, 0.5), (0.01, 0.6, 0.95, 0.7), (0.01, 0.4, 0.96, 0.6)]
+    c = select(study(seeds="max", lrs="max", using="test"), entries)
+    assert (c.selected, c.lr) == (0.9, 0.1)                   # max over everything, on the test score
+    c = select(study(seeds="median", lrs="max", using="test"), entries)
+    assert (c.selected, c.lr) == (0.55, 0.1) and sorted(c.values) == [0.2, 0.9]
+    c = select(study(seeds="max", using="validation"), entries)
+    assert (c.selected, c.lr) == (0.2, 0.1)                   # the best validated run, whatever its test score
+    c = select(study(seeds="median", using="validation"), entries)
+    assert (c.lr, c.selected) == (0.01, 0.5)                   # median validation 0.955 > 0.895
+
+
+# -- sweeps ----------------------------------------------------------------------------------------
+def _cli(args, **kw):
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
+           "OMP_NUM_THREADS": "1"}
+    return subprocess.Popen([sys.executable, "-m", "statetrack.cli", *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+
+
+def _count(db, status):
+    if not os.path.exists(db):
+        return 0
+    try:
+        con = sqlite3.connect(db, timeout=5)
+        try:
+            return con.execute("SELECT COUNT(*) FROM runs WHERE status=?", (status,)).fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.OperationalError:
+        return 0
+
+
+def test_sigkill_mid_sweep_then_resume(tmp_path):
+    path = _write(tmp_path, "s", SMALL.replace("STEPS", "120"))
+    db = str(tmp_path / "killed" / "r.db")
+    proc = _cli(["sweep", path, "--db", db, "--workers", "1"], start_new_session=True)
+    t0 = time.time()
+    # kill once the first run is complete and the next one has started
+    while _count(db, "complete") < 1 or _count(db, "running") < 1:
+        assert proc.poll() is None, proc.stderr.read().decode()
+        assert time.time() - t0 < 120, "no run completed"
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)  # the sweep and any worker it started
+    proc.wait()
+    store = Store(db)
+    first = {r["key"]: r["status"] for r in store.runs()}
+    assert list(first.values()).count("complete") >= 1 and list(first.values()).count("complete") < 4
+    assert "running" in first.values()  # the run killed mid-way
+
+    again = _cli(["sweep", path, "--db", db, "--workers", "2"])
+    out, err = again.communicate(timeout=300)
+    assert again.returncode == 0, err.decode()
+    assert "reused" in out.decode()
+    rows = Store(db).runs()
+    statuses = [r["status"] for r in rows]
+    assert statuses.count("complete") == 4 and "running" not in statuses
+    assert statuses.count("interrupted") == 1
+    killed, per_key = _numbers(db, "tiny-sweep")
+    assert sorted(per_key.values()) == [1, 1, 1, 1]  # every run exactly once complete
+
+    # an uninterrupted sweep of the same grid gives the same numbers
+    ref_db = str(tmp_path / "ref" / "r.db")
+    study, _ = sweep(path, db=ref_db, workers=1)
+    ref, _ = _numbers(ref_db, "tiny-sweep")
+    assert killed == ref
+
+    # the report counts each run once and says the killed record was not counted
+    main(["report", path, "--db", db, "--out", ""])
+    from statetrack.report.writer import collect
+    rep = collect(study, db)
+    assert rep.missing == 0 and rep.interrupted == 1
+    assert all(row["seeds"] == 2 for t in rep.tables for row in t.rows)
+
+
+def test_ray_executor_matches_local(tmp_path):
+    pytest.importorskip("ray")
+    path = _write(tmp_path, "s", SMALL.replace("STEPS", "15"))
+    local_db, ray_db = str(tmp_path / "l" / "r.db"), str(tmp_path / "ray" / "r.db")
+    sweep(path, db=local_db, workers=1)
+    _, results = sweep(path, db=ray_db, workers=2, executor="ray")
+    assert all(r.status == "complete" and not r.reused for _, r in results)
+    local, lk = _numbers(local_db, "tiny-sweep")
+    viaray, rk = _numbers(ray_db, "tiny-sweep")
+    assert local == viaray and lk == rk  # same numbers, same keys
+    for _, r in results:  # the driver wrote checkpoints and curves
+        assert Path(r.checkpoint).is_file() and Store(ray_db).curve(r.run_id)
+    _, again = sweep(path, db=ray_db, workers=2, executor="ray")
+    assert all(r.reused for _, r in again) and Store(ray_db).counts()["runs"] == 4
+
+
+def test_address_needs_ray(tmp_path, db, capsys):
+    path = _write(tmp_path, "s", SMALL.replace("STEPS", "5"))
+    assert main(["sweep", path, "--db", db, "--address", "auto"]) == 2
+    assert "--address needs --executor ray" in capsys.readouterr().err
+    assert not os.path.exists(db)
+
+
+# -- reports ---------------------------------------------------------------------------------------
+def test_report_from_database(tmp_path, db, capsys):
+    path = _write(tmp_path, "g", GRID)
+    assert main(["sweep", path, "--db", db, "--workers", "2"]) == 0
+    n = Store(db).counts()["runs"]
+    out = tmp_path / "report"
+    assert main(["report", path, "--db", db, "--out", str(out)]) == 0
+    assert Store(db).counts()["runs"] == n  # nothing retrained
+    text = capsys.readouterr().out
+    assert "tiny grid" in text and "report written" in text
+    md = (out / "tiny-grid.md").read_text()
+    assert "| RNN |" in md and "paper: parity" in md and "## Probes" in md
+    assert "offset:double-isi" in md
+    figs = {p.name for p in (out / "tiny-grid").iterdir()}
+    assert {"length-main-parity.png", "length-main-offsets.png", "curves-main-parity.png",
+            "length-layers-parity.png"} <= figs
+    assert any(f.startswith("trace-rnn") for f in figs)
+    csv = (out / "tiny-grid.csv").read_text().splitlines()
+    assert csv[0].startswith("study,table,model,column,selected") and len(csv) == 1 + 4
+    assert "\\begin{tabular}" in (out / "tiny-grid.tex").read_text()
+
+
+def test_table_marks_disagreement(tmp_path, db):
+    study = load_study(_write(tmp_path, "g", GRID.replace("score: {kind: mean, lengths: [8, 20]}",
+                                                          "score: {kind: mean}")))
+    _, results = sweep(study, db=db, workers=1)
+    tables = study_tables(study, results, "quick")
+    assert [t.name for t in tables] == ["main", "layers"]
+    rnn = tables[0].rows[0]
+    cell = rnn["cells"]["parity"]
+    assert cell.selected is not None and len(cell.values) == 2
+    assert cell.differs == (abs(cell.selected - 1.0) > 0.1)
+    assert ("*" in rnn["text"]["parity"]) == bool(cell.differs)
+
+
+def test_longest_kind_and_capped(tmp_path, db):
+    text = GRID.replace("metric: scaled_accuracy", "metric: accuracy").replace(
+        "score: {kind: mean, lengths: [8, 20]}", "score: {kind: longest, threshold: 0.0, fail_below: 10}")
+    study = load_study(_write(tmp_path, "g", text))
+    _, results = sweep(study, db=db, workers=1)
+    t = study_tables(study, results, "quick")[0]
+    cell = t.rows[0]["cells"]["parity"]
+    # accuracy > 0 at every length: the value reaches our longest test length (50): '>=50'
+    assert cell.selected == 50 and cell.capped and t.rows[0]["text"]["parity"].startswith(">=50")
+    assert cell.differs is True  # the paper's 1.0 (read as a length) is far below 50
