@@ -19,6 +19,22 @@ def slug(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", s).strip("-").lower() or "x"
 
 
+def _length_ticks(ax, lengths: list[int]) -> None:
+    """Plain-number ticks at (at most about 10 of) the lengths, no minor labels."""
+    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
+
+    if len(lengths) > 10:
+        import numpy as np
+
+        idx = sorted({int(round(i)) for i in np.linspace(0, len(lengths) - 1, 10)})
+        lengths = [lengths[i] for i in idx]
+    ax.xaxis.set_major_locator(FixedLocator(lengths))
+    ax.xaxis.set_major_formatter(lambda v, _: f"{v:g}")
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.tick_params(axis="x", labelsize=7)
+
+
 def accuracy_vs_length(study, table, results, out: Path) -> list[Path]:
     """One figure per task column: median over seeds (min-max band) at the selected learning rate,
     log x-axis, one line per model, the training range shaded."""
@@ -53,6 +69,8 @@ def accuracy_vs_length(study, table, results, out: Path) -> list[Path]:
         for lo, hi in spans:
             ax.axvspan(lo, max(hi, lo * 1.05), color="grey", alpha=0.15, lw=0)
         ax.set_xscale("log")
+        _length_ticks(ax, sorted({n for j, _ in results if j.table == table.name for n in j.eval.lengths}
+                                 | {x for span in spans for x in span}))
         ax.set_xlabel("test length")
         ax.set_ylabel(study.metric.replace("_", " "))
         ax.set_title(f"{study.name}: {col}" + ("" if table.name == "main" else f" ({table.name})"), fontsize=10)
