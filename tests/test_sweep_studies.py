@@ -167,7 +167,7 @@ def _count(db, status):
 
 
 def test_sigkill_mid_sweep_then_resume(tmp_path):
-    path = _write(tmp_path, "s", SMALL.replace("STEPS", "120"))
+    path = _write(tmp_path, "s", SMALL.replace("STEPS", "60"))
     db = str(tmp_path / "killed" / "r.db")
     proc = _cli(["sweep", path, "--db", db, "--workers", "1"], start_new_session=True)
     t0 = time.time()
@@ -183,7 +183,7 @@ def test_sigkill_mid_sweep_then_resume(tmp_path):
     assert list(first.values()).count("complete") >= 1 and list(first.values()).count("complete") < 4
     assert "running" in first.values()  # the run killed mid-way
 
-    again = _cli(["sweep", path, "--db", db, "--workers", "2"])
+    again = _cli(["sweep", path, "--db", db, "--workers", "1"])
     out, err = again.communicate(timeout=300)
     assert again.returncode == 0, err.decode()
     assert "reused" in out.decode()
@@ -234,7 +234,7 @@ def test_address_needs_ray(tmp_path, db, capsys):
 # -- reports ---------------------------------------------------------------------------------------
 def test_report_from_database(tmp_path, db, capsys):
     path = _write(tmp_path, "g", GRID)
-    assert main(["sweep", path, "--db", db, "--workers", "2"]) == 0
+    assert main(["sweep", path, "--db", db, "--workers", "1"]) == 0
     n = Store(db).counts()["runs"]
     out = tmp_path / "report"
     assert main(["report", path, "--db", db, "--out", str(out)]) == 0

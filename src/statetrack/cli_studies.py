@@ -61,17 +61,22 @@ def _summary(study, results, wall, a) -> str:
             f"from {a.db}, {failed} failed; executor {a.executor}, {a.workers} worker(s); wall time {wall:.1f} s")
 
 
-def cmd_sweep(a):
+def _emit_runs(results, db):
+    """JSON Lines, one object per (run, test length)."""
     from statetrack.runner import metrics_rows
     from statetrack.store import Store
 
+    store = Store(db)
+    for job, res in results:
+        for row in metrics_rows(store.run(res.run_id), res.metrics):
+            print(json.dumps({**row, "table": job.table, "column": job.column, "lr": job.train.lr}))
+
+
+def cmd_sweep(a):
     _check(a)
     study, results, wall = _sweep(a)
     if a.json:
-        store = Store(a.db)
-        for job, res in results:
-            for row in metrics_rows(store.run(res.run_id), res.metrics):
-                print(json.dumps({**row, "table": job.table, "column": job.column, "lr": job.train.lr}))
+        _emit_runs(results, a.db)
         return 0
     print(_summary(study, results, wall, a))
     return 0 if all(r.status == "complete" for _, r in results) else 1
@@ -130,8 +135,10 @@ def reproduce_command(a):
     _check(a)
     study, results, wall = _sweep(a)
     rep = collect(study, a.db, a.scale, a.seeds)
-    _print_report(rep, a)
-    if not a.json:
+    if a.json:
+        _emit_runs(results, a.db)
+    else:
+        _print_report(rep, a)
         print(_summary(study, results, wall, a))
     if a.out:
         cmd = "statetrack " + " ".join(map(shlex.quote, sys.argv[1:])) if sys.argv[1:2] == ["reproduce"] else \
