@@ -97,12 +97,13 @@ def _print_report(rep, a):
     if probes:
         from rich.table import Table
 
-        pt = Table(title="probes: accuracy of the trained models on fixed inputs")
-        for h in ("model", "probe", "runs", "token acc", "acc on input-1 steps"):
+        from statetrack.report.writer import PROBE_HEADERS, probe_cells
+
+        pt = Table(title="probes: accuracy (%) of the trained models on fixed inputs (median over runs)")
+        for h in ("model", "probe", "runs") + PROBE_HEADERS:
             pt.add_column(h)
         for r in probes:
-            pt.add_row(r["model"], r["probe"], str(r["runs"]), f"{100 * r['token_accuracy']:.1f}",
-                       "-" if r["accuracy_input1"] is None else f"{100 * r['accuracy_input1']:.1f}")
+            pt.add_row(r["model"], r["probe"], str(r["runs"]), *probe_cells(r))
         con.print(pt)
     con.print(f"[dim]{rep.study.source}. Database: {a.db}; {len(rep.results) - rep.missing} of "
               f"{len(rep.results)} runs of the grid complete; {rep.interrupted} unfinished records not counted."

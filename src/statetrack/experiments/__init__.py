@@ -122,8 +122,9 @@ class Table(_Strict):
     published_columns: dict[str, str] = Field(
         default_factory=dict, description="per_length tables: published columns, key -> header")
     compare: dict[str, str | tuple[int, int]] = Field(
-        default_factory=dict, description="per_length tables: published key -> 'validation' or a "
-                                          "[lo, hi] range of test lengths whose mean is compared")
+        default_factory=dict, description="per_length tables: published key -> 'validation', a [lo, hi] "
+                                          "range of test lengths whose mean is compared, or 'probe:TASK' "
+                                          "(yes/no: accuracy on the probe's input-1 steps > threshold)")
 
     @field_validator("tasks", mode="before")
     @classmethod
@@ -140,6 +141,13 @@ class Table(_Strict):
         if not self.tasks or not self.models:
             raise ValueError(f"table {self.name!r} needs at least one task and one model")
         known = {t.label for t in self.tasks}
+        for key, spec in self.compare.items():
+            if key not in self.published_columns:
+                raise ValueError(f"compare names {key!r}, which is not a published column")
+            if isinstance(spec, str) and spec != "validation" and not (
+                    spec.startswith("probe:") and any(spec[6:] in t.probes for t in self.tasks)):
+                raise ValueError(f"compare {key!r}: {spec!r} must be 'validation', [lo, hi] or 'probe:P' "
+                                 "with P a probe of a task")
         for m in self.models:
             bad = [t for t in (m.tasks or []) if t not in known]
             if bad:

@@ -148,7 +148,8 @@ def fmt_cell(cell: Cell, study) -> str:
         s = ">=" + s
     if len(cell.values) > 1:
         med = statistics.median(cell.values)
-        s += f" ({fmt_value(med, study)} [{fmt_value(min(cell.values), study)}-{fmt_value(max(cell.values), study)}])"
+        rng = f"[{fmt_value(min(cell.values), study)}-{fmt_value(max(cell.values), study)}]"
+        s += f" {rng}" if abs(med - cell.selected) < 1e-12 else f" ({fmt_value(med, study)} {rng})"
     if cell.differs:
         s += " " + MARK
     return s
@@ -295,7 +296,8 @@ def _caption(study, kind: str) -> str:
     tol = (f"factor {study.length_factor:g}" if kind == "longest"
            else f"{study.tolerance:g}" + (" (absolute)" if study.metric == "scaled_accuracy"
                                           else f" ({100 * study.tolerance:g} points)"))
-    return (f"Cells: {what}; {rule}; shown as selected (median [min-max] over seeds). "
+    return (f"Cells: {what}; {rule}; shown as selected (median [min-max] over seeds), or "
+            f"median [min-max] when the selected value is the median. "
             f"{MARK} = differs from the paper by more than {tol}.")
 
 
@@ -342,6 +344,10 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
                 for key in tdef.published_columns:
                     pub = m.published.get(key)
                     spec = tdef.compare.get(key)
+                    if isinstance(spec, str) and spec.startswith("probe:"):  # filled in by report.collect
+                        row["differs"][key] = None
+                        row["published_text"][key] = pub if isinstance(pub, str) else pct(pub)
+                        continue
                     ours = _compare_value(study, spec, done)
                     differs = None if pub is None or ours is None or isinstance(pub, str) else \
                         abs(ours - float(pub)) > study.tolerance

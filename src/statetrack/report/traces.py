@@ -3,8 +3,11 @@
 A study task may name ``probes`` (task strings such as ``offset:two-isis``). After a run completes, the
 sweep runs its checkpoint once on one seeded sequence of each probe and stores, per time step, the
 input, the target, whether the step is scored, the predicted class and the class probabilities, plus
-two summary numbers: ``token_accuracy`` (all scored steps) and ``accuracy_input1`` (scored steps whose
-input is 1, e.g. the steps inside an ISI). They live in the table ``traces`` of the results database,
+summary numbers over scored steps: ``token_accuracy`` (all), ``accuracy_input1`` (input 1, e.g. inside
+an ISI), ``offset_accuracy`` (input 1 and target 0: the end of an ISI must be predicted) and
+``hold_accuracy`` (input 1 and target 1: the ISI goes on). A model that copies its input scores 0 on
+offsets and 100% on holds; a counter that saturates after one ISI fails the holds of a second ISI that
+follows it directly (the double-ISI probe). They live in the table ``traces`` of the results database,
 so the report draws them without loading a model.
 """
 from __future__ import annotations
@@ -25,6 +28,7 @@ CREATE TABLE IF NOT EXISTS traces (
 );
 """
 PROBE_SEED = 0
+VERSION = 2  # traces of an older version are recomputed by the next sweep
 
 
 @torch.no_grad()
@@ -42,12 +46,18 @@ def compute_traces(model, probes, length: int | None = None) -> dict[str, dict]:
         pred = p.argmax(-1)
         x, y, m = b.inputs[0], b.targets[0], b.mask[0]
         hit = (pred == y) & m
-        ones = m & (x == 1)
+
+        def acc(sel):
+            sel = sel & m
+            return float(hit[sel].sum() / sel.sum()) if sel.any() else None
+
         out[probe] = {
-            "inputs": x.tolist(), "targets": y.tolist(), "mask": m.astype(int).tolist(),
+            "version": VERSION, "inputs": x.tolist(), "targets": y.tolist(), "mask": m.astype(int).tolist(),
             "pred": pred.tolist(), "probs": np.round(p, 5).tolist() if p.shape[-1] <= 4 else None,
             "token_accuracy": float(hit.sum() / max(m.sum(), 1)),
-            "accuracy_input1": float(hit[ones].sum() / ones.sum()) if ones.any() else None,
+            "accuracy_input1": acc(x == 1),
+            "offset_accuracy": acc((x == 1) & (y == 0)),
+            "hold_accuracy": acc((x == 1) & (y == 1)),
         }
     return out
 
@@ -71,5 +81,6 @@ def read_traces(db, run_id: int) -> dict[str, dict]:
     store = Store(db, create=False)
     with store._conn() as c:
         c.executescript(SCHEMA)
-        return {r["probe"]: json.loads(r["data"]) for r in
+        rows = {r["probe"]: json.loads(r["data"]) for r in
                 c.execute("SELECT probe, data FROM traces WHERE run_id=?", (run_id,))}
+    return {k: v for k, v in rows.items() if v.get("version") == VERSION}

@@ -37,10 +37,11 @@ class Report:
                         tr = [x for x in tr if x]
                         if not tr:
                             continue
-                        a1 = [x["accuracy_input1"] for x in tr if x["accuracy_input1"] is not None]
-                        out.append({"model": m.label, "task": t.label, "probe": probe, "runs": len(tr),
-                                    "token_accuracy": statistics.median(x["token_accuracy"] for x in tr),
-                                    "accuracy_input1": statistics.median(a1) if a1 else None})
+                        row = {"model": m.label, "task": t.label, "probe": probe, "runs": len(tr)}
+                        for k in ("token_accuracy", "accuracy_input1", "offset_accuracy", "hold_accuracy"):
+                            v = [x[k] for x in tr if x.get(k) is not None]
+                            row[k] = statistics.median(v) if v else None
+                        out.append(row)
         return out
 
 
@@ -61,19 +62,56 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None) -> Report
             curves[res.run_id] = store.curve(res.run_id)
             if job.probes:
                 traces[res.run_id] = read_traces(db, res.run_id)
-    return Report(study, scale, study_tables(study, results, scale), results, traces, curves, unfinished)
+    rep = Report(study, scale, study_tables(study, results, scale), results, traces, curves, unfinished)
+    _compare_probes(rep)
+    return rep
+
+
+def _compare_probes(rep: Report) -> None:
+    """Published columns compared with a probe (``compare: {key: "probe:TASK"}``): 'yes' when the median
+    over runs of the probe's offset accuracy and of its hold accuracy are both above the study's
+    threshold (the model predicts every end of an ISI and no end too early), else 'no'."""
+    from statetrack.report.table import MARK
+
+    thr = rep.study.score.threshold
+    rows = rep.probe_rows()
+    for t in rep.tables:
+        tdef = next(x for x in rep.study.tables if x.name == t.name)
+        for key, spec in tdef.compare.items():
+            if not (isinstance(spec, str) and spec.startswith("probe:")):
+                continue
+            probe = spec.removeprefix("probe:")
+            for row in t.rows:
+                hit = [r for r in rows if r["model"] == row["label"] and r["probe"] == probe
+                       and r["offset_accuracy"] is not None and r["hold_accuracy"] is not None]
+                pub = row["published"].get(key)
+                if not hit:
+                    continue
+                off, hold = hit[0]["offset_accuracy"], hit[0]["hold_accuracy"]
+                ours = "yes" if off > thr and hold > thr else "no"
+                differs = isinstance(pub, str) and pub.strip().lower() != ours
+                row["differs"][key] = differs
+                row["published_text"][key] = (f"{pub if pub is not None else '-'} (ours: {ours}; offsets "
+                                              f"{100 * off:.0f}%, holds {100 * hold:.0f}%"
+                                              f"{'; ' + MARK if differs else ''})")
 
 
 def _probe_markdown(rep: Report) -> str:
     rows = rep.probe_rows()
     if not rows:
         return ""
-    lines = ["| model | probe | runs | token accuracy (scored steps) | accuracy on input-1 steps |",
-             "|---|---|---|---|---|"]
+    lines = ["| model | probe | runs | " + " | ".join(PROBE_HEADERS) + " |", "|---|---|---|" + "---|" * len(PROBE_HEADERS)]
     for r in rows:
-        a1 = "-" if r["accuracy_input1"] is None else f"{100 * r['accuracy_input1']:.1f}"
-        lines.append(f"| {r['model']} | {r['probe']} | {r['runs']} | {100 * r['token_accuracy']:.1f} | {a1} |")
+        lines.append(f"| {r['model']} | {r['probe']} | {r['runs']} | " + " | ".join(probe_cells(r)) + " |")
     return "\n".join(lines)
+
+
+PROBE_HEADERS = ("token acc", "acc, input-1 steps", "offsets (in 1, target 0)", "holds (in 1, target 1)")
+
+
+def probe_cells(r: dict) -> list[str]:
+    return ["-" if r[k] is None else f"{100 * r[k]:.1f}"
+            for k in ("token_accuracy", "accuracy_input1", "offset_accuracy", "hold_accuracy")]
 
 
 def write_report(rep: Report, out: str | Path, header: str = "") -> Path:
