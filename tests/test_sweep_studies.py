@@ -218,8 +218,9 @@ def test_ray_executor_matches_local(tmp_path):
     local, lk = _numbers(local_db, "tiny-sweep")
     viaray, rk = _numbers(ray_db, "tiny-sweep")
     assert local == viaray and lk == rk  # same numbers, same keys
-    for _, r in results:  # the driver wrote checkpoints and curves
+    for _, r in results:  # the driver wrote checkpoints, curves and the worker's versions
         assert Path(r.checkpoint).is_file() and Store(ray_db).curve(r.run_id)
+        assert Store(ray_db).run(r.run_id)["versions"]["threads"] == 1
     _, again = sweep(path, db=ray_db, workers=2, executor="ray")
     assert all(r.reused for _, r in again) and Store(ray_db).counts()["runs"] == 4
 

@@ -22,6 +22,7 @@ executor or the number of workers.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import json
 import multiprocessing as mp
 import tempfile
 import time
@@ -107,7 +108,7 @@ def _ray_payload(job: Job) -> dict:
                   checkpoint_dir=Path(d) / "ck", threads=1)
         store = Store(wdb)
         row = store.run(res.run_id)
-        out = {"status": res.status, "config": row["config"], "error": row["error"],
+        out = {"status": res.status, "config": row["config"], "versions": row["versions"], "error": row["error"],
                "wall_time": row["wall_time"], "summary": row["summary"], "metrics": res.metrics,
                "curve": store.curve(res.run_id), "checkpoint": None, "traces": {}}
         if res.status == "complete":
@@ -123,6 +124,8 @@ def _store_payload(db: str, job: Job, p: dict) -> RunResult:
 
     store = Store(db)
     run_id = store.start_run(p["config"], study=job.study, label=job.label, key=job.key)
+    with store._conn() as c:  # the worker's versions (its thread count), not the driver's
+        c.execute("UPDATE runs SET versions=? WHERE id=?", (json.dumps(p["versions"]), run_id))
     if p["status"] != "complete":
         store.fail_run(run_id, p["error"] or "failed", p["wall_time"], p["summary"])
         return RunResult(run_id, "failed", [], p["summary"] or {}, None)
