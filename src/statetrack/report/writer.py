@@ -114,6 +114,27 @@ def probe_cells(r: dict) -> list[str]:
             for k in ("token_accuracy", "accuracy_input1", "offset_accuracy", "hold_accuracy")]
 
 
+def differences(t: StudyTable, study) -> list[str]:
+    """Markdown lines listing every cell that differs from the paper beyond the tolerance."""
+    from statetrack.report.table import fmt_published
+
+    out = []
+    for r in t.rows:
+        for col, d in r["differs"].items():
+            if not d:
+                continue
+            cell = r["cells"].get(col)
+            if cell is not None and t.kind != "per_length":
+                out.append(f"- {r['label']}, {col}: ours {r['text'][col].removesuffix(' *')}, paper "
+                           f"{fmt_published(cell.published, study)}")
+            else:
+                out.append(f"- {r['label']}, {t.columns.get(col, col)}: paper {r['published_text'][col]}")
+    if not out:
+        n = sum(1 for r in t.rows for d in r["differs"].values() if d is False)
+        return [f"Every cell with a published number ({n}) agrees with the paper within the tolerance.", ""] if n else []
+    return [f"**{len(out)} cell(s) differ from the paper beyond the tolerance** (marked *):", ""] + out + [""]
+
+
 def write_report(rep: Report, out: str | Path, header: str = "") -> Path:
     """``out``/<study>.md, .csv, .tex and ``out``/<study>/*.png. Returns the markdown path."""
     from statetrack.report.plots import accuracy_vs_length, learning_curves, slug, trace_plot
@@ -122,15 +143,18 @@ def write_report(rep: Report, out: str | Path, header: str = "") -> Path:
     out = Path(out)
     figdir = out / study.name
     figdir.mkdir(parents=True, exist_ok=True)
-    md = [f"# {study.title}", "", header.strip(), "",
+    scale_note = ([] if rep.scale == "paper" else [
+        f"Scale `{rep.scale}`: fewer steps, seeds and learning rates, smaller models and shorter test lengths "
+        "than the paper (see the study file), so differences from the paper's numbers are expected and are "
+        "listed under each table; `--scale paper` runs the paper's protocol.", ""])
+    md = [f"# {study.title}", "", header.strip(), "", *scale_note,
           f"Study `{study.name}` (scale `{rep.scale}`). Source: {study.source}.", "",
           f"Runs of the grid: {len(rep.results)}; complete: {len(rep.results) - rep.missing}; missing: "
           f"{rep.missing}; unfinished records of these runs (killed, not counted): {rep.interrupted}.", ""]
     for t in rep.tables:
         md += [f"## {t.title}" + (f" (table `{t.name}`)" if t.name != "main" else ""), "", t.markdown(), "",
                t.caption, ""]
-        if t.disagreements():
-            md += [f"**{t.disagreements()} cell(s) differ from the paper beyond the tolerance** (marked *).", ""]
+        md += differences(t, rep.study)
         figs = accuracy_vs_length(study, t, rep.results, figdir)
         figs += learning_curves(study, t, rep.results, rep.curves, figdir)
         for p in figs:
