@@ -174,6 +174,9 @@ class Scale(_Strict):
     tables: list[str] | None = Field(None, description="only these tables at this scale")
     models: list[str] | None = Field(None, description="only these model labels at this scale")
     tasks: list[str] | None = Field(None, description="only these task labels at this scale")
+    replace_tasks: dict[str, str] = Field(
+        default_factory=dict, description="task label -> the task string used at this scale instead (e.g. "
+                                          "a variant labelled at every position, to train in minutes)")
 
     @field_validator("test_lengths", mode="before")
     @classmethod
@@ -238,7 +241,8 @@ class Study(_Strict):
             for what, have, known in (
                     ("table", sc.tables, names),
                     ("model", sc.models, [m.label for t in self.tables for m in t.models]),
-                    ("task", sc.tasks, [x.label for t in self.tables for x in t.tasks])):
+                    ("task", sc.tasks, [x.label for t in self.tables for x in t.tasks]),
+                    ("task", list(sc.replace_tasks), [x.label for t in self.tables for x in t.tasks])):
                 bad = [x for x in (have or []) if x not in known]
                 if bad:
                     raise ValueError(f"scale {sname!r} names unknown {what} {bad[0]!r}")
@@ -281,7 +285,7 @@ class Study(_Strict):
                     ecfg = validated(EvalConfig, lengths=sc.test_lengths, batch_size=sc.eval_batch, device=device)
                     for lr in lrs:
                         for seed in range(n):
-                            fields = {**base, "lr": lr, "task": t.task, "model": mcfg,
+                            fields = {**base, "lr": lr, "task": sc.replace_tasks.get(t.label, t.task), "model": mcfg,
                                       "train_min_len": lengths[0], "train_max_len": lengths[1],
                                       "steps": sc.steps, "seed": seed, "device": device}
                             out.append(Cell(table.name, m.label, t.label, float(lr), seed,
