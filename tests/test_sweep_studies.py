@@ -111,6 +111,9 @@ def test_grid_expansion(tmp_path):
     assert by[("main", "RNN", "offsets")].probes == ("offset:double-isi",)
     paper = study.cells("paper")
     assert len(paper) == 3 * 2 * 2 and {c.lr for c in paper} == {0.01, 0.003}
+    dense = load_study(_write(tmp_path, "d", GRID.replace(
+        'lrs: [0.01]}', 'lrs: [0.01], replace_tasks: {parity: "parity:final"}}')))
+    assert {c.train.task for c in dense.cells("quick") if c.column == "parity"} == {"parity:final"}
     assert parse_lengths("60..100/20") == [60, 80, 100] and parse_lengths("1..10/4") == [1, 5, 9, 10]
 
 
