@@ -280,3 +280,14 @@ def test_longest_kind_and_capped(tmp_path, db):
     # accuracy > 0 at every length: the value reaches our longest test length (50): '>=50'
     assert cell.selected == 50 and cell.capped and t.rows[0]["text"]["parity"].startswith(">=50")
     assert cell.differs is True  # the paper's 1.0 (read as a length) is far below 50
+
+
+def test_reproduce_writes_report_with_command_machine_and_wall_time(tmp_path, db, capsys):
+    path = _write(tmp_path, "s", SMALL.replace("STEPS", "5"))
+    out = tmp_path / "docs"
+    assert main(["reproduce", path, "--db", db, "--workers", "1", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "tiny sweep" in text and "4 run now" in text
+    md = (out / "tiny-sweep.md").read_text()
+    assert "- Command: `statetrack reproduce" in md and "- Machine:" in md and "- Wall time of the sweep:" in md
+    assert (out / "tiny-sweep" / "length-main-parity.png").is_file()

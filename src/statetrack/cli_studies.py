@@ -119,7 +119,7 @@ def cmd_report(a):
     if a.seeds is not None and a.seeds < 1:
         raise UserError(f"--seeds must be at least 1, got {a.seeds}")
     study = load_study(a.name)
-    rep = collect(study, a.db, a.scale, a.seeds)
+    rep = collect(study, a.db, a.scale, a.seeds, a.device)
     _print_report(rep, a)
     if a.out:
         path = write_report(rep, a.out, header=f"Command: `statetrack {' '.join(map(shlex.quote, sys.argv[1:]))}`"
@@ -135,7 +135,7 @@ def reproduce_command(a):
 
     _check(a)
     study, results, wall = _sweep(a)
-    rep = collect(study, a.db, a.scale, a.seeds)
+    rep = collect(study, a.db, a.scale, a.seeds, a.device)
     if a.json:
         _emit_runs(results, a.db)
     else:
@@ -178,6 +178,7 @@ def add_commands(sub, common):
     q.add_argument("name", help="a built-in study name or a study YAML file")
     q.add_argument("--scale", default="quick", help="the scale whose grid is reported (default quick)")
     q.add_argument("--seeds", type=int, default=None, help="seeds per cell, if the sweep overrode them")
+    q.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"], help="the sweep's --device")
     q.add_argument("--out", default=DEFAULT_OUT, help=f"folder for .md/.csv/.tex and PNGs (default {DEFAULT_OUT}; "
                                                       "'' to only print)")
     common(q)

@@ -45,14 +45,14 @@ class Report:
         return out
 
 
-def collect(study, db, scale: str = "quick", seeds: int | None = None) -> Report:
+def collect(study, db, scale: str = "quick", seeds: int | None = None, device: str = "cpu") -> Report:
     """Look up every run of the study's grid (at ``scale``) by its key; read metrics, curves, traces."""
     from statetrack.report.traces import read_traces
     from statetrack.reproduce import study_jobs
     from statetrack.sweep import complete_result
 
     store = Store(db, create=False)
-    jobs = study_jobs(study, scale, seeds)
+    jobs = study_jobs(study, scale, seeds, device)
     results, traces, curves, unfinished = [], {}, {}, 0
     for job in jobs:
         res = complete_result(store, job.key)
