@@ -20,15 +20,14 @@ def slug(s: str) -> str:
 
 
 def _length_ticks(ax, lengths: list[int]) -> None:
-    """Plain-number ticks at (at most about 10 of) the lengths, no minor labels."""
+    """Plain-number ticks at the lengths (thinned so labels do not overlap), no minor labels."""
     from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
 
-    if len(lengths) > 10:
-        import numpy as np
-
-        idx = sorted({int(round(i)) for i in np.linspace(0, len(lengths) - 1, 10)})
-        lengths = [lengths[i] for i in idx]
-    ax.xaxis.set_major_locator(FixedLocator(lengths))
+    ticks = []
+    for n in sorted(lengths, reverse=True):  # keep the longest; labels at least 30% apart on the log axis
+        if not ticks or n * 1.3 <= ticks[-1]:
+            ticks.append(n)
+    ax.xaxis.set_major_locator(FixedLocator(sorted(ticks)))
     ax.xaxis.set_major_formatter(lambda v, _: f"{v:g}")
     ax.xaxis.set_minor_locator(NullLocator())
     ax.xaxis.set_minor_formatter(NullFormatter())
@@ -43,7 +42,7 @@ def accuracy_vs_length(study, table, results, out: Path) -> list[Path]:
     tdef = next(t for t in study.tables if t.name == table.name)
     for col in [t.label for t in tdef.tasks]:
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
-        spans, drawn = set(), 0
+        spans, chances, drawn = set(), set(), 0
         for row in table.rows:
             runs = [(j, r) for j, r in results if j.table == table.name and j.label == row["label"]
                     and (j.column or tdef.tasks[0].label) == col and r is not None and r.status == "complete"]
@@ -62,12 +61,17 @@ def accuracy_vs_length(study, table, results, out: Path) -> list[Path]:
                                 color=line.get_color(), alpha=0.15)
             j = runs[0][0]
             spans.add((j.train.train_min_len, j.train.train_max_len))
+            chances.update(m.chance for _, r in runs for m in r.metrics)
             drawn += 1
         if not drawn:
             plt.close(fig)
             continue
         for lo, hi in spans:
             ax.axvspan(lo, max(hi, lo * 1.05), color="grey", alpha=0.15, lw=0)
+        if study.metric == "scaled_accuracy":
+            ax.axhline(0.0, color="black", ls=":", lw=1, label="chance")
+        elif study.metric in ("accuracy", "token_accuracy") and len(chances) == 1:
+            ax.axhline(chances.pop(), color="black", ls=":", lw=1, label="chance")
         ax.set_xscale("log")
         _length_ticks(ax, sorted({n for j, _ in results if j.table == table.name for n in j.eval.lengths}
                                  | {x for span in spans for x in span}))
@@ -102,7 +106,7 @@ def learning_curves(study, table, results, curves: dict[int, list[dict]], out: P
                 if not c:
                     continue
                 ax.plot([p["step"] for p in c], [p["val_accuracy"] for p in c], color=color, alpha=0.7, lw=1,
-                        label=row["label"] if k == 0 else None)
+                        marker="o" if len(c) < 10 else None, ms=3, label=row["label"] if k == 0 else None)
                 drawn += 1
         if not drawn:
             plt.close(fig)
