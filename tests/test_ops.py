@@ -85,6 +85,14 @@ def test_diag_scan_gradcheck(dtype, T, chunked, monkeypatch):
     assert torch.autograd.gradcheck(diag_scan, (a, b, h0))
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+def test_diag_scan_gradgradcheck(dtype):
+    torch.manual_seed(3)
+    ins = [(0.9 * torch.randn(2, 5, 3, dtype=dtype)).requires_grad_(), torch.randn(2, 5, 3, dtype=dtype,
+           requires_grad=True), torch.randn(2, 3, dtype=dtype, requires_grad=True)]
+    assert torch.autograd.gradgradcheck(diag_scan, ins)
+
+
 def test_diag_scan_grad_matches_reference_and_broadcast():
     torch.manual_seed(4)
     a = torch.rand(3, 1, 5, dtype=torch.float64, requires_grad=True)  # time-invariant, broadcast over T

@@ -27,8 +27,10 @@ import math
 import torch
 from torch import Tensor
 
-#: below this many elements per time step, long sequences use the chunked scan (loop overhead bound)
-CHUNKED_MAX_STEP_NUMEL = 4096
+#: at most this many bytes per time step (256 float32, 128 complex64 numbers), long sequences use the
+#: chunked scan: there the loop is bound by per-step overhead; above it the chunked form's extra
+#: passes over memory cost more (measured crossover on the 2-core CPU, one thread)
+CHUNKED_MAX_STEP_BYTES = 1024
 #: ... and only from this length on
 CHUNKED_MIN_T = 256
 
@@ -85,12 +87,24 @@ def _chunked(a: Tensor, b: Tensor, h0: Tensor, L: int | None = None) -> Tensor:
     return h.reshape((B, n * L) + S)[:, :T]
 
 
+def _use_chunked(a: Tensor) -> bool:
+    return a.shape[1] >= CHUNKED_MIN_T and a[:, 0].numel() * a.element_size() <= CHUNKED_MAX_STEP_BYTES
+
+
 def _scan(a: Tensor, b: Tensor, h0: Tensor) -> Tensor:
-    T = a.shape[1]
-    step = a[:, 0].numel() if T else 0
-    if T >= CHUNKED_MIN_T and step <= CHUNKED_MAX_STEP_NUMEL:
+    if _use_chunked(a):
         return _chunked(a, b, h0)
     return _loop(a, b, h0)
+
+
+def _loop_reverse(a: Tensor, gh: Tensor) -> Tensor:
+    """g_t = gh_t + conj(a_{t+1}) g_{t+1}, g_{T-1} = gh_{T-1}, in place in a copy of gh (no autograd)."""
+    g = gh.clone(memory_format=torch.contiguous_format)
+    gv, av = g.unbind(1), a.unbind(1)
+    cplx = a.is_complex()
+    for t in range(len(gv) - 2, -1, -1):
+        gv[t].addcmul_(av[t + 1].conj_physical() if cplx else av[t + 1], gv[t + 1])
+    return g
 
 
 class _DiagScan(torch.autograd.Function):
@@ -103,15 +117,23 @@ class _DiagScan(torch.autograd.Function):
     @staticmethod
     def backward(ctx, gh):
         a, h, h0 = ctx.saved_tensors
-        gh = gh.contiguous()
-        # reverse scan: g_t = gh_t + conj(a_{t+1}) g_{t+1}; the coefficient of the first reverse step is unused
-        ar = torch.cat([torch.zeros_like(a[:, :1]), a[:, 1:].flip(1)], 1)
-        if ar.is_complex():
-            ar = ar.conj()
-        g = diag_scan(ar, gh.flip(1), torch.zeros_like(h0)).flip(1)
-        h_prev = torch.cat([h0.unsqueeze(1), h[:, :-1]], 1)
-        ga = g * (h_prev.conj() if h_prev.is_complex() else h_prev)
-        g0 = g[:, 0] * (a[:, 0].conj() if a.is_complex() else a[:, 0])
+        if _use_chunked(a):
+            # small state, long sequence: the chunked scan on the time-reversed sequence (copies are cheap here)
+            ar = torch.cat([torch.zeros_like(a[:, :1]), a[:, 1:].flip(1)], 1)
+            g = diag_scan(ar.conj_physical() if ar.is_complex() else ar, gh.flip(1)).flip(1)
+        elif torch.is_grad_enabled():  # double backward: keep it differentiable
+            ar = torch.cat([torch.zeros_like(a[:, :1]), a[:, 1:].flip(1)], 1)
+            g = diag_scan(ar.conj() if ar.is_complex() else ar, gh.flip(1)).flip(1)
+        else:  # the common case: one in-place reverse loop, no full-size temporaries but the result
+            g = _loop_reverse(a, gh)
+        cj = (lambda x: x.conj()) if h.is_complex() else (lambda x: x)
+        if torch.is_grad_enabled():
+            ga = g * cj(torch.cat([h0.unsqueeze(1), h[:, :-1]], 1))
+        else:
+            ga = torch.empty_like(g)
+            torch.mul(g[:, 1:], cj(h[:, :-1]), out=ga[:, 1:])
+            torch.mul(g[:, 0], cj(h0), out=ga[:, 0])
+        g0 = g[:, 0] * cj(a[:, 0])
         return ga, g, g0
 
 
