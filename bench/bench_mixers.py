@@ -276,7 +276,7 @@ def main():
     if "train1024" in args.only:
         res["train1024"] = section_train(dev, 2 if q else args.batch1024, 1024, args.reps)
     if "stream" in args.only:
-        res["stream"] = section_stream(dev, 4 if q else 64, 1000 if q else 10_000, 500, 1 if not q else 1)
+        res["stream"] = section_stream(dev, 4 if q else 64, 1000 if q else 10_000, 250, 1)
     if "scans" in args.only:
         res["scans"] = section_scans(dev, [64, 1024] if q else [64, 1024, 10_000], args.reps)
     if "copy" in args.only:

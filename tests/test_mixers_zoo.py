@@ -19,7 +19,7 @@ VARIANTS = [name for name in MIXERS] + [
     "mamba(neg=true)", "mamba(conv=0)", "s4d(init=inv)", "s4d(init=real)", "s4d(disc=bilinear)",
     "deltanet(neg=true)", "deltanet(heads=2,chunk=0)", "deltanet(chunk=3)", "deltaproduct(neg=true)",
     "deltaproduct(nh=3)", "deltaproduct(nh=3,neg=true,heads=2,chunk=2)", "aussm(conv=0)", "dcd(conv=0)",
-    "saussm(expand=1)", "transformer(pos=sinusoidal)", "transformer(pos=rope,heads=2)",
+    "saussm(expand=1)", "transformer(pos=sinusoidal)", "transformer(pos=none,heads=2)", "transformer(pos=rope,heads=2)",
 ]
 
 

@@ -100,7 +100,9 @@ class _ComplexSelective(Mixer):
         return a, b, Cm
 
     def _out(self, h, Cm, u, z):
-        y = (h * Cm.unsqueeze(-2)).sum(-1).real + self.D * u
+        # Re(sum_n C_n h_n) = sum_n (Re C_n Re h_n - Im C_n Im h_n), as one batched matmul over (n, re/im)
+        c = torch.stack([Cm.real, -Cm.imag], -1).flatten(-2).unsqueeze(-1)  # (..., 2N, 1)
+        y = (torch.view_as_real(h).flatten(-2) @ c).squeeze(-1) + self.D * u
         return self.out_proj(y * F.silu(z))
 
     def forward(self, x, state=None):
@@ -178,4 +180,4 @@ class DCD(_ComplexSelective):
     def _ab(self, low):
         dt = self._dt(low)
         r = torch.exp(-dt.unsqueeze(-1) * torch.exp(self.A_log))
-        return r * unit_phase(self._theta(low)), dt
+        return torch.polar(r, self._theta(low)), dt

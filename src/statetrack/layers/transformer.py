@@ -1,9 +1,11 @@
 """Causal decoder self-attention as a mixer: the usual Transformer baseline.
 
 x -> q, k, v (``heads`` heads of d_model / heads) -> causal softmax attention -> output projection.
-Positions (option ``pos``): ``none`` (no positional signal; causal masking alone), ``sinusoidal``
-(the fixed sinusoids of Vaswani et al. added to the mixer's input before the q/k/v projections) or
-``rope`` (rotary embeddings on q and k; head dim must be even).
+Positions (option ``pos``): ``rope`` (default: rotary embeddings on q and k, the modern decoder's
+choice; head dim must be even), ``sinusoidal`` (the fixed sinusoids of Vaswani et al. added to this
+mixer's input before the q/k/v projections -- in a stack every transformer layer adds them, unlike the
+original, which adds them once to the embedding) or ``none`` (causal masking alone). ``d_state`` is
+not used.
 
 The "state" is the KV cache: (keys, values), each (B, heads, t, d_head) over the t tokens seen so
 far; the position of the next token is t. Unlike a recurrent layer its memory grows linearly with the
@@ -45,9 +47,9 @@ def rope(x, pos):
 class Transformer(Mixer):
     name = "transformer"
     description = "causal softmax self-attention (state = KV cache, grows with length)"
-    options = {"heads": 1, "pos": "none"}
+    options = {"heads": 1, "pos": "rope"}
 
-    def __init__(self, d_model, d_state, heads=1, pos="none"):
+    def __init__(self, d_model, d_state, heads=1, pos="rope"):
         super().__init__(d_model, d_state)
         if pos not in ("none", "sinusoidal", "rope"):
             raise UserError(f"unknown transformer pos {pos!r}; allowed: none, rope, sinusoidal")
@@ -55,7 +57,8 @@ class Transformer(Mixer):
             raise UserError(f"transformer heads={heads} must be >= 1 and divide d_model={d_model}")
         self.H, self.dh, self.pos = heads, d_model // heads, pos
         if pos == "rope" and self.dh % 2:
-            raise UserError(f"transformer pos=rope needs an even head dim, got {self.dh}")
+            raise UserError(f"transformer pos=rope needs an even head dim, got {self.dh}; "
+                            "use pos=sinusoidal or pos=none, or another heads")
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.out = nn.Linear(d_model, d_model)
 

@@ -49,8 +49,10 @@ def diag_scan_ref(a: Tensor, b: Tensor, h0: Tensor | None = None) -> Tensor:
 
 
 def _loop(a: Tensor, b: Tensor, h0: Tensor) -> Tensor:
-    """In-place time loop (no autograd). a, b (B, T, ...) same shape and dtype; h0 (B, ...)."""
-    out = b.clone(memory_format=torch.contiguous_format)
+    """In-place time loop (no autograd). a (B, T, ...); b of a's shape (real b allowed with complex a:
+    converted in the same pass that copies it into the output); h0 (B, ...)."""
+    out = torch.empty(a.shape, dtype=a.dtype, device=a.device)
+    out.copy_(b)
     if out.shape[1] == 0:
         return out
     o, av = out.unbind(1), a.unbind(1)
@@ -110,8 +112,9 @@ def _loop_reverse(a: Tensor, gh: Tensor) -> Tensor:
 class _DiagScan(torch.autograd.Function):
     @staticmethod
     def forward(ctx, a, b, h0):
-        h = _scan(a, b, h0)
+        h = _scan(a, b if b.dtype == a.dtype or not _use_chunked(a) else b.to(a.dtype), h0)
         ctx.save_for_backward(a, h, h0)
+        ctx.b_real = not b.is_complex() and a.is_complex()
         return h
 
     @staticmethod
@@ -134,7 +137,7 @@ class _DiagScan(torch.autograd.Function):
             torch.mul(g[:, 1:], cj(h[:, :-1]), out=ga[:, 1:])
             torch.mul(g[:, 0], cj(h0), out=ga[:, 0])
         g0 = g[:, 0] * cj(a[:, 0])
-        return ga, g, g0
+        return ga, (g.real if ctx.b_real else g), g0
 
 
 def diag_scan(a: Tensor, b: Tensor, h0: Tensor | None = None) -> Tensor:
@@ -143,7 +146,9 @@ def diag_scan(a: Tensor, b: Tensor, h0: Tensor | None = None) -> Tensor:
     a and b broadcast against each other (e.g. a time-invariant ``a.expand(...)``)."""
     dtype = torch.promote_types(a.dtype, b.dtype)
     shape = torch.broadcast_shapes(a.shape, b.shape)
-    a, b = a.to(dtype).expand(shape), b.to(dtype).expand(shape)
+    # a real b stays real (the scan converts it while copying it into the output): one pass less
+    bdtype = b.dtype if (dtype.is_complex and not b.is_complex() and b.dtype == dtype.to_real()) else dtype
+    a, b = a.to(dtype).expand(shape), b.to(bdtype).expand(shape)
     h0 = torch.zeros((shape[0],) + shape[2:], dtype=dtype, device=b.device) if h0 is None else h0.to(dtype)
     return _DiagScan.apply(a, b, h0)
 
