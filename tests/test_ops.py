@@ -8,7 +8,8 @@ import torch
 import torch.nn.functional as F
 
 from statetrack.ops import (causal_conv, delta_rule_chunked, delta_rule_recurrent, delta_rule_ref, diag_scan,
-                            diag_scan_ref, householder_product, interleave, unit_scan, unit_scan_ref)
+                            diag_scan_ref, householder_product, interleave, selective_scan, selective_scan_ref,
+                            unit_scan, unit_scan_ref)
 from statetrack.ops.conv import causal_conv_ref
 import sys
 
@@ -102,6 +103,25 @@ def test_diag_scan_grad_matches_reference_and_broadcast():
     g2 = torch.autograd.grad((diag_scan_ref(a.expand(3, 50, 5), b) * w).sum(), (a, b))
     for x, y in zip(g1, g2):
         torch.testing.assert_close(x, y)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+def test_selective_scan_matches_and_gradcheck(dtype):
+    torch.manual_seed(7)
+    a = (0.9 * torch.randn(2, 6, 3, 4, dtype=dtype)).requires_grad_()
+    x = torch.randn(2, 6, 3, dtype=torch.float64, requires_grad=True)
+    Bm = torch.randn(2, 6, 4, dtype=torch.float64, requires_grad=True)
+    h0 = torch.randn(2, 3, 4, dtype=dtype, requires_grad=True)
+    torch.testing.assert_close(selective_scan(a, x, Bm, h0), selective_scan_ref(a, x, Bm, h0))
+    assert torch.autograd.gradcheck(selective_scan, (a, x, Bm, h0))
+
+
+def test_selective_scan_float32_long():
+    torch.manual_seed(8)
+    th = (torch.rand(2, 3000, 8, 4) * 2 - 1) * math.pi
+    a = torch.polar(torch.ones_like(th), th)
+    x, Bm = torch.randn(2, 3000, 8), torch.randn(2, 3000, 4)
+    assert rel_err(selective_scan(a, x, Bm), selective_scan_ref(a, x, Bm)) <= 1e-4
 
 
 # ---------------------------------------------------------------- delta rule

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 
 from statetrack.errors import UserError
 from statetrack.layers.base import Mixer, Properties, causal_conv_step
-from statetrack.ops import causal_conv, diag_scan, unit_phase
+from statetrack.ops import causal_conv, selective_scan, unit_phase
 
 
 class _ComplexSelective(Mixer):
@@ -94,10 +94,10 @@ class _ComplexSelective(Mixer):
         raise NotImplementedError
 
     def _terms(self, u):
+        """-> A_bar (..., E, N), the input x = scale * u (..., E), B (..., N), C (..., N) complex."""
         low, Bm, Cm = self._split(u)
         a, scale = self._ab(low)
-        b = (scale * u).unsqueeze(-1) * Bm.unsqueeze(-2)
-        return a, b, Cm
+        return a, scale * u, Bm, Cm
 
     def _out(self, h, Cm, u, z):
         # Re(sum_n C_n h_n) = sum_n (Re C_n Re h_n - Im C_n Im h_n), as one batched matmul over (n, re/im)
@@ -110,15 +110,15 @@ class _ComplexSelective(Mixer):
             state = self.init_state(x.shape[0], x.device, x.dtype)
         h0, buf = state
         u, z, buf = self._pre(x, buf, chunk=True)
-        a, b, Cm = self._terms(u)
-        h = diag_scan(a, b, h0)
+        a, xin, Bm, Cm = self._terms(u)
+        h = selective_scan(a, xin, Bm, h0)  # h_t = a_t h_{t-1} + xin_t (outer) B_t
         return self._out(h, Cm, u, z), (h[:, -1], buf)
 
     def step(self, x, state):
         h, buf = state
         u, z, buf = self._pre(x, buf, chunk=False)
-        a, b, Cm = self._terms(u)
-        h = a * h + b
+        a, xin, Bm, Cm = self._terms(u)
+        h = a * h + xin.unsqueeze(-1) * Bm.unsqueeze(-2)
         return self._out(h, Cm, u, z), (h, buf)
 
     def eigenvalues(self, x):

@@ -17,8 +17,9 @@ The fast form (measured on a 2-core CPU, see docs/benchmarks.md) is:
 
 ``unit_scan`` is the same recurrence for a_t = exp(i theta_t) given by its angle (AUSSM): each a_t is
 built from its own angle (|a_t| = 1 to one rounding), never from a running product or a running sum
-of angles. Measured in float32 over 100,000 steps of pure rotation: modulus drift 2.6e-5, phase
-error 7.8e-5 (a float32 cumulative sum of the angles gives 5.9e-5: no better, so it is not used).
+of angles. Measured in float32 over 100,000 steps of pure rotation (bench/accuracy.py): modulus
+drift 1.7e-5 and error against the exact rotation 1.8e-5 (2e-5 to 8e-5 across seeds); a float32
+cumulative sum of the angles is no better (3.4e-5), so it is not used.
 """
 from __future__ import annotations
 
