@@ -274,7 +274,7 @@ def main():
     if "train64" in args.only:
         res["train64"] = section_train(dev, 16 if q else 256, 64, args.reps)
     if "train1024" in args.only:
-        res["train1024"] = section_train(dev, 2 if q else args.batch1024, 1024, args.reps)
+        res["train1024"] = section_train(dev, 2 if q else args.batch1024, 1024, 1)
     if "stream" in args.only:
         res["stream"] = section_stream(dev, 4 if q else 64, 1000 if q else 10_000, 250, 1)
     if "scans" in args.only:

@@ -31,9 +31,9 @@ from statetrack.ops import causal_conv, delta_rule, delta_step, householder_prod
 class DeltaProduct(Mixer):
     name = "deltaproduct"
     description = "DeltaProduct: n_h generalized Householder steps per token, A(x) = prod_j (I - beta_j k_j k_j^T)"
-    options = {"nh": 2, "heads": 1, "neg": False, "conv": 4, "chunk": 64}
+    options = {"nh": 2, "heads": 1, "neg": False, "conv": 4, "chunk": 32}
 
-    def __init__(self, d_model, d_state, nh=2, heads=1, neg=False, conv=4, chunk=64):
+    def __init__(self, d_model, d_state, nh=2, heads=1, neg=False, conv=4, chunk=32):
         super().__init__(d_model, d_state)
         if not 1 <= nh <= 16:
             raise UserError(f"{self.name} nh={nh} not in 1..16")
