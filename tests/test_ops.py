@@ -47,6 +47,18 @@ def test_unit_scan_long():
     assert rel_err(unit_scan(th, b), unit_scan_ref(th, b)) <= 1e-4
 
 
+def test_polar_gradcheck():
+    from statetrack.ops import polar
+
+    torch.manual_seed(9)
+    r = torch.rand(3, 4, dtype=torch.float64, requires_grad=True)
+    th = (10 * torch.randn(3, 4, dtype=torch.float64)).requires_grad_()
+    torch.testing.assert_close(polar(r, th), torch.polar(r, th))
+    torch.testing.assert_close(polar(None, th), torch.polar(torch.ones_like(th), th))
+    assert torch.autograd.gradcheck(polar, (r, th))
+    assert torch.autograd.gradcheck(lambda t: polar(None, t), (th,))
+
+
 def test_diag_scan_exact_for_zero_and_negative():
     a = torch.tensor([[0.0, -1.0, -1.0, 0.0, -0.5]]).unsqueeze(-1)
     b = torch.tensor([[1.0, 2.0, 3.0, 4.0, 5.0]]).unsqueeze(-1)

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 
 from statetrack.errors import UserError
 from statetrack.layers.base import Mixer, Properties, causal_conv_step
-from statetrack.ops import causal_conv, selective_scan, unit_phase
+from statetrack.ops import causal_conv, polar, selective_scan, unit_phase
 
 
 class _ComplexSelective(Mixer):
@@ -180,4 +180,4 @@ class DCD(_ComplexSelective):
     def _ab(self, low):
         dt = self._dt(low)
         r = torch.exp(-dt.unsqueeze(-1) * torch.exp(self.A_log))
-        return torch.polar(r, self._theta(low)), dt
+        return polar(r, self._theta(low)), dt

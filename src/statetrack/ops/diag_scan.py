@@ -159,12 +159,40 @@ def wrap_angle(theta: Tensor) -> Tensor:
     return torch.remainder(theta + math.pi, 2 * math.pi) - math.pi
 
 
+class _Polar(torch.autograd.Function):
+    """r * exp(i theta) with a real-arithmetic backward (autograd's backward of torch.polar multiplies
+    full complex tensors by conjugate views, a slow path on CPU). r None means r = 1."""
+
+    @staticmethod
+    def forward(ctx, r, theta):
+        c, s = torch.cos(theta), torch.sin(theta)
+        ctx.save_for_backward(r, c, s)
+        return torch.complex(c, s) if r is None else torch.complex(r * c, r * s)
+
+    @staticmethod
+    def backward(ctx, g):
+        r, c, s = ctx.saved_tensors
+        gr = torch.view_as_real(g) if g.is_complex() else torch.stack([g, torch.zeros_like(g)], -1)
+        g_re, g_im = gr[..., 0], gr[..., 1]
+        g_theta = c * g_im - s * g_re
+        if r is None:
+            return None, g_theta
+        return c * g_re + s * g_im, r * g_theta
+
+
+def polar(r: Tensor | None, theta: Tensor) -> Tensor:
+    """r * exp(i theta) (r None: modulus 1), differentiable with a cheap real backward."""
+    if r is not None:
+        r, theta = torch.broadcast_tensors(r, theta)
+    return _Polar.apply(r, theta)
+
+
 def unit_phase(theta: Tensor) -> Tensor:
     """exp(i theta), computed fresh from each angle: modulus 1 to rounding.
 
     The angle is not wrapped first: wrapping in float32 rounds theta + pi (measured: 4x the error of
     letting cos/sin reduce the argument themselves)."""
-    return torch.polar(torch.ones_like(theta), theta)
+    return polar(None, theta)
 
 
 def unit_scan(theta: Tensor, b: Tensor, h0: Tensor | None = None) -> Tensor:
