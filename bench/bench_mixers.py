@@ -86,8 +86,11 @@ def mamba_pscan():
 
 # ------------------------------------------------------------------ sections
 
+SELECTED: list[str] | None = None
+
+
 def mixer_names():
-    return list(MIXERS)
+    return [n for n in MIXERS if SELECTED is None or n in SELECTED]
 
 
 def build(name, dev):
@@ -100,7 +103,7 @@ def section_train(dev, B, T, reps):
     rows = []
     x = torch.randn(B, T, D_MODEL, device=dev)
     models = [(n, build(n, dev)) for n in mixer_names()]
-    mp = mambapy_block(dev)
+    mp = mambapy_block(dev) if SELECTED is None or "mambapy" in SELECTED else None
     if mp is not None:
         models.append(("mambapy (peer)", mp))
     for name, m in models:
@@ -265,7 +268,10 @@ def main():
                     help="torch threads (default 1: on a shared 2-core machine, 2 OpenMP threads stall on each other)")
     ap.add_argument("--quick", action="store_true", help="smaller shapes (smoke run)")
     ap.add_argument("--json", default=None, help="write the results here")
+    ap.add_argument("--mixers", nargs="*", default=None, help="only these mixers (and 'mambapy' for the peer)")
     args = ap.parse_args()
+    global SELECTED
+    SELECTED = args.mixers
     dev = torch.device(args.device)
     torch.set_num_threads(args.threads)
     res = {"machine": machine(), "device": str(dev)}
