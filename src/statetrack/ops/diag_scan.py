@@ -154,11 +154,6 @@ def diag_scan(a: Tensor, b: Tensor, h0: Tensor | None = None) -> Tensor:
     return _DiagScan.apply(a, b, h0)
 
 
-def wrap_angle(theta: Tensor) -> Tensor:
-    """theta mod 2 pi, in [-pi, pi)."""
-    return torch.remainder(theta + math.pi, 2 * math.pi) - math.pi
-
-
 class _Polar(torch.autograd.Function):
     """r * exp(i theta) with a real-arithmetic backward (autograd's backward of torch.polar multiplies
     full complex tensors by conjugate views, a slow path on CPU). r None means r = 1."""
