@@ -199,7 +199,7 @@ class StudyTable:
     def headers(self) -> list[str]:
         if self.kind == "per_length":
             return (["model", "train len", "seeds", "lr", "train acc"] + [str(n) for n in self.lengths]
-                    + [">90% up to"] + [f"paper: {h}" for h in self.columns.values()])
+                    + [">=90% up to"] + [f"paper: {h}" for h in self.columns.values()])
         h = ["model", "train len", "seeds"]
         for c in self.task_columns:
             h += [c, f"paper: {c}"]
@@ -354,7 +354,7 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
                     row["differs"][key] = differs
                     row["published_text"][key] = pct(pub) if not isinstance(pub, str) else pub
                     if differs:
-                        row["published_text"][key] += f" ({MARK} ours {pct(ours)})"
+                        row["published_text"][key] += f" (ours {pct(ours)} {MARK})"
             else:
                 for col in table.task_columns:
                     cruns = [(j, r) for j, r in runs if (j.column or tdef.tasks[0].label) == col]
