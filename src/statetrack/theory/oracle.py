@@ -180,11 +180,17 @@ def _possible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
                            f"(time invariance suffices, 002 Prop. 4.2)")
     # T6: one Householder [-1,1] layer with n_h + 1 >= the points H moves
     pts = st["moved_points"]
+    cyclic = st["is_abelian"] and int(alg.group.element_orders[alg.subgroup].max()) == st["order"]
+    refl = max(_reflection_length(alg.group.perm(x)) for x in alg.support)  # transpositions per input
+    need = min(refl, 1 if st["order"] <= 2 else 2) if cyclic else refl
     for i in infos:
-        if i.cls == "householder" and i.factor_domain == "[-1,1]" and i.props.n_h and i.props.n_h + 1 >= pts:
-            return Verdict("possible", "T6", f"{hname} permutes {pts} points, so each input is a product of at most "
-                           f"{max(pts - 1, 0)} transpositions = Householder reflections (beta = 2) and {i.spec} with "
-                           f"n_h = {i.props.n_h} tracks it in one layer (Siems et al. 2025; state size >= {pts})")
+        if i.cls == "householder" and i.factor_domain == "[-1,1]" and i.props.n_h and i.props.n_h >= need:
+            how = (f"{hname} is cyclic of order {st['order']}: a rotation of a plane by 2 pi/{st['order']} is a product "
+                   f"of {need} reflections (Cartan-Dieudonne)" if cyclic and need < refl else
+                   f"{hname} permutes {pts} points and each input is a product of at most {refl} transpositions, "
+                   f"each a Householder reflection I - 2 e e^T with e = (e_i - e_j)/sqrt 2")
+            return Verdict("possible", "T6", f"{how}, so {i.spec} with n_h = {i.props.n_h} and factor eigenvalues in "
+                           f"[-1,1] tracks it in one layer (Siems et al. 2025; state size >= {need + 1})")
     ops = ["d" if i.cls == "complex" else "s" for i in infos if i.cls in ("complex", "real")]
     if ops and alg.descend(ops):
         kinds = {i.cls for i in infos if i.cls in ("complex", "real")}
@@ -281,6 +287,20 @@ def _impossible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
                 return Verdict("impossible", "T5", f"every layer has real eigenvalues (sign flips only) and {g}: "
                                f"{why} (003: real diagonal layers track exactly such series)")
     return None
+
+
+def _reflection_length(perm) -> int:
+    """Fewest transpositions whose product is the permutation: sum over cycles of (length - 1)."""
+    seen, total = set(), 0
+    for s in range(len(perm)):
+        if s not in seen:
+            n, x = 0, s
+            while x not in seen:
+                seen.add(x)
+                x = perm[x]
+                n += 1
+            total += n - 1
+    return total
 
 
 def _letter_period(alg: TaskAlgebra, k: int) -> int:
