@@ -102,6 +102,11 @@ def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None
     task = task or get_task(cfg.task)
     device = resolve_device(cfg.device)
     set_seed(cfg.seed)
+    if model is None and cfg.init:
+        from statetrack.theory.constructions import init_model
+
+        model = init_model(cfg, task)
+        set_seed(cfg.seed)
     if model is None:
         model = build_model(cfg.model, task)
     model = model.to(device).train()

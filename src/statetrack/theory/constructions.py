@@ -709,3 +709,37 @@ def sn_deltaproduct(arg: str) -> Construction:
         vals = [sum(qhat[p[i]] * w0[i] for i in range(n)) - qdotw for p in perms]
         _nearest_head(model, vals, OUT, CONST)
     return Construction("sn-deltaproduct", model, cfg, "", "", {"n": n, "n_h": nh, "relative_gap": gap})
+
+
+# -- starting training from a construction -------------------------------------------------------------------
+def _init_name(init: str) -> str:
+    kind, _, name = (init or "").partition(":")
+    if kind != "construction" or not name:
+        raise UserError(f"bad --init {init!r}; allowed: construction:NAME with NAME from 'statetrack construct --list'")
+    return name
+
+
+def init_config(init: str, task: str | None = None) -> ModelConfig:
+    """The ModelConfig of the construction named by ``init`` ('construction:NAME'), checking the task."""
+    c = build(_init_name(init))
+    if task is not None and get_task(task).name != get_task(c.config.task).name:
+        raise UserError(f"construction {c.name!r} solves {c.config.task!r}, not {task!r}; allowed: --task {c.config.task}")
+    return c.config.model
+
+
+def init_model(cfg: TrainConfig, task=None) -> Model:
+    """The construction's model with N(0, init_noise^2) added to every parameter (seeded by cfg.seed)."""
+    c = build(_init_name(cfg.init))
+    if cfg.model != c.config.model:
+        raise UserError(f"--init {cfg.init}: the model config must be the construction's "
+                        f"({c.config.model.model_dump()}), got {cfg.model.model_dump()}")
+    if get_task(cfg.task).name != get_task(c.config.task).name:
+        raise UserError(f"construction {c.name!r} solves {c.config.task!r}, not {cfg.task!r}")
+    model = c.model
+    if cfg.init_noise > 0:
+        gen = torch.Generator().manual_seed(int(cfg.seed))
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(torch.randn(p.shape, generator=gen, dtype=p.dtype) * cfg.init_noise)
+    model.train()
+    return model
