@@ -44,7 +44,7 @@ def spectrum(checkpoint, samples: int = 4, length: int = 64, seed: int = 0) -> d
             per_tok = None
             if li == 0 and first is not None:
                 f = first.detach().to(torch.complex128)[:, 0, :]  # (V, n)
-                per_tok = {str(t): f[t].tolist() for t in range(V)}
+                per_tok = {str(t): [[z.real, z.imag] for z in f[t].tolist()] for t in range(V)}
             flat = ev.reshape(-1)
             ang = torch.angle(flat)
             entry.update({
@@ -90,7 +90,7 @@ def plot(result: dict, path) -> str:
         if l.get("per_token"):
             for t, v in l["per_token"].items():
                 v = np.array(v)
-                ax.scatter(v.real, v.imag, s=40, marker="x", color="k")
+                ax.scatter(v[:, 0], v[:, 1], s=40, marker="x", color="k")
         ax.set_aspect("equal")
         ax.set_xlim(-1.15, 1.15)
         ax.set_ylim(-1.15, 1.15)
