@@ -395,7 +395,7 @@ def c2xc4_negmamba() -> Construction:
 
 # -- AUSSM: the lagged-angle layer -------------------------------------------------------------------------
 def _aussm_lag_layer(mx, units: list[torch.Tensor], angles: list[list[float]], c: list[complex], const: int,
-                     out_coord: int, L: float = 30.0):
+                     out_coord: int, L: float = 30.0, situations: list[torch.Tensor] | None = None):
     """One AUSSM layer (d_state = N slots) whose state channel holds prod chi_n of the inputs so far.
 
     AUSSM's input term b = u B is real and its state starts at 0, so the rotation cannot be about a
@@ -404,7 +404,9 @@ def _aussm_lag_layer(mx, units: list[torch.Tensor], angles: list[list[float]], c
     (lag-1 copies of the unit features through the conv), and the input-dependent C_t = c_n exp(i angle_t)
     applies the current step's angle in the readout. So Re(sum_n C_t h_t) = Re(sum_n c_n chi_n(prefix_t)).
     ``units``: weight vectors over the layer input with w . x = 1 when on and <= -1 when off (one per
-    situation); ``angles[i][n]``: the angle of situation i in slot n."""
+    situation); ``angles[i][n]``: the angle of situation i in slot n. With ``situations`` (the layer input
+    of each situation) the read-out rows solve U c = target exactly for the unit activations U[s, i] =
+    silu(L w_i . x_s), so a small L (weights of order 1, less sensitive to noise) leaks nothing."""
     E, N, R, K = mx.d_inner, mx.d_state, mx.R, mx.k
     nU = len(units)
     I = 2 * nU
@@ -427,12 +429,20 @@ def _aussm_lag_layer(mx, units: list[torch.Tensor], angles: list[list[float]], c
         W[E + I, const] = 4.0  # gate
         xp = mx.x_proj.weight  # [low (R) | B (N) | C_re (N) | C_im (N)]
         xp.zero_()
+        if situations is not None:
+            U = torch.stack([F.silu(L * torch.stack([w @ x for w in units])) for x in situations]).double()
+            Uinv = torch.linalg.inv(U)
         for n in range(N):
-            for i in range(nU):
-                xp[n, i] = angles[i][n] / sL
-                z = c[n] * complex(math.cos(angles[i][n]), math.sin(angles[i][n]))
-                xp[R + N + n, nU + i] = z.real / sL
-                xp[R + 2 * N + n, nU + i] = z.imag / sL
+            ang = torch.tensor([angles[i][n] for i in range(nU)], dtype=torch.float64)
+            z = torch.tensor([c[n] * complex(math.cos(a), math.sin(a)) for a in ang.tolist()], dtype=torch.complex128)
+            if situations is not None:
+                xp[n, :nU] = (Uinv @ ang).float()
+                xp[R + N + n, nU:2 * nU] = (Uinv @ z.real).float()
+                xp[R + 2 * N + n, nU:2 * nU] = (Uinv @ z.imag).float()
+            else:
+                xp[n, :nU] = (ang / sL).float()
+                xp[R + N + n, nU:2 * nU] = (z.real / sL).float()
+                xp[R + 2 * N + n, nU:2 * nU] = (z.imag / sL).float()
             xp[R + n, I] = 1.0 / (sL * sL)  # B: u_I B = 1 at t = 1, exactly 0 after
         tp = mx.theta_proj
         tp.weight.zero_()
@@ -538,6 +548,9 @@ def abelian_aussm(arg: str) -> Construction:
     return Construction("abelian-aussm", model, cfg, "", "", {"characters": orders, "relative_gap": gap})
 
 
+L_S3 = 3.0
+
+
 @register("s3-aussm", "P3", "S3 = C3 x| C2 with TWO AUSSM layers (003, P3): layer 1 tracks the sign (angle 0 or pi), "
           "layer 2 rotates by +-2 pi/3 as layer 1's state says", mixers=("aussm",))
 def s3_aussm() -> Construction:
@@ -581,19 +594,24 @@ def s3_aussm() -> Construction:
 
     # layer 1: the sign character, angle pi j; readout Re(exp(i pi J)) = +1 (even) / -1 (odd) on JC
     units1 = [unit(t) for t in range(G)]
+    sit1 = [e[t] for t in range(G)]
     ang1 = [[math.pi * KJ[t][1]] for t in range(G)]
     # layer 2: situations (x, J after x) with J read from JC (+1 even, -1 odd)
-    units2, ang2 = [], []
+    units2, ang2, sit2 = [], [], []
     for t in range(G):
         for J, sign in ((0, 1.0), (1, -1.0)):
             units2.append(unit(t, sign))
             ang2.append([2 * math.pi * inc[(J, t)] / 3])
+            x = e[t].clone()
+            x[JC] = sign
+            sit2.append(x)
     c2 = complex(math.cos(0.4), math.sin(0.4))
     phi = [(c2 * complex(math.cos(2 * math.pi * k / 3), math.sin(2 * math.pi * k / 3))).real for k in range(3)]
     with torch.no_grad():
         model.embed.weight.copy_(e)
-        _aussm_lag_layer(model.blocks[0].mixer, units1, ang1, [1.0 + 0j], CONST, JC)
-        _aussm_lag_layer(model.blocks[1].mixer, units2, ang2, [c2], CONST, KC)
+        # L = 3: weights of order 1 (the read-out rows solve for the leak of the off units exactly)
+        _aussm_lag_layer(model.blocks[0].mixer, units1, ang1, [1.0 + 0j], CONST, JC, L=L_S3, situations=sit1)
+        _aussm_lag_layer(model.blocks[1].mixer, units2, ang2, [c2], CONST, KC, L=L_S3, situations=sit2)
         model.head.weight.zero_()
         model.head.bias.zero_()
         for y in range(G):
