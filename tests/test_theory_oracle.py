@@ -210,3 +210,25 @@ def test_no_rule_contradicts_another():
         for t in O.DEFAULT_TABLE_TASKS:
             alg = task_algebra(t)
             assert not (O._possible(infos, alg) and O._impossible(infos, alg)), (s, t)
+
+
+@pytest.mark.parametrize("task", ["parity:final", "group:S5/transpositions+3cycles", "group:C6/generators+identity",
+                                  "modcount:2", "modarith", "modarith-brackets", "cycle:5/every", "evenpairs",
+                                  "tomita:1", "tomita:2", "tomita:7", "offset:two-isis", "witness:ones",
+                                  "witness:pulse:6", "group:C1"])
+def test_every_task_family_gets_a_verdict(task):
+    for layers in ("rnn", "mamba", "s4d,mamba", "negmamba*2"):
+        r = oracle(layers, task)
+        assert r.verdict in ("possible", "impossible", "open") and r.reason
+
+
+def test_evenpairs_is_star_free_and_dfa_files_work(tmp_path):
+    import json
+
+    assert oracle("mamba", "evenpairs").verdict == "open"  # star-free
+    spec = {"states": ["e", "o"], "alphabet": ["0", "1"], "start": "e", "accept": ["e"],
+            "transitions": {"e": {"0": "e", "1": "o"}, "o": {"0": "o", "1": "e"}}}
+    p = tmp_path / "par.json"
+    p.write_text(json.dumps(spec))
+    assert oracle("mamba,s4d", f"dfa:{p}").verdict == "impossible"
+    assert oracle("negmamba", f"dfa:{p}").verdict == "possible"
