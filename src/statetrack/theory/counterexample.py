@@ -154,6 +154,9 @@ def counterexample(checkpoint, task: str = "parity", max_len: int = 10_000, tol:
     else:
         model, where = checkpoint, "<model>"
     model.eval()
+    if model.num_classes != 2:
+        raise UserError(f"the model predicts {model.num_classes} classes; a parity witness needs a parity model "
+                        f"(2 classes)")
     if model.vocab_size != 2:
         raise UserError(f"the model has {model.vocab_size} input tokens; a parity witness needs a model with "
                         f"vocabulary {{0, 1}}")
