@@ -84,3 +84,12 @@ def test_unknown_construction_is_a_user_error():
         build("nosuch")
     with pytest.raises(UserError):
         save("modcount-s4d:1", "/tmp/never.safetensors")
+
+
+@pytest.mark.skipif("abelian-aussm:C2xC4" not in AVAILABLE, reason="needs the zoo mixer aussm")
+@pytest.mark.parametrize("g", ["V4", "C2xC2xC2", "C12"])
+def test_abelian_aussm_other_groups(g):
+    from statetrack.tasks import get_task
+
+    c = build(f"abelian-aussm:{g}")
+    assert _acc(c.model, get_task(c.config.task), batch=4).token_accuracy == 1.0
