@@ -16,11 +16,15 @@ def _acc(model, task, batch=8):
 
 
 @pytest.mark.parametrize("name", AVAILABLE)
-def test_construction_is_exact_at_length_10000(name):
-    from statetrack.tasks import get_task
+def test_construction_is_exact_at_length_10000(name, tmp_path):
+    # through the ordinary checkpoint: save -> load_checkpoint (what `statetrack eval` does) -> evaluate
+    from statetrack.checkpoint import load_checkpoint
 
-    c = build(name)
-    m = _acc(c.model, get_task(c.config.task), batch=4 if "deltaproduct" in name else 8)
+    path = tmp_path / "c.safetensors"
+    save(name, path)
+    model, cfg, task, extra = load_checkpoint(path)
+    assert extra["construction"] == name
+    m = _acc(model, task, batch=4 if "deltaproduct" in name else 8)
     assert m.token_accuracy == 1.0, (name, m)
     assert m.sequence_accuracy == 1.0, (name, m)
 
