@@ -288,6 +288,24 @@ def _show(v) -> str:
     return "-" if v is None else str(v)
 
 
+def cmd_rerun(a):
+    from statetrack.runner import metrics_rows, rerun
+    from statetrack.store import Store
+
+    old = Store(a.db, create=False).run(a.run_id)
+    if old["status"] != "complete":
+        raise UserError(f"run {a.run_id} is {old['status']}; only complete runs can be rerun and compared")
+    with _progress(a.json) as prog:
+        prog.add_task(f"rerun {a.run_id}", total=None)
+        new, diffs = rerun(a.run_id, a.db)
+    if a.json:
+        _emit_rows(metrics_rows(Store(a.db).run(new.run_id), new.metrics))
+    else:
+        verdict = "identical metrics" if not diffs else f"DIFFERENT metrics at lengths {sorted(diffs)}"
+        print(f"run {a.run_id} rerun as run {new.run_id}: {verdict}")
+    return 0 if not diffs else 1
+
+
 # -- parser -------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     from statetrack.store import DEFAULT_DB
@@ -351,6 +369,11 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--status", default=None, choices=["running", "complete", "failed"])
     common(q)
     q.set_defaults(fn=cmd_runs)
+
+    q = sub.add_parser("rerun", help="rerun a stored run from its stored config and compare the numbers")
+    q.add_argument("run_id", type=int)
+    common(q)
+    q.set_defaults(fn=cmd_rerun)
 
     q = sub.add_parser("tasks", help="list the task families and their parameters")
     q.add_argument("--json", action="store_true")

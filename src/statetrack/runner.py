@@ -105,3 +105,27 @@ def metrics_rows(run: dict, metrics) -> list[dict]:
                      "scaled_accuracy": m["scaled_accuracy"], "token_accuracy": m["token_accuracy"],
                      "sequence_accuracy": m["sequence_accuracy"], "chance": m["chance"]})
     return rows
+
+
+def rerun(run_id: int, db: str | Path = DEFAULT_DB) -> tuple[RunResult, dict]:
+    """Run a stored run again from its stored config alone; returns (new result, differences).
+
+    ``differences`` maps each test length whose metrics differ to (old, new); empty when the rerun
+    reproduces the stored numbers exactly.
+    """
+    from statetrack.config import validated
+
+    store = Store(db, create=False)
+    old = store.run(run_id)
+    cfg = dict(old["config"])
+    ecfg = validated(EvalConfig, **cfg.pop("eval"))
+    tcfg = validated(TrainConfig, **cfg)
+    threads = (old["versions"] or {}).get("threads")  # reductions can depend on the thread count
+    new = run(tcfg, ecfg, db=db, study=old["study"], label=old["label"], reuse=False, threads=threads)
+    before = {m["length"]: {k: m[k] for k in ("accuracy", "token_accuracy", "sequence_accuracy")}
+              for m in store.metrics(run_id)}
+    after = {m.length: {k: getattr(m, k) for k in ("accuracy", "token_accuracy", "sequence_accuracy")}
+             for m in new.metrics}
+    diffs = {n: (before.get(n), after.get(n)) for n in sorted(set(before) | set(after))
+             if before.get(n) != after.get(n)}
+    return new, diffs

@@ -137,6 +137,8 @@ def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None
             train_total += int(m.sum())
         if step % cfg.eval_every == 0 or step == cfg.steps:
             acc, vloss = validate(model, val)
+            if not math.isfinite(vloss):
+                raise TrainingDiverged(step, vloss)
             info = {"step": step, "train_loss": float(loss.detach()), "train_accuracy": train_hits / train_total,
                     "val_accuracy": acc, "val_loss": vloss, "lr": sched.get_last_lr()[0]}
             curve.append(info)

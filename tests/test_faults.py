@@ -1,0 +1,59 @@
+"""Faults: a diverging run is recorded as failed with its step and reason; the database keeps all."""
+import math
+
+import torch
+
+import importlib
+
+train_mod = importlib.import_module("statetrack.train")  # the package exports a function of the same name
+from statetrack import EvalConfig, ModelConfig, TrainConfig
+from statetrack.runner import rerun, run
+from statetrack.store import Store
+
+
+def _cfg(**kw):
+    return TrainConfig(model=ModelConfig(layers="mamba(conv=0)", d_model=4, d_state=2), train_min_len=4,
+                       train_max_len=6, steps=kw.pop("steps", 20), eval_every=5, batch_size=8, val_sequences=16, **kw)
+
+
+def test_nan_loss_fails_the_run_at_that_step(db, monkeypatch):
+    calls = {"n": 0}
+    real = train_mod.masked_loss
+
+    def poisoned(logits, targets, mask):
+        loss = real(logits, targets, mask)
+        if not torch.is_grad_enabled():  # validation
+            return loss
+        calls["n"] += 1
+        return loss * math.nan if calls["n"] == 7 else loss  # the 7th training step
+
+    good = run(_cfg(seed=1), EvalConfig(lengths=[8], batch_size=4), db=db)
+    monkeypatch.setattr(train_mod, "masked_loss", poisoned)
+    bad = run(_cfg(seed=2), EvalConfig(lengths=[8], batch_size=4), db=db)
+    assert bad.status == "failed" and bad.summary["failed_step"] == 7 and "nan" in bad.summary["reason"]
+    store = Store(db)
+    rows = {r["id"]: r for r in store.runs()}
+    assert rows[bad.run_id]["status"] == "failed" and "step 7" in rows[bad.run_id]["error"]
+    assert rows[good.run_id]["status"] == "complete" and store.metrics(good.run_id)
+
+
+def test_rerun_reproduces_stored_numbers(db):
+    first = run(_cfg(seed=4), EvalConfig(lengths=[8, 40], batch_size=8), db=db)
+    again, diffs = rerun(first.run_id, db)
+    assert again.run_id != first.run_id and diffs == {}
+
+
+def test_interrupted_run_is_recorded_and_redone(db, monkeypatch):
+    def boom(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("statetrack.runner.train", boom)
+    try:
+        run(_cfg(seed=5), EvalConfig(lengths=[8], batch_size=4), db=db)
+    except KeyboardInterrupt:
+        pass
+    [r] = Store(db).runs()
+    assert r["status"] == "failed" and "KeyboardInterrupt" in r["error"]
+    monkeypatch.undo()
+    res = run(_cfg(seed=5), EvalConfig(lengths=[8], batch_size=4), db=db)  # not reused: only complete runs are
+    assert res.status == "complete" and not res.reused
