@@ -94,7 +94,9 @@ def cmd_counterexample(a):
     print(r["message"])
     if r.get("phase_alignment"):
         pa = r["phase_alignment"]
-        print(f"  W = {pa['W']}: {pa['modes']} time-invariant mode(s) with |lambda|^{r['max_len']} above the decay "
+        head = (f"W = {pa['W']}" if pa["within_tol"] else
+                f"no W <= {a.max_w} within tol {r['tol']}; the best is W = {pa['W']}")
+        print(f"  {head}: {pa['modes']} time-invariant mode(s) with |lambda|^{r['max_len']} above the decay "
               f"floor, max |W q - round(W q)| = {pa['max_dist']:.3g} (tol {r['tol']})")
     return 0
 
