@@ -222,6 +222,26 @@ def cmd_runs(a):
     return 0
 
 
+def cmd_models(a):
+    from rich.table import Table
+
+    from statetrack.layers import models_table
+
+    rows = models_table()
+    if a.json:
+        _emit_rows(rows)
+        return 0
+    t = Table(title="mixers (give the names to --layers)")
+    for h in ("name", "input-dependent", "eigenvalues", "structure", "n_h", "options", "description"):
+        t.add_column(h)
+    for r in rows:
+        opts = ", ".join(f"{k}={_show(v)}" for k, v in r["options"].items())
+        t.add_row(r["name"], _show(r["input_dependent"]), r["eigenvalues"], r["structure"], _show(r["n_h"]),
+                  opts, r["description"])
+    _console().print(t)
+    return 0
+
+
 def cmd_tasks(a):
     from rich.table import Table
 
@@ -374,6 +394,10 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("run_id", type=int)
     common(q)
     q.set_defaults(fn=cmd_rerun)
+
+    q = sub.add_parser("models", help="list the mixers and their declared properties")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(fn=cmd_models)
 
     q = sub.add_parser("tasks", help="list the task families and their parameters")
     q.add_argument("--json", action="store_true")

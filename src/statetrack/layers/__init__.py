@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 from statetrack.errors import allowed
+from statetrack.layers.aussm import AUSSM, DCD, SimpleAUSSM
 from statetrack.layers.base import Mixer, Properties, check_options
+from statetrack.layers.deltanet import DeltaNet, DeltaProduct
 from statetrack.layers.mamba import Mamba, NegativeMamba
 from statetrack.layers.rnn import GRU, LSTM, RNN
 from statetrack.layers.s4d import S4D
+from statetrack.layers.transformer import Transformer
 from statetrack.spec import LayerSpec
 
 MIXERS: dict[str, type[Mixer]] = {}
@@ -16,7 +19,8 @@ def register(cls: type[Mixer]) -> type[Mixer]:
     return cls
 
 
-for _cls in (RNN, LSTM, GRU, S4D, Mamba, NegativeMamba):
+for _cls in (RNN, LSTM, GRU, S4D, Mamba, NegativeMamba, AUSSM, SimpleAUSSM, DCD, DeltaNet, DeltaProduct,
+             Transformer):
     register(_cls)
 
 
@@ -27,4 +31,19 @@ def build_mixer(spec: LayerSpec, d_model: int, d_state: int) -> Mixer:
     return cls(d_model, d_state, **check_options(cls, spec.options))
 
 
-__all__ = ["MIXERS", "Mixer", "Properties", "build_mixer", "register"]
+def models_table() -> list[dict]:
+    """One row per registered mixer, built with its default options (for ``statetrack models``).
+
+    Keys: name, description, input_dependent, eigenvalues, structure, n_h, linear, options (the
+    defaults). Properties that depend on an option (mamba's and deltanet's ``neg``, s4d's ``init``)
+    are those of the defaults; the description names the switch."""
+    rows = []
+    for name, cls in MIXERS.items():
+        p = cls(8, 4, **check_options(cls, {})).properties
+        rows.append({"name": name, "description": cls.description, "input_dependent": p.input_dependent,
+                     "eigenvalues": p.eigenvalues, "structure": p.structure, "n_h": p.n_h, "linear": p.linear,
+                     "options": dict(cls.options)})
+    return rows
+
+
+__all__ = ["MIXERS", "Mixer", "Properties", "build_mixer", "models_table", "register"]

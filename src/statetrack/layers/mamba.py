@@ -15,8 +15,8 @@ from torch import nn
 import torch.nn.functional as F
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, Properties, causal_conv, causal_conv_step
-from statetrack.ops import diag_scan
+from statetrack.layers.base import Mixer, Properties, causal_conv_step
+from statetrack.ops import causal_conv, selective_scan
 
 
 class Mamba(Mixer):
@@ -79,9 +79,8 @@ class Mamba(Mixer):
         h0, buf = state
         u, z, buf = self._pre(x, buf, chunk=True)
         dA, dt, Bm, Cm = self._transition(u)
-        b = (dt * u).unsqueeze(-1) * Bm.unsqueeze(-2)
-        h = diag_scan(dA, b, h0)
-        y = (h * Cm.unsqueeze(-2)).sum(-1) + self.D * u
+        h = selective_scan(dA, dt * u, Bm, h0)  # h_t = dA_t h_{t-1} + (dt_t u_t) (outer) B_t, b never materialised
+        y = (h @ Cm.unsqueeze(-1)).squeeze(-1) + self.D * u
         return self.out_proj(y * F.silu(z)), (h[:, -1], buf)
 
     def step(self, x, state):

@@ -1,0 +1,297 @@
+"""Benchmarks: every mixer side by side, the raw scans, peers, and copy bandwidth.
+
+    PYTHONPATH=src python bench/bench_mixers.py [--quick] [--only SECTION ...] [--device cpu|cuda]
+
+Sections: train64 (forward+backward, batch 256, length 64, width 64, state 16), train1024 (the same at
+length 1,024; batch 32 by default, see --batch1024), stream (forward, no grad, batch 64, length
+10,000 streamed in chunks with the state carried), scans (raw diagonal and delta-rule scans at
+lengths 64, 1,024, 10,000, with peers), copy (memory bandwidth and the 12 bytes/element/step floor).
+Times are the minimum over a few repeats, in milliseconds. Peers: ``mambapy`` (pure PyTorch Mamba,
+Blelloch pscan) and fla-core's naive delta-rule functions, loaded from their file because the fla
+package itself imports triton.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import os
+import platform
+import time
+
+import torch
+import torch.nn.functional as F
+
+from statetrack.layers import MIXERS, build_mixer
+from statetrack.ops import delta_rule_chunked, delta_rule_recurrent, diag_scan
+from statetrack.ops.diag_scan import _chunked, _loop
+from statetrack.spec import parse_layers
+
+D_MODEL, D_STATE = 64, 16
+
+
+def sync(dev):
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def timeit(fn, dev, reps=3, warmup=1, budget=None):
+    for _ in range(warmup):
+        fn()
+    sync(dev)
+    best = math.inf
+    t_start = time.perf_counter()
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        sync(dev)
+        best = min(best, time.perf_counter() - t)
+        if budget and time.perf_counter() - t_start > budget:
+            break
+    return best * 1e3
+
+
+# ------------------------------------------------------------------ peers
+
+def mambapy_block(dev):
+    try:
+        from mambapy.mamba import MambaBlock, MambaConfig
+    except ImportError:
+        return None
+    return MambaBlock(MambaConfig(d_model=D_MODEL, n_layers=1, d_state=D_STATE)).to(dev)
+
+
+def fla_naive():
+    spec = importlib.util.find_spec("fla")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = os.path.join(list(spec.submodule_search_locations)[0], "ops", "delta_rule", "naive.py")
+    s = importlib.util.spec_from_file_location("fla_delta_naive", path)
+    mod = importlib.util.module_from_spec(s)
+    try:
+        s.loader.exec_module(mod)
+    except Exception:  # pragma: no cover
+        return None
+    return mod
+
+
+def mamba_pscan():
+    try:
+        from mambapy.pscan import pscan
+    except ImportError:
+        return None
+    return pscan
+
+
+# ------------------------------------------------------------------ sections
+
+SELECTED: list[str] | None = None
+
+
+def mixer_names():
+    return [n for n in MIXERS if SELECTED is None or n in SELECTED]
+
+
+def build(name, dev):
+    torch.manual_seed(0)
+    (layer,) = parse_layers(name)
+    return build_mixer(layer, D_MODEL, D_STATE).to(dev)
+
+
+def section_train(dev, B, T, reps):
+    rows = []
+    x = torch.randn(B, T, D_MODEL, device=dev)
+    models = [(n, build(n, dev)) for n in mixer_names()]
+    mp = mambapy_block(dev) if SELECTED is None or "mambapy" in SELECTED else None
+    if mp is not None:
+        models.append(("mambapy (peer)", mp))
+    for name, m in models:
+        def fb():
+            xx = x.detach().requires_grad_()
+            y = m(xx)
+            y = y[0] if isinstance(y, tuple) else y
+            y.square().mean().backward()
+        try:
+            ms = timeit(fb, dev, reps=reps, budget=20)
+        except RuntimeError as e:  # out of memory etc.
+            ms = float("nan")
+            print(f"  {name}: {e}")
+        rows.append({"mixer": name, "ms": ms, "tokens_per_s": B * T / ms * 1e3})
+        print(f"  train B={B} T={T} {name:16s} {ms:10.1f} ms", flush=True)
+    return rows
+
+
+@torch.no_grad()
+def section_stream(dev, B, T, chunk, reps):
+    rows = []
+    x = torch.randn(B, chunk, D_MODEL, device=dev)
+    for name in mixer_names():
+        m = build(name, dev).eval()
+        length = T
+        if name == "transformer":  # quadratic in length: measured at a shorter length
+            length = min(T, 2000)
+
+        def run():
+            s = m.init_state(B, dev, x.dtype)
+            for _ in range(length // chunk):
+                _, s = m(x, s)
+        ms = timeit(run, dev, reps=reps, warmup=0, budget=30)
+        rows.append({"mixer": name, "length": length, "ms": ms, "us_per_step": ms * 1e3 / length})
+        print(f"  stream B={B} T={length} {name:16s} {ms:10.1f} ms  {ms * 1e3 / length:8.1f} us/step", flush=True)
+    return rows
+
+
+def _old_list_loop(a, b, h0):
+    """The previous diag_scan: loop, list of steps, stack (autograd through every step)."""
+    h, out = h0, []
+    for at, bt in zip(a.unbind(1), b.unbind(1)):
+        h = torch.addcmul(bt, at, h)
+        out.append(h)
+    return torch.stack(out, 1)
+
+
+def _hillis(a, b, h0):
+    b = torch.cat([(b[:, :1] + a[:, :1] * h0.unsqueeze(1)), b[:, 1:]], 1)
+    T, d = a.shape[1], 1
+    while d < T:
+        b = torch.cat([b[:, :d], torch.addcmul(b[:, d:], a[:, d:], b[:, :-d])], 1)
+        a = torch.cat([a[:, :d], a[:, d:] * a[:, :-d]], 1)
+        d *= 2
+    return b
+
+
+def section_scans(dev, lengths, reps):
+    rows = []
+    pscan = mamba_pscan()
+    fla = fla_naive()
+    for shape_name, (B, S) in {"wide (8, T, 256)": (8, (256,)), "thin (1, T, 16)": (1, (16,))}.items():
+        for T in lengths:
+            a = (torch.rand((B, T) + S, device=dev) * 2 - 1)
+            b = torch.randn((B, T) + S, device=dev)
+            h0 = torch.zeros((B,) + S, device=dev)
+            forms = {"diag_scan": lambda: diag_scan(a, b, h0), "in-place loop": lambda: _loop(a, b, h0),
+                     "chunked": lambda: _chunked(a, b, h0), "list+stack loop (old)": lambda: _old_list_loop(a, b, h0)}
+            if T <= 1024:
+                forms["Hillis-Steele"] = lambda: _hillis(a, b, h0)
+            if pscan is not None and a.dim() == 3:
+                forms["mambapy pscan (peer)"] = lambda: pscan(a.unsqueeze(-1), b.unsqueeze(-1))
+            for fname, f in forms.items():
+                ms = timeit(f, dev, reps=reps, budget=10)
+                rows.append({"scan": "diag fwd", "shape": shape_name, "T": T, "form": fname, "ms": ms})
+                print(f"  diag fwd {shape_name} T={T} {fname:24s} {ms:9.2f} ms", flush=True)
+            # forward + backward
+            fb = {"diag_scan (custom backward)": diag_scan, "list+stack loop (autograd)": _old_list_loop}
+            if T <= 1024:
+                fb["Hillis-Steele (autograd)"] = _hillis
+            if pscan is not None:
+                fb["mambapy pscan (peer)"] = lambda a, b, h0: pscan(a.unsqueeze(-1), b.unsqueeze(-1))
+            for fname, f in fb.items():
+                def run():
+                    aa, bb = a.detach().requires_grad_(), b.detach().requires_grad_()
+                    f(aa, bb, h0).sum().backward()
+                ms = timeit(run, dev, reps=reps, budget=10)
+                rows.append({"scan": "diag fwd+bwd", "shape": shape_name, "T": T, "form": fname, "ms": ms})
+                print(f"  diag f+b {shape_name} T={T} {fname:24s} {ms:9.2f} ms", flush=True)
+    # delta rule: (B, T, H, dk, dv) = (8, T, 2, 16, 32)
+    B, H, dk, dv = 8, 2, 16, 32
+    for T in lengths:
+        q = F.normalize(torch.randn(B, T, H, dk, device=dev), dim=-1)
+        k = F.normalize(torch.randn(B, T, H, dk, device=dev), dim=-1)
+        v = torch.randn(B, T, H, dv, device=dev)
+        beta = torch.rand(B, T, H, device=dev)
+        forms = {"recurrent": lambda: delta_rule_recurrent(q, k, v, beta),
+                 "chunked UT (C=64)": lambda: delta_rule_chunked(q, k, v, beta, chunk=64),
+                 "chunked UT (C=32)": lambda: delta_rule_chunked(q, k, v, beta, chunk=32)}
+        if fla is not None:
+            tq, tk, tv, tb = (t.transpose(1, 2).contiguous() for t in (q, k, v, beta))
+            forms["fla naive recurrence (peer)"] = lambda: fla.delta_rule_recurrence(tq, tk, tv, tb)
+            if T % 16 == 0:
+                forms["fla naive chunkwise C=16 (peer)"] = lambda: fla.delta_rule_chunkwise(tq, tk, tv, tb, 16)
+        for fname, f in forms.items():
+            ms = timeit(f, dev, reps=reps, budget=15)
+            rows.append({"scan": "delta fwd", "shape": "(8, T, 2, 16, 32)", "T": T, "form": fname, "ms": ms})
+            print(f"  delta fwd T={T} {fname:30s} {ms:9.2f} ms", flush=True)
+        if T <= 1024:
+            for fname, f in {"recurrent": delta_rule_recurrent,
+                             "chunked UT (C=64)": lambda *z: delta_rule_chunked(*z, chunk=64)}.items():
+                def run():
+                    ins = [t.detach().requires_grad_() for t in (q, k, v, beta)]
+                    f(*ins)[0].sum().backward()
+                ms = timeit(run, dev, reps=reps, budget=15)
+                rows.append({"scan": "delta fwd+bwd", "shape": "(8, T, 2, 16, 32)", "T": T, "form": fname, "ms": ms})
+                print(f"  delta f+b T={T} {fname:30s} {ms:9.2f} ms", flush=True)
+    return rows
+
+
+def section_copy(dev, reps):
+    n = 64 * 2**20  # 64 Mi floats = 256 MiB
+    x = torch.randn(n, device=dev)
+    y = torch.empty_like(x)
+    ms = timeit(lambda: y.copy_(x), dev, reps=reps)
+    bw = 2 * 4 * n / (ms / 1e3) / 1e9  # read + write
+    # Mamba eval stream: per step B * E * N elements; read a_t, b_t, write h_t: 12 bytes (float32)
+    B, E, N, T = 64, 2 * D_MODEL, D_STATE, 10_000
+    floor_s = T * B * E * N * 12 / (bw * 1e9)
+    a = torch.rand(B, 500, E * N, device=dev)
+    b = torch.randn_like(a)
+    h0 = torch.zeros(B, E * N, device=dev)
+    ms_scan = timeit(lambda: diag_scan(a, b, h0), dev, reps=reps)
+    scan_bw = 500 * B * E * N * 12 / (ms_scan / 1e3) / 1e9
+    out = {"copy_GBps": bw, "mamba_stream_floor_s": floor_s, "diag_scan_effective_GBps_at_12B": scan_bw,
+           "diag_scan_chunk500_ms": ms_scan}
+    print(f"  copy {bw:.1f} GB/s; floor for Mamba stream (64 x 10,000, E*N = {E * N}): {floor_s:.2f} s; "
+          f"diag_scan (64, 500, {E * N}) {ms_scan:.0f} ms = {scan_bw:.1f} GB/s at 12 B/elem/step", flush=True)
+    return out
+
+
+def machine():
+    cpu = "?"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"nproc": os.cpu_count(), "cpu": cpu, "torch": torch.__version__, "threads": torch.get_num_threads(),
+            "python": platform.python_version(), "loadavg": os.getloadavg()}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--only", nargs="*", default=["train64", "train1024", "stream", "scans", "copy"])
+    ap.add_argument("--batch1024", type=int, default=32)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads (default 1: on a shared 2-core machine, 2 OpenMP threads stall on each other)")
+    ap.add_argument("--quick", action="store_true", help="smaller shapes (smoke run)")
+    ap.add_argument("--json", default=None, help="write the results here")
+    ap.add_argument("--mixers", nargs="*", default=None, help="only these mixers (and 'mambapy' for the peer)")
+    args = ap.parse_args()
+    global SELECTED
+    SELECTED = args.mixers
+    dev = torch.device(args.device)
+    torch.set_num_threads(args.threads)
+    res = {"machine": machine(), "device": str(dev)}
+    print(res["machine"], flush=True)
+    q = args.quick
+    if "train64" in args.only:
+        res["train64"] = section_train(dev, 16 if q else 256, 64, args.reps)
+    if "train1024" in args.only:
+        res["train1024"] = section_train(dev, 2 if q else args.batch1024, 1024, 1)
+    if "stream" in args.only:
+        res["stream"] = section_stream(dev, 4 if q else 64, 1000 if q else 10_000, 250, 1)
+    if "scans" in args.only:
+        res["scans"] = section_scans(dev, [64, 1024] if q else [64, 1024, 10_000], args.reps)
+    if "copy" in args.only:
+        res["copy"] = section_copy(dev, args.reps)
+    res["machine"]["loadavg_end"] = os.getloadavg()
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

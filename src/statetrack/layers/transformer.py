@@ -1,0 +1,94 @@
+"""Causal decoder self-attention as a mixer: the usual Transformer baseline.
+
+x -> q, k, v (``heads`` heads of d_model / heads) -> causal softmax attention -> output projection.
+Positions (option ``pos``): ``rope`` (default: rotary embeddings on q and k, the modern decoder's
+choice; head dim must be even), ``sinusoidal`` (the fixed sinusoids of Vaswani et al. added to this
+mixer's input before the q/k/v projections -- in a stack every transformer layer adds them, unlike the
+original, which adds them once to the embedding) or ``none`` (causal masking alone). ``d_state`` is
+not used.
+
+The "state" is the KV cache: (keys, values), each (B, heads, t, d_head) over the t tokens seen so
+far; the position of the next token is t. Unlike a recurrent layer its memory grows linearly with the
+length (and a token costs O(t)): that is the nature of attention. ``forward`` with a cache attends to
+the cache and, causally, to the chunk, so chunked evaluation and ``step`` agree with one long forward.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+from statetrack.errors import UserError
+from statetrack.layers.base import Mixer, Properties
+
+
+def sinusoids(pos, d: int, dtype=None):
+    """pos (T,) positions -> (T, d) fixed sinusoidal embeddings."""
+    i = torch.arange(0, d, 2, device=pos.device, dtype=torch.float64)
+    ang = pos.to(torch.float64)[:, None] * torch.exp(-math.log(10000.0) * i / d)[None]
+    pe = torch.zeros(len(pos), d, dtype=torch.float64, device=pos.device)
+    pe[:, 0::2] = torch.sin(ang)
+    pe[:, 1::2] = torch.cos(ang[:, : d // 2])
+    return pe.to(dtype)
+
+
+def rope(x, pos):
+    """Rotary embedding of x (B, H, T, d) at positions pos (T,), pairs (x_2i, x_2i+1)."""
+    d = x.shape[-1]
+    inv = torch.exp(-math.log(10000.0) * torch.arange(0, d, 2, device=x.device, dtype=torch.float64) / d)
+    ang = pos.to(torch.float64)[:, None] * inv[None]
+    cos, sin = torch.cos(ang).to(x.dtype), torch.sin(ang).to(x.dtype)
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).flatten(-2)
+
+
+class Transformer(Mixer):
+    name = "transformer"
+    description = "causal softmax self-attention (state = KV cache, grows with length)"
+    options = {"heads": 1, "pos": "rope"}
+
+    def __init__(self, d_model, d_state, heads=1, pos="rope"):
+        super().__init__(d_model, d_state)
+        if pos not in ("none", "sinusoidal", "rope"):
+            raise UserError(f"unknown transformer pos {pos!r}; allowed: none, rope, sinusoidal")
+        if heads < 1 or d_model % heads:
+            raise UserError(f"transformer heads={heads} must be >= 1 and divide d_model={d_model}")
+        self.H, self.dh, self.pos = heads, d_model // heads, pos
+        if pos == "rope" and self.dh % 2:
+            raise UserError(f"transformer pos=rope needs an even head dim, got {self.dh}; "
+                            "use pos=sinusoidal or pos=none, or another heads")
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+
+    @property
+    def properties(self):
+        return Properties(input_dependent=True, eigenvalues="n/a", structure="attention", linear=False)
+
+    def init_state(self, batch, device=None, dtype=None):
+        dtype = dtype or self.qkv.weight.dtype
+        z = torch.zeros(batch, self.H, 0, self.dh, device=device, dtype=dtype)
+        return (z, z.clone())
+
+    def forward(self, x, state=None):
+        B, T, D = x.shape
+        if state is None:
+            state = self.init_state(B, x.device, x.dtype)
+        kc, vc = state
+        t0 = kc.shape[2]
+        pos = torch.arange(t0, t0 + T, device=x.device)
+        if self.pos == "sinusoidal":
+            x = x + sinusoids(pos, D, x.dtype)
+        q, k, v = (y.unflatten(-1, (self.H, self.dh)).transpose(1, 2) for y in self.qkv(x).chunk(3, dim=-1))
+        if self.pos == "rope":
+            q, k = rope(q, pos), rope(k, pos)
+        k, v = torch.cat([kc, k], 2), torch.cat([vc, v], 2)
+        # query i (absolute t0 + i) sees keys 0 .. t0 + i
+        mask = torch.arange(t0 + T, device=x.device)[None, :] <= pos[:, None]
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return self.out(o.transpose(1, 2).reshape(B, T, D)), (k, v)
+
+    def step(self, x, state):
+        y, state = self.forward(x.unsqueeze(1), state)
+        return y.squeeze(1), state

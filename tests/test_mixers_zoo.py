@@ -1,0 +1,241 @@
+"""Every registered mixer: declared properties checked against the actual transitions, and the step
+path, the training path and a chunked forward (state carried) agreeing in float64."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from statetrack.errors import UserError
+from statetrack.layers import MIXERS, build_mixer, models_table
+from statetrack.layers.base import DOMAINS, STRUCTURES
+from statetrack.spec import parse_layers
+
+D_MODEL, D_STATE = 8, 4
+
+# every registered mixer with its defaults, plus the option variants that change the maths
+VARIANTS = [name for name in MIXERS] + [
+    "mamba(neg=true)", "mamba(conv=0)", "s4d(init=inv)", "s4d(init=real)", "s4d(disc=bilinear)",
+    "deltanet(neg=true)", "deltanet(heads=2,chunk=0)", "deltanet(chunk=3)", "deltaproduct(neg=true)",
+    "deltaproduct(nh=3)", "deltaproduct(nh=3,neg=true,heads=2,chunk=2)", "aussm(conv=0)", "dcd(conv=0)",
+    "saussm(expand=1)", "transformer(pos=sinusoidal)", "transformer(pos=none,heads=2)", "transformer(pos=rope,heads=2)",
+]
+
+
+def make(spec: str, seed: int = 0, dtype=torch.float64):
+    torch.manual_seed(seed)
+    (layer,) = parse_layers(spec)
+    return build_mixer(layer, D_MODEL, D_STATE).to(dtype)
+
+
+def _perturb(m, scale=0.3):
+    """Move every parameter a little off its init, so that no structure of the init hides a bug."""
+    with torch.no_grad():
+        for p in m.parameters():
+            p.add_(scale * torch.randn_like(p) * (p.abs().mean() + 0.1))
+
+
+def in_domain(ev: torch.Tensor, domain: str, tol: float = 1e-9) -> bool:
+    re, im, mod = ev.real, ev.imag, ev.abs()
+    if domain == "[0,1]":
+        return bool((im.abs() <= tol).all() and (re >= -tol).all() and (re <= 1 + tol).all())
+    if domain == "(-1,1]":
+        # open at -1 in exact arithmetic only: 2 exp(Delta A) - 1 rounds to -1 once exp underflows
+        # (see test_negmamba_reaches_minus_one), so the check is on the closed interval
+        return bool((im.abs() <= tol).all() and (re >= -1 - tol).all() and (re <= 1 + tol).all())
+    if domain == "[-1,1]":
+        return bool((im.abs() <= tol).all() and (re >= -1 - tol).all() and (re <= 1 + tol).all())
+    if domain == "unit circle":
+        return bool(((mod - 1).abs() <= tol).all())
+    if domain in ("complex disc", "complex"):
+        return bool((mod <= 1 + tol).all())
+    raise AssertionError(domain)
+
+
+def _flat_state(state):
+    return state[0] if isinstance(state, tuple) else state
+
+
+def _with_state(state, h):
+    return (h,) + tuple(state[1:]) if isinstance(state, tuple) else h
+
+
+def probed_transition(m, x_t, state) -> torch.Tensor:
+    """The actual matrix A of the step path: h -> step(x_t, h) is affine in the recurrent state h, so
+    A e_j = h_new(e_j) - h_new(0). Returns (n, n) for batch element 0 (the conv buffer stays as given)."""
+    h = _flat_state(state)
+    zero = torch.zeros_like(h[:1])
+    base = _flat_state(m.step(x_t[:1], _with_state(tuple(s[:1] for s in state) if isinstance(state, tuple)
+                                                   else state[:1], zero))[1])
+    n = zero.numel()
+    cols = []
+    for j in range(n):
+        e = torch.zeros(n, dtype=h.dtype)
+        e[j] = 1
+        e = e.reshape(zero.shape)
+        st = _with_state(tuple(s[:1] for s in state) if isinstance(state, tuple) else state[:1], e)
+        cols.append((_flat_state(m.step(x_t[:1], st)[1]) - base).reshape(-1))
+    return torch.stack(cols, 1)
+
+
+def _match(a: torch.Tensor, b: torch.Tensor, tol=1e-7) -> bool:
+    """Every value of a is close to some value of b."""
+    return bool(((a[:, None] - b[None, :]).abs().min(1).values <= tol).all())
+
+
+@pytest.mark.parametrize("spec", VARIANTS)
+def test_declared_properties(spec):
+    m = make(spec)
+    p = m.properties
+    assert p.eigenvalues in DOMAINS and p.structure in STRUCTURES
+    assert m.name in MIXERS
+    torch.manual_seed(1)
+    x1, x2 = torch.randn(3, 9, D_MODEL, dtype=torch.float64), 3 * torch.randn(3, 9, D_MODEL, dtype=torch.float64)
+    ev = m.eigenvalues(x1)
+    if not p.linear:
+        assert ev is None and p.eigenvalues == "n/a"
+        return
+    assert ev.shape[:2] == (3, 9) and ev.is_complex()
+    for perturbed in (False, True):  # at the init, and with every weight moved off it
+        if perturbed:
+            _perturb(m)
+        for x in (x1, x2, 30 * x1):
+            assert in_domain(m.eigenvalues(x), p.eigenvalues), (spec, m.eigenvalues(x))
+        e1, e2 = m.eigenvalues(x1), m.eigenvalues(x2)
+        if p.input_dependent:
+            assert not torch.allclose(e1, e2), "declared input-dependent but A(x) does not change with x"
+        else:
+            assert torch.allclose(e1, e2) and torch.allclose(e1, e1[:1, :1].expand_as(e1))
+
+
+@pytest.mark.parametrize("spec", [v for v in VARIANTS if make(v).properties.linear])
+def test_eigenvalues_are_those_of_the_step_transition(spec):
+    """eigenvalues(x) must be the eigenvalues of the map the step path actually applies to the state."""
+    m = make(spec)
+    _perturb(m)
+    torch.manual_seed(2)
+    x = torch.randn(2, 4, D_MODEL, dtype=torch.float64)
+    ev = m.eigenvalues(x)
+    state = m.init_state(2, dtype=torch.float64)
+    for t in range(x.shape[1]):
+        A = probed_transition(m, x[:, t], state)
+        actual = torch.linalg.eigvals(A)
+        assert in_domain(actual, m.properties.eigenvalues), spec
+        assert _match(ev[0, t], actual) and _match(actual, ev[0, t]), (spec, t, ev[0, t], actual)
+        _, state = m.step(x[:, t], state)
+
+
+@pytest.mark.parametrize("spec", VARIANTS)
+def test_step_forward_chunked_agree(spec):
+    m = make(spec)
+    _perturb(m, 0.1)
+    torch.manual_seed(3)
+    B, T = 3, 23
+    x = torch.randn(B, T, D_MODEL, dtype=torch.float64)
+    y_full, s_full = m(x)
+    state = m.init_state(B, dtype=torch.float64)
+    ys = []
+    for t in range(T):
+        y, state = m.step(x[:, t], state)
+        ys.append(y)
+    y_step = torch.stack(ys, 1)
+    state_c, yc = None, []
+    for lo, hi in [(0, 5), (5, 6), (6, 17), (17, 23)]:
+        y, state_c = m(x[:, lo:hi], state_c)
+        yc.append(y)
+    y_chunk = torch.cat(yc, 1)
+    assert y_full.shape == (B, T, D_MODEL)
+    torch.testing.assert_close(y_step, y_full, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(y_chunk, y_full, rtol=1e-5, atol=1e-5)
+    for a, b in zip(*(s if isinstance(s, tuple) else (s,) for s in (s_full, state))):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", list(MIXERS))
+def test_trains_float32(name):
+    """A forward and backward in float32 give finite gradients for every parameter that is used."""
+    m = make(name, dtype=torch.float32)
+    x = torch.randn(2, 70, D_MODEL)
+    y, _ = m(x)
+    y.square().mean().backward()
+    for n, p in m.named_parameters():
+        assert p.grad is not None and torch.isfinite(p.grad).all(), n
+
+
+def test_aussm_stays_on_circle_long():
+    m = make("aussm", dtype=torch.float32)
+    ev = m.eigenvalues(100 * torch.randn(1, 50, D_MODEL))
+    assert ((ev.abs() - 1).abs() < 1e-6).all()
+
+
+def test_models_table():
+    rows = models_table()
+    assert [r["name"] for r in rows] == list(MIXERS)
+    need = {"aussm", "saussm", "dcd", "deltanet", "deltaproduct", "transformer", "mamba", "negmamba", "s4d"}
+    assert need <= {r["name"] for r in rows}
+    for r in rows:
+        assert set(r) >= {"name", "description", "input_dependent", "eigenvalues", "structure", "n_h", "options"}
+        assert r["eigenvalues"] in DOMAINS and r["description"]
+    by = {r["name"]: r for r in rows}
+    assert by["deltaproduct"]["n_h"] == 2 and by["deltanet"]["n_h"] == 1
+    assert by["transformer"]["structure"] == "attention" and by["transformer"]["eigenvalues"] == "n/a"
+    assert by["s4d"]["input_dependent"] is False
+
+
+def test_neg_switch_domains():
+    assert make("deltanet").properties.eigenvalues == "[0,1]"
+    assert make("deltanet(neg=true)").properties.eigenvalues == "[-1,1]"
+    assert make("mamba(neg=true)").properties.eigenvalues == "(-1,1]"
+    # neg=true reaches below zero (beta > 1 happens for inputs with w^T x > 0)
+    m = make("deltanet(neg=true)")
+    ev = m.eigenvalues(5 * torch.randn(4, 50, D_MODEL, dtype=torch.float64))
+    assert ev.real.min() < -0.5
+
+
+def test_negmamba_reaches_minus_one():
+    """Finite precision closes the interval: for large Delta, exp(Delta A) underflows and A_bar = -1 exactly."""
+    m = make("negmamba", dtype=torch.float32)
+    ev = m.eigenvalues(300 * torch.randn(2, 40, D_MODEL))
+    assert (ev.real == -1).any() and (ev.real >= -1).all()
+
+
+def test_deltaproduct_neg_has_rotations():
+    """Two reflections make a rotation: DeltaProduct n_h=2 with beta in [0,2] has complex eigenvalues."""
+    m = make("deltaproduct(neg=true)")
+    ev = m.eigenvalues(5 * torch.randn(4, 50, D_MODEL, dtype=torch.float64))
+    assert ev.imag.abs().max() > 0.1
+    assert make("deltaproduct(neg=true)").properties.eigenvalues == "complex disc"
+
+
+@pytest.mark.parametrize("bad", ["deltanet(heads=3)", "transformer(pos=alibi)", "deltaproduct(nh=0)",
+                                 "aussm(neg=true)", "transformer(pos=rope,heads=8)", "saussm(conv=-1)"])
+def test_bad_options(bad):
+    with pytest.raises(UserError):
+        make(bad)
+
+
+def test_transformer_cache_grows():
+    m = make("transformer(pos=rope,heads=2)")
+    s = m.init_state(2, dtype=torch.float64)
+    for t in range(5):
+        _, s = m.step(torch.randn(2, D_MODEL, dtype=torch.float64), s)
+    assert s[0].shape[2] == 5
+
+
+def test_model_with_zoo_layers():
+    from statetrack.config import ModelConfig
+    from statetrack.model import Model
+
+    cfg = ModelConfig(layers="aussm,deltanet(neg=true),transformer(pos=rope,heads=2),dcd,saussm,deltaproduct",
+                      d_model=8, d_state=4)
+    model = Model(cfg, vocab_size=3, num_classes=2).double()
+    tok = torch.randint(0, 3, (2, 11))
+    logits, states = model(tok)
+    s = model.init_state(2)
+    outs = []
+    for t in range(11):
+        lo, s = model.step(tok[:, t], s)
+        outs.append(lo)
+    torch.testing.assert_close(torch.stack(outs, 1), logits, rtol=1e-6, atol=1e-6)
+    assert math.isfinite(float(logits.detach().sum()))
