@@ -126,7 +126,7 @@ def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None
         logits, _ = model(x)
         loss = masked_loss(logits, y, m)
         if not torch.isfinite(loss):
-            raise TrainingDiverged(step, float(loss))
+            raise TrainingDiverged(step, float(loss.detach()))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
