@@ -60,3 +60,24 @@ def test_checkpoint_roundtrip_and_bad_files(tmp_path):
         load_checkpoint(trunc)
     with pytest.raises(UserError, match="not found"):
         load_checkpoint(tmp_path / "missing.safetensors")
+
+
+def test_full_database_loses_one_transaction_only(db, monkeypatch):
+    s = Store(db)
+    rid = s.start_run(_cfg().model_dump())
+    s.finish_run(rid, [LengthMetrics(16, 1, 1, 1, 1, .5, 4)], "ck", 1.0, {})
+    pages = sqlite3.connect(db).execute("PRAGMA page_count").fetchone()[0]
+    monkeypatch.setattr(Store, "max_pages", pages)  # the disk is now full
+    big = [{"step": i, "pad": "x" * 4000} for i in range(200)]
+    with pytest.raises(UserError, match="rolled back"):
+        s.finish_run(rid, [LengthMetrics(n, 1, 1, 1, 1, .5, 4) for n in range(20, 60)], "ck", 1.0, {}, big)
+    monkeypatch.undo()
+    assert [m["length"] for m in s.metrics(rid)] == [16] and s.curve(rid) == []
+    assert s.run(rid)["status"] == "complete"
+
+
+def test_mismatched_checkpoint_names_the_tensor(tmp_path):
+    small = build_model(ModelConfig(layers="mamba,s4d", d_model=4), get_task("parity"))
+    p = save_checkpoint(small, _cfg().model_dump(), tmp_path / "m.safetensors")  # config says d_model 8
+    with pytest.raises(UserError, match="has shape"):
+        load_checkpoint(p)

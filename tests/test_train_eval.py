@@ -55,3 +55,34 @@ def test_eval_memory_path_is_chunked():
     whole = evaluate(r.model, get_task("parity"), EvalConfig(lengths=[300], batch_size=16, chunk=300))
     # the same sequences, run in chunks of 7 steps or all at once, give the same metrics
     assert chunked[0].as_dict() == whole[0].as_dict()
+
+
+def test_accuracy_uses_the_last_scored_position():
+    import torch
+
+    from statetrack.evaluate import evaluate_length
+    from statetrack.tasks.base import Batch, Task
+
+    class LastUnscored(Task):  # label = input; the final position is never scored
+        name, vocab_size, num_classes = "t", 2, 2
+
+        def sample_batch(self, rng, batch_size, length):
+            x = rng.integers(0, 2, (batch_size, length))
+            mask = np.ones_like(x, dtype=bool)
+            mask[:, -1] = False
+            return Batch(x, x.copy(), mask)
+
+    class Echo(torch.nn.Module):  # right everywhere except at the final position
+        def init_state(self, b):
+            return None
+
+        def forward(self, x, state):
+            logits = torch.nn.functional.one_hot(x, 2).float()
+            logits[:, -1] = logits[:, -1].flip(-1)
+            return logits, state
+
+        def parameters(self):
+            return iter([torch.zeros(1)])
+
+    m = evaluate_length(Echo(), LastUnscored(), 10, 8, 10, np.random.default_rng(0))
+    assert m.accuracy == 1.0 and m.token_accuracy == 1.0

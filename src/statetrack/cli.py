@@ -84,10 +84,18 @@ def cmd_train(a):
     from statetrack.runner import metrics_rows, run
 
     lo, hi = _range(a.train_lengths)
-    mcfg = validated(ModelConfig, layers=a.layers, d_model=a.d_model, d_state=a.d_state, mlp=a.mlp, norm=a.norm)
+    if a.init:  # the construction fixes the model (statetrack construct --list)
+        from statetrack.theory.constructions import init_config
+
+        mcfg = init_config(a.init, a.task)
+    elif not a.layers:
+        raise UserError("train needs --layers SPEC (or --init construction:NAME)")
+    else:
+        mcfg = validated(ModelConfig, layers=a.layers, d_model=a.d_model, d_state=a.d_state, mlp=a.mlp, norm=a.norm)
     tcfg = validated(TrainConfig, task=a.task, model=mcfg, train_min_len=lo, train_max_len=hi, steps=a.steps,
                      batch_size=a.batch_size, lr=a.lr, weight_decay=a.weight_decay, seed=a.seed,
-                     device=a.device, eval_every=a.eval_every, patience=a.patience)
+                     device=a.device, eval_every=a.eval_every, patience=a.patience, init=a.init,
+                     init_noise=a.init_noise)
     lengths = _lengths(a.test_lengths) if a.test_lengths is not None else default_lengths()
     ecfg = validated(EvalConfig, lengths=lengths, batch_size=a.eval_batch, device=a.device)
     with _progress(a.json) as prog:
@@ -184,6 +192,26 @@ def cmd_runs(a):
         t.add_row(str(r["id"]), r["status"], r["study"] or "-", r["label"] or "-", r["model"], r["task"],
                   str(r["seed"]), f"{r['train_min_len']}-{r['train_max_len']}", str(longest or "-"),
                   f"{r['wall_time']:.1f}" if r["wall_time"] else "-")
+    _console().print(t)
+    return 0
+
+
+def cmd_models(a):
+    from rich.table import Table
+
+    from statetrack.layers import models_table
+
+    rows = models_table()
+    if a.json:
+        _emit_rows(rows)
+        return 0
+    t = Table(title="mixers (give the names to --layers)")
+    for h in ("name", "input-dependent", "eigenvalues", "structure", "n_h", "options", "description"):
+        t.add_column(h)
+    for r in rows:
+        opts = ", ".join(f"{k}={_show(v)}" for k, v in r["options"].items())
+        t.add_row(r["name"], _show(r["input_dependent"]), r["eigenvalues"], r["structure"], _show(r["n_h"]),
+                  opts, r["description"])
     _console().print(t)
     return 0
 
@@ -286,7 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     q = sub.add_parser("train", help="train one model, evaluate it on the test lengths, record the run")
     q.add_argument("--task", default="parity")
-    q.add_argument("--layers", required=True, help="layer spec, e.g. 'mamba,s4d' or 'negmamba*2'")
+    q.add_argument("--layers", default=None, help="layer spec, e.g. 'mamba,s4d' or 'negmamba*2'")
     q.add_argument("--d-model", type=int, default=8)
     q.add_argument("--d-state", type=int, default=16)
     q.add_argument("--mlp", action="store_true")
@@ -303,6 +331,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--label", default=None)
     q.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])
+    q.add_argument("--init", default=None, help="start from a construction: construction:NAME (statetrack construct --list)")
+    q.add_argument("--init-noise", type=float, default=0.0, help="with --init: add N(0, sigma^2) to every parameter")
     common(q)
     q.set_defaults(fn=cmd_train)
 
@@ -338,6 +368,10 @@ def build_parser() -> argparse.ArgumentParser:
     common(q)
     q.set_defaults(fn=cmd_rerun)
 
+    q = sub.add_parser("models", help="list the mixers and their declared properties")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(fn=cmd_models)
+
     q = sub.add_parser("tasks", help="list the task families and their parameters")
     q.add_argument("--json", action="store_true")
     q.set_defaults(fn=cmd_tasks)
@@ -356,7 +390,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.set_defaults(fn=cmd_groups)
 
     # commands of other areas, each module adding its own subparsers: add_commands(sub, common)
-    __import__("statetrack.cli_studies").cli_studies.add_commands(sub, common)
+    from statetrack import cli_theory; cli_theory.add_commands(sub, common)  # noqa: E702
+    from statetrack import cli_studies; cli_studies.add_commands(sub, common)  # noqa: E702
     return p
 
 

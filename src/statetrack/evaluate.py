@@ -3,8 +3,8 @@
 At each test length L a fresh seeded batch of sequences is run through the model in chunks of
 ``chunk`` steps, carrying the recurrent state, so memory does not grow with L. Metrics:
 
-- ``accuracy``: accuracy of the label at the last position, i.e. after reading all L inputs (the
-  quantity the papers report as "accuracy at length L");
+- ``accuracy``: accuracy of the last scored label of each sequence, i.e. after reading all L inputs
+  when the last position is scored (the quantity the papers report as "accuracy at length L");
 - ``token_accuracy``: mean accuracy over all scored positions;
 - ``sequence_accuracy``: fraction of sequences whose every scored position is right;
 - ``scaled_accuracy``: (accuracy - chance) / (1 - chance), chance from the task.
@@ -48,7 +48,8 @@ def evaluate_length(model, task: Task, length: int, batch_size: int, chunk: int,
     states = model.init_state(batch_size)
     correct_tok = total_tok = 0
     seq_ok = np.ones(batch_size, dtype=bool)
-    last_ok = None
+    last_ok = np.zeros(batch_size, dtype=bool)
+    rows = np.arange(batch_size)
     for b in task.stream_batch(rng, batch_size, length, chunk):
         logits, states = model(torch.as_tensor(b.inputs, device=device), states)
         pred = logits.argmax(-1).cpu().numpy()
@@ -56,7 +57,9 @@ def evaluate_length(model, task: Task, length: int, batch_size: int, chunk: int,
         correct_tok += int((hit & b.mask).sum())
         total_tok += int(b.mask.sum())
         seq_ok &= ~(b.mask & ~hit).any(axis=1)
-        last_ok = hit[:, -1]
+        scored = b.mask.any(axis=1)
+        last = b.mask.shape[1] - 1 - np.argmax(b.mask[:, ::-1], axis=1)  # last scored position per row
+        last_ok = np.where(scored, hit[rows, last], last_ok)
     acc = float(last_ok.mean())
     return LengthMetrics(length, acc, correct_tok / max(total_tok, 1), float(seq_ok.mean()),
                          scaled(acc, chance), chance, batch_size)

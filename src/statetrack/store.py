@@ -74,6 +74,9 @@ def versions() -> dict:
 class Store:
     """A results database. ``Store(path)`` opens (or creates) it; methods are transactions."""
 
+    #: cap on the database size in pages (tests use it to simulate a full disk)
+    max_pages: int | None = None
+
     def __init__(self, path: str | os.PathLike = DEFAULT_DB, create: bool = True):
         self.path = Path(path)
         if self.path.exists():
@@ -110,13 +113,19 @@ class Store:
 
     @contextmanager
     def _conn(self):
+        """A connection whose ``with`` block is one transaction: all of it is written, or none."""
         con = sqlite3.connect(self.path, timeout=60)
         con.row_factory = sqlite3.Row
         try:
             con.execute("PRAGMA journal_mode=WAL")
             con.execute("PRAGMA busy_timeout=60000")
+            if self.max_pages:
+                con.execute(f"PRAGMA max_page_count={int(self.max_pages)}")
             with con:
                 yield con
+        except sqlite3.OperationalError as e:  # disk full, locked past the timeout, read-only file
+            raise UserError(f"results database {str(self.path)!r}: {e}; this transaction was rolled back, "
+                            "earlier results are intact") from None
         finally:
             con.close()
 

@@ -102,6 +102,11 @@ def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None
     task = task or get_task(cfg.task)
     device = resolve_device(cfg.device)
     set_seed(cfg.seed)
+    if model is None and cfg.init:
+        from statetrack.theory.constructions import init_model
+
+        model = init_model(cfg, task)
+        set_seed(cfg.seed)
     if model is None:
         model = build_model(cfg.model, task)
     model = model.to(device).train()
@@ -121,7 +126,7 @@ def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None
         logits, _ = model(x)
         loss = masked_loss(logits, y, m)
         if not torch.isfinite(loss):
-            raise TrainingDiverged(step, float(loss))
+            raise TrainingDiverged(step, float(loss.detach()))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)

@@ -110,11 +110,3 @@ def causal_conv_step(conv: nn.Conv1d, x: Tensor, buf: Tensor) -> tuple[Tensor, T
     if conv.bias is not None:
         y = y + conv.bias
     return y, window[..., 1:]
-
-
-def causal_conv(conv: nn.Conv1d, x: Tensor, buf: Tensor) -> tuple[Tensor, Tensor]:
-    """Depthwise causal conv over a chunk. x (B, T, C), buf (B, C, K-1). Returns y (B, T, C), new buf."""
-    k = conv.kernel_size[0]
-    xt = torch.cat([buf, x.transpose(1, 2)], dim=-1)  # (B, C, K-1+T)
-    y = nn.functional.conv1d(xt, conv.weight, conv.bias, groups=conv.groups)
-    return y.transpose(1, 2), xt[..., xt.shape[-1] - (k - 1):]

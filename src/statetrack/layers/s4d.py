@@ -59,7 +59,8 @@ class S4D(Mixer):
 
     @property
     def properties(self):
-        dom = "[0,1]" if self.init == "real" else "complex"
+        # real modes: exp(dt a) in (0, 1) under ZOH; (1 + dt a/2)/(1 - dt a/2) in (-1, 1) under bilinear
+        dom = "complex" if self.init != "real" else "[0,1]" if self.disc == "zoh" else "(-1,1]"
         return Properties(input_dependent=False, eigenvalues=dom, structure="diagonal")
 
     def discrete(self) -> tuple[Tensor, Tensor]:

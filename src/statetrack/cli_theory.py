@@ -1,0 +1,162 @@
+"""Commands of the theory area: oracle, construct, counterexample, spectrum.
+
+``add_commands(sub, common)`` adds the subparsers to ``statetrack``'s parser (see cli.build_parser).
+"""
+from __future__ import annotations
+
+import json
+
+from statetrack.errors import UserError
+
+
+def _console():
+    from statetrack.cli import _console as c
+
+    return c()
+
+
+def cmd_oracle(a):
+    from statetrack.theory.oracle import oracle, oracle_table
+
+    if a.table:
+        layers = [s.strip() for s in a.layers.split(";") if s.strip()] if a.layers else None
+        tasks = [t.strip() for t in a.tasks.split(",") if t.strip()] if a.tasks else None
+        rows = oracle_table(layers, tasks)
+        if a.json:
+            for r in rows:
+                print(json.dumps(r))
+            return 0
+        from rich.table import Table
+
+        specs = list(dict.fromkeys(r["layers"] for r in rows))
+        tks = list(dict.fromkeys(r["task"] for r in rows))
+        cell = {(r["layers"], r["task"]): r for r in rows}
+        t = Table(title="oracle: can the stack solve the task at every length? (verdict, basis)")
+        t.add_column("layers")
+        for tk in tks:
+            t.add_column(tk, justify="center")
+        mark = {"possible": "[green]yes[/green]", "impossible": "[red]no[/red]", "open": "[yellow]open[/yellow]"}
+        for s in specs:
+            t.add_row(s, *(f"{mark[cell[(s, tk)]['verdict']]} {cell[(s, tk)]['basis']}" for tk in tks))
+        t.caption = "yes = possible, no = impossible; basis: SCIENCE.md section 3 (NL = non-linear RNN)"
+        _console().print(t)
+        return 0
+    if not a.layers or not a.task:
+        raise UserError("oracle needs --layers SPEC and --task TASK (or --table)")
+    v = oracle(a.layers, a.task)
+    if a.json:
+        print(json.dumps({"layers": a.layers, "task": a.task, **v.as_dict()}))
+    else:
+        print(f"{v.verdict} ({v.basis}): {v.reason}")
+    return 0
+
+
+def cmd_construct(a):
+    from statetrack.theory.constructions import available, save
+
+    if a.list:
+        rows = available()
+        if a.json:
+            for r in rows:
+                print(json.dumps(r))
+            return 0
+        from rich.table import Table
+
+        t = Table(title="constructions (statetrack construct NAME --out PATH)")
+        for h in ("name", "basis", "description", "available"):
+            t.add_column(h)
+        for r in rows:
+            t.add_row(r["name"], r["basis"], r["description"], "yes" if r["available"] else f"needs {r['needs']}")
+        _console().print(t)
+        return 0
+    if not a.name or not a.out:
+        raise UserError("construct needs NAME and --out PATH (or --list)")
+    c = save(a.name, a.out)
+    info = {"construction": c.name, "basis": c.basis, "checkpoint": str(a.out), "task": c.config.task,
+            "layers": c.config.model.layers, "d_model": c.config.model.d_model, "d_state": c.config.model.d_state,
+            "norm": c.config.model.norm, "notes": c.notes}
+    if a.json:
+        print(json.dumps(info))
+    else:
+        print(f"wrote {a.out}: {c.name} ({c.basis}) = {c.config.model.layers} on {c.config.task} "
+              f"(d_model {c.config.model.d_model}, d_state {c.config.model.d_state}, norm {c.config.model.norm}); "
+              f"check it with: statetrack eval {a.out} --lengths 100,1000,10000")
+    return 0
+
+
+def cmd_counterexample(a):
+    from statetrack.theory.counterexample import counterexample
+
+    r = counterexample(a.checkpoint, task=a.task, max_len=a.max_len, tol=a.tol, max_w=a.max_w, seed=a.seed)
+    if a.json:
+        print(json.dumps(r))
+        return 0
+    print(r["message"])
+    if r.get("phase_alignment"):
+        pa = r["phase_alignment"]
+        head = (f"W = {pa['W']}" if pa["within_tol"] else
+                f"no W <= {a.max_w} within tol {r['tol']}; the best is W = {pa['W']}")
+        print(f"  {head}: {pa['modes']} time-invariant mode(s) with |lambda|^{r['max_len']} above the decay "
+              f"floor, max |W q - round(W q)| = {pa['max_dist']:.3g} (tol {r['tol']})")
+    return 0
+
+
+def cmd_spectrum(a):
+    from statetrack.theory.spectrum import plot, spectrum
+
+    r = spectrum(a.checkpoint, samples=a.samples, length=a.length, seed=a.seed)
+    if a.out:
+        plot(r, a.out)
+    if a.json:
+        slim = {**r, "layers": [{k: v for k, v in l.items() if k not in ("samples", "sample_tokens")}
+                                for l in r["layers"]]}
+        print(json.dumps(slim))
+        return 0
+    for l in r["layers"]:
+        if "min_real" not in l:
+            print(f"layer {l['layer']} ({l['mixer']}): no transition matrix (non-linear)")
+            continue
+        print(f"layer {l['layer']} ({l['mixer']}): smallest real part {l['min_real']:.4g}, modulus in "
+              f"[{l['min_modulus']:.4g}, {l['max_modulus']:.4g}], {l['n_angles']} distinct angle(s) (deg): "
+              f"{', '.join(map(str, l['angles_deg'][:16]))}{' ...' if l['n_angles'] > 16 else ''}")
+        if l.get("per_token_min_real"):
+            print("  per token (layer input = its embedding): smallest real part " +
+                  ", ".join(f"token {t}: {v:.4g}" for t, v in l["per_token_min_real"].items()))
+    print(r["note"] + (f"; plot: {a.out}" if a.out else ""))
+    return 0
+
+
+def add_commands(sub, common) -> None:
+    q = sub.add_parser("oracle", help="can a stack of mixers solve a task at every length? (theorems T1-T6)")
+    q.add_argument("--layers", default=None, help="layer spec; with --table: specs separated by ';'")
+    q.add_argument("--task", default=None)
+    q.add_argument("--table", action="store_true", help="a table of mixers x tasks")
+    q.add_argument("--tasks", default=None, help="with --table: comma-separated task strings")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(fn=cmd_oracle)
+
+    q = sub.add_parser("construct", help="write a checkpoint whose weights are set by hand from a proof")
+    q.add_argument("name", nargs="?", default=None, help="construction name (see --list), e.g. parity-negmamba")
+    q.add_argument("--out", default=None, help="checkpoint path (.safetensors)")
+    q.add_argument("--list", action="store_true")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(fn=cmd_construct)
+
+    q = sub.add_parser("counterexample", help="build the proof's failing input for a checkpoint and run it")
+    q.add_argument("checkpoint")
+    q.add_argument("--task", default="parity")
+    q.add_argument("--max-len", type=int, default=10_000)
+    q.add_argument("--tol", type=float, default=0.01, help="phase alignment tolerance for time-invariant modes")
+    q.add_argument("--max-w", type=int, default=10_000)
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(fn=cmd_counterexample)
+
+    q = sub.add_parser("spectrum", help="eigenvalues of A(x) per layer and token, on the complex plane")
+    q.add_argument("checkpoint")
+    q.add_argument("--out", default=None, help="PNG path")
+    q.add_argument("--samples", type=int, default=4)
+    q.add_argument("--length", type=int, default=64)
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(fn=cmd_spectrum)

@@ -1,0 +1,81 @@
+"""The theory commands: oracle, construct, counterexample, spectrum, and train --init construction:NAME."""
+import json
+
+import pytest
+
+from statetrack.cli import main
+
+
+def _json_lines(capsys):
+    return [json.loads(l) for l in capsys.readouterr().out.splitlines() if l.strip()]
+
+
+def test_oracle_one_and_table(capsys):
+    assert main(["oracle", "--layers", "mamba,s4d", "--task", "parity", "--json"]) == 0
+    r = _json_lines(capsys)[0]
+    assert r["verdict"] == "impossible" and r["basis"] == "T4" and r["reason"]
+    assert main(["oracle", "--layers", "negmamba", "--task", "parity"]) == 0
+    assert capsys.readouterr().out.startswith("possible (T5)")
+    assert main(["oracle", "--table", "--layers", "mamba;negmamba*2;s4d", "--tasks", "parity,group:C2xC4",
+                 "--json"]) == 0
+    rows = _json_lines(capsys)
+    assert len(rows) == 6
+    assert {(r["layers"], r["task"]): r["verdict"] for r in rows}[("negmamba*2", "group:C2xC4")] == "possible"
+    assert main(["oracle", "--table"]) == 0
+    assert "oracle" in capsys.readouterr().out
+
+
+def test_oracle_bad_input_is_one_line_exit_2(capsys):
+    assert main(["oracle", "--layers", "nosuch", "--task", "parity"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and len(err.strip().splitlines()) == 1
+    assert main(["oracle", "--layers", "mamba"]) == 2
+
+
+def test_construct_list_and_counterexample_and_spectrum(tmp_path, capsys):
+    assert main(["construct", "--list", "--json"]) == 0
+    names = [r["name"] for r in _json_lines(capsys)]
+    assert "parity-negmamba" in names
+    ck = tmp_path / "p.safetensors"
+    assert main(["construct", "parity-negmamba", "--out", str(ck)]) == 0
+    capsys.readouterr()
+    assert main(["counterexample", str(ck), "--max-len", "500", "--json"]) == 0
+    r = _json_lines(capsys)[0]
+    assert r["theorem"] is None and r["found"] is False
+    png = tmp_path / "s.png"
+    assert main(["spectrum", str(ck), "--out", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert png.stat().st_size > 1000
+    assert "smallest real part -1" in out  # bit 1 gives A = -1
+    assert main(["spectrum", str(ck), "--json"]) == 0
+    s = _json_lines(capsys)[0]
+    assert s["layers"][0]["per_token_min_real"] == {"0": 1.0, "1": -1.0}
+
+
+def test_train_from_a_construction_with_noise(tmp_path, capsys):
+    db = str(tmp_path / "r.db")
+    assert main(["train", "--init", "construction:parity-negmamba", "--init-noise", "0.0", "--steps", "2",
+                 "--eval-every", "1", "--train-lengths", "4", "--test-lengths", "1000", "--eval-batch", "16",
+                 "--lr", "1e-6", "--db", db, "--json"]) == 0
+    rows = _json_lines(capsys)
+    assert rows[0]["accuracy"] == 1.0  # still the construction after two tiny steps
+    assert main(["train", "--init", "construction:parity-negmamba", "--init-noise", "0.05", "--steps", "2",
+                 "--eval-every", "1", "--train-lengths", "4", "--test-lengths", "16", "--db", db, "--json"]) == 0
+    capsys.readouterr()
+    assert main(["train", "--init", "bogus", "--db", db]) == 2
+    assert main(["train", "--init", "construction:parity-negmamba", "--task", "group:S3", "--db", db]) == 2
+
+
+def test_init_noise_is_seeded():
+    import torch
+
+    from statetrack.config import TrainConfig
+    from statetrack.theory.constructions import build, init_model
+
+    c = build("parity-negmamba")
+    cfg = TrainConfig(task="parity", model=c.config.model, init="construction:parity-negmamba", init_noise=0.1, seed=3)
+    a, b = init_model(cfg), init_model(cfg)
+    for (n, p), (_, q) in zip(a.named_parameters(), b.named_parameters()):
+        assert torch.equal(p, q), n
+    d = [float((p - q).detach().std()) for p, q in zip(a.parameters(), c.model.parameters()) if p.numel() > 4]
+    assert all(0.02 < x < 0.3 for x in d)
