@@ -81,3 +81,21 @@ def test_mismatched_checkpoint_names_the_tensor(tmp_path):
     p = save_checkpoint(small, _cfg().model_dump(), tmp_path / "m.safetensors")  # config says d_model 8
     with pytest.raises(UserError, match="has shape"):
         load_checkpoint(p)
+
+
+def _open_store(path):
+    Store(path).start_run(_cfg().model_dump())
+
+
+def test_concurrent_creation_is_safe(tmp_path):
+    import multiprocessing as mp
+
+    path = str(tmp_path / "race.db")
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_open_store, args=(path,)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0] * 4
+    assert len(Store(path).runs()) == 4

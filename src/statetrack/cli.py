@@ -359,7 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("action", nargs="?", default="list", choices=["list", "show"])
     q.add_argument("run_id", nargs="?", type=int)
     q.add_argument("--study", default=None)
-    q.add_argument("--status", default=None, choices=["running", "complete", "failed"])
+    q.add_argument("--status", default=None, choices=["running", "complete", "failed", "interrupted"])
     common(q)
     q.set_defaults(fn=cmd_runs)
 
@@ -389,9 +389,11 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--json", action="store_true")
     q.set_defaults(fn=cmd_groups)
 
-    # commands of other areas, each module adding its own subparsers: add_commands(sub, common)
-    from statetrack import cli_theory; cli_theory.add_commands(sub, common)  # noqa: E702
-    from statetrack import cli_studies; cli_studies.add_commands(sub, common)  # noqa: E702
+    # commands of other areas, each module adding its own subparsers
+    from statetrack import cli_studies, cli_theory
+
+    for area in (cli_theory, cli_studies):
+        area.add_commands(sub, common)
     return p
 
 

@@ -86,9 +86,12 @@ class Store:
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._conn() as c:
-            c.executescript(SCHEMA)
-            c.execute("INSERT OR IGNORE INTO meta VALUES ('application', 'statetrack')")
-            c.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            # one transaction: a process opening the file meanwhile sees all of the schema and the
+            # marker that says it is ours, or none of it
+            c.executescript("BEGIN IMMEDIATE;" + SCHEMA +
+                            "INSERT OR IGNORE INTO meta VALUES ('application', 'statetrack');"
+                            f"INSERT OR IGNORE INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}');"
+                            "COMMIT;")
 
     def _check_ours(self):
         try:
