@@ -246,15 +246,9 @@ def section_copy(dev, reps):
 
 
 def machine():
-    cpu = "?"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"nproc": os.cpu_count(), "cpu": cpu, "torch": torch.__version__, "threads": torch.get_num_threads(),
+    from statetrack.device import cpu_model
+
+    return {"nproc": os.cpu_count(), "cpu": cpu_model(), "torch": torch.__version__, "threads": torch.get_num_threads(),
             "python": platform.python_version(), "loadavg": os.getloadavg()}
 
 

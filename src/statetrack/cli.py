@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from statetrack.errors import UserError
@@ -196,43 +197,40 @@ def cmd_runs(a):
     return 0
 
 
-def cmd_models(a):
-    from rich.table import Table
-
-    from statetrack.layers import models_table
-
-    rows = models_table()
+def _rows_out(a, rows, title, columns):
+    """JSON Lines with --json, else a table; ``columns`` maps each header to a cell function."""
     if a.json:
         _emit_rows(rows)
         return 0
-    t = Table(title="mixers (give the names to --layers)")
-    for h in ("name", "input-dependent", "eigenvalues", "structure", "n_h", "options", "description"):
+    from rich.table import Table
+
+    t = Table(title=title)
+    for h in columns:
         t.add_column(h)
     for r in rows:
-        opts = ", ".join(f"{k}={_show(v)}" for k, v in r["options"].items())
-        t.add_row(r["name"], _show(r["input_dependent"]), r["eigenvalues"], r["structure"], _show(r["n_h"]),
-                  opts, r["description"])
+        t.add_row(*(fn(r) for fn in columns.values()))
     _console().print(t)
     return 0
+
+
+def cmd_models(a):
+    from statetrack.layers import models_table
+
+    return _rows_out(a, models_table(), "mixers (give the names to --layers)", {
+        "name": lambda r: r["name"], "input-dependent": lambda r: _show(r["input_dependent"]),
+        "eigenvalues": lambda r: r["eigenvalues"], "structure": lambda r: r["structure"],
+        "n_h": lambda r: _show(r["n_h"]),
+        "options": lambda r: ", ".join(f"{k}={_show(v)}" for k, v in r["options"].items()),
+        "description": lambda r: r["description"]})
 
 
 def cmd_tasks(a):
-    from rich.table import Table
-
     from statetrack.tasks import list_tasks
 
-    rows = list_tasks()
-    if a.json:
-        _emit_rows(rows)
-        return 0
-    t = Table(title="tasks (give the string to --task)")
-    for h in ("family", "syntax", "description", "parameters"):
-        t.add_column(h)
-    for r in rows:
-        params = "; ".join(f"{p['name']}: {p.get('allowed', '')}" for p in r["parameters"])
-        t.add_row(r["family"], r["syntax"], r["description"], params)
-    _console().print(t)
-    return 0
+    return _rows_out(a, list_tasks(), "tasks (give the string to --task)", {
+        "family": lambda r: r["family"], "syntax": lambda r: r["syntax"],
+        "description": lambda r: r["description"],
+        "parameters": lambda r: "; ".join(f"{p['name']}: {p.get('allowed', '')}" for p in r["parameters"])})
 
 
 def cmd_sample(a):
@@ -253,25 +251,15 @@ def cmd_sample(a):
 
 
 def cmd_groups(a):
-    from rich.table import Table
-
     from statetrack.algebra import structure_table
 
     names = [n for n in a.names.split(",") if n] if a.names else None
-    rows = structure_table(names)
-    if a.json:
-        _emit_rows(rows)
-        return 0
-    t = Table(title="group structure")
-    cols = ("name", "order", "is_abelian", "is_solvable", "derived_series", "derived_length",
-            "elementary_2_series_length", "composition_factors", "exponent")
-    for h in ("group", "order", "abelian", "solvable", "derived series", "derived length",
-              "+-1 series length", "composition factors", "exponent"):
-        t.add_column(h)
-    for r in rows:
-        t.add_row(*(_show(r[c]) for c in cols))
-    _console().print(t)
-    return 0
+    cols = {"group": "name", "order": "order", "abelian": "is_abelian", "solvable": "is_solvable",
+            "derived series": "derived_series", "derived length": "derived_length",
+            "+-1 series length": "elementary_2_series_length", "composition factors": "composition_factors",
+            "exponent": "exponent"}
+    return _rows_out(a, structure_table(names), "group structure",
+                     {h: (lambda r, k=k: _show(r[k])) for h, k in cols.items()})
 
 
 def _show(v) -> str:
@@ -407,6 +395,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

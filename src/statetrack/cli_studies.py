@@ -24,15 +24,10 @@ def _check(a):
 
 
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPU cores ({cpu}), Python {platform.python_version()}"
+    from statetrack.device import cpu_model
+
+    return (f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPU cores ({cpu_model()}), "
+            f"Python {platform.python_version()}")
 
 
 def _sweep(a):

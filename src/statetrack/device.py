@@ -1,6 +1,8 @@
 """Device choice: cpu, cuda, or auto (cuda when present)."""
 from __future__ import annotations
 
+import platform
+
 import torch
 
 from statetrack.errors import UserError
@@ -14,3 +16,15 @@ def resolve_device(name: str) -> torch.device:
     if name not in ("cpu", "cuda"):
         raise UserError(f"unknown device {name!r}; allowed: auto, cpu, cuda")
     return torch.device(name)
+
+
+def cpu_model() -> str:
+    """The CPU's model name (from /proc/cpuinfo where there is one)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
