@@ -2,7 +2,6 @@
 
 At least 200 examples per parser (the conftest's hypothesis profile).
 """
-import json
 import string
 
 import numpy as np

@@ -1,7 +1,6 @@
 """The theory commands: oracle, construct, counterexample, spectrum, and train --init construction:NAME."""
 import json
 
-import pytest
 
 from statetrack.cli import main
 

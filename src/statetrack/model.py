@@ -6,7 +6,6 @@ evaluates on sequences of any length in fixed memory (``forward`` on chunks, or 
 """
 from __future__ import annotations
 
-import torch
 from torch import Tensor, nn
 
 from statetrack.config import ModelConfig

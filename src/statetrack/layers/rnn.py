@@ -6,7 +6,7 @@ same weights. These are not linear recurrences, so no theorem of the linear-RNN 
 from __future__ import annotations
 
 import torch
-from torch import Tensor, nn
+from torch import nn
 
 from statetrack.layers.base import Mixer, Properties
 

@@ -314,7 +314,6 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
         kind = study.score.kind
         lengths = sorted({m.length for _, r in mine if r for m in r.metrics}) or \
             sorted({n for j, _ in mine for n in j.eval.lengths})
-        max_len = max(lengths) if lengths else None
         title = tdef.title or study.title
         table = StudyTable(study.name, title, lengths, tdef.published_columns, name=tdef.name, kind=kind,
                            caption=_caption(study, kind))

@@ -41,5 +41,7 @@ def get_task(name: str) -> Task:
     return FAMILIES[family][0](arg if _ else None)
 
 
-__all__ = ["Batch", "Task", "get_task", "register", "FAMILIES"]
-from statetrack.tasks.suite import list_tasks, sample_json  # noqa: E402,F401  (registers the suite)
+# importing the suite registers every other family (it needs ``register`` from above)
+from statetrack.tasks.suite import list_tasks, sample_json  # noqa: E402
+
+__all__ = ["Batch", "Task", "get_task", "register", "FAMILIES", "list_tasks", "sample_json"]

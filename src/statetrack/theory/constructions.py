@@ -298,7 +298,7 @@ def _negmamba_flip(mx, units: list[torch.Tensor], channel: int, rank: int, const
     where one of ``units`` is on (w . x = 1; off: w . x <= -1) and keeps h otherwise (A = 1 to float32).
     The unit features sit in channels first_unit_channel.. and drive the low-rank row ``rank`` of Delta.
     Returns beta."""
-    E, R = mx.d_inner, mx.R
+    E = mx.d_inner
     sL = _sil(L)
     with torch.no_grad():
         W = mx.in_proj.weight
@@ -321,7 +321,7 @@ def _negmamba_flip(mx, units: list[torch.Tensor], channel: int, rank: int, const
 
 def _negmamba_common(mx, const: int, states: list[int], out_coords: list[int]):
     """B and C constant (kappa so that beta = 1), D centring, gates and output: residual +-1 per state."""
-    E, R = mx.d_inner, mx.R
+    R = mx.R
     uc = _sil(1.0)
     with torch.no_grad():
         xp = mx.x_proj.weight
