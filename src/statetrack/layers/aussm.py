@@ -26,8 +26,8 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
-from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, Properties, causal_conv_step
+from statetrack.layers.base import (Mixer, Properties, causal_conv_step, check_conv, check_expand,
+                                    init_dt_bias)
 from statetrack.ops import causal_conv, polar, selective_scan, unit_phase
 
 
@@ -40,12 +40,8 @@ class _ComplexSelective(Mixer):
 
     def __init__(self, d_model, d_state, conv=4, expand=2, dt_min=1e-3, dt_max=1e-1):
         super().__init__(d_model, d_state)
-        if conv < 0 or conv > 64:
-            raise UserError(f"{self.name} conv={conv} not in 0..64 (0 = no convolution)")
-        if not 1 <= expand <= 16:
-            raise UserError(f"{self.name} expand={expand} not in 1..16")
-        if not 0 < dt_min <= dt_max:
-            raise UserError(f"{self.name} needs 0 < dt_min <= dt_max, got {dt_min}, {dt_max}")
+        check_conv(self.name, conv)
+        check_expand(self.name, expand)
         self.k = conv
         E, N = expand * d_model, d_state
         self.d_inner, self.R = E, math.ceil(d_model / 16)
@@ -57,9 +53,7 @@ class _ComplexSelective(Mixer):
         self.n_low = n_low
         if self.uses_dt:
             self.dt_proj = nn.Linear(R, E)
-            dt = torch.exp(torch.rand(E) * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min))
-            with torch.no_grad():
-                self.dt_proj.bias.copy_(dt + torch.log(-torch.expm1(-dt)))  # inverse softplus
+            init_dt_bias(self.name, self.dt_proj, dt_min, dt_max)
         if self.uses_theta:
             self.theta_proj = nn.Linear(R, E * N)  # W_A (low rank), bias b_A
             with torch.no_grad():

@@ -7,6 +7,7 @@ length in fixed memory by feeding chunks.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, asdict
 from typing import Any, ClassVar
 
@@ -101,6 +102,37 @@ def check_options(cls, options: dict) -> dict:
             raise UserError(f"option {k}={v!r} of mixer {cls.name!r} must be a name")
         merged[k] = v
     return merged
+
+
+def check_conv(mixer: str, conv: int) -> None:
+    """The short causal convolution's kernel size: 0 (none) to 64."""
+    from statetrack.errors import UserError
+
+    if conv < 0 or conv > 64:
+        raise UserError(f"{mixer} conv={conv} not in 0..64 (0 = no convolution)")
+
+
+def check_expand(mixer: str, expand: int) -> None:
+    from statetrack.errors import UserError
+
+    if not 1 <= expand <= 16:
+        raise UserError(f"{mixer} expand={expand} not in 1..16")
+
+
+def log_uniform_dt(mixer: str, n: int, dt_min: float, dt_max: float) -> Tensor:
+    """log Delta drawn uniformly in [log dt_min, log dt_max] (the S4D / Mamba init); checks the range."""
+    from statetrack.errors import UserError
+
+    if not 0 < dt_min <= dt_max:
+        raise UserError(f"{mixer} needs 0 < dt_min <= dt_max, got {dt_min}, {dt_max}")
+    return torch.rand(n) * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min)
+
+
+def init_dt_bias(mixer: str, proj: nn.Linear, dt_min: float, dt_max: float) -> None:
+    """Set proj's bias so that softplus(bias) is log-uniform in [dt_min, dt_max] (Mamba's dt init)."""
+    dt = torch.exp(log_uniform_dt(mixer, proj.bias.shape[0], dt_min, dt_max))
+    with torch.no_grad():
+        proj.bias.copy_(dt + torch.log(-torch.expm1(-dt)))  # inverse softplus
 
 
 def causal_conv_step(conv: nn.Conv1d, x: Tensor, buf: Tensor) -> tuple[Tensor, Tensor]:

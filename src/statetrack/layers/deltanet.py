@@ -24,7 +24,7 @@ from torch import nn
 import torch.nn.functional as F
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, Properties, causal_conv_step
+from statetrack.layers.base import Mixer, Properties, causal_conv_step, check_conv
 from statetrack.ops import causal_conv, delta_rule, delta_step, householder_product, interleave
 
 
@@ -39,8 +39,7 @@ class DeltaProduct(Mixer):
             raise UserError(f"{self.name} nh={nh} not in 1..16")
         if heads < 1 or d_model % heads:
             raise UserError(f"{self.name} heads={heads} must be >= 1 and divide d_model={d_model}")
-        if conv < 0 or conv > 64:
-            raise UserError(f"{self.name} conv={conv} not in 0..64 (0 = no convolution)")
+        check_conv(self.name, conv)
         if chunk < 0:
             raise UserError(f"{self.name} chunk={chunk} must be >= 0 (0 = step loop)")
         self.nh, self.H, self.neg, self.k, self.chunk = nh, heads, bool(neg), conv, chunk

@@ -14,8 +14,8 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
-from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, Properties, causal_conv_step
+from statetrack.layers.base import (Mixer, Properties, causal_conv_step, check_conv, check_expand,
+                                    init_dt_bias)
 from statetrack.ops import causal_conv, selective_scan
 
 
@@ -26,12 +26,8 @@ class Mamba(Mixer):
 
     def __init__(self, d_model, d_state, conv=4, expand=2, neg=False, dt_min=1e-3, dt_max=1e-1):
         super().__init__(d_model, d_state)
-        if conv < 0 or conv > 64:
-            raise UserError(f"mamba conv={conv} not in 0..64 (0 = no convolution)")
-        if not 1 <= expand <= 16:
-            raise UserError(f"mamba expand={expand} not in 1..16")
-        if not 0 < dt_min <= dt_max:
-            raise UserError(f"mamba needs 0 < dt_min <= dt_max, got {dt_min}, {dt_max}")
+        check_conv(self.name, conv)
+        check_expand(self.name, expand)
         self.neg, self.k = bool(neg), conv
         E, N = expand * d_model, d_state
         self.d_inner, R = E, math.ceil(d_model / 16)
@@ -39,9 +35,7 @@ class Mamba(Mixer):
         self.conv = nn.Conv1d(E, E, conv, groups=E) if conv > 0 else None
         self.x_proj = nn.Linear(E, R + 2 * N, bias=False)
         self.dt_proj = nn.Linear(R, E)
-        dt = torch.exp(torch.rand(E) * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min))
-        with torch.no_grad():
-            self.dt_proj.bias.copy_(dt + torch.log(-torch.expm1(-dt)))  # inverse softplus
+        init_dt_bias(self.name, self.dt_proj, dt_min, dt_max)
         self.A_log = nn.Parameter(torch.log(torch.arange(1, N + 1, dtype=torch.get_default_dtype())).repeat(E, 1))
         self.D = nn.Parameter(torch.ones(E))
         self.out_proj = nn.Linear(E, d_model, bias=False)

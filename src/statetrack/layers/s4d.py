@@ -17,7 +17,7 @@ from torch import Tensor, nn
 import torch.nn.functional as F
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, Properties
+from statetrack.layers.base import Mixer, Properties, log_uniform_dt
 from statetrack.ops import diag_scan
 
 
@@ -32,8 +32,6 @@ class S4D(Mixer):
             raise UserError(f"unknown s4d init {init!r}; allowed: inv, lin, real")
         if disc not in ("zoh", "bilinear"):
             raise UserError(f"unknown s4d disc {disc!r}; allowed: bilinear, zoh")
-        if not 0 < dt_min <= dt_max:
-            raise UserError(f"s4d needs 0 < dt_min <= dt_max, got {dt_min}, {dt_max}")
         self.init, self.disc = init, disc
         H, M = d_model, max(1, d_state // 2)
         self.n_modes = M
@@ -50,7 +48,7 @@ class S4D(Mixer):
             self.register_buffer("A_imag", im.repeat(H, 1))
         else:
             self.A_imag = nn.Parameter(im.repeat(H, 1))
-        self.log_dt = nn.Parameter(torch.rand(H) * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min))
+        self.log_dt = nn.Parameter(log_uniform_dt(self.name, H, dt_min, dt_max))
         # C is complex; kept as two real parameters so every optimiser, dtype cast and file format sees reals
         self.C_re = nn.Parameter(torch.randn(H, M) * 0.5 ** 0.5)
         self.C_im = nn.Parameter(torch.randn(H, M) * 0.5 ** 0.5)
