@@ -6,13 +6,21 @@ import statistics
 from pathlib import Path
 
 
-def _plt():
+def pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def save_figure(fig, path: Path) -> Path:
+    """Lay out, write as PNG and close a figure."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    pyplot().close(fig)
+    return path
 
 
 def slug(s: str) -> str:
@@ -37,7 +45,7 @@ def _length_ticks(ax, lengths: list[int]) -> None:
 def accuracy_vs_length(study, table, results, out: Path) -> list[Path]:
     """One figure per task column: median over seeds (min-max band) at the selected learning rate,
     log x-axis, one line per model, the training range shaded."""
-    plt = _plt()
+    plt = pyplot()
     paths = []
     tdef = next(t for t in study.tables if t.name == table.name)
     for col in [t.label for t in tdef.tasks]:
@@ -81,17 +89,13 @@ def accuracy_vs_length(study, table, results, out: Path) -> list[Path]:
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=8)
         fig.text(0.01, 0.01, "shaded: training lengths", fontsize=7, color="grey")
-        fig.tight_layout()
-        p = out / f"length-{slug(table.name)}-{slug(col)}.png"
-        fig.savefig(p, dpi=110)
-        plt.close(fig)
-        paths.append(p)
+        paths.append(save_figure(fig, out / f"length-{slug(table.name)}-{slug(col)}.png"))
     return paths
 
 
 def learning_curves(study, table, results, curves: dict[int, list[dict]], out: Path) -> list[Path]:
     """One figure per task column: validation accuracy vs step, one colour per model, one line per run."""
-    plt = _plt()
+    plt = pyplot()
     paths = []
     tdef = next(t for t in study.tables if t.name == table.name)
     for col in [t.label for t in tdef.tasks]:
@@ -116,17 +120,13 @@ def learning_curves(study, table, results, curves: dict[int, list[dict]], out: P
         ax.set_title(f"{study.name}: learning curves, {col}", fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-        fig.tight_layout()
-        p = out / f"curves-{slug(table.name)}-{slug(col)}.png"
-        fig.savefig(p, dpi=110)
-        plt.close(fig)
-        paths.append(p)
+        paths.append(save_figure(fig, out / f"curves-{slug(table.name)}-{slug(col)}.png"))
     return paths
 
 
 def trace_plot(title: str, trace: dict, path: Path) -> Path:
     """Model output vs input over time (the offset paper's Figures 3-8): input, target, P(output = 1)."""
-    plt = _plt()
+    plt = pyplot()
     x, y, m = trace["inputs"], trace["targets"], trace["mask"]
     t = list(range(len(x)))
     fig, ax = plt.subplots(figsize=(9, 2.8))
@@ -144,7 +144,4 @@ def trace_plot(title: str, trace: dict, path: Path) -> Path:
     ax.set_xlabel("time step")
     ax.set_title(f"{title}  (token acc {100 * trace['token_accuracy']:.1f}%)", fontsize=9)
     ax.legend(fontsize=7, loc="upper right", ncol=4)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

@@ -69,11 +69,9 @@ def spectrum(checkpoint, samples: int = 4, length: int = 64, seed: int = 0) -> d
 
 
 def plot(result: dict, path) -> str:
-    import matplotlib
+    from statetrack.report.plots import pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     ls = [l for l in result["layers"] if "samples" in l]
     n = max(1, len(ls))
     fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 4.2), squeeze=False)
@@ -98,7 +96,4 @@ def plot(result: dict, path) -> str:
         if len(set(toks.tolist())) <= 12:
             ax.legend(fontsize=6, loc="lower left")
     fig.suptitle(f"{result['layers_spec']} on {result['task']}: eigenvalues of A(x)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return str(path)
+    return str(save_figure(fig, path))
