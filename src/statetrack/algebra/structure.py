@@ -148,16 +148,36 @@ class _Calc:
         return factors
 
 
+def descending_series(start: np.ndarray, step) -> list[np.ndarray]:
+    """start, step(start), step(step(start)), ... until the trivial group or a term that repeats."""
+    series = [start]
+    while len(series[-1]) > 1:
+        nxt = step(series[-1])
+        if len(nxt) == len(series[-1]):
+            break
+        series.append(nxt)
+    return series
+
+
+def series_lengths(group, sub: np.ndarray) -> tuple[bool, int | None, int | None]:
+    """(solvable, derived length, length of the squares series) of the subgroup ``sub`` of ``group``.
+
+    The squares series H > H^2 > (H^2)^2 ... is the fastest descent with elementary abelian 2-group
+    factors; its length is None unless it reaches the trivial group (|H| a power of 2).
+    """
+    calc = _Calc(group)
+    derived_length = steps_to_trivial(descending_series(sub, calc.derived))
+    return derived_length is not None, derived_length, steps_to_trivial(descending_series(sub, calc.squares))
+
+
+def steps_to_trivial(series: list[np.ndarray]) -> int | None:
+    """Number of steps of a descending series to the trivial group; None if it stops above it."""
+    return len(series) - 1 if len(series[-1]) == 1 else None
+
+
 def derived_series(group) -> list[np.ndarray]:
     """G, G', G'', ... down to the first term that repeats (the perfect core; [1] if solvable)."""
-    calc = _Calc(group)
-    series = [np.arange(group.order)]
-    while len(series[-1]) > 1:
-        d = calc.derived(series[-1])
-        if len(d) == len(series[-1]):
-            break
-        series.append(d)
-    return series
+    return descending_series(np.arange(group.order), _Calc(group).derived)
 
 
 def structure_of(group) -> dict:
@@ -165,15 +185,9 @@ def structure_of(group) -> dict:
     calc = _Calc(group)
     everything = np.arange(group.order)
     ds = derived_series(group)
-    solvable = len(ds[-1]) == 1
-    two_series = [everything]
-    while len(two_series[-1]) > 1:
-        s = calc.squares(two_series[-1])
-        if len(s) == len(two_series[-1]):
-            break
-        two_series.append(s)
-    e2 = len(two_series) - 1 if len(two_series[-1]) == 1 else None
-    derived_length = len(ds) - 1 if solvable else None
+    derived_length = steps_to_trivial(ds)
+    solvable = derived_length is not None
+    e2 = steps_to_trivial(descending_series(everything, calc.squares))
     return {
         "name": group.name,
         "order": group.order,

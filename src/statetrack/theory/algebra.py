@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from statetrack.algebra import Group, get_group, group_from_generators
-from statetrack.algebra.structure import _Calc
+from statetrack.algebra.structure import _Calc, series_lengths
 
 MAX_MONOID = 20000
 
@@ -67,24 +67,10 @@ class TaskAlgebra:
 
     def h_structure(self) -> dict:
         """derived length, elementary-2 series length, solvable, abelian of H = <support>."""
-        calc = _Calc(self.group)
         sub = self.subgroup
-        ds = [sub]
-        while len(ds[-1]) > 1:
-            d = calc.derived(ds[-1])
-            if len(d) == len(ds[-1]):
-                break
-            ds.append(d)
-        solvable = len(ds[-1]) == 1
-        two = [sub]
-        while len(two[-1]) > 1:
-            s = calc.squares(two[-1])
-            if len(s) == len(two[-1]):
-                break
-            two.append(s)
-        return {"order": int(len(sub)), "is_abelian": calc.is_abelian(sub), "is_solvable": solvable,
-                "derived_length": len(ds) - 1 if solvable else None,
-                "elementary_2_series_length": len(two) - 1 if len(two[-1]) == 1 else None,
+        solvable, derived_length, e2 = series_lengths(self.group, sub)
+        return {"order": int(len(sub)), "is_abelian": _Calc(self.group).is_abelian(sub), "is_solvable": solvable,
+                "derived_length": derived_length, "elementary_2_series_length": e2,
                 "moved_points": self.moved_points()}
 
     def moved_points(self) -> int:
