@@ -176,8 +176,7 @@ def cmd_runs(a):
         from statetrack.evaluate import LengthMetrics
 
         if ms:
-            con.print(_metrics_table("metrics", [LengthMetrics(**{k: m[k] for k in LengthMetrics.__dataclass_fields__})
-                                                 for m in ms]))
+            con.print(_metrics_table("metrics", [LengthMetrics.from_row(m) for m in ms]))
         return 0
     runs = store.runs(study=a.study, status=a.status)
     if a.json:

@@ -35,6 +35,11 @@ class LengthMetrics:
     def as_dict(self) -> dict:
         return asdict(self)
 
+    @classmethod
+    def from_row(cls, row) -> "LengthMetrics":
+        """From a row of the results database's ``metrics`` table."""
+        return cls(**{k: row[k] for k in cls.__dataclass_fields__})
+
 
 def scaled(acc: float, chance: float) -> float:
     return (acc - chance) / (1 - chance) if chance < 1 else 0.0

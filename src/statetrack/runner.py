@@ -39,6 +39,16 @@ def run_key(train_cfg: TrainConfig, eval_cfg: EvalConfig, study: str | None, lab
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+def complete_result(store: Store, key: str) -> RunResult | None:
+    """The complete run with this key (the latest if there are several), as a reused RunResult."""
+    done = store.runs(key=key, status="complete")
+    if not done:
+        return None
+    r = done[-1]
+    ms = [LengthMetrics.from_row(m) for m in store.metrics(r["id"])]
+    return RunResult(r["id"], "complete", ms, r["summary"], r["checkpoint"], reused=True)
+
+
 def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
     """Everything that can be wrong with the input, before anything is written. Returns the task."""
     from statetrack.model import build_model
@@ -59,13 +69,8 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
     task = check_run(train_cfg, eval_cfg)
     store = Store(db)
     key = run_key(train_cfg, eval_cfg, study, label)
-    if reuse:
-        done = store.runs(key=key, status="complete")
-        if done:
-            r = done[-1]
-            ms = [LengthMetrics(**{k: m[k] for k in LengthMetrics.__dataclass_fields__})
-                  for m in store.metrics(r["id"])]
-            return RunResult(r["id"], "complete", ms, r["summary"], r["checkpoint"], reused=True)
+    if reuse and (done := complete_result(store, key)):
+        return done
     if threads:
         torch.set_num_threads(threads)
     run_id = store.start_run({**train_cfg.model_dump(), "eval": eval_cfg.model_dump()}, study=study,

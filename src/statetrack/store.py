@@ -57,6 +57,12 @@ CREATE TABLE IF NOT EXISTS curves (
   data TEXT NOT NULL,
   PRIMARY KEY (run_id, step)
 );
+CREATE TABLE IF NOT EXISTS traces (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  probe TEXT NOT NULL,
+  data TEXT NOT NULL,
+  PRIMARY KEY (run_id, probe)
+);
 """
 
 
@@ -162,6 +168,28 @@ class Store:
         with self._conn() as c:
             c.execute("UPDATE runs SET status='failed', error=?, wall_time=?, finished=?, summary=? WHERE id=?",
                       (error, wall_time, time.time(), json.dumps(summary or {}), run_id))
+
+    def mark_interrupted(self, key: str, before_id: int) -> int:
+        """Rows of this key still 'running' and older than run ``before_id`` -> 'interrupted' (count)."""
+        with self._conn() as c:
+            return c.execute("UPDATE runs SET status='interrupted', error=?, finished=? "
+                             "WHERE key=? AND status='running' AND id<?",
+                             (f"interrupted; superseded by run {before_id}", time.time(), key, before_id)).rowcount
+
+    def set_versions(self, run_id: int, versions: dict) -> None:
+        """Record the versions of the process that actually ran the run (e.g. a Ray worker)."""
+        with self._conn() as c:
+            c.execute("UPDATE runs SET versions=? WHERE id=?", (json.dumps(versions), run_id))
+
+    def write_traces(self, run_id: int, traces: dict[str, dict]) -> None:
+        with self._conn() as c:
+            c.executemany("INSERT OR REPLACE INTO traces VALUES (?,?,?)",
+                          [(run_id, k, json.dumps(v)) for k, v in traces.items()])
+
+    def traces(self, run_id: int) -> dict[str, dict]:
+        with self._conn() as c:
+            return {r["probe"]: json.loads(r["data"]) for r in
+                    c.execute("SELECT probe, data FROM traces WHERE run_id=?", (run_id,))}
 
     # -- reading -----------------------------------------------------------------------------
     def runs(self, study: str | None = None, status: str | None = None, key: str | None = None,

@@ -22,17 +22,15 @@ executor or the number of workers.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import json
 import multiprocessing as mp
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from statetrack.config import EvalConfig, TrainConfig
 from statetrack.errors import UserError
-from statetrack.runner import RunResult, check_run, run, run_key
+from statetrack.runner import RunResult, check_run, complete_result, run, run_key
 from statetrack.store import Store
 
 
@@ -54,28 +52,6 @@ class Job:
 
 
 # -- helpers shared by the executors ----------------------------------------------------------------
-def mark_interrupted(db, key: str, before_id: int) -> int:
-    """Rows of this key still 'running' and older than a complete run -> 'interrupted'. Returns the count."""
-    store = Store(db)
-    with store._conn() as c:
-        cur = c.execute("UPDATE runs SET status='interrupted', error=?, finished=? "
-                        "WHERE key=? AND status='running' AND id<?",
-                        (f"interrupted; superseded by run {before_id}", time.time(), key, before_id))
-        return cur.rowcount
-
-
-def complete_result(store: Store, key: str) -> RunResult | None:
-    """The complete run with this key (the latest if there are several), as a reused RunResult."""
-    from statetrack.evaluate import LengthMetrics
-
-    done = store.runs(key=key, status="complete")
-    if not done:
-        return None
-    r = done[-1]
-    ms = [LengthMetrics(**{k: m[k] for k in LengthMetrics.__dataclass_fields__}) for m in store.metrics(r["id"])]
-    return RunResult(r["id"], "complete", ms, r["summary"], r["checkpoint"], reused=True)
-
-
 def _ensure_traces(db, job: Job, res: RunResult) -> None:
     if not job.probes or res.status != "complete" or not res.checkpoint:
         return
@@ -93,7 +69,7 @@ def _run_job(job: Job, db: str, reuse: bool) -> tuple[Job, RunResult]:
     res = run(job.train, job.eval, db=db, study=job.study, label=job.label, reuse=reuse, threads=1)
     _ensure_traces(db, job, res)
     if res.status == "complete" and not res.reused:
-        mark_interrupted(db, job.key, res.run_id)
+        Store(db).mark_interrupted(job.key, res.run_id)
     return job, res
 
 
@@ -124,8 +100,7 @@ def _store_payload(db: str, job: Job, p: dict) -> RunResult:
 
     store = Store(db)
     run_id = store.start_run(p["config"], study=job.study, label=job.label, key=job.key)
-    with store._conn() as c:  # the worker's versions (its thread count), not the driver's
-        c.execute("UPDATE runs SET versions=? WHERE id=?", (json.dumps(p["versions"]), run_id))
+    store.set_versions(run_id, p["versions"])  # the worker's (its thread count), not the driver's
     if p["status"] != "complete":
         store.fail_run(run_id, p["error"] or "failed", p["wall_time"], p["summary"])
         return RunResult(run_id, "failed", [], p["summary"] or {}, None)
@@ -137,7 +112,7 @@ def _store_payload(db: str, job: Job, p: dict) -> RunResult:
     store.finish_run(run_id, p["metrics"], str(ck), p["wall_time"], p["summary"], p["curve"])
     if p["traces"]:
         write_traces(db, run_id, p["traces"])
-    mark_interrupted(db, job.key, run_id)
+    store.mark_interrupted(job.key, run_id)
     return RunResult(run_id, "complete", p["metrics"], p["summary"], str(ck))
 
 

@@ -12,21 +12,12 @@ so the report draws them without loading a model.
 """
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import torch
 
 from statetrack.store import Store
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS traces (
-  run_id INTEGER NOT NULL REFERENCES runs(id),
-  probe TEXT NOT NULL,
-  data TEXT NOT NULL,
-  PRIMARY KEY (run_id, probe)
-);
-"""
 PROBE_SEED = 0
 VERSION = 2  # traces of an older version are recomputed by the next sweep
 
@@ -70,17 +61,10 @@ def traces_from_checkpoint(path: str, probes) -> dict[str, dict]:
 
 
 def write_traces(db, run_id: int, traces: dict[str, dict]) -> None:
-    store = Store(db)
-    with store._conn() as c:
-        c.executescript(SCHEMA)
-        c.executemany("INSERT OR REPLACE INTO traces VALUES (?,?,?)",
-                      [(run_id, k, json.dumps(v)) for k, v in traces.items()])
+    Store(db).write_traces(run_id, traces)
 
 
 def read_traces(db, run_id: int) -> dict[str, dict]:
-    store = Store(db, create=False)
-    with store._conn() as c:
-        c.executescript(SCHEMA)
-        rows = {r["probe"]: json.loads(r["data"]) for r in
-                c.execute("SELECT probe, data FROM traces WHERE run_id=?", (run_id,))}
+    """The run's stored traces of the current format (older formats are recomputed by the sweep)."""
+    rows = Store(db, create=False).traces(run_id)
     return {k: v for k, v in rows.items() if v.get("version") == VERSION}

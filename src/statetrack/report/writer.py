@@ -49,7 +49,7 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None, device: s
     """Look up every run of the study's grid (at ``scale``) by its key; read metrics, curves, traces."""
     from statetrack.report.traces import read_traces
     from statetrack.reproduce import study_jobs
-    from statetrack.sweep import complete_result
+    from statetrack.runner import complete_result
 
     store = Store(db, create=False)
     jobs = study_jobs(study, scale, seeds, device)
