@@ -55,20 +55,11 @@ def cmd_construct(a):
     from statetrack.theory.constructions import available, save
 
     if a.list:
-        rows = available()
-        if a.json:
-            for r in rows:
-                print(json.dumps(r))
-            return 0
-        from rich.table import Table
+        from statetrack.cli import _rows_out
 
-        t = Table(title="constructions (statetrack construct NAME --out PATH)")
-        for h in ("name", "basis", "description", "available"):
-            t.add_column(h)
-        for r in rows:
-            t.add_row(r["name"], r["basis"], r["description"], "yes" if r["available"] else f"needs {r['needs']}")
-        _console().print(t)
-        return 0
+        return _rows_out(a, available(), "constructions (statetrack construct NAME --out PATH)", {
+            "name": lambda r: r["name"], "basis": lambda r: r["basis"], "description": lambda r: r["description"],
+            "available": lambda r: "yes" if r["available"] else f"needs {r['needs']}"})
     if not a.name or not a.out:
         raise UserError("construct needs NAME and --out PATH (or --list)")
     c = save(a.name, a.out)
