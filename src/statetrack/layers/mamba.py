@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from statetrack.layers.base import (Mixer, Properties, causal_conv_step, check_conv, check_expand,
                                     init_dt_bias)
-from statetrack.ops import causal_conv, selective_scan
+from statetrack.ops import causal_conv, mamba_scan
 
 
 class Mamba(Mixer):
@@ -51,11 +51,14 @@ class Mamba(Mixer):
         buf = torch.zeros(batch, self.d_inner, max(self.k - 1, 0), device=device, dtype=dtype)
         return (h, buf)
 
+    def _dt_bc(self, u):
+        """u (..., E) after conv and silu -> (Delta, B, C)."""
+        dt_raw, Bm, Cm = self.x_proj(u).split([self.R, self.d_state, self.d_state], dim=-1)
+        return F.softplus(self.dt_proj(dt_raw)), Bm, Cm
+
     def _transition(self, u):
         """u (..., E) after conv and silu -> (A_bar, Delta, B, C)."""
-        dbc = self.x_proj(u)
-        dt_raw, Bm, Cm = dbc.split([self.R, self.d_state, self.d_state], dim=-1)
-        dt = F.softplus(self.dt_proj(dt_raw))
+        dt, Bm, Cm = self._dt_bc(u)
         dA = torch.exp(dt.unsqueeze(-1) * -torch.exp(self.A_log))
         if self.neg:
             dA = 2 * dA - 1
@@ -72,10 +75,11 @@ class Mamba(Mixer):
             state = self.init_state(x.shape[0], x.device, x.dtype)
         h0, buf = state
         u, z, buf = self._pre(x, buf, chunk=True)
-        dA, dt, Bm, Cm = self._transition(u)
-        h = selective_scan(dA, dt * u, Bm, h0)  # h_t = dA_t h_{t-1} + (dt_t u_t) (outer) B_t, b never materialised
-        y = (h @ Cm.unsqueeze(-1)).squeeze(-1) + self.D * u
-        return self.out_proj(y * F.silu(z)), (h[:, -1], buf)
+        dt, Bm, Cm = self._dt_bc(u)
+        # h_t = A_bar_t h_{t-1} + (dt_t u_t) (outer) B_t, y_t = h_t C_t; A_bar_t computed inside the scan
+        y, h = mamba_scan(dt, -torch.exp(self.A_log), u, Bm, Cm, h0, neg=self.neg)
+        y = y + self.D * u
+        return self.out_proj(y * F.silu(z)), (h, buf)
 
     def step(self, x, state):
         h, buf = state

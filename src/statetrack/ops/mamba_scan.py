@@ -1,0 +1,153 @@
+"""Mamba's selective scan with the transition computed inside the scan (never stored).
+
+    a_t = exp(Delta_t A)              (Mamba; Negative Mamba: a_t = 2 exp(Delta_t A) - 1)
+    h_t = a_t * h_{t-1} + (Delta_t u_t) (outer) B_t          y_t = h_t C_t
+
+Shapes: dt, u (B, T, E); A (E, N) (negative reals, natural units); Bm, Cm (B, T, N); h0 (B, E, N) or
+None. Returns y (B, T, E) and the last state h_T (B, E, N).
+
+``mamba_scan_ref`` is the step-by-step float64 reference. ``mamba_scan`` is the fast form. Composed
+from separate ops, a training step writes and reads a dozen (B, T, E, N) tensors (Delta A, its
+exponential, the scan's input and output, the state gradient, the products for dDelta and dA); here
+the forward loop computes a_t for one step at a time in a (B, E, N) buffer that stays in cache and
+stores only the states h; the backward loop recomputes a_t the same way and reduces the gradients
+of Delta and A step by step, so the only (B, T, E, N) tensors are h and the state gradient. The
+exponential is ``exp2`` of Delta (A log2 e) (on the 2-core CPU ``exp2`` runs 2.5x faster than
+``exp``), and Negative Mamba's 2 exp(z) - 1 is exp2(z log2 e + 1) - 1. Without gradients (evaluation)
+h is not stored at all: two (B, E, N) buffers, memory flat in length.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+from torch.autograd.function import once_differentiable
+
+LOG2E = 1.0 / math.log(2.0)
+
+
+def mamba_scan_ref(dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor | None = None,
+                   neg: bool = False) -> tuple[Tensor, Tensor]:
+    """Reference: the recurrence step by step in float64."""
+    d = torch.float64
+    dt, A, u, Bm, Cm = (t.to(d) for t in (dt, A, u, Bm, Cm))
+    B, T, E = u.shape
+    h = torch.zeros(B, E, A.shape[-1], dtype=d, device=u.device) if h0 is None else h0.to(d)
+    ys = []
+    for t in range(T):
+        a = torch.exp(dt[:, t, :, None] * A)
+        if neg:
+            a = 2 * a - 1
+        h = a * h + (dt[:, t] * u[:, t])[..., None] * Bm[:, t, None, :]
+        ys.append((h * Cm[:, t, None, :]).sum(-1))
+    y = torch.stack(ys, 1) if ys else u.new_zeros(u.shape, dtype=d)
+    return y, h
+
+
+def _transition(dtv: Tensor, A2: Tensor, neg: bool, out: Tensor) -> Tensor:
+    """out <- exp2(Delta_t A2) (Mamba) or exp2(Delta_t A2 + 1) = 2 exp(Delta_t A) (Negative Mamba)."""
+    torch.mul(dtv, A2, out=out)
+    if neg:
+        out.add_(1.0)
+    return out.exp2_()
+
+
+def _forward(dt, A2, xu, Bm, Cm, h0, neg: bool, keep: bool):
+    """Forward loop. keep: store every h (B, T, E, N) for the backward pass (y from one batched matmul);
+    else two (B, E, N) buffers and y per step."""
+    B, T, E = xu.shape
+    N = A2.shape[-1]
+    a = torch.empty(B, E, N, dtype=xu.dtype, device=xu.device)
+    dtv, xv, bv = dt.unsqueeze(-1).unbind(1), xu.unsqueeze(-1).unbind(1), Bm.unsqueeze(-2).unbind(1)
+    if keep:
+        H = torch.empty(B, T, E, N, dtype=xu.dtype, device=xu.device)
+        hs = H.unbind(1)
+    else:
+        H, bufs = None, (torch.empty_like(a), torch.empty_like(a))
+        yt = torch.empty(T, B, E, 1, dtype=xu.dtype, device=xu.device)
+        cv = Cm.unsqueeze(-1).unbind(1)
+    prev = h0
+    for t in range(T):
+        _transition(dtv[t], A2, neg, a)
+        if neg:
+            a.sub_(1.0)
+        h = hs[t] if keep else bufs[t % 2]
+        torch.mul(xv[t], bv[t], out=h)
+        h.addcmul_(a, prev)
+        if not keep:
+            torch.bmm(h, cv[t], out=yt[t])
+        prev = h
+    if keep:
+        y = (H @ Cm.unsqueeze(-1)).squeeze(-1)
+    else:
+        y = yt.squeeze(-1).transpose(0, 1)
+    return y, H, prev
+
+
+class _MambaScan(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, dt, A, u, Bm, Cm, h0, neg):
+        A2 = A * LOG2E
+        xu = dt * u
+        y, H, hT = _forward(dt, A2, xu, Bm, Cm, h0, neg, keep=True)
+        ctx.save_for_backward(dt, A, u, xu, Bm, Cm, H, h0)
+        ctx.neg = neg
+        return y, hT.clone()
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, gy, ghT):
+        dt, A, u, xu, Bm, Cm, H, h0 = ctx.saved_tensors
+        neg = ctx.neg
+        B, T, E = u.shape
+        N = A.shape[-1]
+        A2 = A * LOG2E
+        if gy is None:
+            gy = torch.zeros_like(u)
+        gC = (gy.unsqueeze(-2) @ H).squeeze(-2)  # (B, T, N)
+        G = torch.empty_like(H)  # dL/dh_t
+        gs, hs = G.unbind(1), H.unbind(1)
+        e = torch.empty(B, E, N, dtype=u.dtype, device=u.device)
+        a_buf = torch.empty_like(e) if neg else e
+        P, tmp, Q = torch.empty_like(e), torch.empty_like(e), torch.zeros_like(e)
+        gdt = torch.empty(B, T, E, dtype=u.dtype, device=u.device)
+        dtv, gyv, cv = dt.unsqueeze(-1).unbind(1), gy.unsqueeze(-1).unbind(1), Cm.unsqueeze(-2).unbind(1)
+        gdv = gdt.unbind(1)
+        for t in range(T - 1, -1, -1):
+            g = gs[t]
+            torch.mul(gyv[t], cv[t], out=g)
+            if t == T - 1:
+                if ghT is not None:
+                    g.add_(ghT)
+            else:
+                g.addcmul_(a_buf, gs[t + 1])  # a_{t+1}, computed in the previous iteration
+            _transition(dtv[t], A2, neg, e)  # e = da_t / d(Delta_t A)
+            torch.mul(g, hs[t - 1] if t else h0, out=P)  # dL/da_t
+            P.mul_(e)  # dL/d(Delta_t A)
+            torch.mul(P, A, out=tmp)
+            torch.sum(tmp, -1, out=gdv[t])
+            Q.addcmul_(P, dtv[t])
+            if neg:
+                torch.sub(e, 1.0, out=a_buf)
+        gh0 = a_buf * gs[0] if T else (ghT if ghT is not None else torch.zeros_like(h0))
+        gxu = (G @ Bm.unsqueeze(-1)).squeeze(-1)  # (B, T, E)
+        gB = (xu.unsqueeze(-2) @ G).squeeze(-2)  # (B, T, N)
+        gdt.addcmul_(gxu, u)
+        return gdt, Q.sum(0), gxu * dt, gB, gC, gh0, None
+
+
+def mamba_scan(dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor | None = None,
+               neg: bool = False) -> tuple[Tensor, Tensor]:
+    """Fast form of :func:`mamba_scan_ref` (same contract, in the inputs' dtype)."""
+    B, T, E = u.shape
+    if h0 is None:
+        h0 = torch.zeros(B, E, A.shape[-1], dtype=u.dtype, device=u.device)
+    dt, A, Bm, Cm, h0 = (t.to(u.dtype) for t in (dt, A, Bm, Cm, h0))
+    if T == 0:
+        return u.new_zeros(u.shape), h0
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (dt, A, u, Bm, Cm, h0)):
+        return _MambaScan.apply(dt, A, u, Bm, Cm, h0, bool(neg))
+    with torch.no_grad():
+        y, _, hT = _forward(dt, A * LOG2E, dt * u, Bm, Cm, h0, bool(neg), keep=False)
+    return y, hT.clone()
