@@ -117,6 +117,26 @@ def test_diag_scan_grad_matches_reference_and_broadcast():
         torch.testing.assert_close(x, y)
 
 
+@pytest.mark.parametrize("S", [(3,), (64, 16)])
+def test_diag_scan_streamed_in_chunks_into_one_buffer(S):
+    """The streaming form: chunks with the state carried, written into one reused buffer."""
+    torch.manual_seed(3)
+    B, T, C = 2, 1_000, 128
+    a, b = torch.rand((B, T) + S) * 2 - 1, torch.randn((B, T) + S)
+    ref = diag_scan_ref(a, b)
+    buf, h, got = None, None, []
+    for i in range(0, T, C):
+        ac, bc = a[:, i:i + C], b[:, i:i + C]
+        if buf is None or buf.shape != ac.shape:
+            buf = torch.empty_like(ac)
+        diag_scan(ac, bc, h, out=buf)
+        got.append(buf.clone())
+        h = buf[:, -1].clone()
+    assert rel_err(torch.cat(got, 1), ref) <= 1e-5
+    with pytest.raises(ValueError, match="expected"):
+        diag_scan(a[:, :5], b[:, :5], out=torch.empty(B, 4, *S))
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
 def test_selective_scan_matches_and_gradcheck(dtype):
     torch.manual_seed(7)

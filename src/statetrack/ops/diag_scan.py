@@ -7,8 +7,8 @@ multiplies and adds.
 
 The fast form (measured on a 2-core CPU, see docs/benchmarks.md) is:
 
-* forward: a time loop that writes each step in place into the output (``addcmul_`` on views of a
-  copy of ``b``), no per-step allocation; for long sequences with a small per-step state, where the
+* forward: a time loop that writes each step straight into the output (``addcmul`` with ``out=`` a
+  view of it: a_t and b_t read once, h_t written once, no per-step allocation); for long sequences with a small per-step state, where the
   Python loop overhead dominates, a two-level chunked scan (a loop over the ~sqrt(T) positions of a
   chunk, vectorised over chunks, then a loop over the chunk carries), also multiply-add only;
 * backward: a custom autograd function. The gradient of the state obeys the reverse recurrence
@@ -49,17 +49,15 @@ def diag_scan_ref(a: Tensor, b: Tensor, h0: Tensor | None = None) -> Tensor:
     return torch.stack(out, dim=1)
 
 
-def _loop(a: Tensor, b: Tensor, h0: Tensor) -> Tensor:
-    """In-place time loop (no autograd). a (B, T, ...); b of a's shape (real b allowed with complex a:
-    converted in the same pass that copies it into the output); h0 (B, ...)."""
-    out = torch.empty(a.shape, dtype=a.dtype, device=a.device)
-    out.copy_(b)
-    if out.shape[1] == 0:
-        return out
-    o, av = out.unbind(1), a.unbind(1)
-    o[0].addcmul_(av[0], h0)
-    for t in range(1, len(o)):
-        o[t].addcmul_(av[t], o[t - 1])
+def _loop(a: Tensor, b: Tensor, h0: Tensor, out: Tensor | None = None) -> Tensor:
+    """Time loop (no autograd). a (B, T, ...); b of a's shape (real b allowed with complex a: converted
+    as it is read); h0 (B, ...); out: where to write h (a's shape and dtype), or None (a new tensor)."""
+    out = torch.empty(a.shape, dtype=a.dtype, device=a.device) if out is None else out
+    o, av, bv = out.unbind(1), a.unbind(1), b.unbind(1)
+    prev = h0
+    for t in range(len(o)):  # one pass: read a_t and b_t, write h_t (h_{t-1} is still in cache)
+        torch.addcmul(bv[t], av[t], prev, out=o[t])
+        prev = o[t]
     return out
 
 
@@ -141,16 +139,30 @@ class _DiagScan(torch.autograd.Function):
         return ga, (g.real if ctx.b_real else g), g0
 
 
-def diag_scan(a: Tensor, b: Tensor, h0: Tensor | None = None) -> Tensor:
+def diag_scan(a: Tensor, b: Tensor, h0: Tensor | None = None, out: Tensor | None = None) -> Tensor:
     """Fast scan with the same contract as :func:`diag_scan_ref`, in the promoted dtype of a and b.
 
-    a and b broadcast against each other (e.g. a time-invariant ``a.expand(...)``)."""
+    a and b broadcast against each other (e.g. a time-invariant ``a.expand(...)``).
+
+    ``out`` (no gradients): write h into this tensor of the result's shape and dtype and return it.
+    This is the streaming form: run a long sequence chunk by chunk, each chunk's ``h0`` the previous
+    chunk's last state, into one reused buffer; memory stays that of one chunk whatever the length, and
+    no fresh pages are touched per chunk (bench/bench_mixers.py, section stream)."""
     dtype = torch.promote_types(a.dtype, b.dtype)
     shape = torch.broadcast_shapes(a.shape, b.shape)
     # a real b stays real (the scan converts it while copying it into the output): one pass less
     bdtype = b.dtype if (dtype.is_complex and not b.is_complex() and b.dtype == dtype.to_real()) else dtype
     a, b = a.to(dtype).expand(shape), b.to(bdtype).expand(shape)
     h0 = torch.zeros((shape[0],) + shape[2:], dtype=dtype, device=b.device) if h0 is None else h0.to(dtype)
+    if out is not None:
+        if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad or h0.requires_grad):
+            raise ValueError("diag_scan(out=...) does not support gradients")
+        if out.shape != shape or out.dtype != dtype:
+            raise ValueError(f"diag_scan out has shape {tuple(out.shape)} and dtype {out.dtype}; "
+                             f"expected {tuple(shape)} and {dtype}")
+        if _use_chunked(a):
+            return out.copy_(_chunked(a, b.to(dtype), h0))
+        return _loop(a, b, h0, out)
     return _DiagScan.apply(a, b, h0)
 
 

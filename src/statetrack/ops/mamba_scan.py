@@ -45,6 +45,14 @@ def mamba_scan_ref(dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0:
     return y, h
 
 
+def _readout(H: Tensor, C: Tensor) -> Tensor:
+    """sum_n H[..., e, n] C[..., n]: (B, T, E, N), (B, T, N) -> (B, T, E).
+
+    Written as (1, N) @ (N, E) on a transposed view: the batched matrix-vector form (E, N) @ (N, 1)
+    is 3x slower on the 2-core CPU (29 vs 9 ms at (16384, 128, 16))."""
+    return (C.unsqueeze(-2) @ H.transpose(-1, -2)).squeeze(-2)
+
+
 def _transition(dtv: Tensor, A2: Tensor, neg: bool, out: Tensor) -> Tensor:
     """out <- exp2(Delta_t A2) (Mamba) or exp2(Delta_t A2 + 1) = 2 exp(Delta_t A) (Negative Mamba)."""
     torch.mul(dtv, A2, out=out)
@@ -65,8 +73,8 @@ def _forward(dt, A2, xu, Bm, Cm, h0, neg: bool, keep: bool):
         hs = H.unbind(1)
     else:
         H, bufs = None, (torch.empty_like(a), torch.empty_like(a))
-        yt = torch.empty(T, B, E, 1, dtype=xu.dtype, device=xu.device)
-        cv = Cm.unsqueeze(-1).unbind(1)
+        yt = torch.empty(T, B, 1, E, dtype=xu.dtype, device=xu.device)
+        cv = Cm.unsqueeze(-2).unbind(1)
     prev = h0
     for t in range(T):
         _transition(dtv[t], A2, neg, a)
@@ -76,12 +84,12 @@ def _forward(dt, A2, xu, Bm, Cm, h0, neg: bool, keep: bool):
         torch.mul(xv[t], bv[t], out=h)
         h.addcmul_(a, prev)
         if not keep:
-            torch.bmm(h, cv[t], out=yt[t])
+            torch.bmm(cv[t], h.transpose(1, 2), out=yt[t])  # (1, N) @ (N, E): see _readout
         prev = h
     if keep:
-        y = (H @ Cm.unsqueeze(-1)).squeeze(-1)
+        y = _readout(H, Cm)
     else:
-        y = yt.squeeze(-1).transpose(0, 1)
+        y = yt.squeeze(-2).transpose(0, 1)
     return y, H, prev
 
 
@@ -131,7 +139,7 @@ class _MambaScan(torch.autograd.Function):
             if neg:
                 torch.sub(e, 1.0, out=a_buf)
         gh0 = a_buf * gs[0] if T else (ghT if ghT is not None else torch.zeros_like(h0))
-        gxu = (G @ Bm.unsqueeze(-1)).squeeze(-1)  # (B, T, E)
+        gxu = _readout(G, Bm)  # (B, T, E)
         gB = (xu.unsqueeze(-2) @ G).squeeze(-2)  # (B, T, N)
         gdt.addcmul_(gxu, u)
         return gdt, Q.sum(0), gxu * dt, gB, gC, gh0, None
