@@ -78,14 +78,19 @@ def delta_rule_chunked(q, k, v, beta, S0=None, chunk: int = 32):
     # (B, H, n, C, .)
     q, k, v = (x.reshape(B, n, C, H, -1).permute(0, 3, 1, 2, 4) for x in (q, k, v))
     beta = beta.reshape(B, n, C, H).permute(0, 3, 1, 2)
-    bk, bv = beta.unsqueeze(-1) * k, beta.unsqueeze(-1) * v
-    eye = torch.eye(C, dtype=k.dtype, device=k.device)
-    L = torch.tril(bk @ k.transpose(-1, -2), -1)
-    M = eye + L
-    W = torch.linalg.solve_triangular(M, bk, upper=False, unitriangular=True)
-    Uv = torch.linalg.solve_triangular(M, bv, upper=False, unitriangular=True)
-    Aqk = torch.tril(q @ k.transpose(-1, -2))
     kT = k.transpose(-1, -2)
+    # the triangular masks as 0/1 multipliers (torch.tril is several times slower than a multiply here)
+    lower = torch.ones(C, C, dtype=torch.bool, device=k.device).tril()
+    strict = (lower & ~torch.eye(C, dtype=torch.bool, device=k.device)).to(k.dtype)
+    M = (beta.unsqueeze(-1) * (k @ kT)) * strict + torch.eye(C, dtype=k.dtype, device=k.device)
+    # W = M^-1 diag(beta) K, U_v = M^-1 diag(beta) V through the explicit inverse T = M^-1 (a solve
+    # against I, then one matmul for both): batched solves with many right-hand sides are slow on CPU
+    # (4.4 vs 9.8 ms for 512 chunks of 32 with d_k + d_v = 80)
+    eye = torch.eye(C, dtype=k.dtype, device=k.device)
+    Tinv = torch.linalg.solve_triangular(M, eye.expand(M.shape), upper=False, unitriangular=True)
+    WU = Tinv @ (beta.unsqueeze(-1) * torch.cat([k, v], -1))
+    W, Uv = WU.split([dk, dv], -1)
+    Aqk = (q @ kT) * lower.to(k.dtype)
     outs = []
     for i in range(n):
         U = Uv[:, :, i] - W[:, :, i] @ S
