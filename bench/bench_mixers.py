@@ -77,6 +77,35 @@ def fla_naive():
     return mod
 
 
+def fla_delta_peer(name, dev):
+    """Our ``name`` mixer (deltanet / deltaproduct) with fla-core's naive recurrent delta rule in place
+    of ``ops.delta_rule``: the same layer, the peer's recurrence (a per-step loop under autograd)."""
+    fla = fla_naive()
+    if fla is None:
+        return None
+    import statetrack.layers.deltanet as dn
+
+    def op(q, k, v, beta, S0=None, chunk=0):
+        dk = q.shape[-1]  # fla scales q by dk^-1/2; ours is only L2-normalised: undo the scaling
+        tq, tk, tv, tb = (t.transpose(1, 2) for t in (q * dk ** 0.5, k, v, beta))
+        o, S = fla.delta_rule_recurrence(tq, tk, tv, tb, initial_state=S0)
+        return o.transpose(1, 2), S
+
+    class Peer(torch.nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, x):
+            orig, dn.delta_rule = dn.delta_rule, op
+            try:
+                return self.m(x)
+            finally:
+                dn.delta_rule = orig
+
+    return Peer(build(name, dev))
+
+
 def mamba_pscan():
     try:
         from mambapy.pscan import pscan
@@ -107,6 +136,10 @@ def section_train(dev, B, T, reps):
     mp = mambapy_block(dev) if SELECTED is None or "mambapy" in SELECTED else None
     if mp is not None:
         models.append(("mambapy (peer)", mp))
+    for name in ("deltanet", "deltaproduct"):
+        peer = fla_delta_peer(name, dev) if SELECTED is None or f"{name}-fla" in SELECTED else None
+        if peer is not None:
+            models.append((f"{name} + fla naive recurrence (peer)", peer))
     for name, m in models:
         def fb():
             xx = x.detach().requires_grad_()
@@ -306,7 +339,8 @@ def main():
                     help="torch threads (default 1: on a shared 2-core machine, 2 OpenMP threads stall on each other)")
     ap.add_argument("--quick", action="store_true", help="smaller shapes (smoke run)")
     ap.add_argument("--json", default=None, help="write the results here")
-    ap.add_argument("--mixers", nargs="*", default=None, help="only these mixers (and 'mambapy' for the peer)")
+    ap.add_argument("--mixers", nargs="*", default=None,
+                    help="only these mixers (and the peers 'mambapy', 'deltanet-fla', 'deltaproduct-fla')")
     args = ap.parse_args()
     global SELECTED
     SELECTED = args.mixers
