@@ -12,7 +12,7 @@ flash-linear-attention layers) through an optional short depthwise causal conv (
 by default, 0 = none) and silu; q and every k_j are L2-normalised per head. beta_j = sigmoid(w_j^T x_t)
 in [0, 1]; with ``neg=true`` beta_j = 2 sigmoid(w_j^T x_t) in [0, 2], so the eigenvalue 1 - beta_j of
 each factor lies in [-1, 1] (Grazzi et al.); the same beta scales the write term. The head outputs go
-through a per-head RMSNorm and an output projection to d_model.
+through a per-head RMSNorm (eps 1e-5, flash-linear-attention's default) and an output projection to d_model.
 
 Training uses the chunked WY/UT form (``chunk`` steps per chunk; 0 = the step loop); ``step`` uses the
 recurrent form. State: (S (B, heads, d_k, d_v), conv buffer).
@@ -49,7 +49,7 @@ class DeltaProduct(Mixer):
         self.qkv = nn.Linear(d_model, sum(self.sizes), bias=False)
         self.b_proj = nn.Linear(d_model, nh * H, bias=False)
         self.conv = nn.Conv1d(sum(self.sizes), sum(self.sizes), conv, groups=sum(self.sizes)) if conv > 0 else None
-        self.o_norm = nn.RMSNorm(dv)
+        self.o_norm = nn.RMSNorm(dv, eps=1e-5)  # flash-linear-attention's norm_eps
         self.o_proj = nn.Linear(H * dv, d_model, bias=False)
 
     @property

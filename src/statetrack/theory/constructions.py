@@ -720,7 +720,7 @@ def sn_deltaproduct(arg: str) -> Construction:
             for j in range(len(ts), nh):
                 mx.b_proj.weight[j, y] = -30.0  # beta ~ 2e-13 and k = 0: identity
         mx.o_norm.weight.fill_(1.0)
-        eps = torch.finfo(torch.float32).eps
+        eps = mx.o_norm.eps or torch.finfo(torch.float32).eps  # the norm is o / sqrt(eps) in its linear regime
         mx.o_proj.weight.zero_()
         mx.o_proj.weight[OUT, 0] = math.sqrt(eps) / v1s  # residual OUT = q . (P_y w0 - w0)
         qdotw = sum(q * w for q, w in zip(qhat, w0))
