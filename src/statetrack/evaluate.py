@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from statetrack.config import EvalConfig
-from statetrack.device import resolve_device
+from statetrack.device import release_free_memory, resolve_device
 from statetrack.tasks import Task
 
 
@@ -57,6 +57,7 @@ def evaluate_length(model, task: Task, length: int, batch_size: int, chunk: int,
     rows = np.arange(batch_size)
     for b in task.stream_batch(rng, batch_size, length, chunk):
         logits, states = model(torch.as_tensor(b.inputs, device=device), states)
+        release_free_memory(device)  # keeps the resident set flat in length (see the function)
         pred = logits.argmax(-1).cpu().numpy()
         hit = pred == b.targets
         correct_tok += int((hit & b.mask).sum())
