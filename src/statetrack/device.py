@@ -1,8 +1,6 @@
 """Device choice: cpu, cuda, or auto (cuda when present)."""
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import platform
 
 import torch
@@ -31,22 +29,3 @@ def cpu_model() -> str:
         pass
     return platform.processor() or platform.machine()
 
-
-def _glibc_trim():
-    name = ctypes.util.find_library("c")
-    lib = ctypes.CDLL(name) if name else None
-    return getattr(lib, "malloc_trim", None)  # glibc only; None elsewhere (macOS, musl)
-
-
-_MALLOC_TRIM = _glibc_trim()
-
-
-def release_free_memory(device: torch.device) -> None:
-    """Hand the CPU heap's free memory back to the OS (glibc ``malloc_trim``; a no-op elsewhere).
-
-    Streaming evaluation calls it after every chunk. Each chunk allocates and frees the same
-    temporaries, but with the transparent-huge-page hint (``statetrack.ops``) they are 2 MiB-aligned
-    and glibc's heap fragments around them: the resident set grew with the length evaluated (peak
-    1.31x from 1,000 to 100,000 steps, ``bench/eval_memory.py``); trimmed, it stays flat (1.03x)."""
-    if torch.device(device).type == "cpu" and _MALLOC_TRIM is not None:
-        _MALLOC_TRIM(0)
