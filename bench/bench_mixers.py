@@ -4,7 +4,8 @@
 
 Sections: train64 (forward+backward, batch 256, length 64, width 64, state 16), train1024 (the same at
 length 1,024; batch 32 by default, see --batch1024), stream (forward, no grad, batch 64, length
-10,000 streamed in chunks with the state carried), scans (raw diagonal and delta-rule scans at
+10,000 streamed in chunks with the state carried), deltaops (the delta rule alone, forward+backward,
+at the two training shapes, against fla-core's naive recurrence), scans (raw diagonal and delta-rule scans at
 lengths 64, 1,024, 10,000, with peers), copy (memory bandwidth, the 12 bytes/element/step floor for
 evaluation at batch 64, 64 channels x state 16, length 10,000, and the streaming forms against it).
 Times are the minimum over a few repeats, in milliseconds. Peers: ``mambapy`` (pure PyTorch Mamba,
@@ -176,6 +177,39 @@ def section_stream(dev, B, T, chunk, reps):
     return rows
 
 
+def section_delta_ops(dev, reps):
+    """The delta-rule recurrence alone, forward + backward, at the training shapes of the mixers
+    (batch 256 x length 64 and batch 32 x length 1,024; one head, d_k 16, d_v 64): ours (chunked, custom
+    backward) against fla-core's naive recurrence. DeltaProduct (n_h = 2) runs 2 sub-steps per token."""
+    fla = fla_naive()
+    rows = []
+    for B, T in ((256, 64), (32, 1024)):
+        for name, nh in (("deltanet", 1), ("deltaproduct", 2)):
+            L = T * nh
+            g = torch.Generator(device=dev).manual_seed(0)
+            q = F.normalize(torch.randn(B, L, 1, D_STATE, device=dev, generator=g), dim=-1)
+            k = F.normalize(torch.randn(B, L, 1, D_STATE, device=dev, generator=g), dim=-1)
+            v = torch.randn(B, L, 1, D_MODEL, device=dev, generator=g)
+            beta = 2 * torch.rand(B, L, 1, device=dev, generator=g)
+
+            def ours():
+                ins = [t.detach().requires_grad_() for t in (q, k, v, beta)]
+                delta_rule_chunked(*ins, chunk=32 * nh)[0].square().mean().backward()
+
+            def peer():
+                ins = [t.detach().transpose(1, 2).requires_grad_() for t in (q, k, v, beta)]
+                fla.delta_rule_recurrence(*ins)[0].square().mean().backward()
+
+            forms = {"ours (chunked, custom backward)": ours}
+            if fla is not None:
+                forms["fla naive recurrence (peer)"] = peer
+            for form, fn in forms.items():
+                ms = timeit(fn, dev, reps=reps if T <= 64 else 1, budget=30)
+                rows.append({"op": name, "B": B, "T": T, "form": form, "ms": ms})
+                print(f"  delta op f+b {name:13s} B={B} T={T} {form:32s} {ms:9.1f} ms", flush=True)
+    return rows
+
+
 def _old_list_loop(a, b, h0):
     """The previous diag_scan: loop, list of steps, stack (autograd through every step)."""
     h, out = h0, []
@@ -332,7 +366,7 @@ def machine():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--only", nargs="*", default=["train64", "train1024", "stream", "scans", "copy"])
+    ap.add_argument("--only", nargs="*", default=["train64", "train1024", "deltaops", "stream", "scans", "copy"])
     ap.add_argument("--batch1024", type=int, default=32)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1,
@@ -352,9 +386,12 @@ def main():
     if "train64" in args.only:
         res["train64"] = section_train(dev, 16 if q else 256, 64, args.reps)
     if "train1024" in args.only:
+        res["batch1024"] = 2 if q else args.batch1024
         res["train1024"] = section_train(dev, 2 if q else args.batch1024, 1024, 1)
     if "stream" in args.only:
         res["stream"] = section_stream(dev, 4 if q else 64, 1000 if q else 10_000, 250, 1)
+    if "deltaops" in args.only:
+        res["deltaops"] = section_delta_ops(dev, args.reps)
     if "scans" in args.only:
         res["scans"] = section_scans(dev, [64, 1024] if q else [64, 1024, 10_000], args.reps)
     if "copy" in args.only:
