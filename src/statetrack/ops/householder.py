@@ -22,9 +22,14 @@ Three forms:
   WY representation of the chunk's Householder products (H_i ... H_1 = I - sum_{j<=i} k_j w_j^T), and
   those products have norm <= 1 for beta in [0, 2], so nothing in the chunk grows. Measured against
   the float64 reference at T = 1,000 in float32 (bench/accuracy.py, tests/test_ops.py): relative error
-  <= 1e-6 for beta in [0, 2] and <= 6e-6 for repeated keys with beta in (1.999, 2), at chunk sizes
-  16, 64 and 128 (the error grows mildly with the chunk). No fallback was needed. The default chunk
-  is 32: on the 2-core CPU it is also faster than 64 at T >= 1,024 (docs/benchmarks.md).
+  <= 1e-6 for beta in [0, 2] and <= 4e-5 for repeated keys with beta in (1.999, 2), at chunk sizes
+  16 to 128 (the error grows mildly with the chunk; 1.5e-5 at the default 32). No fallback was
+  needed. On the 2-core CPU chunk 32 is also faster than 64 (docs/benchmarks.md).
+
+  The backward pass is written by hand (``_DeltaChunked``): only the state gradient loops over
+  chunks; every other gradient is one batched matmul over all chunks. The inverse of each chunk's
+  unit-triangular matrix is formed explicitly (one solve against I): batched solves with many
+  right-hand sides are slow on CPU.
 """
 from __future__ import annotations
 
