@@ -1,6 +1,12 @@
 """Evaluation memory does not grow with length: peak RSS at 100,000 steps within 10% of 1,000."""
 import importlib.util
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
+
+from statetrack import memory
 
 spec = importlib.util.spec_from_file_location("eval_memory", Path(__file__).parents[1] / "bench" / "eval_memory.py")
 eval_memory = importlib.util.module_from_spec(spec)
@@ -11,3 +17,22 @@ def test_peak_memory_flat_in_length():
     short = eval_memory.measure("negmamba(conv=0)*2", 1_000, batch=4, chunk=512, width=8)
     long = eval_memory.measure("negmamba(conv=0)*2", 100_000, batch=4, chunk=512, width=8)
     assert long["peak_kib"] <= 1.10 * short["peak_kib"], (short, long)
+
+
+
+def _settings(**env):
+    code = "import json, statetrack.ops, statetrack.memory as m; print(json.dumps(m.configure()))"
+    env = {k: v for k, v in {**os.environ, **env}.items() if v is not None}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    return json.loads(out.stdout)
+
+
+def test_allocator_settings_follow_the_environment():
+    """statetrack.memory: on by default (the malloc thresholds where glibc is present), both off with
+    THP_MEM_ALLOC_ENABLE=0, and the user's own MALLOC_* thresholds left alone."""
+    base = {k: None for k in ("THP_MEM_ALLOC_ENABLE", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")}
+    on = _settings(**base)
+    assert on == {"huge_pages": True, "malloc_thresholds": memory._LIBC is not None}
+    assert _settings(**{**base, "THP_MEM_ALLOC_ENABLE": "0"}) == {"huge_pages": False, "malloc_thresholds": False}
+    assert _settings(**{**base, "MALLOC_TRIM_THRESHOLD_": "131072"})["malloc_thresholds"] is False
+    memory.release_free_memory()  # callable anywhere; a no-op without glibc
