@@ -292,3 +292,18 @@ def test_causal_conv_matches_conv1d(dtype):
     y2, b2 = causal_conv_ref(conv, x, buf)
     torch.testing.assert_close(y1, y2)
     torch.testing.assert_close(b1, b2)
+
+
+def test_causal_conv_gradients_match_conv1d():
+    """The hand-written backward: gradients of the input, the carried buffer, the weights and the bias."""
+    torch.manual_seed(7)
+    conv = torch.nn.Conv1d(6, 6, 4, groups=6).double()
+    x = torch.randn(2, 9, 6, dtype=torch.float64, requires_grad=True)
+    buf = torch.randn(2, 6, 3, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(2, 9, 6, dtype=torch.float64)
+    params = [x, buf, conv.weight, conv.bias]
+    g1 = torch.autograd.grad((causal_conv(conv, x, buf)[0] * w).sum(), params)
+    g2 = torch.autograd.grad((causal_conv_ref(conv, x, buf)[0] * w).sum(), params)
+    for a, b in zip(g1, g2):
+        torch.testing.assert_close(a, b)
+    assert torch.autograd.gradcheck(lambda x, buf: causal_conv(conv, x, buf)[0], (x, buf))
