@@ -177,13 +177,13 @@ def section_stream(dev, B, T, chunk, reps):
     return rows
 
 
-def section_delta_ops(dev, reps):
+def section_delta_ops(dev, reps, shapes=((256, 64), (32, 1024))):
     """The delta-rule recurrence alone, forward + backward, at the training shapes of the mixers
     (batch 256 x length 64 and batch 32 x length 1,024; one head, d_k 16, d_v 64): ours (chunked, custom
     backward) against fla-core's naive recurrence. DeltaProduct (n_h = 2) runs 2 sub-steps per token."""
     fla = fla_naive()
     rows = []
-    for B, T in ((256, 64), (32, 1024)):
+    for B, T in shapes:
         for name, nh in (("deltanet", 1), ("deltaproduct", 2)):
             L = T * nh
             g = torch.Generator(device=dev).manual_seed(0)
@@ -391,7 +391,8 @@ def main():
     if "stream" in args.only:
         res["stream"] = section_stream(dev, 4 if q else 64, 1000 if q else 10_000, 250, 1)
     if "deltaops" in args.only:
-        res["deltaops"] = section_delta_ops(dev, args.reps)
+        shapes = ((16, 64), (2, 1024)) if q else ((256, 64), (args.batch1024, 1024))
+        res["deltaops"] = section_delta_ops(dev, args.reps, shapes)
     if "scans" in args.only:
         res["scans"] = section_scans(dev, [64, 1024] if q else [64, 1024, 10_000], args.reps)
     if "copy" in args.only:
