@@ -292,6 +292,15 @@ def section_scans(dev, lengths, reps):
     return rows
 
 
+def copy_bandwidth(dev, reps) -> float:
+    """GB/s of ``y.copy_(x)`` over 256 MiB, read + write counted."""
+    n = 64 * 2**20  # 64 Mi floats
+    x = torch.randn(n, device=dev)
+    y = torch.empty_like(x)
+    ms = timeit(lambda: y.copy_(x), dev, reps=reps)
+    return 2 * 4 * n / (ms / 1e3) / 1e9
+
+
 def section_copy(dev, reps, T=10_000, chunk=250):
     """Copy bandwidth, the evaluation floor, and how close the streaming forms come to it.
 
@@ -300,12 +309,7 @@ def section_copy(dev, reps, T=10_000, chunk=250):
     T * 64 * 64 * 16 * 12 B / copy bandwidth. Every form runs the 10,000 steps chunk by chunk with
     the state carried (memory of one chunk, flat in length); inputs are made once per chunk shape and
     not timed."""
-    n = 64 * 2**20  # 64 Mi floats = 256 MiB
-    x = torch.randn(n, device=dev)
-    y = torch.empty_like(x)
-    ms = timeit(lambda: y.copy_(x), dev, reps=reps)
-    bw = 2 * 4 * n / (ms / 1e3) / 1e9  # read + write
-    del x, y
+    bw = copy_bandwidth(dev, reps)
     B, E, N = 64, 64, D_STATE
     floor_s = T * B * E * N * 12 / (bw * 1e9)
     out = {"copy_GBps": bw, "floor_s": floor_s, "shape": f"batch {B}, {E} channels x state {N}, length {T}",

@@ -71,7 +71,7 @@ def delta_rule_ref(q, k, v, beta, S0=None):
 def _chunk_forward(q, k, v, beta, S0):
     """The chunked form on chunk-major tensors q, k (B, H, n, C, d_k), v (B, H, n, C, d_v), beta
     (B, H, n, C). Returns o (B, H, n, C, d_v), S_T and what the backward pass needs."""
-    C, dk = k.shape[-2], k.shape[-1]
+    C = k.shape[-2]
     kT = k.transpose(-1, -2)
     # the triangular masks as 0/1 multipliers (torch.tril is several times slower than a multiply here)
     lower = torch.ones(C, C, dtype=torch.bool, device=k.device).tril()

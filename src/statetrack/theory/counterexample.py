@@ -221,7 +221,7 @@ def _search(model, out: dict, max_len: int, seed: int) -> dict:
         tokens = rng.integers(0, 2, size=(64, n))
         res = run_on(model, tokens)
         s = _summary(res["pred"], _parity(tokens))
-        tried.append({"input": f"random x64", "length": n, **s})
+        tried.append({"input": "random x64", "length": n, **s})
         if s["first_error"] is not None:
             bad = int(np.argmax((res["pred"] != _parity(tokens)).any(axis=1)))
             out.update(found=True, witness=f"random (seed {seed})", **s,
