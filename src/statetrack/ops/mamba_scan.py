@@ -89,7 +89,7 @@ def _forward(dt, A2, xu, Bm, Cm, h0, neg: bool, keep: bool):
     if keep:
         y = _readout(H, Cm)
     else:
-        y = yt.squeeze(-2).transpose(0, 1)
+        y = yt.squeeze(-2).transpose(0, 1).contiguous()  # (B, T, E): the ops after it are slow on a time-major view
     return y, H, prev
 
 
