@@ -157,6 +157,16 @@ def section_train(dev, B, T, reps):
     return rows
 
 
+def streamer(m, x, length, dev):
+    """A function that runs mixer m over ``length`` steps, the chunk x (B, chunk, d) at a time, with the
+    state carried from chunk to chunk (call it under no_grad)."""
+    def run():
+        s = m.init_state(x.shape[0], dev, x.dtype)
+        for _ in range(length // x.shape[1]):
+            _, s = m(x, s)
+    return run
+
+
 @torch.no_grad()
 def section_stream(dev, B, T, chunk, reps):
     rows = []
@@ -166,12 +176,7 @@ def section_stream(dev, B, T, chunk, reps):
         length = T
         if name == "transformer":  # quadratic in length: measured at a shorter length
             length = min(T, 2000)
-
-        def run():
-            s = m.init_state(B, dev, x.dtype)
-            for _ in range(length // chunk):
-                _, s = m(x, s)
-        ms = timeit(run, dev, reps=reps, warmup=0, budget=30)
+        ms = timeit(streamer(m, x, length, dev), dev, reps=reps, warmup=0, budget=30)
         rows.append({"mixer": name, "length": length, "ms": ms, "us_per_step": ms * 1e3 / length})
         print(f"  stream B={B} T={length} {name:16s} {ms:10.1f} ms  {ms * 1e3 / length:8.1f} us/step", flush=True)
     return rows
@@ -339,13 +344,7 @@ def section_copy(dev, reps, T=10_000, chunk=250):
     xin = torch.randn(B, chunk, D_MODEL, device=dev, generator=g)
 
     def mixer_stream(spec):
-        m = build(spec, dev).eval()
-
-        def run():
-            s = m.init_state(B, dev, xin.dtype)
-            for _ in range(T // chunk):
-                _, s = m(xin, s)
-        return run
+        return streamer(build(spec, dev).eval(), xin, T, dev)
 
     forms = [("diag_scan, a_t and b_t given (streaming form, out= buffer)", 1, scan_stream),
              ("mamba_scan (Negative Mamba), a_t = 2 exp(Delta_t A) - 1 formed inside", 1, mamba_op_stream),
