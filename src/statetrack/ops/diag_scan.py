@@ -8,9 +8,10 @@ multiplies and adds.
 The fast form (measured on a 2-core CPU, see docs/benchmarks.md) is:
 
 * forward: a time loop that writes each step straight into the output (``addcmul`` with ``out=`` a
-  view of it: a_t and b_t read once, h_t written once, no per-step allocation); for long sequences with a small per-step state, where the
-  Python loop overhead dominates, a two-level chunked scan (a loop over the ~sqrt(T) positions of a
-  chunk, vectorised over chunks, then a loop over the chunk carries), also multiply-add only;
+  view of it: a_t and b_t read once, h_t written once, no per-step allocation); for long sequences
+  with a small per-step state, where the Python loop overhead dominates, a two-level chunked scan (a
+  loop over the ~sqrt(T) positions of a chunk, vectorised over chunks, then a loop over the chunk
+  carries), also multiply-add only;
 * backward: a custom autograd function. The gradient of the state obeys the reverse recurrence
   g_t = dL/dh_t + conj(a_{t+1}) g_{t+1}, which is the same scan run backwards, so no per-step graph
   is stored; dL/db_t = g_t, dL/da_t = g_t * conj(h_{t-1}), dL/dh_0 = conj(a_0) g_0.
@@ -92,10 +93,12 @@ def _use_chunked(a: Tensor) -> bool:
     return a.shape[1] >= CHUNKED_MIN_T and a[:, 0].numel() * a.element_size() <= CHUNKED_MAX_STEP_BYTES
 
 
-def _scan(a: Tensor, b: Tensor, h0: Tensor) -> Tensor:
+def _scan(a: Tensor, b: Tensor, h0: Tensor, out: Tensor | None = None) -> Tensor:
+    """The forward form for this shape (no autograd); b may be real with a complex a; out as in _loop."""
     if _use_chunked(a):
-        return _chunked(a, b, h0)
-    return _loop(a, b, h0)
+        h = _chunked(a, b.to(a.dtype), h0)
+        return h if out is None else out.copy_(h)
+    return _loop(a, b, h0, out)
 
 
 def _loop_reverse(a: Tensor, gh: Tensor) -> Tensor:
@@ -111,7 +114,7 @@ def _loop_reverse(a: Tensor, gh: Tensor) -> Tensor:
 class _DiagScan(torch.autograd.Function):
     @staticmethod
     def forward(ctx, a, b, h0):
-        h = _scan(a, b if b.dtype == a.dtype or not _use_chunked(a) else b.to(a.dtype), h0)
+        h = _scan(a, b, h0)
         ctx.save_for_backward(a, h, h0)
         ctx.b_real = not b.is_complex() and a.is_complex()
         return h
@@ -150,7 +153,7 @@ def diag_scan(a: Tensor, b: Tensor, h0: Tensor | None = None, out: Tensor | None
     no fresh pages are touched per chunk (bench/bench_mixers.py, section stream)."""
     dtype = torch.promote_types(a.dtype, b.dtype)
     shape = torch.broadcast_shapes(a.shape, b.shape)
-    # a real b stays real (the scan converts it while copying it into the output): one pass less
+    # a real b stays real (the loop converts it as it reads it): one pass less
     bdtype = b.dtype if (dtype.is_complex and not b.is_complex() and b.dtype == dtype.to_real()) else dtype
     a, b = a.to(dtype).expand(shape), b.to(bdtype).expand(shape)
     h0 = torch.zeros((shape[0],) + shape[2:], dtype=dtype, device=b.device) if h0 is None else h0.to(dtype)
@@ -160,9 +163,7 @@ def diag_scan(a: Tensor, b: Tensor, h0: Tensor | None = None, out: Tensor | None
         if out.shape != shape or out.dtype != dtype:
             raise ValueError(f"diag_scan out has shape {tuple(out.shape)} and dtype {out.dtype}; "
                              f"expected {tuple(shape)} and {dtype}")
-        if _use_chunked(a):
-            return out.copy_(_chunked(a, b.to(dtype), h0))
-        return _loop(a, b, h0, out)
+        return _scan(a, b, h0, out)
     return _DiagScan.apply(a, b, h0)
 
 
