@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from statetrack.layers.base import (Mixer, Properties, causal_conv_step, check_conv, check_expand,
                                     init_dt_bias)
 from statetrack.ops import causal_conv, polar, selective_scan, unit_phase
+from statetrack.ops.mamba_scan import mamba_transition
 
 
 class _ComplexSelective(Mixer):
@@ -173,5 +174,5 @@ class DCD(_ComplexSelective):
 
     def _ab(self, low):
         dt = self._dt(low)
-        r = torch.exp(-dt.unsqueeze(-1) * torch.exp(self.A_log))
+        r = mamba_transition(dt, -torch.exp(self.A_log))  # Mamba's magnitude exp(-Delta exp(A_log))
         return polar(r, self._theta(low)), dt

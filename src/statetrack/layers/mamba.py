@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from statetrack.layers.base import (Mixer, Properties, causal_conv_step, check_conv, check_expand,
                                     init_dt_bias)
 from statetrack.ops import causal_conv, mamba_scan
+from statetrack.ops.mamba_scan import mamba_transition
 
 
 class Mamba(Mixer):
@@ -59,10 +60,7 @@ class Mamba(Mixer):
     def _transition(self, u):
         """u (..., E) after conv and silu -> (A_bar, Delta, B, C)."""
         dt, Bm, Cm = self._dt_bc(u)
-        dA = torch.exp(dt.unsqueeze(-1) * -torch.exp(self.A_log))
-        if self.neg:
-            dA = 2 * dA - 1
-        return dA, dt, Bm, Cm
+        return mamba_transition(dt, -torch.exp(self.A_log), self.neg), dt, Bm, Cm
 
     def _pre(self, x, buf, chunk: bool):
         u, z = self.in_proj(x).chunk(2, dim=-1)
