@@ -68,15 +68,19 @@ def delta_rule_ref(q, k, v, beta, S0=None):
     return delta_rule_recurrent(q.to(d), k.to(d), v.to(d), beta.to(d), None if S0 is None else S0.to(d))
 
 
+def _masks(C: int, like: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """(I, strictly lower, lower) C x C as 0/1 multipliers in like's dtype (torch.tril is several
+    times slower than a multiply here)."""
+    eye = torch.eye(C, dtype=like.dtype, device=like.device)
+    lower = torch.ones(C, C, dtype=like.dtype, device=like.device).tril()
+    return eye, lower - eye, lower
+
+
 def _chunk_forward(q, k, v, beta, S0):
     """The chunked form on chunk-major tensors q, k (B, H, n, C, d_k), v (B, H, n, C, d_v), beta
     (B, H, n, C). Returns o (B, H, n, C, d_v), S_T and what the backward pass needs."""
-    C = k.shape[-2]
+    eye, strict, lower = _masks(k.shape[-2], k)
     kT = k.transpose(-1, -2)
-    # the triangular masks as 0/1 multipliers (torch.tril is several times slower than a multiply here)
-    lower = torch.ones(C, C, dtype=torch.bool, device=k.device).tril()
-    eye = torch.eye(C, dtype=k.dtype, device=k.device)
-    strict, lower = (lower & ~eye.bool()).to(k.dtype), lower.to(k.dtype)
     KK = k @ kT
     M = beta.unsqueeze(-1) * KK * strict + eye
     # W = M^-1 diag(beta) K, U_v = M^-1 diag(beta) V through the explicit inverse Tinv = M^-1 (a solve
@@ -95,7 +99,7 @@ def _chunk_forward(q, k, v, beta, S0):
         torch.sub(Uv[:, :, i], W[:, :, i] @ S, out=U[:, :, i])
         S = S + kT[:, :, i] @ U[:, :, i]
     o = q @ Ss + Aqk @ U
-    return o, S, (KK, Tinv, W, Uv, Aqk, U, Ss, strict, lower)
+    return o, S, (KK, Tinv, W, Uv, Aqk, U, Ss)
 
 
 class _DeltaChunked(torch.autograd.Function):
@@ -105,15 +109,14 @@ class _DeltaChunked(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, beta, S0):
         o, S, saved = _chunk_forward(q, k, v, beta, S0)
-        ctx.save_for_backward(q, k, v, beta, *saved[:7])
-        ctx.masks = saved[7:]
+        ctx.save_for_backward(q, k, v, beta, *saved)
         return o, S
 
     @staticmethod
     @once_differentiable
     def backward(ctx, dO, dST):
         q, k, v, beta, KK, Tinv, W, Uv, Aqk, U, Ss = ctx.saved_tensors
-        strict, lower = ctx.masks
+        _, strict, lower = _masks(k.shape[-2], k)
         if dO is None:
             dO = torch.zeros_like(U)
         dS = torch.zeros_like(Ss[:, :, 0]) if dST is None else dST.clone()
