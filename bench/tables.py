@@ -62,9 +62,9 @@ def delta_ops_table(rows: list[dict]) -> str:
     out = ["**The delta rule alone, forward + backward (one head, d_k 16, d_v 64; DeltaProduct n_h = 2)**", "",
            "| recurrence | batch | length | ours ms | fla naive ms | x faster |", "|---|---:|---:|---:|---:|---:|"]
     for (op, B, T), forms in by.items():
-        o, p = forms.get("ours (chunked, custom backward)"), forms.get("fla naive recurrence (peer)")
-        ratio = f"{p / o:.1f}x" if o and p else ""
-        out.append(f"| {op} | {B} | {T:,} | {o:.0f} | {p:.0f} | {ratio} |" if p else f"| {op} | {B} | {T:,} | {o:.0f} | - | |")
+        o, p = forms["ours (chunked, custom backward)"], forms.get("fla naive recurrence (peer)")
+        peer, ratio = (f"{p:.0f}", f"{p / o:.1f}x") if p else ("-", "")
+        out.append(f"| {op} | {B} | {T:,} | {o:.0f} | {peer} | {ratio} |")
     return "\n".join(out)
 
 

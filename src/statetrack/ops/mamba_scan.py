@@ -143,7 +143,7 @@ class _MambaScan(torch.autograd.Function):
             Q.addcmul_(P, dtv[t])
             if neg:
                 torch.sub(e, 1.0, out=a_buf)
-        gh0 = a_buf * gs[0] if T else (ghT if ghT is not None else torch.zeros_like(h0))
+        gh0 = a_buf * gs[0]  # a_0 (T >= 1: mamba_scan returns before the scan for T = 0)
         gxu = _readout(G, Bm)  # (B, T, E)
         gB = (xu.unsqueeze(-2) @ G).squeeze(-2)  # (B, T, N)
         gdt.addcmul_(gxu, u)
