@@ -33,8 +33,8 @@ class _CausalConv(torch.autograd.Function):
     """The shifted multiply-adds with a hand-written backward. Through autograd each shift's backward
     allocated and zero-filled a full-size gradient of the padded input, copied its slice in and added
     the four up (about 20 passes over (B, T, C)); here the gradient of the padded input is written by
-    K in-place multiply-adds, and each weight gradient is one product and sum (13 -> 6 ms at
-    (256, 64, 96) on the 2-core CPU)."""
+    K in-place multiply-adds, and each weight gradient is one product and sum (causal_conv forward +
+    backward at (256, 64, 96) on the 2-core CPU: 16.7 -> 12.7 ms)."""
 
     @staticmethod
     def forward(ctx, xt, w, T):
