@@ -199,7 +199,7 @@ def section_delta_ops(dev, reps, shapes=((256, 64), (32, 1024))):
 
             def ours():
                 ins = [t.detach().requires_grad_() for t in (q, k, v, beta)]
-                delta_rule_chunked(*ins, chunk=32 * nh)[0].square().mean().backward()
+                delta_rule_chunked(*ins)[0].square().mean().backward()  # the layers' default chunk
 
             def peer():
                 ins = [t.detach().transpose(1, 2).requires_grad_() for t in (q, k, v, beta)]
@@ -275,7 +275,8 @@ def section_scans(dev, lengths, reps):
         beta = torch.rand(B, T, H, device=dev)
         forms = {"recurrent": lambda: delta_rule_recurrent(q, k, v, beta),
                  "chunked UT (C=64)": lambda: delta_rule_chunked(q, k, v, beta, chunk=64),
-                 "chunked UT (C=32)": lambda: delta_rule_chunked(q, k, v, beta, chunk=32)}
+                 "chunked UT (C=32)": lambda: delta_rule_chunked(q, k, v, beta, chunk=32),
+                 "chunked UT (C=16)": lambda: delta_rule_chunked(q, k, v, beta, chunk=16)}
         if fla is not None:
             tq, tk, tv, tb = (t.transpose(1, 2).contiguous() for t in (q, k, v, beta))
             forms["fla naive recurrence (peer)"] = lambda: fla.delta_rule_recurrence(tq, tk, tv, tb)

@@ -14,8 +14,8 @@ in [0, 1]; with ``neg=true`` beta_j = 2 sigmoid(w_j^T x_t) in [0, 2], so the eig
 each factor lies in [-1, 1] (Grazzi et al.); the same beta scales the write term. The head outputs go
 through a per-head RMSNorm (eps 1e-5, flash-linear-attention's default) and an output projection to d_model.
 
-Training uses the chunked WY/UT form (``chunk`` steps per chunk; 0 = the step loop); ``step`` uses the
-recurrent form. State: (S (B, heads, d_k, d_v), conv buffer).
+Training uses the chunked WY/UT form (``chunk`` steps of the delta rule per chunk, so n_h per token
+for DeltaProduct; 0 = the step loop); ``step`` uses the recurrent form. State: (S (B, heads, d_k, d_v), conv buffer).
 """
 from __future__ import annotations
 
@@ -26,14 +26,15 @@ import torch.nn.functional as F
 from statetrack.errors import UserError
 from statetrack.layers.base import Mixer, Properties, causal_conv_step, check_conv
 from statetrack.ops import causal_conv, delta_rule, delta_step, householder_product, interleave
+from statetrack.ops.householder import CHUNK
 
 
 class DeltaProduct(Mixer):
     name = "deltaproduct"
     description = "DeltaProduct: n_h generalized Householder steps per token, A(x) = prod_j (I - beta_j k_j k_j^T)"
-    options = {"nh": 2, "heads": 1, "neg": False, "conv": 4, "chunk": 32}
+    options = {"nh": 2, "heads": 1, "neg": False, "conv": 4, "chunk": CHUNK}
 
-    def __init__(self, d_model, d_state, nh=2, heads=1, neg=False, conv=4, chunk=32):
+    def __init__(self, d_model, d_state, nh=2, heads=1, neg=False, conv=4, chunk=CHUNK):
         super().__init__(d_model, d_state)
         if not 1 <= nh <= 16:
             raise UserError(f"{self.name} nh={nh} not in 1..16")
@@ -95,7 +96,7 @@ class DeltaProduct(Mixer):
         if self.nh == 1:
             o, S = delta_rule(q, k[:, :, 0], v[:, :, 0], beta[:, :, 0], S, self.chunk)
         else:
-            o, S = delta_rule(*interleave(q, k, v, beta), S, self.chunk * self.nh)
+            o, S = delta_rule(*interleave(q, k, v, beta), S, self.chunk)
             o = o[:, self.nh - 1:: self.nh]
         return self._out(o), (S, buf)
 

@@ -23,8 +23,9 @@ Three forms:
   those products have norm <= 1 for beta in [0, 2], so nothing in the chunk grows. Measured against
   the float64 reference at T = 1,000 in float32 (bench/accuracy.py, tests/test_ops.py): relative error
   <= 1e-6 for beta in [0, 2] and <= 4e-5 for repeated keys with beta in (1.999, 2), at chunk sizes
-  16 to 128 (the error grows mildly with the chunk; 1.5e-5 at the default 32). No fallback was
-  needed. On the 2-core CPU chunk 32 is also faster than 64 (docs/benchmarks.md).
+  16 to 128 (the error grows mildly with the chunk). No fallback was needed. The default chunk,
+  :data:`CHUNK` = 16 steps, is also the fastest here, forward + backward and forward alone, at
+  batch 256 x 64 steps and batch 32 x 1,024 (8, 32 and 64 are 5-50% slower; docs/benchmarks.md).
 
   The backward pass is written by hand (``_DeltaChunked``): only the state gradient loops over
   chunks; every other gradient is one batched matmul over all chunks. The inverse of each chunk's
@@ -37,6 +38,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch.autograd.function import once_differentiable
+
+CHUNK = 16  # default steps per chunk of the chunked form
 
 
 def _zeros_state(k: Tensor, v: Tensor, dtype=None) -> Tensor:
@@ -146,7 +149,7 @@ class _DeltaChunked(torch.autograd.Function):
         return dq, dk, dv, dbeta, dS
 
 
-def delta_rule_chunked(q, k, v, beta, S0=None, chunk: int = 32):
+def delta_rule_chunked(q, k, v, beta, S0=None, chunk: int = CHUNK):
     """Chunked WY/UT form: same contract as :func:`delta_rule_recurrent`."""
     B, T, H, dk = k.shape
     dv = v.shape[-1]
@@ -170,7 +173,7 @@ def delta_rule_chunked(q, k, v, beta, S0=None, chunk: int = 32):
     return o, S
 
 
-def delta_rule(q, k, v, beta, S0=None, chunk: int = 32):
+def delta_rule(q, k, v, beta, S0=None, chunk: int = CHUNK):
     """Training form: chunked when chunk > 0, else the recurrent loop."""
     if chunk and chunk > 1:
         return delta_rule_chunked(q, k, v, beta, S0, chunk)
