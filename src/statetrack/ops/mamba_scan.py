@@ -14,7 +14,7 @@ stores only the states h; the backward loop recomputes a_t the same way and redu
 of Delta and A step by step, so the only (B, T, E, N) tensors are h and the state gradient. The
 exponential is ``exp2`` of Delta (A log2 e) (on the 2-core CPU ``exp2`` runs 2.5x faster than
 ``exp``), and Negative Mamba's 2 exp(z) - 1 is exp2(z log2 e + 1) - 1. Without gradients (evaluation)
-h is not stored at all: two (B, E, N) buffers, memory flat in length.
+h is not stored at all: two (B, N, E) buffers, memory flat in length (``_forward_stream``).
 """
 from __future__ import annotations
 
@@ -66,36 +66,60 @@ def _transition(dtv: Tensor, A2: Tensor, neg: bool, out: Tensor) -> Tensor:
     return out.exp2_()
 
 
-def _forward(dt, A2, xu, Bm, Cm, h0, neg: bool, keep: bool):
-    """Forward loop. keep: store every h (B, T, E, N) for the backward pass (y from one batched matmul);
-    else two (B, E, N) buffers and y per step."""
+def _forward(dt, A2, xu, Bm, Cm, h0, neg: bool):
+    """Training forward loop: stores every h (B, T, E, N) for the backward pass; y from one batched matmul."""
     B, T, E = xu.shape
     N = A2.shape[-1]
     a = torch.empty(B, E, N, dtype=xu.dtype, device=xu.device)
     dtv, xv, bv = dt.unsqueeze(-1).unbind(1), xu.unsqueeze(-1).unbind(1), Bm.unsqueeze(-2).unbind(1)
-    if keep:
-        H = torch.empty(B, T, E, N, dtype=xu.dtype, device=xu.device)
-        hs = H.unbind(1)
-    else:
-        H, bufs = None, (torch.empty_like(a), torch.empty_like(a))
-        yt = torch.empty(T, B, 1, E, dtype=xu.dtype, device=xu.device)
-        cv = Cm.unsqueeze(-2).unbind(1)
+    H = torch.empty(B, T, E, N, dtype=xu.dtype, device=xu.device)
+    hs = H.unbind(1)
     prev = h0
     for t in range(T):
         _transition(dtv[t], A2, neg, a)
         if neg:
             a.sub_(1.0)
-        h = hs[t] if keep else bufs[t % 2]
+        h = hs[t]
         torch.mul(xv[t], bv[t], out=h)
         h.addcmul_(a, prev)
-        if not keep:
-            torch.bmm(cv[t], h.transpose(1, 2), out=yt[t])  # (1, N) @ (N, E): see _readout
         prev = h
-    if keep:
-        y = _readout(H, Cm)
-    else:
-        y = yt.squeeze(-2).transpose(0, 1).contiguous()  # (B, T, E): the ops after it are slow on a time-major view
-    return y, H, prev
+    return _readout(H, Cm), H, prev
+
+
+def _forward_stream(dt, A2, xu, Bm, Cm, h0, neg: bool):
+    """Evaluation loop (no gradients): two state buffers, memory flat in length; y read out per step.
+
+    The state is held as (B, N, E): the per-step readout is then a contiguous (1, N) @ (N, E) and
+    the input term broadcasts along the fast axis (readout 7.6 vs 15.4 us, input term plus update
+    12 vs 18 us per step at B 64, E 64, N 16 on the 2-core CPU). Negative Mamba's update
+    h_t = x_t B_t + (2 e_t - 1) h_{t-1}, e_t = exp(Delta_t A), takes two fused ops on a stored state
+    p = s h_{t-1} whose sign s flips every step: p - s x_t B_t - 2 e_t p = -s h_t (the sign is undone
+    on y and h_T at the end)."""
+    B, T, E = xu.shape
+    A2t = A2.t().contiguous()  # (N, E)
+    e = torch.empty(B, A2.shape[-1], E, dtype=xu.dtype, device=xu.device)
+    bufs = (torch.empty_like(e), torch.empty_like(e))
+    yt = torch.empty(T, B, 1, E, dtype=xu.dtype, device=xu.device)
+    dtv, xv = dt.unsqueeze(-2).unbind(1), xu.unsqueeze(-2).unbind(1)  # (B, 1, E) each
+    bv, cv = Bm.unsqueeze(-1).unbind(1), Cm.unsqueeze(-2).unbind(1)  # (B, N, 1), (B, 1, N)
+    prev, sign = h0.transpose(1, 2).contiguous(), 1.0
+    for t in range(T):
+        torch.mul(dtv[t], A2t, out=e).exp2_()
+        h = bufs[t % 2]
+        if neg:
+            torch.addcmul(prev, xv[t], bv[t], value=-sign, out=h)
+            h.addcmul_(e, prev, value=-2.0)
+            sign = -sign
+        else:
+            torch.mul(xv[t], bv[t], out=h)
+            h.addcmul_(e, prev)
+        torch.bmm(cv[t], h, out=yt[t])
+        prev = h
+    if neg:
+        yt[0::2].neg_()  # stored with sign -1 after steps 0, 2, 4, ...
+        prev.mul_(sign)
+    y = yt.squeeze(-2).transpose(0, 1).contiguous()  # (B, T, E): the ops after it are slow on a time-major view
+    return y, prev.transpose(1, 2).contiguous()
 
 
 class _MambaScan(torch.autograd.Function):
@@ -103,7 +127,7 @@ class _MambaScan(torch.autograd.Function):
     def forward(ctx, dt, A, u, Bm, Cm, h0, neg):
         A2 = A * LOG2E
         xu = dt * u
-        y, H, hT = _forward(dt, A2, xu, Bm, Cm, h0, neg, keep=True)
+        y, H, hT = _forward(dt, A2, xu, Bm, Cm, h0, neg)
         ctx.save_for_backward(dt, A, u, xu, Bm, Cm, H, h0)
         ctx.neg = neg
         return y, hT.clone()
@@ -162,5 +186,4 @@ def mamba_scan(dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Ten
     if torch.is_grad_enabled() and any(t.requires_grad for t in (dt, A, u, Bm, Cm, h0)):
         return _MambaScan.apply(dt, A, u, Bm, Cm, h0, bool(neg))
     with torch.no_grad():
-        y, _, hT = _forward(dt, A * LOG2E, dt * u, Bm, Cm, h0, bool(neg), keep=False)
-    return y, hT.clone()
+        return _forward_stream(dt, A * LOG2E, dt * u, Bm, Cm, h0, bool(neg))
