@@ -180,6 +180,18 @@ def test_mamba_scan_matches_and_gradcheck(neg):
     torch.testing.assert_close(h2, hr)
 
 
+@pytest.mark.parametrize("T", [1, 8, 13, 17])
+def test_mamba_scan_evaluation_loop_any_length(T):
+    """The no-gradient loop reads out a ring of states at a time: lengths below, at and past the ring."""
+    ins = _mamba_inputs(2, T, 3, 4, torch.float64, 14)
+    for neg in (False, True):
+        with torch.no_grad():
+            y, h = mamba_scan(*ins, neg=neg)
+        yr, hr = mamba_scan_ref(*ins, neg=neg)
+        torch.testing.assert_close(y, yr)
+        torch.testing.assert_close(h, hr)
+
+
 @pytest.mark.parametrize("neg", [False, True])
 def test_mamba_scan_float32_long(neg):
     ins = _mamba_inputs(2, 10_000, 4, 3, torch.float32, 12)
