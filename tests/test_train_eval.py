@@ -1,3 +1,4 @@
+import math
 import numpy as np
 import pytest
 
@@ -86,3 +87,24 @@ def test_accuracy_uses_the_last_scored_position():
 
     m = evaluate_length(Echo(), LastUnscored(), 10, 8, 10, np.random.default_rng(0))
     assert m.accuracy == 1.0 and m.token_accuracy == 1.0
+
+
+def test_validation_loss_does_not_round_to_zero():
+    """Selection and early stopping compare validation losses; a confident model must still show how
+    confident it is (float32 cross-entropy is exactly 0 beyond margins of about 17)."""
+    import torch
+    import torch.nn.functional as F
+
+    from statetrack.train import validation_loss
+
+    g = torch.Generator().manual_seed(0)
+    logits, y = torch.randn(64, 5, generator=g) * 4, torch.randint(0, 5, (64,), generator=g)
+    mask = torch.ones(64, dtype=torch.bool)
+    assert validation_loss(logits, y, mask) == pytest.approx(float(F.cross_entropy(logits.double(), y)), rel=1e-12)
+    sure = torch.tensor([[30.0, 0.0, -5.0], [0.0, 50.0, 1.0]])
+    target = torch.tensor([0, 1])
+    assert float(F.cross_entropy(sure, target)) == 0.0
+    loss = validation_loss(sure, target, torch.ones(2, dtype=torch.bool))
+    assert loss == pytest.approx((math.exp(-30) + math.exp(-35) + math.exp(-50) + math.exp(-49)) / 2, rel=1e-12)
+    sharper = validation_loss(sure * 2, target, torch.ones(2, dtype=torch.bool))
+    assert 0 < sharper < loss

@@ -52,6 +52,21 @@ def masked_loss(logits, targets, mask):
     return F.cross_entropy(logits[mask], targets[mask])
 
 
+def validation_loss(logits, targets, mask) -> float:
+    """Mean cross-entropy over the scored positions, in float64 and in a form that does not round to 0.
+
+    ``cross_entropy`` in float32 is exactly 0 once every margin l_y - max_(j != y) l_j exceeds about 17
+    (1 + e^-m rounds to 1). A model validated at loss 0 can then never improve, and early stopping
+    keeps that first checkpoint however much training would still sharpen it. Here the loss of a
+    position is log1p(sum_(j != y) exp(l_j - l_y)) when l_y is the largest logit (accurate until exp
+    underflows, margins of about 700) and the usual log-sum-exp otherwise."""
+    lg, y = logits[mask].double(), targets[mask].unsqueeze(-1)
+    d = lg - lg.gather(-1, y)  # l_j - l_y
+    others = d.scatter(-1, y, -math.inf)  # j != y only
+    loss = torch.where(others.amax(-1) > 0, torch.logsumexp(d, -1), torch.log1p(others.exp().sum(-1)))
+    return float(loss.mean())
+
+
 def validation_set(task: Task, cfg: TrainConfig, device) -> list[tuple]:
     """Fixed in-distribution batches: up to 8 lengths spread over the training range."""
     rng = np.random.default_rng([cfg.seed, 7919])
@@ -73,7 +88,7 @@ def validate(model, batches) -> tuple[float, float]:
     loss = 0.0
     for x, y, m in batches:
         logits, _ = model(x)
-        loss += float(masked_loss(logits, y, m)) * int(m.sum())
+        loss += validation_loss(logits, y, m) * int(m.sum())
         correct += int(((logits.argmax(-1) == y) & m).sum())
         total += int(m.sum())
     model.train()
