@@ -288,7 +288,8 @@ def section_scans(dev, lengths, reps):
             print(f"  delta fwd T={T} {fname:30s} {ms:9.2f} ms", flush=True)
         if T <= 1024:
             for fname, f in {"recurrent": delta_rule_recurrent,
-                             "chunked UT (C=64)": lambda *z: delta_rule_chunked(*z, chunk=64)}.items():
+                             "chunked UT (C=64)": lambda *z: delta_rule_chunked(*z, chunk=64),
+                             "chunked UT (C=16)": lambda *z: delta_rule_chunked(*z, chunk=16)}.items():
                 def run():
                     ins = [t.detach().requires_grad_() for t in (q, k, v, beta)]
                     f(*ins)[0].sum().backward()
