@@ -19,7 +19,6 @@ def test_peak_memory_flat_in_length():
     assert long["peak_kib"] <= 1.10 * short["peak_kib"], (short, long)
 
 
-
 def _settings(**env):
     code = "import json, statetrack.ops, statetrack.memory as m; print(json.dumps(m.configure()))"
     env = {k: v for k, v in {**os.environ, **env}.items() if v is not None}

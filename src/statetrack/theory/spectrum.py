@@ -95,5 +95,6 @@ def plot(result: dict, path) -> str:
         ax.set_title(f"layer {l['layer']}: {l['mixer']}  min Re {l['min_real']:.3f}", fontsize=9)
         if len(set(toks.tolist())) <= 12:
             ax.legend(fontsize=6, loc="lower left")
-    fig.suptitle(f"{result['layers_spec']} on {result['task']}\neigenvalues of A(x)", fontsize=10)  # two lines: one is wider than a one-layer figure
+    # two lines: on one, the title is wider than a one-layer figure
+    fig.suptitle(f"{result['layers_spec']} on {result['task']}\neigenvalues of A(x)", fontsize=10)
     return str(save_figure(fig, path))
