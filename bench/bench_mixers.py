@@ -318,6 +318,7 @@ def section_copy(dev, reps, T=10_000, chunk=250):
     not timed."""
     bw = copy_bandwidth(dev, reps)
     B, E, N = 64, 64, D_STATE
+    print(f"  {torch.get_num_threads()} thread(s)", flush=True)
     floor_s = T * B * E * N * 12 / (bw * 1e9)
     out = {"copy_GBps": bw, "floor_s": floor_s, "shape": f"batch {B}, {E} channels x state {N}, length {T}",
            "chunk": chunk, "forms": []}
@@ -376,6 +377,9 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1,
                     help="torch threads (default 1: on a shared 2-core machine, 2 OpenMP threads stall on each other)")
+    ap.add_argument("--copy-threads", type=int, default=os.cpu_count(),
+                    help="torch threads for the copy section, the floor and the forms alike (default: every "
+                         "core, as a single `statetrack evaluate` runs)")
     ap.add_argument("--quick", action="store_true", help="smaller shapes (smoke run)")
     ap.add_argument("--json", default=None, help="write the results here")
     ap.add_argument("--mixers", nargs="*", default=None,
@@ -401,7 +405,9 @@ def main():
     if "scans" in args.only:
         res["scans"] = section_scans(dev, [64, 1024] if q else [64, 1024, 10_000], args.reps)
     if "copy" in args.only:
-        res["copy"] = section_copy(dev, args.reps)
+        torch.set_num_threads(args.copy_threads)
+        res["copy"] = {"threads": args.copy_threads, **section_copy(dev, args.reps)}
+        torch.set_num_threads(args.threads)
     res["machine"]["loadavg_end"] = os.getloadavg()
     if args.json:
         with open(args.json, "w") as f:

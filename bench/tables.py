@@ -34,7 +34,8 @@ def stream_table(rows: list[dict]) -> str:
 
 
 def floor_table(c: dict) -> str:
-    out = [f"**Evaluation against the bandwidth floor** ({c['shape']}; copy {c['copy_GBps']:.1f} GB/s, "
+    threads = f"{c['threads']} thread(s), " if "threads" in c else ""
+    out = [f"**Evaluation against the bandwidth floor** ({c['shape']}; {threads}copy {c['copy_GBps']:.1f} GB/s, "
            f"floor {c['floor_s']:.3f} s)", "", "| form | s | floor s | x floor |", "|---|---:|---:|---:|"]
     out += [f"| {f['form']} | {f['s']:.3f} | {f['floor_s']:.3f} | {f['x_floor']:.2f} |" for f in c["forms"]]
     return "\n".join(out)
