@@ -318,10 +318,11 @@ def section_copy(dev, reps, T=10_000, chunk=250):
     not timed."""
     bw = copy_bandwidth(dev, reps)
     B, E, N = 64, 64, D_STATE
-    print(f"  {torch.get_num_threads()} thread(s)", flush=True)
+    threads = torch.get_num_threads()
+    print(f"  {threads} thread(s)", flush=True)
     floor_s = T * B * E * N * 12 / (bw * 1e9)
-    out = {"copy_GBps": bw, "floor_s": floor_s, "shape": f"batch {B}, {E} channels x state {N}, length {T}",
-           "chunk": chunk, "forms": []}
+    out = {"threads": threads, "copy_GBps": bw, "floor_s": floor_s,
+           "shape": f"batch {B}, {E} channels x state {N}, length {T}", "chunk": chunk, "forms": []}
     print(f"  copy {bw:.1f} GB/s; floor for batch {B}, {E} x {N} state, {T} steps: {floor_s:.3f} s", flush=True)
     g = torch.Generator(device=dev).manual_seed(0)
     a = torch.rand(B, chunk, E * N, device=dev, generator=g) * 2 - 1
@@ -406,7 +407,7 @@ def main():
         res["scans"] = section_scans(dev, [64, 1024] if q else [64, 1024, 10_000], args.reps)
     if "copy" in args.only:
         torch.set_num_threads(args.copy_threads)
-        res["copy"] = {"threads": args.copy_threads, **section_copy(dev, args.reps)}
+        res["copy"] = section_copy(dev, args.reps)
         torch.set_num_threads(args.threads)
     res["machine"]["loadavg_end"] = os.getloadavg()
     if args.json:
