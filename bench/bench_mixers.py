@@ -27,7 +27,7 @@ import torch.nn.functional as F
 
 from statetrack.layers import MIXERS, build_mixer
 from statetrack.ops import delta_rule_chunked, delta_rule_recurrent, diag_scan, mamba_scan
-from statetrack.ops.diag_scan import _chunked, _loop
+from statetrack.ops.diag import _chunked, _loop
 from statetrack.spec import parse_layers
 
 D_MODEL, D_STATE = 64, 16

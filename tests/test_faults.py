@@ -3,9 +3,7 @@ import math
 
 import torch
 
-import importlib
-
-train_mod = importlib.import_module("statetrack.train")  # the package exports a function of the same name
+import statetrack.training as train_mod
 from statetrack import EvalConfig, ModelConfig, TrainConfig
 from statetrack.runner import rerun, run
 from statetrack.store import Store

@@ -10,11 +10,9 @@ import torch.nn.functional as F
 from statetrack.ops import (causal_conv, delta_rule_chunked, delta_rule_recurrent, delta_rule_ref, diag_scan,
                             diag_scan_ref, householder_product, interleave, mamba_scan, mamba_scan_ref,
                             selective_scan, selective_scan_ref, unit_scan, unit_scan_ref)
+import statetrack.ops.diag as ds_mod
 from statetrack.ops.conv import causal_conv_ref
-import sys
-
-ds_mod = sys.modules["statetrack.ops.diag_scan"]  # the module (the package re-exports a function of that name)
-from statetrack.ops.diag_scan import _chunked, _loop
+from statetrack.ops.diag import _chunked, _loop
 
 
 def rel_err(x, ref):

@@ -6,7 +6,7 @@ import torch
 from statetrack import ModelConfig, TrainConfig, build_model, get_task
 from statetrack.checkpoint import load_checkpoint, save_checkpoint
 from statetrack.errors import UserError
-from statetrack.evaluate import LengthMetrics
+from statetrack.evaluation import LengthMetrics
 from statetrack.store import Store
 
 

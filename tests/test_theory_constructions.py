@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from statetrack.config import EvalConfig
-from statetrack.evaluate import evaluate
+from statetrack.evaluation import evaluate
 from statetrack.theory.constructions import REGISTRY, available, build, save
 
 AVAILABLE = [r["name"] for r in available() if r["available"]]

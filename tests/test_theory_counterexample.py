@@ -7,7 +7,7 @@ import torch
 from statetrack.config import ModelConfig
 from statetrack.model import build_model
 from statetrack.tasks import get_task
-from statetrack.theory.counterexample import choose_w, counterexample, s4d_phases
+from statetrack.theory.witness import choose_w, counterexample, s4d_phases
 
 
 def _model(layers, seed=0, **kw):

@@ -1,12 +1,11 @@
 """The oracle against every statement of SCIENCE.md section 3, and on groups beyond those."""
-import importlib
 
 import pytest
 
 from statetrack.layers import MIXERS
-from statetrack.theory.oracle import oracle
+from statetrack.theory.verdicts import oracle
 
-O = importlib.import_module("statetrack.theory.oracle")  # the package attribute is the function
+import statetrack.theory.verdicts as O
 
 zoo = pytest.mark.skipif(not {"aussm", "saussm", "dcd", "deltanet", "deltaproduct", "transformer"} <= set(MIXERS),
                          reason="needs the zoo mixers (branch zoo)")

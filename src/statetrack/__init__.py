@@ -8,8 +8,8 @@ from statetrack.errors import UserError
 from statetrack.tasks import get_task, Task
 from statetrack.config import ModelConfig, TrainConfig, EvalConfig
 from statetrack.model import Model, build_model
-from statetrack.train import train, TrainResult
-from statetrack.evaluate import evaluate, LengthMetrics
+from statetrack.training import train, TrainResult
+from statetrack.evaluation import evaluate, LengthMetrics
 
 __version__ = "0.1.0"
 

@@ -66,7 +66,7 @@ def _emit_rows(rows):
 def _metrics_table(title: str, metrics):
     from rich.table import Table
 
-    from statetrack.evaluate import longest_generalized
+    from statetrack.evaluation import longest_generalized
 
     t = Table(title=title)
     for h in ("length", "accuracy", "scaled", "token acc", "sequence acc"):
@@ -121,7 +121,7 @@ def cmd_eval(a):
     from statetrack.checkpoint import load_checkpoint
     from statetrack.config import EvalConfig, default_lengths, validated
     from statetrack.device import resolve_device
-    from statetrack.evaluate import evaluate
+    from statetrack.evaluation import evaluate
     from statetrack.runner import metrics_rows
     from statetrack.tasks import get_task
 
@@ -173,7 +173,7 @@ def cmd_runs(a):
         con.print(f"summary: {json.dumps(r['summary'])}")
         con.print(f"config: {json.dumps(r['config'])}")
         con.print(f"versions: {json.dumps(r['versions'])}")
-        from statetrack.evaluate import LengthMetrics
+        from statetrack.evaluation import LengthMetrics
 
         if ms:
             con.print(_metrics_table("metrics", [LengthMetrics.from_row(m) for m in ms]))

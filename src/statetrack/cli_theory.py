@@ -16,7 +16,7 @@ def _console():
 
 
 def cmd_oracle(a):
-    from statetrack.theory.oracle import oracle, oracle_table
+    from statetrack.theory.verdicts import oracle, oracle_table
 
     if a.table:
         layers = [s.strip() for s in a.layers.split(";") if s.strip()] if a.layers else None
@@ -76,7 +76,7 @@ def cmd_construct(a):
 
 
 def cmd_counterexample(a):
-    from statetrack.theory.counterexample import counterexample
+    from statetrack.theory.witness import counterexample
 
     r = counterexample(a.checkpoint, task=a.task, max_len=a.max_len, tol=a.tol, max_w=a.max_w, seed=a.seed)
     if a.json:
@@ -93,7 +93,7 @@ def cmd_counterexample(a):
 
 
 def cmd_spectrum(a):
-    from statetrack.theory.spectrum import plot, spectrum
+    from statetrack.theory.spectra import plot, spectrum
 
     r = spectrum(a.checkpoint, samples=a.samples, length=a.length, seed=a.seed)
     if a.out:

@@ -16,10 +16,10 @@ import torch
 from statetrack.checkpoint import save_checkpoint
 from statetrack.config import EvalConfig, TrainConfig
 from statetrack.errors import UserError
-from statetrack.evaluate import LengthMetrics, evaluate, longest_generalized
+from statetrack.evaluation import LengthMetrics, evaluate, longest_generalized
 from statetrack.store import DEFAULT_DB, Store
 from statetrack.tasks import get_task
-from statetrack.train import TrainingDiverged, train
+from statetrack.training import TrainingDiverged, train
 
 
 @dataclass

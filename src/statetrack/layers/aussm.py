@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from statetrack.layers.base import (Mixer, Properties, causal_conv_step, check_conv, check_expand,
                                     init_dt_bias)
 from statetrack.ops import causal_conv, polar, selective_scan, unit_phase
-from statetrack.ops.mamba_scan import mamba_transition
+from statetrack.ops.mamba import mamba_transition
 
 
 class _ComplexSelective(Mixer):

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from statetrack.layers.base import (Mixer, Properties, causal_conv_step, check_conv, check_expand,
                                     init_dt_bias)
 from statetrack.ops import causal_conv, mamba_scan
-from statetrack.ops.mamba_scan import mamba_transition
+from statetrack.ops.mamba import mamba_transition
 
 
 class Mamba(Mixer):

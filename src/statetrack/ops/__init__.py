@@ -10,9 +10,9 @@ from statetrack import memory
 memory.configure()
 
 from statetrack.ops.conv import causal_conv
-from statetrack.ops.diag_scan import diag_scan, diag_scan_ref, polar, unit_phase, unit_scan, unit_scan_ref
-from statetrack.ops.selective_scan import selective_scan, selective_scan_ref
-from statetrack.ops.mamba_scan import mamba_scan, mamba_scan_ref
+from statetrack.ops.diag import diag_scan, diag_scan_ref, polar, unit_phase, unit_scan, unit_scan_ref
+from statetrack.ops.selective import selective_scan, selective_scan_ref
+from statetrack.ops.mamba import mamba_scan, mamba_scan_ref
 from statetrack.ops.householder import (delta_rule, delta_rule_chunked, delta_rule_recurrent, delta_rule_ref,
                                         delta_step, householder_product, interleave)
 

@@ -3,19 +3,17 @@
     from statetrack.theory import oracle
     oracle("mamba,s4d", "parity")      # Verdict(verdict='impossible', basis='T4', reason='...')
 
-* :func:`oracle` (module :mod:`statetrack.theory.oracle`): possible / impossible / open, with the basis
-  (SCIENCE.md section 3) and a one-sentence reason, from the mixers' declared properties and the
-  task's algebra (:mod:`statetrack.theory.algebra`).
+* :func:`oracle` (module :mod:`statetrack.theory.verdicts`): possible / impossible / open, with the
+  basis (a result of docs/science.md) and a one-sentence reason, from the mixers' declared properties
+  and the task's algebra (:mod:`statetrack.theory.algebra`).
 * :mod:`statetrack.theory.constructions`: models whose weights are set by hand from the proofs.
-* :mod:`statetrack.theory.counterexample`: the proofs' failing inputs, built from a model's weights.
-* :mod:`statetrack.theory.spectrum`: eigenvalues of A(x) per layer and token.
-
-Note: ``statetrack.theory.oracle`` is the function; import the module's other names with
-``from statetrack.theory.oracle import oracle_table, layer_infos``.
+* :func:`counterexample` (module :mod:`statetrack.theory.witness`): the proofs' failing inputs, built
+  from a model's weights.
+* :func:`spectrum` (module :mod:`statetrack.theory.spectra`): eigenvalues of A(x) per layer and token.
 """
-from statetrack.theory.oracle import Verdict, oracle, oracle_table  # noqa: F401  (the function shadows the module)
-from statetrack.theory.constructions import build as build_construction  # noqa: F401
-from statetrack.theory.counterexample import counterexample  # noqa: F401
-from statetrack.theory.spectrum import spectrum  # noqa: F401
+from statetrack.theory.verdicts import Verdict, oracle, oracle_table
+from statetrack.theory.constructions import build as build_construction
+from statetrack.theory.witness import counterexample
+from statetrack.theory.spectra import spectrum
 
 __all__ = ["Verdict", "oracle", "oracle_table", "build_construction", "counterexample", "spectrum"]

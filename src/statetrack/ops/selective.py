@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from statetrack.ops.diag_scan import _loop_reverse, _use_chunked, diag_scan, diag_scan_ref
+from statetrack.ops.diag import _loop_reverse, _use_chunked, diag_scan, diag_scan_ref
 
 
 def selective_scan_ref(a: Tensor, x: Tensor, Bm: Tensor, h0: Tensor | None = None) -> Tensor:

@@ -129,7 +129,7 @@ def choose_w(phases: list[dict], tol: float = 0.01, max_w: int = 10_000) -> dict
 
 
 def _theorem(model) -> str | None:
-    from statetrack.theory.oracle import _classify
+    from statetrack.theory.verdicts import _classify
     from statetrack.spec import parse_layers
 
     infos = [_classify(s, m) for s, m in zip(parse_layers(model.cfg.layers), model.mixers)]
