@@ -63,10 +63,21 @@ def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
     return task
 
 
+def initial_model(cfg: TrainConfig, task):
+    """The model training starts from: the construction named by ``cfg.init`` (with its noise), or None
+    for a fresh model built by ``train``."""
+    if not cfg.init:
+        return None
+    from statetrack.theory.constructions import init_model
+
+    return init_model(cfg, task)
+
+
 def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_DB,
         study: str | None = None, label: str | None = None, checkpoint_dir: str | Path | None = None,
         reuse: bool = True, on_step=None, on_length=None, threads: int | None = None) -> RunResult:
     task = check_run(train_cfg, eval_cfg)
+    start = initial_model(train_cfg, task)  # a bad --init fails here, before anything is written
     store = Store(db)
     key = run_key(train_cfg, eval_cfg, study, label)
     if reuse and (done := complete_result(store, key)):
@@ -77,7 +88,7 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
                              label=label, key=key)
     t0 = time.time()
     try:
-        res = train(train_cfg, task, on_step=on_step)
+        res = train(train_cfg, task, model=start, on_step=on_step)
         metrics = evaluate(res.model, task, eval_cfg, on_length=on_length)
     except TrainingDiverged as e:
         summary = {"failed_step": e.step, "reason": str(e)}

@@ -110,18 +110,14 @@ def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None
           on_step: Callable[[int, dict], None] | None = None) -> TrainResult:
     """Train ``cfg.model`` on ``cfg.task``; returns the best validated model and its curve.
 
-    ``on_step(step, info)`` is called after every validation (for progress bars and curves).
-    Raises TrainingDiverged if the loss becomes NaN or infinite.
+    ``model``: the initial model (e.g. a construction's, see ``runner.initial_model``); by default a
+    fresh one built from ``cfg.model``. ``on_step(step, info)`` is called after every validation (for
+    progress bars and curves). Raises TrainingDiverged if the loss becomes NaN or infinite.
     """
     t0 = time.time()
     task = task or get_task(cfg.task)
     device = resolve_device(cfg.device)
     set_seed(cfg.seed)
-    if model is None and cfg.init:
-        from statetrack.theory.constructions import init_model
-
-        model = init_model(cfg, task)
-        set_seed(cfg.seed)
     if model is None:
         model = build_model(cfg.model, task)
     model = model.to(device).train()

@@ -1,0 +1,105 @@
+"""What every construction shares: the registry, the result type and the weight-setting helpers.
+
+A construction is a function registered with :func:`register` that returns a :class:`Construction`:
+an ordinary :class:`statetrack.model.Model` with hand-set weights, the TrainConfig that describes it
+(task + ModelConfig) and notes. The helpers build a model with every weight zero
+(:func:`blank_model`), read what a layer sees (:func:`layer_input`) and set readouts
+(:func:`spread_readout`, :func:`nearest_head`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from statetrack.config import ModelConfig, TrainConfig
+from statetrack.model import Model, build_model
+from statetrack.tasks import get_task
+
+#: the minimum of silu, silu(SILU_ARGMIN) = -0.27846: the most negative value a silu feature takes
+SILU_ARGMIN = -1.2784645
+
+
+@dataclass
+class Construction:
+    name: str
+    model: Model
+    config: TrainConfig
+    description: str
+    basis: str
+    notes: dict = field(default_factory=dict)
+
+
+#: name -> (builder, basis, description, default argument or None, mixers it needs)
+REGISTRY: dict[str, tuple[Callable, str, str, str | None, tuple[str, ...]]] = {}
+
+
+def register(name: str, basis: str, description: str, default_arg: str | None = None,
+             mixers: tuple[str, ...] = ()):
+    def deco(fn):
+        REGISTRY[name] = (fn, basis, description, default_arg, mixers)
+        return fn
+    return deco
+
+
+def blank_model(task: str, **mcfg) -> tuple[Model, TrainConfig]:
+    """The model for ``task`` with ModelConfig(**mcfg), every weight 0 and every norm's gain 1."""
+    cfg = TrainConfig(task=task, model=ModelConfig(**mcfg), init=None)
+    torch.manual_seed(0)
+    model = build_model(cfg.model, get_task(task))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.zero_()
+        for name, mod in model.named_modules():
+            if isinstance(mod, torch.nn.RMSNorm | torch.nn.LayerNorm) and mod.weight is not None:
+                mod.weight.fill_(1.0)
+    return model, cfg
+
+
+def layer_input(model: Model, block: int, x: torch.Tensor) -> torch.Tensor:
+    """What block ``block``'s mixer sees for the residual vector x (after the block's pre-norm)."""
+    with torch.no_grad():
+        return model.blocks[block].norm(x)
+
+
+def silu(v: float) -> float:
+    """silu of a Python float."""
+    return v / (1 + math.exp(-v))
+
+
+def silu_inv(y: float) -> float:
+    """The preimage of y under silu on the branch x >= SILU_ARGMIN (y >= -0.27846)."""
+    lo, hi = SILU_ARGMIN, max(1.0, y + 2.0)
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if silu(mid) < y:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def spread_readout(points_fn, size: int = 8, tries: int = 200, seed: int = 0):
+    """Pick ``size`` readout coefficients in [0, 1) (random search, seeded) that maximise the smallest
+    gap between the classes' readout values ``points_fn(coefficients)``, relative to their range."""
+    g = torch.Generator().manual_seed(seed)
+    best, best_gap = None, -1.0
+    for _ in range(tries):
+        cand = torch.rand(size, generator=g).tolist()
+        vals = sorted(points_fn(cand))
+        gap = min(b - a for a, b in zip(vals, vals[1:])) / (vals[-1] - vals[0])
+        if gap > best_gap:
+            best, best_gap = cand, gap
+    return best, best_gap
+
+
+def nearest_head(model, values: list[float], out_coord: int, const: int):
+    """Head scores 2 phi_g s - phi_g^2 (nearest value), s the residual coordinate holding phi(prefix)."""
+    with torch.no_grad():
+        model.head.weight.zero_()
+        model.head.bias.zero_()
+        for y, v in enumerate(values):
+            model.head.weight[y, out_coord] = 2 * v
+            model.head.weight[y, const] = -v * v
