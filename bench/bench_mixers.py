@@ -25,10 +25,13 @@ import time
 import torch
 import torch.nn.functional as F
 
+from statetrack import memory
 from statetrack.layers import MIXERS, build_mixer
 from statetrack.ops import delta_rule_chunked, delta_rule_recurrent, diag_scan, mamba_scan
 from statetrack.ops.diag import _chunked, _loop
 from statetrack.spec import parse_layers
+
+memory.configure()  # the allocator settings statetrack's entry points use (statetrack.memory)
 
 D_MODEL, D_STATE = 64, 16
 

@@ -1,5 +1,5 @@
-"""Commands of the studies area: ``sweep`` (run a study's grid) and ``report`` (tables, plots, exports
-from the database); ``reproduce`` (in cli.py) calls ``reproduce_command`` here: sweep + report."""
+"""Commands of the studies area: ``sweep`` (run a study's grid), ``report`` (tables, plots, exports from
+the database) and ``reproduce`` (sweep + report)."""
 from __future__ import annotations
 
 import json
@@ -9,6 +9,8 @@ import shlex
 import sys
 import time
 
+from statetrack.cli.args import add_db, add_json
+from statetrack.cli.output import console, progress
 from statetrack.errors import UserError
 
 DEFAULT_OUT = "runs/reports"
@@ -32,14 +34,13 @@ def machine() -> str:
 
 def _sweep(a):
     """Run the grid with a progress bar; returns (study, results, wall seconds)."""
-    from statetrack.cli import _progress
     from statetrack.experiments import load_study
-    from statetrack.reproduce import study_jobs, sweep
+    from statetrack.reproduce import sweep
 
     study = load_study(a.name)
-    n_jobs = len(study_jobs(study, a.scale, a.seeds, a.device))
+    n_jobs = len(study.cells(a.scale, a.seeds, a.device))
     t0 = time.time()
-    with _progress(a.json) as prog:
+    with progress(a.json) as prog:
         bar = prog.add_task(f"{study.name} ({a.scale})", total=n_jobs)
         study, results = sweep(
             study, a.scale, a.seeds, db=a.db, workers=a.workers, fresh=a.fresh, device=a.device,
@@ -78,14 +79,12 @@ def cmd_sweep(a):
 
 
 def _print_report(rep, a):
-    from statetrack.cli import _console
-
     if a.json:
         for t in rep.tables:
             for row in t.csv_rows():
                 print(json.dumps(row))
         return
-    con = _console()
+    con = console()
     for t in rep.tables:
         con.print(t.rich())
     probes = rep.probe_rows()
@@ -124,7 +123,7 @@ def cmd_report(a):
     return 0
 
 
-def reproduce_command(a):
+def cmd_reproduce(a):
     """``statetrack reproduce``: sweep, then the report from the database."""
     from statetrack.report.writer import collect, write_report
 
@@ -162,11 +161,20 @@ def add_run_options(q):
     q.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])
 
 
-def add_commands(sub, common):
+def add_commands(sub) -> None:
+    q = sub.add_parser("reproduce", help="run a paper's study and print our table beside the paper's")
+    q.add_argument("name", help="a built-in study name or a study YAML file")
+    add_run_options(q)
+    q.add_argument("--out", default=DEFAULT_OUT, help=f"report folder (default {DEFAULT_OUT}; '' for none)")
+    add_db(q)
+    add_json(q)
+    q.set_defaults(fn=cmd_reproduce)
+
     q = sub.add_parser("sweep", help="run a study's grid; complete runs are skipped, so a stopped sweep resumes")
     q.add_argument("name", help="a built-in study name or a study YAML file")
     add_run_options(q)
-    common(q)
+    add_db(q)
+    add_json(q)
     q.set_defaults(fn=cmd_sweep)
 
     q = sub.add_parser("report", help="a study's tables beside the paper's, plots and exports, from the database")
@@ -176,5 +184,6 @@ def add_commands(sub, common):
     q.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"], help="the sweep's --device")
     q.add_argument("--out", default=DEFAULT_OUT, help=f"folder for .md/.csv/.tex and PNGs (default {DEFAULT_OUT}; "
                                                       "'' to only print)")
-    common(q)
+    add_db(q)
+    add_json(q)
     q.set_defaults(fn=cmd_report)
