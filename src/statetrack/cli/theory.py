@@ -83,9 +83,14 @@ def cmd_counterexample(a):
 
 
 def cmd_spectrum(a):
+    from pathlib import Path
+
+    from statetrack.files import check_writable
     from statetrack.report.plots import spectrum_plot
     from statetrack.theory.spectra import spectrum
 
+    if a.out:  # an unwritable --out fails now, not after the work
+        check_writable(Path(a.out).parent, f"cannot write the plot {a.out!r}")
     r = spectrum(a.checkpoint, samples=a.samples, length=a.length, seed=a.seed)
     if a.out:
         spectrum_plot(r, a.out)

@@ -18,11 +18,18 @@ def pyplot():
 
 
 def save_figure(fig, path: Path) -> Path:
-    """Lay out, write as PNG and close a figure."""
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    pyplot().close(fig)
-    return path
+    """Lay out, write as PNG (whole or not at all: ``files.write_file``) and close a figure."""
+    import io
+
+    from statetrack.files import write_file
+
+    buf = io.BytesIO()
+    try:
+        fig.tight_layout()
+        fig.savefig(buf, format="png", dpi=110)
+    finally:
+        pyplot().close(fig)
+    return write_file(path, buf.getvalue(), what="plot")
 
 
 def slug(s: str) -> str:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,10 +139,11 @@ def write_report(rep: Report, out: str | Path, header: str = "") -> Path:
     """``out``/<study>.md, .csv, .tex and ``out``/<study>/*.png. Returns the markdown path."""
     from statetrack.report.plots import accuracy_vs_length, learning_curves, slug, trace_plot
 
+    from statetrack.files import ensure_dir, write_file
+
     study = rep.study
     out = Path(out)
-    figdir = out / study.name
-    figdir.mkdir(parents=True, exist_ok=True)
+    figdir = ensure_dir(out / study.name, f"cannot write the report in {str(out)!r}")
     scale_note = ([] if rep.scale == "paper" else [
         f"Scale `{rep.scale}`: fewer steps, seeds and learning rates, smaller models and shorter test lengths "
         "than the paper (see the study file), so differences from the paper's numbers are expected and are "
@@ -171,13 +173,13 @@ def write_report(rep: Report, out: str | Path, header: str = "") -> Path:
                 md += [f"![{p.stem}]({study.name}/{p.name})", ""]
     if study.notes:
         md += ["## Notes (from the study file)", "", study.notes.strip(), ""]
-    path = out / f"{study.name}.md"
-    path.write_text("\n".join(md).replace("\n\n\n", "\n\n"))
+    path = write_file(out / f"{study.name}.md", "\n".join(md).replace("\n\n\n", "\n\n"), what="report")
     rows = [r for t in rep.tables for r in t.csv_rows()]
-    with open(out / f"{study.name}.csv", "w", newline="") as f:
-        if rows:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
-    (out / f"{study.name}.tex").write_text("\n\n".join(t.latex() for t in rep.tables) + "\n")
+    f = io.StringIO(newline="")
+    if rows:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    write_file(out / f"{study.name}.csv", f.getvalue(), what="report")
+    write_file(out / f"{study.name}.tex", "\n\n".join(t.latex() for t in rep.tables) + "\n", what="report")
     return path
