@@ -15,14 +15,14 @@ ROOT = Path(statetrack.__file__).parent
 
 #: the package's units from the bottom up: a module may import its own unit and the units below it
 LAYERS = [
-    {"errors", "version"},
+    {"errors", "version", "files", "signals"},
     {"spec", "memory", "device", "algebra"},
     {"ops"},
     {"config"},
     {"layers"},
     {"tasks"},
     {"model"},
-    {"checkpoint", "store"},
+    {"checkpoint", "store", "claims"},
     {"training", "evaluation"},
     {"theory"},
     {"probes"},

@@ -4,17 +4,30 @@ Resuming: every run has a key (``runner.run_key``: its full train + eval config,
 a run whose key is already ``complete`` in the database is reused, never redone. So a sweep stopped by
 Ctrl-C, a crash or SIGKILL is resumed by running it again: finished runs are kept, the rest run.
 
-A run killed mid-way leaves its row with status ``running`` (a killed process cannot write anything).
-When the same key later completes, the sweep marks those older ``running`` rows ``interrupted``. Reports
-only ever read ``complete`` rows, one per key, so an unfinished record is never counted.
+Several sweeps at once: before it starts a run, a sweep claims its key (``statetrack.claims``: one
+SQLite transaction, an owner and a heartbeat), so any number of sweeps of one study on one database
+(two terminals, two machines on a shared file, local or Ray) complete every run exactly once and split
+the work. A key claimed by another live sweep is left to it; once a sweep has nothing left to claim it
+polls those keys (every ``POLL`` seconds) until they are complete, so its results and its report see
+every run of the grid (a run the other sweep completed counts as reused, one it failed as failed). A
+claim whose owner died (kill -9, a lost machine) is taken over after the claim timeout (at once on the
+same machine), and the dead owner's ``running`` row is marked ``interrupted``. Reports only ever read
+``complete`` rows, one per key, so an unfinished record is never counted.
+
+Ctrl-C and SIGTERM (``statetrack.signals``) stop the whole sweep: no run starts after the signal, the
+running ones are marked ``interrupted`` (worker processes are told and get ``GRACE`` seconds to record
+it, then are killed; Ray tasks are cancelled), the claims are released, and the interrupt is passed on
+(the command exits 130 or 143).
 
 Executors:
 
-- ``local`` (default): ``workers`` processes (spawned) on this machine; each run writes its own rows.
+- ``local`` (default): ``workers`` processes (spawned) on this machine; each run writes its own rows,
+  under the claim of the sweep's process.
 - ``ray``: one Ray task per run (``num_cpus=1``) on a local Ray instance, or on the cluster at
-  ``address`` (``ray.init(address=...)``). A task trains into a private temporary database and returns
-  the rows (config, metrics, curve, summary, checkpoint bytes, traces); the driver writes them to the
-  one database. Workers therefore need no shared filesystem.
+  ``address`` (``ray.init(address=...)``), at most ``workers`` at a time. The driver claims each run
+  and records it ``running``; the task trains into a private temporary database and returns the rows
+  (config, metrics, curve, summary, checkpoint bytes, traces); the driver writes them to the one
+  database. Workers therefore need no shared filesystem.
 
 Each run seeds itself from its config and uses one thread, so the numbers do not depend on the
 executor or the number of workers.
@@ -23,16 +36,26 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing as mp
+import os
+import signal
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from statetrack import memory
+from statetrack import memory, signals
+from statetrack.claims import Claims, Heartbeat
 from statetrack.config import EvalConfig, TrainConfig
 from statetrack.errors import UserError
+from statetrack.evaluation import LengthMetrics
 from statetrack.runner import RunResult, check_run, complete_result, run, run_key
 from statetrack.store import Store
+
+#: seconds between looks at runs that other sweeps have claimed
+POLL = 1.0
+#: seconds worker processes get, after a signal, to record their runs interrupted before they are killed
+GRACE = 5.0
 
 
 @dataclass(frozen=True)
@@ -67,17 +90,112 @@ def _ensure_traces(db, job: Job, res: RunResult) -> None:
         write_traces(db, res.run_id, traces_from_checkpoint(res.checkpoint, missing))
 
 
-def _run_job(job: Job, db: str, reuse: bool) -> tuple[Job, RunResult]:
+def _run_job(job: Job, db: str, owner: str) -> RunResult:
     # one thread per run: tiny models gain nothing from more, and results then do not depend on
     # how many workers share the machine
-    res = run(job.train, job.eval, db=db, study=job.study, label=job.label, reuse=reuse, threads=1)
-    _ensure_traces(db, job, res)
-    if res.status == "complete" and not res.reused:
-        Store(db).mark_interrupted(job.key, res.run_id)
-    return job, res
+    with signals.job():
+        res = run(job.train, job.eval, db=db, study=job.study, label=job.label, reuse=False, threads=1,
+                  owner=owner)
+        _ensure_traces(db, job, res)
+        if res.status == "complete":
+            Store(db).mark_interrupted(job.key, res.run_id)
+    return res
 
 
-# -- Ray ---------------------------------------------------------------------------------------------
+def _worker_init(ignore: tuple[int, ...]) -> None:
+    memory.configure()
+    signals.install_in_worker(ignore)
+
+
+def _result_of(store: Store, run_id: int) -> RunResult:
+    """A run another sweep (or an earlier one) finished, as a reused RunResult."""
+    r = store.run(run_id)
+    ms = [LengthMetrics.from_row(m) for m in store.metrics(run_id)] if r["status"] == "complete" else []
+    return RunResult(run_id, r["status"], ms, r["summary"] or {}, r["checkpoint"], reused=True)
+
+
+# -- executors: where a claimed run runs ------------------------------------------------------------
+class _InProcess:
+    """Runs each job in this process when it is waited for."""
+
+    slots = 1
+
+    def __init__(self, db: str, owner: str):
+        self.db, self.owner, self.jobs = db, owner, {}
+
+    def submit(self, job: Job):
+        handle = object()
+        self.jobs[handle] = job
+        return handle
+
+    def wait(self, handles, timeout):
+        if not handles:
+            time.sleep(timeout)
+            return []
+        h = next(iter(handles))
+        return [(h, _run_job(self.jobs.pop(h), self.db, self.owner))]
+
+    def stop(self, exc):
+        pass
+
+    def close(self):
+        pass
+
+
+DIED = ("a worker process of the sweep died (killed, or out of memory); its runs are marked interrupted; "
+        "run the sweep again to resume")
+
+
+class _Pool:
+    """Local worker processes (spawned); one job per free worker, never a queue of jobs."""
+
+    def __init__(self, db: str, owner: str, workers: int):
+        self.db, self.owner, self.slots = db, owner, workers
+        self.pool = cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=_worker_init,
+                                           initargs=(signals.ignored(),))
+        self.futures: set = set()
+
+    def submit(self, job: Job):
+        with signals.spawning():  # workers start with the signals ignored, not with a traceback
+            try:
+                fut = self.pool.submit(_run_job, job, self.db, self.owner)
+            except cf.process.BrokenProcessPool:
+                raise UserError(DIED) from None
+        self.futures.add(fut)
+        return fut
+
+    def wait(self, handles, timeout):
+        if not handles:
+            time.sleep(timeout)
+            return []
+        done, _ = cf.wait(list(handles), timeout=timeout, return_when=cf.FIRST_COMPLETED)
+        out = []
+        for f in done:
+            self.futures.discard(f)
+            try:
+                out.append((f, f.result()))
+            except cf.process.BrokenProcessPool:
+                raise UserError(DIED) from None
+        return out
+
+    def stop(self, exc):
+        """Tell the workers (SIGTERM: a worker in a run records it interrupted), wait GRACE seconds,
+        then kill those still running."""
+        procs = list((self.pool._processes or {}).values())
+        for p in procs:
+            try:
+                os.kill(p.pid, signal.SIGTERM)
+            except OSError:
+                pass
+        cf.wait(self.futures, timeout=GRACE)
+        for p in procs:  # their runs are recorded (or, past the grace, recorded by the parent): no slow exit
+            if p.is_alive():
+                p.kill()
+
+    def close(self):
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
 def _ray_payload(job: Job) -> dict:
     """Runs on a Ray worker: train into a private database, return everything the driver stores."""
     from statetrack.probes import traces_from_checkpoint
@@ -99,25 +217,26 @@ def _ray_payload(job: Job) -> dict:
         return out
 
 
-def _store_payload(db: str, job: Job, p: dict) -> RunResult:
-    """On the driver: write one Ray worker's run into the database, as ``runner.run`` would have."""
+def _store_payload(store: Store, job: Job, run_id: int, p: dict) -> RunResult:
+    """On the driver: write one Ray worker's run into its row, as ``runner.run`` would have."""
+    from statetrack.checkpoint import rewrite_extra
+    from statetrack.files import sha256_bytes, write_file
     from statetrack.probes import write_traces
 
-    store = Store(db)
-    run_id = store.start_run(p["config"], study=job.study, label=job.label, key=job.key)
     store.set_versions(run_id, p["versions"])  # the worker's (its thread count), not the driver's
     if p["status"] != "complete":
         store.fail_run(run_id, p["error"] or "failed", p["wall_time"], p["summary"])
         return RunResult(run_id, "failed", [], p["summary"] or {}, None)
-    ck = Path(db).parent / "checkpoints" / f"run{run_id}.safetensors"
-    ck.parent.mkdir(parents=True, exist_ok=True)
-    tmp = ck.with_suffix(".tmp")
-    tmp.write_bytes(p["checkpoint"])
-    tmp.replace(ck)
-    store.finish_run(run_id, p["metrics"], str(ck), p["wall_time"], p["summary"], p["curve"])
+    run_uuid = store.run(run_id)["uuid"]
+    data = rewrite_extra(p["checkpoint"], {"run_id": run_id, "run_uuid": run_uuid, "db": str(store.path.absolute()),
+                                           "db_name": store.path.name})
+    ck = write_file(store.checkpoint_name(run_id, run_uuid), data, exclusive=True, what="checkpoint")
+    if not store.finish_run(run_id, p["metrics"], str(ck), p["wall_time"], p["summary"], p["curve"],
+                            sha256_bytes(data)):
+        ck.unlink(missing_ok=True)
+        return RunResult(run_id, "interrupted", [], {"reason": "the run was taken over by another sweep"}, None)
     if p["traces"]:
-        write_traces(db, run_id, p["traces"])
-    store.mark_interrupted(job.key, run_id)
+        write_traces(store.path, run_id, p["traces"])
     return RunResult(run_id, "complete", p["metrics"], p["summary"], str(ck))
 
 
@@ -129,48 +248,107 @@ def _import_ray():
     return ray
 
 
-def _run_ray(jobs: list[Job], db: str, workers: int, reuse: bool, address: str | None, on_done,
-             results: dict) -> None:
-    ray = _import_ray()
-    store = Store(db)
-    todo = []
-    for i, job in enumerate(jobs):
-        done = complete_result(store, job.key) if reuse else None
-        if done is not None:
-            if job.probes:
-                _ensure_traces(db, job, done)
-            results[i] = (job, done)
-            if on_done:
-                on_done(job, done)
-        else:
-            todo.append(i)
-    if not todo:
-        return
-    started = not ray.is_initialized()
-    if started:
-        import os
+class _Ray:
+    """One Ray task per claimed run; the driver writes the database."""
 
-        src = str(Path(__file__).resolve().parents[1])  # so workers import this very package
-        path = [src] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
-        env = {"PYTHONPATH": os.pathsep.join(path), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        kw = dict(address=address, runtime_env={"env_vars": env}, log_to_driver=False)
-        if address is None:
-            kw.update(num_cpus=max(1, workers), include_dashboard=False)
-        ray.init(**kw)
-    try:
-        remote = ray.remote(num_cpus=1, max_retries=0)(_ray_payload)
-        pending = {remote.remote(jobs[i]): i for i in todo}
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            for ref in ready:
-                i = pending.pop(ref)
-                res = _store_payload(db, jobs[i], ray.get(ref))
-                results[i] = (jobs[i], res)
-                if on_done:
-                    on_done(jobs[i], res)
-    finally:
-        if started:
-            ray.shutdown()
+    def __init__(self, db: str, owner: str, workers: int, address: str | None):
+        self.ray = _import_ray()
+        self.store, self.owner, self.slots, self.address = Store(db), owner, workers, address
+        self.rows: dict = {}  # ref -> (job, run_id)
+        self.started, self.remote = False, None
+
+    def _start(self):
+        """Ray itself, at the first run to start (a sweep whose runs are all complete never starts it)."""
+        ray = self.ray
+        if not ray.is_initialized():
+            src = str(Path(__file__).resolve().parents[1])  # so workers import this very package
+            path = [src] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+            env = {"PYTHONPATH": os.pathsep.join(path), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+            kw = dict(address=self.address, runtime_env={"env_vars": env}, log_to_driver=False)
+            if self.address is None:
+                kw.update(num_cpus=max(1, self.slots), include_dashboard=False)
+            ray.init(**kw)
+            self.started = True
+        self.remote = ray.remote(num_cpus=1, max_retries=0)(_ray_payload)
+
+    def submit(self, job: Job):
+        if self.remote is None:
+            self._start()
+        run_id = self.store.start_run({**job.train.model_dump(), "eval": job.eval.model_dump()}, study=job.study,
+                                      label=job.label, key=job.key, owner=self.owner)
+        ref = self.remote.remote(job)
+        self.rows[ref] = (job, run_id)
+        return ref
+
+    def wait(self, handles, timeout):
+        if not handles:
+            time.sleep(timeout)
+            return []
+        ready, _ = self.ray.wait(list(handles), num_returns=1, timeout=timeout)
+        out = []
+        for ref in ready:
+            job, run_id = self.rows.pop(ref)
+            try:
+                payload = self.ray.get(ref)
+            except Exception as e:  # the task raised or its worker died
+                self.store.fail_run(run_id, f"Ray task failed: {str(e).strip().splitlines()[-1]}")
+                out.append((ref, RunResult(run_id, "failed", [], {"reason": str(e)[:500]}, None)))
+                continue
+            out.append((ref, _store_payload(self.store, job, run_id, payload)))
+        return out
+
+    def stop(self, exc):
+        for ref in list(self.rows):
+            try:
+                self.ray.cancel(ref, force=True)
+            except Exception:
+                pass
+
+    def close(self):
+        if self.started:
+            self.ray.shutdown()
+
+
+# -- the schedule: claim, run, wait for the others ---------------------------------------------------
+def _schedule(jobs: list[Job], store: Store, executor, reuse: bool, on_done, results: dict,
+              claims: Claims) -> None:
+    t0 = time.time()
+    todo = list(range(len(jobs)))
+    running: dict = {}  # handle -> job index
+
+    def done(i: int, res: RunResult) -> None:
+        results[i] = (jobs[i], res)
+        if on_done:
+            on_done(jobs[i], res)
+
+    if reuse:  # complete runs first, without taking the write lock for each
+        for i in list(todo):
+            prev = complete_result(store, jobs[i].key)
+            if prev is not None:
+                _ensure_traces(str(store.path), jobs[i], prev)
+                todo.remove(i)
+                done(i, prev)
+    while todo or running:
+        busy = claims.held_by_others()  # read first: no write lock for a key another sweep is running
+        for i in list(todo):
+            if len(running) >= executor.slots:
+                break
+            if jobs[i].key in busy:
+                continue
+            got = claims.claim(jobs[i].key, complete_since=0.0 if reuse else t0, failed_since=t0)
+            if got.state == "taken":
+                continue
+            todo.remove(i)
+            if got.state == "claimed":
+                running[executor.submit(jobs[i])] = i
+            else:  # complete or failed by another sweep meanwhile
+                res = _result_of(store, got.run_id)
+                _ensure_traces(str(store.path), jobs[i], res)
+                done(i, res)
+        for handle, res in executor.wait(running, POLL):
+            i = running.pop(handle)
+            claims.release(jobs[i].key)
+            done(i, res)
 
 
 # -- entry point -------------------------------------------------------------------------------------
@@ -189,23 +367,31 @@ def run_jobs(jobs: list[Job], db: str | Path, workers: int = 1, reuse: bool = Tr
         for p in job.probes:
             from statetrack.tasks import get_task
             get_task(p)
+    if executor == "ray":
+        _import_ray()
     db = str(db)
     # create (or check) the database here, once: workers that open a new file at the same moment would
     # otherwise race on its creation
-    Store(db)
+    store = Store(db)
+    claims = Claims(store)
     results: dict[int, tuple[Job, RunResult]] = {}
     if executor == "ray":
-        _run_ray(jobs, db, workers, reuse, address, on_done, results)
+        ex = _Ray(db, claims.me, workers, address)
     elif workers <= 1:
-        for i, job in enumerate(jobs):
-            results[i] = _run_job(job, db, reuse)
-            if on_done:
-                on_done(*results[i])
+        ex = _InProcess(db, claims.me)
     else:
-        with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=memory.configure) as pool:
-            futs = {pool.submit(_run_job, job, db, reuse): i for i, job in enumerate(jobs)}
-            for fut in cf.as_completed(futs):
-                results[futs[fut]] = fut.result()
-                if on_done:
-                    on_done(*results[futs[fut]])
+        ex = _Pool(db, claims.me, workers)
+    try:
+        with Heartbeat(claims):
+            _schedule(jobs, store, ex, reuse, on_done, results, claims)
+    except BaseException as e:
+        ex.stop(e)
+        why = signals.describe(e) if isinstance(e, KeyboardInterrupt) else f"the sweep stopped: {e}"
+        try:
+            claims.release_all(interrupted=why)
+        except UserError:  # the database takes no write (a full disk): the claims expire by themselves
+            pass
+        raise
+    finally:
+        ex.close()
     return [results[i] for i in range(len(jobs))]

@@ -4,6 +4,12 @@ AdamW, linear warm-up then cosine decay, gradient clipping, a training length dr
 [train_min_len, train_max_len], validation on fixed IN-distribution sequences only, early stop after
 ``patience`` validations without improvement, and the best validated weights kept. The same seed gives
 the same numbers on the same machine.
+
+A run diverges (:class:`TrainingDiverged`, recorded ``failed`` with the step and the reason) when a
+training or validation loss is NaN or infinite, or when a validation loss exceeds
+``DIVERGED_FACTOR`` (1000) times the loss of a uniform guess, ln(classes) (693 nats for two classes):
+a model a thousand times worse than guessing has left any basin it could have learned in, whatever its
+best validation accuracy was.
 """
 from __future__ import annotations
 
@@ -23,10 +29,19 @@ from statetrack.model import Model, build_model
 from statetrack.tasks import Task, get_task
 
 
+#: a validation loss above this many times ln(classes) (the loss of a uniform guess) is divergence
+DIVERGED_FACTOR = 1e3
+
+
 class TrainingDiverged(RuntimeError):
-    def __init__(self, step: int, loss: float):
-        super().__init__(f"loss became {loss} at step {step}")
+    def __init__(self, step: int, loss: float, reason: str | None = None):
+        super().__init__(reason or f"loss became {loss} at step {step}")
         self.step, self.loss = step, loss
+
+
+def diverged_limit(num_classes: int) -> float:
+    """The validation loss above which a run has diverged: DIVERGED_FACTOR x ln(classes)."""
+    return DIVERGED_FACTOR * math.log(max(2, num_classes))
 
 
 @dataclass
@@ -126,6 +141,7 @@ def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None
     rng = np.random.default_rng(cfg.seed)
     val = validation_set(task, cfg, device)
     lo, hi = cfg.train_lengths
+    limit = diverged_limit(task.num_classes)
 
     best = (-1.0, math.inf)
     best_state, best_step, bad, curve = None, 0, 0, []
@@ -150,6 +166,10 @@ def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None
             acc, vloss = validate(model, val)
             if not math.isfinite(vloss):
                 raise TrainingDiverged(step, vloss)
+            if vloss > limit:
+                raise TrainingDiverged(step, vloss, f"validation loss {vloss:.3g} at step {step} is over "
+                                       f"{DIVERGED_FACTOR:g} times that of a uniform guess ({limit / DIVERGED_FACTOR:.3g}): "
+                                       "training diverged")
             info = {"step": step, "train_loss": float(loss.detach()), "train_accuracy": train_hits / train_total,
                     "val_accuracy": acc, "val_loss": vloss, "lr": sched.get_last_lr()[0]}
             curve.append(info)

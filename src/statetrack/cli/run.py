@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 
-from statetrack.cli.args import add_db, add_json, parse_lengths, parse_range
+from statetrack.cli.args import add_db, add_json, add_max_params, parse_lengths, parse_range
 from statetrack.cli.output import console, emit_rows, metrics_table, progress
 from statetrack.errors import UserError
 
@@ -47,18 +47,22 @@ def cmd_train(a):
 
 
 def cmd_eval(a):
-    from statetrack.checkpoint import load_checkpoint
+    from statetrack.checkpoint import check_task_fits, load_checkpoint
     from statetrack.config import EvalConfig, default_lengths, validated
     from statetrack.device import resolve_device
     from statetrack.evaluation import evaluate
-    from statetrack.runner import metrics_rows
+    from statetrack.runner import checkpoint_of_run_problem, metrics_rows
     from statetrack.tasks import get_task
 
-    model, cfg, task, extra = load_checkpoint(a.checkpoint, device=resolve_device(a.device))
-    if a.task:
-        task = get_task(a.task)
     lengths = parse_lengths(a.lengths) if a.lengths is not None else default_lengths()
     ecfg = validated(EvalConfig, lengths=lengths, batch_size=a.batch_size, device=a.device, chunk=a.chunk)
+    model, cfg, task, extra = load_checkpoint(a.checkpoint, device=resolve_device(a.device), max_params=a.max_params)
+    if a.task:
+        task = get_task(a.task)
+        check_task_fits(model, task, a.checkpoint, cfg.task)
+    problem = checkpoint_of_run_problem(a.checkpoint, extra)
+    if problem:
+        print(f"warning: {problem}; evaluating the file as it is", file=sys.stderr)
     with progress(a.json) as prog:
         bar = prog.add_task("evaluate", total=len(ecfg.lengths))
         metrics = evaluate(model, task, ecfg, on_length=lambda m: prog.update(bar, advance=1,
@@ -91,6 +95,9 @@ def cmd_runs(a):
                   f"study {r['study'] or '-'}  label {r['label'] or '-'}")
         con.print(f"train lengths {r['train_min_len']}-{r['train_max_len']}  wall time "
                   f"{(r['wall_time'] or 0):.1f}s  checkpoint {r['checkpoint'] or '-'}")
+        problem = store.checkpoint_problem(r)
+        if problem:
+            print(f"warning: {problem}", file=sys.stderr)
         if r["error"]:
             con.print(f"error: {r['error']}")
         con.print(f"summary: {json.dumps(r['summary'])}")
@@ -123,9 +130,13 @@ def cmd_rerun(a):
     from statetrack.runner import metrics_rows, rerun
     from statetrack.store import Store
 
-    old = Store(a.db, create=False).run(a.run_id)
+    store = Store(a.db, create=False)
+    old = store.run(a.run_id)
     if old["status"] != "complete":
         raise UserError(f"run {a.run_id} is {old['status']}; only complete runs can be rerun and compared")
+    problem = store.checkpoint_problem(old)
+    if problem:
+        print(f"warning: {problem} (the rerun trains from the stored config, not from the file)", file=sys.stderr)
     with progress(a.json) as prog:
         prog.add_task(f"rerun {a.run_id}", total=None)
         new, diffs = rerun(a.run_id, a.db)
@@ -170,6 +181,7 @@ def add_commands(sub) -> None:
     q.add_argument("--batch-size", type=int, default=128)
     q.add_argument("--chunk", type=int, default=1024)
     q.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])
+    add_max_params(q)
     q.add_argument("--json", action="store_true")
     q.set_defaults(fn=cmd_eval)
 
