@@ -107,12 +107,14 @@ def lr_lambda(cfg: TrainConfig):
 
 
 def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None,
-          on_step: Callable[[int, dict], None] | None = None) -> TrainResult:
+          on_step: Callable[[int, dict], None] | None = None,
+          on_train_step: Callable[[int, float], None] | None = None) -> TrainResult:
     """Train ``cfg.model`` on ``cfg.task``; returns the best validated model and its curve.
 
     ``model``: the initial model (e.g. a construction's, see ``runner.initial_model``); by default a
     fresh one built from ``cfg.model``. ``on_step(step, info)`` is called after every validation (for
-    progress bars and curves). Raises TrainingDiverged if the loss becomes NaN or infinite.
+    progress bars and curves); ``on_train_step(step, loss)`` after every optimiser step. Raises
+    TrainingDiverged if the loss becomes NaN or infinite.
     """
     t0 = time.time()
     task = task or get_task(cfg.task)
@@ -143,6 +145,8 @@ def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
         opt.step()
         sched.step()
+        if on_train_step:
+            on_train_step(step, float(loss.detach()))
         with torch.no_grad():
             train_hits += int(((logits.argmax(-1) == y) & m).sum())
             train_total += int(m.sum())
