@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from statetrack.cli.output import console, rows_out
+from statetrack.cli.output import Col, console, print_table, rows_out
 from statetrack.errors import UserError
 
 
@@ -18,20 +18,18 @@ def cmd_oracle(a):
             for r in rows:
                 print(json.dumps(r))
             return 0
-        from rich.table import Table
-
         specs = list(dict.fromkeys(r["layers"] for r in rows))
         tks = list(dict.fromkeys(r["task"] for r in rows))
         cell = {(r["layers"], r["task"]): r for r in rows}
-        t = Table(title="oracle: can the stack solve the task at every length? (verdict, basis)")
-        t.add_column("layers")
-        for tk in tks:
-            t.add_column(tk, justify="center")
-        mark = {"possible": "[green]yes[/green]", "impossible": "[red]no[/red]", "open": "[yellow]open[/yellow]"}
-        for s in specs:
-            t.add_row(s, *(f"{mark[cell[(s, tk)]['verdict']]} {cell[(s, tk)]['basis']}" for tk in tks))
-        t.caption = "yes = possible, no = impossible; basis: a result of docs/science.md (NL = non-linear RNN)"
-        console().print(t)
+        word = {"possible": "yes", "impossible": "no", "open": "open"}
+        colour = {"possible": "green", "impossible": "red", "open": "yellow"}
+        cols = [Col("layers", lambda s: s)] + [
+            Col(tk, lambda s, tk=tk: f"{word[cell[(s, tk)]['verdict']]} {cell[(s, tk)]['basis']}", "center")
+            for tk in tks]
+        print_table("oracle: can the stack solve the task at every length? (verdict, basis)", cols, specs,
+                    caption="yes = possible, no = impossible; basis: a result of docs/science.md "
+                            "(NL = non-linear RNN)",
+                    styles=lambda r, i: colour[cell[(specs[r], tks[i - 1])]["verdict"]] if i else None)
         return 0
     if not a.layers or not a.task:
         raise UserError("oracle needs --layers SPEC and --task TASK (or --table)")
@@ -39,7 +37,7 @@ def cmd_oracle(a):
     if a.json:
         print(json.dumps({"layers": a.layers, "task": a.task, **v.as_dict()}))
     else:
-        print(f"{v.verdict} ({v.basis}): {v.reason}")
+        console().print(f"{v.verdict} ({v.basis}): {v.reason}", markup=False)
     return 0
 
 
@@ -83,9 +81,12 @@ def cmd_counterexample(a):
 
 
 def cmd_spectrum(a):
-    from statetrack.report.plots import spectrum_plot
+    from statetrack.report.plots import FORMATS, spectrum_plot
     from statetrack.theory.spectra import spectrum
 
+    if a.out and a.out.rpartition(".")[2].lower() not in FORMATS:
+        raise UserError(f"bad --out {a.out!r}: the figure's format comes from its suffix; allowed: "
+                        f"{', '.join('.' + f for f in FORMATS)}")
     r = spectrum(a.checkpoint, samples=a.samples, length=a.length, seed=a.seed)
     if a.out:
         spectrum_plot(r, a.out)
@@ -136,7 +137,7 @@ def add_commands(sub) -> None:
 
     q = sub.add_parser("spectrum", help="eigenvalues of A(x) per layer and token, on the complex plane")
     q.add_argument("checkpoint")
-    q.add_argument("--out", default=None, help="PNG path")
+    q.add_argument("--out", default=None, help="figure path: .png, .svg or .pdf")
     q.add_argument("--samples", type=int, default=4)
     q.add_argument("--length", type=int, default=64)
     q.add_argument("--seed", type=int, default=0)
