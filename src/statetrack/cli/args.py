@@ -73,4 +73,4 @@ def add_db(q) -> None:
 
 
 def add_json(q, what: str = "one object per (run, length)") -> None:
-    q.add_argument("--json", action="store_true", help=f"print JSON Lines, {what}")
+    q.add_argument("--json", action="store_true", help=f"print JSON, {what}")

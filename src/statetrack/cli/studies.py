@@ -213,14 +213,14 @@ def add_commands(sub) -> None:
     q.add_argument("--out", default=DEFAULT_OUT, help="report folder ('' for none)")
     add_report_options(q)
     add_db(q)
-    add_json(q)
+    add_json(q, "one object per (run, length), with the grid keys table, column, lr")
     q.set_defaults(fn=cmd_reproduce)
 
     q = sub.add_parser("sweep", help="run a study's grid; complete runs are skipped, so a stopped sweep resumes")
     q.add_argument("name", help="a built-in study name or a study YAML file")
     add_run_options(q)
     add_db(q)
-    add_json(q)
+    add_json(q, "one object per (run, length), with the grid keys table, column, lr")
     q.set_defaults(fn=cmd_sweep)
 
     q = sub.add_parser("report", help="a study's tables beside the paper's, plots and exports, from the database")
@@ -232,5 +232,5 @@ def add_commands(sub) -> None:
     q.add_argument("--out", default=DEFAULT_OUT, help="folder for .md/.csv/.tex and figures ('' to only print)")
     add_report_options(q)
     add_db(q)
-    add_json(q)
+    add_json(q, "one object per table cell (the CSV columns)")
     q.set_defaults(fn=cmd_report)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+from statetrack.cli.args import add_json
 from statetrack.cli.output import Col, console, print_table, rows_out
 from statetrack.errors import UserError
 
@@ -112,34 +113,34 @@ def cmd_spectrum(a):
 def add_commands(sub) -> None:
     q = sub.add_parser("oracle", help="can a stack of mixers solve a task at every length? (theorems T1-T6)")
     q.add_argument("--layers", default=None, help="layer spec; with --table: specs separated by ';'")
-    q.add_argument("--task", default=None)
+    q.add_argument("--task", default=None, help="a task string (statetrack tasks)")
     q.add_argument("--table", action="store_true", help="a table of mixers x tasks")
     q.add_argument("--tasks", default=None, help="with --table: comma-separated task strings")
-    q.add_argument("--json", action="store_true")
+    add_json(q, "one object; with --table, one per (layers, task)")
     q.set_defaults(fn=cmd_oracle)
 
     q = sub.add_parser("construct", help="write a checkpoint whose weights are set by hand from a proof")
     q.add_argument("name", nargs="?", default=None, help="construction name (see --list), e.g. parity-negmamba")
     q.add_argument("--out", default=None, help="checkpoint path (.safetensors)")
-    q.add_argument("--list", action="store_true")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--list", action="store_true", help="list the constructions")
+    add_json(q, "one object; with --list, one per construction")
     q.set_defaults(fn=cmd_construct)
 
     q = sub.add_parser("counterexample", help="build the proof's failing input for a checkpoint and run it")
     q.add_argument("checkpoint")
-    q.add_argument("--task", default="parity")
-    q.add_argument("--max-len", type=int, default=10_000)
+    q.add_argument("--task", default="parity", help="the task whose failing input is built")
+    q.add_argument("--max-len", type=int, default=10_000, help="longest input built")
     q.add_argument("--tol", type=float, default=0.01, help="phase alignment tolerance for time-invariant modes")
-    q.add_argument("--max-w", type=int, default=10_000)
-    q.add_argument("--seed", type=int, default=0)
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--max-w", type=int, default=10_000, help="largest period W searched for phase alignment")
+    q.add_argument("--seed", type=int, default=0, help="seed of the inputs")
+    add_json(q, "one object")
     q.set_defaults(fn=cmd_counterexample)
 
     q = sub.add_parser("spectrum", help="eigenvalues of A(x) per layer and token, on the complex plane")
     q.add_argument("checkpoint")
     q.add_argument("--out", default=None, help="figure path: .png, .svg or .pdf")
-    q.add_argument("--samples", type=int, default=4)
-    q.add_argument("--length", type=int, default=64)
-    q.add_argument("--seed", type=int, default=0)
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--samples", type=int, default=4, help="sample sequences of the model's task")
+    q.add_argument("--length", type=int, default=64, help="length of each sample sequence")
+    q.add_argument("--seed", type=int, default=0, help="seed of the inputs")
+    add_json(q, "one object (without the sample eigenvalues)")
     q.set_defaults(fn=cmd_spectrum)
