@@ -37,11 +37,9 @@ def test_version_and_bare_command(capsys):
         assert re.search(rf"^\s+{cmd}\s", out, re.M), cmd
 
 
-def test_console_script_bare_and_version():
+def test_console_script_bare():
     p = subprocess.run([sys.executable, "-m", "statetrack.cli"], capture_output=True, text=True)
     assert p.returncode == 0 and "commands:" in p.stdout and "train" in p.stdout and not p.stderr
-    p = subprocess.run([sys.executable, "-m", "statetrack.cli", "--version"], capture_output=True, text=True)
-    assert p.returncode == 0 and p.stdout.strip() == f"statetrack {__version__}"
 
 
 def test_no_abbreviations(capsys):

@@ -91,16 +91,22 @@ def test_missing_recorded_plugin_is_named(session, tmp_path):
     assert p.returncode == 2 and "plugin module 'mystuff' (recorded with run 1) not found" in p.stderr
 
 
-def test_bad_plugin_names(tmp_path):
-    p = statetrack(["--plugin", "no_such_module", "models"], base_env(), tmp_path)
-    assert p.returncode == 2 and p.stderr == ("error: plugin module 'no_such_module' (--plugin) not found; "
-                                              "install it or add its folder to PYTHONPATH\n")
+def test_bad_plugin_names(tmp_path, capsys, monkeypatch):
+    from statetrack import plugins
+    from statetrack.cli import main
+
+    for argv in (["--plugin", "no_such_module", "models"], ["models", "--plugin", "no_such_module"]):
+        assert main(argv) == 2
+        assert capsys.readouterr().err == ("error: plugin module 'no_such_module' (--plugin) not found; "
+                                           "install it or add its folder to PYTHONPATH\n")
     (tmp_path / "broken.py").write_text("x = 1\nraise RuntimeError('boom')\n")
-    env = {**base_env(), "STATETRACK_PLUGINS": "broken"}
-    env["PYTHONPATH"] += os.pathsep + str(tmp_path)
-    p = statetrack(["tasks"], env, tmp_path)
-    assert p.returncode == 2 and "(environment variable STATETRACK_PLUGINS) failed to import: broken.py:2: " \
-                                 "RuntimeError: boom" in p.stderr
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("STATETRACK_PLUGINS", "broken")
+    monkeypatch.setattr(plugins, "_auto_done", False)
+    assert main(["tasks"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "plugin module 'broken' (environment variable STATETRACK_PLUGINS) failed to " \
+                                    "import: broken.py:2: RuntimeError: boom" in err
 
 
 def test_entry_points(session, tmp_path):
@@ -118,3 +124,16 @@ def test_entry_points(session, tmp_path):
     p = statetrack(["report", "mystudy", "--db", str(d / "runs" / "plugin.db"), "--out", "", "--json"], env, tmp_path)
     assert p.returncode == 0, p.stderr
     assert {json.loads(l)["model"] for l in p.stdout.splitlines()} == {"signeddiag", "signeddiag(neg=false)", "Mamba"}
+
+
+@pytest.mark.slow
+def test_ray_workers_import_the_plugins(session, tmp_path):
+    pytest.importorskip("ray")
+    d, _ = session
+    env = base_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(d), env["PYTHONPATH"]])
+    p = statetrack(["sweep", str(d / "mystudy.yaml"), "--plugin", "mystuff", "--executor", "ray", "--workers", "2",
+                    "--db", str(tmp_path / "ray.db"), "--json"], env, tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]
+    rows = [json.loads(l) for l in p.stdout.splitlines()]
+    assert {r["model"] for r in rows} == {"signeddiag", "signeddiag(neg=false)", "mamba(conv=0)"}
