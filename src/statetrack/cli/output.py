@@ -37,6 +37,11 @@ def console(stderr: bool = False):
     return Console(width=width(), stderr=stderr, highlight=False)
 
 
+def say(text: str) -> None:
+    """A line of prose on stdout, wrapped at the width (words kept whole, no markup read)."""
+    console().print(text, markup=False)
+
+
 def emit_rows(rows):
     for r in rows:
         print(json.dumps(r))

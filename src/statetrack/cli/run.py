@@ -6,7 +6,7 @@ import sys
 
 from statetrack.cli.args import add_db, add_json, parse_range
 from statetrack.cli.options import add_eval_options, add_train_options, given
-from statetrack.cli.output import Col, console, emit_rows, print_metrics, print_record, print_table
+from statetrack.cli.output import Col, console, emit_rows, print_metrics, print_record, print_table, say
 from statetrack.cli.progress import RunProgress
 from statetrack.errors import UserError
 
@@ -172,7 +172,7 @@ def cmd_rerun(a):
         emit_rows(length_rows(run_object(Store(a.db).run(new.run_id)), new.metrics))
     else:
         verdict = "identical metrics" if not diffs else f"DIFFERENT metrics at lengths {sorted(diffs)}"
-        console().print(f"run {a.run_id} rerun as run {new.run_id}: {verdict}")
+        say(f"run {a.run_id} rerun as run {new.run_id}: {verdict}")
     return 0 if not diffs else 1
 
 

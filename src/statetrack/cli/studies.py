@@ -11,7 +11,7 @@ import time
 
 from statetrack.cli.args import add_db, add_json
 from statetrack.cli.options import add_device
-from statetrack.cli.output import Col, console, emit_rows, print_table
+from statetrack.cli.output import Col, console, emit_rows, print_table, say
 from statetrack.cli.progress import SweepProgress
 from statetrack.errors import UserError
 
@@ -94,7 +94,7 @@ def cmd_sweep(a):
     if a.json:
         _emit_runs(results, a.db)
         return 0
-    console().print(_summary(study, results, wall, a))
+    say(_summary(study, results, wall, a))
     return 0 if all(r.status == "complete" for _, r in results) else 1
 
 
@@ -137,7 +137,7 @@ def _write(rep, a, meta: dict) -> None:
 
         written.append(str(write_html(rep, a.out, meta)))
     if not a.json:
-        console().print(f"report written to {', '.join(w for w in written if w)}", markup=False)
+        say(f"report written to {', '.join(w for w in written if w)}")
 
 
 def _command(name: str, a) -> str:
@@ -177,7 +177,7 @@ def cmd_reproduce(a):
         _emit_runs(results, a.db)
     else:
         _print_report(rep, a)
-        console().print(_summary(study, results, wall, a))
+        say(_summary(study, results, wall, a))
     if a.out:
         reused = sum(r.reused for _, r in results)
         _write(rep, a, {"Command": _command("reproduce", a), "Machine": machine(), "Date": _date(),

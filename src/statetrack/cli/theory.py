@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from statetrack.cli.args import add_json
-from statetrack.cli.output import Col, console, print_table, rows_out
+from statetrack.cli.output import Col, print_table, rows_out, say
 from statetrack.errors import UserError
 
 
@@ -38,7 +38,7 @@ def cmd_oracle(a):
     if a.json:
         print(json.dumps({"layers": a.layers, "task": a.task, **v.as_dict()}))
     else:
-        console().print(f"{v.verdict} ({v.basis}): {v.reason}", markup=False)
+        say(f"{v.verdict} ({v.basis}): {v.reason}")
     return 0
 
 
@@ -58,7 +58,7 @@ def cmd_construct(a):
     if a.json:
         print(json.dumps(info))
     else:
-        print(f"wrote {a.out}: {c.name} ({c.basis}) = {c.config.model.layers} on {c.config.task} "
+        say(f"wrote {a.out}: {c.name} ({c.basis}) = {c.config.model.layers} on {c.config.task} "
               f"(d_model {c.config.model.d_model}, d_state {c.config.model.d_state}, norm {c.config.model.norm}); "
               f"check it with: statetrack eval {a.out} --lengths 100,1000,10000")
     return 0
@@ -71,12 +71,12 @@ def cmd_counterexample(a):
     if a.json:
         print(json.dumps(r))
         return 0
-    print(r["message"])
+    say(r["message"])
     if r.get("phase_alignment"):
         pa = r["phase_alignment"]
         head = (f"W = {pa['W']}" if pa["within_tol"] else
                 f"no W <= {a.max_w} within tol {r['tol']}; the best is W = {pa['W']}")
-        print(f"  {head}: {pa['modes']} time-invariant mode(s) with |lambda|^{r['max_len']} above the decay "
+        say(f"  {head}: {pa['modes']} time-invariant mode(s) with |lambda|^{r['max_len']} above the decay "
               f"floor, max |W q - round(W q)| = {pa['max_dist']:.3g} (tol {r['tol']})")
     return 0
 
@@ -98,15 +98,15 @@ def cmd_spectrum(a):
         return 0
     for l in r["layers"]:
         if "min_real" not in l:
-            print(f"layer {l['layer']} ({l['mixer']}): no transition matrix (non-linear)")
+            say(f"layer {l['layer']} ({l['mixer']}): no transition matrix (non-linear)")
             continue
-        print(f"layer {l['layer']} ({l['mixer']}): smallest real part {l['min_real']:.4g}, modulus in "
+        say(f"layer {l['layer']} ({l['mixer']}): smallest real part {l['min_real']:.4g}, modulus in "
               f"[{l['min_modulus']:.4g}, {l['max_modulus']:.4g}], {l['n_angles']} distinct angle(s) (deg): "
               f"{', '.join(map(str, l['angles_deg'][:16]))}{' ...' if l['n_angles'] > 16 else ''}")
         if l.get("per_token_min_real"):
-            print("  per token (layer input = its embedding): smallest real part " +
+            say("  per token (layer input = its embedding): smallest real part " +
                   ", ".join(f"token {t}: {v:.4g}" for t, v in l["per_token_min_real"].items()))
-    print(r["note"] + (f"; plot: {a.out}" if a.out else ""))
+    say(r["note"] + (f"; plot: {a.out}" if a.out else ""))
     return 0
 
 
