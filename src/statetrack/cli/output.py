@@ -161,12 +161,12 @@ def print_table(title: str | None, columns, rows, caption: str | None = None,
         return sum(mins[i] for i in idx) + GAP * (len(idx) - 1) <= total
 
     keep = list(range(len(cols)))
-    dropped = [i for i in reversed(keep) if cols[i].optional]
-    parts = [keep]
-    while not fits(keep) and dropped:
-        keep.remove(dropped.pop(0))
+    optional = [i for i in reversed(keep) if cols[i].optional]  # the last ones go first
+    while not fits(keep) and optional:
+        keep.remove(optional.pop(0))
+    dropped = sorted(set(range(len(cols))) - set(keep))
     if fits(keep):
-        parts, dropped = [keep], sorted(set(range(len(cols))) - set(keep))
+        parts = [keep]
     else:
         parts, dropped = _chunks(list(range(len(cols))), mins, total), []
         if parts is None:

@@ -33,7 +33,7 @@ class _Reporter:
             from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                        TimeRemainingColumn)
 
-            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(bar_width=20), MofNCompleteColumn(),
                                 TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TextColumn("ETA"),
                                 TimeRemainingColumn(), transient=True, console=Console(file=self.stream))
             self.bar.__enter__()

@@ -94,6 +94,7 @@ def cmd_eval(a):
     return 0
 
 
+#: the columns of ``runs``; the optional ones are left out, the last first, when the table does not fit
 RUN_COLUMNS = [
     Col("id", lambda r: str(r["run_id"]), "right"),
     Col("status", lambda r: r["status"]),
@@ -101,8 +102,8 @@ RUN_COLUMNS = [
     Col("label", lambda r: r["label"] or "-"),
     Col("model", lambda r: r["model"]),
     Col("task", lambda r: r["task"]),
-    Col("seed", lambda r: str(r["seed"]), "right", optional=True),
     Col("train len", lambda r: f"{r['train_min_len']}-{r['train_max_len']}", "right", optional=True),
+    Col("seed", lambda r: str(r["seed"]), "right", optional=True),
     Col("longest >=90%", lambda r: str(r["longest_90"] or "-"), "right"),
     Col("time (s)", lambda r: f"{r['wall_time']:.1f}" if r["wall_time"] else "-", "right", optional=True),
 ]
