@@ -15,16 +15,18 @@ BLOCK = re.compile(r"```(\w+)\n(.*?)```", re.S)
 
 
 def doc_blocks():
-    """(files: name -> text, shell lines) from the page: a block whose first line is '# NAME' is (part
-    of) file NAME; the bash block is the session."""
-    files, shell = {}, []
+    """(files: name -> text, shell lines, python snippets) from the page: a block whose first line is
+    '# NAME' is (part of) file NAME; the bash block is the session; other python blocks are snippets."""
+    files, shell, snippets = {}, [], []
     for lang, body in BLOCK.findall(DOC.read_text()):
         first = body.splitlines()[0]
         if lang in ("python", "yaml") and re.fullmatch(r"# [\w.]+\.(py|yaml)", first):
             files[first[2:]] = files.get(first[2:], "") + body.split("\n", 1)[1] + "\n"
         elif lang == "bash":
             shell += [l for l in body.splitlines() if l.strip()]
-    return files, shell
+        elif lang == "python":
+            snippets.append(body)
+    return files, shell, snippets
 
 
 def statetrack(args, env, cwd):
@@ -43,9 +45,10 @@ def base_env():
 
 @pytest.fixture(scope="module")
 def session(tmp_path_factory):
-    """Write the page's files and run its shell session; returns (folder, {command: completed process})."""
+    """Write the page's files, run its shell session and its Python; returns (folder, {command: completed
+    process})."""
     d = tmp_path_factory.mktemp("plugin")
-    files, shell = doc_blocks()
+    files, shell, snippets = doc_blocks()
     assert set(files) == {"mystuff.py", "mystudy.yaml"}
     for name, text in files.items():
         (d / name).write_text(text)
@@ -63,6 +66,10 @@ def session(tmp_path_factory):
             p = statetrack(words[1:], env, d)
             assert p.returncode == 0, (line, p.stdout[-2000:], p.stderr[-2000:])
             out[line.split("#")[0].strip()] = p
+    for code in snippets:  # the page's Python, in the same folder
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=d, timeout=600,
+                           env={**base_env(), "PYTHONPATH": os.pathsep.join([str(d), base_env()["PYTHONPATH"]])})
+        assert p.returncode == 0, (code, p.stderr[-2000:])
     return d, out
 
 

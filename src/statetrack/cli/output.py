@@ -138,7 +138,11 @@ def _chunks(idx: list[int], mins: list[int], total: int) -> list[list[int]] | No
             out.append(cur)
             cur = [key]
         cur.append(i)
-    return out + [cur]
+    out.append(cur)
+    # as many groups as needed, but of even size where they fit: room for every group's widest cells
+    size = -(-(len(idx) - 1) // len(out))
+    even = [[key, *idx[1:][k:k + size]] for k in range(0, len(idx) - 1, size)]
+    return even if all(sum(mins[j] for j in g) + GAP * (len(g) - 1) <= total for g in even) else out
 
 
 def print_table(title: str | None, columns, rows, caption: str | None = None,
