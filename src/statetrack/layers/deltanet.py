@@ -94,9 +94,9 @@ class DeltaProduct(Mixer):
         S, buf = state
         q, k, v, beta, buf = self._qkvb(x, buf, chunk=True)
         if self.nh == 1:
-            o, S = delta_rule(q, k[:, :, 0], v[:, :, 0], beta[:, :, 0], S, self.chunk)
+            o, S = delta_rule(q, k[:, :, 0], v[:, :, 0], beta[:, :, 0], S, self.chunk, self.neg)
         else:
-            o, S = delta_rule(*interleave(q, k, v, beta), S, self.chunk)
+            o, S = delta_rule(*interleave(q, k, v, beta), S, self.chunk, self.neg)
             o = o[:, self.nh - 1:: self.nh]
         return self._out(o), (S, buf)
 
