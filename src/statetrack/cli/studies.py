@@ -158,7 +158,8 @@ def add_run_options(q):
     q.add_argument("--executor", default="local", choices=["local", "ray"])
     q.add_argument("--address", default=None, help="Ray cluster address for ray.init (default: a local instance)")
     q.add_argument("--fresh", action="store_true", help="rerun even runs already complete in the database")
-    q.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])
+    q.add_argument("--device", default="auto", choices=["cpu", "cuda", "auto"],
+                   help="cpu, cuda, or auto: cuda where present (default auto)")
 
 
 def add_commands(sub) -> None:
@@ -181,7 +182,7 @@ def add_commands(sub) -> None:
     q.add_argument("name", help="a built-in study name or a study YAML file")
     q.add_argument("--scale", default="quick", help="the scale whose grid is reported (default quick)")
     q.add_argument("--seeds", type=int, default=None, help="seeds per cell, if the sweep overrode them")
-    q.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"], help="the sweep's --device")
+    q.add_argument("--device", default="auto", choices=["cpu", "cuda", "auto"], help="the sweep's --device (default auto)")
     q.add_argument("--out", default=DEFAULT_OUT, help=f"folder for .md/.csv/.tex and PNGs (default {DEFAULT_OUT}; "
                                                       "'' to only print)")
     add_db(q)

@@ -245,7 +245,7 @@ class Study(_Strict):
         sc = self.scale(scale)
         return [t for t in self.tables if sc.tables is None or t.name in sc.tables]
 
-    def cells(self, scale: str, seeds: int | None = None, device: str = "cpu") -> list[Job]:
+    def cells(self, scale: str, seeds: int | None = None, device: str = "auto") -> list[Job]:
         """Every run of the grid at this scale (tables x models x tasks x learning rates x seeds), as the
         jobs a sweep runs."""
         sc = self.scale(scale)
@@ -280,7 +280,7 @@ class Study(_Strict):
                                            table=table.name, column=t.label, lr=float(lr), probes=tuple(t.probes)))
         return out
 
-    def configs(self, scale: str, seeds: int | None = None, device: str = "cpu"):
+    def configs(self, scale: str, seeds: int | None = None, device: str = "auto"):
         """Yield (label, seed, TrainConfig, EvalConfig) for every run of the grid at this scale."""
         for c in self.cells(scale, seeds, device):
             yield c.label, c.seed, c.train, c.eval
