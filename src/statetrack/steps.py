@@ -90,8 +90,9 @@ class DeviceStep:
         self.model, self.clip, self.schedule, self.base_lr = model, cfg.clip, schedule, cfg.lr
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.lr_t = torch.tensor(float(cfg.lr * schedule(0)), device=device)
-        self.opt = torch.optim.AdamW(self.params, lr=self.lr_t, weight_decay=cfg.weight_decay, capturable=True,
-                                     foreach=True)
+        cuda = device.type == "cuda"  # (the CPU runs this class in the tests, without graphs)
+        self.opt = torch.optim.AdamW(self.params, lr=self.lr_t, weight_decay=cfg.weight_decay, capturable=cuda,
+                                     foreach=cuda)
         self.bf16 = cfg.precision == "bfloat16"
         z = lambda dtype: torch.zeros((), dtype=dtype, device=device)  # noqa: E731
         self.count, self.first_bad = z(torch.int64), z(torch.int64)
