@@ -170,6 +170,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", nargs="*", default=["check", "small", "grazzi", "packed"])
     ap.add_argument("--steps", type=int, default=200, help="timed steps per measurement")
+    ap.add_argument("--packed", default="1,2,4,8", help="process counts of the packed section")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
     res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
@@ -180,7 +181,7 @@ def main():
     if "grazzi" in a.only:
         res["grazzi"] = section_grazzi(a.steps)
     if "packed" in a.only:
-        res["packed"] = section_packed(a.steps)
+        res["packed"] = section_packed(a.steps, tuple(int(k) for k in a.packed.split(",")))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)
