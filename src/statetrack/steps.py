@@ -13,7 +13,9 @@
   state and counters live outside the pool), so memory is that of the longest length, not the sum.
   Capturing a length first runs its step once on a side stream (PyTorch's warm-up rule) and then
   restores the parameters and the optimiser state, so the replayed run is step for step the eager
-  one. ``precision='bfloat16'`` runs the forward pass under bf16 autocast (the loss in float32).
+  one. ``precision='bfloat16'`` runs the forward pass under bf16 autocast (the loss in float32; the
+recurrences themselves take float32 inputs under autocast: ``torch.amp.custom_fwd`` on every op of
+``statetrack.ops``).
 
 ``StepStats`` is what a validation reads: the last training loss, the token accuracy since the last
 read, and the first non-finite step (which the training loop turns into ``TrainingDiverged``).
@@ -157,7 +159,8 @@ class DeviceStep:
             torch.cuda.current_stream().wait_stream(side)
             self._restore(snap)
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, pool=self.pool):
+            # thread_local: the batch thread may pin memory while this thread captures
+            with torch.cuda.graph(graph, pool=self.pool, capture_error_mode="thread_local"):
                 self._body(*statics)
         finally:  # capturing runs nothing; the warm-up is undone: weights, optimiser and counters as before
             self._restore(snap)

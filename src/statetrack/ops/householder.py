@@ -112,6 +112,7 @@ class _DeltaChunked(torch.autograd.Function):
     for the state gradient; every other gradient is one batched matmul over all chunks."""
 
     @staticmethod
+    @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
     def forward(ctx, q, k, v, beta, S0):
         o, S, saved = _chunk_forward(q, k, v, beta, S0)
         ctx.save_for_backward(q, k, v, beta, *saved)
@@ -119,6 +120,7 @@ class _DeltaChunked(torch.autograd.Function):
 
     @staticmethod
     @once_differentiable
+    @torch.amp.custom_bwd(device_type="cuda")
     def backward(ctx, dO, dST):
         q, k, v, beta, KK, Tinv, W, Uv, Aqk, U, Ss = ctx.saved_tensors
         _, strict, lower = _masks(k.shape[-2], k)

@@ -133,6 +133,7 @@ def _forward_stream(dt, A2, xu, Bm, Cm, h0, neg: bool, ring: int = 8):
 
 class _MambaScan(torch.autograd.Function):
     @staticmethod
+    @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
     def forward(ctx, dt, A, u, Bm, Cm, h0, neg):
         A2 = A * LOG2E
         xu = dt * u
@@ -143,6 +144,7 @@ class _MambaScan(torch.autograd.Function):
 
     @staticmethod
     @once_differentiable
+    @torch.amp.custom_bwd(device_type="cuda")
     def backward(ctx, gy, ghT):
         dt, A, u, xu, Bm, Cm, H, h0 = ctx.saved_tensors
         neg = ctx.neg

@@ -41,6 +41,7 @@ def _fwd(a, x, Bm, h0):
 
 class _SelectiveScan(torch.autograd.Function):
     @staticmethod
+    @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
     def forward(ctx, a, x, Bm, h0):
         h = _fwd(a, x, Bm, h0)
         ctx.save_for_backward(a, x, Bm, h, h0)
@@ -48,6 +49,7 @@ class _SelectiveScan(torch.autograd.Function):
 
     @staticmethod
     @once_differentiable
+    @torch.amp.custom_bwd(device_type="cuda")
     def backward(ctx, gh):
         a, x, Bm, h, h0 = ctx.saved_tensors
         g = _loop_reverse(a, gh)

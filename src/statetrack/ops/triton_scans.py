@@ -192,6 +192,7 @@ def _f32(*ts):
 
 class _MambaScanTriton(torch.autograd.Function):
     @staticmethod
+    @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
     def forward(ctx, dt, A, u, Bm, Cm, h0, neg, chunk, block_e):
         out_dtype = u.dtype
         ctx.in_dtypes = [t.dtype for t in (dt, A, u, Bm, Cm, h0)]
@@ -213,6 +214,7 @@ class _MambaScanTriton(torch.autograd.Function):
 
     @staticmethod
     @once_differentiable
+    @torch.amp.custom_bwd(device_type="cuda")
     def backward(ctx, gy, ghT):
         dt, A, A2, u, Bm, Cm, h0, ckpt = ctx.saved_tensors
         neg, TT, BE = ctx.cfg
@@ -324,6 +326,7 @@ def _planes(z: Tensor) -> Tensor:
 
 class _SelectiveScanTriton(torch.autograd.Function):
     @staticmethod
+    @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
     def forward(ctx, a, x, Bm, h0, chunk, block_e):
         out_dtype = a.dtype
         ctx.in_dtypes = [t.dtype for t in (a, x, Bm, h0)]
@@ -339,6 +342,7 @@ class _SelectiveScanTriton(torch.autograd.Function):
 
     @staticmethod
     @once_differentiable
+    @torch.amp.custom_bwd(device_type="cuda")
     def backward(ctx, gh):
         ar, x, Bm, h0r, h = ctx.saved_tensors
         B, T, E, N = ar.shape[:4]
