@@ -336,8 +336,20 @@ def test_PD_one_householder_factor_cannot_count_mod_3(task):
     for layers in ("deltanet(neg=true)", "mamba,deltanet(neg=true)", "deltanet(neg=true),negmamba*2"):
         r = v(layers, task)
         assert (r.verdict, r.basis) == ("impossible", "PD"), (layers, task, r)
-    # a second Householder layer sees a periodic input, where two reflections make a rotation: not covered
-    assert v("deltanet(neg=true)*2", task).verdict == "open"
+    # a second Householder layer sees a periodic input, where two reflections make a rotation: PD stops there,
+    # and a parity layer before one reflection per token tracks every group with a 2-D representation (P4)
+    r = v("deltanet(neg=true)*2", task)
+    assert (r.verdict, r.basis) == (("open", "-") if task == "group:A4" else ("possible", "P4")), (task, r)
+
+
+@zoo
+def test_P4_parity_then_one_reflection_per_token():
+    for layers in ("negmamba,deltanet(neg=true)", "aussm,deltanet(neg=true)", "deltanet(neg=true)*2"):
+        for g in ("C5", "D4", "S3", "C60"):
+            r = v(layers, f"group:{g}")
+            assert (r.verdict, r.basis) == ("possible", "P4") and r.facts["dim"] == 2, (layers, g, r)
+    assert v("mamba,deltanet(neg=true)", "group:C3").basis == "PD"  # a non-negative layer cannot hold a parity
+    assert v("deltanet(neg=true)*2", "group:Q8").verdict == "open"  # Q8 has no faithful 2-D representation
 
 
 @zoo

@@ -31,6 +31,8 @@ connection carries the input past them.
 * T6 (with lemma CD): one Householder layer whose factors have eigenvalues in [-1,1] tracks a group
   H when some faithful orthogonal representation rho of H has rank(I - rho(x)) <= n_h for every
   input letter x (:mod:`statetrack.theory.representations` finds the best one it can enumerate).
+* P4: a layer that tracks a parity, then a Householder layer with factors in [-1,1], track any group
+  with a faithful 2-D orthogonal representation (cyclic and dihedral groups), one reflection per token.
 * T5: layer i tracks the factor G_(i-1)/G_i of a subnormal series, abelian for a complex layer,
   elementary abelian 2 for a real (+-1) layer; the greedy series (derived subgroups, subgroups of
   squares) is the fastest, so it decides. P3 is its two-layer case for S3.
@@ -88,6 +90,8 @@ BASES = {
     "P1": "one S4D layer counts mod m: A = exp(2 pi i/m) (Khavari2025 Prop. 4.2); a decaying channel counts a pre-period",
     "P2": "one S4D layer predicts the offset: A = exp(2 pi i/n), B = 1 - A (Khavari2025 App. C)",
     "P3": "two AUSSM layers track S3 = C3 x| C2 (DiagLimits2026)",
+    "P4": "a parity layer and a one-factor Householder layer with eigenvalues in [-1,1] track the cyclic and dihedral "
+          "groups (Siems2025; the twisted-reflection construction of docs/science.md)",
     "SF": "star-free languages in non-negative input-dependent diagonal stacks (Sarrof2024 Thm 4), with the depth "
           "SF-depth of the holonomy cascade (Eilenberg1976)",
     "KR": "the holonomy cascade with abelian (complex disc) or elementary abelian 2 (real) group factors and resets, "
@@ -251,6 +255,16 @@ def _group_possible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
                                f"{i.props.n_h} and factor eigenvalues in [-1,1] applies rho(x) per token and tracks "
                                f"it in one layer with a state of size >= {rep.dim} (T6; construction "
                                f"orth-deltaproduct)", facts)
+        # P4: a parity layer, then one reflection per token twisted by that parity (2-D representations)
+        for j, i in enumerate(infos):
+            sign = [p for p in infos[:j] if p.cls in ("real", "complex") or
+                    (p.cls == "householder" and p.factor_domain == "[-1,1]")]
+            if i in hh and sign and rep.dim <= 2:
+                return Verdict("possible", "P4", f"{hname} has a faithful 2-D orthogonal representation, {rep.name}; "
+                               f"{sign[0].spec} tracks the parity s of the rotation letters read so far, and {i.spec} "
+                               f"applies one reflection per token, F0^s rho(x) F0^s' with F0 a fixed reflection, so its "
+                               f"state is F0^s rho(y) w0 (P4: two Householder layers track the cyclic and dihedral "
+                               f"groups, Siems2025)", facts)
     ops = ["d" if i.cls == "complex" else "s" for i in infos if i.cls in ("complex", "real")]
     if ops and alg.descend(ops):
         kinds = {i.cls for i in infos if i.cls in ("complex", "real")}
