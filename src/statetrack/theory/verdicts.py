@@ -79,8 +79,9 @@ _CASCADE_RANK = {"trivial": 0, "elementary abelian 2": 1, "abelian": 2}
 
 #: the statements the oracle's bases refer to: their names in docs/science.md
 BASES = {
-    "T1": "non-negative eigenvalues in every layer: parity fails at any depth (Grazzi2024 Thm 1; Khavari2025 Thm 4.1)",
-    "T2": "time-invariant diagonal SSMs fail parity (Sarrof2024)",
+    "T1": "non-negative eigenvalues in every layer: parity fails at any depth (Grazzi2024 Thm 1; Sarrof2024 Thm 2; "
+          "Khavari2025 Thm 4.1)",
+    "T2": "time-invariant diagonal SSMs fail parity (Sarrof2024 Thm 13)",
     "T3": "non-negative diagonal SSMs fail on (0^k 1^m)^T, m odd (Khavari2025 Lemma 4.3)",
     "T4": "stacks of S4D and Mamba layers fail parity; witness (1 0^(W-1))^T (Khavari2025 Thm 4.4)",
     "T5": "k input-dependent complex diagonal layers track G iff G has an abelian subnormal series of length k "
@@ -92,13 +93,13 @@ BASES = {
     "P3": "two AUSSM layers track S3 = C3 x| C2 (DiagLimits2026)",
     "P4": "a parity layer and a one-factor Householder layer with eigenvalues in [-1,1] track the cyclic and dihedral "
           "groups (Siems2025; the twisted-reflection construction of docs/science.md)",
-    "SF": "star-free languages in non-negative input-dependent diagonal stacks (Sarrof2024 Thm 4), with the depth "
+    "SF": "star-free languages in non-negative input-dependent diagonal stacks (Sarrof2024), with the depth "
           "SF-depth of the holonomy cascade (Eilenberg1976)",
     "KR": "the holonomy cascade with abelian (complex disc) or elementary abelian 2 (real) group factors and resets, "
           "in SF-depth input-dependent diagonal layers (Eilenberg1976; DiagLimits2026)",
     "PD": "period doubling: real diagonal layers, or one real Householder factor on a constant input, at most "
           "double the period of their input",
-    "NL": "a non-linear RNN (tanh, LSTM, GRU) simulates any finite automaton (not subject to the theorems)",
+    "NL": "a non-linear RNN (tanh, LSTM, GRU) simulates any finite automaton (Minsky1967; not subject to the theorems)",
 }
 
 TC0 = ("no theorem in this toolkit's sources decides it for attention; for non-solvable groups "
