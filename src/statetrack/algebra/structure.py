@@ -1,6 +1,6 @@
 """Structure of a finite group, computed from its multiplication table.
 
-Subgroups are sorted arrays of element ids. What is computed, and why it matters here (003, T5):
+Subgroups are sorted arrays of element ids. What is computed, and why it matters here (T5, DiagLimits2026; docs/science.md):
 
 * derived series G > G' > G'' > ... and the derived length (None when G is not solvable). The derived
   series descends fastest among subnormal series with abelian factors (each term must contain the
@@ -203,7 +203,7 @@ def structure_of(group) -> dict:
     }
 
 
-#: The default rows of the structure table (the groups of 002, 003 and Merrill et al.).
+#: The default rows of the structure table (the groups of Khavari2025, DiagLimits2026 and Merrill2024).
 DEFAULT_GROUPS = ("C2", "C6", "C24", "C60", "V4", "Q8", "D4", "S3", "A4", "S4", "A5", "S5", "C2xC4",
                   "A4xC5")
 
