@@ -9,8 +9,11 @@ import math
 import torch
 import torch.nn.functional as F
 
+from statetrack import memory
 from statetrack.ops import (delta_rule_chunked, delta_rule_recurrent, delta_rule_ref, diag_scan, diag_scan_ref,
                             mamba_scan, mamba_scan_ref, unit_phase, unit_scan, unit_scan_ref)
+
+memory.configure()  # the allocator settings statetrack's entry points use (statetrack.memory)
 
 
 def rel(x, ref):

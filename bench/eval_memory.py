@@ -16,6 +16,9 @@ CHILD = r"""
 import json, resource, sys, time, torch
 torch.set_num_threads(1)
 from statetrack import EvalConfig, ModelConfig, build_model, evaluate, get_task
+from statetrack import memory
+
+memory.configure()  # the allocator settings statetrack's entry points use (statetrack.memory)
 layers, length, batch, chunk, width = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 task = get_task("parity")
 model = build_model(ModelConfig(layers=layers, d_model=width, d_state=16), task).eval()

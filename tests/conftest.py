@@ -3,6 +3,9 @@ import os
 import pytest
 import torch
 
+from statetrack import memory
+
+memory.configure()  # as the CLI and the sweep workers do
 torch.set_num_threads(1)
 os.environ.setdefault("HYPOTHESIS_PROFILE", "ci")
 

@@ -4,7 +4,7 @@ import pytest
 
 from statetrack.errors import UserError
 from statetrack.experiments import builtin_studies, load_study
-from statetrack.reproduce import reproduce, study_jobs
+from statetrack.reproduce import reproduce
 from statetrack.store import Store
 
 TINY = textwrap.dedent("""
@@ -38,7 +38,7 @@ def test_builtin_studies_validate():
     for name in builtin_studies():
         study = load_study(name)
         for scale in study.scales:
-            assert study_jobs(study, scale)
+            assert study.cells(scale)
 
 
 def test_reproduce_runs_grid_then_reuses(tiny, db):

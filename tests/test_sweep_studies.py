@@ -13,8 +13,9 @@ import pytest
 from statetrack.cli import main
 from statetrack.errors import UserError
 from statetrack.experiments import Study, builtin_studies, load_study, parse_lengths
-from statetrack.report.table import select, study_tables
-from statetrack.reproduce import study_jobs, sweep
+from statetrack.report.selection import select
+from statetrack.report.table import study_tables
+from statetrack.reproduce import sweep
 from statetrack.store import Store
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -95,7 +96,7 @@ def test_builtin_studies_have_quick_and_paper_scales():
         study = load_study(name)
         assert {"quick", "paper"} <= set(study.scales), name
         for scale in study.scales:
-            jobs = study_jobs(study, scale)
+            jobs = study.cells(scale)
             assert len({j.key for j in jobs}) == len(jobs), f"{name}/{scale}: two runs share a key"
 
 
@@ -105,7 +106,7 @@ def test_grid_expansion(tmp_path):
     # main: RNN x {parity, offsets} + Mamba x parity; layers: RNN x2 x parity; 1 lr, 2 seeds
     assert len(quick) == (3 + 1) * 2
     assert {c.lr for c in quick} == {0.01} and quick[0].eval.lengths == [30, 50]
-    by = {(c.table, c.row, c.column): c for c in quick}
+    by = {(c.table, c.label, c.column): c for c in quick}
     assert by[("main", "RNN", "parity")].train.model.layers == "rnn,rnn"          # depth 2
     assert by[("main", "RNN", "offsets")].train.train_lengths == (30, 30)         # the task's lengths
     assert by[("main", "RNN", "offsets")].probes == ("offset:double-isi",)

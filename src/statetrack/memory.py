@@ -12,8 +12,9 @@ Two facts measured on this project's 2-core machine (docs/benchmarks.md, "Memory
   threshold at 1 GiB keeps such blocks in the heap for reuse: the same add 0.17 ms, the Mamba step
   371 -> 291 ms, S4D 285 -> 222 ms. Blocks of 32 MiB and more still come straight from mmap.
 
-:func:`configure` applies both at import of :mod:`statetrack.ops`, unless the environment already
-sets them (``THP_MEM_ALLOC_ENABLE``, ``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``);
+:func:`configure` applies both; the entry points call it (``statetrack.cli.main``, the sweep's
+worker processes and Ray tasks, the benchmarks), importing the package does not. It leaves alone
+what the environment already sets (``THP_MEM_ALLOC_ENABLE``, ``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``);
 ``THP_MEM_ALLOC_ENABLE=0`` turns both off. A heap that keeps its free blocks can fragment and grow
 with the number of chunks a long evaluation streams; :func:`release_free_memory` hands the free part
 back to the OS, and evaluation calls it after every chunk (docs/reliability.md: peak memory flat in

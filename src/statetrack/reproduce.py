@@ -10,27 +10,22 @@ from pathlib import Path
 from statetrack.experiments import Study, load_study
 from statetrack.report import StudyTable, study_table
 from statetrack.store import DEFAULT_DB
-from statetrack.sweep import Job, run_jobs
-
-
-def study_jobs(study: Study, scale: str = "quick", seeds: int | None = None, device: str = "cpu") -> list[Job]:
-    return [Job(c.row, c.seed, c.train, c.eval, study.name, table=c.table, column=c.column, lr=c.lr,
-                probes=c.probes) for c in study.cells(scale, seeds, device)]
+from statetrack.sweep import run_jobs
 
 
 def sweep(name: str | Study, scale: str = "quick", seeds: int | None = None, db: str | Path = DEFAULT_DB,
-          workers: int = 1, fresh: bool = False, device: str = "cpu", on_done=None, executor: str = "local",
+          workers: int = 1, fresh: bool = False, device: str = "auto", on_done=None, executor: str = "local",
           address: str | None = None) -> tuple[Study, list]:
     """Run study ``name``'s grid at ``scale``; returns (study, [(job, result)])."""
     study = name if isinstance(name, Study) else load_study(name)
-    jobs = study_jobs(study, scale, seeds, device)
+    jobs = study.cells(scale, seeds, device)
     results = run_jobs(jobs, db, workers=workers, reuse=not fresh, on_done=on_done, executor=executor,
                        address=address)
     return study, results
 
 
 def reproduce(name: str, scale: str = "quick", seeds: int | None = None, db: str | Path = DEFAULT_DB,
-              workers: int = 1, fresh: bool = False, device: str = "cpu",
+              workers: int = 1, fresh: bool = False, device: str = "auto",
               on_done=None, executor: str = "local", address: str | None = None) -> tuple[Study, list, StudyTable]:
     """Run study ``name`` at ``scale``; returns (study, [(job, result)], its first table).
 

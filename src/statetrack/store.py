@@ -70,7 +70,7 @@ def versions() -> dict:
     import numpy
     import torch
 
-    from statetrack import __version__
+    from statetrack.version import __version__
 
     return {"statetrack": __version__, "python": platform.python_version(), "torch": torch.__version__,
             "numpy": numpy.__version__, "platform": platform.platform(), "machine": platform.machine(),

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from statetrack import memory
 from statetrack.config import EvalConfig, TrainConfig
 from statetrack.errors import UserError
 from statetrack.runner import RunResult, check_run, complete_result, run, run_key
@@ -36,6 +37,9 @@ from statetrack.store import Store
 
 @dataclass(frozen=True)
 class Job:
+    """One run of a grid: the model row ``label`` of ``table`` on the task ``column`` of a study, at one
+    learning rate and seed, with its full train and eval configs and the probes to trace after it."""
+
     label: str
     seed: int
     train: TrainConfig
@@ -55,7 +59,7 @@ class Job:
 def _ensure_traces(db, job: Job, res: RunResult) -> None:
     if not job.probes or res.status != "complete" or not res.checkpoint:
         return
-    from statetrack.report.traces import read_traces, traces_from_checkpoint, write_traces
+    from statetrack.probes import read_traces, traces_from_checkpoint, write_traces
 
     have = read_traces(db, res.run_id)
     missing = [p for p in job.probes if p not in have]
@@ -76,8 +80,9 @@ def _run_job(job: Job, db: str, reuse: bool) -> tuple[Job, RunResult]:
 # -- Ray ---------------------------------------------------------------------------------------------
 def _ray_payload(job: Job) -> dict:
     """Runs on a Ray worker: train into a private database, return everything the driver stores."""
-    from statetrack.report.traces import traces_from_checkpoint
+    from statetrack.probes import traces_from_checkpoint
 
+    memory.configure()  # a Ray worker is an entry point of its own
     with tempfile.TemporaryDirectory(prefix="statetrack-ray-") as d:
         wdb = str(Path(d) / "worker.db")
         res = run(job.train, job.eval, db=wdb, study=job.study, label=job.label, reuse=False,
@@ -96,7 +101,7 @@ def _ray_payload(job: Job) -> dict:
 
 def _store_payload(db: str, job: Job, p: dict) -> RunResult:
     """On the driver: write one Ray worker's run into the database, as ``runner.run`` would have."""
-    from statetrack.report.traces import write_traces
+    from statetrack.probes import write_traces
 
     store = Store(db)
     run_id = store.start_run(p["config"], study=job.study, label=job.label, key=job.key)
@@ -153,7 +158,9 @@ def _run_ray(jobs: list[Job], db: str, workers: int, reuse: bool, address: str |
             kw.update(num_cpus=max(1, workers), include_dashboard=False)
         ray.init(**kw)
     try:
-        remote = ray.remote(num_cpus=1, max_retries=0)(_ray_payload)
+        # runs on a GPU share it: each asks for 1/workers of one, so that `workers` of them run at once
+        gpus = 1.0 / max(1, workers) if any(jobs[i].train.device == "cuda" for i in todo) else 0
+        remote = ray.remote(num_cpus=1, num_gpus=gpus, max_retries=0)(_ray_payload)
         pending = {remote.remote(jobs[i]): i for i in todo}
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
@@ -197,7 +204,7 @@ def run_jobs(jobs: list[Job], db: str | Path, workers: int = 1, reuse: bool = Tr
             if on_done:
                 on_done(*results[i])
     else:
-        with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
+        with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=memory.configure) as pool:
             futs = {pool.submit(_run_job, job, db, reuse): i for i, job in enumerate(jobs)}
             for fut in cf.as_completed(futs):
                 results[futs[fut]] = fut.result()

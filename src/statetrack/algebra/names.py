@@ -13,6 +13,7 @@ import re
 from functools import lru_cache
 
 from statetrack.algebra.group import MAX_ORDER, Group, _too_big
+from statetrack.algebra.structure import structure_of
 from statetrack.errors import UserError
 
 ALLOWED_FORMS = ("Cn, Zn (cyclic), Dn (dihedral of order 2n), Sn, An (n >= 1), Q8, V4, "
@@ -164,3 +165,13 @@ def group_from_generators(generators, name: str | None = None) -> Group:
         except (TypeError, ValueError):
             name = "<generators>"
     return Group(name, generators)
+
+
+#: The default rows of the structure table (the groups of Khavari2025, DiagLimits2026 and Merrill2024).
+DEFAULT_GROUPS = ("C2", "C6", "C24", "C60", "V4", "Q8", "D4", "S3", "A4", "S4", "A5", "S5", "C2xC4",
+                  "A4xC5")
+
+
+def structure_table(names=None) -> list[dict]:
+    """One structure row per group name (default :data:`DEFAULT_GROUPS`)."""
+    return [structure_of(get_group(n)) for n in (DEFAULT_GROUPS if names is None else names)]

@@ -201,14 +201,3 @@ def structure_of(group) -> dict:
         "composition_factors": calc.composition_factors(everything),
         "exponent": int(math.lcm(*map(int, group.element_orders))),
     }
-
-
-#: The default rows of the structure table (the groups of Khavari2025, DiagLimits2026 and Merrill2024).
-DEFAULT_GROUPS = ("C2", "C6", "C24", "C60", "V4", "Q8", "D4", "S3", "A4", "S4", "A5", "S5", "C2xC4",
-                  "A4xC5")
-
-
-def structure_table(names=None) -> list[dict]:
-    """One structure row per group name (default :data:`DEFAULT_GROUPS`)."""
-    from statetrack.algebra.names import get_group
-    return [structure_of(get_group(n)) for n in (DEFAULT_GROUPS if names is None else names)]

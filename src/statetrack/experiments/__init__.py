@@ -12,12 +12,12 @@ the paper's protocol) set seeds, steps, test lengths and may shrink the grid.
 The old one-table form (``task`` + ``models`` + ``published_columns`` at the top level) is still read:
 it becomes a table named ``main``.
 
-``load_study(name)`` finds a built-in study by name, or reads a path; ``Study.cells(scale)`` is the grid.
+``load_study(name)`` finds a built-in study by name, or reads a path; ``Study.cells(scale)`` is the grid,
+as the :class:`statetrack.sweep.Job` list a sweep runs.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from statetrack.config import EvalConfig, ModelConfig, TrainConfig, validated
 from statetrack.errors import UserError
+from statetrack.sweep import Job
 
 HERE = Path(__file__).parent
 
@@ -184,20 +185,6 @@ class Scale(_Strict):
         return parse_lengths(v)
 
 
-@dataclass(frozen=True)
-class Cell:
-    """One run of a study's grid."""
-
-    table: str
-    row: str          # model label
-    column: str       # task label
-    lr: float
-    seed: int
-    train: TrainConfig
-    eval: EvalConfig
-    probes: tuple[str, ...] = ()
-
-
 class Study(_Strict):
     name: str
     title: str
@@ -258,8 +245,26 @@ class Study(_Strict):
         sc = self.scale(scale)
         return [t for t in self.tables if sc.tables is None or t.name in sc.tables]
 
-    def cells(self, scale: str, seeds: int | None = None, device: str = "cpu") -> list[Cell]:
-        """Every run of the grid at this scale: tables x models x tasks x learning rates x seeds."""
+    def restrict(self, scale: str, models: list[str] | None = None, tasks: list[str] | None = None) -> "Study":
+        """This study with its grid at ``scale`` narrowed to these model and task labels: a declared part
+        of a protocol. The runs keep their keys, so the whole grid, run later, reuses them."""
+        sc = self.scale(scale)
+        update = {}
+        for what, chosen, have, known in (
+                ("model", models, sc.models, [m.label for t in self.tables for m in t.models]),
+                ("task", tasks, sc.tasks, [x.label for t in self.tables for x in t.tasks])):
+            if not chosen:
+                continue
+            bad = [c for c in chosen if c not in known]
+            if bad:
+                raise UserError(f"study {self.name!r} has no {what} {bad[0]!r}; allowed: "
+                                f"{', '.join(dict.fromkeys(known))}")
+            update[what + "s"] = [c for c in dict.fromkeys(have or known) if c in chosen]
+        return self.model_copy(update={"scales": {**self.scales, scale: sc.model_copy(update=update)}})
+
+    def cells(self, scale: str, seeds: int | None = None, device: str = "auto") -> list[Job]:
+        """Every run of the grid at this scale (tables x models x tasks x learning rates x seeds), as the
+        jobs a sweep runs."""
         sc = self.scale(scale)
         n = sc.seeds if seeds is None else seeds
         if n < 1:
@@ -288,14 +293,14 @@ class Study(_Strict):
                             fields = {**base, "lr": lr, "task": sc.replace_tasks.get(t.label, t.task), "model": mcfg,
                                       "train_min_len": lengths[0], "train_max_len": lengths[1],
                                       "steps": sc.steps, "seed": seed, "device": device}
-                            out.append(Cell(table.name, m.label, t.label, float(lr), seed,
-                                            validated(TrainConfig, **fields), ecfg, tuple(t.probes)))
+                            out.append(Job(m.label, seed, validated(TrainConfig, **fields), ecfg, self.name,
+                                           table=table.name, column=t.label, lr=float(lr), probes=tuple(t.probes)))
         return out
 
-    def configs(self, scale: str, seeds: int | None = None, device: str = "cpu"):
+    def configs(self, scale: str, seeds: int | None = None, device: str = "auto"):
         """Yield (label, seed, TrainConfig, EvalConfig) for every run of the grid at this scale."""
         for c in self.cells(scale, seeds, device):
-            yield c.row, c.seed, c.train, c.eval
+            yield c.label, c.seed, c.train, c.eval
 
     # the one-table form's attributes, for code written against it
     @property

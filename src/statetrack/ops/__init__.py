@@ -1,14 +1,10 @@
 """Recurrences as pure tensor functions: a float64 step-by-step reference beside each fast form.
 
-Importing this package applies :func:`statetrack.memory.configure`: transparent huge pages for
-PyTorch's large CPU tensors and fixed glibc malloc thresholds, which together made the scans'
-training steps up to 2.5x faster on this project's machines (see that module; opt out with
-``THP_MEM_ALLOC_ENABLE=0``).
+The CPU forms are fastest with the allocator settings of :mod:`statetrack.memory` (huge pages for
+large tensors, fixed glibc malloc thresholds: training steps up to 2.5x faster on this project's
+machines); the entry points (the CLI, sweep workers, the benchmarks) apply them with
+``memory.configure()``, a notebook may call it too. Importing this package changes nothing.
 """
-from statetrack import memory
-
-memory.configure()
-
 from statetrack.ops.conv import causal_conv
 from statetrack.ops.diag import diag_scan, diag_scan_ref, polar, unit_phase, unit_scan, unit_scan_ref
 from statetrack.ops.selective import selective_scan, selective_scan_ref

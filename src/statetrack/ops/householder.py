@@ -39,6 +39,8 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
+from statetrack.ops import dispatch
+
 CHUNK = 16  # default steps per chunk of the chunked form
 
 
@@ -173,8 +175,16 @@ def delta_rule_chunked(q, k, v, beta, S0=None, chunk: int = CHUNK):
     return o, S
 
 
-def delta_rule(q, k, v, beta, S0=None, chunk: int = CHUNK):
-    """Training form: chunked when chunk > 0, else the recurrent loop."""
+def delta_rule(q, k, v, beta, S0=None, chunk: int = CHUNK, neg: bool = False):
+    """Training form: chunked when chunk > 0, else the recurrent loop.
+
+    On CUDA where flash-linear-attention is installed (``ops.dispatch``) it runs fla's kernels instead
+    (``ops.fla_delta``; ``chunk`` is then unused): ``neg`` says beta may reach 2 (eigenvalues down to
+    -1), which selects fla's float32 recurrent kernel; otherwise its chunk kernel (bfloat16 inputs)."""
+    if q.shape[1] and dispatch.use_fla(q):
+        from statetrack.ops.fla_delta import default_kernel, delta_rule_fla
+
+        return delta_rule_fla(q, k, v, beta, S0, default_kernel(neg))
     if chunk and chunk > 1:
         return delta_rule_chunked(q, k, v, beta, S0, chunk)
     return delta_rule_recurrent(q, k, v, beta, S0)

@@ -5,6 +5,8 @@ import re
 import statistics
 from pathlib import Path
 
+import numpy as np
+
 
 def pyplot():
     import matplotlib
@@ -145,3 +147,34 @@ def trace_plot(title: str, trace: dict, path: Path) -> Path:
     ax.set_title(f"{title}  (token acc {100 * trace['token_accuracy']:.1f}%)", fontsize=9)
     ax.legend(fontsize=7, loc="upper right", ncol=4)
     return save_figure(fig, path)
+
+
+def spectrum_plot(result: dict, path) -> str:
+    """The eigenvalues of a ``theory.spectrum`` result on the complex plane, one panel per layer."""
+    plt = pyplot()
+    ls = [l for l in result["layers"] if "samples" in l]
+    n = max(1, len(ls))
+    fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 4.2), squeeze=False)
+    th = np.linspace(0, 2 * np.pi, 400)
+    for ax, l in zip(axes[0], ls):
+        ax.plot(np.cos(th), np.sin(th), color="0.6", lw=0.8)
+        ax.axhline(0, color="0.85", lw=0.5)
+        ax.axvline(0, color="0.85", lw=0.5)
+        toks = np.array(l["sample_tokens"])
+        vals = np.array(l["samples"])  # (B*T, n)
+        for t in sorted(set(toks.tolist()))[:12]:
+            v = vals[toks == t].reshape(-1)
+            ax.scatter(v.real, v.imag, s=6, alpha=0.5, label=f"token {t}")
+        if l.get("per_token"):
+            for t, v in l["per_token"].items():
+                v = np.array(v)
+                ax.scatter(v[:, 0], v[:, 1], s=40, marker="x", color="k")
+        ax.set_aspect("equal")
+        ax.set_xlim(-1.15, 1.15)
+        ax.set_ylim(-1.15, 1.15)
+        ax.set_title(f"layer {l['layer']}: {l['mixer']}  min Re {l['min_real']:.3f}", fontsize=9)
+        if len(set(toks.tolist())) <= 12:
+            ax.legend(fontsize=6, loc="lower left")
+    # two lines: on one, the title is wider than a one-layer figure
+    fig.suptitle(f"{result['layers_spec']} on {result['task']}\neigenvalues of A(x)", fontsize=10)
+    return str(save_figure(fig, path))

@@ -7,183 +7,20 @@ are several seeds, the median [min-max] over the seeds at the selected learning 
 selected value differs from the published one by more than the study's tolerance is marked ``*``
 (for lengths: a ratio outside [1/f, f], or 'x' on one side only; a value that reaches our longest
 test length is shown as ``>=N`` and only marked if the paper's value is below N).
+
+This module builds the tables' rows; the numbers are chosen by :mod:`statetrack.report.selection`
+and written out by :mod:`statetrack.report.render`.
 """
 from __future__ import annotations
 
-import csv
-import io
 import statistics
 from dataclasses import dataclass, field
 
-MARK = "*"
+from statetrack.report import render
+from statetrack.report.render import fmt_cell, fmt_published, pct
+from statetrack.report.selection import MARK, compare, run_score, select
 
 
-# -- scores of one run --------------------------------------------------------------------------------
-def metric_by_length(res, metric: str) -> dict[int, float]:
-    return {m.length: getattr(m, metric) for m in (res.metrics if res else [])}
-
-
-def longest_above(per_length: dict[int, float], threshold: float) -> int:
-    """Longest test length L with metric > threshold at L and at every shorter test length (0: none)."""
-    best = 0
-    for n in sorted(per_length):
-        if not per_length[n] > threshold:
-            break
-        best = n
-    return best
-
-
-def run_score(study, res, column_length: int | None = None) -> float | None:
-    """The number a run contributes to a cell."""
-    by_len = metric_by_length(res, study.metric)
-    if not by_len:
-        return None
-    sc = study.score
-    if sc.kind == "per_length":
-        return by_len.get(column_length)
-    if sc.kind == "mean":
-        lo, hi = sc.lengths or (min(by_len), max(by_len))
-        vals = [v for n, v in by_len.items() if lo <= n <= hi]
-        return statistics.fmean(vals) if vals else None
-    return float(longest_above(by_len, sc.threshold))
-
-
-def _reduce(vals: list[float], how: str) -> float:
-    return {"median": statistics.median, "mean": statistics.fmean, "max": max, "min": min}[how](vals)
-
-
-@dataclass
-class Cell:
-    selected: float | None = None
-    values: list[float] = field(default_factory=list)  # the seeds' scores at the selected learning rate
-    lr: float | None = None
-    runs: int = 0
-    missing: int = 0
-    published: object = None
-    differs: bool | None = None
-    capped: bool = False  # longest: reached our longest test length
-
-
-def select(study, entries: list[tuple[float, float | None, float | None, float | None]]) -> Cell:
-    """entries: (lr, score, val_accuracy, val_loss) for every complete run of one cell."""
-    sel = study.select
-    by_lr: dict[float, list] = {}
-    for lr, score, va, vl in entries:
-        if score is not None:
-            by_lr.setdefault(lr, []).append((score, va if va is not None else -1.0,
-                                             vl if vl is not None else float("inf")))
-    if not by_lr:
-        return Cell()
-    if sel.using == "test":
-        agg = {lr: _reduce([s for s, _, _ in v], sel.seeds) for lr, v in by_lr.items()}
-        if sel.lrs == "max":
-            lr = max(agg, key=lambda k: (agg[k], -k))
-            return Cell(agg[lr], [s for s, _, _ in by_lr[lr]], lr)
-        return Cell(_reduce(list(agg.values()), sel.lrs), [s for v in by_lr.values() for s, _, _ in v], None)
-    # on validation: never look at the test scores to choose
-    how = sel.seeds if sel.seeds in ("median", "mean") else "max"
-    vagg = {lr: (_reduce([a for _, a, _ in v], how), -_reduce([l for _, _, l in v], "mean")) for lr, v in by_lr.items()}
-    lr = max(vagg, key=lambda k: (vagg[k], -k))
-    runs = by_lr[lr]
-    scores = [s for s, _, _ in runs]
-    if sel.seeds in ("max", "min"):
-        order = sorted(runs, key=lambda r: (r[1], -r[2]))
-        value = (order[-1] if sel.seeds == "max" else order[0])[0]
-    else:
-        value = _reduce(scores, sel.seeds)
-    return Cell(value, scores, lr)
-
-
-def _published_number(v):
-    if v is None:
-        return None
-    if isinstance(v, str):
-        return 0.0 if v.strip().lower() in ("x", "fail", "fails") else None
-    return float(v)
-
-
-def compare(study, cell: Cell, max_len: int | None) -> bool | None:
-    """True when our selected value and the published one differ beyond the study's tolerance."""
-    pub = _published_number(cell.published)
-    if pub is None or cell.selected is None:
-        return None
-    ours = cell.selected
-    if study.score.kind != "longest":
-        return abs(ours - pub) > study.tolerance
-    fail = study.score.fail_below or 1
-    ours_x, pub_x = ours < fail, pub < fail
-    if ours_x or pub_x:
-        return ours_x != pub_x
-    if cell.capped:  # we cannot tell beyond our longest test length
-        return pub < ours / study.length_factor
-    f = study.length_factor
-    return not (1 / f <= ours / pub <= f)
-
-
-# -- formatting -----------------------------------------------------------------------------------------
-def fmt_value(v, study) -> str:
-    if v is None:
-        return "-"
-    if study.score.kind == "longest":
-        fail = study.score.fail_below or 1
-        return "x" if v < fail else f"{v:g}"
-    if study.metric == "scaled_accuracy":
-        return f"{v:.3f}"
-    return f"{100 * v:.1f}"
-
-
-def fmt_published(v, study) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, str):
-        return v
-    return fmt_value(v, study)
-
-
-def fmt_cell(cell: Cell, study) -> str:
-    if cell.selected is None:
-        return "-"
-    s = fmt_value(cell.selected, study)
-    if cell.capped:
-        s = ">=" + s
-    if len(cell.values) > 1:
-        med = statistics.median(cell.values)
-        rng = f"[{fmt_value(min(cell.values), study)}-{fmt_value(max(cell.values), study)}]"
-        s += f" {rng}" if abs(med - cell.selected) < 1e-12 else f" ({fmt_value(med, study)} {rng})"
-    if cell.differs:
-        s += " " + MARK
-    return s
-
-
-# -- legacy helpers (per-length table of the one-table form) ----------------------------------------
-def pct(v) -> str:
-    return "-" if v is None else f"{100 * v:.1f}"
-
-
-def fmt(values) -> str:
-    if not isinstance(values, (list, tuple)):
-        values = [values]
-    values = [v for v in values if v is not None]
-    if not values:
-        return "-"
-    med = statistics.median(values)
-    if len(values) == 1:
-        return f"{100 * med:.1f}"
-    return f"{100 * med:.1f} [{100 * min(values):.0f}-{100 * max(values):.0f}]"
-
-
-def fmt_len(values) -> str:
-    vals = [v if v is not None else 0 for v in values]
-    if not vals:
-        return "-"
-    med = statistics.median(vals)
-    s = "x" if med == 0 else f"{med:g}"
-    if len(vals) > 1 and min(vals) != max(vals):
-        s += f" [{min(vals) or 'x'}-{max(vals) or 'x'}]"
-    return s
-
-
-# -- the table ----------------------------------------------------------------------------------------
 @dataclass
 class StudyTable:
     study: str
@@ -196,88 +33,27 @@ class StudyTable:
     task_columns: list[str] = field(default_factory=list)  # mean / longest: task labels
     caption: str = ""
 
-    def headers(self) -> list[str]:
-        if self.kind == "per_length":
-            return (["model", "train len", "seeds", "lr", "train acc"] + [str(n) for n in self.lengths]
-                    + [">=90% up to"] + [f"paper: {h}" for h in self.columns.values()])
-        h = ["model", "train len", "seeds"]
-        for c in self.task_columns:
-            h += [c, f"paper: {c}"]
-        return h
-
-    def cells(self) -> list[list[str]]:
-        out = []
-        for r in self.rows:
-            if self.kind == "per_length":
-                out.append([r["label"], r["train_lengths"], str(r["seeds"]), r["lr"], fmt(r["train_acc"])]
-                           + [r["text"][n] for n in self.lengths]
-                           + [fmt_len(r["longest"])]
-                           + [r["published_text"][k] for k in self.columns])
-            else:
-                row = [r["label"], r["train_lengths"], str(r["seeds"])]
-                for c in self.task_columns:
-                    row += [r["text"].get(c, "-"), r["published_text"].get(c, "-")]
-                out.append(row)
-        return out
-
     def disagreements(self) -> int:
         return sum(1 for r in self.rows for v in r["differs"].values() if v)
 
+    # renderers (statetrack.report.render), as methods for notebooks: table.markdown()
+    def headers(self) -> list[str]:
+        return render.headers(self)
+
     def markdown(self) -> str:
-        h = self.headers()
-        lines = ["| " + " | ".join(h) + " |", "|" + "---|" * len(h)]
-        lines += ["| " + " | ".join(c) + " |" for c in self.cells()]
-        return "\n".join(lines)
+        return render.markdown(self)
 
     def csv_rows(self) -> list[dict]:
-        out = []
-        for r in self.rows:
-            for col, cell in r["cells"].items():
-                out.append({"study": self.study, "table": self.name, "model": r["label"], "column": col,
-                            "selected": cell.selected, "lr": cell.lr, "seeds": len(cell.values),
-                            "median": statistics.median(cell.values) if cell.values else None,
-                            "min": min(cell.values) if cell.values else None,
-                            "max": max(cell.values) if cell.values else None,
-                            "capped": cell.capped, "missing_runs": cell.missing,
-                            "published": cell.published, "differs": cell.differs})
-        return out
+        return render.csv_rows(self)
 
     def csv(self) -> str:
-        buf = io.StringIO()
-        rows = self.csv_rows()
-        if rows:
-            w = csv.DictWriter(buf, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
-        return buf.getvalue()
+        return render.csv_text(self)
 
     def latex(self) -> str:
-        def esc(s: str) -> str:
-            for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#"),
-                         ("$", r"\$"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"),
-                         ("^", r"\^{}"), (">=", r"$\geq$"), ("*", r"$^*$")):
-                s = s.replace(a, b)
-            return s
-        h = self.headers()
-        lines = [r"\begin{table}[ht]", r"\centering", r"\small",
-                 r"\begin{tabular}{l" + "r" * (len(h) - 1) + "}", r"\toprule",
-                 " & ".join(esc(x) for x in h) + r" \\", r"\midrule"]
-        lines += [" & ".join(esc(x) for x in c) + r" \\" for c in self.cells()]
-        lines += [r"\bottomrule", r"\end{tabular}", rf"\caption{{{esc(self.title)}. {esc(self.caption)}}}",
-                  r"\end{table}"]
-        return "\n".join(lines)
+        return render.latex(self)
 
     def rich(self):
-        from rich.table import Table
-
-        from rich.markup import escape
-
-        t = Table(title=escape(self.title), show_lines=False, caption=escape(self.caption) if self.caption else None)
-        for i, h in enumerate(self.headers()):
-            t.add_column(h, justify="left" if i == 0 else "right", style="dim" if h.startswith("paper") else None)
-        for c in self.cells():
-            t.add_row(*(escape(x) for x in c))
-        return t
+        return render.rich(self)
 
 
 def _caption(study, kind: str) -> str:

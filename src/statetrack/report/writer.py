@@ -45,14 +45,13 @@ class Report:
         return out
 
 
-def collect(study, db, scale: str = "quick", seeds: int | None = None, device: str = "cpu") -> Report:
+def collect(study, db, scale: str = "quick", seeds: int | None = None, device: str = "auto") -> Report:
     """Look up every run of the study's grid (at ``scale``) by its key; read metrics, curves, traces."""
-    from statetrack.report.traces import read_traces
-    from statetrack.reproduce import study_jobs
+    from statetrack.probes import read_traces
     from statetrack.runner import complete_result
 
     store = Store(db, create=False)
-    jobs = study_jobs(study, scale, seeds, device)
+    jobs = study.cells(scale, seeds, device)
     results, traces, curves, unfinished = [], {}, {}, 0
     for job in jobs:
         res = complete_result(store, job.key)
@@ -71,7 +70,7 @@ def _compare_probes(rep: Report) -> None:
     """Published columns compared with a probe (``compare: {key: "probe:TASK"}``): 'yes' when the median
     over runs of the probe's offset accuracy and of its hold accuracy are both above the study's
     threshold (the model predicts every end of an ISI and no end too early), else 'no'."""
-    from statetrack.report.table import MARK
+    from statetrack.report.selection import MARK
 
     thr = rep.study.score.threshold
     rows = rep.probe_rows()
@@ -116,7 +115,7 @@ def probe_cells(r: dict) -> list[str]:
 
 def differences(t: StudyTable, study) -> list[str]:
     """Markdown lines listing every cell that differs from the paper beyond the tolerance."""
-    from statetrack.report.table import fmt_published
+    from statetrack.report.render import fmt_published
 
     out = []
     for r in t.rows:

@@ -1,47 +1,10 @@
 """Tasks by name. ``get_task("parity")``, ``get_task("parity:final")``.
 
-A task string is ``family`` or ``family:argument``. Families register a factory that receives the
-argument string (or None) and raises UserError on a bad one.
+``registry`` holds the families (``register``, ``get_task``); ``suite`` registers every family but
+parity and provides the listing and sampling API of the command line.
 """
-from __future__ import annotations
-
-from typing import Callable
-
-from statetrack.errors import UserError, allowed
 from statetrack.tasks.base import Batch, Task
-from statetrack.tasks.parity import Parity
-
-#: family name -> (factory taking the argument string or None, one-line description)
-FAMILIES: dict[str, tuple[Callable[[str | None], Task], str]] = {}
-
-
-def register(family: str, description: str):
-    def deco(factory):
-        FAMILIES[family] = (factory, description)
-        return factory
-    return deco
-
-
-@register("parity", "parity of the bits so far; 'parity' labels every position, 'parity:final' the last only")
-def _parity(arg):
-    if arg in (None, "", "every", "prefix"):
-        return Parity("every")
-    if arg == "final":
-        return Parity("final")
-    raise UserError(f"unknown parity variant {arg!r}; allowed: final, every")
-
-
-def get_task(name: str) -> Task:
-    """Build a task from its string name, e.g. ``parity`` or ``parity:final``."""
-    if not isinstance(name, str) or not name.strip():
-        raise UserError("empty task name; allowed families: " + ", ".join(sorted(FAMILIES)))
-    family, _, arg = name.strip().partition(":")
-    if family not in FAMILIES:
-        raise allowed("task family", family, FAMILIES)
-    return FAMILIES[family][0](arg if _ else None)
-
-
-# importing the suite registers every other family (it needs ``register`` from above)
-from statetrack.tasks.suite import list_tasks, sample_json  # noqa: E402
+from statetrack.tasks.registry import FAMILIES, get_task, register
+from statetrack.tasks.suite import list_tasks, sample_json
 
 __all__ = ["Batch", "Task", "get_task", "register", "FAMILIES", "list_tasks", "sample_json"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from statetrack.errors import UserError
-from statetrack.tasks import FAMILIES, get_task, register
+from statetrack.tasks.registry import FAMILIES, get_task, register
 from statetrack.tasks.cycle import CycleNavigation
 from statetrack.tasks.dfa import DFATask, load_dfa, tomita_dfa
 from statetrack.tasks.evenpairs import EvenPairs

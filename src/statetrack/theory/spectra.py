@@ -66,35 +66,3 @@ def spectrum(checkpoint, samples: int = 4, length: int = 64, seed: int = 0) -> d
             "layers_spec": model.cfg.layers, "task": task.name, "layers": layers,
             "note": "layer 1 per token uses a one-step input (zero conv history); sample rows use the inputs "
                     f"each layer sees on {samples} random {task.name} sequences of length {length}"}
-
-
-def plot(result: dict, path) -> str:
-    from statetrack.report.plots import pyplot, save_figure
-
-    plt = pyplot()
-    ls = [l for l in result["layers"] if "samples" in l]
-    n = max(1, len(ls))
-    fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 4.2), squeeze=False)
-    th = np.linspace(0, 2 * np.pi, 400)
-    for ax, l in zip(axes[0], ls):
-        ax.plot(np.cos(th), np.sin(th), color="0.6", lw=0.8)
-        ax.axhline(0, color="0.85", lw=0.5)
-        ax.axvline(0, color="0.85", lw=0.5)
-        toks = np.array(l["sample_tokens"])
-        vals = np.array(l["samples"])  # (B*T, n)
-        for t in sorted(set(toks.tolist()))[:12]:
-            v = vals[toks == t].reshape(-1)
-            ax.scatter(v.real, v.imag, s=6, alpha=0.5, label=f"token {t}")
-        if l.get("per_token"):
-            for t, v in l["per_token"].items():
-                v = np.array(v)
-                ax.scatter(v[:, 0], v[:, 1], s=40, marker="x", color="k")
-        ax.set_aspect("equal")
-        ax.set_xlim(-1.15, 1.15)
-        ax.set_ylim(-1.15, 1.15)
-        ax.set_title(f"layer {l['layer']}: {l['mixer']}  min Re {l['min_real']:.3f}", fontsize=9)
-        if len(set(toks.tolist())) <= 12:
-            ax.legend(fontsize=6, loc="lower left")
-    # two lines: on one, the title is wider than a one-layer figure
-    fig.suptitle(f"{result['layers_spec']} on {result['task']}\neigenvalues of A(x)", fontsize=10)
-    return str(save_figure(fig, path))

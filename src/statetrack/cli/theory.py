@@ -1,18 +1,10 @@
-"""Commands of the theory area: oracle, construct, counterexample, spectrum.
-
-``add_commands(sub, common)`` adds the subparsers to ``statetrack``'s parser (see cli.build_parser).
-"""
+"""Commands of the theory area: ``oracle``, ``construct``, ``counterexample``, ``spectrum``."""
 from __future__ import annotations
 
 import json
 
+from statetrack.cli.output import console, rows_out
 from statetrack.errors import UserError
-
-
-def _console():
-    from statetrack.cli import _console as c
-
-    return c()
 
 
 def cmd_oracle(a):
@@ -38,8 +30,8 @@ def cmd_oracle(a):
         mark = {"possible": "[green]yes[/green]", "impossible": "[red]no[/red]", "open": "[yellow]open[/yellow]"}
         for s in specs:
             t.add_row(s, *(f"{mark[cell[(s, tk)]['verdict']]} {cell[(s, tk)]['basis']}" for tk in tks))
-        t.caption = "yes = possible, no = impossible; basis: SCIENCE.md section 3 (NL = non-linear RNN)"
-        _console().print(t)
+        t.caption = "yes = possible, no = impossible; basis: a result of docs/science.md (NL = non-linear RNN)"
+        console().print(t)
         return 0
     if not a.layers or not a.task:
         raise UserError("oracle needs --layers SPEC and --task TASK (or --table)")
@@ -55,9 +47,7 @@ def cmd_construct(a):
     from statetrack.theory.constructions import available, save
 
     if a.list:
-        from statetrack.cli import _rows_out
-
-        return _rows_out(a, available(), "constructions (statetrack construct NAME --out PATH)", {
+        return rows_out(a, available(), "constructions (statetrack construct NAME --out PATH)", {
             "name": lambda r: r["name"], "basis": lambda r: r["basis"], "description": lambda r: r["description"],
             "available": lambda r: "yes" if r["available"] else f"needs {r['needs']}"})
     if not a.name or not a.out:
@@ -93,11 +83,12 @@ def cmd_counterexample(a):
 
 
 def cmd_spectrum(a):
-    from statetrack.theory.spectra import plot, spectrum
+    from statetrack.report.plots import spectrum_plot
+    from statetrack.theory.spectra import spectrum
 
     r = spectrum(a.checkpoint, samples=a.samples, length=a.length, seed=a.seed)
     if a.out:
-        plot(r, a.out)
+        spectrum_plot(r, a.out)
     if a.json:
         slim = {**r, "layers": [{k: v for k, v in l.items() if k not in ("samples", "sample_tokens")}
                                 for l in r["layers"]]}
@@ -117,7 +108,7 @@ def cmd_spectrum(a):
     return 0
 
 
-def add_commands(sub, common) -> None:
+def add_commands(sub) -> None:
     q = sub.add_parser("oracle", help="can a stack of mixers solve a task at every length? (theorems T1-T6)")
     q.add_argument("--layers", default=None, help="layer spec; with --table: specs separated by ';'")
     q.add_argument("--task", default=None)

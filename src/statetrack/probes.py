@@ -1,4 +1,5 @@
-"""Traces: a trained model's output over time on fixed probe inputs (the offset study's figures).
+"""Probes: a trained model's output over time on fixed probe inputs, stored as traces (the offset
+study's figures).
 
 A study task may name ``probes`` (task strings such as ``offset:two-isis``). After a run completes, the
 sweep runs its checkpoint once on one seeded sequence of each probe and stores, per time step, the
@@ -11,7 +12,6 @@ follows it directly (the double-ISI probe). They live in the table ``traces`` of
 so the report draws them without loading a model.
 """
 from __future__ import annotations
-
 
 import numpy as np
 import torch

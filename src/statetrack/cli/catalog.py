@@ -1,0 +1,78 @@
+"""Commands of the catalogue: ``models`` (mixers), ``tasks``, ``sample`` (examples of a task), ``groups``."""
+from __future__ import annotations
+
+from statetrack.cli.args import add_json
+from statetrack.cli.output import emit_rows, rows_out, show
+from statetrack.errors import UserError
+
+
+def cmd_models(a):
+    from statetrack.layers import models_table
+
+    return rows_out(a, models_table(), "mixers (give the names to --layers)", {
+        "name": lambda r: r["name"], "input-dependent": lambda r: show(r["input_dependent"]),
+        "eigenvalues": lambda r: r["eigenvalues"], "structure": lambda r: r["structure"],
+        "n_h": lambda r: show(r["n_h"]),
+        "options": lambda r: ", ".join(f"{k}={show(v)}" for k, v in r["options"].items()),
+        "description": lambda r: r["description"]})
+
+
+def cmd_tasks(a):
+    from statetrack.tasks import list_tasks
+
+    return rows_out(a, list_tasks(), "tasks (give the string to --task)", {
+        "family": lambda r: r["family"], "syntax": lambda r: r["syntax"],
+        "description": lambda r: r["description"],
+        "parameters": lambda r: "; ".join(f"{p['name']}: {p.get('allowed', '')}" for p in r["parameters"])})
+
+
+def cmd_sample(a):
+    from statetrack.tasks import sample_json
+
+    if a.n < 1:
+        raise UserError(f"--n must be at least 1, got {a.n}")
+    rows = sample_json(a.task, a.length, a.n, a.seed)
+    if a.json:
+        emit_rows(rows)
+        return 0
+    for r in rows:
+        shown = r.get("input_symbols", r["inputs"])
+        print("inputs :", " ".join(map(str, shown)))
+        print("targets:", " ".join(str(y) if m else "." for y, m in zip(r["targets"], r["mask"])))
+        print()
+    return 0
+
+
+def cmd_groups(a):
+    from statetrack.algebra import structure_table
+
+    names = [n for n in a.names.split(",") if n] if a.names else None
+    cols = {"group": "name", "order": "order", "abelian": "is_abelian", "solvable": "is_solvable",
+            "derived series": "derived_series", "derived length": "derived_length",
+            "+-1 series length": "elementary_2_series_length", "composition factors": "composition_factors",
+            "exponent": "exponent"}
+    return rows_out(a, structure_table(names), "group structure",
+                     {h: (lambda r, k=k: show(r[k])) for h, k in cols.items()})
+
+
+def add_commands(sub) -> None:
+    q = sub.add_parser("models", help="list the mixers and their declared properties")
+    add_json(q)
+    q.set_defaults(fn=cmd_models)
+
+    q = sub.add_parser("tasks", help="list the task families and their parameters")
+    add_json(q)
+    q.set_defaults(fn=cmd_tasks)
+
+    q = sub.add_parser("sample", help="print examples of a task")
+    q.add_argument("task", help="a task string, e.g. parity, group:S3, modcount:3, tomita:5")
+    q.add_argument("--length", type=int, default=16)
+    q.add_argument("--n", type=int, default=2)
+    q.add_argument("--seed", type=int, default=0)
+    add_json(q)
+    q.set_defaults(fn=cmd_sample)
+
+    q = sub.add_parser("groups", help="structure of groups: order, derived series, composition factors, ...")
+    q.add_argument("names", nargs="?", default=None, help="comma-separated group names (default: the papers' list)")
+    add_json(q)
+    q.set_defaults(fn=cmd_groups)

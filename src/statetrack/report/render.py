@@ -1,0 +1,163 @@
+"""Rendering a study table: cell text, and the table as markdown, CSV, LaTeX and a rich console table.
+
+Every renderer reads a :class:`statetrack.report.table.StudyTable` and writes text; nothing here
+chooses a number (that is :mod:`statetrack.report.selection`).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import statistics
+from typing import TYPE_CHECKING
+
+from statetrack.report.selection import MARK, TableCell
+
+if TYPE_CHECKING:
+    from statetrack.report.table import StudyTable
+
+
+def fmt_value(v, study) -> str:
+    if v is None:
+        return "-"
+    if study.score.kind == "longest":
+        fail = study.score.fail_below or 1
+        return "x" if v < fail else f"{v:g}"
+    if study.metric == "scaled_accuracy":
+        return f"{v:.3f}"
+    return f"{100 * v:.1f}"
+
+
+def fmt_published(v, study) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, str):
+        return v
+    return fmt_value(v, study)
+
+
+def fmt_cell(cell: TableCell, study) -> str:
+    if cell.selected is None:
+        return "-"
+    s = fmt_value(cell.selected, study)
+    if cell.capped:
+        s = ">=" + s
+    if len(cell.values) > 1:
+        med = statistics.median(cell.values)
+        rng = f"[{fmt_value(min(cell.values), study)}-{fmt_value(max(cell.values), study)}]"
+        s += f" {rng}" if abs(med - cell.selected) < 1e-12 else f" ({fmt_value(med, study)} {rng})"
+    if cell.differs:
+        s += " " + MARK
+    return s
+
+
+def pct(v) -> str:
+    return "-" if v is None else f"{100 * v:.1f}"
+
+
+def fmt(values) -> str:
+    if not isinstance(values, (list, tuple)):
+        values = [values]
+    values = [v for v in values if v is not None]
+    if not values:
+        return "-"
+    med = statistics.median(values)
+    if len(values) == 1:
+        return f"{100 * med:.1f}"
+    return f"{100 * med:.1f} [{100 * min(values):.0f}-{100 * max(values):.0f}]"
+
+
+def fmt_len(values) -> str:
+    vals = [v if v is not None else 0 for v in values]
+    if not vals:
+        return "-"
+    med = statistics.median(vals)
+    s = "x" if med == 0 else f"{med:g}"
+    if len(vals) > 1 and min(vals) != max(vals):
+        s += f" [{min(vals) or 'x'}-{max(vals) or 'x'}]"
+    return s
+
+
+def headers(t: StudyTable) -> list[str]:
+    if t.kind == "per_length":
+        return (["model", "train len", "seeds", "lr", "train acc"] + [str(n) for n in t.lengths]
+                + [">=90% up to"] + [f"paper: {h}" for h in t.columns.values()])
+    h = ["model", "train len", "seeds"]
+    for c in t.task_columns:
+        h += [c, f"paper: {c}"]
+    return h
+
+
+def cell_texts(t: StudyTable) -> list[list[str]]:
+    out = []
+    for r in t.rows:
+        if t.kind == "per_length":
+            out.append([r["label"], r["train_lengths"], str(r["seeds"]), r["lr"], fmt(r["train_acc"])]
+                       + [r["text"][n] for n in t.lengths]
+                       + [fmt_len(r["longest"])]
+                       + [r["published_text"][k] for k in t.columns])
+        else:
+            row = [r["label"], r["train_lengths"], str(r["seeds"])]
+            for c in t.task_columns:
+                row += [r["text"].get(c, "-"), r["published_text"].get(c, "-")]
+            out.append(row)
+    return out
+
+
+def markdown(t: StudyTable) -> str:
+    h = headers(t)
+    lines = ["| " + " | ".join(h) + " |", "|" + "---|" * len(h)]
+    lines += ["| " + " | ".join(c) + " |" for c in cell_texts(t)]
+    return "\n".join(lines)
+
+
+def csv_rows(t: StudyTable) -> list[dict]:
+    out = []
+    for r in t.rows:
+        for col, cell in r["cells"].items():
+            out.append({"study": t.study, "table": t.name, "model": r["label"], "column": col,
+                        "selected": cell.selected, "lr": cell.lr, "seeds": len(cell.values),
+                        "median": statistics.median(cell.values) if cell.values else None,
+                        "min": min(cell.values) if cell.values else None,
+                        "max": max(cell.values) if cell.values else None,
+                        "capped": cell.capped, "missing_runs": cell.missing,
+                        "published": cell.published, "differs": cell.differs})
+    return out
+
+
+def csv_text(t: StudyTable) -> str:
+    buf = io.StringIO()
+    rows = csv_rows(t)
+    if rows:
+        w = csv.DictWriter(buf, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return buf.getvalue()
+
+
+def latex(t: StudyTable) -> str:
+    def esc(s: str) -> str:
+        for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#"),
+                     ("$", r"\$"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"),
+                     ("^", r"\^{}"), (">=", r"$\geq$"), ("*", r"$^*$")):
+            s = s.replace(a, b)
+        return s
+    h = headers(t)
+    lines = [r"\begin{table}[ht]", r"\centering", r"\small",
+             r"\begin{tabular}{l" + "r" * (len(h) - 1) + "}", r"\toprule",
+             " & ".join(esc(x) for x in h) + r" \\", r"\midrule"]
+    lines += [" & ".join(esc(x) for x in c) + r" \\" for c in cell_texts(t)]
+    lines += [r"\bottomrule", r"\end{tabular}", rf"\caption{{{esc(t.title)}. {esc(t.caption)}}}",
+              r"\end{table}"]
+    return "\n".join(lines)
+
+
+def rich(t: StudyTable):
+    from rich.markup import escape
+    from rich.table import Table
+
+    out = Table(title=escape(t.title), show_lines=False, caption=escape(t.caption) if t.caption else None)
+    for i, h in enumerate(headers(t)):
+        out.add_column(h, justify="left" if i == 0 else "right", style="dim" if h.startswith("paper") else None)
+    for c in cell_texts(t):
+        out.add_row(*(escape(x) for x in c))
+    return out

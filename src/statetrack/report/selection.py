@@ -1,0 +1,115 @@
+"""Scoring and selection: one run -> one number, and the runs of a table cell -> the selected number.
+
+``run_score`` turns a run's metrics into the number it contributes (per test length, mean over a range,
+or longest length above a threshold). ``select`` reduces the runs of one (model, task) over learning
+rates and seeds with the study's ``select`` rule, choosing on in-distribution validation unless the
+study says the paper chose on the test lengths. ``compare`` says whether our selected value differs
+from the published one beyond the study's tolerance.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+MARK = "*"
+
+
+def metric_by_length(res, metric: str) -> dict[int, float]:
+    return {m.length: getattr(m, metric) for m in (res.metrics if res else [])}
+
+
+def longest_above(per_length: dict[int, float], threshold: float) -> int:
+    """Longest test length L with metric > threshold at L and at every shorter test length (0: none)."""
+    best = 0
+    for n in sorted(per_length):
+        if not per_length[n] > threshold:
+            break
+        best = n
+    return best
+
+
+def run_score(study, res, column_length: int | None = None) -> float | None:
+    """The number a run contributes to a cell."""
+    by_len = metric_by_length(res, study.metric)
+    if not by_len:
+        return None
+    sc = study.score
+    if sc.kind == "per_length":
+        return by_len.get(column_length)
+    if sc.kind == "mean":
+        lo, hi = sc.lengths or (min(by_len), max(by_len))
+        vals = [v for n, v in by_len.items() if lo <= n <= hi]
+        return statistics.fmean(vals) if vals else None
+    return float(longest_above(by_len, sc.threshold))
+
+
+def _reduce(vals: list[float], how: str) -> float:
+    return {"median": statistics.median, "mean": statistics.fmean, "max": max, "min": min}[how](vals)
+
+
+@dataclass
+class TableCell:
+    selected: float | None = None
+    values: list[float] = field(default_factory=list)  # the seeds' scores at the selected learning rate
+    lr: float | None = None
+    runs: int = 0
+    missing: int = 0
+    published: object = None
+    differs: bool | None = None
+    capped: bool = False  # longest: reached our longest test length
+
+
+def select(study, entries: list[tuple[float, float | None, float | None, float | None]]) -> TableCell:
+    """entries: (lr, score, val_accuracy, val_loss) for every complete run of one cell."""
+    sel = study.select
+    by_lr: dict[float, list] = {}
+    for lr, score, va, vl in entries:
+        if score is not None:
+            by_lr.setdefault(lr, []).append((score, va if va is not None else -1.0,
+                                             vl if vl is not None else float("inf")))
+    if not by_lr:
+        return TableCell()
+    if sel.using == "test":
+        agg = {lr: _reduce([s for s, _, _ in v], sel.seeds) for lr, v in by_lr.items()}
+        if sel.lrs == "max":
+            lr = max(agg, key=lambda k: (agg[k], -k))
+            return TableCell(agg[lr], [s for s, _, _ in by_lr[lr]], lr)
+        return TableCell(_reduce(list(agg.values()), sel.lrs), [s for v in by_lr.values() for s, _, _ in v], None)
+    # on validation: never look at the test scores to choose
+    how = sel.seeds if sel.seeds in ("median", "mean") else "max"
+    vagg = {lr: (_reduce([a for _, a, _ in v], how), -_reduce([l for _, _, l in v], "mean")) for lr, v in by_lr.items()}
+    lr = max(vagg, key=lambda k: (vagg[k], -k))
+    runs = by_lr[lr]
+    scores = [s for s, _, _ in runs]
+    if sel.seeds in ("max", "min"):
+        order = sorted(runs, key=lambda r: (r[1], -r[2]))
+        value = (order[-1] if sel.seeds == "max" else order[0])[0]
+    else:
+        value = _reduce(scores, sel.seeds)
+    return TableCell(value, scores, lr)
+
+
+def _published_number(v):
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return 0.0 if v.strip().lower() in ("x", "fail", "fails") else None
+    return float(v)
+
+
+def compare(study, cell: TableCell, max_len: int | None) -> bool | None:
+    """True when our selected value and the published one differ beyond the study's tolerance."""
+    pub = _published_number(cell.published)
+    if pub is None or cell.selected is None:
+        return None
+    ours = cell.selected
+    if study.score.kind != "longest":
+        return abs(ours - pub) > study.tolerance
+    fail = study.score.fail_below or 1
+    ours_x, pub_x = ours < fail, pub < fail
+    if ours_x or pub_x:
+        return ours_x != pub_x
+    if cell.capped:  # we cannot tell beyond our longest test length
+        return pub < ours / study.length_factor
+    f = study.length_factor
+    return not (1 / f <= ours / pub <= f)

@@ -1,0 +1,41 @@
+"""The task registry: families by name, and ``get_task`` from a task string.
+
+A task string is ``family`` or ``family:argument``. Families register a factory that receives the
+argument string (or None) and raises UserError on a bad one.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from statetrack.errors import UserError, allowed
+from statetrack.tasks.base import Task
+from statetrack.tasks.parity import Parity
+
+#: family name -> (factory taking the argument string or None, one-line description)
+FAMILIES: dict[str, tuple[Callable[[str | None], Task], str]] = {}
+
+
+def register(family: str, description: str):
+    def deco(factory):
+        FAMILIES[family] = (factory, description)
+        return factory
+    return deco
+
+
+@register("parity", "parity of the bits so far; 'parity' labels every position, 'parity:final' the last only")
+def _parity(arg):
+    if arg in (None, "", "every", "prefix"):
+        return Parity("every")
+    if arg == "final":
+        return Parity("final")
+    raise UserError(f"unknown parity variant {arg!r}; allowed: final, every")
+
+
+def get_task(name: str) -> Task:
+    """Build a task from its string name, e.g. ``parity`` or ``parity:final``."""
+    if not isinstance(name, str) or not name.strip():
+        raise UserError("empty task name; allowed families: " + ", ".join(sorted(FAMILIES)))
+    family, _, arg = name.strip().partition(":")
+    if family not in FAMILIES:
+        raise allowed("task family", family, FAMILIES)
+    return FAMILIES[family][0](arg if _ else None)

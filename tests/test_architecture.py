@@ -1,0 +1,132 @@
+"""The package's architecture, read from its source with ``ast``: no import cycle, imports flow one way
+(from the command line down to the ops), and no package attribute hides the module of the same name."""
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+from pathlib import Path
+
+import pytest
+
+import statetrack
+
+ROOT = Path(statetrack.__file__).parent
+
+#: the package's units from the bottom up: a module may import its own unit and the units below it
+LAYERS = [
+    {"errors", "version"},
+    {"spec", "memory", "device", "algebra"},
+    {"ops"},
+    {"config"},
+    {"layers"},
+    {"tasks"},
+    {"model"},
+    {"checkpoint", "store"},
+    {"steps"},
+    {"training", "evaluation"},
+    {"theory"},
+    {"probes"},
+    {"runner"},
+    {"sweep"},
+    {"experiments"},
+    {"report"},
+    {"reproduce"},
+    {"cli"},
+    {""},  # the package itself: the notebook API re-exports from every layer
+]
+RANK = {unit: i for i, units in enumerate(LAYERS) for unit in units}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for p in ROOT.rglob("*.py"):
+        rel = p.relative_to(ROOT.parent).with_suffix("")
+        parts = rel.parts[:-1] if rel.parts[-1] == "__init__" else rel.parts
+        out[".".join(parts)] = p
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """Modules of the package that ``name`` imports anywhere (functions included), except under
+    ``if TYPE_CHECKING:``."""
+    tree = ast.parse(path.read_text())
+    hidden = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+              for n in ast.walk(node)}
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(tree):
+        if id(node) in hidden:
+            continue
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            for a in node.names:
+                full = f"{base}.{a.name}"
+                out.add(full if full in MODULES else base)
+    return {m for m in out if m in MODULES and m != name}
+
+
+GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
+
+
+def _unit(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_every_unit_has_a_layer():
+    assert {_unit(m) for m in MODULES} <= set(RANK), sorted({_unit(m) for m in MODULES} - set(RANK))
+
+
+def test_no_import_cycle():
+    index, low, stack, on, cycles = {}, {}, [], set(), []
+
+    def visit(v):  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in GRAPH[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in GRAPH:
+        if v not in index:
+            visit(v)
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def test_imports_flow_down():
+    upward = sorted(f"{a} -> {b}" for a, bs in GRAPH.items() for b in bs if RANK[_unit(b)] > RANK[_unit(a)])
+    assert not upward, "upward imports: " + "; ".join(upward)
+
+
+@pytest.mark.parametrize("package", sorted(m for m, p in MODULES.items() if p.name == "__init__.py"))
+def test_no_attribute_shadows_its_submodule(package):
+    pkg = importlib.import_module(package)
+    for info in pkgutil.iter_modules(pkg.__path__):
+        if info.name.startswith("__"):  # __main__ runs the command line
+            continue
+        mod = importlib.import_module(f"{package}.{info.name}")
+        attr = getattr(pkg, info.name)
+        assert attr is mod, f"{package}.{info.name} is {attr!r}, not the module {mod.__name__}"
