@@ -8,17 +8,8 @@ read only the mixers' declared :class:`Properties` (input dependence, eigenvalue
 n_h, linear) and the task's algebra (:mod:`statetrack.theory.algebra`), never a task's name, so a new
 mixer needs no new rule and a language gets one verdict however it is given.
 
-Layer classes, from the properties:
-
-=============  ==========================================================================
-nonlinear      linear=False, structure nonlinear (RNN, LSTM, GRU)
-attention      structure attention (Transformer)
-lti            time-invariant (input_dependent=False), diagonal (S4D)
-nonneg         input-dependent diagonal, eigenvalues [0,1] (Mamba)
-real           input-dependent diagonal, eigenvalues (-1,1] or [-1,1] (Negative Mamba)
-complex        input-dependent diagonal, unit circle or complex disc (AUSSM, Simple AUSSM, DCD)
-householder    products of n_h generalized Householder matrices (DeltaNet, DeltaProduct)
-=============  ==========================================================================
+Layers are read as classes by :mod:`statetrack.theory.layer_classes` (nonlinear, attention, lti,
+nonneg, real, complex, householder).
 
 Possibility comes from constructions, and a stack can do whatever any of its layers (in order) can
 do: the other layers are switched off by zeroing their output projection, and the residual
@@ -63,14 +54,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from statetrack.errors import UserError
-from statetrack.layers import MIXERS, build_mixer
-from statetrack.layers.base import Properties
+from statetrack.layers import MIXERS
 from statetrack.spec import parse_layers
 from statetrack.theory.algebra import TaskAlgebra, task_algebra
+from statetrack.theory.layer_classes import COMPLEX, NONNEG, REAL_NEG, LayerInfo, layer_infos
 
-NONNEG = {"[0,1]"}
-REAL_NEG = {"(-1,1]", "[-1,1]"}
-COMPLEX = {"unit circle", "complex disc", "complex"}
 #: what an input-dependent diagonal layer can hold beside resets (A = 0), delays (A in (0,1)) and
 #: keeps (A = 1): the group factors of the holonomy cascade it can carry (SF / KR)
 CASCADE_GROUPS = {"[0,1]": "trivial", "(-1,1]": "elementary abelian 2", "[-1,1]": "elementary abelian 2",
@@ -115,59 +103,6 @@ class Verdict:
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-
-@dataclass(frozen=True)
-class LayerInfo:
-    spec: str
-    props: Properties
-    cls: str
-    factor_domain: str | None = None  # householder: eigenvalue domain of each factor
-
-    @property
-    def domain(self) -> str:
-        return self.props.eigenvalues
-
-
-def _classify(spec, mixer) -> LayerInfo:
-    p: Properties = mixer.properties
-    if not p.linear:
-        return LayerInfo(str(spec), p, "attention" if p.structure == "attention" else
-                         "nonlinear" if p.structure == "nonlinear" else "other")
-    if p.structure == "diagonal":
-        if not p.input_dependent:
-            return LayerInfo(str(spec), p, "lti")
-        if p.eigenvalues in NONNEG:
-            return LayerInfo(str(spec), p, "nonneg")
-        if p.eigenvalues in REAL_NEG:
-            return LayerInfo(str(spec), p, "real")
-        if p.eigenvalues in COMPLEX:
-            return LayerInfo(str(spec), p, "complex")
-    if p.structure == "householder":
-        # each factor I - beta k k^T has eigenvalues 1 and 1 - beta. The declared domain is the
-        # product's; with one factor, or a real product domain, it is the factors' domain too.
-        # Otherwise (n_h >= 2 with a complex product) the factor range is read from an explicit
-        # ``factor_eigenvalues`` property or the mixer's ``neg`` switch where it declares one.
-        fd = getattr(p, "factor_eigenvalues", None)
-        if fd is None and (p.n_h in (None, 1) or p.eigenvalues in NONNEG | REAL_NEG):
-            fd = "[-1,1]" if p.eigenvalues in REAL_NEG else "[0,1]" if p.eigenvalues in NONNEG else None
-        if fd is None and isinstance(getattr(mixer, "neg", None), bool):
-            fd = "[-1,1]" if mixer.neg else "[0,1]"
-        return LayerInfo(str(spec), p, "householder", fd)
-    if not p.input_dependent:
-        return LayerInfo(str(spec), p, "lti-dense")
-    return LayerInfo(str(spec), p, "dense")
-
-
-def layer_infos(layers: str) -> list[LayerInfo]:
-    """Build each layer of the spec (small sizes) and read its declared properties."""
-    out = []
-    for spec in parse_layers(layers):
-        if spec.name not in MIXERS:
-            from statetrack.errors import allowed
-            raise allowed("mixer", spec.name, MIXERS)
-        out.append(_classify(spec, build_mixer(spec, 8, 4)))
-    return out
 
 
 # -- rules ----------------------------------------------------------------------------------------
@@ -302,12 +237,12 @@ def _cascade(infos: list[LayerInfo], alg: TaskAlgebra) -> tuple[Verdict | None, 
     layer_kind = {"trivial": "input-dependent diagonal layers with eigenvalues including [0,1]",
                   "elementary abelian 2": "real or complex-disc input-dependent diagonal layers",
                   "abelian": "complex-disc input-dependent diagonal layers"}[need]
-    what = ("is star-free (its syntactic monoid, of size %d, is aperiodic: Schutzenberger1965)" % m.size
+    what = (f"is star-free (its syntactic monoid, of size {m.size}, is aperiodic: Schutzenberger1965)"
             if m.aperiodic else f"has a monoid of size {m.size} whose maximal subgroups are all {need}")
     facts = {"depth_needed": k, "cascade_groups": need, "eligible_layers": len(ok)}
     head = (f"{alg.task} {what}; its holonomy cascade has height {m.holonomy_height} (Eilenberg1976), which "
             f"{k} {layer_kind} realise (resets A = 0, delays A in (0,1), keeps A = 1"
-            + ("" if need == "trivial" else f", and {need} group channels") + f"; SF-depth)")
+            + ("" if need == "trivial" else f", and {need} group channels") + "; SF-depth)")
     if len(ok) >= k:
         return Verdict("possible", basis, f"{head}; {ok[0].spec if k == 1 else 'this stack'} has {len(ok)} such "
                        f"layers ({basis}" + (", Sarrof2024)" if m.aperiodic else ")"), facts), None

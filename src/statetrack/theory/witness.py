@@ -129,10 +129,10 @@ def choose_w(phases: list[dict], tol: float = 0.01, max_w: int = 10_000) -> dict
 
 
 def _theorem(model) -> str | None:
-    from statetrack.theory.verdicts import _classify
+    from statetrack.theory.layer_classes import classify
     from statetrack.spec import parse_layers
 
-    infos = [_classify(s, m) for s, m in zip(parse_layers(model.cfg.layers), model.mixers)]
+    infos = [classify(s, m) for s, m in zip(parse_layers(model.cfg.layers), model.mixers)]
     if all(i.domain == "[0,1]" and i.cls != "householder" or (i.cls == "householder" and i.factor_domain == "[0,1]")
            for i in infos):
         return "T1"
