@@ -96,7 +96,7 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
         reuse: bool = True, on_step=None, on_length=None, threads: int | None = None,
         on_train_step=None) -> RunResult:
     """Train, evaluate, checkpoint and record one run. ``on_step(step, info)`` after each validation,
-    ``on_train_step(step, loss)`` after each optimiser step, ``on_length(metrics)`` after each test
+    ``on_train_step(step)`` after each optimiser step, ``on_length(metrics)`` after each test
     length (progress); ``reuse``: return the complete run with the same key instead of training."""
     task = check_run(train_cfg, eval_cfg)
     start = initial_model(train_cfg, task)  # a bad --init fails here, before anything is written

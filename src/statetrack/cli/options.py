@@ -63,14 +63,15 @@ def add_fields(q, cls, prefix: str = "", names: dict[str, str | None] | None = N
 
 def add_train_options(q) -> None:
     """``train``: every field of TrainConfig, ModelConfig (unprefixed) and EvalConfig (as --test-lengths,
-    --eval-batch, --eval-chunk, --eval-seed; the evaluation runs on --device)."""
+    --eval-batch, --eval-chunk, --eval-seed, --eval-memory-mb; the evaluation runs on --device)."""
     g = q.add_argument_group("model (ModelConfig)")
     add_fields(g, ModelConfig, "model.")
     g = q.add_argument_group("training (TrainConfig)")
     add_fields(g, TrainConfig, names={"model": None})
     g = q.add_argument_group("evaluation (EvalConfig)")
     add_fields(g, EvalConfig, "eval.", names={"lengths": "test-lengths", "batch_size": "eval-batch",
-                                              "chunk": "eval-chunk", "seed": "eval-seed", "device": None})
+                                              "chunk": "eval-chunk", "seed": "eval-seed", "device": None,
+                                              "memory_mb": "eval-memory-mb"})
 
 
 def add_eval_options(q) -> None:

@@ -1,7 +1,8 @@
 """Progress on stderr: a bar in a terminal, one log line per event otherwise.
 
-In a terminal the bar moves every step and shows the loss, the last validation accuracy, the elapsed
-time and the time left (at most: early stopping may end the run sooner). Without a terminal (a log file,
+In a terminal the bar moves every step and shows the training loss and accuracy of the last validation
+(read then, so that a step on a GPU never waits on the host), the elapsed time and the time left (at
+most: early stopping may end the run sooner). Without a terminal (a log file,
 a pipe, a batch job) each validation is one line::
 
     train rnn on parity: step 400/2000  loss 0.512  val acc 87.5%  elapsed 12s  ETA 48s
@@ -71,8 +72,7 @@ class RunProgress(_Reporter):
         return "  ".join(x for x in (f"loss {self.loss:.3f}" if self.loss is not None else "",
                                      f"val acc {100 * self.acc:.1f}%" if self.acc is not None else "") if x)
 
-    def step(self, step: int, loss: float) -> None:
-        self.loss = loss
+    def step(self, step: int) -> None:
         if self.bar is not None:
             self.bar.update(self.task, completed=step, info=self._info())
 

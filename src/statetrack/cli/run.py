@@ -35,7 +35,8 @@ def train_configs(a):
         flat = {**{f"model.{k}": v for k, v in model.model_dump().items()}, **flat}
     elif "model.layers" not in flat:
         raise UserError("train needs --layers SPEC (or --init construction:NAME, or model.layers in --config)")
-    flat.setdefault("eval.device", flat.get("device", "cpu"))
+    if "device" in flat:  # the evaluation runs where the training ran, unless told otherwise
+        flat.setdefault("eval.device", flat["device"])
     return run_configs(flat)
 
 

@@ -44,16 +44,27 @@ def _figures(text: str) -> tuple[str, ...]:
 def machine() -> str:
     from statetrack.device import cpu_model
 
-    return (f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPU cores ({cpu_model()}), "
-            f"Python {platform.python_version()}")
+    import torch
+
+    gpu = f", GPU {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""
+    return (f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPU cores ({cpu_model()}){gpu}, "
+            f"Python {platform.python_version()}, torch {torch.__version__}")
+
+
+def part_note(a) -> dict:
+    """A report line naming the part of the grid that --model / --task chose, if any."""
+    if not (a.model or a.task):
+        return {}
+    return {"Part of the grid": f"model rows {', '.join(a.model) if a.model else 'all'}; task columns "
+                                f"{', '.join(a.task) if a.task else 'all'} (the rest of the scale's grid was not "
+                                "run here)"}
 
 
 def _sweep(a):
     """Run the grid with progress on stderr; returns (study, results, wall seconds)."""
-    from statetrack.experiments import load_study
     from statetrack.reproduce import sweep
 
-    study = load_study(a.name)
+    study = load_part(a)
     n_jobs = len(study.cells(a.scale, a.seeds, a.device))
     t0 = time.time()
 
@@ -150,18 +161,17 @@ def _date() -> str:
 
 
 def cmd_report(a):
-    from statetrack.experiments import load_study
     from statetrack.report.writer import collect
 
     if a.seeds is not None and a.seeds < 1:
         raise UserError(f"--seeds must be at least 1, got {a.seeds}")
     _figures(a.figures)
-    study = load_study(a.name)
+    study = load_part(a)
     rep = collect(study, a.db, a.scale, a.seeds, a.device)
     _print_report(rep, a)
     if a.out:
         _write(rep, a, {"Command": _command("report", a), "Date": _date(),
-                        "Runs ran on": "; ".join(rep.machines) or "-"})
+                        "Runs ran on": "; ".join(rep.machines) or "-", **part_note(a)})
     return 0
 
 
@@ -183,11 +193,26 @@ def cmd_reproduce(a):
         _write(rep, a, {"Command": _command("reproduce", a), "Machine": machine(), "Date": _date(),
                         "Wall time of the sweep": f"{wall:.0f} s ({len(results) - reused} runs trained, {reused} "
                                                   f"reused; executor {a.executor}, {a.workers} worker(s), 1 thread "
-                                                  "per run)"})
+                                                  "per run)", **part_note(a)})
     return 0
 
 
+def add_part_options(q):
+    q.add_argument("--model", action="append", default=None, metavar="LABEL",
+                   help="only this model row (repeatable; default: every row of the scale)")
+    q.add_argument("--task", action="append", default=None, metavar="LABEL",
+                   help="only this task column (repeatable; default: every column of the scale)")
+
+
+def load_part(a):
+    """The study named on the command line, narrowed by --model / --task."""
+    from statetrack.experiments import load_study
+
+    return load_study(a.name).restrict(a.scale, a.model, a.task)
+
+
 def add_run_options(q):
+    add_part_options(q)
     q.add_argument("--scale", default="quick", help="quick (a laptop CPU) or paper (the paper's protocol)")
     q.add_argument("--seeds", type=int, default=None, help="seeds per cell (default: the scale's)")
     q.add_argument("--workers", type=int, default=2, help="parallel runs (local processes or Ray CPUs)")
@@ -228,6 +253,7 @@ def add_commands(sub) -> None:
     q.add_argument("--scale", default="quick", help="the scale whose grid is reported")
     q.add_argument("--seeds", type=int, default=None, help="seeds per cell, if the sweep overrode them "
                                                            "(default: the scale's)")
+    add_part_options(q)
     add_device(q, help="the sweep's --device")
     q.add_argument("--out", default=DEFAULT_OUT, help="folder for .md/.csv/.tex and figures ('' to only print)")
     add_report_options(q)
