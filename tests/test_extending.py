@@ -16,7 +16,7 @@ BLOCK = re.compile(r"```(\w+)\n(.*?)```", re.S)
 
 def doc_blocks():
     """(files: name -> text, shell lines, python snippets) from the page: a block whose first line is
-    '# NAME' is (part of) file NAME; the bash block is the session; other python blocks are snippets."""
+    '# NAME' is (part of) file NAME; the bash block is the commands; other python blocks are snippets."""
     files, shell, snippets = {}, [], []
     for lang, body in BLOCK.findall(DOC.read_text()):
         first = body.splitlines()[0]
@@ -44,8 +44,8 @@ def base_env():
 
 
 @pytest.fixture(scope="module")
-def session(tmp_path_factory):
-    """Write the page's files, run its shell session and its Python; returns (folder, {command: completed
+def documented(tmp_path_factory):
+    """Write the page's files, run its commands and its Python; returns (folder, {command: completed
     process})."""
     d = tmp_path_factory.mktemp("plugin")
     files, shell, snippets = doc_blocks()
@@ -77,8 +77,8 @@ def _one(out, prefix):
     return next(p for cmd, p in out.items() if cmd.startswith(prefix))
 
 
-def test_documented_session(session):
-    d, out = session
+def test_documented_commands(documented):
+    d, out = documented
     tasks = [json.loads(l) for l in _one(out, "statetrack tasks").stdout.splitlines()]
     assert "flipflop" in [t["family"] for t in tasks]
     assert "possible" in _one(out, "statetrack oracle").stdout
@@ -89,8 +89,8 @@ def test_documented_session(session):
     assert "1000" in _one(out, "statetrack eval").stdout  # without STATETRACK_PLUGINS: the recorded one
 
 
-def test_missing_recorded_plugin_is_named(session, tmp_path):
-    d, _ = session  # run from elsewhere, so that mystuff cannot be imported
+def test_missing_recorded_plugin_is_named(documented, tmp_path):
+    d, _ = documented  # run from elsewhere, so that mystuff cannot be imported
     p = statetrack(["eval", str(d / "runs/checkpoints/run1.safetensors"), "--lengths", "64"], base_env(), tmp_path)
     assert p.returncode == 2 and p.stderr.count("\n") == 1
     assert "plugin module 'mystuff' (recorded in checkpoint" in p.stderr and "not found" in p.stderr
@@ -116,9 +116,9 @@ def test_bad_plugin_names(tmp_path, capsys, monkeypatch):
                                     "import: broken.py:2: RuntimeError: boom" in err
 
 
-def test_entry_points(session, tmp_path):
+def test_entry_points(documented, tmp_path):
     """A distribution's entry points: tasks and mixers imported at start, a study found by its name."""
-    d, _ = session
+    d, _ = documented
     dist = tmp_path / "mystuff-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: mystuff\nVersion: 0.1\n")
@@ -134,9 +134,9 @@ def test_entry_points(session, tmp_path):
 
 
 @pytest.mark.slow
-def test_ray_workers_import_the_plugins(session, tmp_path):
+def test_ray_workers_import_the_plugins(documented, tmp_path):
     pytest.importorskip("ray")
-    d, _ = session
+    d, _ = documented
     env = base_env()
     env["PYTHONPATH"] = os.pathsep.join([str(d), env["PYTHONPATH"]])
     p = statetrack(["sweep", str(d / "mystudy.yaml"), "--plugin", "mystuff", "--executor", "ray", "--workers", "2",
