@@ -203,7 +203,7 @@ def add_commands(sub) -> None:
     q.set_defaults(fn=cmd_train)
 
     q = sub.add_parser("eval", help="evaluate a checkpoint at each test length")
-    q.add_argument("checkpoint")
+    q.add_argument("checkpoint", help="a checkpoint (.safetensors) of train, sweep or construct")
     q.add_argument("--task", default=None, help="task to evaluate on (default: the one it was trained on)")
     add_json(q)
     add_eval_options(q)

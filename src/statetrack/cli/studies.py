@@ -199,9 +199,9 @@ def cmd_reproduce(a):
 
 def add_part_options(q):
     q.add_argument("--model", action="append", default=None, metavar="LABEL",
-                   help="only this model row (repeatable; default: every row of the scale)")
+                   help="only this model row, repeatable (default: every row of the scale)")
     q.add_argument("--task", action="append", default=None, metavar="LABEL",
-                   help="only this task column (repeatable; default: every column of the scale)")
+                   help="only this task column, repeatable (default: every column of the scale)")
 
 
 def load_part(a):
