@@ -36,9 +36,12 @@ def _files(folder):
 
 
 def _error(capsys, argv, *needles):
+    """The command exits 2 and its last line on stderr (after any progress lines) is the one error line."""
     assert main(argv) == 2, argv
-    err = capsys.readouterr().err
-    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err, err
+    out = capsys.readouterr().err
+    assert "Traceback" not in out and out.endswith("\n"), out
+    err = out.splitlines()[-1]
+    assert err.startswith("error: ") and sum(line.startswith("error") for line in out.splitlines()) == 1, out
     for n in needles:
         assert n in err, err
     return err

@@ -56,6 +56,21 @@ def meta_model(model_cfg, task):
         return build_model(model_cfg, task)
 
 
+def declared_params(model_cfg, task) -> int:
+    """The parameter count (with buffers) of the model ``model_cfg`` declares, from one meta-device block of
+    each distinct layer: a 64-layer stack costs one layer's construction, not 64."""
+    from collections import Counter
+
+    from statetrack.spec import parse_layers
+
+    counts = Counter(str(spec) for spec in parse_layers(model_cfg.layers))
+    once = meta_model(model_cfg.model_copy(update={"layers": ",".join(counts)}), task)
+    total = sum(v.numel() for v in once.state_dict().values())
+    for block, (spec, n) in zip(once.blocks, counts.items()):
+        total += (n - 1) * sum(v.numel() for v in block.state_dict().values())
+    return total
+
+
 def checkpoint_bytes(model, config: dict, extra: dict | None = None) -> bytes:
     """The file a checkpoint of ``model`` with ``config`` (a TrainConfig dict) consists of."""
     from safetensors.torch import save
@@ -128,6 +143,7 @@ def inspect_checkpoint(path: str | Path, max_params: int | None = None) -> Inspe
     from safetensors import safe_open
 
     from statetrack.config import TrainConfig, validated
+    from statetrack.plugins import load_plugins
     from statetrack.tasks import get_task
 
     path = Path(path)
@@ -144,20 +160,24 @@ def inspect_checkpoint(path: str | Path, max_params: int | None = None) -> Inspe
         raise _bad(path, f"has no statetrack metadata (format {meta.get('format')!r}; expected {FORMAT!r})")
     config = _meta_json(path, meta, "config", required=True)
     extra = _meta_json(path, meta, "extra", required=False)
+    plugins = extra.get("plugins") or []
+    if not isinstance(plugins, list) or not all(isinstance(m, str) for m in plugins):
+        raise _bad(path, "has damaged metadata ('plugins' is not a list of module names)")
+    load_plugins(plugins, f"recorded in checkpoint {str(path)!r}")  # they register its task or mixers
     try:
         cfg = validated(TrainConfig, **config)
         task = get_task(cfg.task)
     except UserError as e:
         raise _bad(path, f"declares a bad config: {e}") from None
     try:
-        expected = meta_model(cfg.model, task).state_dict()
+        params = declared_params(cfg.model, task)
     except UserError as e:
         raise _bad(path, f"declares a bad model: {e}") from None
-    params = sum(v.numel() for v in expected.values())
     if params > max_params:
         raise _bad(path, f"declares a model of {params:,} parameters ({_short(cfg.model.layers)}, d_model "
                          f"{cfg.model.d_model}, d_state {cfg.model.d_state}), over the limit of {max_params:,}; "
                          "raise --max-params to load it")
+    expected = meta_model(cfg.model, task).state_dict()
     missing = sorted(set(expected) - set(header))
     unexpected = sorted(set(header) - set(expected))
     if missing or unexpected:
@@ -201,12 +221,14 @@ def read_checkpoint(path: str | Path, max_params: int | None = None) -> tuple[di
 
 
 def load_checkpoint(path: str | Path, device="cpu", max_params: int | None = None):
-    """Rebuild the model a checkpoint describes. Returns (model, TrainConfig, task, extra)."""
+    """Rebuild the model a checkpoint describes. Returns (model, TrainConfig, task, extra).
+
+    The plugin modules recorded in the checkpoint (``extra["plugins"]``) are imported first."""
     from statetrack.config import TrainConfig, validated
     from statetrack.model import build_model
     from statetrack.tasks import get_task
 
-    tensors, config, extra = read_checkpoint(path, max_params)
+    tensors, config, extra = read_checkpoint(path, max_params)  # loads the plugins it records
     cfg = validated(TrainConfig, **config)
     task = get_task(cfg.task)
     model = build_model(cfg.model, task)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import multiprocessing as mp
 import os
+import queue
 import signal
 import tempfile
 import time
@@ -44,12 +45,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from statetrack import memory, signals
+from statetrack import memory, plugins, signals
 from statetrack.claims import Claims, Heartbeat
 from statetrack.config import EvalConfig, TrainConfig
 from statetrack.errors import UserError
 from statetrack.evaluation import LengthMetrics
-from statetrack.runner import RunResult, check_run, complete_result, run, run_key
+from statetrack.runner import RunResult, check_run, complete_result, run, run_key, stored_config
 from statetrack.store import Store
 
 #: seconds between looks at runs that other sweeps have claimed
@@ -90,21 +91,33 @@ def _ensure_traces(db, job: Job, res: RunResult) -> None:
         write_traces(db, res.run_id, traces_from_checkpoint(res.checkpoint, missing))
 
 
-def _run_job(job: Job, db: str, owner: str) -> RunResult:
+#: in a worker process: the queue its runs report validations to (index of the job, step, info)
+_progress_queue = None
+
+
+def _init_worker(plugin_names: list[str], progress_queue=None, ignore: tuple[int, ...] = ()) -> None:
+    """A worker process is an entry point of its own: allocator settings, the parent's plugins, and
+    signals that interrupt the run in progress (those the parent ignores stay ignored)."""
+    global _progress_queue
+    memory.configure()
+    plugins.load_plugins(plugin_names, "loaded by the sweep's parent process")
+    _progress_queue = progress_queue
+    signals.install_in_worker(ignore)
+
+
+def _run_job(job: Job, db: str, owner: str, index: int | None = None, on_step=None) -> RunResult:
+    if on_step is None and _progress_queue is not None:
+        def on_step(step, info):
+            _progress_queue.put((index, step, info))
     # one thread per run: tiny models gain nothing from more, and results then do not depend on
     # how many workers share the machine
     with signals.job():
         res = run(job.train, job.eval, db=db, study=job.study, label=job.label, reuse=False, threads=1,
-                  owner=owner)
+                  owner=owner, on_step=on_step)
         _ensure_traces(db, job, res)
         if res.status == "complete":
             Store(db).mark_interrupted(job.key, res.run_id)
     return res
-
-
-def _worker_init(ignore: tuple[int, ...]) -> None:
-    memory.configure()
-    signals.install_in_worker(ignore)
 
 
 def _result_of(store: Store, run_id: int) -> RunResult:
@@ -120,10 +133,10 @@ class _InProcess:
 
     slots = 1
 
-    def __init__(self, db: str, owner: str):
-        self.db, self.owner, self.jobs = db, owner, {}
+    def __init__(self, db: str, owner: str, on_step=None):
+        self.db, self.owner, self.on_step, self.jobs = db, owner, on_step, {}
 
-    def submit(self, job: Job):
+    def submit(self, job: Job, index: int):
         handle = object()
         self.jobs[handle] = job
         return handle
@@ -133,7 +146,9 @@ class _InProcess:
             time.sleep(timeout)
             return []
         h = next(iter(handles))
-        return [(h, _run_job(self.jobs.pop(h), self.db, self.owner))]
+        job = self.jobs.pop(h)
+        step = (lambda s, info: self.on_step(job, s, info)) if self.on_step else None
+        return [(h, _run_job(job, self.db, self.owner, on_step=step))]
 
     def stop(self, exc):
         pass
@@ -147,31 +162,45 @@ DIED = ("a worker process of the sweep died (killed, or out of memory); its runs
 
 
 class _Pool:
-    """Local worker processes (spawned); one job per free worker, never a queue of jobs."""
+    """Local worker processes (spawned); one job per free worker, never a queue of jobs. Validations come
+    back through a queue while the runs go on (``on_step``)."""
 
-    def __init__(self, db: str, owner: str, workers: int):
-        self.db, self.owner, self.slots = db, owner, workers
-        self.pool = cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=_worker_init,
-                                           initargs=(signals.ignored(),))
-        self.futures: set = set()
+    def __init__(self, db: str, owner: str, workers: int, jobs: list[Job], on_step=None):
+        self.db, self.owner, self.slots, self.all_jobs, self.on_step = db, owner, workers, jobs, on_step
+        ctx = mp.get_context("spawn")
+        self.queue = ctx.Queue() if on_step else None
+        self.pool = cf.ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
+                                           initargs=(plugins.loaded(), self.queue, signals.ignored()))
+        self.futures: dict = {}  # future -> job index
 
-    def submit(self, job: Job):
+    def submit(self, job: Job, index: int):
         with signals.spawning():  # workers start with the signals ignored, not with a traceback
             try:
-                fut = self.pool.submit(_run_job, job, self.db, self.owner)
+                fut = self.pool.submit(_run_job, job, self.db, self.owner, index)
             except cf.process.BrokenProcessPool:
                 raise UserError(DIED) from None
-        self.futures.add(fut)
+        self.futures[fut] = index
         return fut
+
+    def _drain(self) -> None:
+        while self.queue is not None:
+            try:
+                i, s, info = self.queue.get_nowait()
+            except queue.Empty:
+                return
+            if i in self.futures.values():  # a late message of a run already reported done is dropped
+                self.on_step(self.all_jobs[i], s, info)
 
     def wait(self, handles, timeout):
         if not handles:
             time.sleep(timeout)
             return []
-        done, _ = cf.wait(list(handles), timeout=timeout, return_when=cf.FIRST_COMPLETED)
+        done, _ = cf.wait(list(handles), timeout=min(timeout, 0.5) if self.queue else timeout,
+                          return_when=cf.FIRST_COMPLETED)
+        self._drain()
         out = []
         for f in done:
-            self.futures.discard(f)
+            self.futures.pop(f, None)
             try:
                 out.append((f, f.result()))
             except cf.process.BrokenProcessPool:
@@ -196,11 +225,11 @@ class _Pool:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _ray_payload(job: Job) -> dict:
+def _ray_payload(job: Job, plugin_names: list[str] = ()) -> dict:
     """Runs on a Ray worker: train into a private database, return everything the driver stores."""
     from statetrack.probes import traces_from_checkpoint
 
-    memory.configure()  # a Ray worker is an entry point of its own
+    _init_worker(list(plugin_names))  # a Ray worker is an entry point of its own
     with tempfile.TemporaryDirectory(prefix="statetrack-ray-") as d:
         wdb = str(Path(d) / "worker.db")
         res = run(job.train, job.eval, db=wdb, study=job.study, label=job.label, reuse=False,
@@ -240,6 +269,19 @@ def _store_payload(store: Store, job: Job, run_id: int, p: dict) -> RunResult:
     return RunResult(run_id, "complete", p["metrics"], p["summary"], str(ck))
 
 
+def _plugin_roots() -> list[str]:
+    """The folders the loaded plugin modules were imported from (for the Ray workers' PYTHONPATH)."""
+    import sys
+
+    roots = []
+    for name in plugins.loaded():
+        f = getattr(sys.modules.get(name.partition(".")[0]), "__file__", None)
+        if f:
+            p = Path(f).resolve()
+            roots.append(str(p.parents[1] if p.name == "__init__.py" else p.parent))
+    return list(dict.fromkeys(roots))
+
+
 def _import_ray():
     try:
         import ray
@@ -251,32 +293,34 @@ def _import_ray():
 class _Ray:
     """One Ray task per claimed run; the driver writes the database."""
 
-    def __init__(self, db: str, owner: str, workers: int, address: str | None):
+    def __init__(self, db: str, owner: str, workers: int, address: str | None, jobs: list[Job]):
         self.ray = _import_ray()
         self.store, self.owner, self.slots, self.address = Store(db), owner, workers, address
         self.rows: dict = {}  # ref -> (job, run_id)
         self.started, self.remote = False, None
+        # runs on a GPU share it: each asks for 1/workers of one, so that `workers` of them run at once
+        self.gpus = 1.0 / max(1, workers) if any(j.train.device == "cuda" for j in jobs) else 0
 
     def _start(self):
         """Ray itself, at the first run to start (a sweep whose runs are all complete never starts it)."""
         ray = self.ray
         if not ray.is_initialized():
             src = str(Path(__file__).resolve().parents[1])  # so workers import this very package
-            path = [src] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+            path = [src, *_plugin_roots()] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
             env = {"PYTHONPATH": os.pathsep.join(path), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
             kw = dict(address=self.address, runtime_env={"env_vars": env}, log_to_driver=False)
             if self.address is None:
                 kw.update(num_cpus=max(1, self.slots), include_dashboard=False)
             ray.init(**kw)
             self.started = True
-        self.remote = ray.remote(num_cpus=1, max_retries=0)(_ray_payload)
+        self.remote = ray.remote(num_cpus=1, num_gpus=self.gpus, max_retries=0)(_ray_payload)
 
-    def submit(self, job: Job):
+    def submit(self, job: Job, index: int):
         if self.remote is None:
             self._start()
-        run_id = self.store.start_run({**job.train.model_dump(), "eval": job.eval.model_dump()}, study=job.study,
-                                      label=job.label, key=job.key, owner=self.owner)
-        ref = self.remote.remote(job)
+        run_id = self.store.start_run(stored_config(job.train, job.eval), study=job.study, label=job.label,
+                                      key=job.key, owner=self.owner)
+        ref = self.remote.remote(job, plugins.loaded())
         self.rows[ref] = (job, run_id)
         return ref
 
@@ -340,7 +384,7 @@ def _schedule(jobs: list[Job], store: Store, executor, reuse: bool, on_done, res
                 continue
             todo.remove(i)
             if got.state == "claimed":
-                running[executor.submit(jobs[i])] = i
+                running[executor.submit(jobs[i], i)] = i
             else:  # complete or failed by another sweep meanwhile
                 res = _result_of(store, got.run_id)
                 _ensure_traces(str(store.path), jobs[i], res)
@@ -354,8 +398,13 @@ def _schedule(jobs: list[Job], store: Store, executor, reuse: bool, on_done, res
 # -- entry point -------------------------------------------------------------------------------------
 def run_jobs(jobs: list[Job], db: str | Path, workers: int = 1, reuse: bool = True,
              on_done: Callable[[Job, RunResult], None] | None = None, executor: str = "local",
-             address: str | None = None) -> list[tuple[Job, RunResult]]:
-    """Run every job; returns (job, result) in the order of ``jobs``."""
+             address: str | None = None,
+             on_step: Callable[[Job, int, dict], None] | None = None) -> list[tuple[Job, RunResult]]:
+    """Run every job; returns (job, result) in the order of ``jobs``.
+
+    ``on_done(job, result)`` after each run; ``on_step(job, step, info)`` after each validation of a
+    running run (local executor; from worker processes through a queue). Worker processes import the
+    plugin modules this process has loaded (statetrack.plugins)."""
     if executor not in ("local", "ray"):
         raise UserError(f"unknown executor {executor!r}; allowed: local, ray")
     if address is not None and executor != "ray":
@@ -376,11 +425,11 @@ def run_jobs(jobs: list[Job], db: str | Path, workers: int = 1, reuse: bool = Tr
     claims = Claims(store)
     results: dict[int, tuple[Job, RunResult]] = {}
     if executor == "ray":
-        ex = _Ray(db, claims.me, workers, address)
+        ex = _Ray(db, claims.me, workers, address, jobs)
     elif workers <= 1:
-        ex = _InProcess(db, claims.me)
+        ex = _InProcess(db, claims.me, on_step)
     else:
-        ex = _Pool(db, claims.me, workers)
+        ex = _Pool(db, claims.me, workers, jobs, on_step)
     try:
         with Heartbeat(claims):
             _schedule(jobs, store, ex, reuse, on_done, results, claims)
