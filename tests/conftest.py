@@ -32,12 +32,34 @@ class Cli:
 
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""), "OMP_NUM_THREADS": "1"}
 
+    def __init__(self):
+        self.procs = []
+
     def start(self, *args, env: dict | None = None, **kw):
+        """Start ``statetrack ARGS`` in a process group of its own (so that the fixture's teardown can
+        stop it and every worker it started, whatever the test did)."""
         import subprocess
         import sys
 
-        return subprocess.Popen([sys.executable, "-m", "statetrack.cli", *map(str, args)], env={**self.env, **(env or {})},
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+        kw.setdefault("start_new_session", True)
+        p = subprocess.Popen([sys.executable, "-m", "statetrack.cli", *map(str, args)], env={**self.env, **(env or {})},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+        self.procs.append(p)
+        return p
+
+    def stop_all(self):
+        """SIGKILL the process group of every process started (workers included), then reap them."""
+        import signal
+
+        for p in self.procs:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                p.communicate(timeout=10)
+            except Exception:
+                pass
 
     @staticmethod
     def count(db, where: str, *params) -> int:
@@ -69,7 +91,9 @@ class Cli:
 
 @pytest.fixture
 def cli():
-    return Cli()
+    c = Cli()
+    yield c
+    c.stop_all()  # a failed or timed-out test leaves no sweep or worker running
 
 
 # eight runs (two models x four seeds) of ``steps`` steps each: for sweeps that are signalled, killed or
