@@ -1,7 +1,7 @@
 """Typed configs: every component is built from one of these, and every run stores them whole."""
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -69,6 +69,20 @@ class EvalConfig(_Config):
     chunk: int = Field(1024, ge=1, description="time steps per forward call; memory is flat in length")
     seed: int = 12345
     device: Literal["cpu", "cuda", "auto"] = "cpu"
+    tokens: int | None = Field(None, ge=1, description="language models: test tokens scored at each length "
+                                                       "(windows = tokens / length); default batch_size windows")
+
+    #: fields added after run keys were in use: left out of a run's key while at their default, so the
+    #: runs of older databases keep their keys (and are reused)
+    LATE_FIELDS: ClassVar[tuple[str, ...]] = ("tokens",)
+
+    def key_dict(self) -> dict:
+        """The config as it enters a run's key (``runner.run_key``)."""
+        d = self.model_dump()
+        for k in self.LATE_FIELDS:
+            if d[k] == type(self).model_fields[k].default:
+                del d[k]
+        return d
 
     @field_validator("lengths")
     @classmethod

@@ -8,6 +8,11 @@ At each test length L a fresh seeded batch of sequences is run through the model
 - ``token_accuracy``: mean accuracy over all scored positions;
 - ``sequence_accuracy``: fraction of sequences whose every scored position is right;
 - ``scaled_accuracy``: (accuracy - chance) / (1 - chance), chance from the task.
+
+A language-modelling task (``task.kind == "lm"``) is scored on its test split instead, by
+``statetrack.lm.metrics`` (loss, bits per byte, loss by position bucket); ``evaluate_run`` chooses, and
+gives an LM run the length metrics above too (of next-token prediction: ``accuracy`` at the last
+position of each window, ``token_accuracy`` over all of them, chance = the most frequent token's rate).
 """
 from __future__ import annotations
 
@@ -91,6 +96,27 @@ def evaluate(model, task: Task, cfg: EvalConfig | None = None,
         if on_length:
             on_length(m)
     return out
+
+
+def evaluate_run(model, task: Task, cfg: EvalConfig, on_length: Callable | None = None) -> tuple[list, list]:
+    """(length metrics, LM metrics): the second is empty unless ``task.kind == "lm"``."""
+    if task.kind != "lm":
+        return evaluate(model, task, cfg, on_length), []
+    from statetrack.lm.metrics import evaluate_lm
+
+    device = resolve_device(cfg.device)
+    model = model.to(device).eval()
+    chance = task.chance_level()
+    lm = evaluate_lm(model, task.heldout("test").split, task.tokenizer.token_bytes, cfg.lengths, cfg.tokens,
+                     cfg.batch_size, cfg.seed, cfg.chunk, device,
+                     on_length=None if on_length is None else lambda m: on_length(lm_length_metrics(m, chance)))
+    return [lm_length_metrics(m, chance) for m in lm], lm
+
+
+def lm_length_metrics(m, chance: float) -> LengthMetrics:
+    """A language model's next-token accuracies at one context length, as length metrics."""
+    return LengthMetrics(m.length, m.last_accuracy, m.token_accuracy, m.sequence_accuracy,
+                         scaled(m.last_accuracy, chance), chance, m.windows)
 
 
 def longest_generalized(metrics: list[LengthMetrics], threshold: float = 0.9) -> int | None:

@@ -68,7 +68,10 @@ def validation_loss(logits, targets, mask) -> float:
 
 
 def validation_set(task: Task, cfg: TrainConfig, device) -> list[tuple]:
-    """Fixed in-distribution batches: up to 8 lengths spread over the training range."""
+    """Fixed in-distribution batches: up to 8 lengths spread over the training range, drawn from the
+    task's validation split (``task.heldout``: fresh sequences for generated tasks, held-out text for
+    a corpus)."""
+    task = task.heldout("validation")
     rng = np.random.default_rng([cfg.seed, 7919])
     lo, hi = cfg.train_lengths
     lengths = sorted({int(round(x)) for x in np.linspace(lo, hi, min(8, hi - lo + 1))})
@@ -127,6 +130,9 @@ def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None
     val = validation_set(task, cfg, device)
     lo, hi = cfg.train_lengths
 
+    # the best checkpoint: highest validation accuracy, then lowest loss; for language models (whose
+    # next-token accuracy says little) lowest validation loss alone
+    lm = task.kind == "lm"
     best = (-1.0, math.inf)
     best_state, best_step, bad, curve = None, 0, 0, []
     train_hits = train_total = 0
@@ -154,7 +160,8 @@ def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None
                     "val_accuracy": acc, "val_loss": vloss, "lr": sched.get_last_lr()[0]}
             curve.append(info)
             train_hits = train_total = 0
-            if (acc, -vloss) > (best[0], -best[1]):
+            improved = vloss < best[1] if lm else (acc, -vloss) > (best[0], -best[1])
+            if improved:
                 best, best_step, bad = (acc, vloss), step, 0
                 best_state = copy.deepcopy(model.state_dict())
             else:
