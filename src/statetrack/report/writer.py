@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,8 +62,15 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None, device: s
             curves[res.run_id] = store.curve(res.run_id)
             if job.probes:
                 traces[res.run_id] = read_traces(db, res.run_id)
-    rep = Report(study, scale, study_tables(study, results, scale), results, traces, curves, unfinished)
-    _compare_probes(rep)
+    if study.kind == "lm":
+        from statetrack.report.lm import lm_tables
+
+        tables = lm_tables(study, results, scale, db=db)
+    else:
+        tables = study_tables(study, results, scale)
+    rep = Report(study, scale, tables, results, traces, curves, unfinished)
+    if study.kind != "lm":
+        _compare_probes(rep)
     return rep
 
 
@@ -136,20 +144,51 @@ def differences(t: StudyTable, study) -> list[str]:
 
 def write_report(rep: Report, out: str | Path, header: str = "") -> Path:
     """``out``/<study>.md, .csv, .tex and ``out``/<study>/*.png. Returns the markdown path."""
-    from statetrack.report.plots import accuracy_vs_length, learning_curves, slug, trace_plot
-
     study = rep.study
     out = Path(out)
     figdir = out / study.name
     figdir.mkdir(parents=True, exist_ok=True)
-    scale_note = ([] if rep.scale == "paper" else [
-        f"Scale `{rep.scale}`: fewer steps, seeds and learning rates, smaller models and shorter test lengths "
-        "than the paper (see the study file), so differences from the paper's numbers are expected and are "
-        "listed under each table; `--scale paper` runs the paper's protocol.", ""])
-    md = [f"# {study.title}", "", header.strip(), "", *scale_note,
+    if study.kind == "lm":
+        from statetrack.report.lm import report_sections
+
+        intro, body = [], report_sections(rep, figdir)
+    else:
+        intro = [] if rep.scale == "paper" else [
+            f"Scale `{rep.scale}`: fewer steps, seeds and learning rates, smaller models and shorter test lengths "
+            "than the paper (see the study file), so differences from the paper's numbers are expected and are "
+            "listed under each table; `--scale paper` runs the paper's protocol.", ""]
+        body = _state_sections(rep, figdir)
+    md = [f"# {study.title}", "", header.strip(), "", *intro,
           f"Study `{study.name}` (scale `{rep.scale}`). Source: {study.source}.", "",
           f"Runs of the grid: {len(rep.results)}; complete: {len(rep.results) - rep.missing}; missing: "
-          f"{rep.missing}; unfinished records of these runs (killed, not counted): {rep.interrupted}.", ""]
+          f"{rep.missing}; unfinished records of these runs (killed, not counted): {rep.interrupted}.", "", *body]
+    if study.notes:
+        md += ["## Notes (from the study file)", "", study.notes.strip(), ""]
+    path = out / f"{study.name}.md"
+    _write_text(path, "\n".join(md).replace("\n\n\n", "\n\n"))
+    rows = [r for t in rep.tables for r in t.csv_rows()]
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    buf = io.StringIO()
+    if rows:
+        w = csv.DictWriter(buf, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+    _write_text(out / f"{study.name}.csv", buf.getvalue())
+    _write_text(out / f"{study.name}.tex", "\n\n".join(t.latex() for t in rep.tables) + "\n")
+    return path
+
+
+def _write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def _state_sections(rep: Report, figdir: Path) -> list[str]:
+    """The markdown of a state-tracking study: tables, differences, plots, probes."""
+    from statetrack.report.plots import accuracy_vs_length, learning_curves, slug, trace_plot
+
+    study, md = rep.study, []
     for t in rep.tables:
         md += [f"## {t.title}" + (f" (table `{t.name}`)" if t.name != "main" else ""), "", t.markdown(), "",
                t.caption, ""]
@@ -169,15 +208,4 @@ def write_report(rep: Report, out: str | Path, header: str = "") -> Path:
                 p = trace_plot(f"{j.label} (lr {j.train.lr:g}, seed {j.seed}) on {probe}", tr,
                                figdir / f"trace-{slug(j.label)}-lr{j.train.lr:g}-{slug(probe)}.png")
                 md += [f"![{p.stem}]({study.name}/{p.name})", ""]
-    if study.notes:
-        md += ["## Notes (from the study file)", "", study.notes.strip(), ""]
-    path = out / f"{study.name}.md"
-    path.write_text("\n".join(md).replace("\n\n\n", "\n\n"))
-    rows = [r for t in rep.tables for r in t.csv_rows()]
-    with open(out / f"{study.name}.csv", "w", newline="") as f:
-        if rows:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
-    (out / f"{study.name}.tex").write_text("\n\n".join(t.latex() for t in rep.tables) + "\n")
-    return path
+    return md
