@@ -5,7 +5,8 @@ with ``--json``). Bad input ends with one line on stderr and exit code 2; nothin
 
 One module per area, each adding its subcommands (``add_commands``): ``run`` (train, eval, runs, rerun),
 ``studies`` (reproduce, sweep, report), ``theory`` (oracle, construct, counterexample, spectrum),
-``catalog`` (models, tasks, sample, groups); ``args`` and ``output`` are shared by all of them.
+``catalog`` (models, tasks, sample, groups), ``lm`` (generate, corpus); ``args`` and ``output`` are shared
+by all of them.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import argparse
 import os
 import sys
 
-from statetrack.cli import catalog, run, studies, theory
+from statetrack.cli import catalog, lm, run, studies, theory
 from statetrack.cli.args import Parser
 from statetrack.errors import UserError
 
@@ -21,7 +22,7 @@ from statetrack.errors import UserError
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="statetrack", description="State tracking in linear RNNs and SSMs.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for area in (run, studies, catalog, theory):
+    for area in (run, studies, catalog, theory, lm):
         area.add_commands(sub)
     return p
 

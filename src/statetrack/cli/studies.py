@@ -57,10 +57,18 @@ def _summary(study, results, wall, a) -> str:
             f"from {a.db}, {failed} failed; executor {a.executor}, {a.workers} worker(s); wall time {wall:.1f} s")
 
 
-def _emit_runs(results, db):
-    """JSON Lines, one object per (run, test length)."""
+def _emit_runs(results, db, study=None):
+    """JSON Lines, one object per (run, test length); for an LM study one per run (its bpb) and one per
+    baseline and corpus."""
     from statetrack.runner import metrics_rows
     from statetrack.store import Store
+
+    if study is not None and study.kind == "lm":
+        from statetrack.report.lm import json_rows
+
+        for row in json_rows(study, results):
+            print(json.dumps(row))
+        return
 
     store = Store(db)
     for job, res in results:
@@ -72,7 +80,7 @@ def cmd_sweep(a):
     _check(a)
     study, results, wall = _sweep(a)
     if a.json:
-        _emit_runs(results, a.db)
+        _emit_runs(results, a.db, study)
         return 0
     print(_summary(study, results, wall, a))
     return 0 if all(r.status == "complete" for _, r in results) else 1
@@ -99,11 +107,13 @@ def _print_report(rep, a):
         for r in probes:
             pt.add_row(r["model"], r["probe"], str(r["runs"]), *probe_cells(r))
         con.print(pt)
-    con.print(f"[dim]{rep.study.source}. Database: {a.db}; {len(rep.results) - rep.missing} of "
+    from rich.markup import escape
+
+    con.print(f"[dim]{escape(rep.study.source)}. Database: {escape(str(a.db))}; {len(rep.results) - rep.missing} of "
               f"{len(rep.results)} runs of the grid complete; {rep.interrupted} unfinished records not counted."
               "[/dim]")
     if rep.study.notes:
-        con.print(f"[dim]{rep.study.notes.strip()}[/dim]")
+        con.print(f"[dim]{escape(rep.study.notes.strip())}[/dim]")  # notes hold brackets: [0,1], [min-max]
 
 
 def cmd_report(a):
@@ -131,7 +141,7 @@ def cmd_reproduce(a):
     study, results, wall = _sweep(a)
     rep = collect(study, a.db, a.scale, a.seeds, a.device)
     if a.json:
-        _emit_runs(results, a.db)
+        _emit_runs(results, a.db, study)
     else:
         _print_report(rep, a)
         print(_summary(study, results, wall, a))
