@@ -24,6 +24,7 @@ LAYERS = [
     {"tasks"},
     {"model"},
     {"checkpoint", "store"},
+    {"steps"},
     {"training", "evaluation"},
     {"theory"},
     {"probes"},

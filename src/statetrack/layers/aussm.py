@@ -62,6 +62,10 @@ class _ComplexSelective(Mixer):
         self.D = nn.Parameter(torch.ones(E))
         self.out_proj = nn.Linear(E, d_model, bias=False)
 
+    def activation_bytes(self):
+        # A_bar and h (T, E, N) complex64, the angle (and modulus) before them, and the projections
+        return 8 * 3 * self.d_inner * self.d_state + 4 * (8 * self.d_inner + 4 * self.d_state)
+
     def init_state(self, batch, device=None, dtype=None):
         dtype = dtype or self.D.dtype
         h = torch.zeros(batch, self.d_inner, self.d_state, device=device, dtype=dtype.to_complex())

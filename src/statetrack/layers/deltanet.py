@@ -64,6 +64,13 @@ class DeltaProduct(Mixer):
             dom = "complex disc"
         return Properties(input_dependent=True, eigenvalues=dom, structure="householder", n_h=self.nh)
 
+    def activation_bytes(self):
+        # per delta-rule step (n_h per token): q, k, v and the chunk's W, U_v, U, o (d_k or d_v each), the
+        # chunk's C x C matrices (K K^T, its inverse, Q K^T) per row, and the state entering the chunk
+        C = max(1, self.chunk)
+        per_step = 3 * C + 4 * (self.dk + self.dv) + self.dk * self.dv // C
+        return 4 * (self.nh * self.H * per_step + 2 * sum(self.sizes) + 4 * self.d_model)
+
     def init_state(self, batch, device=None, dtype=None):
         dtype = dtype or self.qkv.weight.dtype
         S = torch.zeros(batch, self.H, self.dk, self.dv, device=device, dtype=dtype)
@@ -94,9 +101,9 @@ class DeltaProduct(Mixer):
         S, buf = state
         q, k, v, beta, buf = self._qkvb(x, buf, chunk=True)
         if self.nh == 1:
-            o, S = delta_rule(q, k[:, :, 0], v[:, :, 0], beta[:, :, 0], S, self.chunk)
+            o, S = delta_rule(q, k[:, :, 0], v[:, :, 0], beta[:, :, 0], S, self.chunk, self.neg)
         else:
-            o, S = delta_rule(*interleave(q, k, v, beta), S, self.chunk)
+            o, S = delta_rule(*interleave(q, k, v, beta), S, self.chunk, self.neg)
             o = o[:, self.nh - 1:: self.nh]
         return self._out(o), (S, buf)
 

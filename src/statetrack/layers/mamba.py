@@ -47,6 +47,11 @@ class Mamba(Mixer):
         return Properties(input_dependent=True, eigenvalues="(-1,1]" if self.neg else "[0,1]",
                           structure="diagonal")
 
+    def activation_bytes(self):
+        # without gradients the scan keeps no (T, E, N) tensor (a ring of states); the per-step tensors
+        # are the projections: u, z (2E), conv, Delta, B and C, y
+        return 4 * (8 * self.d_inner + 4 * self.d_state)
+
     def init_state(self, batch, device=None, dtype=None):
         h = torch.zeros(batch, self.d_inner, self.d_state, device=device, dtype=dtype)
         buf = torch.zeros(batch, self.d_inner, max(self.k - 1, 0), device=device, dtype=dtype)

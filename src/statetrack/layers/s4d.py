@@ -73,6 +73,10 @@ class S4D(Mixer):
             dB = torch.exp(self.log_dt)[:, None] / (1 - dtA / 2)
         return dA, dB
 
+    def activation_bytes(self):
+        # the input term and the states (T, H, M) complex64, their readout, and the GLU output (2H)
+        return 8 * 3 * self.d_model * self.n_modes + 4 * 6 * self.d_model
+
     def init_state(self, batch, device=None, dtype=None):
         dtype = dtype or self.log_dt.dtype
         return torch.zeros(batch, self.d_model, self.n_modes, device=device, dtype=dtype.to_complex())
