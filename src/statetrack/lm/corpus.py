@@ -317,22 +317,23 @@ class Corpus:
             answers = None if ans is None else list(np.flatnonzero(np.asarray(ans[a + 1:b - 1])))
             yield name, body.astype(np.uint8).tobytes(), answers
 
+    def _entries(self) -> dict:
+        """Per split: the manifest entry of this corpus's token files (the byte files' or the BPE files')."""
+        if self.suffix == "u16":
+            return self.manifest["splits"]
+        return json.loads((self.folder / f"manifest-{self.suffix}.json").read_text())["splits"]
+
     def sizes(self) -> dict:
         """Per split: documents, bytes, tokens (of this corpus's tokenizer)."""
-        out = {}
-        bpe = None
-        if self.suffix != "u16":
-            bpe = json.loads((self.folder / f"manifest-{self.suffix}.json").read_text())["splits"]
-        for s in SPLITS:
-            e = self.manifest["splits"][s]
-            out[s] = {"documents": e["documents"], "bytes": e["bytes"],
-                      "tokens": (bpe[s] if bpe else e)["tokens"]}
-        return out
+        entries = self._entries()
+        return {s: {"documents": self.manifest["splits"][s]["documents"], "bytes": self.manifest["splits"][s]["bytes"],
+                    "tokens": entries[s]["tokens"]} for s in SPLITS}
 
     def describe(self) -> dict:
+        entries = self._entries()
         return {"corpus": self.name, "seed": self.seed, "folder": str(self.folder),
                 "python": self.manifest["python"], "tokenizer": self.tokenizer.describe(), "splits": self.sizes(),
-                "sha256": {s: self.manifest["splits"][s]["sha256"] for s in SPLITS}}
+                "sha256": {s: entries[s]["sha256"] for s in SPLITS}}
 
 
 def parse_tokenizer(text: str | None) -> str:
