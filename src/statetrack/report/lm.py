@@ -16,6 +16,7 @@ the medians) follows each pair.
 """
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
 
@@ -259,7 +260,9 @@ def context_table(study, cells: list[Cell], base: dict, column: str) -> LMTable:
                       ["-" if beyond is None else f"{beyond:.3f}"])
     t.caption = (f"Trained on windows of {train_len} tokens; at test, windows of each length are read whole "
                  f"(the state carried across chunks). Last column: the positions past the training length in the "
-                 f"longest windows. A model that extrapolates keeps or lowers its bpb as the context grows.")
+                 f"longest windows. A model that extrapolates keeps or lowers its bpb as the context grows. Each "
+                 f"length has its own windows: the baselines' rows, on the same windows, show how much of a "
+                 f"change across lengths is the windows'.")
     return t
 
 
@@ -464,11 +467,18 @@ def verdicts(cells: list[Cell], base: dict) -> list[str]:
             ca, cb = _cell(cells, a, col), _cell(cells, b, col)
             if not (ca and cb and ca.values(eval_length(ca)) and cb.values(eval_length(cb))):
                 continue
-            va, vb = ca.values(eval_length(ca)), cb.values(eval_length(cb))
+            La, Lb = eval_length(ca), eval_length(cb)
+            va, vb = ca.values(La), cb.values(Lb)
             d = statistics.median(vb) - statistics.median(va)
-            overlap = min(vb) <= max(va) and min(va) <= max(vb)
-            lines.append(f"{fam} on {col}: {NEG} minus {POS} = {d:+.3f} bpb"
-                         + (" (the seeds' ranges overlap)" if overlap and len(va) > 1 and len(vb) > 1 else ""))
+            note = ""
+            if len(va) > 1 and len(vb) > 1:
+                overlap = min(vb) <= max(va) and min(va) <= max(vb)
+                note = " (the seeds' ranges overlap)" if overlap else " (the seeds' ranges do not overlap)"
+            elif ca.values(La, "bpb_se") and cb.values(Lb, "bpb_se"):
+                noise = 2 * math.hypot(ca.values(La, "bpb_se")[0], cb.values(Lb, "bpb_se")[0])
+                note = (f" ({'within' if abs(d) <= noise else 'beyond'} twice its standard error over the test "
+                        f"windows, {noise:.3f}, counted unpaired; one seed, so nothing on the seed-to-seed spread)")
+            lines.append(f"{fam} on {col}: {NEG} minus {POS} = {d:+.3f} bpb{note}")
     return lines
 
 
