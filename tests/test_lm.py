@@ -387,3 +387,19 @@ def test_lm_study_report_and_json(tmp_path, db, capsys):
         assert needle in md, needle
     assert (out / "lm-tiny" / "positions-synthetic.png").stat().st_size > 1000
     assert "unigram (add-one)" in (out / "lm-tiny.csv").read_text()
+
+
+@pytest.mark.slow
+def test_lm_run_on_the_ray_executor(tmp_path):
+    pytest.importorskip("ray")
+    from statetrack.config import EvalConfig, ModelConfig, TrainConfig
+    from statetrack.store import Store
+    from statetrack.sweep import Job, run_jobs
+
+    tc = TrainConfig(task="lm:synthetic", model=ModelConfig(layers="lstm", d_model=8, d_state=8), train_min_len=16,
+                     train_max_len=16, steps=5, batch_size=4, eval_every=5, val_sequences=4, device="cpu")
+    job = Job("LSTM", 0, tc, EvalConfig(lengths=[16, 32], batch_size=4, tokens=128, device="cpu"), "ray-lm")
+    db = str(tmp_path / "ray.db")
+    [(_, res)] = run_jobs([job], db, executor="ray", workers=1)
+    assert res.status == "complete" and [m.length for m in res.lm] == [16, 32]
+    assert [r["length"] for r in Store(db).lm_metrics(res.run_id)] == [16, 32]
