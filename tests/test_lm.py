@@ -17,7 +17,7 @@ from statetrack.errors import UserError
 from statetrack.lm import baselines as bl
 from statetrack.lm.corpus import SPLITS, assign_splits, get_corpus, stdlib_files
 from statetrack.lm.metrics import evaluate_lm, position_buckets, summarize
-from statetrack.lm.synthetic import program
+from statetrack.lm.synthetic import blind_answer_bits, program
 from statetrack.lm.tokens import BOS, EOS, ByteTokenizer
 from statetrack.tasks import get_task
 from statetrack.tasks.lm import LMTask
@@ -135,6 +135,7 @@ def test_synthetic_programs_run_and_answers_need_state():
         for i in answers:
             assert text[i] in "0123456789TF"
             assert text[i - 3:i] == "== " or text[i - 3:i] == "is "
+    assert blind_answer_bits(b"3T") == pytest.approx((math.log2(10) + 1) / 2)  # the state-blind level
 
 
 def test_synthetic_answer_mask():

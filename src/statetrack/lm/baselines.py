@@ -114,3 +114,16 @@ def evaluate_baselines(corpus, lengths: list[int], tokens: int | None = None, ba
             out[b].append(summarize(baseline_nats(counts, windows, b), baseline_hits(counts, windows, b),
                                     tb[windows[:, 1:]], answers))
     return out
+
+
+def blind_answer_bpb(corpus, length: int, tokens: int | None = None, batch_size: int = 64,
+                     seed: int = 12345) -> float | None:
+    """On the same test windows: the state-blind level of the answer bytes (``synthetic.blind_answer_bits``),
+    for a corpus that marks answers and byte tokens; else None."""
+    from statetrack.lm.synthetic import blind_answer_bits
+
+    split = corpus.split("test")
+    if split.answers is None or corpus.tokenizer.name != "bytes":
+        return None
+    windows, answers = eval_windows(split, length, n_windows_for(length, tokens, batch_size), seed)
+    return blind_answer_bits(windows[:, 1:][answers].astype("uint8").tobytes())

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from statetrack.report import render
 from statetrack.report.render import fmt_cell
 
 POS, NEG = "[0,1]", "[-1,1]"
 MARK = "*"
+BLIND = "state-blind guess (answers)"
 
 
 @dataclass
@@ -137,8 +138,9 @@ def eval_length(cell: Cell) -> int:
 
 
 def baselines(cells: list[Cell], results) -> dict[str, dict]:
-    """Per corpus column: {'unigram' | 'bigram': {length: LMMetrics}} on the models' windows."""
-    from statetrack.lm.baselines import evaluate_baselines
+    """Per corpus column: {'unigram' | 'bigram': {length: LMMetrics}} on the models' windows, and 'blind':
+    the state-blind level of the answer bytes (None for a corpus without answers)."""
+    from statetrack.lm.baselines import blind_answer_bpb, evaluate_baselines
     from statetrack.tasks import get_task
 
     out = {}
@@ -147,8 +149,10 @@ def baselines(cells: list[Cell], results) -> dict[str, dict]:
             continue
         job = next(j for j, _ in results if j.column == c.column and j.label == c.label)
         ev = job.eval
-        b = evaluate_baselines(get_task(c.task).corpus, list(ev.lengths), ev.tokens, ev.batch_size, ev.seed)
+        corpus = get_task(c.task).corpus
+        b = evaluate_baselines(corpus, list(ev.lengths), ev.tokens, ev.batch_size, ev.seed)
         out[c.column] = {k: {m.length: m for m in ms} for k, ms in b.items()}
+        out[c.column]["blind"] = blind_answer_bpb(corpus, eval_length(c), ev.tokens, ev.batch_size, ev.seed)
     return out
 
 
@@ -232,12 +236,22 @@ def bpb_table(study, cells: list[Cell], base: dict) -> LMTable:
                 t.records.append(_record(study, "bpb", LABELS[b], col, "answer_bpb", at[col],
                                          [] if m.answer_bpb is None else [m.answer_bpb]))
         t.rows.append(row)
+    if any(base[col]["blind"] is not None for col in cols):
+        row = [BLIND, "-"]
+        for col in cols:
+            blind = "-" if base[col]["blind"] is None else f"{base[col]['blind']:.3f}"
+            row += ["-"] + ([blind] if answers[col] else [])
+            if base[col]["blind"] is not None:
+                t.records.append(_record(study, "bpb", BLIND, col, "answer_bpb", at[col], [base[col]["blind"]]))
+        t.rows.append(row)
     m = base[cols[0]]["bigram"][at[cols[0]]]
     t.caption = (f"Test-split bits per byte at the training context length, median [min-max] over seeds (one "
                  f"seed: ± the standard error over the test windows); {MARK} = not below the bigram baseline. "
                  "Answer bpb: on the bytes the synthetic programs' state determines (the value after "
                  "'assert v == ', the letter after 'assert p is '). Baselines: fitted on the train split, scored "
-                 f"on the same windows ({m.windows} windows, {m.tokens:,} tokens at length {m.length}).")
+                 f"on the same windows ({m.windows} windows, {m.tokens:,} tokens at length {m.length}). {BLIND}: "
+                 "log2(10) bits for a digit answer, 1 bit for a truth value, i.e. knowing what kind of answer "
+                 "comes but not the state; only a model that tracks the programs' state goes below it.")
     return t
 
 
@@ -299,7 +313,9 @@ def state_tracking_cells(study, db, scale: str) -> tuple[dict, list[str], str]:
         tables = [t for t in study_tables(other, res, scale) if t.name == st.table]
         for row in (tables[0].rows if tables and found else []):
             cells = {col: row["cells"][col] for col in st.columns if col in row["cells"]}
-            out[row["label"]] = {col: (fmt_cell(c, other), c.selected) for col, c in cells.items()
+            # the cell's value as that study shows it, without its mark of a difference from ITS paper
+            out[row["label"]] = {col: (fmt_cell(replace(c, differs=None), other), c.selected)
+                                 for col, c in cells.items()
                                  if c.selected is not None}
     note = (f"State tracking: {other.source}, our runs of study `{other.name}` at scale `{scale}` read from the same "
             f"database ({found} complete runs found); the cell is that study's selected value "
@@ -363,6 +379,10 @@ def joint_table(study, cells: list[Cell], base: dict, st_cells: dict, st_cols: l
             v = base[col][bname][L].answer_bpb
             row.append("-" if v is None else f"{v:.3f}")
         t.rows.append(row + ["-"] * len(st_cols))
+    if ans_cols:
+        t.rows.append([BLIND, "-"] + ["-"] * len(cols) +
+                      ["-" if base[c]["blind"] is None else f"{base[c]['blind']:.3f}" for c in ans_cols] +
+                      ["-"] * len(st_cols))
     t.caption = ("bpb: test split at the training context length, median [min-max] over seeds (lower is better); "
                  "difference rows: [-1,1] minus [0,1] of the medians (bpb: positive = [-1,1] costs bits; state "
                  "tracking: positive = [-1,1] gains). " + note)
@@ -462,6 +482,15 @@ def verdicts(cells: list[Cell], base: dict) -> list[str]:
     n = sum(1 for c in cells if c.values(eval_length(c)))
     lines.append(f"Below the bigram baseline: {n - len(above)} of {n} (model, corpus) cells"
                  + (f"; not below: {', '.join(above)}." if above else "."))
+    for col in _columns(cells):
+        blind = base[col].get("blind")
+        if blind is None:
+            continue
+        below = [c.label for c in cells if c.column == col and c.values(eval_length(c), "answer_bpb")
+                 and statistics.median(c.values(eval_length(c), "answer_bpb")) < blind]
+        lines.append(f"Answer bytes of {col}: {len(below)} model(s) below the state-blind level {blind:.3f}"
+                     + (f" ({', '.join(below)})" if below else
+                        ": no model uses the programs' state at this scale") + ".")
     for fam, a, b in pairs(_labels(cells)):
         for col in _columns(cells):
             ca, cb = _cell(cells, a, col), _cell(cells, b, col)
