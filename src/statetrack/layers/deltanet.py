@@ -1,4 +1,4 @@
-"""DeltaNet (Yang et al. 2024) and DeltaProduct (Siems et al. 2025): Householder-product transitions.
+"""DeltaNet (Yang2024) and DeltaProduct (Siems2025): Householder-product transitions.
 
 Per head h (``heads`` of them), key dim d_k = d_state, value dim d_v = d_model / heads, matrix state
 S (d_k, d_v). Per token, n_h sub-steps j = 1..n_h (DeltaNet: n_h = 1):
@@ -11,7 +11,7 @@ DeltaProduct reaches S_3) and for n_h >= 3: the declared domain is then "complex
 flash-linear-attention layers) through an optional short depthwise causal conv (``conv``, kernel 4
 by default, 0 = none) and silu; q and every k_j are L2-normalised per head. beta_j = sigmoid(w_j^T x_t)
 in [0, 1]; with ``neg=true`` beta_j = 2 sigmoid(w_j^T x_t) in [0, 2], so the eigenvalue 1 - beta_j of
-each factor lies in [-1, 1] (Grazzi et al.); the same beta scales the write term. The head outputs go
+each factor lies in [-1, 1] (Grazzi2024); the same beta scales the write term. The head outputs go
 through a per-head RMSNorm (eps 1e-5, flash-linear-attention's default) and an output projection to d_model.
 
 Training uses the chunked WY/UT form (``chunk`` steps of the delta rule per chunk, so n_h per token

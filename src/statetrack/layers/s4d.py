@@ -1,4 +1,4 @@
-"""S4D (Gu et al. 2022): a time-invariant diagonal SSM, one per channel.
+"""S4D (Gu2022): a time-invariant diagonal SSM, one per channel.
 
 Per channel, continuous A = diag(a_n) with Re(a_n) < 0, learnable step Delta (log-uniform init in
 [dt_min, dt_max]), B = 1 (folded into C), complex C. With N = d_state real numbers of state there are

@@ -12,7 +12,7 @@ Three forms:
 * :func:`delta_rule_ref` -- step by step in float64: the reference.
 * :func:`delta_rule_recurrent` -- the same loop in the inputs' dtype: the inference form (one token
   at a time, fixed memory) and a training form for short sequences.
-* :func:`delta_rule_chunked` -- the chunked WY / UT form (Yang et al. 2024) for training. Inside a
+* :func:`delta_rule_chunked` -- the chunked WY / UT form (Yang2024) for training. Inside a
   chunk of C steps, with K, V, beta, Q the chunk's rows and L = tril(diag(beta) K K^T, -1)::
 
       U_v = (I + L)^{-1} diag(beta) V,  W = (I + L)^{-1} diag(beta) K      (a unit-triangular solve)

@@ -139,7 +139,7 @@ _meta("tomita", "tomita:k", [{"name": "k", "allowed": "integer 1..7"}])
 
 
 # -- offset prediction and the parity witnesses ---------------------------------------------------
-@register("offset", "offset prediction (002): predict the end of each 10-step burst of 1s")
+@register("offset", "offset prediction (P2, Khavari2025): predict the end of each 10-step burst of 1s")
 def _offset(arg):
     if arg in (None, ""):
         return OffsetPrediction()
