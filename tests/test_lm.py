@@ -139,7 +139,7 @@ def test_synthetic_programs_run_and_answers_need_state():
 
 
 def test_synthetic_answer_mask():
-    c = get_corpus("synthetic", 0)  # the session's cache (conftest), shared with the training tests
+    c = get_corpus("synthetic", 0)  # the test run's cache (conftest), shared with the training tests
     split = c.split("validation")
     toks, ans = np.asarray(split.tokens), np.asarray(split.answers).astype(bool)
     assert len(toks) == len(ans) and 0.01 < ans.mean() < 0.05
