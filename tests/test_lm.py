@@ -373,7 +373,7 @@ def test_lm_study_report_and_json(tmp_path, db, capsys):
     path = tmp_path / "lm-tiny.yaml"
     path.write_text(TINY_LM)
     out = tmp_path / "rep"
-    assert main(["reproduce", str(path), "--db", db, "--workers", "1", "--json", "--out", str(out)]) == 0
+    assert main(["reproduce", str(path), "--db", db, "--workers", "1", "--json", "--out", str(out), "--html"]) == 0
     rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     runs = [r for r in rows if "baseline" not in r]
     base = {r["model"]: r for r in rows if "baseline" in r}
@@ -388,6 +388,8 @@ def test_lm_study_report_and_json(tmp_path, db, capsys):
         assert needle in md, needle
     assert (out / "lm-tiny" / "positions-synthetic.png").stat().st_size > 1000
     assert "unigram (add-one)" in (out / "lm-tiny.csv").read_text()
+    page = (out / "lm-tiny.html").read_text()
+    assert "bigram (add-one)" in page and "<svg" in page
 
 
 @pytest.mark.slow

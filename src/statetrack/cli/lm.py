@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from statetrack.cli.args import add_json
-from statetrack.cli.output import console
+from statetrack.cli.output import Col, print_table, say
 from statetrack.errors import UserError
 
 
@@ -41,21 +41,18 @@ def cmd_corpus(a):
     if a.json:
         print(json.dumps(d))
         return 0
-    from rich.table import Table
-
-    t = Table(title=f"corpus {d['corpus']} (seed {d['seed']}, {d['tokenizer']['tokenizer']} tokens, python "
-                    f"{d['python']}): {d['folder']}")
-    for h in ("split", "documents", "bytes", "tokens", "sha256 (token file)"):
-        t.add_column(h)
-    for s, e in d["splits"].items():
-        t.add_row(s, f"{e['documents']:,}", f"{e['bytes']:,}", f"{e['tokens']:,}", d["sha256"][s][:16] + "...")
-    con = console()
-    con.print(t)
+    splits = list(d["splits"].items())
+    print_table(f"corpus {d['corpus']} (seed {d['seed']}, {d['tokenizer']['tokenizer']} tokens, python "
+                f"{d['python']}): {d['folder']}",
+                [Col("split", lambda r: r[0]), Col("documents", lambda r: f"{r[1]['documents']:,}", "right"),
+                 Col("bytes", lambda r: f"{r[1]['bytes']:,}", "right"),
+                 Col("tokens", lambda r: f"{r[1]['tokens']:,}", "right"),
+                 Col("sha256 (token file)", lambda r: d["sha256"][r[0]][:16] + "...", optional=True)], splits)
     for b in BASELINES:
         x = d["baselines"][b]
         ans = "" if x["answer_bpb"] is None else f", answer bytes {x['answer_bpb']:.3f}"
-        con.print(f"{LABELS[b]}: {x['bpb']:.3f} bits per byte on the test split "
-                  f"({x['tokens']:,} tokens in windows of {a.length}{ans})")
+        say(f"{LABELS[b]}: {x['bpb']:.3f} bits per byte on the test split "
+            f"({x['tokens']:,} tokens in windows of {a.length}{ans})")
     return 0
 
 

@@ -40,9 +40,13 @@ class LMTable:
     records: list[dict] = field(default_factory=list)
     caption: str = ""
     kind: str = "lm"
+    notes: list[str] = field(default_factory=list)  # verdict lines shown under the table
 
     def headers(self) -> list[str]:
         return self.header
+
+    def cell_texts(self) -> list[list[str]]:
+        return self.rows
 
     def markdown(self) -> str:
         return render.grid_markdown(self.header, self.rows)
@@ -390,16 +394,17 @@ def joint_table(study, cells: list[Cell], base: dict, st_cells: dict, st_cols: l
 
 
 def lm_tables(study, results, scale: str | None = None, db=None) -> list[LMTable]:
-    """Every table of an LM study's report (the joint table reads ``db`` for the state-tracking study)."""
+    """Every table of an LM study's report: bits per byte (with the verdict lines), the joint table (it
+    reads ``db`` for the state-tracking study), then bpb by context length per corpus."""
     cells = gather(study, results)
     if not any(c.runs for c in cells):
         return [LMTable(study.name, "bpb", "Bits per byte on the test split (no complete runs yet)", ["model"])]
     base = baselines(cells, results)
-    tables = [bpb_table(study, cells, base)]
-    tables += [context_table(study, cells, base, col) for col in _columns(cells)]
+    bpb = bpb_table(study, cells, base)
+    bpb.notes = verdicts(cells, base)
     st_cells, st_cols, note = state_tracking_cells(study, db, scale) if scale else ({}, [], "")
-    tables.append(joint_table(study, cells, base, st_cells, st_cols, note))
-    return tables
+    return ([bpb, joint_table(study, cells, base, st_cells, st_cols, note)]
+            + [context_table(study, cells, base, col) for col in _columns(cells)])
 
 
 def json_rows(study, results) -> list[dict]:
@@ -433,22 +438,33 @@ def json_rows(study, results) -> list[dict]:
 
 
 # -- the report ---------------------------------------------------------------------------------------
-def _figures(study, cells: list[Cell], base: dict, curves: dict, figdir) -> dict[str, list]:
-    """Per corpus column: learning curves, bpb by position at the longest context, bpb by context length."""
+def scale_note(scale: str) -> str:
+    return (f"Scale `{scale}`. The paper's language models have 340M-1.3B parameters and are trained on billions "
+            "of tokens; ours are trained here on the corpora below, so only the direction of a difference can be "
+            "compared with the paper, not the numbers.")
+
+
+def lm_figures(rep) -> list[tuple[str, str, object]]:
+    """(section, stem, figure) per corpus: learning curves, bpb by position at the longest context, bpb by
+    context length; the section is the corpus's context table."""
     from statetrack.lm.baselines import BASELINES, LABELS
     from statetrack.lm.metrics import LN2
-    from statetrack.report.plots import lm_curve_plot, lm_length_plot, slug
+    from statetrack.report.plots import lm_curve_figure, lm_length_figure, slug
 
-    out: dict[str, list] = {}
+    study, cells = rep.study, gather(rep.study, rep.results)
+    if not any(c.runs for c in cells):
+        return []
+    base = baselines(cells, rep.results)
+    out = []
     for col in _columns(cells):
         mine = [c for c in cells if c.column == col and c.runs]
         if not mine:
             continue
-        figs = []
-        runs = [(c.label, [p["step"] for p in curves.get(r.run_id, [])],
-                 [p["val_loss"] / LN2 for p in curves.get(r.run_id, [])]) for c in mine for r in c.runs]
-        figs.append(lm_curve_plot(f"{study.name}: learning curves, {col}", [x for x in runs if x[1]],
-                                  figdir / f"curves-{slug(col)}.png"))
+        section = f"context-{col}"
+        runs = [(c.label, [p["step"] for p in rep.curves.get(r.run_id, [])],
+                 [p["val_loss"] / LN2 for p in rep.curves.get(r.run_id, [])]) for c in mine for r in c.runs]
+        out.append((section, f"curves-{slug(col)}",
+                    lm_curve_figure(f"{study.name}: learning curves, {col}", [x for x in runs if x[1]])))
         L, train_len = max(mine[0].lengths), mine[0].train_len
         series = {}
         for c in mine:
@@ -458,15 +474,16 @@ def _figures(study, cells: list[Cell], base: dict, curves: dict, figdir) -> dict
                 series[c.label] = (xs, [statistics.median(m.buckets[i]["bpb"] for m in ms) for i in range(len(xs))])
         bl = {LABELS[b]: ([x["hi"] for x in base[col][b][L].buckets], [x["bpb"] for x in base[col][b][L].buckets])
               for b in BASELINES}
-        figs.append(lm_length_plot(f"{study.name}: bpb by position in windows of {L}, {col}", series, bl, train_len,
-                                   "position in the window (bucket end)", figdir / f"positions-{slug(col)}.png"))
+        out.append((section, f"positions-{slug(col)}",
+                    lm_length_figure(f"{study.name}: bpb by position in windows of {L}, {col}", series, bl,
+                                     train_len, "position in the window (bucket end)")))
         lengths = sorted({n for c in mine for n in c.lengths})
         series = {c.label: (lengths, [statistics.median(c.values(n)) if c.values(n) else float("nan")
                                       for n in lengths]) for c in mine}
         bl = {LABELS[b]: (lengths, [base[col][b][n].bpb for n in lengths]) for b in BASELINES}
-        figs.append(lm_length_plot(f"{study.name}: bpb by context length, {col}", series, bl, train_len,
-                                   "context length (tokens)", figdir / f"context-{slug(col)}.png"))
-        out[col] = figs
+        out.append((section, f"context-{slug(col)}",
+                    lm_length_figure(f"{study.name}: bpb by context length, {col}", series, bl, train_len,
+                                     "context length (tokens)")))
     return out
 
 
@@ -509,30 +526,3 @@ def verdicts(cells: list[Cell], base: dict) -> list[str]:
                         f"windows, {noise:.3f}, counted unpaired; one seed, so nothing on the seed-to-seed spread)")
             lines.append(f"{fam} on {col}: {NEG} minus {POS} = {d:+.3f} bpb{note}")
     return lines
-
-
-def report_sections(rep, figdir) -> list[str]:
-    """The markdown body of an LM study's report (tables, verdicts, figures)."""
-    study = rep.study
-    cells = gather(study, rep.results)
-    md = [f"Scale `{rep.scale}`. The paper's language models have 340M-1.3B parameters and are trained on "
-          "billions of tokens; ours are trained here on the corpora below, so only the direction of a difference "
-          "can be compared with the paper, not the numbers.", ""]
-    if not any(c.runs for c in cells):
-        return md + ["No complete runs yet.", ""]
-    base = baselines(cells, rep.results)
-    figs = _figures(study, cells, base, rep.curves, figdir)
-    tables = {t.name: t for t in rep.tables}
-    for name in ("bpb", "joint"):
-        t = tables.get(name)
-        if t is not None:
-            md += [f"## {t.title}", "", t.markdown(), "", t.caption, ""]
-            if name == "bpb":
-                md += [f"- {x}" for x in verdicts(cells, base)] + [""]
-    for col, paths in figs.items():
-        t = tables.get(f"context-{col}")
-        md += [f"## {col}: context length, position, learning curves", ""]
-        if t is not None:
-            md += [t.markdown(), "", t.caption, ""]
-        md += [f"![{p.stem}]({study.name}/{p.name})" for p in paths] + [""]
-    return md
