@@ -263,6 +263,23 @@ def lm_run(tmp_path_factory):
     return db, r
 
 
+def test_eval_of_an_lm_checkpoint_scores_the_test_split(lm_run, capsys):
+    db, r = lm_run
+    assert main(["eval", r["checkpoint"], "--lengths", "32,128", "--tokens", "512", "--json"]) == 0
+    rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [x["length"] for x in rows] == [32, 128] and all(0 < x["bpb"] < math.log2(V) for x in rows)
+    assert rows[0]["buckets"][-1]["hi"] == 32
+    assert main(["eval", r["checkpoint"], "--lengths", "32", "--tokens", "512"]) == 0
+    assert "bpb" in capsys.readouterr().out
+
+
+def test_rerun_of_an_lm_run_compares_its_bpb(lm_run, capsys):
+    db, r = lm_run
+    assert main(["rerun", str(r["id"]), "--db", db, "--json"]) == 0  # 0: the same numbers, bpb included
+    rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [x["length"] for x in rows] == [32, 64] and all("bpb" in x for x in rows)
+
+
 def test_a_tiny_model_beats_the_uniform_predictor(lm_run):
     from statetrack.store import Store
 

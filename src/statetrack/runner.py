@@ -160,6 +160,10 @@ def rerun(run_id: int, db: str | Path = DEFAULT_DB, **progress) -> tuple[RunResu
               for m in store.metrics(run_id)}
     after = {m.length: {k: getattr(m, k) for k in ("accuracy", "token_accuracy", "sequence_accuracy")}
              for m in new.metrics}
+    for m in store.lm_metrics(run_id):  # a language model: its bits per byte too
+        before.setdefault(m["length"], {})["bpb"] = m["bpb"]
+    for m in new.lm:
+        after.setdefault(m.length, {})["bpb"] = m.bpb
     diffs = {n: (before.get(n), after.get(n)) for n in sorted(set(before) | set(after))
              if before.get(n) != after.get(n)}
     return new, diffs

@@ -5,9 +5,9 @@ seed, status, checkpoint path, wall time, training summary), ``metrics`` (one ro
 length), ``curves`` (validation curve), ``traces`` (probe outputs) and, from schema version 2,
 ``lm_metrics`` (language models: loss, bits per byte and the per-position buckets per run and context
 length). A database of an older schema is migrated in place when opened; a migration only adds tables
-and columns, so older statetrack versions still read it. Written in transactions, WAL journal, so several worker
-processes can share one database. A file that is not ours, or is damaged, is refused and never
-overwritten.
+and columns, so older statetrack versions still read it. Written in transactions, WAL journal, so
+several worker processes can share one database. A file that is not ours, or is damaged, is refused and
+never overwritten.
 """
 from __future__ import annotations
 

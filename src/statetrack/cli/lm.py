@@ -56,6 +56,27 @@ def cmd_corpus(a):
     return 0
 
 
+def print_lm_metrics(title: str, lm, con=None) -> None:
+    """A language model's metrics per context length (train, eval): bpb on the test split."""
+    print_table(title, [
+        Col("length", lambda m: str(m.length), "right"),
+        Col("bpb", lambda m: f"{m.bpb:.3f} ±{m.bpb_se:.3f}", "right"),
+        Col("loss (nats/token)", lambda m: f"{m.loss:.3f}", "right", optional=True),
+        Col("token acc", lambda m: f"{100 * m.token_accuracy:.1f}", "right"),
+        Col("answer bpb", lambda m: "-" if m.answer_bpb is None else f"{m.answer_bpb:.3f}", "right"),
+        Col("windows x length", lambda m: f"{m.windows} x {m.length}", "right", optional=True)], lm,
+        caption="bits per byte of next-token prediction on the test split (± standard error over the windows); "
+                "answer bpb: on the synthetic corpus's state-dependent bytes", con=con)
+
+
+def with_lm(rows: list[dict], lm) -> list[dict]:
+    """JSON rows per length, with the LM metrics of that length added (bpb, its standard error, loss,
+    answer bpb, the position buckets)."""
+    by = {m.length: m for m in lm}
+    return [{**r, **({k: getattr(by[r["length"]], k) for k in ("bpb", "bpb_se", "loss", "answer_bpb", "buckets")}
+                     if r.get("length") in by else {})} for r in rows]
+
+
 def add_commands(sub) -> None:
     q = sub.add_parser("generate", help="continue a prompt with a trained language model "
                                         "(a checkpoint of an lm:... run)")
