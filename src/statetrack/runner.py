@@ -113,13 +113,16 @@ def metrics_rows(run: dict, metrics) -> list[dict]:
     cfg = run["config"] if "config" in run else run
     rows = []
     for m in metrics:
-        m = m if isinstance(m, dict) else m.as_dict()
+        m = (LengthMetrics.from_row(m) if isinstance(m, dict) else m).as_dict()  # old rows: interval computed
         rows.append({"run_id": run.get("id"), "study": run.get("study"), "label": run.get("label"),
                      "model": cfg["model"]["layers"], "task": cfg["task"], "seed": cfg["seed"],
                      "train_lengths": [cfg["train_min_len"], cfg["train_max_len"]],
                      "length": m["length"], "accuracy": m["accuracy"],
                      "scaled_accuracy": m["scaled_accuracy"], "token_accuracy": m["token_accuracy"],
-                     "sequence_accuracy": m["sequence_accuracy"], "chance": m["chance"]})
+                     "sequence_accuracy": m["sequence_accuracy"], "chance": m["chance"],
+                     "accuracy_ci95": None if m.get("accuracy_low") is None else [m["accuracy_low"], m["accuracy_high"]],
+                     "token_chance": m.get("token_chance"), "n_sequences": m.get("n_sequences"),
+                     "note": m.get("note")})
     return rows
 
 

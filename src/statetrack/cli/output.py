@@ -29,16 +29,22 @@ def emit_rows(rows):
 def metrics_table(title: str, metrics):
     from rich.table import Table
 
-    from statetrack.evaluation import longest_generalized
+    from statetrack.evaluation import longest_generalized, uncertain_judgement
 
     t = Table(title=title)
-    for h in ("length", "accuracy", "scaled", "token acc", "sequence acc"):
+    for h in ("length", "accuracy", "95% interval", "chance", "scaled", "token acc", "sequence acc"):
         t.add_column(h, justify="right")
     for m in metrics:
-        t.add_row(str(m.length), f"{100 * m.accuracy:.1f}", f"{m.scaled_accuracy:+.3f}",
+        if m.accuracy is None:
+            t.add_row(str(m.length), f"n/a ({m.note})", *["-"] * 5)
+            continue
+        t.add_row(str(m.length), f"{100 * m.accuracy:.1f}", f"{100 * m.accuracy_low:.1f}-{100 * m.accuracy_high:.1f}",
+                  f"{100 * m.chance:.1f}", "-" if m.scaled_accuracy is None else f"{m.scaled_accuracy:+.3f}",
                   f"{100 * m.token_accuracy:.1f}", f"{100 * m.sequence_accuracy:.1f}")
     longest = longest_generalized(metrics)
-    t.caption = f"longest length with accuracy >= 90% (and at every shorter test length): {longest or 'none'}"
+    t.caption = (f"longest length with accuracy >= 90% (and at every shorter test length): {longest or 'none'}"
+                 + (" (?: a 95% interval it reads contains 90%)" if uncertain_judgement(metrics) else "")
+                 + "; chance: majority rate of the final label in that length's test set")
     return t
 
 
