@@ -14,14 +14,15 @@ def cmd_train(a):
     from statetrack.runner import metrics_rows, run
 
     lo, hi = parse_range(a.train_lengths)
-    if a.init:  # the construction fixes the model (statetrack construct --list)
+    given = {"layers": a.layers, "d_model": a.d_model, "d_state": a.d_state, "mlp": a.mlp, "norm": a.norm}
+    if a.init:  # the construction defines the model; options given must agree (statetrack construct --list)
         from statetrack.theory.constructions import init_config
 
-        mcfg = init_config(a.init, a.task)
+        mcfg = init_config(a.init, a.task, **given)
     elif not a.layers:
         raise UserError("train needs --layers SPEC (or --init construction:NAME)")
     else:
-        mcfg = validated(ModelConfig, layers=a.layers, d_model=a.d_model, d_state=a.d_state, mlp=a.mlp, norm=a.norm)
+        mcfg = validated(ModelConfig, **{k: v for k, v in given.items() if v is not None})
     tcfg = validated(TrainConfig, task=a.task, model=mcfg, train_min_len=lo, train_max_len=hi, steps=a.steps,
                      batch_size=a.batch_size, lr=a.lr, weight_decay=a.weight_decay, seed=a.seed,
                      device=a.device, eval_every=a.eval_every, patience=a.patience, init=a.init,
@@ -141,10 +142,11 @@ def add_commands(sub) -> None:
     q = sub.add_parser("train", help="train one model, evaluate it on the test lengths, record the run")
     q.add_argument("--task", default="parity")
     q.add_argument("--layers", default=None, help="layer spec, e.g. 'mamba,s4d' or 'negmamba*2'")
-    q.add_argument("--d-model", type=int, default=8)
-    q.add_argument("--d-state", type=int, default=16)
-    q.add_argument("--mlp", action="store_true")
-    q.add_argument("--norm", default="rmsnorm")
+    # model options: None = not given (ModelConfig's default, or the construction's with --init)
+    q.add_argument("--d-model", type=int, default=None, help="default 8")
+    q.add_argument("--d-state", type=int, default=None, help="default 16")
+    q.add_argument("--mlp", action="store_true", default=None)
+    q.add_argument("--norm", default=None, help="rmsnorm (default), layernorm, none")
     q.add_argument("--train-lengths", default="8", help="N or MIN-MAX (default 8)")
     q.add_argument("--test-lengths", default=None, help="comma-separated (default 16,32,...,512,1000,2000,5000,10000)")
     q.add_argument("--steps", type=int, default=2000)
