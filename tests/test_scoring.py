@@ -193,3 +193,46 @@ def test_json_rows_carry_interval_and_note():
                                                    LengthMetrics(9, None, None, None, None, None, 0, note="n/a")])
     assert rows[0]["accuracy_ci95"][1] == 1.0 and rows[0]["accuracy_ci95"][0] > 0.94
     assert rows[1]["accuracy"] is None and rows[1]["note"] == "n/a" and rows[1]["accuracy_ci95"] is None
+
+
+def test_report_marks_judgements_an_interval_could_change(tmp_path):
+    """Tables: '?' where a 95% interval read by a threshold judgement contains the threshold; 'n/a'
+    where no run has a test set at a length (and such a length neither passes nor fails)."""
+    from statetrack.experiments import load_study
+    from statetrack.report import study_tables
+    from statetrack.runner import RunResult
+
+    na = "no accepted string of length 11"
+    metrics = {"A": [LengthMetrics(10, 1.0, 1, 1, 1, 0.5, 128), LengthMetrics(11, None, None, None, None, None, 0, note=na),
+                     LengthMetrics(100, 0.93, 1, 1, 0.86, 0.5, 128)],
+               "B": [LengthMetrics(10, 1.0, 1, 1, 1, 0.5, 128), LengthMetrics(11, None, None, None, None, None, 0, note=na),
+                     LengthMetrics(100, 0.5, 1, 1, 0, 0.5, 128)]}
+    for kind in ("longest", "per_length"):
+        p = tmp_path / f"{kind}.yaml"
+        p.write_text(f"""
+name: marks
+title: marks
+source: test
+score: {{kind: {kind}, threshold: 0.9}}
+train_lengths: [1, 8]
+tables:
+  - tasks: [tomita:2]
+    models:
+      - {{label: A, model: {{layers: rnn}}}}
+      - {{label: B, model: {{layers: rnn}}}}
+scales:
+  quick: {{seeds: 1, steps: 1, test_lengths: [10, 11, 100]}}
+""")
+        study = load_study(str(p))
+        results = [(j, RunResult(i, "complete", metrics[j.label], {"longest_90": 100 if j.label == "A" else 10,
+                                                                     "best_val_accuracy": 1.0}, None))
+                   for i, j in enumerate(study.cells("quick"))]
+        t = study_tables(study, results, "quick")[0]
+        a, b = t.rows
+        if kind == "longest":
+            assert a["text"]["tomita:2"] == ">=100 ?" and b["text"]["tomita:2"] == "10"
+        else:
+            assert a["text"][11] == "n/a" and a["text"][100] == "93.0"
+            md = t.markdown()
+            assert "| 100 ? |" in md and "| 10 |" in md
+        assert "?" in t.caption and "n/a" in t.caption

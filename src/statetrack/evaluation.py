@@ -73,6 +73,17 @@ class LengthMetrics:
     def as_dict(self) -> dict:
         return asdict(self)
 
+    def interval(self, metric: str = "accuracy") -> tuple[float, float] | None:
+        """The 95% interval of ``accuracy`` or, through this length's chance, of ``scaled_accuracy``
+        (None for other metrics and for lengths that are not scored)."""
+        if self.accuracy is None or self.accuracy_low is None:
+            return None
+        if metric == "accuracy":
+            return self.accuracy_low, self.accuracy_high
+        if metric == "scaled_accuracy" and self.chance is not None and self.chance < 1:
+            return scaled(self.accuracy_low, self.chance), scaled(self.accuracy_high, self.chance)
+        return None
+
     @classmethod
     def from_row(cls, row) -> "LengthMetrics":
         """From a row of the results database's ``metrics`` table (columns a row lacks stay None)."""
@@ -161,15 +172,18 @@ def longest_generalized(metrics: list[LengthMetrics], threshold: float = 0.9) ->
     return best
 
 
-def uncertain_judgement(metrics: list[LengthMetrics], threshold: float = 0.9) -> bool:
-    """Whether ``longest_generalized`` could change within the 95% intervals: at a length the judgement
-    reads (every scored length up to and including the first below the threshold), the accuracy's
-    interval contains the threshold."""
+def uncertain_judgement(metrics: list[LengthMetrics], threshold: float = 0.9, metric: str = "accuracy",
+                        strict: bool = False) -> bool:
+    """Whether a longest-length judgement (``longest_generalized``: metric >= threshold; ``strict``:
+    metric > threshold) could change within the 95% intervals: at a length it reads (every scored
+    length up to and including the first that fails), the metric's interval contains the threshold."""
     for m in sorted(metrics, key=lambda m: m.length):
-        if m.accuracy is None:
+        value = getattr(m, metric)
+        if value is None:
             continue
-        if m.accuracy_low is not None and m.accuracy_low < threshold < m.accuracy_high:
+        ci = m.interval(metric)
+        if ci is not None and ci[0] < threshold < ci[1]:
             return True
-        if m.accuracy < threshold:
+        if value < threshold or (strict and value == threshold):
             break
     return False
