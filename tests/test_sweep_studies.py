@@ -249,6 +249,7 @@ def test_report_from_database(tmp_path, db, capsys):
     md = (out / "tiny-grid.md").read_text()
     assert "| RNN |" in md and "paper: parity" in md and "## Probes" in md
     assert "offset:double-isi" in md
+    assert "## Accuracy of every run, with 95% intervals" in md and "| chance | parity |" in md
     figs = {p.name for p in (out / "tiny-grid").iterdir()}
     assert {"length-main-parity.png", "curves-main-offsets.png", "curves-main-parity.png",
             "length-layers-parity.png"} <= figs

@@ -134,6 +134,39 @@ def differences(t: StudyTable, study) -> list[str]:
     return [f"**{len(out)} cell(s) differ from the paper beyond the tolerance** (marked *):", ""] + out + [""]
 
 
+def intervals_markdown(rep: Report) -> str:
+    """Every complete run's accuracy at each test length with its 95% (Wilson) interval, and the chance
+    of each task column per length (the majority rate of the final label in that length's test set)."""
+    lines = []
+    for tdef in rep.study.tables:
+        runs = [(j, r) for j, r in rep.results if r is not None and r.status == "complete" and j.table == tdef.name]
+        if not runs:
+            continue
+        lengths = sorted({m.length for _, r in runs for m in r.metrics})
+        head = ["model", "task", "lr", "seed"] + [str(n) for n in lengths]
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        chance: dict[str, dict[int, float]] = {}
+        for j, r in runs:
+            col = j.column or tdef.tasks[0].label
+            at = {m.length: m for m in r.metrics}
+            cells = []
+            for n in lengths:
+                m = at.get(n)
+                if m is None:
+                    cells.append("-")
+                elif m.accuracy is None:
+                    cells.append("n/a")
+                else:
+                    cells.append(f"{100 * m.accuracy:.1f} ({100 * m.accuracy_low:.1f}-{100 * m.accuracy_high:.1f})")
+                    chance.setdefault(col, {}).setdefault(n, m.chance)
+            lines.append(f"| {j.label} | {col} | {j.train.lr:g} | {j.seed} | " + " | ".join(cells) + " |")
+        for col, by in chance.items():
+            lines.append(f"| chance | {col} | | | " + " | ".join(
+                f"{100 * by[n]:.1f}" if n in by else "-" for n in lengths) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def write_report(rep: Report, out: str | Path, header: str = "") -> Path:
     """``out``/<study>.md, .csv, .tex and ``out``/<study>/*.png. Returns the markdown path."""
     from statetrack.report.plots import accuracy_vs_length, learning_curves, slug, trace_plot
@@ -169,6 +202,10 @@ def write_report(rep: Report, out: str | Path, header: str = "") -> Path:
                 p = trace_plot(f"{j.label} (lr {j.train.lr:g}, seed {j.seed}) on {probe}", tr,
                                figdir / f"trace-{slug(j.label)}-lr{j.train.lr:g}-{slug(probe)}.png")
                 md += [f"![{p.stem}]({study.name}/{p.name})", ""]
+    md += ["## Accuracy of every run, with 95% intervals", "",
+           "Accuracy (%) of the final label at each test length, with its Wilson 95% interval over the test "
+           "sequences; 'chance' rows: the majority rate of the final label in that length's test set "
+           "(n/a: no test set at that length).", "", intervals_markdown(rep)]
     if study.notes:
         md += ["## Notes (from the study file)", "", study.notes.strip(), ""]
     path = out / f"{study.name}.md"
