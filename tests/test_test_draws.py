@@ -166,3 +166,16 @@ def test_sample_cli_prints_shares(capsys):
 def test_dfa_task_declares_its_draw():
     t = get_task("tomita:1")
     assert isinstance(t, DFATask) and "half accepted" in t.test_draw
+
+
+def test_balanced_training_variant():
+    t = get_task("tomita:2/balanced")
+    assert t.name == "tomita:2/balanced" and t.params()["balanced_training"]
+    b = t.sample_batch(np.random.default_rng(0), 40, 50)
+    assert b.targets[:, -1].sum() == 20 and all(TOMITA[2]("".join(map(str, x))) == bool(y)
+                                                 for x, y in zip(b.inputs, b.targets[:, -1]))
+    odd = t.sample_batch(np.random.default_rng(0), 40, 51)  # no accepted string: the uniform draw
+    assert odd.targets[:, -1].sum() == 0
+    assert get_task("tomita:2").sample_batch(np.random.default_rng(0), 40, 50).targets[:, -1].sum() == 0
+    with pytest.raises(UserError, match="unknown option 'even' for task family 'tomita'"):
+        get_task("tomita:2/even")

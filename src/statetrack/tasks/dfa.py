@@ -25,6 +25,11 @@ rejected) string, e.g. an odd length for Tomita 2 and 5, has no test set: ``test
 and evaluation reports it as not scored. Balance holds for the final label (the one ``accuracy``
 scores); the prefix labels scored by token accuracy are not balanced (mostly "reject" at long lengths).
 
+``tomita:k/balanced`` trains on the test draw too (at lengths where it exists; elsewhere, e.g. odd
+lengths of Tomita 2, the uniform draw): the uniform draw almost never shows a long accepted string (the
+only one of Tomita 1 or 2 at length L has probability 2^-L), so a model trained on it at lengths 1-50
+has in effect seen accepted strings only up to about length 10.
+
 Tomita grammars (binary alphabet {0, 1}; Tomita 1982, as usually stated):
   1: 1*                      2: (10)*
   3: no odd-length block of 1s immediately followed by an odd-length block of 0s (blocks maximal)
@@ -185,11 +190,18 @@ class DFATask(StreamingTask):
     num_classes = 2
     label_names = ("rejected", "accepted")
 
-    def __init__(self, dfa: DFA, name: str):
+    def __init__(self, dfa: DFA, name: str, balanced_training: bool = False):
         self.dfa = dfa
         self.name = name
         self.vocab_size = len(dfa.alphabet)
         self.symbols = tuple(dfa.alphabet)
+        self.balanced_training = balanced_training
+
+    def stream_batch(self, rng, batch_size, length, chunk):
+        # the /balanced variant trains (and validates) on the test draw wherever it exists
+        if self.balanced_training and self.test_unavailable(check_length(length)) is None:
+            return self.stream_test_batch(rng, batch_size, length, chunk)
+        return super().stream_batch(rng, batch_size, length, chunk)
 
     def _start(self, batch_size):
         return np.full(batch_size, self.dfa.start, dtype=np.int64)
@@ -246,4 +258,5 @@ class DFATask(StreamingTask):
             yield Batch(x, y, every_mask(*x.shape))
 
     def params(self):
-        return {"states": len(self.dfa.states), "alphabet": list(self.dfa.alphabet)}
+        return {"states": len(self.dfa.states), "alphabet": list(self.dfa.alphabet),
+                "balanced_training": self.balanced_training}

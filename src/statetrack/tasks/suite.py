@@ -134,11 +134,15 @@ _meta("dfa", "dfa:PATH", [{"name": "PATH", "allowed": "JSON file with states, al
 
 @register("tomita", "Tomita grammars 1-7 over {0, 1}: accept/reject at every position")
 def _tomita(arg):
-    k = parse_int("tomita", "grammar", arg, 1, 7)
-    return DFATask(tomita_dfa(k), f"tomita:{k}")
+    main, opt = _split(arg, "tomita", ("balanced",))
+    k = parse_int("tomita", "grammar", main, 1, 7)
+    return DFATask(tomita_dfa(k), f"tomita:{k}" + ("/balanced" if opt else ""), balanced_training=bool(opt))
 
 
-_meta("tomita", "tomita:k", [{"name": "k", "allowed": "integer 1..7"}])
+_meta("tomita", "tomita:k | tomita:k/balanced", [
+    {"name": "k", "allowed": "integer 1..7"},
+    {"name": "balanced", "allowed": "/balanced trains on half accepted, half rejected strings (the test draw)",
+     "default": "off: uniform strings"}])
 
 
 # -- offset prediction and the parity witnesses ---------------------------------------------------
