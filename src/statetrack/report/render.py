@@ -89,8 +89,13 @@ def headers(t: StudyTable) -> list[str]:
                 + [">=90% up to"] + [f"paper: {h}" for h in t.columns.values()])
     h = ["model", "train len", "seeds"]
     for c in t.task_columns:
-        h += [c, f"paper: {c}"]
+        h += [c] + ([f"paper: {c}"] if c in _published(t) else [])
     return h
+
+
+def _published(t: StudyTable) -> set[str]:
+    """Task columns for which some row has a published value (the others get no 'paper' column)."""
+    return {c for c in t.task_columns if any(r["published"].get(c) is not None for r in t.rows)}
 
 
 def cell_texts(t: StudyTable) -> list[list[str]]:
@@ -104,7 +109,7 @@ def cell_texts(t: StudyTable) -> list[list[str]]:
         else:
             row = [r["label"], r["train_lengths"], str(r["seeds"])]
             for c in t.task_columns:
-                row += [r["text"].get(c, "-"), r["published_text"].get(c, "-")]
+                row += [r["text"].get(c, "-")] + ([r["published_text"].get(c, "-")] if c in _published(t) else [])
             out.append(row)
     return out
 
