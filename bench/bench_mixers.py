@@ -8,6 +8,12 @@ length 1,024; batch 32 by default, see --batch1024), stream (forward, no grad, b
 at the two training shapes, against fla-core's naive recurrence), scans (raw diagonal and delta-rule scans at
 lengths 64, 1,024, 10,000, with peers), copy (memory bandwidth, the 12 bytes/element/step floor for
 evaluation at batch 64, 64 channels x state 16, length 10,000, and the streaming forms against it).
+CUDA only (``--device cuda``; skipped elsewhere): gpu-mamba (Mamba / Negative Mamba layers with the
+Triton kernels against mambapy and mamba_ssm where installed, the scan op alone, the PyTorch forms up to
+length 1,024, GPU busy time), gpu-delta (the delta rule as dispatched against fla's chunk and fused
+recurrent kernels), gpu-complex (AUSSM, Simple AUSSM, DCD layers, kernels against the PyTorch forms),
+reflections (how exactly each delta-rule kernel keeps a product of reflections), tiles (tile sizes of
+the Triton scans); these are not in the default --only list.
 Times are the minimum over a few repeats, in milliseconds. Peers: ``mambapy`` (pure PyTorch Mamba,
 Blelloch pscan) and fla-core's naive delta-rule functions, loaded from their file because the fla
 package itself imports triton.
@@ -27,7 +33,7 @@ import torch.nn.functional as F
 
 from statetrack import memory
 from statetrack.layers import MIXERS, build_mixer
-from statetrack.ops import delta_rule_chunked, delta_rule_recurrent, diag_scan, mamba_scan
+from statetrack.ops import (delta_rule, delta_rule_chunked, delta_rule_recurrent, diag_scan, dispatch, mamba_scan)
 from statetrack.ops.diag import _chunked, _loop
 from statetrack.spec import parse_layers
 
@@ -59,12 +65,21 @@ def timeit(fn, dev, reps=3, warmup=1, budget=None):
 
 # ------------------------------------------------------------------ peers
 
-def mambapy_block(dev):
+def mambapy_block(dev, d_model=D_MODEL):
     try:
         from mambapy.mamba import MambaBlock, MambaConfig
     except ImportError:
         return None
-    return MambaBlock(MambaConfig(d_model=D_MODEL, n_layers=1, d_state=D_STATE)).to(dev)
+    return MambaBlock(MambaConfig(d_model=d_model, n_layers=1, d_state=D_STATE)).to(dev)
+
+
+def mamba_ssm_block(dev, d_model):
+    """mamba_ssm's Mamba layer (CUDA selective scan), where that package is installed."""
+    if not dispatch.installed("mamba_ssm"):
+        return None
+    from mamba_ssm.modules.mamba_simple import Mamba
+
+    return Mamba(d_model=d_model, d_state=D_STATE).to(dev)
 
 
 def fla_naive():
@@ -127,10 +142,20 @@ def mixer_names():
     return [n for n in MIXERS if SELECTED is None or n in SELECTED]
 
 
-def build(name, dev):
+def build(name, dev, d_model=D_MODEL):
     torch.manual_seed(0)
     (layer,) = parse_layers(name)
-    return build_mixer(layer, D_MODEL, D_STATE).to(dev)
+    return build_mixer(layer, d_model, D_STATE).to(dev)
+
+
+def train_step(m, x):
+    """One forward + backward of layer m on x (loss: mean square of the output)."""
+    def fb():
+        xx = x.detach().requires_grad_()
+        y = m(xx)
+        y = y[0] if isinstance(y, tuple) else y
+        y.float().square().mean().backward()
+    return fb
 
 
 def section_train(dev, B, T, reps):
@@ -145,13 +170,8 @@ def section_train(dev, B, T, reps):
         if peer is not None:
             models.append((f"{name} + fla naive recurrence (peer)", peer))
     for name, m in models:
-        def fb():
-            xx = x.detach().requires_grad_()
-            y = m(xx)
-            y = y[0] if isinstance(y, tuple) else y
-            y.square().mean().backward()
         try:
-            ms = timeit(fb, dev, reps=reps, budget=20)
+            ms = timeit(train_step(m, x), dev, reps=reps, budget=20)
         except RuntimeError as e:  # out of memory etc.
             ms = float("nan")
             print(f"  {name}: {e}")
@@ -366,11 +386,226 @@ def section_copy(dev, reps, T=10_000, chunk=250):
     return out
 
 
+# ------------------------------------------------------------------ GPU (CUDA only)
+
+#: (batch, length, d_model) of the Mamba layer rows; (batch, length, heads, head dim) of the delta rule
+GPU_MAMBA_SHAPES = ((256, 64, 64), (32, 1024, 64), (16, 4096, 256), (4, 16384, 256))
+GPU_DELTA_SHAPES = ((8, 1024, 4, 64), (8, 4096, 4, 64), (2, 16384, 8, 128))
+#: the PyTorch forms (STATETRACK_KERNELS=0) are timed only up to this length (seconds per step beyond)
+GPU_PYTORCH_MAX_T = 1024
+
+
+class kernels_off:
+    """STATETRACK_KERNELS=0 inside the block: the ops run their PyTorch forms on CUDA too."""
+
+    def __enter__(self):
+        self.old = os.environ.get(dispatch.ENV)
+        os.environ[dispatch.ENV] = "0"
+
+    def __exit__(self, *exc):
+        if self.old is None:
+            del os.environ[dispatch.ENV]
+        else:
+            os.environ[dispatch.ENV] = self.old
+
+
+def _timed(rows, row, fn, dev, reps, off=False):
+    try:
+        if off:
+            with kernels_off():
+                ms = timeit(fn, dev, reps=reps, budget=20)
+        else:
+            ms = timeit(fn, dev, reps=reps, budget=20)
+    except RuntimeError as e:  # out of memory etc.
+        print(f"  {row}: {e}")
+        ms = float("nan")
+    rows.append(dict(row, ms=ms))
+    print("  " + " ".join(f"{k}={v}" for k, v in row.items()) + f"  {ms:9.2f} ms", flush=True)
+
+
+def gpu_profile(fn):
+    """(milliseconds the GPU spent in kernels, number of kernels) for one call of fn, from torch.profiler."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as p:
+        fn()
+        torch.cuda.synchronize()
+    kernels = [e for e in p.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return sum(e.time_range.elapsed_us() for e in kernels) / 1e3, len(kernels)
+
+
+def section_gpu_mamba(dev, reps, shapes=GPU_MAMBA_SHAPES):
+    """Mamba and Negative Mamba layers, forward + backward, against mambapy (and mamba_ssm where installed);
+    the scan op alone at the layer's shapes (channels 2 d, state 16); for the kernel rows and the peers, the
+    GPU's busy time in one step (torch.profiler: the sum of its kernels' durations) and the kernel count."""
+    rows = []
+    for B, T, d in shapes:
+        E, N = 2 * d, D_STATE
+        g = torch.Generator(device=dev).manual_seed(0)
+        ins = [torch.rand(B, T, E, device=dev, generator=g) * 0.1,
+               -torch.arange(1, N + 1, device=dev, dtype=torch.float32).repeat(E, 1)]
+        ins += [torch.randn(*s, device=dev, generator=g) for s in ((B, T, E), (B, T, N), (B, T, N))]
+        for neg in (False, True):
+            def scan_fb(neg=neg):
+                xs = [t.detach().requires_grad_() for t in ins]
+                y, h = mamba_scan(*xs, neg=neg)
+                (y.square().mean() + h.square().mean()).backward()
+            _timed(rows, {"layer": "negmamba" if neg else "mamba", "form": "mamba_scan op alone (Triton)", "B": B, "T": T,
+                          "d": d}, scan_fb, dev, reps)
+        x = torch.randn(B, T, d, device=dev)
+        forms = [("mamba", "Triton kernels", build("mamba", dev, d), False),
+                 ("negmamba", "Triton kernels", build("negmamba", dev, d), False)]
+        if T <= GPU_PYTORCH_MAX_T:
+            forms += [("mamba", "PyTorch ops (STATETRACK_KERNELS=0)", build("mamba", dev, d), True),
+                      ("negmamba", "PyTorch ops (STATETRACK_KERNELS=0)", build("negmamba", dev, d), True)]
+        for peer, make in (("mambapy (peer)", mambapy_block), ("mamba_ssm (peer)", mamba_ssm_block)):
+            m = make(dev, d)
+            if m is not None:
+                forms.append((peer, "", m, False))
+        for name, form, m, off in forms:
+            _timed(rows, {"layer": name, "form": form, "B": B, "T": T, "d": d}, train_step(m, x), dev, reps, off)
+            if not off and dev.type == "cuda":
+                rows[-1]["gpu_busy_ms"], rows[-1]["kernels"] = gpu_profile(train_step(m, x))
+                print(f"    GPU busy {rows[-1]['gpu_busy_ms']:.2f} ms in {rows[-1]['kernels']} kernels", flush=True)
+    return rows
+
+
+def _delta_inputs(dev, B, T, H, K, neg):
+    g = torch.Generator(device=dev).manual_seed(0)
+    q = F.normalize(torch.randn(B, T, H, K, device=dev, generator=g), dim=-1)
+    k = F.normalize(torch.randn(B, T, H, K, device=dev, generator=g), dim=-1)
+    v = torch.randn(B, T, H, K, device=dev, generator=g)
+    beta = torch.rand(B, T, H, device=dev, generator=g) * (2 if neg else 1)
+    return q, k, v, beta
+
+
+def section_gpu_delta(dev, reps, shapes=GPU_DELTA_SHAPES):
+    """The delta rule alone, forward + backward (d_v = d_k): ours as dispatched (fla's chunk kernel for beta
+    in [0, 1], its float32 recurrent kernel for beta in [0, 2]) against fla's two kernels called directly."""
+    rows = []
+    fla_ok = dispatch.installed("fla")
+    if fla_ok:
+        from fla.ops.delta_rule import chunk_delta_rule, fused_recurrent_delta_rule
+    for B, T, H, K in shapes:
+        def step(fn, ins, dtype=None):
+            def run():
+                xs = [t.detach().to(dtype or t.dtype).requires_grad_() for t in ins]
+                fn(*xs)[0].float().square().mean().backward()
+            return run
+
+        for neg in (False, True):
+            ins = _delta_inputs(dev, B, T, H, K, neg)
+            betas = "[0,2]" if neg else "[0,1]"
+            shape = {"B": B, "T": T, "H": H, "K": K, "beta": betas}
+            if fla_ok:
+                from statetrack.ops.fla_delta import default_kernel
+
+                form = f"ours: delta_rule (fla {default_kernel(neg)})"
+                _timed(rows, dict(shape, form=form), step(lambda *z: delta_rule(*z, neg=neg), ins), dev, reps)
+            if T <= GPU_PYTORCH_MAX_T:
+                _timed(rows, dict(shape, form="ours: PyTorch chunked (STATETRACK_KERNELS=0)"),
+                       step(lambda *z: delta_rule(*z, neg=neg), ins), dev, reps, off=True)
+            if fla_ok:
+                q, k, v, beta = ins
+                _timed(rows, dict(shape, form="fla chunk_delta_rule, bf16 (peer)"),
+                       step(lambda q, k, v: chunk_delta_rule(q, k, v, beta, scale=1.0), (q, k, v), torch.bfloat16),
+                       dev, reps)
+                _timed(rows, dict(shape, form="fla fused_recurrent_delta_rule, fp32 (peer)"),
+                       step(lambda q, k, v: fused_recurrent_delta_rule(q, k, v, beta, scale=1.0), (q, k, v)),
+                       dev, reps)
+    return rows
+
+
+def section_gpu_complex(dev, reps, B=32, T=1024):
+    """AUSSM, Simple AUSSM and DCD layers (complex selective scan), forward + backward, kernels against the PyTorch form."""
+    rows = []
+    x = torch.randn(B, T, D_MODEL, device=dev)
+    for name in ("aussm", "saussm", "dcd"):
+        m = build(name, dev)
+        for form, off in (("Triton kernels", False), ("PyTorch ops (STATETRACK_KERNELS=0)", True)):
+            _timed(rows, {"layer": name, "form": form, "B": B, "T": T, "d": D_MODEL}, train_step(m, x), dev, reps, off)
+    return rows
+
+
+def section_reflections(dev, lengths=(1024, 16384), B=2, H=4, K=64):
+    """How exactly each delta-rule kernel keeps a product of reflections (beta in {0, 2}, v = 0): the state
+    S_T = H_T ... H_1 S_0 has the norm of S_0 exactly; the drift of the norm and the error against the
+    same recurrence in float64 measure what the kernel's precision does to a tracked state over length."""
+    if not dispatch.installed("fla"):
+        return []
+    from statetrack.ops.fla_delta import delta_rule_fla
+
+    rows = []
+    for T in lengths:
+        g = torch.Generator(device=dev).manual_seed(T)
+        k = F.normalize(torch.randn(B, T, H, K, device=dev, generator=g), dim=-1)
+        q = F.normalize(torch.randn(B, T, H, K, device=dev, generator=g), dim=-1)
+        beta = 2.0 * (torch.rand(B, T, H, device=dev, generator=g) < 0.5)
+        v = torch.zeros(B, T, H, K, device=dev)
+        S0 = torch.randn(B, H, K, K, device=dev, generator=g)
+        _, Sref = delta_rule_chunked(*(t.double() for t in (q, k, v, beta, S0)))
+        n0 = S0.double().norm()
+        forms = {f"fla {kern}": (lambda kern=kern: delta_rule_fla(q, k, v, beta, S0, kern)) for kern in ("chunk", "recurrent")}
+        forms["ours: PyTorch chunked, float32"] = lambda: delta_rule_chunked(q, k, v, beta, S0)
+        for form, fn in forms.items():
+            with torch.no_grad():
+                S = fn()[1].double()
+            row = {"T": T, "form": form, "norm_drift": float((S.norm() / n0 - 1).abs()),
+                   "rel_err": float((S - Sref).norm() / Sref.norm())}
+            rows.append(row)
+            print(f"  reflections T={T} {form:32s} |S_T|/|S_0| - 1 = {row['norm_drift']:.2e}  "
+                  f"error vs float64 {row['rel_err']:.2e}", flush=True)
+    return rows
+
+
+def section_tiles(dev, reps, shapes=((32, 1024, 128), (4, 16384, 512)),
+                  configs=((16, 8), (16, 16), (16, 32), (32, 8), (32, 16), (8, 16))):
+    """Tile sizes of the Triton scans: (chunk, block_e) for the Mamba scan and the complex scan alone,
+    forward + backward, at (batch, length, channels) with state 16."""
+    from statetrack.ops.triton_scans import mamba_scan_triton, selective_scan_triton
+
+    rows = []
+    N = D_STATE
+    for B, T, E in shapes:
+        g = torch.Generator(device=dev).manual_seed(0)
+        dt = torch.rand(B, T, E, device=dev, generator=g) * 0.1
+        A = -torch.arange(1, N + 1, device=dev, dtype=torch.float32).repeat(E, 1)
+        u, Bm, Cm = (torch.randn(*s, device=dev, generator=g) for s in ((B, T, E), (B, T, N), (B, T, N)))
+        a = torch.polar(torch.ones(B, T, E, N, device=dev), torch.rand(B, T, E, N, device=dev, generator=g) * 6)
+        for chunk, block_e in configs:
+            def fb_mamba():
+                ins = [t.detach().requires_grad_() for t in (dt, A, u, Bm, Cm)]
+                y, h = mamba_scan_triton(*ins, neg=True, chunk=chunk, block_e=block_e)
+                (y.sum() + h.sum()).backward()
+
+            def fb_complex():
+                ins = [t.detach().requires_grad_() for t in (a, u, Bm)]
+                selective_scan_triton(*ins, chunk=chunk, block_e=block_e).real.sum().backward()
+
+            shape = {"B": B, "T": T, "E": E, "chunk": chunk, "block_e": block_e}
+            _timed(rows, dict(shape, scan="mamba f+b"), fb_mamba, dev, reps)
+            if T * B <= 32 * 1024:
+                _timed(rows, dict(shape, scan="complex f+b"), fb_complex, dev, reps)
+    return rows
+
+
 def machine():
     from statetrack.device import cpu_model
 
-    return {"nproc": os.cpu_count(), "cpu": cpu_model(), "torch": torch.__version__, "threads": torch.get_num_threads(),
-            "python": platform.python_version(), "loadavg": os.getloadavg()}
+    m = {"nproc": os.cpu_count(), "cpu": cpu_model(), "torch": torch.__version__, "threads": torch.get_num_threads(),
+         "python": platform.python_version(), "loadavg": os.getloadavg()}
+    if torch.cuda.is_available():
+        m["gpu"] = torch.cuda.get_device_name()
+        m["triton"] = triton_version()
+    return m
+
+
+def triton_version():
+    if not dispatch.installed("triton"):
+        return None
+    import triton
+
+    return triton.__version__
 
 
 def main():
@@ -408,6 +643,16 @@ def main():
         res["deltaops"] = section_delta_ops(dev, args.reps, shapes)
     if "scans" in args.only:
         res["scans"] = section_scans(dev, [64, 1024] if q else [64, 1024, 10_000], args.reps)
+    gpu = {"gpu-mamba": section_gpu_mamba, "gpu-delta": section_gpu_delta, "gpu-complex": section_gpu_complex,
+           "tiles": section_tiles}
+    for name, fn in gpu.items():
+        if name in args.only:
+            if dev.type != "cuda":
+                print(f"  section {name}: CUDA only (--device cuda), skipped", flush=True)
+                continue
+            res[name] = fn(dev, args.reps)
+    if "reflections" in args.only and dev.type == "cuda":
+        res["reflections"] = section_reflections(dev)
     if "copy" in args.only:
         torch.set_num_threads(args.copy_threads)
         res["copy"] = section_copy(dev, args.reps)

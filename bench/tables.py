@@ -69,11 +69,85 @@ def delta_ops_table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def _ms(x) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def gpu_mamba_table(rows: list[dict]) -> str:
+    """Layer forward + backward per (batch, length, width): ours with the kernels against mambapy."""
+    by: dict[tuple, dict] = {}
+    for r in rows:
+        by.setdefault((r["B"], r["T"], r["d"]), {})[(r["layer"], r["form"])] = r
+    out = ["**Mamba / Negative Mamba layer, forward + backward, float32, state 16** (ms; GPU busy = the sum of "
+           "the step's kernel durations, from torch.profiler)", "",
+           "| batch x length x width | mamba | negmamba | scan op alone (mamba / neg) | PyTorch ops (mamba / neg) "
+           "| mambapy | mamba_ssm | x faster than mambapy (mamba / neg) | GPU busy: ours / mambapy |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for (B, T, d), f in by.items():
+        get = lambda layer, form: f.get((layer, form), {}).get("ms")  # noqa: E731
+        mk, nk = get("mamba", "Triton kernels"), get("negmamba", "Triton kernels")
+        op = f"{_ms(get('mamba', 'mamba_scan op alone (Triton)'))} / {_ms(get('negmamba', 'mamba_scan op alone (Triton)'))}"
+        pt = f"{_ms(get('mamba', 'PyTorch ops (STATETRACK_KERNELS=0)'))} / {_ms(get('negmamba', 'PyTorch ops (STATETRACK_KERNELS=0)'))}"
+        mp, ms = get("mambapy (peer)", ""), get("mamba_ssm (peer)", "")
+        ratio = f"{mp / mk:.1f}x / {mp / nk:.1f}x" if mp and mk and nk else ""
+        busy = [f.get(k, {}).get("gpu_busy_ms") for k in (("mamba", "Triton kernels"), ("mambapy (peer)", ""))]
+        busy_s = f"{_ms(busy[0])} / {_ms(busy[1])}" if any(b is not None for b in busy) else ""
+        out.append(f"| {B} x {T:,} x {d} | {_ms(mk)} | {_ms(nk)} | {op} | {pt} | {_ms(mp)} | {_ms(ms)} | {ratio} | {busy_s} |")
+    return "\n".join(out)
+
+
+def gpu_delta_table(rows: list[dict]) -> str:
+    """The delta rule alone, forward + backward: ours as dispatched against fla's two kernels."""
+    by: dict[tuple, dict] = {}
+    for r in rows:
+        by.setdefault((r["B"], r["T"], r["H"], r["K"], r["beta"]), {})[r["form"]] = r["ms"]
+    out = ["**The delta rule alone, forward + backward (d_v = d_k)** (ms)", "",
+           "| batch x length x heads x d_k | beta | ours (kernel) | ours ms | PyTorch chunked | fla chunk (bf16) "
+           "| fla fused recurrent (fp32) | ours / fla chunk |", "|---|---|---|---:|---:|---:|---:|---:|"]
+    for (B, T, H, K, beta), f in by.items():
+        ours = next(((k, v) for k, v in f.items() if k.startswith("ours: delta_rule")), (None, None))
+        kernel = ours[0].split("(")[-1].rstrip(")") if ours[0] else "-"
+        chunk = f.get("fla chunk_delta_rule, bf16 (peer)")
+        ratio = f"{ours[1] / chunk:.2f}x" if ours[1] and chunk else ""
+        out.append(f"| {B} x {T:,} x {H} x {K} | {beta} | {kernel} | {_ms(ours[1])} | "
+                   f"{_ms(f.get('ours: PyTorch chunked (STATETRACK_KERNELS=0)'))} | {_ms(chunk)} | "
+                   f"{_ms(f.get('fla fused_recurrent_delta_rule, fp32 (peer)'))} | {ratio} |")
+    return "\n".join(out)
+
+
+def reflections_table(rows: list[dict]) -> str:
+    out = ["**Products of reflections (beta in {0, 2}, v = 0; batch 2, 4 heads, 64 x 64 state)**: the state's "
+           "norm should not move; error against the same recurrence in float64", "",
+           "| length | form | \\|S_T\\| / \\|S_0\\| - 1 | relative error of S_T |", "|---:|---|---:|---:|"]
+    out += [f"| {r['T']:,} | {r['form']} | {r['norm_drift']:.1e} | {r['rel_err']:.1e} |" for r in rows]
+    return "\n".join(out)
+
+
+def tiles_table(rows: list[dict]) -> str:
+    by: dict[tuple, dict] = {}
+    for r in rows:
+        by.setdefault((r["B"], r["T"], r["E"], r["scan"]), {})[(r["chunk"], r["block_e"])] = r["ms"]
+    cfgs = sorted({c for f in by.values() for c in f})
+    out = ["**Tile sizes of the Triton scans alone, forward + backward, state 16** (ms; chunk x block_e)", "",
+           "| scan | batch x length x channels | " + " | ".join(f"{c} x {b}" for c, b in cfgs) + " |",
+           "|---|---|" + "---:|" * len(cfgs)]
+    for (B, T, E, scan), f in by.items():
+        out.append(f"| {scan} | {B} x {T:,} x {E} | " + " | ".join(_ms(f.get(c)) for c in cfgs) + " |")
+    return "\n".join(out)
+
+
+GPU_SECTIONS = {"gpu-mamba": gpu_mamba_table, "gpu-delta": gpu_delta_table, "reflections": reflections_table,
+                "tiles": tiles_table}
+
+
 def render(res: dict) -> str:
+    if "runs" in res:  # several runs assembled in one file (docs/benchmarks_gpu.json)
+        return "\n\n".join(f"### {run['label']}\n\n" + render(run) for run in res["runs"])
     m = res["machine"]
-    parts = [f"Machine: {m['cpu']}, nproc {m['nproc']}, torch {m['torch']}, {m['threads']} thread(s), "
-             f"Python {m['python']}; load average {m['loadavg'][0]:.2f} at the start, "
-             f"{m.get('loadavg_end', [float('nan')])[0]:.2f} at the end."]
+    gpu = f"GPU: {m['gpu']} (triton {m.get('triton')}); " if "gpu" in m else ""
+    end = f", {m['loadavg_end'][0]:.2f} at the end" if "loadavg_end" in m else ""
+    parts = [f"{gpu}Machine: {m['cpu']}, nproc {m['nproc']}, torch {m['torch']}, {m['threads']} thread(s), "
+             f"Python {m['python']}; load average {m['loadavg'][0]:.2f} at the start{end}."]
     if "train64" in res:
         parts.append(train_table(res["train64"], "Forward + backward, batch 256, length 64, width 64, state 16"))
     if "train1024" in res:
@@ -87,6 +161,7 @@ def render(res: dict) -> str:
         parts.append(floor_table(res["copy"]))
     if "scans" in res:
         parts.append(scan_tables(res["scans"]))
+    parts += [table(res[name]) for name, table in GPU_SECTIONS.items() if res.get(name)]
     return "\n\n".join(parts) + "\n"
 
 

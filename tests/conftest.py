@@ -21,3 +21,18 @@ except ImportError:  # hypothesis is a test requirement; tests that need it impo
 @pytest.fixture
 def db(tmp_path):
     return str(tmp_path / "runs" / "test.db")
+
+
+@pytest.fixture
+def dfa_task(tmp_path):
+    """dfa_task(name, states, alphabet, start, accept, rows) -> 'dfa:PATH' of a JSON DFA written to tmp_path;
+    rows[i] lists the targets of states[i] on each letter of the alphabet, in order."""
+    import json
+
+    def make(name, states, alphabet, start, accept, rows):
+        spec = {"states": states, "alphabet": alphabet, "start": start, "accept": accept,
+                "transitions": {s: dict(zip(alphabet, r)) for s, r in zip(states, rows)}}
+        p = tmp_path / f"{name}.json"
+        p.write_text(json.dumps(spec))
+        return f"dfa:{p}"
+    return make

@@ -23,6 +23,7 @@ LAYERS = [
     {"tasks"},
     {"model"},
     {"checkpoint", "store"},
+    {"steps"},
     {"training", "evaluation"},
     {"theory"},
     {"probes"},

@@ -32,7 +32,7 @@ def test_construction_is_exact_at_length_10000(name, tmp_path):
 def test_every_registered_construction_is_listed():
     assert {r["name"].split(":")[0] for r in available()} == set(REGISTRY)
     assert {"parity-negmamba", "modcount-s4d", "offset-s4d", "c2xc4-negmamba", "abelian-aussm", "s3-aussm",
-            "sn-deltaproduct"} <= set(REGISTRY)
+            "sn-deltaproduct", "orth-deltaproduct"} <= set(REGISTRY)
 
 
 def test_parity_needs_no_log_n_state():
@@ -97,3 +97,19 @@ def test_abelian_aussm_other_groups(g):
 
     c = build(f"abelian-aussm:{g}")
     assert _acc(c.model, get_task(c.config.task), batch=4).token_accuracy == 1.0
+
+
+@pytest.mark.skipif("orth-deltaproduct:S4" not in AVAILABLE, reason="needs the zoo mixer deltaproduct")
+@pytest.mark.parametrize("g,dim", [("S4", 3), ("A5", 3), ("A4", 3), ("D4", 2), ("C5", 2)])
+def test_orth_deltaproduct_two_reflections_per_token(g, dim):
+    # T6 with lemma CD: the rotations of a cube (S4) and of an icosahedron (A5) are 2 reflections each, in a
+    # 3-dimensional state; the layer is the one the oracle's verdict names (same representation, same n_h)
+    from statetrack.tasks import get_task
+    from statetrack.theory.verdicts import oracle
+
+    c = build(f"orth-deltaproduct:{g}")
+    assert c.config.model.layers == "deltaproduct(conv=0,neg=true,nh=2)" and c.config.model.d_state == dim
+    facts = oracle("deltaproduct(nh=2,neg=true)", f"group:{g}").facts
+    assert (facts["representation"], facts["dim"], facts["n_h_needed"]) == (c.notes["representation"], dim, 2)
+    rows = evaluate(c.model, get_task(c.config.task), EvalConfig(lengths=[100, L], batch_size=24, chunk=2048))
+    assert [(m.token_accuracy, m.sequence_accuracy) for m in rows] == [(1.0, 1.0), (1.0, 1.0)], (g, rows)

@@ -37,7 +37,7 @@ def test_T4_chooses_w_from_the_s4d_phases():
     assert r["theorem"] == "T4" and r["W"] == 5 and r["witness"] == "(1 0^4)^T" and r["found"]
     assert abs(r["tail_accuracy"] - 0.5) < 0.05
     # the output repeats with period W; the undamped aligned mode still grows linearly per period (U2 of
-    # 002 App. B), which float32 stops only far beyond this length, so the state gap is reported, not zero
+    # Khavari2025 App. B), which float32 stops only far beyond this length, so the state gap is reported, not zero
     assert r["output_periodic_from"] < 2000
     assert r["state_gap"] < 0.01 * r["state_norm"]
 

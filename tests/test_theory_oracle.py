@@ -1,4 +1,5 @@
-"""The oracle against every statement of SCIENCE.md section 3, and on groups beyond those."""
+"""The oracle against every statement of docs/science.md (T1-T6, P1-P3, SF, KR, PD), on groups and
+languages beyond those the papers name."""
 
 import pytest
 
@@ -145,7 +146,9 @@ def test_T6_deltaproduct_reaches_s_nh_plus_1_in_one_layer():
     for n in (2, 3, 4, 5):
         r = v(f"deltaproduct(nh={n - 1},neg=true)", f"group:S{n}")
         assert (r.verdict, r.basis) == ("possible", "T6"), r
-    assert v("deltaproduct(nh=2,neg=true)", "group:S4").verdict == "open"  # finite depth: no bound
+    # S4 = the rotations of a cube: every rotation is 2 reflections (was "open" under the transposition count)
+    r = v("deltaproduct(nh=2,neg=true)", "group:S4")
+    assert (r.verdict, r.basis) == ("possible", "T6") and "cube" in r.reason
     assert v("deltanet(neg=true)", "parity").verdict == "possible"
     assert v("deltanet(neg=true)", "group:S5/transpositions").verdict == "possible"
     assert v("deltaproduct(nh=2,neg=true)", "group:C6").basis == "T6"  # a rotation = 2 reflections
@@ -174,7 +177,7 @@ def test_transformer_is_open_and_names_the_conjecture():
 
 def test_tomita_languages_use_their_syntactic_monoid():
     assert v("mamba*2", "tomita:5").verdict == "impossible"  # group V4
-    assert v("mamba*2", "tomita:4").verdict == "open"  # star-free: Sarrof et al., depth not determined
+    assert v("mamba*2", "tomita:4").verdict == "open"  # star-free, but below the SF depth 4 of its cascade
     assert v("negmamba", "tomita:5").verdict == "possible"  # V4 = C2 x C2: one sign-flip layer
     assert v("negmamba*3", "tomita:6").verdict == "impossible"  # a letter of period 3
     assert v("s4d", "tomita:6").basis == "T4"
@@ -224,10 +227,168 @@ def test_every_task_family_gets_a_verdict(task):
 def test_evenpairs_is_star_free_and_dfa_files_work(tmp_path):
     import json
 
-    assert oracle("mamba", "evenpairs").verdict == "open"  # star-free
+    assert oracle("mamba", "evenpairs").verdict == "open"  # star-free, SF depth 3
     spec = {"states": ["e", "o"], "alphabet": ["0", "1"], "start": "e", "accept": ["e"],
             "transitions": {"e": {"0": "e", "1": "o"}, "o": {"0": "o", "1": "e"}}}
     p = tmp_path / "par.json"
     p.write_text(json.dumps(spec))
     assert oracle("mamba,s4d", f"dfa:{p}").verdict == "impossible"
     assert oracle("negmamba", f"dfa:{p}").verdict == "possible"
+
+
+# -- SF: star-free languages in non-negative stacks, with the depth of their holonomy cascade ------------------
+
+@pytest.mark.parametrize("task,depth", [("tomita:1", 1), ("tomita:2", 3), ("tomita:4", 4), ("tomita:7", 6),
+                                        ("evenpairs", 3)])
+def test_SF_star_free_languages_are_possible_from_their_depth_on(task, depth):
+    r = v(f"mamba*{depth}", task)
+    assert (r.verdict, r.basis) == ("possible", "SF"), r
+    assert r.facts["aperiodic"] is True and r.facts["depth_needed"] == depth
+    assert v(f"negmamba*{depth}", task).verdict == "possible"  # [0,1] is inside (-1,1]
+    assert v(",".join(["s4d", "mamba"] * depth), task).verdict == "possible"  # other layers switched off
+    if depth > 1:
+        low = v(f"mamba*{depth - 1}", task)
+        assert low.verdict == "open" and f">= {depth}" in low.reason  # below the bound: open, not impossible
+    assert v(f"aussm*{depth + 2}", task).verdict == "open"  # unit-modulus layers cannot reset
+
+
+@pytest.mark.parametrize("k", [3, 5, 6])
+def test_non_star_free_tomita_languages_are_impossible_for_mamba(k):
+    r = v("mamba*8", f"tomita:{k}")
+    assert (r.verdict, r.basis) == ("impossible", "T1") and r.facts["aperiodic"] is False
+
+
+# -- KR: abelian (or elementary abelian 2) maximal subgroups and resets ---------------------------------------
+def test_KR_counter_mod_3_with_reset(dfa_task):
+    # a counts mod 3, b resets: monoid C3 plus constants, holonomy height 1
+    task = dfa_task("reset3", ["0", "1", "2"], ["a", "b"], "0", ["0"], [["1", "0"], ["2", "0"], ["0", "0"]])
+    r = v("dcd", task)
+    assert (r.verdict, r.basis) == ("possible", "KR") and r.facts["depth_needed"] == 1
+    assert v("aussm*3", task).verdict == "open"  # no reset on the unit circle, and not a group: T5 is silent
+    assert (v("negmamba*4", task).verdict, v("negmamba*4", task).basis) == ("impossible", "PD")  # a period 3
+    assert (v("mamba*4", task).verdict, v("mamba*4", task).basis) == ("impossible", "T1")
+
+
+def test_KR_real_layers_on_tomita_3():
+    # tomita 3: maximal subgroups C2 (elementary abelian 2), holonomy height 4
+    assert (v("negmamba*5", "tomita:3").verdict, v("negmamba*5", "tomita:3").basis) == ("possible", "KR")
+    assert v("negmamba*4", "tomita:3").verdict == "open"
+    assert v("dcd*5", "tomita:3").verdict == "possible"
+
+
+# -- one language, one verdict -------------------------------------------------------------------------------
+_STACKS = ["rnn", "transformer", "s4d", "s4d(init=real)", "mamba", "mamba*3", "mamba,s4d", "negmamba", "negmamba*3",
+           "aussm", "aussm*2", "dcd*2", "deltanet", "deltanet(neg=true)", "deltanet(neg=true)*2",
+           "deltaproduct(nh=2,neg=true)", "aussm,negmamba"]
+
+
+@zoo
+def test_a_dfa_and_a_named_task_for_the_same_language_get_the_same_verdict(dfa_task):
+    aa = dfa_task("aa", ["e", "o"], ["a"], "e", ["e"], [["o"], ["e"]])  # (aa)*
+    par = dfa_task("par", ["e", "o"], ["0", "1"], "e", ["e"], [["e", "o"], ["o", "e"]])
+    c3 = dfa_task("c3", ["0", "1", "2"], ["x"], "0", ["0"], [["1"], ["2"], ["0"]])  # (xxx)*
+    for dfa, named in ((aa, "modcount:2"), (par, "parity"), (c3, "modcount:3")):
+        for s in _STACKS:
+            a, b = v(s, dfa), v(s, named)
+            assert (a.verdict, a.basis) == (b.verdict, b.basis), (s, named, a, b)
+
+
+def test_one_letter_languages_with_a_pre_period(dfa_task):
+    # a^n accepted iff n = 1 or n = 0 mod 3 (n >= 3): pre-period 1, period 3
+    task = dfa_task("pre", ["n0", "s1", "c2", "c0", "c1"], ["a"], "n0", ["s1", "c0"],
+                [["s1"], ["c2"], ["c0"], ["c1"], ["c2"]])
+    assert (v("s4d", task).verdict, v("s4d", task).basis) == ("possible", "P1")
+    assert v("mamba*3", task).verdict == "impossible"
+    assert (v("negmamba*3", task).verdict, v("negmamba*3", task).basis) == ("impossible", "PD")
+    # a^n with n >= 3 (star-free): a decaying channel counts to 3 in one layer
+    late = dfa_task("late", ["0", "1", "2", "3"], ["a"], "0", ["3"], [["1"], ["2"], ["3"], ["3"]])
+    assert (v("mamba", late).verdict, v("mamba", late).basis) == ("possible", "P1")
+
+
+# -- T6 with lemma CD: the best orthogonal representation -------------------------------------------------------------
+@zoo
+@pytest.mark.parametrize("group,n_h,dim,what", [
+    ("S4", 2, 3, "cube"), ("A5", 2, 3, "icosahedron"), ("A4", 2, 3, "tetrahedron"), ("D4", 2, 2, "4-gon"),
+    ("C5", 2, 2, "rotations"), ("D5", 2, 2, "5-gon"), ("C2xC4", 3, 3, "direct sum"), ("Q8", 4, 4, "quaternion"),
+    ("S5", 4, 4, "permutation")])
+def test_T6_needs_the_reflections_of_the_best_representation(group, n_h, dim, what):
+    r = v(f"deltaproduct(nh={n_h},neg=true)", f"group:{group}")
+    assert (r.verdict, r.basis) == ("possible", "T6"), r
+    assert (r.facts["n_h_needed"], r.facts["dim"]) == (n_h, dim) and what in r.facts["representation"]
+    if n_h > 1:
+        assert v(f"deltaproduct(nh={n_h - 1},neg=true)", f"group:{group}").verdict in ("open", "impossible")
+
+
+@zoo
+def test_T6_reflection_letters_need_one_factor(dfa_task):
+    # S3 generated by two transpositions of 3 states: every letter is one reflection
+    task = dfa_task("s3", ["0", "1", "2"], ["a", "b"], "0", ["0"], [["1", "0"], ["0", "2"], ["2", "1"]])
+    r = v("deltanet(neg=true)", task)
+    assert (r.verdict, r.basis) == ("possible", "T6") and r.facts["n_h_needed"] == 1
+    # its words have period 3: real diagonal layers cannot (PD reads elements, not only letters)
+    assert (v("negmamba*4", task).verdict, v("negmamba*4", task).basis) == ("impossible", "PD")
+
+
+# -- PD: period doubling (real diagonal layers; one real Householder factor on a constant input) ---------------------------
+@zoo
+@pytest.mark.parametrize("task", ["group:C3", "group:S3", "group:A4", "modcount:3", "tomita:6", "cycle:3/every"])
+def test_PD_one_householder_factor_cannot_count_mod_3(task):
+    for layers in ("deltanet(neg=true)", "mamba,deltanet(neg=true)", "deltanet(neg=true),negmamba*2"):
+        r = v(layers, task)
+        assert (r.verdict, r.basis) == ("impossible", "PD"), (layers, task, r)
+    # a second Householder layer sees a periodic input, where two reflections make a rotation: PD stops there,
+    # and a parity layer before one reflection per token tracks every group with a 2-D representation (P4)
+    r = v("deltanet(neg=true)*2", task)
+    assert (r.verdict, r.basis) == (("open", "-") if task == "group:A4" else ("possible", "P4")), (task, r)
+
+
+@zoo
+def test_P4_parity_then_one_reflection_per_token():
+    for layers in ("negmamba,deltanet(neg=true)", "aussm,deltanet(neg=true)", "deltanet(neg=true)*2"):
+        for g in ("C5", "D4", "S3", "C60"):
+            r = v(layers, f"group:{g}")
+            assert (r.verdict, r.basis) == ("possible", "P4") and r.facts["dim"] == 2, (layers, g, r)
+    assert v("mamba,deltanet(neg=true)", "group:C3").basis == "PD"  # a non-negative layer cannot hold a parity
+    assert v("deltanet(neg=true)*2", "group:Q8").verdict == "open"  # Q8 has no faithful 2-D representation
+
+
+@zoo
+def test_PD_agrees_with_what_one_factor_can_do():
+    assert v("deltanet(neg=true)", "parity").verdict == "possible"  # letters of period 2
+    # tomita 5 = V4 with the two generators as letters: diag(-1, 1) and diag(1, -1), one reflection each; with
+    # all of V4 as inputs, -I needs two in every faithful representation, and no theorem excludes it: open
+    assert v("deltanet(neg=true)", "tomita:5").verdict == "possible"
+    assert v("deltanet(neg=true)", "group:V4").verdict == "open"
+    assert v("deltanet(neg=true)", "group:C4").verdict == "impossible"
+
+
+# -- facts in the JSON ------------------------------------------------------------------------------------------------
+@zoo
+def test_verdicts_carry_the_facts_they_used(capsys):
+    import json
+
+    from statetrack.cli import main
+
+    f = v("deltaproduct(nh=2,neg=true)", "group:A5").as_dict()["facts"]
+    assert f["monoid_size"] == 60 and f["aperiodic"] is False and f["holonomy_height"] == 1
+    assert f["groups"] == [{"order": 60, "abelian": False, "solvable": False, "derived_length": None, "exponent": 30}]
+    assert (f["dim"], f["n_h_needed"]) == (3, 2) and "icosahedron" in f["representation"]
+    assert v("mamba*3", "evenpairs").facts["depth_needed"] == 3
+    assert main(["oracle", "--layers", "mamba*4", "--task", "tomita:4", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["verdict"] == "possible" and out["facts"]["holonomy_height"] == 3 and out["facts"]["monoid_size"] == 12
+
+
+# -- consistency on a wider grid ----------------------------------------------------------------------------------------
+@zoo
+def test_no_rule_contradicts_another_on_groups_and_languages(dfa_task):
+    from statetrack.theory.algebra import task_algebra
+
+    tasks = ["parity", "modcount:4", "witness:pulse:3", "group:C8", "group:D4", "group:S4", "group:A5",
+             "group:S5/transpositions", "tomita:2", "tomita:3", "tomita:6", "tomita:7", "evenpairs",
+             dfa_task("r3", ["0", "1", "2"], ["a", "b"], "0", ["0"], [["1", "0"], ["2", "0"], ["0", "0"]])]
+    for s in _STACKS + ["negmamba*5", "mamba*6", "dcd*5", "deltaproduct(nh=3,neg=true)"]:
+        infos = O.layer_infos(s)
+        for t in tasks:
+            alg = task_algebra(t)
+            assert not (O._possible(infos, alg) and O._impossible(infos, alg)), (s, t)

@@ -46,9 +46,16 @@ class TrainConfig(_Config):
     patience: int = Field(10, ge=1, description="validations without improvement before early stop")
     val_sequences: int = Field(512, ge=1)
     seed: int = 0
-    device: Literal["cpu", "cuda", "auto"] = "cpu"
+    device: Literal["cpu", "cuda", "auto"] = Field(
+        "auto", validate_default=True, description="cpu, cuda, or auto (cuda where present); stored resolved")
+    precision: Literal["float32", "bfloat16"] = Field(
+        "float32", description="CUDA only: 'bfloat16' runs the forward pass under bf16 autocast")
+    cuda_graphs: bool = Field(True, description="CUDA only: capture each training length's step as a CUDA "
+                                                "graph and replay it")
     init: str | None = Field(None, description="'construction:NAME' to start from a construction")
     init_noise: float = Field(0.0, ge=0)
+
+    _device = field_validator("device")(classmethod(lambda cls, v: concrete_device(v)))
 
     @model_validator(mode="after")
     def _lengths(self):
@@ -68,7 +75,12 @@ class EvalConfig(_Config):
     batch_size: int = Field(128, ge=1)
     chunk: int = Field(1024, ge=1, description="time steps per forward call; memory is flat in length")
     seed: int = 12345
-    device: Literal["cpu", "cuda", "auto"] = "cpu"
+    device: Literal["cpu", "cuda", "auto"] = Field(
+        "auto", validate_default=True, description="cpu, cuda, or auto (cuda where present); stored resolved")
+    memory_mb: int = Field(2048, ge=1, description="chunks shrink so that no layer's activations for one "
+                                                   "chunk exceed this many MiB")
+
+    _device = field_validator("device")(classmethod(lambda cls, v: concrete_device(v)))
 
     @field_validator("lengths")
     @classmethod
@@ -78,6 +90,16 @@ class EvalConfig(_Config):
         if any(n < 1 for n in v):
             raise ValueError(f"test lengths must be positive, got {[n for n in v if n < 1]}")
         return sorted(set(v))
+
+
+def concrete_device(name: str) -> str:
+    """'auto' -> 'cuda' where a CUDA device is present, else 'cpu'; other names unchanged. Configs store
+    the device a run actually used, so a run's key says where its numbers come from."""
+    if name != "auto":
+        return name
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def default_lengths(lo: int = 16, hi: int = 10_000) -> list[int]:

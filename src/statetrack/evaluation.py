@@ -142,6 +142,16 @@ def evaluate_length(model, task: Task, length: int, batch_size: int, chunk: int,
                          note=note)
 
 
+def chunk_size(model, cfg: EvalConfig) -> int:
+    """Time steps per forward call: ``cfg.chunk``, shrunk so that a chunk's activations in the model's
+    largest block stay within ``cfg.memory_mb`` at ``cfg.batch_size`` sequences (memory bounded in batch
+    as well as in length)."""
+    per_step = cfg.batch_size * model.activation_bytes() if hasattr(model, "activation_bytes") else 0
+    if per_step <= 0:
+        return cfg.chunk
+    return max(1, min(cfg.chunk, (cfg.memory_mb << 20) // per_step))
+
+
 def evaluate(model, task: Task, cfg: EvalConfig | None = None,
              on_length: Callable[[LengthMetrics], None] | None = None) -> list[LengthMetrics]:
     """Accuracy per test length on the task's test draw. Each length gets its own generator seeded from
@@ -149,10 +159,11 @@ def evaluate(model, task: Task, cfg: EvalConfig | None = None,
     cfg = cfg or EvalConfig()
     device = resolve_device(cfg.device)
     model = model.to(device).eval()
+    chunk = chunk_size(model, cfg)
     out = []
     for length in cfg.lengths:
         rng = np.random.default_rng([cfg.seed, length])
-        m = evaluate_length(model, task, length, cfg.batch_size, cfg.chunk, rng, device)
+        m = evaluate_length(model, task, length, cfg.batch_size, chunk, rng, device)
         out.append(m)
         if on_length:
             on_length(m)

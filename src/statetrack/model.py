@@ -56,6 +56,12 @@ class Model(nn.Module):
     def mixers(self) -> list[Mixer]:
         return [b.mixer for b in self.blocks]
 
+    def activation_bytes(self) -> int:
+        """Bytes the largest block holds per sequence and time step in a forward pass without gradients
+        (``Mixer.activation_bytes`` plus the block's own vectors): what sizes evaluation's chunks."""
+        d = self.cfg.d_model
+        return max(m.activation_bytes() for m in self.mixers) + 4 * d * (12 if self.cfg.mlp else 4)
+
     def init_state(self, batch: int) -> list:
         p = self.head.weight
         return [m.init_state(batch, p.device, p.dtype) for m in self.mixers]

@@ -14,7 +14,7 @@ from statetrack.sweep import run_jobs
 
 
 def sweep(name: str | Study, scale: str = "quick", seeds: int | None = None, db: str | Path = DEFAULT_DB,
-          workers: int = 1, fresh: bool = False, device: str = "cpu", on_done=None, executor: str = "local",
+          workers: int = 1, fresh: bool = False, device: str = "auto", on_done=None, executor: str = "local",
           address: str | None = None) -> tuple[Study, list]:
     """Run study ``name``'s grid at ``scale``; returns (study, [(job, result)])."""
     study = name if isinstance(name, Study) else load_study(name)
@@ -25,7 +25,7 @@ def sweep(name: str | Study, scale: str = "quick", seeds: int | None = None, db:
 
 
 def reproduce(name: str, scale: str = "quick", seeds: int | None = None, db: str | Path = DEFAULT_DB,
-              workers: int = 1, fresh: bool = False, device: str = "cpu",
+              workers: int = 1, fresh: bool = False, device: str = "auto",
               on_done=None, executor: str = "local", address: str | None = None) -> tuple[Study, list, StudyTable]:
     """Run study ``name`` at ``scale``; returns (study, [(job, result)], its first table).
 

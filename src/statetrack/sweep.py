@@ -158,7 +158,9 @@ def _run_ray(jobs: list[Job], db: str, workers: int, reuse: bool, address: str |
             kw.update(num_cpus=max(1, workers), include_dashboard=False)
         ray.init(**kw)
     try:
-        remote = ray.remote(num_cpus=1, max_retries=0)(_ray_payload)
+        # runs on a GPU share it: each asks for 1/workers of one, so that `workers` of them run at once
+        gpus = 1.0 / max(1, workers) if any(jobs[i].train.device == "cuda" for i in todo) else 0
+        remote = ray.remote(num_cpus=1, num_gpus=gpus, max_retries=0)(_ray_payload)
         pending = {remote.remote(jobs[i]): i for i in todo}
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)

@@ -23,13 +23,8 @@ import torch.nn.functional as F
 from statetrack.config import TrainConfig
 from statetrack.device import resolve_device
 from statetrack.model import Model, build_model
+from statetrack.steps import TrainingDiverged, batches, make_step
 from statetrack.tasks import Task, get_task
-
-
-class TrainingDiverged(RuntimeError):
-    def __init__(self, step: int, loss: float):
-        super().__init__(f"loss became {loss} at step {step}")
-        self.step, self.loss = step, loss
 
 
 @dataclass
@@ -124,47 +119,35 @@ def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None
     if model is None:
         model = build_model(cfg.model, task)
     model = model.to(device).train()
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg))
+    # the loss by name at call time, so that it can be swapped (tests poison it)
+    stepper = make_step(model, cfg, lr_lambda(cfg), device, lambda *a: masked_loss(*a))
     rng = np.random.default_rng(cfg.seed)
     val = validation_set(task, cfg, device)
-    lo, hi = cfg.train_lengths
+    data = batches(task, rng, cfg, device)
 
     # step 0: the starting weights are the first candidate, kept unless a later validation beats them
     acc, vloss = validate(model, val)
     if not math.isfinite(vloss):
         raise TrainingDiverged(0, vloss)
     curve = [{"step": 0, "train_loss": None, "train_accuracy": None, "val_accuracy": acc, "val_loss": vloss,
-              "lr": sched.get_last_lr()[0]}]
+              "lr": stepper.lr()}]
     best, best_step, bad = (acc, vloss), 0, 0
     best_state = copy.deepcopy(model.state_dict())
     if on_step:
         on_step(0, curve[0])
-    train_hits = train_total = 0
     step = 0
     for step in range(1, cfg.steps + 1):
-        b = task.sample_batch(rng, cfg.batch_size, int(rng.integers(lo, hi + 1)))
-        x, y, m = (torch.as_tensor(a, device=device) for a in (b.inputs, b.targets, b.mask))
-        logits, _ = model(x)
-        loss = masked_loss(logits, y, m)
-        if not torch.isfinite(loss):
-            raise TrainingDiverged(step, float(loss.detach()))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
-        opt.step()
-        sched.step()
-        with torch.no_grad():
-            train_hits += int(((logits.argmax(-1) == y) & m).sum())
-            train_total += int(m.sum())
+        stepper.step(*next(data), step)
         if step % cfg.eval_every == 0 or step == cfg.steps:
+            stats = stepper.read()
+            if stats.bad_step:
+                raise TrainingDiverged(stats.bad_step, stats.bad_loss)
             acc, vloss = validate(model, val)
             if not math.isfinite(vloss):
                 raise TrainingDiverged(step, vloss)
-            info = {"step": step, "train_loss": float(loss.detach()), "train_accuracy": train_hits / train_total,
-                    "val_accuracy": acc, "val_loss": vloss, "lr": sched.get_last_lr()[0]}
+            info = {"step": step, "train_loss": stats.loss, "train_accuracy": stats.accuracy,
+                    "val_accuracy": acc, "val_loss": vloss, "lr": stepper.lr()}
             curve.append(info)
-            train_hits = train_total = 0
             if (acc, -vloss) > (best[0], -best[1]):
                 best, best_step, bad = (acc, vloss), step, 0
                 best_state = copy.deepcopy(model.state_dict())
@@ -174,6 +157,7 @@ def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None
                 on_step(step, info)
             if bad >= cfg.patience:
                 break
+    data.close()
     model.load_state_dict(best_state)
     model.eval()
     return TrainResult(model, cfg, best_step, best[0], best[1],

@@ -167,7 +167,7 @@ def group_from_generators(generators, name: str | None = None) -> Group:
     return Group(name, generators)
 
 
-#: The default rows of the structure table (the groups of 002, 003 and Merrill et al.).
+#: The default rows of the structure table (the groups of Khavari2025, DiagLimits2026 and Merrill2024).
 DEFAULT_GROUPS = ("C2", "C6", "C24", "C60", "V4", "Q8", "D4", "S3", "A4", "S4", "A5", "S5", "C2xC4",
                   "A4xC5")
 

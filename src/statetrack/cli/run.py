@@ -158,7 +158,8 @@ def add_commands(sub) -> None:
     q.add_argument("--eval-batch", type=int, default=128)
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--label", default=None)
-    q.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])
+    q.add_argument("--device", default="auto", choices=["cpu", "cuda", "auto"],
+                   help="cpu, cuda, or auto: cuda where present (default auto)")
     q.add_argument("--init", default=None, help="start from a construction: construction:NAME (statetrack construct --list)")
     q.add_argument("--init-noise", type=float, default=0.0, help="with --init: add N(0, sigma^2) to every parameter")
     add_db(q)
@@ -171,7 +172,8 @@ def add_commands(sub) -> None:
     q.add_argument("--lengths", default=None, help="comma-separated (default 16,32,...,512,1000,2000,5000,10000)")
     q.add_argument("--batch-size", type=int, default=128)
     q.add_argument("--chunk", type=int, default=1024)
-    q.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])
+    q.add_argument("--device", default="auto", choices=["cpu", "cuda", "auto"],
+                   help="cpu, cuda, or auto: cuda where present (default auto)")
     q.add_argument("--json", action="store_true")
     q.set_defaults(fn=cmd_eval)
 

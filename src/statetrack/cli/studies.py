@@ -28,16 +28,26 @@ def _check(a):
 def machine() -> str:
     from statetrack.device import cpu_model
 
-    return (f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPU cores ({cpu_model()}), "
-            f"Python {platform.python_version()}")
+    import torch
+
+    gpu = f", GPU {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""
+    return (f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPU cores ({cpu_model()}){gpu}, "
+            f"Python {platform.python_version()}, torch {torch.__version__}")
+
+
+def part_note(a) -> list[str]:
+    """A report line naming the part of the grid that --model / --task chose, if any."""
+    if not (a.model or a.task):
+        return []
+    return [f"- Part of the grid: model rows {', '.join(a.model) if a.model else 'all'}; task columns "
+            f"{', '.join(a.task) if a.task else 'all'} (the rest of the scale's grid was not run here)"]
 
 
 def _sweep(a):
     """Run the grid with a progress bar; returns (study, results, wall seconds)."""
-    from statetrack.experiments import load_study
     from statetrack.reproduce import sweep
 
-    study = load_study(a.name)
+    study = load_part(a)
     n_jobs = len(study.cells(a.scale, a.seeds, a.device))
     t0 = time.time()
     with progress(a.json) as prog:
@@ -107,17 +117,16 @@ def _print_report(rep, a):
 
 
 def cmd_report(a):
-    from statetrack.experiments import load_study
     from statetrack.report.writer import collect, write_report
 
     if a.seeds is not None and a.seeds < 1:
         raise UserError(f"--seeds must be at least 1, got {a.seeds}")
-    study = load_study(a.name)
+    study = load_part(a)
     rep = collect(study, a.db, a.scale, a.seeds, a.device)
     _print_report(rep, a)
     if a.out:
-        path = write_report(rep, a.out, header=f"Command: `statetrack {' '.join(map(shlex.quote, sys.argv[1:]))}`"
-                            if sys.argv[1:2] == ["report"] else "")
+        cmd = f"- Command: `statetrack {' '.join(map(shlex.quote, sys.argv[1:]))}`" if sys.argv[1:2] == ["report"] else ""
+        path = write_report(rep, a.out, header="\n".join([cmd, *part_note(a)]))
         if not a.json:
             print(f"report written to {path} (+ .csv, .tex, {study.name}/*.png)")
     return 0
@@ -144,21 +153,37 @@ def cmd_reproduce(a):
             f"- Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
             f"- Wall time of the sweep: {wall:.0f} s ({len(results) - sum(r.reused for _, r in results)} runs "
             f"trained, {sum(r.reused for _, r in results)} reused; executor {a.executor}, {a.workers} worker(s), "
-            "1 thread per run)"])
+            "1 thread per run)", *part_note(a)])
         path = write_report(rep, a.out, header)
         if not a.json:
             print(f"report written to {path} (+ .csv, .tex, {study.name}/*.png)")
     return 0
 
 
+def add_part_options(q):
+    q.add_argument("--model", action="append", default=None, metavar="LABEL",
+                   help="only this model row (repeatable; default: every row of the scale)")
+    q.add_argument("--task", action="append", default=None, metavar="LABEL",
+                   help="only this task column (repeatable; default: every column of the scale)")
+
+
+def load_part(a):
+    """The study named on the command line, narrowed by --model / --task."""
+    from statetrack.experiments import load_study
+
+    return load_study(a.name).restrict(a.scale, a.model, a.task)
+
+
 def add_run_options(q):
     q.add_argument("--scale", default="quick", help="quick (a laptop CPU) or paper (the paper's protocol)")
+    add_part_options(q)
     q.add_argument("--seeds", type=int, default=None, help="seeds per cell (default: the scale's)")
     q.add_argument("--workers", type=int, default=2, help="parallel runs (local processes or Ray CPUs)")
     q.add_argument("--executor", default="local", choices=["local", "ray"])
     q.add_argument("--address", default=None, help="Ray cluster address for ray.init (default: a local instance)")
     q.add_argument("--fresh", action="store_true", help="rerun even runs already complete in the database")
-    q.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])
+    q.add_argument("--device", default="auto", choices=["cpu", "cuda", "auto"],
+                   help="cpu, cuda, or auto: cuda where present (default auto)")
 
 
 def add_commands(sub) -> None:
@@ -180,8 +205,10 @@ def add_commands(sub) -> None:
     q = sub.add_parser("report", help="a study's tables beside the paper's, plots and exports, from the database")
     q.add_argument("name", help="a built-in study name or a study YAML file")
     q.add_argument("--scale", default="quick", help="the scale whose grid is reported (default quick)")
+    add_part_options(q)
     q.add_argument("--seeds", type=int, default=None, help="seeds per cell, if the sweep overrode them")
-    q.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"], help="the sweep's --device")
+    q.add_argument("--device", default="auto", choices=["cpu", "cuda", "auto"],
+                   help="the sweep's --device (default auto)")
     q.add_argument("--out", default=DEFAULT_OUT, help=f"folder for .md/.csv/.tex and PNGs (default {DEFAULT_OUT}; "
                                                       "'' to only print)")
     add_db(q)

@@ -245,7 +245,24 @@ class Study(_Strict):
         sc = self.scale(scale)
         return [t for t in self.tables if sc.tables is None or t.name in sc.tables]
 
-    def cells(self, scale: str, seeds: int | None = None, device: str = "cpu") -> list[Job]:
+    def restrict(self, scale: str, models: list[str] | None = None, tasks: list[str] | None = None) -> "Study":
+        """This study with its grid at ``scale`` narrowed to these model and task labels: a declared part
+        of a protocol. The runs keep their keys, so the whole grid, run later, reuses them."""
+        sc = self.scale(scale)
+        update = {}
+        for what, chosen, have, known in (
+                ("model", models, sc.models, [m.label for t in self.tables for m in t.models]),
+                ("task", tasks, sc.tasks, [x.label for t in self.tables for x in t.tasks])):
+            if not chosen:
+                continue
+            bad = [c for c in chosen if c not in known]
+            if bad:
+                raise UserError(f"study {self.name!r} has no {what} {bad[0]!r}; allowed: "
+                                f"{', '.join(dict.fromkeys(known))}")
+            update[what + "s"] = [c for c in dict.fromkeys(have or known) if c in chosen]
+        return self.model_copy(update={"scales": {**self.scales, scale: sc.model_copy(update=update)}})
+
+    def cells(self, scale: str, seeds: int | None = None, device: str = "auto") -> list[Job]:
         """Every run of the grid at this scale (tables x models x tasks x learning rates x seeds), as the
         jobs a sweep runs."""
         sc = self.scale(scale)
@@ -280,7 +297,7 @@ class Study(_Strict):
                                            table=table.name, column=t.label, lr=float(lr), probes=tuple(t.probes)))
         return out
 
-    def configs(self, scale: str, seeds: int | None = None, device: str = "cpu"):
+    def configs(self, scale: str, seeds: int | None = None, device: str = "auto"):
         """Yield (label, seed, TrainConfig, EvalConfig) for every run of the grid at this scale."""
         for c in self.cells(scale, seeds, device):
             yield c.label, c.seed, c.train, c.eval

@@ -7,7 +7,7 @@ B_t = W_B u_t (real), C_t = W_C u_t (complex: two real projections); per channel
     h_t = A_bar_t * h_{t-1} + b_t      (complex state, E x N per sequence)
     y_t = Re(sum_n C_t,n h_t,n) + D u_t,  gated by silu(z_t), then out_proj.
 
-* ``aussm`` (Karuvally et al. 2025, public code's form): A_bar_t = exp(i theta_t), theta_t = W_A u_t + b_A,
+* ``aussm`` (Karuvally2025, public code's form): A_bar_t = exp(i theta_t), theta_t = W_A u_t + b_A,
   b_A ~ U(-pi, pi); |A_bar| = 1 exactly; b_t = B_t u_t. W_A is low rank (E -> R -> E*N).
 * ``saussm`` ("Simple AUSSM"): theta_t = Delta_t * Lambda, Delta_t = softplus(dt_proj(.)) per channel as in
   Mamba, Lambda (E, N) a learned constant (init pi * (n + 1), the spacing of S4D-Lin's imaginary parts);
@@ -61,6 +61,10 @@ class _ComplexSelective(Mixer):
                 self.theta_proj.bias.uniform_(-math.pi, math.pi)
         self.D = nn.Parameter(torch.ones(E))
         self.out_proj = nn.Linear(E, d_model, bias=False)
+
+    def activation_bytes(self):
+        # A_bar and h (T, E, N) complex64, the angle (and modulus) before them, and the projections
+        return 8 * 3 * self.d_inner * self.d_state + 4 * (8 * self.d_inner + 4 * self.d_state)
 
     def init_state(self, batch, device=None, dtype=None):
         dtype = dtype or self.D.dtype

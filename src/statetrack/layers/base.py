@@ -73,6 +73,12 @@ class Mixer(nn.Module):
     def step(self, x: Tensor, state: State) -> tuple[Tensor, State]:
         raise NotImplementedError
 
+    def activation_bytes(self) -> int:
+        """Bytes a forward pass without gradients holds per sequence and time step, at most: an estimate
+        from the shapes in float32, which evaluation uses to size its chunks (``EvalConfig.memory_mb``).
+        The default allows a dozen vectors of width d_model x d_state; mixers that know better say so."""
+        return 12 * 4 * self.d_model * max(1, self.d_state)
+
     def eigenvalues(self, x: Tensor) -> Tensor | None:
         """Eigenvalues of the transition A(x) for inputs x (B, T, d_model) -> (B, T, n) complex.
 

@@ -1,4 +1,4 @@
-"""DeltaNet (Yang et al. 2024) and DeltaProduct (Siems et al. 2025): Householder-product transitions.
+"""DeltaNet (Yang2024) and DeltaProduct (Siems2025): Householder-product transitions.
 
 Per head h (``heads`` of them), key dim d_k = d_state, value dim d_v = d_model / heads, matrix state
 S (d_k, d_v). Per token, n_h sub-steps j = 1..n_h (DeltaNet: n_h = 1):
@@ -11,7 +11,7 @@ DeltaProduct reaches S_3) and for n_h >= 3: the declared domain is then "complex
 flash-linear-attention layers) through an optional short depthwise causal conv (``conv``, kernel 4
 by default, 0 = none) and silu; q and every k_j are L2-normalised per head. beta_j = sigmoid(w_j^T x_t)
 in [0, 1]; with ``neg=true`` beta_j = 2 sigmoid(w_j^T x_t) in [0, 2], so the eigenvalue 1 - beta_j of
-each factor lies in [-1, 1] (Grazzi et al.); the same beta scales the write term. The head outputs go
+each factor lies in [-1, 1] (Grazzi2024); the same beta scales the write term. The head outputs go
 through a per-head RMSNorm (eps 1e-5, flash-linear-attention's default) and an output projection to d_model.
 
 Training uses the chunked WY/UT form (``chunk`` steps of the delta rule per chunk, so n_h per token
@@ -64,6 +64,13 @@ class DeltaProduct(Mixer):
             dom = "complex disc"
         return Properties(input_dependent=True, eigenvalues=dom, structure="householder", n_h=self.nh)
 
+    def activation_bytes(self):
+        # per delta-rule step (n_h per token): q, k, v and the chunk's W, U_v, U, o (d_k or d_v each), the
+        # chunk's C x C matrices (K K^T, its inverse, Q K^T) per row, and the state entering the chunk
+        C = max(1, self.chunk)
+        per_step = 3 * C + 4 * (self.dk + self.dv) + self.dk * self.dv // C
+        return 4 * (self.nh * self.H * per_step + 2 * sum(self.sizes) + 4 * self.d_model)
+
     def init_state(self, batch, device=None, dtype=None):
         dtype = dtype or self.qkv.weight.dtype
         S = torch.zeros(batch, self.H, self.dk, self.dv, device=device, dtype=dtype)
@@ -94,9 +101,9 @@ class DeltaProduct(Mixer):
         S, buf = state
         q, k, v, beta, buf = self._qkvb(x, buf, chunk=True)
         if self.nh == 1:
-            o, S = delta_rule(q, k[:, :, 0], v[:, :, 0], beta[:, :, 0], S, self.chunk)
+            o, S = delta_rule(q, k[:, :, 0], v[:, :, 0], beta[:, :, 0], S, self.chunk, self.neg)
         else:
-            o, S = delta_rule(*interleave(q, k, v, beta), S, self.chunk)
+            o, S = delta_rule(*interleave(q, k, v, beta), S, self.chunk, self.neg)
             o = o[:, self.nh - 1:: self.nh]
         return self._out(o), (S, buf)
 

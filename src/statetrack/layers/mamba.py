@@ -1,4 +1,4 @@
-"""Mamba (Gu & Dao 2024) and Negative Mamba (Grazzi et al. 2024), as in the minimal reference code.
+"""Mamba (GuDao2024) and Negative Mamba (Grazzi2024), as in the minimal reference code.
 
 x -> in_proj -> (u, z); u -> optional depthwise causal conv (kernel 4) -> silu;
 Delta_t = softplus(dt_proj(W_dt u_t)), B_t = W_B u_t, C_t = W_C u_t, A = -exp(A_log) (A_log = log(1..N));
@@ -46,6 +46,11 @@ class Mamba(Mixer):
     def properties(self):
         return Properties(input_dependent=True, eigenvalues="(-1,1]" if self.neg else "[0,1]",
                           structure="diagonal")
+
+    def activation_bytes(self):
+        # without gradients the scan keeps no (T, E, N) tensor (a ring of states); the per-step tensors
+        # are the projections: u, z (2E), conv, Delta, B and C, y
+        return 4 * (8 * self.d_inner + 4 * self.d_state)
 
     def init_state(self, batch, device=None, dtype=None):
         h = torch.zeros(batch, self.d_inner, self.d_state, device=device, dtype=dtype)
@@ -97,7 +102,7 @@ class Mamba(Mixer):
 
 class NegativeMamba(Mamba):
     name = "negmamba"
-    description = "Mamba with A_bar = 2 exp(Delta(x) A) - 1 in (-1, 1] (Grazzi et al.)"
+    description = "Mamba with A_bar = 2 exp(Delta(x) A) - 1 in (-1, 1] (Grazzi2024)"
     options = {k: v for k, v in Mamba.options.items() if k != "neg"}
 
     def __init__(self, d_model, d_state, **kw):

@@ -26,6 +26,10 @@ class _TorchCell(Mixer):
     def properties(self):
         return _NONLINEAR
 
+    def activation_bytes(self):
+        # the cell's gates (up to 4 x d_state), its outputs and the output projection
+        return 4 * (6 * self.d_state + 2 * self.d_model)
+
     def init_state(self, batch, device=None, dtype=None):
         return torch.zeros(batch, self.d_state, device=device, dtype=dtype)
 

@@ -1,4 +1,4 @@
-"""S4D (Gu et al. 2022): a time-invariant diagonal SSM, one per channel.
+"""S4D (Gu2022): a time-invariant diagonal SSM, one per channel.
 
 Per channel, continuous A = diag(a_n) with Re(a_n) < 0, learnable step Delta (log-uniform init in
 [dt_min, dt_max]), B = 1 (folded into C), complex C. With N = d_state real numbers of state there are
@@ -72,6 +72,10 @@ class S4D(Mixer):
             dA = (1 + dtA / 2) / (1 - dtA / 2)
             dB = torch.exp(self.log_dt)[:, None] / (1 - dtA / 2)
         return dA, dB
+
+    def activation_bytes(self):
+        # the input term and the states (T, H, M) complex64, their readout, and the GLU output (2H)
+        return 8 * 3 * self.d_model * self.n_modes + 4 * 6 * self.d_model
 
     def init_state(self, batch, device=None, dtype=None):
         dtype = dtype or self.log_dt.dtype

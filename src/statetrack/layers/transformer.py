@@ -2,7 +2,7 @@
 
 x -> q, k, v (``heads`` heads of d_model / heads) -> causal softmax attention -> output projection.
 Positions (option ``pos``): ``rope`` (default: rotary embeddings on q and k, the modern decoder's
-choice; head dim must be even), ``sinusoidal`` (the fixed sinusoids of Vaswani et al. added to this
+choice; head dim must be even), ``sinusoidal`` (the fixed sinusoids of Vaswani2017 added to this
 mixer's input before the q/k/v projections -- in a stack every transformer layer adds them, unlike the
 original, which adds them once to the embedding) or ``none`` (causal masking alone). ``d_state`` is
 not used.

@@ -113,6 +113,7 @@ def _loop_reverse(a: Tensor, gh: Tensor) -> Tensor:
 
 class _DiagScan(torch.autograd.Function):
     @staticmethod
+    @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
     def forward(ctx, a, b, h0):
         h = _scan(a, b, h0)
         ctx.save_for_backward(a, h, h0)
@@ -120,6 +121,7 @@ class _DiagScan(torch.autograd.Function):
         return h
 
     @staticmethod
+    @torch.amp.custom_bwd(device_type="cuda")
     def backward(ctx, gh):
         a, h, h0 = ctx.saved_tensors
         if _use_chunked(a):
@@ -172,12 +174,14 @@ class _Polar(torch.autograd.Function):
     full complex tensors by conjugate views, a slow path on CPU). r None means r = 1."""
 
     @staticmethod
+    @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
     def forward(ctx, r, theta):
         c, s = torch.cos(theta), torch.sin(theta)
         ctx.save_for_backward(r, c, s)
         return torch.complex(c, s) if r is None else torch.complex(r * c, r * s)
 
     @staticmethod
+    @torch.amp.custom_bwd(device_type="cuda")
     def backward(ctx, g):
         r, c, s = ctx.saved_tensors
         gr = torch.view_as_real(g) if g.is_complex() else torch.stack([g, torch.zeros_like(g)], -1)

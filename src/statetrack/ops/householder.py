@@ -12,7 +12,7 @@ Three forms:
 * :func:`delta_rule_ref` -- step by step in float64: the reference.
 * :func:`delta_rule_recurrent` -- the same loop in the inputs' dtype: the inference form (one token
   at a time, fixed memory) and a training form for short sequences.
-* :func:`delta_rule_chunked` -- the chunked WY / UT form (Yang et al. 2024) for training. Inside a
+* :func:`delta_rule_chunked` -- the chunked WY / UT form (Yang2024) for training. Inside a
   chunk of C steps, with K, V, beta, Q the chunk's rows and L = tril(diag(beta) K K^T, -1)::
 
       U_v = (I + L)^{-1} diag(beta) V,  W = (I + L)^{-1} diag(beta) K      (a unit-triangular solve)
@@ -38,6 +38,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch.autograd.function import once_differentiable
+
+from statetrack.ops import dispatch
 
 CHUNK = 16  # default steps per chunk of the chunked form
 
@@ -110,6 +112,7 @@ class _DeltaChunked(torch.autograd.Function):
     for the state gradient; every other gradient is one batched matmul over all chunks."""
 
     @staticmethod
+    @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
     def forward(ctx, q, k, v, beta, S0):
         o, S, saved = _chunk_forward(q, k, v, beta, S0)
         ctx.save_for_backward(q, k, v, beta, *saved)
@@ -117,6 +120,7 @@ class _DeltaChunked(torch.autograd.Function):
 
     @staticmethod
     @once_differentiable
+    @torch.amp.custom_bwd(device_type="cuda")
     def backward(ctx, dO, dST):
         q, k, v, beta, KK, Tinv, W, Uv, Aqk, U, Ss = ctx.saved_tensors
         _, strict, lower = _masks(k.shape[-2], k)
@@ -173,8 +177,16 @@ def delta_rule_chunked(q, k, v, beta, S0=None, chunk: int = CHUNK):
     return o, S
 
 
-def delta_rule(q, k, v, beta, S0=None, chunk: int = CHUNK):
-    """Training form: chunked when chunk > 0, else the recurrent loop."""
+def delta_rule(q, k, v, beta, S0=None, chunk: int = CHUNK, neg: bool = False):
+    """Training form: chunked when chunk > 0, else the recurrent loop.
+
+    On CUDA where flash-linear-attention is installed (``ops.dispatch``) it runs fla's kernels instead
+    (``ops.fla_delta``; ``chunk`` is then unused): ``neg`` says beta may reach 2 (eigenvalues down to
+    -1), which selects fla's float32 recurrent kernel; otherwise its chunk kernel (bfloat16 inputs)."""
+    if q.shape[1] and dispatch.use_fla(q):
+        from statetrack.ops.fla_delta import default_kernel, delta_rule_fla
+
+        return delta_rule_fla(q, k, v, beta, S0, default_kernel(neg))
     if chunk and chunk > 1:
         return delta_rule_chunked(q, k, v, beta, S0, chunk)
     return delta_rule_recurrent(q, k, v, beta, S0)

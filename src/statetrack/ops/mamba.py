@@ -15,6 +15,9 @@ of Delta and A step by step, so the only (B, T, E, N) tensors are h and the stat
 exponential is ``exp2`` of Delta (A log2 e) (on the 2-core CPU ``exp2`` runs 2.5x faster than
 ``exp``), and Negative Mamba's 2 exp(z) - 1 is exp2(z log2 e + 1) - 1. Without gradients (evaluation)
 h is not stored at all: a ring of eight (B, N, E) buffers, memory flat in length (``_forward_stream``).
+
+On CUDA (float32, bfloat16, float16) ``mamba_scan`` runs the Triton kernels of ``ops.triton_scans``
+instead (same contract; ``STATETRACK_KERNELS=0`` keeps this PyTorch form, see ``ops.dispatch``).
 """
 from __future__ import annotations
 
@@ -23,6 +26,8 @@ import math
 import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
+
+from statetrack.ops import dispatch
 
 LOG2E = 1.0 / math.log(2.0)
 
@@ -128,6 +133,7 @@ def _forward_stream(dt, A2, xu, Bm, Cm, h0, neg: bool, ring: int = 8):
 
 class _MambaScan(torch.autograd.Function):
     @staticmethod
+    @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
     def forward(ctx, dt, A, u, Bm, Cm, h0, neg):
         A2 = A * LOG2E
         xu = dt * u
@@ -138,6 +144,7 @@ class _MambaScan(torch.autograd.Function):
 
     @staticmethod
     @once_differentiable
+    @torch.amp.custom_bwd(device_type="cuda")
     def backward(ctx, gy, ghT):
         dt, A, u, xu, Bm, Cm, H, h0 = ctx.saved_tensors
         neg = ctx.neg
@@ -180,7 +187,12 @@ class _MambaScan(torch.autograd.Function):
 
 def mamba_scan(dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor | None = None,
                neg: bool = False) -> tuple[Tensor, Tensor]:
-    """Fast form of :func:`mamba_scan_ref` (same contract, in the inputs' dtype)."""
+    """Fast form of :func:`mamba_scan_ref` (same contract, in the inputs' dtype): the Triton kernels on
+    CUDA (``ops.dispatch``), the PyTorch loops otherwise."""
+    if dispatch.use_triton(u):
+        from statetrack.ops.triton_scans import mamba_scan_triton
+
+        return mamba_scan_triton(dt, A, u, Bm, Cm, h0, neg)
     B, T, E = u.shape
     if h0 is None:
         h0 = torch.zeros(B, E, A.shape[-1], dtype=u.dtype, device=u.device)

@@ -6,7 +6,8 @@ h (B, T, E, N) in a's dtype. This is Mamba's (and AUSSM's, DCD's) recurrence: ``
 pass, its gradient products: the outer product is written straight into the output step by step,
 and the gradients of x and Bm are batched matmuls of the state gradient (dL/dx_t = Re(g_t) B_t,
 dL/dB_t = x_t^T Re(g_t)). First-order gradients only (``diag_scan`` itself supports double backward).
-``selective_scan_ref`` is the float64 reference.
+``selective_scan_ref`` is the float64 reference. On CUDA, complex a runs the Triton kernels of
+``ops.triton_scans`` (``ops.dispatch``; ``STATETRACK_KERNELS=0`` keeps the PyTorch form).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
+from statetrack.ops import dispatch
 from statetrack.ops.diag import _loop_reverse, _use_chunked, diag_scan, diag_scan_ref
 
 
@@ -39,6 +41,7 @@ def _fwd(a, x, Bm, h0):
 
 class _SelectiveScan(torch.autograd.Function):
     @staticmethod
+    @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
     def forward(ctx, a, x, Bm, h0):
         h = _fwd(a, x, Bm, h0)
         ctx.save_for_backward(a, x, Bm, h, h0)
@@ -46,6 +49,7 @@ class _SelectiveScan(torch.autograd.Function):
 
     @staticmethod
     @once_differentiable
+    @torch.amp.custom_bwd(device_type="cuda")
     def backward(ctx, gh):
         a, x, Bm, h, h0 = ctx.saved_tensors
         g = _loop_reverse(a, gh)
@@ -62,6 +66,10 @@ class _SelectiveScan(torch.autograd.Function):
 
 def selective_scan(a: Tensor, x: Tensor, Bm: Tensor, h0: Tensor | None = None) -> Tensor:
     """h_t = a_t h_{t-1} + x_t (outer) B_t; same result as ``diag_scan(a, x[..., None] * Bm[..., None, :], h0)``."""
+    if a.is_complex() and dispatch.use_triton(a):
+        from statetrack.ops.triton_scans import selective_scan_triton
+
+        return selective_scan_triton(a, x, Bm, h0)
     rdtype = a.dtype.to_real() if a.is_complex() else a.dtype
     x, Bm = x.to(rdtype), Bm.to(rdtype)
     if h0 is None:

@@ -45,7 +45,7 @@ class Report:
         return out
 
 
-def collect(study, db, scale: str = "quick", seeds: int | None = None, device: str = "cpu") -> Report:
+def collect(study, db, scale: str = "quick", seeds: int | None = None, device: str = "auto") -> Report:
     """Look up every run of the study's grid (at ``scale``) by its key; read metrics, curves, traces."""
     from statetrack.probes import read_traces
     from statetrack.runner import complete_result

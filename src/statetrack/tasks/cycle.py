@@ -1,4 +1,4 @@
-"""Cycle navigation ``cycle:m`` (Deletang et al. 2023, regular): actions move an agent on a cycle of
+"""Cycle navigation ``cycle:m`` (Deletang2023, regular): actions move an agent on a cycle of
 m positions starting at 0. Tokens: 0 = step left (-1), 1 = stay, 2 = step right (+1), drawn
 uniformly (as in the reference code: action a moves by a - 1). The label is the position mod m.
 

@@ -1,4 +1,4 @@
-"""Even pairs ``evenpairs`` (Deletang et al. 2023, regular): a uniform binary string; the label is 0
+"""Even pairs ``evenpairs`` (Deletang2023, regular): a uniform binary string; the label is 0
 when the number of unequal adjacent pairs ('01' and '10') is even, 1 when odd. That number is even
 exactly when the first and the last symbols agree, so the task only needs the first symbol.
 

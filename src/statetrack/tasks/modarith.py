@@ -1,4 +1,4 @@
-"""Modular arithmetic without brackets ``modarith:m`` (Deletang et al. 2023, regular).
+"""Modular arithmetic without brackets ``modarith:m`` (Deletang2023, regular).
 
 An expression d_0 o_1 d_1 o_2 ... d_k alternates digits in Z_m and operators in {+, -, *}, all drawn
 uniformly; the label is its value mod m with the usual precedence (* before + and -, left to right),

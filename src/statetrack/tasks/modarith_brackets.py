@@ -1,4 +1,4 @@
-"""Modular arithmetic with brackets ``modarith-brackets:m`` (Deletang et al. 2023; context-free).
+"""Modular arithmetic with brackets ``modarith-brackets:m`` (Deletang2023; context-free).
 
 Random well-formed expressions of exactly the requested length, generated as in the reference code:
 length 1: d; 2: -d; 3: (d); 4: (-d); length L >= 5: (E1 op E2) with len(E1) uniform in 1..L-4,

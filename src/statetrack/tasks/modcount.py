@@ -1,4 +1,4 @@
-"""Modular counting ``modcount:m`` (002 Prop. 4.2): the input is 1^T, the label at position t is
+"""Modular counting ``modcount:m`` (P1, Khavari2025 Prop. 4.2): the input is 1^T, the label at position t is
 t mod m, i.e. the number of ones read so far modulo m. Every position is scored.
 
 The vocabulary has 2 tokens (0 and 1) of which only 1 occurs, so that a model built for binary

@@ -1,4 +1,4 @@
-"""Offset prediction (002, Sec. 5 and App. C): ``offset``, and the probes ``offset:two-isis`` and
+"""Offset prediction (P2: Khavari2025, Sec. 5 and App. C): ``offset``, and the probes ``offset:two-isis`` and
 ``offset:double-isi``.
 
 Input: a binary on/off signal. Each sequence starts with an inter-trial interval (ITI) of 0s whose

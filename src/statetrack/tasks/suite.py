@@ -146,7 +146,7 @@ _meta("tomita", "tomita:k | tomita:k/balanced", [
 
 
 # -- offset prediction and the parity witnesses ---------------------------------------------------
-@register("offset", "offset prediction (002): predict the end of each 10-step burst of 1s")
+@register("offset", "offset prediction (P2, Khavari2025): predict the end of each 10-step burst of 1s")
 def _offset(arg):
     if arg in (None, ""):
         return OffsetPrediction()

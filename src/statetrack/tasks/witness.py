@@ -1,10 +1,10 @@
 """The proofs' witness inputs for parity, as fixed-input tasks (every row identical, the generator
 unused). The label at every position is the parity of the 1s read so far; every position is scored.
 
-  witness:ones          1^T                        (002 Thm 4.1 / Grazzi et al.: the state converges)
-  witness:alt           (01)^T                     (002 Lemma 4.3 with k = m = 1)
-  witness:block:K:M     (0^K 1^M)^T, K >= 1, M odd (002 Lemma 4.3)
-  witness:pulse:W       (1 0^(W-1))^T, W >= 1      (002 Thm 4.4: choose W with W q_j integer)
+  witness:ones          1^T                        (T1: Khavari2025 Thm 4.1, Grazzi2024 Thm 1; the state converges)
+  witness:alt           (01)^T                     (T3: Khavari2025 Lemma 4.3 with k = m = 1)
+  witness:block:K:M     (0^K 1^M)^T, K >= 1, M odd (T3: Khavari2025 Lemma 4.3)
+  witness:pulse:W       (1 0^(W-1))^T, W >= 1      (T4: Khavari2025 Thm 4.4, W q_j integer)
 
 The pattern is repeated and cut at the requested length. Chance: over two periods the parity spends
 equally long at 0 and 1 (each period has an odd number of 1s), so ``label_distribution`` returns

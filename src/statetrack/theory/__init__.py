@@ -1,7 +1,7 @@
 """Theory: what the proofs say about a layer stack, made executable.
 
     from statetrack.theory import oracle
-    oracle("mamba,s4d", "parity")      # Verdict(verdict='impossible', basis='T4', reason='...')
+    oracle("mamba,s4d", "parity")      # Verdict(verdict='impossible', basis='T4', reason='...', facts={...})
 
 * :func:`oracle` (module :mod:`statetrack.theory.verdicts`): possible / impossible / open, with the
   basis (a result of docs/science.md) and a one-sentence reason, from the mixers' declared properties

@@ -6,7 +6,7 @@
   becomes constant while the parity alternates.
 * every layer is diagonal and time-invariant or non-negative input-dependent (T2/T4): read the
   time-invariant layers' eigenvalues exp(2 pi i q_j) (moduli r_j) from the weights; modes that decay
-  (r_j^W_max below ``decay_floor``) need no alignment (002 App. B: their terms converge whatever the
+  (r_j^W_max below ``decay_floor``) need no alignment (Khavari2025 App. B: their terms converge whatever the
   phase). Search W = 1 .. ``max_w`` for the first with |W q_j - round(W q_j)| <= ``tol`` for every
   remaining mode, then run (1 0^(W-1))^T: every layer's state becomes periodic with period W while
   the parity has period 2W.
@@ -129,10 +129,10 @@ def choose_w(phases: list[dict], tol: float = 0.01, max_w: int = 10_000) -> dict
 
 
 def _theorem(model) -> str | None:
-    from statetrack.theory.verdicts import _classify
+    from statetrack.theory.layer_classes import classify
     from statetrack.spec import parse_layers
 
-    infos = [_classify(s, m) for s, m in zip(parse_layers(model.cfg.layers), model.mixers)]
+    infos = [classify(s, m) for s, m in zip(parse_layers(model.cfg.layers), model.mixers)]
     if all(i.domain == "[0,1]" and i.cls != "householder" or (i.cls == "householder" and i.factor_domain == "[0,1]")
            for i in infos):
         return "T1"

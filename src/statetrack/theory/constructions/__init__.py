@@ -4,7 +4,7 @@
 TrainConfig that describes it (task + ModelConfig) and notes; ``save(name, path)`` writes the ordinary
 checkpoint, which ``statetrack eval`` loads like any trained one. ``available()`` lists them all; a
 name may take an argument after a colon (``modcount-s4d:5``, ``abelian-aussm:C2xC4``,
-``sn-deltaproduct:4``). One module per mixer family (``negmamba``, ``s4d``, ``aussm``,
+``sn-deltaproduct:4``, ``orth-deltaproduct:A5``). One module per mixer family (``negmamba``, ``s4d``, ``aussm``,
 ``deltaproduct``), mirroring ``statetrack.layers``; ``base`` holds the registry and the helpers.
 
 Every construction reads the model the way the proofs do: a layer's state moves on a finite orbit,

@@ -147,7 +147,7 @@ def abelian_aussm(arg: str) -> Construction:
 L_S3 = 3.0
 
 
-@register("s3-aussm", "P3", "S3 = C3 x| C2 with TWO AUSSM layers (003, P3): layer 1 tracks the sign (angle 0 or pi), "
+@register("s3-aussm", "P3", "S3 = C3 x| C2 with TWO AUSSM layers (P3, DiagLimits2026): layer 1 tracks the sign (angle 0 or pi), "
           "layer 2 rotates by +-2 pi/3 as layer 1's state says", mixers=("aussm",))
 def s3_aussm() -> Construction:
     from statetrack.algebra import get_group

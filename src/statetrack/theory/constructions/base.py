@@ -4,8 +4,9 @@ A construction is a function registered with :func:`register` that returns a :cl
 an ordinary :class:`statetrack.model.Model` with hand-set weights, the TrainConfig that describes it
 (task + ModelConfig) and notes. The helpers build a model with every weight zero
 (:func:`blank_model`), read what a layer sees (:func:`layer_input`) and set readouts
-(:func:`spread_readout`, :func:`nearest_head`) and scale a finished read-out to a large margin
-(:func:`sharpen_readout`, applied to every construction by ``build``).
+(:func:`spread_readout`, :func:`nearest_head`, :func:`nearest_point_head`) and embeddings
+(:func:`token_embedding`), and scale a finished read-out to a large margin (:func:`sharpen_readout`,
+applied to every construction by ``build``).
 """
 from __future__ import annotations
 
@@ -85,13 +86,17 @@ def silu_inv(y: float) -> float:
 
 def spread_readout(points_fn, size: int = 8, tries: int = 200, seed: int = 0):
     """Pick ``size`` readout coefficients in [0, 1) (random search, seeded) that maximise the smallest
-    gap between the classes' readout values ``points_fn(coefficients)``, relative to their range."""
+    distance between the classes' readout values ``points_fn(coefficients)`` (numbers, or vectors of
+    one length), relative to the largest distance between them."""
     g = torch.Generator().manual_seed(seed)
     best, best_gap = None, -1.0
     for _ in range(tries):
         cand = torch.rand(size, generator=g).tolist()
-        vals = sorted(points_fn(cand))
-        gap = min(b - a for a, b in zip(vals, vals[1:])) / (vals[-1] - vals[0])
+        pts = np.asarray(points_fn(cand), dtype=np.float64)
+        pts = pts[:, None] if pts.ndim == 1 else pts
+        dist = np.sqrt(((pts[:, None, :] - pts[None, :, :]) ** 2).sum(-1))
+        off = dist[~np.eye(len(pts), dtype=bool)]
+        gap = float(off.min() / off.max())
         if gap > best_gap:
             best, best_gap = cand, gap
     return best, best_gap
@@ -125,15 +130,34 @@ def sharpen_readout(model: Model, task: str, margin: float = MARGIN) -> float:
                 worst = min(worst, float(gap.min()))
         factor = margin / worst if 0 < worst < margin else 1.0
         model.head.weight.mul_(factor)
-        model.head.bias.mul_(factor)
+        if model.head.bias is not None:
+            model.head.bias.mul_(factor)
     return factor
+
+
+def token_embedding(model, n_tokens: int, const: int):
+    """Token i -> e_i + e_const (a one-hot code and a constant 1), in the model's embedding."""
+    with torch.no_grad():
+        e = torch.zeros_like(model.embed.weight)
+        for i in range(n_tokens):
+            e[i, i] = 1.0
+            e[i, const] = 1.0
+        model.embed.weight.copy_(e)
 
 
 def nearest_head(model, values: list[float], out_coord: int, const: int):
     """Head scores 2 phi_g s - phi_g^2 (nearest value), s the residual coordinate holding phi(prefix)."""
+    nearest_point_head(model, [[v] for v in values], [out_coord], const)
+
+
+def nearest_point_head(model, points: list[list[float]], out_coords: list[int], const: int):
+    """Head scores 2 <phi_g, s> - |phi_g|^2 (nearest point), s the residual coordinates ``out_coords``
+    holding phi(prefix) and ``const`` a coordinate that is 1."""
     with torch.no_grad():
         model.head.weight.zero_()
-        model.head.bias.zero_()
-        for y, v in enumerate(values):
-            model.head.weight[y, out_coord] = 2 * v
-            model.head.weight[y, const] = -v * v
+        if model.head.bias is not None:
+            model.head.bias.zero_()
+        for y, p in enumerate(points):
+            for c, v in zip(out_coords, p):
+                model.head.weight[y, c] = 2 * v
+            model.head.weight[y, const] = -sum(v * v for v in p)

@@ -99,7 +99,7 @@ def _negmamba_common(mx, const: int, states: list[int], out_coords: list[int]):
     return beta
 
 
-@register("c2xc4-negmamba", "T5", "C2 x C4 with TWO Negative Mamba layers (003): layer 1 tracks (a, b mod 2) by "
+@register("c2xc4-negmamba", "T5", "C2 x C4 with TWO Negative Mamba layers (DiagLimits2026): layer 1 tracks (a, b mod 2) by "
           "sign flips, layer 2 flips the high bit of b when b1 XOR (b0 AND NOT (b mod 2)) (the carry)",
           mixers=("negmamba",))
 def c2xc4_negmamba() -> Construction:

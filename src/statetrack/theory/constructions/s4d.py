@@ -17,7 +17,7 @@ def _s4d_rotation(mixer, channel: int, angle: float):
         mixer.log_dt[channel] = 0.0  # Delta = 1
 
 
-@register("modcount-s4d", "P1", "counting mod m with ONE S4D layer (002 Prop. 4.2): A = exp(2 pi i/m); the state "
+@register("modcount-s4d", "P1", "counting mod m with ONE S4D layer (Khavari2025 Prop. 4.2): A = exp(2 pi i/m); the state "
           "starts at 0, so the input term B x puts the orbit on the circle through 0 centred at B x/(1 - A)",
           default_arg="3", mixers=("s4d",))
 def modcount_s4d(arg: str) -> Construction:
@@ -62,7 +62,7 @@ def modcount_s4d(arg: str) -> Construction:
     return Construction("modcount-s4d", model, cfg, "", "", {"m": m, "h_star": [hstar.real.item(), hstar.imag.item()]})
 
 
-@register("offset-s4d", "P2", "offset prediction with ONE S4D layer (002 App. C): the counting channel "
+@register("offset-s4d", "P2", "offset prediction with ONE S4D layer (Khavari2025 App. C): the counting channel "
           "rotates by 2 pi/10 on each 1 around its fixed point and rests at 0 on 0s",
           mixers=("s4d",))
 def offset_s4d() -> Construction:

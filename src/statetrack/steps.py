@@ -1,0 +1,253 @@
+"""The optimiser step of the training loop, in two forms with one contract.
+
+* :class:`EagerStep` (CPU): forward, masked cross-entropy, a check for a non-finite loss, backward,
+  gradient clipping, AdamW, the learning-rate schedule; metrics added up on the host. On the CPU a
+  host read costs nothing, so this is the plain loop.
+* :class:`DeviceStep` (CUDA): the same step without any host synchronisation. The loss is the
+  mask-weighted mean (equal to the CPU's mean over the scored positions), AdamW runs with a device
+  learning rate (``capturable``), and the training metrics (last loss, hits, scored positions, the
+  first step whose loss was not finite) accumulate in device tensors that are read only at a
+  validation (:meth:`read`). With ``cuda_graphs`` each training length's step is captured once as a
+  CUDA graph and replayed: one graph per length drawn, all sharing one memory pool (the graphs run one
+  after another and keep no tensor alive between replays: inputs, parameters, gradients, optimiser
+  state and counters live outside the pool), so memory is that of the longest length, not the sum.
+  Capturing a length first runs its step once on a side stream (PyTorch's warm-up rule) and then
+  restores the parameters and the optimiser state, so the replayed run is step for step the eager
+  one. ``precision='bfloat16'`` runs the forward pass under bf16 autocast (the loss in float32; the
+recurrences themselves take float32 inputs under autocast: ``torch.amp.custom_fwd`` on every op of
+``statetrack.ops``).
+
+``StepStats`` is what a validation reads: the last training loss, the token accuracy since the last
+read, and the first non-finite step (which the training loop turns into ``TrainingDiverged``).
+"""
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+class TrainingDiverged(RuntimeError):
+    def __init__(self, step: int, loss: float):
+        super().__init__(f"loss became {loss} at step {step}")
+        self.step, self.loss = step, loss
+
+
+@dataclass
+class StepStats:
+    loss: float  # the loss of the last step
+    hits: int  # right predictions at scored positions since the last read
+    total: int  # scored positions since the last read
+    bad_step: int = 0  # the first step whose loss was not finite (0: none)
+    bad_loss: float = float("nan")
+
+    @property
+    def accuracy(self) -> float:
+        return self.hits / self.total if self.total else float("nan")
+
+
+class EagerStep:
+    """The step as plain PyTorch calls; the host reads the loss (one finite check per step)."""
+
+    def __init__(self, model, cfg, schedule, loss_fn):
+        self.model, self.clip, self.loss_fn = model, cfg.clip, loss_fn
+        self.opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, schedule)
+        self.last_loss, self.hits, self.total = float("nan"), 0, 0
+
+    def step(self, x, y, m, step: int) -> None:
+        logits, _ = self.model(x)
+        loss = self.loss_fn(logits, y, m)
+        if not torch.isfinite(loss):
+            raise TrainingDiverged(step, float(loss.detach()))
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip)
+        self.opt.step()
+        self.sched.step()
+        with torch.no_grad():
+            self.hits += int(((logits.argmax(-1) == y) & m).sum())
+            self.total += int(m.sum())
+        self.last_loss = loss.detach()
+
+    def read(self) -> StepStats:
+        out = StepStats(float(self.last_loss), self.hits, self.total)
+        self.hits = self.total = 0
+        return out
+
+    def lr(self) -> float:
+        return self.sched.get_last_lr()[0]
+
+
+class DeviceStep:
+    """The step on a CUDA device, never waiting on the host (see the module docstring)."""
+
+    def __init__(self, model, cfg, schedule, device, graphs: bool = True):
+        self.model, self.clip, self.schedule, self.base_lr = model, cfg.clip, schedule, cfg.lr
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.lr_t = torch.tensor(float(cfg.lr * schedule(0)), device=device)
+        cuda = device.type == "cuda"  # (the CPU runs this class in the tests, without graphs)
+        self.opt = torch.optim.AdamW(self.params, lr=self.lr_t, weight_decay=cfg.weight_decay, capturable=cuda,
+                                     foreach=cuda)
+        self.bf16 = cfg.precision == "bfloat16"
+        z = lambda dtype: torch.zeros((), dtype=dtype, device=device)  # noqa: E731
+        self.count, self.first_bad = z(torch.int64), z(torch.int64)
+        self.hits, self.total = z(torch.int64), z(torch.int64)
+        self.loss_last, self.bad_loss = z(torch.float32), z(torch.float32)
+        self.graphs_on = graphs
+        self.graphs: dict[int, tuple] = {}
+        self.pool = torch.cuda.graph_pool_handle() if graphs else None
+        self.next_lr = float(cfg.lr * schedule(0))
+
+    # -- the step's work, the same eagerly and inside a graph -------------------------------------------
+    def _body(self, x, y, m) -> None:
+        ctx = torch.autocast("cuda", dtype=torch.bfloat16) if self.bf16 else contextlib.nullcontext()
+        with ctx:
+            logits, _ = self.model(x)
+        ce = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), reduction="none")
+        w = m.flatten().to(ce.dtype)
+        loss = (ce * w).sum() / w.sum().clamp_min(1)
+        for p in self.params:  # gradients stay where they are (outside the graphs' pool)
+            if p.grad is not None:
+                p.grad.zero_()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.params, self.clip, foreach=True)
+        self.opt.step()
+        with torch.no_grad():
+            self.count.add_(1)
+            bad = ~torch.isfinite(loss)
+            first = (self.first_bad == 0) & bad
+            self.first_bad.copy_(torch.where(first, self.count, self.first_bad))
+            self.bad_loss.copy_(torch.where(first, loss.detach(), self.bad_loss))
+            self.loss_last.copy_(loss.detach())
+            self.hits.add_(((logits.argmax(-1) == y) & m).sum())
+            self.total.add_(m.sum())
+
+    def _snapshot(self):
+        return ([p.detach().clone() for p in self.params],
+                {id(p): {k: (v.clone() if torch.is_tensor(v) else v) for k, v in s.items()}
+                 for p, s in self.opt.state.items()})
+
+    def _restore(self, snap) -> None:
+        params, state = snap
+        with torch.no_grad():
+            for p, v in zip(self.params, params):
+                p.copy_(v)
+            for p, s in self.opt.state.items():
+                old = state.get(id(p))
+                for k, v in s.items():
+                    if torch.is_tensor(v):
+                        v.copy_(old[k]) if old is not None else v.zero_()
+
+    def _capture(self, x, y, m):
+        """Warm up this length on a side stream, undo the warm-up, then capture its step."""
+        statics = tuple(t.clone() for t in (x, y, m))
+        counters = (self.count, self.first_bad, self.hits, self.total, self.loss_last, self.bad_loss)
+        saved = [t.clone() for t in counters]
+        snap = self._snapshot()
+        try:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                self._body(*statics)
+            torch.cuda.current_stream().wait_stream(side)
+            self._restore(snap)
+            graph = torch.cuda.CUDAGraph()
+            # thread_local: the batch thread may pin memory while this thread captures
+            with torch.cuda.graph(graph, pool=self.pool, capture_error_mode="thread_local"):
+                self._body(*statics)
+        finally:  # capturing runs nothing; the warm-up is undone: weights, optimiser and counters as before
+            self._restore(snap)
+            for t, v in zip(counters, saved):
+                t.copy_(v)
+        return graph, statics
+
+    def step(self, x, y, m, step: int) -> None:
+        self.lr_t.fill_(self.base_lr * self.schedule(step - 1))
+        self.next_lr = self.base_lr * self.schedule(step)
+        if not self.graphs_on:
+            self._body(x, y, m)
+            return
+        n = x.shape[1]
+        if n not in self.graphs:
+            try:
+                self.graphs[n] = self._capture(x, y, m)
+            except RuntimeError as e:  # an op that cannot be captured: this run steps eagerly instead
+                warnings.warn(f"CUDA graph capture failed ({str(e).splitlines()[0]}); this run trains "
+                              "without graphs (still without host reads per step)", RuntimeWarning, stacklevel=2)
+                torch.cuda.synchronize()
+                self.graphs_on = False
+                self._body(x, y, m)
+                return
+        graph, (sx, sy, sm) = self.graphs[n]
+        sx.copy_(x, non_blocking=True)
+        sy.copy_(y, non_blocking=True)
+        sm.copy_(m, non_blocking=True)
+        graph.replay()
+
+    def read(self) -> StepStats:
+        vals = torch.stack([self.loss_last.double(), self.hits.double(), self.total.double(),
+                            self.first_bad.double(), self.bad_loss.double()]).tolist()  # one host read
+        self.hits.zero_()
+        self.total.zero_()
+        return StepStats(vals[0], int(vals[1]), int(vals[2]), int(vals[3]), vals[4])
+
+    def lr(self) -> float:
+        return self.next_lr
+
+
+def make_step(model, cfg, schedule, device, loss_fn):
+    """EagerStep with ``loss_fn`` on the CPU; DeviceStep (graphs per ``cfg.cuda_graphs``) on CUDA, whose
+    loss is the same mean written without a host read."""
+    if device.type == "cuda":
+        return DeviceStep(model, cfg, schedule, device, graphs=cfg.cuda_graphs)
+    return EagerStep(model, cfg, schedule, loss_fn)
+
+
+# -- batches ---------------------------------------------------------------------------------------------
+def batches(task, rng: np.random.Generator, cfg, device, prefetch: int = 4):
+    """Training batches (x, y, mask) on ``device``: one length drawn per step from the training range,
+    then a batch of that length, from ``rng`` in that order. On the CPU they are made when asked for; on
+    CUDA a thread makes them ahead (the same draws in the same order) into pinned memory, and the copies
+    to the device do not wait."""
+    lo, hi = cfg.train_lengths
+
+    def draw():
+        b = task.sample_batch(rng, cfg.batch_size, int(rng.integers(lo, hi + 1)))
+        return b.inputs, b.targets, b.mask
+
+    if device.type != "cuda":
+        while True:
+            yield tuple(torch.as_tensor(a, device=device) for a in draw())
+    q: queue.Queue = queue.Queue(maxsize=prefetch)
+    stop = threading.Event()
+
+    def work():
+        try:
+            while not stop.is_set():
+                item = tuple(torch.from_numpy(np.ascontiguousarray(a)).pin_memory() for a in draw())
+                while not stop.is_set():
+                    try:
+                        q.put(item, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+        except BaseException as e:  # handed to the training loop, which raises it
+            q.put(e)
+
+    thread = threading.Thread(target=work, daemon=True, name="statetrack-batches")
+    thread.start()
+    try:
+        while True:
+            item = q.get()
+            if isinstance(item, BaseException):
+                raise item
+            yield tuple(a.to(device, non_blocking=True) for a in item)
+    finally:
+        stop.set()
