@@ -1,7 +1,7 @@
 """Length-generalization evaluation.
 
 At each test length L a fresh seeded batch of sequences is run through the model in chunks of
-``chunk`` steps, carrying the recurrent state, so memory does not grow with L. Metrics:
+``chunk`` steps, carrying the recurrent state, so memory does not grow with L.
 
 The sequences come from the task's test draw (``Task.stream_test_batch``; e.g. half accepted and half
 rejected strings for a regular language), never from a pooled estimate. Metrics:
