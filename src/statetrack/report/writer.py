@@ -144,6 +144,8 @@ def intervals_markdown(rep: Report) -> str:
             continue
         lengths = sorted({m.length for _, r in runs for m in r.metrics})
         head = ["model", "task", "lr", "seed"] + [str(n) for n in lengths]
+        if len(rep.study.tables) > 1:
+            lines += [f"Table `{tdef.name}`:", ""]
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         chance: dict[str, dict[int, float]] = {}
         for j, r in runs:
