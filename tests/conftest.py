@@ -36,3 +36,17 @@ def dfa_task(tmp_path):
         p.write_text(json.dumps(spec))
         return f"dfa:{p}"
     return make
+
+
+@pytest.fixture
+def rnn_study(tmp_path):
+    """make(seeds, steps) -> the path of a one-model study (an RNN on parity) that runs in seconds."""
+    def make(seeds: int = 1, steps: int = 5) -> str:
+        path = tmp_path / f"s-{seeds}-{steps}.yaml"
+        path.write_text(
+            "name: s\ntitle: s\nsource: test\ntask: parity\n"
+            "train: {batch_size: 8, eval_every: 5, val_sequences: 16}\n"
+            "models: [{label: RNN, model: {layers: rnn, d_model: 2, d_state: 4}, train_lengths: [4, 4]}]\n"
+            f"scales: {{quick: {{seeds: {seeds}, steps: {steps}, eval_batch: 8, test_lengths: [8]}}}}\n")
+        return str(path)
+    return make

@@ -16,7 +16,7 @@ ROOT = Path(statetrack.__file__).parent
 #: the package's units from the bottom up: a module may import its own unit and the units below it
 LAYERS = [
     {"errors", "version"},
-    {"spec", "memory", "device", "algebra"},
+    {"spec", "memory", "device", "algebra", "plugins"},
     {"ops"},
     {"config"},
     {"layers"},
@@ -27,7 +27,7 @@ LAYERS = [
     {"training", "evaluation"},
     {"theory"},
     {"probes"},
-    {"runner"},
+    {"runner", "records"},
     {"sweep"},
     {"experiments"},
     {"report"},

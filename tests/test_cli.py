@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from statetrack.cli import main
+from statetrack.records import LENGTH_KEYS
 
 TRAIN = ["train", "--layers", "rnn", "--d-model", "2", "--d-state", "8", "--steps", "30", "--eval-every", "10",
          "--test-lengths", "8,20", "--eval-batch", "16"]
@@ -28,8 +29,8 @@ def test_train_json_rows(trained):
     db, rows = trained
     assert [r["length"] for r in rows] == [8, 20]
     for r in rows:
-        assert {"model", "task", "seed", "train_lengths", "length", "accuracy", "scaled_accuracy"} <= set(r)
-        assert r["model"] == "rnn" and r["train_lengths"] == [8, 8]
+        assert tuple(r) == LENGTH_KEYS
+        assert r["model"] == "rnn" and (r["train_min_len"], r["train_max_len"]) == (8, 8)
 
 
 def test_runs_and_eval(trained, capsys):
@@ -37,7 +38,7 @@ def test_runs_and_eval(trained, capsys):
     assert main(["runs", "--db", db, "--json"]) == 0
     runs = [json.loads(l) for l in capsys.readouterr().out.splitlines()]
     assert runs[0]["status"] == "complete"
-    assert main(["runs", "show", str(runs[0]["id"]), "--db", db]) == 0
+    assert main(["runs", "show", str(runs[0]["run_id"]), "--db", db]) == 0
     assert "config" in capsys.readouterr().out
     assert main(["eval", runs[0]["checkpoint"], "--lengths", "8,30", "--json"]) == 0
     ev = [json.loads(l) for l in capsys.readouterr().out.splitlines()]

@@ -118,7 +118,9 @@ def test_experiment_file_fuzz(tmp_path_factory, key, value, as_text):
 # -- CLI arguments ------------------------------------------------------------------------------
 _tok = st.sampled_from(["--layers", "rnn", "foo", "mamba,s4d", "--task", "parity", "group:Q7", "--train-lengths",
                         "8", "1-40", "-3", "0", "--test-lengths", "8", "4", "", "x", "--seed", "--json", "--n",
-                        "--length", "--scale", "huge", "show", "99", "S3,A5", "S0", "--lr", "-1", "nan"])
+                        "--length", "--scale", "huge", "show", "99", "S3,A5", "S0", "--lr", "-1", "nan",
+                        "--set", "lr=-1", "model.d_modl=2", "eval.lengths=4,x", "--config", "missing.yaml",
+                        "--plugin", "no_such_module", "--step"])
 _cmd = st.sampled_from([["sample"], ["groups"], ["tasks"], ["runs"], ["eval", "missing.safetensors"],
                         ["train", "--steps", "1", "--eval-every", "1", "--eval-batch", "2", "--d-model", "2",
                          "--d-state", "2", "--batch-size", "2", "--test-lengths", "8"], ["reproduce"], []])

@@ -186,13 +186,16 @@ def test_store_migrates_a_version_1_file(tmp_path):
 
 
 def test_json_rows_carry_interval_and_note():
-    from statetrack.runner import metrics_rows
+    from statetrack.records import length_rows
 
-    cfg = {"model": {"layers": "rnn"}, "task": "tomita:2", "seed": 0, "train_min_len": 1, "train_max_len": 8}
-    rows = metrics_rows({"id": 1, "config": cfg}, [LengthMetrics(8, 1.0, 1, 1, 1, 0.5, 64),
-                                                   LengthMetrics(9, None, None, None, None, None, 0, note="n/a")])
-    assert rows[0]["accuracy_ci95"][1] == 1.0 and rows[0]["accuracy_ci95"][0] > 0.94
-    assert rows[1]["accuracy"] is None and rows[1]["note"] == "n/a" and rows[1]["accuracy_ci95"] is None
+    rows = length_rows({"run_id": 1}, [LengthMetrics(8, 1.0, 1, 1, 1, 0.5, 64),
+                                       LengthMetrics(9, None, None, None, None, None, 0, note="n/a"),
+                                       {"length": 10, "accuracy": 1.0, "token_accuracy": 1.0,  # an old row
+                                        "sequence_accuracy": 1.0, "scaled_accuracy": 1.0, "chance": 0.5,
+                                        "n_sequences": 64}])
+    assert rows[0]["accuracy_high"] == 1.0 and rows[0]["accuracy_low"] > 0.94
+    assert rows[1]["accuracy"] is None and rows[1]["note"] == "n/a" and rows[1]["accuracy_low"] is None
+    assert rows[2]["accuracy_low"] == rows[0]["accuracy_low"] and rows[2]["note"] is None
 
 
 def test_report_marks_judgements_an_interval_could_change(tmp_path):

@@ -47,12 +47,16 @@ def read_checkpoint(path: str | Path) -> tuple[dict, dict, dict]:
 
 
 def load_checkpoint(path: str | Path, device="cpu"):
-    """Rebuild the model a checkpoint describes. Returns (model, TrainConfig, task, extra)."""
+    """Rebuild the model a checkpoint describes. Returns (model, TrainConfig, task, extra).
+
+    The plugin modules recorded in the checkpoint (``extra["plugins"]``) are imported first."""
     from statetrack.config import TrainConfig, validated
     from statetrack.model import build_model
+    from statetrack.plugins import load_plugins
     from statetrack.tasks import get_task
 
     tensors, config, extra = read_checkpoint(path)
+    load_plugins(extra.get("plugins") or [], f"recorded in checkpoint {str(path)!r}")
     cfg = validated(TrainConfig, **config)
     task = get_task(cfg.task)
     model = build_model(cfg.model, task)

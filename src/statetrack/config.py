@@ -15,11 +15,13 @@ class _Config(BaseModel):
 class ModelConfig(_Config):
     """embedding -> blocks (norm, mixer, residual, optional MLP) -> norm -> head."""
 
-    layers: str = Field(description="layer spec, e.g. 'mamba,s4d' or 'negmamba*2'")
+    layers: str = Field(description="layer spec: mixer names separated by commas, options in parentheses, "
+                                    "repeats with '*', e.g. 'mamba,s4d' or 'negmamba(conv=0)*2'")
     d_model: int = Field(8, ge=1, le=4096, description="embedding / residual width")
     d_state: int = Field(16, ge=1, le=4096, description="state size per channel (hidden size for RNNs)")
     mlp: bool = Field(False, description="add an MLP sub-block after each mixer")
-    norm: Literal["rmsnorm", "layernorm", "none"] = "rmsnorm"
+    norm: Literal["rmsnorm", "layernorm", "none"] = Field("rmsnorm", description="normalisation before each "
+                                                                                  "sub-block and the head")
 
     @field_validator("layers")
     @classmethod
@@ -32,28 +34,31 @@ class ModelConfig(_Config):
 class TrainConfig(_Config):
     """One training run: task, model, optimiser, schedule, lengths, validation, seed."""
 
-    task: str = "parity"
+    task: str = Field("parity", description="task string, e.g. parity, group:S3, modcount:3 (statetrack tasks)")
     model: ModelConfig
-    train_min_len: int = Field(8, ge=1)
-    train_max_len: int = Field(8, ge=1)
-    steps: int = Field(2000, ge=1)
-    batch_size: int = Field(64, ge=1)
-    lr: float = Field(1e-3, gt=0)
-    weight_decay: float = Field(0.01, ge=0)
-    warmup_frac: float = Field(0.1, ge=0, le=1)
-    clip: float = Field(1.0, gt=0)
-    eval_every: int = Field(100, ge=1)
-    patience: int = Field(10, ge=1, description="validations without improvement before early stop")
-    val_sequences: int = Field(512, ge=1)
-    seed: int = 0
+    train_min_len: int = Field(8, ge=1, description="shortest training sequence")
+    train_max_len: int = Field(8, ge=1, description="longest training sequence (each step draws a length "
+                                                   "uniformly from the range)")
+    steps: int = Field(2000, ge=1, description="optimiser steps")
+    batch_size: int = Field(64, ge=1, description="sequences per step")
+    lr: float = Field(1e-2, gt=0, description="peak learning rate of AdamW")
+    weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay")
+    warmup_frac: float = Field(0.1, ge=0, le=1, description="fraction of the steps in linear warm-up, then "
+                                                            "cosine decay")
+    clip: float = Field(1.0, gt=0, description="gradient norm clip")
+    eval_every: int = Field(50, ge=1, description="steps between validations")
+    patience: int = Field(20, ge=1, description="validations without improvement before early stop")
+    val_sequences: int = Field(512, ge=1, description="validation sequences (fixed, in-distribution lengths)")
+    seed: int = Field(0, description="seed of the initialisation, the training data and the validation set")
     device: Literal["cpu", "cuda", "auto"] = Field(
         "auto", validate_default=True, description="cpu, cuda, or auto (cuda where present); stored resolved")
     precision: Literal["float32", "bfloat16"] = Field(
         "float32", description="CUDA only: 'bfloat16' runs the forward pass under bf16 autocast")
     cuda_graphs: bool = Field(True, description="CUDA only: capture each training length's step as a CUDA "
                                                 "graph and replay it")
-    init: str | None = Field(None, description="'construction:NAME' to start from a construction")
-    init_noise: float = Field(0.0, ge=0)
+    init: str | None = Field(None, description="'construction:NAME' to start from a construction "
+                                               "(statetrack construct --list)")
+    init_noise: float = Field(0.0, ge=0, description="with init: add N(0, sigma^2) to every parameter")
 
     _device = field_validator("device")(classmethod(lambda cls, v: concrete_device(v)))
 
@@ -71,10 +76,10 @@ class TrainConfig(_Config):
 class EvalConfig(_Config):
     """Length-generalization evaluation: a grid of test lengths, a batch of fresh sequences each."""
 
-    lengths: list[int] = Field(default_factory=lambda: default_lengths())
-    batch_size: int = Field(128, ge=1)
+    lengths: list[int] = Field(default_factory=lambda: default_lengths(), description="test lengths")
+    batch_size: int = Field(128, ge=1, description="fresh sequences per test length")
     chunk: int = Field(1024, ge=1, description="time steps per forward call; memory is flat in length")
-    seed: int = 12345
+    seed: int = Field(12345, description="seed of the test sequences")
     device: Literal["cpu", "cuda", "auto"] = Field(
         "auto", validate_default=True, description="cpu, cuda, or auto (cuda where present); stored resolved")
     memory_mb: int = Field(2048, ge=1, description="chunks shrink so that no layer's activations for one "
@@ -119,3 +124,89 @@ def validated(cls, **kwargs):
         if isinstance(err.get("ctx", {}).get("error"), UserError):
             raise err["ctx"]["error"] from None
         raise UserError(f"bad {where}: {msg} (got {err.get('input')!r})") from None
+
+
+# -- a run's config as one mapping: config files, --set overrides, stored runs -----------------------
+#: The mapping holds TrainConfig's fields at the top level, ModelConfig's under ``model``, EvalConfig's
+#: under ``eval``, and optionally ``plugins`` (modules to import first: statetrack.plugins). It is the
+#: format of ``statetrack train --config FILE.yaml`` and of a stored run's ``config``.
+SECTIONS = {"model": ModelConfig, "eval": EvalConfig}
+
+
+def run_config_keys() -> dict:
+    """Every dotted key of a run's config -> its pydantic field (``lr``, ``model.d_model``, ``eval.lengths``)."""
+    keys = {}
+    for name, f in TrainConfig.model_fields.items():
+        if name in SECTIONS:
+            keys.update({f"{name}.{k}": v for k, v in SECTIONS[name].model_fields.items()})
+        else:
+            keys[name] = f
+    keys.update({f"eval.{k}": v for k, v in EvalConfig.model_fields.items()})
+    return keys
+
+
+def check_key(key: str, where: str) -> str:
+    """The dotted key with '-' read as '_'; a UserError naming the allowed keys if it is not one."""
+    norm = key.strip().replace("-", "_")
+    if norm != "plugins" and norm not in run_config_keys():
+        raise UserError(f"{where}: unknown key {key!r}; allowed: {', '.join(['plugins', *run_config_keys()])}")
+    return norm
+
+
+def flatten(data: dict, where: str) -> dict:
+    """``{"lr": 0.01, "model": {"d_model": 8}}`` -> ``{"lr": 0.01, "model.d_model": 8}``, keys checked."""
+    if not isinstance(data, dict):
+        raise UserError(f"{where} must hold a mapping of config keys, got {type(data).__name__}")
+    out = {}
+    for k, v in data.items():
+        if k in SECTIONS and isinstance(v, dict):
+            out.update({check_key(f"{k}.{kk}", where): vv for kk, vv in v.items()})
+        else:
+            out[check_key(str(k), where)] = v
+    return out
+
+
+def parse_override(text: str) -> tuple[str, object]:
+    """``"model.d_model=32"`` -> ``("model.d_model", "32")``: the key checked, the value a string that the
+    config's own validation converts (``null`` for an optional field is None; a list is comma-separated)."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise UserError(f"bad --set {text!r}; give KEY=VALUE, e.g. model.d_model=32 or lr=3e-3")
+    key = check_key(key, "--set")
+    if key == "plugins":
+        return key, [x.strip() for x in raw.split(",") if x.strip()]
+    ann = run_config_keys()[key].annotation
+    raw = raw.strip()
+    if ann == list[int]:
+        return key, [x.strip() for x in raw.strip("[]").split(",") if x.strip()]
+    if ann == (str | None) and raw.lower() in ("", "null", "none"):
+        return key, None
+    return key, raw
+
+
+def load_run_config(path) -> dict:
+    """A run's config from a YAML (or JSON) file, flattened to dotted keys and checked."""
+    import yaml
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"config file {str(p)!r} not found")
+    try:
+        data = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as e:
+        raise UserError(f"config file {str(p)!r} is not valid YAML: {str(e).splitlines()[0]}") from None
+    return flatten(data or {}, f"config file {str(p)!r}")
+
+
+def run_configs(flat: dict) -> tuple[TrainConfig, EvalConfig]:
+    """(TrainConfig, EvalConfig) from a flattened run config (``plugins`` is not read here)."""
+    nested: dict = {"model": {}, "eval": {}}
+    for k, v in flat.items():
+        section, dot, field = k.partition(".")
+        if dot:
+            nested[section][field] = v
+        elif k != "plugins":
+            nested[k] = v
+    ecfg = validated(EvalConfig, **nested.pop("eval"))
+    return validated(TrainConfig, **nested), ecfg

@@ -15,12 +15,13 @@ from statetrack.sweep import run_jobs
 
 def sweep(name: str | Study, scale: str = "quick", seeds: int | None = None, db: str | Path = DEFAULT_DB,
           workers: int = 1, fresh: bool = False, device: str = "auto", on_done=None, executor: str = "local",
-          address: str | None = None) -> tuple[Study, list]:
-    """Run study ``name``'s grid at ``scale``; returns (study, [(job, result)])."""
+          address: str | None = None, on_step=None) -> tuple[Study, list]:
+    """Run study ``name``'s grid at ``scale``; returns (study, [(job, result)]). ``on_done(job, result)``
+    after each run, ``on_step(job, step, info)`` after each validation (sweep.run_jobs)."""
     study = name if isinstance(name, Study) else load_study(name)
     jobs = study.cells(scale, seeds, device)
     results = run_jobs(jobs, db, workers=workers, reuse=not fresh, on_done=on_done, executor=executor,
-                       address=address)
+                       address=address, on_step=on_step)
     return study, results
 
 

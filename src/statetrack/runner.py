@@ -63,6 +63,24 @@ def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
     return task
 
 
+def required_plugins(cfg: TrainConfig) -> list[str]:
+    """The plugin modules that registered the run's task family and mixers (statetrack.plugins)."""
+    from statetrack.layers import ORIGIN as MIXER_ORIGIN
+    from statetrack.spec import parse_layers
+    from statetrack.tasks.registry import ORIGIN as TASK_ORIGIN
+
+    mods = [TASK_ORIGIN.get(cfg.task.partition(":")[0].strip())]
+    mods += [MIXER_ORIGIN.get(s.name) for s in parse_layers(cfg.model.layers)]
+    return list(dict.fromkeys(m for m in mods if m))
+
+
+def stored_config(train_cfg: TrainConfig, eval_cfg: EvalConfig) -> dict:
+    """A run's config as the database stores it (the format of ``statetrack train --config``): the
+    TrainConfig's fields, ``eval``, and ``plugins`` when the run needs any."""
+    plugins = required_plugins(train_cfg)
+    return {**train_cfg.model_dump(), "eval": eval_cfg.model_dump(), **({"plugins": plugins} if plugins else {})}
+
+
 def initial_model(cfg: TrainConfig, task):
     """The model training starts from: the construction named by ``cfg.init`` (with its noise), or None
     for a fresh model built by ``train``."""
@@ -75,7 +93,11 @@ def initial_model(cfg: TrainConfig, task):
 
 def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_DB,
         study: str | None = None, label: str | None = None, checkpoint_dir: str | Path | None = None,
-        reuse: bool = True, on_step=None, on_length=None, threads: int | None = None) -> RunResult:
+        reuse: bool = True, on_step=None, on_length=None, threads: int | None = None,
+        on_train_step=None) -> RunResult:
+    """Train, evaluate, checkpoint and record one run. ``on_step(step, info)`` after each validation,
+    ``on_train_step(step)`` after each optimiser step, ``on_length(metrics)`` after each test
+    length (progress); ``reuse``: return the complete run with the same key instead of training."""
     task = check_run(train_cfg, eval_cfg)
     start = initial_model(train_cfg, task)  # a bad --init fails here, before anything is written
     store = Store(db)
@@ -84,11 +106,11 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
         return done
     if threads:
         torch.set_num_threads(threads)
-    run_id = store.start_run({**train_cfg.model_dump(), "eval": eval_cfg.model_dump()}, study=study,
-                             label=label, key=key)
+    config = stored_config(train_cfg, eval_cfg)
+    run_id = store.start_run(config, study=study, label=label, key=key)
     t0 = time.time()
     try:
-        res = train(train_cfg, task, model=start, on_step=on_step)
+        res = train(train_cfg, task, model=start, on_step=on_step, on_train_step=on_train_step)
         metrics = evaluate(res.model, task, eval_cfg, on_length=on_length)
     except TrainingDiverged as e:
         summary = {"failed_step": e.step, "reason": str(e)}
@@ -99,7 +121,8 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
         raise
     ckdir = Path(checkpoint_dir) if checkpoint_dir else Path(db).parent / "checkpoints"
     ckpt = save_checkpoint(res.model, train_cfg.model_dump(), ckdir / f"run{run_id}.safetensors",
-                           extra={"run_id": run_id, "study": study, "label": label})
+                           extra={"run_id": run_id, "study": study, "label": label,
+                                  **({"plugins": config["plugins"]} if "plugins" in config else {})})
     summary = {"best_step": res.best_step, "best_val_accuracy": res.best_val_accuracy,
                "best_val_loss": res.best_val_loss, "train_accuracy": res.train_accuracy,
                "steps_run": res.steps_run, "stopped_early": res.stopped_early,
@@ -108,39 +131,24 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
     return RunResult(run_id, "complete", metrics, summary, str(ckpt))
 
 
-def metrics_rows(run: dict, metrics) -> list[dict]:
-    """JSON Lines rows: one per (run, test length)."""
-    cfg = run["config"] if "config" in run else run
-    rows = []
-    for m in metrics:
-        m = (LengthMetrics.from_row(m) if isinstance(m, dict) else m).as_dict()  # old rows: interval computed
-        rows.append({"run_id": run.get("id"), "study": run.get("study"), "label": run.get("label"),
-                     "model": cfg["model"]["layers"], "task": cfg["task"], "seed": cfg["seed"],
-                     "train_lengths": [cfg["train_min_len"], cfg["train_max_len"]],
-                     "length": m["length"], "accuracy": m["accuracy"],
-                     "scaled_accuracy": m["scaled_accuracy"], "token_accuracy": m["token_accuracy"],
-                     "sequence_accuracy": m["sequence_accuracy"], "chance": m["chance"],
-                     "accuracy_ci95": None if m.get("accuracy_low") is None else [m["accuracy_low"], m["accuracy_high"]],
-                     "token_chance": m.get("token_chance"), "n_sequences": m.get("n_sequences"),
-                     "note": m.get("note")})
-    return rows
-
-
-def rerun(run_id: int, db: str | Path = DEFAULT_DB) -> tuple[RunResult, dict]:
+def rerun(run_id: int, db: str | Path = DEFAULT_DB, **progress) -> tuple[RunResult, dict]:
     """Run a stored run again from its stored config alone; returns (new result, differences).
+
+    The plugin modules the run recorded are imported first; ``progress``: ``run``'s callbacks.
 
     ``differences`` maps each test length whose metrics differ to (old, new); empty when the rerun
     reproduces the stored numbers exactly.
     """
-    from statetrack.config import validated
+    from statetrack.config import flatten, run_configs
+    from statetrack.plugins import load_plugins
 
     store = Store(db, create=False)
     old = store.run(run_id)
-    cfg = dict(old["config"])
-    ecfg = validated(EvalConfig, **cfg.pop("eval"))
-    tcfg = validated(TrainConfig, **cfg)
+    flat = flatten(old["config"], f"run {run_id}'s config")
+    load_plugins(flat.get("plugins", []), f"recorded with run {run_id}")
+    tcfg, ecfg = run_configs(flat)
     threads = (old["versions"] or {}).get("threads")  # reductions can depend on the thread count
-    new = run(tcfg, ecfg, db=db, study=old["study"], label=old["label"], reuse=False, threads=threads)
+    new = run(tcfg, ecfg, db=db, study=old["study"], label=old["label"], reuse=False, threads=threads, **progress)
     before = {m["length"]: {k: m[k] for k in ("accuracy", "token_accuracy", "sequence_accuracy")}
               for m in store.metrics(run_id)}
     after = {m.length: {k: getattr(m, k) for k in ("accuracy", "token_accuracy", "sequence_accuracy")}

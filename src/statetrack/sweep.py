@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing as mp
+import queue
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from statetrack import memory
+from statetrack import memory, plugins
 from statetrack.config import EvalConfig, TrainConfig
 from statetrack.errors import UserError
 from statetrack.runner import RunResult, check_run, complete_result, run, run_key
@@ -67,10 +68,26 @@ def _ensure_traces(db, job: Job, res: RunResult) -> None:
         write_traces(db, res.run_id, traces_from_checkpoint(res.checkpoint, missing))
 
 
-def _run_job(job: Job, db: str, reuse: bool) -> tuple[Job, RunResult]:
+#: in a worker process: the queue its runs report validations to (index of the job, step, info)
+_progress_queue = None
+
+
+def _init_worker(plugin_names: list[str], progress_queue=None) -> None:
+    """A worker process is an entry point of its own: allocator settings, the parent's plugins."""
+    global _progress_queue
+    memory.configure()
+    plugins.load_plugins(plugin_names, "loaded by the sweep's parent process")
+    _progress_queue = progress_queue
+
+
+def _run_job(job: Job, db: str, reuse: bool, index: int | None = None, on_step=None) -> tuple[Job, RunResult]:
+    if on_step is None and _progress_queue is not None:
+        def on_step(step, info):
+            _progress_queue.put((index, step, info))
     # one thread per run: tiny models gain nothing from more, and results then do not depend on
     # how many workers share the machine
-    res = run(job.train, job.eval, db=db, study=job.study, label=job.label, reuse=reuse, threads=1)
+    res = run(job.train, job.eval, db=db, study=job.study, label=job.label, reuse=reuse, threads=1,
+              on_step=on_step)
     _ensure_traces(db, job, res)
     if res.status == "complete" and not res.reused:
         Store(db).mark_interrupted(job.key, res.run_id)
@@ -78,11 +95,11 @@ def _run_job(job: Job, db: str, reuse: bool) -> tuple[Job, RunResult]:
 
 
 # -- Ray ---------------------------------------------------------------------------------------------
-def _ray_payload(job: Job) -> dict:
+def _ray_payload(job: Job, plugin_names: list[str] = ()) -> dict:
     """Runs on a Ray worker: train into a private database, return everything the driver stores."""
     from statetrack.probes import traces_from_checkpoint
 
-    memory.configure()  # a Ray worker is an entry point of its own
+    _init_worker(list(plugin_names))  # a Ray worker is an entry point of its own
     with tempfile.TemporaryDirectory(prefix="statetrack-ray-") as d:
         wdb = str(Path(d) / "worker.db")
         res = run(job.train, job.eval, db=wdb, study=job.study, label=job.label, reuse=False,
@@ -121,6 +138,19 @@ def _store_payload(db: str, job: Job, p: dict) -> RunResult:
     return RunResult(run_id, "complete", p["metrics"], p["summary"], str(ck))
 
 
+def _plugin_roots() -> list[str]:
+    """The folders the loaded plugin modules were imported from (for the Ray workers' PYTHONPATH)."""
+    import sys
+
+    roots = []
+    for name in plugins.loaded():
+        f = getattr(sys.modules.get(name.partition(".")[0]), "__file__", None)
+        if f:
+            p = Path(f).resolve()
+            roots.append(str(p.parents[1] if p.name == "__init__.py" else p.parent))
+    return list(dict.fromkeys(roots))
+
+
 def _import_ray():
     try:
         import ray
@@ -151,7 +181,7 @@ def _run_ray(jobs: list[Job], db: str, workers: int, reuse: bool, address: str |
         import os
 
         src = str(Path(__file__).resolve().parents[1])  # so workers import this very package
-        path = [src] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+        path = [src, *_plugin_roots()] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
         env = {"PYTHONPATH": os.pathsep.join(path), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
         kw = dict(address=address, runtime_env={"env_vars": env}, log_to_driver=False)
         if address is None:
@@ -161,7 +191,7 @@ def _run_ray(jobs: list[Job], db: str, workers: int, reuse: bool, address: str |
         # runs on a GPU share it: each asks for 1/workers of one, so that `workers` of them run at once
         gpus = 1.0 / max(1, workers) if any(jobs[i].train.device == "cuda" for i in todo) else 0
         remote = ray.remote(num_cpus=1, num_gpus=gpus, max_retries=0)(_ray_payload)
-        pending = {remote.remote(jobs[i]): i for i in todo}
+        pending = {remote.remote(jobs[i], plugins.loaded()): i for i in todo}
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
@@ -178,8 +208,13 @@ def _run_ray(jobs: list[Job], db: str, workers: int, reuse: bool, address: str |
 # -- entry point -------------------------------------------------------------------------------------
 def run_jobs(jobs: list[Job], db: str | Path, workers: int = 1, reuse: bool = True,
              on_done: Callable[[Job, RunResult], None] | None = None, executor: str = "local",
-             address: str | None = None) -> list[tuple[Job, RunResult]]:
-    """Run every job; returns (job, result) in the order of ``jobs``."""
+             address: str | None = None,
+             on_step: Callable[[Job, int, dict], None] | None = None) -> list[tuple[Job, RunResult]]:
+    """Run every job; returns (job, result) in the order of ``jobs``.
+
+    ``on_done(job, result)`` after each run; ``on_step(job, step, info)`` after each validation of a
+    running run (local executor; from worker processes through a queue). Worker processes import the
+    plugin modules this process has loaded (statetrack.plugins)."""
     if executor not in ("local", "ray"):
         raise UserError(f"unknown executor {executor!r}; allowed: local, ray")
     if address is not None and executor != "ray":
@@ -200,14 +235,38 @@ def run_jobs(jobs: list[Job], db: str | Path, workers: int = 1, reuse: bool = Tr
         _run_ray(jobs, db, workers, reuse, address, on_done, results)
     elif workers <= 1:
         for i, job in enumerate(jobs):
-            results[i] = _run_job(job, db, reuse)
+            step = (lambda s, info, job=job: on_step(job, s, info)) if on_step else None
+            results[i] = _run_job(job, db, reuse, on_step=step)
             if on_done:
                 on_done(*results[i])
     else:
-        with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=memory.configure) as pool:
-            futs = {pool.submit(_run_job, job, db, reuse): i for i, job in enumerate(jobs)}
-            for fut in cf.as_completed(futs):
-                results[futs[fut]] = fut.result()
-                if on_done:
-                    on_done(*results[futs[fut]])
+        _run_pool(jobs, db, workers, reuse, on_done, on_step, results)
     return [results[i] for i in range(len(jobs))]
+
+
+def _run_pool(jobs, db, workers, reuse, on_done, on_step, results) -> None:
+    """``workers`` spawned processes; validations come back through a queue while the runs go on."""
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue() if on_step else None
+
+    def drain():
+        while q is not None:
+            try:
+                i, s, info = q.get_nowait()
+            except queue.Empty:
+                return
+            if i not in results:  # a late message of a run already reported done is dropped
+                on_step(jobs[i], s, info)
+
+    with cf.ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
+                                initargs=(plugins.loaded(), q)) as pool:
+        pending = {pool.submit(_run_job, job, db, reuse, i): i for i, job in enumerate(jobs)}
+        while pending:
+            done, _ = cf.wait(pending, timeout=0.5, return_when=cf.FIRST_COMPLETED)
+            drain()
+            for fut in done:
+                i = pending.pop(fut)
+                results[i] = fut.result()
+                if on_done:
+                    on_done(*results[i])
+    drain()

@@ -105,12 +105,14 @@ def lr_lambda(cfg: TrainConfig):
 
 
 def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None,
-          on_step: Callable[[int, dict], None] | None = None) -> TrainResult:
+          on_step: Callable[[int, dict], None] | None = None,
+          on_train_step: Callable[[int], None] | None = None) -> TrainResult:
     """Train ``cfg.model`` on ``cfg.task``; returns the best validated model and its curve.
 
     ``model``: the initial model (e.g. a construction's, see ``runner.initial_model``); by default a
     fresh one built from ``cfg.model``. ``on_step(step, info)`` is called after every validation (for
-    progress bars and curves). Raises TrainingDiverged if the loss becomes NaN or infinite.
+    progress bars and curves); ``on_train_step(step)`` after every optimiser step (it reads nothing
+    from the device). Raises TrainingDiverged if the loss becomes NaN or infinite.
     """
     t0 = time.time()
     task = task or get_task(cfg.task)
@@ -138,6 +140,8 @@ def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None
     step = 0
     for step in range(1, cfg.steps + 1):
         stepper.step(*next(data), step)
+        if on_train_step:
+            on_train_step(step)
         if step % cfg.eval_every == 0 or step == cfg.steps:
             stats = stepper.read()
             if stats.bad_step:

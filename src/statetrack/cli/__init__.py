@@ -5,7 +5,8 @@ with ``--json``). Bad input ends with one line on stderr and exit code 2; nothin
 
 One module per area, each adding its subcommands (``add_commands``): ``run`` (train, eval, runs, rerun),
 ``studies`` (reproduce, sweep, report), ``theory`` (oracle, construct, counterexample, spectrum),
-``catalog`` (models, tasks, sample, groups); ``args`` and ``output`` are shared by all of them.
+``catalog`` (models, tasks, sample, groups); shared by all of them: ``args`` (the parser), ``options``
+(options derived from the typed configs), ``output`` (width, tables, JSON) and ``progress``.
 """
 from __future__ import annotations
 
@@ -16,22 +17,37 @@ import sys
 from statetrack.cli import catalog, run, studies, theory
 from statetrack.cli.args import Parser
 from statetrack.errors import UserError
+from statetrack.version import __version__
+
+PLUGIN_HELP = "import MODULE first: a plugin registering tasks, mixers (repeatable; also STATETRACK_PLUGINS=a,b)"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="statetrack", description="State tracking in linear RNNs and SSMs.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
+    p = Parser(prog="statetrack", description="State tracking in linear RNNs and SSMs.",
+               epilog="'statetrack COMMAND --help' shows a command's options and their defaults.")
+    p.add_argument("--version", action="version", version=f"statetrack {__version__}")
+    p.add_argument("--plugin", action="append", default=[], metavar="MODULE", help=PLUGIN_HELP)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", title="commands", parser_class=Parser)
     for area in (run, studies, catalog, theory):
         area.add_commands(sub)
+    for q in sub.choices.values():  # --plugin is accepted after the command too
+        q.add_argument("--plugin", action="append", default=[], dest="plugin_after", metavar="MODULE",
+                       help=PLUGIN_HELP)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    from statetrack import memory
+    from statetrack import memory, plugins
 
     memory.configure()
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        plugins.autoload()
+        plugins.load_plugins(args.plugin + getattr(args, "plugin_after", []), "--plugin")
+        if args.command is None:  # a bare 'statetrack': the command list
+            parser.print_help()
+            return 0
         return args.fn(args)
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)

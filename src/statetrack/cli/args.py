@@ -6,7 +6,36 @@ import argparse
 from statetrack.errors import UserError
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """Every option's help ends with its default, unless it says it already."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if not action.option_strings or "(default" in text or action.default is argparse.SUPPRESS \
+                or isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+            return text
+        return f"{text} (default: {show_default(action.default, action)})".lstrip()
+
+
+def show_default(v, action=None) -> str:
+    """A default as the help text shows it: off/on for flags, none, lists comma-separated."""
+    if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)) or isinstance(v, bool):
+        return "on" if v else "off"
+    if v is None or v == []:
+        return "none"
+    if isinstance(v, (list, tuple)):
+        return ",".join(map(str, v))
+    return str(v).replace("%", "%%")
+
+
 class Parser(argparse.ArgumentParser):
+    """No abbreviated options (``--step`` is not ``--steps``), defaults in the help, one-line errors."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message):  # one line, exit code 2, no usage dump
         raise UserError(f"{self.prog}: {message}")
 
@@ -40,8 +69,8 @@ def add_db(q) -> None:
     """--db: the results database."""
     from statetrack.store import DEFAULT_DB
 
-    q.add_argument("--db", default=DEFAULT_DB, help=f"results database (default {DEFAULT_DB})")
+    q.add_argument("--db", default=DEFAULT_DB, help="results database")
 
 
 def add_json(q, what: str = "one object per (run, length)") -> None:
-    q.add_argument("--json", action="store_true", help=f"print JSON Lines, {what}")
+    q.add_argument("--json", action="store_true", help=f"print JSON, {what}")

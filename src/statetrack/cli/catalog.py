@@ -23,7 +23,9 @@ def cmd_tasks(a):
     return rows_out(a, list_tasks(), "tasks (give the string to --task)", {
         "family": lambda r: r["family"], "syntax": lambda r: r["syntax"],
         "description": lambda r: r["description"],
-        "parameters": lambda r: "; ".join(f"{p['name']}: {p.get('allowed', '')}" for p in r["parameters"])})
+        "parameters": lambda r: "; ".join(f"{p['name']}: {p.get('allowed', '')}"
+                                          + (f" (default {p['default']})" if "default" in p else "")
+                                          for p in r["parameters"])})
 
 
 def cmd_sample(a):
@@ -66,24 +68,24 @@ def cmd_groups(a):
 
 def add_commands(sub) -> None:
     q = sub.add_parser("models", help="list the mixers and their declared properties")
-    add_json(q)
+    add_json(q, "one object per mixer")
     q.set_defaults(fn=cmd_models)
 
     q = sub.add_parser("tasks", help="list the task families and their parameters")
-    add_json(q)
+    add_json(q, "one object per task family")
     q.set_defaults(fn=cmd_tasks)
 
     q = sub.add_parser("sample", help="print examples of a task and the shares of its final labels")
     q.add_argument("task", help="a task string, e.g. parity, group:S3, modcount:3, tomita:5")
     q.add_argument("--split", default="train", choices=["train", "test"],
                    help="train: the training draw; test: the test draw that eval scores (default train)")
-    q.add_argument("--length", type=int, default=16)
-    q.add_argument("--n", type=int, default=2)
-    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--length", type=int, default=16, help="tokens per example")
+    q.add_argument("--n", type=int, default=2, help="number of examples")
+    q.add_argument("--seed", type=int, default=0, help="seed of the examples")
     add_json(q, f"one object per example, then one with the final labels' shares over {SHARES_N:,} sequences")
     q.set_defaults(fn=cmd_sample)
 
     q = sub.add_parser("groups", help="structure of groups: order, derived series, composition factors, ...")
     q.add_argument("names", nargs="?", default=None, help="comma-separated group names (default: the papers' list)")
-    add_json(q)
+    add_json(q, "one object per group")
     q.set_defaults(fn=cmd_groups)

@@ -1,67 +1,50 @@
-"""Output shared by every command: consoles, progress bars, tables, JSON Lines."""
+"""Output shared by every command: the width, tables that fit it, key/value blocks, JSON Lines.
+
+The width is ``COLUMNS`` when set (piped or not), else the terminal's, else 80 (piped output is read
+too: logs, mail, files; machines read ``--json``). A table never cuts a value: cells wrap at spaces and
+after commas; if the words of every column cannot fit side by side, columns marked optional are left out
+with a note naming them; if it still does not fit, each row is printed as a block of ``header: value``
+lines (as psql's expanded display).
+"""
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
 import sys
+from dataclasses import dataclass
+from typing import Callable
+
+#: the width of piped output when COLUMNS is not set
+PIPE_WIDTH = 80
+#: rendered width of a table = sum of the column widths + GAP * (columns - 1)
+GAP = 3
 
 
-def console():
+def width() -> int:
+    cols = os.environ.get("COLUMNS", "").strip()
+    if cols.isdigit() and int(cols) > 0:
+        return int(cols)
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return PIPE_WIDTH
+
+
+def console(stderr: bool = False):
     from rich.console import Console
 
-    # a wide console when piped, so tables are not squeezed into 80 columns
-    return Console(width=None if sys.stdout.isatty() else 200)
+    return Console(width=width(), stderr=stderr, highlight=False)
 
 
-def progress(json_mode: bool):
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    transient=True, disable=json_mode or not sys.stderr.isatty(),
-                    console=Console(stderr=True))
+def say(text: str) -> None:
+    """A line of prose on stdout, wrapped at the width (words kept whole, no markup read)."""
+    console().print(text, markup=False)
 
 
 def emit_rows(rows):
     for r in rows:
         print(json.dumps(r))
-
-
-def metrics_table(title: str, metrics):
-    from rich.table import Table
-
-    from statetrack.evaluation import longest_generalized, uncertain_judgement
-
-    t = Table(title=title)
-    for h in ("length", "accuracy", "95% interval", "chance", "scaled", "token acc", "sequence acc"):
-        t.add_column(h, justify="right")
-    for m in metrics:
-        if m.accuracy is None:
-            t.add_row(str(m.length), f"n/a ({m.note})", *["-"] * 5)
-            continue
-        t.add_row(str(m.length), f"{100 * m.accuracy:.1f}", f"{100 * m.accuracy_low:.1f}-{100 * m.accuracy_high:.1f}",
-                  f"{100 * m.chance:.1f}", "-" if m.scaled_accuracy is None else f"{m.scaled_accuracy:+.3f}",
-                  f"{100 * m.token_accuracy:.1f}", f"{100 * m.sequence_accuracy:.1f}")
-    longest = longest_generalized(metrics)
-    t.caption = (f"longest length with accuracy >= 90% (and at every shorter test length): {longest or 'none'}"
-                 + (" (?: a 95% interval it reads contains 90%)" if uncertain_judgement(metrics) else "")
-                 + "; chance: majority rate of the final label in that length's test set")
-    return t
-
-
-def rows_out(a, rows, title, columns):
-    """JSON Lines with --json, else a table; ``columns`` maps each header to a cell function."""
-    if a.json:
-        emit_rows(rows)
-        return 0
-    from rich.table import Table
-
-    t = Table(title=title)
-    for h in columns:
-        t.add_column(h)
-    for r in rows:
-        t.add_row(*(fn(r) for fn in columns.values()))
-    console().print(t)
-    return 0
 
 
 def show(v) -> str:
@@ -70,3 +53,225 @@ def show(v) -> str:
     if isinstance(v, list):
         return ", ".join(map(str, v))
     return "-" if v is None else str(v)
+
+
+# -- wrapping ----------------------------------------------------------------------------------------
+_PIECE = re.compile(r"\s+|[^\s,]*,|[^\s,]+")
+
+
+def _len(s: str) -> int:
+    from rich.cells import cell_len
+
+    return cell_len(s)
+
+
+def pieces(text: str) -> list[str]:
+    """The unbreakable pieces of a cell: words, split after commas."""
+    return [p for p in _PIECE.findall(text) if not p.isspace()]
+
+
+def wrap(text: str, w: int) -> list[str]:
+    """Lines of at most ``w`` cells, broken at spaces and after commas; a piece wider than ``w`` (only
+    in a column narrower than its longest word) is folded, never cut."""
+    lines = []
+    for para in str(text).split("\n"):
+        line, space = "", ""
+        for p in _PIECE.findall(para):
+            if p.isspace():
+                space = " " if line else ""
+                continue
+            if line and _len(line + space + p) <= w:
+                line += space + p
+            else:
+                if line:
+                    lines.append(line)
+                while _len(p) > w:
+                    lines.append(p[:w])
+                    p = p[w:]
+                line = p
+            space = ""
+        lines.append(line)
+    return lines
+
+
+# -- tables ------------------------------------------------------------------------------------------
+@dataclass
+class Col:
+    """A column: its header, the function from a row to the cell's text, and whether it may be left out
+    (with a note) when the table is too wide."""
+
+    header: str
+    cell: Callable[[object], str]
+    justify: str = "left"
+    optional: bool = False
+    style: str | None = None
+
+
+def _columns(columns) -> list[Col]:
+    if isinstance(columns, dict):
+        return [Col(h, fn) for h, fn in columns.items()]
+    return list(columns)
+
+
+def _allocate(mins: list[int], maxs: list[int], total: int) -> list[int]:
+    """Column widths: each at least its longest piece, the room left shared towards each natural width."""
+    w = list(mins)
+    extra = total - sum(w)
+    while extra > 0:
+        want = [i for i in range(len(w)) if w[i] < maxs[i]]
+        if not want:
+            break
+        i = max(want, key=lambda i: (maxs[i] - w[i]) / maxs[i])
+        w[i] += 1
+        extra -= 1
+    return w
+
+
+def _chunks(idx: list[int], mins: list[int], total: int) -> list[list[int]] | None:
+    """Split the columns ``idx`` into groups that each fit ``total`` with the first column repeated
+    (as pandas prints a wide frame); None when the first column and one other do not fit."""
+    key, out, cur = idx[0], [], [idx[0]]
+    for i in idx[1:]:
+        if mins[key] + mins[i] + GAP > total:
+            return None
+        if sum(mins[j] for j in cur) + mins[i] + GAP * len(cur) > total:
+            out.append(cur)
+            cur = [key]
+        cur.append(i)
+    out.append(cur)
+    # as many groups as needed, but of even size where they fit: room for every group's widest cells
+    size = -(-(len(idx) - 1) // len(out))
+    even = [[key, *idx[1:][k:k + size]] for k in range(0, len(idx) - 1, size)]
+    return even if all(sum(mins[j] for j in g) + GAP * (len(g) - 1) <= total for g in even) else out
+
+
+def print_table(title: str | None, columns, rows, caption: str | None = None,
+                styles: Callable[[int, int], str | None] | None = None, con=None) -> None:
+    """Print ``rows`` under ``columns`` (a list of Col, or header -> cell function) fitted to the width:
+    the whole table if the longest word of every column fits side by side; else without its optional
+    columns (a note names them); else folded into groups of columns, the first column repeated in each;
+    else one block per row. ``styles(row_index, column_index)``: an optional rich style for a cell."""
+    from rich.text import Text
+
+    con = con or console()
+    total = con.width
+    cols = _columns(columns)
+    texts = [[str(c.cell(r)) for c in cols] for r in rows]
+    cells = [[c.header] + [row[i] for row in texts] for i, c in enumerate(cols)]
+    mins = [max(_len(p) for t in col for p in pieces(t) or [""]) for col in cells]
+    maxs = [max(1, max(_len(line) for t in col for line in t.split("\n"))) for col in cells]
+
+    def fits(idx):
+        return sum(mins[i] for i in idx) + GAP * (len(idx) - 1) <= total
+
+    keep = list(range(len(cols)))
+    optional = [i for i in reversed(keep) if cols[i].optional]  # the last ones go first
+    while not fits(keep) and optional:
+        keep.remove(optional.pop(0))
+    dropped = sorted(set(range(len(cols))) - set(keep))
+    if fits(keep):
+        parts = [keep]
+    else:
+        parts, dropped = _chunks(list(range(len(cols))), mins, total), []
+        if parts is None:
+            return print_blocks(title, [c.header for c in cols], texts, caption, styles, con)
+    if title:  # title and caption wrap at the width, not at the table's
+        con.print(Text(title, style="bold"))
+    for k, idx in enumerate(parts):
+        if len(parts) > 1:
+            con.print(Text(f"({k + 1}/{len(parts)}: the columns do not fit in {total} columns side by side)",
+                           style="dim"))
+        con.print(_table(cols, idx, texts, _allocate([mins[i] for i in idx], [maxs[i] for i in idx],
+                                                     total - GAP * (len(idx) - 1)), styles))
+    if caption:
+        con.print(Text(caption, style="dim"))
+    if dropped:
+        con.print(Text(f"(not shown, too wide for {total} columns: {', '.join(cols[i].header for i in dropped)}; "
+                       "a wider COLUMNS or --json shows them)", style="dim"))
+
+
+def _table(cols: list[Col], idx: list[int], texts, widths: list[int], styles):
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for i, w in zip(idx, widths):
+        t.add_column(Text("\n".join(wrap(cols[i].header, w))), width=w, no_wrap=True, overflow="fold",
+                     justify=cols[i].justify, style=cols[i].style)
+    for r, row in enumerate(texts):
+        t.add_row(*(Text("\n".join(wrap(row[i], w)), style=(styles(r, i) if styles else None) or "")
+                    for i, w in zip(idx, widths)))
+    return t
+
+
+def print_blocks(title: str | None, headers: list[str], texts: list[list[str]], caption: str | None = None,
+                 styles=None, con=None) -> None:
+    """Each row as a block: its first cell, then one ``header: value`` line per other column, values
+    wrapped (the layout of a table too wide for the terminal, and of one record)."""
+    from rich.text import Text
+
+    con = con or console()
+    total = con.width
+    keyw = min(max((_len(h) for h in headers[1:]), default=0) + 2, max(8, total // 2))
+    out = [title, ""] if title else []
+    for r, row in enumerate(texts):
+        out.append((row[0], "bold"))
+        for i, (h, v) in enumerate(zip(headers[1:], row[1:]), start=1):
+            style = styles(r, i) if styles else None
+            lines = wrap(v, max(1, total - keyw))
+            key = wrap(h + ":", keyw - 1)
+            for k in range(max(len(lines), len(key))):
+                kt = key[k] if k < len(key) else ""
+                out.append((kt.ljust(keyw) + (lines[k] if k < len(lines) else ""), style))
+        out.append("")
+    if caption:
+        out.append(caption)
+    for line in out:
+        text, style = line if isinstance(line, tuple) else (line, None)
+        for part in wrap(text, total) if _len(text) > total else [text]:
+            con.print(Text(part, style=style or ""), soft_wrap=True)
+
+
+def print_record(title: str, pairs: list[tuple[str, str]], con=None) -> None:
+    """One record as ``key: value`` lines under a title (e.g. ``runs show``)."""
+    print_blocks(None, ["", *(k for k, _ in pairs)], [[title, *(v for _, v in pairs)]], con=con)
+
+
+def rows_out(a, rows, title, columns):
+    """JSON Lines with --json, else a table; ``columns`` maps each header to a cell function (or is a
+    list of Col)."""
+    if a.json:
+        emit_rows(rows)
+        return 0
+    print_table(title, columns, rows)
+    return 0
+
+
+def print_metrics(title: str, metrics, con=None) -> None:
+    """The per-length table of one run (train, eval, runs show): accuracy with its 95% (Wilson)
+    interval, the chance of that length's test set, and n/a where a length has no test set."""
+    from statetrack.evaluation import longest_generalized, uncertain_judgement
+
+    def pct(v):
+        return "-" if v is None else f"{100 * v:.1f}"
+
+    def acc(m):
+        return f"n/a ({m.note})" if m.accuracy is None else pct(m.accuracy)
+
+    def interval(m):
+        return "-" if m.accuracy is None else f"{pct(m.accuracy_low)}-{pct(m.accuracy_high)}"
+
+    longest = longest_generalized(metrics)
+    print_table(title, [
+        Col("length", lambda m: str(m.length), "right"),
+        Col("accuracy", acc, "right"),
+        Col("95% interval", interval, "right", optional=True),
+        Col("chance", lambda m: pct(m.chance), "right"),
+        Col("scaled", lambda m: "-" if m.scaled_accuracy is None else f"{m.scaled_accuracy:+.3f}", "right"),
+        Col("token acc", lambda m: pct(m.token_accuracy), "right", optional=True),
+        Col("sequence acc", lambda m: pct(m.sequence_accuracy), "right", optional=True)], metrics,
+        caption=f"longest length with accuracy >= 90% (and at every shorter test length): {longest or 'none'}"
+                + (" (?: a 95% interval it reads contains 90%)" if uncertain_judgement(metrics) else "")
+                + "; chance: majority rate of the final label in that length's test set",
+        con=con)

@@ -4,186 +4,221 @@ from __future__ import annotations
 import json
 import sys
 
-from statetrack.cli.args import add_db, add_json, parse_lengths, parse_range
-from statetrack.cli.output import console, emit_rows, metrics_table, progress
+from statetrack.cli.args import add_db, add_json, parse_range
+from statetrack.cli.options import add_eval_options, add_train_options, given
+from statetrack.cli.output import Col, console, emit_rows, print_metrics, print_record, print_table, say
+from statetrack.cli.progress import RunProgress
 from statetrack.errors import UserError
 
 
-def cmd_train(a):
-    from statetrack.config import EvalConfig, ModelConfig, TrainConfig, default_lengths, validated
-    from statetrack.runner import metrics_rows, run
+def train_configs(a):
+    """(TrainConfig, EvalConfig) of ``statetrack train``: the config file, then the options given, then
+    ``--set``, over the configs' defaults. The plugins a config file names are imported."""
+    from statetrack.config import load_run_config, parse_override, run_configs
+    from statetrack.plugins import load_plugins
 
-    lo, hi = parse_range(a.train_lengths)
-    given = {"layers": a.layers, "d_model": a.d_model, "d_state": a.d_state, "mlp": a.mlp, "norm": a.norm}
-    if a.init:  # the construction defines the model; options given must agree (statetrack construct --list)
+    flat = load_run_config(a.config) if a.config else {}
+    opts = given(a)
+    if a.train_lengths is not None:
+        if {"train_min_len", "train_max_len"} & set(opts):
+            raise UserError("give --train-lengths or --train-min-len/--train-max-len, not both")
+        opts["train_min_len"], opts["train_max_len"] = parse_range(a.train_lengths)
+    flat.update(opts)
+    for text in a.set:
+        key, value = parse_override(text)
+        flat[key] = value
+    load_plugins(flat.get("plugins", []), f"named in {'--set' if 'plugins' in opts else 'the config file'}")
+    if flat.get("init"):  # the construction fixes the model (statetrack construct --list)
         from statetrack.theory.constructions import init_config
 
-        mcfg = init_config(a.init, a.task, **given)
-    elif not a.layers:
-        raise UserError("train needs --layers SPEC (or --init construction:NAME)")
-    else:
-        mcfg = validated(ModelConfig, **{k: v for k, v in given.items() if v is not None})
-    tcfg = validated(TrainConfig, task=a.task, model=mcfg, train_min_len=lo, train_max_len=hi, steps=a.steps,
-                     batch_size=a.batch_size, lr=a.lr, weight_decay=a.weight_decay, seed=a.seed,
-                     device=a.device, eval_every=a.eval_every, patience=a.patience, init=a.init,
-                     init_noise=a.init_noise)
-    lengths = parse_lengths(a.test_lengths) if a.test_lengths is not None else default_lengths()
-    ecfg = validated(EvalConfig, lengths=lengths, batch_size=a.eval_batch, device=a.device)
-    with progress(a.json) as prog:
-        bar = prog.add_task(f"train {mcfg.layers}", total=tcfg.steps)
-        ebar = prog.add_task("evaluate", total=len(ecfg.lengths), visible=False)
-        res = run(tcfg, ecfg, db=a.db, label=a.label, reuse=False,
-                  on_step=lambda s, info: prog.update(bar, completed=s, description=f"train {mcfg.layers} "
-                                                      f"val acc {100 * info['val_accuracy']:.1f}"),
-                  on_length=lambda m: prog.update(ebar, advance=1, visible=True, description=f"evaluate L={m.length}"))
+        # the construction defines the model: model fields given must agree with it
+        model = init_config(flat["init"], flat.get("task"),
+                            **{k.split(".", 1)[1]: v for k, v in flat.items() if k.startswith("model.")})
+        flat = {**flat, **{f"model.{k}": v for k, v in model.model_dump().items()}}
+    elif "model.layers" not in flat:
+        raise UserError("train needs --layers SPEC (or --init construction:NAME, or model.layers in --config)")
+    if "device" in flat:  # the evaluation runs where the training ran, unless told otherwise
+        flat.setdefault("eval.device", flat["device"])
+    return run_configs(flat)
+
+
+def _tensorboard(a):
+    if a.tensorboard:
+        from statetrack.report.tensorboard import summary_writer
+
+        summary_writer()  # a missing package is bad input: said before anything runs
+
+
+def cmd_train(a):
+    from statetrack.records import length_rows, run_object
+    from statetrack.runner import run
+    from statetrack.store import Store
+
+    tcfg, ecfg = train_configs(a)
+    _tensorboard(a)
+    with RunProgress(f"train {tcfg.model.layers} on {tcfg.task}", tcfg.steps, len(ecfg.lengths)) as prog:
+        res = run(tcfg, ecfg, db=a.db, label=a.label, reuse=False, on_step=prog.validation,
+                  on_train_step=prog.step, on_length=prog.length)
+    if a.tensorboard:
+        from statetrack.report.tensorboard import write_run
+
+        write_run(a.tensorboard, a.db, res.run_id)
     if res.status != "complete":
         print(f"run {res.run_id} failed: {res.summary.get('reason')}", file=sys.stderr)
         return 1
     if a.json:
-        emit_rows(metrics_rows({"id": res.run_id, "label": a.label, "config": tcfg.model_dump()}, res.metrics))
+        emit_rows(length_rows(run_object(Store(a.db).run(res.run_id)), res.metrics))
     else:
-        console().print(metrics_table(f"run {res.run_id}: {mcfg.layers} on {tcfg.task}, trained on "
-                                        f"{a.train_lengths} (checkpoint {res.checkpoint})", res.metrics))
+        lo, hi = tcfg.train_lengths
+        print_metrics(f"run {res.run_id}: {tcfg.model.layers} on {tcfg.task}, trained on "
+                      f"{lo if lo == hi else f'{lo}-{hi}'} (checkpoint {res.checkpoint})", res.metrics)
     return 0
 
 
 def cmd_eval(a):
     from statetrack.checkpoint import load_checkpoint
-    from statetrack.config import EvalConfig, default_lengths, validated
+    from statetrack.config import EvalConfig, validated
     from statetrack.device import resolve_device
     from statetrack.evaluation import evaluate
-    from statetrack.runner import metrics_rows
+    from statetrack.records import checkpoint_run, length_rows
     from statetrack.tasks import get_task
 
-    model, cfg, task, extra = load_checkpoint(a.checkpoint, device=resolve_device(a.device))
+    fields = {k.removeprefix("eval."): v for k, v in given(a).items() if k.startswith("eval.")}
+    ecfg = validated(EvalConfig, **fields)
+    model, cfg, task, extra = load_checkpoint(a.checkpoint, device=resolve_device(ecfg.device))
     if a.task:
         task = get_task(a.task)
-    lengths = parse_lengths(a.lengths) if a.lengths is not None else default_lengths()
-    ecfg = validated(EvalConfig, lengths=lengths, batch_size=a.batch_size, device=a.device, chunk=a.chunk)
-    with progress(a.json) as prog:
-        bar = prog.add_task("evaluate", total=len(ecfg.lengths))
-        metrics = evaluate(model, task, ecfg, on_length=lambda m: prog.update(bar, advance=1,
-                                                                            description=f"evaluate L={m.length}"))
+    with RunProgress(f"evaluate {cfg.model.layers} on {task.name}", 0, len(ecfg.lengths)) as prog:
+        metrics = evaluate(model, task, ecfg, on_length=prog.length)
     if a.json:
-        emit_rows(metrics_rows({"id": extra.get("run_id"), "label": extra.get("label"),
-                                 "config": {**cfg.model_dump(), "task": task.name}}, metrics))
+        emit_rows(length_rows(checkpoint_run(cfg.model_dump(), extra, task.name, a.checkpoint), metrics))
     else:
-        console().print(metrics_table(f"{a.checkpoint}: {cfg.model.layers} on {task.name}", metrics))
+        print_metrics(f"{a.checkpoint}: {cfg.model.layers} on {task.name}", metrics)
+    return 0
+
+
+#: the columns of ``runs``; the optional ones are left out, the last first, when the table does not fit
+RUN_COLUMNS = [
+    Col("id", lambda r: str(r["run_id"]), "right"),
+    Col("status", lambda r: r["status"]),
+    Col("study", lambda r: r["study"] or "-"),
+    Col("label", lambda r: r["label"] or "-"),
+    Col("model", lambda r: r["model"]),
+    Col("task", lambda r: r["task"]),
+    Col("train len", lambda r: f"{r['train_min_len']}-{r['train_max_len']}", "right", optional=True),
+    Col("seed", lambda r: str(r["seed"]), "right", optional=True),
+    Col("longest >=90%", lambda r: str(r["longest_90"] or "-"), "right"),
+    Col("time (s)", lambda r: f"{r['wall_time']:.1f}" if r["wall_time"] else "-", "right", optional=True),
+]
+
+
+def _show(store, run_id: int, as_json: bool) -> int:
+    from statetrack.evaluation import LengthMetrics
+    from statetrack.records import run_detail
+
+    d = run_detail(store.run(run_id), store.metrics(run_id), store.curve(run_id))
+    if as_json:
+        print(json.dumps(d))
+        return 0
+
+    def flat(prefix, obj):
+        for k, v in obj.items():
+            if isinstance(v, dict):
+                yield from flat(f"{prefix}{k}.", v)
+            else:
+                yield f"{prefix}{k}", ", ".join(map(str, v)) if isinstance(v, list) else str(v)
+
+    pairs = [(k, str(d[k])) for k in ("status", "study", "label", "model", "task", "seed", "checkpoint", "error")
+             if d[k] is not None]
+    pairs += [("train lengths", f"{d['train_min_len']}-{d['train_max_len']}"),
+              ("wall time", f"{d['wall_time'] or 0:.1f} s"),
+              ("curve", f"{len(d['curve'])} validations (runs show {run_id} --json has them)")]
+    con = console()
+    print_record(f"run {run_id}", pairs, con=con)
+    for section in ("summary", "config", "versions"):
+        print_record(section, list(flat("", d[section] or {})), con=con)
+    if d["metrics"]:
+        print_metrics("metrics", [LengthMetrics(**m) for m in d["metrics"]], con=con)
     return 0
 
 
 def cmd_runs(a):
-    from rich.table import Table
-
-    from statetrack.runner import metrics_rows
+    from statetrack.records import run_object
     from statetrack.store import Store
 
     store = Store(a.db, create=False)
     if a.action == "show":
         if a.run_id is None:
             raise UserError("runs show needs a run id, e.g. 'statetrack runs show 3'")
-        r = store.run(a.run_id)
-        ms = store.metrics(a.run_id)
-        if a.json:
-            emit_rows(metrics_rows(r, ms) or [{"run_id": r["id"], "status": r["status"]}])
-            return 0
-        con = console()
-        con.print(f"run {r['id']}  [{r['status']}]  {r['model']} on {r['task']}  seed {r['seed']}  "
-                  f"study {r['study'] or '-'}  label {r['label'] or '-'}")
-        con.print(f"train lengths {r['train_min_len']}-{r['train_max_len']}  wall time "
-                  f"{(r['wall_time'] or 0):.1f}s  checkpoint {r['checkpoint'] or '-'}")
-        if r["error"]:
-            con.print(f"error: {r['error']}")
-        con.print(f"summary: {json.dumps(r['summary'])}")
-        con.print(f"config: {json.dumps(r['config'])}")
-        con.print(f"versions: {json.dumps(r['versions'])}")
-        from statetrack.evaluation import LengthMetrics
-
-        if ms:
-            con.print(metrics_table("metrics", [LengthMetrics.from_row(m) for m in ms]))
-        return 0
-    runs = store.runs(study=a.study, status=a.status)
+        return _show(store, a.run_id, a.json)
+    runs = [run_object(r) for r in store.runs(study=a.study, status=a.status)]
     if a.json:
-        for r in runs:
-            print(json.dumps({k: r[k] for k in ("id", "study", "label", "model", "task", "seed", "status",
-                                                "train_min_len", "train_max_len", "wall_time", "checkpoint")}))
+        emit_rows(runs)
         return 0
-    t = Table(title=f"runs in {a.db}")
-    for h in ("id", "status", "study", "label", "model", "task", "seed", "train len", "longest >=90%", "time (s)"):
-        t.add_column(h)
-    for r in runs:
-        longest = (r["summary"] or {}).get("longest_90")
-        t.add_row(str(r["id"]), r["status"], r["study"] or "-", r["label"] or "-", r["model"], r["task"],
-                  str(r["seed"]), f"{r['train_min_len']}-{r['train_max_len']}", str(longest or "-"),
-                  f"{r['wall_time']:.1f}" if r["wall_time"] else "-")
-    console().print(t)
+    print_table(f"runs in {a.db}", RUN_COLUMNS, runs)
     return 0
 
 
 def cmd_rerun(a):
-    from statetrack.runner import metrics_rows, rerun
+    from statetrack.records import length_rows, run_object
+    from statetrack.runner import rerun
     from statetrack.store import Store
 
     old = Store(a.db, create=False).run(a.run_id)
     if old["status"] != "complete":
         raise UserError(f"run {a.run_id} is {old['status']}; only complete runs can be rerun and compared")
-    with progress(a.json) as prog:
-        prog.add_task(f"rerun {a.run_id}", total=None)
-        new, diffs = rerun(a.run_id, a.db)
+    cfg = old["config"]
+    with RunProgress(f"rerun {a.run_id}: {old['model']} on {old['task']}", cfg["steps"],
+                     len(cfg["eval"]["lengths"])) as prog:
+        new, diffs = rerun(a.run_id, a.db, on_step=prog.validation, on_train_step=prog.step,
+                           on_length=prog.length)
     if a.json:
-        emit_rows(metrics_rows(Store(a.db).run(new.run_id), new.metrics))
+        emit_rows(length_rows(run_object(Store(a.db).run(new.run_id)), new.metrics))
     else:
         verdict = "identical metrics" if not diffs else f"DIFFERENT metrics at lengths {sorted(diffs)}"
-        print(f"run {a.run_id} rerun as run {new.run_id}: {verdict}")
+        say(f"run {a.run_id} rerun as run {new.run_id}: {verdict}")
     return 0 if not diffs else 1
 
 
 def add_commands(sub) -> None:
-    q = sub.add_parser("train", help="train one model, evaluate it on the test lengths, record the run")
-    q.add_argument("--task", default="parity")
-    q.add_argument("--layers", default=None, help="layer spec, e.g. 'mamba,s4d' or 'negmamba*2'")
-    # model options: None = not given (ModelConfig's default, or the construction's with --init)
-    q.add_argument("--d-model", type=int, default=None, help="default 8")
-    q.add_argument("--d-state", type=int, default=None, help="default 16")
-    q.add_argument("--mlp", action="store_true", default=None)
-    q.add_argument("--norm", default=None, help="rmsnorm (default), layernorm, none")
-    q.add_argument("--train-lengths", default="8", help="N or MIN-MAX (default 8)")
-    q.add_argument("--test-lengths", default=None, help="comma-separated (default 16,32,...,512,1000,2000,5000,10000)")
-    q.add_argument("--steps", type=int, default=2000)
-    q.add_argument("--batch-size", type=int, default=64)
-    q.add_argument("--lr", type=float, default=1e-2)
-    q.add_argument("--weight-decay", type=float, default=0.0)
-    q.add_argument("--eval-every", type=int, default=50)
-    q.add_argument("--patience", type=int, default=20)
-    q.add_argument("--eval-batch", type=int, default=128)
-    q.add_argument("--seed", type=int, default=0)
-    q.add_argument("--label", default=None)
-    q.add_argument("--device", default="auto", choices=["cpu", "cuda", "auto"],
-                   help="cpu, cuda, or auto: cuda where present (default auto)")
-    q.add_argument("--init", default=None, help="start from a construction: construction:NAME (statetrack construct --list)")
-    q.add_argument("--init-noise", type=float, default=0.0, help="with --init: add N(0, sigma^2) to every parameter")
-    add_db(q)
-    add_json(q)
+    q = sub.add_parser("train", help="train one model, evaluate it on the test lengths, record the run",
+                       description="Train one model, evaluate it at the test lengths and record the run. "
+                       "Every option of the configs (ModelConfig, TrainConfig, EvalConfig) has its default "
+                       "from statetrack.config; precedence: the configs' defaults < --config FILE < options "
+                       "< --set KEY=VALUE.")
+    g = q.add_argument_group("run")
+    g.add_argument("--config", default=None, metavar="FILE.yaml",
+                   help="a run's config as YAML: TrainConfig's fields, model: {...}, eval: {...}, plugins: [...] "
+                        "(the format of 'runs show ID --json' .config)")
+    g.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="set any config field by its dotted key, e.g. --set model.d_model=32 --set lr=3e-3 "
+                        "--set eval.lengths=100,1000 (repeatable; applied last)")
+    g.add_argument("--train-lengths", default=None, metavar="N|MIN-MAX",
+                   help="train_min_len and train_max_len in one option, e.g. 8 or 1-40 (default: 8, the "
+                        "config's)")
+    g.add_argument("--label", default=None, help="a name for the run in the database")
+    g.add_argument("--tensorboard", default=None, metavar="DIR",
+                   help="also write the curves as TensorBoard event files under DIR (needs tensorboard)")
+    add_db(g)
+    add_json(g)
+    add_train_options(q)
     q.set_defaults(fn=cmd_train)
 
     q = sub.add_parser("eval", help="evaluate a checkpoint at each test length")
-    q.add_argument("checkpoint")
+    q.add_argument("checkpoint", help="a checkpoint (.safetensors) of train, sweep or construct")
     q.add_argument("--task", default=None, help="task to evaluate on (default: the one it was trained on)")
-    q.add_argument("--lengths", default=None, help="comma-separated (default 16,32,...,512,1000,2000,5000,10000)")
-    q.add_argument("--batch-size", type=int, default=128)
-    q.add_argument("--chunk", type=int, default=1024)
-    q.add_argument("--device", default="auto", choices=["cpu", "cuda", "auto"],
-                   help="cpu, cuda, or auto: cuda where present (default auto)")
-    q.add_argument("--json", action="store_true")
+    add_json(q)
+    add_eval_options(q)
     q.set_defaults(fn=cmd_eval)
 
     q = sub.add_parser("runs", help="list past runs, or show one: 'runs show ID'")
     q.add_argument("action", nargs="?", default="list", choices=["list", "show"])
     q.add_argument("run_id", nargs="?", type=int)
-    q.add_argument("--study", default=None)
-    q.add_argument("--status", default=None, choices=["running", "complete", "failed", "interrupted"])
+    q.add_argument("--study", default=None, help="only the runs of this study")
+    q.add_argument("--status", default=None, choices=["running", "complete", "failed", "interrupted"],
+                   help="only the runs with this status")
     add_db(q)
-    add_json(q)
+    add_json(q, "one object per run; with show: one object with config, summary, curve and metrics")
     q.set_defaults(fn=cmd_runs)
 
     q = sub.add_parser("rerun", help="rerun a stored run from its stored config and compare the numbers")

@@ -10,7 +10,9 @@ import sys
 import time
 
 from statetrack.cli.args import add_db, add_json
-from statetrack.cli.output import console, progress
+from statetrack.cli.options import add_device
+from statetrack.cli.output import Col, console, emit_rows, print_table, say
+from statetrack.cli.progress import SweepProgress
 from statetrack.errors import UserError
 
 DEFAULT_OUT = "runs/reports"
@@ -23,6 +25,20 @@ def _check(a):
         raise UserError(f"--seeds must be at least 1, got {a.seeds}")
     if a.address is not None and a.executor != "ray":
         raise UserError("--address needs --executor ray")
+    if a.tensorboard:
+        from statetrack.report.tensorboard import summary_writer
+
+        summary_writer()  # a missing package is bad input: said before anything runs
+
+
+def _figures(text: str) -> tuple[str, ...]:
+    from statetrack.report.plots import FORMATS
+
+    fmts = tuple(dict.fromkeys(x.strip().lower() for x in text.split(",") if x.strip()))
+    bad = [f for f in fmts if f not in FORMATS]
+    if bad:
+        raise UserError(f"unknown figure format {bad[0]!r}; allowed: {', '.join(FORMATS)} (comma-separated)")
+    return fmts
 
 
 def machine() -> str:
@@ -35,28 +51,33 @@ def machine() -> str:
             f"Python {platform.python_version()}, torch {torch.__version__}")
 
 
-def part_note(a) -> list[str]:
+def part_note(a) -> dict:
     """A report line naming the part of the grid that --model / --task chose, if any."""
     if not (a.model or a.task):
-        return []
-    return [f"- Part of the grid: model rows {', '.join(a.model) if a.model else 'all'}; task columns "
-            f"{', '.join(a.task) if a.task else 'all'} (the rest of the scale's grid was not run here)"]
+        return {}
+    return {"Part of the grid": f"model rows {', '.join(a.model) if a.model else 'all'}; task columns "
+                                f"{', '.join(a.task) if a.task else 'all'} (the rest of the scale's grid was not "
+                                "run here)"}
 
 
 def _sweep(a):
-    """Run the grid with a progress bar; returns (study, results, wall seconds)."""
+    """Run the grid with progress on stderr; returns (study, results, wall seconds)."""
     from statetrack.reproduce import sweep
 
     study = load_part(a)
     n_jobs = len(study.cells(a.scale, a.seeds, a.device))
     t0 = time.time()
-    with progress(a.json) as prog:
-        bar = prog.add_task(f"{study.name} ({a.scale})", total=n_jobs)
-        study, results = sweep(
-            study, a.scale, a.seeds, db=a.db, workers=a.workers, fresh=a.fresh, device=a.device,
-            executor=a.executor, address=a.address,
-            on_done=lambda job, res: prog.update(bar, advance=1, description=f"{study.name}: done {job.label} "
-                                                 f"/ {job.column} lr {job.train.lr:g} seed {job.seed}"))
+
+    def done(job, res):
+        prog.done(job, res)
+        if a.tensorboard and res.status == "complete":
+            from statetrack.report.tensorboard import write_run
+
+            write_run(a.tensorboard, a.db, res.run_id)
+
+    with SweepProgress(f"{study.name} ({a.scale})", n_jobs) as prog:
+        study, results = sweep(study, a.scale, a.seeds, db=a.db, workers=a.workers, fresh=a.fresh, device=a.device,
+                               executor=a.executor, address=a.address, on_done=done, on_step=prog.validation)
     return study, results, time.time() - t0
 
 
@@ -68,14 +89,14 @@ def _summary(study, results, wall, a) -> str:
 
 
 def _emit_runs(results, db):
-    """JSON Lines, one object per (run, test length)."""
-    from statetrack.runner import metrics_rows
+    """JSON Lines, one object per (run, test length): the run schema (statetrack.records) + grid keys."""
+    from statetrack.records import length_rows, run_object
     from statetrack.store import Store
 
     store = Store(db)
     for job, res in results:
-        for row in metrics_rows(store.run(res.run_id), res.metrics):
-            print(json.dumps({**row, "table": job.table, "column": job.column, "lr": job.train.lr}))
+        emit_rows(length_rows(run_object(store.run(res.run_id)), res.metrics, table=job.table,
+                              column=job.column, lr=job.train.lr))
 
 
 def cmd_sweep(a):
@@ -84,11 +105,13 @@ def cmd_sweep(a):
     if a.json:
         _emit_runs(results, a.db)
         return 0
-    print(_summary(study, results, wall, a))
+    say(_summary(study, results, wall, a))
     return 0 if all(r.status == "complete" for _, r in results) else 1
 
 
 def _print_report(rep, a):
+    from statetrack.report import render
+
     if a.json:
         for t in rep.tables:
             for row in t.csv_rows():
@@ -96,75 +119,89 @@ def _print_report(rep, a):
         return
     con = console()
     for t in rep.tables:
-        con.print(t.rich())
+        headers = render.headers(t)
+        cols = [Col(h, lambda r, i=i: r[i], "left" if i == 0 else "right",
+                    style="dim" if h.startswith("paper") else None) for i, h in enumerate(headers)]
+        print_table(t.title, cols, render.cell_texts(t), caption=t.caption, con=con)
+        con.print()
     probes = rep.probe_rows()
     if probes:
-        from rich.table import Table
-
         from statetrack.report.writer import PROBE_HEADERS, probe_cells
 
-        pt = Table(title="probes: accuracy (%) of the trained models on fixed inputs (median over runs)")
-        for h in ("model", "probe", "runs") + PROBE_HEADERS:
-            pt.add_column(h)
-        for r in probes:
-            pt.add_row(r["model"], r["probe"], str(r["runs"]), *probe_cells(r))
-        con.print(pt)
-    con.print(f"[dim]{rep.study.source}. Database: {a.db}; {len(rep.results) - rep.missing} of "
-              f"{len(rep.results)} runs of the grid complete; {rep.interrupted} unfinished records not counted."
-              "[/dim]")
+        print_table("probes: accuracy (%) of the trained models on fixed inputs (median over runs)",
+                    [Col(h, lambda r, i=i: r[i]) for i, h in enumerate(("model", "probe", "runs") + PROBE_HEADERS)],
+                    [[r["model"], r["probe"], str(r["runs"]), *probe_cells(r)] for r in probes], con=con)
+    con.print(f"{rep.study.source}. Database: {a.db}; {len(rep.results) - rep.missing} of {len(rep.results)} runs "
+              f"of the grid complete; {rep.interrupted} unfinished records not counted.", style="dim", markup=False)
     if rep.study.notes:
-        con.print(f"[dim]{rep.study.notes.strip()}[/dim]")
+        con.print(rep.study.notes.strip(), style="dim", markup=False)
+
+
+def _write(rep, a, meta: dict) -> None:
+    """The report files: markdown, CSV, LaTeX and figures; with --html the page and the index."""
+    from statetrack.report.writer import write_report
+
+    path = write_report(rep, a.out, meta, figures=_figures(a.figures))
+    written = [str(path), ".csv", ".tex", f"{rep.study.name}/*.{{{a.figures}}}" if a.figures else ""]
+    if a.html:
+        from statetrack.report.html import write_html
+
+        written.append(str(write_html(rep, a.out, meta)))
+    if not a.json:
+        say(f"report written to {', '.join(w for w in written if w)}")
+
+
+def _command(name: str, a) -> str:
+    return ("statetrack " + " ".join(map(shlex.quote, sys.argv[1:])) if name in sys.argv[1:3]
+            else f"statetrack {name} {a.name} --scale {a.scale}")
+
+
+def _date() -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
 
 
 def cmd_report(a):
-    from statetrack.report.writer import collect, write_report
+    from statetrack.report.writer import collect
 
     if a.seeds is not None and a.seeds < 1:
         raise UserError(f"--seeds must be at least 1, got {a.seeds}")
+    _figures(a.figures)
     study = load_part(a)
     rep = collect(study, a.db, a.scale, a.seeds, a.device)
     _print_report(rep, a)
     if a.out:
-        cmd = f"- Command: `statetrack {' '.join(map(shlex.quote, sys.argv[1:]))}`" if sys.argv[1:2] == ["report"] else ""
-        path = write_report(rep, a.out, header="\n".join([cmd, *part_note(a)]))
-        if not a.json:
-            print(f"report written to {path} (+ .csv, .tex, {study.name}/*.png)")
+        _write(rep, a, {"Command": _command("report", a), "Date": _date(),
+                        "Runs ran on": "; ".join(rep.machines) or "-", **part_note(a)})
     return 0
 
 
 def cmd_reproduce(a):
     """``statetrack reproduce``: sweep, then the report from the database."""
-    from statetrack.report.writer import collect, write_report
+    from statetrack.report.writer import collect
 
     _check(a)
+    _figures(a.figures)
     study, results, wall = _sweep(a)
     rep = collect(study, a.db, a.scale, a.seeds, a.device)
     if a.json:
         _emit_runs(results, a.db)
     else:
         _print_report(rep, a)
-        print(_summary(study, results, wall, a))
+        say(_summary(study, results, wall, a))
     if a.out:
-        cmd = "statetrack " + " ".join(map(shlex.quote, sys.argv[1:])) if sys.argv[1:2] == ["reproduce"] else \
-            f"statetrack reproduce {a.name} --scale {a.scale}"
-        header = "\n".join([
-            f"- Command: `{cmd}`",
-            f"- Machine: {machine()}",
-            f"- Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
-            f"- Wall time of the sweep: {wall:.0f} s ({len(results) - sum(r.reused for _, r in results)} runs "
-            f"trained, {sum(r.reused for _, r in results)} reused; executor {a.executor}, {a.workers} worker(s), "
-            "1 thread per run)", *part_note(a)])
-        path = write_report(rep, a.out, header)
-        if not a.json:
-            print(f"report written to {path} (+ .csv, .tex, {study.name}/*.png)")
+        reused = sum(r.reused for _, r in results)
+        _write(rep, a, {"Command": _command("reproduce", a), "Machine": machine(), "Date": _date(),
+                        "Wall time of the sweep": f"{wall:.0f} s ({len(results) - reused} runs trained, {reused} "
+                                                  f"reused; executor {a.executor}, {a.workers} worker(s), 1 thread "
+                                                  "per run)", **part_note(a)})
     return 0
 
 
 def add_part_options(q):
     q.add_argument("--model", action="append", default=None, metavar="LABEL",
-                   help="only this model row (repeatable; default: every row of the scale)")
+                   help="only this model row, repeatable (default: every row of the scale)")
     q.add_argument("--task", action="append", default=None, metavar="LABEL",
-                   help="only this task column (repeatable; default: every column of the scale)")
+                   help="only this task column, repeatable (default: every column of the scale)")
 
 
 def load_part(a):
@@ -175,42 +212,51 @@ def load_part(a):
 
 
 def add_run_options(q):
-    q.add_argument("--scale", default="quick", help="quick (a laptop CPU) or paper (the paper's protocol)")
     add_part_options(q)
+    q.add_argument("--scale", default="quick", help="quick (a laptop CPU) or paper (the paper's protocol)")
     q.add_argument("--seeds", type=int, default=None, help="seeds per cell (default: the scale's)")
     q.add_argument("--workers", type=int, default=2, help="parallel runs (local processes or Ray CPUs)")
-    q.add_argument("--executor", default="local", choices=["local", "ray"])
+    q.add_argument("--executor", default="local", choices=["local", "ray"], help="where the runs run")
     q.add_argument("--address", default=None, help="Ray cluster address for ray.init (default: a local instance)")
     q.add_argument("--fresh", action="store_true", help="rerun even runs already complete in the database")
-    q.add_argument("--device", default="auto", choices=["cpu", "cuda", "auto"],
-                   help="cpu, cuda, or auto: cuda where present (default auto)")
+    q.add_argument("--tensorboard", default=None, metavar="DIR",
+                   help="also write each run's curves as TensorBoard event files under DIR (needs tensorboard)")
+    add_device(q)
+
+
+def add_report_options(q):
+    q.add_argument("--html", action="store_true", help="also write OUT/NAME.html (self-contained, figures inline "
+                                                       "as SVG) and OUT/index.html")
+    q.add_argument("--figures", default="png", metavar="FORMATS",
+                   help="figure files to write, comma-separated: png, svg, pdf ('' for none)")
 
 
 def add_commands(sub) -> None:
     q = sub.add_parser("reproduce", help="run a paper's study and print our table beside the paper's")
     q.add_argument("name", help="a built-in study name or a study YAML file")
     add_run_options(q)
-    q.add_argument("--out", default=DEFAULT_OUT, help=f"report folder (default {DEFAULT_OUT}; '' for none)")
+    q.add_argument("--out", default=DEFAULT_OUT, help="report folder ('' for none)")
+    add_report_options(q)
     add_db(q)
-    add_json(q)
+    add_json(q, "one object per (run, length), with the grid keys table, column, lr")
     q.set_defaults(fn=cmd_reproduce)
 
     q = sub.add_parser("sweep", help="run a study's grid; complete runs are skipped, so a stopped sweep resumes")
     q.add_argument("name", help="a built-in study name or a study YAML file")
     add_run_options(q)
     add_db(q)
-    add_json(q)
+    add_json(q, "one object per (run, length), with the grid keys table, column, lr")
     q.set_defaults(fn=cmd_sweep)
 
     q = sub.add_parser("report", help="a study's tables beside the paper's, plots and exports, from the database")
     q.add_argument("name", help="a built-in study name or a study YAML file")
-    q.add_argument("--scale", default="quick", help="the scale whose grid is reported (default quick)")
+    q.add_argument("--scale", default="quick", help="the scale whose grid is reported")
+    q.add_argument("--seeds", type=int, default=None, help="seeds per cell, if the sweep overrode them "
+                                                           "(default: the scale's)")
     add_part_options(q)
-    q.add_argument("--seeds", type=int, default=None, help="seeds per cell, if the sweep overrode them")
-    q.add_argument("--device", default="auto", choices=["cpu", "cuda", "auto"],
-                   help="the sweep's --device (default auto)")
-    q.add_argument("--out", default=DEFAULT_OUT, help=f"folder for .md/.csv/.tex and PNGs (default {DEFAULT_OUT}; "
-                                                      "'' to only print)")
+    add_device(q, help="the sweep's --device")
+    q.add_argument("--out", default=DEFAULT_OUT, help="folder for .md/.csv/.tex and figures ('' to only print)")
+    add_report_options(q)
     add_db(q)
-    add_json(q)
+    add_json(q, "one object per table cell (the CSV columns)")
     q.set_defaults(fn=cmd_report)

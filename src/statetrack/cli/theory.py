@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import json
 
-from statetrack.cli.output import console, rows_out
+from statetrack.cli.args import add_json
+from statetrack.cli.output import Col, print_table, rows_out, say
 from statetrack.errors import UserError
 
 
@@ -18,20 +19,18 @@ def cmd_oracle(a):
             for r in rows:
                 print(json.dumps(r))
             return 0
-        from rich.table import Table
-
         specs = list(dict.fromkeys(r["layers"] for r in rows))
         tks = list(dict.fromkeys(r["task"] for r in rows))
         cell = {(r["layers"], r["task"]): r for r in rows}
-        t = Table(title="oracle: can the stack solve the task at every length? (verdict, basis)")
-        t.add_column("layers")
-        for tk in tks:
-            t.add_column(tk, justify="center")
-        mark = {"possible": "[green]yes[/green]", "impossible": "[red]no[/red]", "open": "[yellow]open[/yellow]"}
-        for s in specs:
-            t.add_row(s, *(f"{mark[cell[(s, tk)]['verdict']]} {cell[(s, tk)]['basis']}" for tk in tks))
-        t.caption = "yes = possible, no = impossible; basis: a result of docs/science.md (NL = non-linear RNN)"
-        console().print(t)
+        word = {"possible": "yes", "impossible": "no", "open": "open"}
+        colour = {"possible": "green", "impossible": "red", "open": "yellow"}
+        cols = [Col("layers", lambda s: s)] + [
+            Col(tk, lambda s, tk=tk: f"{word[cell[(s, tk)]['verdict']]} {cell[(s, tk)]['basis']}", "center")
+            for tk in tks]
+        print_table("oracle: can the stack solve the task at every length? (verdict, basis)", cols, specs,
+                    caption="yes = possible, no = impossible; basis: a result of docs/science.md "
+                            "(NL = non-linear RNN)",
+                    styles=lambda r, i: colour[cell[(specs[r], tks[i - 1])]["verdict"]] if i else None)
         return 0
     if not a.layers or not a.task:
         raise UserError("oracle needs --layers SPEC and --task TASK (or --table)")
@@ -39,7 +38,7 @@ def cmd_oracle(a):
     if a.json:
         print(json.dumps({"layers": a.layers, "task": a.task, **v.as_dict()}))
     else:
-        print(f"{v.verdict} ({v.basis}): {v.reason}")
+        say(f"{v.verdict} ({v.basis}): {v.reason}")
     return 0
 
 
@@ -59,7 +58,7 @@ def cmd_construct(a):
     if a.json:
         print(json.dumps(info))
     else:
-        print(f"wrote {a.out}: {c.name} ({c.basis}) = {c.config.model.layers} on {c.config.task} "
+        say(f"wrote {a.out}: {c.name} ({c.basis}) = {c.config.model.layers} on {c.config.task} "
               f"(d_model {c.config.model.d_model}, d_state {c.config.model.d_state}, norm {c.config.model.norm}); "
               f"check it with: statetrack eval {a.out} --lengths 100,1000,10000")
     return 0
@@ -72,20 +71,23 @@ def cmd_counterexample(a):
     if a.json:
         print(json.dumps(r))
         return 0
-    print(r["message"])
+    say(r["message"])
     if r.get("phase_alignment"):
         pa = r["phase_alignment"]
         head = (f"W = {pa['W']}" if pa["within_tol"] else
                 f"no W <= {a.max_w} within tol {r['tol']}; the best is W = {pa['W']}")
-        print(f"  {head}: {pa['modes']} time-invariant mode(s) with |lambda|^{r['max_len']} above the decay "
+        say(f"  {head}: {pa['modes']} time-invariant mode(s) with |lambda|^{r['max_len']} above the decay "
               f"floor, max |W q - round(W q)| = {pa['max_dist']:.3g} (tol {r['tol']})")
     return 0
 
 
 def cmd_spectrum(a):
-    from statetrack.report.plots import spectrum_plot
+    from statetrack.report.plots import FORMATS, spectrum_plot
     from statetrack.theory.spectra import spectrum
 
+    if a.out and a.out.rpartition(".")[2].lower() not in FORMATS:
+        raise UserError(f"bad --out {a.out!r}: the figure's format comes from its suffix; allowed: "
+                        f"{', '.join('.' + f for f in FORMATS)}")
     r = spectrum(a.checkpoint, samples=a.samples, length=a.length, seed=a.seed)
     if a.out:
         spectrum_plot(r, a.out)
@@ -96,49 +98,49 @@ def cmd_spectrum(a):
         return 0
     for l in r["layers"]:
         if "min_real" not in l:
-            print(f"layer {l['layer']} ({l['mixer']}): no transition matrix (non-linear)")
+            say(f"layer {l['layer']} ({l['mixer']}): no transition matrix (non-linear)")
             continue
-        print(f"layer {l['layer']} ({l['mixer']}): smallest real part {l['min_real']:.4g}, modulus in "
+        say(f"layer {l['layer']} ({l['mixer']}): smallest real part {l['min_real']:.4g}, modulus in "
               f"[{l['min_modulus']:.4g}, {l['max_modulus']:.4g}], {l['n_angles']} distinct angle(s) (deg): "
               f"{', '.join(map(str, l['angles_deg'][:16]))}{' ...' if l['n_angles'] > 16 else ''}")
         if l.get("per_token_min_real"):
-            print("  per token (layer input = its embedding): smallest real part " +
+            say("  per token (layer input = its embedding): smallest real part " +
                   ", ".join(f"token {t}: {v:.4g}" for t, v in l["per_token_min_real"].items()))
-    print(r["note"] + (f"; plot: {a.out}" if a.out else ""))
+    say(r["note"] + (f"; plot: {a.out}" if a.out else ""))
     return 0
 
 
 def add_commands(sub) -> None:
     q = sub.add_parser("oracle", help="can a stack of mixers solve a task at every length? (theorems T1-T6)")
     q.add_argument("--layers", default=None, help="layer spec; with --table: specs separated by ';'")
-    q.add_argument("--task", default=None)
+    q.add_argument("--task", default=None, help="a task string (statetrack tasks)")
     q.add_argument("--table", action="store_true", help="a table of mixers x tasks")
     q.add_argument("--tasks", default=None, help="with --table: comma-separated task strings")
-    q.add_argument("--json", action="store_true")
+    add_json(q, "one object; with --table, one per (layers, task)")
     q.set_defaults(fn=cmd_oracle)
 
     q = sub.add_parser("construct", help="write a checkpoint whose weights are set by hand from a proof")
     q.add_argument("name", nargs="?", default=None, help="construction name (see --list), e.g. parity-negmamba")
     q.add_argument("--out", default=None, help="checkpoint path (.safetensors)")
-    q.add_argument("--list", action="store_true")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--list", action="store_true", help="list the constructions")
+    add_json(q, "one object; with --list, one per construction")
     q.set_defaults(fn=cmd_construct)
 
     q = sub.add_parser("counterexample", help="build the proof's failing input for a checkpoint and run it")
     q.add_argument("checkpoint")
-    q.add_argument("--task", default="parity")
-    q.add_argument("--max-len", type=int, default=10_000)
+    q.add_argument("--task", default="parity", help="the task whose failing input is built")
+    q.add_argument("--max-len", type=int, default=10_000, help="longest input built")
     q.add_argument("--tol", type=float, default=0.01, help="phase alignment tolerance for time-invariant modes")
-    q.add_argument("--max-w", type=int, default=10_000)
-    q.add_argument("--seed", type=int, default=0)
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--max-w", type=int, default=10_000, help="largest period W searched for phase alignment")
+    q.add_argument("--seed", type=int, default=0, help="seed of the inputs")
+    add_json(q, "one object")
     q.set_defaults(fn=cmd_counterexample)
 
     q = sub.add_parser("spectrum", help="eigenvalues of A(x) per layer and token, on the complex plane")
     q.add_argument("checkpoint")
-    q.add_argument("--out", default=None, help="PNG path")
-    q.add_argument("--samples", type=int, default=4)
-    q.add_argument("--length", type=int, default=64)
-    q.add_argument("--seed", type=int, default=0)
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--out", default=None, help="figure path: .png, .svg or .pdf")
+    q.add_argument("--samples", type=int, default=4, help="sample sequences of the model's task")
+    q.add_argument("--length", type=int, default=64, help="length of each sample sequence")
+    q.add_argument("--seed", type=int, default=0, help="seed of the inputs")
+    add_json(q, "one object (without the sample eigenvalues)")
     q.set_defaults(fn=cmd_spectrum)

@@ -321,12 +321,18 @@ def builtin_studies() -> list[str]:
 
 
 def load_study(name_or_path: str) -> Study:
-    """A built-in study by name (see ``builtin_studies()``) or a YAML file by path."""
+    """A built-in study by name (see ``builtin_studies()``), a plugin's study (entry point group
+    ``statetrack.studies``) by name, or a YAML file by path."""
+    from statetrack import plugins
+
     path = Path(name_or_path)
     if not path.suffix:
         path = HERE / f"{name_or_path}.yaml"
-        if not path.is_file():
-            raise UserError(f"unknown study {name_or_path!r}; allowed: {', '.join(builtin_studies())} "
+        if not path.is_file() and plugins.study_path(name_or_path):
+            path = Path(plugins.study_path(name_or_path))
+        elif not path.is_file():
+            names = builtin_studies() + sorted(plugins.study_entry_points())
+            raise UserError(f"unknown study {name_or_path!r}; allowed: {', '.join(names)} "
                             "or a path to a .yaml file")
     elif not path.is_file():
         raise UserError(f"study file {str(path)!r} not found")

@@ -1,6 +1,7 @@
 """Mixers by name. Each mixer declares its properties (input dependence, eigenvalues, structure)."""
 from __future__ import annotations
 
+from statetrack import plugins
 from statetrack.errors import allowed
 from statetrack.layers.aussm import AUSSM, DCD, SimpleAUSSM
 from statetrack.layers.base import Mixer, Properties, check_options
@@ -12,10 +13,15 @@ from statetrack.layers.transformer import Transformer
 from statetrack.spec import LayerSpec
 
 MIXERS: dict[str, type[Mixer]] = {}
+#: mixer name -> the plugin module that registered it (mixers of statetrack itself are absent)
+ORIGIN: dict[str, str] = {}
 
 
 def register(cls: type[Mixer]) -> type[Mixer]:
+    """Register a Mixer subclass under its ``name`` (usable as a class decorator)."""
     MIXERS[cls.name] = cls
+    if plugins.origin(cls):
+        ORIGIN[cls.name] = plugins.origin(cls)
     return cls
 
 
@@ -25,6 +31,8 @@ for _cls in (RNN, LSTM, GRU, S4D, Mamba, NegativeMamba, AUSSM, SimpleAUSSM, DCD,
 
 
 def build_mixer(spec: LayerSpec, d_model: int, d_state: int) -> Mixer:
+    if spec.name not in MIXERS:
+        plugins.autoload()
     if spec.name not in MIXERS:
         raise allowed("mixer", spec.name, MIXERS)
     cls = MIXERS[spec.name]
@@ -46,4 +54,4 @@ def models_table() -> list[dict]:
     return rows
 
 
-__all__ = ["MIXERS", "Mixer", "Properties", "build_mixer", "models_table", "register"]
+__all__ = ["MIXERS", "ORIGIN", "Mixer", "Properties", "build_mixer", "models_table", "register"]

@@ -1,11 +1,22 @@
-"""PNG figures of a study (matplotlib, Agg): accuracy vs length, learning curves, probe traces."""
+"""Figures of a study (matplotlib, Agg): accuracy vs length, learning curves, probe traces, spectra.
+
+The plotting functions return figures; ``save`` writes one as PNG, SVG and/or PDF, ``svg_text`` gives
+it as inline SVG (the HTML report), ``close`` frees it.
+"""
 from __future__ import annotations
 
+import io
+import math
 import re
 import statistics
 from pathlib import Path
 
 import numpy as np
+
+FORMATS = ("png", "svg", "pdf")
+#: markers and line styles cycled per model, so that lines on top of each other stay visible
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
+STYLES = ("-", "--", "-.", ":")
 
 
 def pyplot():
@@ -14,14 +25,40 @@ def pyplot():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    # reproducible vector output: no dates, ids from a fixed salt
+    matplotlib.rcParams["svg.hashsalt"] = "statetrack"
     return plt
 
 
-def save_figure(fig, path: Path) -> Path:
-    """Lay out, write as PNG and close a figure."""
+def save(fig, folder: Path, stem: str, formats=("png",)) -> list[Path]:
+    """Write ``fig`` as ``folder/stem.<format>`` for each format (png, svg, pdf); returns the paths."""
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    out = []
+    for fmt in formats:
+        path = Path(folder) / f"{stem}.{fmt}"
+        fig.savefig(path, dpi=110, metadata={"Date": None} if fmt in ("svg", "pdf") else None)
+        out.append(path)
+    return out
+
+
+def svg_text(fig) -> str:
+    """The figure as an ``<svg>`` element (for inline HTML), glyphs as paths: no fonts needed."""
+    fig.tight_layout()
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None})
+    text = buf.getvalue()
+    return text[text.index("<svg"):]
+
+
+def close(fig) -> None:
     pyplot().close(fig)
+
+
+def save_figure(fig, path: Path) -> Path:
+    """Lay out, write (the format from the path's suffix) and close a figure."""
+    path = Path(path)
+    save(fig, path.parent, path.stem, [path.suffix.lstrip(".") or "png"])
+    close(fig)
     return path
 
 
@@ -44,13 +81,13 @@ def _length_ticks(ax, lengths: list[int]) -> None:
     ax.tick_params(axis="x", labelsize=7)
 
 
-def accuracy_vs_length(study, table, results, out: Path) -> list[Path]:
-    """One figure per task column: median over seeds at the selected learning rate, log x-axis, one line
-    per model, with a band over the seeds' values and their 95% (Wilson) intervals where the metric has
-    one; chance per test length dotted (the majority rate of the scored labels); the training range
-    shaded. Lengths without a test set are left out."""
+def length_figures(study, table, results) -> list[tuple[str, object]]:
+    """(stem, figure) per task column: median over seeds at the selected learning rate, log x-axis, one
+    line per model (its own marker and style), with a band over the seeds' values and their 95% (Wilson)
+    intervals where the metric has one; chance per test length dotted (the majority rate of the scored
+    labels); the training range shaded. Lengths without a test set are left out."""
     plt = pyplot()
-    paths = []
+    figs = []
     tdef = next(t for t in study.tables if t.name == table.name)
     chance_of = {"accuracy": "chance", "token_accuracy": "token_chance"}.get(study.metric)
     for col in [t.label for t in tdef.tasks]:
@@ -71,7 +108,8 @@ def accuracy_vs_length(study, table, results, out: Path) -> list[Path]:
                 continue
             at = {n: [m for m in scored if m.length == n] for n in lengths}
             med = [statistics.median(getattr(m, study.metric) for m in at[n]) for n in lengths]
-            line, = ax.plot(lengths, med, marker="o", ms=3, label=row["label"])
+            line, = ax.plot(lengths, med, marker=MARKERS[drawn % len(MARKERS)], ms=4, mfc="none",
+                            ls=STYLES[drawn // len(MARKERS) % len(STYLES)], label=row["label"])
             lo = [min([getattr(m, study.metric) for m in at[n]] + [ci[0] for m in at[n] if (ci := m.interval(study.metric))])
                   for n in lengths]
             hi = [max([getattr(m, study.metric) for m in at[n]] + [ci[1] for m in at[n] if (ci := m.interval(study.metric))])
@@ -106,42 +144,56 @@ def accuracy_vs_length(study, table, results, out: Path) -> list[Path]:
         band = ("seeds' range and 95% Wilson intervals" if study.metric in ("accuracy", "scaled_accuracy")
                 else "seeds' range")
         fig.text(0.01, 0.01, f"shaded: training lengths; bands: {band}", fontsize=7, color="grey")
-        paths.append(save_figure(fig, out / f"length-{slug(table.name)}-{slug(col)}.png"))
-    return paths
+        figs.append((f"length-{slug(table.name)}-{slug(col)}", fig))
+    return figs
 
 
-def learning_curves(study, table, results, curves: dict[int, list[dict]], out: Path) -> list[Path]:
-    """One figure per task column: validation accuracy vs step, one colour per model, one line per run."""
+def curve_figures(study, table, results, curves: dict[int, list[dict]]) -> list[tuple[str, object]]:
+    """(stem, figure) per task column: validation accuracy vs step, one panel per model (shared axes, so
+    no model's curve hides under another's), one line per run (colour: learning rate, style: seed)."""
     plt = pyplot()
-    paths = []
+    figs = []
     tdef = next(t for t in study.tables if t.name == table.name)
     for col in [t.label for t in tdef.tasks]:
-        fig, ax = plt.subplots(figsize=(6.4, 4.0))
-        drawn = 0
-        for i, row in enumerate(table.rows):
-            color = f"C{i % 10}"
+        panels = []
+        for row in table.rows:
             runs = [(j, r) for j, r in results if j.table == table.name and j.label == row["label"]
-                    and (j.column or tdef.tasks[0].label) == col and r is not None and r.status == "complete"]
-            for k, (j, r) in enumerate(runs):
-                c = curves.get(r.run_id) or []
-                if not c:
-                    continue
-                ax.plot([p["step"] for p in c], [p["val_accuracy"] for p in c], color=color, alpha=0.7, lw=1,
-                        marker="o" if len(c) < 10 else None, ms=3, label=row["label"] if k == 0 else None)
-                drawn += 1
-        if not drawn:
-            plt.close(fig)
+                    and (j.column or tdef.tasks[0].label) == col and r is not None and r.status == "complete"
+                    and curves.get(r.run_id)]
+            if runs:
+                panels.append((row["label"], runs))
+        if not panels:
             continue
-        ax.set_xlabel("training step")
-        ax.set_ylabel("validation accuracy (in-distribution, token)")
-        ax.set_title(f"{study.name}: learning curves, {col}", fontsize=10)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-        paths.append(save_figure(fig, out / f"curves-{slug(table.name)}-{slug(col)}.png"))
-    return paths
+        ncols = min(3, len(panels))
+        nrows = math.ceil(len(panels) / ncols)
+        fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols, 2.3 * nrows + 0.7), sharex=True,
+                                 sharey=True, squeeze=False)
+        lrs = sorted({j.train.lr for _, runs in panels for j, _ in runs})
+        for ax, (label, runs) in zip(axes.flat, panels):
+            for j, r in runs:
+                c = curves[r.run_id]
+                ax.plot([p["step"] for p in c], [p["val_accuracy"] for p in c], lw=1.2,
+                        color=f"C{lrs.index(j.train.lr) % 10}", ls=STYLES[j.seed % len(STYLES)],
+                        marker="o" if len(c) < 10 else None, ms=3,
+                        label=f"lr {j.train.lr:g}, seed {j.seed}")
+            ax.set_title(label, fontsize=9)
+            ax.set_ylim(-0.02, 1.02)
+            ax.grid(alpha=0.3)
+            if len(runs) > 1:
+                ax.legend(fontsize=6, loc="lower right")
+        for ax in axes.flat[len(panels):]:
+            ax.set_visible(False)
+        for ax in axes[-1]:
+            ax.set_xlabel("training step", fontsize=8)
+        for ax in axes[:, 0]:
+            ax.set_ylabel("val. accuracy", fontsize=8)
+        fig.suptitle(f"{study.name}: learning curves, {col} (validation accuracy: in-distribution, token)",
+                     fontsize=10)
+        figs.append((f"curves-{slug(table.name)}-{slug(col)}", fig))
+    return figs
 
 
-def trace_plot(title: str, trace: dict, path: Path) -> Path:
+def trace_figure(title: str, trace: dict):
     """Model output vs input over time (the offset paper's Figures 3-8): input, target, P(output = 1)."""
     plt = pyplot()
     x, y, m = trace["inputs"], trace["targets"], trace["mask"]
@@ -161,18 +213,24 @@ def trace_plot(title: str, trace: dict, path: Path) -> Path:
     ax.set_xlabel("time step")
     ax.set_title(f"{title}  (token acc {100 * trace['token_accuracy']:.1f}%)", fontsize=9)
     ax.legend(fontsize=7, loc="upper right", ncol=4)
-    return save_figure(fig, path)
+    return fig
 
 
 def spectrum_plot(result: dict, path) -> str:
-    """The eigenvalues of a ``theory.spectrum`` result on the complex plane, one panel per layer."""
+    """Write ``spectrum_figure(result)`` to ``path`` (PNG, SVG or PDF by its suffix)."""
+    return str(save_figure(spectrum_figure(result), path))
+
+
+def spectrum_figure(result: dict):
+    """The eigenvalues of a ``theory.spectrum`` result on the complex plane, one panel per layer: the
+    sample sequences' A(x) per current token, and (layer 1) A(x) of each token's embedding alone (x)."""
     plt = pyplot()
     ls = [l for l in result["layers"] if "samples" in l]
     n = max(1, len(ls))
     fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 4.2), squeeze=False)
     th = np.linspace(0, 2 * np.pi, 400)
     for ax, l in zip(axes[0], ls):
-        ax.plot(np.cos(th), np.sin(th), color="0.6", lw=0.8)
+        ax.plot(np.cos(th), np.sin(th), color="0.6", lw=0.8, label="unit circle")
         ax.axhline(0, color="0.85", lw=0.5)
         ax.axvline(0, color="0.85", lw=0.5)
         toks = np.array(l["sample_tokens"])
@@ -181,15 +239,17 @@ def spectrum_plot(result: dict, path) -> str:
             v = vals[toks == t].reshape(-1)
             ax.scatter(v.real, v.imag, s=6, alpha=0.5, label=f"token {t}")
         if l.get("per_token"):
-            for t, v in l["per_token"].items():
+            for k, (t, v) in enumerate(l["per_token"].items()):
                 v = np.array(v)
-                ax.scatter(v[:, 0], v[:, 1], s=40, marker="x", color="k")
+                ax.scatter(v[:, 0], v[:, 1], s=40, marker="x", color="k",
+                           label="single-token A(x)" if k == 0 else None)
         ax.set_aspect("equal")
         ax.set_xlim(-1.15, 1.15)
         ax.set_ylim(-1.15, 1.15)
         ax.set_title(f"layer {l['layer']}: {l['mixer']}  min Re {l['min_real']:.3f}", fontsize=9)
-        if len(set(toks.tolist())) <= 12:
-            ax.legend(fontsize=6, loc="lower left")
+        ax.set_xlabel("Re λ", fontsize=8)
+        ax.set_ylabel("Im λ", fontsize=8)
+        ax.legend(fontsize=6, loc="lower left")
     # two lines: on one, the title is wider than a one-layer figure
     fig.suptitle(f"{result['layers_spec']} on {result['task']}\neigenvalues of A(x)", fontsize=10)
-    return str(save_figure(fig, path))
+    return fig

@@ -1,4 +1,4 @@
-"""A study's report from the database alone: tables, plots, markdown / CSV / LaTeX exports."""
+"""A study's report from the database alone: tables, plots, markdown / CSV / LaTeX / HTML exports."""
 from __future__ import annotations
 
 import csv
@@ -19,6 +19,7 @@ class Report:
     traces: dict[int, dict] = field(default_factory=dict)   # run_id -> probe -> trace
     curves: dict[int, list] = field(default_factory=dict)
     interrupted: int = 0  # 'running'/'interrupted' rows of the grid's keys (not counted)
+    machines: list[str] = field(default_factory=list)  # where the runs ran (from their recorded versions)
 
     @property
     def missing(self) -> int:
@@ -52,16 +53,21 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None, device: s
 
     store = Store(db, create=False)
     jobs = study.cells(scale, seeds, device)
-    results, traces, curves, unfinished = [], {}, {}, 0
+    results, traces, curves, unfinished, machines = [], {}, {}, 0, {}
     for job in jobs:
         res = complete_result(store, job.key)
         results.append((job, res))
-        unfinished += sum(1 for r in store.runs(key=job.key) if r["status"] in ("running", "interrupted"))
+        rows = store.runs(key=job.key)
+        unfinished += sum(1 for r in rows if r["status"] in ("running", "interrupted"))
         if res is not None:
+            v = next((r["versions"] or {} for r in rows if r["id"] == res.run_id), {})
+            m = f"{v.get('platform', '?')}, torch {v.get('torch', '?')}, {v.get('threads', '?')} thread(s)"
+            machines[m] = machines.get(m, 0) + 1
             curves[res.run_id] = store.curve(res.run_id)
             if job.probes:
                 traces[res.run_id] = read_traces(db, res.run_id)
-    rep = Report(study, scale, study_tables(study, results, scale), results, traces, curves, unfinished)
+    rep = Report(study, scale, study_tables(study, results, scale), results, traces, curves, unfinished,
+                 [f"{m} ({n} run{'s' if n > 1 else ''})" for m, n in machines.items()])
     _compare_probes(rep)
     return rep
 
@@ -113,8 +119,8 @@ def probe_cells(r: dict) -> list[str]:
             for k in ("token_accuracy", "accuracy_input1", "offset_accuracy", "hold_accuracy")]
 
 
-def differences(t: StudyTable, study) -> list[str]:
-    """Markdown lines listing every cell that differs from the paper beyond the tolerance."""
+def difference_items(t: StudyTable, study) -> tuple[str, list[str]]:
+    """(headline, one item per cell that differs from the paper beyond the tolerance)."""
     from statetrack.report.render import fmt_published
 
     out = []
@@ -124,14 +130,20 @@ def differences(t: StudyTable, study) -> list[str]:
                 continue
             cell = r["cells"].get(col)
             if cell is not None and t.kind != "per_length":
-                out.append(f"- {r['label']}, {col}: ours {r['text'][col].removesuffix(' *')}, paper "
+                out.append(f"{r['label']}, {col}: ours {r['text'][col].removesuffix(' *')}, paper "
                            f"{fmt_published(cell.published, study)}")
             else:
-                out.append(f"- {r['label']}, {t.columns.get(col, col)}: paper {r['published_text'][col]}")
+                out.append(f"{r['label']}, {t.columns.get(col, col)}: paper {r['published_text'][col]}")
     if not out:
         n = sum(1 for r in t.rows for d in r["differs"].values() if d is False)
-        return [f"Every cell with a published number ({n}) agrees with the paper within the tolerance.", ""] if n else []
-    return [f"**{len(out)} cell(s) differ from the paper beyond the tolerance** (marked *):", ""] + out + [""]
+        return (f"Every cell with a published number ({n}) agrees with the paper within the tolerance."
+                if n else ""), []
+    return f"{len(out)} cell(s) differ from the paper beyond the tolerance (marked *):", out
+
+
+INTERVALS_CAPTION = ("Accuracy (%) of the final label at each test length, with its Wilson 95% interval over the "
+                     "test sequences; 'chance' rows: the majority rate of the final label in that length's test "
+                     "set (n/a: no test set at that length).")
 
 
 def intervals_markdown(rep: Report) -> str:
@@ -169,49 +181,91 @@ def intervals_markdown(rep: Report) -> str:
     return "\n".join(lines)
 
 
-def write_report(rep: Report, out: str | Path, header: str = "") -> Path:
-    """``out``/<study>.md, .csv, .tex and ``out``/<study>/*.png. Returns the markdown path."""
-    from statetrack.report.plots import accuracy_vs_length, learning_curves, slug, trace_plot
+def differences(t: StudyTable, study) -> list[str]:
+    """Markdown lines listing every cell that differs from the paper beyond the tolerance."""
+    head, items = difference_items(t, study)
+    if not items:
+        return [head, ""] if head else []
+    return [f"**{head.removesuffix(' (marked *):')}** (marked *):", ""] + [f"- {x}" for x in items] + [""]
+
+
+@dataclass
+class Figure:
+    """One figure of a report: the table it belongs to (or ``probes``), its file stem, the figure."""
+
+    section: str
+    stem: str
+    fig: object
+
+
+def report_figures(rep: Report) -> list[Figure]:
+    """Every figure of the report: per table accuracy vs length and learning curves, then probe traces."""
+    from statetrack.report.plots import curve_figures, length_figures, slug, trace_figure
+
+    out = []
+    for t in rep.tables:
+        for stem, fig in length_figures(rep.study, t, rep.results) + curve_figures(rep.study, t, rep.results,
+                                                                                      rep.curves):
+            out.append(Figure(t.name, stem, fig))
+    for j, r in rep.results:
+        if r is None or j.seed != 0:
+            continue
+        for probe, tr in rep.traces.get(r.run_id, {}).items():
+            fig = trace_figure(f"{j.label} (lr {j.train.lr:g}, seed {j.seed}) on {probe}", tr)
+            out.append(Figure("probes", f"trace-{slug(j.label)}-lr{j.train.lr:g}-{slug(probe)}", fig))
+    return out
+
+
+def scale_note(rep: Report) -> str:
+    return "" if rep.scale == "paper" else (
+        f"Scale `{rep.scale}`: fewer steps, seeds and learning rates, smaller models and shorter test lengths "
+        "than the paper (see the study file), so differences from the paper's numbers are expected and are "
+        "listed under each table; `--scale paper` runs the paper's protocol.")
+
+
+def runs_line(rep: Report) -> str:
+    return (f"Runs of the grid: {len(rep.results)}; complete: {len(rep.results) - rep.missing}; missing: "
+            f"{rep.missing}; unfinished records of these runs (killed, not counted): {rep.interrupted}.")
+
+
+def write_report(rep: Report, out: str | Path, meta: dict | None = None, figures=("png",)) -> Path:
+    """``out``/<study>.md, .csv, .tex and ``out``/<study>/<figure>.<format> for each of ``figures``
+    (png, svg, pdf; the markdown shows the first). ``meta``: the header's lines, e.g. {"Command": ...,
+    "Machine": ..., "Date": ...}. Returns the markdown path. (The HTML page: ``report.html.write_html``.)"""
+    from statetrack.report.plots import close, save
 
     study = rep.study
     out = Path(out)
     figdir = out / study.name
     figdir.mkdir(parents=True, exist_ok=True)
-    scale_note = ([] if rep.scale == "paper" else [
-        f"Scale `{rep.scale}`: fewer steps, seeds and learning rates, smaller models and shorter test lengths "
-        "than the paper (see the study file), so differences from the paper's numbers are expected and are "
-        "listed under each table; `--scale paper` runs the paper's protocol.", ""])
-    md = [f"# {study.title}", "", header.strip(), "", *scale_note,
-          f"Study `{study.name}` (scale `{rep.scale}`). Source: {study.source}.", "",
-          f"Runs of the grid: {len(rep.results)}; complete: {len(rep.results) - rep.missing}; missing: "
-          f"{rep.missing}; unfinished records of these runs (killed, not counted): {rep.interrupted}.", ""]
-    for t in rep.tables:
-        md += [f"## {t.title}" + (f" (table `{t.name}`)" if t.name != "main" else ""), "", t.markdown(), "",
-               t.caption, ""]
-        md += differences(t, rep.study)
-        figs = accuracy_vs_length(study, t, rep.results, figdir)
-        figs += learning_curves(study, t, rep.results, rep.curves, figdir)
-        for p in figs:
-            md += [f"![{p.stem}]({study.name}/{p.name})", ""]
-    probe_md = _probe_markdown(rep)
-    if probe_md:
-        md += ["## Probes", "", probe_md, "",
-               "Traces: one seeded sequence per probe; input, target and the model's P(1) over time.", ""]
-        for j, r in rep.results:
-            if r is None or j.seed != 0:
-                continue
-            for probe, tr in rep.traces.get(r.run_id, {}).items():
-                p = trace_plot(f"{j.label} (lr {j.train.lr:g}, seed {j.seed}) on {probe}", tr,
-                               figdir / f"trace-{slug(j.label)}-lr{j.train.lr:g}-{slug(probe)}.png")
-                md += [f"![{p.stem}]({study.name}/{p.name})", ""]
-    md += ["## Accuracy of every run, with 95% intervals", "",
-           "Accuracy (%) of the final label at each test length, with its Wilson 95% interval over the test "
-           "sequences; 'chance' rows: the majority rate of the final label in that length's test set "
-           "(n/a: no test set at that length).", "", intervals_markdown(rep)]
+    meta = meta or {}
+    header = [f"- {k}: `{v}`" if k == "Command" else f"- {k}: {v}" for k, v in meta.items()]
+    md = [f"# {study.title}", "", *header, "", scale_note(rep), "",
+          f"Study `{study.name}` (scale `{rep.scale}`). Source: {study.source}.", "", runs_line(rep), ""]
+    figs = report_figures(rep)
+    try:
+        links = {f.stem: save(f.fig, figdir, f.stem, figures)[0].name for f in figs} if figures else {}
+        for t in rep.tables:
+            md += [f"## {t.title}" + (f" (table `{t.name}`)" if t.name != "main" else ""), "", t.markdown(), "",
+                   t.caption, ""]
+            md += differences(t, rep.study)
+            md += [f"![{f.stem}]({study.name}/{links[f.stem]})\n" for f in figs if f.section == t.name and links]
+        probe_md = _probe_markdown(rep)
+        if probe_md:
+            md += ["## Probes", "", probe_md, "",
+                   "Traces: one seeded sequence per probe; input, target and the model's P(1) over time.", ""]
+            md += [f"![{f.stem}]({study.name}/{links[f.stem]})\n" for f in figs if f.section == "probes" and links]
+    finally:
+        for f in figs:
+            close(f.fig)
+    md += ["## Accuracy of every run, with 95% intervals", "", INTERVALS_CAPTION, "", intervals_markdown(rep)]
     if study.notes:
         md += ["## Notes (from the study file)", "", study.notes.strip(), ""]
     path = out / f"{study.name}.md"
-    path.write_text("\n".join(md).replace("\n\n\n", "\n\n"))
+    text = "\n".join(md)
+    while "\n\n\n" in text:
+        text = text.replace("\n\n\n", "\n\n")
+    path.write_text(text)
     rows = [r for t in rep.tables for r in t.csv_rows()]
     with open(out / f"{study.name}.csv", "w", newline="") as f:
         if rows:

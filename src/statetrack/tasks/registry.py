@@ -7,17 +7,24 @@ from __future__ import annotations
 
 from typing import Callable
 
+from statetrack import plugins
 from statetrack.errors import UserError, allowed
 from statetrack.tasks.base import Task
 from statetrack.tasks.parity import Parity
 
 #: family name -> (factory taking the argument string or None, one-line description)
 FAMILIES: dict[str, tuple[Callable[[str | None], Task], str]] = {}
+#: family name -> the plugin module that registered it (families of statetrack itself are absent)
+ORIGIN: dict[str, str] = {}
 
 
 def register(family: str, description: str):
+    """Register a task family: ``@register("mytask", "one line")`` on a factory that receives the text
+    after ``mytask:`` (or None) and returns a Task, raising UserError on a bad argument."""
     def deco(factory):
         FAMILIES[family] = (factory, description)
+        if plugins.origin(factory):
+            ORIGIN[family] = plugins.origin(factory)
         return factory
     return deco
 
@@ -36,6 +43,8 @@ def get_task(name: str) -> Task:
     if not isinstance(name, str) or not name.strip():
         raise UserError("empty task name; allowed families: " + ", ".join(sorted(FAMILIES)))
     family, _, arg = name.strip().partition(":")
+    if family not in FAMILIES:
+        plugins.autoload()
     if family not in FAMILIES:
         raise allowed("task family", family, FAMILIES)
     return FAMILIES[family][0](arg if _ else None)

@@ -1,0 +1,129 @@
+"""Progress on stderr: a bar in a terminal, one log line per event otherwise.
+
+In a terminal the bar moves every step and shows the training loss and accuracy of the last validation
+(read then, so that a step on a GPU never waits on the host), the elapsed time and the time left (at
+most: early stopping may end the run sooner). Without a terminal (a log file,
+a pipe, a batch job) each validation is one line::
+
+    train rnn on parity: step 400/2000  loss 0.512  val acc 87.5%  elapsed 12s  ETA 48s
+
+and each test length, and each finished run of a sweep, one line too. Progress never goes to stdout,
+so ``--json`` output stays clean.
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+
+def duration(s: float) -> str:
+    s = int(round(s))
+    return f"{s}s" if s < 60 else f"{s // 60}m{s % 60:02d}s" if s < 3600 else f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+class _Reporter:
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.t0 = time.time()
+        self.bar = None
+
+    def __enter__(self):
+        if self.tty:
+            from rich.console import Console
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                       TimeRemainingColumn)
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(bar_width=20), MofNCompleteColumn(),
+                                TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TextColumn("ETA"),
+                                TimeRemainingColumn(), transient=True, console=Console(file=self.stream))
+            self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.__exit__(*exc)
+        return False
+
+    def log(self, text: str) -> None:
+        print(text, file=self.stream, flush=True)
+
+    def times(self, done: float, total: float) -> str:
+        el = time.time() - self.t0
+        eta = el / done * (total - done) if done else 0.0
+        return f"elapsed {duration(el)}  ETA {duration(eta)}"
+
+
+class RunProgress(_Reporter):
+    """One run: training steps, validations, then the test lengths."""
+
+    def __init__(self, title: str, steps: int, lengths: int, stream=None):
+        super().__init__(stream)
+        self.title, self.steps, self.lengths = title, steps, lengths
+        self.loss, self.acc, self.done_lengths = None, None, 0
+
+    def __enter__(self):
+        super().__enter__()
+        if self.bar is not None:
+            self.task = self.bar.add_task(self.title, total=self.steps or self.lengths, info="")
+        return self
+
+    def _info(self) -> str:
+        return "  ".join(x for x in (f"loss {self.loss:.3f}" if self.loss is not None else "",
+                                     f"val acc {100 * self.acc:.1f}%" if self.acc is not None else "") if x)
+
+    def step(self, step: int) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, completed=step, info=self._info())
+
+    def validation(self, step: int, info: dict) -> None:
+        self.loss, self.acc = info["train_loss"], info["val_accuracy"]
+        if self.bar is not None:
+            self.bar.update(self.task, completed=step, info=self._info())
+        else:
+            self.log(f"{self.title}: step {step}/{self.steps}  {self._info()}  {self.times(step, self.steps)}")
+
+    def length(self, m) -> None:
+        self.done_lengths += 1
+        if self.bar is not None:
+            self.bar.update(self.task, description=f"evaluate L={m.length}", completed=self.done_lengths,
+                            total=self.lengths, info=f"accuracy {100 * m.accuracy:.1f}%")
+        else:
+            self.log(f"{self.title}: test length {m.length} ({self.done_lengths}/{self.lengths})  accuracy "
+                     f"{100 * m.accuracy:.1f}%  elapsed {duration(time.time() - self.t0)}")
+
+
+class SweepProgress(_Reporter):
+    """A grid of runs: one line per finished run, and per validation of a running run."""
+
+    def __init__(self, title: str, runs: int, stream=None):
+        super().__init__(stream)
+        self.title, self.runs, self.finished = title, runs, 0
+
+    def __enter__(self):
+        super().__enter__()
+        if self.bar is not None:
+            self.task = self.bar.add_task(self.title, total=self.runs, info="")
+        return self
+
+    @staticmethod
+    def name(job) -> str:
+        return f"{job.label} / {job.column or job.train.task} lr {job.train.lr:g} seed {job.seed}"
+
+    def validation(self, job, step: int, info: dict) -> None:
+        text = (f"{self.name(job)}: step {step}/{job.train.steps}  loss {info['train_loss']:.3f}  "
+                f"val acc {100 * info['val_accuracy']:.1f}%")
+        if self.bar is not None:
+            self.bar.update(self.task, info=text)
+        else:
+            self.log(f"{self.title}: {text}  elapsed {duration(time.time() - self.t0)}")
+
+    def done(self, job, res) -> None:
+        self.finished += 1
+        longest = (res.summary or {}).get("longest_90")
+        what = ("reused" if res.reused else res.status) + (f", longest >=90% {longest}" if longest else "")
+        if self.bar is not None:
+            self.bar.update(self.task, advance=1, info=f"done {self.name(job)} ({what})")
+        else:
+            self.log(f"{self.title}: run {self.finished}/{self.runs} done: {self.name(job)} ({what})  "
+                     f"{self.times(self.finished, self.runs)}")

@@ -1,0 +1,61 @@
+"""One JSON schema for a run, shared by every command's ``--json`` (field by field in docs/json.md).
+
+- a **run** (``statetrack runs --json``, one per line): ``RUN_KEYS``;
+- a **length row** (``train``, ``eval``, ``rerun``, ``sweep``, ``reproduce``: one per run and test length):
+  the run's keys, ``length`` and the metrics at that length (``LENGTH_KEYS``); ``sweep`` and
+  ``reproduce`` add the run's place in the study's grid (``GRID_KEYS``);
+- a **run in detail** (``statetrack runs show ID --json``, one object): ``DETAIL_KEYS``: the run's keys,
+  its full config, versions, training summary, learning curve and per-length metrics.
+
+``eval`` reads a checkpoint, not the database: its rows carry the run id, study and label recorded in
+the checkpoint (null for a construction's) and null status, wall time and longest length.
+"""
+from __future__ import annotations
+
+from dataclasses import fields
+
+from statetrack.evaluation import LengthMetrics
+
+RUN_KEYS = ("run_id", "study", "label", "model", "task", "seed", "status", "train_min_len", "train_max_len",
+            "checkpoint", "wall_time", "longest_90")
+METRIC_KEYS = tuple(f.name for f in fields(LengthMetrics) if f.name != "length")
+LENGTH_KEYS = RUN_KEYS + ("length",) + METRIC_KEYS
+GRID_KEYS = ("table", "column", "lr")
+DETAIL_KEYS = RUN_KEYS + ("error", "created", "finished", "config", "versions", "summary", "curve", "metrics")
+
+
+def run_object(row: dict) -> dict:
+    """A run of the results database (``Store.run`` / ``Store.runs``) in the shared schema."""
+    return {"run_id": row["id"], "study": row["study"], "label": row["label"], "model": row["model"],
+            "task": row["task"], "seed": row["seed"], "status": row["status"],
+            "train_min_len": row["train_min_len"], "train_max_len": row["train_max_len"],
+            "checkpoint": row["checkpoint"], "wall_time": row["wall_time"],
+            "longest_90": (row["summary"] or {}).get("longest_90")}
+
+
+def checkpoint_run(config: dict, extra: dict, task: str, path: str) -> dict:
+    """The run a checkpoint records (``statetrack eval``): ``config`` a TrainConfig dict, ``extra`` its
+    metadata; ``task`` the task evaluated on."""
+    return {"run_id": extra.get("run_id"), "study": extra.get("study"), "label": extra.get("label"),
+            "model": config["model"]["layers"], "task": task, "seed": config["seed"], "status": None,
+            "train_min_len": config["train_min_len"], "train_max_len": config["train_max_len"],
+            "checkpoint": str(path), "wall_time": None, "longest_90": None}
+
+
+def metric_dict(m) -> dict:
+    """A LengthMetrics (or a database metrics row) as ``length`` + ``METRIC_KEYS`` (a row stored before
+    the interval was recorded gets it computed)."""
+    d = (m if isinstance(m, LengthMetrics) else LengthMetrics.from_row(m)).as_dict()
+    return {k: d[k] for k in ("length",) + METRIC_KEYS}
+
+
+def length_rows(run: dict, metrics, **grid) -> list[dict]:
+    """One row per test length: the run object, ``length`` and the metrics (and ``grid`` keys if given)."""
+    return [{**run, **metric_dict(m), **grid} for m in metrics]
+
+
+def run_detail(row: dict, metrics: list, curve: list[dict]) -> dict:
+    """``statetrack runs show --json``: the run, its config, versions, summary, curve and metrics."""
+    return {**run_object(row), "error": row["error"], "created": row["created"], "finished": row["finished"],
+            "config": row["config"], "versions": row["versions"], "summary": row["summary"] or {},
+            "curve": curve, "metrics": [metric_dict(m) for m in metrics]}

@@ -1,0 +1,146 @@
+"""docs/extending.md, run as written: its files are extracted into a folder outside the package and its
+commands run there, in new processes; then the plugin through an installed distribution's entry points."""
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "extending.md"
+BLOCK = re.compile(r"```(\w+)\n(.*?)```", re.S)
+
+
+def doc_blocks():
+    """(files: name -> text, shell lines, python snippets) from the page: a block whose first line is
+    '# NAME' is (part of) file NAME; the bash block is the commands; other python blocks are snippets."""
+    files, shell, snippets = {}, [], []
+    for lang, body in BLOCK.findall(DOC.read_text()):
+        first = body.splitlines()[0]
+        if lang in ("python", "yaml") and re.fullmatch(r"# [\w.]+\.(py|yaml)", first):
+            files[first[2:]] = files.get(first[2:], "") + body.split("\n", 1)[1] + "\n"
+        elif lang == "bash":
+            shell += [l for l in body.splitlines() if l.strip()]
+        elif lang == "python":
+            snippets.append(body)
+    return files, shell, snippets
+
+
+def statetrack(args, env, cwd):
+    return subprocess.run([sys.executable, "-m", "statetrack.cli", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=600)
+
+
+def base_env():
+    env = dict(os.environ)
+    env.pop("STATETRACK_PLUGINS", None)
+    env["COLUMNS"] = "100"
+    # statetrack itself, as an installed package would be
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src")
+    return env
+
+
+@pytest.fixture(scope="module")
+def documented(tmp_path_factory):
+    """Write the page's files, run its commands and its Python; returns (folder, {command: completed
+    process})."""
+    d = tmp_path_factory.mktemp("plugin")
+    files, shell, snippets = doc_blocks()
+    assert set(files) == {"mystuff.py", "mystudy.yaml"}
+    for name, text in files.items():
+        (d / name).write_text(text)
+    env, out = base_env(), {}
+    for line in shell:
+        words = shlex.split(line, comments=True)
+        if words[0] == "export":
+            key, _, value = words[1].partition("=")
+            value = value.replace("$PWD", str(d))
+            env[key] = value + (os.pathsep + base_env()[key] if key == "PYTHONPATH" else "")
+        elif words[0] == "unset":
+            env.pop(words[1], None)
+        else:
+            assert words[0] == "statetrack", line
+            p = statetrack(words[1:], env, d)
+            assert p.returncode == 0, (line, p.stdout[-2000:], p.stderr[-2000:])
+            out[line.split("#")[0].strip()] = p
+    for code in snippets:  # the page's Python, in the same folder
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=d, timeout=600,
+                           env={**base_env(), "PYTHONPATH": os.pathsep.join([str(d), base_env()["PYTHONPATH"]])})
+        assert p.returncode == 0, (code, p.stderr[-2000:])
+    return d, out
+
+
+def _one(out, prefix):
+    return next(p for cmd, p in out.items() if cmd.startswith(prefix))
+
+
+def test_documented_commands(documented):
+    d, out = documented
+    tasks = [json.loads(l) for l in _one(out, "statetrack tasks").stdout.splitlines()]
+    assert "flipflop" in [t["family"] for t in tasks]
+    assert "possible" in _one(out, "statetrack oracle").stdout
+    show = json.loads(_one(out, "statetrack runs show").stdout)
+    assert show["task"] == "flipflop:0.8" and show["config"]["plugins"] == ["mystuff"]
+    page = (d / "runs" / "reports" / "mystudy.html").read_text()
+    assert page.count("<svg") >= 2 and "signeddiag(neg=false)" in page
+    assert "1000" in _one(out, "statetrack eval").stdout  # without STATETRACK_PLUGINS: the recorded one
+
+
+def test_missing_recorded_plugin_is_named(documented, tmp_path):
+    d, _ = documented  # run from elsewhere, so that mystuff cannot be imported
+    p = statetrack(["eval", str(d / "runs/checkpoints/run1.safetensors"), "--lengths", "64"], base_env(), tmp_path)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1
+    assert "plugin module 'mystuff' (recorded in checkpoint" in p.stderr and "not found" in p.stderr
+    p = statetrack(["rerun", "1", "--db", str(d / "runs/plugin.db")], base_env(), tmp_path)
+    assert p.returncode == 2 and "plugin module 'mystuff' (recorded with run 1) not found" in p.stderr
+
+
+def test_bad_plugin_names(tmp_path, capsys, monkeypatch):
+    from statetrack import plugins
+    from statetrack.cli import main
+
+    for argv in (["--plugin", "no_such_module", "models"], ["models", "--plugin", "no_such_module"]):
+        assert main(argv) == 2
+        assert capsys.readouterr().err == ("error: plugin module 'no_such_module' (--plugin) not found; "
+                                           "install it or add its folder to PYTHONPATH\n")
+    (tmp_path / "broken.py").write_text("x = 1\nraise RuntimeError('boom')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("STATETRACK_PLUGINS", "broken")
+    monkeypatch.setattr(plugins, "_auto_done", False)
+    assert main(["tasks"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "plugin module 'broken' (environment variable STATETRACK_PLUGINS) failed to " \
+                                    "import: broken.py:2: RuntimeError: boom" in err
+
+
+def test_entry_points(documented, tmp_path):
+    """A distribution's entry points: tasks and mixers imported at start, a study found by its name."""
+    d, _ = documented
+    dist = tmp_path / "mystuff-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: mystuff\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[statetrack.tasks]\nmystuff = mystuff\n\n"
+                                           "[statetrack.studies]\nmystudy = mystuff:STUDY\n")
+    env = base_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(d), env["PYTHONPATH"]])
+    p = statetrack(["models", "--json"], env, tmp_path)
+    assert p.returncode == 0 and "signeddiag" in p.stdout
+    p = statetrack(["report", "mystudy", "--db", str(d / "runs" / "plugin.db"), "--out", "", "--json"], env, tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert {json.loads(l)["model"] for l in p.stdout.splitlines()} == {"signeddiag", "signeddiag(neg=false)", "Mamba"}
+
+
+@pytest.mark.slow
+def test_ray_workers_import_the_plugins(documented, tmp_path):
+    pytest.importorskip("ray")
+    d, _ = documented
+    env = base_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(d), env["PYTHONPATH"]])
+    p = statetrack(["sweep", str(d / "mystudy.yaml"), "--plugin", "mystuff", "--executor", "ray", "--workers", "2",
+                    "--db", str(tmp_path / "ray.db"), "--json"], env, tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]
+    rows = [json.loads(l) for l in p.stdout.splitlines()]
+    assert {r["model"] for r in rows} == {"signeddiag", "signeddiag(neg=false)", "mamba(conv=0)"}
