@@ -78,7 +78,7 @@ def add_commands(sub) -> None:
     q = sub.add_parser("sample", help="print examples of a task and the shares of its final labels")
     q.add_argument("task", help="a task string, e.g. parity, group:S3, modcount:3, tomita:5")
     q.add_argument("--split", default="train", choices=["train", "test"],
-                   help="train: the training draw; test: the test draw that eval scores (default train)")
+                   help="train: the training draw; test: the test draw that eval scores (default: train)")
     q.add_argument("--length", type=int, default=16, help="tokens per example")
     q.add_argument("--n", type=int, default=2, help="number of examples")
     q.add_argument("--seed", type=int, default=0, help="seed of the examples")

@@ -146,20 +146,17 @@ INTERVALS_CAPTION = ("Accuracy (%) of the final label at each test length, with 
                      "set (n/a: no test set at that length).")
 
 
-def intervals_markdown(rep: Report) -> str:
-    """Every complete run's accuracy at each test length with its 95% (Wilson) interval, and the chance
-    of each task column per length (the majority rate of the final label in that length's test set)."""
-    lines = []
+def interval_tables(rep: Report) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(table name, headers, rows) per study table: every complete run's accuracy (%) at each test length
+    with its 95% (Wilson) interval, then one 'chance' row per task column (the majority rate of the final
+    label in that length's test set); n/a: no test set at that length."""
+    out = []
     for tdef in rep.study.tables:
         runs = [(j, r) for j, r in rep.results if r is not None and r.status == "complete" and j.table == tdef.name]
         if not runs:
             continue
         lengths = sorted({m.length for _, r in runs for m in r.metrics})
-        head = ["model", "task", "lr", "seed"] + [str(n) for n in lengths]
-        if len(rep.study.tables) > 1:
-            lines += [f"Table `{tdef.name}`:", ""]
-        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        chance: dict[str, dict[int, float]] = {}
+        rows, chance = [], {}
         for j, r in runs:
             col = j.column or tdef.tasks[0].label
             at = {m.length: m for m in r.metrics}
@@ -173,11 +170,20 @@ def intervals_markdown(rep: Report) -> str:
                 else:
                     cells.append(f"{100 * m.accuracy:.1f} ({100 * m.accuracy_low:.1f}-{100 * m.accuracy_high:.1f})")
                     chance.setdefault(col, {}).setdefault(n, m.chance)
-            lines.append(f"| {j.label} | {col} | {j.train.lr:g} | {j.seed} | " + " | ".join(cells) + " |")
-        for col, by in chance.items():
-            lines.append(f"| chance | {col} | | | " + " | ".join(
-                f"{100 * by[n]:.1f}" if n in by else "-" for n in lengths) + " |")
-        lines.append("")
+            rows.append([j.label, col, f"{j.train.lr:g}", str(j.seed), *cells])
+        rows += [["chance", col, "", "", *(f"{100 * by[n]:.1f}" if n in by else "-" for n in lengths)]
+                 for col, by in chance.items()]
+        out.append((tdef.name, ["model", "task", "lr", "seed", *map(str, lengths)], rows))
+    return out
+
+
+def intervals_markdown(rep: Report) -> str:
+    lines = []
+    for name, head, rows in interval_tables(rep):
+        if len(rep.study.tables) > 1:
+            lines += [f"Table `{name}`:", ""]
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(r) + " |" for r in rows] + [""]
     return "\n".join(lines)
 
 
