@@ -30,7 +30,7 @@ lengths of Tomita 2, the uniform draw): the uniform draw almost never shows a lo
 only one of Tomita 1 or 2 at length L has probability 2^-L), so a model trained on it at lengths 1-50
 has in effect seen accepted strings only up to about length 10.
 
-Tomita grammars (binary alphabet {0, 1}; Tomita 1982, as usually stated):
+Tomita grammars (binary alphabet {0, 1}; Tomita1982 in docs/science.md, as usually stated):
   1: 1*                      2: (10)*
   3: no odd-length block of 1s immediately followed by an odd-length block of 0s (blocks maximal)
   4: no 000 substring        5: even number of 0s and even number of 1s
