@@ -52,6 +52,7 @@ CREATE TABLE IF NOT EXISTS metrics (
   length INTEGER NOT NULL,
   accuracy REAL, token_accuracy REAL, sequence_accuracy REAL, scaled_accuracy REAL,
   chance REAL, n_sequences INTEGER,
+  accuracy_low REAL, accuracy_high REAL, token_chance REAL, note TEXT,
   PRIMARY KEY (run_id, length)
 );
 CREATE TABLE IF NOT EXISTS curves (
@@ -116,6 +117,8 @@ class Store:
                             f"UPDATE meta SET value='{SCHEMA_VERSION}' WHERE key='schema_version' "
                             f"AND CAST(value AS INTEGER) < {SCHEMA_VERSION};"
                             "COMMIT;")
+        with self._conn() as c:
+            _migrate_metrics(c)
 
     def _check_ours(self):
         try:
@@ -173,9 +176,9 @@ class Store:
         """Write metrics, curve and the 'complete' status in one transaction."""
         with self._conn() as c:
             c.executemany(
-                "INSERT OR REPLACE INTO metrics VALUES (?,?,?,?,?,?,?,?)",
-                [(run_id, m.length, m.accuracy, m.token_accuracy, m.sequence_accuracy, m.scaled_accuracy,
-                  m.chance, m.n_sequences) for m in metrics])
+                f"INSERT OR REPLACE INTO metrics (run_id, {', '.join(METRICS_COLUMNS)}) "
+                f"VALUES (?{',?' * len(METRICS_COLUMNS)})",
+                [(run_id, *(getattr(m, k) for k in METRICS_COLUMNS)) for m in metrics])
             c.executemany(
                 f"INSERT OR REPLACE INTO lm_metrics (run_id, {', '.join(LM_COLUMNS)}) VALUES "
                 f"(?{', ?' * len(LM_COLUMNS)})",
@@ -259,6 +262,33 @@ class Store:
     def counts(self) -> dict:
         with self._conn() as c:
             return {t: c.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("runs", "metrics", "curves")}
+
+
+# -- the metrics table: its columns, and the in-place migration of older files ----------------------
+#: the columns of a metrics row after run_id (the fields of evaluation.LengthMetrics)
+METRICS_COLUMNS = ("length", "accuracy", "token_accuracy", "sequence_accuracy", "scaled_accuracy", "chance",
+                   "n_sequences", "accuracy_low", "accuracy_high", "token_chance", "note")
+#: columns added since schema version 1: per-length chance and the accuracy's 95% interval
+_METRICS_ADDED = (("accuracy_low", "REAL"), ("accuracy_high", "REAL"), ("token_chance", "REAL"), ("note", "TEXT"))
+
+
+def _migrate_metrics(c: sqlite3.Connection) -> None:
+    """Bring an older file's metrics table up to date by ADDING the missing columns (NULL in old rows;
+    nothing is rewritten or dropped), and record the schema version. One transaction."""
+    def missing():
+        have = {r["name"] for r in c.execute("PRAGMA table_info(metrics)")}
+        version = c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        return [(n, k) for n, k in _METRICS_ADDED if n not in have], int(version["value"]) if version else 0
+
+    columns, version = missing()
+    if not columns and version >= SCHEMA_VERSION:
+        return
+    c.execute("BEGIN IMMEDIATE")  # then look again: another process may have migrated meanwhile
+    columns, version = missing()
+    for name, kind in columns:
+        c.execute(f"ALTER TABLE metrics ADD COLUMN {name} {kind}")
+    if version < SCHEMA_VERSION:
+        c.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
 
 
 def _row(r: sqlite3.Row) -> dict:

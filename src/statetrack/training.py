@@ -2,8 +2,11 @@
 
 AdamW, linear warm-up then cosine decay, gradient clipping, a training length drawn per step from
 [train_min_len, train_max_len], validation on fixed IN-distribution sequences only, early stop after
-``patience`` validations without improvement, and the best validated weights kept. The same seed gives
-the same numbers on the same machine.
+``patience`` validations without improvement, and the best validated weights kept. The starting
+weights are validated too, before the first step (step 0 of the curve), and kept unless a later
+validation beats them (higher accuracy, or equal accuracy and lower loss): training never returns a
+model that validates worse than the one it started from (e.g. a hand-set construction, see
+docs/theory.md section 5). The same seed gives the same numbers on the same machine.
 """
 from __future__ import annotations
 
@@ -130,8 +133,16 @@ def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None
     # the best checkpoint: highest validation accuracy, then lowest loss; for language models (whose
     # next-token accuracy says little) lowest validation loss alone
     lm = task.kind == "lm"
-    best = (-1.0, math.inf)
-    best_state, best_step, bad, curve = None, 0, 0, []
+    # step 0: the starting weights are the first candidate, kept unless a later validation beats them
+    acc, vloss = validate(model, val)
+    if not math.isfinite(vloss):
+        raise TrainingDiverged(0, vloss)
+    curve = [{"step": 0, "train_loss": None, "train_accuracy": None, "val_accuracy": acc, "val_loss": vloss,
+              "lr": stepper.lr()}]
+    best, best_step, bad = (acc, vloss), 0, 0
+    best_state = copy.deepcopy(model.state_dict())
+    if on_step:
+        on_step(0, curve[0])
     step = 0
     for step in range(1, cfg.steps + 1):
         stepper.step(*next(data), step)

@@ -32,8 +32,10 @@ def train_configs(a):
     if flat.get("init"):  # the construction fixes the model (statetrack construct --list)
         from statetrack.theory.constructions import init_config
 
-        model = init_config(flat["init"], flat.get("task"))
-        flat = {**{f"model.{k}": v for k, v in model.model_dump().items()}, **flat}
+        # the construction defines the model: model fields given must agree with it
+        model = init_config(flat["init"], flat.get("task"),
+                            **{k.split(".", 1)[1]: v for k, v in flat.items() if k.startswith("model.")})
+        flat = {**flat, **{f"model.{k}": v for k, v in model.model_dump().items()}}
     elif "model.layers" not in flat:
         raise UserError("train needs --layers SPEC (or --init construction:NAME, or model.layers in --config)")
     if "device" in flat:  # the evaluation runs where the training ran, unless told otherwise

@@ -47,6 +47,11 @@ class LMMetrics:
     answer_tokens: int = 0
     answer_bpb: float | None = None
     answer_accuracy: float | None = None
+    # the most frequent target token's share among the windows' last targets / all their targets: the
+    # accuracy of the best constant answer on exactly the tokens scored (not stored in lm_metrics; the
+    # length metrics carry them as chance and token_chance)
+    last_chance: float | None = None
+    token_chance: float | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -56,7 +61,7 @@ class LMMetrics:
         """From a row of the results database's ``lm_metrics`` table (``buckets`` as JSON)."""
         import json
 
-        d = {k: row[k] for k in cls.__dataclass_fields__}
+        d = {k: row[k] for k in cls.__dataclass_fields__ if k in row.keys()}
         d["buckets"] = json.loads(d["buckets"]) if isinstance(d["buckets"], str) else d["buckets"]
         return cls(**d)
 
@@ -144,6 +149,9 @@ def evaluate_lm(model, split, token_bytes: np.ndarray, lengths: list[int], token
         windows, answers = eval_windows(split, L, n_windows_for(L, tokens, batch_size), seed)
         nats, hits = token_losses(model, windows, chunk, batch_size, device)
         m = summarize(nats, hits, token_bytes[windows[:, 1:]], answers)
+        targets = windows[:, 1:]
+        m.last_chance = float(np.bincount(targets[:, -1]).max() / len(targets))
+        m.token_chance = float(np.bincount(targets.ravel()).max() / targets.size)
         out.append(m)
         if on_length:
             on_length(m)

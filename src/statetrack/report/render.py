@@ -35,9 +35,13 @@ def fmt_published(v, study) -> str:
     return fmt_value(v, study)
 
 
+#: appended to a cell whose threshold judgement a 95% interval could change
+UNSURE = "?"
+
+
 def fmt_cell(cell: TableCell, study) -> str:
     if cell.selected is None:
-        return "-"
+        return "n/a" if cell.not_scored else "-"
     s = fmt_value(cell.selected, study)
     if cell.capped:
         s = ">=" + s
@@ -45,6 +49,8 @@ def fmt_cell(cell: TableCell, study) -> str:
         med = statistics.median(cell.values)
         rng = f"[{fmt_value(min(cell.values), study)}-{fmt_value(max(cell.values), study)}]"
         s += f" {rng}" if abs(med - cell.selected) < 1e-12 else f" ({fmt_value(med, study)} {rng})"
+    if cell.uncertain:
+        s += " " + UNSURE
     if cell.differs:
         s += " " + MARK
     return s
@@ -66,7 +72,7 @@ def fmt(values) -> str:
     return f"{100 * med:.1f} [{100 * min(values):.0f}-{100 * max(values):.0f}]"
 
 
-def fmt_len(values) -> str:
+def fmt_len(values, uncertain: bool = False) -> str:
     vals = [v if v is not None else 0 for v in values]
     if not vals:
         return "-"
@@ -74,7 +80,7 @@ def fmt_len(values) -> str:
     s = "x" if med == 0 else f"{med:g}"
     if len(vals) > 1 and min(vals) != max(vals):
         s += f" [{min(vals) or 'x'}-{max(vals) or 'x'}]"
-    return s
+    return s + (" " + UNSURE if uncertain else "")
 
 
 def headers(t: StudyTable) -> list[str]:
@@ -83,8 +89,13 @@ def headers(t: StudyTable) -> list[str]:
                 + [">=90% up to"] + [f"paper: {h}" for h in t.columns.values()])
     h = ["model", "train len", "seeds"]
     for c in t.task_columns:
-        h += [c, f"paper: {c}"]
+        h += [c] + ([f"paper: {c}"] if c in _published(t) else [])
     return h
+
+
+def _published(t: StudyTable) -> set[str]:
+    """Task columns for which some row has a published value (the others get no 'paper' column)."""
+    return {c for c in t.task_columns if any(r["published"].get(c) is not None for r in t.rows)}
 
 
 def cell_texts(t: StudyTable) -> list[list[str]]:
@@ -93,12 +104,12 @@ def cell_texts(t: StudyTable) -> list[list[str]]:
         if t.kind == "per_length":
             out.append([r["label"], r["train_lengths"], str(r["seeds"]), r["lr"], fmt(r["train_acc"])]
                        + [r["text"][n] for n in t.lengths]
-                       + [fmt_len(r["longest"])]
+                       + [fmt_len(r["longest"], r.get("longest_uncertain", False))]
                        + [r["published_text"][k] for k in t.columns])
         else:
             row = [r["label"], r["train_lengths"], str(r["seeds"])]
             for c in t.task_columns:
-                row += [r["text"].get(c, "-"), r["published_text"].get(c, "-")]
+                row += [r["text"].get(c, "-")] + ([r["published_text"].get(c, "-")] if c in _published(t) else [])
             out.append(row)
     return out
 

@@ -151,6 +151,52 @@ def difference_items(t: StudyTable, study) -> tuple[str, list[str]]:
     return f"{len(out)} cell(s) differ from the paper beyond the tolerance (marked *):", out
 
 
+INTERVALS_CAPTION = ("Accuracy (%) of the final label at each test length, with its Wilson 95% interval over the "
+                     "test sequences; 'chance' rows: the majority rate of the final label in that length's test "
+                     "set (n/a: no test set at that length).")
+
+
+def interval_tables(rep: Report) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(table name, headers, rows) per study table: every complete run's accuracy (%) at each test length
+    with its 95% (Wilson) interval, then one 'chance' row per task column (the majority rate of the final
+    label in that length's test set); n/a: no test set at that length."""
+    out = []
+    for tdef in rep.study.tables:
+        runs = [(j, r) for j, r in rep.results if r is not None and r.status == "complete" and j.table == tdef.name]
+        if not runs:
+            continue
+        lengths = sorted({m.length for _, r in runs for m in r.metrics})
+        rows, chance = [], {}
+        for j, r in runs:
+            col = j.column or tdef.tasks[0].label
+            at = {m.length: m for m in r.metrics}
+            cells = []
+            for n in lengths:
+                m = at.get(n)
+                if m is None:
+                    cells.append("-")
+                elif m.accuracy is None:
+                    cells.append("n/a")
+                else:
+                    cells.append(f"{100 * m.accuracy:.1f} ({100 * m.accuracy_low:.1f}-{100 * m.accuracy_high:.1f})")
+                    chance.setdefault(col, {}).setdefault(n, m.chance)
+            rows.append([j.label, col, f"{j.train.lr:g}", str(j.seed), *cells])
+        rows += [["chance", col, "", "", *(f"{100 * by[n]:.1f}" if n in by else "-" for n in lengths)]
+                 for col, by in chance.items()]
+        out.append((tdef.name, ["model", "task", "lr", "seed", *map(str, lengths)], rows))
+    return out
+
+
+def intervals_markdown(rep: Report) -> str:
+    lines = []
+    for name, head, rows in interval_tables(rep):
+        if len(rep.study.tables) > 1:
+            lines += [f"Table `{name}`:", ""]
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(r) + " |" for r in rows] + [""]
+    return "\n".join(lines)
+
+
 def differences(t: StudyTable, study) -> list[str]:
     """Markdown lines listing every cell that differs from the paper beyond the tolerance."""
     head, items = difference_items(t, study)
@@ -238,6 +284,7 @@ def write_report(rep: Report, out: str | Path, meta: dict | None = None, figures
     finally:
         for f in figs:
             close(f.fig)
+    md += ["## Accuracy of every run, with 95% intervals", "", INTERVALS_CAPTION, "", intervals_markdown(rep)]
     if study.notes:
         md += ["## Notes (from the study file)", "", study.notes.strip(), ""]
     path = out / f"{study.name}.md"
