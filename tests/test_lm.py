@@ -221,6 +221,40 @@ def test_uniform_predictor_is_log2_vocab_bits(fake_task):
     assert [(b["lo"], b["hi"]) for b in m.buckets] == position_buckets(64)
 
 
+class _Always(_Uniform):
+    """Answers token ``c`` at every position."""
+
+    def __init__(self, c: int):
+        super().__init__()
+        self.c = c
+
+    def forward(self, x, state=None):
+        out = torch.full((*x.shape, V), -10.0) + 0 * self.w
+        out[..., self.c] = 10.0
+        return out, state
+
+
+def test_a_constant_answer_scores_chance(fake_task):
+    """An LM's length metrics: chance is the most frequent target's share among the tokens scored, so
+    the best constant answer has accuracy = chance and scaled accuracy 0, and any other constant less."""
+    from statetrack.config import EvalConfig
+    from statetrack.evaluation import evaluate_run
+
+    cfg = EvalConfig(lengths=[16, 64], batch_size=4, tokens=640)
+    [m16, m64], _ = evaluate_run(_Uniform(), fake_task, cfg)
+    for n, m in ((16, m16), (64, m64)):
+        split = fake_task.heldout("test").split
+        from statetrack.lm.metrics import eval_windows, n_windows_for
+
+        windows, _ = eval_windows(split, n, n_windows_for(n, 640, 4), cfg.seed)
+        top = int(np.bincount(windows[:, -1]).argmax())
+        [best], _ = evaluate_run(_Always(top), fake_task, EvalConfig(lengths=[n], batch_size=4, tokens=640))
+        [other], _ = evaluate_run(_Always((top + 1) % V), fake_task, EvalConfig(lengths=[n], batch_size=4, tokens=640))
+        assert best.accuracy == best.chance == m.chance and best.scaled_accuracy == 0.0
+        assert other.accuracy <= other.chance and other.scaled_accuracy <= 0.0
+        assert 0 < m.token_chance < 1
+
+
 def test_bpb_counts_bytes_not_tokens():
     nats = np.full((2, 4), math.log(2))  # one bit per token
     m1 = summarize(nats, np.zeros((2, 4), bool), np.ones((2, 4), int))
