@@ -19,6 +19,12 @@ rejected strings for a regular language), never from a pooled estimate. Metrics:
 
 A length at which the task has no test set (``Task.test_unavailable``, e.g. no accepted string of that
 length) is not scored: its metrics are None and ``note`` says why.
+
+A language-modelling task (``task.kind == "lm"``) is scored on its test split instead, by
+``statetrack.lm.metrics`` (loss, bits per byte, loss by position bucket); ``evaluate_run`` chooses, and
+gives an LM run the length metrics above too (of next-token prediction: ``accuracy`` at the last
+position of each window, ``token_accuracy`` over all of them, chance = the most frequent
+target token's share among the tokens scored).
 """
 from __future__ import annotations
 
@@ -168,6 +174,28 @@ def evaluate(model, task: Task, cfg: EvalConfig | None = None,
         if on_length:
             on_length(m)
     return out
+
+
+def evaluate_run(model, task: Task, cfg: EvalConfig, on_length: Callable | None = None) -> tuple[list, list]:
+    """(length metrics, LM metrics): the second is empty unless ``task.kind == "lm"``."""
+    if task.kind != "lm":
+        return evaluate(model, task, cfg, on_length), []
+    from statetrack.lm.metrics import evaluate_lm
+
+    device = resolve_device(cfg.device)
+    model = model.to(device).eval()
+    lm = evaluate_lm(model, task.heldout("test").split, task.tokenizer.token_bytes, cfg.lengths, cfg.tokens,
+                     cfg.batch_size, cfg.seed, chunk_size(model, cfg), device,
+                     on_length=None if on_length is None else lambda m: on_length(lm_length_metrics(m)))
+    return [lm_length_metrics(m) for m in lm], lm
+
+
+def lm_length_metrics(m) -> LengthMetrics:
+    """A language model's next-token accuracies at one context length, as length metrics; chance: the
+    most frequent target token's share among the tokens scored."""
+    return LengthMetrics(m.length, m.last_accuracy, m.token_accuracy, m.sequence_accuracy,
+                         scaled(m.last_accuracy, m.last_chance), m.last_chance, m.windows,
+                         token_chance=m.token_chance)
 
 
 def longest_generalized(metrics: list[LengthMetrics], threshold: float = 0.9) -> int | None:

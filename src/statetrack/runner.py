@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -16,7 +16,7 @@ import torch
 from statetrack.checkpoint import save_checkpoint
 from statetrack.config import EvalConfig, TrainConfig
 from statetrack.errors import UserError
-from statetrack.evaluation import LengthMetrics, evaluate, longest_generalized
+from statetrack.evaluation import LengthMetrics, evaluate_run, longest_generalized
 from statetrack.store import DEFAULT_DB, Store
 from statetrack.tasks import get_task
 from statetrack.training import TrainingDiverged, train
@@ -30,11 +30,12 @@ class RunResult:
     summary: dict
     checkpoint: str | None
     reused: bool = False
+    lm: list = field(default_factory=list)  # LMMetrics per context length (language models only)
 
 
 def run_key(train_cfg: TrainConfig, eval_cfg: EvalConfig, study: str | None, label: str | None) -> str:
     """Identity of a run: same key = same numbers, so a complete run with this key can be reused."""
-    blob = json.dumps({"train": train_cfg.model_dump(), "eval": eval_cfg.model_dump(), "study": study,
+    blob = json.dumps({"train": train_cfg.model_dump(), "eval": eval_cfg.key_dict(), "study": study,
                        "label": label}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -45,8 +46,11 @@ def complete_result(store: Store, key: str) -> RunResult | None:
     if not done:
         return None
     r = done[-1]
+    from statetrack.lm.metrics import LMMetrics
+
     ms = [LengthMetrics.from_row(m) for m in store.metrics(r["id"])]
-    return RunResult(r["id"], "complete", ms, r["summary"], r["checkpoint"], reused=True)
+    lm = [LMMetrics.from_row(m) for m in store.lm_metrics(r["id"])]
+    return RunResult(r["id"], "complete", ms, r["summary"], r["checkpoint"], reused=True, lm=lm)
 
 
 def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
@@ -111,7 +115,7 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
     t0 = time.time()
     try:
         res = train(train_cfg, task, model=start, on_step=on_step, on_train_step=on_train_step)
-        metrics = evaluate(res.model, task, eval_cfg, on_length=on_length)
+        metrics, lm = evaluate_run(res.model, task, eval_cfg, on_length=on_length)
     except TrainingDiverged as e:
         summary = {"failed_step": e.step, "reason": str(e)}
         store.fail_run(run_id, str(e), time.time() - t0, summary)
@@ -126,9 +130,12 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
     summary = {"best_step": res.best_step, "best_val_accuracy": res.best_val_accuracy,
                "best_val_loss": res.best_val_loss, "train_accuracy": res.train_accuracy,
                "steps_run": res.steps_run, "stopped_early": res.stopped_early,
-               "train_time": res.wall_time, "longest_90": longest_generalized(metrics)}
-    store.finish_run(run_id, metrics, str(ckpt), time.time() - t0, summary, res.curve)
-    return RunResult(run_id, "complete", metrics, summary, str(ckpt))
+               "train_time": res.wall_time, "longest_90": longest_generalized(metrics),
+               "params": sum(p.numel() for p in res.model.parameters())}
+    if task.kind == "lm":
+        summary["corpus"] = task.provenance()
+    store.finish_run(run_id, metrics, str(ckpt), time.time() - t0, summary, res.curve, lm)
+    return RunResult(run_id, "complete", metrics, summary, str(ckpt), lm=lm)
 
 
 def rerun(run_id: int, db: str | Path = DEFAULT_DB, **progress) -> tuple[RunResult, dict]:
@@ -153,6 +160,10 @@ def rerun(run_id: int, db: str | Path = DEFAULT_DB, **progress) -> tuple[RunResu
               for m in store.metrics(run_id)}
     after = {m.length: {k: getattr(m, k) for k in ("accuracy", "token_accuracy", "sequence_accuracy")}
              for m in new.metrics}
+    for m in store.lm_metrics(run_id):  # a language model: its bits per byte too
+        before.setdefault(m["length"], {})["bpb"] = m["bpb"]
+    for m in new.lm:
+        after.setdefault(m.length, {})["bpb"] = m.bpb
     diffs = {n: (before.get(n), after.get(n)) for n in sorted(set(before) | set(after))
              if before.get(n) != after.get(n)}
     return new, diffs

@@ -2,9 +2,12 @@
 
 Tables: ``meta`` (marks the file as ours, with its schema version), ``runs`` (full config, versions,
 seed, status, checkpoint path, wall time, training summary), ``metrics`` (one row per run and test
-length) and ``curves`` (validation curve). Written in transactions, WAL journal, so several worker
-processes can share one database. A file that is not ours, or is damaged, is refused and never
-overwritten.
+length), ``curves`` (validation curve), ``traces`` (probe outputs) and, from schema version 2,
+``lm_metrics`` (language models: loss, bits per byte and the per-position buckets per run and context
+length). A database of an older schema is migrated in place when opened; a migration only adds tables
+and columns, so older statetrack versions still read it. Written in transactions, WAL journal, so
+several worker processes can share one database. A file that is not ours, or is damaged, is refused and
+never overwritten.
 """
 from __future__ import annotations
 
@@ -64,7 +67,18 @@ CREATE TABLE IF NOT EXISTS traces (
   data TEXT NOT NULL,
   PRIMARY KEY (run_id, probe)
 );
+CREATE TABLE IF NOT EXISTS lm_metrics (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  length INTEGER NOT NULL,
+  windows INTEGER, tokens INTEGER, bytes INTEGER,
+  loss REAL, bpb REAL, bpb_se REAL, token_accuracy REAL, last_accuracy REAL, sequence_accuracy REAL,
+  answer_tokens INTEGER, answer_bpb REAL, answer_accuracy REAL,
+  buckets TEXT,
+  PRIMARY KEY (run_id, length)
+);
 """
+LM_COLUMNS = ("length", "windows", "tokens", "bytes", "loss", "bpb", "bpb_se", "token_accuracy", "last_accuracy",
+              "sequence_accuracy", "answer_tokens", "answer_bpb", "answer_accuracy", "buckets")
 
 
 def versions() -> dict:
@@ -94,10 +108,14 @@ class Store:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._conn() as c:
             # one transaction: a process opening the file meanwhile sees all of the schema and the
-            # marker that says it is ours, or none of it
+            # marker that says it is ours, or none of it. The schema's CREATE ... IF NOT EXISTS adds
+            # the tables of a newer version to an older file (the migration: additions only); the
+            # version is then raised, never lowered
             c.executescript("BEGIN IMMEDIATE;" + SCHEMA +
                             "INSERT OR IGNORE INTO meta VALUES ('application', 'statetrack');"
                             f"INSERT OR IGNORE INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}');"
+                            f"UPDATE meta SET value='{SCHEMA_VERSION}' WHERE key='schema_version' "
+                            f"AND CAST(value AS INTEGER) < {SCHEMA_VERSION};"
                             "COMMIT;")
         with self._conn() as c:
             _migrate_metrics(c)
@@ -154,13 +172,18 @@ class Store:
             return int(cur.lastrowid)
 
     def finish_run(self, run_id: int, metrics: list, checkpoint: str | None, wall_time: float,
-                   summary: dict, curve: list[dict] | None = None) -> None:
+                   summary: dict, curve: list[dict] | None = None, lm_metrics: list | None = None) -> None:
         """Write metrics, curve and the 'complete' status in one transaction."""
         with self._conn() as c:
             c.executemany(
                 f"INSERT OR REPLACE INTO metrics (run_id, {', '.join(METRICS_COLUMNS)}) "
                 f"VALUES (?{',?' * len(METRICS_COLUMNS)})",
                 [(run_id, *(getattr(m, k) for k in METRICS_COLUMNS)) for m in metrics])
+            c.executemany(
+                f"INSERT OR REPLACE INTO lm_metrics (run_id, {', '.join(LM_COLUMNS)}) VALUES "
+                f"(?{', ?' * len(LM_COLUMNS)})",
+                [(run_id, *(json.dumps(getattr(m, k)) if k == "buckets" else getattr(m, k) for k in LM_COLUMNS))
+                 for m in (lm_metrics or [])])
             c.executemany("INSERT OR REPLACE INTO curves VALUES (?,?,?)",
                           [(run_id, p["step"], json.dumps(p)) for p in (curve or [])])
             c.execute("UPDATE runs SET status='complete', checkpoint=?, wall_time=?, finished=?, summary=?"
@@ -218,6 +241,18 @@ class Store:
     def metrics(self, run_id: int) -> list[dict]:
         with self._conn() as c:
             return [dict(r) for r in c.execute("SELECT * FROM metrics WHERE run_id=? ORDER BY length", (run_id,))]
+
+    def lm_metrics(self, run_id: int) -> list[dict]:
+        """A language model's metrics per context length (``buckets`` decoded)."""
+        with self._conn() as c:
+            rows = [dict(r) for r in c.execute("SELECT * FROM lm_metrics WHERE run_id=? ORDER BY length", (run_id,))]
+        for r in rows:
+            r["buckets"] = json.loads(r["buckets"]) if r["buckets"] else []
+        return rows
+
+    def schema_version(self) -> int:
+        with self._conn() as c:
+            return int(c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
 
     def curve(self, run_id: int) -> list[dict]:
         with self._conn() as c:

@@ -107,7 +107,7 @@ def _ray_payload(job: Job, plugin_names: list[str] = ()) -> dict:
         store = Store(wdb)
         row = store.run(res.run_id)
         out = {"status": res.status, "config": row["config"], "versions": row["versions"], "error": row["error"],
-               "wall_time": row["wall_time"], "summary": row["summary"], "metrics": res.metrics,
+               "wall_time": row["wall_time"], "summary": row["summary"], "metrics": res.metrics, "lm": res.lm,
                "curve": store.curve(res.run_id), "checkpoint": None, "traces": {}}
         if res.status == "complete":
             out["checkpoint"] = Path(res.checkpoint).read_bytes()
@@ -131,11 +131,11 @@ def _store_payload(db: str, job: Job, p: dict) -> RunResult:
     tmp = ck.with_suffix(".tmp")
     tmp.write_bytes(p["checkpoint"])
     tmp.replace(ck)
-    store.finish_run(run_id, p["metrics"], str(ck), p["wall_time"], p["summary"], p["curve"])
+    store.finish_run(run_id, p["metrics"], str(ck), p["wall_time"], p["summary"], p["curve"], p["lm"])
     if p["traces"]:
         write_traces(db, run_id, p["traces"])
     store.mark_interrupted(job.key, run_id)
-    return RunResult(run_id, "complete", p["metrics"], p["summary"], str(ck))
+    return RunResult(run_id, "complete", p["metrics"], p["summary"], str(ck), lm=p["lm"])
 
 
 def _plugin_roots() -> list[str]:

@@ -66,7 +66,10 @@ def validation_loss(logits, targets, mask) -> float:
 
 
 def validation_set(task: Task, cfg: TrainConfig, device) -> list[tuple]:
-    """Fixed in-distribution batches: up to 8 lengths spread over the training range."""
+    """Fixed in-distribution batches: up to 8 lengths spread over the training range, drawn from the
+    task's validation split (``task.heldout``: fresh sequences for generated tasks, held-out text for
+    a corpus)."""
+    task = task.heldout("validation")
     rng = np.random.default_rng([cfg.seed, 7919])
     lo, hi = cfg.train_lengths
     lengths = sorted({int(round(x)) for x in np.linspace(lo, hi, min(8, hi - lo + 1))})
@@ -127,6 +130,9 @@ def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None
     val = validation_set(task, cfg, device)
     data = batches(task, rng, cfg, device)
 
+    # the best checkpoint: highest validation accuracy, then lowest loss; for language models (whose
+    # next-token accuracy says little) lowest validation loss alone
+    lm = task.kind == "lm"
     # step 0: the starting weights are the first candidate, kept unless a later validation beats them
     acc, vloss = validate(model, val)
     if not math.isfinite(vloss):
@@ -152,7 +158,8 @@ def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None
             info = {"step": step, "train_loss": stats.loss, "train_accuracy": stats.accuracy,
                     "val_accuracy": acc, "val_loss": vloss, "lr": stepper.lr()}
             curve.append(info)
-            if (acc, -vloss) > (best[0], -best[1]):
+            improved = vloss < best[1] if lm else (acc, -vloss) > (best[0], -best[1])
+            if improved:
                 best, best_step, bad = (acc, vloss), step, 0
                 best_state = copy.deepcopy(model.state_dict())
             else:

@@ -11,7 +11,6 @@ import html
 import re
 from pathlib import Path
 
-from statetrack.report import render
 from statetrack.report.selection import MARK
 from statetrack.report.writer import (INTERVALS_CAPTION, PROBE_HEADERS, Report, difference_items, interval_tables,
                                       probe_cells, report_figures, runs_line, scale_note)
@@ -86,7 +85,7 @@ def page(rep: Report, meta: dict, svgs: list[tuple[str, str, str]]) -> str:
     for t in rep.tables:
         parts.append(f"<h2>{esc(t.title)}" + (f" (table <code>{esc(t.name)}</code>)" if t.name != "main" else "")
                      + "</h2>")
-        parts.append(table_html(render.headers(t), render.cell_texts(t), t.caption))
+        parts.append(table_html(t.headers(), t.cell_texts(), t.caption))
         head, items = difference_items(t, study)
         if head:
             parts.append(f"<p><strong>{esc(head)}</strong></p>")

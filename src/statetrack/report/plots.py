@@ -253,3 +253,43 @@ def spectrum_figure(result: dict):
     # two lines: on one, the title is wider than a one-layer figure
     fig.suptitle(f"{result['layers_spec']} on {result['task']}\neigenvalues of A(x)", fontsize=10)
     return fig
+
+
+def lm_curve_figure(title: str, runs: list[tuple[str, list[int], list[float]]]):
+    """Language models' learning curves: validation loss in bits per token vs step, one colour per model
+    (``runs``: (model label, steps, values); several runs of a label share its colour)."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    colors: dict[str, int] = {}
+    for label, steps, vals in runs:
+        first = label not in colors
+        i = colors.setdefault(label, len(colors))
+        ax.plot(steps, vals, color=f"C{i % 10}", ls=STYLES[i % len(STYLES)], lw=1.2, alpha=0.8,
+                label=label if first else None, marker=MARKERS[i % len(MARKERS)], ms=3)
+    ax.set_xlabel("training step")
+    ax.set_ylabel("validation loss (bits per token)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def lm_length_figure(title: str, series: dict[str, tuple[list, list]], baselines: dict[str, tuple[list, list]],
+                     train_len: int, xlabel: str):
+    """bpb against a length on a log axis (context length, or position in the window): one line per model
+    (median over seeds), baselines dashed, the training length marked."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for i, (label, (xs, ys)) in enumerate(series.items()):
+        ax.plot(xs, ys, marker=MARKERS[i % len(MARKERS)], ls=STYLES[i % len(STYLES)], ms=3, lw=1.3, label=label)
+    for label, (xs, ys) in baselines.items():
+        ax.plot(xs, ys, ls="--", lw=1, color="grey" if "bigram" in label else "black", label=label)
+    ax.axvline(train_len, color="C3", ls=":", lw=1)
+    ax.text(train_len, ax.get_ylim()[0], " training length", color="C3", fontsize=7, va="bottom")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("bits per byte (test split)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, ncol=2)
+    return fig

@@ -115,9 +115,13 @@ def cell_texts(t: StudyTable) -> list[list[str]]:
 
 
 def markdown(t: StudyTable) -> str:
-    h = headers(t)
-    lines = ["| " + " | ".join(h) + " |", "|" + "---|" * len(h)]
-    lines += ["| " + " | ".join(c) + " |" for c in cell_texts(t)]
+    return grid_markdown(headers(t), cell_texts(t))
+
+
+def grid_markdown(header: list[str], rows: list[list[str]]) -> str:
+    """A markdown table of text cells (every table kind renders through these grid_* functions)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(c) + " |" for c in rows]
     return "\n".join(lines)
 
 
@@ -136,8 +140,11 @@ def csv_rows(t: StudyTable) -> list[dict]:
 
 
 def csv_text(t: StudyTable) -> str:
+    return grid_csv(csv_rows(t))
+
+
+def grid_csv(rows: list[dict]) -> str:
     buf = io.StringIO()
-    rows = csv_rows(t)
     if rows:
         w = csv.DictWriter(buf, fieldnames=list(rows[0]))
         w.writeheader()
@@ -146,29 +153,36 @@ def csv_text(t: StudyTable) -> str:
 
 
 def latex(t: StudyTable) -> str:
+    return grid_latex(headers(t), cell_texts(t), t.title, t.caption)
+
+
+def grid_latex(h: list[str], rows: list[list[str]], title: str, caption: str) -> str:
     def esc(s: str) -> str:
         for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#"),
                      ("$", r"\$"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"),
                      ("^", r"\^{}"), (">=", r"$\geq$"), ("*", r"$^*$")):
             s = s.replace(a, b)
         return s
-    h = headers(t)
     lines = [r"\begin{table}[ht]", r"\centering", r"\small",
              r"\begin{tabular}{l" + "r" * (len(h) - 1) + "}", r"\toprule",
              " & ".join(esc(x) for x in h) + r" \\", r"\midrule"]
-    lines += [" & ".join(esc(x) for x in c) + r" \\" for c in cell_texts(t)]
-    lines += [r"\bottomrule", r"\end{tabular}", rf"\caption{{{esc(t.title)}. {esc(t.caption)}}}",
+    lines += [" & ".join(esc(x) for x in c) + r" \\" for c in rows]
+    lines += [r"\bottomrule", r"\end{tabular}", rf"\caption{{{esc(title)}. {esc(caption)}}}",
               r"\end{table}"]
     return "\n".join(lines)
 
 
 def rich(t: StudyTable):
+    return grid_rich(headers(t), cell_texts(t), t.title, t.caption)
+
+
+def grid_rich(header: list[str], rows: list[list[str]], title: str, caption: str = ""):
     from rich.markup import escape
     from rich.table import Table
 
-    out = Table(title=escape(t.title), show_lines=False, caption=escape(t.caption) if t.caption else None)
-    for i, h in enumerate(headers(t)):
+    out = Table(title=escape(title), show_lines=False, caption=escape(caption) if caption else None)
+    for i, h in enumerate(header):
         out.add_column(h, justify="left" if i == 0 else "right", style="dim" if h.startswith("paper") else None)
-    for c in cell_texts(t):
+    for c in rows:
         out.add_row(*(escape(x) for x in c))
     return out

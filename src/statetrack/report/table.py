@@ -41,6 +41,9 @@ class StudyTable:
     def headers(self) -> list[str]:
         return render.headers(self)
 
+    def cell_texts(self) -> list[list[str]]:
+        return render.cell_texts(self)
+
     def markdown(self) -> str:
         return render.markdown(self)
 

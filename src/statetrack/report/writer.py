@@ -66,9 +66,16 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None, device: s
             curves[res.run_id] = store.curve(res.run_id)
             if job.probes:
                 traces[res.run_id] = read_traces(db, res.run_id)
-    rep = Report(study, scale, study_tables(study, results, scale), results, traces, curves, unfinished,
+    if study.kind == "lm":  # a language-modelling study: bpb tables (statetrack.report.lm)
+        from statetrack.report.lm import lm_tables
+
+        tables = lm_tables(study, results, scale, db=db)
+    else:
+        tables = study_tables(study, results, scale)
+    rep = Report(study, scale, tables, results, traces, curves, unfinished,
                  [f"{m} ({n} run{'s' if n > 1 else ''})" for m, n in machines.items()])
-    _compare_probes(rep)
+    if study.kind != "lm":
+        _compare_probes(rep)
     return rep
 
 
@@ -120,9 +127,12 @@ def probe_cells(r: dict) -> list[str]:
 
 
 def difference_items(t: StudyTable, study) -> tuple[str, list[str]]:
-    """(headline, one item per cell that differs from the paper beyond the tolerance)."""
+    """(headline, one item per cell that differs from the paper beyond the tolerance). An LM table has no
+    published cells: its items are its verdict lines, with no headline."""
     from statetrack.report.render import fmt_published
 
+    if t.kind == "lm":
+        return "", list(t.notes)
     out = []
     for r in t.rows:
         for col, d in r["differs"].items():
@@ -192,6 +202,8 @@ def differences(t: StudyTable, study) -> list[str]:
     head, items = difference_items(t, study)
     if not items:
         return [head, ""] if head else []
+    if not head:
+        return [f"- {x}" for x in items] + [""]
     return [f"**{head.removesuffix(' (marked *):')}** (marked *):", ""] + [f"- {x}" for x in items] + [""]
 
 
@@ -208,6 +220,10 @@ def report_figures(rep: Report) -> list[Figure]:
     """Every figure of the report: per table accuracy vs length and learning curves, then probe traces."""
     from statetrack.report.plots import curve_figures, length_figures, slug, trace_figure
 
+    if rep.study.kind == "lm":
+        from statetrack.report.lm import lm_figures
+
+        return [Figure(section, stem, fig) for section, stem, fig in lm_figures(rep)]
     out = []
     for t in rep.tables:
         for stem, fig in length_figures(rep.study, t, rep.results) + curve_figures(rep.study, t, rep.results,
@@ -223,6 +239,10 @@ def report_figures(rep: Report) -> list[Figure]:
 
 
 def scale_note(rep: Report) -> str:
+    if rep.study.kind == "lm":
+        from statetrack.report.lm import scale_note as lm_note
+
+        return lm_note(rep.scale)
     return "" if rep.scale == "paper" else (
         f"Scale `{rep.scale}`: fewer steps, seeds and learning rates, smaller models and shorter test lengths "
         "than the paper (see the study file), so differences from the paper's numbers are expected and are "
@@ -275,7 +295,8 @@ def write_report(rep: Report, out: str | Path, meta: dict | None = None, figures
     rows = [r for t in rep.tables for r in t.csv_rows()]
     with open(out / f"{study.name}.csv", "w", newline="") as f:
         if rows:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            # every key of every row (the tables of an LM study have different columns)
+            w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
             w.writeheader()
             w.writerows(rows)
     (out / f"{study.name}.tex").write_text("\n\n".join(t.latex() for t in rep.tables) + "\n")

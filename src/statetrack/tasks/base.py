@@ -43,6 +43,9 @@ class Task(ABC):
     num_classes: int
     #: "every" when every position carries a label (prefix tasks), "final" when only the last does.
     scoring: str = "every"
+    #: "state" for state-tracking tasks (accuracy by length); "lm" for language modelling (next-token
+    #: loss and bits per byte on held-out text), which the runner, evaluation and reports then use
+    kind: str = "state"
 
     @abstractmethod
     def sample_batch(self, rng: np.random.Generator, batch_size: int, length: int) -> Batch:
@@ -58,6 +61,12 @@ class Task(ABC):
         batch = self.sample_batch(rng, batch_size, length)
         for start in range(0, length, chunk):
             yield batch.slice(start, min(start + chunk, length))
+
+    def heldout(self, split: str) -> "Task":
+        """The task on its held-out ``split`` ("validation" or "test"). A generated task draws fresh
+        sequences from a seeded generator, so it is its own held-out set; a corpus task reads another
+        split of its corpus."""
+        return self
 
     #: how ``stream_test_batch`` draws test sequences, in words (``statetrack tasks``, ``sample``)
     test_draw: str = "the training draw"

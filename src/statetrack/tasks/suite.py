@@ -19,6 +19,7 @@ from statetrack.tasks.cycle import CycleNavigation
 from statetrack.tasks.dfa import DFATask, load_dfa, tomita_dfa
 from statetrack.tasks.evenpairs import EvenPairs
 from statetrack.tasks.group import SELECTORS, GroupWordProblem
+from statetrack.tasks.lm import LMTask, parse_lm_arg
 from statetrack.tasks.modarith import ModularArithmetic
 from statetrack.tasks.modarith_brackets import ModularArithmeticBrackets
 from statetrack.tasks.modcount import MAX_MODULUS, ModCount
@@ -185,6 +186,18 @@ _meta("witness", "witness:ones | witness:alt | witness:block:K:M | witness:pulse
     {"name": "form", "allowed": _WITNESS_FORMS}])
 
 
+# -- language modelling ---------------------------------------------------------------------------
+@register("lm", "language modelling on a corpus (next-token loss, bits per byte): lm:stdlib, lm:synthetic")
+def _lm(arg):
+    return LMTask(*parse_lm_arg(arg))
+
+
+_meta("lm", "lm:CORPUS | lm:CORPUS/bpe | lm:CORPUS/bpe=N | lm:CORPUS/seed=S", [
+    {"name": "CORPUS", "allowed": "stdlib (this Python's standard library), synthetic (state-tracking programs)"},
+    {"name": "tokens", "allowed": "bytes (default, 259 ids), bpe / bpe=N (needs tokenizers; N default 4096)"},
+    {"name": "seed", "allowed": "the split's seed, an integer >= 0", "default": 0}])
+
+
 # -- the CLI API ----------------------------------------------------------------------------------
 def list_tasks() -> list[dict]:
     """One dict per registered family: family, syntax, description, parameters."""
@@ -231,6 +244,8 @@ def sample_json(task_name: str, length: int, n: int = 1, seed: int = 0, split: s
               "mask": b.mask[i].tolist()}
         if symbols is not None:
             ex["input_symbols"] = [symbols[v] for v in ex["inputs"]]
+        if isinstance(task, LMTask):
+            ex["text"] = task.tokenizer.decode(b.inputs[i])
         if isinstance(task, GroupWordProblem):
             ex["input_perms"] = [task.group.perm(v) for v in ex["inputs"]]
             ex["target_perms"] = [task.group.perm(v) for v in ex["targets"]]
