@@ -18,6 +18,18 @@ except ImportError:  # hypothesis is a test requirement; tests that need it impo
     pass
 
 
+@pytest.fixture(scope="session", autouse=True)
+def corpus_cache(tmp_path_factory):
+    """Corpora built by the tests go to a temporary cache, never the user's."""
+    old = os.environ.get("STATETRACK_CACHE")
+    os.environ["STATETRACK_CACHE"] = str(tmp_path_factory.mktemp("statetrack-cache"))
+    yield
+    if old is None:
+        os.environ.pop("STATETRACK_CACHE", None)
+    else:
+        os.environ["STATETRACK_CACHE"] = old
+
+
 @pytest.fixture
 def db(tmp_path):
     return str(tmp_path / "runs" / "test.db")

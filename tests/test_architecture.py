@@ -20,6 +20,7 @@ LAYERS = [
     {"ops"},
     {"config"},
     {"layers"},
+    {"lm"},
     {"tasks"},
     {"model"},
     {"checkpoint", "store", "claims"},

@@ -56,7 +56,8 @@ def report(tmp_path_factory):
 
 def test_page_and_index(report):
     page = (report / "tiny.html").read_text()
-    assert page.count("<table>") == 1 and page.count("<svg") == 2  # accuracy vs length, learning curves
+    # the study table and every run's intervals; figures: accuracy vs length, learning curves
+    assert page.count("<table>") == 2 and page.count("<svg") == 2 and "95% intervals" in page
     assert "<td>RNN</td>" in page and "<td>Mamba</td>" in page and '<th class="paper">paper: extrap.</th>' in page
     assert 'class="paper differs"' in page  # RNN is far from the paper's 100% on this tiny budget
     assert "Notes &lt;with&gt; markup-like text &amp; an ampersand." in page

@@ -109,8 +109,10 @@ def test_progress_lines_without_a_terminal(tmp_path, capsys):
                  "--test-lengths", "8,16", "--eval-batch", "4", "--db", str(tmp_path / "p.db")]) == 0
     err = capsys.readouterr().err.splitlines()
     steps = [l for l in err if " step " in l]
-    assert [l.split(" step ")[1].split()[0] for l in steps] == ["10/30", "20/30", "30/30"]
-    for l in steps:
+    # step 0: the starting weights are validated before any training step (no training loss yet)
+    assert [l.split(" step ")[1].split()[0] for l in steps] == ["0/30", "10/30", "20/30", "30/30"]
+    assert "val acc " in steps[0] and "loss " not in steps[0]
+    for l in steps[1:]:
         assert l.startswith("train rnn on parity: step ") and all(w in l for w in ("loss ", "val acc ", "%",
                                                                                     "elapsed ", "ETA "))
     assert len([l for l in err if "test length" in l]) == 2
@@ -121,4 +123,4 @@ def test_sweep_progress_lines(tmp_path, rnn_study, capsys):
     err = capsys.readouterr().err.splitlines()
     done = [l for l in err if " done: " in l]
     assert sorted(l.split(" done: ")[0] for l in done) == ["s (quick): run 1/2", "s (quick): run 2/2"]
-    assert len([l for l in err if ": step " in l]) == 4  # 2 validations x 2 runs, from the worker processes
+    assert len([l for l in err if ": step " in l]) == 6  # 3 validations (steps 0, 5, 10) x 2 runs, from the worker processes

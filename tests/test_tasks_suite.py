@@ -87,10 +87,12 @@ def test_chance_values():
 
 @pytest.mark.parametrize("name", [n for n in TASKS if isinstance(get_task(n), StreamingTask)])
 @pytest.mark.parametrize("chunk", [1, 7, 64])
-def test_stream_equals_sample(name, chunk):
+@pytest.mark.parametrize("split", ["train", "test"])
+def test_stream_equals_sample(name, chunk, split):
     t = get_task(name)
-    full = t.sample_batch(np.random.default_rng(11), 8, 45)
-    parts = list(t.stream_batch(np.random.default_rng(11), 8, 45, chunk))
+    whole, stream = (t.sample_batch, t.stream_batch) if split == "train" else (t.test_batch, t.stream_test_batch)
+    full = whole(np.random.default_rng(11), 8, 46)
+    parts = list(stream(np.random.default_rng(11), 8, 46, chunk))
     assert all(p.inputs.shape[1] <= chunk for p in parts)
     for field in ("inputs", "targets", "mask"):
         assert (np.concatenate([getattr(p, field) for p in parts], axis=1) == getattr(full, field)).all()

@@ -1,7 +1,7 @@
 """Typed configs: every component is built from one of these, and every run stores them whole."""
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -84,8 +84,22 @@ class EvalConfig(_Config):
         "auto", validate_default=True, description="cpu, cuda, or auto (cuda where present); stored resolved")
     memory_mb: int = Field(2048, ge=1, description="chunks shrink so that no layer's activations for one "
                                                    "chunk exceed this many MiB")
+    tokens: int | None = Field(None, ge=1, description="language models: test tokens scored at each length "
+                                                       "(windows = tokens / length); default batch_size windows")
+
+    #: fields added after run keys were in use: left out of a run's key while at their default, so the
+    #: runs of older databases keep their keys (and are reused)
+    LATE_FIELDS: ClassVar[tuple[str, ...]] = ("tokens",)
 
     _device = field_validator("device")(classmethod(lambda cls, v: concrete_device(v)))
+
+    def key_dict(self) -> dict:
+        """The config as it enters a run's key (``runner.run_key``)."""
+        d = self.model_dump()
+        for k in self.LATE_FIELDS:
+            if d[k] == type(self).model_fields[k].default:
+                del d[k]
+        return d
 
     @field_validator("lengths")
     @classmethod

@@ -1,16 +1,34 @@
 """Length-generalization evaluation.
 
 At each test length L a fresh seeded batch of sequences is run through the model in chunks of
-``chunk`` steps, carrying the recurrent state, so memory does not grow with L. Metrics:
+``chunk`` steps, carrying the recurrent state, so memory does not grow with L.
+
+The sequences come from the task's test draw (``Task.stream_test_batch``; e.g. half accepted and half
+rejected strings for a regular language), never from a pooled estimate. Metrics:
 
 - ``accuracy``: accuracy of the last scored label of each sequence, i.e. after reading all L inputs
-  when the last position is scored (the quantity the papers report as "accuracy at length L");
+  when the last position is scored (the quantity the papers report as "accuracy at length L"), with
+  its Wilson 95% interval ``accuracy_low`` - ``accuracy_high`` over the ``n_sequences`` sequences;
+- ``chance``: the majority rate of that label in this length's test batch, i.e. the accuracy of the
+  best constant answer on exactly these sequences (``token_chance``: the same over every scored
+  position, the reference for token accuracy);
 - ``token_accuracy``: mean accuracy over all scored positions;
 - ``sequence_accuracy``: fraction of sequences whose every scored position is right;
-- ``scaled_accuracy``: (accuracy - chance) / (1 - chance), chance from the task.
+- ``scaled_accuracy``: (accuracy - chance) / (1 - chance): 0 for the best constant answer, 1 for a
+  perfect model; None when every sequence has the same final label (a fixed-input task).
+
+A length at which the task has no test set (``Task.test_unavailable``, e.g. no accepted string of that
+length) is not scored: its metrics are None and ``note`` says why.
+
+A language-modelling task (``task.kind == "lm"``) is scored on its test split instead, by
+``statetrack.lm.metrics`` (loss, bits per byte, loss by position bucket); ``evaluate_run`` chooses, and
+gives an LM run the length metrics above too (of next-token prediction: ``accuracy`` at the last
+position of each window, ``token_accuracy`` over all of them, chance = the most frequent
+target token's share among the tokens scored).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Callable
 
@@ -23,40 +41,84 @@ from statetrack.memory import release_free_memory
 from statetrack.tasks import Task
 
 
+#: the 97.5% quantile of the standard normal distribution (two-sided 95% intervals)
+Z95 = 1.959963984540054
+
+
+def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval for a proportion ``successes / n`` (95% by default); (0, 1) when n = 0."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = successes / n
+    denom = 1 + z * z / n
+    center = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    # at p = 0 and p = 1 the bound is exactly 0 (1); the closed form leaves a rounding error there
+    return (0.0 if successes == 0 else max(0.0, center - half)), (1.0 if successes == n else min(1.0, center + half))
+
+
 @dataclass
 class LengthMetrics:
     length: int
-    accuracy: float
-    token_accuracy: float
-    sequence_accuracy: float
-    scaled_accuracy: float
-    chance: float
+    accuracy: float | None
+    token_accuracy: float | None
+    sequence_accuracy: float | None
+    scaled_accuracy: float | None
+    chance: float | None
     n_sequences: int
+    accuracy_low: float | None = None   # Wilson 95% interval of accuracy (filled in when not given)
+    accuracy_high: float | None = None
+    token_chance: float | None = None
+    note: str | None = None             # why a length is not scored, or scaled accuracy undefined
+
+    def __post_init__(self):
+        if self.accuracy is not None and self.n_sequences and self.accuracy_low is None:
+            self.accuracy_low, self.accuracy_high = wilson(round(self.accuracy * self.n_sequences),
+                                                           self.n_sequences)
 
     def as_dict(self) -> dict:
         return asdict(self)
 
+    def interval(self, metric: str = "accuracy") -> tuple[float, float] | None:
+        """The 95% interval of ``accuracy`` or, through this length's chance, of ``scaled_accuracy``
+        (None for other metrics and for lengths that are not scored)."""
+        if self.accuracy is None or self.accuracy_low is None:
+            return None
+        if metric == "accuracy":
+            return self.accuracy_low, self.accuracy_high
+        if metric == "scaled_accuracy" and self.chance is not None and self.chance < 1:
+            return scaled(self.accuracy_low, self.chance), scaled(self.accuracy_high, self.chance)
+        return None
+
     @classmethod
     def from_row(cls, row) -> "LengthMetrics":
-        """From a row of the results database's ``metrics`` table."""
-        return cls(**{k: row[k] for k in cls.__dataclass_fields__})
+        """From a row of the results database's ``metrics`` table (columns a row lacks stay None)."""
+        keys = row.keys()
+        return cls(**{k: row[k] for k in cls.__dataclass_fields__ if k in keys})
 
 
-def scaled(acc: float, chance: float) -> float:
-    return (acc - chance) / (1 - chance) if chance < 1 else 0.0
+def scaled(acc: float, chance: float) -> float | None:
+    """(acc - chance) / (1 - chance); None when chance is 1 (every scored label the same)."""
+    return (acc - chance) / (1 - chance) if chance < 1 else None
 
 
 @torch.no_grad()
 def evaluate_length(model, task: Task, length: int, batch_size: int, chunk: int,
-                    rng: np.random.Generator, device=None, chance: float | None = None) -> LengthMetrics:
+                    rng: np.random.Generator, device=None) -> LengthMetrics:
+    """Metrics of ``model`` on ``batch_size`` sequences of the task's test draw at ``length``."""
+    reason = task.test_unavailable(length)
+    if reason:
+        return LengthMetrics(length, None, None, None, None, None, 0, note=reason)
     device = torch.device(device or next(model.parameters()).device)
-    chance = task.chance_level() if chance is None else chance
     states = model.init_state(batch_size)
     correct_tok = total_tok = 0
     seq_ok = np.ones(batch_size, dtype=bool)
     last_ok = np.zeros(batch_size, dtype=bool)
+    last_y = np.zeros(batch_size, dtype=np.int64)
+    has_scored = np.zeros(batch_size, dtype=bool)
+    token_labels = np.zeros(task.num_classes, dtype=np.int64)
     rows = np.arange(batch_size)
-    for b in task.stream_batch(rng, batch_size, length, chunk):
+    for b in task.stream_test_batch(rng, batch_size, length, chunk):
         logits, states = model(torch.as_tensor(b.inputs, device=device), states)
         if device.type == "cpu":
             # the heap's free blocks back to the OS after each chunk: peak memory flat in length
@@ -67,13 +129,23 @@ def evaluate_length(model, task: Task, length: int, batch_size: int, chunk: int,
         hit = pred == b.targets
         correct_tok += int((hit & b.mask).sum())
         total_tok += int(b.mask.sum())
+        token_labels += np.bincount(b.targets[b.mask], minlength=task.num_classes)[:task.num_classes]
         seq_ok &= ~(b.mask & ~hit).any(axis=1)
         scored = b.mask.any(axis=1)
         last = b.mask.shape[1] - 1 - np.argmax(b.mask[:, ::-1], axis=1)  # last scored position per row
         last_ok = np.where(scored, hit[rows, last], last_ok)
-    acc = float(last_ok.mean())
-    return LengthMetrics(length, acc, correct_tok / max(total_tok, 1), float(seq_ok.mean()),
-                         scaled(acc, chance), chance, batch_size)
+        last_y = np.where(scored, b.targets[rows, last], last_y)
+        has_scored |= scored
+    n = int(has_scored.sum())
+    if n == 0:
+        return LengthMetrics(length, None, None, None, None, None, 0, note="no scored position")
+    acc = float(last_ok[has_scored].mean())
+    chance = float(np.bincount(last_y[has_scored]).max() / n)
+    note = None if chance < 1 else ("every sequence has the same final label (a constant answer is right): "
+                                    "scaled accuracy undefined")
+    return LengthMetrics(length, acc, correct_tok / max(total_tok, 1), float(seq_ok[has_scored].mean()),
+                         scaled(acc, chance), chance, n, token_chance=float(token_labels.max() / max(total_tok, 1)),
+                         note=note)
 
 
 def chunk_size(model, cfg: EvalConfig) -> int:
@@ -88,27 +160,69 @@ def chunk_size(model, cfg: EvalConfig) -> int:
 
 def evaluate(model, task: Task, cfg: EvalConfig | None = None,
              on_length: Callable[[LengthMetrics], None] | None = None) -> list[LengthMetrics]:
-    """Accuracy per test length. Each length gets its own generator seeded from (cfg.seed, length)."""
+    """Accuracy per test length on the task's test draw. Each length gets its own generator seeded from
+    (cfg.seed, length)."""
     cfg = cfg or EvalConfig()
     device = resolve_device(cfg.device)
     model = model.to(device).eval()
-    chance = task.chance_level()
     chunk = chunk_size(model, cfg)
     out = []
     for length in cfg.lengths:
         rng = np.random.default_rng([cfg.seed, length])
-        m = evaluate_length(model, task, length, cfg.batch_size, chunk, rng, device, chance)
+        m = evaluate_length(model, task, length, cfg.batch_size, chunk, rng, device)
         out.append(m)
         if on_length:
             on_length(m)
     return out
 
 
+def evaluate_run(model, task: Task, cfg: EvalConfig, on_length: Callable | None = None) -> tuple[list, list]:
+    """(length metrics, LM metrics): the second is empty unless ``task.kind == "lm"``."""
+    if task.kind != "lm":
+        return evaluate(model, task, cfg, on_length), []
+    from statetrack.lm.metrics import evaluate_lm
+
+    device = resolve_device(cfg.device)
+    model = model.to(device).eval()
+    lm = evaluate_lm(model, task.heldout("test").split, task.tokenizer.token_bytes, cfg.lengths, cfg.tokens,
+                     cfg.batch_size, cfg.seed, chunk_size(model, cfg), device,
+                     on_length=None if on_length is None else lambda m: on_length(lm_length_metrics(m)))
+    return [lm_length_metrics(m) for m in lm], lm
+
+
+def lm_length_metrics(m) -> LengthMetrics:
+    """A language model's next-token accuracies at one context length, as length metrics; chance: the
+    most frequent target token's share among the tokens scored."""
+    return LengthMetrics(m.length, m.last_accuracy, m.token_accuracy, m.sequence_accuracy,
+                         scaled(m.last_accuracy, m.last_chance), m.last_chance, m.windows,
+                         token_chance=m.token_chance)
+
+
 def longest_generalized(metrics: list[LengthMetrics], threshold: float = 0.9) -> int | None:
-    """Longest test length L such that accuracy >= threshold at L and at every shorter test length."""
+    """Longest test length L such that accuracy >= threshold at L and at every shorter test length
+    (lengths that are not scored, accuracy None, are skipped)."""
     best = None
     for m in sorted(metrics, key=lambda m: m.length):
+        if m.accuracy is None:
+            continue
         if m.accuracy < threshold:
             break
         best = m.length
     return best
+
+
+def uncertain_judgement(metrics: list[LengthMetrics], threshold: float = 0.9, metric: str = "accuracy",
+                        strict: bool = False) -> bool:
+    """Whether a longest-length judgement (``longest_generalized``: metric >= threshold; ``strict``:
+    metric > threshold) could change within the 95% intervals: at a length it reads (every scored
+    length up to and including the first that fails), the metric's interval contains the threshold."""
+    for m in sorted(metrics, key=lambda m: m.length):
+        value = getattr(m, metric)
+        if value is None:
+            continue
+        ci = m.interval(metric)
+        if ci is not None and ci[0] < threshold < ci[1]:
+            return True
+        if value < threshold or (strict and value == threshold):
+            break
+    return False

@@ -43,8 +43,9 @@ def checkpoint_run(config: dict, extra: dict, task: str, path: str) -> dict:
 
 
 def metric_dict(m) -> dict:
-    """A LengthMetrics (or a database metrics row) as ``length`` + ``METRIC_KEYS``."""
-    d = m.as_dict() if isinstance(m, LengthMetrics) else m
+    """A LengthMetrics (or a database metrics row) as ``length`` + ``METRIC_KEYS`` (a row stored before
+    the interval was recorded gets it computed)."""
+    d = (m if isinstance(m, LengthMetrics) else LengthMetrics.from_row(m)).as_dict()
     return {k: d[k] for k in ("length",) + METRIC_KEYS}
 
 

@@ -18,7 +18,7 @@ import hashlib
 import json
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -29,7 +29,7 @@ from statetrack.claims import owner as this_process
 from statetrack.config import EvalConfig, TrainConfig
 from statetrack.device import resolve_device
 from statetrack.errors import UserError
-from statetrack.evaluation import LengthMetrics, evaluate, longest_generalized
+from statetrack.evaluation import LengthMetrics, evaluate_run, longest_generalized
 from statetrack.store import DEFAULT_DB, Store
 from statetrack.tasks import get_task
 from statetrack.training import TrainingDiverged, train
@@ -43,11 +43,12 @@ class RunResult:
     summary: dict
     checkpoint: str | None
     reused: bool = False
+    lm: list = field(default_factory=list)  # LMMetrics per context length (language models only)
 
 
 def run_key(train_cfg: TrainConfig, eval_cfg: EvalConfig, study: str | None, label: str | None) -> str:
     """Identity of a run: same key = same numbers, so a complete run with this key can be reused."""
-    blob = json.dumps({"train": train_cfg.model_dump(), "eval": eval_cfg.model_dump(), "study": study,
+    blob = json.dumps({"train": train_cfg.model_dump(), "eval": eval_cfg.key_dict(), "study": study,
                        "label": label}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -58,8 +59,11 @@ def complete_result(store: Store, key: str) -> RunResult | None:
     if not done:
         return None
     r = done[-1]
+    from statetrack.lm.metrics import LMMetrics
+
     ms = [LengthMetrics.from_row(m) for m in store.metrics(r["id"])]
-    return RunResult(r["id"], "complete", ms, r["summary"], r["checkpoint"], reused=True)
+    lm = [LMMetrics.from_row(m) for m in store.lm_metrics(r["id"])]
+    return RunResult(r["id"], "complete", ms, r["summary"], r["checkpoint"], reused=True, lm=lm)
 
 
 def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
@@ -127,7 +131,7 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
     t0 = time.time()
     try:
         res = train(train_cfg, task, model=start, on_step=on_step, on_train_step=on_train_step)
-        metrics = evaluate(res.model, task, eval_cfg, on_length=on_length)
+        metrics, lm = evaluate_run(res.model, task, eval_cfg, on_length=on_length)
     except TrainingDiverged as e:
         summary = {"failed_step": e.step, "reason": str(e)}
         store.fail_run(run_id, str(e), time.time() - t0, summary)
@@ -141,16 +145,19 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
     summary = {"best_step": res.best_step, "best_val_accuracy": res.best_val_accuracy,
                "best_val_loss": res.best_val_loss, "train_accuracy": res.train_accuracy,
                "steps_run": res.steps_run, "stopped_early": res.stopped_early,
-               "train_time": res.wall_time, "longest_90": longest_generalized(metrics)}
+               "train_time": res.wall_time, "longest_90": longest_generalized(metrics),
+               "params": sum(p.numel() for p in res.model.parameters())}
+    if task.kind == "lm":
+        summary["corpus"] = task.provenance()
     path = Path(checkpoint_dir) / f"run{run_id}-{run_uuid[:8]}.safetensors" if checkpoint_dir else \
         store.checkpoint_name(run_id, run_uuid)
     extra = {"run_id": run_id, "run_uuid": run_uuid, "db": str(Path(db).absolute()), "db_name": Path(db).name,
              "study": study, "label": label, **({"plugins": config["plugins"]} if "plugins" in config else {})}
-    return _record(store, run_id, res, metrics, summary, t0, lambda: save_run_checkpoint(
+    return _record(store, run_id, res, metrics, lm, summary, t0, lambda: save_run_checkpoint(
         res.model, train_cfg.model_dump(), path, extra))
 
 
-def _record(store: Store, run_id: int, res, metrics, summary: dict, t0: float, write_checkpoint) -> RunResult:
+def _record(store: Store, run_id: int, res, metrics, lm, summary: dict, t0: float, write_checkpoint) -> RunResult:
     """Write the checkpoint, then the results, as the module docstring says (which failure keeps what)."""
     ckpt = None
     try:
@@ -158,10 +165,10 @@ def _record(store: Store, run_id: int, res, metrics, summary: dict, t0: float, w
             ckpt, sha = write_checkpoint()
         except UserError as e:  # no room for the weights: keep the numbers, say the file is missing
             summary = {**summary, "checkpoint_error": str(e)}
-            store.finish_run(run_id, metrics, None, time.time() - t0, summary, res.curve)
+            store.finish_run(run_id, metrics, None, time.time() - t0, summary, res.curve, lm_metrics=lm)
             raise UserError(f"run {run_id} is recorded complete with its metrics but without a checkpoint: "
                             f"{e}") from None
-        if not store.finish_run(run_id, metrics, str(ckpt), time.time() - t0, summary, res.curve, sha):
+        if not store.finish_run(run_id, metrics, str(ckpt), time.time() - t0, summary, res.curve, sha, lm):
             _remove(ckpt)  # another sweep took the run over meanwhile: its row is not ours to complete
             return RunResult(run_id, "interrupted", [], {"reason": "the run was taken over by another sweep"}, None)
     except BaseException as e:
@@ -176,7 +183,7 @@ def _record(store: Store, run_id: int, res, metrics, summary: dict, t0: float, w
             except UserError:  # the database takes no write at all (a full disk): the row stays as it is
                 pass
         raise
-    return RunResult(run_id, "complete", metrics, summary, str(ckpt))
+    return RunResult(run_id, "complete", metrics, summary, str(ckpt), lm=lm)
 
 
 def store_status(store: Store, run_id: int) -> str | None:
@@ -242,6 +249,10 @@ def rerun(run_id: int, db: str | Path = DEFAULT_DB, **progress) -> tuple[RunResu
               for m in store.metrics(run_id)}
     after = {m.length: {k: getattr(m, k) for k in ("accuracy", "token_accuracy", "sequence_accuracy")}
              for m in new.metrics}
+    for m in store.lm_metrics(run_id):  # a language model: its bits per byte too
+        before.setdefault(m["length"], {})["bpb"] = m["bpb"]
+    for m in new.lm:
+        after.setdefault(m.length, {})["bpb"] = m.bpb
     diffs = {n: (before.get(n), after.get(n)) for n in sorted(set(before) | set(after))
              if before.get(n) != after.get(n)}
     return new, diffs

@@ -2,11 +2,14 @@
 
 Tables: ``meta`` (marks the file as ours, with its schema version), ``runs`` (full config, versions,
 seed, status, checkpoint path and its sha256, the process that ran it, wall time, training summary),
-``metrics`` (one row per run and test length), ``curves`` (validation curve) and ``claims`` (which
-process is running which run of a sweep: ``statetrack.claims``). Written in transactions, WAL journal,
-so several worker processes can share one database. A file that is not ours, or is damaged, is refused
-and never overwritten; a database that cannot be written (disk full, read-only, no permission) is
-named as such, never as damaged.
+``metrics`` (one row per run and test length), ``curves`` (validation curve), ``traces`` (probe
+outputs), ``lm_metrics`` (language models: loss, bits per byte and the per-position buckets per run and
+context length) and ``claims`` (which process is running which run of a sweep: ``statetrack.claims``).
+A database of an older schema is migrated in place when opened; a migration only adds tables and
+columns, so older statetrack versions still read it. Written in transactions, WAL journal, so several
+worker processes can share one database. A file that is not ours, or is damaged, is refused and never
+overwritten; a database that cannot be written (disk full, read-only, no permission) is named as such,
+never as damaged.
 
 Checkpoints live beside the database, in ``<name>.checkpoints/`` (``runs/statetrack.db`` ->
 ``runs/statetrack.checkpoints/``), one file per run named by its id and a random id of its own
@@ -61,6 +64,7 @@ CREATE TABLE IF NOT EXISTS metrics (
   length INTEGER NOT NULL,
   accuracy REAL, token_accuracy REAL, sequence_accuracy REAL, scaled_accuracy REAL,
   chance REAL, n_sequences INTEGER,
+  accuracy_low REAL, accuracy_high REAL, token_chance REAL, note TEXT,
   PRIMARY KEY (run_id, length)
 );
 CREATE TABLE IF NOT EXISTS curves (
@@ -75,6 +79,15 @@ CREATE TABLE IF NOT EXISTS traces (
   data TEXT NOT NULL,
   PRIMARY KEY (run_id, probe)
 );
+CREATE TABLE IF NOT EXISTS lm_metrics (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  length INTEGER NOT NULL,
+  windows INTEGER, tokens INTEGER, bytes INTEGER,
+  loss REAL, bpb REAL, bpb_se REAL, token_accuracy REAL, last_accuracy REAL, sequence_accuracy REAL,
+  answer_tokens INTEGER, answer_bpb REAL, answer_accuracy REAL,
+  buckets TEXT,
+  PRIMARY KEY (run_id, length)
+);
 CREATE TABLE IF NOT EXISTS claims (
   key TEXT PRIMARY KEY,
   owner TEXT NOT NULL,
@@ -83,8 +96,16 @@ CREATE TABLE IF NOT EXISTS claims (
   heartbeat REAL NOT NULL
 );
 """
-#: columns added to ``runs`` by schema version 2 (added in place to a version-1 database)
-RUN_COLUMNS_V2 = {"uuid": "TEXT", "owner": "TEXT", "checkpoint_sha256": "TEXT"}
+LM_COLUMNS = ("length", "windows", "tokens", "bytes", "loss", "bpb", "bpb_se", "token_accuracy", "last_accuracy",
+              "sequence_accuracy", "answer_tokens", "answer_bpb", "answer_accuracy", "buckets")
+#: the columns of a metrics row after run_id (the fields of evaluation.LengthMetrics)
+METRICS_COLUMNS = ("length", "accuracy", "token_accuracy", "sequence_accuracy", "scaled_accuracy", "chance",
+                   "n_sequences", "accuracy_low", "accuracy_high", "token_chance", "note")
+#: columns that schema version 2 adds to a version-1 file in place: the run's own id, the process that
+#: runs it and its checkpoint's sha256; per-length chance, the accuracy's 95% interval and a note
+ADDED_COLUMNS = {"runs": (("uuid", "TEXT"), ("owner", "TEXT"), ("checkpoint_sha256", "TEXT")),
+                 "metrics": (("accuracy_low", "REAL"), ("accuracy_high", "REAL"), ("token_chance", "REAL"),
+                             ("note", "TEXT"))}
 
 
 def versions() -> dict:
@@ -116,10 +137,14 @@ class Store:
             self._create()
         with self._conn() as c:
             # one transaction: a process opening the file meanwhile sees all of the schema and the
-            # marker that says it is ours, or none of it
+            # marker that says it is ours, or none of it. The schema's CREATE ... IF NOT EXISTS adds
+            # the tables of a newer version to an older file (the migration: additions only); the
+            # version is then raised, never lowered
             c.executescript("BEGIN IMMEDIATE;" + SCHEMA +
                             "INSERT OR IGNORE INTO meta VALUES ('application', 'statetrack');"
                             f"INSERT OR IGNORE INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}');"
+                            f"UPDATE meta SET value='{SCHEMA_VERSION}' WHERE key='schema_version' "
+                            f"AND CAST(value AS INTEGER) < {SCHEMA_VERSION};"
                             "COMMIT;")
             self._migrate(c)
 
@@ -148,15 +173,20 @@ class Store:
                     pass
 
     def _migrate(self, c) -> None:
-        """A version-1 database gains the columns of version 2 (in one transaction, checked inside it)."""
-        if set(RUN_COLUMNS_V2) <= {r[1] for r in c.execute("PRAGMA table_info(runs)")}:
+        """An older database gains the columns it lacks (``ADDED_COLUMNS``; NULL in old rows, nothing
+        rewritten or dropped) in one transaction, looked at again inside it (another process may have
+        migrated meanwhile)."""
+        def missing():
+            return [(t, n, k) for t, cols in ADDED_COLUMNS.items()
+                    for have in [{r[1] for r in c.execute(f"PRAGMA table_info({t})")}] for n, k in cols if n not in have]
+
+        if not missing():
             return
         c.execute("BEGIN IMMEDIATE")
-        have = {r[1] for r in c.execute("PRAGMA table_info(runs)")}
-        for col, kind in RUN_COLUMNS_V2.items():
-            if col not in have:
-                c.execute(f"ALTER TABLE runs ADD COLUMN {col} {kind}")
-        c.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
+        for table, name, kind in missing():
+            c.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+        c.execute("UPDATE meta SET value=? WHERE key='schema_version' AND CAST(value AS INTEGER) < ?",
+                  (str(SCHEMA_VERSION), SCHEMA_VERSION))
         c.execute("COMMIT")
 
     def _check_ours(self):
@@ -253,10 +283,11 @@ class Store:
             return int(cur.lastrowid)
 
     def finish_run(self, run_id: int, metrics: list, checkpoint: str | None, wall_time: float,
-                   summary: dict, curve: list[dict] | None = None, checkpoint_sha256: str | None = None) -> bool:
-        """Write metrics, curve and the 'complete' status in one transaction. Only a run still 'running'
-        is completed: returns False (and writes nothing) for a run already ended, e.g. one whose claim a
-        sweep took over from a process it found dead."""
+                   summary: dict, curve: list[dict] | None = None, checkpoint_sha256: str | None = None,
+                   lm_metrics: list | None = None) -> bool:
+        """Write metrics (and an LM's ``lm_metrics``), curve and the 'complete' status in one
+        transaction. Only a run still 'running' is completed: returns False (and writes nothing) for a run
+        already ended, e.g. one whose claim a sweep took over from a process it found dead."""
         with self._conn() as c:
             done = c.execute(
                 "UPDATE runs SET status='complete', checkpoint=?, checkpoint_sha256=?, wall_time=?, finished=?,"
@@ -266,9 +297,14 @@ class Store:
             if not done:
                 return False
             c.executemany(
-                "INSERT OR REPLACE INTO metrics VALUES (?,?,?,?,?,?,?,?)",
-                [(run_id, m.length, m.accuracy, m.token_accuracy, m.sequence_accuracy, m.scaled_accuracy,
-                  m.chance, m.n_sequences) for m in metrics])
+                f"INSERT OR REPLACE INTO metrics (run_id, {', '.join(METRICS_COLUMNS)}) "
+                f"VALUES (?{',?' * len(METRICS_COLUMNS)})",
+                [(run_id, *(getattr(m, k) for k in METRICS_COLUMNS)) for m in metrics])
+            c.executemany(
+                f"INSERT OR REPLACE INTO lm_metrics (run_id, {', '.join(LM_COLUMNS)}) VALUES "
+                f"(?{', ?' * len(LM_COLUMNS)})",
+                [(run_id, *(json.dumps(getattr(m, k)) if k == "buckets" else getattr(m, k) for k in LM_COLUMNS))
+                 for m in (lm_metrics or [])])
             c.executemany("INSERT OR REPLACE INTO curves VALUES (?,?,?)",
                           [(run_id, p["step"], json.dumps(p)) for p in (curve or [])])
             return True
@@ -332,6 +368,18 @@ class Store:
     def metrics(self, run_id: int) -> list[dict]:
         with self._conn() as c:
             return [dict(r) for r in c.execute("SELECT * FROM metrics WHERE run_id=? ORDER BY length", (run_id,))]
+
+    def lm_metrics(self, run_id: int) -> list[dict]:
+        """A language model's metrics per context length (``buckets`` decoded)."""
+        with self._conn() as c:
+            rows = [dict(r) for r in c.execute("SELECT * FROM lm_metrics WHERE run_id=? ORDER BY length", (run_id,))]
+        for r in rows:
+            r["buckets"] = json.loads(r["buckets"]) if r["buckets"] else []
+        return rows
+
+    def schema_version(self) -> int:
+        with self._conn() as c:
+            return int(c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
 
     def curve(self, run_id: int) -> list[dict]:
         with self._conn() as c:

@@ -2,8 +2,11 @@
 
 AdamW, linear warm-up then cosine decay, gradient clipping, a training length drawn per step from
 [train_min_len, train_max_len], validation on fixed IN-distribution sequences only, early stop after
-``patience`` validations without improvement, and the best validated weights kept. The same seed gives
-the same numbers on the same machine.
+``patience`` validations without improvement, and the best validated weights kept. The starting
+weights are validated too, before the first step (step 0 of the curve), and kept unless a later
+validation beats them (higher accuracy, or equal accuracy and lower loss): training never returns a
+model that validates worse than the one it started from (e.g. a hand-set construction, see
+docs/theory.md section 5). The same seed gives the same numbers on the same machine.
 
 A run diverges (:class:`TrainingDiverged`, recorded ``failed`` with the step and the reason) when a
 training or validation loss is NaN or infinite, or when a validation loss exceeds
@@ -78,7 +81,10 @@ def validation_loss(logits, targets, mask) -> float:
 
 
 def validation_set(task: Task, cfg: TrainConfig, device) -> list[tuple]:
-    """Fixed in-distribution batches: up to 8 lengths spread over the training range."""
+    """Fixed in-distribution batches: up to 8 lengths spread over the training range, drawn from the
+    task's validation split (``task.heldout``: fresh sequences for generated tasks, held-out text for
+    a corpus)."""
+    task = task.heldout("validation")
     rng = np.random.default_rng([cfg.seed, 7919])
     lo, hi = cfg.train_lengths
     lengths = sorted({int(round(x)) for x in np.linspace(lo, hi, min(8, hi - lo + 1))})
@@ -140,8 +146,19 @@ def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None
     data = batches(task, rng, cfg, device)
     limit = diverged_limit(task.num_classes)
 
-    best = (-1.0, math.inf)
-    best_state, best_step, bad, curve = None, 0, 0, []
+    # the best checkpoint: highest validation accuracy, then lowest loss; for language models (whose
+    # next-token accuracy says little) lowest validation loss alone
+    lm = task.kind == "lm"
+    # step 0: the starting weights are the first candidate, kept unless a later validation beats them
+    acc, vloss = validate(model, val)
+    if not math.isfinite(vloss):
+        raise TrainingDiverged(0, vloss)
+    curve = [{"step": 0, "train_loss": None, "train_accuracy": None, "val_accuracy": acc, "val_loss": vloss,
+              "lr": stepper.lr()}]
+    best, best_step, bad = (acc, vloss), 0, 0
+    best_state = copy.deepcopy(model.state_dict())
+    if on_step:
+        on_step(0, curve[0])
     step = 0
     for step in range(1, cfg.steps + 1):
         stepper.step(*next(data), step)
@@ -161,7 +178,8 @@ def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None
             info = {"step": step, "train_loss": stats.loss, "train_accuracy": stats.accuracy,
                     "val_accuracy": acc, "val_loss": vloss, "lr": stepper.lr()}
             curve.append(info)
-            if (acc, -vloss) > (best[0], -best[1]):
+            improved = vloss < best[1] if lm else (acc, -vloss) > (best[0], -best[1])
+            if improved:
                 best, best_step, bad = (acc, vloss), step, 0
                 best_state = copy.deepcopy(model.state_dict())
             else:

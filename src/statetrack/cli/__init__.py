@@ -6,8 +6,9 @@ Ctrl-C and SIGTERM stop the command (its runs recorded ``interrupted``) with exi
 
 One module per area, each adding its subcommands (``add_commands``): ``run`` (train, eval, runs, rerun),
 ``studies`` (reproduce, sweep, report), ``theory`` (oracle, construct, counterexample, spectrum),
-``catalog`` (models, tasks, sample, groups); shared by all of them: ``args`` (the parser), ``options``
-(options derived from the typed configs), ``output`` (width, tables, JSON) and ``progress``.
+``catalog`` (models, tasks, sample, groups), ``lm`` (generate, corpus); shared by all of them: ``args``
+(the parser), ``options`` (options derived from the typed configs), ``output`` (width, tables, JSON) and
+``progress``.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import argparse
 import os
 import sys
 
-from statetrack.cli import catalog, run, studies, theory
+from statetrack.cli import catalog, lm, run, studies, theory
 from statetrack.cli.args import Parser
 from statetrack.errors import UserError
 from statetrack.version import __version__
@@ -29,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"statetrack {__version__}")
     p.add_argument("--plugin", action="append", default=[], metavar="MODULE", help=PLUGIN_HELP)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", title="commands", parser_class=Parser)
-    for area in (run, studies, catalog, theory):
+    for area in (run, studies, catalog, theory, lm):
         area.add_commands(sub)
     for q in sub.choices.values():  # --plugin is accepted after the command too
         q.add_argument("--plugin", action="append", default=[], dest="plugin_after", metavar="MODULE",

@@ -29,20 +29,29 @@ def cmd_tasks(a):
 
 
 def cmd_sample(a):
-    from statetrack.tasks import sample_json
+    from statetrack.tasks import label_shares, sample_json
 
     if a.n < 1:
         raise UserError(f"--n must be at least 1, got {a.n}")
-    rows = sample_json(a.task, a.length, a.n, a.seed)
+    rows = sample_json(a.task, a.length, a.n, a.seed, a.split)
+    shares = label_shares(a.task, a.length, a.split, SHARES_N, a.seed)
     if a.json:
-        emit_rows(rows)
+        emit_rows([{**r, "split": a.split} for r in rows] + [{"label_shares": shares}])
         return 0
     for r in rows:
         shown = r.get("input_symbols", r["inputs"])
         print("inputs :", " ".join(map(str, shown)))
         print("targets:", " ".join(str(y) if m else "." for y, m in zip(r["targets"], r["mask"])))
         print()
+    top = sorted(shares["shares"].items(), key=lambda kv: -kv[1])
+    text = ", ".join(f"{k} {100 * v:.1f}%" for k, v in top) if len(top) <= 12 else (
+        f"{len(top)} labels; largest {top[0][0]} {100 * top[0][1]:.1f}%, smallest {top[-1][0]} {100 * top[-1][1]:.1f}%")
+    print(f"final label over {shares['n']:,} {a.split} sequences of length {a.length} ({shares['draw']}): {text}")
     return 0
+
+
+#: sequences behind the label shares that ``sample`` prints
+SHARES_N = 10_000
 
 
 def cmd_groups(a):
@@ -66,12 +75,14 @@ def add_commands(sub) -> None:
     add_json(q, "one object per task family")
     q.set_defaults(fn=cmd_tasks)
 
-    q = sub.add_parser("sample", help="print examples of a task")
+    q = sub.add_parser("sample", help="print examples of a task and the shares of its final labels")
     q.add_argument("task", help="a task string, e.g. parity, group:S3, modcount:3, tomita:5")
+    q.add_argument("--split", default="train", choices=["train", "test"],
+                   help="train: the training draw; test: the test draw that eval scores (default: train)")
     q.add_argument("--length", type=int, default=16, help="tokens per example")
     q.add_argument("--n", type=int, default=2, help="number of examples")
     q.add_argument("--seed", type=int, default=0, help="seed of the examples")
-    add_json(q, "one object per example")
+    add_json(q, f"one object per example, then one with the final labels' shares over {SHARES_N:,} sequences")
     q.set_defaults(fn=cmd_sample)
 
     q = sub.add_parser("groups", help="structure of groups: order, derived series, composition factors, ...")

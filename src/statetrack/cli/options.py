@@ -15,6 +15,9 @@ from statetrack.errors import UserError
 
 def _kind(ann) -> dict:
     """argparse keywords for a field's type: type, choices, action."""
+    args = typing.get_args(ann)
+    if type(None) in args and len(args) == 2:  # X | None: the option takes an X
+        ann = next(a for a in args if a is not type(None))
     if ann is bool:
         return {"action": argparse.BooleanOptionalAction}
     if typing.get_origin(ann) is typing.Literal:
@@ -63,7 +66,8 @@ def add_fields(q, cls, prefix: str = "", names: dict[str, str | None] | None = N
 
 def add_train_options(q) -> None:
     """``train``: every field of TrainConfig, ModelConfig (unprefixed) and EvalConfig (as --test-lengths,
-    --eval-batch, --eval-chunk, --eval-seed, --eval-memory-mb; the evaluation runs on --device)."""
+    --eval-batch, --eval-chunk, --eval-seed, --eval-memory-mb, --eval-tokens; the evaluation runs on
+    --device)."""
     g = q.add_argument_group("model (ModelConfig)")
     add_fields(g, ModelConfig, "model.")
     g = q.add_argument_group("training (TrainConfig)")
@@ -71,7 +75,7 @@ def add_train_options(q) -> None:
     g = q.add_argument_group("evaluation (EvalConfig)")
     add_fields(g, EvalConfig, "eval.", names={"lengths": "test-lengths", "batch_size": "eval-batch",
                                               "chunk": "eval-chunk", "seed": "eval-seed", "device": None,
-                                              "memory_mb": "eval-memory-mb"})
+                                              "memory_mb": "eval-memory-mb", "tokens": "eval-tokens"})
 
 
 def add_eval_options(q) -> None:

@@ -249,15 +249,29 @@ def rows_out(a, rows, title, columns):
 
 
 def print_metrics(title: str, metrics, con=None) -> None:
-    """The per-length table of one run (train, eval, runs show)."""
-    from statetrack.evaluation import longest_generalized
+    """The per-length table of one run (train, eval, runs show): accuracy with its 95% (Wilson)
+    interval, the chance of that length's test set, and n/a where a length has no test set."""
+    from statetrack.evaluation import longest_generalized, uncertain_judgement
+
+    def pct(v):
+        return "-" if v is None else f"{100 * v:.1f}"
+
+    def acc(m):
+        return f"n/a ({m.note})" if m.accuracy is None else pct(m.accuracy)
+
+    def interval(m):
+        return "-" if m.accuracy is None else f"{pct(m.accuracy_low)}-{pct(m.accuracy_high)}"
 
     longest = longest_generalized(metrics)
     print_table(title, [
         Col("length", lambda m: str(m.length), "right"),
-        Col("accuracy", lambda m: f"{100 * m.accuracy:.1f}", "right"),
-        Col("scaled", lambda m: f"{m.scaled_accuracy:+.3f}", "right"),
-        Col("token acc", lambda m: f"{100 * m.token_accuracy:.1f}", "right"),
-        Col("sequence acc", lambda m: f"{100 * m.sequence_accuracy:.1f}", "right")], metrics,
-        caption=f"longest length with accuracy >= 90% (and at every shorter test length): {longest or 'none'}",
+        Col("accuracy", acc, "right"),
+        Col("95% interval", interval, "right", optional=True),
+        Col("chance", lambda m: pct(m.chance), "right"),
+        Col("scaled", lambda m: "-" if m.scaled_accuracy is None else f"{m.scaled_accuracy:+.3f}", "right"),
+        Col("token acc", lambda m: pct(m.token_accuracy), "right", optional=True),
+        Col("sequence acc", lambda m: pct(m.sequence_accuracy), "right", optional=True)], metrics,
+        caption=f"longest length with accuracy >= 90% (and at every shorter test length): {longest or 'none'}"
+                + (" (?: a 95% interval it reads contains 90%)" if uncertain_judgement(metrics) else "")
+                + "; chance: majority rate of the final label in that length's test set",
         con=con)

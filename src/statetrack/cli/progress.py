@@ -87,10 +87,14 @@ class RunProgress(_Reporter):
         self.done_lengths += 1
         if self.bar is not None:
             self.bar.update(self.task, description=f"evaluate L={m.length}", completed=self.done_lengths,
-                            total=self.lengths, info=f"accuracy {100 * m.accuracy:.1f}%")
+                            total=self.lengths, info=self._accuracy(m))
         else:
-            self.log(f"{self.title}: test length {m.length} ({self.done_lengths}/{self.lengths})  accuracy "
-                     f"{100 * m.accuracy:.1f}%  elapsed {duration(time.time() - self.t0)}")
+            self.log(f"{self.title}: test length {m.length} ({self.done_lengths}/{self.lengths})  "
+                     f"{self._accuracy(m)}  elapsed {duration(time.time() - self.t0)}")
+
+    @staticmethod
+    def _accuracy(m) -> str:
+        return f"accuracy n/a ({m.note})" if m.accuracy is None else f"accuracy {100 * m.accuracy:.1f}%"
 
 
 class SweepProgress(_Reporter):
@@ -111,8 +115,8 @@ class SweepProgress(_Reporter):
         return f"{job.label} / {job.column or job.train.task} lr {job.train.lr:g} seed {job.seed}"
 
     def validation(self, job, step: int, info: dict) -> None:
-        text = (f"{self.name(job)}: step {step}/{job.train.steps}  loss {info['train_loss']:.3f}  "
-                f"val acc {100 * info['val_accuracy']:.1f}%")
+        loss = "" if info["train_loss"] is None else f"loss {info['train_loss']:.3f}  "  # None: step 0
+        text = f"{self.name(job)}: step {step}/{job.train.steps}  {loss}val acc {100 * info['val_accuracy']:.1f}%"
         if self.bar is not None:
             self.bar.update(self.task, info=text)
         else:

@@ -5,6 +5,7 @@ import json
 import sys
 
 from statetrack.cli.args import add_db, add_json, add_max_params, parse_range
+from statetrack.cli.lm import print_lm_metrics, with_lm
 from statetrack.cli.options import add_eval_options, add_train_options, given
 from statetrack.cli.output import Col, console, emit_rows, print_metrics, print_record, print_table, say
 from statetrack.cli.progress import RunProgress
@@ -31,8 +32,10 @@ def train_configs(a):
     if flat.get("init"):  # the construction fixes the model (statetrack construct --list)
         from statetrack.theory.constructions import init_config
 
-        model = init_config(flat["init"], flat.get("task"))
-        flat = {**{f"model.{k}": v for k, v in model.model_dump().items()}, **flat}
+        # the construction defines the model: model fields given must agree with it
+        model = init_config(flat["init"], flat.get("task"),
+                            **{k.split(".", 1)[1]: v for k, v in flat.items() if k.startswith("model.")})
+        flat = {**flat, **{f"model.{k}": v for k, v in model.model_dump().items()}}
     elif "model.layers" not in flat:
         raise UserError("train needs --layers SPEC (or --init construction:NAME, or model.layers in --config)")
     if "device" in flat:  # the evaluation runs where the training ran, unless told otherwise
@@ -65,11 +68,12 @@ def cmd_train(a):
         print(f"run {res.run_id} failed: {res.summary.get('reason')}", file=sys.stderr)
         return 1
     if a.json:
-        emit_rows(length_rows(run_object(Store(a.db).run(res.run_id)), res.metrics))
+        emit_rows(with_lm(length_rows(run_object(Store(a.db).run(res.run_id)), res.metrics), res.lm))
     else:
         lo, hi = tcfg.train_lengths
-        print_metrics(f"run {res.run_id}: {tcfg.model.layers} on {tcfg.task}, trained on "
-                      f"{lo if lo == hi else f'{lo}-{hi}'} (checkpoint {res.checkpoint})", res.metrics)
+        title = (f"run {res.run_id}: {tcfg.model.layers} on {tcfg.task}, trained on "
+                 f"{lo if lo == hi else f'{lo}-{hi}'} (checkpoint {res.checkpoint})")
+        print_lm_metrics(title, res.lm) if res.lm else print_metrics(title, res.metrics)
     return 0
 
 
@@ -77,7 +81,7 @@ def cmd_eval(a):
     from statetrack.checkpoint import check_task_fits, load_checkpoint
     from statetrack.config import EvalConfig, validated
     from statetrack.device import resolve_device
-    from statetrack.evaluation import evaluate
+    from statetrack.evaluation import evaluate_run
     from statetrack.records import checkpoint_run, length_rows
     from statetrack.runner import checkpoint_of_run_problem
     from statetrack.tasks import get_task
@@ -93,11 +97,12 @@ def cmd_eval(a):
     if problem:
         print(f"warning: {problem}; evaluating the file as it is", file=sys.stderr)
     with RunProgress(f"evaluate {cfg.model.layers} on {task.name}", 0, len(ecfg.lengths)) as prog:
-        metrics = evaluate(model, task, ecfg, on_length=prog.length)
+        metrics, lm = evaluate_run(model, task, ecfg, on_length=prog.length)  # LM tasks: on the test split
     if a.json:
-        emit_rows(length_rows(checkpoint_run(cfg.model_dump(), extra, task.name, a.checkpoint), metrics))
+        emit_rows(with_lm(length_rows(checkpoint_run(cfg.model_dump(), extra, task.name, a.checkpoint), metrics), lm))
     else:
-        print_metrics(f"{a.checkpoint}: {cfg.model.layers} on {task.name}", metrics)
+        title = f"{a.checkpoint}: {cfg.model.layers} on {task.name}"
+        print_lm_metrics(title, lm) if lm else print_metrics(title, metrics)
     return 0
 
 
@@ -185,7 +190,7 @@ def cmd_rerun(a):
         new, diffs = rerun(a.run_id, a.db, on_step=prog.validation, on_train_step=prog.step,
                            on_length=prog.length)
     if a.json:
-        emit_rows(length_rows(run_object(Store(a.db).run(new.run_id)), new.metrics))
+        emit_rows(with_lm(length_rows(run_object(Store(a.db).run(new.run_id)), new.metrics), new.lm))
     else:
         verdict = "identical metrics" if not diffs else f"DIFFERENT metrics at lengths {sorted(diffs)}"
         say(f"run {a.run_id} rerun as run {new.run_id}: {verdict}")

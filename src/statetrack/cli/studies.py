@@ -88,10 +88,17 @@ def _summary(study, results, wall, a) -> str:
             f"from {a.db}, {failed} failed; executor {a.executor}, {a.workers} worker(s); wall time {wall:.1f} s")
 
 
-def _emit_runs(results, db):
-    """JSON Lines, one object per (run, test length): the run schema (statetrack.records) + grid keys."""
+def _emit_runs(results, db, study=None):
+    """JSON Lines, one object per (run, test length): the run schema (statetrack.records) + grid keys; for
+    an LM study one object per run (its bpb) and one per baseline and corpus."""
     from statetrack.records import length_rows, run_object
     from statetrack.store import Store
+
+    if study is not None and study.kind == "lm":
+        from statetrack.report.lm import json_rows
+
+        emit_rows(json_rows(study, results))
+        return
 
     store = Store(db)
     for job, res in results:
@@ -103,15 +110,13 @@ def cmd_sweep(a):
     _check(a)
     study, results, wall = _sweep(a)
     if a.json:
-        _emit_runs(results, a.db)
+        _emit_runs(results, a.db, study)
         return 0
     say(_summary(study, results, wall, a))
     return 0 if all(r.status == "complete" for _, r in results) else 1
 
 
 def _print_report(rep, a):
-    from statetrack.report import render
-
     if a.json:
         for t in rep.tables:
             for row in t.csv_rows():
@@ -119,10 +124,10 @@ def _print_report(rep, a):
         return
     con = console()
     for t in rep.tables:
-        headers = render.headers(t)
+        headers = t.headers()
         cols = [Col(h, lambda r, i=i: r[i], "left" if i == 0 else "right",
                     style="dim" if h.startswith("paper") else None) for i, h in enumerate(headers)]
-        print_table(t.title, cols, render.cell_texts(t), caption=t.caption, con=con)
+        print_table(t.title, cols, t.cell_texts(), caption=t.caption, con=con)
         con.print()
     probes = rep.probe_rows()
     if probes:
@@ -187,7 +192,7 @@ def cmd_reproduce(a):
     study, results, wall = _sweep(a)
     rep = collect(study, a.db, a.scale, a.seeds, a.device)
     if a.json:
-        _emit_runs(results, a.db)
+        _emit_runs(results, a.db, study)
     else:
         _print_report(rep, a)
         say(_summary(study, results, wall, a))

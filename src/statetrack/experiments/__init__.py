@@ -12,6 +12,11 @@ the paper's protocol) set seeds, steps, test lengths and may shrink the grid.
 The old one-table form (``task`` + ``models`` + ``published_columns`` at the top level) is still read:
 it becomes a table named ``main``.
 
+``kind: lm`` makes a language-modelling study: its tasks are corpora (``lm:...`` task strings), every
+run is scored by bits per byte on the test split, and the report (``statetrack.report.lm``) shows bpb
+beside the unigram and bigram baselines, by context length and by position, with an optional joint
+table (``state_tracking``) of each model's results in a state-tracking study read from the same database.
+
 ``load_study(name)`` finds a built-in study by name, or reads a path; ``Study.cells(scale)`` is the grid,
 as the :class:`statetrack.sweep.Job` list a sweep runs.
 """
@@ -113,6 +118,9 @@ class StudyModel(_Strict):
     tasks: list[str] | None = Field(None, description="labels of the tasks this model runs on (default all)")
     published: dict[str, Published] = Field(default_factory=dict,
                                             description="published value per task label / published column")
+    scales: dict[str, dict] = Field(default_factory=dict,
+                                    description="ModelConfig overrides for this model at a scale (e.g. its width "
+                                                "where the models' sizes are matched)")
 
 
 class Table(_Strict):
@@ -164,11 +172,22 @@ class Table(_Strict):
         return [t for t in self.tasks if m.tasks is None or t.label in m.tasks]
 
 
+class StateTracking(_Strict):
+    """LM studies: the state-tracking study whose results are shown beside each model's bpb."""
+
+    study: str = Field(description="a built-in study (or path) whose models have the same labels")
+    table: str = "main"
+    columns: list[str] = Field(description="task labels of that study's table, e.g. parity")
+
+
 class Scale(_Strict):
     seeds: int = Field(ge=1)
     steps: int = Field(ge=1)
     test_lengths: list[int]
     eval_batch: int = Field(128, ge=1)
+    eval_tokens: int | None = Field(None, ge=1, description="lm studies: test tokens scored at each length")
+    train_lengths: tuple[int, int] | None = Field(None, description="training lengths at this scale (over the "
+                                                                    "study's, task's and model's)")
     train: dict = Field(default_factory=dict, description="TrainConfig overrides at this scale")
     model: dict = Field(default_factory=dict, description="ModelConfig overrides at this scale (e.g. d_model)")
     lrs: list[float] | None = Field(None, description="learning rates at this scale (default: the study's)")
@@ -190,6 +209,8 @@ class Study(_Strict):
     title: str
     source: str
     notes: str = ""
+    kind: Literal["state", "lm"] = "state"
+    state_tracking: StateTracking | None = None
     metric: Metric = "accuracy"
     score: Score = Field(default_factory=Score)
     select: Selection = Field(default_factory=Selection)
@@ -222,8 +243,14 @@ class Study(_Strict):
         names = [t.name for t in self.tables]
         if len(set(names)) != len(names):
             raise ValueError(f"duplicate table names in study {self.name!r}")
-        if self.score.kind == "per_length" and any(len(t.tasks) != 1 for t in self.tables):
+        if self.kind == "lm":
+            bad = [x.task for t in self.tables for x in t.tasks if not x.task.startswith("lm:")]
+            if bad:
+                raise ValueError(f"a study of kind 'lm' trains on corpora (lm:...); task {bad[0]!r} is not one")
+        elif self.score.kind == "per_length" and any(len(t.tasks) != 1 for t in self.tables):
             raise ValueError("score kind 'per_length' needs exactly one task per table")
+        if self.state_tracking is not None and self.kind != "lm":
+            raise ValueError("state_tracking is for studies of kind 'lm'")
         for sname, sc in self.scales.items():
             for what, have, known in (
                     ("table", sc.tables, names),
@@ -233,6 +260,12 @@ class Study(_Strict):
                 bad = [x for x in (have or []) if x not in known]
                 if bad:
                     raise ValueError(f"scale {sname!r} names unknown {what} {bad[0]!r}")
+        for t in self.tables:
+            for m in t.models:
+                bad = [x for x in m.scales if x not in self.scales]
+                if bad:
+                    raise ValueError(f"model {m.label!r} has sizes for unknown scale {bad[0]!r}; scales: "
+                                     f"{', '.join(self.scales)}")
         return self
 
     # -- the grid ----------------------------------------------------------------------------
@@ -274,20 +307,21 @@ class Study(_Strict):
             for m in table.models:
                 if sc.models is not None and m.label not in sc.models:
                     continue
-                mfields = {**m.model, **sc.model}
+                mfields = {**m.model, **sc.model, **m.scales.get(scale, {})}
                 for t in table.model_tasks(m):
                     if sc.tasks is not None and t.label not in sc.tasks:
                         continue
                     layers = mfields.get("layers", "")
                     mcfg = validated(ModelConfig, **{**mfields, "layers": ",".join([layers] * t.depth)}
                                      if t.depth else mfields)
-                    lengths = m.train_lengths or t.train_lengths or self.train_lengths
+                    lengths = sc.train_lengths or m.train_lengths or t.train_lengths or self.train_lengths
                     if lengths is None:
                         raise UserError(f"study {self.name!r}: no training lengths for model {m.label!r} on "
                                         f"task {t.label!r} (set train_lengths on the study, task or model)")
                     base = {**self.train, **t.train, **m.train, **sc.train}
                     lrs = sc.lrs or self.lrs or [base.get("lr", TrainConfig.model_fields["lr"].default)]
-                    ecfg = validated(EvalConfig, lengths=sc.test_lengths, batch_size=sc.eval_batch, device=device)
+                    ecfg = validated(EvalConfig, lengths=sc.test_lengths, batch_size=sc.eval_batch, device=device,
+                                     tokens=sc.eval_tokens)
                     for lr in lrs:
                         for seed in range(n):
                             fields = {**base, "lr": lr, "task": sc.replace_tasks.get(t.label, t.task), "model": mcfg,

@@ -11,10 +11,9 @@ import html
 import re
 from pathlib import Path
 
-from statetrack.report import render
 from statetrack.report.selection import MARK
-from statetrack.report.writer import (PROBE_HEADERS, Report, difference_items, probe_cells, report_figures,
-                                      runs_line, scale_note)
+from statetrack.report.writer import (INTERVALS_CAPTION, PROBE_HEADERS, Report, difference_items, interval_tables,
+                                      probe_cells, report_figures, runs_line, scale_note)
 from statetrack.version import __version__
 
 CSS = """
@@ -86,7 +85,7 @@ def page(rep: Report, meta: dict, svgs: list[tuple[str, str, str]]) -> str:
     for t in rep.tables:
         parts.append(f"<h2>{esc(t.title)}" + (f" (table <code>{esc(t.name)}</code>)" if t.name != "main" else "")
                      + "</h2>")
-        parts.append(table_html(render.headers(t), render.cell_texts(t), t.caption))
+        parts.append(table_html(t.headers(), t.cell_texts(), t.caption))
         head, items = difference_items(t, study)
         if head:
             parts.append(f"<p><strong>{esc(head)}</strong></p>")
@@ -101,6 +100,12 @@ def page(rep: Report, meta: dict, svgs: list[tuple[str, str, str]]) -> str:
                                 "accuracy (%) of the trained models on fixed inputs (median over runs); traces: "
                                 "one seeded sequence per probe: input, target and the model's P(1) over time"))
         parts += [figure_html(stem, svg) for section, stem, svg in svgs if section == "probes"]
+    intervals = interval_tables(rep)
+    if intervals:
+        parts.append("<h2>Accuracy of every run, with 95% intervals</h2>")
+        for name, head, rows in intervals:
+            parts.append(table_html(head, rows, INTERVALS_CAPTION if len(intervals) == 1 else
+                                    f"table {name}: {INTERVALS_CAPTION}"))
     if study.notes:
         parts += ["<h2>Notes (from the study file)</h2>", f'<p class="notes">{esc(study.notes.strip())}</p>']
     parts.append(f'<footer>statetrack {esc(__version__)}; <a href="index.html">all reports</a></footer>')

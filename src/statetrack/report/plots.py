@@ -87,14 +87,17 @@ def _length_ticks(ax, lengths: list[int]) -> None:
 
 
 def length_figures(study, table, results) -> list[tuple[str, object]]:
-    """(stem, figure) per task column: median over seeds (min-max band) at the selected learning rate,
-    log x-axis, one line per model (its own marker and style), the training range shaded."""
+    """(stem, figure) per task column: median over seeds at the selected learning rate, log x-axis, one
+    line per model (its own marker and style), with a band over the seeds' values and their 95% (Wilson)
+    intervals where the metric has one; chance per test length dotted (the majority rate of the scored
+    labels); the training range shaded. Lengths without a test set are left out."""
     plt = pyplot()
     figs = []
     tdef = next(t for t in study.tables if t.name == table.name)
+    chance_of = {"accuracy": "chance", "token_accuracy": "token_chance"}.get(study.metric)
     for col in [t.label for t in tdef.tasks]:
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
-        spans, chances, drawn = set(), set(), 0
+        spans, chances, drawn = set(), {}, 0
         for row in table.rows:
             runs = [(j, r) for j, r in results if j.table == table.name and j.label == row["label"]
                     and (j.column or tdef.tasks[0].label) == col and r is not None and r.status == "complete"]
@@ -104,17 +107,25 @@ def length_figures(study, table, results) -> list[tuple[str, object]]:
             lr = cell.lr if cell is not None and cell.lr is not None else None
             if lr is not None:
                 runs = [(j, r) for j, r in runs if j.train.lr == lr]
-            lengths = sorted({m.length for _, r in runs for m in r.metrics})
-            vals = {n: [getattr(m, study.metric) for _, r in runs for m in r.metrics if m.length == n] for n in lengths}
-            med = [statistics.median(vals[n]) for n in lengths]
+            scored = [m for _, r in runs for m in r.metrics if getattr(m, study.metric) is not None]
+            lengths = sorted({m.length for m in scored})
+            if not lengths:
+                continue
+            at = {n: [m for m in scored if m.length == n] for n in lengths}
+            med = [statistics.median(getattr(m, study.metric) for m in at[n]) for n in lengths]
             line, = ax.plot(lengths, med, marker=MARKERS[drawn % len(MARKERS)], ms=4, mfc="none",
                             ls=STYLES[drawn // len(MARKERS) % len(STYLES)], label=row["label"])
-            if len(runs) > 1:
-                ax.fill_between(lengths, [min(vals[n]) for n in lengths], [max(vals[n]) for n in lengths],
-                                color=line.get_color(), alpha=0.15)
+            lo = [min([getattr(m, study.metric) for m in at[n]] + [ci[0] for m in at[n] if (ci := m.interval(study.metric))])
+                  for n in lengths]
+            hi = [max([getattr(m, study.metric) for m in at[n]] + [ci[1] for m in at[n] if (ci := m.interval(study.metric))])
+                  for n in lengths]
+            if lo != hi:
+                ax.fill_between(lengths, lo, hi, color=line.get_color(), alpha=0.15, lw=0)
             j = runs[0][0]
             spans.add((j.train.train_min_len, j.train.train_max_len))
-            chances.update(m.chance for _, r in runs for m in r.metrics)
+            if chance_of:
+                for m in scored:
+                    chances.setdefault(m.length, []).append(getattr(m, chance_of))
             drawn += 1
         if not drawn:
             plt.close(fig)
@@ -123,8 +134,10 @@ def length_figures(study, table, results) -> list[tuple[str, object]]:
             ax.axvspan(lo, max(hi, lo * 1.05), color="grey", alpha=0.15, lw=0)
         if study.metric == "scaled_accuracy":
             ax.axhline(0.0, color="black", ls=":", lw=1, label="chance")
-        elif study.metric in ("accuracy", "token_accuracy") and len(chances) == 1:
-            ax.axhline(chances.pop(), color="black", ls=":", lw=1, label="chance")
+        elif chances:
+            xs = sorted(chances)
+            ax.plot(xs, [statistics.median(c for c in chances[n] if c is not None) for n in xs], color="black",
+                    ls=":", lw=1, label="chance (per length)")
         ax.set_xscale("log")
         _length_ticks(ax, sorted({n for j, _ in results if j.table == table.name for n in j.eval.lengths}
                                  | {x for span in spans for x in span}))
@@ -133,7 +146,9 @@ def length_figures(study, table, results) -> list[tuple[str, object]]:
         ax.set_title(f"{study.name}: {col}" + ("" if table.name == "main" else f" ({table.name})"), fontsize=10)
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=8)
-        fig.text(0.01, 0.01, "shaded: training lengths", fontsize=7, color="grey")
+        band = ("seeds' range and 95% Wilson intervals" if study.metric in ("accuracy", "scaled_accuracy")
+                else "seeds' range")
+        fig.text(0.01, 0.01, f"shaded: training lengths; bands: {band}", fontsize=7, color="grey")
         figs.append((f"length-{slug(table.name)}-{slug(col)}", fig))
     return figs
 
@@ -242,4 +257,44 @@ def spectrum_figure(result: dict):
         ax.legend(fontsize=6, loc="lower left")
     # two lines: on one, the title is wider than a one-layer figure
     fig.suptitle(f"{result['layers_spec']} on {result['task']}\neigenvalues of A(x)", fontsize=10)
+    return fig
+
+
+def lm_curve_figure(title: str, runs: list[tuple[str, list[int], list[float]]]):
+    """Language models' learning curves: validation loss in bits per token vs step, one colour per model
+    (``runs``: (model label, steps, values); several runs of a label share its colour)."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    colors: dict[str, int] = {}
+    for label, steps, vals in runs:
+        first = label not in colors
+        i = colors.setdefault(label, len(colors))
+        ax.plot(steps, vals, color=f"C{i % 10}", ls=STYLES[i % len(STYLES)], lw=1.2, alpha=0.8,
+                label=label if first else None, marker=MARKERS[i % len(MARKERS)], ms=3)
+    ax.set_xlabel("training step")
+    ax.set_ylabel("validation loss (bits per token)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def lm_length_figure(title: str, series: dict[str, tuple[list, list]], baselines: dict[str, tuple[list, list]],
+                     train_len: int, xlabel: str):
+    """bpb against a length on a log axis (context length, or position in the window): one line per model
+    (median over seeds), baselines dashed, the training length marked."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for i, (label, (xs, ys)) in enumerate(series.items()):
+        ax.plot(xs, ys, marker=MARKERS[i % len(MARKERS)], ls=STYLES[i % len(STYLES)], ms=3, lw=1.3, label=label)
+    for label, (xs, ys) in baselines.items():
+        ax.plot(xs, ys, ls="--", lw=1, color="grey" if "bigram" in label else "black", label=label)
+    ax.axvline(train_len, color="C3", ls=":", lw=1)
+    ax.text(train_len, ax.get_ylim()[0], " training length", color="C3", fontsize=7, va="bottom")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("bits per byte (test split)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, ncol=2)
     return fig

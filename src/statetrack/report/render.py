@@ -35,9 +35,13 @@ def fmt_published(v, study) -> str:
     return fmt_value(v, study)
 
 
+#: appended to a cell whose threshold judgement a 95% interval could change
+UNSURE = "?"
+
+
 def fmt_cell(cell: TableCell, study) -> str:
     if cell.selected is None:
-        return "-"
+        return "n/a" if cell.not_scored else "-"
     s = fmt_value(cell.selected, study)
     if cell.capped:
         s = ">=" + s
@@ -45,6 +49,8 @@ def fmt_cell(cell: TableCell, study) -> str:
         med = statistics.median(cell.values)
         rng = f"[{fmt_value(min(cell.values), study)}-{fmt_value(max(cell.values), study)}]"
         s += f" {rng}" if abs(med - cell.selected) < 1e-12 else f" ({fmt_value(med, study)} {rng})"
+    if cell.uncertain:
+        s += " " + UNSURE
     if cell.differs:
         s += " " + MARK
     return s
@@ -66,7 +72,7 @@ def fmt(values) -> str:
     return f"{100 * med:.1f} [{100 * min(values):.0f}-{100 * max(values):.0f}]"
 
 
-def fmt_len(values) -> str:
+def fmt_len(values, uncertain: bool = False) -> str:
     vals = [v if v is not None else 0 for v in values]
     if not vals:
         return "-"
@@ -74,7 +80,7 @@ def fmt_len(values) -> str:
     s = "x" if med == 0 else f"{med:g}"
     if len(vals) > 1 and min(vals) != max(vals):
         s += f" [{min(vals) or 'x'}-{max(vals) or 'x'}]"
-    return s
+    return s + (" " + UNSURE if uncertain else "")
 
 
 def headers(t: StudyTable) -> list[str]:
@@ -83,8 +89,13 @@ def headers(t: StudyTable) -> list[str]:
                 + [">=90% up to"] + [f"paper: {h}" for h in t.columns.values()])
     h = ["model", "train len", "seeds"]
     for c in t.task_columns:
-        h += [c, f"paper: {c}"]
+        h += [c] + ([f"paper: {c}"] if c in _published(t) else [])
     return h
+
+
+def _published(t: StudyTable) -> set[str]:
+    """Task columns for which some row has a published value (the others get no 'paper' column)."""
+    return {c for c in t.task_columns if any(r["published"].get(c) is not None for r in t.rows)}
 
 
 def cell_texts(t: StudyTable) -> list[list[str]]:
@@ -93,20 +104,24 @@ def cell_texts(t: StudyTable) -> list[list[str]]:
         if t.kind == "per_length":
             out.append([r["label"], r["train_lengths"], str(r["seeds"]), r["lr"], fmt(r["train_acc"])]
                        + [r["text"][n] for n in t.lengths]
-                       + [fmt_len(r["longest"])]
+                       + [fmt_len(r["longest"], r.get("longest_uncertain", False))]
                        + [r["published_text"][k] for k in t.columns])
         else:
             row = [r["label"], r["train_lengths"], str(r["seeds"])]
             for c in t.task_columns:
-                row += [r["text"].get(c, "-"), r["published_text"].get(c, "-")]
+                row += [r["text"].get(c, "-")] + ([r["published_text"].get(c, "-")] if c in _published(t) else [])
             out.append(row)
     return out
 
 
 def markdown(t: StudyTable) -> str:
-    h = headers(t)
-    lines = ["| " + " | ".join(h) + " |", "|" + "---|" * len(h)]
-    lines += ["| " + " | ".join(c) + " |" for c in cell_texts(t)]
+    return grid_markdown(headers(t), cell_texts(t))
+
+
+def grid_markdown(header: list[str], rows: list[list[str]]) -> str:
+    """A markdown table of text cells (every table kind renders through these grid_* functions)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(c) + " |" for c in rows]
     return "\n".join(lines)
 
 
@@ -125,8 +140,11 @@ def csv_rows(t: StudyTable) -> list[dict]:
 
 
 def csv_text(t: StudyTable) -> str:
+    return grid_csv(csv_rows(t))
+
+
+def grid_csv(rows: list[dict]) -> str:
     buf = io.StringIO()
-    rows = csv_rows(t)
     if rows:
         w = csv.DictWriter(buf, fieldnames=list(rows[0]))
         w.writeheader()
@@ -135,29 +153,36 @@ def csv_text(t: StudyTable) -> str:
 
 
 def latex(t: StudyTable) -> str:
+    return grid_latex(headers(t), cell_texts(t), t.title, t.caption)
+
+
+def grid_latex(h: list[str], rows: list[list[str]], title: str, caption: str) -> str:
     def esc(s: str) -> str:
         for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#"),
                      ("$", r"\$"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"),
                      ("^", r"\^{}"), (">=", r"$\geq$"), ("*", r"$^*$")):
             s = s.replace(a, b)
         return s
-    h = headers(t)
     lines = [r"\begin{table}[ht]", r"\centering", r"\small",
              r"\begin{tabular}{l" + "r" * (len(h) - 1) + "}", r"\toprule",
              " & ".join(esc(x) for x in h) + r" \\", r"\midrule"]
-    lines += [" & ".join(esc(x) for x in c) + r" \\" for c in cell_texts(t)]
-    lines += [r"\bottomrule", r"\end{tabular}", rf"\caption{{{esc(t.title)}. {esc(t.caption)}}}",
+    lines += [" & ".join(esc(x) for x in c) + r" \\" for c in rows]
+    lines += [r"\bottomrule", r"\end{tabular}", rf"\caption{{{esc(title)}. {esc(caption)}}}",
               r"\end{table}"]
     return "\n".join(lines)
 
 
 def rich(t: StudyTable):
+    return grid_rich(headers(t), cell_texts(t), t.title, t.caption)
+
+
+def grid_rich(header: list[str], rows: list[list[str]], title: str, caption: str = ""):
     from rich.markup import escape
     from rich.table import Table
 
-    out = Table(title=escape(t.title), show_lines=False, caption=escape(t.caption) if t.caption else None)
-    for i, h in enumerate(headers(t)):
+    out = Table(title=escape(title), show_lines=False, caption=escape(caption) if caption else None)
+    for i, h in enumerate(header):
         out.add_column(h, justify="left" if i == 0 else "right", style="dim" if h.startswith("paper") else None)
-    for c in cell_texts(t):
+    for c in rows:
         out.add_row(*(escape(x) for x in c))
     return out

@@ -15,7 +15,17 @@ MARK = "*"
 
 
 def metric_by_length(res, metric: str) -> dict[int, float]:
-    return {m.length: getattr(m, metric) for m in (res.metrics if res else [])}
+    """The metric at every scored length (a length without a test set, or without a scaled score where
+    every sequence has the same label, is left out: it is neither a pass nor a fail)."""
+    return {m.length: getattr(m, metric) for m in (res.metrics if res else []) if getattr(m, metric) is not None}
+
+
+def run_uncertain(study, res) -> bool:
+    """``longest`` scores: whether the run's longest length could move within the 95% intervals (see
+    ``evaluation.uncertain_judgement``); False for metrics without an interval."""
+    from statetrack.evaluation import uncertain_judgement
+
+    return bool(res and uncertain_judgement(res.metrics, study.score.threshold, study.metric, strict=True))
 
 
 def longest_above(per_length: dict[int, float], threshold: float) -> int:
@@ -57,6 +67,8 @@ class TableCell:
     published: object = None
     differs: bool | None = None
     capped: bool = False  # longest: reached our longest test length
+    uncertain: bool = False  # longest: a 95% interval the judgement reads contains the threshold
+    not_scored: str | None = None  # per_length: why no run has a test set at this length
 
 
 def select(study, entries: list[tuple[float, float | None, float | None, float | None]]) -> TableCell:

@@ -16,9 +16,10 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
+from statetrack.evaluation import uncertain_judgement
 from statetrack.report import render
-from statetrack.report.render import fmt_cell, fmt_published, pct
-from statetrack.report.selection import MARK, compare, run_score, select
+from statetrack.report.render import UNSURE, fmt_cell, fmt_published, pct
+from statetrack.report.selection import MARK, compare, run_score, run_uncertain, select
 
 
 @dataclass
@@ -39,6 +40,9 @@ class StudyTable:
     # renderers (statetrack.report.render), as methods for notebooks: table.markdown()
     def headers(self) -> list[str]:
         return render.headers(self)
+
+    def cell_texts(self) -> list[list[str]]:
+        return render.cell_texts(self)
 
     def markdown(self) -> str:
         return render.markdown(self)
@@ -72,9 +76,16 @@ def _caption(study, kind: str) -> str:
     tol = (f"factor {study.length_factor:g}" if kind == "longest"
            else f"{study.tolerance:g}" + (" (absolute)" if study.metric == "scaled_accuracy"
                                           else f" ({100 * study.tolerance:g} points)"))
+    judged = ("the longest length" if kind == "longest" else
+              "the '>=90% up to' length (accuracy >= 90% at it and every shorter test length)")
+    unsure = ("" if study.metric in ("token_accuracy", "sequence_accuracy") and kind == "longest" else
+              f" {UNSURE} = {judged} could move: at a length it reads, the 95% (Wilson) interval of the accuracy "
+              "over the test sequences contains the threshold.")
     return (f"Cells: {what}; {rule}; shown as selected (median [min-max] over seeds), or "
             f"median [min-max] when the selected value is the median. "
-            f"{MARK} = differs from the paper by more than {tol}.")
+            f"{MARK} = differs from the paper by more than {tol}.{unsure} Chance is measured per test length "
+            "(the majority rate of the final label in that length's test set); n/a = no test set at that "
+            "length (e.g. no accepted string of that length).")
 
 
 def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
@@ -106,6 +117,7 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
                    "seeds": len({j.seed for j, _ in done}), "lr": "/".join(f"{x:g}" for x in lrs),
                    "train_acc": [r.summary.get("best_val_accuracy") for _, r in done],
                    "longest": [r.summary.get("longest_90") for _, r in done],
+                   "longest_uncertain": any(uncertain_judgement(r.metrics) for _, r in done),
                    "acc": {n: [mm.accuracy for _, r in done for mm in r.metrics if mm.length == n] for n in lengths},
                    "published": m.published, "failed": len(runs) - len(done),
                    "cells": {}, "text": {}, "published_text": {}, "differs": {}}
@@ -115,6 +127,8 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
                                 r.summary.get("best_val_loss")) for j, r in done]
                     cell = select(study, entries)
                     cell.runs, cell.missing = len(done), len(runs) - len(done)
+                    notes = {mm.note for _, r in done for mm in r.metrics if mm.length == n and mm.accuracy is None}
+                    cell.not_scored = "; ".join(sorted(notes)) if notes and cell.selected is None else None
                     row["cells"][n], row["text"][n] = cell, fmt_cell(cell, study)
                 for key in tdef.published_columns:
                     pub = m.published.get(key)
@@ -145,6 +159,10 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
                     if kind == "longest" and cell.selected is not None and cell.selected >= col_max:
                         cell.capped = True
                     cell.differs = compare(study, cell, col_max)
+                    if kind == "longest":
+                        cell.uncertain = any(run_uncertain(study, r) for j, r in cruns
+                                             if r is not None and r.status == "complete"
+                                             and (cell.lr is None or j.train.lr == cell.lr))
                     row["cells"][col], row["text"][col] = cell, fmt_cell(cell, study)
                     row["published_text"][col] = fmt_published(cell.published, study)
                     row["differs"][col] = cell.differs
@@ -163,7 +181,8 @@ def _compare_value(study, spec, done) -> float | None:
         lo, hi = spec
         vals = []
         for _, r in done:
-            xs = [getattr(m, study.metric) for m in r.metrics if lo <= m.length <= hi]
+            xs = [getattr(m, study.metric) for m in r.metrics
+                  if lo <= m.length <= hi and getattr(m, study.metric) is not None]
             if xs:
                 vals.append(statistics.fmean(xs))
     vals = [v for v in vals if v is not None]

@@ -67,9 +67,16 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None, device: s
             curves[res.run_id] = store.curve(res.run_id)
             if job.probes:
                 traces[res.run_id] = read_traces(db, res.run_id)
-    rep = Report(study, scale, study_tables(study, results, scale), results, traces, curves, unfinished,
+    if study.kind == "lm":  # a language-modelling study: bpb tables (statetrack.report.lm)
+        from statetrack.report.lm import lm_tables
+
+        tables = lm_tables(study, results, scale, db=db)
+    else:
+        tables = study_tables(study, results, scale)
+    rep = Report(study, scale, tables, results, traces, curves, unfinished,
                  [f"{m} ({n} run{'s' if n > 1 else ''})" for m, n in machines.items()])
-    _compare_probes(rep)
+    if study.kind != "lm":
+        _compare_probes(rep)
     return rep
 
 
@@ -121,9 +128,12 @@ def probe_cells(r: dict) -> list[str]:
 
 
 def difference_items(t: StudyTable, study) -> tuple[str, list[str]]:
-    """(headline, one item per cell that differs from the paper beyond the tolerance)."""
+    """(headline, one item per cell that differs from the paper beyond the tolerance). An LM table has no
+    published cells: its items are its verdict lines, with no headline."""
     from statetrack.report.render import fmt_published
 
+    if t.kind == "lm":
+        return "", list(t.notes)
     out = []
     for r in t.rows:
         for col, d in r["differs"].items():
@@ -142,11 +152,59 @@ def difference_items(t: StudyTable, study) -> tuple[str, list[str]]:
     return f"{len(out)} cell(s) differ from the paper beyond the tolerance (marked *):", out
 
 
+INTERVALS_CAPTION = ("Accuracy (%) of the final label at each test length, with its Wilson 95% interval over the "
+                     "test sequences; 'chance' rows: the majority rate of the final label in that length's test "
+                     "set (n/a: no test set at that length).")
+
+
+def interval_tables(rep: Report) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(table name, headers, rows) per study table: every complete run's accuracy (%) at each test length
+    with its 95% (Wilson) interval, then one 'chance' row per task column (the majority rate of the final
+    label in that length's test set); n/a: no test set at that length."""
+    out = []
+    for tdef in rep.study.tables:
+        runs = [(j, r) for j, r in rep.results if r is not None and r.status == "complete" and j.table == tdef.name]
+        if not runs:
+            continue
+        lengths = sorted({m.length for _, r in runs for m in r.metrics})
+        rows, chance = [], {}
+        for j, r in runs:
+            col = j.column or tdef.tasks[0].label
+            at = {m.length: m for m in r.metrics}
+            cells = []
+            for n in lengths:
+                m = at.get(n)
+                if m is None:
+                    cells.append("-")
+                elif m.accuracy is None:
+                    cells.append("n/a")
+                else:
+                    cells.append(f"{100 * m.accuracy:.1f} ({100 * m.accuracy_low:.1f}-{100 * m.accuracy_high:.1f})")
+                    chance.setdefault(col, {}).setdefault(n, m.chance)
+            rows.append([j.label, col, f"{j.train.lr:g}", str(j.seed), *cells])
+        rows += [["chance", col, "", "", *(f"{100 * by[n]:.1f}" if n in by else "-" for n in lengths)]
+                 for col, by in chance.items()]
+        out.append((tdef.name, ["model", "task", "lr", "seed", *map(str, lengths)], rows))
+    return out
+
+
+def intervals_markdown(rep: Report) -> str:
+    lines = []
+    for name, head, rows in interval_tables(rep):
+        if len(rep.study.tables) > 1:
+            lines += [f"Table `{name}`:", ""]
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(r) + " |" for r in rows] + [""]
+    return "\n".join(lines)
+
+
 def differences(t: StudyTable, study) -> list[str]:
     """Markdown lines listing every cell that differs from the paper beyond the tolerance."""
     head, items = difference_items(t, study)
     if not items:
         return [head, ""] if head else []
+    if not head:
+        return [f"- {x}" for x in items] + [""]
     return [f"**{head.removesuffix(' (marked *):')}** (marked *):", ""] + [f"- {x}" for x in items] + [""]
 
 
@@ -163,6 +221,10 @@ def report_figures(rep: Report) -> list[Figure]:
     """Every figure of the report: per table accuracy vs length and learning curves, then probe traces."""
     from statetrack.report.plots import curve_figures, length_figures, slug, trace_figure
 
+    if rep.study.kind == "lm":
+        from statetrack.report.lm import lm_figures
+
+        return [Figure(section, stem, fig) for section, stem, fig in lm_figures(rep)]
     out = []
     for t in rep.tables:
         for stem, fig in length_figures(rep.study, t, rep.results) + curve_figures(rep.study, t, rep.results,
@@ -178,6 +240,10 @@ def report_figures(rep: Report) -> list[Figure]:
 
 
 def scale_note(rep: Report) -> str:
+    if rep.study.kind == "lm":
+        from statetrack.report.lm import scale_note as lm_note
+
+        return lm_note(rep.scale)
     return "" if rep.scale == "paper" else (
         f"Scale `{rep.scale}`: fewer steps, seeds and learning rates, smaller models and shorter test lengths "
         "than the paper (see the study file), so differences from the paper's numbers are expected and are "
@@ -219,6 +285,7 @@ def write_report(rep: Report, out: str | Path, meta: dict | None = None, figures
     finally:
         for f in figs:
             close(f.fig)
+    md += ["## Accuracy of every run, with 95% intervals", "", INTERVALS_CAPTION, "", intervals_markdown(rep)]
     if study.notes:
         md += ["## Notes (from the study file)", "", study.notes.strip(), ""]
     text = "\n".join(md)
@@ -228,7 +295,7 @@ def write_report(rep: Report, out: str | Path, meta: dict | None = None, figures
     rows = [r for t in rep.tables for r in t.csv_rows()]
     f = io.StringIO(newline="")
     if rows:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))  # LM tables: other columns
         w.writeheader()
         w.writerows(rows)
     write_file(out / f"{study.name}.csv", f.getvalue(), what="report")

@@ -5,6 +5,6 @@ parity and provides the listing and sampling API of the command line.
 """
 from statetrack.tasks.base import Batch, Task
 from statetrack.tasks.registry import FAMILIES, get_task, register
-from statetrack.tasks.suite import list_tasks, sample_json
+from statetrack.tasks.suite import label_shares, list_tasks, sample_json
 
-__all__ = ["Batch", "Task", "get_task", "register", "FAMILIES", "list_tasks", "sample_json"]
+__all__ = ["Batch", "Task", "get_task", "register", "FAMILIES", "list_tasks", "sample_json", "label_shares"]

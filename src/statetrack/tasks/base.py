@@ -1,7 +1,15 @@
 """The Task protocol: what every state-tracking task provides.
 
-A task is tiny: a vocabulary, a number of output classes, a seeded sampler of batches of any length,
-which positions are scored, and a chance level derived from the task itself (never typed in).
+A task is tiny: a vocabulary, a number of output classes, a seeded sampler of batches of any length
+(the training draw), which positions are scored, and how its test sets are drawn.
+
+Test sets. ``evaluate`` scores the last label of each sequence (after all L inputs) on batches from
+``stream_test_batch``, which by default is the training draw. A task whose training draw would make
+that label degenerate at long lengths (a constant answer scoring near 100%) declares its own test draw
+(``test_draw`` says which, in words); e.g. regular languages draw half accepted and half rejected
+strings at every length. ``test_unavailable(L)`` names a length at which no test set can be drawn (no
+accepted string of length L): evaluation reports it as such instead of a number. Chance is never a
+property of the task: evaluation measures it per length from the labels it actually scores.
 """
 from __future__ import annotations
 
@@ -35,6 +43,9 @@ class Task(ABC):
     num_classes: int
     #: "every" when every position carries a label (prefix tasks), "final" when only the last does.
     scoring: str = "every"
+    #: "state" for state-tracking tasks (accuracy by length); "lm" for language modelling (next-token
+    #: loss and bits per byte on held-out text), which the runner, evaluation and reports then use
+    kind: str = "state"
 
     @abstractmethod
     def sample_batch(self, rng: np.random.Generator, batch_size: int, length: int) -> Batch:
@@ -51,15 +62,39 @@ class Task(ABC):
         for start in range(0, length, chunk):
             yield batch.slice(start, min(start + chunk, length))
 
+    def heldout(self, split: str) -> "Task":
+        """The task on its held-out ``split`` ("validation" or "test"). A generated task draws fresh
+        sequences from a seeded generator, so it is its own held-out set; a corpus task reads another
+        split of its corpus."""
+        return self
+
+    #: how ``stream_test_batch`` draws test sequences, in words (``statetrack tasks``, ``sample``)
+    test_draw: str = "the training draw"
+
+    def stream_test_batch(self, rng: np.random.Generator, batch_size: int, length: int,
+                          chunk: int) -> Iterator[Batch]:
+        """The test set at ``length`` (what ``evaluate`` scores), in time chunks. Default: the training
+        draw. Call ``test_unavailable(length)`` first: where it names a reason, there is no test set."""
+        return self.stream_batch(rng, batch_size, length, chunk)
+
+    def test_batch(self, rng: np.random.Generator, batch_size: int, length: int) -> Batch:
+        """The whole test batch of ``stream_test_batch`` at once."""
+        return next(iter(self.stream_test_batch(rng, batch_size, length, length)))
+
+    def test_unavailable(self, length: int) -> str | None:
+        """Why no test set of this length can be drawn (e.g. no accepted string of that length), or None."""
+        return None
+
     def label_distribution(self) -> np.ndarray | None:
         """Exact distribution of a scored label, where the task knows it (None otherwise)."""
         return None
 
     def chance_level(self) -> float:
-        """Accuracy of always predicting the most frequent label.
+        """A summary for listings only, pooled over lengths: evaluation never uses it (it measures chance
+        per length on the labels it scores; see ``statetrack.evaluation``).
 
-        Exact where the task knows its label distribution; otherwise estimated from a fixed seeded
-        sample of scored labels at a few lengths.
+        The most frequent label's share: exact where the task knows its label distribution; otherwise
+        estimated from a fixed seeded sample of the training draw at lengths 8, 32 and 128.
         """
         dist = self.label_distribution()
         if dist is not None:

@@ -4,8 +4,10 @@ uniformly (as in the reference code: action a moves by a - 1). The label is the 
 
 ``cycle:m`` scores only the final position (as in the paper); ``cycle:m/every`` labels and scores
 every position (the position after each action). ``cycle`` alone is ``cycle:5``, the paper's
-default. Chance: the seeded-sample estimate of the base class (the final position tends to uniform,
-1/m, as T grows but is not exactly uniform at a finite length).
+default. The test draw is the training draw: the final position tends to uniform, 1/m, as T grows
+(the walk's second eigenvalue is (1 + 2 cos(2 pi/m)) / 3, 0.54 for m = 5), but is not exactly
+uniform at a finite length; for cycle:5 the largest share in 10,000 draws is 20.6% at lengths 16 and
+100 and 20.9% at 500.
 """
 from __future__ import annotations
 

@@ -10,11 +10,27 @@ The JSON format (every key required, no others allowed)::
                      "odd":  {"0": "odd",  "1": "even"}}}
 
 Validation is strict: every (state, symbol) pair must have exactly one transition to a known state;
-a missing or extra entry is a UserError naming it. Inputs are symbols drawn uniformly from the
-alphabet; the label at every position is 1 if the prefix read so far is accepted, else 0, and every
-position is scored. Chance: the seeded-sample estimate of the base class.
+a missing or extra entry is a UserError naming it. The label at every position is 1 if the prefix read
+so far is accepted, else 0, and every position is scored.
 
-Tomita grammars (binary alphabet {0, 1}; Tomita 1982, as usually stated):
+Training draw: symbols uniform over the alphabet. Its final label is nearly always "reject" at long
+lengths (accepted share at length >= 100 in 20,000 draws: 0 for Tomita 1, 2, 3 and 7, 0.0003 for
+Tomita 4), so it is not a test set. Test draw (``stream_test_batch``): half the sequences accepted and
+half rejected (a random order; an odd batch has one more rejected), each uniform among the strings of
+that length with that label. It is exact, with no rejection loop: ``DFA.log_counts`` counts, for every
+state q and number r of symbols left, the strings that end accepted / rejected (in log space: exact to
+float64 rounding, no overflow at any length), and each symbol is drawn with probability
+count(delta(q, a), r - 1) / count(q, r) for the sequence's label. A length with no accepted (or no
+rejected) string, e.g. an odd length for Tomita 2 and 5, has no test set: ``test_unavailable`` names it
+and evaluation reports it as not scored. Balance holds for the final label (the one ``accuracy``
+scores); the prefix labels scored by token accuracy are not balanced (mostly "reject" at long lengths).
+
+``tomita:k/balanced`` trains on the test draw too (at lengths where it exists; elsewhere, e.g. odd
+lengths of Tomita 2, the uniform draw): the uniform draw almost never shows a long accepted string (the
+only one of Tomita 1 or 2 at length L has probability 2^-L), so a model trained on it at lengths 1-50
+has in effect seen accepted strings only up to about length 10.
+
+Tomita grammars (binary alphabet {0, 1}; Tomita1982 in docs/science.md, as usually stated):
   1: 1*                      2: (10)*
   3: no odd-length block of 1s immediately followed by an odd-length block of 0s (blocks maximal)
   4: no 000 substring        5: even number of 0s and even number of 1s
@@ -28,7 +44,9 @@ from pathlib import Path
 import numpy as np
 
 from statetrack.errors import UserError
-from statetrack.tasks.streaming import StreamingTask, every_mask, uniform_ints
+from statetrack.tasks.base import Batch
+from statetrack.tasks.streaming import (StreamingTask, balanced_labels, check_length, every_mask,
+                                        uniform_ints)
 
 KEYS = ("states", "alphabet", "start", "accept", "transitions")
 
@@ -94,6 +112,26 @@ class DFA:
                                     f"unknown state {row[a]!r}; allowed: {', '.join(self.states)}")
                 self.delta[sid[s], j] = sid[row[a]]
 
+    def log_counts(self, length: int) -> np.ndarray:
+        """(length + 1, 2, states) float64: ``[r, label, q]`` is the log of the number of strings of r
+        symbols that lead from state q to a rejecting (label 0) / accepting (label 1) state; -inf where
+        there is none. Computed once per DFA and extended on demand: 16 * states bytes per length
+        (8 MB for 5 states at length 100,000)."""
+        have = getattr(self, "_log_counts", None)
+        if have is None:
+            acc = self.accepting.astype(float)
+            with np.errstate(divide="ignore"):
+                have = np.log(np.stack([1.0 - acc, acc]))[None]  # r = 0: the state's own label
+        if len(have) <= length:
+            grown = np.empty((max(length + 1, 2 * len(have)), 2, len(self.states)))
+            grown[:len(have)] = have
+            for r in range(len(have), len(grown)):
+                # a string of r symbols from q is a symbol a, then r - 1 symbols from delta(q, a)
+                grown[r] = np.logaddexp.reduce(grown[r - 1][:, self.delta], axis=-1)
+            have = grown
+        self._log_counts = have
+        return have[:length + 1]
+
     def accepts(self, word) -> bool:
         q = self.start
         for a in word:
@@ -150,12 +188,20 @@ def tomita_dfa(k: int) -> DFA:
 class DFATask(StreamingTask):
     scoring = "every"
     num_classes = 2
+    label_names = ("rejected", "accepted")
 
-    def __init__(self, dfa: DFA, name: str):
+    def __init__(self, dfa: DFA, name: str, balanced_training: bool = False):
         self.dfa = dfa
         self.name = name
         self.vocab_size = len(dfa.alphabet)
         self.symbols = tuple(dfa.alphabet)
+        self.balanced_training = balanced_training
+
+    def stream_batch(self, rng, batch_size, length, chunk):
+        # the /balanced variant trains (and validates) on the test draw wherever it exists
+        if self.balanced_training and self.test_unavailable(check_length(length)) is None:
+            return self.stream_test_batch(rng, batch_size, length, chunk)
+        return super().stream_batch(rng, batch_size, length, chunk)
 
     def _start(self, batch_size):
         return np.full(batch_size, self.dfa.start, dtype=np.int64)
@@ -168,5 +214,49 @@ class DFATask(StreamingTask):
             y[:, t] = self.dfa.accepting[state]
         return x, y, every_mask(*x.shape), state
 
+    test_draw = ("half accepted, half rejected: each string uniform among those of its length and label "
+                 "(exact, by counting paths through the DFA)")
+
+    def test_unavailable(self, length):
+        counts = self.dfa.log_counts(check_length(length))[length, :, self.dfa.start]
+        for label, what in ((1, "accepted"), (0, "rejected")):
+            if counts[label] == -np.inf:
+                return f"no {what} string of length {length}"
+        return None
+
+    def stream_test_batch(self, rng, batch_size, length, chunk):
+        length = check_length(length)
+        if chunk < 1:
+            raise UserError(f"chunk must be a positive integer, got {chunk!r}")
+        reason = self.test_unavailable(length)
+        if reason:
+            raise UserError(f"{self.name}: {reason}, so no balanced test set of that length exists")
+        return self._balanced(rng, batch_size, length, chunk)
+
+    def _balanced(self, rng, batch_size, length, chunk):
+        counts = self.dfa.log_counts(length)
+        delta, accepting = self.dfa.delta, self.dfa.accepting
+        label = balanced_labels(rng, batch_size, 2)[:, None]
+        state = np.full(batch_size, self.dfa.start, dtype=np.int64)
+        rows = np.arange(batch_size)
+        for start in range(0, length, chunk):
+            u = rng.random((min(chunk, length - start), batch_size)).T  # the training draw's layout
+            x = np.empty(u.shape, dtype=np.int64)
+            y = np.empty(u.shape, dtype=np.int64)
+            for k in range(u.shape[1]):
+                nxt = delta[state]  # (batch, symbols)
+                # log count of each symbol's completions with the sequence's label; the state's own
+                # count is positive by construction, so each row has a finite maximum
+                w = counts[length - start - k - 1][label, nxt]
+                w = np.exp(w - w.max(axis=1, keepdims=True))
+                cum = np.cumsum(w, axis=1)
+                a = (cum <= u[:, k:k + 1] * cum[:, -1:]).sum(axis=1)
+                # u * total can round up to total: fall back on the last symbol with a completion
+                a = np.minimum(a, w.shape[1] - 1 - np.argmax(w[:, ::-1] > 0, axis=1))
+                state = nxt[rows, a]
+                x[:, k], y[:, k] = a, accepting[state]
+            yield Batch(x, y, every_mask(*x.shape))
+
     def params(self):
-        return {"states": len(self.dfa.states), "alphabet": list(self.dfa.alphabet)}
+        return {"states": len(self.dfa.states), "alphabet": list(self.dfa.alphabet),
+                "balanced_training": self.balanced_training}

@@ -10,8 +10,9 @@ an even-length sequence is an odd-length expression followed by one blank, which
 encoding stands for '+' at an operator position with a missing (zero) digit after it, so the value is
 unchanged and the label is read at the blank. ``modarith`` alone is ``modarith:5``; m is in 2..1000.
 
-Unscored positions carry the value of the expression read so far. Chance: the seeded-sample estimate
-of the base class (the value is not uniform: a product with a 0 digit is 0).
+Unscored positions carry the value of the expression read so far. The test draw is the training draw;
+its final value is close to uniform (for m = 5 the largest share in 10,000 draws is 20.2-20.4% at
+lengths 16, 100 and 500), though not exactly (a product with a 0 digit is 0).
 """
 from __future__ import annotations
 

@@ -9,7 +9,8 @@ The label is the value mod m, scored at the final position only. By default the 
 Tokens: 0 .. m-1 the digits, m '+', m+1 '-', m+2 '*', m+3 '(', m+4 ')'. ``modarith-brackets`` alone is
 ``modarith-brackets:5``. The whole batch is generated and then sliced for streaming (a context-free
 label has no bounded running state). Unscored positions carry the label of the whole expression.
-Chance: the seeded-sample estimate of the base class.
+The test draw is the training draw. Its final value for m = 5 is close to uniform with + and - (largest
+share 20.4-21.4% at lengths 16, 100, 500; 10,000 draws, 2,000 at 500) and leans to 0 with * (27-31%).
 """
 from __future__ import annotations
 

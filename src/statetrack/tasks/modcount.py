@@ -6,7 +6,10 @@ inputs (parity, the witness families) reads this task unchanged: ``modcount:2`` 
 are the same sequences. m is an integer in 2..65536.
 
 Chance: the labels run through 0, 1, ..., m-1 in turn, so over a long sequence each class has
-frequency 1/m (exactly when m divides T); ``label_distribution`` returns that uniform limit.
+frequency 1/m (exactly when m divides T); ``label_distribution`` returns that uniform limit. The test
+draw is the training draw: a fixed input, so every sequence has the same final label (T mod m) and a
+constant answer can match it; evaluation records chance 1 there and leaves scaled accuracy undefined.
+Token accuracy (every position, chance about 1/m) is the meaningful score of this task.
 """
 from __future__ import annotations
 

@@ -17,6 +17,11 @@ scored targets are L zeros (L - 1 inside the ITI, plus the offset) and 9 ones (t
 scored), so by the renewal-reward theorem the long-run frequency of 0 is E[L] / (E[L] + ISI - 1) =
 30/39 ~ 0.769. For a probe it is the exact frequency of its scored targets at ``default_length``.
 
+Test draw: the training draw. Its final label (the one ``accuracy`` scores) is 0 in every sequence
+up to length 20 (no ISI starts before step 21), then mostly 0: share of 0 in 10,000 draws 86.5% at
+length 100, 77.4% at 500. The papers score this task by token accuracy, whose chance evaluation
+records as ``token_chance`` (about 30/39 at long lengths).
+
 Probes (fixed inputs, the same in every row, the generator is not used; targets and mask defined
 exactly as above, zeros after the last segment, truncated to the requested length):
   offset:two-isis   ITI 30, ISI 10, ITI 80 (longer than any trained ITI), ISI 10, then 0s:

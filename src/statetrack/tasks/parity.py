@@ -1,6 +1,10 @@
 """Parity: input bits, label = parity of the bits read so far (the group C2).
 
 ``parity`` labels every position (prefix parity); ``parity:final`` scores the last position only.
+
+Training draw: uniform bits, so the final label is uniform on {0, 1}. Test draw: the same with the
+last bit chosen to give half the sequences parity 0 and half parity 1 (each sequence uniform among
+those of its parity), so that the measured chance at every length is 1/2 exactly (an even batch).
 """
 from __future__ import annotations
 
@@ -29,6 +33,13 @@ class Parity(StreamingTask):
         B, n = bits.shape
         mask = every_mask(B, n) if self.scoring == "every" else final_mask_chunk(B, t0, n, length)
         return bits, targets, mask, targets[:, -1].copy()
+
+    test_draw = "balanced final parity (the last bit set by the label); the rest uniform"
+
+    def stream_test_batch(self, rng, batch_size, length, chunk):
+        # _chunk reads bit 1 from u < 0.5: the bit that turns the parity so far into the label
+        return self._stream_balanced_final(rng, batch_size, length, chunk, 2,
+                                           lambda parity, label: np.where(parity != label, 0.25, 0.75))
 
     def label_distribution(self):
         # the prefix sum mod 2 of uniform bits is uniform on {0, 1}

@@ -58,6 +58,46 @@ class StreamingTask(Task):
         length = check_length(length)
         return next(iter(self.stream_batch(rng, batch_size, length, length)))
 
+    def _stream_balanced_final(self, rng, batch_size: int, length: int, chunk: int, k: int,
+                               last_u) -> Iterator[Batch]:
+        """A test draw with balanced final labels, for tasks whose last input fixes the final label.
+
+        The final labels are drawn first (``balanced_labels``: each of the k classes equally often),
+        then the sequences as in the training draw except the last input, which is the one that gives
+        the sequence its label: ``last_u(state, labels)`` returns, per row, a float that ``_chunk`` maps
+        to that input. Where, in the training draw, every prefix leaves each label equally likely
+        (uniform inputs of a group), every sequence is uniform among those with its label.
+        """
+        length = check_length(length)
+        if chunk < 1:
+            raise UserError(f"chunk must be a positive integer, got {chunk!r}")
+        labels = balanced_labels(rng, batch_size, k)
+        state = self._start(batch_size)
+        for start in range(0, length, chunk):
+            stop = min(start + chunk, length)
+            u = rng.random((stop - start, batch_size)).T
+            if stop < length:
+                x, y, m, state = self._chunk(u, start, length, state)
+            else:
+                parts = []
+                if stop - 1 > start:
+                    *part, state = self._chunk(u[:, :-1], start, length, state)
+                    parts.append(part)
+                *part, state = self._chunk(last_u(state, labels)[:, None], length - 1, length, state)
+                parts.append(part)
+                x, y, m = (np.concatenate(a, axis=1) for a in zip(*parts))
+            yield Batch(x.astype(np.int64), y.astype(np.int64), m.astype(bool))
+
+
+def balanced_labels(rng: np.random.Generator, batch_size: int, k: int) -> np.ndarray:
+    """``batch_size`` labels in 0..k-1, each floor(batch_size / k) or one more times, in random order.
+
+    Classes 0 .. (batch_size mod k) - 1 take the extra ones, so the majority rate is
+    ceil(batch_size / k) / batch_size."""
+    labels = np.arange(batch_size, dtype=np.int64) % k
+    rng.shuffle(labels)
+    return labels
+
 
 def every_mask(batch_size: int, steps: int) -> np.ndarray:
     return np.ones((batch_size, steps), dtype=bool)

@@ -9,7 +9,9 @@ unused). The label at every position is the parity of the 1s read so far; every 
 The pattern is repeated and cut at the requested length. Chance: over two periods the parity spends
 equally long at 0 and 1 (each period has an odd number of 1s), so ``label_distribution`` returns
 (1/2, 1/2), exact on whole double periods. Note that a fixed input can be memorised; these are
-evaluation probes for models trained on ``parity``, which shares their vocabulary (0, 1).
+evaluation probes for models trained on ``parity``, which shares their vocabulary (0, 1). Their test
+draw is the training draw: every sequence is the same, so the final label is one class (chance 1,
+scaled accuracy undefined); read token accuracy (chance 1/2 over double periods).
 """
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ from statetrack.config import ModelConfig, TrainConfig
 from statetrack.errors import UserError
 from statetrack.model import Model
 from statetrack.tasks import get_task
-from statetrack.theory.constructions.base import REGISTRY, Construction, register
+from statetrack.theory.constructions.base import REGISTRY, Construction, register, sharpen_readout
 # each family module registers its constructions on import
 from statetrack.theory.constructions import aussm, deltaproduct, negmamba, s4d  # noqa: F401  (registration)
 
@@ -63,6 +63,7 @@ def build(name: str) -> Construction:
     c.name = base + (f":{arg or default_arg}" if default_arg is not None else "")
     c.basis = basis
     c.model.eval()
+    c.notes["readout_scale"] = sharpen_readout(c.model, c.config.task)  # a fixed point of training
     return c
 
 
@@ -83,12 +84,30 @@ def _init_name(init: str) -> str:
     return name
 
 
-def init_config(init: str, task: str | None = None) -> ModelConfig:
-    """The ModelConfig of the construction named by ``init`` ('construction:NAME'), checking the task."""
+def init_config(init: str, task: str | None = None, **given) -> ModelConfig:
+    """The ModelConfig of the construction named by ``init`` ('construction:NAME'), checking the task.
+
+    The construction defines the model: ``given`` model fields (``layers``, ``d_model``, ``d_state``,
+    ``mlp``, ``norm``; None = not given) must agree with its values, else a UserError names the first
+    that differs and the construction's value."""
     c = build(_init_name(init))
     if task is not None and get_task(task).name != get_task(c.config.task).name:
         raise UserError(f"construction {c.name!r} solves {c.config.task!r}, not {task!r}; allowed: --task {c.config.task}")
-    return c.config.model
+    mine = c.config.model
+    for field, value in given.items():
+        if field not in ModelConfig.model_fields:
+            raise UserError(f"unknown model field {field!r}; allowed: {', '.join(ModelConfig.model_fields)}")
+        if value is None:
+            continue
+        ours = getattr(mine, field)
+        if field == "layers":
+            from statetrack.spec import format_layers, parse_layers
+
+            value = format_layers(parse_layers(value))
+        if value != ours:
+            raise UserError(f"--init {init} defines the model: {field} {value!r} differs from the construction's "
+                            f"{ours!r}; omit it or give {ours!r}")
+    return mine
 
 
 def init_model(cfg: TrainConfig, task=None) -> Model:

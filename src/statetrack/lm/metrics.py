@@ -1,0 +1,158 @@
+"""Language-modelling metrics on held-out text: loss, bits per byte, loss by position bucket.
+
+At each context length L, a fixed set of windows of L + 1 tokens is read from the test split at
+seeded offsets (the same windows for every model: the seed is the evaluation's, not the run's); the
+model reads the first L tokens of each window, carrying its state across time chunks, and is scored
+on predicting every next token, positions 0 .. L-1.
+
+- ``loss``: mean next-token cross-entropy in nats per token;
+- ``bpb`` (bits per byte): total cross-entropy in nats / ln 2 / number of bytes the scored targets
+  cover (``token_bytes``; 1 per byte token, so for byte tokens bpb = bits per token);
+- ``bpb_se``: standard error of the bpb over windows (windows are independent draws);
+- ``buckets``: bpb by position in the window, in buckets [0, 1), [1, 2), [2, 4), [4, 8), ...,
+  [L/2, L): the positions beyond the training length show whether a model extrapolates;
+- ``answer_bpb``: the same over the answer tokens only, for corpora that mark them (the synthetic
+  corpus), with ``answer_accuracy`` (argmax = target).
+
+A constant predictor does not pass unnoticed: the uniform one scores log2(V) bits per token, and the
+baselines (``statetrack.lm.baselines``) are scored by the same ``summarize`` on the same windows.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+LN2 = math.log(2)
+#: floats per logits chunk (batch x time x vocab) held at once during evaluation
+LOGITS_BUDGET = 1 << 24
+
+
+@dataclass
+class LMMetrics:
+    length: int
+    windows: int
+    tokens: int
+    bytes: int
+    loss: float
+    bpb: float
+    bpb_se: float
+    token_accuracy: float
+    last_accuracy: float
+    sequence_accuracy: float
+    buckets: list[dict] = field(default_factory=list)
+    answer_tokens: int = 0
+    answer_bpb: float | None = None
+    answer_accuracy: float | None = None
+    # the most frequent target token's share among the windows' last targets / all their targets: the
+    # accuracy of the best constant answer on exactly the tokens scored (not stored in lm_metrics; the
+    # length metrics carry them as chance and token_chance)
+    last_chance: float | None = None
+    token_chance: float | None = None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_row(cls, row) -> "LMMetrics":
+        """From a row of the results database's ``lm_metrics`` table (``buckets`` as JSON)."""
+        import json
+
+        d = {k: row[k] for k in cls.__dataclass_fields__ if k in row.keys()}
+        d["buckets"] = json.loads(d["buckets"]) if isinstance(d["buckets"], str) else d["buckets"]
+        return cls(**d)
+
+
+def bits_per_byte(nats: float, n_bytes: int) -> float:
+    return nats / LN2 / n_bytes
+
+
+def position_buckets(length: int) -> list[tuple[int, int]]:
+    """[0, 1), [1, 2), [2, 4), ... up to ``length`` (the last bucket cut at ``length``)."""
+    out, lo = [(0, 1)], 1
+    while lo < length:
+        out.append((lo, min(2 * lo, length)))
+        lo *= 2
+    return [b for b in out if b[0] < length]
+
+
+def summarize(nats: np.ndarray, correct: np.ndarray, nbytes: np.ndarray,
+              answers: np.ndarray | None = None) -> LMMetrics:
+    """Metrics of per-token losses (windows, L) in nats, hits and byte counts of the targets."""
+    n, L = nats.shape
+    tot_nats, tot_bytes = float(nats.sum()), int(nbytes.sum())
+    per_window = nats.sum(1) / LN2 / np.maximum(nbytes.sum(1), 1)
+    se = float(per_window.std(ddof=1) / math.sqrt(n)) if n > 1 else float("nan")
+    buckets = []
+    for lo, hi in position_buckets(L):
+        b_nats, b_bytes = float(nats[:, lo:hi].sum()), int(nbytes[:, lo:hi].sum())
+        buckets.append({"lo": lo, "hi": hi, "tokens": n * (hi - lo), "bytes": b_bytes,
+                        "bpb": bits_per_byte(b_nats, b_bytes), "loss": b_nats / (n * (hi - lo))})
+    m = LMMetrics(L, n, n * L, tot_bytes, tot_nats / (n * L), bits_per_byte(tot_nats, tot_bytes), se,
+                  float(correct.mean()), float(correct[:, -1].mean()), float(correct.all(1).mean()), buckets)
+    if answers is not None and answers.any():
+        m.answer_tokens = int(answers.sum())
+        m.answer_bpb = bits_per_byte(float(nats[answers].sum()), int(nbytes[answers].sum()))
+        m.answer_accuracy = float(correct[answers].mean())
+    return m
+
+
+def eval_windows(split, length: int, n_windows: int, seed: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """The fixed evaluation windows at ``length``: (tokens (n, length + 1), answer mask of the targets)."""
+    rng = np.random.default_rng([seed, length])
+    starts = np.sort(split.random_starts(rng, n_windows, length + 1))
+    toks = split.windows(starts, length + 1)
+    ans = split.answer_windows(starts, length + 1)
+    return toks, (None if ans is None else ans[:, 1:])
+
+
+def n_windows_for(length: int, tokens: int | None, batch_size: int) -> int:
+    """Windows scored at ``length``: enough for ``tokens`` scored tokens, else ``batch_size``."""
+    return max(2, math.ceil(tokens / length)) if tokens else batch_size
+
+
+@torch.no_grad()
+def token_losses(model, windows: np.ndarray, chunk: int = 1024, batch_size: int = 64,
+                 device=None) -> tuple[np.ndarray, np.ndarray]:
+    """Per-token next-token loss (nats, float64) and hits of ``model`` on windows (n, L + 1)."""
+    device = torch.device(device or next(model.parameters()).device)
+    model = model.eval()
+    n, L = windows.shape[0], windows.shape[1] - 1
+    V = model.num_classes
+    nats = np.empty((n, L), dtype=np.float64)
+    hits = np.empty((n, L), dtype=bool)
+    for b0 in range(0, n, batch_size):
+        w = torch.as_tensor(windows[b0:b0 + batch_size], device=device)
+        B = w.shape[0]
+        step = max(1, min(chunk, LOGITS_BUDGET // (B * V)))
+        states = model.init_state(B)
+        for t0 in range(0, L, step):
+            t1 = min(t0 + step, L)
+            x, y = w[:, t0:t1], w[:, t0 + 1:t1 + 1]
+            logits, states = model(x, states)
+            logits = logits.float()
+            nll = F.cross_entropy(logits.reshape(-1, V), y.reshape(-1), reduction="none").view_as(y)
+            nats[b0:b0 + B, t0:t1] = nll.double().cpu().numpy()
+            hits[b0:b0 + B, t0:t1] = (logits.argmax(-1) == y).cpu().numpy()
+    return nats, hits
+
+
+def evaluate_lm(model, split, token_bytes: np.ndarray, lengths: list[int], tokens: int | None = None,
+                batch_size: int = 64, seed: int = 12345, chunk: int = 1024, device=None,
+                on_length=None) -> list[LMMetrics]:
+    """LM metrics of ``model`` on ``split`` at every context length (see the module docstring)."""
+    out = []
+    for L in lengths:
+        windows, answers = eval_windows(split, L, n_windows_for(L, tokens, batch_size), seed)
+        nats, hits = token_losses(model, windows, chunk, batch_size, device)
+        m = summarize(nats, hits, token_bytes[windows[:, 1:]], answers)
+        targets = windows[:, 1:]
+        m.last_chance = float(np.bincount(targets[:, -1]).max() / len(targets))
+        m.token_chance = float(np.bincount(targets.ravel()).max() / targets.size)
+        out.append(m)
+        if on_length:
+            on_length(m)
+    return out

@@ -1,0 +1,243 @@
+"""Scoring: chance per length from the labels scored, Wilson intervals, lengths that are not scored,
+the metrics table's in-place migration, and a constant answer scoring no better than chance on every
+registered task family."""
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import numpy as np
+import pytest
+import torch
+from test_tasks_suite import PARITY_DFA
+
+from statetrack import EvalConfig, evaluate
+from statetrack.evaluation import LengthMetrics, evaluate_length, longest_generalized, uncertain_judgement, wilson
+from statetrack.tasks import FAMILIES, get_task
+
+#: task strings per family for the constant-answer test; a family missing here is tried by its bare
+#: name, so a family registered later is covered as soon as that works (else the test names it)
+EXAMPLES = {
+    "parity": ["parity", "parity:final"],
+    "group": ["group:S3", "group:C2xC4", "group:S5/transpositions", "group:C6/generators+identity"],
+    "modcount": ["modcount:3"],
+    "modarith": ["modarith:5"],
+    "modarith-brackets": ["modarith-brackets:5", "modarith-brackets:5/mult"],
+    "cycle": ["cycle:5", "cycle:5/every"],
+    "evenpairs": ["evenpairs", "evenpairs:every"],
+    "tomita": [f"tomita:{k}" for k in range(1, 8)],
+    "dfa": ["dfa:{tmp}"],
+    "offset": ["offset", "offset:two-isis"],
+    "witness": ["witness:alt", "witness:pulse:4"],
+}
+LENGTHS = [1, 2, 7, 16, 100]
+
+
+class Constant(torch.nn.Module):
+    """Answers class ``c`` at every position."""
+
+    def __init__(self, num_classes: int, c: int):
+        super().__init__()
+        self.k, self.c = num_classes, c
+        self.w = torch.nn.Parameter(torch.zeros(1))
+
+    def init_state(self, batch):
+        return None
+
+    def forward(self, x, state=None):
+        out = torch.zeros(*x.shape, self.k)
+        out[..., self.c] = 1.0
+        return out, state
+
+
+def test_wilson_known_values():
+    # Newcombe (1998), Statistics in Medicine 17:857, Table I, method 3 (score interval without
+    # continuity correction)
+    for (k, n), (lo, hi) in {(81, 263): (0.2553, 0.3662), (15, 148): (0.0624, 0.1605),
+                             (0, 20): (0.0, 0.1611), (1, 29): (0.0061, 0.1718)}.items():
+        got = wilson(k, n)
+        assert got[0] == pytest.approx(lo, abs=5e-5) and got[1] == pytest.approx(hi, abs=5e-5)
+    assert wilson(10, 10)[1] == 1.0 and wilson(0, 0) == (0.0, 1.0)
+    assert wilson(50, 100) == pytest.approx((0.4038, 0.5962), abs=5e-5)
+
+
+def test_metrics_fill_in_the_interval():
+    m = LengthMetrics(100, 0.5, 0.5, 0.0, 0.0, 0.5, 100)
+    assert (m.accuracy_low, m.accuracy_high) == pytest.approx(wilson(50, 100))
+    assert LengthMetrics.from_row({"length": 5, "accuracy": 1.0, "token_accuracy": 1.0, "sequence_accuracy": 1.0,
+                                   "scaled_accuracy": 1.0, "chance": 0.5, "n_sequences": 64}).accuracy_low > 0.94
+
+
+def test_uncertain_judgement():
+    sure = [LengthMetrics(n, 1.0, 1, 1, 1, 0.5, 256) for n in (10, 100)]
+    assert not uncertain_judgement(sure)
+    assert uncertain_judgement(sure + [LengthMetrics(1000, 0.91, 1, 1, 1, 0.5, 256)])
+    # beyond the first failing length nothing is read
+    assert not uncertain_judgement(sure + [LengthMetrics(1000, 0.5, 1, 1, 0, 0.5, 256),
+                                           LengthMetrics(2000, 0.91, 1, 1, 0, 0.5, 256)])
+    na = LengthMetrics(7, None, None, None, None, None, 0, note="no accepted string of length 7")
+    assert longest_generalized(sure + [na]) == 100
+
+
+def _family_tasks(tmp_path) -> list[str]:
+    dfa = tmp_path / "lang.json"
+    dfa.write_text(json.dumps(PARITY_DFA))
+    out = []
+    for family in FAMILIES:
+        if family == "lm":  # a corpus, scored by evaluate_run: test_lm.py::test_a_constant_answer_scores_chance
+            continue
+        names = [n.replace("{tmp}", str(dfa)) for n in EXAMPLES.get(family, [family])]
+        for n in names:
+            try:
+                get_task(n)
+            except Exception as e:  # pragma: no cover - a new family needs an example above
+                pytest.fail(f"task family {family!r}: add an example task string to EXAMPLES ({e})")
+        out += names
+    return out
+
+
+def test_a_constant_answer_scores_at_most_chance_on_every_family(tmp_path):
+    """Every registered family, every length: answering class 0 everywhere, or the most frequent final
+    label of that length's test set, has scaled accuracy <= 0, and the latter exactly 0."""
+    checked = 0
+    for name in _family_tasks(tmp_path):
+        task = get_task(name)
+        for n in LENGTHS:
+            if task.test_unavailable(n):  # no test set at this length: named, never a number
+                m = evaluate_length(Constant(task.num_classes, 0), task, n, 64, 16, np.random.default_rng(0))
+                assert m.accuracy is None and m.scaled_accuracy is None and m.note, (name, n)
+                continue
+            b = task.test_batch(np.random.default_rng([5, n]), 64, n)  # what evaluate draws at seed 5
+            last = b.targets[np.arange(64), b.mask.shape[1] - 1 - np.argmax(b.mask[:, ::-1], axis=1)]
+            majority = int(np.bincount(last).argmax())
+            cfg = EvalConfig(lengths=[n], batch_size=64, chunk=16, seed=5)
+            zero, best = (evaluate(Constant(task.num_classes, c), task, cfg)[0] for c in (0, majority))
+            assert zero.chance == best.chance == best.accuracy, (name, n)
+            if best.chance == 1.0:  # one final label for every sequence (fixed inputs): no scaled score
+                assert zero.scaled_accuracy is None and best.scaled_accuracy is None and best.note, (name, n)
+                continue
+            assert best.scaled_accuracy == 0.0, (name, n)
+            assert zero.scaled_accuracy <= 0.0 and zero.accuracy <= zero.chance, (name, n)
+            checked += 1
+    assert checked >= 80
+
+
+def test_constant_answer_on_the_issue_case():
+    """Tomita 3 at length 500: before, 'reject' everywhere scored 100%; now 50% and scaled 0."""
+    task = get_task("tomita:3")
+    m = evaluate(Constant(2, 0), task, EvalConfig(lengths=[50, 100, 200, 500], batch_size=128))
+    assert all(x.accuracy == 0.5 and x.chance == 0.5 and x.scaled_accuracy == 0.0 for x in m)
+    assert longest_generalized(m) is None
+
+
+def test_chance_is_measured_per_length():
+    """Tomita 5: 50/50 at even lengths (not the pooled 0.75), not scored at odd ones."""
+    task = get_task("tomita:5")
+    m = evaluate(Constant(2, 1), task, EvalConfig(lengths=[8, 9, 100], batch_size=100))
+    assert m[0].chance == 0.5 and m[0].accuracy == 0.5 and m[0].scaled_accuracy == 0.0
+    assert m[1].accuracy is None and m[1].note == "no accepted string of length 9" and m[1].n_sequences == 0
+    assert 0.5 < m[2].token_chance < 1  # prefix labels are not balanced: token accuracy has its own chance
+
+
+def test_per_length_chance_from_an_imbalanced_draw():
+    """cycle:5 is scored on its training draw: chance is the majority rate of the batch's final labels."""
+    task = get_task("cycle:5")
+    m = evaluate_length(Constant(5, 0), task, 40, 50, 16, np.random.default_rng(0))
+    b = task.test_batch(np.random.default_rng(0), 50, 40)
+    counts = np.bincount(b.targets[:, -1], minlength=5)
+    assert m.chance == counts.max() / 50 and m.accuracy == counts[0] / 50
+
+
+def test_store_migrates_a_version_1_file(tmp_path):
+    """A file written by schema version 1 gains the new metrics columns in place; old rows stay readable
+    (their interval is computed from accuracy and n_sequences)."""
+    from statetrack.store import SCHEMA_VERSION, Store
+
+    db = tmp_path / "old.db"
+    con = sqlite3.connect(db)
+    con.executescript("""
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    INSERT INTO meta VALUES ('application', 'statetrack'), ('schema_version', '1');
+    CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT, study TEXT, label TEXT, model TEXT NOT NULL,
+      task TEXT NOT NULL, seed INTEGER NOT NULL, train_min_len INTEGER, train_max_len INTEGER, config TEXT NOT NULL,
+      versions TEXT NOT NULL, status TEXT NOT NULL, error TEXT, checkpoint TEXT, created REAL NOT NULL,
+      finished REAL, wall_time REAL, summary TEXT);
+    CREATE TABLE metrics (run_id INTEGER NOT NULL REFERENCES runs(id), length INTEGER NOT NULL,
+      accuracy REAL, token_accuracy REAL, sequence_accuracy REAL, scaled_accuracy REAL,
+      chance REAL, n_sequences INTEGER, PRIMARY KEY (run_id, length));
+    INSERT INTO runs (model, task, seed, config, versions, status, created) VALUES ('rnn', 'parity', 0, '{}', '{}',
+      'complete', 0);
+    INSERT INTO metrics VALUES (1, 16, 0.75, 0.8, 0.1, 0.5, 0.5, 128);
+    """)
+    con.commit()
+    con.close()
+    store = Store(db)
+    rows = store.metrics(1)
+    assert rows[0]["accuracy"] == 0.75 and rows[0]["accuracy_low"] is None
+    m = LengthMetrics.from_row(rows[0])
+    assert (m.accuracy_low, m.accuracy_high) == pytest.approx(wilson(96, 128))
+    rid = store.start_run({"model": {"layers": "rnn"}, "task": "tomita:2", "seed": 0})
+    store.finish_run(rid, [m, LengthMetrics(7, None, None, None, None, None, 0, note="no accepted string of length 7")],
+                     None, 1.0, {})
+    back = {r["length"]: r for r in store.metrics(rid)}
+    assert back[7]["note"] == "no accepted string of length 7" and back[16]["accuracy_high"] == m.accuracy_high
+    con = sqlite3.connect(db)
+    assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+    con.close()
+    Store(db)  # opening a migrated file again changes nothing
+
+
+def test_json_rows_carry_interval_and_note():
+    from statetrack.records import length_rows
+
+    rows = length_rows({"run_id": 1}, [LengthMetrics(8, 1.0, 1, 1, 1, 0.5, 64),
+                                       LengthMetrics(9, None, None, None, None, None, 0, note="n/a"),
+                                       {"length": 10, "accuracy": 1.0, "token_accuracy": 1.0,  # an old row
+                                        "sequence_accuracy": 1.0, "scaled_accuracy": 1.0, "chance": 0.5,
+                                        "n_sequences": 64}])
+    assert rows[0]["accuracy_high"] == 1.0 and rows[0]["accuracy_low"] > 0.94
+    assert rows[1]["accuracy"] is None and rows[1]["note"] == "n/a" and rows[1]["accuracy_low"] is None
+    assert rows[2]["accuracy_low"] == rows[0]["accuracy_low"] and rows[2]["note"] is None
+
+
+def test_report_marks_judgements_an_interval_could_change(tmp_path):
+    """Tables: '?' where a 95% interval read by a threshold judgement contains the threshold; 'n/a'
+    where no run has a test set at a length (and such a length neither passes nor fails)."""
+    from statetrack.experiments import load_study
+    from statetrack.report import study_tables
+    from statetrack.runner import RunResult
+
+    na = "no accepted string of length 11"
+    metrics = {"A": [LengthMetrics(10, 1.0, 1, 1, 1, 0.5, 128), LengthMetrics(11, None, None, None, None, None, 0, note=na),
+                     LengthMetrics(100, 0.93, 1, 1, 0.86, 0.5, 128)],
+               "B": [LengthMetrics(10, 1.0, 1, 1, 1, 0.5, 128), LengthMetrics(11, None, None, None, None, None, 0, note=na),
+                     LengthMetrics(100, 0.5, 1, 1, 0, 0.5, 128)]}
+    for kind in ("longest", "per_length"):
+        p = tmp_path / f"{kind}.yaml"
+        p.write_text(f"""
+name: marks
+title: marks
+source: test
+score: {{kind: {kind}, threshold: 0.9}}
+train_lengths: [1, 8]
+tables:
+  - tasks: [tomita:2]
+    models:
+      - {{label: A, model: {{layers: rnn}}}}
+      - {{label: B, model: {{layers: rnn}}}}
+scales:
+  quick: {{seeds: 1, steps: 1, test_lengths: [10, 11, 100]}}
+""")
+        study = load_study(str(p))
+        results = [(j, RunResult(i, "complete", metrics[j.label], {"longest_90": 100 if j.label == "A" else 10,
+                                                                     "best_val_accuracy": 1.0}, None))
+                   for i, j in enumerate(study.cells("quick"))]
+        t = study_tables(study, results, "quick")[0]
+        a, b = t.rows
+        if kind == "longest":
+            assert a["text"]["tomita:2"] == ">=100 ?" and b["text"]["tomita:2"] == "10"
+        else:
+            assert a["text"][11] == "n/a" and a["text"][100] == "93.0"
+            md = t.markdown()
+            assert "| 100 ? |" in md and "| 10 |" in md
+        assert "?" in t.caption and "n/a" in t.caption
