@@ -63,6 +63,8 @@ def documented(tmp_path_factory):
             env.pop(words[1], None)
         else:
             assert words[0] == "statetrack", line
+            words = [x for w in words for x in (sorted(str(q.relative_to(d)) for q in d.glob(w)) or [w]
+                                                 if "*" in w else [w])]  # as the shell expands a glob
             p = statetrack(words[1:], env, d)
             assert p.returncode == 0, (line, p.stdout[-2000:], p.stderr[-2000:])
             out[line.split("#")[0].strip()] = p
