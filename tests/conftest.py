@@ -35,6 +35,105 @@ def db(tmp_path):
     return str(tmp_path / "runs" / "test.db")
 
 
+SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+
+
+class Cli:
+    """``statetrack`` in a child process (signals, kill -9, concurrent sweeps), with the checkout's source
+    first on its path, and helpers that watch its results database."""
+
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""), "OMP_NUM_THREADS": "1"}
+
+    def __init__(self):
+        self.procs = []
+
+    def start(self, *args, env: dict | None = None, **kw):
+        """Start ``statetrack ARGS`` in a process group of its own (so that the fixture's teardown can
+        stop it and every worker it started, whatever the test did)."""
+        import subprocess
+        import sys
+
+        kw.setdefault("start_new_session", True)
+        p = subprocess.Popen([sys.executable, "-m", "statetrack.cli", *map(str, args)], env={**self.env, **(env or {})},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+        self.procs.append(p)
+        return p
+
+    def stop_all(self):
+        """SIGKILL the process group of every process started (workers included), then reap them."""
+        import signal
+
+        for p in self.procs:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                p.communicate(timeout=10)
+            except Exception:
+                pass
+
+    @staticmethod
+    def count(db, where: str, *params) -> int:
+        """Rows of ``runs`` matching ``where`` (0 while the database does not exist yet or is busy)."""
+        import sqlite3
+
+        if not os.path.exists(db):
+            return 0
+        try:
+            con = sqlite3.connect(db, timeout=5)
+            try:
+                return con.execute(f"SELECT COUNT(*) FROM runs WHERE {where}", params).fetchone()[0]
+            finally:
+                con.close()
+        except sqlite3.OperationalError:
+            return 0
+
+    def wait_until(self, db, where: str, n: int, procs=(), timeout: float = 180):
+        """Wait until ``n`` rows of ``runs`` match ``where``, failing if a process in ``procs`` ends first."""
+        import time
+
+        t0 = time.time()
+        while self.count(db, where) < n:
+            for p in procs:
+                assert p.poll() is None, p.communicate()
+            assert time.time() - t0 < timeout, f"never {n} rows with {where}"
+            time.sleep(0.05)
+
+
+@pytest.fixture
+def cli():
+    c = Cli()
+    yield c
+    c.stop_all()  # a failed or timed-out test leaves no sweep or worker running
+
+
+# eight runs (two models x four seeds) of ``steps`` steps each: for sweeps that are signalled, killed or
+# run side by side
+GRID = """
+name: grid8
+title: grid of eight runs
+source: test
+task: parity
+train: {batch_size: 8, eval_every: 20, val_sequences: 16, lr: 0.01, patience: 100000}
+models:
+  - {label: RNN, model: {layers: rnn, d_model: 2, d_state: 4}, train_lengths: [2, 5]}
+  - {label: Mamba, model: {layers: "mamba(conv=0)", d_model: 4, d_state: 4}, train_lengths: [2, 5]}
+scales:
+  quick: {seeds: 4, steps: STEPS, eval_batch: 8, test_lengths: [8, 16]}
+"""
+
+
+@pytest.fixture
+def grid8(tmp_path):
+    """grid8(steps) -> the path of a study file of eight runs of ``steps`` steps."""
+    def write(steps: int) -> str:
+        p = tmp_path / f"grid8-{steps}.yaml"
+        p.write_text(GRID.replace("STEPS", str(steps)))
+        return str(p)
+    return write
+
+
 @pytest.fixture
 def dfa_task(tmp_path):
     """dfa_task(name, states, alphabet, start, accept, rows) -> 'dfa:PATH' of a JSON DFA written to tmp_path;

@@ -15,7 +15,7 @@ ROOT = Path(statetrack.__file__).parent
 
 #: the package's units from the bottom up: a module may import its own unit and the units below it
 LAYERS = [
-    {"errors", "version"},
+    {"errors", "version", "files", "signals"},
     {"spec", "memory", "device", "algebra", "plugins"},
     {"ops"},
     {"config"},
@@ -23,7 +23,7 @@ LAYERS = [
     {"lm"},
     {"tasks"},
     {"model"},
-    {"checkpoint", "store"},
+    {"checkpoint", "store", "claims"},
     {"steps"},
     {"training", "evaluation"},
     {"theory"},

@@ -63,6 +63,8 @@ def documented(tmp_path_factory):
             env.pop(words[1], None)
         else:
             assert words[0] == "statetrack", line
+            words = [x for w in words for x in (sorted(str(q.relative_to(d)) for q in d.glob(w)) or [w]
+                                                 if "*" in w else [w])]  # as the shell expands a glob
             p = statetrack(words[1:], env, d)
             assert p.returncode == 0, (line, p.stdout[-2000:], p.stderr[-2000:])
             out[line.split("#")[0].strip()] = p
@@ -91,7 +93,8 @@ def test_documented_commands(documented):
 
 def test_missing_recorded_plugin_is_named(documented, tmp_path):
     d, _ = documented  # run from elsewhere, so that mystuff cannot be imported
-    p = statetrack(["eval", str(d / "runs/checkpoints/run1.safetensors"), "--lengths", "64"], base_env(), tmp_path)
+    [ck] = (d / "runs" / "plugin.checkpoints").glob("run1-*.safetensors")
+    p = statetrack(["eval", str(ck), "--lengths", "64"], base_env(), tmp_path)
     assert p.returncode == 2 and p.stderr.count("\n") == 1
     assert "plugin module 'mystuff' (recorded in checkpoint" in p.stderr and "not found" in p.stderr
     p = statetrack(["rerun", "1", "--db", str(d / "runs/plugin.db")], base_env(), tmp_path)

@@ -51,7 +51,46 @@ def test_interrupted_run_is_recorded_and_redone(db, monkeypatch):
     except KeyboardInterrupt:
         pass
     [r] = Store(db).runs()
-    assert r["status"] == "failed" and "KeyboardInterrupt" in r["error"]
+    assert r["status"] == "interrupted" and r["error"] == "interrupted by SIGINT"
     monkeypatch.undo()
     res = run(_cfg(seed=5), EvalConfig(lengths=[8], batch_size=4), db=db)  # not reused: only complete runs are
     assert res.status == "complete" and not res.reused
+
+
+def test_a_failed_final_database_write_leaves_no_orphan_checkpoint(db, monkeypatch):
+    import os
+    import sqlite3
+
+    import pytest
+
+    from statetrack.errors import UserError
+
+    real = Store.finish_run
+
+    def on_a_full_disk(self, *a, **k):  # the disk fills up between the checkpoint and the results
+        pages = sqlite3.connect(db).execute("PRAGMA page_count").fetchone()[0]
+        monkeypatch.setattr(Store, "max_pages", pages)
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(Store, "finish_run", on_a_full_disk)
+    with pytest.raises(UserError, match="rolled back"):
+        run(_cfg(seed=6), EvalConfig(lengths=list(range(8, 200)), batch_size=2), db=db)
+    monkeypatch.undo()
+    [r] = Store(db).runs()
+    assert r["status"] == "failed" and "could not be recorded" in r["error"]
+    assert os.listdir(Store(db).checkpoint_dir) == []  # the checkpoint written first was removed
+
+
+def test_a_diverging_run_is_failed_not_complete(db):
+    """lr 1e9: the loss stays finite but the validation loss reaches 1e16 (it used to end 'complete')."""
+    import pytest
+
+    from statetrack.training import diverged_limit
+
+    cfg = TrainConfig(model=ModelConfig(layers="rnn", d_model=8, d_state=16), lr=1e9, weight_decay=0.0, steps=50,
+                      eval_every=50)  # the command line's defaults otherwise
+    res = run(cfg, EvalConfig(lengths=[16], batch_size=8), db=db)
+    assert res.status == "failed" and "training diverged" in res.summary["reason"]
+    [r] = Store(db).runs()
+    assert r["status"] == "failed" and "over 1000 times that of a uniform guess (0.693)" in r["error"]
+    assert diverged_limit(2) == pytest.approx(693.147, abs=1e-3)

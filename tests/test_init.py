@@ -23,7 +23,7 @@ def _s3_cfg(**kw):
 
 def test_step_zero_is_validated_and_kept_unless_beaten():
     cfg = TrainConfig(model=ModelConfig(layers="rnn", d_model=2, d_state=8), train_min_len=8, train_max_len=8,
-                      steps=30, eval_every=10, lr=50.0, clip=100.0, weight_decay=0.0, seed=1, val_sequences=64)
+                      steps=30, eval_every=10, lr=1.0, clip=100.0, weight_decay=0.0, seed=1, val_sequences=64)
     from statetrack.model import build_model
 
     torch.manual_seed(cfg.seed)

@@ -66,14 +66,16 @@ def test_full_database_loses_one_transaction_only(db, monkeypatch):
     s = Store(db)
     rid = s.start_run(_cfg().model_dump())
     s.finish_run(rid, [LengthMetrics(16, 1, 1, 1, 1, .5, 4)], "ck", 1.0, {})
+    other = s.start_run(_cfg().model_dump())
     pages = sqlite3.connect(db).execute("PRAGMA page_count").fetchone()[0]
     monkeypatch.setattr(Store, "max_pages", pages)  # the disk is now full
     big = [{"step": i, "pad": "x" * 4000} for i in range(200)]
     with pytest.raises(UserError, match="rolled back"):
-        s.finish_run(rid, [LengthMetrics(n, 1, 1, 1, 1, .5, 4) for n in range(20, 60)], "ck", 1.0, {}, big)
+        s.finish_run(other, [LengthMetrics(n, 1, 1, 1, 1, .5, 4) for n in range(20, 60)], "ck", 1.0, {}, big)
     monkeypatch.undo()
     assert [m["length"] for m in s.metrics(rid)] == [16] and s.curve(rid) == []
     assert s.run(rid)["status"] == "complete"
+    assert s.metrics(other) == [] and s.curve(other) == [] and s.run(other)["status"] == "running"
 
 
 def test_mismatched_checkpoint_names_the_tensor(tmp_path):
@@ -99,3 +101,100 @@ def test_concurrent_creation_is_safe(tmp_path):
         p.join(120)
     assert [p.exitcode for p in procs] == [0] * 4
     assert len(Store(path).runs()) == 4
+
+
+# -- a checkpoint belongs to one run -----------------------------------------------------------------
+TRAIN = ["train", "--d-model", "2", "--d-state", "4", "--steps", "10", "--eval-every", "5", "--test-lengths", "8",
+         "--eval-batch", "8", "--json"]
+
+
+def test_two_databases_in_one_folder_keep_their_own_checkpoints(tmp_path, capsys):
+    from statetrack.cli import main
+    from statetrack.files import sha256_file
+
+    a, b = tmp_path / "x" / "a.db", tmp_path / "x" / "b.db"
+    assert main(TRAIN + ["--layers", "rnn", "--db", str(a)]) == 0
+    assert main(TRAIN + ["--layers", "lstm", "--db", str(b)]) == 0
+    ra, rb = Store(a).run(1), Store(b).run(1)  # both databases have a run 1
+    assert ra["checkpoint"] != rb["checkpoint"]
+    assert load_checkpoint(ra["checkpoint"])[1].model.layers == "rnn"
+    assert load_checkpoint(rb["checkpoint"])[1].model.layers == "lstm"
+    for store, r in ((Store(a), ra), (Store(b), rb)):
+        assert sha256_file(r["checkpoint"]) == r["checkpoint_sha256"] and store.checkpoint_problem(r) is None
+    assert sorted(p.name for p in (tmp_path / "x").iterdir()) == ["a.checkpoints", "a.db", "b.checkpoints", "b.db"]
+
+
+def test_a_run_checkpoint_never_replaces_a_file(tmp_path):
+    from statetrack.checkpoint import save_run_checkpoint
+
+    m = build_model(_cfg().model, get_task("parity"))
+    p = tmp_path / "run1-0000.safetensors"
+    p.write_bytes(b"another run's weights")
+    with pytest.raises(UserError, match="exists and is not replaced"):
+        save_run_checkpoint(m, _cfg().model_dump(), p, {})
+    assert p.read_bytes() == b"another run's weights" and [x.name for x in tmp_path.iterdir()] == [p.name]
+
+
+def test_a_checkpoint_that_is_not_the_runs_is_named(tmp_path, capsys):
+    import os
+
+    from statetrack.checkpoint import read_checkpoint
+    from statetrack.cli import main
+
+    db = str(tmp_path / "r.db")
+    assert main(TRAIN + ["--layers", "rnn", "--db", db]) == 0
+    ck = Store(db).run(1)["checkpoint"]
+    _, config, extra = read_checkpoint(ck)
+    other = build_model(ModelConfig(layers="rnn", d_model=2, d_state=4), get_task("parity"))
+    save_checkpoint(other, config, ck, extra=extra)  # other weights, under the run's name and metadata
+    capsys.readouterr()
+    def warnings():  # stderr also carries the progress lines
+        return [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+
+    for argv in (["runs", "show", "1", "--db", db], ["eval", ck, "--lengths", "8"]):
+        assert main(argv) == 0
+        [w] = warnings()
+        assert "sha256" in w and "run 1" in w, w
+    assert main(["rerun", "1", "--db", db]) == 0  # trains from the stored config; says the file is not the run's
+    [w] = warnings()
+    assert "sha256" in w
+    os.unlink(ck)
+    assert main(["runs", "show", "1", "--db", db]) == 0
+    [w] = warnings()
+    assert "missing" in w
+
+
+def test_a_database_folder_moves_with_its_checkpoints(tmp_path, capsys):
+    import shutil
+
+    from statetrack.cli import main
+
+    assert main(TRAIN + ["--layers", "rnn", "--db", str(tmp_path / "x" / "a.db")]) == 0
+    shutil.move(tmp_path / "x", tmp_path / "y")
+    store = Store(tmp_path / "y" / "a.db")
+    r = store.run(1)
+    assert r["checkpoint"].startswith(str(tmp_path / "y")) and store.checkpoint_problem(r) is None
+    capsys.readouterr()
+    assert main(["eval", r["checkpoint"], "--lengths", "8"]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_a_version_1_database_gains_the_new_columns_in_place(tmp_path):
+    from statetrack import store as store_mod
+
+    p = tmp_path / "old.db"
+    con = sqlite3.connect(p)
+    con.executescript(store_mod.SCHEMA.replace(",\n  uuid TEXT,\n  owner TEXT,\n  checkpoint_sha256 TEXT", "")
+                      .split("CREATE TABLE IF NOT EXISTS claims")[0] +
+                      "INSERT INTO meta VALUES ('application', 'statetrack'), ('schema_version', '1');"
+                      "INSERT INTO runs (model, task, seed, config, versions, status, checkpoint, created) VALUES "
+                      "('rnn', 'parity', 0, '{}', '{}', 'complete', 'runs/checkpoints/run1.safetensors', 1.0);")
+    con.commit()
+    con.close()
+    s = Store(p)
+    old = s.run(1)
+    assert old["checkpoint"] == "runs/checkpoints/run1.safetensors" and old["uuid"] is None
+    assert s.checkpoint_problem(old) is None  # recorded before hashes: not checked
+    rid = s.start_run(_cfg().model_dump(), key="k")
+    assert s.run(rid)["uuid"] and sqlite3.connect(p).execute(
+        "SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "2"

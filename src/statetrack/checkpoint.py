@@ -1,74 +1,246 @@
-"""Checkpoints as safetensors: tensors plus the run's config as JSON metadata. Loading runs no code."""
+"""Checkpoints as safetensors: tensors plus the run's config as JSON metadata. Loading runs no code.
+
+A checkpoint is checked before anything is built from it (:func:`inspect_checkpoint`): the header's
+metadata must have the right types (``config`` and ``extra`` JSON objects), the config must be a valid
+TrainConfig, the model it declares is built on the ``meta`` device (no memory) to count its parameters
+(refused above ``max_params``, :data:`MAX_PARAMS` by default) and to compare every tensor's name, shape
+and dtype with the file's header, all before a tensor is read. The tensors are then read and a
+non-finite value (NaN, inf) is refused: a diverged model's numbers mean nothing. Each problem is one
+UserError line naming the file.
+"""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
+import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
 
 from statetrack.errors import UserError
+from statetrack.files import sha256_bytes, write_file
 
 FORMAT = "statetrack-checkpoint-1"
+#: the largest model a checkpoint may declare, in parameters (1 GB of float32 weights). A fixed number
+#: rather than one derived from free memory, so a file loads on every machine or on none; raise it with
+#: ``--max-params`` (``max_params=``) for a bigger model.
+MAX_PARAMS = 250_000_000
+
+_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.float16: "F16", torch.bfloat16: "BF16",
+           torch.complex64: "C64", torch.int64: "I64", torch.int32: "I32", torch.int8: "I8", torch.uint8: "U8",
+           torch.bool: "BOOL"}
 
 
-def save_checkpoint(model, config: dict, path: str | Path, extra: dict | None = None) -> Path:
-    """Write the model's weights and ``config`` (a TrainConfig dict) to ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+class _SkipRandomInit(torch.overrides.TorchFunctionMode):
+    """On the meta device, random initialisers (``normal_``, ``uniform_``, ...) are no-ops: the values do
+    not exist, and torch would otherwise import its compiler (seconds) to run them there."""
+
+    NAMES = {"normal_", "uniform_", "trunc_normal_", "log_normal_", "exponential_", "cauchy_", "geometric_",
+             "random_", "bernoulli_"}
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if getattr(func, "__name__", "") in self.NAMES:
+            t = next((a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)), None)
+            if t is not None and t.is_meta:
+                return t
+        return func(*args, **kwargs)
+
+
+def meta_model(model_cfg, task):
+    """The model ``model_cfg`` declares for ``task``, built on the meta device: its parameter names,
+    shapes and dtypes, with no memory for their values (a bad spec is a UserError, as in a real build)."""
+    from statetrack.model import build_model
+
+    with torch.device("meta"), _SkipRandomInit():
+        return build_model(model_cfg, task)
+
+
+def declared_params(model_cfg, task) -> int:
+    """The parameter count (with buffers) of the model ``model_cfg`` declares, from one meta-device block of
+    each distinct layer: a 64-layer stack costs one layer's construction, not 64."""
+    from collections import Counter
+
+    from statetrack.spec import parse_layers
+
+    counts = Counter(str(spec) for spec in parse_layers(model_cfg.layers))
+    once = meta_model(model_cfg.model_copy(update={"layers": ",".join(counts)}), task)
+    total = sum(v.numel() for v in once.state_dict().values())
+    for block, (spec, n) in zip(once.blocks, counts.items()):
+        total += (n - 1) * sum(v.numel() for v in block.state_dict().values())
+    return total
+
+
+def checkpoint_bytes(model, config: dict, extra: dict | None = None) -> bytes:
+    """The file a checkpoint of ``model`` with ``config`` (a TrainConfig dict) consists of."""
+    from safetensors.torch import save
+
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     meta = {"format": FORMAT, "config": json.dumps(config), "extra": json.dumps(extra or {})}
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    save_file(tensors, str(tmp), metadata=meta)
-    tmp.replace(path)
-    return path
+    return save(tensors, metadata=meta)
 
 
-def read_checkpoint(path: str | Path) -> tuple[dict, dict, dict]:
-    """(tensors, config, extra) from a checkpoint, with a clear UserError for a bad file."""
+def save_checkpoint(model, config: dict, path: str | Path, extra: dict | None = None,
+                    exclusive: bool = False) -> Path:
+    """Write the model's weights and ``config`` (a TrainConfig dict) to ``path``, whole or not at all.
+    ``exclusive``: never replace an existing file (a run's own checkpoint)."""
+    return write_file(path, checkpoint_bytes(model, config, extra), exclusive=exclusive, what="checkpoint")
+
+
+def save_run_checkpoint(model, config: dict, path: str | Path, extra: dict) -> tuple[Path, str]:
+    """A run's checkpoint: a new file (an existing one is never replaced); returns (path, sha256)."""
+    data = checkpoint_bytes(model, config, extra)
+    return write_file(path, data, exclusive=True, what="checkpoint"), sha256_bytes(data)
+
+
+def rewrite_extra(data: bytes, extra: dict) -> bytes:
+    """The same checkpoint (tensors, config) with its ``extra`` metadata updated by ``extra``."""
+    from safetensors.torch import load, save
+
+    meta = _header(data)[1]
+    old = json.loads(meta.get("extra") or "{}")
+    return save(load(data), metadata={**meta, "extra": json.dumps({**old, **extra})})
+
+
+def _header(data: bytes) -> tuple[dict, dict]:
+    n = int.from_bytes(data[:8], "little")
+    head = json.loads(data[8:8 + n])
+    return head, head.pop("__metadata__", {}) or {}
+
+
+@dataclass
+class Inspection:
+    """What a checkpoint declares, checked against its header (no tensor read yet)."""
+
+    path: Path
+    config: object  # TrainConfig
+    extra: dict
+    task: object
+    params: int
+
+
+def _bad(path, what: str) -> UserError:
+    return UserError(f"checkpoint {str(path)!r} {what}")
+
+
+def _meta_json(path, meta: dict, key: str, required: bool) -> dict:
+    if key not in meta:
+        if required:
+            raise _bad(path, f"has damaged metadata (no {key!r})")
+        return {}
+    try:
+        value = json.loads(meta[key])
+    except (TypeError, json.JSONDecodeError) as e:
+        raise _bad(path, f"has damaged metadata ({key!r} is not valid JSON: {e})") from None
+    if not isinstance(value, dict):
+        raise _bad(path, f"has damaged metadata ({key!r} is a JSON {type(value).__name__}, not an object)")
+    return value
+
+
+def inspect_checkpoint(path: str | Path, max_params: int | None = None) -> Inspection:
+    """Check a checkpoint's metadata, declared model and tensor header without reading any tensor or
+    allocating the model; a UserError line for anything wrong (see the module docstring)."""
+    from safetensors import safe_open
+
+    from statetrack.config import TrainConfig, validated
+    from statetrack.plugins import load_plugins
+    from statetrack.tasks import get_task
+
     path = Path(path)
+    max_params = MAX_PARAMS if max_params is None else max_params
     if not path.is_file():
         raise UserError(f"checkpoint {str(path)!r} not found")
     try:
-        from safetensors import safe_open
-
         with safe_open(str(path), framework="pt") as f:
             meta = f.metadata() or {}
-        tensors = load_file(str(path))
+            header = {k: (tuple(f.get_slice(k).get_shape()), f.get_slice(k).get_dtype()) for k in f.keys()}
     except (SafetensorError, OSError, ValueError) as e:
-        raise UserError(f"checkpoint {str(path)!r} is not a readable safetensors file ({e})") from None
+        raise _bad(path, f"is not a readable safetensors file ({e})") from None
     if meta.get("format") != FORMAT:
-        raise UserError(f"checkpoint {str(path)!r} has no statetrack metadata (format {meta.get('format')!r}; "
-                        f"expected {FORMAT!r})")
+        raise _bad(path, f"has no statetrack metadata (format {meta.get('format')!r}; expected {FORMAT!r})")
+    config = _meta_json(path, meta, "config", required=True)
+    extra = _meta_json(path, meta, "extra", required=False)
+    plugins = extra.get("plugins") or []
+    if not isinstance(plugins, list) or not all(isinstance(m, str) for m in plugins):
+        raise _bad(path, "has damaged metadata ('plugins' is not a list of module names)")
+    load_plugins(plugins, f"recorded in checkpoint {str(path)!r}")  # they register its task or mixers
     try:
-        return tensors, json.loads(meta["config"]), json.loads(meta.get("extra", "{}"))
-    except (KeyError, json.JSONDecodeError) as e:
-        raise UserError(f"checkpoint {str(path)!r} has damaged metadata ({e})") from None
+        cfg = validated(TrainConfig, **config)
+        task = get_task(cfg.task)
+    except UserError as e:
+        raise _bad(path, f"declares a bad config: {e}") from None
+    try:
+        params = declared_params(cfg.model, task)
+    except UserError as e:
+        raise _bad(path, f"declares a bad model: {e}") from None
+    if params > max_params:
+        raise _bad(path, f"declares a model of {params:,} parameters ({_short(cfg.model.layers)}, d_model "
+                         f"{cfg.model.d_model}, d_state {cfg.model.d_state}), over the limit of {max_params:,}; "
+                         "raise --max-params to load it")
+    expected = meta_model(cfg.model, task).state_dict()
+    missing = sorted(set(expected) - set(header))
+    unexpected = sorted(set(header) - set(expected))
+    if missing or unexpected:
+        raise _bad(path, f"does not match its config: missing {missing[:3]}, unexpected {unexpected[:3]}")
+    for k, (shape, dtype) in header.items():
+        if shape != tuple(expected[k].shape):
+            raise UserError(f"checkpoint {str(path)!r}: tensor {k!r} has shape {shape}, the config needs "
+                            f"{tuple(expected[k].shape)}")
+        want = _DTYPES.get(expected[k].dtype, str(expected[k].dtype))
+        if dtype != want:
+            raise UserError(f"checkpoint {str(path)!r}: tensor {k!r} has dtype {dtype}, the config needs {want}")
+    return Inspection(path, cfg, extra, task, params)
 
 
-def load_checkpoint(path: str | Path, device="cpu"):
+def _short(layers: str) -> str:
+    """'transformer,transformer,...' (64 times) -> 'transformer*64'."""
+    from itertools import groupby
+
+    from statetrack.spec import parse_layers
+
+    return ",".join(f"{k}*{n}" if (n := len(list(g))) > 1 else k for k, g in groupby(map(str, parse_layers(layers))))
+
+
+def read_checkpoint(path: str | Path, max_params: int | None = None) -> tuple[dict, dict, dict]:
+    """(tensors, config, extra) from a checkpoint, checked (:func:`inspect_checkpoint`) and with every
+    floating tensor finite."""
+    from safetensors import safe_open
+
+    info = inspect_checkpoint(path, max_params)
+    try:
+        with safe_open(str(info.path), framework="pt") as f:
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
+    except (SafetensorError, OSError, ValueError) as e:
+        raise _bad(path, f"is not a readable safetensors file ({e})") from None
+    for k, v in tensors.items():
+        if (v.is_floating_point() or v.is_complex()) and not bool(torch.isfinite(v).all()):
+            bad = int((~torch.isfinite(v)).sum())
+            raise UserError(f"checkpoint {str(path)!r}: tensor {k!r} has {bad} NaN or infinite value(s) of "
+                            f"{v.numel()}; a diverged model is not loaded")
+    return tensors, info.config.model_dump(), info.extra
+
+
+def load_checkpoint(path: str | Path, device="cpu", max_params: int | None = None):
     """Rebuild the model a checkpoint describes. Returns (model, TrainConfig, task, extra).
 
     The plugin modules recorded in the checkpoint (``extra["plugins"]``) are imported first."""
     from statetrack.config import TrainConfig, validated
     from statetrack.model import build_model
-    from statetrack.plugins import load_plugins
     from statetrack.tasks import get_task
 
-    tensors, config, extra = read_checkpoint(path)
-    load_plugins(extra.get("plugins") or [], f"recorded in checkpoint {str(path)!r}")
+    tensors, config, extra = read_checkpoint(path, max_params)  # loads the plugins it records
     cfg = validated(TrainConfig, **config)
     task = get_task(cfg.task)
     model = build_model(cfg.model, task)
-    expected = model.state_dict()
-    missing = sorted(set(expected) - set(tensors))
-    unexpected = sorted(set(tensors) - set(expected))
-    if missing or unexpected:
-        raise UserError(f"checkpoint {str(path)!r} does not match its config: missing {missing[:3]}, "
-                        f"unexpected {unexpected[:3]}")
-    for k, v in tensors.items():
-        if v.shape != expected[k].shape:
-            raise UserError(f"checkpoint {str(path)!r}: tensor {k!r} has shape {tuple(v.shape)}, "
-                            f"the config needs {tuple(expected[k].shape)}")
     model.load_state_dict(tensors)
     return model.to(device), cfg, task, extra
+
+
+def check_task_fits(model, task, path, trained_on: str) -> None:
+    """One line if ``task``'s inputs or labels do not fit the checkpoint's model (built for ``trained_on``)."""
+    if task.vocab_size > model.vocab_size:
+        raise UserError(f"task {task.name} has {task.vocab_size} input tokens; checkpoint {str(path)!r} was built "
+                        f"for {model.vocab_size} ({trained_on})")
+    if task.num_classes > model.num_classes:
+        raise UserError(f"task {task.name} has {task.num_classes} classes; checkpoint {str(path)!r} was built "
+                        f"for {model.num_classes} ({trained_on})")

@@ -1,20 +1,33 @@
 """One run, end to end: train, evaluate on the test lengths, save the best checkpoint, record it all.
 
-``run(train_cfg, eval_cfg, db=...)`` is what ``statetrack train`` and every study call. Bad input is
-checked before the database is touched; a run that fails is recorded as failed with its reason.
+``run(train_cfg, eval_cfg, db=...)`` is what ``statetrack train`` and every study call. Bad input
+(task, model, lengths, device, init, a database folder that cannot be written) is checked before the
+database is touched: a command that fails before it trains writes nothing. A run that fails is
+recorded ``failed`` with its reason, one stopped by Ctrl-C or SIGTERM ``interrupted``.
+
+The checkpoint is a new file of the run's own (``Store.checkpoint_name``), never one that exists; its
+sha256 is stored in the run's row. If it cannot be written (a full disk), the run keeps its metrics
+and is recorded complete with no checkpoint (the error says why): the numbers cost the training, the
+weights can be made again by ``rerun``. If the final database write fails instead, the checkpoint
+just written is removed (it would belong to no run) and the row is ended ``failed`` where the database
+still takes that one small write.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
-from statetrack.checkpoint import save_checkpoint
+from statetrack import signals
+from statetrack.checkpoint import meta_model, save_run_checkpoint
+from statetrack.claims import owner as this_process
 from statetrack.config import EvalConfig, TrainConfig
+from statetrack.device import resolve_device
 from statetrack.errors import UserError
 from statetrack.evaluation import LengthMetrics, evaluate_run, longest_generalized
 from statetrack.store import DEFAULT_DB, Store
@@ -55,10 +68,10 @@ def complete_result(store: Store, key: str) -> RunResult | None:
 
 def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
     """Everything that can be wrong with the input, before anything is written. Returns the task."""
-    from statetrack.model import build_model
-
     task = get_task(train_cfg.task)
-    build_model(train_cfg.model, task)  # unknown mixer / bad option -> UserError
+    meta_model(train_cfg.model, task)  # unknown mixer / bad option -> UserError, without allocating weights
+    resolve_device(train_cfg.device)  # 'cuda' without a GPU -> UserError, before the database exists
+    resolve_device(eval_cfg.device)
     short = [n for n in eval_cfg.lengths if n < train_cfg.train_min_len]
     if short:
         raise UserError(f"test length {short[0]} is shorter than the training range "
@@ -98,10 +111,11 @@ def initial_model(cfg: TrainConfig, task):
 def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_DB,
         study: str | None = None, label: str | None = None, checkpoint_dir: str | Path | None = None,
         reuse: bool = True, on_step=None, on_length=None, threads: int | None = None,
-        on_train_step=None) -> RunResult:
+        on_train_step=None, owner: str | None = None) -> RunResult:
     """Train, evaluate, checkpoint and record one run. ``on_step(step, info)`` after each validation,
     ``on_train_step(step)`` after each optimiser step, ``on_length(metrics)`` after each test
-    length (progress); ``reuse``: return the complete run with the same key instead of training."""
+    length (progress); ``reuse``: return the complete run with the same key instead of training.
+    ``owner``: the sweep whose claim this run runs under (``statetrack.claims``; default this process)."""
     task = check_run(train_cfg, eval_cfg)
     start = initial_model(train_cfg, task)  # a bad --init fails here, before anything is written
     store = Store(db)
@@ -110,8 +124,10 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
         return done
     if threads:
         torch.set_num_threads(threads)
+    run_uuid = uuid.uuid4().hex
     config = stored_config(train_cfg, eval_cfg)
-    run_id = store.start_run(config, study=study, label=label, key=key)
+    run_id = store.start_run(config, study=study, label=label, key=key, uuid=run_uuid,
+                             owner=owner or this_process())
     t0 = time.time()
     try:
         res = train(train_cfg, task, model=start, on_step=on_step, on_train_step=on_train_step)
@@ -120,13 +136,12 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
         summary = {"failed_step": e.step, "reason": str(e)}
         store.fail_run(run_id, str(e), time.time() - t0, summary)
         return RunResult(run_id, "failed", [], summary, None)
-    except BaseException as e:  # recorded, then re-raised: Ctrl-C and crashes leave a trace
+    except KeyboardInterrupt as e:  # Ctrl-C, SIGTERM: recorded, then passed on
+        store.interrupt_run(run_id, signals.describe(e), time.time() - t0)
+        raise
+    except BaseException as e:  # recorded, then re-raised: crashes leave a trace
         store.fail_run(run_id, f"{type(e).__name__}: {e}", time.time() - t0)
         raise
-    ckdir = Path(checkpoint_dir) if checkpoint_dir else Path(db).parent / "checkpoints"
-    ckpt = save_checkpoint(res.model, train_cfg.model_dump(), ckdir / f"run{run_id}.safetensors",
-                           extra={"run_id": run_id, "study": study, "label": label,
-                                  **({"plugins": config["plugins"]} if "plugins" in config else {})})
     summary = {"best_step": res.best_step, "best_val_accuracy": res.best_val_accuracy,
                "best_val_loss": res.best_val_loss, "train_accuracy": res.train_accuracy,
                "steps_run": res.steps_run, "stopped_early": res.stopped_early,
@@ -134,8 +149,82 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
                "params": sum(p.numel() for p in res.model.parameters())}
     if task.kind == "lm":
         summary["corpus"] = task.provenance()
-    store.finish_run(run_id, metrics, str(ckpt), time.time() - t0, summary, res.curve, lm)
+    path = Path(checkpoint_dir) / f"run{run_id}-{run_uuid[:8]}.safetensors" if checkpoint_dir else \
+        store.checkpoint_name(run_id, run_uuid)
+    extra = {"run_id": run_id, "run_uuid": run_uuid, "db": str(Path(db).absolute()), "db_name": Path(db).name,
+             "study": study, "label": label, **({"plugins": config["plugins"]} if "plugins" in config else {})}
+    return _record(store, run_id, res, metrics, lm, summary, t0, lambda: save_run_checkpoint(
+        res.model, train_cfg.model_dump(), path, extra))
+
+
+def _record(store: Store, run_id: int, res, metrics, lm, summary: dict, t0: float, write_checkpoint) -> RunResult:
+    """Write the checkpoint, then the results, as the module docstring says (which failure keeps what)."""
+    ckpt = None
+    try:
+        try:
+            ckpt, sha = write_checkpoint()
+        except UserError as e:  # no room for the weights: keep the numbers, say the file is missing
+            summary = {**summary, "checkpoint_error": str(e)}
+            store.finish_run(run_id, metrics, None, time.time() - t0, summary, res.curve, lm_metrics=lm)
+            raise UserError(f"run {run_id} is recorded complete with its metrics but without a checkpoint: "
+                            f"{e}") from None
+        if not store.finish_run(run_id, metrics, str(ckpt), time.time() - t0, summary, res.curve, sha, lm):
+            _remove(ckpt)  # another sweep took the run over meanwhile: its row is not ours to complete
+            return RunResult(run_id, "interrupted", [], {"reason": "the run was taken over by another sweep"}, None)
+    except BaseException as e:
+        if ckpt is not None and store_status(store, run_id) != "complete":
+            _remove(ckpt)
+        if store_status(store, run_id) == "running":
+            try:
+                if isinstance(e, KeyboardInterrupt):
+                    store.interrupt_run(run_id, signals.describe(e), time.time() - t0)
+                else:
+                    store.fail_run(run_id, f"the results could not be recorded: {e}", time.time() - t0)
+            except UserError:  # the database takes no write at all (a full disk): the row stays as it is
+                pass
+        raise
     return RunResult(run_id, "complete", metrics, summary, str(ckpt), lm=lm)
+
+
+def store_status(store: Store, run_id: int) -> str | None:
+    try:
+        return store.run(run_id)["status"]
+    except UserError:
+        return None
+
+
+def _remove(path) -> None:
+    try:
+        Path(path).unlink()
+    except OSError:
+        pass
+
+
+def checkpoint_of_run_problem(path: str | Path, extra: dict) -> str | None:
+    """For a checkpoint whose metadata names its run and database: one line when that database records
+    another file for the run (or another run under its id); None when they agree, or when the database
+    or the run cannot be found (a copied file, a moved database)."""
+    from statetrack.files import sha256_file
+
+    run_id, run_uuid = extra.get("run_id"), extra.get("run_uuid")
+    if not isinstance(run_id, int) or not isinstance(run_uuid, str):
+        return None
+    names = [extra.get("db")]
+    if isinstance(extra.get("db_name"), str):  # the database's folder moved with its checkpoints
+        names.append(str(Path(path).absolute().parent.parent / Path(extra["db_name"]).name))
+    db = next((n for n in names if isinstance(n, str) and Path(n).is_file()), None)
+    if db is None:
+        return None
+    try:
+        row = Store(db, create=False).run(run_id)
+    except UserError:
+        return None
+    if row.get("uuid") != run_uuid:
+        return f"checkpoint {str(path)!r} says it is run {run_id} of {db!r}, but that database's run {run_id} is another run"
+    if row.get("checkpoint_sha256") and sha256_file(path) != row["checkpoint_sha256"]:
+        return (f"checkpoint {str(path)!r} is not the file run {run_id} of {db!r} recorded (its sha256 differs "
+                "from the one in the run's row)")
+    return None
 
 
 def rerun(run_id: int, db: str | Path = DEFAULT_DB, **progress) -> tuple[RunResult, dict]:

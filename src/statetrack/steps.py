@@ -34,8 +34,8 @@ import torch.nn.functional as F
 
 
 class TrainingDiverged(RuntimeError):
-    def __init__(self, step: int, loss: float):
-        super().__init__(f"loss became {loss} at step {step}")
+    def __init__(self, step: int, loss: float, reason: str | None = None):
+        super().__init__(reason or f"loss became {loss} at step {step}")
         self.step, self.loss = step, loss
 
 

@@ -4,17 +4,30 @@ Resuming: every run has a key (``runner.run_key``: its full train + eval config,
 a run whose key is already ``complete`` in the database is reused, never redone. So a sweep stopped by
 Ctrl-C, a crash or SIGKILL is resumed by running it again: finished runs are kept, the rest run.
 
-A run killed mid-way leaves its row with status ``running`` (a killed process cannot write anything).
-When the same key later completes, the sweep marks those older ``running`` rows ``interrupted``. Reports
-only ever read ``complete`` rows, one per key, so an unfinished record is never counted.
+Several sweeps at once: before it starts a run, a sweep claims its key (``statetrack.claims``: one
+SQLite transaction, an owner and a heartbeat), so any number of sweeps of one study on one database
+(two terminals, two machines on a shared file, local or Ray) complete every run exactly once and split
+the work. A key claimed by another live sweep is left to it; once a sweep has nothing left to claim it
+polls those keys (every ``POLL`` seconds) until they are complete, so its results and its report see
+every run of the grid (a run the other sweep completed counts as reused, one it failed as failed). A
+claim whose owner died (kill -9, a lost machine) is taken over after the claim timeout (at once on the
+same machine), and the dead owner's ``running`` row is marked ``interrupted``. Reports only ever read
+``complete`` rows, one per key, so an unfinished record is never counted.
+
+Ctrl-C and SIGTERM (``statetrack.signals``) stop the whole sweep: no run starts after the signal, the
+running ones are marked ``interrupted`` (worker processes are told and get ``GRACE`` seconds to record
+it, then are killed; Ray tasks are cancelled), the claims are released, and the interrupt is passed on
+(the command exits 130 or 143).
 
 Executors:
 
-- ``local`` (default): ``workers`` processes (spawned) on this machine; each run writes its own rows.
+- ``local`` (default): ``workers`` processes (spawned) on this machine; each run writes its own rows,
+  under the claim of the sweep's process.
 - ``ray``: one Ray task per run (``num_cpus=1``) on a local Ray instance, or on the cluster at
-  ``address`` (``ray.init(address=...)``). A task trains into a private temporary database and returns
-  the rows (config, metrics, curve, summary, checkpoint bytes, traces); the driver writes them to the
-  one database. Workers therefore need no shared filesystem.
+  ``address`` (``ray.init(address=...)``), at most ``workers`` at a time. The driver claims each run
+  and records it ``running``; the task trains into a private temporary database and returns the rows
+  (config, metrics, curve, summary, checkpoint bytes, traces); the driver writes them to the one
+  database. Workers therefore need no shared filesystem.
 
 Each run seeds itself from its config and uses one thread, so the numbers do not depend on the
 executor or the number of workers.
@@ -23,17 +36,27 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing as mp
+import os
 import queue
+import signal
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from statetrack import memory, plugins
+from statetrack import memory, plugins, signals
+from statetrack.claims import Claims, Heartbeat
 from statetrack.config import EvalConfig, TrainConfig
 from statetrack.errors import UserError
-from statetrack.runner import RunResult, check_run, complete_result, run, run_key
+from statetrack.evaluation import LengthMetrics
+from statetrack.runner import RunResult, check_run, complete_result, run, run_key, stored_config
 from statetrack.store import Store
+
+#: seconds between looks at runs that other sweeps have claimed
+POLL = 1.0
+#: seconds worker processes get, after a signal, to record their runs interrupted before they are killed
+GRACE = 5.0
 
 
 @dataclass(frozen=True)
@@ -72,29 +95,136 @@ def _ensure_traces(db, job: Job, res: RunResult) -> None:
 _progress_queue = None
 
 
-def _init_worker(plugin_names: list[str], progress_queue=None) -> None:
-    """A worker process is an entry point of its own: allocator settings, the parent's plugins."""
+def _init_worker(plugin_names: list[str], progress_queue=None, ignore: tuple[int, ...] = ()) -> None:
+    """A worker process is an entry point of its own: allocator settings, the parent's plugins, and
+    signals that interrupt the run in progress (those the parent ignores stay ignored)."""
     global _progress_queue
     memory.configure()
     plugins.load_plugins(plugin_names, "loaded by the sweep's parent process")
     _progress_queue = progress_queue
+    signals.install_in_worker(ignore)
 
 
-def _run_job(job: Job, db: str, reuse: bool, index: int | None = None, on_step=None) -> tuple[Job, RunResult]:
+def _run_job(job: Job, db: str, owner: str, index: int | None = None, on_step=None) -> RunResult:
     if on_step is None and _progress_queue is not None:
         def on_step(step, info):
             _progress_queue.put((index, step, info))
     # one thread per run: tiny models gain nothing from more, and results then do not depend on
     # how many workers share the machine
-    res = run(job.train, job.eval, db=db, study=job.study, label=job.label, reuse=reuse, threads=1,
-              on_step=on_step)
-    _ensure_traces(db, job, res)
-    if res.status == "complete" and not res.reused:
-        Store(db).mark_interrupted(job.key, res.run_id)
-    return job, res
+    with signals.job():
+        res = run(job.train, job.eval, db=db, study=job.study, label=job.label, reuse=False, threads=1,
+                  owner=owner, on_step=on_step)
+        _ensure_traces(db, job, res)
+        if res.status == "complete":
+            Store(db).mark_interrupted(job.key, res.run_id)
+    return res
 
 
-# -- Ray ---------------------------------------------------------------------------------------------
+def _result_of(store: Store, run_id: int) -> RunResult:
+    """A run another sweep (or an earlier one) finished, as a reused RunResult."""
+    r = store.run(run_id)
+    ms = [LengthMetrics.from_row(m) for m in store.metrics(run_id)] if r["status"] == "complete" else []
+    return RunResult(run_id, r["status"], ms, r["summary"] or {}, r["checkpoint"], reused=True)
+
+
+# -- executors: where a claimed run runs ------------------------------------------------------------
+class _InProcess:
+    """Runs each job in this process when it is waited for."""
+
+    slots = 1
+
+    def __init__(self, db: str, owner: str, on_step=None):
+        self.db, self.owner, self.on_step, self.jobs = db, owner, on_step, {}
+
+    def submit(self, job: Job, index: int):
+        handle = object()
+        self.jobs[handle] = job
+        return handle
+
+    def wait(self, handles, timeout):
+        if not handles:
+            time.sleep(timeout)
+            return []
+        h = next(iter(handles))
+        job = self.jobs.pop(h)
+        step = (lambda s, info: self.on_step(job, s, info)) if self.on_step else None
+        return [(h, _run_job(job, self.db, self.owner, on_step=step))]
+
+    def stop(self, exc):
+        pass
+
+    def close(self):
+        pass
+
+
+DIED = ("a worker process of the sweep died (killed, or out of memory); its runs are marked interrupted; "
+        "run the sweep again to resume")
+
+
+class _Pool:
+    """Local worker processes (spawned); one job per free worker, never a queue of jobs. Validations come
+    back through a queue while the runs go on (``on_step``)."""
+
+    def __init__(self, db: str, owner: str, workers: int, jobs: list[Job], on_step=None):
+        self.db, self.owner, self.slots, self.all_jobs, self.on_step = db, owner, workers, jobs, on_step
+        ctx = mp.get_context("spawn")
+        self.queue = ctx.Queue() if on_step else None
+        self.pool = cf.ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
+                                           initargs=(plugins.loaded(), self.queue, signals.ignored()))
+        self.futures: dict = {}  # future -> job index
+
+    def submit(self, job: Job, index: int):
+        with signals.spawning():  # workers start with the signals ignored, not with a traceback
+            try:
+                fut = self.pool.submit(_run_job, job, self.db, self.owner, index)
+            except cf.process.BrokenProcessPool:
+                raise UserError(DIED) from None
+        self.futures[fut] = index
+        return fut
+
+    def _drain(self) -> None:
+        while self.queue is not None:
+            try:
+                i, s, info = self.queue.get_nowait()
+            except queue.Empty:
+                return
+            if i in self.futures.values():  # a late message of a run already reported done is dropped
+                self.on_step(self.all_jobs[i], s, info)
+
+    def wait(self, handles, timeout):
+        if not handles:
+            time.sleep(timeout)
+            return []
+        done, _ = cf.wait(list(handles), timeout=min(timeout, 0.5) if self.queue else timeout,
+                          return_when=cf.FIRST_COMPLETED)
+        self._drain()
+        out = []
+        for f in done:
+            self.futures.pop(f, None)
+            try:
+                out.append((f, f.result()))
+            except cf.process.BrokenProcessPool:
+                raise UserError(DIED) from None
+        return out
+
+    def stop(self, exc):
+        """Tell the workers (SIGTERM: a worker in a run records it interrupted), wait GRACE seconds,
+        then kill those still running."""
+        procs = list((self.pool._processes or {}).values())
+        for p in procs:
+            try:
+                os.kill(p.pid, signal.SIGTERM)
+            except OSError:
+                pass
+        cf.wait(self.futures, timeout=GRACE)
+        for p in procs:  # their runs are recorded (or, past the grace, recorded by the parent): no slow exit
+            if p.is_alive():
+                p.kill()
+
+    def close(self):
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
 def _ray_payload(job: Job, plugin_names: list[str] = ()) -> dict:
     """Runs on a Ray worker: train into a private database, return everything the driver stores."""
     from statetrack.probes import traces_from_checkpoint
@@ -116,25 +246,26 @@ def _ray_payload(job: Job, plugin_names: list[str] = ()) -> dict:
         return out
 
 
-def _store_payload(db: str, job: Job, p: dict) -> RunResult:
-    """On the driver: write one Ray worker's run into the database, as ``runner.run`` would have."""
+def _store_payload(store: Store, job: Job, run_id: int, p: dict) -> RunResult:
+    """On the driver: write one Ray worker's run into its row, as ``runner.run`` would have."""
+    from statetrack.checkpoint import rewrite_extra
+    from statetrack.files import sha256_bytes, write_file
     from statetrack.probes import write_traces
 
-    store = Store(db)
-    run_id = store.start_run(p["config"], study=job.study, label=job.label, key=job.key)
     store.set_versions(run_id, p["versions"])  # the worker's (its thread count), not the driver's
     if p["status"] != "complete":
         store.fail_run(run_id, p["error"] or "failed", p["wall_time"], p["summary"])
         return RunResult(run_id, "failed", [], p["summary"] or {}, None)
-    ck = Path(db).parent / "checkpoints" / f"run{run_id}.safetensors"
-    ck.parent.mkdir(parents=True, exist_ok=True)
-    tmp = ck.with_suffix(".tmp")
-    tmp.write_bytes(p["checkpoint"])
-    tmp.replace(ck)
-    store.finish_run(run_id, p["metrics"], str(ck), p["wall_time"], p["summary"], p["curve"], p["lm"])
+    run_uuid = store.run(run_id)["uuid"]
+    data = rewrite_extra(p["checkpoint"], {"run_id": run_id, "run_uuid": run_uuid, "db": str(store.path.absolute()),
+                                           "db_name": store.path.name})
+    ck = write_file(store.checkpoint_name(run_id, run_uuid), data, exclusive=True, what="checkpoint")
+    if not store.finish_run(run_id, p["metrics"], str(ck), p["wall_time"], p["summary"], p["curve"],
+                            sha256_bytes(data), p["lm"]):
+        ck.unlink(missing_ok=True)
+        return RunResult(run_id, "interrupted", [], {"reason": "the run was taken over by another sweep"}, None)
     if p["traces"]:
-        write_traces(db, run_id, p["traces"])
-    store.mark_interrupted(job.key, run_id)
+        write_traces(store.path, run_id, p["traces"])
     return RunResult(run_id, "complete", p["metrics"], p["summary"], str(ck), lm=p["lm"])
 
 
@@ -159,50 +290,109 @@ def _import_ray():
     return ray
 
 
-def _run_ray(jobs: list[Job], db: str, workers: int, reuse: bool, address: str | None, on_done,
-             results: dict) -> None:
-    ray = _import_ray()
-    store = Store(db)
-    todo = []
-    for i, job in enumerate(jobs):
-        done = complete_result(store, job.key) if reuse else None
-        if done is not None:
-            if job.probes:
-                _ensure_traces(db, job, done)
-            results[i] = (job, done)
-            if on_done:
-                on_done(job, done)
-        else:
-            todo.append(i)
-    if not todo:
-        return
-    started = not ray.is_initialized()
-    if started:
-        import os
+class _Ray:
+    """One Ray task per claimed run; the driver writes the database."""
 
-        src = str(Path(__file__).resolve().parents[1])  # so workers import this very package
-        path = [src, *_plugin_roots()] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
-        env = {"PYTHONPATH": os.pathsep.join(path), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        kw = dict(address=address, runtime_env={"env_vars": env}, log_to_driver=False)
-        if address is None:
-            kw.update(num_cpus=max(1, workers), include_dashboard=False)
-        ray.init(**kw)
-    try:
+    def __init__(self, db: str, owner: str, workers: int, address: str | None, jobs: list[Job]):
+        self.ray = _import_ray()
+        self.store, self.owner, self.slots, self.address = Store(db), owner, workers, address
+        self.rows: dict = {}  # ref -> (job, run_id)
+        self.started, self.remote = False, None
         # runs on a GPU share it: each asks for 1/workers of one, so that `workers` of them run at once
-        gpus = 1.0 / max(1, workers) if any(jobs[i].train.device == "cuda" for i in todo) else 0
-        remote = ray.remote(num_cpus=1, num_gpus=gpus, max_retries=0)(_ray_payload)
-        pending = {remote.remote(jobs[i], plugins.loaded()): i for i in todo}
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            for ref in ready:
-                i = pending.pop(ref)
-                res = _store_payload(db, jobs[i], ray.get(ref))
-                results[i] = (jobs[i], res)
-                if on_done:
-                    on_done(jobs[i], res)
-    finally:
-        if started:
-            ray.shutdown()
+        self.gpus = 1.0 / max(1, workers) if any(j.train.device == "cuda" for j in jobs) else 0
+
+    def _start(self):
+        """Ray itself, at the first run to start (a sweep whose runs are all complete never starts it)."""
+        ray = self.ray
+        if not ray.is_initialized():
+            src = str(Path(__file__).resolve().parents[1])  # so workers import this very package
+            path = [src, *_plugin_roots()] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+            env = {"PYTHONPATH": os.pathsep.join(path), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+            kw = dict(address=self.address, runtime_env={"env_vars": env}, log_to_driver=False)
+            if self.address is None:
+                kw.update(num_cpus=max(1, self.slots), include_dashboard=False)
+            ray.init(**kw)
+            self.started = True
+        self.remote = ray.remote(num_cpus=1, num_gpus=self.gpus, max_retries=0)(_ray_payload)
+
+    def submit(self, job: Job, index: int):
+        if self.remote is None:
+            self._start()
+        run_id = self.store.start_run(stored_config(job.train, job.eval), study=job.study, label=job.label,
+                                      key=job.key, owner=self.owner)
+        ref = self.remote.remote(job, plugins.loaded())
+        self.rows[ref] = (job, run_id)
+        return ref
+
+    def wait(self, handles, timeout):
+        if not handles:
+            time.sleep(timeout)
+            return []
+        ready, _ = self.ray.wait(list(handles), num_returns=1, timeout=timeout)
+        out = []
+        for ref in ready:
+            job, run_id = self.rows.pop(ref)
+            try:
+                payload = self.ray.get(ref)
+            except Exception as e:  # the task raised or its worker died
+                self.store.fail_run(run_id, f"Ray task failed: {str(e).strip().splitlines()[-1]}")
+                out.append((ref, RunResult(run_id, "failed", [], {"reason": str(e)[:500]}, None)))
+                continue
+            out.append((ref, _store_payload(self.store, job, run_id, payload)))
+        return out
+
+    def stop(self, exc):
+        for ref in list(self.rows):
+            try:
+                self.ray.cancel(ref, force=True)
+            except Exception:
+                pass
+
+    def close(self):
+        if self.started:
+            self.ray.shutdown()
+
+
+# -- the schedule: claim, run, wait for the others ---------------------------------------------------
+def _schedule(jobs: list[Job], store: Store, executor, reuse: bool, on_done, results: dict,
+              claims: Claims) -> None:
+    t0 = time.time()
+    todo = list(range(len(jobs)))
+    running: dict = {}  # handle -> job index
+
+    def done(i: int, res: RunResult) -> None:
+        results[i] = (jobs[i], res)
+        if on_done:
+            on_done(jobs[i], res)
+
+    if reuse:  # complete runs first, without taking the write lock for each
+        for i in list(todo):
+            prev = complete_result(store, jobs[i].key)
+            if prev is not None:
+                _ensure_traces(str(store.path), jobs[i], prev)
+                todo.remove(i)
+                done(i, prev)
+    while todo or running:
+        busy = claims.held_by_others()  # read first: no write lock for a key another sweep is running
+        for i in list(todo):
+            if len(running) >= executor.slots:
+                break
+            if jobs[i].key in busy:
+                continue
+            got = claims.claim(jobs[i].key, complete_since=0.0 if reuse else t0, failed_since=t0)
+            if got.state == "taken":
+                continue
+            todo.remove(i)
+            if got.state == "claimed":
+                running[executor.submit(jobs[i], i)] = i
+            else:  # complete or failed by another sweep meanwhile
+                res = _result_of(store, got.run_id)
+                _ensure_traces(str(store.path), jobs[i], res)
+                done(i, res)
+        for handle, res in executor.wait(running, POLL):
+            i = running.pop(handle)
+            claims.release(jobs[i].key)
+            done(i, res)
 
 
 # -- entry point -------------------------------------------------------------------------------------
@@ -226,47 +416,31 @@ def run_jobs(jobs: list[Job], db: str | Path, workers: int = 1, reuse: bool = Tr
         for p in job.probes:
             from statetrack.tasks import get_task
             get_task(p)
+    if executor == "ray":
+        _import_ray()
     db = str(db)
     # create (or check) the database here, once: workers that open a new file at the same moment would
     # otherwise race on its creation
-    Store(db)
+    store = Store(db)
+    claims = Claims(store)
     results: dict[int, tuple[Job, RunResult]] = {}
     if executor == "ray":
-        _run_ray(jobs, db, workers, reuse, address, on_done, results)
+        ex = _Ray(db, claims.me, workers, address, jobs)
     elif workers <= 1:
-        for i, job in enumerate(jobs):
-            step = (lambda s, info, job=job: on_step(job, s, info)) if on_step else None
-            results[i] = _run_job(job, db, reuse, on_step=step)
-            if on_done:
-                on_done(*results[i])
+        ex = _InProcess(db, claims.me, on_step)
     else:
-        _run_pool(jobs, db, workers, reuse, on_done, on_step, results)
+        ex = _Pool(db, claims.me, workers, jobs, on_step)
+    try:
+        with Heartbeat(claims):
+            _schedule(jobs, store, ex, reuse, on_done, results, claims)
+    except BaseException as e:
+        ex.stop(e)
+        why = signals.describe(e) if isinstance(e, KeyboardInterrupt) else f"the sweep stopped: {e}"
+        try:
+            claims.release_all(interrupted=why)
+        except UserError:  # the database takes no write (a full disk): the claims expire by themselves
+            pass
+        raise
+    finally:
+        ex.close()
     return [results[i] for i in range(len(jobs))]
-
-
-def _run_pool(jobs, db, workers, reuse, on_done, on_step, results) -> None:
-    """``workers`` spawned processes; validations come back through a queue while the runs go on."""
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue() if on_step else None
-
-    def drain():
-        while q is not None:
-            try:
-                i, s, info = q.get_nowait()
-            except queue.Empty:
-                return
-            if i not in results:  # a late message of a run already reported done is dropped
-                on_step(jobs[i], s, info)
-
-    with cf.ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
-                                initargs=(plugins.loaded(), q)) as pool:
-        pending = {pool.submit(_run_job, job, db, reuse, i): i for i, job in enumerate(jobs)}
-        while pending:
-            done, _ = cf.wait(pending, timeout=0.5, return_when=cf.FIRST_COMPLETED)
-            drain()
-            for fut in done:
-                i = pending.pop(fut)
-                results[i] = fut.result()
-                if on_done:
-                    on_done(*results[i])
-    drain()

@@ -7,6 +7,12 @@ weights are validated too, before the first step (step 0 of the curve), and kept
 validation beats them (higher accuracy, or equal accuracy and lower loss): training never returns a
 model that validates worse than the one it started from (e.g. a hand-set construction, see
 docs/theory.md section 5). The same seed gives the same numbers on the same machine.
+
+A run diverges (:class:`TrainingDiverged`, recorded ``failed`` with the step and the reason) when a
+training or validation loss is NaN or infinite, or when a validation loss exceeds
+``DIVERGED_FACTOR`` (1000) times the loss of a uniform guess, ln(classes) (693 nats for two classes):
+a model a thousand times worse than guessing has left any basin it could have learned in, whatever its
+best validation accuracy was.
 """
 from __future__ import annotations
 
@@ -25,6 +31,15 @@ from statetrack.device import resolve_device
 from statetrack.model import Model, build_model
 from statetrack.steps import TrainingDiverged, batches, make_step
 from statetrack.tasks import Task, get_task
+
+
+#: a validation loss above this many times ln(classes) (the loss of a uniform guess) is divergence
+DIVERGED_FACTOR = 1e3
+
+
+def diverged_limit(num_classes: int) -> float:
+    """The validation loss above which a run has diverged: DIVERGED_FACTOR x ln(classes)."""
+    return DIVERGED_FACTOR * math.log(max(2, num_classes))
 
 
 @dataclass
@@ -129,6 +144,7 @@ def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None
     rng = np.random.default_rng(cfg.seed)
     val = validation_set(task, cfg, device)
     data = batches(task, rng, cfg, device)
+    limit = diverged_limit(task.num_classes)
 
     # the best checkpoint: highest validation accuracy, then lowest loss; for language models (whose
     # next-token accuracy says little) lowest validation loss alone
@@ -155,6 +171,10 @@ def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None
             acc, vloss = validate(model, val)
             if not math.isfinite(vloss):
                 raise TrainingDiverged(step, vloss)
+            if vloss > limit:
+                raise TrainingDiverged(step, vloss, f"validation loss {vloss:.3g} at step {step} is over "
+                                       f"{DIVERGED_FACTOR:g} times that of a uniform guess ({limit / DIVERGED_FACTOR:.3g}): "
+                                       "training diverged")
             info = {"step": step, "train_loss": stats.loss, "train_accuracy": stats.accuracy,
                     "val_accuracy": acc, "val_loss": vloss, "lr": stepper.lr()}
             curve.append(info)

@@ -2,6 +2,7 @@
 
 Every command parses its arguments, calls one library function, and prints a table (or JSON Lines
 with ``--json``). Bad input ends with one line on stderr and exit code 2; nothing is written first.
+Ctrl-C and SIGTERM stop the command (its runs recorded ``interrupted``) with exit code 130 / 143.
 
 One module per area, each adding its subcommands (``add_commands``): ``run`` (train, eval, runs, rerun),
 ``studies`` (reproduce, sweep, report), ``theory`` (oracle, construct, counterexample, spectrum),
@@ -38,24 +39,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from statetrack import memory, plugins
+    from statetrack import memory, plugins, signals
 
     memory.configure()
     try:
-        parser = build_parser()
-        args = parser.parse_args(argv)
-        plugins.autoload()
-        plugins.load_plugins(args.plugin + getattr(args, "plugin_after", []), "--plugin")
-        if args.command is None:  # a bare 'statetrack': the command list
-            parser.print_help()
-            return 0
-        return args.fn(args)
+        with signals.handled():
+            parser = build_parser()
+            args = parser.parse_args(argv)
+            plugins.autoload()
+            plugins.load_plugins(args.plugin + getattr(args, "plugin_after", []), "--plugin")
+            if args.command is None:  # a bare 'statetrack': the command list
+                parser.print_help()
+                return 0
+            return args.fn(args)
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        print(signals.describe(e), file=sys.stderr)
+        return signals.exit_code(e)
     except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

@@ -74,3 +74,11 @@ def add_db(q) -> None:
 
 def add_json(q, what: str = "one object per (run, length)") -> None:
     q.add_argument("--json", action="store_true", help=f"print JSON, {what}")
+
+
+def add_max_params(q) -> None:
+    """--max-params: the largest model a checkpoint may declare before it is built."""
+    from statetrack.checkpoint import MAX_PARAMS
+
+    q.add_argument("--max-params", type=int, default=MAX_PARAMS,
+                   help=f"refuse a checkpoint whose model has more parameters (default: {MAX_PARAMS})")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 
-from statetrack.cli.args import add_db, add_json, parse_range
+from statetrack.cli.args import add_db, add_json, add_max_params, parse_range
 from statetrack.cli.lm import print_lm_metrics, with_lm
 from statetrack.cli.options import add_eval_options, add_train_options, given
 from statetrack.cli.output import Col, console, emit_rows, print_metrics, print_record, print_table, say
@@ -78,18 +78,24 @@ def cmd_train(a):
 
 
 def cmd_eval(a):
-    from statetrack.checkpoint import load_checkpoint
+    from statetrack.checkpoint import check_task_fits, load_checkpoint
     from statetrack.config import EvalConfig, validated
     from statetrack.device import resolve_device
     from statetrack.evaluation import evaluate_run
     from statetrack.records import checkpoint_run, length_rows
+    from statetrack.runner import checkpoint_of_run_problem
     from statetrack.tasks import get_task
 
     fields = {k.removeprefix("eval."): v for k, v in given(a).items() if k.startswith("eval.")}
     ecfg = validated(EvalConfig, **fields)
-    model, cfg, task, extra = load_checkpoint(a.checkpoint, device=resolve_device(ecfg.device))
+    model, cfg, task, extra = load_checkpoint(a.checkpoint, device=resolve_device(ecfg.device),
+                                              max_params=a.max_params)
     if a.task:
         task = get_task(a.task)
+        check_task_fits(model, task, a.checkpoint, cfg.task)
+    problem = checkpoint_of_run_problem(a.checkpoint, extra)
+    if problem:
+        print(f"warning: {problem}; evaluating the file as it is", file=sys.stderr)
     with RunProgress(f"evaluate {cfg.model.layers} on {task.name}", 0, len(ecfg.lengths)) as prog:
         metrics, lm = evaluate_run(model, task, ecfg, on_length=prog.length)  # LM tasks: on the test split
     if a.json:
@@ -119,7 +125,11 @@ def _show(store, run_id: int, as_json: bool) -> int:
     from statetrack.evaluation import LengthMetrics
     from statetrack.records import run_detail
 
-    d = run_detail(store.run(run_id), store.metrics(run_id), store.curve(run_id))
+    r = store.run(run_id)
+    problem = store.checkpoint_problem(r)
+    if problem:
+        print(f"warning: {problem}", file=sys.stderr)
+    d = run_detail(r, store.metrics(run_id), store.curve(run_id))
     if as_json:
         print(json.dumps(d))
         return 0
@@ -167,9 +177,13 @@ def cmd_rerun(a):
     from statetrack.runner import rerun
     from statetrack.store import Store
 
-    old = Store(a.db, create=False).run(a.run_id)
+    store = Store(a.db, create=False)
+    old = store.run(a.run_id)
     if old["status"] != "complete":
         raise UserError(f"run {a.run_id} is {old['status']}; only complete runs can be rerun and compared")
+    problem = store.checkpoint_problem(old)
+    if problem:
+        print(f"warning: {problem} (the rerun trains from the stored config, not from the file)", file=sys.stderr)
     cfg = old["config"]
     with RunProgress(f"rerun {a.run_id}: {old['model']} on {old['task']}", cfg["steps"],
                      len(cfg["eval"]["lengths"])) as prog:
@@ -212,6 +226,7 @@ def add_commands(sub) -> None:
     q.add_argument("--task", default=None, help="task to evaluate on (default: the one it was trained on)")
     add_json(q)
     add_eval_options(q)
+    add_max_params(q)
     q.set_defaults(fn=cmd_eval)
 
     q = sub.add_parser("runs", help="list past runs, or show one: 'runs show ID'")

@@ -182,10 +182,13 @@ def cmd_report(a):
 
 def cmd_reproduce(a):
     """``statetrack reproduce``: sweep, then the report from the database."""
+    from statetrack.files import check_writable
     from statetrack.report.writer import collect
 
     _check(a)
     _figures(a.figures)
+    if a.out:  # an unwritable report folder fails now, not after the sweep
+        check_writable(a.out, f"cannot write the report in {a.out!r}")
     study, results, wall = _sweep(a)
     rep = collect(study, a.db, a.scale, a.seeds, a.device)
     if a.json:

@@ -82,12 +82,17 @@ def cmd_counterexample(a):
 
 
 def cmd_spectrum(a):
+    from pathlib import Path
+
+    from statetrack.files import check_writable
     from statetrack.report.plots import FORMATS, spectrum_plot
     from statetrack.theory.spectra import spectrum
 
     if a.out and a.out.rpartition(".")[2].lower() not in FORMATS:
         raise UserError(f"bad --out {a.out!r}: the figure's format comes from its suffix; allowed: "
                         f"{', '.join('.' + f for f in FORMATS)}")
+    if a.out:  # an unwritable --out fails now, not after the work
+        check_writable(Path(a.out).parent, f"cannot write the plot {a.out!r}")
     r = spectrum(a.checkpoint, samples=a.samples, length=a.length, seed=a.seed)
     if a.out:
         spectrum_plot(r, a.out)

@@ -118,18 +118,17 @@ def page(rep: Report, meta: dict, svgs: list[tuple[str, str, str]]) -> str:
 
 def write_html(rep: Report, out, meta: dict | None = None) -> Path:
     """Write ``out``/<study>.html and refresh ``out``/index.html; returns the page's path."""
+    from statetrack.files import ensure_dir, write_file
     from statetrack.report.plots import close, svg_text
 
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = ensure_dir(out, f"cannot write the report in {str(out)!r}")
     figs = report_figures(rep)
     try:
         svgs = [(f.section, f.stem, svg_text(f.fig)) for f in figs]
     finally:
         for f in figs:
             close(f.fig)
-    path = out / f"{rep.study.name}.html"
-    path.write_text(page(rep, meta or {}, svgs))
+    path = write_file(out / f"{rep.study.name}.html", page(rep, meta or {}, svgs), what="report")
     write_index(out)
     return path
 
@@ -148,8 +147,9 @@ def write_index(folder) -> Path:
                     f"<td>{title[1] if title else ''}</td></tr>")
     body = ("<h1>Reports</h1><table><thead><tr><th>study</th><th>title</th></tr></thead><tbody>"
             + "\n".join(rows) + "</tbody></table>")
-    path = folder / "index.html"
-    path.write_text("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>statetrack reports"
+    from statetrack.files import write_file
+
+    path = write_file(folder / "index.html", "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>statetrack reports"
                     f"</title><style>{CSS} td {{ text-align: left; white-space: normal; }}</style></head>\n"
-                    f"<body>\n{body}\n</body></html>\n")
+                    f"<body>\n{body}\n</body></html>\n", what="report")
     return path

@@ -31,13 +31,16 @@ def pyplot():
 
 
 def save(fig, folder: Path, stem: str, formats=("png",)) -> list[Path]:
-    """Write ``fig`` as ``folder/stem.<format>`` for each format (png, svg, pdf); returns the paths."""
+    """Write ``fig`` as ``folder/stem.<format>`` for each format (png, svg, pdf), each file whole or not at
+    all (``files.write_file``); returns the paths."""
+    from statetrack.files import write_file
+
     fig.tight_layout()
     out = []
     for fmt in formats:
-        path = Path(folder) / f"{stem}.{fmt}"
-        fig.savefig(path, dpi=110, metadata={"Date": None} if fmt in ("svg", "pdf") else None)
-        out.append(path)
+        buf = io.BytesIO()
+        fig.savefig(buf, format=fmt, dpi=110, metadata={"Date": None} if fmt in ("svg", "pdf") else None)
+        out.append(write_file(Path(folder) / f"{stem}.{fmt}", buf.getvalue(), what="plot"))
     return out
 
 
@@ -57,8 +60,10 @@ def close(fig) -> None:
 def save_figure(fig, path: Path) -> Path:
     """Lay out, write (the format from the path's suffix) and close a figure."""
     path = Path(path)
-    save(fig, path.parent, path.stem, [path.suffix.lstrip(".") or "png"])
-    close(fig)
+    try:
+        save(fig, path.parent, path.stem, [path.suffix.lstrip(".") or "png"])
+    finally:
+        close(fig)
     return path
 
 

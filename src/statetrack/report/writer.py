@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -258,12 +259,12 @@ def write_report(rep: Report, out: str | Path, meta: dict | None = None, figures
     """``out``/<study>.md, .csv, .tex and ``out``/<study>/<figure>.<format> for each of ``figures``
     (png, svg, pdf; the markdown shows the first). ``meta``: the header's lines, e.g. {"Command": ...,
     "Machine": ..., "Date": ...}. Returns the markdown path. (The HTML page: ``report.html.write_html``.)"""
+    from statetrack.files import ensure_dir, write_file
     from statetrack.report.plots import close, save
 
     study = rep.study
     out = Path(out)
-    figdir = out / study.name
-    figdir.mkdir(parents=True, exist_ok=True)
+    figdir = ensure_dir(out / study.name, f"cannot write the report in {str(out)!r}")
     meta = meta or {}
     header = [f"- {k}: `{v}`" if k == "Command" else f"- {k}: {v}" for k, v in meta.items()]
     md = [f"# {study.title}", "", *header, "", scale_note(rep), "",
@@ -287,17 +288,16 @@ def write_report(rep: Report, out: str | Path, meta: dict | None = None, figures
     md += ["## Accuracy of every run, with 95% intervals", "", INTERVALS_CAPTION, "", intervals_markdown(rep)]
     if study.notes:
         md += ["## Notes (from the study file)", "", study.notes.strip(), ""]
-    path = out / f"{study.name}.md"
     text = "\n".join(md)
     while "\n\n\n" in text:
         text = text.replace("\n\n\n", "\n\n")
-    path.write_text(text)
+    path = write_file(out / f"{study.name}.md", text, what="report")
     rows = [r for t in rep.tables for r in t.csv_rows()]
-    with open(out / f"{study.name}.csv", "w", newline="") as f:
-        if rows:
-            # every key of every row (the tables of an LM study have different columns)
-            w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
-            w.writeheader()
-            w.writerows(rows)
-    (out / f"{study.name}.tex").write_text("\n\n".join(t.latex() for t in rep.tables) + "\n")
+    f = io.StringIO(newline="")
+    if rows:
+        w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))  # LM tables: other columns
+        w.writeheader()
+        w.writerows(rows)
+    write_file(out / f"{study.name}.csv", f.getvalue(), what="report")
+    write_file(out / f"{study.name}.tex", "\n\n".join(t.latex() for t in rep.tables) + "\n", what="report")
     return path

@@ -1,0 +1,201 @@
+"""Runs claimed exactly once: any number of sweeps of one study on one database split the work.
+
+Before a sweep starts a run it claims the run's key in the database's ``claims`` table, in one
+``BEGIN IMMEDIATE`` transaction that checks, then writes: the key has no complete run (and, for a
+sweep with ``--fresh``, none completed since the sweep started), and no live claim of another owner.
+The owner is the sweep's process (``host:pid:random``); its worker processes and Ray tasks run under
+its claim. While it holds claims a heartbeat thread (:class:`Heartbeat`) stamps them every
+``heartbeat_interval(timeout)`` seconds (5 s for the default timeout).
+
+A claim is live while its heartbeat is younger than the timeout (``STATETRACK_CLAIM_TIMEOUT`` seconds,
+default 60). On the same machine a claim whose process is gone (checked by pid and process start
+time, in the same pid namespace and boot) is dead at once, so a sweep restarted after a kill -9 does
+not wait. A sweep that finds a dead claim takes it over and marks the dead owner's ``running`` row of
+that key ``interrupted``; if the old owner was only paused (a suspended laptop) and comes back, the
+database refuses to complete its row (``Store.finish_run`` completes only a ``running`` row), so a key
+is never complete twice.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+
+from statetrack.store import Store
+
+DEFAULT_TIMEOUT = 60.0
+
+
+def timeout_from_env() -> float:
+    try:
+        return max(0.5, float(os.environ.get("STATETRACK_CLAIM_TIMEOUT", DEFAULT_TIMEOUT)))
+    except ValueError:
+        return DEFAULT_TIMEOUT
+
+
+def heartbeat_interval(timeout: float) -> float:
+    """How often a live owner stamps its claims: a sixth of the timeout, at most 5 s."""
+    return max(0.1, min(5.0, timeout / 6))
+
+
+# -- who we are ---------------------------------------------------------------------------------
+_OWNER: dict[int, str] = {}
+
+
+def owner() -> str:
+    """This process as a claim owner: ``host:pid:random`` (a new one after a fork)."""
+    pid = os.getpid()
+    if pid not in _OWNER:
+        _OWNER[pid] = f"{socket.gethostname()}:{pid}:{uuid.uuid4().hex[:8]}"
+    return _OWNER[pid]
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _start_time(pid: int) -> str | None:
+    stat = _read(f"/proc/{pid}/stat")
+    if not stat:
+        return None
+    return stat.rpartition(")")[2].split()[19]  # field 22: start time in clock ticks since boot
+
+
+def _machine() -> str | None:
+    """This boot of this machine and this pid namespace: where a pid means the same process."""
+    boot = _read("/proc/sys/kernel/random/boot_id")
+    try:
+        ns = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+    return f"{boot}/{ns}" if boot else None
+
+
+def process_id(pid: int | None = None) -> str | None:
+    """``boot/pidns/pid/start``: names one process for as long as the machine runs (Linux), else None."""
+    pid = pid or os.getpid()
+    where, start = _machine(), _start_time(pid)
+    return f"{where}/{pid}/{start}" if where and start else None
+
+
+def process_gone(process: str | None) -> bool:
+    """True only when ``process`` ran on this machine (same boot, same pid namespace) and has ended."""
+    if not process:
+        return False
+    parts = process.rsplit("/", 2)
+    if len(parts) != 3 or parts[0] != _machine():
+        return False
+    pid, start = parts[1], parts[2]
+    if not pid.isdigit():
+        return False
+    return _start_time(int(pid)) != start
+
+
+# -- claims -------------------------------------------------------------------------------------
+@dataclass
+class Outcome:
+    """What :meth:`Claims.claim` found: ``claimed`` (run it), ``complete`` / ``failed`` (another
+    process finished it: ``run_id``), or ``taken`` (a live claim of ``by``)."""
+
+    state: str
+    run_id: int | None = None
+    by: str | None = None
+
+
+class Claims:
+    """The claims of one owner (by default this process) on one database."""
+
+    def __init__(self, store: Store, me: str | None = None, timeout: float | None = None):
+        self.store, self.me = store, me or owner()
+        self.timeout = timeout_from_env() if timeout is None else timeout
+        self.process = process_id()
+
+    def claim(self, key: str, complete_since: float = 0.0, failed_since: float | None = None) -> Outcome:
+        """Claim ``key`` unless it has a run completed at or after ``complete_since``, a run another owner
+        failed at or after ``failed_since``, or a live claim of another owner. A dead owner's claim is
+        taken over."""
+        now = time.time()
+        with self.store._conn() as c:
+            c.execute("BEGIN IMMEDIATE")
+            done = c.execute("SELECT id FROM runs WHERE key=? AND status='complete' AND COALESCE(finished, 0)>=? "
+                             "ORDER BY id DESC LIMIT 1", (key, complete_since)).fetchone()
+            if done:
+                return Outcome("complete", done["id"])
+            held = c.execute("SELECT * FROM claims WHERE key=?", (key,)).fetchone()
+            if held is not None and held["owner"] != self.me:
+                stale = now - held["heartbeat"] > self.timeout
+                if not stale and not process_gone(held["process"]):
+                    return Outcome("taken", by=held["owner"])
+                c.execute("UPDATE runs SET status='interrupted', error=?, finished=? "
+                          "WHERE key=? AND status='running' AND owner=?",
+                          (f"interrupted: its sweep {held['owner']} stopped (claim taken over by {self.me})",
+                           now, key, held["owner"]))
+            elif held is None and failed_since is not None:
+                last = c.execute("SELECT id, status, owner FROM runs WHERE key=? AND COALESCE(finished, 0)>=? "
+                                 "ORDER BY id DESC LIMIT 1", (key, failed_since)).fetchone()
+                if last is not None and last["status"] == "failed" and last["owner"] != self.me:
+                    return Outcome("failed", last["id"])
+            c.execute("INSERT OR REPLACE INTO claims VALUES (?,?,?,?,?)", (key, self.me, self.process, now, now))
+            return Outcome("claimed")
+
+    def held_by_others(self) -> set[str]:
+        """Keys with a live claim of another owner (a read: a dead claim is not among them)."""
+        now = time.time()
+        with self.store._conn() as c:
+            rows = c.execute("SELECT key, owner, process, heartbeat FROM claims WHERE owner!=?", (self.me,)).fetchall()
+        return {r["key"] for r in rows if now - r["heartbeat"] <= self.timeout and not process_gone(r["process"])}
+
+    def release(self, key: str, interrupted: str | None = None) -> None:
+        """Give ``key`` back; with ``interrupted`` (the reason), first end our run of it still running."""
+        with self.store._conn() as c:
+            if interrupted:
+                c.execute("UPDATE runs SET status='interrupted', error=?, finished=? "
+                          "WHERE key=? AND status='running' AND owner=?", (interrupted, time.time(), key, self.me))
+            c.execute("DELETE FROM claims WHERE key=? AND owner=?", (key, self.me))
+
+    def release_all(self, interrupted: str | None = None) -> int:
+        """Give every claim of ours back; with ``interrupted``, end our running rows first. Returns the
+        number of runs marked interrupted."""
+        with self.store._conn() as c:
+            n = 0
+            if interrupted:
+                n = c.execute("UPDATE runs SET status='interrupted', error=?, finished=? "
+                              "WHERE status='running' AND owner=?", (interrupted, time.time(), self.me)).rowcount
+            c.execute("DELETE FROM claims WHERE owner=?", (self.me,))
+            return n
+
+    def beat(self) -> None:
+        with self.store._conn() as c:
+            c.execute("UPDATE claims SET heartbeat=? WHERE owner=?", (time.time(), self.me))
+
+
+class Heartbeat:
+    """A daemon thread that keeps this owner's claims live while the block runs."""
+
+    def __init__(self, claims: Claims):
+        self.claims = claims
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="statetrack-heartbeat", daemon=True)
+
+    def _loop(self):
+        every = heartbeat_interval(self.claims.timeout)
+        while not self._stop.wait(every):
+            try:
+                self.claims.beat()
+            except Exception:  # a locked or full database: the next beat tries again
+                pass
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(timeout=5)

@@ -1,0 +1,142 @@
+"""Files written whole or not at all.
+
+Every file statetrack writes (checkpoints, reports, tables, plots, constructions) goes through
+:func:`write_file`: the bytes go to a temporary name in the target's folder, are flushed and synced,
+then renamed over the target (or, with ``exclusive``, linked to it only if no file has that name yet).
+A failure (no space left, permission denied, a read-only file system, a folder that cannot be
+created) removes the temporary file and ends in one :class:`UserError` line naming the path and the
+reason; no empty or half-written file is left behind.
+"""
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import tempfile
+import uuid
+from pathlib import Path
+
+from statetrack.errors import UserError
+
+
+def reason(e: OSError) -> str:
+    """The operating system's words for an error ('No space left on device', 'Permission denied')."""
+    return e.strerror or (errno.errorcode.get(e.errno, "") if e.errno else "") or str(e) or type(e).__name__
+
+
+def ensure_dir(folder: str | os.PathLike, action: str | None = None) -> Path:
+    """Create ``folder`` (and its parents) if needed; a UserError ``"<action>: <reason>"`` if impossible."""
+    folder = Path(folder)
+    action = action or f"cannot create folder {str(folder)!r}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise UserError(f"{action}: a file is in the way of the folder {str(folder)!r}") from None
+    except OSError as e:
+        raise UserError(f"{action}: {reason(e)}") from None
+    if not folder.is_dir():
+        raise UserError(f"{action}: a file is in the way of the folder {str(folder)!r}")
+    return folder
+
+
+def check_writable(folder: str | os.PathLike, action: str) -> None:
+    """Refuse now, before any work, if files cannot be created in ``folder`` (or, when it does not exist
+    yet, in the nearest folder above it that does): a UserError ``"<action>: <reason>"``. Leaves nothing
+    behind: a probe file is created and removed."""
+    folder = Path(folder).absolute()
+    probe_in = folder
+    while not probe_in.exists() and probe_in.parent != probe_in:
+        probe_in = probe_in.parent
+    if not probe_in.is_dir():
+        raise UserError(f"{action}: a file is in the way of the folder {str(probe_in)!r}")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=probe_in, prefix=".statetrack-probe-")
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as e:
+        raise UserError(f"{action}: {reason(e)}") from None
+
+
+def write_file(path: str | os.PathLike, data: bytes | str, exclusive: bool = False, what: str = "file") -> Path:
+    """Write ``data`` to ``path`` atomically (temporary file, fsync, rename); returns the path.
+
+    ``exclusive``: never replace an existing file (a checkpoint belongs to one run); a name already
+    taken is a UserError. Folders are created as needed.
+    """
+    path = Path(path)
+    if isinstance(data, str):
+        data = data.encode()
+    ensure_dir(path.parent, f"cannot write {what} {str(path)!r}")
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if exclusive:
+            if not place_new(tmp, path):
+                raise UserError(f"cannot write {what} {str(path)!r}: a file of that name exists and is "
+                                "not replaced")
+        else:
+            os.replace(tmp, path)
+        _sync_dir(path.parent)
+    except OSError as e:
+        raise UserError(f"cannot write {what} {str(path)!r}: {reason(e)}") from None
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+    return path
+
+
+def place_new(tmp: Path, path: Path) -> bool:
+    """Give the finished file ``tmp`` the name ``path`` unless that name exists (then False): a hard
+    link, so the check and the naming are one step (on a file system without hard links, a rename after
+    a check). ``tmp`` itself is left for the caller to remove."""
+    try:
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        return False
+    except OSError as e:
+        if e.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOSYS, errno.EXDEV):
+            raise
+    if path.exists():
+        return False
+    os.rename(tmp, path)
+    return True
+
+
+def _sync_dir(folder: Path) -> None:
+    """Make a rename durable (best effort: not every platform can open a folder)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def sha256_file(path: str | os.PathLike) -> str | None:
+    """The file's sha256 (hex), or None if it cannot be read."""
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

@@ -1,0 +1,89 @@
+"""Ctrl-C and SIGTERM stop the whole job: the runs they stop are recorded ``interrupted``, no run starts
+after them, and the command exits 130 (SIGINT) or 143 (SIGTERM) within seconds, without a traceback."""
+import os
+import signal
+import sqlite3
+import time
+
+import pytest
+
+from statetrack.reproduce import sweep
+from statetrack.store import Store
+
+LONG = ["--layers", "rnn", "--d-model", "2", "--d-state", "4", "--steps", "100000", "--eval-every", "20",
+        "--test-lengths", "8", "--eval-batch", "8"]
+
+def _rows(db):
+    con = sqlite3.connect(db)
+    try:
+        return con.execute("SELECT id, status, error, created FROM runs ORDER BY id").fetchall()
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_during_train_records_the_run_interrupted(tmp_path, cli, sig, code):
+    db = str(tmp_path / "r.db")
+    p = cli.start("train", *LONG, "--db", db)
+    cli.wait_until(db, "status='running'", 1, [p])
+    time.sleep(0.5)  # inside the training loop
+    t = time.time()
+    p.send_signal(sig)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == code and time.time() - t < 10
+    assert err.splitlines()[-1] == f"interrupted by {signal.Signals(sig).name}" and "Traceback" not in err, err
+    [(_, status, error, _)] = _rows(db)
+    assert (status, error) == ("interrupted", f"interrupted by {signal.Signals(sig).name}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig, to_group, workers", [
+    (signal.SIGINT, True, 2),    # Ctrl-C in a terminal: the whole process group, workers included
+    (signal.SIGTERM, False, 2),  # kill PID: the parent only, which tells its workers
+    (signal.SIGTERM, False, 1),  # runs in the sweep's own process
+])
+def test_a_signal_stops_the_whole_sweep(tmp_path, cli, grid8, sig, to_group, workers):
+    db = str(tmp_path / "r.db")
+    p = cli.start("sweep", grid8(100000), "--db", db, "--workers", workers, start_new_session=True)
+    cli.wait_until(db, "status='running'", workers, [p])
+    time.sleep(0.5)
+    t = time.time()
+    (os.killpg if to_group else os.kill)(p.pid, sig)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 128 + sig and time.time() - t < 10, err
+    assert "Traceback" not in err and err.endswith(f"interrupted by {signal.Signals(sig).name}\n"), err
+    rows = _rows(db)
+    assert not [r for r in rows if r[3] > t], "a run started after the signal"
+    assert [r[1] for r in rows] == ["interrupted"] * workers
+    assert all(r[2] == f"interrupted by {signal.Signals(sig).name}" for r in rows)
+    con = sqlite3.connect(db)
+    assert con.execute("SELECT COUNT(*) FROM claims").fetchone()[0] == 0  # released for the next sweep
+
+
+@pytest.mark.slow
+def test_sigterm_stops_reproduce_before_its_report(tmp_path, cli, grid8):
+    db, out_dir = str(tmp_path / "r.db"), tmp_path / "reports"
+    p = cli.start("reproduce", grid8(100000), "--db", db, "--workers", 2, "--out", out_dir)
+    cli.wait_until(db, "status='running'", 2, [p])
+    t = time.time()
+    p.send_signal(signal.SIGTERM)
+    p.communicate(timeout=60)
+    assert p.returncode == 143 and time.time() - t < 10
+    assert [r[1] for r in _rows(db)] == ["interrupted", "interrupted"] and not out_dir.exists()
+
+
+def test_an_interrupt_in_the_api_starts_no_further_run(db, grid8):
+    seen = []
+
+    def on_done(job, res):
+        seen.append(res.run_id)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        sweep(grid8(5), db=db, workers=1, on_done=on_done)
+    store = Store(db)
+    assert [r["status"] for r in store.runs()] == ["complete"] and seen == [1]
+    with store._conn() as c:
+        assert c.execute("SELECT COUNT(*) FROM claims").fetchone()[0] == 0
+    _, results = sweep(grid8(5), db=db, workers=1)  # the next sweep does the rest
+    assert sum(r.reused for _, r in results) == 1 and len(store.runs(status="complete")) == 8
