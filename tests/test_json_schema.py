@@ -37,7 +37,7 @@ def test_train_eval_runs_show_rerun(db, capsys):
     (show,) = _lines(capsys)
     assert tuple(show) == DETAIL_KEYS and {k: show[k] for k in RUN_KEYS} == runs[0]
     assert show["config"]["model"]["layers"] == "rnn" and show["config"]["eval"]["lengths"] == [8, 20]
-    assert [p["step"] for p in show["curve"]] == [10, 20] and "val_accuracy" in show["curve"][0]
+    assert [p["step"] for p in show["curve"]] == [0, 10, 20] and "val_accuracy" in show["curve"][0]
     assert [m["length"] for m in show["metrics"]] == [8, 20]
     assert all(tuple(m) == ("length",) + METRIC_KEYS for m in show["metrics"])
     assert show["metrics"][0] == {k: rows[0][k] for k in ("length",) + METRIC_KEYS}
@@ -63,6 +63,6 @@ def test_sweep_rows(db, rnn_study, capsys):
 def test_docs_json_md_names_every_key():
     doc = (Path(__file__).resolve().parents[1] / "docs" / "json.md").read_text()
     documented = set(re.findall(r"^\| `(\w+)` \|", doc, re.M))
-    assert set(DETAIL_KEYS) | set(LENGTH_KEYS) <= documented, sorted(set(DETAIL_KEYS) | set(LENGTH_KEYS) - documented)
+    assert set(DETAIL_KEYS) | set(LENGTH_KEYS) <= documented, sorted((set(DETAIL_KEYS) | set(LENGTH_KEYS)) - documented)
     for k in GRID_KEYS:
         assert f"`{k}`" in doc

@@ -19,7 +19,7 @@ def test_train_writes_event_files(tmp_path, capsys):
     assert run.name == "run1-rnn-parity-seed0"
     ev = EventAccumulator(str(run))
     ev.Reload()
-    assert [s.step for s in ev.Scalars("train/val_accuracy")] == [10, 20]
+    assert [s.step for s in ev.Scalars("train/val_accuracy")] == [0, 10, 20]  # step 0: the starting weights
     assert [s.step for s in ev.Scalars("test/accuracy")] == [8, 16]
     assert "config" in "".join(ev.Tags()["tensors"])
 
