@@ -29,6 +29,8 @@ LAYERS = [
     {"theory"},
     {"probes"},
     {"runner", "records"},
+    {"jobs"},
+    {"executors"},
     {"sweep"},
     {"experiments"},
     {"report"},

@@ -389,7 +389,7 @@ def test_generate_needs_a_language_model(db, capsys, tmp_path):
 # -- the study and its report -----------------------------------------------------------------------
 def test_grazzi2024_lm_parameter_counts_match():
     from statetrack.experiments import load_study
-    from statetrack.report.lm import model_params
+    from statetrack.report.lm_cells import model_params
 
     study = load_study("grazzi2024-lm")
     assert study.kind == "lm" and study.state_tracking.study == "grazzi2024"

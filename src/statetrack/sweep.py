@@ -15,342 +15,32 @@ same machine), and the dead owner's ``running`` row is marked ``interrupted``. R
 ``complete`` rows, one per key, so an unfinished record is never counted.
 
 Ctrl-C and SIGTERM (``statetrack.signals``) stop the whole sweep: no run starts after the signal, the
-running ones are marked ``interrupted`` (worker processes are told and get ``GRACE`` seconds to record
+running ones are marked ``interrupted`` (worker processes are told and get ``executors.GRACE`` seconds to record
 it, then are killed; Ray tasks are cancelled), the claims are released, and the interrupt is passed on
 (the command exits 130 or 143).
 
-Executors:
-
-- ``local`` (default): ``workers`` processes (spawned) on this machine; each run writes its own rows,
-  under the claim of the sweep's process.
-- ``ray``: one Ray task per run (``num_cpus=1``) on a local Ray instance, or on the cluster at
-  ``address`` (``ray.init(address=...)``), at most ``workers`` at a time. The driver claims each run
-  and records it ``running``; the task trains into a private temporary database and returns the rows
-  (config, metrics, curve, summary, checkpoint bytes, traces); the driver writes them to the one
-  database. Workers therefore need no shared filesystem.
-
-Each run seeds itself from its config and uses one thread, so the numbers do not depend on the
-executor or the number of workers.
+The executors (``local``: worker processes on this machine; ``ray``: tasks on a Ray instance or
+cluster) live in ``statetrack.executors``. Each run seeds itself from its config and uses one thread,
+so the numbers do not depend on the executor or the number of workers.
 """
 from __future__ import annotations
 
-import concurrent.futures as cf
-import multiprocessing as mp
-import os
-import queue
-import signal
-import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from statetrack import memory, plugins, signals
+from statetrack import signals
 from statetrack.claims import Claims, Heartbeat
-from statetrack.config import EvalConfig, TrainConfig
 from statetrack.errors import UserError
-from statetrack.evaluation import LengthMetrics
-from statetrack.runner import RunResult, check_run, complete_result, run, run_key, stored_config
+from statetrack.executors import ensure_traces, import_ray, InProcess, Pool, RayExecutor, result_of
+from statetrack.jobs import Job
+from statetrack.runner import RunResult, check_run, complete_result
 from statetrack.store import Store
+
+__all__ = ["Job", "POLL", "run_jobs"]
 
 #: seconds between looks at runs that other sweeps have claimed
 POLL = 1.0
-#: seconds worker processes get, after a signal, to record their runs interrupted before they are killed
-GRACE = 5.0
-
-
-@dataclass(frozen=True)
-class Job:
-    """One run of a grid: the model row ``label`` of ``table`` on the task ``column`` of a study, at one
-    learning rate and seed, with its full train and eval configs and the probes to trace after it."""
-
-    label: str
-    seed: int
-    train: TrainConfig
-    eval: EvalConfig
-    study: str | None = None
-    table: str = "main"
-    column: str | None = None
-    lr: float | None = None
-    probes: tuple[str, ...] = field(default=())
-
-    @property
-    def key(self) -> str:
-        return run_key(self.train, self.eval, self.study, self.label)
-
-
-# -- helpers shared by the executors ----------------------------------------------------------------
-def _ensure_traces(db, job: Job, res: RunResult) -> None:
-    if not job.probes or res.status != "complete" or not res.checkpoint:
-        return
-    from statetrack.probes import read_traces, traces_from_checkpoint, write_traces
-
-    have = read_traces(db, res.run_id)
-    missing = [p for p in job.probes if p not in have]
-    if missing:
-        write_traces(db, res.run_id, traces_from_checkpoint(res.checkpoint, missing))
-
-
-#: in a worker process: the queue its runs report validations to (index of the job, step, info)
-_progress_queue = None
-
-
-def _init_worker(plugin_names: list[str], progress_queue=None, ignore: tuple[int, ...] = ()) -> None:
-    """A worker process is an entry point of its own: allocator settings, the parent's plugins, and
-    signals that interrupt the run in progress (those the parent ignores stay ignored)."""
-    global _progress_queue
-    memory.configure()
-    plugins.load_plugins(plugin_names, "loaded by the sweep's parent process")
-    _progress_queue = progress_queue
-    signals.install_in_worker(ignore)
-
-
-def _run_job(job: Job, db: str, owner: str, index: int | None = None, on_step=None) -> RunResult:
-    if on_step is None and _progress_queue is not None:
-        def on_step(step, info):
-            _progress_queue.put((index, step, info))
-    # one thread per run: tiny models gain nothing from more, and results then do not depend on
-    # how many workers share the machine
-    with signals.job():
-        res = run(job.train, job.eval, db=db, study=job.study, label=job.label, reuse=False, threads=1,
-                  owner=owner, on_step=on_step)
-        _ensure_traces(db, job, res)
-        if res.status == "complete":
-            Store(db).mark_interrupted(job.key, res.run_id)
-    return res
-
-
-def _result_of(store: Store, run_id: int) -> RunResult:
-    """A run another sweep (or an earlier one) finished, as a reused RunResult."""
-    r = store.run(run_id)
-    ms = [LengthMetrics.from_row(m) for m in store.metrics(run_id)] if r["status"] == "complete" else []
-    return RunResult(run_id, r["status"], ms, r["summary"] or {}, r["checkpoint"], reused=True)
-
-
-# -- executors: where a claimed run runs ------------------------------------------------------------
-class _InProcess:
-    """Runs each job in this process when it is waited for."""
-
-    slots = 1
-
-    def __init__(self, db: str, owner: str, on_step=None):
-        self.db, self.owner, self.on_step, self.jobs = db, owner, on_step, {}
-
-    def submit(self, job: Job, index: int):
-        handle = object()
-        self.jobs[handle] = job
-        return handle
-
-    def wait(self, handles, timeout):
-        if not handles:
-            time.sleep(timeout)
-            return []
-        h = next(iter(handles))
-        job = self.jobs.pop(h)
-        step = (lambda s, info: self.on_step(job, s, info)) if self.on_step else None
-        return [(h, _run_job(job, self.db, self.owner, on_step=step))]
-
-    def stop(self, exc):
-        pass
-
-    def close(self):
-        pass
-
-
-DIED = ("a worker process of the sweep died (killed, or out of memory); its runs are marked interrupted; "
-        "run the sweep again to resume")
-
-
-class _Pool:
-    """Local worker processes (spawned); one job per free worker, never a queue of jobs. Validations come
-    back through a queue while the runs go on (``on_step``)."""
-
-    def __init__(self, db: str, owner: str, workers: int, jobs: list[Job], on_step=None):
-        self.db, self.owner, self.slots, self.all_jobs, self.on_step = db, owner, workers, jobs, on_step
-        ctx = mp.get_context("spawn")
-        self.queue = ctx.Queue() if on_step else None
-        self.pool = cf.ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
-                                           initargs=(plugins.loaded(), self.queue, signals.ignored()))
-        self.futures: dict = {}  # future -> job index
-
-    def submit(self, job: Job, index: int):
-        with signals.spawning():  # workers start with the signals ignored, not with a traceback
-            try:
-                fut = self.pool.submit(_run_job, job, self.db, self.owner, index)
-            except cf.process.BrokenProcessPool:
-                raise UserError(DIED) from None
-        self.futures[fut] = index
-        return fut
-
-    def _drain(self) -> None:
-        while self.queue is not None:
-            try:
-                i, s, info = self.queue.get_nowait()
-            except queue.Empty:
-                return
-            if i in self.futures.values():  # a late message of a run already reported done is dropped
-                self.on_step(self.all_jobs[i], s, info)
-
-    def wait(self, handles, timeout):
-        if not handles:
-            time.sleep(timeout)
-            return []
-        done, _ = cf.wait(list(handles), timeout=min(timeout, 0.5) if self.queue else timeout,
-                          return_when=cf.FIRST_COMPLETED)
-        self._drain()
-        out = []
-        for f in done:
-            self.futures.pop(f, None)
-            try:
-                out.append((f, f.result()))
-            except cf.process.BrokenProcessPool:
-                raise UserError(DIED) from None
-        return out
-
-    def stop(self, exc):
-        """Tell the workers (SIGTERM: a worker in a run records it interrupted), wait GRACE seconds,
-        then kill those still running."""
-        procs = list((self.pool._processes or {}).values())
-        for p in procs:
-            try:
-                os.kill(p.pid, signal.SIGTERM)
-            except OSError:
-                pass
-        cf.wait(self.futures, timeout=GRACE)
-        for p in procs:  # their runs are recorded (or, past the grace, recorded by the parent): no slow exit
-            if p.is_alive():
-                p.kill()
-
-    def close(self):
-        self.pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _ray_payload(job: Job, plugin_names: list[str] = ()) -> dict:
-    """Runs on a Ray worker: train into a private database, return everything the driver stores."""
-    from statetrack.probes import traces_from_checkpoint
-
-    _init_worker(list(plugin_names))  # a Ray worker is an entry point of its own
-    with tempfile.TemporaryDirectory(prefix="statetrack-ray-") as d:
-        wdb = str(Path(d) / "worker.db")
-        res = run(job.train, job.eval, db=wdb, study=job.study, label=job.label, reuse=False,
-                  checkpoint_dir=Path(d) / "ck", threads=1)
-        store = Store(wdb)
-        row = store.run(res.run_id)
-        out = {"status": res.status, "config": row["config"], "versions": row["versions"], "error": row["error"],
-               "wall_time": row["wall_time"], "summary": row["summary"], "metrics": res.metrics, "lm": res.lm,
-               "curve": store.curve(res.run_id), "checkpoint": None, "traces": {}}
-        if res.status == "complete":
-            out["checkpoint"] = Path(res.checkpoint).read_bytes()
-            if job.probes:
-                out["traces"] = traces_from_checkpoint(res.checkpoint, job.probes)
-        return out
-
-
-def _store_payload(store: Store, job: Job, run_id: int, p: dict) -> RunResult:
-    """On the driver: write one Ray worker's run into its row, as ``runner.run`` would have."""
-    from statetrack.checkpoint import rewrite_extra
-    from statetrack.files import sha256_bytes, write_file
-    from statetrack.probes import write_traces
-
-    store.set_versions(run_id, p["versions"])  # the worker's (its thread count), not the driver's
-    if p["status"] != "complete":
-        store.fail_run(run_id, p["error"] or "failed", p["wall_time"], p["summary"])
-        return RunResult(run_id, "failed", [], p["summary"] or {}, None)
-    run_uuid = store.run(run_id)["uuid"]
-    data = rewrite_extra(p["checkpoint"], {"run_id": run_id, "run_uuid": run_uuid, "db": str(store.path.absolute()),
-                                           "db_name": store.path.name})
-    ck = write_file(store.checkpoint_name(run_id, run_uuid), data, exclusive=True, what="checkpoint")
-    if not store.finish_run(run_id, p["metrics"], str(ck), p["wall_time"], p["summary"], p["curve"],
-                            sha256_bytes(data), p["lm"]):
-        ck.unlink(missing_ok=True)
-        return RunResult(run_id, "interrupted", [], {"reason": "the run was taken over by another sweep"}, None)
-    if p["traces"]:
-        write_traces(store.path, run_id, p["traces"])
-    return RunResult(run_id, "complete", p["metrics"], p["summary"], str(ck), lm=p["lm"])
-
-
-def _plugin_roots() -> list[str]:
-    """The folders the loaded plugin modules were imported from (for the Ray workers' PYTHONPATH)."""
-    import sys
-
-    roots = []
-    for name in plugins.loaded():
-        f = getattr(sys.modules.get(name.partition(".")[0]), "__file__", None)
-        if f:
-            p = Path(f).resolve()
-            roots.append(str(p.parents[1] if p.name == "__init__.py" else p.parent))
-    return list(dict.fromkeys(roots))
-
-
-def _import_ray():
-    try:
-        import ray
-    except ImportError:
-        raise UserError("--executor ray needs Ray: pip install 'statetrack[ray]' (or pip install ray)") from None
-    return ray
-
-
-class _Ray:
-    """One Ray task per claimed run; the driver writes the database."""
-
-    def __init__(self, db: str, owner: str, workers: int, address: str | None, jobs: list[Job]):
-        self.ray = _import_ray()
-        self.store, self.owner, self.slots, self.address = Store(db), owner, workers, address
-        self.rows: dict = {}  # ref -> (job, run_id)
-        self.started, self.remote = False, None
-        # runs on a GPU share it: each asks for 1/workers of one, so that `workers` of them run at once
-        self.gpus = 1.0 / max(1, workers) if any(j.train.device == "cuda" for j in jobs) else 0
-
-    def _start(self):
-        """Ray itself, at the first run to start (a sweep whose runs are all complete never starts it)."""
-        ray = self.ray
-        if not ray.is_initialized():
-            src = str(Path(__file__).resolve().parents[1])  # so workers import this very package
-            path = [src, *_plugin_roots()] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
-            env = {"PYTHONPATH": os.pathsep.join(path), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-            kw = dict(address=self.address, runtime_env={"env_vars": env}, log_to_driver=False)
-            if self.address is None:
-                kw.update(num_cpus=max(1, self.slots), include_dashboard=False)
-            ray.init(**kw)
-            self.started = True
-        self.remote = ray.remote(num_cpus=1, num_gpus=self.gpus, max_retries=0)(_ray_payload)
-
-    def submit(self, job: Job, index: int):
-        if self.remote is None:
-            self._start()
-        run_id = self.store.start_run(stored_config(job.train, job.eval), study=job.study, label=job.label,
-                                      key=job.key, owner=self.owner)
-        ref = self.remote.remote(job, plugins.loaded())
-        self.rows[ref] = (job, run_id)
-        return ref
-
-    def wait(self, handles, timeout):
-        if not handles:
-            time.sleep(timeout)
-            return []
-        ready, _ = self.ray.wait(list(handles), num_returns=1, timeout=timeout)
-        out = []
-        for ref in ready:
-            job, run_id = self.rows.pop(ref)
-            try:
-                payload = self.ray.get(ref)
-            except Exception as e:  # the task raised or its worker died
-                self.store.fail_run(run_id, f"Ray task failed: {str(e).strip().splitlines()[-1]}")
-                out.append((ref, RunResult(run_id, "failed", [], {"reason": str(e)[:500]}, None)))
-                continue
-            out.append((ref, _store_payload(self.store, job, run_id, payload)))
-        return out
-
-    def stop(self, exc):
-        for ref in list(self.rows):
-            try:
-                self.ray.cancel(ref, force=True)
-            except Exception:
-                pass
-
-    def close(self):
-        if self.started:
-            self.ray.shutdown()
 
 
 # -- the schedule: claim, run, wait for the others ---------------------------------------------------
@@ -369,7 +59,7 @@ def _schedule(jobs: list[Job], store: Store, executor, reuse: bool, on_done, res
         for i in list(todo):
             prev = complete_result(store, jobs[i].key)
             if prev is not None:
-                _ensure_traces(str(store.path), jobs[i], prev)
+                ensure_traces(str(store.path), jobs[i], prev)
                 todo.remove(i)
                 done(i, prev)
     while todo or running:
@@ -386,8 +76,8 @@ def _schedule(jobs: list[Job], store: Store, executor, reuse: bool, on_done, res
             if got.state == "claimed":
                 running[executor.submit(jobs[i], i)] = i
             else:  # complete or failed by another sweep meanwhile
-                res = _result_of(store, got.run_id)
-                _ensure_traces(str(store.path), jobs[i], res)
+                res = result_of(store, got.run_id)
+                ensure_traces(str(store.path), jobs[i], res)
                 done(i, res)
         for handle, res in executor.wait(running, POLL):
             i = running.pop(handle)
@@ -417,7 +107,7 @@ def run_jobs(jobs: list[Job], db: str | Path, workers: int = 1, reuse: bool = Tr
             from statetrack.tasks import get_task
             get_task(p)
     if executor == "ray":
-        _import_ray()
+        import_ray()
     db = str(db)
     # create (or check) the database here, once: workers that open a new file at the same moment would
     # otherwise race on its creation
@@ -425,11 +115,11 @@ def run_jobs(jobs: list[Job], db: str | Path, workers: int = 1, reuse: bool = Tr
     claims = Claims(store)
     results: dict[int, tuple[Job, RunResult]] = {}
     if executor == "ray":
-        ex = _Ray(db, claims.me, workers, address, jobs)
+        ex = RayExecutor(db, claims.me, workers, address, jobs)
     elif workers <= 1:
-        ex = _InProcess(db, claims.me, on_step)
+        ex = InProcess(db, claims.me, on_step)
     else:
-        ex = _Pool(db, claims.me, workers, jobs, on_step)
+        ex = Pool(db, claims.me, workers, jobs, on_step)
     try:
         with Heartbeat(claims):
             _schedule(jobs, store, ex, reuse, on_done, results, claims)

@@ -18,7 +18,7 @@ beside the unigram and bigram baselines, by context length and by position, with
 table (``state_tracking``) of each model's results in a state-tracking study read from the same database.
 
 ``load_study(name)`` finds a built-in study by name, or reads a path; ``Study.cells(scale)`` is the grid,
-as the :class:`statetrack.sweep.Job` list a sweep runs.
+as the :class:`statetrack.jobs.Job` list a sweep runs.
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from statetrack.config import EvalConfig, ModelConfig, TrainConfig, validated
 from statetrack.errors import UserError
-from statetrack.sweep import Job
+from statetrack.jobs import Job
 
 HERE = Path(__file__).parent
 

@@ -21,9 +21,10 @@ import statistics
 from dataclasses import dataclass, field, replace
 
 from statetrack.report import render
+from statetrack.report.lm_cells import (NEG, POS, Cell, baselines, beyond_bpb, columns_of, eval_length, find_cell,
+                                         gather, labels_of, pairs)
 from statetrack.report.render import fmt_cell
 
-POS, NEG = "[0,1]", "[-1,1]"
 MARK = "*"
 BLIND = "state-blind guess (answers)"
 
@@ -67,99 +68,6 @@ class LMTable:
         return 0
 
 
-# -- gathering ---------------------------------------------------------------------------------------
-@dataclass
-class Cell:
-    """One model on one corpus: its complete runs at the selected learning rate."""
-
-    label: str
-    column: str
-    task: str
-    train_len: int
-    lengths: list[int]
-    runs: list = field(default_factory=list)   # RunResult
-    lr: float | None = None
-    params: int | None = None
-
-    def values(self, length: int, key: str = "bpb") -> list[float]:
-        out = []
-        for r in self.runs:
-            m = next((m for m in r.lm if m.length == length), None)
-            v = None if m is None else getattr(m, key)
-            if v is not None:
-                out.append(v)
-        return out
-
-    def beyond(self) -> list[float]:
-        """Per run: bpb of the positions at or beyond the training length, at the longest context."""
-        ms = [next((m for m in r.lm if m.length == max(self.lengths)), None) for r in self.runs]
-        return [v for v in (beyond_bpb(m, self.train_len) for m in ms if m is not None) if v is not None]
-
-
-def beyond_bpb(m, train_len: int) -> float | None:
-    """bpb of an LMMetrics' position buckets that start at or past ``train_len``."""
-    far = [b for b in m.buckets if b["lo"] >= train_len]
-    return sum(b["bpb"] * b["bytes"] for b in far) / sum(b["bytes"] for b in far) if far else None
-
-
-def model_params(job) -> int:
-    """Parameters of the model a job builds (counted from the built model, not typed in)."""
-    from statetrack.model import build_model
-    from statetrack.tasks import get_task
-
-    return sum(p.numel() for p in build_model(job.train.model, get_task(job.train.task)).parameters())
-
-
-def gather(study, results) -> list[Cell]:
-    """One Cell per (model, corpus) of every table, in the study's order."""
-    cells = []
-    for tdef in study.tables:
-        for m in tdef.models:
-            for t in tdef.model_tasks(m):
-                mine = [(j, r) for j, r in results if j.table == tdef.name and j.label == m.label
-                        and j.column == t.label]
-                if not mine:
-                    continue
-                j0 = mine[0][0]
-                cell = Cell(m.label, t.label, j0.train.task, j0.train.train_max_len, list(j0.eval.lengths),
-                            params=model_params(j0))
-                done = [(j, r) for j, r in mine if r is not None and r.status == "complete" and r.lm]
-                by_lr: dict[float, list] = {}
-                for j, r in done:
-                    by_lr.setdefault(j.train.lr, []).append(r)
-                if by_lr:  # the learning rate with the lowest median validation loss
-                    cell.lr = min(by_lr, key=lambda lr: (statistics.median(
-                        r.summary.get("best_val_loss", float("inf")) for r in by_lr[lr]), lr))
-                    cell.runs = by_lr[cell.lr]
-                cells.append(cell)
-    return cells
-
-
-def eval_length(cell: Cell) -> int:
-    """The context length the headline bpb is read at: the training length (or the next test length)."""
-    longer = [n for n in cell.lengths if n >= cell.train_len]
-    return min(longer) if longer else max(cell.lengths)
-
-
-def baselines(cells: list[Cell], results) -> dict[str, dict]:
-    """Per corpus column: {'unigram' | 'bigram': {length: LMMetrics}} on the models' windows, and 'blind':
-    the state-blind level of the answer bytes (None for a corpus without answers)."""
-    from statetrack.lm.baselines import blind_answer_bpb, evaluate_baselines
-    from statetrack.tasks import get_task
-
-    out = {}
-    for c in cells:
-        if c.column in out:
-            continue
-        job = next(j for j, _ in results if j.column == c.column and j.label == c.label)
-        ev = job.eval
-        corpus = get_task(c.task).corpus
-        b = evaluate_baselines(corpus, list(ev.lengths), ev.tokens, ev.batch_size, ev.seed)
-        out[c.column] = {k: {m.length: m for m in ms} for k, ms in b.items()}
-        out[c.column]["blind"] = blind_answer_bpb(corpus, eval_length(c), ev.tokens, ev.batch_size, ev.seed)
-    return out
-
-
 # -- formatting --------------------------------------------------------------------------------------
 def fmt_bpb(vals: list[float], se: list[float] | None = None) -> str:
     """median [min-max] over seeds, 3 decimals; one seed: the value +- its standard error over the test
@@ -181,18 +89,6 @@ def _has_answers(cells: list[Cell], column: str) -> bool:
     return any(m.answer_bpb is not None for c in cells if c.column == column for r in c.runs for m in r.lm)
 
 
-def _columns(cells: list[Cell]) -> list[str]:
-    return list(dict.fromkeys(c.column for c in cells))
-
-
-def _labels(cells: list[Cell]) -> list[str]:
-    return list(dict.fromkeys(c.label for c in cells))
-
-
-def _cell(cells, label, column) -> Cell | None:
-    return next((c for c in cells if c.label == label and c.column == column), None)
-
-
 # -- the tables ---------------------------------------------------------------------------------------
 def _record(study, table: str, model: str, column: str, metric: str, length: int, vals: list[float],
             params: int | None = None, lr: float | None = None) -> dict:
@@ -203,17 +99,17 @@ def _record(study, table: str, model: str, column: str, metric: str, length: int
 def bpb_table(study, cells: list[Cell], base: dict) -> LMTable:
     from statetrack.lm.baselines import BASELINES, LABELS
 
-    cols = _columns(cells)
+    cols = columns_of(cells)
     at = {col: eval_length(next(c for c in cells if c.column == col)) for col in cols}
     answers = {col: _has_answers(cells, col) for col in cols}
     header = ["model", "params"]
     for col in cols:
         header += [f"{col}: bpb @{at[col]}"] + ([f"{col}: answer bpb"] if answers[col] else [])
     t = LMTable(study.name, "bpb", "Bits per byte on the test split", header)
-    for label in _labels(cells):
+    for label in labels_of(cells):
         row = [label, "-"]
         for col in cols:
-            c, L = _cell(cells, label, col), at[col]
+            c, L = find_cell(cells, label, col), at[col]
             if c is None:
                 row += ["-"] * (1 + answers[col])
                 continue
@@ -284,18 +180,6 @@ def context_table(study, cells: list[Cell], base: dict, column: str) -> LMTable:
     return t
 
 
-def pairs(labels: list[str]) -> list[tuple[str, str, str]]:
-    """(family, [0,1] label, [-1,1] label) for labels that differ only by the eigenvalue range."""
-    out = []
-    for a in labels:
-        if a.endswith(POS):
-            fam = a[: -len(POS)].strip()
-            b = next((x for x in labels if x.endswith(NEG) and x[: -len(NEG)].strip() == fam), None)
-            if b:
-                out.append((fam, a, b))
-    return out
-
-
 def state_tracking_cells(study, db, scale: str) -> tuple[dict, list[str], str]:
     """({label: {column: (text, value)}}, column headers, note) from the state-tracking study in ``db``."""
     st = study.state_tracking
@@ -336,24 +220,24 @@ def _st_header(study, col: str) -> str:
 
 
 def joint_table(study, cells: list[Cell], base: dict, st_cells: dict, st_cols: list[str], note: str) -> LMTable:
-    cols = _columns(cells)
+    cols = columns_of(cells)
     ans_cols = [c for c in cols if _has_answers(cells, c)]
     header = (["model", "params"] + [f"bpb {c}" for c in cols] + [f"answer bpb {c}" for c in ans_cols]
               + [_st_header(study, c) for c in st_cols])
     t = LMTable(study.name, "joint", "What [-1,1] costs on text, what it gains on state tracking", header)
     med: dict[str, dict] = {}
-    for label in _labels(cells):
+    for label in labels_of(cells):
         row = [label, "-"]
         med[label] = {}
         for col in cols:
-            c = _cell(cells, label, col)
+            c = find_cell(cells, label, col)
             vals = c.values(eval_length(c)) if c else []
             if c:
                 row[1] = f"{c.params:,}"
             row.append(fmt_bpb(vals))
             med[label][("bpb", col)] = statistics.median(vals) if vals else None
         for col in ans_cols:
-            c = _cell(cells, label, col)
+            c = find_cell(cells, label, col)
             vals = c.values(eval_length(c), "answer_bpb") if c else []
             row.append(fmt_bpb(vals))
             med[label][("answer", col)] = statistics.median(vals) if vals else None
@@ -364,7 +248,7 @@ def joint_table(study, cells: list[Cell], base: dict, st_cells: dict, st_cols: l
         t.rows.append(row)
         t.records.append({"study": study.name, "table": "joint", "model": label,
                           **{f"{k[0]} {k[1]}": v for k, v in med[label].items()}})
-    for fam, a, b in pairs(_labels(cells)):
+    for fam, a, b in pairs(labels_of(cells)):
         def diff(key, digits=3):
             x, y = med[a].get(key), med[b].get(key)
             return "-" if x is None or y is None else f"{y - x:+.{digits}f}"
@@ -404,7 +288,7 @@ def lm_tables(study, results, scale: str | None = None, db=None) -> list[LMTable
     bpb.notes = verdicts(cells, base)
     st_cells, st_cols, note = state_tracking_cells(study, db, scale) if scale else ({}, [], "")
     return ([bpb, joint_table(study, cells, base, st_cells, st_cols, note)]
-            + [context_table(study, cells, base, col) for col in _columns(cells)])
+            + [context_table(study, cells, base, col) for col in columns_of(cells)])
 
 
 def json_rows(study, results) -> list[dict]:
@@ -444,49 +328,6 @@ def scale_note(scale: str) -> str:
             "compared with the paper, not the numbers.")
 
 
-def lm_figures(rep) -> list[tuple[str, str, object]]:
-    """(section, stem, figure) per corpus: learning curves, bpb by position at the longest context, bpb by
-    context length; the section is the corpus's context table."""
-    from statetrack.lm.baselines import BASELINES, LABELS
-    from statetrack.lm.metrics import LN2
-    from statetrack.report.plots import lm_curve_figure, lm_length_figure, slug
-
-    study, cells = rep.study, gather(rep.study, rep.results)
-    if not any(c.runs for c in cells):
-        return []
-    base = baselines(cells, rep.results)
-    out = []
-    for col in _columns(cells):
-        mine = [c for c in cells if c.column == col and c.runs]
-        if not mine:
-            continue
-        section = f"context-{col}"
-        runs = [(c.label, [p["step"] for p in rep.curves.get(r.run_id, [])],
-                 [p["val_loss"] / LN2 for p in rep.curves.get(r.run_id, [])]) for c in mine for r in c.runs]
-        out.append((section, f"curves-{slug(col)}",
-                    lm_curve_figure(f"{study.name}: learning curves, {col}", [x for x in runs if x[1]])))
-        L, train_len = max(mine[0].lengths), mine[0].train_len
-        series = {}
-        for c in mine:
-            ms = [m for r in c.runs for m in r.lm if m.length == L]
-            if ms:
-                xs = [b["hi"] for b in ms[0].buckets]
-                series[c.label] = (xs, [statistics.median(m.buckets[i]["bpb"] for m in ms) for i in range(len(xs))])
-        bl = {LABELS[b]: ([x["hi"] for x in base[col][b][L].buckets], [x["bpb"] for x in base[col][b][L].buckets])
-              for b in BASELINES}
-        out.append((section, f"positions-{slug(col)}",
-                    lm_length_figure(f"{study.name}: bpb by position in windows of {L}, {col}", series, bl,
-                                     train_len, "position in the window (bucket end)")))
-        lengths = sorted({n for c in mine for n in c.lengths})
-        series = {c.label: (lengths, [statistics.median(c.values(n)) if c.values(n) else float("nan")
-                                      for n in lengths]) for c in mine}
-        bl = {LABELS[b]: (lengths, [base[col][b][n].bpb for n in lengths]) for b in BASELINES}
-        out.append((section, f"context-{slug(col)}",
-                    lm_length_figure(f"{study.name}: bpb by context length, {col}", series, bl, train_len,
-                                     "context length (tokens)")))
-    return out
-
-
 def verdicts(cells: list[Cell], base: dict) -> list[str]:
     """Plain sentences: which models beat the bigram baseline; what [-1,1] costs per family and corpus."""
     lines = []
@@ -499,7 +340,7 @@ def verdicts(cells: list[Cell], base: dict) -> list[str]:
     n = sum(1 for c in cells if c.values(eval_length(c)))
     lines.append(f"Below the bigram baseline: {n - len(above)} of {n} (model, corpus) cells"
                  + (f"; not below: {', '.join(above)}." if above else "."))
-    for col in _columns(cells):
+    for col in columns_of(cells):
         blind = base[col].get("blind")
         if blind is None:
             continue
@@ -508,9 +349,9 @@ def verdicts(cells: list[Cell], base: dict) -> list[str]:
         lines.append(f"Answer bytes of {col}: {len(below)} model(s) below the state-blind level {blind:.3f}"
                      + (f" ({', '.join(below)})" if below else
                         ": no model uses the programs' state at this scale") + ".")
-    for fam, a, b in pairs(_labels(cells)):
-        for col in _columns(cells):
-            ca, cb = _cell(cells, a, col), _cell(cells, b, col)
+    for fam, a, b in pairs(labels_of(cells)):
+        for col in columns_of(cells):
+            ca, cb = find_cell(cells, a, col), find_cell(cells, b, col)
             if not (ca and cb and ca.values(eval_length(ca)) and cb.values(eval_length(cb))):
                 continue
             La, Lb = eval_length(ca), eval_length(cb)

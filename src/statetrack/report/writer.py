@@ -222,7 +222,7 @@ def report_figures(rep: Report) -> list[Figure]:
     from statetrack.report.plots import curve_figures, length_figures, slug, trace_figure
 
     if rep.study.kind == "lm":
-        from statetrack.report.lm import lm_figures
+        from statetrack.report.lm_figures import lm_figures
 
         return [Figure(section, stem, fig) for section, stem, fig in lm_figures(rep)]
     out = []

@@ -1,0 +1,125 @@
+"""The cells of a language-modelling report: one model on one corpus, its complete runs at the selected
+learning rate (the one with the lowest median validation loss), and the corpus's baselines on the very
+windows the models are scored on."""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+POS, NEG = "[0,1]", "[-1,1]"
+
+
+@dataclass
+class Cell:
+    """One model on one corpus: its complete runs at the selected learning rate."""
+
+    label: str
+    column: str
+    task: str
+    train_len: int
+    lengths: list[int]
+    runs: list = field(default_factory=list)   # RunResult
+    lr: float | None = None
+    params: int | None = None
+
+    def values(self, length: int, key: str = "bpb") -> list[float]:
+        out = []
+        for r in self.runs:
+            m = next((m for m in r.lm if m.length == length), None)
+            v = None if m is None else getattr(m, key)
+            if v is not None:
+                out.append(v)
+        return out
+
+    def beyond(self) -> list[float]:
+        """Per run: bpb of the positions at or beyond the training length, at the longest context."""
+        ms = [next((m for m in r.lm if m.length == max(self.lengths)), None) for r in self.runs]
+        return [v for v in (beyond_bpb(m, self.train_len) for m in ms if m is not None) if v is not None]
+
+
+def beyond_bpb(m, train_len: int) -> float | None:
+    """bpb of an LMMetrics' position buckets that start at or past ``train_len``."""
+    far = [b for b in m.buckets if b["lo"] >= train_len]
+    return sum(b["bpb"] * b["bytes"] for b in far) / sum(b["bytes"] for b in far) if far else None
+
+
+def model_params(job) -> int:
+    """Parameters of the model a job builds (counted from the built model, not typed in)."""
+    from statetrack.model import build_model
+    from statetrack.tasks import get_task
+
+    return sum(p.numel() for p in build_model(job.train.model, get_task(job.train.task)).parameters())
+
+
+def gather(study, results) -> list[Cell]:
+    """One Cell per (model, corpus) of every table, in the study's order."""
+    cells = []
+    for tdef in study.tables:
+        for m in tdef.models:
+            for t in tdef.model_tasks(m):
+                mine = [(j, r) for j, r in results if j.table == tdef.name and j.label == m.label
+                        and j.column == t.label]
+                if not mine:
+                    continue
+                j0 = mine[0][0]
+                cell = Cell(m.label, t.label, j0.train.task, j0.train.train_max_len, list(j0.eval.lengths),
+                            params=model_params(j0))
+                done = [(j, r) for j, r in mine if r is not None and r.status == "complete" and r.lm]
+                by_lr: dict[float, list] = {}
+                for j, r in done:
+                    by_lr.setdefault(j.train.lr, []).append(r)
+                if by_lr:  # the learning rate with the lowest median validation loss
+                    cell.lr = min(by_lr, key=lambda lr: (statistics.median(
+                        r.summary.get("best_val_loss", float("inf")) for r in by_lr[lr]), lr))
+                    cell.runs = by_lr[cell.lr]
+                cells.append(cell)
+    return cells
+
+
+def eval_length(cell: Cell) -> int:
+    """The context length the headline bpb is read at: the training length (or the next test length)."""
+    longer = [n for n in cell.lengths if n >= cell.train_len]
+    return min(longer) if longer else max(cell.lengths)
+
+
+def baselines(cells: list[Cell], results) -> dict[str, dict]:
+    """Per corpus column: {'unigram' | 'bigram': {length: LMMetrics}} on the models' windows, and 'blind':
+    the state-blind level of the answer bytes (None for a corpus without answers)."""
+    from statetrack.lm.baselines import blind_answer_bpb, evaluate_baselines
+    from statetrack.tasks import get_task
+
+    out = {}
+    for c in cells:
+        if c.column in out:
+            continue
+        job = next(j for j, _ in results if j.column == c.column and j.label == c.label)
+        ev = job.eval
+        corpus = get_task(c.task).corpus
+        b = evaluate_baselines(corpus, list(ev.lengths), ev.tokens, ev.batch_size, ev.seed)
+        out[c.column] = {k: {m.length: m for m in ms} for k, ms in b.items()}
+        out[c.column]["blind"] = blind_answer_bpb(corpus, eval_length(c), ev.tokens, ev.batch_size, ev.seed)
+    return out
+
+
+def columns_of(cells: list[Cell]) -> list[str]:
+    return list(dict.fromkeys(c.column for c in cells))
+
+
+def labels_of(cells: list[Cell]) -> list[str]:
+    return list(dict.fromkeys(c.label for c in cells))
+
+
+def find_cell(cells, label, column) -> Cell | None:
+    return next((c for c in cells if c.label == label and c.column == column), None)
+
+
+def pairs(labels: list[str]) -> list[tuple[str, str, str]]:
+    """(family, [0,1] label, [-1,1] label) for labels that differ only by the eigenvalue range."""
+    out = []
+    for a in labels:
+        if a.endswith(POS):
+            fam = a[: -len(POS)].strip()
+            b = next((x for x in labels if x.endswith(NEG) and x[: -len(NEG)].strip() == fam), None)
+            if b:
+                out.append((fam, a, b))
+    return out
