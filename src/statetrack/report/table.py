@@ -78,7 +78,8 @@ def _caption(study, kind: str) -> str:
                                           else f" ({100 * study.tolerance:g} points)"))
     judged = ("the longest length" if kind == "longest" else
               "the '>=90% up to' length (accuracy >= 90% at it and every shorter test length)")
-    unsure = ("" if study.metric in ("token_accuracy", "sequence_accuracy") and kind == "longest" else
+    # mean tables judge no threshold; a longest length of token or sequence accuracy has no interval
+    unsure = ("" if kind == "mean" or (study.metric in ("token_accuracy", "sequence_accuracy") and kind == "longest") else
               f" {UNSURE} = {judged} could move: at a length it reads, the 95% (Wilson) interval of the accuracy "
               "over the test sequences contains the threshold.")
     return (f"Cells: {what}; {rule}; shown as selected (median [min-max] over seeds), or "
