@@ -57,7 +57,9 @@ class TrainConfig(_Config):
     cuda_graphs: bool = Field(True, description="CUDA only: capture each training length's step as a CUDA "
                                                 "graph and replay it")
     init: str | None = Field(None, description="'construction:NAME' to start from a construction "
-                                               "(statetrack construct --list)")
+                                               "(statetrack construct --list); the model is the "
+                                               "construction's, and so is the task on the command line "
+                                               "unless --task names it")
     init_noise: float = Field(0.0, ge=0, description="with init: add N(0, sigma^2) to every parameter")
 
     _device = field_validator("device")(classmethod(lambda cls, v: concrete_device(v)))

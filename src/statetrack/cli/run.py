@@ -30,8 +30,10 @@ def train_configs(a):
         flat[key] = value
     load_plugins(flat.get("plugins", []), f"named in {'--set' if 'plugins' in opts else 'the config file'}")
     if flat.get("init"):  # the construction fixes the model (statetrack construct --list)
-        from statetrack.theory.constructions import init_config
+        from statetrack.theory.constructions import init_config, init_task
 
+        if "task" not in flat:  # the construction's task, unless another is named (then checked)
+            flat["task"] = init_task(flat["init"])
         # the construction defines the model: model fields given must agree with it
         model = init_config(flat["init"], flat.get("task"),
                             **{k.split(".", 1)[1]: v for k, v in flat.items() if k.startswith("model.")})

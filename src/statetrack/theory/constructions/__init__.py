@@ -84,6 +84,12 @@ def _init_name(init: str) -> str:
     return name
 
 
+def init_task(init: str) -> str:
+    """The task the construction named by ``init`` ('construction:NAME') solves (the default task of a
+    run started from it)."""
+    return build(_init_name(init)).config.task
+
+
 def init_config(init: str, task: str | None = None, **given) -> ModelConfig:
     """The ModelConfig of the construction named by ``init`` ('construction:NAME'), checking the task.
 
