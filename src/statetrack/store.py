@@ -177,8 +177,11 @@ class Store:
         rewritten or dropped) in one transaction, looked at again inside it (another process may have
         migrated meanwhile)."""
         def missing():
-            return [(t, n, k) for t, cols in ADDED_COLUMNS.items()
-                    for have in [{r[1] for r in c.execute(f"PRAGMA table_info({t})")}] for n, k in cols if n not in have]
+            out = []
+            for table, cols in ADDED_COLUMNS.items():
+                have = {r[1] for r in c.execute(f"PRAGMA table_info({table})")}
+                out += [(table, name, kind) for name, kind in cols if name not in have]
+            return out
 
         if not missing():
             return
