@@ -113,6 +113,7 @@ def test_two_databases_in_one_folder_keep_their_own_checkpoints(tmp_path, capsys
     from statetrack.files import sha256_file
 
     a, b = tmp_path / "x" / "a.db", tmp_path / "x" / "b.db"
+    a.parent.mkdir()  # the command line makes no folder but runs/
     assert main(TRAIN + ["--layers", "rnn", "--db", str(a)]) == 0
     assert main(TRAIN + ["--layers", "lstm", "--db", str(b)]) == 0
     ra, rb = Store(a).run(1), Store(b).run(1)  # both databases have a run 1
@@ -169,6 +170,7 @@ def test_a_database_folder_moves_with_its_checkpoints(tmp_path, capsys):
 
     from statetrack.cli import main
 
+    (tmp_path / "x").mkdir()  # the command line makes no folder but runs/
     assert main(TRAIN + ["--layers", "rnn", "--db", str(tmp_path / "x" / "a.db")]) == 0
     shutil.move(tmp_path / "x", tmp_path / "y")
     store = Store(tmp_path / "y" / "a.db")

@@ -17,14 +17,11 @@ from pathlib import Path
 import torch
 from safetensors import SafetensorError
 
+from statetrack.config import MAX_PARAMS
 from statetrack.errors import UserError
 from statetrack.files import sha256_bytes, write_file
 
 FORMAT = "statetrack-checkpoint-1"
-#: the largest model a checkpoint may declare, in parameters (1 GB of float32 weights). A fixed number
-#: rather than one derived from free memory, so a file loads on every machine or on none; raise it with
-#: ``--max-params`` (``max_params=``) for a bigger model.
-MAX_PARAMS = 250_000_000
 
 _DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.float16: "F16", torch.bfloat16: "BF16",
            torch.complex64: "C64", torch.int64: "I64", torch.int32: "I32", torch.int8: "I8", torch.uint8: "U8",

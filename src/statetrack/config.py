@@ -5,7 +5,13 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from statetrack.errors import UserError
+from statetrack.errors import UserError, did_you_mean
+
+
+#: the largest model a checkpoint may declare, in parameters (1 GB of float32 weights). A fixed number
+#: rather than one derived from free memory, so a file loads on every machine or on none; raise it with
+#: ``--max-params`` (``max_params=``) for a bigger model (statetrack.checkpoint).
+MAX_PARAMS = 250_000_000
 
 
 class _Config(BaseModel):
@@ -165,7 +171,8 @@ def check_key(key: str, where: str) -> str:
     """The dotted key with '-' read as '_'; a UserError naming the allowed keys if it is not one."""
     norm = key.strip().replace("-", "_")
     if norm != "plugins" and norm not in run_config_keys():
-        raise UserError(f"{where}: unknown key {key!r}; allowed: {', '.join(['plugins', *run_config_keys()])}")
+        keys = ["plugins", *run_config_keys()]
+        raise UserError(f"{where}: unknown key {key!r}{did_you_mean(norm, keys)}; allowed: {', '.join(keys)}")
     return norm
 
 

@@ -2,8 +2,12 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
 
-from statetrack.errors import UserError
+from statetrack.config import MAX_PARAMS
+from statetrack.errors import UserError, did_you_mean
+from statetrack.store import DEFAULT_DB
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -39,6 +43,26 @@ class Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit code 2, no usage dump
         raise UserError(f"{self.prog}: {message}")
 
+    def _check_value(self, action, value):  # an unknown choice or command: the closest ones too
+        if action.choices is not None and value not in action.choices:
+            names = [str(c) for c in action.choices]
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r}{did_you_mean(str(value), names)} "
+                                                 f"(choose from {', '.join(names)})")
+
+    def parse_args(self, args=None, namespace=None):
+        """As argparse's, with the closest options named for an unrecognized one (``--d_model``)."""
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            parser = self
+            command = getattr(ns, "command", None)
+            if command and self._subparsers is not None:
+                parser = self._subparsers._group_actions[0].choices.get(command, self)
+            flag = next((x.split("=", 1)[0] for x in extras if x.startswith("-")), "")
+            hint = did_you_mean(flag, [o for o in parser._option_string_actions if o.startswith("--")]) if flag else ""
+            self.error(f"unrecognized arguments: {' '.join(extras)}{hint}; allowed: the options that "
+                       f"'{parser.prog} --help' lists")
+        return ns
+
 
 def parse_lengths(text: str) -> list[int]:
     try:
@@ -65,11 +89,21 @@ def parse_range(text: str) -> tuple[int, int]:
     return lo, hi
 
 
+def db_path(text: str) -> str:
+    """--db's value: a database in a folder that exists, so that a mistyped folder is said, not created.
+    A missing folder named as the default's (``runs/``) is made, where its parent exists."""
+    folder = os.path.dirname(text)
+    made = os.path.basename(os.path.normpath(folder)) == os.path.dirname(DEFAULT_DB) and os.path.isdir(
+        os.path.dirname(os.path.normpath(folder)) or ".")
+    if folder and not os.path.isdir(folder) and not made:
+        raise argparse.ArgumentTypeError(f"folder {folder!r} does not exist; create it first "
+                                         f"(mkdir -p {shlex.quote(folder)}) or give a database in an existing folder")
+    return text
+
+
 def add_db(q) -> None:
     """--db: the results database."""
-    from statetrack.store import DEFAULT_DB
-
-    q.add_argument("--db", default=DEFAULT_DB, help="results database")
+    q.add_argument("--db", default=DEFAULT_DB, type=db_path, help="results database")
 
 
 def add_json(q, what: str = "one object per (run, length)") -> None:
@@ -78,7 +112,5 @@ def add_json(q, what: str = "one object per (run, length)") -> None:
 
 def add_max_params(q) -> None:
     """--max-params: the largest model a checkpoint may declare before it is built."""
-    from statetrack.checkpoint import MAX_PARAMS
-
     q.add_argument("--max-params", type=int, default=MAX_PARAMS,
                    help=f"refuse a checkpoint whose model has more parameters (default: {MAX_PARAMS})")

@@ -48,10 +48,14 @@ def emit_rows(rows):
 
 
 def show(v) -> str:
+    """A value as a person reads it: yes/no, ``-`` for none, floats to 4 significant digits, lists
+    comma-separated (``--json`` keeps the full values)."""
     if isinstance(v, bool):
         return "yes" if v else "no"
-    if isinstance(v, list):
-        return ", ".join(map(str, v))
+    if isinstance(v, (list, tuple)):
+        return ", ".join(map(show, v))
+    if isinstance(v, float):
+        return f"{v:.4g}"
     return "-" if v is None else str(v)
 
 

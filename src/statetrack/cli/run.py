@@ -7,7 +7,7 @@ import sys
 from statetrack.cli.args import add_db, add_json, add_max_params, parse_range
 from statetrack.cli.lm import print_lm_metrics, with_lm
 from statetrack.cli.options import add_eval_options, add_train_options, given
-from statetrack.cli.output import Col, console, emit_rows, print_metrics, print_record, print_table, say
+from statetrack.cli.output import Col, console, emit_rows, print_metrics, print_record, print_table, say, show
 from statetrack.cli.progress import RunProgress
 from statetrack.errors import UserError
 
@@ -141,9 +141,9 @@ def _show(store, run_id: int, as_json: bool) -> int:
             if isinstance(v, dict):
                 yield from flat(f"{prefix}{k}.", v)
             else:
-                yield f"{prefix}{k}", ", ".join(map(str, v)) if isinstance(v, list) else str(v)
+                yield f"{prefix}{k}", show(v)
 
-    pairs = [(k, str(d[k])) for k in ("status", "study", "label", "model", "task", "seed", "checkpoint", "error")
+    pairs = [(k, show(d[k])) for k in ("status", "study", "label", "model", "task", "seed", "checkpoint", "error")
              if d[k] is not None]
     pairs += [("train lengths", f"{d['train_min_len']}-{d['train_max_len']}"),
               ("wall time", f"{d['wall_time'] or 0:.1f} s"),

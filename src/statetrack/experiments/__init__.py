@@ -30,7 +30,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from statetrack.config import EvalConfig, ModelConfig, TrainConfig, validated
-from statetrack.errors import UserError
+from statetrack.errors import UserError, did_you_mean
 from statetrack.jobs import Job
 
 HERE = Path(__file__).parent
@@ -271,7 +271,8 @@ class Study(_Strict):
     # -- the grid ----------------------------------------------------------------------------
     def scale(self, name: str) -> Scale:
         if name not in self.scales:
-            raise UserError(f"unknown scale {name!r} for study {self.name!r}; allowed: {', '.join(self.scales)}")
+            raise UserError(f"unknown scale {name!r}{did_you_mean(name, self.scales)} for study {self.name!r}; "
+                            f"allowed: {', '.join(self.scales)}")
         return self.scales[name]
 
     def active_tables(self, scale: str) -> list[Table]:
@@ -290,7 +291,7 @@ class Study(_Strict):
                 continue
             bad = [c for c in chosen if c not in known]
             if bad:
-                raise UserError(f"study {self.name!r} has no {what} {bad[0]!r}; allowed: "
+                raise UserError(f"study {self.name!r} has no {what} {bad[0]!r}{did_you_mean(bad[0], known)}; allowed: "
                                 f"{', '.join(dict.fromkeys(known))}")
             update[what + "s"] = [c for c in dict.fromkeys(have or known) if c in chosen]
         return self.model_copy(update={"scales": {**self.scales, scale: sc.model_copy(update=update)}})
@@ -366,7 +367,7 @@ def load_study(name_or_path: str) -> Study:
             path = Path(plugins.study_path(name_or_path))
         elif not path.is_file():
             names = builtin_studies() + sorted(plugins.study_entry_points())
-            raise UserError(f"unknown study {name_or_path!r}; allowed: {', '.join(names)} "
+            raise UserError(f"unknown study {name_or_path!r}{did_you_mean(name_or_path, names)}; allowed: {', '.join(names)} "
                             "or a path to a .yaml file")
     elif not path.is_file():
         raise UserError(f"study file {str(path)!r} not found")

@@ -89,12 +89,13 @@ class Mixer(nn.Module):
 
 def check_options(cls, options: dict) -> dict:
     """Merge a layer spec's options into the mixer's defaults; unknown keys are a UserError."""
-    from statetrack.errors import UserError
+    from statetrack.errors import UserError, did_you_mean
 
-    unknown = set(options) - set(cls.options)
+    unknown = sorted(set(options) - set(cls.options))
     if unknown:
         allowed = ", ".join(sorted(cls.options)) or "none"
-        raise UserError(f"unknown option {sorted(unknown)[0]!r} for mixer {cls.name!r}; allowed: {allowed}")
+        raise UserError(f"unknown option {unknown[0]!r}{did_you_mean(unknown[0], cls.options)} for mixer "
+                        f"{cls.name!r}; allowed: {allowed}")
     merged = dict(cls.options)
     for k, v in options.items():
         default = cls.options[k]

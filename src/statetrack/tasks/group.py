@@ -46,10 +46,8 @@ import numpy as np
 
 from statetrack.algebra import Group, get_group
 from statetrack.errors import UserError
+from statetrack.tasks.arguments import SELECTORS
 from statetrack.tasks.streaming import StreamingTask, every_mask, uniform_ints
-
-SELECTORS = ("all", "generators", "gens", "identity", "e", "involutions", "transpositions",
-             "Kcycles", "even", "odd")
 
 
 def _cycle_types(group: Group) -> list[tuple[int, ...]]:

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from statetrack.tasks.arguments import MAX_MODULUS
 from statetrack.tasks.streaming import StreamingTask, every_mask
-
-MAX_MODULUS = 65536
 
 
 class ModCount(StreamingTask):

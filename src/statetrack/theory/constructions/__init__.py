@@ -27,7 +27,7 @@ from __future__ import annotations
 import torch
 
 from statetrack.config import ModelConfig, TrainConfig
-from statetrack.errors import UserError
+from statetrack.errors import UserError, allowed, did_you_mean
 from statetrack.model import Model
 from statetrack.tasks import get_task
 from statetrack.theory.constructions.base import REGISTRY, Construction, register, sharpen_readout
@@ -53,7 +53,7 @@ def build(name: str) -> Construction:
 
     base, _, arg = name.partition(":")
     if base not in REGISTRY:
-        raise UserError(f"unknown construction {name!r}; allowed: {', '.join(sorted(REGISTRY))}")
+        raise allowed("construction", name, REGISTRY)
     fn, basis, desc, default_arg, mixers = REGISTRY[base]
     missing = [m for m in mixers if m not in MIXERS]
     if missing:
@@ -102,7 +102,8 @@ def init_config(init: str, task: str | None = None, **given) -> ModelConfig:
     mine = c.config.model
     for field, value in given.items():
         if field not in ModelConfig.model_fields:
-            raise UserError(f"unknown model field {field!r}; allowed: {', '.join(ModelConfig.model_fields)}")
+            raise UserError(f"unknown model field {field!r}{did_you_mean(field, ModelConfig.model_fields)}; "
+                            f"allowed: {', '.join(ModelConfig.model_fields)}")
         if value is None:
             continue
         ours = getattr(mine, field)
