@@ -95,8 +95,8 @@ def db_path(text: str) -> str:
     folder = os.path.dirname(text)
     made = os.path.basename(os.path.normpath(folder)) == os.path.dirname(DEFAULT_DB) and os.path.isdir(
         os.path.dirname(os.path.normpath(folder)) or ".")
-    if folder and not os.path.isdir(folder) and not made:
-        raise argparse.ArgumentTypeError(f"folder {folder!r} does not exist; create it first "
+    if folder and not os.path.exists(folder) and not made:  # (a file in the way: the store says so)
+        raise argparse.ArgumentTypeError(f"no database {text!r}: its folder {folder!r} does not exist; create it first "
                                          f"(mkdir -p {shlex.quote(folder)}) or give a database in an existing folder")
     return text
 

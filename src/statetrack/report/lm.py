@@ -49,6 +49,12 @@ class LMTable:
     def cell_texts(self) -> list[list[str]]:
         return self.rows
 
+    def cells(self) -> list[list[render.Cell]]:
+        return [[render.Cell(x) for x in row] for row in self.rows]
+
+    def published(self) -> bool:
+        return False
+
     def markdown(self) -> str:
         return render.grid_markdown(self.header, self.rows)
 

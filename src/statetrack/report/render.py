@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import statistics
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from statetrack.report.selection import MARK, TableCell
@@ -98,20 +99,36 @@ def _published(t: StudyTable) -> set[str]:
     return {c for c in t.task_columns if any(r["published"].get(c) is not None for r in t.rows)}
 
 
-def cell_texts(t: StudyTable) -> list[list[str]]:
+@dataclass(frozen=True)
+class Cell:
+    """A table cell as shown: its text, and whether it differs from the paper beyond the study's tolerance
+    (the text carries the mark too, for the plain-text formats)."""
+
+    text: str
+    differs: bool = False
+
+
+def cells(t: StudyTable) -> list[list[Cell]]:
+    """The rows of ``t`` as cells, in the order of ``headers(t)``."""
     out = []
     for r in t.rows:
         if t.kind == "per_length":
-            out.append([r["label"], r["train_lengths"], str(r["seeds"]), r["lr"], fmt(r["train_acc"])]
-                       + [r["text"][n] for n in t.lengths]
-                       + [fmt_len(r["longest"], r.get("longest_uncertain", False))]
-                       + [r["published_text"][k] for k in t.columns])
+            out.append([Cell(x) for x in (r["label"], r["train_lengths"], str(r["seeds"]), r["lr"], fmt(r["train_acc"]))]
+                       + [Cell(r["text"][n], bool(r["cells"][n].differs)) for n in t.lengths]
+                       + [Cell(fmt_len(r["longest"], r.get("longest_uncertain", False)))]
+                       + [Cell(r["published_text"][k], bool(r["differs"].get(k))) for k in t.columns])
         else:
-            row = [r["label"], r["train_lengths"], str(r["seeds"])]
+            row = [Cell(r["label"]), Cell(r["train_lengths"]), Cell(str(r["seeds"]))]
             for c in t.task_columns:
-                row += [r["text"].get(c, "-")] + ([r["published_text"].get(c, "-")] if c in _published(t) else [])
+                row.append(Cell(r["text"].get(c, "-"), bool(r["differs"].get(c))))
+                if c in _published(t):
+                    row.append(Cell(r["published_text"].get(c, "-")))
             out.append(row)
     return out
+
+
+def cell_texts(t: StudyTable) -> list[list[str]]:
+    return [[c.text for c in row] for row in cells(t)]
 
 
 def markdown(t: StudyTable) -> str:

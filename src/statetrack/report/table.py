@@ -41,8 +41,15 @@ class StudyTable:
     def headers(self) -> list[str]:
         return render.headers(self)
 
+    def cells(self) -> list[list[render.Cell]]:
+        return render.cells(self)
+
     def cell_texts(self) -> list[list[str]]:
         return render.cell_texts(self)
+
+    def published(self) -> bool:
+        """Whether any row has a published number to compare with."""
+        return any(v is not None for r in self.rows for v in r["published"].values())
 
     def markdown(self) -> str:
         return render.markdown(self)
@@ -60,7 +67,9 @@ class StudyTable:
         return render.rich(self)
 
 
-def _caption(study, kind: str) -> str:
+def _caption(study, kind: str, published: bool = True) -> str:
+    """The table's caption; the mark of a difference from the paper is explained only where the table has
+    published numbers (``published``)."""
     sel = study.select
     metric = study.metric.replace("_", " ")
     if kind == "per_length":
@@ -83,8 +92,9 @@ def _caption(study, kind: str) -> str:
               f" {UNSURE} = {judged} could move: at a length it reads, the 95% (Wilson) interval of the accuracy "
               "over the test sequences contains the threshold.")
     return (f"Cells: {what}; {rule}; shown as selected (median [min-max] over seeds), or "
-            f"median [min-max] when the selected value is the median. "
-            f"{MARK} = differs from the paper by more than {tol}.{unsure} Chance is measured per test length "
+            f"median [min-max] when the selected value is the median."
+            + (f" {MARK} = differs from the paper by more than {tol}." if published else "")
+            + f"{unsure} Chance is measured per test length "
             "(the majority rate of the final label in that length's test set); n/a = no test set at that "
             "length (e.g. no accepted string of that length).")
 
@@ -103,8 +113,9 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
         lengths = sorted({m.length for _, r in mine if r for m in r.metrics}) or \
             sorted({n for j, _ in mine for n in j.eval.lengths})
         title = tdef.title or study.title
+        published = any(v is not None for m in tdef.models for v in m.published.values())
         table = StudyTable(study.name, title, lengths, tdef.published_columns, name=tdef.name, kind=kind,
-                           caption=_caption(study, kind))
+                           caption=_caption(study, kind, published))
         present_cols = {getattr(j, "column", None) or tdef.tasks[0].label for j, _ in mine}
         table.task_columns = [t.label for t in tdef.tasks if t.label in present_cols] or [t.label for t in tdef.tasks]
         for m in tdef.models:

@@ -21,6 +21,18 @@ class Report:
     curves: dict[int, list] = field(default_factory=dict)
     interrupted: int = 0  # 'running'/'interrupted' rows of the grid's keys (not counted)
     machines: list[str] = field(default_factory=list)  # where the runs ran (from their recorded versions)
+    wall_time: float = 0.0  # seconds, summed over the complete runs of the grid (as each run recorded it)
+    devices: list[str] = field(default_factory=list)  # the devices the complete runs trained on
+
+    @property
+    def complete(self) -> int:
+        return len(self.results) - self.missing
+
+    def agreement(self) -> tuple[int, int]:
+        """(cells compared with a published number, cells that agree within the study's tolerance)."""
+        flags = [v for t in self.tables for r in getattr(t, "rows", []) if isinstance(r, dict)
+                 for v in r.get("differs", {}).values() if v is not None]
+        return len(flags), sum(1 for v in flags if not v)
 
     @property
     def missing(self) -> int:
@@ -54,14 +66,19 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None, device: s
 
     store = Store(db, create=False)
     jobs = study.cells(scale, seeds, device)
-    results, traces, curves, unfinished, machines = [], {}, {}, 0, {}
+    results, traces, curves, unfinished, machines, wall, devices = [], {}, {}, 0, {}, 0.0, {}
     for job in jobs:
         res = complete_result(store, job.key)
         results.append((job, res))
         rows = store.runs(key=job.key)
         unfinished += sum(1 for r in rows if r["status"] in ("running", "interrupted"))
         if res is not None:
-            v = next((r["versions"] or {} for r in rows if r["id"] == res.run_id), {})
+            row = next((r for r in rows if r["id"] == res.run_id), {})
+            v = row.get("versions") or {}
+            wall += row.get("wall_time") or 0.0
+            dev = (row.get("config") or {}).get("device")
+            if dev:
+                devices[dev] = None
             m = f"{v.get('platform', '?')}, torch {v.get('torch', '?')}, {v.get('threads', '?')} thread(s)"
             machines[m] = machines.get(m, 0) + 1
             curves[res.run_id] = store.curve(res.run_id)
@@ -74,7 +91,7 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None, device: s
     else:
         tables = study_tables(study, results, scale)
     rep = Report(study, scale, tables, results, traces, curves, unfinished,
-                 [f"{m} ({n} run{'s' if n > 1 else ''})" for m, n in machines.items()])
+                 [f"{m} ({n} run{'s' if n > 1 else ''})" for m, n in machines.items()], wall, list(devices))
     if study.kind != "lm":
         _compare_probes(rep)
     return rep
@@ -210,11 +227,24 @@ def differences(t: StudyTable, study) -> list[str]:
 
 @dataclass
 class Figure:
-    """One figure of a report: the table it belongs to (or ``probes``), its file stem, the figure."""
+    """One figure of a report: the table it belongs to (or ``probes``), its file stem, the figure, and
+    its caption (a sentence saying what it shows)."""
 
     section: str
     stem: str
     fig: object
+    caption: str = ""
+
+
+#: captions of the language-modelling figures, by the stem's first word ({} = the corpus)
+LM_CAPTIONS = {
+    "curves": "Learning curves on the {} corpus: validation loss (bits per token) against the training step, "
+              "one colour per model.",
+    "positions": "Bits per byte on the {} test split by position in the window (the longest context), one line "
+                 "per model (median over seeds) beside the baselines (dashed); dotted: the training length.",
+    "context": "Bits per byte on the {} test split against the context length, one line per model (median over "
+               "seeds) beside the baselines (dashed); dotted: the training length.",
+}
 
 
 def report_figures(rep: Report) -> list[Figure]:
@@ -224,18 +254,21 @@ def report_figures(rep: Report) -> list[Figure]:
     if rep.study.kind == "lm":
         from statetrack.report.lm_figures import lm_figures
 
-        return [Figure(section, stem, fig) for section, stem, fig in lm_figures(rep)]
+        return [Figure(section, stem, fig, LM_CAPTIONS.get(stem.split("-")[0], "").format(stem.partition("-")[2]))
+                for section, stem, fig in lm_figures(rep)]
     out = []
     for t in rep.tables:
-        for stem, fig in length_figures(rep.study, t, rep.results) + curve_figures(rep.study, t, rep.results,
-                                                                                      rep.curves):
-            out.append(Figure(t.name, stem, fig))
+        for stem, fig, caption in length_figures(rep.study, t, rep.results) + curve_figures(
+                rep.study, t, rep.results, rep.curves):
+            out.append(Figure(t.name, stem, fig, caption))
     for j, r in rep.results:
         if r is None or j.seed != 0:
             continue
         for probe, tr in rep.traces.get(r.run_id, {}).items():
             fig = trace_figure(f"{j.label} (lr {j.train.lr:g}, seed {j.seed}) on {probe}", tr)
-            out.append(Figure("probes", f"trace-{slug(j.label)}-lr{j.train.lr:g}-{slug(probe)}", fig))
+            out.append(Figure("probes", f"trace-{slug(j.label)}-lr{j.train.lr:g}-{slug(probe)}", fig,
+                              f"{j.label} (learning rate {j.train.lr:g}, seed {j.seed}) on the probe {probe}: the "
+                              "input, the target and the model's output over time, for one seeded sequence."))
     return out
 
 
@@ -253,6 +286,11 @@ def scale_note(rep: Report) -> str:
 def runs_line(rep: Report) -> str:
     return (f"Runs of the grid: {len(rep.results)}; complete: {len(rep.results) - rep.missing}; missing: "
             f"{rep.missing}; unfinished records of these runs (killed, not counted): {rep.interrupted}.")
+
+
+def _figure_md(f: Figure, folder: str, links: dict) -> str:
+    return f"![{f.stem}]({folder}/{links[f.stem]})\n\n*{f.caption}*\n" if f.caption else \
+        f"![{f.stem}]({folder}/{links[f.stem]})\n"
 
 
 def write_report(rep: Report, out: str | Path, meta: dict | None = None, figures=("png",)) -> Path:
@@ -276,12 +314,12 @@ def write_report(rep: Report, out: str | Path, meta: dict | None = None, figures
             md += [f"## {t.title}" + (f" (table `{t.name}`)" if t.name != "main" else ""), "", t.markdown(), "",
                    t.caption, ""]
             md += differences(t, rep.study)
-            md += [f"![{f.stem}]({study.name}/{links[f.stem]})\n" for f in figs if f.section == t.name and links]
+            md += [_figure_md(f, study.name, links) for f in figs if f.section == t.name and links]
         probe_md = _probe_markdown(rep)
         if probe_md:
             md += ["## Probes", "", probe_md, "",
                    "Traces: one seeded sequence per probe; input, target and the model's P(1) over time.", ""]
-            md += [f"![{f.stem}]({study.name}/{links[f.stem]})\n" for f in figs if f.section == "probes" and links]
+            md += [_figure_md(f, study.name, links) for f in figs if f.section == "probes" and links]
     finally:
         for f in figs:
             close(f.fig)
