@@ -130,7 +130,7 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
                              owner=owner or this_process())
     t0 = time.time()
     try:
-        res = train(train_cfg, task, model=start, on_step=on_step, on_train_step=on_train_step)
+        res = train(train_cfg, task, model=start, on_step=on_step, on_train_step=on_train_step, progress=False)
         metrics, lm = evaluate_run(res.model, task, eval_cfg, on_length=on_length)
     except TrainingDiverged as e:
         summary = {"failed_step": e.step, "reason": str(e)}

@@ -106,6 +106,50 @@ def add_db(q) -> None:
     q.add_argument("--db", default=DEFAULT_DB, type=db_path, help="results database")
 
 
+#: how a command names a stored run: its id, ``last`` (the latest complete run) or its label
+RUN_REF = "a run: its id, 'last' (the latest complete run) or its --label (the latest complete run so labelled)"
+
+
+def find_run(db: str, ref: str) -> dict:
+    """The stored run that ``ref`` names in ``db`` (see RUN_REF); a UserError names a bad one."""
+    from statetrack.store import Store
+
+    store = Store(db, create=False)
+    ref = str(ref).strip()
+    if ref.isdigit():
+        return store.run(int(ref))
+    done = store.runs(status="complete")
+    if ref == "last":
+        if not done:
+            raise UserError(f"no complete run in {db!r} yet, so 'last' names none")
+        return done[-1]
+    labelled = [r for r in done if r["label"] == ref]
+    if not labelled:
+        labels = sorted({r["label"] for r in done if r["label"]})
+        raise UserError(f"no complete run labelled {ref!r} in {db!r}{did_you_mean(ref, labels)}; name a run by its "
+                        f"id, 'last' or a label: {', '.join(labels) or 'no run has a label'}")
+    return labelled[-1]
+
+
+def add_checkpoint(q, what: str = "a checkpoint (.safetensors) of train, sweep or construct") -> None:
+    """The checkpoint argument: a file, or ``run:REF``, the checkpoint of a stored run in --db."""
+    q.add_argument("checkpoint", help=f"{what}, or run:ID, run:last, run:LABEL for the checkpoint of a run "
+                                      "in --db")
+    if "--db" not in q._option_string_actions:
+        add_db(q)
+
+
+def checkpoint_path(a) -> str:
+    """The file the checkpoint argument names (``run:REF``: that run's checkpoint)."""
+    text = a.checkpoint
+    if not text.startswith("run:"):
+        return text
+    r = find_run(a.db, text[4:])
+    if r["status"] != "complete" or not r["checkpoint"]:
+        raise UserError(f"run {r['id']} is {r['status']} and has no checkpoint; name a complete run")
+    return r["checkpoint"]
+
+
 def add_json(q, what: str = "one object per (run, length)") -> None:
     q.add_argument("--json", action="store_true", help=f"print JSON, {what}")
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from statetrack.cli.args import add_json
+from statetrack.cli.args import add_checkpoint, add_json, checkpoint_path
 from statetrack.cli.output import Col, print_table, rows_out, say
 from statetrack.errors import UserError
 
@@ -67,6 +67,7 @@ def cmd_construct(a):
 def cmd_counterexample(a):
     from statetrack.theory.witness import counterexample
 
+    a.checkpoint = checkpoint_path(a)
     r = counterexample(a.checkpoint, task=a.task, max_len=a.max_len, tol=a.tol, max_w=a.max_w, seed=a.seed)
     if a.json:
         print(json.dumps(r))
@@ -88,6 +89,7 @@ def cmd_spectrum(a):
     from statetrack.report.plots import FORMATS, spectrum_plot
     from statetrack.theory.spectra import spectrum
 
+    a.checkpoint = checkpoint_path(a)
     if a.out and a.out.rpartition(".")[2].lower() not in FORMATS:
         raise UserError(f"bad --out {a.out!r}: the figure's format comes from its suffix; allowed: "
                         f"{', '.join('.' + f for f in FORMATS)}")
@@ -132,7 +134,7 @@ def add_commands(sub) -> None:
     q.set_defaults(fn=cmd_construct)
 
     q = sub.add_parser("counterexample", help="build the proof's failing input for a checkpoint and run it")
-    q.add_argument("checkpoint")
+    add_checkpoint(q)
     q.add_argument("--task", default="parity", help="the task whose failing input is built")
     q.add_argument("--max-len", type=int, default=10_000, help="longest input built")
     q.add_argument("--tol", type=float, default=0.01, help="phase alignment tolerance for time-invariant modes")
@@ -142,7 +144,7 @@ def add_commands(sub) -> None:
     q.set_defaults(fn=cmd_counterexample)
 
     q = sub.add_parser("spectrum", help="eigenvalues of A(x) per layer and token, on the complex plane")
-    q.add_argument("checkpoint")
+    add_checkpoint(q)
     q.add_argument("--out", default=None, help="figure path: .png, .svg or .pdf")
     q.add_argument("--samples", type=int, default=4, help="sample sequences of the model's task")
     q.add_argument("--length", type=int, default=64, help="length of each sample sequence")
