@@ -49,7 +49,7 @@ def did_you_mean(value: str, choices: Iterable[str]) -> str:
     return " (did you mean " + " or ".join(repr(c) for c in near[:3]) + "?)"
 
 
-def allowed(name: str, value, choices) -> UserError:
+def allowed(name: str, value: object, choices: Iterable[object]) -> UserError:
     """A UserError naming the bad value, the closest allowed ones and all the allowed ones."""
-    choices = sorted(map(str, choices))
-    return UserError(f"unknown {name} {value!r}{did_you_mean(str(value), choices)}; allowed: {', '.join(choices)}")
+    names = sorted(map(str, choices))
+    return UserError(f"unknown {name} {value!r}{did_you_mean(str(value), names)}; allowed: {', '.join(names)}")

@@ -5,7 +5,8 @@ argument string (or None) and raises UserError on a bad one.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from statetrack import plugins
 from statetrack.errors import UserError, allowed
