@@ -8,9 +8,11 @@ MISTAKES = [
     (["train", "--layers", "mamab"], "unknown mixer 'mamab' (did you mean 'mamba'?)"),
     (["train", "--layers", "rnn", "--task", "partiy"], "unknown task family 'partiy' (did you mean 'parity'?)"),
     (["train", "--layers", "rnn", "--d_model", "8"], "--d_model 8 (did you mean '--d-model'?)"),
-    (["reproduce", "khavari2025-parityy"], "unknown study 'khavari2025-parityy' (did you mean 'khavari2025-parity'?)"),
+    (["reproduce", "khavari2025-parityy"],
+     "unknown study 'khavari2025-parityy' (did you mean 'khavari2025-parity'?)"),
     (["train", "--layers", "mamba(cnv=0)"], "unknown option 'cnv' (did you mean 'conv'?) for mixer 'mamba'"),
-    (["train", "--layers", "rnn", "--set", "model.dmodel=3"], "unknown key 'model.dmodel' (did you mean 'model.d_model'?)"),
+    (["train", "--layers", "rnn", "--set", "model.dmodel=3"],
+     "unknown key 'model.dmodel' (did you mean 'model.d_model'?)"),
     (["train", "--layers", "rnn", "--step", "5"], "--step 5 (did you mean '--steps'?)"),
     (["trian"], "invalid choice: 'trian' (did you mean 'train'?)"),
     (["construct", "s3-asusm", "--out", "x.safetensors"], "unknown construction 's3-asusm' (did you mean 's3-aussm'?)"),
@@ -23,7 +25,8 @@ MISTAKES = [
 @pytest.mark.parametrize("argv,needle", MISTAKES)
 def test_misspelt_names_get_the_closest(argv, needle, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert main([*argv, *(["--db", str(tmp_path / "r.db")] if argv[0] in ("train", "reproduce", "report") else [])]) == 2
+    db = ["--db", str(tmp_path / "r.db")] if argv[0] in ("train", "reproduce", "report") else []
+    assert main([*argv, *db]) == 2
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1 and "allowed" in err or "choose from" in err, err
     assert not (tmp_path / "r.db").exists()

@@ -6,6 +6,11 @@ import sys
 
 import pytest
 
+from conftest import SRC
+
+#: the checkout's source first, as the other child processes of the tests
+ENV = {"PATH": "", "PYTHONPATH": SRC}
+
 #: command -> packages it must not import
 LIGHT = {
     ("--version",): ("torch", "numpy", "matplotlib", "safetensors"),
@@ -19,7 +24,7 @@ LIGHT = {
 
 def imported(argv) -> set[str]:
     p = subprocess.run([sys.executable, "-X", "importtime", "-m", "statetrack.cli", *argv],
-                       capture_output=True, text=True, env={"COLUMNS": "100", "PATH": ""})
+                       capture_output=True, text=True, env={**ENV, "COLUMNS": "100"})
     assert p.returncode == 0, p.stderr[-2000:]
     return {m.group(1).split(".")[0] for m in re.finditer(r"^import time:.*\|\s*(\S+)$", p.stderr, re.M)}
 
@@ -30,10 +35,10 @@ def test_light_commands_import_no_heavy_package(argv):
 
 
 def test_package_import_is_light():
-    p = subprocess.run([sys.executable, "-c", "import statetrack, sys; print(statetrack.__version__); "
-                        "print(sorted(m for m in ('torch', 'numpy') if m in sys.modules))"],
-                       capture_output=True, text=True, check=True)
+    code = ("import statetrack, sys; print(statetrack.__version__); "
+            "print(sorted(m for m in ('torch', 'numpy') if m in sys.modules))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=ENV)
     assert p.stdout.splitlines()[1] == "[]"
-    p = subprocess.run([sys.executable, "-c", "from statetrack import train, get_task, ModelConfig; print(train.__module__)"],
-                       capture_output=True, text=True, check=True)
+    code = "from statetrack import train, get_task, ModelConfig; print(train.__module__)"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=ENV)
     assert p.stdout.strip() == "statetrack.training"

@@ -44,4 +44,5 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_API])
 
 
-__all__ = ["UserError", "__version__", *_API]
+__all__ = ["UserError", "__version__", "get_task", "Task", "ModelConfig", "TrainConfig", "EvalConfig", "Model",
+           "build_model", "train", "TrainResult", "evaluate", "LengthMetrics"]

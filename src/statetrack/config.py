@@ -8,7 +8,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from statetrack.errors import UserError, did_you_mean
 
-
 #: the largest model a checkpoint may declare, in parameters (1 GB of float32 weights). A fixed number
 #: rather than one derived from free memory, so a file loads on every machine or on none; raise it with
 #: ``--max-params`` (``max_params=``) for a bigger model (statetrack.checkpoint).

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 LOGGER = logging.getLogger("statetrack")
 

@@ -29,8 +29,8 @@ import torch.nn.functional as F
 from statetrack.config import TrainConfig
 from statetrack.device import resolve_device
 from statetrack.model import Model, build_model
-from statetrack.steps import TrainingDiverged, batches, make_step
 from statetrack.progress import Progress, TrainProgress, sink
+from statetrack.steps import TrainingDiverged, batches, make_step
 from statetrack.tasks import Task, get_task
 
 #: a validation loss above this many times ln(classes) (the loss of a uniform guess) is divergence

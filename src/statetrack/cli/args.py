@@ -56,7 +56,8 @@ class Parser(argparse.ArgumentParser):
             parser = self
             command = getattr(ns, "command", None)
             if command and self._subparsers is not None:
-                parser = self._subparsers._group_actions[0].choices.get(command, self)
+                choices = self._subparsers._group_actions[0].choices
+                parser = choices.get(command, self) if isinstance(choices, dict) else self
             flag = next((x.split("=", 1)[0] for x in extras if x.startswith("-")), "")
             hint = did_you_mean(flag, [o for o in parser._option_string_actions if o.startswith("--")]) if flag else ""
             self.error(f"unrecognized arguments: {' '.join(extras)}{hint}; allowed: the options that "
@@ -143,13 +144,13 @@ def add_checkpoint(q, what: str = "a checkpoint (.safetensors) of train, sweep o
 
 def checkpoint_path(a) -> str:
     """The file the checkpoint argument names (``run:REF``: that run's checkpoint)."""
-    text = a.checkpoint
+    text = str(a.checkpoint)
     if not text.startswith("run:"):
         return text
     r = find_run(a.db, text[4:])
     if r["status"] != "complete" or not r["checkpoint"]:
         raise UserError(f"run {r['id']} is {r['status']} and has no checkpoint; name a complete run")
-    return r["checkpoint"]
+    return str(r["checkpoint"])
 
 
 def add_json(q, what: str = "one object per (run, length)") -> None:

@@ -4,8 +4,16 @@ from __future__ import annotations
 import json
 import sys
 
-from statetrack.cli.args import (RUN_REF, add_checkpoint, add_db, add_json, add_max_params, checkpoint_path, find_run,
-                                 parse_range)
+from statetrack.cli.args import (
+    RUN_REF,
+    add_checkpoint,
+    add_db,
+    add_json,
+    add_max_params,
+    checkpoint_path,
+    find_run,
+    parse_range,
+)
 from statetrack.cli.lm import print_lm_metrics, with_lm
 from statetrack.cli.options import add_eval_options, add_train_options, given
 from statetrack.cli.output import Col, console, emit_rows, print_metrics, print_record, print_table, say, show

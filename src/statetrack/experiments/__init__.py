@@ -367,7 +367,8 @@ def load_study(name_or_path: str) -> Study:
             path = Path(plugins.study_path(name_or_path))
         elif not path.is_file():
             names = builtin_studies() + sorted(plugins.study_entry_points())
-            raise UserError(f"unknown study {name_or_path!r}{did_you_mean(name_or_path, names)}; allowed: {', '.join(names)} "
+            raise UserError(f"unknown study {name_or_path!r}{did_you_mean(name_or_path, names)}; allowed: "
+                            f"{', '.join(names)} "
                             "or a path to a .yaml file")
     elif not path.is_file():
         raise UserError(f"study file {str(path)!r} not found")

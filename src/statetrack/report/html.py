@@ -23,8 +23,17 @@ from pathlib import Path
 from statetrack.files import ensure_dir, write_file
 from statetrack.report.plots import close, save, svg_text
 from statetrack.report.render import Cell
-from statetrack.report.writer import (INTERVALS_CAPTION, PROBE_HEADERS, Report, difference_items, interval_tables,
-                                      probe_cells, report_figures, runs_line, scale_note)
+from statetrack.report.writer import (
+    INTERVALS_CAPTION,
+    PROBE_HEADERS,
+    Report,
+    difference_items,
+    interval_tables,
+    probe_cells,
+    report_figures,
+    runs_line,
+    scale_note,
+)
 from statetrack.version import __version__
 
 CSS = """
@@ -262,9 +271,9 @@ def write_index(folder, records: dict[str, dict] | None = None) -> Path:
             "written", "first figure"]
     rows = [index_row(records[k]) for k in sorted(records)]
     body = [f"<h1>statetrack reports ({len(rows)} stud{'y' if len(rows) == 1 else 'ies'})</h1>",
-            "<p>Each study's page holds its tables beside the paper's numbers, its figures and its notes. "
-            "Cells agreeing with the paper: the cells with a published number whose value is within the "
-            "study's tolerance.</p>",
+            ("<p>Each study's page holds its tables beside the paper's numbers, its figures and its notes. "
+             "Cells agreeing with the paper: the cells with a published number whose value is within the "
+             "study's tolerance.</p>"),
             '<table class="index"><thead><tr>' + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>"]
     body += ["<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows]
     body.append(f"</tbody></table><footer>statetrack {esc(__version__)}</footer>")

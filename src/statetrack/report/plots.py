@@ -34,7 +34,7 @@ def outside_legend(ax, fig=None, **kw):
     """A legend to the right of the axes (or of the whole figure, given ``fig``), never over the data;
     ``save`` and ``svg_text`` widen the saved area to hold it."""
     kw.setdefault("fontsize", 8)
-    where = dict(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
+    where = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "borderaxespad": 0.0, "frameon": False}
     if fig is not None:
         handles, labels = ax.get_legend_handles_labels()
         leg = fig.legend(handles, labels, **{**where, "bbox_to_anchor": (1.0, 0.92)}, **kw)

@@ -113,7 +113,8 @@ def cells(t: StudyTable) -> list[list[Cell]]:
     out = []
     for r in t.rows:
         if t.kind == "per_length":
-            out.append([Cell(x) for x in (r["label"], r["train_lengths"], str(r["seeds"]), r["lr"], fmt(r["train_acc"]))]
+            first = (r["label"], r["train_lengths"], str(r["seeds"]), r["lr"], fmt(r["train_acc"]))
+            out.append([Cell(x) for x in first]
                        + [Cell(r["text"][n], bool(r["cells"][n].differs)) for n in t.lengths]
                        + [Cell(fmt_len(r["longest"], r.get("longest_uncertain", False)))]
                        + [Cell(r["published_text"][k], bool(r["differs"].get(k))) for k in t.columns])

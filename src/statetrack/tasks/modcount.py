@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from statetrack.tasks.arguments import MAX_MODULUS
 from statetrack.tasks.streaming import StreamingTask, every_mask
 
 
