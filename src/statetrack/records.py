@@ -13,6 +13,7 @@ the checkpoint (null for a construction's) and null status, wall time and longes
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import fields
 
 from statetrack.evaluation import LengthMetrics
@@ -44,14 +45,15 @@ def checkpoint_run(config: dict, extra: dict, task: str, path: str) -> dict:
             "checkpoint": str(path), "wall_time": None, "longest_90": None}
 
 
-def metric_dict(m) -> dict:
+def metric_dict(m: LengthMetrics | dict) -> dict:
     """A LengthMetrics (or a database metrics row) as ``length`` + ``METRIC_KEYS`` (a row stored before
     the interval was recorded gets it computed)."""
     d = (m if isinstance(m, LengthMetrics) else LengthMetrics.from_row(m)).as_dict()
     return {k: d[k] for k in ("length",) + METRIC_KEYS}
 
 
-def length_rows(run: dict, metrics, split: str = "test", **grid) -> list[dict]:
+def length_rows(run: dict, metrics: Iterable[LengthMetrics | dict], split: str = "test",
+                **grid: object) -> list[dict]:
     """One row per test length: the run object, ``length``, ``split`` and the metrics (and ``grid`` keys if
     given)."""
     out = []
@@ -61,7 +63,8 @@ def length_rows(run: dict, metrics, split: str = "test", **grid) -> list[dict]:
     return out
 
 
-def split_rows(run: dict, metrics, more: dict | None, headline: str = "test", **grid) -> list[dict]:
+def split_rows(run: dict, metrics: Iterable[LengthMetrics | dict], more: dict | None, headline: str = "test",
+               **grid: object) -> list[dict]:
     """The length rows of a run's headline draw, then those of its other draws (``more``: split -> metrics)."""
     rows = length_rows(run, metrics, headline, **grid)
     for split, ms in (more or {}).items():

@@ -16,8 +16,8 @@ is the majority share of the final label's distribution in the draw scored (``st
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 
@@ -35,7 +35,7 @@ class Batch:
     def __post_init__(self):
         assert self.inputs.shape == self.targets.shape == self.mask.shape, "batch arrays differ in shape"
 
-    def slice(self, start: int, stop: int) -> "Batch":
+    def slice(self, start: int, stop: int) -> Batch:
         return Batch(self.inputs[:, start:stop], self.targets[:, start:stop], self.mask[:, start:stop])
 
 
@@ -66,7 +66,7 @@ class Task(ABC):
         for start in range(0, length, chunk):
             yield batch.slice(start, min(start + chunk, length))
 
-    def heldout(self, split: str) -> "Task":
+    def heldout(self, split: str) -> Task:
         """The task on its held-out ``split`` ("validation" or "test"). A generated task draws fresh
         sequences from a seeded generator, so it is its own held-out set; a corpus task reads another
         split of its corpus."""
