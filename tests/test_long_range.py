@@ -52,7 +52,7 @@ def lang(tmp_path):
     def make(name):
         states, alphabet, start, accept, rows = LANGS[name]
         spec = {"states": states, "alphabet": alphabet, "start": start, "accept": accept,
-                "transitions": {s: dict(zip(alphabet, r)) for s, r in zip(states, rows)}}
+                "transitions": {s: dict(zip(alphabet, r, strict=True)) for s, r in zip(states, rows, strict=True)}}
         p = tmp_path / f"{name}.json"
         p.write_text(json.dumps(spec))
         return f"dfa:{p}", spec
@@ -105,7 +105,7 @@ def test_draw_matches_a_brute_force_count(lang, name, length):
         expected = n * p
         assert abs(drawn.get(w, 0) - expected) < 5 * np.sqrt(expected) + 2, (w, drawn.get(w, 0), expected)
     assert all(w[length - k:] in qualifying for w in drawn)
-    assert all(bool(y) == label[w] for w, y in zip(words, b.targets[:, -1]))
+    assert all(bool(y) == label[w] for w, y in zip(words, b.targets[:, -1], strict=True))
     assert abs(b.targets[:, -1].mean() - 0.5) <= 1 / n
 
 
@@ -136,7 +136,7 @@ def test_length_200_properties(lang, name):
         assert ends == {True, False}
     keys = ["".join(r["input_symbols"][-8:]) for r in rows]
     fit: dict = {}
-    for key, y in zip(keys[:500], labels[:500]):
+    for key, y in zip(keys[:500], labels[:500], strict=True):
         fit.setdefault(key, []).append(y)
     guess = [round(np.mean(fit[key])) if key in fit else 0 for key in keys[500:]]
     acc = np.mean(np.array(guess) == labels[500:])

@@ -193,7 +193,8 @@ def _ray_payload(job: Job, plugin_names: list[str] = ()) -> dict:
         store = Store(wdb)
         row = store.run(res.run_id)
         out = {"status": res.status, "config": row["config"], "versions": row["versions"], "error": row["error"],
-               "wall_time": row["wall_time"], "summary": row["summary"], "metrics": res.metrics, "lm": res.lm, "more": res.more,
+               "wall_time": row["wall_time"], "summary": row["summary"], "metrics": res.metrics, "lm": res.lm,
+               "more": res.more,
                "curve": store.curve(res.run_id), "checkpoint": None, "traces": {}}
         if res.status == "complete":
             out["checkpoint"] = Path(res.checkpoint).read_bytes()

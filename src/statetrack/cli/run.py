@@ -7,8 +7,16 @@ import sys
 from statetrack.cli.args import add_db, add_json, add_max_params, parse_range
 from statetrack.cli.lm import print_lm_metrics, with_lm
 from statetrack.cli.options import add_eval_options, add_train_options, given
-from statetrack.cli.output import (Col, console, emit_rows, print_horizons, print_metrics, print_record, print_table,
-                                   say)
+from statetrack.cli.output import (
+    Col,
+    console,
+    emit_rows,
+    print_horizons,
+    print_metrics,
+    print_record,
+    print_table,
+    say,
+)
 from statetrack.cli.progress import RunProgress
 from statetrack.errors import UserError
 

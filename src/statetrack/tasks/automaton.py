@@ -27,7 +27,7 @@ first with memory O(sqrt(n)) rows (checkpoints), which the long-range draw
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -61,7 +61,7 @@ class Automaton:
         self.pred_symbol = np.zeros((n_states, width), dtype=np.int64)
         for q, p in enumerate(pairs):
             if p:
-                self.pred_state[q, :len(p)], self.pred_symbol[q, :len(p)] = zip(*p)
+                self.pred_state[q, :len(p)], self.pred_symbol[q, :len(p)] = zip(*p, strict=True)
         self._forward: dict[int, np.ndarray] = {}
         self._token_index: np.ndarray | None = None
 
@@ -155,7 +155,8 @@ class Automaton:
         return np.flatnonzero(self.label_log_counts(length) > NEG)
 
 
-def reverse_rows(first: np.ndarray, step: Callable[[np.ndarray], np.ndarray], n: int) -> Iterator[tuple[int, np.ndarray]]:
+def reverse_rows(first: np.ndarray, step: Callable[[np.ndarray], np.ndarray],
+                 n: int) -> Iterator[tuple[int, np.ndarray]]:
     """Yield (t, row_t) for t = n, n - 1, ..., 0, where row_0 = ``first`` and row_t = step(row_{t-1}).
 
     Keeps every b-th row (b = ceil(sqrt(n + 1))) on a first pass and recomputes one block of b rows at

@@ -97,7 +97,7 @@ class Task(ABC):
     #: uniformly among the classes first, each sequence uniform among those with its label), or "own"
     test_draw_kind: str = "training"
 
-    def automaton(self) -> "Automaton | None":
+    def automaton(self) -> Automaton | None:
         """The finite automaton that computes the task's labels (``statetrack.tasks.automaton``), or None
         for a task that is not regular; built once. It gives exact label distributions, the long-range
         test draw and the witness families."""
@@ -105,7 +105,7 @@ class Task(ABC):
             self.__dict__["_automaton"] = self.build_automaton()
         return self.__dict__["_automaton"]
 
-    def build_automaton(self) -> "Automaton | None":
+    def build_automaton(self) -> Automaton | None:
         return None
 
     def chance_level(self) -> float:

@@ -20,7 +20,7 @@ majority share as the chance of a length, never the majority of the few sequence
 """
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 

@@ -123,7 +123,7 @@ def distinguishing(auto: Automaton) -> dict[tuple[int, int], tuple[int, ...]]:
                 new = True
         if not new:
             break
-    for p, q in zip(*np.nonzero(dist >= 0)):
+    for p, q in zip(*np.nonzero(dist >= 0), strict=True):
         v, (x, y) = [], (int(p), int(q))
         while dist[x, y] > 0:
             a = int(first[x, y])

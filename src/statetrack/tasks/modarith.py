@@ -22,7 +22,6 @@ import numpy as np
 from statetrack.tasks.automaton import Automaton
 from statetrack.tasks.streaming import StreamingTask, final_mask_chunk, uniform_ints
 
-
 #: the largest modulus whose automaton (4 m^2 + m + 1 states) is built
 MAX_AUTOMATON_MODULUS = 32
 
