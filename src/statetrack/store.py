@@ -593,10 +593,8 @@ def _remove_created(path: Path, ident: tuple[int, int]) -> None:
         if (st.st_dev, st.st_ino) == ident:
             os.unlink(path)
             for suffix in ("-wal", "-shm"):
-                try:
+                with suppress(OSError):
                     os.unlink(f"{path}{suffix}")
-                except OSError:
-                    pass
     except OSError:
         pass
 
