@@ -542,7 +542,7 @@ def _check_file(path: Path, uri: str, name: str) -> list[str]:
                 raise UserError(f"{name!r} is an SQLite database that statetrack did not create; {untouched} "
                                 "(choose another --db)")
             try:
-                version = int(version)
+                version = int(version if version is not None else "")  # no version: the error below
             except (TypeError, ValueError):
                 raise UserError(f"results database {name!r} is damaged: its schema version is {version!r}, not a "
                                 f"number; {untouched}") from None
