@@ -25,7 +25,7 @@ LAYERS = [
     {"model"},
     {"checkpoint", "store", "claims"},
     {"steps"},
-    {"training", "evaluation"},
+    {"training", "evaluation", "horizon"},
     {"theory"},
     {"probes"},
     {"runner", "records"},

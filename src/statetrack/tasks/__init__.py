@@ -13,20 +13,22 @@ from statetrack.tasks.registry import FAMILIES, get_task, register
 from statetrack.tasks.suite import list_tasks
 
 if TYPE_CHECKING:
+    from statetrack.tasks import draws
     from statetrack.tasks.base import Batch, Task
     from statetrack.tasks.sampling import label_shares, sample_json
 
 #: names loaded on first use: their modules import numpy (heavy)
-_LAZY = {"Batch": "statetrack.tasks.base", "Task": "statetrack.tasks.base",
+_LAZY = {"Batch": "statetrack.tasks.base", "Task": "statetrack.tasks.base", "draws": "",
          "label_shares": "statetrack.tasks.sampling", "sample_json": "statetrack.tasks.sampling"}
 
 
 def __getattr__(name: str):
     if name in _LAZY:  # heavy: numpy
-        value = getattr(importlib.import_module(_LAZY[name]), name)
+        module = importlib.import_module(_LAZY[name] or f"statetrack.tasks.{name}")
+        value = module if not _LAZY[name] else getattr(module, name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'statetrack.tasks' has no attribute {name!r}")
 
 
-__all__ = ["Batch", "Task", "get_task", "register", "FAMILIES", "list_tasks", "sample_json", "label_shares"]
+__all__ = ["Batch", "Task", "get_task", "register", "FAMILIES", "list_tasks", "sample_json", "label_shares", "draws"]

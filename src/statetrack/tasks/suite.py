@@ -123,12 +123,15 @@ def _dfa(arg):
     from statetrack.tasks.dfa import DFATask, load_dfa  # heavy: numpy
 
     if not arg:
-        raise UserError("task 'dfa' needs a JSON file, e.g. dfa:my_language.json")
-    return DFATask(load_dfa(arg), f"dfa:{arg}")
+        raise UserError("task 'dfa' needs a JSON file, e.g. dfa:my_language.json or dfa:my_language.json/balanced")
+    path, balanced = (arg[:-len("/balanced")], True) if arg.endswith("/balanced") else (arg, False)
+    return DFATask(load_dfa(path), f"dfa:{arg}", balanced_training=balanced)
 
 
-_meta("dfa", "dfa:PATH", [{"name": "PATH", "allowed": "JSON file with states, alphabet, start, "
-                                                      "accept, transitions"}])
+_meta("dfa", "dfa:PATH | dfa:PATH/balanced", [
+    {"name": "PATH", "allowed": "JSON file with states, alphabet, start, accept, transitions"},
+    {"name": "balanced", "allowed": "/balanced trains on half accepted, half rejected strings (the test draw)",
+     "default": "off: uniform strings"}])
 
 
 @register("tomita", "Tomita grammars 1-7 over {0, 1}: accept/reject at every position")
