@@ -70,7 +70,9 @@ def abbreviate(tokens: list[str], room: int) -> str:
     text = " ".join(tokens)
     if len(text) <= room:
         return text
-    head, tail, used = [], [], len(" ... ")
+    head: list[str] = []
+    tail: list[str] = []
+    used = len(" ... ")
     for i in range(len(tokens) // 2):
         for side, tok in ((head, tokens[i]), (tail, tokens[-1 - i])):
             if used + len(tok) + 1 > room:
