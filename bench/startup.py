@@ -6,7 +6,8 @@ which heavy packages it imports.
     python bench/startup.py --json out.json
 
 Each command runs ``--runs`` times as ``python -m statetrack.cli ARGS`` (output to /dev/null); the
-table gives the median and the fastest wall time, and the heavy packages that ``-X importtime`` saw.
+table gives the median and the fastest wall time, the median CPU time (user + system: the wall time an
+idle machine would show, as start-up is single-threaded), and the heavy packages ``-X importtime`` saw.
 The target (docs/benchmarks.md): ``--version`` and ``train --help`` under 0.3 s on an idle 2-core
 machine. Wall times depend on the load: run it under ``flock /work/notes/cpu.lock`` or on an idle
 machine, and read the load average printed first.
@@ -17,6 +18,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -44,14 +46,19 @@ def heavy_imports(cmd: list[str], env: dict) -> list[str]:
     return sorted(seen)
 
 
-def wall_times(cmd: list[str], env: dict, runs: int) -> list[float]:
-    out = []
+def wall_times(cmd: list[str], env: dict, runs: int) -> tuple[list[float], list[float]]:
+    """Wall and CPU (user + system) seconds of each run. On a busy machine the CPU time is the better
+    estimate of the wall time on an idle one: start-up runs on one core and waits for nothing else."""
+    walls, cpus = [], []
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         subprocess.run([sys.executable, "-m", "statetrack.cli", *cmd], env=env, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL, check=False)
-        out.append(time.perf_counter() - t0)
-    return out
+        walls.append(time.perf_counter() - t0)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return walls, cpus
 
 
 def main(argv=None) -> int:
@@ -72,13 +79,14 @@ def main(argv=None) -> int:
     bare = (time.perf_counter() - t0) / a.runs
     print(f"a bare interpreter ('python -c pass'): {bare:.3f} s")
     rows = []
-    print(f"{'command':<40} {'median s':>9} {'fastest s':>9}  heavy imports")
+    print(f"{'command':<40} {'wall: median':>12} {'fastest':>8} {'CPU: median':>12}  heavy imports")
     for cmd in COMMANDS:
-        times = wall_times(cmd, env, a.runs)
+        times, cpu = wall_times(cmd, env, a.runs)
         heavy = heavy_imports(cmd, env)
         rows.append({"command": " ".join(cmd), "median_s": statistics.median(times), "min_s": min(times),
-                     "runs": a.runs, "heavy_imports": heavy})
-        print(f"{' '.join(cmd):<40} {statistics.median(times):>9.3f} {min(times):>9.3f}  {', '.join(heavy) or '-'}")
+                     "cpu_median_s": statistics.median(cpu), "runs": a.runs, "heavy_imports": heavy})
+        print(f"{' '.join(cmd):<40} {statistics.median(times):>12.3f} {min(times):>8.3f} "
+              f"{statistics.median(cpu):>12.3f}  {', '.join(heavy) or '-'}")
     load = os.getloadavg()
     print(f"load average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     if a.json:

@@ -51,12 +51,29 @@ def demo_command() -> str:
 
 
 def instrumented(cmds: list[str], times: Path) -> str:
-    """The block as one bash script, each command as written, its wall time appended to ``times``."""
+    """The commands as one bash script, each as written, followed by a record in ``times``: its start and
+    end, and the shell's ``times`` (the CPU seconds of the commands run so far, in the second line)."""
     out = ["set -eo pipefail"]
     for k, c in enumerate(cmds):
-        out += ["__t0=$(date +%s.%N)", c,
-                f'echo "$__t0 $(date +%s.%N) {k}" >> {times}']
+        out += ["__t0=$(date +%s.%N)", c, f'{{ echo "$__t0 $(date +%s.%N) {k}"; times; }} >> {times}']
     return "\n".join(out) + "\n"
+
+
+def _seconds(text: str) -> float:
+    """``1m2.500s`` -> 62.5."""
+    m, s = text.rstrip("s").split("m")
+    return 60 * float(m) + float(s)
+
+
+def timings(text: str) -> list[tuple[int, float, float]]:
+    """(command index, wall seconds, CPU seconds of its processes) from an ``instrumented`` record."""
+    lines, out, cpu_before = text.splitlines(), [], 0.0
+    for i in range(0, len(lines), 3):
+        start, stop, k = lines[i].split()
+        cpu = sum(_seconds(x) for x in lines[i + 2].split())
+        out.append((int(k), float(stop) - float(start), cpu - cpu_before))
+        cpu_before = cpu
+    return out
 
 
 @pytest.mark.slow
@@ -75,11 +92,9 @@ def test_readme_runs_as_written(tmp_path):
         p = subprocess.run(["bash", "-c", script], cwd=clone, env=env, capture_output=True, text=True)
         assert p.returncode == 0, f"{what} failed (exit {p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
         if times.exists():
-            for line in times.read_text().splitlines():
-                start, stop, k = line.split()
-                record.append((what, int(k), float(stop) - float(start)))
+            record.extend((what, k, wall, cpu) for k, wall, cpu in timings(times.read_text()))
         else:
-            record.append((what, 0, time.time() - t0))
+            record.append((what, 0, time.time() - t0, float("nan")))
         return p.stdout
 
     run(instrumented([demo_command()], tmp_path / "times.tsv"), "make demo")
@@ -98,11 +113,12 @@ def test_readme_runs_as_written(tmp_path):
     p = subprocess.run([str(clone / ".venv/bin/python"), "readme_api.py"], cwd=clone, env=env,
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr[-3000:]
-    record.append(("python block", 0, time.time() - t0))
+    record.append(("python block", 0, time.time() - t0, float("nan")))
     assert "possible (P3)" in p.stdout
     keep = os.environ.get("STATETRACK_README_TIMES")
     if keep:
         with open(keep, "w") as f:
-            for what, k, secs in record:
-                cmd = cmds[k].splitlines()[0] if what == "bash" else ""
-                f.write(f"{secs:8.1f} s  {what}: {cmd}\n")
+            f.write("   wall s    CPU s  command\n")
+            for what, k, secs, cpu in record:
+                cmd = cmds[k].splitlines()[0] if what == "bash" else what
+                f.write(f"{secs:8.1f} {cpu:8.1f}  {cmd}\n")

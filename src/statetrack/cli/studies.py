@@ -124,6 +124,9 @@ def _print_report(rep, a):
                 print(json.dumps(row))
         return
     con = console()
+    if rep.complete < len(rep.results):  # said first, as the HTML page says it at its top
+        con.print(f"{'Empty' if rep.complete == 0 else 'Partial'} report: {rep.complete} of {len(rep.results)} runs "
+                  f"of the grid are complete; missing cells show '-'.", style="bold yellow", markup=False)
     for t in rep.tables:
         headers = t.headers()
         cols = [Col(h, itemgetter(i), "left" if i == 0 else "right",
