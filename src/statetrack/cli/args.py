@@ -117,7 +117,7 @@ def find_run(db: str, ref: str) -> dict:
     """The stored run that ``ref`` names in ``db`` (see RUN_REF); a UserError names a bad one."""
     from statetrack.store import Store
 
-    store = Store(db, create=False)
+    store = Store(db, readonly=True)  # it only reads
     ref = str(ref).strip()
     if ref.isdigit():
         return store.run(int(ref))
