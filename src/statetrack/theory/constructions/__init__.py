@@ -32,7 +32,8 @@ from statetrack.model import Model
 from statetrack.tasks import get_task
 from statetrack.theory.constructions.base import REGISTRY, Construction, register, sharpen_readout
 # each family module registers its constructions on import
-from statetrack.theory.constructions import aussm, deltaproduct, negmamba, s4d  # noqa: F401  (registration)
+from statetrack.theory.constructions import (aussm, deltaproduct, gateddeltanet, mamba3, negmamba,  # noqa: F401
+                                             s4d)  # (registration)
 
 
 def available() -> list[dict]:
