@@ -18,10 +18,16 @@ from torch import nn
 
 from statetrack.errors import UserError
 from statetrack.layers.base import Mixer, Properties
-from statetrack.ops.dplr import CHUNK, dplr_step, gla_rule
+from statetrack.ops.dplr import dplr_step, gla_rule
 
 GATE_RANK = 16
 GATE_NORMALISER = 16.0
+
+
+#: steps per chunk of the chunked form: with a decay per key channel the chunk's (C, C, d_k) factors
+#: dominate, and 8 is about twice as fast as 16 for training (batch 32, lengths up to 40, d 16) and for
+#: evaluation (64 x 1,000) on the 2-core CPU
+CHUNK = 8
 
 
 class GLA(Mixer):
