@@ -8,8 +8,16 @@ import torch
 import torch.nn.functional as F
 
 from statetrack.ops import dispatch
-from statetrack.ops.dplr import (dplr_chunked, dplr_recurrent, dplr_ref, gated_delta_rule, gated_delta_terms,
-                                 gla_rule, rwkv7_rule, rwkv7_terms)
+from statetrack.ops.dplr import (
+    dplr_chunked,
+    dplr_recurrent,
+    dplr_ref,
+    gated_delta_rule,
+    gated_delta_terms,
+    gla_rule,
+    rwkv7_rule,
+    rwkv7_terms,
+)
 from statetrack.ops.mamba3 import mamba3_scan, mamba3_scan_ref
 from statetrack.ops.mlstm import mlstm_chunked, mlstm_ref
 from statetrack.ops.slstm import slstm_recurrent, slstm_ref
@@ -23,7 +31,8 @@ def rel_err(x, ref):
 
 
 def grads(outs, weights, ins):
-    loss = sum((o * w).sum() if not o.is_complex() else (torch.view_as_real(o) * w).sum() for o, w in zip(outs, weights))
+    loss = sum((o * w).sum() if not o.is_complex() else (torch.view_as_real(o) * w).sum()
+               for o, w in zip(outs, weights, strict=True))
     return torch.autograd.grad(loss, [x for x in ins if x is not None and x.requires_grad])
 
 
@@ -61,7 +70,7 @@ def test_dplr_chunked_gradients_match_reference(per_channel):
     ins = [None if x is None else x.requires_grad_() for x in dplr_inputs(per_channel=per_channel)]
     outs, refs = dplr_chunked(*ins, chunk=8), dplr_ref(*ins)
     w = weights_like(refs)
-    for g1, g2 in zip(grads(outs, w, ins), grads(refs, w, ins)):
+    for g1, g2 in zip(grads(outs, w, ins), grads(refs, w, ins), strict=True):
         torch.testing.assert_close(g1, g2, rtol=1e-9, atol=1e-9)
 
 
@@ -127,7 +136,7 @@ def test_mlstm_chunked_matches_reference(chunk):
     h, st = mlstm_chunked(*ins, state=state, chunk=chunk)
     h_ref, st_ref = mlstm_ref(*ins, state=state)
     torch.testing.assert_close(h, h_ref, rtol=1e-10, atol=1e-10)
-    for a, b in zip(st, st_ref):
+    for a, b in zip(st, st_ref, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10)
 
 
@@ -138,7 +147,7 @@ def test_mlstm_chunked_gradients_match_reference():
     refs = mlstm_ref(*ins, state=state)
     outs, refs = [outs[0], outs[1][0]], [refs[0], refs[1][0]]
     w = weights_like(refs)
-    for g1, g2 in zip(grads(outs, w, ins), grads(refs, w, ins)):
+    for g1, g2 in zip(grads(outs, w, ins), grads(refs, w, ins), strict=True):
         torch.testing.assert_close(g1, g2, rtol=1e-8, atol=1e-8)
 
 
@@ -176,10 +185,10 @@ def test_ssd_scan_matches_reference_forward_and_gradients(neg):
     h0 = torch.randn(B, H, P, N, generator=g, dtype=D64).requires_grad_()
     ins = (dt, A, x, Bm, Cm, h0)
     outs, refs = ssd_scan(*ins, neg=neg), ssd_scan_ref(*ins, neg=neg)
-    for a, b in zip(outs, refs):
+    for a, b in zip(outs, refs, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10)
     w = weights_like(refs)
-    for g1, g2 in zip(grads(outs, w, ins), grads(refs, w, ins)):
+    for g1, g2 in zip(grads(outs, w, ins), grads(refs, w, ins), strict=True):
         torch.testing.assert_close(g1, g2, rtol=1e-9, atol=1e-9)
 
 
@@ -197,11 +206,11 @@ def test_mamba3_scan_matches_reference_forward_and_gradients():
     ins = [x.requires_grad_() for x in ins]
     outs, refs = mamba3_scan(*ins, state=state), mamba3_scan_ref(*ins, state=state)
     torch.testing.assert_close(outs[0], refs[0], rtol=1e-10, atol=1e-10)
-    for a, b in zip(outs[1], refs[1]):
+    for a, b in zip(outs[1], refs[1], strict=True):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10)
     outs, refs = [outs[0], outs[1][0]], [refs[0], refs[1][0]]
     w = weights_like(refs)
-    for g1, g2 in zip(grads(outs, w, ins), grads(refs, w, ins)):
+    for g1, g2 in zip(grads(outs, w, ins), grads(refs, w, ins), strict=True):
         torch.testing.assert_close(g1, g2, rtol=1e-9, atol=1e-9)
 
 

@@ -9,11 +9,17 @@ import sqlite3
 import numpy as np
 import pytest
 import torch
-from test_tasks_suite import PARITY_DFA
 
 from statetrack import EvalConfig, evaluate
-from statetrack.evaluation import LengthMetrics, evaluate_length, longest_generalized, uncertain_judgement, wilson
+from statetrack.evaluation import (
+    LengthMetrics,
+    evaluate_length,
+    longest_generalized,
+    uncertain_judgement,
+    wilson,
+)
 from statetrack.tasks import FAMILIES, get_task
+from test_tasks_suite import PARITY_DFA
 
 #: task strings per family for the constant-answer test; a family missing here is tried by its bare
 #: name, so a family registered later is covered as soon as that works (else the test names it)
@@ -208,10 +214,9 @@ def test_report_marks_judgements_an_interval_could_change(tmp_path):
     from statetrack.runner import RunResult
 
     na = "no accepted string of length 11"
-    metrics = {"A": [LengthMetrics(10, 1.0, 1, 1, 1, 0.5, 128), LengthMetrics(11, None, None, None, None, None, 0, note=na),
-                     LengthMetrics(100, 0.93, 1, 1, 0.86, 0.5, 128)],
-               "B": [LengthMetrics(10, 1.0, 1, 1, 1, 0.5, 128), LengthMetrics(11, None, None, None, None, None, 0, note=na),
-                     LengthMetrics(100, 0.5, 1, 1, 0, 0.5, 128)]}
+    empty = LengthMetrics(11, None, None, None, None, None, 0, note=na)
+    metrics = {"A": [LengthMetrics(10, 1.0, 1, 1, 1, 0.5, 128), empty, LengthMetrics(100, 0.93, 1, 1, 0.86, 0.5, 128)],
+               "B": [LengthMetrics(10, 1.0, 1, 1, 1, 0.5, 128), empty, LengthMetrics(100, 0.5, 1, 1, 0, 0.5, 128)]}
     for kind in ("longest", "per_length"):
         p = tmp_path / f"{kind}.yaml"
         p.write_text(f"""

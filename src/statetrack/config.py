@@ -1,6 +1,7 @@
 """Typed configs: every component is built from one of these, and every run stores them whole."""
 from __future__ import annotations
 
+import os
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -146,7 +147,7 @@ def validated(cls, **kwargs):
 #: The mapping holds TrainConfig's fields at the top level, ModelConfig's under ``model``, EvalConfig's
 #: under ``eval``, and optionally ``plugins`` (modules to import first: statetrack.plugins). It is the
 #: format of ``statetrack train --config FILE.yaml`` and of a stored run's ``config``.
-SECTIONS = {"model": ModelConfig, "eval": EvalConfig}
+SECTIONS: dict[str, type[BaseModel]] = {"model": ModelConfig, "eval": EvalConfig}
 
 
 def run_config_keys() -> dict:
@@ -200,10 +201,11 @@ def parse_override(text: str) -> tuple[str, object]:
     return key, raw
 
 
-def load_run_config(path) -> dict:
+def load_run_config(path: str | os.PathLike) -> dict:
     """A run's config from a YAML (or JSON) file, flattened to dotted keys and checked."""
-    import yaml
     from pathlib import Path
+
+    import yaml
 
     p = Path(path)
     if not p.is_file():

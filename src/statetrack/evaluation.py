@@ -29,8 +29,8 @@ target token's share among the tokens scored).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Callable
 
 import numpy as np
 import torch
@@ -39,7 +39,6 @@ from statetrack.config import EvalConfig
 from statetrack.device import resolve_device
 from statetrack.memory import release_free_memory
 from statetrack.tasks import Task
-
 
 #: the 97.5% quantile of the standard normal distribution (two-sided 95% intervals)
 Z95 = 1.959963984540054
@@ -91,7 +90,7 @@ class LengthMetrics:
         return None
 
     @classmethod
-    def from_row(cls, row) -> "LengthMetrics":
+    def from_row(cls, row) -> LengthMetrics:
         """From a row of the results database's ``metrics`` table (columns a row lacks stay None)."""
         keys = row.keys()
         return cls(**{k: row[k] for k in cls.__dataclass_fields__ if k in keys})

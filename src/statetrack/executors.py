@@ -17,6 +17,7 @@ interrupted) and ``close()``.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import multiprocessing as mp
 import os
 import queue
@@ -169,10 +170,8 @@ class Pool:
         then kill those still running."""
         procs = list((self.pool._processes or {}).values())
         for p in procs:
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(p.pid, signal.SIGTERM)
-            except OSError:
-                pass
         cf.wait(self.futures, timeout=GRACE)
         for p in procs:  # their runs are recorded (or, past the grace, recorded by the parent): no slow exit
             if p.is_alive():
@@ -265,7 +264,7 @@ class RayExecutor:
             src = str(Path(__file__).resolve().parents[1])  # so workers import this very package
             path = [src, *_plugin_roots()] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
             env = {"PYTHONPATH": os.pathsep.join(path), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-            kw = dict(address=self.address, runtime_env={"env_vars": env}, log_to_driver=False)
+            kw = {"address": self.address, "runtime_env": {"env_vars": env}, "log_to_driver": False}
             if self.address is None:
                 kw.update(num_cpus=max(1, self.slots), include_dashboard=False)
             ray.init(**kw)
@@ -300,10 +299,8 @@ class RayExecutor:
 
     def stop(self, exc):
         for ref in list(self.rows):
-            try:
+            with contextlib.suppress(Exception):
                 self.ray.cancel(ref, force=True)
-            except Exception:
-                pass
 
     def close(self):
         if self.started:

@@ -9,6 +9,7 @@ reason; no empty or half-written file is left behind.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
@@ -87,10 +88,8 @@ def write_file(path: str | os.PathLike, data: bytes | str, exclusive: bool = Fal
     except OSError as e:
         raise UserError(f"cannot write {what} {str(path)!r}: {reason(e)}") from None
     finally:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
     return path
 
 

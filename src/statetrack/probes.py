@@ -38,7 +38,7 @@ def compute_traces(model, probes, length: int | None = None) -> dict[str, dict]:
         x, y, m = b.inputs[0], b.targets[0], b.mask[0]
         hit = (pred == y) & m
 
-        def acc(sel):
+        def acc(sel, m=m, hit=hit):
             sel = sel & m
             return float(hit[sel].sum() / sel.sum()) if sel.any() else None
 

@@ -12,6 +12,7 @@ the checkpoint (null for a construction's) and null status, wall time and longes
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import fields
 
 from statetrack.evaluation import LengthMetrics
@@ -42,14 +43,14 @@ def checkpoint_run(config: dict, extra: dict, task: str, path: str) -> dict:
             "checkpoint": str(path), "wall_time": None, "longest_90": None}
 
 
-def metric_dict(m) -> dict:
+def metric_dict(m: LengthMetrics | dict) -> dict:
     """A LengthMetrics (or a database metrics row) as ``length`` + ``METRIC_KEYS`` (a row stored before
     the interval was recorded gets it computed)."""
     d = (m if isinstance(m, LengthMetrics) else LengthMetrics.from_row(m)).as_dict()
     return {k: d[k] for k in ("length",) + METRIC_KEYS}
 
 
-def length_rows(run: dict, metrics, **grid) -> list[dict]:
+def length_rows(run: dict, metrics: Iterable[LengthMetrics | dict], **grid: object) -> list[dict]:
     """One row per test length: the run object, ``length`` and the metrics (and ``grid`` keys if given)."""
     return [{**run, **metric_dict(m), **grid} for m in metrics]
 

@@ -14,6 +14,7 @@ still takes that one small write.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
@@ -194,10 +195,8 @@ def store_status(store: Store, run_id: int) -> str | None:
 
 
 def _remove(path) -> None:
-    try:
+    with contextlib.suppress(OSError):
         Path(path).unlink()
-    except OSError:
-        pass
 
 
 def checkpoint_of_run_problem(path: str | Path, extra: dict) -> str | None:
@@ -220,7 +219,8 @@ def checkpoint_of_run_problem(path: str | Path, extra: dict) -> str | None:
     except UserError:
         return None
     if row.get("uuid") != run_uuid:
-        return f"checkpoint {str(path)!r} says it is run {run_id} of {db!r}, but that database's run {run_id} is another run"
+        return (f"checkpoint {str(path)!r} says it is run {run_id} of {db!r}, but that database's run {run_id} "
+                "is another run")
     if row.get("checkpoint_sha256") and sha256_file(path) != row["checkpoint_sha256"]:
         return (f"checkpoint {str(path)!r} is not the file run {run_id} of {db!r} recorded (its sha256 differs "
                 "from the one in the run's row)")

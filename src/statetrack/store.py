@@ -24,7 +24,7 @@ import platform
 import sqlite3
 import time
 import uuid
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from statetrack.errors import UserError
@@ -167,12 +167,10 @@ class Store:
                             f"{_db_reason(self.path, e) if isinstance(e, sqlite3.Error) else reason(e)}") from None
         finally:
             for suffix in ("", "-wal", "-shm", "-journal"):
-                try:
+                with suppress(OSError):
                     os.unlink(f"{tmp}{suffix}")
-                except OSError:
-                    pass
 
-    def _migrate(self, c) -> None:
+    def _migrate(self, c: sqlite3.Connection) -> None:
         """An older database gains the columns it lacks (``ADDED_COLUMNS``; NULL in old rows, nothing
         rewritten or dropped) in one transaction, looked at again inside it (another process may have
         migrated meanwhile)."""
@@ -328,9 +326,10 @@ class Store:
         """Rows of this key still 'running', older than run ``before_id`` and recorded before runs had
         owners (claims end the others: ``statetrack.claims``) -> 'interrupted' (count)."""
         with self._conn() as c:
-            return c.execute("UPDATE runs SET status='interrupted', error=?, finished=? "
-                             "WHERE key=? AND status='running' AND id<? AND owner IS NULL",
-                             (f"interrupted; superseded by run {before_id}", time.time(), key, before_id)).rowcount
+            return int(c.execute("UPDATE runs SET status='interrupted', error=?, finished=? "
+                                 "WHERE key=? AND status='running' AND id<? AND owner IS NULL",
+                                 (f"interrupted; superseded by run {before_id}", time.time(), key,
+                                  before_id)).rowcount)
 
     def set_versions(self, run_id: int, versions: dict) -> None:
         """Record the versions of the process that actually ran the run (e.g. a Ray worker)."""
@@ -425,7 +424,7 @@ def _db_reason(path: Path, e: sqlite3.Error) -> str:
         return f"No space left on device ({e})"
     if name.startswith("SQLITE_READONLY"):
         return f"the file or its folder is read-only ({e})"
-    if name.startswith("SQLITE_BUSY") or name.startswith("SQLITE_LOCKED"):
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
         return f"locked by another process for over 60 s ({e})"
     if name.startswith("SQLITE_CANTOPEN"):
         if not folder.is_dir():

@@ -41,7 +41,7 @@ def cmd_sample(a):
     for r in rows:
         shown = r.get("input_symbols", r["inputs"])
         print("inputs :", " ".join(map(str, shown)))
-        print("targets:", " ".join(str(y) if m else "." for y, m in zip(r["targets"], r["mask"])))
+        print("targets:", " ".join(str(y) if m else "." for y, m in zip(r["targets"], r["mask"], strict=True)))
         print()
     top = sorted(shares["shares"].items(), key=lambda kv: -kv[1])
     text = ", ".join(f"{k} {100 * v:.1f}%" for k, v in top) if len(top) <= 12 else (

@@ -13,8 +13,9 @@ import os
 import re
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Literal
 
 #: the width of piped output when COLUMNS is not set
 PIPE_WIDTH = 80
@@ -95,14 +96,17 @@ def wrap(text: str, w: int) -> list[str]:
 
 
 # -- tables ------------------------------------------------------------------------------------------
+Justify = Literal["left", "center", "right"]
+
+
 @dataclass
 class Col:
     """A column: its header, the function from a row to the cell's text, and whether it may be left out
     (with a note) when the table is too wide."""
 
     header: str
-    cell: Callable[[object], str]
-    justify: str = "left"
+    cell: Callable[[Any], str]
+    justify: Justify = "left"
     optional: bool = False
     style: str | None = None
 
@@ -172,9 +176,10 @@ def print_table(title: str | None, columns, rows, caption: str | None = None,
     if fits(keep):
         parts = [keep]
     else:
-        parts, dropped = _chunks(list(range(len(cols))), mins, total), []
-        if parts is None:
+        chunks, dropped = _chunks(list(range(len(cols))), mins, total), []
+        if chunks is None:
             return print_blocks(title, [c.header for c in cols], texts, caption, styles, con)
+        parts = chunks
     if title:  # title and caption wrap at the width, not at the table's
         con.print(Text(title, style="bold"))
     for k, idx in enumerate(parts):
@@ -196,12 +201,12 @@ def _table(cols: list[Col], idx: list[int], texts, widths: list[int], styles):
     from rich.text import Text
 
     t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for i, w in zip(idx, widths):
+    for i, w in zip(idx, widths, strict=True):
         t.add_column(Text("\n".join(wrap(cols[i].header, w))), width=w, no_wrap=True, overflow="fold",
                      justify=cols[i].justify, style=cols[i].style)
     for r, row in enumerate(texts):
         t.add_row(*(Text("\n".join(wrap(row[i], w)), style=(styles(r, i) if styles else None) or "")
-                    for i, w in zip(idx, widths)))
+                    for i, w in zip(idx, widths, strict=True)))
     return t
 
 
@@ -214,10 +219,10 @@ def print_blocks(title: str | None, headers: list[str], texts: list[list[str]], 
     con = con or console()
     total = con.width
     keyw = min(max((_len(h) for h in headers[1:]), default=0) + 2, max(8, total // 2))
-    out = [title, ""] if title else []
+    out: list[str | tuple[str, str | None]] = [title, ""] if title else []
     for r, row in enumerate(texts):
         out.append((row[0], "bold"))
-        for i, (h, v) in enumerate(zip(headers[1:], row[1:]), start=1):
+        for i, (h, v) in enumerate(zip(headers[1:], row[1:], strict=True), start=1):
             style = styles(r, i) if styles else None
             lines = wrap(v, max(1, total - keyw))
             key = wrap(h + ":", keyw - 1)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from statetrack.cli.args import add_json
 from statetrack.cli.output import Col, print_table, rows_out, say
@@ -24,9 +25,10 @@ def cmd_oracle(a):
         cell = {(r["layers"], r["task"]): r for r in rows}
         word = {"possible": "yes", "impossible": "no", "open": "open"}
         colour = {"possible": "green", "impossible": "red", "open": "yellow"}
-        cols = [Col("layers", lambda s: s)] + [
-            Col(tk, lambda s, tk=tk: f"{word[cell[(s, tk)]['verdict']]} {cell[(s, tk)]['basis']}", "center")
-            for tk in tks]
+        def verdict_of(tk: str) -> Callable[[str], str]:
+            return lambda s: f"{word[cell[(s, tk)]['verdict']]} {cell[(s, tk)]['basis']}"
+
+        cols = [Col("layers", str)] + [Col(tk, verdict_of(tk), "center") for tk in tks]
         print_table("oracle: can the stack solve the task at every length? (verdict, basis)", cols, specs,
                     caption="yes = possible, no = impossible; basis: a result of docs/science.md "
                             "(NL = non-linear RNN)",

@@ -278,7 +278,7 @@ class Study(_Strict):
         sc = self.scale(scale)
         return [t for t in self.tables if sc.tables is None or t.name in sc.tables]
 
-    def restrict(self, scale: str, models: list[str] | None = None, tasks: list[str] | None = None) -> "Study":
+    def restrict(self, scale: str, models: list[str] | None = None, tasks: list[str] | None = None) -> Study:
         """This study with its grid at ``scale`` narrowed to these model and task labels: a declared part
         of a protocol. The runs keep their keys, so the whole grid, run later, reuses them."""
         sc = self.scale(scale)

@@ -25,7 +25,8 @@ from statetrack.ops import diag_scan, polar
 
 class LRU(Mixer):
     name = "lru"
-    description = "linear recurrent unit: time-invariant complex diagonal, lambda = exp(-exp(nu) + i exp(theta)), |lambda| < 1"
+    description = ("linear recurrent unit: time-invariant complex diagonal, lambda = exp(-exp(nu) + i exp(theta)), "
+                   "|lambda| < 1")
     options = {"r_min": 0.9, "r_max": 0.999, "max_phase": 2 * math.pi}
 
     def __init__(self, d_model, d_state, r_min=0.9, r_max=0.999, max_phase=2 * math.pi):

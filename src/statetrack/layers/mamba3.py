@@ -35,7 +35,8 @@ from statetrack.ops.mamba3 import mamba3_scan, mamba3_step, mamba3_transition, m
 
 class Mamba3(Mixer):
     name = "mamba3"
-    description = "Mamba-3: A(x) = exp(Delta A(x)) exp(i Delta theta(x)) per state pair (complex disc), exponential-trapezoidal"
+    description = ("Mamba-3: A(x) = exp(Delta A(x)) exp(i Delta theta(x)) per state pair (complex disc), "
+                   "exponential-trapezoidal")
     options = {"expand": 2, "headdim": 8, "trap": True, "rope": True, "a_floor": 1e-4, "dt_min": 1e-3,
                "dt_max": 1e-1}
 

@@ -204,7 +204,7 @@ def _build(name: str, seed: int, final: Path, source) -> None:
                     "excluded_dirs": list(EXCLUDED_DIRS) if name == "stdlib" else [],
                     "heldout_fraction": HELDOUT_FRACTION, "tokenizer": tok.describe(), "splits": {}}
         for split in SPLITS:
-            mine = [d for d, s in zip(docs, splits) if s == split]
+            mine = [d for d, s in zip(docs, splits, strict=True) if s == split]
             manifest["splits"][split] = _write_split(tmp, split, mine, tok, "u16")
         _write_json(tmp / "manifest.json", manifest)
         try:
@@ -312,7 +312,7 @@ class Corpus:
         ans = np.memmap(ans_path, dtype=np.uint8, mode="r") if ans_path.is_file() else None
         offs = list(self.offsets(split, "u16")) + [len(mm)]
         names = self.manifest["splits"][split]["files"]
-        for name, a, b in zip(names, offs[:-1], offs[1:]):
+        for name, a, b in zip(names, offs[:-1], offs[1:], strict=True):
             body = np.asarray(mm[a + 1:b - 1])  # drop BOS and EOS
             answers = None if ans is None else list(np.flatnonzero(np.asarray(ans[a + 1:b - 1])))
             yield name, body.astype(np.uint8).tobytes(), answers

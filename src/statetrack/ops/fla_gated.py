@@ -13,16 +13,16 @@ checks ours against fla's PyTorch references on the CPU):
   a = kappa_hat, b = -kappa_hat * a_lr (what fla's RWKV-7 layer passes as a = -kk, b = kk * a);
 * GLA: S_t = diag(exp(g_t)) S_{t-1} + k_t v_t^T.
 
-The exactness rule is the delta rule's (``ops.fla_delta``): where a transition can have a
-unit-modulus eigenvalue other than 1 (Gated DeltaNet with ``neg=true``: beta up to 2, a reflection)
-chunk kernels with bfloat16 keys do not keep products of reflections exact, so the float32 recurrent
-kernel runs, in evaluation only: fla implements no backward pass for it (the gate's gradient), so
-training with ``neg=true`` runs the PyTorch chunked form of ``ops.dplr`` on the GPU. The contractions (Gated DeltaNet with beta in [0, 1], RWKV-7 with eigenvalues in
-(-1/2, 1], GLA with gates in (0, 1)) run fla's chunk kernels with q, k, v (and RWKV-7's a, b) in
-bfloat16 and the gates, the state and the accumulation in float32, so they agree with the CPU to
-bfloat16 precision. The log-gates stay float32. These paths run only on CUDA tensors with fla
-installed (``ops.dispatch.use_fla``); ``tests/test_kernels.py`` checks them against the float64
-references where a GPU is present.
+The exactness rule is the delta rule's (``ops.fla_delta``): where a transition can have a unit-modulus
+eigenvalue other than 1 (Gated DeltaNet with ``neg=true``: beta up to 2, a reflection) chunk kernels with
+bfloat16 keys do not keep products of reflections exact, so the float32 recurrent kernel runs, in
+evaluation only: fla implements no backward pass for it (the gate's gradient), so training with
+``neg=true`` runs the PyTorch chunked form of ``ops.dplr`` on the GPU. The contractions (Gated DeltaNet
+with beta in [0, 1], RWKV-7 with eigenvalues in (-1/2, 1], GLA with gates in (0, 1)) run fla's chunk
+kernels with q, k, v (and RWKV-7's a, b) in bfloat16 and the gates, the state and the accumulation in
+float32, so they agree with the CPU to bfloat16 precision. The log-gates stay float32. These paths run
+only on CUDA tensors with fla installed (``ops.dispatch.use_fla``); ``tests/test_kernels.py`` checks them
+against the float64 references where a GPU is present.
 """
 from __future__ import annotations
 

@@ -21,8 +21,19 @@ import statistics
 from dataclasses import dataclass, field, replace
 
 from statetrack.report import render
-from statetrack.report.lm_cells import (NEG, POS, Cell, baselines, beyond_bpb, columns_of, eval_length, find_cell,
-                                         gather, labels_of, pairs)
+from statetrack.report.lm_cells import (
+    NEG,
+    POS,
+    Cell,
+    baselines,
+    beyond_bpb,
+    columns_of,
+    eval_length,
+    find_cell,
+    gather,
+    labels_of,
+    pairs,
+)
 from statetrack.report.render import fmt_cell
 
 MARK = "*"
@@ -249,7 +260,7 @@ def joint_table(study, cells: list[Cell], base: dict, st_cells: dict, st_cols: l
         t.records.append({"study": study.name, "table": "joint", "model": label,
                           **{f"{k[0]} {k[1]}": v for k, v in med[label].items()}})
     for fam, a, b in pairs(labels_of(cells)):
-        def diff(key, digits=3):
+        def diff(key, digits=3, a=a, b=b):
             x, y = med[a].get(key), med[b].get(key)
             return "-" if x is None or y is None else f"{y - x:+.{digits}f}"
         row = [f"{fam}: {NEG} - {POS}", ""] + [diff(("bpb", c)) for c in cols]

@@ -79,7 +79,8 @@ def _caption(study, kind: str) -> str:
     judged = ("the longest length" if kind == "longest" else
               "the '>=90% up to' length (accuracy >= 90% at it and every shorter test length)")
     # mean tables judge no threshold; a longest length of token or sequence accuracy has no interval
-    unsure = ("" if kind == "mean" or (study.metric in ("token_accuracy", "sequence_accuracy") and kind == "longest") else
+    no_interval = study.metric in ("token_accuracy", "sequence_accuracy") and kind == "longest"
+    unsure = ("" if kind == "mean" or no_interval else
               f" {UNSURE} = {judged} could move: at a length it reads, the 95% (Wilson) interval of the accuracy "
               "over the test sequences contains the threshold.")
     return (f"Cells: {what}; {rule}; shown as selected (median [min-max] over seeds), or "
@@ -151,7 +152,8 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
                     if not cruns:
                         continue
                     entries = [(j.train.lr, run_score(study, r), r.summary.get("best_val_accuracy"),
-                                r.summary.get("best_val_loss")) for j, r in cruns if r is not None and r.status == "complete"]
+                                r.summary.get("best_val_loss"))
+                               for j, r in cruns if r is not None and r.status == "complete"]
                     cell = select(study, entries)
                     cell.runs = len(entries)
                     cell.missing = len(cruns) - len(entries)

@@ -113,7 +113,8 @@ def _probe_markdown(rep: Report) -> str:
     rows = rep.probe_rows()
     if not rows:
         return ""
-    lines = ["| model | probe | runs | " + " | ".join(PROBE_HEADERS) + " |", "|---|---|---|" + "---|" * len(PROBE_HEADERS)]
+    lines = ["| model | probe | runs | " + " | ".join(PROBE_HEADERS) + " |",
+             "|---|---|---|" + "---|" * len(PROBE_HEADERS)]
     for r in rows:
         lines.append(f"| {r['model']} | {r['probe']} | {r['runs']} | " + " | ".join(probe_cells(r)) + " |")
     return "\n".join(lines)

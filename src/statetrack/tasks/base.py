@@ -14,8 +14,8 @@ property of the task: evaluation measures it per length from the labels it actua
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 
@@ -31,7 +31,7 @@ class Batch:
     def __post_init__(self):
         assert self.inputs.shape == self.targets.shape == self.mask.shape, "batch arrays differ in shape"
 
-    def slice(self, start: int, stop: int) -> "Batch":
+    def slice(self, start: int, stop: int) -> Batch:
         return Batch(self.inputs[:, start:stop], self.targets[:, start:stop], self.mask[:, start:stop])
 
 
@@ -62,7 +62,7 @@ class Task(ABC):
         for start in range(0, length, chunk):
             yield batch.slice(start, min(start + chunk, length))
 
-    def heldout(self, split: str) -> "Task":
+    def heldout(self, split: str) -> Task:
         """The task on its held-out ``split`` ("validation" or "test"). A generated task draws fresh
         sequences from a seeded generator, so it is its own held-out set; a corpus task reads another
         split of its corpus."""

@@ -45,8 +45,7 @@ import numpy as np
 
 from statetrack.errors import UserError
 from statetrack.tasks.base import Batch
-from statetrack.tasks.streaming import (StreamingTask, balanced_labels, check_length, every_mask,
-                                        uniform_ints)
+from statetrack.tasks.streaming import StreamingTask, balanced_labels, check_length, every_mask, uniform_ints
 
 KEYS = ("states", "alphabet", "start", "accept", "transitions")
 
@@ -153,7 +152,7 @@ def load_dfa(path: str) -> DFA:
 def _tomita_spec(k: int) -> dict:
     def mk(states, start, accept, rows):
         return {"states": states, "alphabet": ["0", "1"], "start": start, "accept": accept,
-                "transitions": {s: {"0": r[0], "1": r[1]} for s, r in zip(states, rows)}}
+                "transitions": {s: {"0": r[0], "1": r[1]} for s, r in zip(states, rows, strict=True)}}
     if k == 1:  # 1*
         return mk(["ok", "dead"], "ok", ["ok"], [("dead", "ok"), ("dead", "dead")])
     if k == 2:  # (10)*

@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 
 from statetrack.errors import UserError
-from statetrack.tasks.registry import FAMILIES, get_task, register
 from statetrack.tasks.cycle import CycleNavigation
 from statetrack.tasks.dfa import DFATask, load_dfa, tomita_dfa
 from statetrack.tasks.evenpairs import EvenPairs
@@ -24,6 +23,7 @@ from statetrack.tasks.modarith import ModularArithmetic
 from statetrack.tasks.modarith_brackets import ModularArithmeticBrackets
 from statetrack.tasks.modcount import MAX_MODULUS, ModCount
 from statetrack.tasks.offset import PROBES, OffsetPrediction
+from statetrack.tasks.registry import FAMILIES, get_task, register
 from statetrack.tasks.streaming import check_length, parse_int
 from statetrack.tasks.witness import Witness
 

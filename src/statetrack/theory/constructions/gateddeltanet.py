@@ -12,8 +12,15 @@ from __future__ import annotations
 
 import torch
 
-from statetrack.theory.constructions.base import (Construction, blank_model, layer_input, nearest_point_head,
-                                                   register, silu, token_embedding)
+from statetrack.theory.constructions.base import (
+    Construction,
+    blank_model,
+    layer_input,
+    nearest_point_head,
+    register,
+    silu,
+    token_embedding,
+)
 
 SAT = 30.0
 

@@ -25,8 +25,15 @@ import torch
 import torch.nn.functional as F
 
 from statetrack.errors import UserError
-from statetrack.theory.constructions.base import (Construction, blank_model, layer_input, nearest_point_head,
-                                                   register, silu, token_embedding)
+from statetrack.theory.constructions.base import (
+    Construction,
+    blank_model,
+    layer_input,
+    nearest_point_head,
+    register,
+    silu,
+    token_embedding,
+)
 
 DELTA = 1e-5
 SAT = 30.0  # sigmoid(30) = 1 and softplus(-30) = 9e-14 in float32
