@@ -24,7 +24,6 @@ reported with its measurements only.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -235,11 +234,3 @@ def verdict_table(study, results) -> VerdictTable:
         rows.append((label, [by_cell.get((label, c)) for c in columns]))
     return VerdictTable(study.name, columns, rows)
 
-
-def chance_is_within(score: SeedScore) -> bool:
-    """True when the run's interval contains chance (the 'impossible' cells' requirement)."""
-    return score.judgement == "at"
-
-
-def fmt_pct(x: float | None) -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.0f}%"
