@@ -97,3 +97,20 @@ def test_report_sections_and_leaderboard(tmp_path):
     page = leaderboard_html(vt, STUDY.title)
     assert page.startswith("<!DOCTYPE html>") and "Mamba [-1,1]" in page and "<script" not in page
     assert {r["judgement"] for r in vt.csv_rows()} == {"at", "above"}
+
+
+def test_impossible_cells_may_reach_the_quotient_they_can_track():
+    """One AUSSM layer cannot track S3 (T5) but tracks its sign, S3 / A3 = C2: on the long draw's uniform
+    labels that is worth 1/3 against a chance of 1/6. At 1/3 the cell agrees; well above it, it does not."""
+    jobs = _jobs("AUSSM", "S3")
+    at_sign = verdict_table(STUDY, [(j, _result(j, [(8, 24)] * 12)) for j in jobs])
+    (cell,) = at_sign.cells()
+    assert cell.verdict == "impossible" and cell.ceiling == pytest.approx(1 / 3) and cell.quotient == 2
+    assert cell.median().judgement == "above" and cell.outcome == "agrees"
+    assert "ceiling 33%" in cell.text()
+    beyond = verdict_table(STUDY, [(j, _result(j, [(16, 24)] * 12)) for j in jobs])
+    assert beyond.cells()[0].outcome == "disagrees"
+    # A5 is perfect: no non-trivial quotient is tracked, the ceiling is chance
+    five = [(1, 24)] * 5 + [(0, 24)] * 7  # 5 of 288 right: chance, 1/60
+    (a5,) = verdict_table(STUDY, [(j, _result(j, five)) for j in _jobs("AUSSM", "A5")]).cells()
+    assert a5.ceiling == pytest.approx(1 / 60) and a5.outcome == "agrees"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from statetrack.report.verdicts import CAPTION, LEVEL, SYMBOL, VerdictCell, VerdictTable
+from statetrack.report.verdicts import CAPTION, LEVEL, VerdictCell, VerdictTable
 
 COLOURS = {"agrees": "#e3f1e0", "disagrees": "#f6d5d5", "learnability": "#fbf0cf", "open": "#eceff3",
            "missing": "#ffffff"}
@@ -42,7 +42,7 @@ def _cell(c: VerdictCell | None) -> str:
     if c is None:
         return '<td class="cell">-</td>'
     m = c.median()
-    verdict = SYMBOL[c.verdict] + (f" {c.basis}" if c.verdict != "open" else "")
+    verdict = c.verdict_text()
     if m is None:
         acc = "no complete run"
     else:
