@@ -16,16 +16,18 @@ lengths:
   alone small.
 
 A run is *above* chance when the interval's lower end is above chance, *below* when its upper end is
-below, else *at* chance. An impossible verdict on a group task comes with a **ceiling**
+below, else *at* chance; it *tracks* the task when its pooled accuracy is at least ``TRACKED`` (90%, the
+threshold of the reports' "longest length with accuracy >= 90%"). An impossible verdict on a group
+task comes with a **ceiling**
 (``theory.verdicts.quotient_ceiling``): a stack that cannot track the group may still track a quotient
 of it (one complex, real or [-1,1] Householder layer tracks the sign of an S3 element: S3 / A3 = C2),
 which on uniformly distributed labels is worth 1/|kernel| (1/3 for S3); for A5, parity and counting
 the ceiling is chance. A cell **agrees** when the verdict is impossible and no seed is above the ceiling
-or below chance (for most cells: every seed at chance), or possible and some seed is above chance; it
+or below chance (for most cells: every seed at chance), or possible and some seed tracks the task; it
 **disagrees** when the verdict is impossible and some seed is above the ceiling or below chance (a bug,
-or a theorem misread: to be found); a possible cell in which no seed rises above chance is a
-**learnability** result (the weights exist, training did not find them); an open cell is reported with
-its measurements only.
+or a theorem misread: to be found); a possible cell in which no seed tracks the task is a
+**learnability** result (the weights exist, training did not find them; the cell says how many seeds
+rose above chance); an open cell is reported with its measurements only.
 """
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ from statetrack.evaluation import wilson
 
 LEVEL = 0.99
 Z = 2.5758293035489  # the two-sided 99% normal quantile
+TRACKED = 0.9  # a seed tracks the task when its pooled accuracy at the long lengths is at least this
 OUTCOMES = ("agrees", "disagrees", "learnability", "open", "missing")
 SYMBOL = {"possible": "yes", "impossible": "no", "open": "open"}
 
@@ -90,7 +93,7 @@ class VerdictCell:
             return "open"
         if self.verdict == "impossible":
             return "agrees" if all(self.within_ceiling(s) for s in scored) else "disagrees"
-        return "agrees" if any(s.judgement == "above" for s in scored) else "learnability"
+        return "agrees" if self.tracked else "learnability"
 
     def within_ceiling(self, s: SeedScore) -> bool:
         """Neither below chance nor above what the trackable quotient allows (chance, for most cells)."""
@@ -111,7 +114,13 @@ class VerdictCell:
         return out
 
     @property
-    def learned(self) -> int:
+    def tracked(self) -> int:
+        """Seeds whose pooled accuracy is at least TRACKED."""
+        return sum(1 for s in self.scored if (s.accuracy or 0.0) >= TRACKED)
+
+    @property
+    def above(self) -> int:
+        """Seeds above chance."""
         return sum(1 for s in self.scored if s.judgement == "above")
 
     def median(self) -> SeedScore | None:
@@ -120,13 +129,15 @@ class VerdictCell:
         return scored[(len(scored) - 1) // 2] if scored else None
 
     def text(self) -> str:
-        """'acc% [lo-hi], k/n above chance; yes T5: agrees' (accuracy of the median seed, its interval)."""
+        """'acc% [lo-hi], tracked 1/3, above chance 2/3 (chance c%); yes T5: agrees' (the median seed's accuracy
+        and interval)."""
         verdict = self.verdict_text()
         m = self.median()
         if m is None:
             return f"- ; {verdict}: missing"
-        acc = (f"{100 * m.accuracy:.0f}% [{100 * m.low:.0f}-{100 * m.high:.0f}], "
-               f"{self.learned}/{len(self.scored)} above chance {100 * m.chance:.0f}%")
+        n = len(self.scored)
+        acc = (f"{100 * m.accuracy:.0f}% [{100 * m.low:.0f}-{100 * m.high:.0f}], tracked {self.tracked}/{n}, "
+               f"above chance {self.above}/{n} (chance {100 * m.chance:.0f}%)")
         return f"{acc}; {verdict}: {self.outcome}"
 
 
@@ -151,21 +162,22 @@ class VerdictTable:
         decided = k["agrees"] + k["disagrees"] + k["learnability"]
         imp = [c for c in self.cells() if c.verdict == "impossible" and c.outcome != "missing"]
         pos = [c for c in self.cells() if c.verdict == "possible" and c.outcome != "missing"]
+        partial = sum(1 for c in pos if c.outcome == "learnability" and c.above)
         return (f"The measurements agree with the theory in {k['agrees']} of {decided} decided cells: "
                 f"{sum(c.outcome == 'agrees' for c in imp)} of {len(imp)} 'impossible' cells stay at chance (or, "
                 f"where the layer can track a quotient of the group, within that quotient's ceiling) in every "
                 f"seed ({k['disagrees']} do not), and {sum(c.outcome == 'agrees' for c in pos)} of "
-                f"{len(pos)} 'possible' cells learned the task above chance in at least one seed; the other "
-                f"{k['learnability']} 'possible' cells are learnability results (the weights exist, training "
-                f"did not find them). {k['open']} cells are open (no result decides them); "
-                f"{k['missing']} have no complete run.")
+                f"{len(pos)} 'possible' cells were learned (some seed tracks the task: >= {100 * TRACKED:.0f}% at "
+                f"the long lengths); the other {k['learnability']} 'possible' cells are learnability results (the "
+                f"weights exist, training did not find them; {partial} of them rose above chance). "
+                f"{k['open']} cells are open (no result decides them); {k['missing']} have no complete run.")
 
     def leaderboard(self) -> list[tuple[str, int, int, int]]:
-        """(model, tasks learned above chance in some seed, cells that agree, cells judged), best first."""
+        """(model, tasks tracked by some seed, cells that agree, cells judged), best first."""
         out = []
         for label, cells in self.rows:
             cs = [c for c in cells if c is not None]
-            learned = sum(1 for c in cs if c.learned)
+            learned = sum(1 for c in cs if c.tracked)
             agree = sum(1 for c in cs if c.outcome == "agrees")
             judged = sum(1 for c in cs if c.outcome in ("agrees", "disagrees", "learnability"))
             out.append((label, learned, agree, judged))
@@ -192,11 +204,12 @@ class VerdictTable:
 
 
 CAPTION = (f"Cells: the pooled accuracy of the final label over the test lengths of the median seed, its "
-           f"{100 * LEVEL:.0f}% (Wilson) interval, the seeds above chance and the chance level; then the "
+           f"{100 * LEVEL:.0f}% (Wilson) interval, the seeds that track the task (>= {100 * TRACKED:.0f}%) and "
+           "those above chance, and the chance level; then the "
            "oracle's verdict (yes / no / open) with its basis (docs/science.md; for an 'impossible' cell whose "
            "layer can still track a quotient of the group, the accuracy that quotient allows: its ceiling) and "
            "the outcome: agrees, disagrees (an 'impossible' cell above its ceiling, or below chance, in some "
-           "seed), learnability (a 'possible' cell no seed learned) or open. A seed is above (below) chance "
+           "seed), learnability (a 'possible' cell no seed tracks) or open. A seed is above (below) chance "
            "when its interval lies above (below) chance.")
 
 
