@@ -80,3 +80,21 @@ def test_frontier_mixers_on_counting_and_star_free():
     assert oracle("mamba2(neg=true)", "modcount:3").verdict == "impossible"
     assert oracle("gla", "tomita:1").verdict == "possible"  # star-free, cascade height 1 (SF)
     assert oracle("mamba3*3", "tomita:2").basis == "SF"
+
+
+@pytest.mark.parametrize("layers,task,quotient", [
+    ("aussm", "group:S3", 2), ("mamba3", "group:S3", 2), ("negmamba", "group:S3", 2),
+    ("deltanet(neg=true)", "group:S3", 2), ("gateddeltanet(neg=true)", "group:S3", 2),
+    ("mamba", "group:S3", 1), ("lru", "group:S3", 1), ("rwkv7", "group:S3", 1),
+    ("aussm*3", "group:A5", 1), ("negmamba", "group:C2xC4", 4), ("aussm", "group:S4", 2),
+    ("aussm*2", "group:S4", 6), ("mamba", "parity", 1),
+])
+def test_impossible_verdicts_name_the_quotient_still_tracked(layers, task, quotient):
+    """T5 applied to quotients: k complex layers track H / H^(k), real layers H / (squares)^k; non-negative
+    and time-invariant layers none. The accuracy ceiling on uniform labels is 1 / |kernel|."""
+    v = oracle(layers, task)
+    assert v.verdict == "impossible"
+    assert v.facts["quotient_tracked"] == quotient
+    from statetrack.theory.algebra import task_algebra
+
+    assert v.facts["accuracy_ceiling"] == pytest.approx(quotient / task_algebra(task).h_order)

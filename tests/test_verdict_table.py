@@ -62,7 +62,7 @@ def test_fixed_input_counts_each_length_once_and_chance_pools_the_cycle():
 
 def _cell(verdict, judgements):
     c = VerdictCell("m", "t", "mamba", "parity", verdict, "T1", "why")
-    lo_hi = {"above": (0.7, 0.9), "at": (0.4, 0.6), "below": (0.1, 0.3)}
+    lo_hi = {"tracks": (0.9, 0.98), "above": (0.7, 0.9), "at": (0.4, 0.6), "below": (0.1, 0.3)}
     c.seeds = [SeedScore(i, sum(lo_hi[j]) / 2, *lo_hi[j], 0.5, 100, [500], "long") for i, j in enumerate(judgements)]
     return c
 
@@ -71,8 +71,8 @@ def _cell(verdict, judgements):
     ("impossible", ["at", "at", "at"], "agrees"),
     ("impossible", ["at", "above", "at"], "disagrees"),
     ("impossible", ["below", "at", "at"], "disagrees"),  # off chance either way tells the label apart
-    ("possible", ["at", "above", "at"], "agrees"),
-    ("possible", ["at", "at", "below"], "learnability"),
+    ("possible", ["at", "tracks", "at"], "agrees"),
+    ("possible", ["at", "above", "below"], "learnability"),  # above chance, yet not tracking (< 90%)
     ("open", ["above", "at", "at"], "open"),
     ("possible", [], "missing"),
 ])
@@ -91,9 +91,26 @@ def test_report_sections_and_leaderboard(tmp_path):
     cells = {(c.model, c.column): c for c in vt.cells()}
     assert cells[("Mamba [0,1]", "parity")].verdict == "impossible"
     assert cells[("Mamba [0,1]", "parity")].outcome == "agrees"
-    assert cells[("Mamba [-1,1]", "parity")].outcome == "agrees"  # possible (T5), learned in seed 0
+    assert cells[("Mamba [-1,1]", "parity")].outcome == "agrees"  # possible (T5), tracked by seed 0
     assert vt.counts()["agrees"] == 2 and "2 of 2 decided cells" in vt.summary()
     assert vt.leaderboard()[0][0] == "Mamba [-1,1]"
     page = leaderboard_html(vt, STUDY.title)
     assert page.startswith("<!DOCTYPE html>") and "Mamba [-1,1]" in page and "<script" not in page
     assert {r["judgement"] for r in vt.csv_rows()} == {"at", "above"}
+
+
+def test_impossible_cells_may_reach_the_quotient_they_can_track():
+    """One AUSSM layer cannot track S3 (T5) but tracks its sign, S3 / A3 = C2: on the long draw's uniform
+    labels that is worth 1/3 against a chance of 1/6. At 1/3 the cell agrees; well above it, it does not."""
+    jobs = _jobs("AUSSM", "S3")
+    at_sign = verdict_table(STUDY, [(j, _result(j, [(8, 24)] * 12)) for j in jobs])
+    (cell,) = at_sign.cells()
+    assert cell.verdict == "impossible" and cell.ceiling == pytest.approx(1 / 3) and cell.quotient == 2
+    assert cell.median().judgement == "above" and cell.outcome == "agrees"
+    assert "ceiling 33%" in cell.text()
+    beyond = verdict_table(STUDY, [(j, _result(j, [(16, 24)] * 12)) for j in jobs])
+    assert beyond.cells()[0].outcome == "disagrees"
+    # A5 is perfect: no non-trivial quotient is tracked, the ceiling is chance
+    five = [(1, 24)] * 5 + [(0, 24)] * 7  # 5 of 288 right: chance, 1/60
+    (a5,) = verdict_table(STUDY, [(j, _result(j, five)) for j in _jobs("AUSSM", "A5")]).cells()
+    assert a5.ceiling == pytest.approx(1 / 60) and a5.outcome == "agrees"

@@ -1,9 +1,9 @@
 """A study's leaderboard as one self-contained HTML page (studies with ``oracle: true``).
 
-One row per model, best first (tasks learned above chance at the long lengths in some seed, then cells
-that agree with the theory); one column per task. Each cell shows the median seed's pooled accuracy with
+One row per model, best first (tasks some seed tracks at the long lengths, >= 90%, then cells that
+agree with the theory); one column per task. Each cell shows the median seed's pooled accuracy with
 its interval and chance, the oracle's verdict with its basis, and is coloured by the outcome: agrees,
-disagrees, learnability (possible, not learned), open. The page carries the agreement count and the
+disagrees, learnability (possible, not tracked), open. The page carries the agreement count and the
 table's caption; no script, no stylesheet or font from elsewhere.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from statetrack.report.verdicts import CAPTION, LEVEL, SYMBOL, VerdictCell, VerdictTable
+from statetrack.report.verdicts import CAPTION, LEVEL, VerdictCell, VerdictTable
 
 COLOURS = {"agrees": "#e3f1e0", "disagrees": "#f6d5d5", "learnability": "#fbf0cf", "open": "#eceff3",
            "missing": "#ffffff"}
@@ -42,19 +42,20 @@ def _cell(c: VerdictCell | None) -> str:
     if c is None:
         return '<td class="cell">-</td>'
     m = c.median()
-    verdict = SYMBOL[c.verdict] + (f" {c.basis}" if c.verdict != "open" else "")
+    verdict = c.verdict_text()
     if m is None:
         acc = "no complete run"
     else:
+        n = len(c.scored)
         acc = (f'<span class="acc">{100 * m.accuracy:.0f}%</span> [{100 * m.low:.0f}-{100 * m.high:.0f}]<br>'
-               f"{c.learned}/{len(c.scored)} above chance {100 * m.chance:.0f}%")
+               f"tracked {c.tracked}/{n}, above chance {c.above}/{n} ({100 * m.chance:.0f}%)")
     return (f'<td class="cell" style="background:{COLOURS[c.outcome]}" title="{esc(c.reason)}">{acc}<br>'
             f'<span class="verdict">{esc(verdict)}</span>: <span class="outcome">{esc(c.outcome)}</span></td>')
 
 
 def leaderboard_html(vt: VerdictTable, title: str, meta: dict | None = None) -> str:
     by_label = dict(vt.rows)
-    head = ("<tr><th>#</th><th>model</th><th>tasks learned</th><th>agree</th>"
+    head = ("<tr><th>#</th><th>model</th><th>tasks tracked</th><th>agree</th>"
             + "".join(f"<th>{esc(c)}</th>" for c in vt.columns) + "</tr>")
     body = []
     for i, (label, learned, agree, judged) in enumerate(vt.leaderboard(), 1):
@@ -65,7 +66,7 @@ def leaderboard_html(vt: VerdictTable, title: str, meta: dict | None = None) -> 
     key = "".join(f'<li><span style="background:{COLOURS[k]}"></span>{esc(k)}</li>'
                   for k in ("agrees", "disagrees", "learnability", "open"))
     meta_html = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in (meta or {}).items())
-    caption = (f"{CAPTION} Rows: tasks learned above chance at the long lengths in some seed, then cells that "
+    caption = (f"{CAPTION} Rows: tasks some seed tracks at the long lengths, then cells that "
                f"agree with the theory ('agree' counts the cells judged: neither open nor missing). Hover a "
                f"cell for the oracle's reason.")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

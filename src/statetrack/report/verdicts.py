@@ -16,11 +16,18 @@ lengths:
   alone small.
 
 A run is *above* chance when the interval's lower end is above chance, *below* when its upper end is
-below, else *at* chance. A cell **agrees** when the verdict is impossible and every seed is at chance,
-or possible and some seed is above chance; it **disagrees** when the verdict is impossible and some seed
-is off chance (a bug, or a theorem misread: to be found); a possible cell in which no seed rises above
-chance is a **learnability** result (the weights exist, training did not find them); an open cell is
-reported with its measurements only.
+below, else *at* chance; it *tracks* the task when its pooled accuracy is at least ``TRACKED`` (90%, the
+threshold of the reports' "longest length with accuracy >= 90%"). An impossible verdict on a group
+task comes with a **ceiling**
+(``theory.verdicts.quotient_ceiling``): a stack that cannot track the group may still track a quotient
+of it (one complex, real or [-1,1] Householder layer tracks the sign of an S3 element: S3 / A3 = C2),
+which on uniformly distributed labels is worth 1/|kernel| (1/3 for S3); for A5, parity and counting
+the ceiling is chance. A cell **agrees** when the verdict is impossible and no seed is above the ceiling
+or below chance (for most cells: every seed at chance), or possible and some seed tracks the task; it
+**disagrees** when the verdict is impossible and some seed is above the ceiling or below chance (a bug,
+or a theorem misread: to be found); a possible cell in which no seed tracks the task is a
+**learnability** result (the weights exist, training did not find them; the cell says how many seeds
+rose above chance); an open cell is reported with its measurements only.
 """
 from __future__ import annotations
 
@@ -32,6 +39,7 @@ from statetrack.evaluation import wilson
 
 LEVEL = 0.99
 Z = 2.5758293035489  # the two-sided 99% normal quantile
+TRACKED = 0.9  # a seed tracks the task when its pooled accuracy at the long lengths is at least this
 OUTCOMES = ("agrees", "disagrees", "learnability", "open", "missing")
 SYMBOL = {"possible": "yes", "impossible": "no", "open": "open"}
 
@@ -69,6 +77,8 @@ class VerdictCell:
     basis: str
     reason: str
     seeds: list[SeedScore] = field(default_factory=list)
+    ceiling: float | None = None  # impossible verdicts on group tasks: the trackable quotient's accuracy
+    quotient: int | None = None  # ... and that quotient's order
 
     @property
     def scored(self) -> list[SeedScore]:
@@ -82,11 +92,35 @@ class VerdictCell:
         if self.verdict == "open":
             return "open"
         if self.verdict == "impossible":
-            return "agrees" if all(s.judgement == "at" for s in scored) else "disagrees"
-        return "agrees" if any(s.judgement == "above" for s in scored) else "learnability"
+            return "agrees" if all(self.within_ceiling(s) for s in scored) else "disagrees"
+        return "agrees" if self.tracked else "learnability"
+
+    def within_ceiling(self, s: SeedScore) -> bool:
+        """Neither below chance nor above what the trackable quotient allows (chance, for most cells)."""
+        if s.judgement == "below":
+            return False
+        top = max(s.chance or 0.0, self.ceiling or 0.0)
+        return s.low is not None and s.low <= top
+
+    def verdict_text(self) -> str:
+        """'yes T5', 'no T1', 'no T5, ceiling 33% (C2 tracked)', 'open'."""
+        if self.verdict == "open":
+            return "open"
+        out = f"{SYMBOL[self.verdict]} {self.basis}"
+        m = self.median()
+        if self.verdict == "impossible" and self.ceiling and m is not None and m.chance is not None \
+                and self.ceiling > m.chance + 1e-9:
+            out += f", ceiling {100 * self.ceiling:.0f}% (a quotient of order {self.quotient} tracked)"
+        return out
 
     @property
-    def learned(self) -> int:
+    def tracked(self) -> int:
+        """Seeds whose pooled accuracy is at least TRACKED."""
+        return sum(1 for s in self.scored if (s.accuracy or 0.0) >= TRACKED)
+
+    @property
+    def above(self) -> int:
+        """Seeds above chance."""
         return sum(1 for s in self.scored if s.judgement == "above")
 
     def median(self) -> SeedScore | None:
@@ -95,13 +129,15 @@ class VerdictCell:
         return scored[(len(scored) - 1) // 2] if scored else None
 
     def text(self) -> str:
-        """'acc% [lo-hi], k/n above chance; yes T5: agrees' (accuracy of the median seed, its interval)."""
-        verdict = f"{SYMBOL[self.verdict]}" + (f" {self.basis}" if self.verdict != "open" else "")
+        """'acc% [lo-hi], tracked 1/3, above chance 2/3 (chance c%); yes T5: agrees' (the median seed's accuracy
+        and interval)."""
+        verdict = self.verdict_text()
         m = self.median()
         if m is None:
             return f"- ; {verdict}: missing"
-        acc = (f"{100 * m.accuracy:.0f}% [{100 * m.low:.0f}-{100 * m.high:.0f}], "
-               f"{self.learned}/{len(self.scored)} above chance {100 * m.chance:.0f}%")
+        n = len(self.scored)
+        acc = (f"{100 * m.accuracy:.0f}% [{100 * m.low:.0f}-{100 * m.high:.0f}], tracked {self.tracked}/{n}, "
+               f"above chance {self.above}/{n} (chance {100 * m.chance:.0f}%)")
         return f"{acc}; {verdict}: {self.outcome}"
 
 
@@ -126,20 +162,22 @@ class VerdictTable:
         decided = k["agrees"] + k["disagrees"] + k["learnability"]
         imp = [c for c in self.cells() if c.verdict == "impossible" and c.outcome != "missing"]
         pos = [c for c in self.cells() if c.verdict == "possible" and c.outcome != "missing"]
+        partial = sum(1 for c in pos if c.outcome == "learnability" and c.above)
         return (f"The measurements agree with the theory in {k['agrees']} of {decided} decided cells: "
-                f"{sum(c.outcome == 'agrees' for c in imp)} of {len(imp)} 'impossible' cells are at chance in "
-                f"every seed ({k['disagrees']} are not), and {sum(c.outcome == 'agrees' for c in pos)} of "
-                f"{len(pos)} 'possible' cells learned the task above chance in at least one seed; the other "
-                f"{k['learnability']} 'possible' cells are learnability results (the weights exist, training "
-                f"did not find them). {k['open']} cells are open (no result decides them); "
-                f"{k['missing']} have no complete run.")
+                f"{sum(c.outcome == 'agrees' for c in imp)} of {len(imp)} 'impossible' cells stay at chance (or, "
+                f"where the layer can track a quotient of the group, within that quotient's ceiling) in every "
+                f"seed ({k['disagrees']} do not), and {sum(c.outcome == 'agrees' for c in pos)} of "
+                f"{len(pos)} 'possible' cells were learned (some seed tracks the task: >= {100 * TRACKED:.0f}% at "
+                f"the long lengths); the other {k['learnability']} 'possible' cells are learnability results (the "
+                f"weights exist, training did not find them; {partial} of them rose above chance). "
+                f"{k['open']} cells are open (no result decides them); {k['missing']} have no complete run.")
 
     def leaderboard(self) -> list[tuple[str, int, int, int]]:
-        """(model, tasks learned above chance in some seed, cells that agree, cells judged), best first."""
+        """(model, tasks tracked by some seed, cells that agree, cells judged), best first."""
         out = []
         for label, cells in self.rows:
             cs = [c for c in cells if c is not None]
-            learned = sum(1 for c in cs if c.learned)
+            learned = sum(1 for c in cs if c.tracked)
             agree = sum(1 for c in cs if c.outcome == "agrees")
             judged = sum(1 for c in cs if c.outcome in ("agrees", "disagrees", "learnability"))
             out.append((label, learned, agree, judged))
@@ -156,7 +194,8 @@ class VerdictTable:
         for c in self.cells():
             for s in c.seeds:
                 rows.append({"model": c.model, "task": c.column, "layers": c.layers, "task_string": c.task,
-                             "verdict": c.verdict, "basis": c.basis, "outcome": c.outcome, "seed": s.seed,
+                             "verdict": c.verdict, "basis": c.basis, "ceiling": c.ceiling,
+                             "outcome": c.outcome, "seed": s.seed,
                              "split": s.split, "lengths": f"{min(s.lengths)}-{max(s.lengths)}" if s.lengths else "",
                              "accuracy": s.accuracy, f"low_{100 * LEVEL:.0f}": s.low,
                              f"high_{100 * LEVEL:.0f}": s.high, "chance": s.chance, "n": s.n,
@@ -165,10 +204,13 @@ class VerdictTable:
 
 
 CAPTION = (f"Cells: the pooled accuracy of the final label over the test lengths of the median seed, its "
-           f"{100 * LEVEL:.0f}% (Wilson) interval, the seeds above chance and the chance level; then the "
-           "oracle's verdict (yes / no / open) with its basis (docs/science.md) and the outcome: agrees, "
-           "disagrees (an 'impossible' cell off chance in some seed), learnability (a 'possible' cell no seed "
-           "learned) or open. A seed is above (below) chance when its interval lies above (below) chance.")
+           f"{100 * LEVEL:.0f}% (Wilson) interval, the seeds that track the task (>= {100 * TRACKED:.0f}%) and "
+           "those above chance, and the chance level; then the "
+           "oracle's verdict (yes / no / open) with its basis (docs/science.md; for an 'impossible' cell whose "
+           "layer can still track a quotient of the group, the accuracy that quotient allows: its ceiling) and "
+           "the outcome: agrees, disagrees (an 'impossible' cell above its ceiling, or below chance, in some "
+           "seed), learnability (a 'possible' cell no seed tracks) or open. A seed is above (below) chance "
+           "when its interval lies above (below) chance.")
 
 
 def _pooled_chance(task, split: str, lengths: list[int], weights: list[int]) -> float | None:
@@ -222,7 +264,8 @@ def verdict_table(study, results) -> VerdictTable:
         if cell is None:
             v = oracle(job.train.model.layers, job.train.task)
             cell = by_cell[key] = VerdictCell(job.label, col, job.train.model.layers, job.train.task, v.verdict,
-                                              v.basis, v.reason)
+                                              v.basis, v.reason, ceiling=v.facts.get("accuracy_ceiling"),
+                                              quotient=v.facts.get("quotient_tracked"))
         if res is None or res.status != "complete":
             continue
         if job.train.task not in info:

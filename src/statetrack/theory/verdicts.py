@@ -431,15 +431,32 @@ def _open(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict:
                    f"{', '.join(i.spec for i in infos)}")
 
 
+def quotient_ceiling(infos: list[LayerInfo], alg: TaskAlgebra) -> dict:
+    """For a group task a stack cannot track: the largest quotient H / N it can still track and the
+    accuracy that buys on uniformly distributed labels, 1 / |N| (the long-range and balanced draws'
+    labels are uniform). The series is T5's greedy one: a complex layer takes the derived subgroup, a real
+    one (or a Householder layer whose factors reach -1, at least a sign flip) the subgroup of squares;
+    non-negative and time-invariant layers track no non-trivial group (T1, T4). For S3 with one complex or
+    real layer: H / A3 = C2 (the sign), ceiling 1/3; for A5 (perfect) and parity: 1/|H|, chance."""
+    if alg.group is None or alg.subgroup is None:
+        return {}
+    ops = ["d" if i.cls == "complex" else "s" for i in infos
+           if i.cls in ("complex", "real") or (i.cls == "householder" and i.factor_domain == "[-1,1]")]
+    n = alg.residual(ops)
+    return {"quotient_tracked": alg.h_order // n, "accuracy_ceiling": 1.0 / n}
+
+
 def oracle(layers: str, task: str) -> Verdict:
-    """Verdict for a layer spec on a task string (see the module docstring)."""
+    """Verdict for a layer spec on a task string (see the module docstring). An impossible verdict on a
+    group task carries ``quotient_tracked`` and ``accuracy_ceiling`` (:func:`quotient_ceiling`)."""
     infos = layer_infos(layers)
     alg = task_algebra(task)
     if alg.monoid is not None and alg.monoid.size == 1:
         v = Verdict("possible", "-", f"the labels of {task} never change; a constant output solves it")
     else:
         v = _possible(infos, alg) or _impossible(infos, alg) or _open(infos, alg)
-    return Verdict(v.verdict, v.basis, v.reason, {**alg.facts(), **v.facts})
+    extra = quotient_ceiling(infos, alg) if v.verdict == "impossible" else {}
+    return Verdict(v.verdict, v.basis, v.reason, {**alg.facts(), **v.facts, **extra})
 
 
 # -- the table ---------------------------------------------------------------------------------------
