@@ -23,6 +23,7 @@ from pathlib import Path
 from statetrack.files import ensure_dir, write_file
 from statetrack.report.plots import close, save, svg_text
 from statetrack.report.render import Cell
+from statetrack.report.verdicts import CAPTION as VERDICTS_CAPTION
 from statetrack.report.writer import (
     INTERVALS_CAPTION,
     PROBE_HEADERS,
@@ -182,6 +183,13 @@ def page(rep: Report, meta: dict, svgs: list[tuple[str, str, str, str]]) -> str:
                                 "accuracy (%) of the trained models on fixed inputs (median over runs); traces: "
                                 "one seeded sequence per probe: input, target and the model's P(1) over time"))
         parts += [figure_html(svg, caption, stem) for section, stem, svg, caption in svgs if section == "probes"]
+    if rep.verdicts is not None:
+        vt = rep.verdicts
+        parts.append("<h2>The theory's verdict beside every cell</h2>")
+        parts.append(f"<p>{esc(vt.summary())} The <a href=\"{esc(study.name)}-leaderboard.html\">leaderboard</a> "
+                     "ranks the models.</p>")
+        rows = [[label, *("-" if c is None else c.text() for c in cells)] for label, cells in vt.rows]
+        parts.append(table_html(["model", *vt.columns], _plain(rows), VERDICTS_CAPTION))
     intervals = interval_tables(rep)
     if intervals:
         parts.append("<h2>Accuracy of every run, with 95% intervals</h2>")
@@ -207,6 +215,7 @@ def summary(rep: Report, meta: dict, page_name: str, thumbnail: str | None) -> d
             "runs": len(rep.results), "complete": rep.complete, "missing": rep.missing,
             "cells_compared": compared, "cells_agree": agree, "run_time_s": round(rep.wall_time, 1),
             "devices": rep.devices, "machines": rep.machines, "thumbnail": thumbnail,
+            "leaderboard": f"{rep.study.name}-leaderboard.html" if rep.verdicts is not None else None,
             "date": meta.get("Date"), "command": meta.get("Command")}
 
 
@@ -227,6 +236,10 @@ def write_html(rep: Report, out, meta: dict | None = None) -> Path:
         for f in figs:
             close(f.fig)
     path = write_file(out / f"{rep.study.name}.html", page(rep, meta, svgs), what="report")
+    if rep.verdicts is not None:
+        from statetrack.report.leaderboard import write_leaderboard
+
+        write_leaderboard(rep.verdicts, rep.study.title, out, meta)
     records = read_index(out)
     records[rep.study.name] = summary(rep, meta, path.name, thumbnail)
     write_file(out / "index.json", json.dumps(records, indent=1, sort_keys=True) + "\n", what="report")
@@ -258,7 +271,8 @@ def index_row(r: dict) -> list[str]:
     paper = f"{agree} of {compared}" if compared else "no published numbers"
     runs = f"{r['complete']} of {r['runs']} complete" + (f", <strong>{r['missing']} missing</strong>"
                                                           if r.get("missing") else "")
-    return [f'<a href="{esc(r["page"])}"><strong>{esc(r["study"])}</strong></a><br>{esc(r["title"])}',
+    board = f'<br><a href="{esc(r["leaderboard"])}">leaderboard</a>' if r.get("leaderboard") else ""
+    return [f'<a href="{esc(r["page"])}"><strong>{esc(r["study"])}</strong></a><br>{esc(r["title"])}{board}',
             esc(r["scale"]), runs, paper, esc(_duration(r.get("run_time_s") or 0.0)),
             esc(", ".join(r.get("devices") or []) or "-"), esc(r.get("date") or "-"), thumb]
 
