@@ -114,7 +114,7 @@ def test_readme_runs_as_written(tmp_path):
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr[-3000:]
     record.append(("python block", 0, time.time() - t0, float("nan")))
-    assert "possible (P3)" in p.stdout
+    assert "possible P3 S3 has derived length 2" in p.stdout
     keep = os.environ.get("STATETRACK_README_TIMES")
     if keep:
         with open(keep, "w") as f:
