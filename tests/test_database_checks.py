@@ -125,7 +125,8 @@ def test_a_database_of_a_newer_schema_is_refused_with_both_versions(copy, capsys
 def test_a_version_1_database_is_read_by_read_only_commands_without_a_write(copy, capsys):
     """An older database is migrated by the first command that writes, never by one that only reads."""
     db, study = copy
-    _alter(db, "DROP TABLE claims; DROP TABLE lm_metrics; ALTER TABLE metrics DROP COLUMN note;"
+    _alter(db, "DROP TABLE claims; DROP TABLE lm_metrics; DROP TABLE split_metrics; DROP TABLE curves;"
+               "ALTER TABLE metrics DROP COLUMN note;"
                "UPDATE meta SET value='1' WHERE key='schema_version'")
     before = db.read_bytes()
     assert main(["runs", "--db", str(db)]) == 0

@@ -467,9 +467,9 @@ def _damaged(e: sqlite3.DatabaseError) -> bool:
     return not isinstance(e, sqlite3.OperationalError)
 
 
-#: the tables a migration adds to a file that lacks them (versions before them, or files written before
-#: they existed): every table but those that hold the results, ``meta``, ``runs`` and ``metrics``
-ADDED_TABLES = ("curves", "traces", "lm_metrics", "claims")
+#: the tables that hold the results: a file without one of them is damaged. Every other table of the
+#: schema is added to a file that lacks it (one of an older version, or written before the table existed)
+RESULT_TABLES = ("meta", "runs", "metrics")
 #: on open, ``PRAGMA quick_check`` (every page's structure) runs on files up to this size (about 0.1 s
 #: per 64 MiB); bigger files get the schema checks only, and SQLite refuses a damaged page when it reads it
 QUICK_CHECK_BYTES = 64 << 20
@@ -556,7 +556,7 @@ def _check_file(path: Path, uri: str, name: str) -> list[str]:
             lacking = []
             for table, cols in schema_tables().items():
                 if table not in tables:
-                    if table not in ADDED_TABLES:
+                    if table in RESULT_TABLES:
                         raise UserError(f"results database {name!r} is damaged: table {table!r} is missing; "
                                         f"{untouched}")
                     lacking.append(table)
