@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from statetrack.experiments import Study, load_study
+from statetrack.jobs import MAX_RUNS
 from statetrack.report import StudyTable, study_table
 from statetrack.store import DEFAULT_DB
 from statetrack.sweep import run_jobs
@@ -15,11 +16,12 @@ from statetrack.sweep import run_jobs
 
 def sweep(name: str | Study, scale: str = "quick", seeds: int | None = None, db: str | Path = DEFAULT_DB,
           workers: int = 1, fresh: bool = False, device: str = "auto", on_done=None, executor: str = "local",
-          address: str | None = None, on_step=None) -> tuple[Study, list]:
+          address: str | None = None, on_step=None, max_runs: int = MAX_RUNS) -> tuple[Study, list]:
     """Run study ``name``'s grid at ``scale``; returns (study, [(job, result)]). ``on_done(job, result)``
-    after each run, ``on_step(job, step, info)`` after each validation (sweep.run_jobs)."""
+    after each run, ``on_step(job, step, info)`` after each validation (sweep.run_jobs). A grid of more
+    than ``max_runs`` runs is refused before anything runs (``jobs.MAX_RUNS`` by default)."""
     study = name if isinstance(name, Study) else load_study(name)
-    jobs = study.cells(scale, seeds, device)
+    jobs = study.grid(scale, seeds, device, max_runs)
     results = run_jobs(jobs, db, workers=workers, reuse=not fresh, on_done=on_done, executor=executor,
                        address=address, on_step=on_step)
     return study, results
