@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from conftest import live_processes
 from statetrack.reproduce import sweep
 from statetrack.store import Store
 
@@ -89,22 +90,6 @@ def test_an_interrupt_in_the_api_starts_no_further_run(db, grid8):
     assert sum(r.reused for _, r in results) == 1 and len(store.runs(status="complete")) == 8
 
 
-def _group(pgid: int) -> list[int]:
-    """The processes of process group ``pgid`` still alive (zombies excluded)."""
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                fields = f.read().rpartition(")")[2].split()
-        except OSError:
-            continue
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            out.append(int(d))
-    return out
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc to find the workers")
 def test_workers_die_with_a_sweep_killed_with_sigkill(tmp_path, cli, grid8):
@@ -114,13 +99,13 @@ def test_workers_die_with_a_sweep_killed_with_sigkill(tmp_path, cli, grid8):
     db, grid = str(tmp_path / "r.db"), grid8(600)
     p = cli.start("sweep", grid, "--db", db, "--workers", 2, start_new_session=True)
     cli.wait_until(db, "status='running'", 2, [p])
-    assert len(_group(p.pid)) >= 3  # the sweep, two workers (and the resource tracker)
+    assert len(live_processes(pgid=p.pid)) >= 3  # the sweep, two workers (and the resource tracker)
     os.kill(p.pid, signal.SIGKILL)  # the parent only: nobody tells the workers
     p.wait()
     t0 = time.time()
-    while _group(p.pid) and time.time() - t0 < 20:
+    while live_processes(pgid=p.pid) and time.time() - t0 < 20:
         time.sleep(0.2)
-    assert _group(p.pid) == [], "processes of the killed sweep still alive after 20 s"
+    assert live_processes(pgid=p.pid) == [], "processes of the killed sweep still alive after 20 s"
     rows = _rows(db)
     assert [r[1] for r in rows].count("running") == 0, rows  # the workers recorded their runs
     killed = [r for r in rows if r[1] == "interrupted"]

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from statetrack.errors import UserError
 
@@ -55,38 +57,33 @@ def check_depth(value, what: str) -> None:
         stack.extend((x, depth + 1) for x in items if isinstance(x, (dict, list, tuple)))
 
 
-def load_json(text: str | bytes, what: str, max_bytes: int = MAX_JSON_BYTES):
+def _parse(parse: Callable[[Any], Any], text: str | bytes, what: str, max_bytes: int) -> Any:
+    n = _size(text)
+    if n > max_bytes:
+        raise _too_big(what, n, max_bytes)
+    try:
+        value = parse(text)
+    except RecursionError:  # the parser gave up first (the interpreter's recursion limit)
+        raise _too_deep(what) from None
+    if isinstance(value, (dict, list)):
+        check_depth(value, what)
+    return value
+
+
+def load_json(text: str | bytes, what: str, max_bytes: int = MAX_JSON_BYTES) -> Any:
     """``json.loads(text)`` within the size and depth limits; ``what`` names the document in the error
     (a syntax error is the caller's to word: ``json.JSONDecodeError`` passes through)."""
-    n = _size(text)
-    if n > max_bytes:
-        raise _too_big(what, n, max_bytes)
-    try:
-        value = json.loads(text)
-    except RecursionError:
-        raise _too_deep(what) from None
-    if isinstance(value, (dict, list)):
-        check_depth(value, what)
-    return value
+    return _parse(json.loads, text, what, max_bytes)
 
 
-def load_yaml(text: str, what: str, max_bytes: int = MAX_YAML_BYTES):
+def load_yaml(text: str, what: str, max_bytes: int = MAX_YAML_BYTES) -> Any:
     """``yaml.safe_load(text)`` within the size and depth limits (``yaml.YAMLError`` passes through)."""
-    import yaml
+    import yaml  # the study and config readers' dependency, not needed for JSON
 
-    n = _size(text)
-    if n > max_bytes:
-        raise _too_big(what, n, max_bytes)
-    try:
-        value = yaml.safe_load(text)
-    except RecursionError:
-        raise _too_deep(what) from None
-    if isinstance(value, (dict, list)):
-        check_depth(value, what)
-    return value
+    return _parse(yaml.safe_load, text, what, max_bytes)
 
 
-def read_json(path: str | os.PathLike, what: str):
+def read_json(path: str | os.PathLike, what: str) -> Any:
     """A JSON file within the limits (its size looked at before it is read)."""
     what = f"{what} {str(path)!r}"
     return load_json(read_text(path, what, MAX_JSON_BYTES), what)
