@@ -22,6 +22,8 @@ DOMAINS = {
     "[-1,1]": "real, in [-1, 1]",
     "unit circle": "complex, modulus exactly 1",
     "complex disc": "complex, modulus at most 1",
+    "damped rotations": "complex, modulus at most 1, and below 1 off the real axis except at tiny angles (a decay "
+                        "floor: Mamba-3 with a_floor > 0)",
     "complex": "complex, fixed (time-invariant), modulus below 1",
     "n/a": "non-linear recurrence: no transition matrix",
 }

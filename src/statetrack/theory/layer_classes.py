@@ -8,6 +8,7 @@ lti            time-invariant (input_dependent=False), diagonal (S4D)
 nonneg         input-dependent diagonal, eigenvalues [0,1] (Mamba, GLA; scalar: Mamba-2, mLSTM)
 real           input-dependent diagonal, eigenvalues (-1,1] or [-1,1] (Negative Mamba, Mamba-2 [-1,1])
 complex        input-dependent diagonal, unit circle or complex disc (AUSSM, Simple AUSSM, DCD, Mamba-3)
+damped         input-dependent diagonal with damped rotations (Mamba-3 with a decay floor)
 householder    products of n_h generalized Householder matrices, possibly times a scalar gate (DeltaNet,
                DeltaProduct, Gated DeltaNet)
 dplr           input-dependent diagonal plus rank-one (RWKV-7)
@@ -32,6 +33,8 @@ NONNEG = {"[0,1]"}
 CONTRACTING = {"(-1/2,1]"}
 REAL_NEG = {"(-1,1]", "[-1,1]"}
 COMPLEX = {"unit circle", "complex disc", "complex"}
+#: rotations whose modulus is below 1 off the real axis (a decay floor): no unit-circle rotation but tiny ones
+DAMPED = {"damped rotations"}
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,8 @@ def classify(spec, mixer) -> LayerInfo:
             return LayerInfo(str(spec), p, "real")
         if p.eigenvalues in COMPLEX:
             return LayerInfo(str(spec), p, "complex")
+        if p.eigenvalues in DAMPED:
+            return LayerInfo(str(spec), p, "damped")
     if p.structure == "householder":
         # each factor I - beta k k^T has eigenvalues 1 and 1 - beta. The declared domain is the
         # product's; with one factor, or a real product domain, it is the factors' domain too.

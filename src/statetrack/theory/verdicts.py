@@ -64,7 +64,8 @@ from statetrack.theory.layer_classes import COMPLEX, CONTRACTING, NONNEG, REAL_N
 
 #: what an input-dependent diagonal layer can hold beside resets (A = 0), delays (A in (0,1)) and
 #: keeps (A = 1): the group factors of the holonomy cascade it can carry (SF / KR)
-CASCADE_GROUPS = {"[0,1]": "trivial", "(-1/2,1]": "trivial", "(-1,1]": "elementary abelian 2",
+CASCADE_GROUPS = {"[0,1]": "trivial", "(-1/2,1]": "trivial", "damped rotations": "trivial",
+                  "(-1,1]": "elementary abelian 2",
                   "[-1,1]": "elementary abelian 2",
                   "complex disc": "abelian"}
 _CASCADE_RANK = {"trivial": 0, "elementary abelian 2": 1, "abelian": 2}
@@ -241,7 +242,7 @@ def _cascade(infos: list[LayerInfo], alg: TaskAlgebra) -> tuple[Verdict | None, 
     if need is None:
         return None, None
     k = sf_depth(m.holonomy_height)
-    ok = [i for i in infos if i.cls in ("nonneg", "real", "complex") and i.domain in CASCADE_GROUPS
+    ok = [i for i in infos if i.cls in ("nonneg", "real", "complex", "damped") and i.domain in CASCADE_GROUPS
           and _CASCADE_RANK[CASCADE_GROUPS[i.domain]] >= _CASCADE_RANK[need]]
     basis = "SF" if m.aperiodic else "KR"
     layer_kind = {"trivial": "input-dependent diagonal layers with eigenvalues including [0,1]",
@@ -263,11 +264,11 @@ def _cascade(infos: list[LayerInfo], alg: TaskAlgebra) -> tuple[Verdict | None, 
 def _impossible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
     if alg.kind in ("offset", "unknown") or alg.monoid is None:
         return None
-    linear = all(i.cls in ("lti", "nonneg", "real", "complex", "householder", "dplr", "dense", "lti-dense")
-                 for i in infos)
+    linear = all(i.cls in ("lti", "nonneg", "real", "complex", "damped", "householder", "dplr", "dense",
+                           "lti-dense") for i in infos)
     if not linear:
         return None
-    diagonal = all(i.cls in ("lti", "nonneg", "real", "complex") for i in infos)
+    diagonal = all(i.cls in ("lti", "nonneg", "real", "complex", "damped") for i in infos)
     all_nonneg = all(i.domain in NONNEG for i in infos) and all(
         i.cls != "householder" or i.factor_domain == "[0,1]" for i in infos)
     contracting = [i for i in infos if i.domain in CONTRACTING]
@@ -406,8 +407,15 @@ def _open(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict:
                        "that Mamba learns it without an explanation)")
     if alg.monoid is not None:
         _, short = _cascade(infos, alg)
-        if short is not None and any(i.cls in ("nonneg", "real", "complex") for i in infos):
+        if short is not None and any(i.cls in ("nonneg", "real", "complex", "damped") for i in infos):
             return Verdict("open", "-", short)
+    if any(i.cls == "damped" for i in infos):
+        name = next(i.spec for i in infos if i.cls == "damped")
+        return Verdict("open", "-", f"{name} rotates its state by angles whose modulus the decay floor keeps below 1 "
+                       f"(exp(-a_floor |angle| / pi)), except angles too small to round the decay away from 1; no "
+                       f"result here decides {alg.task} for these layers: T5's constructions need unit-modulus "
+                       f"rotations (a_floor = 0 gives them), and T1's witness needs powers that converge, which the "
+                       f"tiny unit-modulus rotations do not")
     if any(i.cls == "dplr" for i in infos):
         name = next(i.spec for i in infos if i.cls == "dplr")
         return Verdict("open", "-", f"{name} has diagonal-plus-rank-one transitions with real eigenvalues in "
@@ -440,8 +448,8 @@ def quotient_ceiling(infos: list[LayerInfo], alg: TaskAlgebra) -> dict:
     real layer: H / A3 = C2 (the sign), ceiling 1/3; for A5 (perfect) and parity: 1/|H|, chance."""
     if alg.group is None or alg.subgroup is None:
         return {}
-    ops = ["d" if i.cls == "complex" else "s" for i in infos
-           if i.cls in ("complex", "real") or (i.cls == "householder" and i.factor_domain == "[-1,1]")]
+    ops = ["d" if i.cls in ("complex", "damped") else "s" for i in infos
+           if i.cls in ("complex", "damped", "real") or (i.cls == "householder" and i.factor_domain == "[-1,1]")]
     n = alg.residual(ops)
     return {"quotient_tracked": alg.h_order // n, "accuracy_ceiling": 1.0 / n}
 
