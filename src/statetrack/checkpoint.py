@@ -20,6 +20,7 @@ from safetensors import SafetensorError
 from statetrack.config import MAX_PARAMS
 from statetrack.errors import UserError
 from statetrack.files import sha256_bytes, write_file
+from statetrack.untrusted import load_json
 
 FORMAT = "statetrack-checkpoint-1"
 
@@ -95,13 +96,13 @@ def rewrite_extra(data: bytes, extra: dict) -> bytes:
     from safetensors.torch import load, save
 
     meta = _header(data)[1]
-    old = json.loads(meta.get("extra") or "{}")
+    old = load_json(meta.get("extra") or "{}", "a checkpoint's extra metadata")
     return save(load(data), metadata={**meta, "extra": json.dumps({**old, **extra})})
 
 
 def _header(data: bytes) -> tuple[dict, dict]:
     n = int.from_bytes(data[:8], "little")
-    head = json.loads(data[8:8 + n])
+    head = load_json(data[8:8 + n], "a checkpoint's header")
     return head, head.pop("__metadata__", {}) or {}
 
 
@@ -126,7 +127,7 @@ def _meta_json(path, meta: dict, key: str, required: bool) -> dict:
             raise _bad(path, f"has damaged metadata (no {key!r})")
         return {}
     try:
-        value = json.loads(meta[key])
+        value = load_json(meta[key], f"checkpoint {str(path)!r}: its metadata {key!r}")
     except (TypeError, json.JSONDecodeError) as e:
         raise _bad(path, f"has damaged metadata ({key!r} is not valid JSON: {e})") from None
     if not isinstance(value, dict):

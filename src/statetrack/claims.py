@@ -13,7 +13,8 @@ time, in the same pid namespace and boot) is dead at once, so a sweep restarted 
 not wait. A sweep that finds a dead claim takes it over and marks the dead owner's ``running`` row of
 that key ``interrupted``; if the old owner was only paused (a suspended laptop) and comes back, the
 database refuses to complete its row (``Store.finish_run`` completes only a ``running`` row), so a key
-is never complete twice.
+is never complete twice. A sweep starts by clearing the claims of owners that are gone
+(:meth:`Claims.clear_dead`), so none is left behind by a sweep killed with SIGKILL.
 """
 from __future__ import annotations
 
@@ -145,6 +146,23 @@ class Claims:
                     return Outcome("failed", last["id"])
             c.execute("INSERT OR REPLACE INTO claims VALUES (?,?,?,?,?)", (key, self.me, self.process, now, now))
             return Outcome("claimed")
+
+    def clear_dead(self) -> int:
+        """Remove every claim whose owner is gone (its process ended on this machine, or its heartbeat is
+        older than the timeout) and mark that owner's ``running`` rows of those keys interrupted, in one
+        transaction: what a sweep killed with SIGKILL left behind. Returns the number of claims removed."""
+        now = time.time()
+        with self.store._conn() as c:
+            c.execute("BEGIN IMMEDIATE")
+            rows = c.execute("SELECT key, owner, process, heartbeat FROM claims WHERE owner!=?", (self.me,)).fetchall()
+            dead = [r for r in rows if now - r["heartbeat"] > self.timeout or process_gone(r["process"])]
+            for r in dead:
+                c.execute("UPDATE runs SET status='interrupted', error=?, finished=? "
+                          "WHERE key=? AND status='running' AND owner=?",
+                          (f"interrupted: its sweep {r['owner']} stopped (claim cleared by {self.me})", now,
+                           r["key"], r["owner"]))
+                c.execute("DELETE FROM claims WHERE key=? AND owner=?", (r["key"], r["owner"]))
+            return len(dead)
 
     def held_by_others(self) -> set[str]:
         """Keys with a live claim of another owner (a read: a dead claim is not among them)."""

@@ -227,8 +227,11 @@ def load_run_config(path: str | os.PathLike) -> dict:
     p = Path(path)
     if not p.is_file():
         raise UserError(f"config file {str(p)!r} not found")
+    from statetrack.untrusted import MAX_YAML_BYTES, load_yaml, read_text
+
+    what = f"config file {str(p)!r}"
     try:
-        data = yaml.safe_load(p.read_text())
+        data = load_yaml(read_text(p, what, MAX_YAML_BYTES), what)
     except yaml.YAMLError as e:
         raise UserError(f"config file {str(p)!r} is not valid YAML: {str(e).splitlines()[0]}") from None
     return flatten(data or {}, f"config file {str(p)!r}")

@@ -53,14 +53,18 @@ def ensure_traces(db, job: Job, res: RunResult) -> None:
 _progress_queue = None
 
 
-def _init_worker(plugin_names: list[str], progress_queue=None, ignore: tuple[int, ...] = ()) -> None:
-    """A worker process is an entry point of its own: allocator settings, the parent's plugins, and
-    signals that interrupt the run in progress (those the parent ignores stay ignored)."""
+def _init_worker(plugin_names: list[str], progress_queue=None, ignore: tuple[int, ...] = (),
+                 parent: int | None = None) -> None:
+    """A worker process is an entry point of its own: allocator settings, the parent's plugins, signals
+    that interrupt the run in progress (those the parent ignores stay ignored), and, with ``parent`` (the
+    sweep's pid), an end of its own when that process ends, even by SIGKILL (``signals.die_with_parent``)."""
     global _progress_queue
     memory.configure()
     plugins.load_plugins(plugin_names, "loaded by the sweep's parent process")
     _progress_queue = progress_queue
     signals.install_in_worker(ignore)
+    if parent is not None:
+        signals.die_with_parent(parent)
 
 
 def _run_job(job: Job, db: str, owner: str, index: int | None = None, on_step=None) -> RunResult:
@@ -123,13 +127,13 @@ class Pool:
     """Local worker processes (spawned); one job per free worker, never a queue of jobs. Validations come
     back through a queue while the runs go on (``on_step``)."""
 
-    def __init__(self, db: str, owner: str, workers: int, jobs: list[Job], on_step=None):
-        self.db, self.owner, self.slots, self.all_jobs, self.on_step = db, owner, workers, jobs, on_step
+    def __init__(self, db: str, owner: str, workers: int, on_step=None):
+        self.db, self.owner, self.slots, self.on_step = db, owner, workers, on_step
         ctx = mp.get_context("spawn")
         self.queue = ctx.Queue() if on_step else None
         self.pool = cf.ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
-                                           initargs=(plugins.loaded(), self.queue, signals.ignored()))
-        self.futures: dict = {}  # future -> job index
+                                           initargs=(plugins.loaded(), self.queue, signals.ignored(), os.getpid()))
+        self.futures: dict = {}  # future -> (job index, job)
 
     def submit(self, job: Job, index: int):
         with signals.spawning():  # workers start with the signals ignored, not with a traceback
@@ -137,7 +141,7 @@ class Pool:
                 fut = self.pool.submit(_run_job, job, self.db, self.owner, index)
             except cf.process.BrokenProcessPool:
                 raise UserError(DIED) from None
-        self.futures[fut] = index
+        self.futures[fut] = (index, job)
         return fut
 
     def _drain(self) -> None:
@@ -146,8 +150,9 @@ class Pool:
                 i, s, info = self.queue.get_nowait()
             except queue.Empty:
                 return
-            if i in self.futures.values():  # a late message of a run already reported done is dropped
-                self.on_step(self.all_jobs[i], s, info)
+            job = next((j for k, j in self.futures.values() if k == i), None)
+            if job is not None:  # a late message of a run already reported done is dropped
+                self.on_step(job, s, info)
 
     def wait(self, handles, timeout):
         if not handles:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from statetrack.experiments import Study, load_study
+from statetrack.jobs import MAX_RUNS
 from statetrack.progress import Progress, SweepProgress, sink
 from statetrack.report import StudyTable, study_table
 from statetrack.store import DEFAULT_DB
@@ -16,13 +17,15 @@ from statetrack.sweep import run_jobs
 
 def sweep(name: str | Study, scale: str = "quick", seeds: int | None = None, db: str | Path = DEFAULT_DB,
           workers: int = 1, fresh: bool = False, device: str = "auto", on_done=None, executor: str = "local",
-          address: str | None = None, on_step=None, progress: Progress = None) -> tuple[Study, list]:
+          address: str | None = None, on_step=None, progress: Progress = None,
+          max_runs: int = MAX_RUNS) -> tuple[Study, list]:
     """Run study ``name``'s grid at ``scale``; returns (study, [(job, result)]). ``on_done(job, result)``
     after each run, ``on_step(job, step, info)`` after each validation (sweep.run_jobs). ``progress``: a
     log line per validation and per finished run by default, unless ``on_done`` or ``on_step`` is given
-    (:mod:`statetrack.progress`)."""
+    (:mod:`statetrack.progress`). A grid of more than ``max_runs`` runs is refused before anything runs
+    (``jobs.MAX_RUNS`` by default)."""
     study = name if isinstance(name, Study) else load_study(name)
-    jobs = study.cells(scale, seeds, device)
+    jobs = study.grid(scale, seeds, device, max_runs)
     out = sink(progress, callbacks=bool(on_done or on_step))
     if out is not None:
         log = SweepProgress(out, f"{study.name} ({scale})", len(jobs))

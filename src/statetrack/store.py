@@ -37,9 +37,11 @@ import time
 import uuid
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Any
 
 from statetrack.errors import UserError
 from statetrack.files import check_writable, place_new, reason, sha256_file, sync_dir
+from statetrack.untrusted import load_json
 
 DEFAULT_DB = "runs/statetrack.db"
 SCHEMA_VERSION = 2
@@ -390,7 +392,7 @@ class Store:
 
     def traces(self, run_id: int) -> dict[str, dict]:
         with self._conn() as c:
-            return {r["probe"]: json.loads(r["data"]) for r in
+            return {r["probe"]: self._json(r["data"], f"run {run_id}'s trace {r['probe']!r}") for r in
                     c.execute("SELECT probe, data FROM traces WHERE run_id=?", (run_id,))}
 
     # -- reading -----------------------------------------------------------------------------
@@ -432,7 +434,7 @@ class Store:
         with self._conn() as c:
             rows = [dict(r) for r in c.execute("SELECT * FROM lm_metrics WHERE run_id=? ORDER BY length", (run_id,))]
         for r in rows:
-            r["buckets"] = json.loads(r["buckets"]) if r["buckets"] else []
+            r["buckets"] = self._json(r["buckets"], f"run {run_id}'s buckets") if r["buckets"] else []
         return rows
 
     def schema_version(self) -> int:
@@ -441,7 +443,7 @@ class Store:
 
     def curve(self, run_id: int) -> list[dict]:
         with self._conn() as c:
-            return [json.loads(r["data"]) for r in
+            return [self._json(r["data"], f"run {run_id}'s curve") for r in
                     c.execute("SELECT data FROM curves WHERE run_id=? ORDER BY step", (run_id,))]
 
     def counts(self) -> dict:
@@ -449,11 +451,15 @@ class Store:
             return {t: c.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("runs", "metrics", "curves")}
 
 
+    def _json(self, text: str, what: str) -> Any:
+        """A JSON column of this database, parsed within the limits of ``statetrack.untrusted``."""
+        return load_json(text, f"results database {str(self.path)!r}: {what}")
+
     def _row(self, r: sqlite3.Row) -> dict:
         d = dict(r)
         for k in ("config", "versions", "summary"):
             if d.get(k):
-                d[k] = json.loads(d[k])
+                d[k] = self._json(d[k], f"run {d.get('id')}'s {k}")
         if d.get("checkpoint") and d.get("checkpoint_sha256") and not os.path.isabs(d["checkpoint"]):
             d["checkpoint"] = str(self.path.parent / d["checkpoint"])  # kept relative to the database
         return d
@@ -467,9 +473,9 @@ def _damaged(e: sqlite3.DatabaseError) -> bool:
     return not isinstance(e, sqlite3.OperationalError)
 
 
-#: the tables a migration adds to a file that lacks them (versions before them, or files written before
-#: they existed): every table but those that hold the results, ``meta``, ``runs`` and ``metrics``
-ADDED_TABLES = ("curves", "traces", "lm_metrics", "claims", "split_metrics")
+#: the tables that hold the results: a file without one of them is damaged. Every other table of the
+#: schema is added to a file that lacks it (one of an older version, or written before the table existed)
+RESULT_TABLES = ("meta", "runs", "metrics")
 #: on open, ``PRAGMA quick_check`` (every page's structure) runs on files up to this size (about 0.1 s
 #: per 64 MiB); bigger files get the schema checks only, and SQLite refuses a damaged page when it reads it
 QUICK_CHECK_BYTES = 64 << 20
@@ -556,7 +562,7 @@ def _check_file(path: Path, uri: str, name: str) -> list[str]:
             lacking = []
             for table, cols in schema_tables().items():
                 if table not in tables:
-                    if table not in ADDED_TABLES:
+                    if table in RESULT_TABLES:
                         raise UserError(f"results database {name!r} is damaged: table {table!r} is missing; "
                                         f"{untouched}")
                     lacking.append(table)

@@ -66,7 +66,7 @@ def _sweep(a):
     from statetrack.reproduce import sweep
 
     study = load_part(a)
-    n_jobs = len(study.cells(a.scale, a.seeds, a.device))
+    n_jobs = len(study.grid(a.scale, a.seeds, a.device, a.max_runs))  # counted, capped: nothing built yet
     t0 = time.time()
 
     def done(job, res):
@@ -78,7 +78,8 @@ def _sweep(a):
 
     with SweepProgress(f"{study.name} ({a.scale})", n_jobs) as prog:
         study, results = sweep(study, a.scale, a.seeds, db=a.db, workers=a.workers, fresh=a.fresh, device=a.device,
-                               executor=a.executor, address=a.address, on_done=done, on_step=prog.validation)
+                               executor=a.executor, address=a.address, on_done=done, on_step=prog.validation,
+                               max_runs=a.max_runs)
     return study, results, time.time() - t0
 
 
@@ -126,9 +127,11 @@ def _print_report(rep, a):
             print(json.dumps({"table": "verdicts", **row}))
         return
     con = console()
-    if rep.complete < len(rep.results):  # said first, as the HTML page says it at its top
-        con.print(f"{'Empty' if rep.complete == 0 else 'Partial'} report: {rep.complete} of {len(rep.results)} runs "
-                  f"of the grid are complete; missing cells show '-'.", style="bold yellow", markup=False)
+    if rep.missing:  # said first: the tables below leave these runs out
+        from statetrack.report.writer import runs_line
+
+        con.print(runs_line(rep), style="yellow", markup=False)
+        con.print()
     for t in rep.tables:
         headers = t.headers()
         cols = [Col(h, itemgetter(i), "left" if i == 0 else "right",
@@ -182,13 +185,14 @@ def _date() -> str:
 
 
 def cmd_report(a):
-    from statetrack.report.writer import collect
+    from statetrack.report.writer import check_reportable, collect
 
     if a.seeds is not None and a.seeds < 1:
         raise UserError(f"--seeds must be at least 1, got {a.seeds}")
     _figures(a.figures)
     study = load_part(a)
-    rep = collect(study, a.db, a.scale, a.seeds, a.device)
+    rep = collect(study, a.db, a.scale, a.seeds, a.device, a.max_runs)
+    check_reportable(rep, a.db)  # a grid with no complete run: one line, nothing printed or written
     _print_report(rep, a)
     if a.out:
         _write(rep, a, {"Command": _command("report", a), "Date": _date(),
@@ -206,7 +210,7 @@ def cmd_reproduce(a):
     if a.out:  # an unwritable report folder fails now, not after the sweep
         check_writable(a.out, f"cannot write the report in {a.out!r}")
     study, results, wall = _sweep(a)
-    rep = collect(study, a.db, a.scale, a.seeds, a.device)
+    rep = collect(study, a.db, a.scale, a.seeds, a.device, a.max_runs)
     if a.json:
         _emit_runs(results, a.db, study)
     else:
@@ -235,8 +239,16 @@ def load_part(a):
     return load_study(a.name).restrict(a.scale, a.model, a.task)
 
 
+def add_max_runs(q) -> None:
+    from statetrack.jobs import MAX_RUNS
+
+    q.add_argument("--max-runs", type=int, default=MAX_RUNS, metavar="N",
+                   help="refuse a grid of more than N runs (a guard against a slip such as seeds: 1000000)")
+
+
 def add_run_options(q):
     add_part_options(q)
+    add_max_runs(q)
     q.add_argument("--scale", default="quick", help="quick (a laptop CPU) or paper (the paper's protocol)")
     q.add_argument("--seeds", type=int, default=None, help="seeds per cell (default: the scale's)")
     q.add_argument("--workers", type=int, default=2, help="parallel runs (local processes or Ray CPUs)")
@@ -278,6 +290,7 @@ def add_commands(sub) -> None:
     q.add_argument("--seeds", type=int, default=None, help="seeds per cell, if the sweep overrode them "
                                                            "(default: the scale's)")
     add_part_options(q)
+    add_max_runs(q)
     add_device(q, help="the sweep's --device")
     q.add_argument("--out", default=DEFAULT_OUT, help="folder for .md/.csv/.tex and figures ('' to only print)")
     add_report_options(q)

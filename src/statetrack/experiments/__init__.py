@@ -17,12 +17,15 @@ run is scored by bits per byte on the test split, and the report (``statetrack.r
 beside the unigram and bigram baselines, by context length and by position, with an optional joint
 table (``state_tracking``) of each model's results in a state-tracking study read from the same database.
 
-``load_study(name)`` finds a built-in study by name, or reads a path; ``Study.cells(scale)`` is the grid,
-as the :class:`statetrack.jobs.Job` list a sweep runs.
+``load_study(name)`` finds a built-in study by name, or reads a path (a YAML file of at most
+``untrusted.MAX_YAML_BYTES``); ``Study.grid(scale)`` is the grid a sweep runs (:class:`statetrack.jobs.Grid`:
+counted and capped at ``jobs.MAX_RUNS`` runs unless raised, then expanded one run at a time).
 """
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -31,7 +34,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from statetrack.config import EvalConfig, ModelConfig, TrainConfig, validated
 from statetrack.errors import UserError, did_you_mean
-from statetrack.jobs import Job
+from statetrack.jobs import MAX_RUNS, Grid, Job
+from statetrack.untrusted import MAX_YAML_BYTES, load_yaml, read_text
 
 HERE = Path(__file__).parent
 
@@ -222,6 +226,25 @@ class Scale(_Strict):
         return parse_lengths(v)
 
 
+@dataclass(frozen=True)
+class _Cell:
+    """A (table, model, task) cell of a grid: everything its runs share but the learning rate and seed."""
+
+    study: str
+    table: str
+    label: str
+    column: str
+    fields: dict
+    eval: EvalConfig
+    lrs: tuple[float, ...]
+    probes: tuple[str, ...]
+
+    def job(self, lr: float, seed: int) -> Job:
+        train = validated(TrainConfig, **{**self.fields, "lr": lr, "seed": seed})
+        return Job(self.label, seed, train, self.eval, self.study, table=self.table, column=self.column,
+                   lr=float(lr), probes=self.probes)
+
+
 class Study(_Strict):
     name: str
     title: str
@@ -316,13 +339,35 @@ class Study(_Strict):
             update[what + "s"] = [c for c in dict.fromkeys(have or known) if c in chosen]
         return self.model_copy(update={"scales": {**self.scales, scale: sc.model_copy(update=update)}})
 
-    def cells(self, scale: str, seeds: int | None = None, device: str = "auto") -> list[Job]:
+    def grid(self, scale: str, seeds: int | None = None, device: str = "auto", max_runs: int = MAX_RUNS) -> Grid:
         """Every run of the grid at this scale (tables x models x tasks x learning rates x seeds), as the
-        jobs a sweep runs."""
+        jobs a sweep runs: counted, and refused in one line above ``max_runs``, before any run's config is
+        built; then built one run at a time as the grid is iterated."""
         sc = self.scale(scale)
         n = sc.seeds if seeds is None else seeds
         if n < 1:
             raise UserError(f"--seeds must be at least 1, got {n}")
+        cells = self._cells(scale, device)
+        lrs = max((len(c.lrs) for c in cells), default=0)
+        size = sum(len(c.lrs) for c in cells) * n
+        if size > max_runs:
+            raise UserError(f"study {self.name!r} at scale {scale!r} has {size:,} runs ({len(cells)} cell(s) x "
+                            f"{lrs:,} learning rate(s) x {n:,} seed(s)), over the limit of {max_runs:,} runs per "
+                            f"grid (default {MAX_RUNS:,}; raise it with --max-runs N, or max_runs= in Python)")
+        for lr in sorted({lr for c in cells for lr in c.lrs}):  # each rate once, not once per run
+            cells[0].job(lr, 0)
+
+        def make() -> Iterator[Job]:
+            for c in cells:
+                for lr in c.lrs:
+                    for seed in range(n):
+                        yield c.job(lr, seed)
+
+        return Grid(size, make, [c.job(c.lrs[0], 0) for c in cells])
+
+    def _cells(self, scale: str, device: str) -> list[_Cell]:
+        """The (table, model, task) cells of the grid at this scale, their configs checked."""
+        sc = self.scale(scale)
         out = []
         for table in self.active_tables(scale):
             for m in table.models:
@@ -345,18 +390,21 @@ class Study(_Strict):
                                                     "device": device, "tokens": sc.eval_tokens,
                                                     "test_split": sc.test_split, "horizons": sc.horizons,
                                                     **t.eval})
-                    for lr in lrs:
-                        for seed in range(n):
-                            fields = {**base, "lr": lr, "task": sc.replace_tasks.get(t.label, t.task), "model": mcfg,
-                                      "train_min_len": lengths[0], "train_max_len": lengths[1],
-                                      "steps": sc.steps, "seed": seed, "device": device}
-                            out.append(Job(m.label, seed, validated(TrainConfig, **fields), ecfg, self.name,
-                                           table=table.name, column=t.label, lr=float(lr), probes=tuple(t.probes)))
+                    fields = {**base, "task": sc.replace_tasks.get(t.label, t.task), "model": mcfg,
+                              "train_min_len": lengths[0], "train_max_len": lengths[1], "steps": sc.steps,
+                              "device": device}
+                    out.append(_Cell(self.name, table.name, m.label, t.label, fields, ecfg, tuple(lrs),
+                                     tuple(t.probes)))
         return out
+
+    def cells(self, scale: str, seeds: int | None = None, device: str = "auto",
+              max_runs: int = MAX_RUNS) -> list[Job]:
+        """Every run of the grid at this scale, as a list (:meth:`grid` expands it lazily)."""
+        return list(self.grid(scale, seeds, device, max_runs))
 
     def configs(self, scale: str, seeds: int | None = None, device: str = "auto"):
         """Yield (label, seed, TrainConfig, EvalConfig) for every run of the grid at this scale."""
-        for c in self.cells(scale, seeds, device):
+        for c in self.grid(scale, seeds, device):
             yield c.label, c.seed, c.train, c.eval
 
     # the one-table form's attributes, for code written against it
@@ -394,8 +442,9 @@ def load_study(name_or_path: str) -> Study:
                             "or a path to a .yaml file")
     elif not path.is_file():
         raise UserError(f"study file {str(path)!r} not found")
+    what = f"study file {str(path)!r}"
     try:
-        data = yaml.safe_load(path.read_text())
+        data = load_yaml(read_text(path, what, MAX_YAML_BYTES), what)
     except yaml.YAMLError as e:
         line = str(e).splitlines()[0]
         raise UserError(f"study file {str(path)!r} is not valid YAML: {line}") from None

@@ -43,6 +43,7 @@ import numpy as np
 
 from statetrack.errors import UserError
 from statetrack.lm.tokens import DEFAULT_BPE_VOCAB, BPETokenizer, ByteTokenizer, token_dtype
+from statetrack.untrusted import read_json
 
 FORMAT = 1
 SPLITS = ("train", "validation", "test")
@@ -257,7 +258,7 @@ class Corpus:
 
     def __init__(self, folder: Path, tokenizer: str = "bytes"):
         self.folder = folder
-        self.manifest = json.loads((folder / "manifest.json").read_text())
+        self.manifest = read_json(folder / "manifest.json", "corpus manifest")
         self.name, self.seed = self.manifest["corpus"], self.manifest["seed"]
         self.tokenizer_name = tokenizer
         if tokenizer == "bytes":
@@ -321,7 +322,7 @@ class Corpus:
         """Per split: the manifest entry of this corpus's token files (the byte files' or the BPE files')."""
         if self.suffix == "u16":
             return self.manifest["splits"]
-        return json.loads((self.folder / f"manifest-{self.suffix}.json").read_text())["splits"]
+        return read_json(self.folder / f"manifest-{self.suffix}.json", "corpus manifest")["splits"]
 
     def sizes(self) -> dict:
         """Per split: documents, bytes, tokens (of this corpus's tokenizer)."""

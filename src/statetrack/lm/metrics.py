@@ -59,10 +59,11 @@ class LMMetrics:
     @classmethod
     def from_row(cls, row) -> LMMetrics:
         """From a row of the results database's ``lm_metrics`` table (``buckets`` as JSON)."""
-        import json
+        from statetrack.untrusted import load_json
 
         d = {k: row[k] for k in cls.__dataclass_fields__ if k in row.keys()}  # noqa: SIM118 (a sqlite3.Row)
-        d["buckets"] = json.loads(d["buckets"]) if isinstance(d["buckets"], str) else d["buckets"]
+        if isinstance(d["buckets"], str):
+            d["buckets"] = load_json(d["buckets"], "an LM run's buckets")
         return cls(**d)
 
 

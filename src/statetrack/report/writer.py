@@ -7,6 +7,8 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from statetrack.errors import UserError
+from statetrack.jobs import MAX_RUNS
 from statetrack.report.table import StudyTable, study_tables
 from statetrack.report.verdicts import CAPTION as VERDICTS_CAPTION
 from statetrack.report.verdicts import VerdictTable, verdict_table
@@ -24,6 +26,7 @@ class Report:
     interrupted: int = 0  # 'running'/'interrupted' rows of the grid's keys (not counted)
     machines: list[str] = field(default_factory=list)  # where the runs ran (from their recorded versions)
     verdicts: VerdictTable | None = None  # studies with ``oracle: true``: the theory's verdict per cell
+    db: str = ""  # the database the runs were read from
     wall_time: float = 0.0  # seconds, summed over the complete runs of the grid (as each run recorded it)
     devices: list[str] = field(default_factory=list)  # the devices the complete runs trained on
 
@@ -62,13 +65,14 @@ class Report:
         return out
 
 
-def collect(study, db, scale: str = "quick", seeds: int | None = None, device: str = "auto") -> Report:
+def collect(study, db, scale: str = "quick", seeds: int | None = None, device: str = "auto",
+            max_runs: int = MAX_RUNS) -> Report:
     """Look up every run of the study's grid (at ``scale``) by its key; read metrics, curves, traces."""
     from statetrack.probes import read_traces
     from statetrack.runner import complete_result
 
+    jobs = study.grid(scale, seeds, device, max_runs)  # refused above max_runs before the database is opened
     store = Store(db, readonly=True)
-    jobs = study.cells(scale, seeds, device)
     results, traces, curves, unfinished, machines, wall, devices = [], {}, {}, 0, {}, 0.0, {}
     for job in jobs:
         res = complete_result(store, job.key)
@@ -94,8 +98,8 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None, device: s
     else:
         tables = study_tables(study, results, scale)
     rep = Report(study, scale, tables, results, traces, curves, unfinished,
-                 [f"{m} ({n} run{'s' if n > 1 else ''})" for m, n in machines.items()], wall_time=wall,
-                 devices=list(devices))
+                 [f"{m} ({n} run{'s' if n > 1 else ''})" for m, n in machines.items()], db=str(db),
+                 wall_time=wall, devices=list(devices))
     if study.kind != "lm":
         _compare_probes(rep)
     if getattr(study, "oracle", False):
@@ -292,8 +296,41 @@ def scale_note(rep: Report) -> str:
 
 
 def runs_line(rep: Report) -> str:
-    return (f"Runs of the grid: {len(rep.results)}; complete: {len(rep.results) - rep.missing}; missing: "
+    """How many runs of the grid the report holds; when some are missing, which (the report's first line
+    after its header)."""
+    line = (f"Runs of the grid: {len(rep.results)}; complete: {len(rep.results) - rep.missing}; missing: "
             f"{rep.missing}; unfinished records of these runs (killed, not counted): {rep.interrupted}.")
+    missing = missing_runs(rep)
+    if missing:
+        line = (f"This report is incomplete: {rep.missing} of the grid's {len(rep.results)} runs are not complete "
+                f"in the database (not run yet, failed or killed), and its numbers leave them out: "
+                f"{'; '.join(missing)}. {line}")
+    return line
+
+
+def missing_runs(rep: Report, at_most: int = 20) -> list[str]:
+    """The runs of the grid with no complete record, one item per model, task and learning rate with its
+    seeds (``RNN on parity, lr 0.01: seeds 1, 2``); at most ``at_most`` items, then how many more."""
+    groups: dict[tuple, list[int]] = {}
+    for j, r in rep.results:
+        if r is None:
+            groups.setdefault((j.table, j.label, j.column, j.train.lr), []).append(j.seed)
+    several_tables = len({k[0] for k in groups}) > 1
+    items = [f"{label} on {column}{f' (table {table})' if several_tables else ''}, lr {lr:g}: "
+             f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
+             for (table, label, column, lr), seeds in groups.items()]
+    if len(items) > at_most:
+        items = [*items[:at_most], f"and {len(items) - at_most} more"]
+    return items
+
+
+def check_reportable(rep: Report, db) -> None:
+    """Refuse (one line) a report of a grid none of whose runs is complete in the database: it would
+    show only dashes, and written over an earlier report it would replace measured numbers."""
+    if rep.results and rep.missing == len(rep.results):
+        raise UserError(f"no run of study {rep.study.name!r} at scale {rep.scale!r} is complete in {str(db)!r} "
+                        f"(0 of {len(rep.results)}); no report written (run 'statetrack sweep {rep.study.name} "
+                        f"--scale {rep.scale} --db {db}' first)")
 
 
 def _figure_md(f: Figure, folder: str, links: dict) -> str:
@@ -309,12 +346,13 @@ def write_report(rep: Report, out: str | Path, meta: dict | None = None, figures
     from statetrack.report.plots import close, save
 
     study = rep.study
+    check_reportable(rep, rep.db)
     out = Path(out)
     figdir = ensure_dir(out / study.name, f"cannot write the report in {str(out)!r}")
     meta = meta or {}
     header = [f"- {k}: `{v}`" if k == "Command" else f"- {k}: {v}" for k, v in meta.items()]
-    md = [f"# {study.title}", "", *header, "", scale_note(rep), "",
-          f"Study `{study.name}` (scale `{rep.scale}`). Source: {study.source}.", "", runs_line(rep), ""]
+    md = [f"# {study.title}", "", *header, "", runs_line(rep), "", scale_note(rep), "",
+          f"Study `{study.name}` (scale `{rep.scale}`). Source: {study.source}.", ""]
     figs = report_figures(rep)
     try:
         links = {f.stem: save(f.fig, figdir, f.stem, figures)[0].name for f in figs} if figures else {}
