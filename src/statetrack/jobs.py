@@ -6,7 +6,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from statetrack.config import EvalConfig, TrainConfig
-from statetrack.runner import run_key
 
 
 @dataclass(frozen=True)
@@ -26,6 +25,9 @@ class Job:
 
     @property
     def key(self) -> str:
+        # lazy: runner imports torch, and this module is on the CLI's start-up path (--max-runs's default)
+        from statetrack.runner import run_key
+
         return run_key(self.train, self.eval, self.study, self.label)
 
 
