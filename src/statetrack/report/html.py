@@ -14,6 +14,7 @@ from pathlib import Path
 from statetrack.report.selection import MARK
 from statetrack.report.writer import (
     INTERVALS_CAPTION,
+    LONG_INTERVALS_CAPTION,
     PROBE_HEADERS,
     Report,
     difference_items,
@@ -109,12 +110,14 @@ def page(rep: Report, meta: dict, svgs: list[tuple[str, str, str]]) -> str:
                                 "accuracy (%) of the trained models on fixed inputs (median over runs); traces: "
                                 "one seeded sequence per probe: input, target and the model's P(1) over time"))
         parts += [figure_html(stem, svg) for section, stem, svg in svgs if section == "probes"]
-    intervals = interval_tables(rep)
-    if intervals:
-        parts.append("<h2>Accuracy of every run, with 95% intervals</h2>")
-        for name, head, rows in intervals:
-            parts.append(table_html(head, rows, INTERVALS_CAPTION if len(intervals) == 1 else
-                                    f"table {name}: {INTERVALS_CAPTION}"))
+    for split, title, caption in (("test", "Accuracy of every run, with 95% intervals", INTERVALS_CAPTION),
+                                  ("long", "Accuracy of every run on the long-range draw, with 95% intervals",
+                                   LONG_INTERVALS_CAPTION)):
+        intervals = interval_tables(rep, split)
+        if intervals:
+            parts.append(f"<h2>{title}</h2>")
+            for name, head, rows in intervals:
+                parts.append(table_html(head, rows, caption if len(intervals) == 1 else f"table {name}: {caption}"))
     if study.notes:
         parts += ["<h2>Notes (from the study file)</h2>", f'<p class="notes">{esc(study.notes.strip())}</p>']
     parts.append(f'<footer>statetrack {esc(__version__)}; <a href="index.html">all reports</a></footer>')

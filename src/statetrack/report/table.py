@@ -83,8 +83,11 @@ def _caption(study, kind: str) -> str:
     unsure = ("" if kind == "mean" or no_interval else
               f" {UNSURE} = {judged} could move: at a length it reads, the 95% (Wilson) interval of the accuracy "
               "over the test sequences contains the threshold.")
-    return (f"Cells: {what}; {rule}; shown as selected (median [min-max] over seeds), or "
-            f"median [min-max] when the selected value is the median. "
+    shown = ("shown as the best seed, the statistic the paper reports and the one compared with it, then our "
+             "median [min-max] over seeds in parentheses" if sel.seeds == "max" else
+             "shown as selected (median [min-max] over seeds), or median [min-max] when the selected value is the "
+             "median")
+    return (f"Cells: {what}; {rule}; {shown}. "
             f"{MARK} = differs from the paper by more than {tol}.{unsure} Chance at each test length is the "
             "majority share of the final label's distribution in that length's test draw (exact where the task "
             "computes it, else over 10,000 draws); n/a = no test set at that length (e.g. no accepted string "
