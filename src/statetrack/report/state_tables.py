@@ -64,7 +64,7 @@ def _long_table(study, results: list, scale: str | None, main: StudyTable) -> St
             notes.setdefault(col, set()).update(m.note for m in r.metrics if m.accuracy is None and m.note)
     for row in t.rows:
         row["published"], row["published_text"] = {}, {}
-        row["differs"] = {k: None for k in row["differs"]}
+        row["differs"] = dict.fromkeys(row["differs"])
         for key, cell in row["cells"].items():
             cell.published, cell.differs = None, None
             row["text"][key] = "n/a" if cell.selected is None and cell.runs else fmt_cell(cell, study)
@@ -75,7 +75,7 @@ def _long_table(study, results: list, scale: str | None, main: StudyTable) -> St
 
 
 def _fmt(v: float | None, cap: int) -> str:
-    return f">={cap}" if v is None else f"{v:g}"
+    return f">={cap}" if v is None or v == float("inf") else f"{v:g}"
 
 
 def _horizon_table(main: StudyTable, results: list) -> StudyTable:
@@ -103,8 +103,7 @@ def _horizon_table(main: StudyTable, results: list) -> StudyTable:
                              [v for v in vals if v != float("inf")], lr, runs=len(hs))
             text = _fmt(cell.selected, cap)
             if len(vals) > 1 and min(vals) != max(vals):
-                lo, hi = min(vals), max(vals)
-                text += f" [{_fmt(None if lo == float('inf') else lo, cap)}-{_fmt(None if hi == float('inf') else hi, cap)}]"
+                text += f" [{_fmt(min(vals), cap)}-{_fmt(max(vals), cap)}]"
             row["cells"][col], row["text"][col], row["differs"][col] = cell, text, None
         t.rows.append(row)
     return t
