@@ -17,6 +17,7 @@ from torch import Tensor, nn
 #: eigenvalue domains of A(x), from narrowest to widest
 DOMAINS = {
     "[0,1]": "non-negative real, at most 1",
+    "(-1/2,1]": "real, in (-1/2, 1]: negative eigenvalues bounded away from -1",
     "(-1,1]": "real, in (-1, 1]",
     "[-1,1]": "real, in [-1, 1]",
     "unit circle": "complex, modulus exactly 1",
@@ -24,7 +25,10 @@ DOMAINS = {
     "complex": "complex, fixed (time-invariant), modulus below 1",
     "n/a": "non-linear recurrence: no transition matrix",
 }
-STRUCTURES = ("diagonal", "householder", "dense", "nonlinear", "attention")
+#: transition structures: a scalar times the identity (per head) is the narrowest diagonal; "dplr" is a
+#: diagonal plus a rank-one matrix (RWKV-7); "householder" a product of n_h generalized Householder
+#: matrices, possibly times a scalar gate (Gated DeltaNet)
+STRUCTURES = ("scalar", "diagonal", "householder", "dplr", "dense", "nonlinear", "attention")
 
 
 @dataclass(frozen=True)
@@ -135,11 +139,16 @@ def log_uniform_dt(mixer: str, n: int, dt_min: float, dt_max: float) -> Tensor:
     return torch.rand(n) * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min)
 
 
+def dt_bias_init(mixer: str, n: int, dt_min: float, dt_max: float) -> Tensor:
+    """n biases whose softplus is log-uniform in [dt_min, dt_max] (Mamba's dt init)."""
+    dt = torch.exp(log_uniform_dt(mixer, n, dt_min, dt_max))
+    return dt + torch.log(-torch.expm1(-dt))  # inverse softplus
+
+
 def init_dt_bias(mixer: str, proj: nn.Linear, dt_min: float, dt_max: float) -> None:
     """Set proj's bias so that softplus(bias) is log-uniform in [dt_min, dt_max] (Mamba's dt init)."""
-    dt = torch.exp(log_uniform_dt(mixer, proj.bias.shape[0], dt_min, dt_max))
     with torch.no_grad():
-        proj.bias.copy_(dt + torch.log(-torch.expm1(-dt)))  # inverse softplus
+        proj.bias.copy_(dt_bias_init(mixer, proj.bias.shape[0], dt_min, dt_max))
 
 
 def causal_conv_step(conv: nn.Conv1d, x: Tensor, buf: Tensor) -> tuple[Tensor, Tensor]:

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from statetrack.report.selection import MARK
+from statetrack.report.verdicts import CAPTION as VERDICTS_CAPTION
 from statetrack.report.writer import (
     INTERVALS_CAPTION,
     LONG_INTERVALS_CAPTION,
@@ -110,6 +111,13 @@ def page(rep: Report, meta: dict, svgs: list[tuple[str, str, str]]) -> str:
                                 "accuracy (%) of the trained models on fixed inputs (median over runs); traces: "
                                 "one seeded sequence per probe: input, target and the model's P(1) over time"))
         parts += [figure_html(stem, svg) for section, stem, svg in svgs if section == "probes"]
+    if rep.verdicts is not None:
+        vt = rep.verdicts
+        parts.append("<h2>The theory's verdict beside every cell</h2>")
+        parts.append(f"<p>{esc(vt.summary())} The <a href=\"{esc(study.name)}-leaderboard.html\">leaderboard</a> "
+                     "ranks the models.</p>")
+        parts.append(table_html(["model", *vt.columns], [[label, *("-" if c is None else c.text() for c in cells)]
+                                                        for label, cells in vt.rows], VERDICTS_CAPTION))
     for split, title, caption in (("test", "Accuracy of every run, with 95% intervals", INTERVALS_CAPTION),
                                   ("long", "Accuracy of every run on the long-range draw, with 95% intervals",
                                    LONG_INTERVALS_CAPTION)):
@@ -141,6 +149,10 @@ def write_html(rep: Report, out, meta: dict | None = None) -> Path:
         for f in figs:
             close(f.fig)
     path = write_file(out / f"{rep.study.name}.html", page(rep, meta or {}, svgs), what="report")
+    if rep.verdicts is not None:
+        from statetrack.report.leaderboard import write_leaderboard
+
+        write_leaderboard(rep.verdicts, rep.study.title, out, meta)
     write_index(out)
     return path
 

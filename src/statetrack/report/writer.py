@@ -9,6 +9,8 @@ from pathlib import Path
 
 from statetrack.report.state_tables import on_split, state_tables
 from statetrack.report.table import StudyTable, study_tables
+from statetrack.report.verdicts import CAPTION as VERDICTS_CAPTION
+from statetrack.report.verdicts import VerdictTable, verdict_table
 from statetrack.store import Store
 
 
@@ -22,6 +24,7 @@ class Report:
     curves: dict[int, list] = field(default_factory=dict)
     interrupted: int = 0  # 'running'/'interrupted' rows of the grid's keys (not counted)
     machines: list[str] = field(default_factory=list)  # where the runs ran (from their recorded versions)
+    verdicts: VerdictTable | None = None  # studies with ``oracle: true``: the theory's verdict per cell
 
     @property
     def missing(self) -> int:
@@ -78,6 +81,8 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None, device: s
                  [f"{m} ({n} run{'s' if n > 1 else ''})" for m, n in machines.items()])
     if study.kind != "lm":
         _compare_probes(rep)
+    if getattr(study, "oracle", False):
+        rep.verdicts = verdict_table(study, results)
     return rep
 
 
@@ -301,6 +306,9 @@ def write_report(rep: Report, out: str | Path, meta: dict | None = None, figures
     finally:
         for f in figs:
             close(f.fig)
+    if rep.verdicts is not None:
+        md += ["## The theory's verdict beside every cell", "", rep.verdicts.summary(), "", rep.verdicts.markdown(),
+               "", VERDICTS_CAPTION, ""]
     md += ["## Accuracy of every run, with 95% intervals", "", INTERVALS_CAPTION, "", intervals_markdown(rep)]
     long = intervals_markdown(rep, "long")
     if long.strip():
@@ -320,4 +328,12 @@ def write_report(rep: Report, out: str | Path, meta: dict | None = None, figures
         w.writerows(rows)
     write_file(out / f"{study.name}.csv", f.getvalue(), what="report")
     write_file(out / f"{study.name}.tex", "\n\n".join(t.latex() for t in rep.tables) + "\n", what="report")
+    if rep.verdicts is not None:
+        rows = rep.verdicts.csv_rows()
+        f = io.StringIO(newline="")
+        if rows:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+        write_file(out / f"{study.name}-verdicts.csv", f.getvalue(), what="report")
     return path

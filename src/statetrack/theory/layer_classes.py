@@ -5,11 +5,17 @@
 nonlinear      linear=False, structure nonlinear (RNN, LSTM, GRU)
 attention      structure attention (Transformer)
 lti            time-invariant (input_dependent=False), diagonal (S4D)
-nonneg         input-dependent diagonal, eigenvalues [0,1] (Mamba)
-real           input-dependent diagonal, eigenvalues (-1,1] or [-1,1] (Negative Mamba)
-complex        input-dependent diagonal, unit circle or complex disc (AUSSM, Simple AUSSM, DCD)
-householder    products of n_h generalized Householder matrices (DeltaNet, DeltaProduct)
+nonneg         input-dependent diagonal, eigenvalues [0,1] (Mamba, GLA; scalar: Mamba-2, mLSTM)
+real           input-dependent diagonal, eigenvalues (-1,1] or [-1,1] (Negative Mamba, Mamba-2 [-1,1])
+complex        input-dependent diagonal, unit circle or complex disc (AUSSM, Simple AUSSM, DCD, Mamba-3)
+householder    products of n_h generalized Householder matrices, possibly times a scalar gate (DeltaNet,
+               DeltaProduct, Gated DeltaNet)
+dplr           input-dependent diagonal plus rank-one (RWKV-7)
 lti-dense      time-invariant, dense;   dense: input-dependent, dense
+
+A scalar transition (a number times the identity) is a special diagonal one. A diagonal layer whose
+real eigenvalues stay in (-1/2, 1] is read as ``nonneg``: every rule that uses that class needs only
+that the powers of a fixed transition converge, which holds there too (docs/science.md, T1c).
 =============  ==========================================================================
 """
 from __future__ import annotations
@@ -22,6 +28,8 @@ from statetrack.layers.base import Properties
 from statetrack.spec import parse_layers
 
 NONNEG = {"[0,1]"}
+#: real eigenvalues bounded away from -1: the powers of a fixed (diagonalisable) transition converge (T1c)
+CONTRACTING = {"(-1/2,1]"}
 REAL_NEG = {"(-1,1]", "[-1,1]"}
 COMPLEX = {"unit circle", "complex disc", "complex"}
 
@@ -43,10 +51,10 @@ def classify(spec, mixer) -> LayerInfo:
     if not p.linear:
         return LayerInfo(str(spec), p, "attention" if p.structure == "attention" else
                          "nonlinear" if p.structure == "nonlinear" else "other")
-    if p.structure == "diagonal":
+    if p.structure in ("diagonal", "scalar"):
         if not p.input_dependent:
             return LayerInfo(str(spec), p, "lti")
-        if p.eigenvalues in NONNEG:
+        if p.eigenvalues in NONNEG | CONTRACTING:
             return LayerInfo(str(spec), p, "nonneg")
         if p.eigenvalues in REAL_NEG:
             return LayerInfo(str(spec), p, "real")
@@ -63,6 +71,8 @@ def classify(spec, mixer) -> LayerInfo:
         if fd is None and isinstance(getattr(mixer, "neg", None), bool):
             fd = "[-1,1]" if mixer.neg else "[0,1]"
         return LayerInfo(str(spec), p, "householder", fd)
+    if p.structure == "dplr" and p.input_dependent:
+        return LayerInfo(str(spec), p, "dplr")
     if not p.input_dependent:
         return LayerInfo(str(spec), p, "lti-dense")
     return LayerInfo(str(spec), p, "dense")
