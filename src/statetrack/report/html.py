@@ -26,6 +26,7 @@ from statetrack.report.render import Cell
 from statetrack.report.verdicts import CAPTION as VERDICTS_CAPTION
 from statetrack.report.writer import (
     INTERVALS_CAPTION,
+    LONG_INTERVALS_CAPTION,
     PROBE_HEADERS,
     Report,
     difference_items,
@@ -190,12 +191,15 @@ def page(rep: Report, meta: dict, svgs: list[tuple[str, str, str, str]]) -> str:
                      "ranks the models.</p>")
         rows = [[label, *("-" if c is None else c.text() for c in cells)] for label, cells in vt.rows]
         parts.append(table_html(["model", *vt.columns], _plain(rows), VERDICTS_CAPTION))
-    intervals = interval_tables(rep)
-    if intervals:
-        parts.append("<h2>Accuracy of every run, with 95% intervals</h2>")
-        for name, head, rows in intervals:
-            parts.append(table_html(head, _plain(rows), INTERVALS_CAPTION if len(intervals) == 1 else
-                                    f"table {name}: {INTERVALS_CAPTION}"))
+    for split, title, caption in (("test", "Accuracy of every run, with 95% intervals", INTERVALS_CAPTION),
+                                  ("long", "Accuracy of every run on the long-range draw, with 95% intervals",
+                                   LONG_INTERVALS_CAPTION)):
+        intervals = interval_tables(rep, split)
+        if intervals:
+            parts.append(f"<h2>{title}</h2>")
+            for name, head, rows in intervals:
+                parts.append(table_html(head, _plain(rows),
+                                        caption if len(intervals) == 1 else f"table {name}: {caption}"))
     if study.notes:
         parts += ["<h2>Notes (from the study file)</h2>", f'<p class="notes">{esc(study.notes.strip())}</p>']
     parts.append(f'<footer>statetrack {esc(__version__)}; <a href="index.html">all reports</a></footer>')

@@ -92,8 +92,11 @@ def _caption(study, kind: str, published: bool = True) -> str:
     unsure = ("" if kind == "mean" or no_interval else
               f" {UNSURE} = {judged} could move: at a length it reads, the 95% (Wilson) interval of the accuracy "
               "over the test sequences contains the threshold.")
-    return (f"Cells: {what}; {rule}; shown as selected (median [min-max] over seeds), or "
-            f"median [min-max] when the selected value is the median."
+    shown = ("shown as the best seed, the statistic the paper reports and the one compared with it, then our "
+             "median [min-max] over seeds in parentheses" if sel.seeds == "max" else
+             "shown as selected (median [min-max] over seeds), or median [min-max] when the selected value is the "
+             "median")
+    return (f"Cells: {what}; {rule}; {shown}."
             + (f" {MARK} = differs from the paper by more than {tol}." if published else "")
             + f"{unsure} Chance at each test length is the "
             "majority share of the final label's distribution in that length's test draw (exact where the task "

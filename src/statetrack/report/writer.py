@@ -9,6 +9,7 @@ from pathlib import Path
 
 from statetrack.errors import UserError
 from statetrack.jobs import MAX_RUNS
+from statetrack.report.state_tables import on_split, state_tables
 from statetrack.report.table import StudyTable, study_tables
 from statetrack.report.verdicts import CAPTION as VERDICTS_CAPTION
 from statetrack.report.verdicts import VerdictTable, verdict_table
@@ -96,7 +97,7 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None, device: s
 
         tables = lm_tables(study, results, scale, db=db)
     else:
-        tables = study_tables(study, results, scale)
+        tables = state_tables(study, results, scale, study_tables(study, results, scale))
     rep = Report(study, scale, tables, results, traces, curves, unfinished,
                  [f"{m} ({n} run{'s' if n > 1 else ''})" for m, n in machines.items()], db=str(db),
                  wall_time=wall, devices=list(devices))
@@ -116,7 +117,9 @@ def _compare_probes(rep: Report) -> None:
     thr = rep.study.score.threshold
     rows = rep.probe_rows()
     for t in rep.tables:
-        tdef = next(x for x in rep.study.tables if x.name == t.name)
+        tdef = next((x for x in rep.study.tables if x.name == t.name), None)
+        if tdef is None:  # a long-range or failure-horizon table: no published column to compare
+            continue
         for key, spec in tdef.compare.items():
             if not (isinstance(spec, str) and spec.startswith("probe:")):
                 continue
@@ -186,13 +189,21 @@ INTERVALS_CAPTION = ("Accuracy (%) of the final label at each test length, with 
                      "set at that length).")
 
 
-def interval_tables(rep: Report) -> list[tuple[str, list[str], list[list[str]]]]:
+LONG_INTERVALS_CAPTION = ("The same on the long-range draw (docs/long-range.md): the last ceil(L/2) symbols leave "
+                          "both labels possible and the label is drawn independently of them; chance is uniform "
+                          "over the labels of the length (n/a: no long-range draw at that length).")
+
+
+def interval_tables(rep: Report, split: str = "test") -> list[tuple[str, list[str], list[list[str]]]]:
     """(table name, headers, rows) per study table: every complete run's accuracy (%) at each test length
     with its 95% (Wilson) interval, then one 'chance' row per task column (the majority share of the final
-    label in that length's test set); n/a: no test set at that length."""
+    label's distribution in that length's draw); n/a: no test set at that length. ``split``: the draw
+    (``test``, or ``long`` for the long-range draw, where the runs scored it)."""
     out = []
+    results = on_split(rep.results, split)
     for tdef in rep.study.tables:
-        runs = [(j, r) for j, r in rep.results if r is not None and r.status == "complete" and j.table == tdef.name]
+        runs = [(j, r) for j, r in results if r is not None and r.status == "complete" and j.table == tdef.name
+                and r.metrics]
         if not runs:
             continue
         lengths = sorted({m.length for _, r in runs for m in r.metrics})
@@ -217,9 +228,9 @@ def interval_tables(rep: Report) -> list[tuple[str, list[str], list[list[str]]]]
     return out
 
 
-def intervals_markdown(rep: Report) -> str:
+def intervals_markdown(rep: Report, split: str = "test") -> str:
     lines = []
-    for name, head, rows in interval_tables(rep):
+    for name, head, rows in interval_tables(rep, split):
         if len(rep.study.tables) > 1:
             lines += [f"Table `{name}`:", ""]
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -269,7 +280,10 @@ def report_figures(rep: Report) -> list[Figure]:
         return [Figure(section, stem, fig, LM_CAPTIONS.get(stem.split("-")[0], "").format(stem.partition("-")[2]))
                 for section, stem, fig in lm_figures(rep)]
     out = []
+    names = {t.name for t in rep.study.tables}
     for t in rep.tables:
+        if t.name not in names:  # long-range and horizon tables: their numbers are in the tables
+            continue
         for stem, fig, caption in length_figures(rep.study, t, rep.results) + curve_figures(
                 rep.study, t, rep.results, rep.curves):
             out.append(Figure(t.name, stem, fig, caption))
@@ -373,6 +387,10 @@ def write_report(rep: Report, out: str | Path, meta: dict | None = None, figures
         md += ["## The theory's verdict beside every cell", "", rep.verdicts.summary(), "", rep.verdicts.markdown(),
                "", VERDICTS_CAPTION, ""]
     md += ["## Accuracy of every run, with 95% intervals", "", INTERVALS_CAPTION, "", intervals_markdown(rep)]
+    long = intervals_markdown(rep, "long")
+    if long.strip():
+        md += ["## Accuracy of every run on the long-range draw, with 95% intervals", "", LONG_INTERVALS_CAPTION, "",
+               long]
     if study.notes:
         md += ["## Notes (from the study file)", "", study.notes.strip(), ""]
     text = "\n".join(md)
