@@ -197,7 +197,8 @@ def add_commands(sub) -> None:
 
     q = sub.add_parser("counterexample", help="build the proof's failing input for a checkpoint and run it")
     add_checkpoint(q)
-    q.add_argument("--task", default="parity", help="the task whose failing input is built")
+    q.add_argument("--task", default="parity", help="the task whose failing input is built: parity (the proofs' "
+                                                     "witnesses) or another regular task (its witness families)")
     q.add_argument("--max-len", type=int, default=10_000, help="longest input built")
     q.add_argument("--tol", type=float, default=0.01, help="phase alignment tolerance for time-invariant modes")
     q.add_argument("--max-w", type=int, default=10_000, help="largest period W searched for phase alignment")
