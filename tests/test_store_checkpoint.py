@@ -198,3 +198,22 @@ def test_a_version_1_database_gains_the_new_columns_in_place(tmp_path):
     rid = s.start_run(_cfg().model_dump(), key="k")
     assert s.run(rid)["uuid"] and sqlite3.connect(p).execute(
         "SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "2"
+
+
+def test_a_transaction_is_all_or_nothing_and_an_immediate_one_holds_the_write_lock(db):
+    store = Store(db)
+    with pytest.raises(RuntimeError), store.transaction() as c:
+        c.execute("INSERT INTO claims VALUES ('k', 'me', NULL, 0, 0)")
+        raise RuntimeError("stop")
+    with store.transaction() as c:
+        assert c.execute("SELECT COUNT(*) FROM claims").fetchone()[0] == 0
+    with store.transaction(immediate=True) as c:
+        other = sqlite3.connect(db, timeout=0)
+        try:
+            with pytest.raises(sqlite3.OperationalError, match="locked"):
+                other.execute("INSERT INTO claims VALUES ('k', 'other', NULL, 0, 0)")
+        finally:
+            other.close()
+        c.execute("INSERT INTO claims VALUES ('k', 'me', NULL, 0, 0)")
+    with store.transaction() as c:
+        assert [r["owner"] for r in c.execute("SELECT owner FROM claims")] == ["me"]

@@ -31,7 +31,7 @@ from statetrack.errors import UserError
 from statetrack.evaluation import LengthMetrics
 from statetrack.jobs import Job
 from statetrack.runner import RunResult, run, stored_config
-from statetrack.store import Store
+from statetrack.store import RunStatus, Store
 
 #: seconds worker processes get, after a signal, to record their runs interrupted before they are killed
 GRACE = 5.0
@@ -39,7 +39,7 @@ GRACE = 5.0
 
 # -- helpers shared by the executors ----------------------------------------------------------------
 def ensure_traces(db, job: Job, res: RunResult) -> None:
-    if not job.probes or res.status != "complete" or not res.checkpoint:
+    if not job.probes or res.status != RunStatus.COMPLETE or not res.checkpoint:
         return
     from statetrack.probes import read_traces, traces_from_checkpoint, write_traces
 
@@ -73,7 +73,7 @@ def _run_job(job: Job, db: str, owner: str, index: int | None = None, on_step=No
         res = run(job.train, job.eval, db=db, study=job.study, label=job.label, reuse=False, threads=1,
                   owner=owner, on_step=on_step)
         ensure_traces(db, job, res)
-        if res.status == "complete":
+        if res.status == RunStatus.COMPLETE:
             Store(db).mark_interrupted(job.key, res.run_id)
     return res
 
@@ -81,7 +81,7 @@ def _run_job(job: Job, db: str, owner: str, index: int | None = None, on_step=No
 def result_of(store: Store, run_id: int) -> RunResult:
     """A run another sweep (or an earlier one) finished, as a reused RunResult."""
     r = store.run(run_id)
-    ms = [LengthMetrics.from_row(m) for m in store.metrics(run_id)] if r["status"] == "complete" else []
+    ms = [LengthMetrics.from_row(m) for m in store.metrics(run_id)] if r["status"] == RunStatus.COMPLETE else []
     return RunResult(run_id, r["status"], ms, r["summary"] or {}, r["checkpoint"], reused=True)
 
 
@@ -195,7 +195,7 @@ def _ray_payload(job: Job, plugin_names: list[str] = ()) -> dict:
         out = {"status": res.status, "config": row["config"], "versions": row["versions"], "error": row["error"],
                "wall_time": row["wall_time"], "summary": row["summary"], "metrics": res.metrics, "lm": res.lm,
                "curve": store.curve(res.run_id), "checkpoint": None, "traces": {}}
-        if res.status == "complete":
+        if res.status == RunStatus.COMPLETE:
             out["checkpoint"] = Path(res.checkpoint).read_bytes()
             if job.probes:
                 out["traces"] = traces_from_checkpoint(res.checkpoint, job.probes)
@@ -209,9 +209,9 @@ def _store_payload(store: Store, job: Job, run_id: int, p: dict) -> RunResult:
     from statetrack.probes import write_traces
 
     store.set_versions(run_id, p["versions"])  # the worker's (its thread count), not the driver's
-    if p["status"] != "complete":
-        store.fail_run(run_id, p["error"] or "failed", p["wall_time"], p["summary"])
-        return RunResult(run_id, "failed", [], p["summary"] or {}, None)
+    if p["status"] != RunStatus.COMPLETE:
+        store.fail_run(run_id, p["error"] or "the run failed", p["wall_time"], p["summary"])
+        return RunResult(run_id, RunStatus.FAILED, [], p["summary"] or {}, None)
     run_uuid = store.run(run_id)["uuid"]
     data = rewrite_extra(p["checkpoint"], {"run_id": run_id, "run_uuid": run_uuid, "db": str(store.path.absolute()),
                                            "db_name": store.path.name})
@@ -219,10 +219,10 @@ def _store_payload(store: Store, job: Job, run_id: int, p: dict) -> RunResult:
     if not store.finish_run(run_id, p["metrics"], str(ck), p["wall_time"], p["summary"], p["curve"],
                             sha256_bytes(data), p["lm"]):
         ck.unlink(missing_ok=True)
-        return RunResult(run_id, "interrupted", [], {"reason": "the run was taken over by another sweep"}, None)
+        return RunResult(run_id, RunStatus.INTERRUPTED, [], {"reason": "the run was taken over by another sweep"}, None)
     if p["traces"]:
         write_traces(store.path, run_id, p["traces"])
-    return RunResult(run_id, "complete", p["metrics"], p["summary"], str(ck), lm=p["lm"])
+    return RunResult(run_id, RunStatus.COMPLETE, p["metrics"], p["summary"], str(ck), lm=p["lm"])
 
 
 def _plugin_roots() -> list[str]:
@@ -292,7 +292,7 @@ class RayExecutor:
                 payload = self.ray.get(ref)
             except Exception as e:  # the task raised or its worker died
                 self.store.fail_run(run_id, f"Ray task failed: {str(e).strip().splitlines()[-1]}")
-                out.append((ref, RunResult(run_id, "failed", [], {"reason": str(e)[:500]}, None)))
+                out.append((ref, RunResult(run_id, RunStatus.FAILED, [], {"reason": str(e)[:500]}, None)))
                 continue
             out.append((ref, _store_payload(self.store, job, run_id, payload)))
         return out

@@ -31,7 +31,7 @@ from statetrack.config import EvalConfig, TrainConfig
 from statetrack.device import resolve_device
 from statetrack.errors import UserError
 from statetrack.evaluation import LengthMetrics, evaluate_run, longest_generalized
-from statetrack.store import DEFAULT_DB, Store
+from statetrack.store import DEFAULT_DB, RunStatus, Store
 from statetrack.tasks import get_task
 from statetrack.training import TrainingDiverged, train
 
@@ -56,7 +56,7 @@ def run_key(train_cfg: TrainConfig, eval_cfg: EvalConfig, study: str | None, lab
 
 def complete_result(store: Store, key: str) -> RunResult | None:
     """The complete run with this key (the latest if there are several), as a reused RunResult."""
-    done = store.runs(key=key, status="complete")
+    done = store.runs(key=key, status=RunStatus.COMPLETE)
     if not done:
         return None
     r = done[-1]
@@ -64,7 +64,7 @@ def complete_result(store: Store, key: str) -> RunResult | None:
 
     ms = [LengthMetrics.from_row(m) for m in store.metrics(r["id"])]
     lm = [LMMetrics.from_row(m) for m in store.lm_metrics(r["id"])]
-    return RunResult(r["id"], "complete", ms, r["summary"], r["checkpoint"], reused=True, lm=lm)
+    return RunResult(r["id"], RunStatus.COMPLETE, ms, r["summary"], r["checkpoint"], reused=True, lm=lm)
 
 
 def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
@@ -136,7 +136,7 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
     except TrainingDiverged as e:
         summary = {"failed_step": e.step, "reason": str(e)}
         store.fail_run(run_id, str(e), time.time() - t0, summary)
-        return RunResult(run_id, "failed", [], summary, None)
+        return RunResult(run_id, RunStatus.FAILED, [], summary, None)
     except KeyboardInterrupt as e:  # Ctrl-C, SIGTERM: recorded, then passed on
         store.interrupt_run(run_id, signals.describe(e), time.time() - t0)
         raise
@@ -171,11 +171,12 @@ def _record(store: Store, run_id: int, res, metrics, lm, summary: dict, t0: floa
                             f"{e}") from None
         if not store.finish_run(run_id, metrics, str(ckpt), time.time() - t0, summary, res.curve, sha, lm):
             _remove(ckpt)  # another sweep took the run over meanwhile: its row is not ours to complete
-            return RunResult(run_id, "interrupted", [], {"reason": "the run was taken over by another sweep"}, None)
+            return RunResult(run_id, RunStatus.INTERRUPTED, [], {"reason": "the run was taken over by another sweep"},
+                             None)
     except BaseException as e:
-        if ckpt is not None and store_status(store, run_id) != "complete":
+        if ckpt is not None and store_status(store, run_id) != RunStatus.COMPLETE:
             _remove(ckpt)
-        if store_status(store, run_id) == "running":
+        if store_status(store, run_id) == RunStatus.RUNNING:
             try:
                 if isinstance(e, KeyboardInterrupt):
                     store.interrupt_run(run_id, signals.describe(e), time.time() - t0)
@@ -184,7 +185,7 @@ def _record(store: Store, run_id: int, res, metrics, lm, summary: dict, t0: floa
             except UserError:  # the database takes no write at all (a full disk): the row stays as it is
                 pass
         raise
-    return RunResult(run_id, "complete", metrics, summary, str(ckpt), lm=lm)
+    return RunResult(run_id, RunStatus.COMPLETE, metrics, summary, str(ckpt), lm=lm)
 
 
 def store_status(store: Store, run_id: int) -> str | None:

@@ -24,13 +24,28 @@ import platform
 import sqlite3
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from enum import StrEnum
 from pathlib import Path
 
 from statetrack.errors import UserError
 from statetrack.files import check_writable, place_new, reason, sha256_file
 
 DEFAULT_DB = "runs/statetrack.db"
+
+
+class RunStatus(StrEnum):
+    """A run's ``status`` column. A run starts ``running`` and ends once: ``complete`` (metrics,
+    checkpoint and curve written with it), ``failed`` (diverged or raised; the reason in ``error``) or
+    ``interrupted`` (a signal, or its sweep gave it up)."""
+
+    RUNNING = "running"
+    COMPLETE = "complete"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+
+
 SCHEMA_VERSION = 2
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -135,7 +150,7 @@ class Store:
             check_writable(self.path.parent, f"cannot create results database {str(self.path)!r}")
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._create()
-        with self._conn() as c:
+        with self.transaction() as c:
             # one transaction: a process opening the file meanwhile sees all of the schema and the
             # marker that says it is ours, or none of it. The schema's CREATE ... IF NOT EXISTS adds
             # the tables of a newer version to an older file (the migration: additions only); the
@@ -215,8 +230,10 @@ class Store:
                             "it was left untouched (choose another --db)")
 
     @contextmanager
-    def _conn(self):
-        """A connection whose ``with`` block is one transaction: all of it is written, or none."""
+    def transaction(self, immediate: bool = False) -> Iterator[sqlite3.Connection]:
+        """A connection whose ``with`` block is one transaction: all of it is written, or none. Rows read
+        as ``sqlite3.Row``. ``immediate``: take the write lock at the start (``BEGIN IMMEDIATE``), so that
+        what the block reads cannot change before it writes (a check-then-write, as claiming a run)."""
         try:
             con = sqlite3.connect(self.path, timeout=60)
         except sqlite3.Error as e:
@@ -229,6 +246,8 @@ class Store:
             if self.max_pages:
                 con.execute(f"PRAGMA max_page_count={int(self.max_pages)}")
             with con:
+                if immediate:
+                    con.execute("BEGIN IMMEDIATE")
                 yield con
         except sqlite3.OperationalError as e:  # disk full, locked past the timeout, read-only file
             raise UserError(f"results database {str(self.path)!r}: {_db_reason(self.path, e)}; this transaction "
@@ -270,31 +289,32 @@ class Store:
     # -- writing -----------------------------------------------------------------------------
     def start_run(self, config: dict, study: str | None = None, label: str | None = None,
                   key: str | None = None, uuid: str | None = None, owner: str | None = None) -> int:
-        """A new row with status 'running'. ``uuid``: the run's own id (its checkpoint's name);
+        """A new row with status ``running``. ``uuid``: the run's own id (its checkpoint's name);
         ``owner``: the process (or the sweep that claimed the run) that runs it."""
         import uuid as _uuid
 
-        with self._conn() as c:
+        with self.transaction() as c:
             cur = c.execute(
                 "INSERT INTO runs (key, study, label, model, task, seed, train_min_len, train_max_len, config,"
-                " versions, status, created, uuid, owner) VALUES (?,?,?,?,?,?,?,?,?,?, 'running', ?,?,?)",
+                " versions, status, created, uuid, owner) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (key, study, label, config["model"]["layers"], config["task"], config["seed"],
                  config.get("train_min_len"), config.get("train_max_len"), json.dumps(config),
-                 json.dumps(versions()), time.time(), uuid or _uuid.uuid4().hex, owner))
-            return int(cur.lastrowid)
+                 json.dumps(versions()), RunStatus.RUNNING, time.time(), uuid or _uuid.uuid4().hex, owner))
+            assert cur.lastrowid is not None  # an INSERT always sets it
+            return cur.lastrowid
 
     def finish_run(self, run_id: int, metrics: list, checkpoint: str | None, wall_time: float,
                    summary: dict, curve: list[dict] | None = None, checkpoint_sha256: str | None = None,
                    lm_metrics: list | None = None) -> bool:
-        """Write metrics (and an LM's ``lm_metrics``), curve and the 'complete' status in one
-        transaction. Only a run still 'running' is completed: returns False (and writes nothing) for a run
+        """Write metrics (and an LM's ``lm_metrics``), curve and the ``complete`` status in one
+        transaction. Only a run still ``running`` is completed: returns False (and writes nothing) for a run
         already ended, e.g. one whose claim a sweep took over from a process it found dead."""
-        with self._conn() as c:
+        with self.transaction() as c:
             done = c.execute(
-                "UPDATE runs SET status='complete', checkpoint=?, checkpoint_sha256=?, wall_time=?, finished=?,"
-                " summary=? WHERE id=? AND status='running'",
-                (self._stored_path(checkpoint) if checkpoint else None, checkpoint_sha256, wall_time, time.time(),
-                 json.dumps(summary), run_id)).rowcount
+                "UPDATE runs SET status=?, checkpoint=?, checkpoint_sha256=?, wall_time=?, finished=?,"
+                " summary=? WHERE id=? AND status=?",
+                (RunStatus.COMPLETE, self._stored_path(checkpoint) if checkpoint else None, checkpoint_sha256,
+                 wall_time, time.time(), json.dumps(summary), run_id, RunStatus.RUNNING)).rowcount
             if not done:
                 return False
             c.executemany(
@@ -311,43 +331,44 @@ class Store:
             return True
 
     def fail_run(self, run_id: int, error: str, wall_time: float | None = None,
-                 summary: dict | None = None, status: str = "failed") -> bool:
-        """End a running run as 'failed' (or ``status``, e.g. 'interrupted') with its reason."""
-        with self._conn() as c:
+                 summary: dict | None = None, status: RunStatus = RunStatus.FAILED) -> bool:
+        """End a running run as ``failed`` (or ``status``, e.g. ``interrupted``) with its reason."""
+        with self.transaction() as c:
             return bool(c.execute(
-                "UPDATE runs SET status=?, error=?, wall_time=?, finished=?, summary=? WHERE id=? AND status='running'",
-                (status, error, wall_time, time.time(), json.dumps(summary or {}), run_id)).rowcount)
+                "UPDATE runs SET status=?, error=?, wall_time=?, finished=?, summary=? WHERE id=? AND status=?",
+                (RunStatus(status), error, wall_time, time.time(), json.dumps(summary or {}), run_id,
+                 RunStatus.RUNNING)).rowcount)
 
     def interrupt_run(self, run_id: int, error: str, wall_time: float | None = None) -> bool:
-        """A run stopped by a signal (or given up by its sweep): 'interrupted', with the reason."""
-        return self.fail_run(run_id, error, wall_time, status="interrupted")
+        """A run stopped by a signal (or given up by its sweep): ``interrupted``, with the reason."""
+        return self.fail_run(run_id, error, wall_time, status=RunStatus.INTERRUPTED)
 
     def mark_interrupted(self, key: str, before_id: int) -> int:
-        """Rows of this key still 'running', older than run ``before_id`` and recorded before runs had
-        owners (claims end the others: ``statetrack.claims``) -> 'interrupted' (count)."""
-        with self._conn() as c:
-            return int(c.execute("UPDATE runs SET status='interrupted', error=?, finished=? "
-                                 "WHERE key=? AND status='running' AND id<? AND owner IS NULL",
-                                 (f"interrupted; superseded by run {before_id}", time.time(), key,
-                                  before_id)).rowcount)
+        """Rows of this key still ``running``, older than run ``before_id`` and recorded before runs had
+        owners (claims end the others: ``statetrack.claims``) -> ``interrupted`` (count)."""
+        with self.transaction() as c:
+            return int(c.execute("UPDATE runs SET status=?, error=?, finished=? "
+                                 "WHERE key=? AND status=? AND id<? AND owner IS NULL",
+                                 (RunStatus.INTERRUPTED, f"interrupted; superseded by run {before_id}",
+                                  time.time(), key, RunStatus.RUNNING, before_id)).rowcount)
 
     def set_versions(self, run_id: int, versions: dict) -> None:
         """Record the versions of the process that actually ran the run (e.g. a Ray worker)."""
-        with self._conn() as c:
+        with self.transaction() as c:
             c.execute("UPDATE runs SET versions=? WHERE id=?", (json.dumps(versions), run_id))
 
     def write_traces(self, run_id: int, traces: dict[str, dict]) -> None:
-        with self._conn() as c:
+        with self.transaction() as c:
             c.executemany("INSERT OR REPLACE INTO traces VALUES (?,?,?)",
                           [(run_id, k, json.dumps(v)) for k, v in traces.items()])
 
     def traces(self, run_id: int) -> dict[str, dict]:
-        with self._conn() as c:
+        with self.transaction() as c:
             return {r["probe"]: json.loads(r["data"]) for r in
                     c.execute("SELECT probe, data FROM traces WHERE run_id=?", (run_id,))}
 
     # -- reading -----------------------------------------------------------------------------
-    def runs(self, study: str | None = None, status: str | None = None, key: str | None = None,
+    def runs(self, study: str | None = None, status: RunStatus | None = None, key: str | None = None,
              limit: int | None = None) -> list[dict]:
         q, args = "SELECT * FROM runs WHERE 1=1", []
         for col, val in (("study", study), ("status", status), ("key", key)):
@@ -357,39 +378,39 @@ class Store:
         q += " ORDER BY id"
         if limit:
             q += f" LIMIT {int(limit)}"
-        with self._conn() as c:
+        with self.transaction() as c:
             return [self._row(r) for r in c.execute(q, args)]
 
     def run(self, run_id: int) -> dict:
-        with self._conn() as c:
+        with self.transaction() as c:
             r = c.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
         if r is None:
             raise UserError(f"no run with id {run_id} in {str(self.path)!r}")
         return self._row(r)
 
     def metrics(self, run_id: int) -> list[dict]:
-        with self._conn() as c:
+        with self.transaction() as c:
             return [dict(r) for r in c.execute("SELECT * FROM metrics WHERE run_id=? ORDER BY length", (run_id,))]
 
     def lm_metrics(self, run_id: int) -> list[dict]:
         """A language model's metrics per context length (``buckets`` decoded)."""
-        with self._conn() as c:
+        with self.transaction() as c:
             rows = [dict(r) for r in c.execute("SELECT * FROM lm_metrics WHERE run_id=? ORDER BY length", (run_id,))]
         for r in rows:
             r["buckets"] = json.loads(r["buckets"]) if r["buckets"] else []
         return rows
 
     def schema_version(self) -> int:
-        with self._conn() as c:
+        with self.transaction() as c:
             return int(c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
 
     def curve(self, run_id: int) -> list[dict]:
-        with self._conn() as c:
+        with self.transaction() as c:
             return [json.loads(r["data"]) for r in
                     c.execute("SELECT data FROM curves WHERE run_id=? ORDER BY step", (run_id,))]
 
     def counts(self) -> dict:
-        with self._conn() as c:
+        with self.transaction() as c:
             return {t: c.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("runs", "metrics", "curves")}
 
 

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from statetrack import signals
-from statetrack.claims import Claims, Heartbeat
+from statetrack.claims import Claims, ClaimState, Heartbeat
 from statetrack.errors import UserError
 from statetrack.executors import InProcess, Pool, RayExecutor, ensure_traces, import_ray, result_of
 from statetrack.jobs import Job
@@ -71,10 +71,10 @@ def _schedule(jobs: list[Job], store: Store, executor, reuse: bool, on_done, res
             if jobs[i].key in busy:
                 continue
             got = claims.claim(jobs[i].key, complete_since=0.0 if reuse else t0, failed_since=t0)
-            if got.state == "taken":
+            if got.state == ClaimState.TAKEN:
                 continue
             todo.remove(i)
-            if got.state == "claimed":
+            if got.state == ClaimState.CLAIMED:
                 running[executor.submit(jobs[i], i)] = i
             else:  # complete or failed by another sweep meanwhile
                 res = result_of(store, got.run_id)

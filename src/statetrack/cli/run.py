@@ -10,6 +10,7 @@ from statetrack.cli.options import add_eval_options, add_train_options, given
 from statetrack.cli.output import Col, console, emit_rows, print_metrics, print_record, print_table, say
 from statetrack.cli.progress import RunProgress
 from statetrack.errors import UserError
+from statetrack.store import RunStatus
 
 
 def train_configs(a):
@@ -66,7 +67,7 @@ def cmd_train(a):
         from statetrack.report.tensorboard import write_run
 
         write_run(a.tensorboard, a.db, res.run_id)
-    if res.status != "complete":
+    if res.status != RunStatus.COMPLETE:
         print(f"run {res.run_id} failed: {res.summary.get('reason')}", file=sys.stderr)
         return 1
     if a.json:
@@ -181,7 +182,7 @@ def cmd_rerun(a):
 
     store = Store(a.db, create=False)
     old = store.run(a.run_id)
-    if old["status"] != "complete":
+    if old["status"] != RunStatus.COMPLETE:
         raise UserError(f"run {a.run_id} is {old['status']}; only complete runs can be rerun and compared")
     problem = store.checkpoint_problem(old)
     if problem:
@@ -235,7 +236,7 @@ def add_commands(sub) -> None:
     q.add_argument("action", nargs="?", default="list", choices=["list", "show"])
     q.add_argument("run_id", nargs="?", type=int)
     q.add_argument("--study", default=None, help="only the runs of this study")
-    q.add_argument("--status", default=None, choices=["running", "complete", "failed", "interrupted"],
+    q.add_argument("--status", default=None, choices=list(RunStatus),
                    help="only the runs with this status")
     add_db(q)
     add_json(q, "one object per run; with show: one object with config, summary, curve and metrics")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
+from statetrack.store import RunStatus
+
 POS, NEG = "[0,1]", "[-1,1]"
 
 
@@ -64,7 +66,7 @@ def gather(study, results) -> list[Cell]:
                 j0 = mine[0][0]
                 cell = Cell(m.label, t.label, j0.train.task, j0.train.train_max_len, list(j0.eval.lengths),
                             params=model_params(j0))
-                done = [(j, r) for j, r in mine if r is not None and r.status == "complete" and r.lm]
+                done = [(j, r) for j, r in mine if r is not None and r.status == RunStatus.COMPLETE and r.lm]
                 by_lr: dict[float, list] = {}
                 for j, r in done:
                     by_lr.setdefault(j.train.lr, []).append(r)

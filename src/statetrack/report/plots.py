@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from statetrack.store import RunStatus
+
 FORMATS = ("png", "svg", "pdf")
 #: markers and line styles cycled per model, so that lines on top of each other stay visible
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
@@ -100,7 +102,7 @@ def length_figures(study, table, results) -> list[tuple[str, object]]:
         spans, chances, drawn = set(), {}, 0
         for row in table.rows:
             runs = [(j, r) for j, r in results if j.table == table.name and j.label == row["label"]
-                    and (j.column or tdef.tasks[0].label) == col and r is not None and r.status == "complete"]
+                    and (j.column or tdef.tasks[0].label) == col and r is not None and r.status == RunStatus.COMPLETE]
             if not runs:
                 continue
             cell = row["cells"].get(col) if table.kind != "per_length" else None
@@ -163,7 +165,7 @@ def curve_figures(study, table, results, curves: dict[int, list[dict]]) -> list[
         panels = []
         for row in table.rows:
             runs = [(j, r) for j, r in results if j.table == table.name and j.label == row["label"]
-                    and (j.column or tdef.tasks[0].label) == col and r is not None and r.status == "complete"
+                    and (j.column or tdef.tasks[0].label) == col and r is not None and r.status == RunStatus.COMPLETE
                     and curves.get(r.run_id)]
             if runs:
                 panels.append((row["label"], runs))

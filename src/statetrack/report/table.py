@@ -20,6 +20,7 @@ from statetrack.evaluation import uncertain_judgement
 from statetrack.report import render
 from statetrack.report.render import UNSURE, fmt_cell, fmt_published, pct
 from statetrack.report.selection import MARK, compare, run_score, run_uncertain, select
+from statetrack.store import RunStatus
 
 
 @dataclass
@@ -112,7 +113,7 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
             runs = [(j, r) for j, r in mine if j.label == m.label]
             if not runs:
                 continue
-            done = [(j, r) for j, r in runs if r is not None and r.status == "complete"]
+            done = [(j, r) for j, r in runs if r is not None and r.status == RunStatus.COMPLETE]
             lo, hi = m.train_lengths or (runs[0][0].train.train_min_len, runs[0][0].train.train_max_len)
             lrs = sorted({j.train.lr for j, _ in runs})
             row = {"label": m.label, "train_lengths": f"{lo}" if lo == hi else f"{lo}-{hi}",
@@ -153,7 +154,7 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
                         continue
                     entries = [(j.train.lr, run_score(study, r), r.summary.get("best_val_accuracy"),
                                 r.summary.get("best_val_loss"))
-                               for j, r in cruns if r is not None and r.status == "complete"]
+                               for j, r in cruns if r is not None and r.status == RunStatus.COMPLETE]
                     cell = select(study, entries)
                     cell.runs = len(entries)
                     cell.missing = len(cruns) - len(entries)
@@ -164,7 +165,7 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
                     cell.differs = compare(study, cell, col_max)
                     if kind == "longest":
                         cell.uncertain = any(run_uncertain(study, r) for j, r in cruns
-                                             if r is not None and r.status == "complete"
+                                             if r is not None and r.status == RunStatus.COMPLETE
                                              and (cell.lr is None or j.train.lr == cell.lr))
                     row["cells"][col], row["text"][col] = cell, fmt_cell(cell, study)
                     row["published_text"][col] = fmt_published(cell.published, study)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from statetrack.report.table import StudyTable, study_tables
-from statetrack.store import Store
+from statetrack.store import RunStatus, Store
 
 
 @dataclass
@@ -19,7 +19,7 @@ class Report:
     results: list  # (Job, RunResult or None)
     traces: dict[int, dict] = field(default_factory=dict)   # run_id -> probe -> trace
     curves: dict[int, list] = field(default_factory=dict)
-    interrupted: int = 0  # 'running'/'interrupted' rows of the grid's keys (not counted)
+    interrupted: int = 0  # running or interrupted rows of the grid's keys (not counted)
     machines: list[str] = field(default_factory=list)  # where the runs ran (from their recorded versions)
 
     @property
@@ -59,7 +59,7 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None, device: s
         res = complete_result(store, job.key)
         results.append((job, res))
         rows = store.runs(key=job.key)
-        unfinished += sum(1 for r in rows if r["status"] in ("running", "interrupted"))
+        unfinished += sum(1 for r in rows if r["status"] in (RunStatus.RUNNING, RunStatus.INTERRUPTED))
         if res is not None:
             v = next((r["versions"] or {} for r in rows if r["id"] == res.run_id), {})
             m = f"{v.get('platform', '?')}, torch {v.get('torch', '?')}, {v.get('threads', '?')} thread(s)"
@@ -164,7 +164,8 @@ def interval_tables(rep: Report) -> list[tuple[str, list[str], list[list[str]]]]
     label in that length's test set); n/a: no test set at that length."""
     out = []
     for tdef in rep.study.tables:
-        runs = [(j, r) for j, r in rep.results if r is not None and r.status == "complete" and j.table == tdef.name]
+        runs = [(j, r) for j, r in rep.results
+                if r is not None and r.status == RunStatus.COMPLETE and j.table == tdef.name]
         if not runs:
             continue
         lengths = sorted({m.length for _, r in runs for m in r.metrics})
