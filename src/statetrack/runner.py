@@ -216,7 +216,7 @@ def checkpoint_of_run_problem(path: str | Path, extra: dict) -> str | None:
     if db is None:
         return None
     try:
-        row = Store(db, create=False).run(run_id)
+        row = Store(db, readonly=True).run(run_id)
     except UserError:
         return None
     if row.get("uuid") != run_uuid:

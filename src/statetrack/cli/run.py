@@ -162,7 +162,7 @@ def cmd_runs(a):
     from statetrack.records import run_object
     from statetrack.store import Store
 
-    store = Store(a.db, create=False)
+    store = Store(a.db, readonly=True)
     if a.action == "show":
         if a.run_id is None:
             raise UserError("runs show needs a run id, e.g. 'statetrack runs show 3'")

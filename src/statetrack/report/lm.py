@@ -205,7 +205,7 @@ def state_tracking_cells(study, db, scale: str) -> tuple[dict, list[str], str]:
     out: dict[str, dict] = {}
     found = 0
     if db is not None and scale in other.scales:
-        store = Store(db, create=False)
+        store = Store(db, readonly=True)
         jobs = [j for j in other.cells(scale) if j.table == st.table]
         res = [(j, complete_result(store, j.key)) for j in jobs]
         found = sum(r is not None for _, r in res)

@@ -52,7 +52,7 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None, device: s
     from statetrack.probes import read_traces
     from statetrack.runner import complete_result
 
-    store = Store(db, create=False)
+    store = Store(db, readonly=True)
     jobs = study.cells(scale, seeds, device)
     results, traces, curves, unfinished, machines = [], {}, {}, 0, {}
     for job in jobs:
