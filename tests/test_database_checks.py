@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import Cli
 from statetrack.cli import main
 from statetrack.store import SCHEMA_VERSION, Store
-
-from conftest import Cli
 
 STUDY = """
 name: tiny
