@@ -539,8 +539,8 @@ def _check_file(path: Path, uri: str, name: str) -> list[str]:
                 raise UserError(f"{name!r} is an SQLite database that statetrack did not create; {untouched} "
                                 "(choose another --db)")
             try:
-                version = int(version)
-            except (TypeError, ValueError):
+                version = int(str(version))  # None (no row) reads "None": not a number either
+            except ValueError:
                 raise UserError(f"results database {name!r} is damaged: its schema version is {version!r}, not a "
                                 f"number; {untouched}") from None
             if version > SCHEMA_VERSION:
@@ -590,10 +590,8 @@ def _remove_created(path: Path, ident: tuple[int, int]) -> None:
         if (st.st_dev, st.st_ino) == ident:
             os.unlink(path)
             for suffix in ("-wal", "-shm"):
-                try:
+                with suppress(OSError):
                     os.unlink(f"{path}{suffix}")
-                except OSError:
-                    pass
     except OSError:
         pass
 
