@@ -48,7 +48,7 @@ def _codes(perms: np.ndarray, weights: np.ndarray) -> np.ndarray:
         return (perms.astype(np.uint64) * weights).sum(axis=-1, dtype=np.uint64)
 
 
-def _too_big(name: str, order) -> UserError:
+def too_big(name: str, order) -> UserError:
     return UserError(f"group {name!r} has order {order}, above the cap of {MAX_ORDER} elements; "
                      f"allowed: groups of order <= {MAX_ORDER}")
 
@@ -98,7 +98,7 @@ def _closure(gens: np.ndarray, name: str, cap: int = MAX_ORDER) -> np.ndarray:
                 new.append(k)
         count += len(new)
         if count > cap:
-            raise _too_big(name, f"> {cap}")
+            raise too_big(name, f"> {cap}")
         frontier = prods[new]
         elements.append(frontier)
     return np.concatenate(elements, axis=0)

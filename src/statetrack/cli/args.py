@@ -11,15 +11,16 @@ class HelpFormatter(argparse.HelpFormatter):
 
     def _get_help_string(self, action):
         text = action.help or ""
-        if not action.option_strings or "(default" in text or action.default is argparse.SUPPRESS \
-                or isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+        # --help and --version have the default SUPPRESS
+        if not action.option_strings or "(default" in text or action.default is argparse.SUPPRESS:
             return text
         return f"{text} (default: {show_default(action.default, action)})".lstrip()
 
 
 def show_default(v, action=None) -> str:
     """A default as the help text shows it: off/on for flags, none, lists comma-separated."""
-    if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)) or isinstance(v, bool):
+    flag = action is not None and action.nargs == 0 and isinstance(action.const, bool)  # store_true/false
+    if flag or isinstance(v, bool):
         return "on" if v else "off"
     if v is None or v == []:
         return "none"

@@ -145,10 +145,10 @@ class GroupWordProblem(StreamingTask):
                                            lambda y, g: (table[inv[y], g] + 0.5) / n)
 
     def generated_subgroup(self) -> np.ndarray:
-        from statetrack.algebra.structure import _Calc
+        from statetrack.algebra.structure import SubgroupCalc
         if len(self.support) == self.group.order:
             return np.arange(self.group.order)
-        return _Calc(self.group).closure(self.support)
+        return SubgroupCalc(self.group).closure(self.support)
 
     def label_distribution(self):
         dist = np.zeros(self.group.order)

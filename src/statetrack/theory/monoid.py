@@ -105,13 +105,13 @@ class MonoidFacts:
 
 def group_facts(group, sub=None) -> GroupFacts:
     """GroupFacts of ``group`` (an :class:`statetrack.algebra.Group`) or of its subgroup ``sub``."""
-    from statetrack.algebra.structure import _Calc, series_lengths
+    from statetrack.algebra.structure import SubgroupCalc, series_lengths
 
     sub = np.arange(group.order) if sub is None else np.asarray(sub)
     solvable, dl, e2 = series_lengths(group, sub)
     orders = sorted({int(v) for v in group.element_orders[sub]})
     moved = (group.elements[sub] != np.arange(group.degree)[None, :]).any(axis=0).sum()
-    return GroupFacts(int(len(sub)), _Calc(group).is_abelian(sub), solvable, dl, e2, tuple(orders), int(moved))
+    return GroupFacts(int(len(sub)), SubgroupCalc(group).is_abelian(sub), solvable, dl, e2, tuple(orders), int(moved))
 
 
 # -- enumeration -------------------------------------------------------------------------------------

@@ -162,9 +162,9 @@ def _matrix_order(m: np.ndarray) -> int:
 def _generators(group, sub: np.ndarray) -> list[int]:
     """A small generating set of the subgroup ``sub``: one element if cyclic, else a pair if one of
     a few seeded random pairs generates it, else the greedy set."""
-    from statetrack.algebra.structure import _Calc
+    from statetrack.algebra.structure import SubgroupCalc
 
-    calc = _Calc(group)
+    calc = SubgroupCalc(group)
     orders = group.element_orders[sub]
     top = sub[orders == len(sub)]
     if len(top):
