@@ -89,10 +89,21 @@ class EvalConfig(_Config):
                                                    "chunk exceed this many MiB")
     tokens: int | None = Field(None, ge=1, description="language models: test tokens scored at each length "
                                                        "(windows = tokens / length); default batch_size windows")
+    test_split: Literal["test", "long", "test+long"] = Field(
+        "test", description="the draws scored at every length: 'test' (the task's test draw), 'long' (the "
+                            "long-range draw of a regular task: the last half of each string leaves both labels "
+                            "possible), or 'test+long' (both; the first is the run's headline)")
+    horizons: bool = Field(False, description="also measure the failure horizon on each witness family of a "
+                                              "regular task, up to the longest test length")
 
     #: fields added after run keys were in use: left out of a run's key while at their default, so the
     #: runs of older databases keep their keys (and are reused)
-    LATE_FIELDS: ClassVar[tuple[str, ...]] = ("tokens",)
+    LATE_FIELDS: ClassVar[tuple[str, ...]] = ("tokens", "test_split", "horizons")
+
+    @property
+    def splits(self) -> list[str]:
+        """The draws scored, the headline first: ['test'], ['long'] or ['test', 'long']."""
+        return self.test_split.split("+")
 
     _device = field_validator("device")(classmethod(lambda cls, v: concrete_device(v)))
 

@@ -194,6 +194,7 @@ def _ray_payload(job: Job, plugin_names: list[str] = ()) -> dict:
         row = store.run(res.run_id)
         out = {"status": res.status, "config": row["config"], "versions": row["versions"], "error": row["error"],
                "wall_time": row["wall_time"], "summary": row["summary"], "metrics": res.metrics, "lm": res.lm,
+               "more": res.more,
                "curve": store.curve(res.run_id), "checkpoint": None, "traces": {}}
         if res.status == RunStatus.COMPLETE:
             out["checkpoint"] = Path(res.checkpoint).read_bytes()
@@ -217,12 +218,13 @@ def _store_payload(store: Store, job: Job, run_id: int, p: dict) -> RunResult:
                                            "db_name": store.path.name})
     ck = write_file(store.checkpoint_name(run_id, run_uuid), data, exclusive=True, what="checkpoint")
     if not store.finish_run(run_id, p["metrics"], str(ck), p["wall_time"], p["summary"], p["curve"],
-                            sha256_bytes(data), p["lm"]):
+                            sha256_bytes(data), p["lm"], p.get("more")):
         ck.unlink(missing_ok=True)
         return RunResult(run_id, RunStatus.INTERRUPTED, [], {"reason": "the run was taken over by another sweep"}, None)
     if p["traces"]:
         write_traces(store.path, run_id, p["traces"])
-    return RunResult(run_id, RunStatus.COMPLETE, p["metrics"], p["summary"], str(ck), lm=p["lm"])
+    return RunResult(run_id, RunStatus.COMPLETE, p["metrics"], p["summary"], str(ck), lm=p["lm"],
+                     more=p.get("more") or {})
 
 
 def _plugin_roots() -> list[str]:

@@ -2,7 +2,8 @@
 
 Tables: ``meta`` (marks the file as ours, with its schema version), ``runs`` (full config, versions,
 seed, status, checkpoint path and its sha256, the process that ran it, wall time, training summary),
-``metrics`` (one row per run and test length), ``curves`` (validation curve), ``traces`` (probe
+``metrics`` (one row per run and test length, on the run's headline draw), ``split_metrics`` (the same
+on the run's other draws, e.g. the long-range draw, per split), ``curves (validation curve), ``traces`` (probe
 outputs), ``lm_metrics`` (language models: loss, bits per byte and the per-position buckets per run and
 context length) and ``claims`` (which process is running which run of a sweep: ``statetrack.claims``).
 A database of an older schema is migrated in place by the first command that writes to it; a migration
@@ -91,6 +92,15 @@ CREATE TABLE IF NOT EXISTS metrics (
   chance REAL, n_sequences INTEGER,
   accuracy_low REAL, accuracy_high REAL, token_chance REAL, note TEXT,
   PRIMARY KEY (run_id, length)
+);
+CREATE TABLE IF NOT EXISTS split_metrics (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  split TEXT NOT NULL,
+  length INTEGER NOT NULL,
+  accuracy REAL, token_accuracy REAL, sequence_accuracy REAL, scaled_accuracy REAL,
+  chance REAL, n_sequences INTEGER,
+  accuracy_low REAL, accuracy_high REAL, token_chance REAL, note TEXT,
+  PRIMARY KEY (run_id, split, length)
 );
 CREATE TABLE IF NOT EXISTS curves (
   run_id INTEGER NOT NULL REFERENCES runs(id),
@@ -337,7 +347,7 @@ class Store:
 
     def finish_run(self, run_id: int, metrics: list, checkpoint: str | None, wall_time: float,
                    summary: dict, curve: list[dict] | None = None, checkpoint_sha256: str | None = None,
-                   lm_metrics: list | None = None) -> bool:
+                   lm_metrics: list | None = None, split_metrics: dict | None = None) -> bool:
         """Write metrics (and an LM's ``lm_metrics``), curve and the ``complete`` status in one
         transaction. Only a run still ``running`` is completed: returns False (and writes nothing) for a run
         already ended, e.g. one whose claim a sweep took over from a process it found dead."""
@@ -353,6 +363,11 @@ class Store:
                 f"INSERT OR REPLACE INTO metrics (run_id, {', '.join(METRICS_COLUMNS)}) "
                 f"VALUES (?{',?' * len(METRICS_COLUMNS)})",
                 [(run_id, *(getattr(m, k) for k in METRICS_COLUMNS)) for m in metrics])
+            c.executemany(
+                f"INSERT OR REPLACE INTO split_metrics (run_id, split, {', '.join(METRICS_COLUMNS)}) "
+                f"VALUES (?, ?{',?' * len(METRICS_COLUMNS)})",
+                [(run_id, split, *(getattr(m, k) for k in METRICS_COLUMNS))
+                 for split, ms in (split_metrics or {}).items() for m in ms])
             c.executemany(
                 f"INSERT OR REPLACE INTO lm_metrics (run_id, {', '.join(LM_COLUMNS)}) VALUES "
                 f"(?{', ?' * len(LM_COLUMNS)})",
@@ -423,6 +438,15 @@ class Store:
     def metrics(self, run_id: int) -> list[dict]:
         with self.transaction() as c:
             return [dict(r) for r in c.execute("SELECT * FROM metrics WHERE run_id=? ORDER BY length", (run_id,))]
+
+    def split_metrics(self, run_id: int) -> dict[str, list[dict]]:
+        """The run's metrics on its draws beside the headline one: split -> rows by length."""
+        out: dict[str, list[dict]] = {}
+        with self.transaction() as c:
+            for r in c.execute("SELECT * FROM split_metrics WHERE run_id=? ORDER BY split, length", (run_id,)):
+                row = dict(r)
+                out.setdefault(row.pop("split"), []).append(row)
+        return out
 
     def lm_metrics(self, run_id: int) -> list[dict]:
         """A language model's metrics per context length (``buckets`` decoded)."""
@@ -539,8 +563,8 @@ def _check_file(path: Path, uri: str, name: str) -> list[str]:
                 raise UserError(f"{name!r} is an SQLite database that statetrack did not create; {untouched} "
                                 "(choose another --db)")
             try:
-                version = int(str(version))  # None (no row) reads "None": not a number either
-            except ValueError:
+                version = int(version if version is not None else "")  # no version: the error below
+            except (TypeError, ValueError):
                 raise UserError(f"results database {name!r} is damaged: its schema version is {version!r}, not a "
                                 f"number; {untouched}") from None
             if version > SCHEMA_VERSION:

@@ -253,6 +253,21 @@ def rows_out(a, rows, title, columns):
     return 0
 
 
+def print_horizons(horizons: dict, con=None) -> None:
+    """The failure horizon of each witness family (``evaluation.evaluate_more``)."""
+    rows = horizons.get("families", [])
+    if not rows:
+        return
+    n = horizons.get("horizon")
+    print_table(f"failure horizons on the witness families, up to length {horizons.get('horizon_max')}", [
+        Col("family", lambda r: r["family"]),
+        Col("horizon n", lambda r: "-" if r["horizon_n"] is None else str(r["horizon_n"]), "right"),
+        Col("horizon length", lambda r: "none" if r["horizon"] is None else str(r["horizon"]), "right"),
+        Col("accuracy", lambda r: f"{100 * r['accuracy']:.1f}", "right", optional=True)], rows,
+        caption=(f"failure horizon {n}: the shortest family string the model gets wrong" if n is not None else
+                 "no failure: every family's two strings kept apart at every n tested"), con=con)
+
+
 def print_metrics(title: str, metrics, con=None) -> None:
     """The per-length table of one run (train, eval, runs show): accuracy with its 95% (Wilson)
     interval, the chance of that length's test set, and n/a where a length has no test set."""
@@ -268,6 +283,11 @@ def print_metrics(title: str, metrics, con=None) -> None:
         return "-" if m.accuracy is None else f"{pct(m.accuracy_low)}-{pct(m.accuracy_high)}"
 
     longest = longest_generalized(metrics)
+    if metrics and all(m.accuracy is None for m in metrics):
+        reasons = "; ".join(dict.fromkeys(m.note or "no test set" for m in metrics))
+        verdict = f"not measurable at any length ({reasons})"
+    else:
+        verdict = f"longest length with accuracy >= 90% (and at every shorter test length): {longest or 'none'}"
     print_table(title, [
         Col("length", lambda m: str(m.length), "right"),
         Col("accuracy", acc, "right"),
@@ -276,7 +296,7 @@ def print_metrics(title: str, metrics, con=None) -> None:
         Col("scaled", lambda m: "-" if m.scaled_accuracy is None else f"{m.scaled_accuracy:+.3f}", "right"),
         Col("token acc", lambda m: pct(m.token_accuracy), "right", optional=True),
         Col("sequence acc", lambda m: pct(m.sequence_accuracy), "right", optional=True)], metrics,
-        caption=f"longest length with accuracy >= 90% (and at every shorter test length): {longest or 'none'}"
+        caption=verdict
                 + (" (?: a 95% interval it reads contains 90%)" if uncertain_judgement(metrics) else "")
-                + "; chance: majority rate of the final label in that length's test set",
+                + "; chance: the majority share of the final label's distribution in that length's draw",
         con=con)

@@ -93,7 +93,7 @@ def _summary(study, results, wall, a) -> str:
 def _emit_runs(results, db, study=None):
     """JSON Lines, one object per (run, test length): the run schema (statetrack.records) + grid keys; for
     an LM study one object per run (its bpb) and one per baseline and corpus."""
-    from statetrack.records import length_rows, run_object
+    from statetrack.records import run_object, split_rows
     from statetrack.store import Store
 
     if study is not None and study.kind == "lm":
@@ -104,8 +104,8 @@ def _emit_runs(results, db, study=None):
 
     store = Store(db)
     for job, res in results:
-        emit_rows(length_rows(run_object(store.run(res.run_id)), res.metrics, table=job.table,
-                              column=job.column, lr=job.train.lr))
+        emit_rows(split_rows(run_object(store.run(res.run_id)), res.metrics, res.more, job.eval.splits[0],
+                             table=job.table, column=job.column, lr=job.train.lr))
 
 
 def cmd_sweep(a):

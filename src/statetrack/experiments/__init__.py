@@ -186,6 +186,11 @@ class Scale(_Strict):
     test_lengths: list[int]
     eval_batch: int = Field(128, ge=1)
     eval_tokens: int | None = Field(None, ge=1, description="lm studies: test tokens scored at each length")
+    test_split: Literal["test", "long", "test+long"] = Field(
+        "test", description="the draws scored at every test length (EvalConfig.test_split): 'test+long' adds the "
+                            "long-range draw of the regular tasks beside their test draw")
+    horizons: bool = Field(False, description="measure each run's failure horizons on the witness families of "
+                                              "its task (regular tasks), up to the longest test length")
     train_lengths: tuple[int, int] | None = Field(None, description="training lengths at this scale (over the "
                                                                     "study's, task's and model's)")
     train: dict = Field(default_factory=dict, description="TrainConfig overrides at this scale")
@@ -321,7 +326,7 @@ class Study(_Strict):
                     base = {**self.train, **t.train, **m.train, **sc.train}
                     lrs = sc.lrs or self.lrs or [base.get("lr", TrainConfig.model_fields["lr"].default)]
                     ecfg = validated(EvalConfig, lengths=sc.test_lengths, batch_size=sc.eval_batch, device=device,
-                                     tokens=sc.eval_tokens)
+                                     tokens=sc.eval_tokens, test_split=sc.test_split, horizons=sc.horizons)
                     for lr in lrs:
                         for seed in range(n):
                             fields = {**base, "lr": lr, "task": sc.replace_tasks.get(t.label, t.task), "model": mcfg,

@@ -91,8 +91,9 @@ def _length_ticks(ax, lengths: list[int]) -> None:
 def length_figures(study, table, results) -> list[tuple[str, object]]:
     """(stem, figure) per task column: median over seeds at the selected learning rate, log x-axis, one
     line per model (its own marker and style), with a band over the seeds' values and their 95% (Wilson)
-    intervals where the metric has one; chance per test length dotted (the majority rate of the scored
-    labels); the training range shaded. Lengths without a test set are left out."""
+    intervals where the metric has one; chance per test length dotted (the majority share of the
+    final label's distribution in that length's test draw); the training range shaded. Lengths without a
+    test set are left out."""
     plt = pyplot()
     figs = []
     tdef = next(t for t in study.tables if t.name == table.name)

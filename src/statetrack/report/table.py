@@ -86,9 +86,10 @@ def _caption(study, kind: str) -> str:
               "over the test sequences contains the threshold.")
     return (f"Cells: {what}; {rule}; shown as selected (median [min-max] over seeds), or "
             f"median [min-max] when the selected value is the median. "
-            f"{MARK} = differs from the paper by more than {tol}.{unsure} Chance is measured per test length "
-            "(the majority rate of the final label in that length's test set); n/a = no test set at that "
-            "length (e.g. no accepted string of that length).")
+            f"{MARK} = differs from the paper by more than {tol}.{unsure} Chance at each test length is the "
+            "majority share of the final label's distribution in that length's test draw (exact where the task "
+            "computes it, else over 10,000 draws); n/a = no test set at that length (e.g. no accepted string "
+            "of that length).")
 
 
 def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:

@@ -154,13 +154,14 @@ def difference_items(t: StudyTable, study) -> tuple[str, list[str]]:
 
 
 INTERVALS_CAPTION = ("Accuracy (%) of the final label at each test length, with its Wilson 95% interval over the "
-                     "test sequences; 'chance' rows: the majority rate of the final label in that length's test "
-                     "set (n/a: no test set at that length).")
+                     "test sequences; 'chance' rows: the majority share of the final label's distribution in that "
+                     "length's test draw (exact where the task computes it, else over 10,000 draws; n/a: no test "
+                     "set at that length).")
 
 
 def interval_tables(rep: Report) -> list[tuple[str, list[str], list[list[str]]]]:
     """(table name, headers, rows) per study table: every complete run's accuracy (%) at each test length
-    with its 95% (Wilson) interval, then one 'chance' row per task column (the majority rate of the final
+    with its 95% (Wilson) interval, then one 'chance' row per task column (the majority share of the final
     label in that length's test set); n/a: no test set at that length."""
     out = []
     for tdef in rep.study.tables:

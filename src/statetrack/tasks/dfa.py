@@ -44,6 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from statetrack.errors import UserError
+from statetrack.tasks.automaton import Automaton
 from statetrack.tasks.base import Batch
 from statetrack.tasks.streaming import StreamingTask, balanced_labels, check_length, every_mask, uniform_ints
 
@@ -131,6 +132,10 @@ class DFA:
         self._log_counts = have
         return have[:length + 1]
 
+    def automaton(self) -> Automaton:
+        """The DFA as a labelled automaton: label 1 in accepting states, 0 elsewhere."""
+        return Automaton(self.delta, self.start, self.accepting.astype(np.int64), 2, symbols=self.alphabet)
+
     def accepts(self, word) -> bool:
         q = self.start
         for a in word:
@@ -201,6 +206,11 @@ class DFATask(StreamingTask):
         if self.balanced_training and self.test_unavailable(check_length(length)) is None:
             return self.stream_test_batch(rng, batch_size, length, chunk)
         return super().stream_batch(rng, batch_size, length, chunk)
+
+    test_draw_kind = "balanced"
+
+    def build_automaton(self):
+        return self.dfa.automaton()
 
     def _start(self, batch_size):
         return np.full(batch_size, self.dfa.start, dtype=np.int64)
