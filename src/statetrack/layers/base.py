@@ -7,12 +7,16 @@ length in fixed memory by feeding chunks.
 """
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
+
+from statetrack.ops import causal_conv
 
 #: eigenvalue domains of A(x), from narrowest to widest
 DOMAINS = {
@@ -49,12 +53,28 @@ State = Any  # a tensor or a tuple of tensors
 
 
 class Mixer(nn.Module):
-    """Base class. Subclasses set ``name`` and ``description`` and implement the four methods."""
+    """Base class. Subclasses set ``name`` and ``description`` and implement the four methods.
+
+    A mixer's options are the keyword arguments of its ``__init__`` after ``d_model`` and ``d_state``,
+    with their defaults: ``options`` is read from the signature when the class is defined, so the
+    defaults are written once. An ``__init__`` that passes ``**kwargs`` on takes its parent's options
+    too, less ``fixed_options``: the keyword arguments it passes for good (Negative Mamba's ``neg=True``).
+    """
 
     name: ClassVar[str]
     description: ClassVar[str] = ""
-    #: options accepted in a layer spec, with their defaults
+    #: options accepted in a layer spec, with their defaults (read from ``__init__``)
     options: ClassVar[dict] = {}
+    #: keyword arguments a subclass passes to its parent's ``__init__`` for good: not options of its spec
+    fixed_options: ClassVar[dict] = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        derived = _init_options(cls)
+        if "options" in vars(cls) and cls.options != derived:
+            raise TypeError(f"mixer class {cls.__name__}: options {cls.options} are not the keyword arguments of "
+                            f"its __init__ {derived}; leave options out (they are read from __init__)")
+        cls.options = derived
 
     def __init__(self, d_model: int, d_state: int):
         super().__init__()
@@ -85,6 +105,18 @@ class Mixer(nn.Module):
         None for non-linear mixers, which have no transition matrix.
         """
         return None
+
+
+def _init_options(cls: type[Mixer]) -> dict:
+    """The keyword arguments of ``cls.__init__`` after (d_model, d_state) with their defaults; through
+    ``**kwargs``, the parent's options too; less ``cls.fixed_options``."""
+    params = list(inspect.signature(cls.__init__).parameters.values())[3:]  # self, d_model, d_state
+    out: dict = {}
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        out.update(next(vars(b)["options"] for b in cls.__mro__[1:] if "options" in vars(b)))
+    out.update({p.name: p.default for p in params
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.default is not p.empty})
+    return {k: v for k, v in out.items() if k not in cls.fixed_options}
 
 
 def check_options(cls, options: dict) -> dict:
@@ -149,3 +181,36 @@ def causal_conv_step(conv: nn.Conv1d, x: Tensor, buf: Tensor) -> tuple[Tensor, T
     if conv.bias is not None:
         y = y + conv.bias
     return y, window[..., 1:]
+
+
+class MambaInput:
+    """Mamba's input branch, shared by the selective mixers built on its block (``mamba``, ``negmamba``,
+    ``aussm``, ``saussm``, ``dcd``): x -> in_proj -> (u, z); u -> optional depthwise causal conv
+    (kernel ``conv``, 0 = none) -> silu. The gate z is returned as it is (the mixer applies silu(z)).
+
+    Attributes set by :meth:`_init_input`: ``in_proj`` (d_model -> 2 d_inner, no bias), ``conv``
+    (``nn.Conv1d`` or None), ``k`` (the kernel size), ``d_inner``.
+    """
+
+    name: ClassVar[str]
+    d_inner: int
+    k: int
+    in_proj: nn.Linear
+    conv: nn.Conv1d | None
+
+    def _init_input(self, d_model: int, d_inner: int, conv: int) -> None:
+        self.k, self.d_inner = conv, d_inner
+        self.in_proj = nn.Linear(d_model, 2 * d_inner, bias=False)
+        self.conv = nn.Conv1d(d_inner, d_inner, conv, groups=d_inner) if conv > 0 else None
+
+    def _conv_state(self, batch: int, device=None, dtype=None) -> Tensor:
+        """The conv's history, zeros: (batch, d_inner, k - 1)."""
+        return torch.zeros(batch, self.d_inner, max(self.k - 1, 0), device=device, dtype=dtype)
+
+    def _pre(self, x: Tensor, buf: Tensor, chunk: bool) -> tuple[Tensor, Tensor, Tensor]:
+        """Args: x (Tensor): [B, T, d_model] (``chunk``) or [B, d_model] (one step); buf (Tensor): [B, d_inner,
+        k - 1] the conv's history. Returns (u, z, buf): u, z [..., d_inner] and the history after x."""
+        u, z = self.in_proj(x).chunk(2, dim=-1)
+        if self.conv is not None:
+            u, buf = (causal_conv if chunk else causal_conv_step)(self.conv, u, buf)
+        return F.silu(u), z, buf

@@ -33,7 +33,6 @@ from statetrack.ops.householder import CHUNK
 class DeltaProduct(Mixer):
     name = "deltaproduct"
     description = "DeltaProduct: n_h generalized Householder steps per token, A(x) = prod_j (I - beta_j k_j k_j^T)"
-    options = {"nh": 2, "heads": 1, "neg": False, "conv": 4, "chunk": CHUNK}
 
     def __init__(self, d_model, d_state, nh=2, heads=1, neg=False, conv=4, chunk=CHUNK):
         super().__init__(d_model, d_state)
@@ -130,7 +129,7 @@ class DeltaProduct(Mixer):
 class DeltaNet(DeltaProduct):
     name = "deltanet"
     description = "DeltaNet: S_t = (I - beta k k^T) S_{t-1} + beta k v^T, beta in [0,1] ([0,2] with neg=true)"
-    options = {k: v for k, v in DeltaProduct.options.items() if k != "nh"}
+    fixed_options = {"nh": 1}
 
     def __init__(self, d_model, d_state, **kw):
-        super().__init__(d_model, d_state, nh=1, **kw)
+        super().__init__(d_model, d_state, **kw, **self.fixed_options)

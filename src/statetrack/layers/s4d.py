@@ -24,7 +24,6 @@ from statetrack.ops import diag_scan
 class S4D(Mixer):
     name = "s4d"
     description = "time-invariant diagonal SSM (S4D), complex eigenvalues exp(Delta a_n)"
-    options = {"init": "lin", "disc": "zoh", "dt_min": 1e-3, "dt_max": 1e-1}
 
     def __init__(self, d_model, d_state, init="lin", disc="zoh", dt_min=1e-3, dt_max=1e-1):
         super().__init__(d_model, d_state)

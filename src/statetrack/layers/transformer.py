@@ -47,7 +47,6 @@ def rope(x, pos):
 class Transformer(Mixer):
     name = "transformer"
     description = "causal softmax self-attention (state = KV cache, grows with length)"
-    options = {"heads": 1, "pos": "rope"}
 
     def __init__(self, d_model, d_state, heads=1, pos="rope"):
         super().__init__(d_model, d_state)

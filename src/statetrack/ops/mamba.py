@@ -21,15 +21,12 @@ instead (same contract; ``STATETRACK_KERNELS=0`` keeps this PyTorch form, see ``
 """
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from statetrack.ops import dispatch
-
-LOG2E = 1.0 / math.log(2.0)
+from statetrack.ops.consts import LOG2E
 
 
 def mamba_transition(dt: Tensor, A: Tensor, neg: bool = False) -> Tensor:
