@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from statetrack.errors import UserError
+from statetrack.files import atomic_write
 
 SPECIALS = ("<bos>", "<eos>", "<pad>")
 N_BYTES = 256
@@ -118,10 +119,8 @@ class BPETokenizer:
                                          initial_alphabet=tk.pre_tokenizers.ByteLevel.alphabet(),
                                          show_progress=False)
         tok.train_from_iterator((d.decode("utf-8") for d in documents), trainer=trainer)
-        path = Path(path)
-        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-        tok.save(str(tmp))
-        tmp.replace(path)
+        with atomic_write(path, what="tokenizer") as tmp:
+            tok.save(str(tmp))
         return cls(path)
 
     def encode(self, data: bytes | str) -> np.ndarray:
