@@ -72,10 +72,15 @@ def parse_lengths(v) -> list[int]:
     return sorted(set(out))
 
 
+#: how a run becomes a table cell: the metric at each test length, its mean over a range of lengths, or
+#: the longest length at which it stays above a threshold
+ScoreKind = Literal["per_length", "mean", "longest"]
+
+
 class Score(_Strict):
     """How one run becomes one number (or one number per test length)."""
 
-    kind: Literal["per_length", "mean", "longest"] = "per_length"
+    kind: ScoreKind = "per_length"
     lengths: tuple[int, int] | None = Field(
         None, description="mean: the inclusive range of test lengths averaged over (default: all of them)")
     threshold: float = Field(0.9, ge=0, le=1, description="longest: the metric must be > threshold")

@@ -26,7 +26,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from statetrack.layers.base import MambaInput, Mixer, Properties, check_conv, check_expand, init_dt_bias
+from statetrack.layers.base import (
+    EigenvalueDomain,
+    MambaInput,
+    Mixer,
+    Properties,
+    Structure,
+    check_conv,
+    check_expand,
+    init_dt_bias,
+)
 from statetrack.ops import polar, selective_scan, unit_phase
 from statetrack.ops.mamba import mamba_transition
 
@@ -125,7 +134,7 @@ class AUSSM(_ComplexSelective):
 
     @property
     def properties(self):
-        return Properties(input_dependent=True, eigenvalues="unit circle", structure="diagonal")
+        return Properties(input_dependent=True, eigenvalues=EigenvalueDomain.UNIT_CIRCLE, structure=Structure.DIAGONAL)
 
     def _ab(self, low):
         return unit_phase(self._theta(low)), torch.ones((), dtype=low.dtype, device=low.device)
@@ -143,7 +152,7 @@ class SimpleAUSSM(_ComplexSelective):
 
     @property
     def properties(self):
-        return Properties(input_dependent=True, eigenvalues="unit circle", structure="diagonal")
+        return Properties(input_dependent=True, eigenvalues=EigenvalueDomain.UNIT_CIRCLE, structure=Structure.DIAGONAL)
 
     def _ab(self, low):
         dt = self._dt(low)
@@ -163,7 +172,7 @@ class DCD(_ComplexSelective):
 
     @property
     def properties(self):
-        return Properties(input_dependent=True, eigenvalues="complex disc", structure="diagonal")
+        return Properties(input_dependent=True, eigenvalues=EigenvalueDomain.COMPLEX_DISC, structure=Structure.DIAGONAL)
 
     def _ab(self, low):
         dt = self._dt(low)

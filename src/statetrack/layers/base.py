@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import math
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 from typing import Any, ClassVar
 
 import torch
@@ -18,32 +19,60 @@ from torch import Tensor, nn
 
 from statetrack.ops import causal_conv
 
-#: eigenvalue domains of A(x), from narrowest to widest
+
+class EigenvalueDomain(StrEnum):
+    """Where the eigenvalues of a mixer's transition A(x) lie, from narrowest to widest."""
+
+    NONNEG = "[0,1]"
+    REAL_HALF_OPEN = "(-1,1]"
+    REAL = "[-1,1]"
+    UNIT_CIRCLE = "unit circle"
+    COMPLEX_DISC = "complex disc"
+    COMPLEX_FIXED = "complex"
+    NOT_LINEAR = "n/a"
+
+
+class Structure(StrEnum):
+    """The shape of a mixer's transition."""
+
+    DIAGONAL = "diagonal"
+    HOUSEHOLDER = "householder"
+    DENSE = "dense"
+    NONLINEAR = "nonlinear"
+    ATTENTION = "attention"
+
+
+#: eigenvalue domains of A(x), from narrowest to widest, in words
 DOMAINS = {
-    "[0,1]": "non-negative real, at most 1",
-    "(-1,1]": "real, in (-1, 1]",
-    "[-1,1]": "real, in [-1, 1]",
-    "unit circle": "complex, modulus exactly 1",
-    "complex disc": "complex, modulus at most 1",
-    "complex": "complex, fixed (time-invariant), modulus below 1",
-    "n/a": "non-linear recurrence: no transition matrix",
+    EigenvalueDomain.NONNEG: "non-negative real, at most 1",
+    EigenvalueDomain.REAL_HALF_OPEN: "real, in (-1, 1]",
+    EigenvalueDomain.REAL: "real, in [-1, 1]",
+    EigenvalueDomain.UNIT_CIRCLE: "complex, modulus exactly 1",
+    EigenvalueDomain.COMPLEX_DISC: "complex, modulus at most 1",
+    EigenvalueDomain.COMPLEX_FIXED: "complex, fixed (time-invariant), modulus below 1",
+    EigenvalueDomain.NOT_LINEAR: "non-linear recurrence: no transition matrix",
 }
-STRUCTURES = ("diagonal", "householder", "dense", "nonlinear", "attention")
+STRUCTURES = tuple(Structure)
 
 
 @dataclass(frozen=True)
 class Properties:
-    """What the theorems look at: input dependence, eigenvalue domain, structure (and n_h)."""
+    """What the theorems look at: input dependence, eigenvalue domain, structure (and n_h). The domain
+    and the structure may be given as their names ("[0,1]", "diagonal"): they are read as the enums."""
 
     input_dependent: bool
-    eigenvalues: str
-    structure: str
+    eigenvalues: EigenvalueDomain
+    structure: Structure
     linear: bool = True
     n_h: int | None = None
 
     def __post_init__(self):
-        assert self.eigenvalues in DOMAINS, self.eigenvalues
-        assert self.structure in STRUCTURES, self.structure
+        for key, kind in (("eigenvalues", EigenvalueDomain), ("structure", Structure)):
+            value = getattr(self, key)
+            if value not in kind.__members__.values():
+                raise ValueError(f"unknown {key} {value!r} in a mixer's Properties; allowed: "
+                                 f"{', '.join(repr(str(m)) for m in kind)}")
+            object.__setattr__(self, key, kind(value))
 
     def as_dict(self) -> dict:
         return asdict(self)

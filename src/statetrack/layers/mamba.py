@@ -14,7 +14,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from statetrack.layers.base import MambaInput, Mixer, Properties, check_conv, check_expand, init_dt_bias
+from statetrack.layers.base import (
+    EigenvalueDomain,
+    MambaInput,
+    Mixer,
+    Properties,
+    Structure,
+    check_conv,
+    check_expand,
+    init_dt_bias,
+)
 from statetrack.ops import mamba_scan
 from statetrack.ops.mamba import mamba_transition
 
@@ -41,8 +50,8 @@ class Mamba(MambaInput, Mixer):
 
     @property
     def properties(self):
-        return Properties(input_dependent=True, eigenvalues="(-1,1]" if self.neg else "[0,1]",
-                          structure="diagonal")
+        domain = EigenvalueDomain.REAL_HALF_OPEN if self.neg else EigenvalueDomain.NONNEG
+        return Properties(input_dependent=True, eigenvalues=domain, structure=Structure.DIAGONAL)
 
     def activation_bytes(self):
         # without gradients the scan keeps no (T, E, N) tensor (a ring of states); the per-step tensors

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, Properties, log_uniform_dt
+from statetrack.layers.base import EigenvalueDomain, Mixer, Properties, Structure, log_uniform_dt
 from statetrack.ops import diag_scan
 
 
@@ -57,8 +57,9 @@ class S4D(Mixer):
     @property
     def properties(self):
         # real modes: exp(dt a) in (0, 1) under ZOH; (1 + dt a/2)/(1 - dt a/2) in (-1, 1) under bilinear
-        dom = "complex" if self.init != "real" else "[0,1]" if self.disc == "zoh" else "(-1,1]"
-        return Properties(input_dependent=False, eigenvalues=dom, structure="diagonal")
+        dom = (EigenvalueDomain.COMPLEX_FIXED if self.init != "real" else
+               EigenvalueDomain.NONNEG if self.disc == "zoh" else EigenvalueDomain.REAL_HALF_OPEN)
+        return Properties(input_dependent=False, eigenvalues=dom, structure=Structure.DIAGONAL)
 
     def discrete(self) -> tuple[Tensor, Tensor]:
         """(A_bar, B_bar), each (H, M) complex."""

@@ -11,6 +11,7 @@ import io
 import statistics
 from typing import Protocol
 
+from statetrack.experiments import ScoreKind
 from statetrack.report.selection import MARK, TableCell
 
 
@@ -20,7 +21,7 @@ class Table(Protocol):
     study: str
     name: str
     title: str
-    kind: str  # per_length, mean or longest
+    kind: ScoreKind
     lengths: list[int]
     columns: dict[str, str]  # per_length: published column key -> header
     task_columns: list[str]  # mean / longest: task labels

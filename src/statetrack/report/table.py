@@ -17,6 +17,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from statetrack.evaluation import uncertain_judgement
+from statetrack.experiments import ScoreKind
 from statetrack.report import render
 from statetrack.report.render import UNSURE, fmt_cell, fmt_published, pct
 from statetrack.report.selection import MARK, compare, run_score, run_uncertain, select
@@ -31,7 +32,7 @@ class StudyTable:
     columns: dict[str, str]            # per_length: published column key -> header
     rows: list[dict] = field(default_factory=list)
     name: str = "main"
-    kind: str = "per_length"
+    kind: ScoreKind = "per_length"
     task_columns: list[str] = field(default_factory=list)  # mean / longest: task labels
     caption: str = ""
 
@@ -61,7 +62,7 @@ class StudyTable:
         return render.rich(self)
 
 
-def _caption(study, kind: str) -> str:
+def _caption(study, kind: ScoreKind) -> str:
     sel = study.select
     metric = study.metric.replace("_", " ")
     if kind == "per_length":
