@@ -81,7 +81,9 @@ def _bytes_to_unicode(alphabet) -> list[str]:
         else:
             chars.append(chr(256 + n))
             n += 1
-    assert set(chars) == set(alphabet), "byte-level alphabet differs from the standard map"
+    if set(chars) != set(alphabet):  # the tokenizers package's behaviour, not this code's
+        raise RuntimeError("the tokenizers package's byte-level alphabet differs from the standard byte map; "
+                           "this version of tokenizers is not supported")
     return chars
 
 
