@@ -22,14 +22,18 @@ import multiprocessing as mp
 import os
 import queue
 import signal
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 from statetrack import memory, plugins, signals
+from statetrack.checkpoint import rewrite_extra
 from statetrack.errors import UserError
 from statetrack.evaluation import LengthMetrics
+from statetrack.files import sha256_bytes, write_file
 from statetrack.jobs import Job
+from statetrack.probes import read_traces, traces_from_checkpoint, write_traces
 from statetrack.runner import RunResult, run, stored_config
 from statetrack.store import RunStatus, Store
 
@@ -41,7 +45,6 @@ GRACE = 5.0
 def ensure_traces(db, job: Job, res: RunResult) -> None:
     if not job.probes or res.status != RunStatus.COMPLETE or not res.checkpoint:
         return
-    from statetrack.probes import read_traces, traces_from_checkpoint, write_traces
 
     have = read_traces(db, res.run_id)
     missing = [p for p in job.probes if p not in have]
@@ -183,8 +186,6 @@ class Pool:
 
 def _ray_payload(job: Job, plugin_names: list[str] = ()) -> dict:
     """Runs on a Ray worker: train into a private database, return everything the driver stores."""
-    from statetrack.probes import traces_from_checkpoint
-
     _init_worker(list(plugin_names))  # a Ray worker is an entry point of its own
     with tempfile.TemporaryDirectory(prefix="statetrack-ray-") as d:
         wdb = str(Path(d) / "worker.db")
@@ -205,10 +206,6 @@ def _ray_payload(job: Job, plugin_names: list[str] = ()) -> dict:
 
 def _store_payload(store: Store, job: Job, run_id: int, p: dict) -> RunResult:
     """On the driver: write one Ray worker's run into its row, as ``runner.run`` would have."""
-    from statetrack.checkpoint import rewrite_extra
-    from statetrack.files import sha256_bytes, write_file
-    from statetrack.probes import write_traces
-
     store.set_versions(run_id, p["versions"])  # the worker's (its thread count), not the driver's
     if p["status"] != RunStatus.COMPLETE:
         store.fail_run(run_id, p["error"] or "the run failed", p["wall_time"], p["summary"])
@@ -229,8 +226,6 @@ def _store_payload(store: Store, job: Job, run_id: int, p: dict) -> RunResult:
 
 def _plugin_roots() -> list[str]:
     """The folders the loaded plugin modules were imported from (for the Ray workers' PYTHONPATH)."""
-    import sys
-
     roots = []
     for name in plugins.loaded():
         f = getattr(sys.modules.get(name.partition(".")[0]), "__file__", None)
@@ -242,7 +237,7 @@ def _plugin_roots() -> list[str]:
 
 def import_ray():
     try:
-        import ray
+        import ray  # optional (the ray extra)
     except ImportError:
         raise UserError("--executor ray needs Ray: pip install 'statetrack[ray]' (or pip install ray)") from None
     return ray

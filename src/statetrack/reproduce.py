@@ -9,6 +9,7 @@ from pathlib import Path
 
 from statetrack.experiments import Study, load_study
 from statetrack.report import StudyTable, study_table
+from statetrack.report.lm import lm_tables
 from statetrack.store import DEFAULT_DB
 from statetrack.sweep import run_jobs
 
@@ -33,7 +34,5 @@ def reproduce(name: str, scale: str = "quick", seeds: int | None = None, db: str
     ``report.study_tables(study, results, scale)`` gives every table of a study with several."""
     study, results = sweep(name, scale, seeds, db, workers, fresh, device, on_done, executor, address)
     if study.kind == "lm":
-        from statetrack.report.lm import lm_tables
-
         return study, results, lm_tables(study, results, scale, db=db)[0]
     return study, results, study_table(study, results)

@@ -27,12 +27,19 @@ import torch
 from statetrack import signals
 from statetrack.checkpoint import meta_model, save_run_checkpoint
 from statetrack.claims import owner as this_process
-from statetrack.config import EvalConfig, TrainConfig
+from statetrack.config import EvalConfig, TrainConfig, flatten, run_configs
 from statetrack.device import resolve_device
 from statetrack.errors import UserError
 from statetrack.evaluation import LengthMetrics, evaluate_more, evaluate_run, longest_generalized
+from statetrack.files import sha256_file
+from statetrack.layers import ORIGIN as MIXER_ORIGIN
+from statetrack.lm.metrics import LMMetrics
+from statetrack.plugins import load_plugins
+from statetrack.spec import parse_layers
 from statetrack.store import DEFAULT_DB, RunStatus, Store
 from statetrack.tasks import get_task
+from statetrack.tasks.registry import ORIGIN as TASK_ORIGIN
+from statetrack.theory.constructions import init_model
 from statetrack.training import TrainingDiverged, train
 
 
@@ -66,7 +73,6 @@ def complete_result(store: Store, key: str) -> RunResult | None:
     if not done:
         return None
     r = done[-1]
-    from statetrack.lm.metrics import LMMetrics
 
     ms = [LengthMetrics.from_row(m) for m in store.metrics(r["id"])]
     lm = [LMMetrics.from_row(m) for m in store.lm_metrics(r["id"])]
@@ -90,10 +96,6 @@ def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
 
 def required_plugins(cfg: TrainConfig) -> list[str]:
     """The plugin modules that registered the run's task family and mixers (statetrack.plugins)."""
-    from statetrack.layers import ORIGIN as MIXER_ORIGIN
-    from statetrack.spec import parse_layers
-    from statetrack.tasks.registry import ORIGIN as TASK_ORIGIN
-
     mods = [TASK_ORIGIN.get(cfg.task.partition(":")[0].strip())]
     mods += [MIXER_ORIGIN.get(s.name) for s in parse_layers(cfg.model.layers)]
     return list(dict.fromkeys(m for m in mods if m))
@@ -111,7 +113,6 @@ def initial_model(cfg: TrainConfig, task):
     for a fresh model built by ``train``."""
     if not cfg.init:
         return None
-    from statetrack.theory.constructions import init_model
 
     return init_model(cfg, task)
 
@@ -216,8 +217,6 @@ def checkpoint_of_run_problem(path: str | Path, extra: dict) -> str | None:
     """For a checkpoint whose metadata names its run and database: one line when that database records
     another file for the run (or another run under its id); None when they agree, or when the database
     or the run cannot be found (a copied file, a moved database)."""
-    from statetrack.files import sha256_file
-
     run_id, run_uuid = extra.get("run_id"), extra.get("run_uuid")
     if not isinstance(run_id, int) or not isinstance(run_uuid, str):
         return None
@@ -248,9 +247,6 @@ def rerun(run_id: int, db: str | Path = DEFAULT_DB, **progress) -> tuple[RunResu
     ``differences`` maps each test length whose metrics differ to (old, new); empty when the rerun
     reproduces the stored numbers exactly.
     """
-    from statetrack.config import flatten, run_configs
-    from statetrack.plugins import load_plugins
-
     store = Store(db, create=False)
     old = store.run(run_id)
     flat = flatten(old["config"], f"run {run_id}'s config")

@@ -42,6 +42,7 @@ from pathlib import Path
 
 from statetrack.errors import UserError
 from statetrack.files import check_writable, place_new, reason, sha256_file, sync_dir
+from statetrack.version import __version__
 
 DEFAULT_DB = "runs/statetrack.db"
 
@@ -144,10 +145,9 @@ ADDED_COLUMNS = {"runs": (("uuid", "TEXT"), ("owner", "TEXT"), ("checkpoint_sha2
 
 
 def versions() -> dict:
-    import numpy
-    import torch
+    import numpy  # heavy: only a run record needs the versions; the store stays light
+    import torch  # heavy: only a run record needs the versions; the store stays light
 
-    from statetrack.version import __version__
 
     return {"statetrack": __version__, "python": platform.python_version(), "torch": torch.__version__,
             "numpy": numpy.__version__, "platform": platform.platform(), "machine": platform.machine(),
@@ -333,7 +333,7 @@ class Store:
                   key: str | None = None, uuid: str | None = None, owner: str | None = None) -> int:
         """A new row with status ``running``. ``uuid``: the run's own id (its checkpoint's name);
         ``owner``: the process (or the sweep that claimed the run) that runs it."""
-        import uuid as _uuid
+        import uuid as _uuid  # the parameter uuid shadows the module here
 
         with self.transaction() as c:
             cur = c.execute(
@@ -568,8 +568,6 @@ def _check_file(path: Path, uri: str, name: str) -> list[str]:
                 raise UserError(f"results database {name!r} is damaged: its schema version is {version!r}, not a "
                                 f"number; {untouched}") from None
             if version > SCHEMA_VERSION:
-                from statetrack.version import __version__
-
                 raise UserError(f"results database {name!r} has schema version {version}, written by a newer "
                                 f"statetrack; this statetrack ({__version__}) reads versions up to {SCHEMA_VERSION}: "
                                 f"upgrade statetrack or choose another --db; {untouched}")

@@ -37,6 +37,7 @@ from statetrack.executors import InProcess, Pool, RayExecutor, ensure_traces, im
 from statetrack.jobs import Job
 from statetrack.runner import RunResult, check_run, complete_result
 from statetrack.store import Store
+from statetrack.tasks import get_task
 
 __all__ = ["Job", "POLL", "run_jobs"]
 
@@ -105,7 +106,6 @@ def run_jobs(jobs: list[Job], db: str | Path, workers: int = 1, reuse: bool = Tr
     for job in jobs:  # every input error surfaces before the first run starts
         check_run(job.train, job.eval)
         for p in job.probes:
-            from statetrack.tasks import get_task
             get_task(p)
     if executor == "ray":
         import_ray()

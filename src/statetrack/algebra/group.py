@@ -27,6 +27,7 @@ from functools import cached_property
 
 import numpy as np
 
+from statetrack.algebra.structure import structure_of
 from statetrack.errors import UserError
 
 #: Largest group order accepted (|S7|).
@@ -246,7 +247,6 @@ class Group:
         return bool((self.table == self.table.T).all())
 
     def structure(self) -> dict:
-        from statetrack.algebra.structure import structure_of
         return structure_of(self)
 
     def __len__(self) -> int:

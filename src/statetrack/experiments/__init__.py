@@ -29,6 +29,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from statetrack import plugins
 from statetrack.config import EvalConfig, ModelConfig, TrainConfig, validated
 from statetrack.errors import UserError
 from statetrack.jobs import Job
@@ -367,8 +368,6 @@ def builtin_studies() -> list[str]:
 def load_study(name_or_path: str) -> Study:
     """A built-in study by name (see ``builtin_studies()``), a plugin's study (entry point group
     ``statetrack.studies``) by name, or a YAML file by path."""
-    from statetrack import plugins
-
     path = Path(name_or_path)
     if not path.suffix:
         path = HERE / f"{name_or_path}.yaml"

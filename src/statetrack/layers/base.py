@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from statetrack.errors import UserError
 from statetrack.ops import causal_conv
 
 
@@ -150,8 +151,6 @@ def _init_options(cls: type[Mixer]) -> dict:
 
 def check_options(cls, options: dict) -> dict:
     """Merge a layer spec's options into the mixer's defaults; unknown keys are a UserError."""
-    from statetrack.errors import UserError
-
     unknown = set(options) - set(cls.options)
     if unknown:
         allowed = ", ".join(sorted(cls.options)) or "none"
@@ -174,23 +173,17 @@ def check_options(cls, options: dict) -> dict:
 
 def check_conv(mixer: str, conv: int) -> None:
     """The short causal convolution's kernel size: 0 (none) to 64."""
-    from statetrack.errors import UserError
-
     if conv < 0 or conv > 64:
         raise UserError(f"{mixer} conv={conv} not in 0..64 (0 = no convolution)")
 
 
 def check_expand(mixer: str, expand: int) -> None:
-    from statetrack.errors import UserError
-
     if not 1 <= expand <= 16:
         raise UserError(f"{mixer} expand={expand} not in 1..16")
 
 
 def log_uniform_dt(mixer: str, n: int, dt_min: float, dt_max: float) -> Tensor:
     """log Delta drawn uniformly in [log dt_min, log dt_max] (the S4D / Mamba init); checks the range."""
-    from statetrack.errors import UserError
-
     if not 0 < dt_min <= dt_max:
         raise UserError(f"{mixer} needs 0 < dt_min <= dt_max, got {dt_min}, {dt_max}")
     return torch.rand(n) * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min)

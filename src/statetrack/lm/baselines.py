@@ -21,6 +21,7 @@ import numpy as np
 
 from statetrack.files import atomic_write
 from statetrack.lm.metrics import LMMetrics, eval_windows, n_windows_for, summarize
+from statetrack.lm.synthetic import blind_answer_bits
 
 BASELINES = ("unigram", "bigram")
 LABELS = {"unigram": "unigram (add-one)", "bigram": "bigram (add-one)"}
@@ -119,8 +120,6 @@ def blind_answer_bpb(corpus, length: int, tokens: int | None = None, batch_size:
                      seed: int = 12345) -> float | None:
     """On the same test windows: the state-blind level of the answer bytes (``synthetic.blind_answer_bits``),
     for a corpus that marks answers and byte tokens; else None."""
-    from statetrack.lm.synthetic import blind_answer_bits
-
     split = corpus.split("test")
     if split.answers is None or corpus.tokenizer.name != "bytes":
         return None

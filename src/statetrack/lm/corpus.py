@@ -43,6 +43,7 @@ import numpy as np
 
 from statetrack.errors import UserError
 from statetrack.files import write_file
+from statetrack.lm.synthetic import programs
 from statetrack.lm.tokens import DEFAULT_BPE_VOCAB, BPETokenizer, ByteTokenizer, token_dtype
 
 FORMAT = 1
@@ -119,8 +120,6 @@ def stdlib_documents(root: str | os.PathLike | None = None) -> tuple[list[Docume
 
 
 def synthetic_documents(seed: int) -> list[Document]:
-    from statetrack.lm.synthetic import programs
-
     return [Document(name, data, answers) for name, data, answers in programs(seed)]
 
 

@@ -19,6 +19,7 @@ baselines (``statetrack.lm.baselines``) are scored by the same ``summarize`` on 
 """
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import asdict, dataclass, field
 
@@ -59,8 +60,6 @@ class LMMetrics:
     @classmethod
     def from_row(cls, row) -> LMMetrics:
         """From a row of the results database's ``lm_metrics`` table (``buckets`` as JSON)."""
-        import json
-
         d = {k: row[k] for k in cls.__dataclass_fields__ if k in row.keys()}  # noqa: SIM118 (a sqlite3.Row)
         d["buckets"] = json.loads(d["buckets"]) if isinstance(d["buckets"], str) else d["buckets"]
         return cls(**d)

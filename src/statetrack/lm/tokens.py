@@ -65,7 +65,7 @@ class ByteTokenizer:
 @lru_cache(maxsize=1)
 def _byte_level_alphabet() -> dict[str, int]:
     """The byte-level BPE alphabet (GPT-2's): each byte is one printable character; char -> byte."""
-    from tokenizers import pre_tokenizers
+    from tokenizers import pre_tokenizers  # optional (the lm extra)
 
     return {ch: i for i, ch in enumerate(_bytes_to_unicode(pre_tokenizers.ByteLevel.alphabet()))}
 
@@ -89,7 +89,7 @@ def _bytes_to_unicode(alphabet) -> list[str]:
 
 def import_tokenizers():
     try:
-        import tokenizers
+        import tokenizers  # optional (the lm extra)
     except ImportError:
         raise UserError("the bpe option needs Hugging Face tokenizers: pip install 'statetrack[lm]' "
                         "(or pip install tokenizers); allowed without it: bytes") from None

@@ -67,7 +67,7 @@ class _SelectiveScan(torch.autograd.Function):
 def selective_scan(a: Tensor, x: Tensor, Bm: Tensor, h0: Tensor | None = None) -> Tensor:
     """h_t = a_t h_{t-1} + x_t (outer) B_t; same result as ``diag_scan(a, x[..., None] * Bm[..., None, :], h0)``."""
     if a.is_complex() and dispatch.use_triton(a):
-        from statetrack.ops.triton_scans import selective_scan_triton
+        from statetrack.ops.triton_scans import selective_scan_triton  # optional: imports triton (CUDA)
 
         return selective_scan_triton(a, x, Bm, h0)
     rdtype = a.dtype.to_real() if a.is_complex() else a.dtype

@@ -11,6 +11,8 @@ import html
 import re
 from pathlib import Path
 
+from statetrack.files import ensure_dir, write_file
+from statetrack.report.plots import close, svg_text
 from statetrack.report.selection import MARK
 from statetrack.report.writer import (
     INTERVALS_CAPTION,
@@ -127,9 +129,6 @@ def page(rep: Report, meta: dict, svgs: list[tuple[str, str, str]]) -> str:
 
 def write_html(rep: Report, out, meta: dict | None = None) -> Path:
     """Write ``out``/<study>.html and refresh ``out``/index.html; returns the page's path."""
-    from statetrack.files import ensure_dir, write_file
-    from statetrack.report.plots import close, svg_text
-
     out = ensure_dir(out, f"cannot write the report in {str(out)!r}")
     figs = report_figures(rep)
     try:
@@ -156,7 +155,6 @@ def write_index(folder) -> Path:
                     f"<td>{title[1] if title else ''}</td></tr>")
     body = ("<h1>Reports</h1><table><thead><tr><th>study</th><th>title</th></tr></thead><tbody>"
             + "\n".join(rows) + "</tbody></table>")
-    from statetrack.files import write_file
 
     path = write_file(folder / "index.html", "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                     f"<title>statetrack reports</title><style>{CSS} td {{ text-align: left; white-space: normal; }}"

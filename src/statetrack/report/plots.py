@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from statetrack.files import write_file
 from statetrack.store import RunStatus
 
 FORMATS = ("png", "svg", "pdf")
@@ -22,10 +23,10 @@ STYLES = ("-", "--", "-.", ":")
 
 
 def pyplot():
-    import matplotlib
+    import matplotlib  # heavy: only drawing a figure needs it
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy: only drawing a figure needs it
 
     # reproducible vector output: no dates, ids from a fixed salt
     matplotlib.rcParams["svg.hashsalt"] = "statetrack"
@@ -35,8 +36,6 @@ def pyplot():
 def save(fig, folder: Path, stem: str, formats=("png",)) -> list[Path]:
     """Write ``fig`` as ``folder/stem.<format>`` for each format (png, svg, pdf), each file whole or not at
     all (``files.write_file``); returns the paths."""
-    from statetrack.files import write_file
-
     fig.tight_layout()
     out = []
     for fmt in formats:
@@ -75,7 +74,11 @@ def slug(s: str) -> str:
 
 def _length_ticks(ax, lengths: list[int]) -> None:
     """Plain-number ticks at the lengths (thinned so labels do not overlap), no minor labels."""
-    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
+    from matplotlib.ticker import (  # heavy: only drawing a figure needs it
+        FixedLocator,
+        NullFormatter,
+        NullLocator,
+    )
 
     ticks = []
     for n in sorted(lengths, reverse=True):  # keep the longest; labels at least 30% apart on the log axis

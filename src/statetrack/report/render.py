@@ -190,8 +190,8 @@ def rich(t: Table):
 
 
 def grid_rich(header: list[str], rows: list[list[str]], title: str, caption: str = ""):
-    from rich.markup import escape
-    from rich.table import Table
+    from rich.markup import escape  # only the console table needs rich (kept off the import of a report)
+    from rich.table import Table  # only the console table needs rich (kept off the import of a report)
 
     out = Table(title=escape(title), show_lines=False, caption=escape(caption) if caption else None)
     for i, h in enumerate(header):

@@ -7,7 +7,16 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from statetrack.files import ensure_dir, write_file
+from statetrack.probes import read_traces
+from statetrack.report.lm import lm_tables
+from statetrack.report.lm import scale_note as lm_note
+from statetrack.report.lm_figures import lm_figures
+from statetrack.report.plots import close, curve_figures, length_figures, save, slug, trace_figure
+from statetrack.report.render import fmt_published
+from statetrack.report.selection import MARK
 from statetrack.report.table import StudyTable, study_tables
+from statetrack.runner import complete_result
 from statetrack.store import RunStatus, Store
 
 
@@ -49,9 +58,6 @@ class Report:
 
 def collect(study, db, scale: str = "quick", seeds: int | None = None, device: str = "auto") -> Report:
     """Look up every run of the study's grid (at ``scale``) by its key; read metrics, curves, traces."""
-    from statetrack.probes import read_traces
-    from statetrack.runner import complete_result
-
     store = Store(db, readonly=True)
     jobs = study.cells(scale, seeds, device)
     results, traces, curves, unfinished, machines = [], {}, {}, 0, {}
@@ -68,7 +74,6 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None, device: s
             if job.probes:
                 traces[res.run_id] = read_traces(db, res.run_id)
     if study.kind == "lm":  # a language-modelling study: bpb tables (statetrack.report.lm)
-        from statetrack.report.lm import lm_tables
 
         tables = lm_tables(study, results, scale, db=db)
     else:
@@ -84,8 +89,6 @@ def _compare_probes(rep: Report) -> None:
     """Published columns compared with a probe (``compare: {key: "probe:TASK"}``): 'yes' when the median
     over runs of the probe's offset accuracy and of its hold accuracy are both above the study's
     threshold (the model predicts every end of an ISI and no end too early), else 'no'."""
-    from statetrack.report.selection import MARK
-
     thr = rep.study.score.threshold
     rows = rep.probe_rows()
     for t in rep.tables:
@@ -131,8 +134,6 @@ def probe_cells(r: dict) -> list[str]:
 def difference_items(t: StudyTable, study) -> tuple[str, list[str]]:
     """(headline, one item per cell that differs from the paper beyond the tolerance). An LM table has no
     published cells: its items are its verdict lines, with no headline."""
-    from statetrack.report.render import fmt_published
-
     if t.kind == "lm":
         return "", list(t.notes)
     out = []
@@ -222,11 +223,7 @@ class Figure:
 
 def report_figures(rep: Report) -> list[Figure]:
     """Every figure of the report: per table accuracy vs length and learning curves, then probe traces."""
-    from statetrack.report.plots import curve_figures, length_figures, slug, trace_figure
-
     if rep.study.kind == "lm":
-        from statetrack.report.lm_figures import lm_figures
-
         return [Figure(section, stem, fig) for section, stem, fig in lm_figures(rep)]
     out = []
     for t in rep.tables:
@@ -244,8 +241,6 @@ def report_figures(rep: Report) -> list[Figure]:
 
 def scale_note(rep: Report) -> str:
     if rep.study.kind == "lm":
-        from statetrack.report.lm import scale_note as lm_note
-
         return lm_note(rep.scale)
     return "" if rep.scale == "paper" else (
         f"Scale `{rep.scale}`: fewer steps, seeds and learning rates, smaller models and shorter test lengths "
@@ -262,9 +257,6 @@ def write_report(rep: Report, out: str | Path, meta: dict | None = None, figures
     """``out``/<study>.md, .csv, .tex and ``out``/<study>/<figure>.<format> for each of ``figures``
     (png, svg, pdf; the markdown shows the first). ``meta``: the header's lines, e.g. {"Command": ...,
     "Machine": ..., "Date": ...}. Returns the markdown path. (The HTML page: ``report.html.write_html``.)"""
-    from statetrack.files import ensure_dir, write_file
-    from statetrack.report.plots import close, save
-
     study = rep.study
     out = Path(out)
     figdir = ensure_dir(out / study.name, f"cannot write the report in {str(out)!r}")

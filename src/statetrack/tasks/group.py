@@ -45,6 +45,7 @@ import re
 import numpy as np
 
 from statetrack.algebra import Group, get_group
+from statetrack.algebra.structure import SubgroupCalc
 from statetrack.errors import UserError
 from statetrack.tasks.automaton import Automaton
 from statetrack.tasks.streaming import StreamingTask, every_mask, uniform_ints
@@ -160,7 +161,6 @@ class GroupWordProblem(StreamingTask):
                                            lambda y, g: (table[inv[y], g] + 0.5) / n)
 
     def generated_subgroup(self) -> np.ndarray:
-        from statetrack.algebra.structure import SubgroupCalc
         if len(self.support) == self.group.order:
             return np.arange(self.group.order)
         return SubgroupCalc(self.group).closure(self.support)

@@ -36,6 +36,7 @@ import numpy as np
 
 from statetrack.algebra import Group, get_group, group_from_generators
 from statetrack.algebra.structure import SubgroupCalc, series_lengths
+from statetrack.tasks import get_task
 from statetrack.theory.monoid import (
     MAX_MONOID,
     MonoidFacts,
@@ -207,8 +208,6 @@ def _dfa_algebra(task_name: str, delta, start, accepting, description: str) -> T
 # -- tasks ----------------------------------------------------------------------------------------------
 def task_algebra(task: str) -> TaskAlgebra:
     """Read a task string as algebra (see the module docstring). Validates the task via get_task."""
-    from statetrack.tasks import get_task
-
     t = get_task(task)
     family = t.name.partition(":")[0]
     if family == "parity":

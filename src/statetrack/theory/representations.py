@@ -29,6 +29,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from statetrack.algebra import group_from_generators
+from statetrack.algebra.structure import SubgroupCalc
 from statetrack.theory.monoid import closure
 
 TOL = 1e-6
@@ -163,8 +165,6 @@ def _matrix_order(m: np.ndarray) -> int:
 def _generators(group, sub: np.ndarray) -> list[int]:
     """A small generating set of the subgroup ``sub``: one element if cyclic, else a pair if one of
     a few seeded random pairs generates it, else the greedy set."""
-    from statetrack.algebra.structure import SubgroupCalc
-
     calc = SubgroupCalc(group)
     orders = group.element_orders[sub]
     top = sub[orders == len(sub)]
@@ -293,8 +293,6 @@ def _standard(group, ids: np.ndarray, orbit: list[int], letters: list[int]) -> R
 
 def _restriction(group, ids: np.ndarray, orbit: list[int]):
     """H acting on one orbit, as a Group, and the map from H's ids to its ids."""
-    from statetrack.algebra import group_from_generators
-
     pos = {p: i for i, p in enumerate(orbit)}
     rows = [[pos[int(group.elements[h][p])] for p in orbit] for h in ids]
     gens = [rows[i] for i in range(len(rows))] if len(rows) <= 8 else \

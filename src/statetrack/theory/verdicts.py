@@ -70,6 +70,7 @@ from statetrack.theory.layer_classes import (
     LayerInfo,
     layer_infos,
 )
+from statetrack.theory.representations import best_representation
 
 #: what an input-dependent diagonal layer can hold beside resets (A = 0), delays (A in (0,1)) and
 #: keeps (A = 1): the group factors of the holonomy cascade it can carry (SF / KR)
@@ -203,8 +204,6 @@ def _group_possible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
     hh = [i for i in infos
           if i.cls == LayerClass.HOUSEHOLDER and i.factor_domain == EigenvalueDomain.REAL and i.props.n_h]
     if hh:
-        from statetrack.theory.representations import best_representation
-
         rep = best_representation(alg.group, alg.subgroup, alg.support)
         facts = {"representation": rep.name, "dim": rep.dim, "n_h_needed": rep.n_h}
         for i in hh:

@@ -27,8 +27,11 @@ import math
 import numpy as np
 import torch
 
+from statetrack.checkpoint import load_checkpoint
 from statetrack.errors import UserError
 from statetrack.layers.base import EigenvalueDomain
+from statetrack.spec import parse_layers
+from statetrack.theory.layer_classes import LayerClass, classify
 
 
 def _state_vec(states) -> torch.Tensor:
@@ -130,9 +133,6 @@ def choose_w(phases: list[dict], tol: float = 0.01, max_w: int = 10_000) -> dict
 
 
 def _theorem(model) -> str | None:
-    from statetrack.spec import parse_layers
-    from statetrack.theory.layer_classes import LayerClass, classify
-
     infos = [classify(s, m) for s, m in zip(parse_layers(model.cfg.layers), model.mixers, strict=True)]
     nonneg = EigenvalueDomain.NONNEG
     if all(i.domain == nonneg and i.cls != LayerClass.HOUSEHOLDER
@@ -146,8 +146,6 @@ def _theorem(model) -> str | None:
 def counterexample(checkpoint, task: str = "parity", max_len: int = 10_000, tol: float = 0.01,
                    max_w: int = 10_000, decay_floor: float = 1e-3, seed: int = 0) -> dict:
     """Build the proof's witness for this model (or search), run it, report (see the module docstring)."""
-    from statetrack.checkpoint import load_checkpoint
-
     if not task.startswith("parity"):
         raise UserError(f"counterexample builds parity witnesses only; got task {task!r}; allowed: parity")
     if isinstance(checkpoint, (str, bytes)) or hasattr(checkpoint, "__fspath__"):
