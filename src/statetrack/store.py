@@ -480,6 +480,32 @@ class Store:
         return d
 
 
+def checkpoint_of_run_problem(path: str | Path, extra: dict) -> str | None:
+    """For a checkpoint whose metadata names its run and database: one line when that database records
+    another file for the run (or another run under its id); None when they agree, or when the database
+    or the run cannot be found (a copied file, a moved database)."""
+    run_id, run_uuid = extra.get("run_id"), extra.get("run_uuid")
+    if not isinstance(run_id, int) or not isinstance(run_uuid, str):
+        return None
+    names = [extra.get("db")]
+    if isinstance(extra.get("db_name"), str):  # the database's folder moved with its checkpoints
+        names.append(str(Path(path).absolute().parent.parent / Path(extra["db_name"]).name))
+    db = next((n for n in names if isinstance(n, str) and Path(n).is_file()), None)
+    if db is None:
+        return None
+    try:
+        row = Store(db, readonly=True).run(run_id)
+    except UserError:
+        return None
+    if row.get("uuid") != run_uuid:
+        return (f"checkpoint {str(path)!r} says it is run {run_id} of {db!r}, but that database's run {run_id} "
+                "is another run")
+    if row.get("checkpoint_sha256") and sha256_file(path) != row["checkpoint_sha256"]:
+        return (f"checkpoint {str(path)!r} is not the file run {run_id} of {db!r} recorded (its sha256 differs "
+                "from the one in the run's row)")
+    return None
+
+
 def _damaged(e: sqlite3.DatabaseError) -> bool:
     """True when SQLite says the file itself is bad (not a database, or corrupt)."""
     name = getattr(e, "sqlite_errorname", "") or ""

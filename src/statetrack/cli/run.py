@@ -108,7 +108,7 @@ def cmd_eval(a):
     from statetrack.device import resolve_device
     from statetrack.evaluation import evaluate_more, evaluate_run
     from statetrack.records import checkpoint_run, split_rows
-    from statetrack.runner import checkpoint_of_run_problem
+    from statetrack.store import checkpoint_of_run_problem
     from statetrack.tasks import get_task
 
     fields = {k.removeprefix("eval."): v for k, v in given(a).items() if k.startswith("eval.")}
