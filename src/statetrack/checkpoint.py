@@ -17,7 +17,8 @@ from itertools import groupby
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load, save
 
 from statetrack.config import TrainConfig, validated
 from statetrack.errors import UserError
@@ -64,7 +65,6 @@ def meta_model(model_cfg, task):
 def declared_params(model_cfg, task) -> int:
     """The parameter count (with buffers) of the model ``model_cfg`` declares, from one meta-device block of
     each distinct layer: a 64-layer stack costs one layer's construction, not 64."""
-
     counts = Counter(str(spec) for spec in parse_layers(model_cfg.layers))
     once = meta_model(model_cfg.model_copy(update={"layers": ",".join(counts)}), task)
     total = sum(v.numel() for v in once.state_dict().values())
@@ -75,8 +75,6 @@ def declared_params(model_cfg, task) -> int:
 
 def checkpoint_bytes(model, config: dict, extra: dict | None = None) -> bytes:
     """The file a checkpoint of ``model`` with ``config`` (a TrainConfig dict) consists of."""
-    from safetensors.torch import save  # heavy: only reading or writing a checkpoint needs it
-
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     meta = {"format": FORMAT, "config": json.dumps(config), "extra": json.dumps(extra or {})}
     return save(tensors, metadata=meta)
@@ -97,8 +95,6 @@ def save_run_checkpoint(model, config: dict, path: str | Path, extra: dict) -> t
 
 def rewrite_extra(data: bytes, extra: dict) -> bytes:
     """The same checkpoint (tensors, config) with its ``extra`` metadata updated by ``extra``."""
-    from safetensors.torch import load, save  # heavy: only reading or writing a checkpoint needs it
-
     meta = _header(data)[1]
     old = json.loads(meta.get("extra") or "{}")
     return save(load(data), metadata={**meta, "extra": json.dumps({**old, **extra})})
@@ -142,9 +138,6 @@ def _meta_json(path, meta: dict, key: str, required: bool) -> dict:
 def inspect_checkpoint(path: str | Path, max_params: int | None = None) -> Inspection:
     """Check a checkpoint's metadata, declared model and tensor header without reading any tensor or
     allocating the model; a UserError line for anything wrong (see the module docstring)."""
-    from safetensors import safe_open  # heavy: only reading or writing a checkpoint needs it
-
-
     path = Path(path)
     max_params = MAX_PARAMS if max_params is None else max_params
     if not path.is_file():
@@ -194,15 +187,12 @@ def inspect_checkpoint(path: str | Path, max_params: int | None = None) -> Inspe
 
 def _short(layers: str) -> str:
     """'transformer,transformer,...' (64 times) -> 'transformer*64'."""
-
     return ",".join(f"{k}*{n}" if (n := len(list(g))) > 1 else k for k, g in groupby(map(str, parse_layers(layers))))
 
 
 def read_checkpoint(path: str | Path, max_params: int | None = None) -> tuple[dict, dict, dict]:
     """(tensors, config, extra) from a checkpoint, checked (:func:`inspect_checkpoint`) and with every
     floating tensor finite."""
-    from safetensors import safe_open  # heavy: only reading or writing a checkpoint needs it
-
     info = inspect_checkpoint(path, max_params)
     try:
         with safe_open(str(info.path), framework="pt") as f:
