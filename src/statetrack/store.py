@@ -148,7 +148,6 @@ def versions() -> dict:
     import numpy  # heavy: only a run record needs the versions; the store stays light
     import torch  # heavy: only a run record needs the versions; the store stays light
 
-
     return {"statetrack": __version__, "python": platform.python_version(), "torch": torch.__version__,
             "numpy": numpy.__version__, "platform": platform.platform(), "machine": platform.machine(),
             "threads": torch.get_num_threads()}
