@@ -140,7 +140,9 @@ class Mixer(nn.Module):
 def _init_options(cls: type[Mixer]) -> dict:
     """The keyword arguments of ``cls.__init__`` after (d_model, d_state) with their defaults; through
     ``**kwargs``, the parent's options too; less ``cls.fixed_options``."""
-    params = list(inspect.signature(cls.__init__).parameters.values())[3:]  # self, d_model, d_state
+    params = list(inspect.signature(cls.__init__).parameters.values())
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][:3]
+    params = [p for p in params if p not in positional]  # self, d_model, d_state
     out: dict = {}
     if any(p.kind is p.VAR_KEYWORD for p in params):
         out.update(next(vars(b)["options"] for b in cls.__mro__[1:] if "options" in vars(b)))
