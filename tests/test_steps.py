@@ -75,6 +75,8 @@ def test_the_masked_loss_is_the_mean_over_scored_positions_and_reads_nothing_bac
     assert got.dtype == torch.float32 and got.shape == ()
     assert float(got) == pytest.approx(float(torch.nn.functional.cross_entropy(logits[m], y[m])), rel=1e-6)
     assert float(masked_loss(logits, y, torch.zeros_like(m))) == 0.0  # nothing scored: no NaN
+    every = torch.ones_like(m)  # every position scored: exactly the plain mean
+    assert torch.equal(masked_loss(logits, y, every), torch.nn.functional.cross_entropy(logits[every], y[every]))
     # its gradient is that of the mean over the selected positions, exactly
     la, lb = logits.clone().requires_grad_(), logits.clone().requires_grad_()
     masked_loss(la, y, m).backward()

@@ -40,14 +40,16 @@ if TYPE_CHECKING:
     from statetrack.tasks.base import Task
 
 Schedule = Callable[[int], float]  # step -> learning-rate factor
+IGNORE = -100  # the target of an unscored position (no class id is negative)
 
 
 def masked_loss(logits: Tensor, targets: Tensor, mask: Tensor) -> Tensor:
     """The training loss: mean cross-entropy over the scored positions, in float32.
 
-    Written as a mask-weighted sum over every position (no boolean indexing, whose output size the
-    host would have to read), so that a CUDA step, graphed or not, computes it without a host sync.
-    Its gradient is the one of the mean over the selected positions, bit for bit.
+    The unscored positions are ignored by ``cross_entropy`` itself (``ignore_index``), not removed by
+    boolean indexing, whose output size the host would have to read: a CUDA step, graphed or not,
+    computes it without a host sync. Its value is that of the mean over the selected positions (the same
+    sum when every position is scored), its gradient that mean's gradient, bit for bit.
 
     Args:
         logits (Tensor): [B, T, C] scores (any float dtype; the loss is taken in float32).
@@ -57,9 +59,9 @@ def masked_loss(logits: Tensor, targets: Tensor, mask: Tensor) -> Tensor:
     Returns:
         Tensor: [] the mean loss (0 when nothing is scored).
     """
-    ce = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), reduction="none")
-    w = mask.flatten().to(ce.dtype)
-    return (ce * w).sum() / w.sum().clamp_min(1)
+    scored = targets.flatten().masked_fill(~mask.flatten(), IGNORE)
+    total = F.cross_entropy(logits.float().flatten(0, 1), scored, ignore_index=IGNORE, reduction="sum")
+    return total / mask.sum().clamp_min(1)
 
 
 class TrainingDiverged(RuntimeError):
