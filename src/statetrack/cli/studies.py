@@ -123,6 +123,8 @@ def _print_report(rep, a):
         for t in rep.tables:
             for row in t.csv_rows():
                 print(json.dumps(row))
+        for row in rep.verdicts.csv_rows() if rep.verdicts is not None else []:
+            print(json.dumps({"table": "verdicts", **row}))
         return
     con = console()
     for t in rep.tables:
@@ -130,6 +132,16 @@ def _print_report(rep, a):
         cols = [Col(h, itemgetter(i), "left" if i == 0 else "right",
                     style="dim" if h.startswith("paper") else None) for i, h in enumerate(headers)]
         print_table(t.title, cols, t.cell_texts(), caption=t.caption, con=con)
+        con.print()
+    if rep.verdicts is not None:
+        from statetrack.report.verdicts import CAPTION
+
+        vt = rep.verdicts
+        print_table("the theory's verdict beside every cell",
+                    [Col(h, itemgetter(i), "left") for i, h in enumerate(("model", *vt.columns))],
+                    [[label, *("-" if c is None else c.text() for c in cells)] for label, cells in vt.rows],
+                    caption=CAPTION, con=con)
+        con.print(vt.summary(), markup=False)
         con.print()
     probes = rep.probe_rows()
     if probes:

@@ -114,6 +114,19 @@ class StudyTask(_Strict):
     depth: int | None = Field(None, ge=1, le=64, description="repeat each model's layer spec this many "
                                                              "times on this task (e.g. 2 for parity, 3 for "
                                                              "modular arithmetic)")
+    eval: dict = Field(default_factory=dict,
+                       description="EvalConfig overrides for this task at every scale, e.g. test_split: test for "
+                                   "a task without a long-range draw, or lengths: '500..511' (consecutive "
+                                   "lengths, where a fixed input's final label cycles)")
+
+    @field_validator("eval")
+    @classmethod
+    def _eval_fields(cls, v):
+        allowed = {"lengths", "test_split", "batch_size", "horizons"}
+        bad = sorted(set(v) - allowed)
+        if bad:
+            raise ValueError(f"unknown eval field {bad[0]!r}; allowed: {', '.join(sorted(allowed))}")
+        return {**v, "lengths": parse_lengths(v["lengths"])} if "lengths" in v else v
 
 
 class StudyModel(_Strict):
@@ -223,6 +236,8 @@ class Study(_Strict):
     kind: Literal["state", "lm"] = "state"
     state_tracking: StateTracking | None = None
     metric: Metric = "accuracy"
+    oracle: bool = Field(False, description="report the theory oracle's verdict beside every (model, task) cell "
+                                            "and whether the measurements agree with it (report.verdicts)")
     score: Score = Field(default_factory=Score)
     select: Selection = Field(default_factory=Selection)
     tolerance: float = Field(0.1, ge=0, description="|ours - paper| above this (0-1 scale) is marked")
@@ -331,8 +346,10 @@ class Study(_Strict):
                                         f"task {t.label!r} (set train_lengths on the study, task or model)")
                     base = {**self.train, **t.train, **m.train, **sc.train}
                     lrs = sc.lrs or self.lrs or [base.get("lr", TrainConfig.model_fields["lr"].default)]
-                    ecfg = validated(EvalConfig, lengths=sc.test_lengths, batch_size=sc.eval_batch, device=device,
-                                     tokens=sc.eval_tokens, test_split=sc.test_split, horizons=sc.horizons)
+                    ecfg = validated(EvalConfig, **{"lengths": sc.test_lengths, "batch_size": sc.eval_batch,
+                                                    "device": device, "tokens": sc.eval_tokens,
+                                                    "test_split": sc.test_split, "horizons": sc.horizons,
+                                                    **t.eval})
                     for lr in lrs:
                         for seed in range(n):
                             fields = {**base, "lr": lr, "task": sc.replace_tasks.get(t.label, t.task), "model": mcfg,

@@ -25,6 +25,7 @@ class EigenvalueDomain(StrEnum):
     """Where the eigenvalues of a mixer's transition A(x) lie, from narrowest to widest."""
 
     NONNEG = "[0,1]"
+    REAL_HALF_NEG = "(-1/2,1]"  # negative eigenvalues bounded away from -1
     REAL_HALF_OPEN = "(-1,1]"
     REAL = "[-1,1]"
     UNIT_CIRCLE = "unit circle"
@@ -36,8 +37,10 @@ class EigenvalueDomain(StrEnum):
 class Structure(StrEnum):
     """The shape of a mixer's transition."""
 
+    SCALAR = "scalar"  # a scalar times the identity (per head): the narrowest diagonal
     DIAGONAL = "diagonal"
-    HOUSEHOLDER = "householder"
+    HOUSEHOLDER = "householder"  # a product of n_h generalized Householder matrices, possibly gated
+    DPLR = "dplr"  # diagonal plus a rank-one matrix (RWKV-7)
     DENSE = "dense"
     NONLINEAR = "nonlinear"
     ATTENTION = "attention"
@@ -46,6 +49,7 @@ class Structure(StrEnum):
 #: eigenvalue domains of A(x), from narrowest to widest, in words
 DOMAINS = {
     EigenvalueDomain.NONNEG: "non-negative real, at most 1",
+    EigenvalueDomain.REAL_HALF_NEG: "real, in (-1/2, 1]: negative eigenvalues bounded away from -1",
     EigenvalueDomain.REAL_HALF_OPEN: "real, in (-1, 1]",
     EigenvalueDomain.REAL: "real, in [-1, 1]",
     EigenvalueDomain.UNIT_CIRCLE: "complex, modulus exactly 1",
@@ -191,11 +195,16 @@ def log_uniform_dt(mixer: str, n: int, dt_min: float, dt_max: float) -> Tensor:
     return torch.rand(n) * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min)
 
 
+def dt_bias_init(mixer: str, n: int, dt_min: float, dt_max: float) -> Tensor:
+    """n biases whose softplus is log-uniform in [dt_min, dt_max] (Mamba's dt init)."""
+    dt = torch.exp(log_uniform_dt(mixer, n, dt_min, dt_max))
+    return dt + torch.log(-torch.expm1(-dt))  # inverse softplus
+
+
 def init_dt_bias(mixer: str, proj: nn.Linear, dt_min: float, dt_max: float) -> None:
     """Set proj's bias so that softplus(bias) is log-uniform in [dt_min, dt_max] (Mamba's dt init)."""
-    dt = torch.exp(log_uniform_dt(mixer, proj.bias.shape[0], dt_min, dt_max))
     with torch.no_grad():
-        proj.bias.copy_(dt + torch.log(-torch.expm1(-dt)))  # inverse softplus
+        proj.bias.copy_(dt_bias_init(mixer, proj.bias.shape[0], dt_min, dt_max))
 
 
 def causal_conv_step(conv: nn.Conv1d, x: Tensor, buf: Tensor) -> tuple[Tensor, Tensor]:

@@ -40,13 +40,9 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from statetrack.ops import dispatch
+from statetrack.ops.chunks import chunk_layout, zeros_state
 
 CHUNK = 16  # default steps per chunk of the chunked form
-
-
-def _zeros_state(k: Tensor, v: Tensor, dtype=None) -> Tensor:
-    B, _, H, dk = k.shape
-    return torch.zeros(B, H, dk, v.shape[-1], dtype=dtype or v.dtype, device=v.device)
 
 
 def delta_step(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, S: Tensor) -> tuple[Tensor, Tensor]:
@@ -58,7 +54,7 @@ def delta_step(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, S: Tensor) -> tupl
 
 def delta_rule_recurrent(q, k, v, beta, S0=None):
     """Step-by-step loop in the inputs' dtype."""
-    S = _zeros_state(k, v) if S0 is None else S0
+    S = zeros_state(k, v) if S0 is None else S0
     out = []
     for t in range(q.shape[1]):
         o, S = delta_step(q[:, t], k[:, t], v[:, t], beta[:, t], S)
@@ -157,12 +153,10 @@ def delta_rule_chunked(q, k, v, beta, S0=None, chunk: int = CHUNK):
     """Chunked WY/UT form: same contract as :func:`delta_rule_recurrent`."""
     B, T, H, dk = k.shape
     dv = v.shape[-1]
-    S = _zeros_state(k, v) if S0 is None else S0
+    S = zeros_state(k, v) if S0 is None else S0
     if T == 0:
         return v.new_zeros(v.shape), S
-    C = max(1, min(chunk, T))
-    n = -(-T // C)
-    pad = n * C - T
+    C, n, pad = chunk_layout(T, chunk)
     if pad:  # padded steps have k = 0, beta = 0: identity transition, no write
         q, k, v = (F.pad(x, (0, 0, 0, 0, 0, pad)) for x in (q, k, v))
         beta = F.pad(beta, (0, 0, 0, pad))

@@ -14,6 +14,7 @@ from pathlib import Path
 from statetrack.files import ensure_dir, write_file
 from statetrack.report.plots import close, svg_text
 from statetrack.report.selection import MARK
+from statetrack.report.verdicts import CAPTION as VERDICTS_CAPTION
 from statetrack.report.writer import (
     INTERVALS_CAPTION,
     PROBE_HEADERS,
@@ -111,6 +112,13 @@ def page(rep: Report, meta: dict, svgs: list[tuple[str, str, str]]) -> str:
                                 "accuracy (%) of the trained models on fixed inputs (median over runs); traces: "
                                 "one seeded sequence per probe: input, target and the model's P(1) over time"))
         parts += [figure_html(stem, svg) for section, stem, svg in svgs if section == "probes"]
+    if rep.verdicts is not None:
+        vt = rep.verdicts
+        parts.append("<h2>The theory's verdict beside every cell</h2>")
+        parts.append(f"<p>{esc(vt.summary())} The <a href=\"{esc(study.name)}-leaderboard.html\">leaderboard</a> "
+                     "ranks the models.</p>")
+        parts.append(table_html(["model", *vt.columns], [[label, *("-" if c is None else c.text() for c in cells)]
+                                                        for label, cells in vt.rows], VERDICTS_CAPTION))
     intervals = interval_tables(rep)
     if intervals:
         parts.append("<h2>Accuracy of every run, with 95% intervals</h2>")
@@ -137,6 +145,10 @@ def write_html(rep: Report, out, meta: dict | None = None) -> Path:
         for f in figs:
             close(f.fig)
     path = write_file(out / f"{rep.study.name}.html", page(rep, meta or {}, svgs), what="report")
+    if rep.verdicts is not None:
+        from statetrack.report.leaderboard import write_leaderboard
+
+        write_leaderboard(rep.verdicts, rep.study.title, out, meta)
     write_index(out)
     return path
 

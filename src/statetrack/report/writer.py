@@ -16,6 +16,8 @@ from statetrack.report.plots import close, curve_figures, length_figures, save, 
 from statetrack.report.render import fmt_published
 from statetrack.report.selection import MARK
 from statetrack.report.table import StudyTable, study_tables
+from statetrack.report.verdicts import CAPTION as VERDICTS_CAPTION
+from statetrack.report.verdicts import VerdictTable, verdict_table
 from statetrack.runner import complete_result
 from statetrack.store import RunStatus, Store
 
@@ -30,6 +32,7 @@ class Report:
     curves: dict[int, list] = field(default_factory=dict)
     interrupted: int = 0  # running or interrupted rows of the grid's keys (not counted)
     machines: list[str] = field(default_factory=list)  # where the runs ran (from their recorded versions)
+    verdicts: VerdictTable | None = None  # studies with ``oracle: true``: the theory's verdict per cell
 
     @property
     def missing(self) -> int:
@@ -82,6 +85,8 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None, device: s
                  [f"{m} ({n} run{'s' if n > 1 else ''})" for m, n in machines.items()])
     if study.kind != "lm":
         _compare_probes(rep)
+    if getattr(study, "oracle", False):
+        rep.verdicts = verdict_table(study, results)
     return rep
 
 
@@ -280,6 +285,9 @@ def write_report(rep: Report, out: str | Path, meta: dict | None = None, figures
     finally:
         for f in figs:
             close(f.fig)
+    if rep.verdicts is not None:
+        md += ["## The theory's verdict beside every cell", "", rep.verdicts.summary(), "", rep.verdicts.markdown(),
+               "", VERDICTS_CAPTION, ""]
     md += ["## Accuracy of every run, with 95% intervals", "", INTERVALS_CAPTION, "", intervals_markdown(rep)]
     if study.notes:
         md += ["## Notes (from the study file)", "", study.notes.strip(), ""]
@@ -295,4 +303,12 @@ def write_report(rep: Report, out: str | Path, meta: dict | None = None, figures
         w.writerows(rows)
     write_file(out / f"{study.name}.csv", f.getvalue(), what="report")
     write_file(out / f"{study.name}.tex", "\n\n".join(t.latex() for t in rep.tables) + "\n", what="report")
+    if rep.verdicts is not None:
+        rows = rep.verdicts.csv_rows()
+        f = io.StringIO(newline="")
+        if rows:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+        write_file(out / f"{study.name}-verdicts.csv", f.getvalue(), what="report")
     return path

@@ -113,6 +113,18 @@ class TaskAlgebra:
             out.update({"fixed_input": True, "label_period": self.period, "preperiod": self.preperiod})
         return out
 
+    def residual(self, ops: list[str]) -> int:
+        """The order of the subgroup the greedy series H > op1(H) > op2(op1(H)) ... ends at (1 when it
+        reaches 1: ``descend``). H / residual is the largest quotient a stack whose layers take these
+        steps can track (T5 applied to quotients)."""
+        calc = SubgroupCalc(self.group)
+        x = self.subgroup
+        for op in ops:
+            if len(x) == 1:
+                break
+            x = calc.derived(x) if op == "d" else calc.squares(x)
+        return int(len(x))
+
     def descend(self, ops: list[str]) -> bool:
         """Does the series H > op1(H) > op2(op1(H)) ... reach 1? op 'd' = derived subgroup (an
         abelian factor), 's' = subgroup of squares (an elementary abelian 2 factor). The greedy

@@ -5,11 +5,17 @@
 nonlinear      linear=False, structure nonlinear (RNN, LSTM, GRU)
 attention      structure attention (Transformer)
 lti            time-invariant (input_dependent=False), diagonal (S4D)
-nonneg         input-dependent diagonal, eigenvalues [0,1] (Mamba)
-real           input-dependent diagonal, eigenvalues (-1,1] or [-1,1] (Negative Mamba)
-complex        input-dependent diagonal, unit circle or complex disc (AUSSM, Simple AUSSM, DCD)
-householder    products of n_h generalized Householder matrices (DeltaNet, DeltaProduct)
+nonneg         input-dependent diagonal, eigenvalues [0,1] (Mamba, GLA; scalar: Mamba-2, mLSTM)
+real           input-dependent diagonal, eigenvalues (-1,1] or [-1,1] (Negative Mamba, Mamba-2 [-1,1])
+complex        input-dependent diagonal, unit circle or complex disc (AUSSM, Simple AUSSM, DCD, Mamba-3)
+householder    products of n_h generalized Householder matrices, possibly times a scalar gate (DeltaNet,
+               DeltaProduct, Gated DeltaNet)
+dplr           input-dependent diagonal plus rank-one (RWKV-7)
 lti-dense      time-invariant, dense;   dense: input-dependent, dense
+
+A scalar transition (a number times the identity) is a special diagonal one. A diagonal layer whose
+real eigenvalues stay in (-1/2, 1] is read as ``nonneg``: every rule that uses that class needs only
+that the powers of a fixed transition converge, which holds there too (docs/science.md, T1c).
 =============  ==========================================================================
 """
 from __future__ import annotations
@@ -23,6 +29,8 @@ from statetrack.layers.base import EigenvalueDomain, Properties, Structure
 from statetrack.spec import parse_layers
 
 NONNEG = {EigenvalueDomain.NONNEG}
+#: real eigenvalues bounded away from -1: the powers of a fixed (diagonalisable) transition converge (T1c)
+CONTRACTING = {EigenvalueDomain.REAL_HALF_NEG}
 REAL_NEG = {EigenvalueDomain.REAL_HALF_OPEN, EigenvalueDomain.REAL}
 COMPLEX = {EigenvalueDomain.UNIT_CIRCLE, EigenvalueDomain.COMPLEX_DISC, EigenvalueDomain.COMPLEX_FIXED}
 
@@ -37,6 +45,7 @@ class LayerClass(StrEnum):
     REAL = "real"
     COMPLEX = "complex"
     HOUSEHOLDER = "householder"
+    DPLR = "dplr"
     LTI_DENSE = "lti-dense"
     DENSE = "dense"
     OTHER = "other"
@@ -66,10 +75,10 @@ def classify(spec, mixer) -> LayerInfo:
     if not p.linear:
         return LayerInfo(str(spec), p, LayerClass.ATTENTION if p.structure == Structure.ATTENTION else
                          LayerClass.NONLINEAR if p.structure == Structure.NONLINEAR else LayerClass.OTHER)
-    if p.structure == Structure.DIAGONAL:
+    if p.structure in (Structure.DIAGONAL, Structure.SCALAR):
         if not p.input_dependent:
             return LayerInfo(str(spec), p, LayerClass.LTI)
-        if p.eigenvalues in NONNEG:
+        if p.eigenvalues in NONNEG | CONTRACTING:
             return LayerInfo(str(spec), p, LayerClass.NONNEG)
         if p.eigenvalues in REAL_NEG:
             return LayerInfo(str(spec), p, LayerClass.REAL)
@@ -87,6 +96,8 @@ def classify(spec, mixer) -> LayerInfo:
         if fd is None and isinstance(getattr(mixer, "neg", None), bool):
             fd = EigenvalueDomain.REAL if mixer.neg else EigenvalueDomain.NONNEG
         return LayerInfo(str(spec), p, LayerClass.HOUSEHOLDER, fd)
+    if p.structure == Structure.DPLR and p.input_dependent:
+        return LayerInfo(str(spec), p, LayerClass.DPLR)
     if not p.input_dependent:
         return LayerInfo(str(spec), p, LayerClass.LTI_DENSE)
     return LayerInfo(str(spec), p, LayerClass.DENSE)

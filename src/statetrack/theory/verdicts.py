@@ -9,7 +9,7 @@ n_h, linear) and the task's algebra (:mod:`statetrack.theory.algebra`), never a 
 mixer needs no new rule and a language gets one verdict however it is given.
 
 Layers are read as classes by :mod:`statetrack.theory.layer_classes` (nonlinear, attention, lti,
-nonneg, real, complex, householder).
+nonneg, real, complex, householder, dplr).
 
 Possibility comes from constructions, and a stack can do whatever any of its layers (in order) can
 do: the other layers are switched off by zeroing their output projection, and the residual
@@ -34,6 +34,9 @@ connection carries the input past them.
 
 Impossibility needs a theorem that covers EVERY layer:
 
+* T1c: every layer's transitions have real eigenvalues in [0,1] or (-1/2, 1] (RWKV-7's diagonal plus
+  rank-one transitions, similar to symmetric matrices) and the task has a letter of period > 1 (parity
+  included): the powers of that letter's transition converge, as in T1's witness 1^T.
 * T1: every layer has eigenvalues in [0,1] and the monoid is not aperiodic (parity at any depth and
   any structure; other tasks with diagonal layers through a periodic witness u w^n, or any structure
   with a single repeated letter).
@@ -61,6 +64,7 @@ from statetrack.spec import parse_layers
 from statetrack.theory.algebra import TaskAlgebra, task_algebra
 from statetrack.theory.layer_classes import (
     COMPLEX,
+    CONTRACTING,
     DIAGONAL,
     LINEAR,
     NONNEG,
@@ -74,7 +78,8 @@ from statetrack.theory.representations import best_representation
 
 #: what an input-dependent diagonal layer can hold beside resets (A = 0), delays (A in (0,1)) and
 #: keeps (A = 1): the group factors of the holonomy cascade it can carry (SF / KR)
-CASCADE_GROUPS = {EigenvalueDomain.NONNEG: "trivial", EigenvalueDomain.REAL_HALF_OPEN: "elementary abelian 2",
+CASCADE_GROUPS = {EigenvalueDomain.NONNEG: "trivial", EigenvalueDomain.REAL_HALF_NEG: "trivial",
+                  EigenvalueDomain.REAL_HALF_OPEN: "elementary abelian 2",
                   EigenvalueDomain.REAL: "elementary abelian 2", EigenvalueDomain.COMPLEX_DISC: "abelian"}
 _CASCADE_RANK = {"trivial": 0, "elementary abelian 2": 1, "abelian": 2}
 
@@ -82,6 +87,8 @@ _CASCADE_RANK = {"trivial": 0, "elementary abelian 2": 1, "abelian": 2}
 BASES = {
     "T1": "non-negative eigenvalues in every layer: parity fails at any depth (Grazzi2024 Thm 1; Sarrof2024 Thm 2; "
           "Khavari2025 Thm 4.1)",
+    "T1c": "transitions whose eigenvalues are real and in (-1/2, 1] (RWKV-7): the powers of a repeated letter's "
+           "transition converge, so parity fails at any depth, as in T1 (this project; docs/science.md)",
     "T2": "time-invariant diagonal SSMs fail parity (Sarrof2024 Thm 13)",
     "T3": "non-negative diagonal SSMs fail on (0^k 1^m)^T, m odd (Khavari2025 Lemma 4.3)",
     "T4": "stacks of S4D and Mamba layers fail parity; witness (1 0^(W-1))^T (Khavari2025 Thm 4.4)",
@@ -287,6 +294,24 @@ def _impossible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
     diagonal = all(i.cls in DIAGONAL for i in infos)
     all_nonneg = all(i.domain in NONNEG for i in infos) and all(
         i.cls != LayerClass.HOUSEHOLDER or i.factor_domain == EigenvalueDomain.NONNEG for i in infos)
+    contracting = [i for i in infos if i.domain in CONTRACTING]
+    # T1c: real eigenvalues in (-1/2, 1] (and [0, 1]) everywhere: the powers of a repeated letter's
+    # transition converge, so every witness of T1 built from one repeated letter applies
+    if (contracting and all(i.domain in NONNEG | CONTRACTING for i in infos) and alg.aperiodic is False
+            and all(i.cls != LayerClass.HOUSEHOLDER or i.factor_domain == EigenvalueDomain.NONNEG for i in infos)):
+        if alg.fixed_input:
+            letter_witness = len(alg.fixed_word) == 1 and alg.block_period > 1
+        else:
+            letter_witness = any(p > 1 for p in alg.letter_periods())
+        if alg.is_parity or letter_witness:
+            what = ("parity (witness 1^T)" if alg.is_parity else
+                    "an input u x^n with one letter x repeated, whose label is periodic in n")
+            names = ", ".join(i.spec for i in contracting)
+            return Verdict(Decision.IMPOSSIBLE, "T1c", f"every layer's transitions have real eigenvalues in [0,1] or "
+                           f"(-1/2, 1] ({names}: a diagonal plus rank-one matrix similar to a symmetric one, "
+                           f"eigenvalues in (min w - 1, 1]), so on {what} the powers of the repeated letter's "
+                           f"transition converge, every layer's state converges in finite precision and the "
+                           f"output becomes constant while the label keeps changing (T1c, extending T1)")
     # T1 / T3: non-negative eigenvalues everywhere
     if all_nonneg and alg.aperiodic is False:
         if alg.fixed_input:
@@ -411,6 +436,15 @@ def _open(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict:
         _, short = _cascade(infos, alg)
         if short is not None and any(i.cls in SELECTIVE_DIAGONAL for i in infos):
             return Verdict(Decision.OPEN, "-", short)
+    if any(i.cls == LayerClass.DPLR for i in infos):
+        name = next(i.spec for i in infos if i.cls == LayerClass.DPLR)
+        return Verdict(Decision.OPEN, "-", f"{name} has diagonal-plus-rank-one transitions with real eigenvalues in "
+                       f"(-1/2, 1]; "
+                       f"T1c rules out tasks with a letter of period > 1, but {alg.task} has none, and no result in "
+                       f"this toolkit's sources decides it for these layers at this depth (Peng2025's regular-"
+                       f"language claim needs transitions outside this range). A construction with these "
+                       f"parameter ranges, or a family of inputs on which every such stack's states coincide "
+                       f"while the labels differ, would decide it")
     if any(i.cls == LayerClass.HOUSEHOLDER and i.factor_domain == EigenvalueDomain.REAL for i in infos):
         return Verdict(Decision.OPEN, "-",
                        f"Householder layers with eigenvalues in [-1,1] recognise every regular language "
@@ -428,22 +462,42 @@ def _open(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict:
                    f"{', '.join(i.spec for i in infos)}")
 
 
+def quotient_ceiling(infos: list[LayerInfo], alg: TaskAlgebra) -> dict:
+    """For a group task a stack cannot track: the largest quotient H / N it can still track and the
+    accuracy that buys on uniformly distributed labels, 1 / |N| (the long-range and balanced draws'
+    labels are uniform). The series is T5's greedy one: a complex layer takes the derived subgroup, a real
+    one (or a Householder layer whose factors reach -1, at least a sign flip) the subgroup of squares;
+    non-negative and time-invariant layers track no non-trivial group (T1, T4). For S3 with one complex or
+    real layer: H / A3 = C2 (the sign), ceiling 1/3; for A5 (perfect) and parity: 1/|H|, chance."""
+    if alg.group is None or alg.subgroup is None:
+        return {}
+    ops = ["d" if i.cls == LayerClass.COMPLEX else "s" for i in infos
+           if i.cls in (LayerClass.COMPLEX, LayerClass.REAL)
+           or (i.cls == LayerClass.HOUSEHOLDER and i.factor_domain == EigenvalueDomain.REAL)]
+    n = alg.residual(ops)
+    return {"quotient_tracked": alg.h_order // n, "accuracy_ceiling": 1.0 / n}
+
+
 def oracle(layers: str, task: str) -> Verdict:
-    """Verdict for a layer spec on a task string (see the module docstring)."""
+    """Verdict for a layer spec on a task string (see the module docstring). An impossible verdict on a
+    group task carries ``quotient_tracked`` and ``accuracy_ceiling`` (:func:`quotient_ceiling`)."""
     infos = layer_infos(layers)
     alg = task_algebra(task)
     if alg.monoid is not None and alg.monoid.size == 1:
         v = Verdict(Decision.POSSIBLE, "-", f"the labels of {task} never change; a constant output solves it")
     else:
         v = _possible(infos, alg) or _impossible(infos, alg) or _open(infos, alg)
-    return Verdict(v.verdict, v.basis, v.reason, {**alg.facts(), **v.facts})
+    extra = quotient_ceiling(infos, alg) if v.verdict == Decision.IMPOSSIBLE else {}
+    return Verdict(v.verdict, v.basis, v.reason, {**alg.facts(), **v.facts, **extra})
 
 
 # -- the table ---------------------------------------------------------------------------------------
 DEFAULT_TABLE_LAYERS = ("rnn", "gru", "transformer", "s4d", "s4d*2", "mamba", "mamba*2", "mamba,s4d", "negmamba",
                         "negmamba*2", "negmamba,aussm", "aussm", "aussm*2", "aussm*3", "saussm", "dcd*2",
                         "deltanet", "deltanet(neg=true)", "deltaproduct(nh=2,neg=true)",
-                        "deltaproduct(nh=3,neg=true)")
+                        "deltaproduct(nh=3,neg=true)", "mamba2", "mamba2(neg=true)", "mamba3", "mamba3*2",
+                        "gateddeltanet", "gateddeltanet(neg=true)", "gateddeltanet(neg=true)*2", "rwkv7", "rwkv7*2",
+                        "mlstm", "slstm", "lru", "gla")
 DEFAULT_TABLE_TASKS = ("parity", "modcount:3", "offset", "group:C6", "group:V4", "group:C2xC4", "group:Q8",
                        "group:S3", "group:A4", "group:S4", "group:A5", "tomita:3", "tomita:5", "tomita:6")
 

@@ -35,7 +35,14 @@ from statetrack.spec import format_layers, parse_layers
 from statetrack.tasks import get_task
 
 # each family module registers its constructions on import
-from statetrack.theory.constructions import aussm, deltaproduct, negmamba, s4d  # noqa: F401  (registration)
+from statetrack.theory.constructions import (  # noqa: F401  (registration)
+    aussm,
+    deltaproduct,
+    gateddeltanet,
+    mamba3,
+    negmamba,
+    s4d,
+)
 from statetrack.theory.constructions.base import REGISTRY, Construction, register, sharpen_readout
 
 
