@@ -30,6 +30,7 @@ class EigenvalueDomain(StrEnum):
     REAL = "[-1,1]"
     UNIT_CIRCLE = "unit circle"
     COMPLEX_DISC = "complex disc"
+    DAMPED_ROTATIONS = "damped rotations"  # a decay floor: Mamba-3 with a_floor > 0
     COMPLEX_FIXED = "complex"
     NOT_LINEAR = "n/a"
 
@@ -54,6 +55,8 @@ DOMAINS = {
     EigenvalueDomain.REAL: "real, in [-1, 1]",
     EigenvalueDomain.UNIT_CIRCLE: "complex, modulus exactly 1",
     EigenvalueDomain.COMPLEX_DISC: "complex, modulus at most 1",
+    EigenvalueDomain.DAMPED_ROTATIONS: "complex, modulus at most 1, and below 1 off the real axis except at tiny "
+                                       "angles (a decay floor: Mamba-3 with a_floor > 0)",
     EigenvalueDomain.COMPLEX_FIXED: "complex, fixed (time-invariant), modulus below 1",
     EigenvalueDomain.NOT_LINEAR: "non-linear recurrence: no transition matrix",
 }

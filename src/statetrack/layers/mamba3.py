@@ -3,10 +3,11 @@ per pair of state dimensions, a scalar decay per head, and the exponential-trape
 
 x -> in_proj -> (z, x, B, C, dt, A, lambda, theta), as in the reference code (no short convolution):
 
-* Delta_t = softplus(dt_t + dt_bias) per head (Mamba's dt init), A_t = -softplus(A_t) <= -A_floor
+* Delta_t = softplus(dt_t + dt_bias) per head (Mamba's dt init), A_t = -softplus(A_t) <= -a_floor
   (data-dependent, per head), lambda_t = sigmoid(.) per head (the trapezoid's weight);
-* theta_t: N/2 data-dependent angles, shared by the heads; the rotation of slot n at step t is
-  phi_t,n = Delta_t theta_t,n (the reference code's cumulative angle grows by Delta_t theta_t);
+* theta_t = pi tanh(.): N/2 data-dependent angles in (-pi, pi), shared by the heads; the rotation of
+  slot n at step t is phi_t,n = Delta_t theta_t,n (the reference code's cumulative angle grows by
+  Delta_t pi tanh(angle_t));
 * B_t, C_t (one group, N each): RMSNorm over N, then a learned per-head bias (init 1); the pairs
   (B_2j, B_2j+1) are the complex numbers B_j of the N/2 slots;
 * per head h with P = ``headdim`` channels (``ops.mamba3``)::
@@ -16,13 +17,21 @@ x -> in_proj -> (z, x, B, C, dt, A, lambda, theta), as in the reference code (no
       y_t = Re(conj(C_t) h_t) + D_h x_t,   out = out_proj(y * silu(z)).
 
 Options: ``trap=false`` uses lambda = 1 (the exponential-Euler rule of Mamba-2); ``rope=false`` sets
-theta = 0 (real decays only: the ablation in which Mamba-3 loses parity). Simplified: the MIMO variant
+theta = 0 (real decays only: the ablation in which Mamba-3 loses parity); ``a_floor`` bounds A_t <= -a_floor
+(the reference uses 1e-4; the default here is 0). With a floor, a rotation by phi = Delta theta needs
+Delta >= |phi| / pi, so its modulus is at most exp(-a_floor |phi| / pi) < 1: a rotation by pi keeps
+|a| <= exp(-1e-4) = 0.9999, and the state of a parity channel decays by e^-1 every 10^4 steps. Unit
+modulus is then reached only by angles below pi 6e-8 / a_floor (where exp(-a_floor Delta) rounds to 1 in
+float32): the declared domain is ``damped rotations``, for which no result here decides parity, while
+without a floor the unit circle is reachable (``complex disc``). Simplified: the MIMO variant
 is left out (it changes the input and output ranks per step, not the transition, so the theory's
 verdicts are those of SISO), every state pair rotates (the reference default rotates half of them),
 and B and C are normalised by a plain RMSNorm. State: (h (B, H, P, N/2) complex, the last input term
 x_t B_t (B, H, P, N/2) complex, which the trapezoid reads at the next step).
 """
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.nn.functional as F
@@ -38,7 +47,7 @@ class Mamba3(Mixer):
     description = ("Mamba-3: A(x) = exp(Delta A(x)) exp(i Delta theta(x)) per state pair (complex disc), "
                    "exponential-trapezoidal")
 
-    def __init__(self, d_model, d_state, expand=2, headdim=8, trap=True, rope=True, a_floor=1e-4, dt_min=1e-3,
+    def __init__(self, d_model, d_state, expand=2, headdim=8, trap=True, rope=True, a_floor=0.0, dt_min=1e-3,
                  dt_max=1e-1):
         super().__init__(d_model, d_state)
         check_expand(self.name, expand)
@@ -47,8 +56,8 @@ class Mamba3(Mixer):
             raise UserError(f"{self.name} headdim={headdim} must be >= 1 and divide expand * d_model = {E}")
         if N < 2 or N % 2:
             raise UserError(f"{self.name} needs an even d_state >= 2 (pairs of real state dimensions), got {N}")
-        if not a_floor > 0:
-            raise UserError(f"{self.name} a_floor={a_floor} must be > 0")
+        if not a_floor >= 0:
+            raise UserError(f"{self.name} a_floor={a_floor} must be >= 0")
         self.trap, self.rope, self.a_floor = bool(trap), bool(rope), float(a_floor)
         self.d_inner, self.P, self.H, self.N2 = E, headdim, E // headdim, N // 2
         H = self.H
@@ -62,7 +71,8 @@ class Mamba3(Mixer):
 
     @property
     def properties(self):
-        return Properties(input_dependent=True, eigenvalues="complex disc" if self.rope else "[0,1]",
+        dom = "[0,1]" if not self.rope else "damped rotations" if self.a_floor > 0 else "complex disc"
+        return Properties(input_dependent=True, eigenvalues=dom,
                           structure="diagonal")
 
     def activation_bytes(self):
@@ -78,8 +88,10 @@ class Mamba3(Mixer):
         dt = F.softplus(dt + self.dt_bias)
         A = torch.clamp(-F.softplus(A), max=-self.a_floor)
         lam = torch.sigmoid(lam) if self.trap else torch.ones_like(lam)
-        phi = dt.unsqueeze(-1) * theta.unsqueeze(-2) if self.rope else torch.zeros_like(dt).unsqueeze(-1).expand(
-            *dt.shape, self.N2)
+        if self.rope:  # the angle Delta theta, theta = pi tanh(.) in (-pi, pi) as in the reference code
+            phi = dt.unsqueeze(-1) * (math.pi * torch.tanh(theta)).unsqueeze(-2)
+        else:
+            phi = torch.zeros_like(dt).unsqueeze(-1).expand(*dt.shape, self.N2)
         Bm = self.B_norm(Bm).unsqueeze(-2) + self.B_bias  # (..., H, N)
         Cm = self.C_norm(Cm).unsqueeze(-2) + self.C_bias
         Bc = torch.complex(Bm[..., 0::2], Bm[..., 1::2])

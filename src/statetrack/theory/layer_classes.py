@@ -8,6 +8,7 @@ lti            time-invariant (input_dependent=False), diagonal (S4D)
 nonneg         input-dependent diagonal, eigenvalues [0,1] (Mamba, GLA; scalar: Mamba-2, mLSTM)
 real           input-dependent diagonal, eigenvalues (-1,1] or [-1,1] (Negative Mamba, Mamba-2 [-1,1])
 complex        input-dependent diagonal, unit circle or complex disc (AUSSM, Simple AUSSM, DCD, Mamba-3)
+damped         input-dependent diagonal with damped rotations (Mamba-3 with a decay floor)
 householder    products of n_h generalized Householder matrices, possibly times a scalar gate (DeltaNet,
                DeltaProduct, Gated DeltaNet)
 dplr           input-dependent diagonal plus rank-one (RWKV-7)
@@ -33,6 +34,7 @@ NONNEG = {EigenvalueDomain.NONNEG}
 CONTRACTING = {EigenvalueDomain.REAL_HALF_NEG}
 REAL_NEG = {EigenvalueDomain.REAL_HALF_OPEN, EigenvalueDomain.REAL}
 COMPLEX = {EigenvalueDomain.UNIT_CIRCLE, EigenvalueDomain.COMPLEX_DISC, EigenvalueDomain.COMPLEX_FIXED}
+DAMPED = {EigenvalueDomain.DAMPED_ROTATIONS}
 
 
 class LayerClass(StrEnum):
@@ -44,6 +46,7 @@ class LayerClass(StrEnum):
     NONNEG = "nonneg"
     REAL = "real"
     COMPLEX = "complex"
+    DAMPED = "damped"
     HOUSEHOLDER = "householder"
     DPLR = "dplr"
     LTI_DENSE = "lti-dense"
@@ -52,10 +55,10 @@ class LayerClass(StrEnum):
 
 
 #: input-dependent diagonal layers, and with the time-invariant ones, every diagonal layer
-SELECTIVE_DIAGONAL = frozenset({LayerClass.NONNEG, LayerClass.REAL, LayerClass.COMPLEX})
+SELECTIVE_DIAGONAL = frozenset({LayerClass.NONNEG, LayerClass.REAL, LayerClass.COMPLEX, LayerClass.DAMPED})
 DIAGONAL = SELECTIVE_DIAGONAL | {LayerClass.LTI}
 #: the classes with a transition matrix
-LINEAR = DIAGONAL | {LayerClass.HOUSEHOLDER, LayerClass.DENSE, LayerClass.LTI_DENSE}
+LINEAR = DIAGONAL | {LayerClass.HOUSEHOLDER, LayerClass.DPLR, LayerClass.DENSE, LayerClass.LTI_DENSE}
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,8 @@ def classify(spec, mixer) -> LayerInfo:
             return LayerInfo(str(spec), p, LayerClass.REAL)
         if p.eigenvalues in COMPLEX:
             return LayerInfo(str(spec), p, LayerClass.COMPLEX)
+        if p.eigenvalues in DAMPED:
+            return LayerInfo(str(spec), p, LayerClass.DAMPED)
     if p.structure == Structure.HOUSEHOLDER:
         # each factor I - beta k k^T has eigenvalues 1 and 1 - beta. The declared domain is the
         # product's; with one factor, or a real product domain, it is the factors' domain too.

@@ -79,6 +79,7 @@ from statetrack.theory.representations import best_representation
 #: what an input-dependent diagonal layer can hold beside resets (A = 0), delays (A in (0,1)) and
 #: keeps (A = 1): the group factors of the holonomy cascade it can carry (SF / KR)
 CASCADE_GROUPS = {EigenvalueDomain.NONNEG: "trivial", EigenvalueDomain.REAL_HALF_NEG: "trivial",
+                  EigenvalueDomain.DAMPED_ROTATIONS: "trivial",
                   EigenvalueDomain.REAL_HALF_OPEN: "elementary abelian 2",
                   EigenvalueDomain.REAL: "elementary abelian 2", EigenvalueDomain.COMPLEX_DISC: "abelian"}
 _CASCADE_RANK = {"trivial": 0, "elementary abelian 2": 1, "abelian": 2}
@@ -436,6 +437,14 @@ def _open(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict:
         _, short = _cascade(infos, alg)
         if short is not None and any(i.cls in SELECTIVE_DIAGONAL for i in infos):
             return Verdict(Decision.OPEN, "-", short)
+    if any(i.cls == LayerClass.DAMPED for i in infos):
+        name = next(i.spec for i in infos if i.cls == LayerClass.DAMPED)
+        return Verdict(Decision.OPEN, "-",
+                       f"{name} rotates its state by angles whose modulus the decay floor keeps below 1 "
+                       f"(exp(-a_floor |angle| / pi)), except angles too small to round the decay away from 1; no "
+                       f"result here decides {alg.task} for these layers: T5's constructions need unit-modulus "
+                       f"rotations (a_floor = 0 gives them), and T1's witness needs powers that converge, which the "
+                       f"tiny unit-modulus rotations do not")
     if any(i.cls == LayerClass.DPLR for i in infos):
         name = next(i.spec for i in infos if i.cls == LayerClass.DPLR)
         return Verdict(Decision.OPEN, "-", f"{name} has diagonal-plus-rank-one transitions with real eigenvalues in "
@@ -471,8 +480,8 @@ def quotient_ceiling(infos: list[LayerInfo], alg: TaskAlgebra) -> dict:
     real layer: H / A3 = C2 (the sign), ceiling 1/3; for A5 (perfect) and parity: 1/|H|, chance."""
     if alg.group is None or alg.subgroup is None:
         return {}
-    ops = ["d" if i.cls == LayerClass.COMPLEX else "s" for i in infos
-           if i.cls in (LayerClass.COMPLEX, LayerClass.REAL)
+    ops = ["d" if i.cls in (LayerClass.COMPLEX, LayerClass.DAMPED) else "s" for i in infos
+           if i.cls in (LayerClass.COMPLEX, LayerClass.DAMPED, LayerClass.REAL)
            or (i.cls == LayerClass.HOUSEHOLDER and i.factor_domain == EigenvalueDomain.REAL)]
     n = alg.residual(ops)
     return {"quotient_tracked": alg.h_order // n, "accuracy_ceiling": 1.0 / n}

@@ -1,15 +1,14 @@
 """Mamba-3 constructions: parity and counting modulo m with ONE layer, each a rotation (T5, P1).
 
-Mamba-3's transition is a_t = exp(Delta_t A_t) exp(i Delta_t theta_t) per state pair. The
-construction holds the decay at 1 and puts the whole state in one rotation:
+Mamba-3's transition is a_t = exp(Delta_t A_t) exp(i Delta_t theta_t) per state pair, with the angle
+theta = pi tanh(.) in (-pi, pi). The constructions hold the decay at 1 and put the state in one rotation:
 
-* Delta = softplus(dt_bias) = 1e-5 for every token (the dt rows of in_proj are zero) and A = -a_floor
-  = -1e-4 (its row drives -softplus(.) to -9e-14, which the floor clamps): Delta A = -1e-9, and
-  exp(-1e-9) rounds to 1 in float32, so |a_t| = 1 exactly;
-* the angle Delta_t theta_t is set by the theta row: pi on bit 1 and 0 on bit 0 (parity), 2 pi / m on
-  every token (counting); the row's weight is fixed from the float32 Delta the layer computes, so the
-  float32 product is the intended angle to a rounding (1e-7 rad per step: 1e-3 rad after 10,000 steps,
-  far inside the margins pi/2 and pi/m);
+* A = -softplus(-120) = 0 in float32 (the layer's default a_floor is 0), so exp(Delta A) = 1 exactly;
+* theta = pi tanh(20) = pi exactly on the tokens that turn (tanh rounds to 1), 0 on the others;
+* the step Delta = softplus(dt_bias) is the angle's fraction of pi: 1 for parity (a rotation by pi on
+  bit 1, none on bit 0), 2/m for counting (2 pi/m on every token); the float32 product Delta pi is the
+  intended angle to a rounding (1e-7 rad per step: 1e-3 rad after 10,000 steps, far inside the margins
+  pi/2 and pi/m);
 * lambda = sigmoid(30) = 1 in float32 (the trapezoid reduces to Mamba-2's rule, beta = 0), B = C = 1
   (their normalised rows are zero, the biases (1, 0)), x = 1/Delta on the counted tokens, so the input
   term is 1: parity moves on {0, 1} (h -> -h + 1 on bit 1, h -> h on bit 0), counting on the circle
@@ -35,15 +34,16 @@ from statetrack.theory.constructions.base import (
     token_embedding,
 )
 
-DELTA = 1e-5
-SAT = 30.0  # sigmoid(30) = 1 and softplus(-30) = 9e-14 in float32
+SAT = 30.0  # sigmoid(30) = 1 in float32
+TANH_SAT = 20.0  # tanh(20) = 1 in float32
+NO_DECAY = -120.0  # softplus(-120) = 0 in float32
 
 
-def _mamba3_rotation_layer(model, const: int, angle_of_token: dict[int, float], count_tokens: list[int],
-                           out_coords: list[int]) -> tuple[float, float]:
-    """Set the (only) Mamba-3 layer of ``model`` (d_state 2: one complex slot; one or two heads, the
-    second reading Im h). Token i rotates by angle_of_token[i]; tokens in count_tokens add 1 to the
-    state. Returns (Delta as computed in float32, the gate's value)."""
+def _mamba3_rotation_layer(model, const: int, delta: float, turn_tokens: list[int], count_tokens: list[int],
+                           out_coords: list[int]) -> float:
+    """Set the (only) Mamba-3 layer of ``model`` (d_state 2: one complex slot; the first head reads Re h,
+    a second Im h). The tokens in turn_tokens rotate the state by Delta pi, the others not at all; the
+    tokens in count_tokens add 1 to the state. Returns Delta as the layer computes it in float32."""
     mx = model.blocks[0].mixer
     xin = layer_input(model, 0, model.embed.weight)  # (tokens, d): what the layer sees per token
     E, H, P = mx.d_inner, mx.H, mx.P
@@ -52,17 +52,16 @@ def _mamba3_rotation_layer(model, const: int, angle_of_token: dict[int, float], 
     with torch.no_grad():
         W = mx.in_proj.weight
         W.zero_()
-        mx.dt_bias.fill_(math.log(math.expm1(DELTA)))  # softplus^-1(1e-5)
-        delta = float(F.softplus(mx.dt_bias[:1].float()))
+        mx.dt_bias.fill_(math.log(math.expm1(delta)))  # softplus^-1(delta)
+        d32 = float(F.softplus(mx.dt_bias[:1].float()))
         for h in range(H):
-            W[a0 + h, const] = -SAT / cval  # A = clamp(-softplus(-30), max=-a_floor) = -a_floor
+            W[a0 + h, const] = NO_DECAY / cval  # A = -softplus(-120) = 0: no decay
             W[l0 + h, const] = SAT / cval  # lambda = sigmoid(30) = 1
-        # the angle: theta = sum_i w_i x_i over the token coordinates, Delta theta = the token's angle
-        for tok, ang in angle_of_token.items():
-            W[th0, tok] = ang / (delta * float(xin[tok, tok]))
+        for tok in turn_tokens:  # theta = pi tanh(20) = pi on these tokens, 0 elsewhere
+            W[th0, tok] = TANH_SAT / float(xin[tok, tok])
         for h in range(H):  # x = 1/Delta on the counted tokens, in the first channel of each head
             for tok in count_tokens:
-                W[x0 + h * P, tok] = 1.0 / (delta * float(xin[tok, tok]))
+                W[x0 + h * P, tok] = 1.0 / (d32 * float(xin[tok, tok]))
         mx.B_bias.zero_()
         mx.C_bias.zero_()
         mx.B_bias[:, 0] = 1.0  # B = 1 + 0i
@@ -75,23 +74,23 @@ def _mamba3_rotation_layer(model, const: int, angle_of_token: dict[int, float], 
         mx.out_proj.weight.zero_()
         for h, oc in enumerate(out_coords):
             mx.out_proj.weight[oc, h * P] = 1.0 / gate
-    return delta, gate
+    return d32
 
 
 @register("parity-mamba3", "T5", "parity with ONE Mamba-3 layer: the state pair rotates by pi on bit 1 and stays "
-          "on bit 0 (decay exactly 1 in float32), the state on {0, 1}", mixers=("mamba3",))
+          "on bit 0 (no decay: exp(0) = 1), the state on {0, 1}", mixers=("mamba3",))
 def parity_mamba3() -> Construction:
     CONST, OUT = 2, 3
     model, cfg = blank_model("parity", layers="mamba3(headdim=8)", d_model=4, d_state=2)
     token_embedding(model, 2, CONST)
-    delta, _ = _mamba3_rotation_layer(model, CONST, {1: math.pi}, [1], [OUT])
+    delta = _mamba3_rotation_layer(model, CONST, 1.0, [1], [1], [OUT])
     nearest_point_head(model, [[0.0], [1.0]], [OUT], CONST)
     return Construction("parity-mamba3", model, cfg, "", "", {"delta": delta, "angle(1)": "pi", "angle(0)": 0.0,
-                                                               "decay": "exp(-1e-9) = 1 (float32)"})
+                                                               "decay": "exp(0) = 1 (float32)"})
 
 
-@register("modcount-mamba3", "P1", "counting mod m with ONE Mamba-3 layer: a rotation by 2 pi/m per token (decay "
-          "exactly 1 in float32); two of its heads read the real and imaginary parts of the orbit", default_arg="3",
+@register("modcount-mamba3", "P1", "counting mod m with ONE Mamba-3 layer: a rotation by 2 pi/m per token (no "
+          "decay); two of its heads read the real and imaginary parts of the orbit", default_arg="3",
           mixers=("mamba3",))
 def modcount_mamba3(arg: str) -> Construction:
     m = int(arg)
@@ -100,7 +99,7 @@ def modcount_mamba3(arg: str) -> Construction:
     CONST, OUT = 2, [3, 4]
     model, cfg = blank_model(f"modcount:{m}", layers="mamba3(headdim=4)", d_model=6, d_state=2)
     token_embedding(model, 2, CONST)
-    delta, _ = _mamba3_rotation_layer(model, CONST, {1: 2 * math.pi / m}, [1], OUT)
+    delta = _mamba3_rotation_layer(model, CONST, 2.0 / m, [1], [1], OUT)
     a = complex(math.cos(2 * math.pi / m), math.sin(2 * math.pi / m))
     # h_t = (1 - a^t) / (1 - a): class k = t mod m sits at (1 - a^k) / (1 - a)
     pts = [(1 - a ** k) / (1 - a) for k in range(m)]
