@@ -252,6 +252,37 @@ def test_model_with_zoo_layers():
     assert math.isfinite(float(logits.detach().sum()))
 
 
+def test_options_are_the_keyword_arguments_of_init():
+    import inspect
+
+    from statetrack.layers.base import Mixer
+
+    for name, cls in MIXERS.items():
+        accepted = inspect.signature(cls.__init__).parameters
+        takes_more = any(p.kind is p.VAR_KEYWORD for p in accepted.values())
+        for key, default in cls.options.items():
+            assert key in accepted or takes_more, (name, key)
+            if key in accepted:
+                assert accepted[key].default == default, (name, key)
+    assert "neg" not in MIXERS["negmamba"].options and MIXERS["negmamba"](4, 2).neg
+    assert "nh" not in MIXERS["deltanet"].options and "dt_min" not in MIXERS["aussm"].options
+
+    class Declared(Mixer):  # options written by hand must be those of __init__
+        name = "declared"
+
+        def __init__(self, d_model, d_state, k=3):
+            super().__init__(d_model, d_state)
+
+    assert Declared.options == {"k": 3}
+    with pytest.raises(TypeError, match="not the keyword arguments"):
+        class Wrong(Mixer):
+            name = "wrong"
+            options = {"k": 4}
+
+            def __init__(self, d_model, d_state, k=3):
+                super().__init__(d_model, d_state)
+
+
 FRONTIER = ("mamba2", "mamba3", "gateddeltanet", "rwkv7", "mlstm", "slstm", "lru", "gla")
 
 

@@ -84,7 +84,7 @@ def test_an_interrupt_in_the_api_starts_no_further_run(db, grid8):
         sweep(grid8(5), db=db, workers=1, on_done=on_done)
     store = Store(db)
     assert [r["status"] for r in store.runs()] == ["complete"] and seen == [1]
-    with store._conn() as c:
+    with store.transaction() as c:
         assert c.execute("SELECT COUNT(*) FROM claims").fetchone()[0] == 0
     _, results = sweep(grid8(5), db=db, workers=1)  # the next sweep does the rest
     assert sum(r.reused for _, r in results) == 1 and len(store.runs(status="complete")) == 8

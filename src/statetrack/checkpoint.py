@@ -11,15 +11,22 @@ UserError line naming the file.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
+from itertools import groupby
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load, save
 
-from statetrack.config import MAX_PARAMS
+from statetrack.config import MAX_PARAMS, TrainConfig, validated
 from statetrack.errors import UserError
 from statetrack.files import sha256_bytes, write_file
+from statetrack.model import build_model
+from statetrack.plugins import load_plugins
+from statetrack.spec import parse_layers
+from statetrack.tasks import get_task
 from statetrack.untrusted import load_json
 
 FORMAT = "statetrack-checkpoint-1"
@@ -48,8 +55,6 @@ class _SkipRandomInit(torch.overrides.TorchFunctionMode):
 def meta_model(model_cfg, task):
     """The model ``model_cfg`` declares for ``task``, built on the meta device: its parameter names,
     shapes and dtypes, with no memory for their values (a bad spec is a UserError, as in a real build)."""
-    from statetrack.model import build_model
-
     with torch.device("meta"), _SkipRandomInit():
         return build_model(model_cfg, task)
 
@@ -57,10 +62,6 @@ def meta_model(model_cfg, task):
 def declared_params(model_cfg, task) -> int:
     """The parameter count (with buffers) of the model ``model_cfg`` declares, from one meta-device block of
     each distinct layer: a 64-layer stack costs one layer's construction, not 64."""
-    from collections import Counter
-
-    from statetrack.spec import parse_layers
-
     counts = Counter(str(spec) for spec in parse_layers(model_cfg.layers))
     once = meta_model(model_cfg.model_copy(update={"layers": ",".join(counts)}), task)
     total = sum(v.numel() for v in once.state_dict().values())
@@ -71,8 +72,6 @@ def declared_params(model_cfg, task) -> int:
 
 def checkpoint_bytes(model, config: dict, extra: dict | None = None) -> bytes:
     """The file a checkpoint of ``model`` with ``config`` (a TrainConfig dict) consists of."""
-    from safetensors.torch import save
-
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     meta = {"format": FORMAT, "config": json.dumps(config), "extra": json.dumps(extra or {})}
     return save(tensors, metadata=meta)
@@ -93,8 +92,6 @@ def save_run_checkpoint(model, config: dict, path: str | Path, extra: dict) -> t
 
 def rewrite_extra(data: bytes, extra: dict) -> bytes:
     """The same checkpoint (tensors, config) with its ``extra`` metadata updated by ``extra``."""
-    from safetensors.torch import load, save
-
     meta = _header(data)[1]
     old = load_json(meta.get("extra") or "{}", "a checkpoint's extra metadata")
     return save(load(data), metadata={**meta, "extra": json.dumps({**old, **extra})})
@@ -138,12 +135,6 @@ def _meta_json(path, meta: dict, key: str, required: bool) -> dict:
 def inspect_checkpoint(path: str | Path, max_params: int | None = None) -> Inspection:
     """Check a checkpoint's metadata, declared model and tensor header without reading any tensor or
     allocating the model; a UserError line for anything wrong (see the module docstring)."""
-    from safetensors import safe_open
-
-    from statetrack.config import TrainConfig, validated
-    from statetrack.plugins import load_plugins
-    from statetrack.tasks import get_task
-
     path = Path(path)
     max_params = MAX_PARAMS if max_params is None else max_params
     if not path.is_file():
@@ -193,18 +184,12 @@ def inspect_checkpoint(path: str | Path, max_params: int | None = None) -> Inspe
 
 def _short(layers: str) -> str:
     """'transformer,transformer,...' (64 times) -> 'transformer*64'."""
-    from itertools import groupby
-
-    from statetrack.spec import parse_layers
-
     return ",".join(f"{k}*{n}" if (n := len(list(g))) > 1 else k for k, g in groupby(map(str, parse_layers(layers))))
 
 
 def read_checkpoint(path: str | Path, max_params: int | None = None) -> tuple[dict, dict, dict]:
     """(tensors, config, extra) from a checkpoint, checked (:func:`inspect_checkpoint`) and with every
     floating tensor finite."""
-    from safetensors import safe_open
-
     info = inspect_checkpoint(path, max_params)
     try:
         with safe_open(str(info.path), framework="pt") as f:
@@ -223,10 +208,6 @@ def load_checkpoint(path: str | Path, device="cpu", max_params: int | None = Non
     """Rebuild the model a checkpoint describes. Returns (model, TrainConfig, task, extra).
 
     The plugin modules recorded in the checkpoint (``extra["plugins"]``) are imported first."""
-    from statetrack.config import TrainConfig, validated
-    from statetrack.model import build_model
-    from statetrack.tasks import get_task
-
     tensors, config, extra = read_checkpoint(path, max_params)  # loads the plugins it records
     cfg = validated(TrainConfig, **config)
     task = get_task(cfg.task)

@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import ClassVar, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from statetrack.errors import UserError, did_you_mean
+from statetrack.spec import format_layers, parse_layers
 
 #: the largest model a checkpoint may declare, in parameters (1 GB of float32 weights). A fixed number
 #: rather than one derived from free memory, so a file loads on every machine or on none; raise it with
@@ -32,8 +35,6 @@ class ModelConfig(_Config):
     @field_validator("layers")
     @classmethod
     def _parse(cls, v):
-        from statetrack.spec import format_layers, parse_layers
-
         return format_layers(parse_layers(v))
 
 
@@ -135,7 +136,7 @@ def concrete_device(name: str) -> str:
     the device a run actually used, so a run's key says where its numbers come from."""
     if name != "auto":
         return name
-    import torch
+    import torch  # heavy: configs are read at start-up; only a device check needs torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -220,10 +221,6 @@ def parse_override(text: str) -> tuple[str, object]:
 
 def load_run_config(path: str | os.PathLike) -> dict:
     """A run's config from a YAML (or JSON) file, flattened to dotted keys and checked."""
-    from pathlib import Path
-
-    import yaml
-
     p = Path(path)
     if not p.is_file():
         raise UserError(f"config file {str(p)!r} not found")

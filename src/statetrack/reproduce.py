@@ -11,6 +11,7 @@ from statetrack.experiments import Study, load_study
 from statetrack.jobs import MAX_RUNS
 from statetrack.progress import Progress, SweepProgress, sink
 from statetrack.report import StudyTable, study_table
+from statetrack.report.lm import lm_tables
 from statetrack.store import DEFAULT_DB
 from statetrack.sweep import run_jobs
 
@@ -54,7 +55,5 @@ def reproduce(name: str, scale: str = "quick", seeds: int | None = None, db: str
     study, results = sweep(name, scale, seeds, db, workers, fresh, device, on_done, executor, address,
                            progress=progress)
     if study.kind == "lm":
-        from statetrack.report.lm import lm_tables
-
         return study, results, lm_tables(study, results, scale, db=db)[0]
     return study, results, study_table(study, results)

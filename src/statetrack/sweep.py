@@ -31,12 +31,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from statetrack import signals
-from statetrack.claims import Claims, Heartbeat
+from statetrack.claims import Claims, ClaimState, Heartbeat
 from statetrack.errors import UserError
 from statetrack.executors import InProcess, Pool, RayExecutor, ensure_traces, import_ray, result_of
 from statetrack.jobs import Grid, Job
 from statetrack.runner import RunResult, check_run, complete_result
 from statetrack.store import Store
+from statetrack.tasks import get_task
 
 __all__ = ["Job", "POLL", "run_jobs"]
 
@@ -63,9 +64,9 @@ def _schedule(jobs: Iterable[Job], store: Store, executor, reuse: bool, on_done,
 
     def start(i: int, job: Job) -> None:
         got = claims.claim(job.key, complete_since=0.0 if reuse else t0, failed_since=t0)
-        if got.state == "taken":
+        if got.state == ClaimState.TAKEN:
             waiting[i] = job
-        elif got.state == "claimed":
+        elif got.state == ClaimState.CLAIMED:
             running[executor.submit(job, i)] = (i, job)
         else:  # complete or failed by another sweep meanwhile
             res = result_of(store, got.run_id)
@@ -121,7 +122,6 @@ def run_jobs(jobs: Grid | list[Job], db: str | Path, workers: int = 1, reuse: bo
     for job in jobs.heads if isinstance(jobs, Grid) else jobs:  # every input error before the first run
         check_run(job.train, job.eval)
         for p in job.probes:
-            from statetrack.tasks import get_task
             get_task(p)
     if executor == "ray":
         import_ray()

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from statetrack.config import TrainConfig
 from statetrack.device import resolve_device
@@ -59,10 +58,6 @@ class TrainResult:
 def set_seed(seed: int) -> None:
     torch.manual_seed(seed)
     np.random.seed(seed % 2**32)
-
-
-def masked_loss(logits, targets, mask):
-    return F.cross_entropy(logits[mask], targets[mask])
 
 
 def validation_loss(logits, targets, mask) -> float:
@@ -145,8 +140,7 @@ def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None
     if model is None:
         model = build_model(cfg.model, task)
     model = model.to(device).train()
-    # the loss by name at call time, so that it can be swapped (tests poison it)
-    stepper = make_step(model, cfg, lr_lambda(cfg), device, lambda *a: masked_loss(*a))
+    stepper = make_step(model, cfg, lr_lambda(cfg), device)
     rng = np.random.default_rng(cfg.seed)
     val = validation_set(task, cfg, device)
     data = batches(task, rng, cfg, device)

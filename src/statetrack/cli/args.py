@@ -15,15 +15,16 @@ class HelpFormatter(argparse.HelpFormatter):
 
     def _get_help_string(self, action):
         text = action.help or ""
-        if not action.option_strings or "(default" in text or action.default is argparse.SUPPRESS \
-                or isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+        # --help and --version have the default SUPPRESS
+        if not action.option_strings or "(default" in text or action.default is argparse.SUPPRESS:
             return text
         return f"{text} (default: {show_default(action.default, action)})".lstrip()
 
 
 def show_default(v, action=None) -> str:
     """A default as the help text shows it: off/on for flags, none, lists comma-separated."""
-    if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)) or isinstance(v, bool):
+    flag = action is not None and action.nargs == 0 and isinstance(action.const, bool)  # store_true/false
+    if flag or isinstance(v, bool):
         return "on" if v else "off"
     if v is None or v == []:
         return "none"
@@ -115,13 +116,13 @@ RUN_REF = "a run: its id, 'last' (the latest complete run) or its --label (the l
 
 def find_run(db: str, ref: str) -> dict:
     """The stored run that ``ref`` names in ``db`` (see RUN_REF); a UserError names a bad one."""
-    from statetrack.store import Store
+    from statetrack.store import RunStatus, Store
 
     store = Store(db, readonly=True)  # it only reads
     ref = str(ref).strip()
     if ref.isdigit():
         return store.run(int(ref))
-    done = store.runs(status="complete")
+    done = store.runs(status=RunStatus.COMPLETE)
     if ref == "last":
         if not done:
             raise UserError(f"no complete run in {db!r} yet, so 'last' names none")

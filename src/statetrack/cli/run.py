@@ -29,6 +29,7 @@ from statetrack.cli.output import (
 )
 from statetrack.cli.progress import RunProgress
 from statetrack.errors import UserError
+from statetrack.store import RunStatus
 
 
 def train_configs(a):
@@ -85,7 +86,7 @@ def cmd_train(a):
         from statetrack.report.tensorboard import write_run
 
         write_run(a.tensorboard, a.db, res.run_id)
-    if res.status != "complete":
+    if res.status != RunStatus.COMPLETE:
         print(f"run {res.run_id} failed: {res.summary.get('reason')}", file=sys.stderr)
         return 1
     if a.json:
@@ -117,7 +118,7 @@ def cmd_eval(a):
     from statetrack.device import resolve_device
     from statetrack.evaluation import evaluate_more, evaluate_run
     from statetrack.records import checkpoint_run, split_rows
-    from statetrack.runner import checkpoint_of_run_problem
+    from statetrack.store import checkpoint_of_run_problem
     from statetrack.tasks import get_task
 
     a.checkpoint = checkpoint_path(a)
@@ -219,7 +220,7 @@ def cmd_rerun(a):
     store = Store(a.db, create=False)
     old = find_run(a.db, a.run_id)
     a.run_id = old["id"]
-    if old["status"] != "complete":
+    if old["status"] != RunStatus.COMPLETE:
         raise UserError(f"run {a.run_id} is {old['status']}; only complete runs can be rerun and compared")
     problem = store.checkpoint_problem(old)
     if problem:
@@ -274,7 +275,7 @@ def add_commands(sub) -> None:
     q.add_argument("action", nargs="?", default="list", choices=["list", "show"])
     q.add_argument("run_id", nargs="?", metavar="RUN", help=f"with show: {RUN_REF}")
     q.add_argument("--study", default=None, help="only the runs of this study")
-    q.add_argument("--status", default=None, choices=["running", "complete", "failed", "interrupted"],
+    q.add_argument("--status", default=None, choices=list(RunStatus),
                    help="only the runs with this status")
     add_db(q)
     add_json(q, "one object per run; with show: one object with config, summary, curve and metrics")

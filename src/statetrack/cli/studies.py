@@ -15,6 +15,7 @@ from statetrack.cli.options import add_device
 from statetrack.cli.output import Col, console, emit_rows, print_table, say
 from statetrack.cli.progress import SweepProgress
 from statetrack.errors import UserError
+from statetrack.store import RunStatus
 
 DEFAULT_OUT = "runs/reports"
 
@@ -71,7 +72,7 @@ def _sweep(a):
 
     def done(job, res):
         prog.done(job, res)
-        if a.tensorboard and res.status == "complete":
+        if a.tensorboard and res.status == RunStatus.COMPLETE:
             from statetrack.report.tensorboard import write_run
 
             write_run(a.tensorboard, a.db, res.run_id)
@@ -85,7 +86,7 @@ def _sweep(a):
 
 def _summary(study, results, wall, a) -> str:
     reused = sum(r.reused for _, r in results)
-    failed = sum(r.status != "complete" for _, r in results)
+    failed = sum(r.status != RunStatus.COMPLETE for _, r in results)
     return (f"{study.name} ({a.scale}): {len(results)} runs, {len(results) - reused} run now, {reused} reused "
             f"from {a.db}, {failed} failed; executor {a.executor}, {a.workers} worker(s); wall time {wall:.1f} s")
 
@@ -115,7 +116,7 @@ def cmd_sweep(a):
         _emit_runs(results, a.db, study)
         return 0
     say(_summary(study, results, wall, a))
-    return 0 if all(r.status == "complete" for _, r in results) else 1
+    return 0 if all(r.status == RunStatus.COMPLETE for _, r in results) else 1
 
 
 def _print_report(rep, a):

@@ -10,7 +10,7 @@ from statetrack.errors import UserError
 
 
 def cmd_oracle(a):
-    from statetrack.theory.verdicts import oracle, oracle_table
+    from statetrack.theory.verdicts import Decision, oracle, oracle_table
 
     if a.table:
         layers = [s.strip() for s in a.layers.split(";") if s.strip()] if a.layers else None
@@ -23,8 +23,8 @@ def cmd_oracle(a):
         specs = list(dict.fromkeys(r["layers"] for r in rows))
         tks = list(dict.fromkeys(r["task"] for r in rows))
         cell = {(r["layers"], r["task"]): r for r in rows}
-        word = {"possible": "yes", "impossible": "no", "open": "open"}
-        colour = {"possible": "green", "impossible": "red", "open": "yellow"}
+        word = {Decision.POSSIBLE: "yes", Decision.IMPOSSIBLE: "no", Decision.OPEN: "open"}
+        colour = {Decision.POSSIBLE: "green", Decision.IMPOSSIBLE: "red", Decision.OPEN: "yellow"}
         def verdict_of(tk: str) -> Callable[[str], str]:
             return lambda s: f"{word[cell[(s, tk)]['verdict']]} {cell[(s, tk)]['basis']}"
 

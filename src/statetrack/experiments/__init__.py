@@ -32,6 +32,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from statetrack import plugins
 from statetrack.config import EvalConfig, ModelConfig, TrainConfig, validated
 from statetrack.errors import UserError, did_you_mean
 from statetrack.jobs import MAX_RUNS, Grid, Job
@@ -76,10 +77,15 @@ def parse_lengths(v) -> list[int]:
     return sorted(set(out))
 
 
+#: how a run becomes a table cell: the metric at each test length, its mean over a range of lengths, or
+#: the longest length at which it stays above a threshold
+ScoreKind = Literal["per_length", "mean", "longest"]
+
+
 class Score(_Strict):
     """How one run becomes one number (or one number per test length)."""
 
-    kind: Literal["per_length", "mean", "longest"] = "per_length"
+    kind: ScoreKind = "per_length"
     lengths: tuple[int, int] | None = Field(
         None, description="mean: the inclusive range of test lengths averaged over (default: all of them)")
     threshold: float = Field(0.9, ge=0, le=1, description="longest: the metric must be > threshold")
@@ -428,8 +434,6 @@ def builtin_studies() -> list[str]:
 def load_study(name_or_path: str) -> Study:
     """A built-in study by name (see ``builtin_studies()``), a plugin's study (entry point group
     ``statetrack.studies``) by name, or a YAML file by path."""
-    from statetrack import plugins
-
     path = Path(name_or_path)
     if not path.suffix:
         path = HERE / f"{name_or_path}.yaml"

@@ -31,7 +31,6 @@ class GatedDeltaNet(Mixer):
     name = "gateddeltanet"
     description = ("Gated DeltaNet: S_t = alpha_t (I - beta_t k k^T) S_{t-1} + beta_t k v^T, alpha in (0, 1], "
                    "beta in [0,1] ([0,2] with neg=true)")
-    options = {"heads": 1, "neg": False, "conv": 4, "chunk": CHUNK}
 
     def __init__(self, d_model, d_state, heads=1, neg=False, conv=4, chunk=CHUNK):
         super().__init__(d_model, d_state)

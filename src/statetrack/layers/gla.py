@@ -33,7 +33,6 @@ CHUNK = 8
 class GLA(Mixer):
     name = "gla"
     description = "gated linear attention: S_t = diag(w(x)) S_{t-1} + k v^T, w in (0, 1) per key channel"
-    options = {"heads": 1, "chunk": CHUNK}
 
     def __init__(self, d_model, d_state, heads=1, chunk=CHUNK):
         super().__init__(d_model, d_state)

@@ -27,7 +27,6 @@ class LRU(Mixer):
     name = "lru"
     description = ("linear recurrent unit: time-invariant complex diagonal, lambda = exp(-exp(nu) + i exp(theta)), "
                    "|lambda| < 1")
-    options = {"r_min": 0.9, "r_max": 0.999, "max_phase": 2 * math.pi}
 
     def __init__(self, d_model, d_state, r_min=0.9, r_max=0.999, max_phase=2 * math.pi):
         super().__init__(d_model, d_state)

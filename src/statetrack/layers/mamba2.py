@@ -31,7 +31,6 @@ A_INIT = (1.0, 16.0)
 class Mamba2(Mixer):
     name = "mamba2"
     description = "Mamba-2: a scalar transition per head, A(x) = exp(Delta(x) A) I in (0, 1] ((-1, 1] with neg=true)"
-    options = {"conv": 4, "expand": 2, "headdim": 8, "neg": False, "dt_min": 1e-3, "dt_max": 1e-1}
 
     def __init__(self, d_model, d_state, conv=4, expand=2, headdim=8, neg=False, dt_min=1e-3, dt_max=1e-1):
         super().__init__(d_model, d_state)

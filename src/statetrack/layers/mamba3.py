@@ -46,8 +46,6 @@ class Mamba3(Mixer):
     name = "mamba3"
     description = ("Mamba-3: A(x) = exp(Delta A(x)) exp(i Delta theta(x)) per state pair (complex disc), "
                    "exponential-trapezoidal")
-    options = {"expand": 2, "headdim": 8, "trap": True, "rope": True, "a_floor": 0.0, "dt_min": 1e-3,
-               "dt_max": 1e-1}
 
     def __init__(self, d_model, d_state, expand=2, headdim=8, trap=True, rope=True, a_floor=0.0, dt_min=1e-3,
                  dt_max=1e-1):

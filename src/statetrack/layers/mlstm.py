@@ -30,7 +30,6 @@ from statetrack.ops.mlstm import CHUNK, mlstm, mlstm_step, mlstm_transition, mls
 class MLSTM(Mixer):
     name = "mlstm"
     description = "mLSTM (xLSTM): C_t = f_t C_{t-1} + i_t k v^T, f = sigmoid in [0,1], i = exp, normalised read-out"
-    options = {"heads": 1, "expand": 2, "conv": 4, "chunk": CHUNK}
 
     def __init__(self, d_model, d_state, heads=1, expand=2, conv=4, chunk=CHUNK):
         super().__init__(d_model, d_state)

@@ -49,7 +49,6 @@ class RWKV7(Mixer):
     name = "rwkv7"
     description = ("RWKV-7: A(x) = diag(w) - (kappa (.) a) kappa^T, w in (0.545, 1), a in (0, 1): real eigenvalues "
                    "in (-1/2, 1]")
-    options = {"heads": 1, "lora": 8, "chunk": CHUNK}
 
     def __init__(self, d_model, d_state, heads=1, lora=8, chunk=CHUNK):
         super().__init__(d_model, d_state)

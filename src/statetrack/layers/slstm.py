@@ -30,7 +30,6 @@ from statetrack.ops.slstm import slstm_recurrent, slstm_step, slstm_zero_state
 class SLSTM(Mixer):
     name = "slstm"
     description = "sLSTM (xLSTM): scalar cells, exponential input gate, gates recurrent in h (non-linear)"
-    options = {"heads": 1, "conv": 4}
 
     def __init__(self, d_model, d_state, heads=1, conv=4):
         super().__init__(d_model, d_state)

@@ -26,6 +26,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from statetrack.untrusted import load_json
+
 LN2 = math.log(2)
 #: floats per logits chunk (batch x time x vocab) held at once during evaluation
 LOGITS_BUDGET = 1 << 24
@@ -59,8 +61,6 @@ class LMMetrics:
     @classmethod
     def from_row(cls, row) -> LMMetrics:
         """From a row of the results database's ``lm_metrics`` table (``buckets`` as JSON)."""
-        from statetrack.untrusted import load_json
-
         d = {k: row[k] for k in cls.__dataclass_fields__ if k in row.keys()}  # noqa: SIM118 (a sqlite3.Row)
         if isinstance(d["buckets"], str):
             d["buckets"] = load_json(d["buckets"], "an LM run's buckets")

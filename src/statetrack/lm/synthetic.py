@@ -24,6 +24,7 @@ Python guarantees across versions, so a seed gives the same corpus everywhere.
 """
 from __future__ import annotations
 
+import math
 import random
 
 VARS = ("a", "b", "c")
@@ -80,8 +81,6 @@ def blind_answer_bits(answers: bytes) -> float:
     """Bits per answer byte of a predictor that knows each answer's kind but not the state: log2(10) for
     a digit (uniform over 0-9), 1 for a truth value (T or F). The level a model that does not track the
     programs' state is held to on the answers; a tracking model goes below it, towards 0."""
-    import math
-
     digits = sum(chr(b).isdigit() for b in answers)
     return (digits * math.log2(10) + (len(answers) - digits)) / max(len(answers), 1)
 

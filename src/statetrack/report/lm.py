@@ -20,6 +20,8 @@ import math
 import statistics
 from dataclasses import dataclass, field, replace
 
+from statetrack.experiments import load_study
+from statetrack.lm.baselines import BASELINES, LABELS
 from statetrack.report import render
 from statetrack.report.lm_cells import (
     NEG,
@@ -35,6 +37,9 @@ from statetrack.report.lm_cells import (
     pairs,
 )
 from statetrack.report.render import fmt_cell
+from statetrack.report.table import study_tables
+from statetrack.runner import complete_result
+from statetrack.store import Store
 
 MARK = "*"
 BLIND = "state-blind guess (answers)"
@@ -114,8 +119,6 @@ def _record(study, table: str, model: str, column: str, metric: str, length: int
 
 
 def bpb_table(study, cells: list[Cell], base: dict) -> LMTable:
-    from statetrack.lm.baselines import BASELINES, LABELS
-
     cols = columns_of(cells)
     at = {col: eval_length(next(c for c in cells if c.column == col)) for col in cols}
     answers = {col: _has_answers(cells, col) for col in cols}
@@ -182,7 +185,6 @@ def context_table(study, cells: list[Cell], base: dict, column: str) -> LMTable:
         row = [c.label] + [fmt_bpb(c.values(n)) for n in lengths] + [fmt_bpb(c.beyond())]
         t.rows.append(row)
         t.records += [_record(study, t.name, c.label, column, "bpb", n, c.values(n), c.params, c.lr) for n in lengths]
-    from statetrack.lm.baselines import BASELINES, LABELS
 
     for b in BASELINES:
         ms = base[column][b]
@@ -202,10 +204,6 @@ def state_tracking_cells(study, db, scale: str) -> tuple[dict, list[str], str]:
     st = study.state_tracking
     if st is None:
         return {}, [], ""
-    from statetrack.experiments import load_study
-    from statetrack.report.table import study_tables
-    from statetrack.runner import complete_result
-    from statetrack.store import Store
 
     other = load_study(st.study)
     out: dict[str, dict] = {}
@@ -272,7 +270,6 @@ def joint_table(study, cells: list[Cell], base: dict, st_cells: dict, st_cols: l
         row = [f"{fam}: {NEG} - {POS}", ""] + [diff(("bpb", c)) for c in cols]
         row += [diff(("answer", c)) for c in ans_cols] + [diff(("st", c)) for c in st_cols]
         t.rows.append(row)
-    from statetrack.lm.baselines import BASELINES, LABELS
 
     for bname in BASELINES:
         row = [LABELS[bname], "-"]
@@ -325,7 +322,6 @@ def json_rows(study, results) -> list[dict]:
                         "params": c.params, "length": L, "bpb": m.bpb if m else None,
                         "bpb_se": m.bpb_se if m else None, "answer_bpb": m.answer_bpb if m else None,
                         "bpb_by_length": {n: x.bpb for n, x in sorted(by.items())}})
-    from statetrack.lm.baselines import BASELINES, LABELS
 
     for col, bs in base.items():
         c = next(x for x in cells if x.column == col)

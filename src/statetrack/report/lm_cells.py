@@ -6,6 +6,11 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
+from statetrack.lm.baselines import blind_answer_bpb, evaluate_baselines
+from statetrack.model import build_model
+from statetrack.store import RunStatus
+from statetrack.tasks import get_task
+
 POS, NEG = "[0,1]", "[-1,1]"
 
 
@@ -45,9 +50,6 @@ def beyond_bpb(m, train_len: int) -> float | None:
 
 def model_params(job) -> int:
     """Parameters of the model a job builds (counted from the built model, not typed in)."""
-    from statetrack.model import build_model
-    from statetrack.tasks import get_task
-
     return sum(p.numel() for p in build_model(job.train.model, get_task(job.train.task)).parameters())
 
 
@@ -64,7 +66,7 @@ def gather(study, results) -> list[Cell]:
                 j0 = mine[0][0]
                 cell = Cell(m.label, t.label, j0.train.task, j0.train.train_max_len, list(j0.eval.lengths),
                             params=model_params(j0))
-                done = [(j, r) for j, r in mine if r is not None and r.status == "complete" and r.lm]
+                done = [(j, r) for j, r in mine if r is not None and r.status == RunStatus.COMPLETE and r.lm]
                 by_lr: dict[float, list] = {}
                 for j, r in done:
                     by_lr.setdefault(j.train.lr, []).append(r)
@@ -85,9 +87,6 @@ def eval_length(cell: Cell) -> int:
 def baselines(cells: list[Cell], results) -> dict[str, dict]:
     """Per corpus column: {'unigram' | 'bigram': {length: LMMetrics}} on the models' windows, and 'blind':
     the state-blind level of the answer bytes (None for a corpus without answers)."""
-    from statetrack.lm.baselines import blind_answer_bpb, evaluate_baselines
-    from statetrack.tasks import get_task
-
     out = {}
     for c in cells:
         if c.column in out:

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import statistics
 
+from statetrack.lm.baselines import BASELINES, LABELS
+from statetrack.lm.metrics import LN2
 from statetrack.report.lm_cells import baselines, columns_of, gather
+from statetrack.report.plots import lm_curve_figure, lm_length_figure, slug
 
 
 def lm_figures(rep) -> list[tuple[str, str, object]]:
     """(section, stem, figure) per corpus: learning curves, bpb by position at the longest context, bpb by
     context length; the section is the corpus's context table."""
-    from statetrack.lm.baselines import BASELINES, LABELS
-    from statetrack.lm.metrics import LN2
-    from statetrack.report.plots import lm_curve_figure, lm_length_figure, slug
-
     study, cells = rep.study, gather(rep.study, rep.results)
     if not any(c.runs for c in cells):
         return []

@@ -13,6 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
+from statetrack.files import write_file
+from statetrack.store import RunStatus
+
 FORMATS = ("png", "svg", "pdf")
 #: markers and line styles cycled per model, so that lines on top of each other stay visible
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
@@ -20,10 +23,10 @@ STYLES = ("-", "--", "-.", ":")
 
 
 def pyplot():
-    import matplotlib
+    import matplotlib  # heavy: only drawing a figure needs it
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy: only drawing a figure needs it
 
     # reproducible vector output: no dates, ids from a fixed salt
     matplotlib.rcParams["svg.hashsalt"] = "statetrack"
@@ -53,8 +56,6 @@ def _legends(fig) -> list:
 def save(fig, folder: Path, stem: str, formats=("png",)) -> list[Path]:
     """Write ``fig`` as ``folder/stem.<format>`` for each format (png, svg, pdf), each file whole or not at
     all (``files.write_file``); returns the paths."""
-    from statetrack.files import write_file
-
     fig.tight_layout()
     out = []
     for fmt in formats:
@@ -94,7 +95,11 @@ def slug(s: str) -> str:
 
 def _length_ticks(ax, lengths: list[int]) -> None:
     """Plain-number ticks at the lengths (thinned so labels do not overlap), no minor labels."""
-    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
+    from matplotlib.ticker import (  # heavy: only drawing a figure needs it
+        FixedLocator,
+        NullFormatter,
+        NullLocator,
+    )
 
     ticks = []
     for n in sorted(lengths, reverse=True):  # keep the longest; labels at least 30% apart on the log axis
@@ -122,7 +127,7 @@ def length_figures(study, table, results) -> list[tuple[str, object, str]]:
         spans, chances, drawn = set(), {}, 0
         for row in table.rows:
             runs = [(j, r) for j, r in results if j.table == table.name and j.label == row["label"]
-                    and (j.column or tdef.tasks[0].label) == col and r is not None and r.status == "complete"]
+                    and (j.column or tdef.tasks[0].label) == col and r is not None and r.status == RunStatus.COMPLETE]
             if not runs:
                 continue
             cell = row["cells"].get(col) if table.kind != "per_length" else None
@@ -188,7 +193,7 @@ def curve_figures(study, table, results, curves: dict[int, list[dict]]) -> list[
         panels = []
         for row in table.rows:
             runs = [(j, r) for j, r in results if j.table == table.name and j.label == row["label"]
-                    and (j.column or tdef.tasks[0].label) == col and r is not None and r.status == "complete"
+                    and (j.column or tdef.tasks[0].label) == col and r is not None and r.status == RunStatus.COMPLETE
                     and curves.get(r.run_id)]
             if runs:
                 panels.append((row["label"], runs))

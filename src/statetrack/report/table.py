@@ -17,9 +17,11 @@ import statistics
 from dataclasses import dataclass, field
 
 from statetrack.evaluation import uncertain_judgement
+from statetrack.experiments import ScoreKind
 from statetrack.report import render
 from statetrack.report.render import UNSURE, fmt_cell, fmt_published, pct
 from statetrack.report.selection import MARK, compare, run_score, run_uncertain, select
+from statetrack.store import RunStatus
 
 
 @dataclass
@@ -30,7 +32,7 @@ class StudyTable:
     columns: dict[str, str]            # per_length: published column key -> header
     rows: list[dict] = field(default_factory=list)
     name: str = "main"
-    kind: str = "per_length"
+    kind: ScoreKind = "per_length"
     task_columns: list[str] = field(default_factory=list)  # mean / longest: task labels
     caption: str = ""
 
@@ -67,7 +69,7 @@ class StudyTable:
         return render.rich(self)
 
 
-def _caption(study, kind: str, published: bool = True) -> str:
+def _caption(study, kind: ScoreKind, published: bool = True) -> str:
     """The table's caption; the mark of a difference from the paper is explained only where the table has
     published numbers (``published``)."""
     sel = study.select
@@ -127,7 +129,7 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
             runs = [(j, r) for j, r in mine if j.label == m.label]
             if not runs:
                 continue
-            done = [(j, r) for j, r in runs if r is not None and r.status == "complete"]
+            done = [(j, r) for j, r in runs if r is not None and r.status == RunStatus.COMPLETE]
             lo, hi = m.train_lengths or (runs[0][0].train.train_min_len, runs[0][0].train.train_max_len)
             lrs = sorted({j.train.lr for j, _ in runs})
             row = {"label": m.label, "train_lengths": f"{lo}" if lo == hi else f"{lo}-{hi}",
@@ -168,7 +170,7 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
                         continue
                     entries = [(j.train.lr, run_score(study, r), r.summary.get("best_val_accuracy"),
                                 r.summary.get("best_val_loss"))
-                               for j, r in cruns if r is not None and r.status == "complete"]
+                               for j, r in cruns if r is not None and r.status == RunStatus.COMPLETE]
                     cell = select(study, entries)
                     cell.runs = len(entries)
                     cell.missing = len(cruns) - len(entries)
@@ -179,7 +181,7 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
                     cell.differs = compare(study, cell, col_max)
                     if kind == "longest":
                         cell.uncertain = any(run_uncertain(study, r) for j, r in cruns
-                                             if r is not None and r.status == "complete"
+                                             if r is not None and r.status == RunStatus.COMPLETE
                                              and (cell.lr is None or j.train.lr == cell.lr))
                     row["cells"][col], row["text"][col] = cell, fmt_cell(cell, study)
                     row["published_text"][col] = fmt_published(cell.published, study)

@@ -8,12 +8,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from statetrack.errors import UserError
+from statetrack.files import ensure_dir, write_file
 from statetrack.jobs import MAX_RUNS
+from statetrack.probes import read_traces
+from statetrack.report.lm import lm_tables
+from statetrack.report.lm import scale_note as lm_note
+from statetrack.report.plots import close, curve_figures, length_figures, save, slug, trace_figure
+from statetrack.report.render import fmt_published
+from statetrack.report.selection import MARK
 from statetrack.report.state_tables import on_split, state_tables
 from statetrack.report.table import StudyTable, study_tables
 from statetrack.report.verdicts import CAPTION as VERDICTS_CAPTION
 from statetrack.report.verdicts import VerdictTable, verdict_table
-from statetrack.store import Store
+from statetrack.runner import complete_result
+from statetrack.store import RunStatus, Store
 
 
 @dataclass
@@ -24,7 +32,7 @@ class Report:
     results: list  # (Job, RunResult or None)
     traces: dict[int, dict] = field(default_factory=dict)   # run_id -> probe -> trace
     curves: dict[int, list] = field(default_factory=dict)
-    interrupted: int = 0  # 'running'/'interrupted' rows of the grid's keys (not counted)
+    interrupted: int = 0  # running or interrupted rows of the grid's keys (not counted)
     machines: list[str] = field(default_factory=list)  # where the runs ran (from their recorded versions)
     verdicts: VerdictTable | None = None  # studies with ``oracle: true``: the theory's verdict per cell
     db: str = ""  # the database the runs were read from
@@ -69,9 +77,6 @@ class Report:
 def collect(study, db, scale: str = "quick", seeds: int | None = None, device: str = "auto",
             max_runs: int = MAX_RUNS) -> Report:
     """Look up every run of the study's grid (at ``scale``) by its key; read metrics, curves, traces."""
-    from statetrack.probes import read_traces
-    from statetrack.runner import complete_result
-
     jobs = study.grid(scale, seeds, device, max_runs)  # refused above max_runs before the database is opened
     store = Store(db, readonly=True)
     results, traces, curves, unfinished, machines, wall, devices = [], {}, {}, 0, {}, 0.0, {}
@@ -79,7 +84,7 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None, device: s
         res = complete_result(store, job.key)
         results.append((job, res))
         rows = store.runs(key=job.key)
-        unfinished += sum(1 for r in rows if r["status"] in ("running", "interrupted"))
+        unfinished += sum(1 for r in rows if r["status"] in (RunStatus.RUNNING, RunStatus.INTERRUPTED))
         if res is not None:
             row = next((r for r in rows if r["id"] == res.run_id), {})
             v = row.get("versions") or {}
@@ -93,7 +98,6 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None, device: s
             if job.probes:
                 traces[res.run_id] = read_traces(db, res.run_id)
     if study.kind == "lm":  # a language-modelling study: bpb tables (statetrack.report.lm)
-        from statetrack.report.lm import lm_tables
 
         tables = lm_tables(study, results, scale, db=db)
     else:
@@ -112,8 +116,6 @@ def _compare_probes(rep: Report) -> None:
     """Published columns compared with a probe (``compare: {key: "probe:TASK"}``): 'yes' when the median
     over runs of the probe's offset accuracy and of its hold accuracy are both above the study's
     threshold (the model predicts every end of an ISI and no end too early), else 'no'."""
-    from statetrack.report.selection import MARK
-
     thr = rep.study.score.threshold
     rows = rep.probe_rows()
     for t in rep.tables:
@@ -161,8 +163,6 @@ def probe_cells(r: dict) -> list[str]:
 def difference_items(t: StudyTable, study) -> tuple[str, list[str]]:
     """(headline, one item per cell that differs from the paper beyond the tolerance). An LM table has no
     published cells: its items are its verdict lines, with no headline."""
-    from statetrack.report.render import fmt_published
-
     if t.kind == "lm":
         return "", list(t.notes)
     out = []
@@ -202,8 +202,8 @@ def interval_tables(rep: Report, split: str = "test") -> list[tuple[str, list[st
     out = []
     results = on_split(rep.results, split)
     for tdef in rep.study.tables:
-        runs = [(j, r) for j, r in results if r is not None and r.status == "complete" and j.table == tdef.name
-                and r.metrics]
+        runs = [(j, r) for j, r in results
+                if r is not None and r.status == RunStatus.COMPLETE and j.table == tdef.name and r.metrics]
         if not runs:
             continue
         lengths = sorted({m.length for _, r in runs for m in r.metrics})
@@ -272,8 +272,6 @@ LM_CAPTIONS = {
 
 def report_figures(rep: Report) -> list[Figure]:
     """Every figure of the report: per table accuracy vs length and learning curves, then probe traces."""
-    from statetrack.report.plots import curve_figures, length_figures, slug, trace_figure
-
     if rep.study.kind == "lm":
         from statetrack.report.lm_figures import lm_figures
 
@@ -300,8 +298,6 @@ def report_figures(rep: Report) -> list[Figure]:
 
 def scale_note(rep: Report) -> str:
     if rep.study.kind == "lm":
-        from statetrack.report.lm import scale_note as lm_note
-
         return lm_note(rep.scale)
     return "" if rep.scale == "paper" else (
         f"Scale `{rep.scale}`: fewer steps, seeds and learning rates, smaller models and shorter test lengths "
@@ -356,9 +352,6 @@ def write_report(rep: Report, out: str | Path, meta: dict | None = None, figures
     """``out``/<study>.md, .csv, .tex and ``out``/<study>/<figure>.<format> for each of ``figures``
     (png, svg, pdf; the markdown shows the first). ``meta``: the header's lines, e.g. {"Command": ...,
     "Machine": ..., "Date": ...}. Returns the markdown path. (The HTML page: ``report.html.write_html``.)"""
-    from statetrack.files import ensure_dir, write_file
-    from statetrack.report.plots import close, save
-
     study = rep.study
     check_reportable(rep, rep.db)
     out = Path(out)

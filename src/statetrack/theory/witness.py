@@ -32,7 +32,11 @@ import math
 import numpy as np
 import torch
 
+from statetrack.checkpoint import load_checkpoint
 from statetrack.errors import UserError
+from statetrack.layers.base import EigenvalueDomain
+from statetrack.spec import parse_layers
+from statetrack.theory.layer_classes import LayerClass, classify
 
 
 def _state_vec(states) -> torch.Tensor:
@@ -134,23 +138,19 @@ def choose_w(phases: list[dict], tol: float = 0.01, max_w: int = 10_000) -> dict
 
 
 def _theorem(model) -> str | None:
-    from statetrack.spec import parse_layers
-    from statetrack.theory.layer_classes import classify
-
     infos = [classify(s, m) for s, m in zip(parse_layers(model.cfg.layers), model.mixers, strict=True)]
-    if all(i.domain == "[0,1]" and i.cls != "householder" or (i.cls == "householder" and i.factor_domain == "[0,1]")
-           for i in infos):
+    nonneg = EigenvalueDomain.NONNEG
+    if all(i.domain == nonneg and i.cls != LayerClass.HOUSEHOLDER
+           or (i.cls == LayerClass.HOUSEHOLDER and i.factor_domain == nonneg) for i in infos):
         return "T1"
-    if all(i.cls in ("lti", "nonneg") for i in infos):
-        return "T2" if all(i.cls == "lti" for i in infos) else "T4"
+    if all(i.cls in (LayerClass.LTI, LayerClass.NONNEG) for i in infos):
+        return "T2" if all(i.cls == LayerClass.LTI for i in infos) else "T4"
     return None
 
 
 def counterexample(checkpoint, task: str = "parity", max_len: int = 10_000, tol: float = 0.01,
                    max_w: int = 10_000, decay_floor: float = 1e-3, seed: int = 0) -> dict:
     """Build the proof's witness for this model (or search), run it, report (see the module docstring)."""
-    from statetrack.checkpoint import load_checkpoint
-
     if isinstance(checkpoint, (str, bytes)) or hasattr(checkpoint, "__fspath__"):
         model, cfg, _, _ = load_checkpoint(checkpoint)
         where = str(checkpoint)

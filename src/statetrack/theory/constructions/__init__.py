@@ -26,9 +26,12 @@ from __future__ import annotations
 
 import torch
 
+from statetrack.checkpoint import save_checkpoint
 from statetrack.config import ModelConfig, TrainConfig
 from statetrack.errors import UserError, allowed, did_you_mean
+from statetrack.layers import MIXERS
 from statetrack.model import Model
+from statetrack.spec import format_layers, parse_layers
 from statetrack.tasks import get_task
 
 # each family module registers its constructions on import
@@ -45,8 +48,6 @@ from statetrack.theory.constructions.base import REGISTRY, Construction, registe
 
 def available() -> list[dict]:
     """One row per construction: name, basis, description, available (its mixers are registered)."""
-    from statetrack.layers import MIXERS
-
     rows = []
     for name, (_, basis, desc, arg, mixers) in REGISTRY.items():
         rows.append({"name": name + (f":{arg}" if arg else ""), "basis": basis, "description": desc,
@@ -57,8 +58,6 @@ def available() -> list[dict]:
 
 def build(name: str) -> Construction:
     """Build a construction by name (``NAME`` or ``NAME:ARG``)."""
-    from statetrack.layers import MIXERS
-
     base, _, arg = name.partition(":")
     if base not in REGISTRY:
         raise allowed("construction", name, REGISTRY)
@@ -76,8 +75,6 @@ def build(name: str) -> Construction:
 
 
 def save(name: str, path) -> Construction:
-    from statetrack.checkpoint import save_checkpoint
-
     c = build(name)
     save_checkpoint(c.model, c.config.model_dump(), path,
                     extra={"construction": c.name, "basis": c.basis, "label": f"construction:{c.name}",
@@ -117,8 +114,6 @@ def init_config(init: str, task: str | None = None, **given) -> ModelConfig:
             continue
         ours = getattr(mine, field)
         if field == "layers":
-            from statetrack.spec import format_layers, parse_layers
-
             value = format_layers(parse_layers(value))
         if value != ours:
             raise UserError(f"--init {init} defines the model: {field} {value!r} differs from the construction's "
