@@ -15,7 +15,7 @@ ROOT = Path(statetrack.__file__).parent
 
 #: the package's units from the bottom up: a module may import its own unit and the units below it
 LAYERS = [
-    {"errors", "version", "files", "signals", "progress"},
+    {"errors", "version", "files", "signals", "progress", "untrusted"},
     {"spec", "memory", "device", "algebra", "plugins"},
     {"ops"},
     {"config"},
