@@ -88,10 +88,14 @@ class EvalConfig(_Config):
                                                    "chunk exceed this many MiB")
     tokens: int | None = Field(None, ge=1, description="language models: test tokens scored at each length "
                                                        "(windows = tokens / length); default batch_size windows")
+    windows: Literal["random", "tile"] = Field(
+        "random", description="language models: test windows at seeded random offsets ('random', tokens per "
+                              "length), or laid end to end over the whole test split ('tile': every test token "
+                              "scored once, the bytes the compressor baselines are measured on)")
 
     #: fields added after run keys were in use: left out of a run's key while at their default, so the
     #: runs of older databases keep their keys (and are reused)
-    LATE_FIELDS: ClassVar[tuple[str, ...]] = ("tokens",)
+    LATE_FIELDS: ClassVar[tuple[str, ...]] = ("tokens", "windows")
 
     _device = field_validator("device")(classmethod(lambda cls, v: concrete_device(v)))
 

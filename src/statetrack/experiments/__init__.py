@@ -186,9 +186,14 @@ class Scale(_Strict):
     test_lengths: list[int]
     eval_batch: int = Field(128, ge=1)
     eval_tokens: int | None = Field(None, ge=1, description="lm studies: test tokens scored at each length")
+    eval_windows: Literal["random", "tile"] = Field(
+        "random", description="lm studies: test windows at random offsets, or tiling the whole test split")
     train_lengths: tuple[int, int] | None = Field(None, description="training lengths at this scale (over the "
                                                                     "study's, task's and model's)")
     train: dict = Field(default_factory=dict, description="TrainConfig overrides at this scale")
+    task_train: dict[str, dict] = Field(
+        default_factory=dict, description="task label -> TrainConfig overrides for that task at this scale, over "
+                                          "everything else (e.g. fewer steps on a corpus that needs fewer)")
     model: dict = Field(default_factory=dict, description="ModelConfig overrides at this scale (e.g. d_model)")
     lrs: list[float] | None = Field(None, description="learning rates at this scale (default: the study's)")
     tables: list[str] | None = Field(None, description="only these tables at this scale")
@@ -256,7 +261,8 @@ class Study(_Strict):
                     ("table", sc.tables, names),
                     ("model", sc.models, [m.label for t in self.tables for m in t.models]),
                     ("task", sc.tasks, [x.label for t in self.tables for x in t.tasks]),
-                    ("task", list(sc.replace_tasks), [x.label for t in self.tables for x in t.tasks])):
+                    ("task", list(sc.replace_tasks), [x.label for t in self.tables for x in t.tasks]),
+                    ("task", list(sc.task_train), [x.label for t in self.tables for x in t.tasks])):
                 bad = [x for x in (have or []) if x not in known]
                 if bad:
                     raise ValueError(f"scale {sname!r} names unknown {what} {bad[0]!r}")
@@ -321,12 +327,13 @@ class Study(_Strict):
                     base = {**self.train, **t.train, **m.train, **sc.train}
                     lrs = sc.lrs or self.lrs or [base.get("lr", TrainConfig.model_fields["lr"].default)]
                     ecfg = validated(EvalConfig, lengths=sc.test_lengths, batch_size=sc.eval_batch, device=device,
-                                     tokens=sc.eval_tokens)
+                                     tokens=sc.eval_tokens, windows=sc.eval_windows)
                     for lr in lrs:
                         for seed in range(n):
                             fields = {**base, "lr": lr, "task": sc.replace_tasks.get(t.label, t.task), "model": mcfg,
                                       "train_min_len": lengths[0], "train_max_len": lengths[1],
-                                      "steps": sc.steps, "seed": seed, "device": device}
+                                      "steps": sc.steps, "seed": seed, "device": device,
+                                      **sc.task_train.get(t.label, {})}
                             out.append(Job(m.label, seed, validated(TrainConfig, **fields), ecfg, self.name,
                                            table=table.name, column=t.label, lr=float(lr), probes=tuple(t.probes)))
         return out

@@ -21,6 +21,7 @@ class Cell:
     runs: list = field(default_factory=list)   # RunResult
     lr: float | None = None
     params: int | None = None
+    job: object = None  # the cell's first Job (its training and evaluation configs)
 
     def values(self, length: int, key: str = "bpb") -> list[float]:
         out = []
@@ -63,7 +64,7 @@ def gather(study, results) -> list[Cell]:
                     continue
                 j0 = mine[0][0]
                 cell = Cell(m.label, t.label, j0.train.task, j0.train.train_max_len, list(j0.eval.lengths),
-                            params=model_params(j0))
+                            params=model_params(j0), job=j0)
                 done = [(j, r) for j, r in mine if r is not None and r.status == "complete" and r.lm]
                 by_lr: dict[float, list] = {}
                 for j, r in done:
@@ -83,9 +84,12 @@ def eval_length(cell: Cell) -> int:
 
 
 def baselines(cells: list[Cell], results) -> dict[str, dict]:
-    """Per corpus column: {'unigram' | 'bigram': {length: LMMetrics}} on the models' windows, and 'blind':
-    the state-blind level of the answer bytes (None for a corpus without answers)."""
-    from statetrack.lm.baselines import blind_answer_bpb, evaluate_baselines
+    """Per corpus column: {'unigram' | 'bigram': {length: LMMetrics}} on the models' windows; 'blind': the
+    state-blind level of the answers in those windows at the headline length (None for a corpus without
+    answers); 'compressors': {name: Compressed} on the test split's bytes (``statetrack.lm.compressors``)."""
+    from statetrack.lm.answers import blind_level
+    from statetrack.lm.baselines import evaluate_baselines
+    from statetrack.lm.compressors import corpus_compressors
     from statetrack.tasks import get_task
 
     out = {}
@@ -95,9 +99,10 @@ def baselines(cells: list[Cell], results) -> dict[str, dict]:
         job = next(j for j, _ in results if j.column == c.column and j.label == c.label)
         ev = job.eval
         corpus = get_task(c.task).corpus
-        b = evaluate_baselines(corpus, list(ev.lengths), ev.tokens, ev.batch_size, ev.seed)
+        b = evaluate_baselines(corpus, list(ev.lengths), ev.tokens, ev.batch_size, ev.seed, ev.windows)
         out[c.column] = {k: {m.length: m for m in ms} for k, ms in b.items()}
-        out[c.column]["blind"] = blind_answer_bpb(corpus, eval_length(c), ev.tokens, ev.batch_size, ev.seed)
+        out[c.column]["blind"] = blind_level(out[c.column]["bigram"][eval_length(c)].answer_buckets)
+        out[c.column]["compressors"] = corpus_compressors(corpus)
     return out
 
 
