@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: demo test install clean
+.PHONY: demo test lint install clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,10 @@ demo: install
 
 test: install
 	$(PY) -m pytest -q
+
+lint: install
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/mypy
 
 clean:
 	rm -rf $(VENV) runs

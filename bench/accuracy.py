@@ -10,8 +10,18 @@ import torch
 import torch.nn.functional as F
 
 from statetrack import memory
-from statetrack.ops import (delta_rule_chunked, delta_rule_recurrent, delta_rule_ref, diag_scan, diag_scan_ref,
-                            mamba_scan, mamba_scan_ref, unit_phase, unit_scan, unit_scan_ref)
+from statetrack.ops import (
+    delta_rule_chunked,
+    delta_rule_recurrent,
+    delta_rule_ref,
+    diag_scan,
+    diag_scan_ref,
+    mamba_scan,
+    mamba_scan_ref,
+    unit_phase,
+    unit_scan,
+    unit_scan_ref,
+)
 
 memory.configure()  # the allocator settings statetrack's entry points use (statetrack.memory)
 
@@ -33,7 +43,8 @@ def main():
     print(f"unit_scan (from angles), T=10,000: max rel err {rel(unit_scan(th, bc), unit_scan_ref(th, bc)):.1e}")
     T = 100_000
     th = (torch.rand(1, T, 64) * 2 - 1) * math.pi
-    h = diag_scan(unit_phase(th), torch.zeros(1, T, 64, dtype=torch.complex64), torch.ones(1, 64, dtype=torch.complex64))
+    h = diag_scan(unit_phase(th), torch.zeros(1, T, 64, dtype=torch.complex64),
+                  torch.ones(1, 64, dtype=torch.complex64))
     exact = torch.polar(torch.ones(64, dtype=torch.float64), th.double().sum(1)[0])
     phi = torch.polar(torch.ones(64), torch.cumsum(th, 1)[0, -1]).cdouble()
     print(f"pure rotation, 100,000 steps float32: modulus drift {float((h[0, -1].abs() - 1).abs().max()):.1e}, "
@@ -41,7 +52,8 @@ def main():
           f"(float32 cumulative angle instead: {float((phi - exact).abs().max()):.1e})")
     a = torch.rand(1, T, 4) * 2 - 1
     a[..., 0], a[..., 1] = 1.0, -1.0
-    print(f"diag_scan 100,000 steps, |a| <= 1 incl. a = 1 and -1: finite = {bool(torch.isfinite(diag_scan(a, torch.randn(1, T, 4))).all())}")
+    finite = bool(torch.isfinite(diag_scan(a, torch.randn(1, T, 4))).all())
+    print(f"diag_scan 100,000 steps, |a| <= 1 incl. a = 1 and -1: finite = {finite}")
     g = torch.Generator().manual_seed(0)
     B, T, E, N = 2, 10_000, 8, 16
     dt, u = torch.rand(B, T, E, generator=g) * 0.5, torch.randn(B, T, E, generator=g)
@@ -62,7 +74,8 @@ def main():
         if kind.startswith("repeated"):
             k = F.normalize(torch.randn(B, 1, H, dk, generator=g), dim=-1).expand(B, T, H, dk).clone()
             k[:, ::5] = F.normalize(torch.randn(B, k[:, ::5].shape[1], H, dk, generator=g), dim=-1)
-        beta = {"beta U(0,1)": torch.rand(B, T, H, generator=g), "beta U(0,2)": 2 * torch.rand(B, T, H, generator=g)}.get(
+        beta = {"beta U(0,1)": torch.rand(B, T, H, generator=g),
+                "beta U(0,2)": 2 * torch.rand(B, T, H, generator=g)}.get(
             kind, 2 - 1e-3 * torch.rand(B, T, H, generator=g))
         v = torch.randn(B, T, H, dv, generator=g)
         S0 = torch.randn(B, H, dk, dv, generator=g)

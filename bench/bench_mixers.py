@@ -33,7 +33,14 @@ import torch.nn.functional as F
 
 from statetrack import memory
 from statetrack.layers import MIXERS, build_mixer
-from statetrack.ops import (delta_rule, delta_rule_chunked, delta_rule_recurrent, diag_scan, dispatch, mamba_scan)
+from statetrack.ops import (
+    delta_rule,
+    delta_rule_chunked,
+    delta_rule_recurrent,
+    diag_scan,
+    dispatch,
+    mamba_scan,
+)
 from statetrack.ops.diag import _chunked, _loop
 from statetrack.spec import parse_layers
 
@@ -241,7 +248,7 @@ def section_delta_ops(dev, reps, shapes=((256, 64), (32, 1024))):
 def _old_list_loop(a, b, h0):
     """The previous diag_scan: loop, list of steps, stack (autograd through every step)."""
     h, out = h0, []
-    for at, bt in zip(a.unbind(1), b.unbind(1)):
+    for at, bt in zip(a.unbind(1), b.unbind(1), strict=True):
         h = torch.addcmul(bt, at, h)
         out.append(h)
     return torch.stack(out, 1)
@@ -375,7 +382,8 @@ def section_copy(dev, reps, T=10_000, chunk=250):
 
     forms = [("diag_scan, a_t and b_t given (streaming form, out= buffer)", 1, scan_stream),
              ("mamba_scan (Negative Mamba), a_t = 2 exp(Delta_t A) - 1 formed inside", 1, mamba_op_stream),
-             ("negmamba(expand=1) mixer: 64 channels, with projections and conv", 1, mixer_stream("negmamba(expand=1)")),
+             ("negmamba(expand=1) mixer: 64 channels, with projections and conv", 1,
+              mixer_stream("negmamba(expand=1)")),
              ("negmamba mixer, default expand 2: 128 channels (floor x 2)", 2, mixer_stream("negmamba"))]
     with torch.no_grad():
         for name, scale, fn in forms:
@@ -450,8 +458,8 @@ def section_gpu_mamba(dev, reps, shapes=GPU_MAMBA_SHAPES):
                 xs = [t.detach().requires_grad_() for t in ins]
                 y, h = mamba_scan(*xs, neg=neg)
                 (y.square().mean() + h.square().mean()).backward()
-            _timed(rows, {"layer": "negmamba" if neg else "mamba", "form": "mamba_scan op alone (Triton)", "B": B, "T": T,
-                          "d": d}, scan_fb, dev, reps)
+            _timed(rows, {"layer": "negmamba" if neg else "mamba", "form": "mamba_scan op alone (Triton)",
+                          "B": B, "T": T, "d": d}, scan_fb, dev, reps)
         x = torch.randn(B, T, d, device=dev)
         forms = [("mamba", "Triton kernels", build("mamba", dev, d), False),
                  ("negmamba", "Triton kernels", build("negmamba", dev, d), False)]
@@ -517,7 +525,8 @@ def section_gpu_delta(dev, reps, shapes=GPU_DELTA_SHAPES):
 
 
 def section_gpu_complex(dev, reps, B=32, T=1024):
-    """AUSSM, Simple AUSSM and DCD layers (complex selective scan), forward + backward, kernels against the PyTorch form."""
+    """AUSSM, Simple AUSSM and DCD layers (complex selective scan), forward + backward, kernels against the
+    PyTorch form."""
     rows = []
     x = torch.randn(B, T, D_MODEL, device=dev)
     for name in ("aussm", "saussm", "dcd"):
@@ -545,7 +554,8 @@ def section_reflections(dev, lengths=(1024, 16384), B=2, H=4, K=64):
         S0 = torch.randn(B, H, K, K, device=dev, generator=g)
         _, Sref = delta_rule_chunked(*(t.double() for t in (q, k, v, beta, S0)))
         n0 = S0.double().norm()
-        forms = {f"fla {kern}": (lambda kern=kern: delta_rule_fla(q, k, v, beta, S0, kern)) for kern in ("chunk", "recurrent")}
+        forms = {f"fla {kern}": (lambda kern=kern: delta_rule_fla(q, k, v, beta, S0, kern))
+                 for kern in ("chunk", "recurrent")}
         forms["ours: PyTorch chunked, float32"] = lambda: delta_rule_chunked(q, k, v, beta, S0)
         for form, fn in forms.items():
             with torch.no_grad():

@@ -38,8 +38,8 @@ memory.configure()  # the allocator settings statetrack's entry points use (stat
 
 def _cfg(layers, d, steps, batch, lo, hi, **kw):
     return TrainConfig(task="parity", model=ModelConfig(layers=layers, d_model=d, d_state=16), train_min_len=lo,
-                       train_max_len=hi, steps=steps, batch_size=batch, lr=kw.pop("lr", 3e-3), eval_every=max(1, steps // 4),
-                       patience=1000, val_sequences=kw.pop("val", 256), **kw)
+                       train_max_len=hi, steps=steps, batch_size=batch, lr=kw.pop("lr", 3e-3),
+                       eval_every=max(1, steps // 4), patience=1000, val_sequences=kw.pop("val", 256), **kw)
 
 
 def section_check(steps):
@@ -51,7 +51,7 @@ def section_check(steps):
             r = train(_cfg(layers, 16, steps, 64, 1, 40, **kw))
             curves[name] = [(c["train_loss"], c["val_loss"], c["val_accuracy"]) for c in r.curve]
         same = curves["cuda-eager"] == curves["cuda-graphs"]
-        gap = max(abs(a[1] - b[1]) for a, b in zip(curves["cpu"], curves["cuda-graphs"]))
+        gap = max(abs(a[1] - b[1]) for a, b in zip(curves["cpu"], curves["cuda-graphs"], strict=True))
         out.append({"layers": layers, "graphs_equal_eager": same, "max_val_loss_gap_cpu_vs_cuda": gap,
                     "curves": curves})
         print(f"check {layers}: graphs == eager CUDA: {same}; |val loss CPU - CUDA| <= {gap:.2e}")

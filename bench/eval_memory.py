@@ -19,7 +19,8 @@ from statetrack import EvalConfig, ModelConfig, build_model, evaluate, get_task
 from statetrack import memory
 
 memory.configure()  # the allocator settings statetrack's entry points use (statetrack.memory)
-layers, length, batch, chunk, width = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+layers = sys.argv[1]
+length, batch, chunk, width = (int(a) for a in sys.argv[2:6])
 task = get_task("parity")
 model = build_model(ModelConfig(layers=layers, d_model=width, d_state=16), task).eval()
 evaluate(model, task, EvalConfig(lengths=[16], batch_size=batch, chunk=chunk))

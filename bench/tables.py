@@ -22,7 +22,8 @@ def train_table(rows: list[dict], title: str) -> str:
     for r in rows:
         peer = PEERS.get(r["mixer"])
         ratio = f"{ms[peer] / r['ms']:.1f}x" if peer in ms else ""
-        out.append(f"| {r['mixer']} | {r['ms']:.0f} | {r['tokens_per_s']:.3g} | {peer if peer in ms else ''} | {ratio} |")
+        shown = peer if peer in ms else ""
+        out.append(f"| {r['mixer']} | {r['ms']:.0f} | {r['tokens_per_s']:.3g} | {shown} | {ratio} |")
     return "\n".join(out)
 
 
@@ -35,8 +36,8 @@ def stream_table(rows: list[dict]) -> str:
 
 def floor_table(c: dict) -> str:
     threads = f"{c['threads']} thread(s), " if "threads" in c else ""
-    out = [f"**Evaluation against the bandwidth floor** ({c['shape']}; {threads}copy {c['copy_GBps']:.1f} GB/s, "
-           f"floor {c['floor_s']:.3f} s)", "", "| form | s | floor s | x floor |", "|---|---:|---:|---:|"]
+    out = [(f"**Evaluation against the bandwidth floor** ({c['shape']}; {threads}copy {c['copy_GBps']:.1f} GB/s, "
+           f"floor {c['floor_s']:.3f} s)"), "", "| form | s | floor s | x floor |", "|---|---:|---:|---:|"]
     out += [f"| {f['form']} | {f['s']:.3f} | {f['floor_s']:.3f} | {f['x_floor']:.2f} |" for f in c["forms"]]
     return "\n".join(out)
 
@@ -78,21 +79,23 @@ def gpu_mamba_table(rows: list[dict]) -> str:
     by: dict[tuple, dict] = {}
     for r in rows:
         by.setdefault((r["B"], r["T"], r["d"]), {})[(r["layer"], r["form"])] = r
-    out = ["**Mamba / Negative Mamba layer, forward + backward, float32, state 16** (ms; GPU busy = the sum of "
-           "the step's kernel durations, from torch.profiler)", "",
-           "| batch x length x width | mamba | negmamba | scan op alone (mamba / neg) | PyTorch ops (mamba / neg) "
-           "| mambapy | mamba_ssm | x faster than mambapy (mamba / neg) | GPU busy: ours / mambapy |",
+    out = [("**Mamba / Negative Mamba layer, forward + backward, float32, state 16** (ms; GPU busy = the sum of "
+           "the step's kernel durations, from torch.profiler)"), "",
+           ("| batch x length x width | mamba | negmamba | scan op alone (mamba / neg) | PyTorch ops (mamba / neg) "
+           "| mambapy | mamba_ssm | x faster than mambapy (mamba / neg) | GPU busy: ours / mambapy |"),
            "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for (B, T, d), f in by.items():
         get = lambda layer, form: f.get((layer, form), {}).get("ms")  # noqa: E731
+        both = lambda form: f"{_ms(get('mamba', form))} / {_ms(get('negmamba', form))}"  # noqa: E731
         mk, nk = get("mamba", "Triton kernels"), get("negmamba", "Triton kernels")
-        op = f"{_ms(get('mamba', 'mamba_scan op alone (Triton)'))} / {_ms(get('negmamba', 'mamba_scan op alone (Triton)'))}"
-        pt = f"{_ms(get('mamba', 'PyTorch ops (STATETRACK_KERNELS=0)'))} / {_ms(get('negmamba', 'PyTorch ops (STATETRACK_KERNELS=0)'))}"
+        op = both("mamba_scan op alone (Triton)")
+        pt = both("PyTorch ops (STATETRACK_KERNELS=0)")
         mp, ms = get("mambapy (peer)", ""), get("mamba_ssm (peer)", "")
         ratio = f"{mp / mk:.1f}x / {mp / nk:.1f}x" if mp and mk and nk else ""
         busy = [f.get(k, {}).get("gpu_busy_ms") for k in (("mamba", "Triton kernels"), ("mambapy (peer)", ""))]
         busy_s = f"{_ms(busy[0])} / {_ms(busy[1])}" if any(b is not None for b in busy) else ""
-        out.append(f"| {B} x {T:,} x {d} | {_ms(mk)} | {_ms(nk)} | {op} | {pt} | {_ms(mp)} | {_ms(ms)} | {ratio} | {busy_s} |")
+        out.append(f"| {B} x {T:,} x {d} | {_ms(mk)} | {_ms(nk)} | {op} | {pt} | {_ms(mp)} | {_ms(ms)} | {ratio} "
+                   f"| {busy_s} |")
     return "\n".join(out)
 
 
@@ -102,8 +105,8 @@ def gpu_delta_table(rows: list[dict]) -> str:
     for r in rows:
         by.setdefault((r["B"], r["T"], r["H"], r["K"], r["beta"]), {})[r["form"]] = r["ms"]
     out = ["**The delta rule alone, forward + backward (d_v = d_k)** (ms)", "",
-           "| batch x length x heads x d_k | beta | ours (kernel) | ours ms | PyTorch chunked | fla chunk (bf16) "
-           "| fla fused recurrent (fp32) | ours / fla chunk |", "|---|---|---|---:|---:|---:|---:|---:|"]
+           ("| batch x length x heads x d_k | beta | ours (kernel) | ours ms | PyTorch chunked | fla chunk (bf16) "
+           "| fla fused recurrent (fp32) | ours / fla chunk |"), "|---|---|---|---:|---:|---:|---:|---:|"]
     for (B, T, H, K, beta), f in by.items():
         ours = next(((k, v) for k, v in f.items() if k.startswith("ours: delta_rule")), (None, None))
         kernel = ours[0].split("(")[-1].rstrip(")") if ours[0] else "-"
@@ -116,8 +119,8 @@ def gpu_delta_table(rows: list[dict]) -> str:
 
 
 def reflections_table(rows: list[dict]) -> str:
-    out = ["**Products of reflections (beta in {0, 2}, v = 0; batch 2, 4 heads, 64 x 64 state)**: the state's "
-           "norm should not move; error against the same recurrence in float64", "",
+    out = [("**Products of reflections (beta in {0, 2}, v = 0; batch 2, 4 heads, 64 x 64 state)**: the state's "
+           "norm should not move; error against the same recurrence in float64"), "",
            "| length | form | \\|S_T\\| / \\|S_0\\| - 1 | relative error of S_T |", "|---:|---|---:|---:|"]
     out += [f"| {r['T']:,} | {r['form']} | {r['norm_drift']:.1e} | {r['rel_err']:.1e} |" for r in rows]
     return "\n".join(out)
@@ -146,8 +149,8 @@ def render(res: dict) -> str:
     m = res["machine"]
     gpu = f"GPU: {m['gpu']} (triton {m.get('triton')}); " if "gpu" in m else ""
     end = f", {m['loadavg_end'][0]:.2f} at the end" if "loadavg_end" in m else ""
-    parts = [f"{gpu}Machine: {m['cpu']}, nproc {m['nproc']}, torch {m['torch']}, {m['threads']} thread(s), "
-             f"Python {m['python']}; load average {m['loadavg'][0]:.2f} at the start{end}."]
+    parts = [(f"{gpu}Machine: {m['cpu']}, nproc {m['nproc']}, torch {m['torch']}, {m['threads']} thread(s), "
+             f"Python {m['python']}; load average {m['loadavg'][0]:.2f} at the start{end}.")]
     if "train64" in res:
         parts.append(train_table(res["train64"], "Forward + backward, batch 256, length 64, width 64, state 16"))
     if "train1024" in res:

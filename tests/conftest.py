@@ -1,3 +1,4 @@
+import contextlib
 import os
 
 import pytest
@@ -64,14 +65,10 @@ class Cli:
         import signal
 
         for p in self.procs:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(p.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            try:
+            with contextlib.suppress(Exception):
                 p.communicate(timeout=10)
-            except Exception:
-                pass
 
     @staticmethod
     def count(db, where: str, *params) -> int:
@@ -142,7 +139,7 @@ def dfa_task(tmp_path):
 
     def make(name, states, alphabet, start, accept, rows):
         spec = {"states": states, "alphabet": alphabet, "start": start, "accept": accept,
-                "transitions": {s: dict(zip(alphabet, r)) for s, r in zip(states, rows)}}
+                "transitions": {s: dict(zip(alphabet, r, strict=True)) for s, r in zip(states, rows, strict=True)}}
         p = tmp_path / f"{name}.json"
         p.write_text(json.dumps(spec))
         return f"dfa:{p}"

@@ -7,8 +7,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sympy.combinatorics import Permutation, PermutationGroup
 
-from statetrack.algebra import (DEFAULT_GROUPS, MAX_ORDER, get_group, group_from_generators,
-                                structure_of, structure_table)
+from statetrack.algebra import (
+    DEFAULT_GROUPS,
+    MAX_ORDER,
+    get_group,
+    group_from_generators,
+    structure_of,
+    structure_table,
+)
 from statetrack.errors import UserError
 
 SMALL = ["C1", "C2", "C3", "C5", "C6", "Z4", "D1", "D2", "D3", "D4", "D5", "S1", "S2", "S3", "S4",
@@ -27,7 +33,7 @@ def test_prefix_products_match_sympy(name, data):
     word = data.draw(st.lists(st.integers(0, g.order - 1), min_size=1, max_size=30))
     labels = g.prefix_products(np.array([word]))[0]
     acc = Permutation(list(range(g.degree)))
-    for x, y in zip(word, labels):
+    for x, y in zip(word, labels, strict=True):
         acc = acc * sym(g, x)  # sympy: p * q applies p first, then q
         assert acc.array_form == g.perm(y)
 

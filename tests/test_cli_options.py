@@ -57,7 +57,8 @@ def test_every_option_shows_its_default(command):
 def test_train_defaults_are_the_configs():
     fields = {**{f"--{k.replace('_', '-')}": f for k, f in TrainConfig.model_fields.items() if k != "model"},
               **{f"--{k.replace('_', '-')}": f for k, f in ModelConfig.model_fields.items()},
-              "--test-lengths": EvalConfig.model_fields["lengths"], "--eval-batch": EvalConfig.model_fields["batch_size"],
+              "--test-lengths": EvalConfig.model_fields["lengths"],
+              "--eval-batch": EvalConfig.model_fields["batch_size"],
               "--eval-chunk": EvalConfig.model_fields["chunk"], "--eval-seed": EvalConfig.model_fields["seed"]}
     helps = _help("train")
     for opt, f in fields.items():

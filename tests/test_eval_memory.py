@@ -29,7 +29,7 @@ def _settings(**env):
 def test_allocator_settings_follow_the_environment():
     """statetrack.memory: on by default (the malloc thresholds where glibc is present), both off with
     THP_MEM_ALLOC_ENABLE=0, and the user's own MALLOC_* thresholds left alone."""
-    base = {k: None for k in ("THP_MEM_ALLOC_ENABLE", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")}
+    base = dict.fromkeys(("THP_MEM_ALLOC_ENABLE", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"))
     on = _settings(**base)
     assert on == {"huge_pages": True, "malloc_thresholds": memory._LIBC is not None}
     assert _settings(**{**base, "THP_MEM_ALLOC_ENABLE": "0"}) == {"huge_pages": False, "malloc_thresholds": False}

@@ -115,8 +115,9 @@ def test_bad_plugin_names(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(plugins, "_auto_done", False)
     assert main(["tasks"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "plugin module 'broken' (environment variable STATETRACK_PLUGINS) failed to " \
-                                    "import: broken.py:2: RuntimeError: boom" in err
+    assert err.count("\n") == 1
+    assert ("plugin module 'broken' (environment variable STATETRACK_PLUGINS) failed to import: broken.py:2: "
+            "RuntimeError: boom") in err
 
 
 def test_entry_points(documented, tmp_path):

@@ -1,4 +1,5 @@
 """Faults: a diverging run is recorded as failed with its step and reason; the database keeps all."""
+import contextlib
 import math
 
 import torch
@@ -46,10 +47,8 @@ def test_interrupted_run_is_recorded_and_redone(db, monkeypatch):
         raise KeyboardInterrupt
 
     monkeypatch.setattr("statetrack.runner.train", boom)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         run(_cfg(seed=5), EvalConfig(lengths=[8], batch_size=4), db=db)
-    except KeyboardInterrupt:
-        pass
     [r] = Store(db).runs()
     assert r["status"] == "interrupted" and r["error"] == "interrupted by SIGINT"
     monkeypatch.undo()

@@ -6,7 +6,8 @@ import string
 
 import numpy as np
 import yaml
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from statetrack.cli import main
 from statetrack.config import ModelConfig, validated
@@ -28,9 +29,9 @@ def _one_line(e: Exception):
 
 # -- layer specs --------------------------------------------------------------------------------
 _names = st.sampled_from(sorted(MIXERS) + ["foo", "Mamba", "s4", "", "rnn2"])
-_opts = st.lists(st.tuples(st.sampled_from(["conv", "neg", "init", "disc", "expand", "x", "", "dt_min"]),
-                           st.sampled_from(["0", "1", "4", "-1", "true", "lin", "inv", "zoh", "2.5", "", "1e-9", "99"])),
-                 max_size=3)
+_keys = st.sampled_from(["conv", "neg", "init", "disc", "expand", "x", "", "dt_min"])
+_values = st.sampled_from(["0", "1", "4", "-1", "true", "lin", "inv", "zoh", "2.5", "", "1e-9", "99"])
+_opts = st.lists(st.tuples(_keys, _values), max_size=3)
 _item = st.builds(lambda n, o, r: n + ("(" + ",".join(f"{k}={v}" for k, v in o) + ")" if o else "") + r,
                   _names, _opts, st.sampled_from(["", "*2", "*0", "*x", "*70"]))
 _spec = st.one_of(st.lists(_item, min_size=0, max_size=3).map(",".join),
@@ -80,8 +81,9 @@ _dfa = st.fixed_dictionaries({}, optional={
     "alphabet": st.one_of(st.lists(_sym, max_size=3), st.text(max_size=2)),
     "start": st.one_of(_state, st.integers()),
     "accept": st.one_of(st.lists(_state, max_size=3), _state),
-    "transitions": st.one_of(st.dictionaries(_state, st.dictionaries(_sym, st.one_of(_state, st.integers()), max_size=3),
-                                             max_size=3), st.lists(st.integers(), max_size=2)),
+    "transitions": st.one_of(
+        st.dictionaries(_state, st.dictionaries(_sym, st.one_of(_state, st.integers()), max_size=3), max_size=3),
+        st.lists(st.integers(), max_size=2)),
     "extra": st.integers()})
 
 

@@ -9,12 +9,20 @@ from pathlib import Path
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from safetensors.torch import save_file
 
 from statetrack import ModelConfig, TrainConfig, build_model, get_task
-from statetrack.checkpoint import (FORMAT, MAX_PARAMS, declared_params, inspect_checkpoint, load_checkpoint,
-                                   meta_model, save_checkpoint)
+from statetrack.checkpoint import (
+    FORMAT,
+    MAX_PARAMS,
+    declared_params,
+    inspect_checkpoint,
+    load_checkpoint,
+    meta_model,
+    save_checkpoint,
+)
 from statetrack.cli import main
 from statetrack.config import ModelConfig as MC
 from statetrack.errors import UserError
@@ -162,10 +170,12 @@ def test_a_good_checkpoint_still_loads(tmp_path):
     assert cfg2 == cfg and all(torch.equal(v, m2.state_dict()[k]) for k, v in model.state_dict().items())
 
 
-_json = st.recursive(st.none() | st.booleans() | st.integers(-5, 5000) | st.floats(allow_nan=True) | st.text(max_size=8),
-                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
-                     max_leaves=8)
-_model = st.fixed_dictionaries({}, optional={"layers": st.sampled_from(["rnn", "mamba", "transformer*64", "s4d*2", "x", 3]),
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5000) | st.floats(allow_nan=True) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8)
+_model = st.fixed_dictionaries({}, optional={"layers": st.sampled_from(["rnn", "mamba", "transformer*64", "s4d*2", "x",
+                                                                        3]),
                                              "d_model": _json | st.integers(1, 4096), "d_state": _json,
                                              "mlp": _json, "norm": _json})
 _config = st.fixed_dictionaries({}, optional={"task": st.sampled_from(["parity", "group:S3", "nope"]) | _json,

@@ -116,7 +116,8 @@ def test_page_renders_in_chromium(report, chromium, tmp_path):
     assert len(check["svgs"]) == 2 and all(w > 200 and h > 100 for w, h in check["svgs"]), check
     assert check["tables"][0][0] == 3 and check["tables"][0][1] > 40, check  # header + RNN + Mamba
     shot = tmp_path / "shot.png"
-    _run_chromium(chromium, tmp_path, f"--screenshot={shot}", "--window-size=1000,1400", (report / "tiny.html").as_uri())
+    _run_chromium(chromium, tmp_path, f"--screenshot={shot}", "--window-size=1000,1400",
+                  (report / "tiny.html").as_uri())
     from matplotlib.image import imread
 
     img = imread(shot)[..., :3]

@@ -15,8 +15,9 @@ from statetrack.theory.constructions import build, init_config, init_model
 
 def _s3_cfg(**kw):
     c = build("s3-aussm")
-    base = dict(task="group:S3", model=c.config.model, train_min_len=1, train_max_len=16, steps=20, eval_every=10,
-                lr=0.01, weight_decay=0.0, seed=0, val_sequences=128, batch_size=32, init="construction:s3-aussm")
+    base = {"task": "group:S3", "model": c.config.model, "train_min_len": 1, "train_max_len": 16, "steps": 20,
+            "eval_every": 10, "lr": 0.01, "weight_decay": 0.0, "seed": 0, "val_sequences": 128, "batch_size": 32,
+            "init": "construction:s3-aussm"}
     base.update(kw)
     return TrainConfig(**base)
 
@@ -56,7 +57,7 @@ def test_construction_readout_is_a_fixed_point():
     opt.zero_grad()
     loss.backward()
     opt.step()
-    assert max(float((p.detach() - q).abs().max()) for p, q in zip(m.parameters(), before)) < 1e-6
+    assert max(float((p.detach() - q).abs().max()) for p, q in zip(m.parameters(), before, strict=True)) < 1e-6
 
 
 def test_training_from_the_s3_construction_keeps_it():
@@ -85,7 +86,8 @@ def test_cli_init_fields_must_agree(tmp_path, capsys):
     assert main(["train", "--task", "group:S3", "--init", "construction:s3-aussm", "--d-model", "8", "--db", db]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "d_model 8" in err and "16" in err
-    assert main(["train", "--task", "group:S3", "--init", "construction:s3-aussm", "--norm", "rmsnorm", "--db", db]) == 2
+    argv = ["train", "--task", "group:S3", "--init", "construction:s3-aussm", "--norm", "rmsnorm", "--db", db]
+    assert main(argv) == 2
     assert "norm 'rmsnorm'" in capsys.readouterr().err
     assert not (tmp_path / "r.db").exists()
     assert main(["train", "--task", "group:S3", "--init", "construction:s3-aussm", "--layers", "aussm*2",

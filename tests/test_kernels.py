@@ -17,17 +17,24 @@ import os
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported
 
-import pytest  # noqa: E402
+import pytest
 
 pytest.importorskip("triton", reason="the kernel tests need triton (in the test extra: pip install triton)")
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
+import torch
+import torch.nn.functional as F
 
-from statetrack.errors import UserError  # noqa: E402
-from statetrack.ops import (delta_rule, delta_rule_ref, dispatch, mamba_scan, mamba_scan_ref, selective_scan,  # noqa: E402
-                            selective_scan_ref)
-from statetrack.ops.triton_scans import mamba_scan_triton, selective_scan_triton  # noqa: E402
+from statetrack.errors import UserError
+from statetrack.ops import (
+    delta_rule,
+    delta_rule_ref,
+    dispatch,
+    mamba_scan,
+    mamba_scan_ref,
+    selective_scan,
+    selective_scan_ref,
+)
+from statetrack.ops.triton_scans import mamba_scan_triton, selective_scan_triton
 
 pytestmark = pytest.mark.kernels
 
@@ -51,7 +58,7 @@ def rel_err(x, ref):
 def grads(out, ws, ins):
     """Gradients of sum_i <out_i, w_i> (real part for complex outputs) with respect to ins."""
     loss = sum((o * w.to(o.dtype).conj()).real.sum() if o.is_complex() else (o * w.to(o.dtype)).sum()
-               for o, w in zip(out, ws))
+               for o, w in zip(out, ws, strict=True))
     return torch.autograd.grad(loss, [x for x in ins if x is not None])
 
 
@@ -77,7 +84,8 @@ def check_mamba(ins, neg, cfg, tol=2e-5):
     assert y.dtype == hT.dtype == torch.float32 and y.shape == yr.shape and hT.shape == hr.shape
     assert rel_err(y, yr) < tol and rel_err(hT, hr) < tol
     ws = [torch.randn(y.shape, device=DEV), torch.randn(hT.shape, device=DEV)]
-    for name, gk, gr in zip(("dt", "A", "u", "B", "C", "h0"), grads((y, hT), ws, ins), grads((yr, hr), ws, ins)):
+    for name, gk, gr in zip(("dt", "A", "u", "B", "C", "h0"), grads((y, hT), ws, ins), grads((yr, hr), ws, ins),
+                            strict=True):
         assert gk.shape == gr.shape and rel_err(gk, gr) < tol, name
 
 
@@ -143,7 +151,7 @@ def check_selective(ins, cfg, tol=2e-5):
     assert h.dtype == torch.complex64 and h.shape == hr.shape
     assert rel_err(h, hr) < tol
     w = [torch.randn(h.shape, dtype=torch.complex64, device=DEV)]
-    for name, gk, gr in zip(("a", "x", "B", "h0"), grads((h,), w, ins), grads((hr,), w, ins)):
+    for name, gk, gr in zip(("a", "x", "B", "h0"), grads((h,), w, ins), grads((hr,), w, ins), strict=True):
         assert gk.shape == gr.shape and gk.is_complex() == gr.is_complex(), name
         assert rel_err(gk, gr) < tol, name
 
@@ -181,7 +189,8 @@ def test_kernels_env(monkeypatch):
     monkeypatch.setenv(dispatch.ENV, "1")
     assert dispatch.kernels_enabled()
     assert not dispatch.use_triton(torch.zeros(2)) and not dispatch.use_fla(torch.zeros(2))  # CPU: PyTorch forms
-    assert not dispatch.use_triton(torch.zeros(2, dtype=torch.float64, device=DEV))  # float64: the references' precision
+    # float64: the references' precision
+    assert not dispatch.use_triton(torch.zeros(2, dtype=torch.float64, device=DEV))
     assert dispatch.use_triton(x) == (DEV == "cuda")
 
 
@@ -214,7 +223,7 @@ def test_mixer_cuda_kernels_match_pytorch_forms(name, monkeypatch):
     ref = run()
     # fla's chunk kernel (DeltaNet / DeltaProduct with beta in [0, 1]) takes q, k, v in bfloat16
     tol = BF16_TOL if delta and not layer.options.get("neg") else 1e-4
-    for i, (a, b) in enumerate(zip(fast, ref)):
+    for i, (a, b) in enumerate(zip(fast, ref, strict=True)):
         assert rel_err(a, b) < tol, (name, i)
 
 
@@ -240,7 +249,7 @@ def test_fla_delta_rule_matches_reference(kernel):
     tol = BF16_TOL if kernel == "chunk" else 1e-4
     assert rel_err(o, orf) < tol and rel_err(S, Sr) < tol
     ws = [torch.randn_like(o), torch.randn_like(S)]
-    for name, gk, gr in zip("qkvbS", grads((o, S), ws, ins), grads((orf, Sr), ws, ins)):
+    for name, gk, gr in zip("qkvbS", grads((o, S), ws, ins), grads((orf, Sr), ws, ins), strict=True):
         assert rel_err(gk, gr) < tol, name
     # the op dispatches here on CUDA: neg=True -> the float32 recurrent kernel
     o2, _ = delta_rule(*[t.detach() for t in ins], neg=True)

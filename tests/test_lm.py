@@ -15,12 +15,12 @@ from torch import nn
 from statetrack.cli import main
 from statetrack.errors import UserError
 from statetrack.lm import baselines as bl
+from statetrack.lm import synthetic, traces
 from statetrack.lm.corpus import SPLITS, assign_splits, get_corpus, stdlib_files
 from statetrack.lm.metrics import evaluate_lm, position_buckets, summarize
-from statetrack.lm import synthetic, traces
 from statetrack.lm.synthetic import program
-from statetrack.lm.traces import session
 from statetrack.lm.tokens import BOS, EOS, ByteTokenizer
+from statetrack.lm.traces import session
 from statetrack.tasks import get_task
 from statetrack.tasks.lm import LMTask
 
@@ -78,7 +78,7 @@ def test_split_reproducible_from_its_seed(fake_source, tmp_path):
 def test_assign_splits_by_bytes():
     sizes = [1000 + 37 * i for i in range(400)]
     s = assign_splits(sizes, seed=3)
-    frac = {k: sum(x for x, t in zip(sizes, s) if t == k) / sum(sizes) for k in SPLITS}
+    frac = {k: sum(x for x, t in zip(sizes, s, strict=True) if t == k) / sum(sizes) for k in SPLITS}
     assert 0.05 <= frac["test"] < 0.06 and 0.05 <= frac["validation"] < 0.06 and frac["train"] > 0.88
     assert s == assign_splits(sizes, seed=3) and s != assign_splits(sizes, seed=4)
 
@@ -242,7 +242,7 @@ def test_lm_batches_are_shifted_windows(fake_task):
     assert b.inputs.shape == (8, 32) and b.mask.all()
     assert (b.inputs[:, 1:] == b.targets[:, :-1]).all()  # targets = inputs shifted by one
     toks = np.asarray(t.split.tokens)
-    for row_in, row_out in zip(b.inputs, b.targets):  # each row is a window of the train file
+    for row_in, row_out in zip(b.inputs, b.targets, strict=True):  # each row is a window of the train file
         window = np.concatenate([row_in, row_out[-1:]])
         starts = np.flatnonzero(toks[: len(toks) - 32] == window[0])
         assert any((toks[s:s + 33] == window).all() for s in starts)
@@ -351,7 +351,7 @@ def test_baselines_against_a_hand_computation(monkeypatch):
         monkeypatch.setattr(bl, "CHUNK", chunk)
         c = bl.count_ngrams(train, 3)
         assert c.unigram.tolist() == [2, 3, 1]
-        pairs = {(code // 3, code % 3): n for code, n in zip(c.codes.tolist(), c.pair_counts.tolist())}
+        pairs = {(code // 3, code % 3): n for code, n in zip(c.codes.tolist(), c.pair_counts.tolist(), strict=True)}
         assert pairs == {(0, 1): 2, (1, 0): 1, (1, 1): 1, (1, 2): 1}
         assert c.prev.tolist() == [2, 3, 0]
     w = np.array([[1, 0, 2, 2]])  # targets 0, 2, 2 after 1, 0, 2
@@ -427,7 +427,7 @@ def test_run_keys_of_older_configs_are_unchanged():
     from statetrack.config import EvalConfig
 
     e = EvalConfig(lengths=[8, 16])
-    late = ("tokens", "windows")
+    late = EvalConfig.LATE_FIELDS
     assert e.key_dict() == {k: v for k, v in e.model_dump().items() if k not in late}
     assert EvalConfig(lengths=[8], tokens=100).key_dict()["tokens"] == 100
     assert EvalConfig(lengths=[8], windows="tile").key_dict()["windows"] == "tile"

@@ -15,7 +15,7 @@ from statetrack.spec import parse_layers
 D_MODEL, D_STATE = 8, 4
 
 # every registered mixer with its defaults, plus the option variants that change the maths
-VARIANTS = [name for name in MIXERS] + [
+VARIANTS = list(MIXERS) + [
     "mamba(neg=true)", "mamba(conv=0)", "s4d(init=inv)", "s4d(init=real)", "s4d(disc=bilinear)",
     "deltanet(neg=true)", "deltanet(heads=2,chunk=0)", "deltanet(chunk=3)", "deltaproduct(neg=true)",
     "deltaproduct(nh=3)", "deltaproduct(nh=3,neg=true,heads=2,chunk=2)", "aussm(conv=0)", "dcd(conv=0)",
@@ -148,7 +148,7 @@ def test_step_forward_chunked_agree(spec):
     assert y_full.shape == (B, T, D_MODEL)
     torch.testing.assert_close(y_step, y_full, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(y_chunk, y_full, rtol=1e-5, atol=1e-5)
-    for a, b in zip(*(s if isinstance(s, tuple) else (s,) for s in (s_full, state))):
+    for a, b in zip(*(s if isinstance(s, tuple) else (s,) for s in (s_full, state)), strict=True):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
 
 
@@ -218,7 +218,7 @@ def test_bad_options(bad):
 def test_transformer_cache_grows():
     m = make("transformer(pos=rope,heads=2)")
     s = m.init_state(2, dtype=torch.float64)
-    for t in range(5):
+    for _ in range(5):
         _, s = m.step(torch.randn(2, D_MODEL, dtype=torch.float64), s)
     assert s[0].shape[2] == 5
 

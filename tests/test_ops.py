@@ -7,10 +7,23 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from statetrack.ops import (causal_conv, delta_rule_chunked, delta_rule_recurrent, delta_rule_ref, diag_scan,
-                            diag_scan_ref, householder_product, interleave, mamba_scan, mamba_scan_ref,
-                            selective_scan, selective_scan_ref, unit_scan, unit_scan_ref)
 import statetrack.ops.diag as ds_mod
+from statetrack.ops import (
+    causal_conv,
+    delta_rule_chunked,
+    delta_rule_recurrent,
+    delta_rule_ref,
+    diag_scan,
+    diag_scan_ref,
+    householder_product,
+    interleave,
+    mamba_scan,
+    mamba_scan_ref,
+    selective_scan,
+    selective_scan_ref,
+    unit_scan,
+    unit_scan_ref,
+)
 from statetrack.ops.conv import causal_conv_ref
 from statetrack.ops.diag import _chunked, _loop
 
@@ -111,7 +124,7 @@ def test_diag_scan_grad_matches_reference_and_broadcast():
     w = torch.randn(3, 50, 5, dtype=torch.float64)
     g1 = torch.autograd.grad((diag_scan(a, b) * w).sum(), (a, b))
     g2 = torch.autograd.grad((diag_scan_ref(a.expand(3, 50, 5), b) * w).sum(), (a, b))
-    for x, y in zip(g1, g2):
+    for x, y in zip(g1, g2, strict=True):
         torch.testing.assert_close(x, y)
 
 
@@ -203,7 +216,7 @@ def test_mamba_scan_gradients_float32_agree_with_reference():
     w = torch.randn(3, 300, 5)
     g1 = torch.autograd.grad((mamba_scan(*ins, neg=True)[0] * w).sum(), ins)
     g2 = torch.autograd.grad((mamba_scan_ref(*ins, neg=True)[0] * w.double()).sum(), ins)
-    for x, ref in zip(g1, g2):
+    for x, ref in zip(g1, g2, strict=True):
         assert rel_err(x, ref) <= 1e-4
 
 
@@ -259,7 +272,7 @@ def test_delta_chunked_gradients_float32_agree_with_reference(kind):
     w = torch.randn(2, 300, 2, 8)
     g1 = torch.autograd.grad((delta_rule_chunked(*ins, chunk=32)[0] * w).sum(), ins)
     g2 = torch.autograd.grad((delta_rule_ref(*ins)[0] * w.double()).sum(), ins)
-    for x, ref in zip(g1, g2):
+    for x, ref in zip(g1, g2, strict=True):
         assert rel_err(x, ref) <= 1e-3
 
 
@@ -269,7 +282,7 @@ def test_delta_chunked_gradients_match_recurrent():
     w = torch.randn(2, 11, 2, 3, dtype=torch.float64)
     g1 = torch.autograd.grad((delta_rule_chunked(*ins, chunk=4)[0] * w).sum(), ins)
     g2 = torch.autograd.grad((delta_rule_recurrent(*ins)[0] * w).sum(), ins)
-    for x, y in zip(g1, g2):
+    for x, y in zip(g1, g2, strict=True):
         torch.testing.assert_close(x, y)
 
 
@@ -314,6 +327,6 @@ def test_causal_conv_gradients_match_conv1d():
     params = [x, buf, conv.weight, conv.bias]
     g1 = torch.autograd.grad((causal_conv(conv, x, buf)[0] * w).sum(), params)
     g2 = torch.autograd.grad((causal_conv_ref(conv, x, buf)[0] * w).sum(), params)
-    for a, b in zip(g1, g2):
+    for a, b in zip(g1, g2, strict=True):
         torch.testing.assert_close(a, b)
     assert torch.autograd.gradcheck(lambda x, buf: causal_conv(conv, x, buf)[0], (x, buf))

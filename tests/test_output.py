@@ -123,4 +123,5 @@ def test_sweep_progress_lines(tmp_path, rnn_study, capsys):
     err = capsys.readouterr().err.splitlines()
     done = [l for l in err if " done: " in l]
     assert sorted(l.split(" done: ")[0] for l in done) == ["s (quick): run 1/2", "s (quick): run 2/2"]
-    assert len([l for l in err if ": step " in l]) == 6  # 3 validations (steps 0, 5, 10) x 2 runs, from the worker processes
+    # 3 validations (steps 0, 5, 10) x 2 runs, from the worker processes
+    assert len([l for l in err if ": step " in l]) == 6

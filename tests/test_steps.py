@@ -38,7 +38,7 @@ def test_device_step_computes_the_eager_step(layers):
             assert rb.loss == pytest.approx(ra.loss, rel=1e-5)
             assert rb.total > 0
     assert dev.lr() == pytest.approx(eager.lr())
-    assert max(float((p - q).detach().abs().max()) for p, q in zip(a.parameters(), b.parameters())) < 1e-5
+    assert max(float((p - q).detach().abs().max()) for p, q in zip(a.parameters(), b.parameters(), strict=True)) < 1e-5
 
 
 def test_device_step_finds_the_first_non_finite_step():
@@ -65,7 +65,7 @@ def test_batches_draw_as_the_loop_did():
         want.append(b.inputs)
     data = batches(task, np.random.default_rng(5), cfg, CPU)
     got = [next(data)[0].numpy() for _ in range(4)]
-    assert all((g == w).all() for g, w in zip(got, want))
+    assert all((g == w).all() for g, w in zip(got, want, strict=True))
 
 
 def test_evaluation_chunks_shrink_with_the_batch():

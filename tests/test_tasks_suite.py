@@ -4,6 +4,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -113,9 +114,9 @@ def test_group_labels_are_sympy_prefix_products(name, length, seed):
     t = get_task(f"group:{name}")
     g = t.group
     b = t.sample_batch(np.random.default_rng(seed), 3, length)
-    for row_x, row_y in zip(b.inputs, b.targets):
+    for row_x, row_y in zip(b.inputs, b.targets, strict=True):
         acc = Permutation(list(range(g.degree)))
-        for x, y in zip(row_x, row_y):
+        for x, y in zip(row_x, row_y, strict=True):
             acc = acc * Permutation(g.perm(int(x)))
             assert acc.array_form == g.perm(int(y))
 
@@ -190,7 +191,7 @@ def test_modarith_matches_python_eval():
         t = get_task(f"modarith:{m}")
         for length in (1, 2, 3, 4, 9, 10, 31):
             b = t.sample_batch(np.random.default_rng(length), 50, length)
-            for x, y in zip(b.inputs, b.targets):
+            for x, y in zip(b.inputs, b.targets, strict=True):
                 s = _text(t, x)
                 assert re.fullmatch(r"\d([+*-]\d)*_?", s) and len(s) == length
                 assert s.endswith("_") == (length % 2 == 0)
@@ -202,7 +203,7 @@ def test_modarith_brackets_matches_python_eval():
         t = get_task(name)
         for length in (1, 2, 3, 4, 5, 6, 12, 37):
             b = t.sample_batch(np.random.default_rng(length), 30, length)
-            for x, y in zip(b.inputs, b.targets):
+            for x, y in zip(b.inputs, b.targets, strict=True):
                 s = _text(t, x)
                 assert len(s) == length and s.count("(") == s.count(")")
                 assert ("*" in s) <= name.endswith("mult")
@@ -238,10 +239,7 @@ TOMITA: dict = {
 
 def _tomita3(s):  # no maximal odd block of 1s immediately followed by a maximal odd block of 0s
     runs = _runs(s)
-    for (k1, n1), (k2, n2), in zip(runs, runs[1:]):
-        if k1 == "1" and n1 % 2 and k2 == "0" and n2 % 2:
-            return False
-    return True
+    return all(not (k1 == "1" and n1 % 2 and k2 == "0" and n2 % 2) for (k1, n1), (k2, n2) in pairwise(runs))
 
 
 TOMITA[3] = _tomita3
@@ -251,12 +249,12 @@ TOMITA[3] = _tomita3
 def test_tomita_dfas(k):
     dfa = tomita_dfa(k)
     pred = TOMITA[k]
-    for n in range(0, 11):
+    for n in range(11):
         for bits in itertools.product("01", repeat=n):
             s = "".join(bits)
             assert dfa.accepts(s) == pred(s), (k, s)
     b = batch(f"tomita:{k}", 12, n=10)
-    for x, y in zip(b.inputs, b.targets):
+    for x, y in zip(b.inputs, b.targets, strict=True):
         s = "".join(map(str, x))
         assert y.tolist() == [int(pred(s[:i + 1])) for i in range(12)]
 
@@ -305,7 +303,7 @@ def test_offset_process():
     t = get_task("offset")
     assert t.default_length == 200
     b = t.sample_batch(np.random.default_rng(0), 64, 400)
-    for x, y, m in zip(b.inputs, b.targets, b.mask):
+    for x, y, m in zip(b.inputs, b.targets, b.mask, strict=True):
         runs = _runs(x.tolist())
         assert runs[0][0] == 0
         for k, n in runs[:-1]:
@@ -370,7 +368,7 @@ def test_sample_json():
         assert len(e["inputs"]) == len(e["targets"]) == len(e["mask"]) == 10
         assert e["input_perms"] == [g.perm(i) for i in e["inputs"]]
         acc = Permutation([0, 1, 2])
-        for p, q in zip(e["input_perms"], e["target_perms"]):
+        for p, q in zip(e["input_perms"], e["target_perms"], strict=True):
             acc = acc * Permutation(p)
             assert acc.array_form == q
     m = sample_json("modarith:5", 9, 1, 0)[0]

@@ -10,11 +10,11 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from test_tasks_suite import PARITY_DFA, TOMITA
 
 from statetrack.errors import UserError
 from statetrack.tasks import get_task, label_shares, sample_json
 from statetrack.tasks.dfa import DFATask, tomita_dfa
+from test_tasks_suite import PARITY_DFA, TOMITA
 
 
 def words(alphabet, n):
@@ -64,10 +64,11 @@ def test_tomita_test_sets_are_balanced_and_match_the_grammar(k, length):
     b = t.test_batch(np.random.default_rng(0), 400, length)
     share = b.targets[:, -1].mean()
     assert 0.35 <= share <= 0.65
-    for x, y in zip(b.inputs[:60], b.targets[:60]):
+    for x, y in zip(b.inputs[:60], b.targets[:60], strict=True):
         s = "".join(map(str, x))
         assert y[-1] == TOMITA[k](s)
-        assert y[:: max(1, length // 7)].tolist() == [int(TOMITA[k](s[:i + 1])) for i in range(0, length, max(1, length // 7))]
+        every = max(1, length // 7)
+        assert y[::every].tolist() == [int(TOMITA[k](s[:i + 1])) for i in range(0, length, every)]
     # the training draw is what the test draw replaces: nearly all "reject" at these lengths
     if k in (1, 2, 3, 7):
         train = t.sample_batch(np.random.default_rng(0), 2000, length)
@@ -117,9 +118,9 @@ def test_balanced_final_labels(name, k, length):
     assert again.targets.shape[1] == length
     if name.startswith("group"):
         g = t.group
-        for x, y in zip(b.inputs, b.targets):
+        for x, y in zip(b.inputs, b.targets, strict=True):
             acc = 0
-            for a, want in zip(x, y):
+            for a, want in zip(x, y, strict=True):
                 acc = g.mul(acc, int(a))
                 assert acc == want
     elif name.startswith("parity"):
@@ -173,7 +174,7 @@ def test_balanced_training_variant():
     assert t.name == "tomita:2/balanced" and t.params()["balanced_training"]
     b = t.sample_batch(np.random.default_rng(0), 40, 50)
     assert b.targets[:, -1].sum() == 20 and all(TOMITA[2]("".join(map(str, x))) == bool(y)
-                                                 for x, y in zip(b.inputs, b.targets[:, -1]))
+                                                 for x, y in zip(b.inputs, b.targets[:, -1], strict=True))
     odd = t.sample_batch(np.random.default_rng(0), 40, 51)  # no accepted string: the uniform draw
     assert odd.targets[:, -1].sum() == 0
     assert get_task("tomita:2").sample_batch(np.random.default_rng(0), 40, 50).targets[:, -1].sum() == 0

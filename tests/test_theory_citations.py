@@ -32,7 +32,7 @@ def test_oracle_and_construction_bases_are_named_in_science_md():
 def test_every_cited_key_has_a_reference():
     refs = _references()
     files = [p for p in (ROOT / "src").rglob("*") if p.suffix in (".py", ".yaml")]
-    files += [p for p in (ROOT / "docs").glob("*.md")] + [ROOT / "README.md"]
+    files += list((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
     missing = {}
     for p in files:
         for key in set(KEY.findall(p.read_text())) - refs:

@@ -1,7 +1,6 @@
 """The theory commands: oracle, construct, counterexample, spectrum, and train --init construction:NAME."""
 import json
 
-
 from statetrack.cli import main
 
 
@@ -74,7 +73,8 @@ def test_init_noise_is_seeded():
     c = build("parity-negmamba")
     cfg = TrainConfig(task="parity", model=c.config.model, init="construction:parity-negmamba", init_noise=0.1, seed=3)
     a, b = init_model(cfg), init_model(cfg)
-    for (n, p), (_, q) in zip(a.named_parameters(), b.named_parameters()):
+    for (n, p), (_, q) in zip(a.named_parameters(), b.named_parameters(), strict=True):
         assert torch.equal(p, q), n
-    d = [float((p - q).detach().std()) for p, q in zip(a.parameters(), c.model.parameters()) if p.numel() > 4]
+    d = [float((p - q).detach().std())
+         for p, q in zip(a.parameters(), c.model.parameters(), strict=True) if p.numel() > 4]
     assert all(0.02 < x < 0.3 for x in d)

@@ -10,7 +10,6 @@ from statetrack.theory.monoid import monoid_facts
 from statetrack.theory.representations import best_representation, householder_factors, reflections_needed
 
 
-
 @pytest.mark.parametrize("k,size,aperiodic,groups,height", [
     (1, 2, True, [], 1), (2, 6, True, [], 2), (3, 26, False, [2], 4), (4, 12, True, [], 3),
     (5, 4, False, [4], 1), (6, 3, False, [3], 1), (7, 9, True, [], 5)])

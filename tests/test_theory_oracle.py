@@ -3,10 +3,9 @@ languages beyond those the papers name."""
 
 import pytest
 
+import statetrack.theory.verdicts as O
 from statetrack.layers import MIXERS
 from statetrack.theory.verdicts import oracle
-
-import statetrack.theory.verdicts as O
 
 zoo = pytest.mark.skipif(not {"aussm", "saussm", "dcd", "deltanet", "deltaproduct", "transformer"} <= set(MIXERS),
                          reason="needs the zoo mixers (branch zoo)")
@@ -34,7 +33,7 @@ def test_T1_witness_generalises_to_every_nontrivial_group():
         assert v("mamba*3", t).verdict == "impossible"
 
 
-# -- T2: time-invariant diagonal SSMs fail parity (also with negative eigenvalues) ------------------------------
+# -- T2: time-invariant diagonal SSMs fail parity (also with negative eigenvalues) ---------------------------
 @pytest.mark.parametrize("layers", ["s4d", "s4d*2", "s4d(init=inv)*3", "s4d(init=real)"])
 def test_T2_s4d_fails_parity(layers):
     r = v(layers, "parity")
@@ -47,14 +46,14 @@ def test_T2_refutes_claim_s4_with_negative_eigenvalues_solves_parity():
     assert v("s4d*2", "parity").basis == "T2"
 
 
-# -- T3: (0^k 1^m)^T witnesses --------------------------------------------------------------------------------
+# -- T3: (0^k 1^m)^T witnesses -------------------------------------------------------------------------------
 def test_T3_block_witness_defeats_nonnegative_stacks():
     r = v("mamba*2", "witness:block:3:5")
     assert (r.verdict, r.basis) == ("impossible", "T3")
     assert v("mamba", "witness:alt").basis == "T3"
 
 
-# -- T4: S4D + Mamba stacks fail parity --------------------------------------------------------------------------
+# -- T4: S4D + Mamba stacks fail parity ----------------------------------------------------------------------
 @pytest.mark.parametrize("layers", ["mamba,s4d", "s4d,mamba", "mamba,s4d,mamba,s4d", "mamba(conv=0)*2,s4d(init=inv)"])
 def test_T4_mixed_s4d_mamba_stacks_fail_parity(layers):
     r = v(layers, "parity")
@@ -67,7 +66,7 @@ def test_T4_extends_to_groups_with_two_or_more_inputs_but_not_to_fixed_inputs():
     assert v("mamba,s4d", "modcount:3").verdict == "possible"  # the S4D layer counts on the fixed input (P1)
 
 
-# -- P1 / P2: one S4D layer counts on a fixed input and predicts the offset ----------------------------------------
+# -- P1 / P2: one S4D layer counts on a fixed input and predicts the offset ----------------------------------
 @pytest.mark.parametrize("m", [2, 3, 7, 60])
 def test_P1_s4d_counts_mod_m(m):
     assert (v("s4d", f"modcount:{m}").verdict, v("s4d", f"modcount:{m}").basis) == ("possible", "P1")
@@ -81,7 +80,7 @@ def test_P2_s4d_predicts_the_offset():
     assert (v("s4d", "offset").verdict, v("s4d", "offset").basis) == ("possible", "P2")
 
 
-# -- T5 and P3: input-dependent complex diagonal layers and derived length ---------------------------------------
+# -- T5 and P3: input-dependent complex diagonal layers and derived length -----------------------------------
 @zoo
 @pytest.mark.parametrize("layers,group,verdict", [
     ("aussm", "C2", "possible"), ("aussm", "C6", "possible"), ("aussm", "C60", "possible"),
@@ -140,7 +139,7 @@ def test_mixed_stacks_follow_the_layer_by_layer_series():
     assert v("negmamba,aussm", "group:S4").verdict == "impossible"  # T5's upper bound: derived length 3 > 2
 
 
-# -- T6: Householder products with eigenvalues in [-1, 1] -----------------------------------------------------------
+# -- T6: Householder products with eigenvalues in [-1, 1] ----------------------------------------------------
 @zoo
 def test_T6_deltaproduct_reaches_s_nh_plus_1_in_one_layer():
     for n in (2, 3, 4, 5):
@@ -155,14 +154,14 @@ def test_T6_deltaproduct_reaches_s_nh_plus_1_in_one_layer():
     assert v("deltaproduct(nh=2)", "parity").verdict == "impossible"  # [0,1] factors: T1
 
 
-# -- T7: expressivity is not learnability: the oracle answers expressivity ----------------------------------------------
+# -- T7: expressivity is not learnability: the oracle answers expressivity -----------------------------------
 @zoo
 def test_T7_oracle_reports_expressivity_for_s3_and_a4():
     assert v("aussm*2", "group:S3").verdict == "possible"
     assert v("aussm*2", "group:A4").verdict == "possible"
 
 
-# -- non-linear layers, attention, regular languages ------------------------------------------------------------------------
+# -- non-linear layers, attention, regular languages ---------------------------------------------------------
 @pytest.mark.parametrize("layers", ["rnn", "lstm", "gru", "mamba,rnn"])
 def test_nonlinear_recurrences_are_possible_for_finite_state_tasks(layers):
     for t in ("parity", "group:A5", "tomita:3", "offset"):
@@ -236,7 +235,7 @@ def test_evenpairs_is_star_free_and_dfa_files_work(tmp_path):
     assert oracle("negmamba", f"dfa:{p}").verdict == "possible"
 
 
-# -- SF: star-free languages in non-negative stacks, with the depth of their holonomy cascade ------------------
+# -- SF: star-free languages in non-negative stacks, with the depth of their holonomy cascade ----------------
 
 @pytest.mark.parametrize("task,depth", [("tomita:1", 1), ("tomita:2", 3), ("tomita:4", 4), ("tomita:7", 6),
                                         ("evenpairs", 3)])
@@ -258,7 +257,7 @@ def test_non_star_free_tomita_languages_are_impossible_for_mamba(k):
     assert (r.verdict, r.basis) == ("impossible", "T1") and r.facts["aperiodic"] is False
 
 
-# -- KR: abelian (or elementary abelian 2) maximal subgroups and resets ---------------------------------------
+# -- KR: abelian (or elementary abelian 2) maximal subgroups and resets --------------------------------------
 def test_KR_counter_mod_3_with_reset(dfa_task):
     # a counts mod 3, b resets: monoid C3 plus constants, holonomy height 1
     task = dfa_task("reset3", ["0", "1", "2"], ["a", "b"], "0", ["0"], [["1", "0"], ["2", "0"], ["0", "0"]])
@@ -305,7 +304,7 @@ def test_one_letter_languages_with_a_pre_period(dfa_task):
     assert (v("mamba", late).verdict, v("mamba", late).basis) == ("possible", "P1")
 
 
-# -- T6 with lemma CD: the best orthogonal representation -------------------------------------------------------------
+# -- T6 with lemma CD: the best orthogonal representation ----------------------------------------------------
 @zoo
 @pytest.mark.parametrize("group,n_h,dim,what", [
     ("S4", 2, 3, "cube"), ("A5", 2, 3, "icosahedron"), ("A4", 2, 3, "tetrahedron"), ("D4", 2, 2, "4-gon"),
@@ -329,7 +328,7 @@ def test_T6_reflection_letters_need_one_factor(dfa_task):
     assert (v("negmamba*4", task).verdict, v("negmamba*4", task).basis) == ("impossible", "PD")
 
 
-# -- PD: period doubling (real diagonal layers; one real Householder factor on a constant input) ---------------------------
+# -- PD: period doubling (real diagonal layers; one real Householder factor on a constant input) -------------
 @zoo
 @pytest.mark.parametrize("task", ["group:C3", "group:S3", "group:A4", "modcount:3", "tomita:6", "cycle:3/every"])
 def test_PD_one_householder_factor_cannot_count_mod_3(task):
@@ -362,7 +361,7 @@ def test_PD_agrees_with_what_one_factor_can_do():
     assert v("deltanet(neg=true)", "group:C4").verdict == "impossible"
 
 
-# -- facts in the JSON ------------------------------------------------------------------------------------------------
+# -- facts in the JSON ---------------------------------------------------------------------------------------
 @zoo
 def test_verdicts_carry_the_facts_they_used(capsys):
     import json
@@ -379,7 +378,7 @@ def test_verdicts_carry_the_facts_they_used(capsys):
     assert out["verdict"] == "possible" and out["facts"]["holonomy_height"] == 3 and out["facts"]["monoid_size"] == 12
 
 
-# -- consistency on a wider grid ----------------------------------------------------------------------------------------
+# -- consistency on a wider grid -----------------------------------------------------------------------------
 @zoo
 def test_no_rule_contradicts_another_on_groups_and_languages(dfa_task):
     from statetrack.theory.algebra import task_algebra

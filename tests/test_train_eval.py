@@ -8,8 +8,8 @@ from statetrack.evaluation import LengthMetrics, longest_generalized, scaled
 
 
 def _cfg(**kw):
-    base = dict(model=ModelConfig(layers="rnn", d_model=2, d_state=8), train_min_len=8, train_max_len=8,
-                steps=120, eval_every=40, lr=0.01, weight_decay=0.0, seed=3, val_sequences=64)
+    base = {"model": ModelConfig(layers="rnn", d_model=2, d_state=8), "train_min_len": 8, "train_max_len": 8,
+                "steps": 120, "eval_every": 40, "lr": 0.01, "weight_decay": 0.0, "seed": 3, "val_sequences": 64}
     base.update(kw)
     return TrainConfig(**base)
 

@@ -147,6 +147,28 @@ def test_a_full_disk(tmp_path, capsys, study, ckpt, mount_tmpfs):
     assert [r["status"] for r in Store(db).runs()] == ["complete"]
 
 
+@pytest.mark.parametrize("free", [40_000, 80_000, 120_000, 160_000, 200_000])
+def test_a_new_database_on_a_nearly_full_disk_is_whole_or_absent(capsys, mount_tmpfs, free):
+    """A new database on a disk with a little room (a 3 MB tmpfs with ``free`` bytes left) is created whole,
+    or the command ends in one line and leaves no file: never a traceback, never a malformed file."""
+    full = mount_tmpfs("full", size="3m")
+    _fill(full, keep=free)
+    db = full / "c.db"
+    code = main(TRAIN + ["--db", str(db)])
+    out = capsys.readouterr().err
+    assert code in (0, 2) and "Traceback" not in out, out
+    if code == 2:
+        err = out.splitlines()[-1]
+        assert err.startswith("error: ") and "No space left on device" in err, out
+        if "cannot create results database" in err:
+            assert not db.exists()
+    assert not [f for f in _files(full) if f.endswith((".tmp", ".creating", "-journal"))], _files(full)
+    (full / "filler").unlink()
+    if db.exists():  # whole: every later command reads it
+        assert main(["runs", "--db", str(db)]) == 0, capsys.readouterr().err
+        assert Store(db).schema_version() >= 1
+
+
 def test_a_full_disk_for_reports(tmp_path, capsys, study, mount_tmpfs):
     full = mount_tmpfs("full")
     db = str(tmp_path / "r.db")

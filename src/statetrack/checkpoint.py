@@ -66,7 +66,7 @@ def declared_params(model_cfg, task) -> int:
     counts = Counter(str(spec) for spec in parse_layers(model_cfg.layers))
     once = meta_model(model_cfg.model_copy(update={"layers": ",".join(counts)}), task)
     total = sum(v.numel() for v in once.state_dict().values())
-    for block, (spec, n) in zip(once.blocks, counts.items()):
+    for block, n in zip(once.blocks, counts.values(), strict=True):
         total += (n - 1) * sum(v.numel() for v in block.state_dict().values())
     return total
 
@@ -153,7 +153,8 @@ def inspect_checkpoint(path: str | Path, max_params: int | None = None) -> Inspe
     try:
         with safe_open(str(path), framework="pt") as f:
             meta = f.metadata() or {}
-            header = {k: (tuple(f.get_slice(k).get_shape()), f.get_slice(k).get_dtype()) for k in f.keys()}
+            header = {k: (tuple(f.get_slice(k).get_shape()), f.get_slice(k).get_dtype())
+                      for k in f.keys()}  # noqa: SIM118 (safe_open is not iterable)
     except (SafetensorError, OSError, ValueError) as e:
         raise _bad(path, f"is not a readable safetensors file ({e})") from None
     if meta.get("format") != FORMAT:
@@ -209,7 +210,7 @@ def read_checkpoint(path: str | Path, max_params: int | None = None) -> tuple[di
     info = inspect_checkpoint(path, max_params)
     try:
         with safe_open(str(info.path), framework="pt") as f:
-            tensors = {k: f.get_tensor(k) for k in f.keys()}
+            tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (safe_open is not iterable)
     except (SafetensorError, OSError, ValueError) as e:
         raise _bad(path, f"is not a readable safetensors file ({e})") from None
     for k, v in tensors.items():

@@ -17,6 +17,7 @@ is never complete twice.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
@@ -187,10 +188,8 @@ class Heartbeat:
     def _loop(self):
         every = heartbeat_interval(self.claims.timeout)
         while not self._stop.wait(every):
-            try:
+            with contextlib.suppress(Exception):  # a locked or full database: the next beat tries again
                 self.claims.beat()
-            except Exception:  # a locked or full database: the next beat tries again
-                pass
 
     def __enter__(self):
         self._thread.start()

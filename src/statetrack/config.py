@@ -1,6 +1,7 @@
 """Typed configs: every component is built from one of these, and every run stores them whole."""
 from __future__ import annotations
 
+import os
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -88,6 +89,12 @@ class EvalConfig(_Config):
                                                    "chunk exceed this many MiB")
     tokens: int | None = Field(None, ge=1, description="language models: test tokens scored at each length "
                                                        "(windows = tokens / length); default batch_size windows")
+    test_split: Literal["test", "long", "test+long"] = Field(
+        "test", description="the draws scored at every length: 'test' (the task's test draw), 'long' (the "
+                            "long-range draw of a regular task: the last half of each string leaves both labels "
+                            "possible), or 'test+long' (both; the first is the run's headline)")
+    horizons: bool = Field(False, description="also measure the failure horizon on each witness family of a "
+                                              "regular task, up to the longest test length")
     windows: Literal["random", "tile"] = Field(
         "random", description="language models: test windows at seeded random offsets ('random', tokens per "
                               "length), or laid end to end over the whole test split ('tile': every test token "
@@ -95,7 +102,12 @@ class EvalConfig(_Config):
 
     #: fields added after run keys were in use: left out of a run's key while at their default, so the
     #: runs of older databases keep their keys (and are reused)
-    LATE_FIELDS: ClassVar[tuple[str, ...]] = ("tokens", "windows")
+    LATE_FIELDS: ClassVar[tuple[str, ...]] = ("tokens", "test_split", "horizons", "windows")
+
+    @property
+    def splits(self) -> list[str]:
+        """The draws scored, the headline first: ['test'], ['long'] or ['test', 'long']."""
+        return self.test_split.split("+")
 
     _device = field_validator("device")(classmethod(lambda cls, v: concrete_device(v)))
 
@@ -150,7 +162,7 @@ def validated(cls, **kwargs):
 #: The mapping holds TrainConfig's fields at the top level, ModelConfig's under ``model``, EvalConfig's
 #: under ``eval``, and optionally ``plugins`` (modules to import first: statetrack.plugins). It is the
 #: format of ``statetrack train --config FILE.yaml`` and of a stored run's ``config``.
-SECTIONS = {"model": ModelConfig, "eval": EvalConfig}
+SECTIONS: dict[str, type[BaseModel]] = {"model": ModelConfig, "eval": EvalConfig}
 
 
 def run_config_keys() -> dict:
@@ -204,10 +216,11 @@ def parse_override(text: str) -> tuple[str, object]:
     return key, raw
 
 
-def load_run_config(path) -> dict:
+def load_run_config(path: str | os.PathLike) -> dict:
     """A run's config from a YAML (or JSON) file, flattened to dotted keys and checked."""
-    import yaml
     from pathlib import Path
+
+    import yaml
 
     p = Path(path)
     if not p.is_file():

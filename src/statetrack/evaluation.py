@@ -3,22 +3,27 @@
 At each test length L a fresh seeded batch of sequences is run through the model in chunks of
 ``chunk`` steps, carrying the recurrent state, so memory does not grow with L.
 
-The sequences come from the task's test draw (``Task.stream_test_batch``; e.g. half accepted and half
-rejected strings for a regular language), never from a pooled estimate. Metrics:
+The sequences come from a draw of the task (``statetrack.tasks.draws``): its test draw (``test``; e.g.
+half accepted and half rejected strings for a regular language) or the long-range draw (``long``: the
+last half of each string leaves both labels possible, so the recent past cannot decide the label);
+``EvalConfig.test_split`` says which (``test+long``: both; the first is the run's headline). Metrics:
 
 - ``accuracy``: accuracy of the last scored label of each sequence, i.e. after reading all L inputs
   when the last position is scored (the quantity the papers report as "accuracy at length L"), with
   its Wilson 95% interval ``accuracy_low`` - ``accuracy_high`` over the ``n_sequences`` sequences;
-- ``chance``: the majority rate of that label in this length's test batch, i.e. the accuracy of the
-  best constant answer on exactly these sequences (``token_chance``: the same over every scored
-  position, the reference for token accuracy);
+- ``chance``: the majority share of that label's distribution in the draw at this length, i.e. the
+  expected accuracy of the best constant answer: exact where the task can compute it, else over 10,000
+  sequences of the same draw (``draws.label_distribution``), never the majority of the few sequences
+  scored (``token_chance``: the majority share over every scored position of the batch, the reference
+  for token accuracy);
 - ``token_accuracy``: mean accuracy over all scored positions;
 - ``sequence_accuracy``: fraction of sequences whose every scored position is right;
 - ``scaled_accuracy``: (accuracy - chance) / (1 - chance): 0 for the best constant answer, 1 for a
   perfect model; None when every sequence has the same final label (a fixed-input task).
 
-A length at which the task has no test set (``Task.test_unavailable``, e.g. no accepted string of that
-length) is not scored: its metrics are None and ``note`` says why.
+A length at which the draw has no sequences (``draws.unavailable``, e.g. no accepted string of that
+length, or a window language in the long-range draw) is not scored: its metrics are None and ``note``
+says why.
 
 A language-modelling task (``task.kind == "lm"``) is scored on its test split instead, by
 ``statetrack.lm.metrics`` (loss, bits per byte, loss by position bucket); ``evaluate_run`` chooses, and
@@ -29,17 +34,17 @@ target token's share among the tokens scored).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Callable
 
 import numpy as np
 import torch
 
 from statetrack.config import EvalConfig
 from statetrack.device import resolve_device
+from statetrack.horizon import failure_horizons, horizon_summary
 from statetrack.memory import release_free_memory
-from statetrack.tasks import Task
-
+from statetrack.tasks import Task, draws
 
 #: the 97.5% quantile of the standard normal distribution (two-sided 95% intervals)
 Z95 = 1.959963984540054
@@ -91,7 +96,7 @@ class LengthMetrics:
         return None
 
     @classmethod
-    def from_row(cls, row) -> "LengthMetrics":
+    def from_row(cls, row) -> LengthMetrics:
         """From a row of the results database's ``metrics`` table (columns a row lacks stay None)."""
         keys = row.keys()
         return cls(**{k: row[k] for k in cls.__dataclass_fields__ if k in keys})
@@ -102,11 +107,18 @@ def scaled(acc: float, chance: float) -> float | None:
     return (acc - chance) / (1 - chance) if chance < 1 else None
 
 
+def chance_at(task: Task, length: int, split: str = "test") -> float:
+    """The majority share of the final label's distribution in the split's draw at ``length``
+    (``draws.label_distribution``: exact where the task can compute it, else over 10,000 draws)."""
+    dist, _ = draws.label_distribution(task, split, length)
+    return float(np.max(dist))
+
+
 @torch.no_grad()
 def evaluate_length(model, task: Task, length: int, batch_size: int, chunk: int,
-                    rng: np.random.Generator, device=None) -> LengthMetrics:
-    """Metrics of ``model`` on ``batch_size`` sequences of the task's test draw at ``length``."""
-    reason = task.test_unavailable(length)
+                    rng: np.random.Generator, device=None, split: str = "test") -> LengthMetrics:
+    """Metrics of ``model`` on ``batch_size`` sequences of the split's draw at ``length``."""
+    reason = draws.unavailable(task, split, length)
     if reason:
         return LengthMetrics(length, None, None, None, None, None, 0, note=reason)
     device = torch.device(device or next(model.parameters()).device)
@@ -118,7 +130,7 @@ def evaluate_length(model, task: Task, length: int, batch_size: int, chunk: int,
     has_scored = np.zeros(batch_size, dtype=bool)
     token_labels = np.zeros(task.num_classes, dtype=np.int64)
     rows = np.arange(batch_size)
-    for b in task.stream_test_batch(rng, batch_size, length, chunk):
+    for b in draws.stream(task, split, rng, batch_size, length, chunk):
         logits, states = model(torch.as_tensor(b.inputs, device=device), states)
         if device.type == "cpu":
             # the heap's free blocks back to the OS after each chunk: peak memory flat in length
@@ -140,7 +152,7 @@ def evaluate_length(model, task: Task, length: int, batch_size: int, chunk: int,
     if n == 0:
         return LengthMetrics(length, None, None, None, None, None, 0, note="no scored position")
     acc = float(last_ok[has_scored].mean())
-    chance = float(np.bincount(last_y[has_scored]).max() / n)
+    chance = chance_at(task, length, split)
     note = None if chance < 1 else ("every sequence has the same final label (a constant answer is right): "
                                     "scaled accuracy undefined")
     return LengthMetrics(length, acc, correct_tok / max(total_tok, 1), float(seq_ok[has_scored].mean()),
@@ -159,21 +171,38 @@ def chunk_size(model, cfg: EvalConfig) -> int:
 
 
 def evaluate(model, task: Task, cfg: EvalConfig | None = None,
-             on_length: Callable[[LengthMetrics], None] | None = None) -> list[LengthMetrics]:
-    """Accuracy per test length on the task's test draw. Each length gets its own generator seeded from
-    (cfg.seed, length)."""
+             on_length: Callable[[LengthMetrics], None] | None = None, split: str | None = None) -> list[LengthMetrics]:
+    """Accuracy per test length on the ``split`` draw (default: the first of ``cfg.test_split``). Each
+    length gets its own generator seeded from (cfg.seed, length)."""
     cfg = cfg or EvalConfig()
+    split = split or cfg.splits[0]
     device = resolve_device(cfg.device)
     model = model.to(device).eval()
     chunk = chunk_size(model, cfg)
     out = []
     for length in cfg.lengths:
         rng = np.random.default_rng([cfg.seed, length])
-        m = evaluate_length(model, task, length, cfg.batch_size, chunk, rng, device)
+        m = evaluate_length(model, task, length, cfg.batch_size, chunk, rng, device, split)
         out.append(m)
         if on_length:
             on_length(m)
     return out
+
+
+def evaluate_more(model, task: Task, cfg: EvalConfig) -> tuple[dict[str, list[LengthMetrics]], dict]:
+    """What a run scores beside its headline: the metrics of every other split of ``cfg.test_split``
+    ({split: metrics}), and with ``cfg.horizons`` the witness families' failure horizons up to the
+    longest test length ({"families": rows, "horizon": shortest or None, "horizon_max": N}; empty for a
+    task without an automaton). Language models: nothing."""
+    if task.kind == "lm":
+        return {}, {}
+    more = {s: evaluate(model, task, cfg, split=s) for s in cfg.splits[1:]}
+    horizons: dict = {}
+    if cfg.horizons and task.automaton() is not None:
+        device = resolve_device(cfg.device)
+        rows = failure_horizons(model.to(device).eval(), task, max(cfg.lengths), device=device)
+        horizons = {"families": rows, **horizon_summary(rows, max(cfg.lengths))}
+    return more, horizons
 
 
 def evaluate_run(model, task: Task, cfg: EvalConfig, on_length: Callable | None = None) -> tuple[list, list]:

@@ -17,6 +17,7 @@ interrupted) and ``close()``.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import multiprocessing as mp
 import os
 import queue
@@ -169,10 +170,8 @@ class Pool:
         then kill those still running."""
         procs = list((self.pool._processes or {}).values())
         for p in procs:
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(p.pid, signal.SIGTERM)
-            except OSError:
-                pass
         cf.wait(self.futures, timeout=GRACE)
         for p in procs:  # their runs are recorded (or, past the grace, recorded by the parent): no slow exit
             if p.is_alive():
@@ -195,6 +194,7 @@ def _ray_payload(job: Job, plugin_names: list[str] = ()) -> dict:
         row = store.run(res.run_id)
         out = {"status": res.status, "config": row["config"], "versions": row["versions"], "error": row["error"],
                "wall_time": row["wall_time"], "summary": row["summary"], "metrics": res.metrics, "lm": res.lm,
+               "more": res.more,
                "curve": store.curve(res.run_id), "checkpoint": None, "traces": {}}
         if res.status == "complete":
             out["checkpoint"] = Path(res.checkpoint).read_bytes()
@@ -218,12 +218,12 @@ def _store_payload(store: Store, job: Job, run_id: int, p: dict) -> RunResult:
                                            "db_name": store.path.name})
     ck = write_file(store.checkpoint_name(run_id, run_uuid), data, exclusive=True, what="checkpoint")
     if not store.finish_run(run_id, p["metrics"], str(ck), p["wall_time"], p["summary"], p["curve"],
-                            sha256_bytes(data), p["lm"]):
+                            sha256_bytes(data), p["lm"], p.get("more")):
         ck.unlink(missing_ok=True)
         return RunResult(run_id, "interrupted", [], {"reason": "the run was taken over by another sweep"}, None)
     if p["traces"]:
         write_traces(store.path, run_id, p["traces"])
-    return RunResult(run_id, "complete", p["metrics"], p["summary"], str(ck), lm=p["lm"])
+    return RunResult(run_id, "complete", p["metrics"], p["summary"], str(ck), lm=p["lm"], more=p.get("more") or {})
 
 
 def _plugin_roots() -> list[str]:
@@ -265,7 +265,7 @@ class RayExecutor:
             src = str(Path(__file__).resolve().parents[1])  # so workers import this very package
             path = [src, *_plugin_roots()] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
             env = {"PYTHONPATH": os.pathsep.join(path), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-            kw = dict(address=self.address, runtime_env={"env_vars": env}, log_to_driver=False)
+            kw = {"address": self.address, "runtime_env": {"env_vars": env}, "log_to_driver": False}
             if self.address is None:
                 kw.update(num_cpus=max(1, self.slots), include_dashboard=False)
             ray.init(**kw)
@@ -300,10 +300,8 @@ class RayExecutor:
 
     def stop(self, exc):
         for ref in list(self.rows):
-            try:
+            with contextlib.suppress(Exception):
                 self.ray.cancel(ref, force=True)
-            except Exception:
-                pass
 
     def close(self):
         if self.started:

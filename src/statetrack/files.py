@@ -9,6 +9,7 @@ reason; no empty or half-written file is left behind.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
@@ -83,14 +84,12 @@ def write_file(path: str | os.PathLike, data: bytes | str, exclusive: bool = Fal
                                 "not replaced")
         else:
             os.replace(tmp, path)
-        _sync_dir(path.parent)
+        sync_dir(path.parent)
     except OSError as e:
         raise UserError(f"cannot write {what} {str(path)!r}: {reason(e)}") from None
     finally:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
     return path
 
 
@@ -112,7 +111,7 @@ def place_new(tmp: Path, path: Path) -> bool:
     return True
 
 
-def _sync_dir(folder: Path) -> None:
+def sync_dir(folder: Path) -> None:
     """Make a rename durable (best effort: not every platform can open a folder)."""
     try:
         fd = os.open(folder, os.O_RDONLY)

@@ -71,7 +71,7 @@ class Model(nn.Module):
         x = self.embed(tokens)
         states = states if states is not None else [None] * len(self.blocks)
         new = []
-        for block, s in zip(self.blocks, states):
+        for block, s in zip(self.blocks, states, strict=True):
             x, s = block(x, s)
             new.append(s)
         return self.head(self.norm(x)), new
@@ -80,7 +80,7 @@ class Model(nn.Module):
         """One token per sequence: token (B,) -> logits (B, num_classes), new states."""
         x = self.embed(token)
         new = []
-        for block, s in zip(self.blocks, states):
+        for block, s in zip(self.blocks, states, strict=True):
             x, s = block.step(x, s)
             new.append(s)
         return self.head(self.norm(x)), new

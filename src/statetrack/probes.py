@@ -38,7 +38,7 @@ def compute_traces(model, probes, length: int | None = None) -> dict[str, dict]:
         x, y, m = b.inputs[0], b.targets[0], b.mask[0]
         hit = (pred == y) & m
 
-        def acc(sel):
+        def acc(sel, m=m, hit=hit):
             sel = sel & m
             return float(hit[sel].sum() / sel.sum()) if sel.any() else None
 
@@ -66,5 +66,5 @@ def write_traces(db, run_id: int, traces: dict[str, dict]) -> None:
 
 def read_traces(db, run_id: int) -> dict[str, dict]:
     """The run's stored traces of the current format (older formats are recomputed by the sweep)."""
-    rows = Store(db, create=False).traces(run_id)
+    rows = Store(db, readonly=True).traces(run_id)
     return {k: v for k, v in rows.items() if v.get("version") == VERSION}

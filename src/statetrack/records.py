@@ -1,9 +1,10 @@
 """One JSON schema for a run, shared by every command's ``--json`` (field by field in docs/json.md).
 
 - a **run** (``statetrack runs --json``, one per line): ``RUN_KEYS``;
-- a **length row** (``train``, ``eval``, ``rerun``, ``sweep``, ``reproduce``: one per run and test length):
-  the run's keys, ``length`` and the metrics at that length (``LENGTH_KEYS``); ``sweep`` and
-  ``reproduce`` add the run's place in the study's grid (``GRID_KEYS``);
+- a **length row** (``train``, ``eval``, ``rerun``, ``sweep``, ``reproduce``: one per run, draw and test
+  length): the run's keys, ``length``, ``split`` (the draw: ``test`` or ``long``) and the metrics at that
+  length (``LENGTH_KEYS``); ``sweep`` and ``reproduce`` add the run's place in the study's grid
+  (``GRID_KEYS``);
 - a **run in detail** (``statetrack runs show ID --json``, one object): ``DETAIL_KEYS``: the run's keys,
   its full config, versions, training summary, learning curve and per-length metrics.
 
@@ -12,6 +13,7 @@ the checkpoint (null for a construction's) and null status, wall time and longes
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import fields
 
 from statetrack.evaluation import LengthMetrics
@@ -19,9 +21,10 @@ from statetrack.evaluation import LengthMetrics
 RUN_KEYS = ("run_id", "study", "label", "model", "task", "seed", "status", "train_min_len", "train_max_len",
             "checkpoint", "wall_time", "longest_90")
 METRIC_KEYS = tuple(f.name for f in fields(LengthMetrics) if f.name != "length")
-LENGTH_KEYS = RUN_KEYS + ("length",) + METRIC_KEYS
+LENGTH_KEYS = RUN_KEYS + ("length", "split") + METRIC_KEYS
 GRID_KEYS = ("table", "column", "lr")
-DETAIL_KEYS = RUN_KEYS + ("error", "created", "finished", "config", "versions", "summary", "curve", "metrics")
+DETAIL_KEYS = RUN_KEYS + ("error", "created", "finished", "config", "versions", "summary", "curve", "metrics",
+                          "split_metrics")
 
 
 def run_object(row: dict) -> dict:
@@ -42,20 +45,37 @@ def checkpoint_run(config: dict, extra: dict, task: str, path: str) -> dict:
             "checkpoint": str(path), "wall_time": None, "longest_90": None}
 
 
-def metric_dict(m) -> dict:
+def metric_dict(m: LengthMetrics | dict) -> dict:
     """A LengthMetrics (or a database metrics row) as ``length`` + ``METRIC_KEYS`` (a row stored before
     the interval was recorded gets it computed)."""
     d = (m if isinstance(m, LengthMetrics) else LengthMetrics.from_row(m)).as_dict()
     return {k: d[k] for k in ("length",) + METRIC_KEYS}
 
 
-def length_rows(run: dict, metrics, **grid) -> list[dict]:
-    """One row per test length: the run object, ``length`` and the metrics (and ``grid`` keys if given)."""
-    return [{**run, **metric_dict(m), **grid} for m in metrics]
+def length_rows(run: dict, metrics: Iterable[LengthMetrics | dict], split: str = "test",
+                **grid: object) -> list[dict]:
+    """One row per test length: the run object, ``length``, ``split`` and the metrics (and ``grid`` keys if
+    given)."""
+    out = []
+    for m in metrics:
+        d = metric_dict(m)
+        out.append({**run, "length": d.pop("length"), "split": split, **d, **grid})
+    return out
 
 
-def run_detail(row: dict, metrics: list, curve: list[dict]) -> dict:
-    """``statetrack runs show --json``: the run, its config, versions, summary, curve and metrics."""
+def split_rows(run: dict, metrics: Iterable[LengthMetrics | dict], more: dict | None, headline: str = "test",
+               **grid: object) -> list[dict]:
+    """The length rows of a run's headline draw, then those of its other draws (``more``: split -> metrics)."""
+    rows = length_rows(run, metrics, headline, **grid)
+    for split, ms in (more or {}).items():
+        rows += length_rows(run, ms, split, **grid)
+    return rows
+
+
+def run_detail(row: dict, metrics: list, curve: list[dict], split_metrics: dict | None = None) -> dict:
+    """``statetrack runs show --json``: the run, its config, versions, summary, curve and metrics (those of
+    the headline draw; ``split_metrics``: split -> those of its other draws)."""
     return {**run_object(row), "error": row["error"], "created": row["created"], "finished": row["finished"],
             "config": row["config"], "versions": row["versions"], "summary": row["summary"] or {},
-            "curve": curve, "metrics": [metric_dict(m) for m in metrics]}
+            "curve": curve, "metrics": [metric_dict(m) for m in metrics],
+            "split_metrics": {s: [metric_dict(m) for m in ms] for s, ms in (split_metrics or {}).items()}}

@@ -14,6 +14,7 @@ still takes that one small write.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
@@ -29,7 +30,7 @@ from statetrack.claims import owner as this_process
 from statetrack.config import EvalConfig, TrainConfig
 from statetrack.device import resolve_device
 from statetrack.errors import UserError
-from statetrack.evaluation import LengthMetrics, evaluate_run, longest_generalized
+from statetrack.evaluation import LengthMetrics, evaluate_more, evaluate_run, longest_generalized
 from statetrack.store import DEFAULT_DB, Store
 from statetrack.tasks import get_task
 from statetrack.training import TrainingDiverged, train
@@ -44,6 +45,12 @@ class RunResult:
     checkpoint: str | None
     reused: bool = False
     lm: list = field(default_factory=list)  # LMMetrics per context length (language models only)
+    more: dict = field(default_factory=dict)  # metrics on the other draws scored: split -> LengthMetrics
+
+    def split(self, name: str, headline: str = "test") -> list[LengthMetrics]:
+        """The metrics on one draw: the headline ``metrics`` when ``name`` is the run's headline draw
+        (``headline``: the first of its ``test_split``), else those stored beside them (or [])."""
+        return self.metrics if name == headline else self.more.get(name, [])
 
 
 def run_key(train_cfg: TrainConfig, eval_cfg: EvalConfig, study: str | None, label: str | None) -> str:
@@ -63,7 +70,8 @@ def complete_result(store: Store, key: str) -> RunResult | None:
 
     ms = [LengthMetrics.from_row(m) for m in store.metrics(r["id"])]
     lm = [LMMetrics.from_row(m) for m in store.lm_metrics(r["id"])]
-    return RunResult(r["id"], "complete", ms, r["summary"], r["checkpoint"], reused=True, lm=lm)
+    more = {s: [LengthMetrics.from_row(m) for m in rows] for s, rows in store.split_metrics(r["id"]).items()}
+    return RunResult(r["id"], "complete", ms, r["summary"], r["checkpoint"], reused=True, lm=lm, more=more)
 
 
 def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
@@ -132,6 +140,7 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
     try:
         res = train(train_cfg, task, model=start, on_step=on_step, on_train_step=on_train_step)
         metrics, lm = evaluate_run(res.model, task, eval_cfg, on_length=on_length)
+        more, horizons = evaluate_more(res.model, task, eval_cfg)
     except TrainingDiverged as e:
         summary = {"failed_step": e.step, "reason": str(e)}
         store.fail_run(run_id, str(e), time.time() - t0, summary)
@@ -146,7 +155,9 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
                "best_val_loss": res.best_val_loss, "train_accuracy": res.train_accuracy,
                "steps_run": res.steps_run, "stopped_early": res.stopped_early,
                "train_time": res.wall_time, "longest_90": longest_generalized(metrics),
-               "params": sum(p.numel() for p in res.model.parameters())}
+               "params": sum(p.numel() for p in res.model.parameters()),
+               **{f"longest_90_{s}": longest_generalized(ms) for s, ms in more.items()},
+               **({"horizons": horizons} if horizons else {})}
     if task.kind == "lm":
         summary["corpus"] = task.provenance()
     path = Path(checkpoint_dir) / f"run{run_id}-{run_uuid[:8]}.safetensors" if checkpoint_dir else \
@@ -154,10 +165,11 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
     extra = {"run_id": run_id, "run_uuid": run_uuid, "db": str(Path(db).absolute()), "db_name": Path(db).name,
              "study": study, "label": label, **({"plugins": config["plugins"]} if "plugins" in config else {})}
     return _record(store, run_id, res, metrics, lm, summary, t0, lambda: save_run_checkpoint(
-        res.model, train_cfg.model_dump(), path, extra))
+        res.model, train_cfg.model_dump(), path, extra), more)
 
 
-def _record(store: Store, run_id: int, res, metrics, lm, summary: dict, t0: float, write_checkpoint) -> RunResult:
+def _record(store: Store, run_id: int, res, metrics, lm, summary: dict, t0: float, write_checkpoint,
+            more: dict | None = None) -> RunResult:
     """Write the checkpoint, then the results, as the module docstring says (which failure keeps what)."""
     ckpt = None
     try:
@@ -165,10 +177,11 @@ def _record(store: Store, run_id: int, res, metrics, lm, summary: dict, t0: floa
             ckpt, sha = write_checkpoint()
         except UserError as e:  # no room for the weights: keep the numbers, say the file is missing
             summary = {**summary, "checkpoint_error": str(e)}
-            store.finish_run(run_id, metrics, None, time.time() - t0, summary, res.curve, lm_metrics=lm)
+            store.finish_run(run_id, metrics, None, time.time() - t0, summary, res.curve, lm_metrics=lm,
+                             split_metrics=more)
             raise UserError(f"run {run_id} is recorded complete with its metrics but without a checkpoint: "
                             f"{e}") from None
-        if not store.finish_run(run_id, metrics, str(ckpt), time.time() - t0, summary, res.curve, sha, lm):
+        if not store.finish_run(run_id, metrics, str(ckpt), time.time() - t0, summary, res.curve, sha, lm, more):
             _remove(ckpt)  # another sweep took the run over meanwhile: its row is not ours to complete
             return RunResult(run_id, "interrupted", [], {"reason": "the run was taken over by another sweep"}, None)
     except BaseException as e:
@@ -183,7 +196,7 @@ def _record(store: Store, run_id: int, res, metrics, lm, summary: dict, t0: floa
             except UserError:  # the database takes no write at all (a full disk): the row stays as it is
                 pass
         raise
-    return RunResult(run_id, "complete", metrics, summary, str(ckpt), lm=lm)
+    return RunResult(run_id, "complete", metrics, summary, str(ckpt), lm=lm, more=more or {})
 
 
 def store_status(store: Store, run_id: int) -> str | None:
@@ -194,10 +207,8 @@ def store_status(store: Store, run_id: int) -> str | None:
 
 
 def _remove(path) -> None:
-    try:
+    with contextlib.suppress(OSError):
         Path(path).unlink()
-    except OSError:
-        pass
 
 
 def checkpoint_of_run_problem(path: str | Path, extra: dict) -> str | None:
@@ -216,11 +227,12 @@ def checkpoint_of_run_problem(path: str | Path, extra: dict) -> str | None:
     if db is None:
         return None
     try:
-        row = Store(db, create=False).run(run_id)
+        row = Store(db, readonly=True).run(run_id)
     except UserError:
         return None
     if row.get("uuid") != run_uuid:
-        return f"checkpoint {str(path)!r} says it is run {run_id} of {db!r}, but that database's run {run_id} is another run"
+        return (f"checkpoint {str(path)!r} says it is run {run_id} of {db!r}, but that database's run {run_id} "
+                "is another run")
     if row.get("checkpoint_sha256") and sha256_file(path) != row["checkpoint_sha256"]:
         return (f"checkpoint {str(path)!r} is not the file run {run_id} of {db!r} recorded (its sha256 differs "
                 "from the one in the run's row)")

@@ -26,11 +26,21 @@ import contextlib
 import queue
 import threading
 import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch import Tensor, nn
+
+if TYPE_CHECKING:
+    from statetrack.config import TrainConfig
+    from statetrack.tasks.base import Task
+
+Schedule = Callable[[int], float]  # step -> learning-rate factor
+LossFn = Callable[[Tensor, Tensor, Tensor], Tensor]  # (logits, targets, mask) -> loss
 
 
 class TrainingDiverged(RuntimeError):
@@ -55,13 +65,13 @@ class StepStats:
 class EagerStep:
     """The step as plain PyTorch calls; the host reads the loss (one finite check per step)."""
 
-    def __init__(self, model, cfg, schedule, loss_fn):
+    def __init__(self, model: nn.Module, cfg: TrainConfig, schedule: Schedule, loss_fn: LossFn):
         self.model, self.clip, self.loss_fn = model, cfg.clip, loss_fn
         self.opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, schedule)
-        self.last_loss, self.hits, self.total = float("nan"), 0, 0
+        self.last_loss, self.hits, self.total = torch.tensor(float("nan")), 0, 0
 
-    def step(self, x, y, m, step: int) -> None:
+    def step(self, x: Tensor, y: Tensor, m: Tensor, step: int) -> None:
         logits, _ = self.model(x)
         loss = self.loss_fn(logits, y, m)
         if not torch.isfinite(loss):
@@ -82,13 +92,14 @@ class EagerStep:
         return out
 
     def lr(self) -> float:
-        return self.sched.get_last_lr()[0]
+        return float(self.sched.get_last_lr()[0])
 
 
 class DeviceStep:
     """The step on a CUDA device, never waiting on the host (see the module docstring)."""
 
-    def __init__(self, model, cfg, schedule, device, graphs: bool = True):
+    def __init__(self, model: nn.Module, cfg: TrainConfig, schedule: Schedule, device: torch.device,
+                 graphs: bool = True):
         self.model, self.clip, self.schedule, self.base_lr = model, cfg.clip, schedule, cfg.lr
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.lr_t = torch.tensor(float(cfg.lr * schedule(0)), device=device)
@@ -106,7 +117,7 @@ class DeviceStep:
         self.next_lr = float(cfg.lr * schedule(0))
 
     # -- the step's work, the same eagerly and inside a graph -------------------------------------------
-    def _body(self, x, y, m) -> None:
+    def _body(self, x: Tensor, y: Tensor, m: Tensor) -> None:
         ctx = torch.autocast("cuda", dtype=torch.bfloat16) if self.bf16 else contextlib.nullcontext()
         with ctx:
             logits, _ = self.model(x)
@@ -134,11 +145,11 @@ class DeviceStep:
                 {id(p): {k: (v.clone() if torch.is_tensor(v) else v) for k, v in s.items()}
                  for p, s in self.opt.state.items()})
 
-    def _restore(self, snap) -> None:
+    def _restore(self, snap: tuple[list[Tensor], dict]) -> None:
         params, state = snap
         with torch.no_grad():
-            for p, v in zip(self.params, params):
-                p.copy_(v)
+            for param, value in zip(self.params, params, strict=True):
+                param.copy_(value)
             for p, s in self.opt.state.items():
                 old = state.get(id(p))
                 for k, v in s.items():
@@ -164,11 +175,11 @@ class DeviceStep:
                 self._body(*statics)
         finally:  # capturing runs nothing; the warm-up is undone: weights, optimiser and counters as before
             self._restore(snap)
-            for t, v in zip(counters, saved):
+            for t, v in zip(counters, saved, strict=True):
                 t.copy_(v)
         return graph, statics
 
-    def step(self, x, y, m, step: int) -> None:
+    def step(self, x: Tensor, y: Tensor, m: Tensor, step: int) -> None:
         self.lr_t.fill_(self.base_lr * self.schedule(step - 1))
         self.next_lr = self.base_lr * self.schedule(step)
         if not self.graphs_on:
@@ -202,7 +213,8 @@ class DeviceStep:
         return self.next_lr
 
 
-def make_step(model, cfg, schedule, device, loss_fn):
+def make_step(model: nn.Module, cfg: TrainConfig, schedule: Schedule, device: torch.device,
+              loss_fn: LossFn) -> EagerStep | DeviceStep:
     """EagerStep with ``loss_fn`` on the CPU; DeviceStep (graphs per ``cfg.cuda_graphs``) on CUDA, whose
     loss is the same mean written without a host read."""
     if device.type == "cuda":
@@ -211,7 +223,8 @@ def make_step(model, cfg, schedule, device, loss_fn):
 
 
 # -- batches ---------------------------------------------------------------------------------------------
-def batches(task, rng: np.random.Generator, cfg, device, prefetch: int = 4):
+def batches(task: Task, rng: np.random.Generator, cfg: TrainConfig, device: torch.device,
+            prefetch: int = 4) -> Iterator[tuple[Tensor, ...]]:
     """Training batches (x, y, mask) on ``device``: one length drawn per step from the training range,
     then a batch of that length, from ``rng`` in that order. On the CPU they are made when asked for; on
     CUDA a thread makes them ahead (the same draws in the same order) into pinned memory, and the copies

@@ -2,14 +2,24 @@
 
 Tables: ``meta`` (marks the file as ours, with its schema version), ``runs`` (full config, versions,
 seed, status, checkpoint path and its sha256, the process that ran it, wall time, training summary),
-``metrics`` (one row per run and test length), ``curves`` (validation curve), ``traces`` (probe
+``metrics`` (one row per run and test length, on the run's headline draw), ``split_metrics`` (the same
+on the run's other draws, e.g. the long-range draw, per split), ``curves (validation curve), ``traces`` (probe
 outputs), ``lm_metrics`` (language models: loss, bits per byte and the per-position buckets per run and
 context length) and ``claims`` (which process is running which run of a sweep: ``statetrack.claims``).
-A database of an older schema is migrated in place when opened; a migration only adds tables and
-columns, so older statetrack versions still read it. Written in transactions, WAL journal, so several
-worker processes can share one database. A file that is not ours, or is damaged, is refused and never
-overwritten; a database that cannot be written (disk full, read-only, no permission) is named as such,
-never as damaged.
+A database of an older schema is migrated in place by the first command that writes to it; a migration
+only adds tables and columns, so older statetrack versions still read it. Written in transactions, WAL
+journal, so several worker processes can share one database.
+
+Every file is checked when it is opened, before anything is written: a file that is not SQLite, that
+another program made, that is damaged (``PRAGMA quick_check`` on files up to ``QUICK_CHECK_BYTES``, and
+every table and column the schema needs), or that a newer statetrack made (its schema version above
+``SCHEMA_VERSION``) is refused in one line and never modified. A new database is built under a temporary
+name, read back and checked, then given its name: it appears whole or not at all (a full disk leaves no
+file). A database that cannot be written (disk full, read-only, no permission) is named as such, never
+as damaged. Commands that only read open it with ``readonly=True``: nothing is written (``query_only``;
+an older file is not migrated, the tables it lacks read as empty), and a file or folder this user cannot
+write is opened read-only (``mode=ro``, or ``immutable`` when no -wal file shows a writer), so no -wal or
+-shm file is left behind.
 
 Checkpoints live beside the database, in ``<name>.checkpoints/`` (``runs/statetrack.db`` ->
 ``runs/statetrack.checkpoints/``), one file per run named by its id and a random id of its own
@@ -21,14 +31,15 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import sqlite3
 import time
 import uuid
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from statetrack.errors import UserError
-from statetrack.files import check_writable, place_new, reason, sha256_file
+from statetrack.files import check_writable, place_new, reason, sha256_file, sync_dir
 
 DEFAULT_DB = "runs/statetrack.db"
 SCHEMA_VERSION = 2
@@ -66,6 +77,15 @@ CREATE TABLE IF NOT EXISTS metrics (
   chance REAL, n_sequences INTEGER,
   accuracy_low REAL, accuracy_high REAL, token_chance REAL, note TEXT,
   PRIMARY KEY (run_id, length)
+);
+CREATE TABLE IF NOT EXISTS split_metrics (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  split TEXT NOT NULL,
+  length INTEGER NOT NULL,
+  accuracy REAL, token_accuracy REAL, sequence_accuracy REAL, scaled_accuracy REAL,
+  chance REAL, n_sequences INTEGER,
+  accuracy_low REAL, accuracy_high REAL, token_chance REAL, note TEXT,
+  PRIMARY KEY (run_id, split, length)
 );
 CREATE TABLE IF NOT EXISTS curves (
   run_id INTEGER NOT NULL REFERENCES runs(id),
@@ -122,59 +142,92 @@ def versions() -> dict:
 
 
 class Store:
-    """A results database. ``Store(path)`` opens (or creates) it; methods are transactions."""
+    """A results database. ``Store(path)`` opens (or creates) it; methods are transactions.
+
+    ``readonly=True`` is for commands that only read (``runs``, ``report``, ``eval``): the file is never
+    written (no migration, SQLite's ``query_only``), and a file or folder this user cannot write is opened
+    read-only (module docstring), leaving no ``-wal``/``-shm`` file behind."""
 
     #: cap on the database size in pages (tests use it to simulate a full disk)
     max_pages: int | None = None
 
-    def __init__(self, path: str | os.PathLike = DEFAULT_DB, create: bool = True):
+    def __init__(self, path: str | os.PathLike = DEFAULT_DB, create: bool = True, readonly: bool = False):
         self.path = Path(path)
-        if self.path.exists():
-            self._check_ours()
-        elif not create:
-            raise UserError(f"results database {str(self.path)!r} not found")
-        else:
+        self.readonly = readonly
+        created = None
+        if not self.path.exists():
+            if not create or readonly:
+                raise UserError(f"results database {str(self.path)!r} not found")
             check_writable(self.path.parent, f"cannot create results database {str(self.path)!r}")
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._create()
-        with self._conn() as c:
-            # one transaction: a process opening the file meanwhile sees all of the schema and the
-            # marker that says it is ours, or none of it. The schema's CREATE ... IF NOT EXISTS adds
-            # the tables of a newer version to an older file (the migration: additions only); the
-            # version is then raised, never lowered
-            c.executescript("BEGIN IMMEDIATE;" + SCHEMA +
-                            "INSERT OR IGNORE INTO meta VALUES ('application', 'statetrack');"
-                            f"INSERT OR IGNORE INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}');"
-                            f"UPDATE meta SET value='{SCHEMA_VERSION}' WHERE key='schema_version' "
-                            f"AND CAST(value AS INTEGER) < {SCHEMA_VERSION};"
-                            "COMMIT;")
-            self._migrate(c)
+            created = self._create()
+        lacking = _check_file(self.path, _read_uri(self.path), str(self.path))
+        self._temp_tables = [_table_sql(t, temp=True) for t in lacking] if readonly else []
+        if readonly:  # an older file is read as it is: the tables it lacks read as empty
+            return
+        if not _writable(self.path):  # SQLite would open it read-only and leave a -wal and -shm behind
+            raise UserError(f"results database {str(self.path)!r} cannot be written: the file or its folder is "
+                            "read-only (Permission denied); it was left untouched (commands that only read, "
+                            "such as runs and report, can use it)")
+        try:
+            with self._conn() as c:
+                # one transaction: a process opening the file meanwhile sees all of the schema and the
+                # marker that says it is ours, or none of it. The schema's CREATE ... IF NOT EXISTS adds
+                # the tables of a newer version to an older file (the migration: additions only); the
+                # version is then raised, never lowered
+                c.executescript("BEGIN IMMEDIATE;" + SCHEMA +
+                                "INSERT OR IGNORE INTO meta VALUES ('application', 'statetrack');"
+                                f"INSERT OR IGNORE INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}');"
+                                f"UPDATE meta SET value='{SCHEMA_VERSION}' WHERE key='schema_version' "
+                                f"AND CAST(value AS INTEGER) < {SCHEMA_VERSION};"
+                                "COMMIT;")
+                self._migrate(c)
+        except UserError as e:
+            if created is not None:  # the file just made cannot be used (no room for its -shm): not kept
+                _remove_created(self.path, created)
+                raise UserError(f"cannot create results database {str(self.path)!r}: {e}") from None
+            raise
 
-    def _create(self) -> None:
-        """A new database appears whole: built under a temporary name, then given its name unless another
-        process created it meanwhile (then that one is used). A failure (a full disk) leaves no file."""
+    def _create(self) -> tuple[int, int] | None:
+        """A new database appears whole: built under a temporary name, read back and checked, then given
+        its name unless another process created it meanwhile (then that one is used). A failure (a full
+        disk) leaves no file. Returns the new file's (device, inode); None when another process's won."""
         tmp = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex[:12]}.creating")
         try:
-            con = sqlite3.connect(tmp)
+            con = sqlite3.connect(tmp, isolation_level=None)
             try:
-                con.execute("PRAGMA journal_mode=WAL")
+                # the schema is committed with a rollback journal, so a commit that does not fit fails
+                # here (in WAL mode it could sit in the log and be lost by a checkpoint that fails unseen
+                # at close); then the file is switched to WAL and one write transaction made, so that a
+                # disk without room for the -wal and -shm files fails now, before the file has its name
+                con.execute("PRAGMA synchronous=FULL")
                 con.executescript("BEGIN;" + SCHEMA +
                                   "INSERT INTO meta VALUES ('application', 'statetrack');"
                                   f"INSERT INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}');COMMIT;")
+                if con.execute("PRAGMA journal_mode=WAL").fetchone()[0] != "wal":
+                    raise sqlite3.OperationalError("the new file could not be switched to WAL mode")
+                con.executescript("BEGIN IMMEDIATE; INSERT INTO meta VALUES ('creating', '');"
+                                  "DELETE FROM meta WHERE key='creating'; COMMIT;")
+                if con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]:
+                    raise sqlite3.OperationalError("the new file's write-ahead log could not be checkpointed")
             finally:
                 con.close()
-            place_new(tmp, self.path)
+            _check_file(tmp, f"file:{_uri_path(tmp)}?mode=ro&immutable=1", str(self.path))
+            st = os.stat(tmp)
+            placed = place_new(tmp, self.path)
+            sync_dir(self.path.parent)
+            return (st.st_dev, st.st_ino) if placed else None
+        except UserError as e:
+            raise UserError(f"cannot create results database {str(self.path)!r}: {e}") from None
         except (sqlite3.Error, OSError) as e:
             raise UserError(f"cannot create results database {str(self.path)!r}: "
                             f"{_db_reason(self.path, e) if isinstance(e, sqlite3.Error) else reason(e)}") from None
         finally:
             for suffix in ("", "-wal", "-shm", "-journal"):
-                try:
+                with suppress(OSError):
                     os.unlink(f"{tmp}{suffix}")
-                except OSError:
-                    pass
 
-    def _migrate(self, c) -> None:
+    def _migrate(self, c: sqlite3.Connection) -> None:
         """An older database gains the columns it lacks (``ADDED_COLUMNS``; NULL in old rows, nothing
         rewritten or dropped) in one transaction, looked at again inside it (another process may have
         migrated meanwhile)."""
@@ -194,47 +247,34 @@ class Store:
                   (str(SCHEMA_VERSION), SCHEMA_VERSION))
         c.execute("COMMIT")
 
-    def _check_ours(self):
-        try:
-            con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
-            try:
-                tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-                app = None
-                if "meta" in tables:
-                    row = con.execute("SELECT value FROM meta WHERE key='application'").fetchone()
-                    app = row[0] if row else None
-                ok = con.execute("PRAGMA quick_check").fetchone()[0]
-            finally:
-                con.close()
-        except sqlite3.DatabaseError as e:
-            if _damaged(e):
-                raise UserError(f"{str(self.path)!r} is not a readable SQLite database ({e}); "
-                                "it was left untouched") from None
-            raise UserError(f"results database {str(self.path)!r} cannot be opened: {_db_reason(self.path, e)}; "
-                            "it was left untouched") from None
-        if ok != "ok":
-            raise UserError(f"results database {str(self.path)!r} is damaged ({ok}); it was left untouched")
-        if tables and app != "statetrack":
-            raise UserError(f"{str(self.path)!r} is an SQLite database that statetrack did not create; "
-                            "it was left untouched (choose another --db)")
-
     @contextmanager
     def _conn(self):
         """A connection whose ``with`` block is one transaction: all of it is written, or none."""
+        # a reader looks again each time: a writer may have opened the file meanwhile (then its log is read)
+        uri = _read_uri(self.path) if self.readonly else f"file:{_uri_path(self.path)}?mode=rw"
         try:
-            con = sqlite3.connect(self.path, timeout=60)
+            con = sqlite3.connect(uri, uri=True, timeout=60)
         except sqlite3.Error as e:
             raise UserError(f"results database {str(self.path)!r} cannot be opened: "
                             f"{_db_reason(self.path, e)}") from None
         con.row_factory = sqlite3.Row
         try:
-            con.execute("PRAGMA journal_mode=WAL")
             con.execute("PRAGMA busy_timeout=60000")
+            if self.readonly:
+                for sql in self._temp_tables:
+                    con.execute(sql)
+                con.execute("PRAGMA query_only=1")
+            else:
+                con.execute("PRAGMA journal_mode=WAL")
             if self.max_pages:
                 con.execute(f"PRAGMA max_page_count={int(self.max_pages)}")
             with con:
                 yield con
-        except sqlite3.OperationalError as e:  # disk full, locked past the timeout, read-only file
+        except sqlite3.DatabaseError as e:  # disk full, locked past the timeout, read-only file; damage
+            if _damaged(e):
+                raise UserError(f"results database {str(self.path)!r} is damaged ({e})") from None
+            if not isinstance(e, sqlite3.OperationalError):
+                raise
             raise UserError(f"results database {str(self.path)!r}: {_db_reason(self.path, e)}; this transaction "
                             "was rolled back, earlier results are intact") from None
         finally:
@@ -289,7 +329,7 @@ class Store:
 
     def finish_run(self, run_id: int, metrics: list, checkpoint: str | None, wall_time: float,
                    summary: dict, curve: list[dict] | None = None, checkpoint_sha256: str | None = None,
-                   lm_metrics: list | None = None) -> bool:
+                   lm_metrics: list | None = None, split_metrics: dict | None = None) -> bool:
         """Write metrics (and an LM's ``lm_metrics``), curve and the 'complete' status in one
         transaction. Only a run still 'running' is completed: returns False (and writes nothing) for a run
         already ended, e.g. one whose claim a sweep took over from a process it found dead."""
@@ -305,6 +345,11 @@ class Store:
                 f"INSERT OR REPLACE INTO metrics (run_id, {', '.join(METRICS_COLUMNS)}) "
                 f"VALUES (?{',?' * len(METRICS_COLUMNS)})",
                 [(run_id, *(getattr(m, k) for k in METRICS_COLUMNS)) for m in metrics])
+            c.executemany(
+                f"INSERT OR REPLACE INTO split_metrics (run_id, split, {', '.join(METRICS_COLUMNS)}) "
+                f"VALUES (?, ?{',?' * len(METRICS_COLUMNS)})",
+                [(run_id, split, *(getattr(m, k) for k in METRICS_COLUMNS))
+                 for split, ms in (split_metrics or {}).items() for m in ms])
             c.executemany(
                 f"INSERT OR REPLACE INTO lm_metrics (run_id, {', '.join(LM_COLUMNS)}) VALUES "
                 f"(?{', ?' * len(LM_COLUMNS)})",
@@ -331,9 +376,10 @@ class Store:
         """Rows of this key still 'running', older than run ``before_id`` and recorded before runs had
         owners (claims end the others: ``statetrack.claims``) -> 'interrupted' (count)."""
         with self._conn() as c:
-            return c.execute("UPDATE runs SET status='interrupted', error=?, finished=? "
-                             "WHERE key=? AND status='running' AND id<? AND owner IS NULL",
-                             (f"interrupted; superseded by run {before_id}", time.time(), key, before_id)).rowcount
+            return int(c.execute("UPDATE runs SET status='interrupted', error=?, finished=? "
+                                 "WHERE key=? AND status='running' AND id<? AND owner IS NULL",
+                                 (f"interrupted; superseded by run {before_id}", time.time(), key,
+                                  before_id)).rowcount)
 
     def set_versions(self, run_id: int, versions: dict) -> None:
         """Record the versions of the process that actually ran the run (e.g. a Ray worker)."""
@@ -375,6 +421,15 @@ class Store:
         with self._conn() as c:
             return [dict(r) for r in c.execute("SELECT * FROM metrics WHERE run_id=? ORDER BY length", (run_id,))]
 
+    def split_metrics(self, run_id: int) -> dict[str, list[dict]]:
+        """The run's metrics on its draws beside the headline one: split -> rows by length."""
+        out: dict[str, list[dict]] = {}
+        with self._conn() as c:
+            for r in c.execute("SELECT * FROM split_metrics WHERE run_id=? ORDER BY split, length", (run_id,)):
+                row = dict(r)
+                out.setdefault(row.pop("split"), []).append(row)
+        return out
+
     def lm_metrics(self, run_id: int) -> list[dict]:
         """A language model's metrics per context length (``buckets`` decoded)."""
         with self._conn() as c:
@@ -415,6 +470,138 @@ def _damaged(e: sqlite3.DatabaseError) -> bool:
     return not isinstance(e, sqlite3.OperationalError)
 
 
+#: the tables a migration adds to a file that lacks them (versions before them, or files written before
+#: they existed): every table but those that hold the results, ``meta``, ``runs`` and ``metrics``
+ADDED_TABLES = ("curves", "traces", "lm_metrics", "claims")
+#: on open, ``PRAGMA quick_check`` (every page's structure) runs on files up to this size (about 0.1 s
+#: per 64 MiB); bigger files get the schema checks only, and SQLite refuses a damaged page when it reads it
+QUICK_CHECK_BYTES = 64 << 20
+_quick_checked: set[tuple] = set()  # files found whole in this process: (device, inode, size, mtime)
+
+
+def _uri_path(path: str | os.PathLike) -> str:
+    """``path`` for an SQLite ``file:`` URI (absolute, ``?`` and ``#`` escaped)."""
+    return Path(path).absolute().as_uri().removeprefix("file://")
+
+
+def _read_uri(path: Path) -> str:
+    """The URI a reader opens ``path`` with, so that it writes nothing and leaves no file: read-write under
+    ``PRAGMA query_only`` when this user can write the file and its folder (SQLite removes the -wal and
+    -shm files at the last close); otherwise read-only, ``mode=ro`` when a -wal file shows that a writer
+    has the database open (its log is read), else ``mode=ro&immutable=1`` (no -shm file is created)."""
+    base = f"file:{_uri_path(path)}"
+    if _writable(path):
+        return f"{base}?mode=rw"
+    if os.path.exists(f"{path}-wal"):
+        return f"{base}?mode=ro"
+    return f"{base}?mode=ro&immutable=1"
+
+
+def _writable(path: Path) -> bool:
+    """This user can write the file and create files beside it (the -wal and -shm files)."""
+    return os.access(path, os.R_OK | os.W_OK) and os.access(path.absolute().parent, os.W_OK | os.X_OK)
+
+
+_SCHEMA_TABLES: dict[str, list[str]] = {}
+
+
+def schema_tables() -> dict[str, list[str]]:
+    """Every table of the schema and its columns."""
+    if not _SCHEMA_TABLES:
+        con = sqlite3.connect(":memory:")
+        con.executescript(SCHEMA)
+        for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"):
+            _SCHEMA_TABLES[name] = [r[1] for r in con.execute(f"PRAGMA table_info({name})")]
+        con.close()
+    return _SCHEMA_TABLES
+
+
+def _table_sql(name: str, temp: bool = False) -> str:
+    """The schema's CREATE TABLE statement of ``name`` (``temp``: a temporary table, outside the file)."""
+    m = re.search(rf"CREATE TABLE IF NOT EXISTS {name} \((.*?)\n\);", SCHEMA, re.S)
+    assert m, name
+    return f"CREATE {'TEMP ' if temp else ''}TABLE IF NOT EXISTS {name} ({m[1]}\n)"
+
+
+def _check_file(path: Path, uri: str, name: str) -> list[str]:
+    """Refuse, in one line, a file that is not a statetrack database this version can use: not SQLite,
+    damaged (quick_check, or a table or column the schema needs is missing), made by another program, or
+    by a newer statetrack (its schema version above ``SCHEMA_VERSION``). Nothing is written: a read-write
+    ``uri`` is opened under ``query_only``. Returns the tables an older file lacks (the migration adds
+    them); every table for an empty file."""
+    untouched = "it was left untouched"
+    try:
+        con = sqlite3.connect(uri, uri=True, timeout=60)
+        try:
+            con.execute("PRAGMA query_only=1")
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if not tables:
+                return list(schema_tables())
+            app = version = None
+            if "meta" in tables:
+                rows = dict(con.execute("SELECT key, value FROM meta WHERE key IN ('application', 'schema_version')"))
+                app, version = rows.get("application"), rows.get("schema_version")
+            if app != "statetrack":
+                raise UserError(f"{name!r} is an SQLite database that statetrack did not create; {untouched} "
+                                "(choose another --db)")
+            try:
+                version = int(version if version is not None else "")  # no version: the error below
+            except (TypeError, ValueError):
+                raise UserError(f"results database {name!r} is damaged: its schema version is {version!r}, not a "
+                                f"number; {untouched}") from None
+            if version > SCHEMA_VERSION:
+                from statetrack.version import __version__
+
+                raise UserError(f"results database {name!r} has schema version {version}, written by a newer "
+                                f"statetrack; this statetrack ({__version__}) reads versions up to {SCHEMA_VERSION}: "
+                                f"upgrade statetrack or choose another --db; {untouched}")
+            added = {(t, c) for t, cols in ADDED_COLUMNS.items() for c, _ in cols}
+            lacking = []
+            for table, cols in schema_tables().items():
+                if table not in tables:
+                    if table not in ADDED_TABLES:
+                        raise UserError(f"results database {name!r} is damaged: table {table!r} is missing; "
+                                        f"{untouched}")
+                    lacking.append(table)
+                    continue
+                have = {r[1] for r in con.execute(f"PRAGMA table_info({table})")}
+                gone = [c for c in cols if c not in have and (table, c) not in added]
+                if gone:
+                    raise UserError(f"results database {name!r} is damaged: table {table!r} lacks column "
+                                    f"{', '.join(map(repr, gone))}; {untouched}")
+            st = os.stat(path)
+            ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+            if st.st_size <= QUICK_CHECK_BYTES and ident not in _quick_checked:
+                ok = con.execute("PRAGMA quick_check").fetchone()[0]
+                if ok != "ok":
+                    raise UserError(f"results database {name!r} is damaged ({ok}); {untouched}")
+                _quick_checked.add(ident)
+            return lacking
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as e:
+        if _damaged(e):
+            name_ = getattr(e, "sqlite_errorname", "") or ""
+            if name_.startswith("SQLITE_CORRUPT"):
+                raise UserError(f"results database {name!r} is damaged ({e}); {untouched}") from None
+            raise UserError(f"{name!r} is not a readable SQLite database ({e}); {untouched}") from None
+        raise UserError(f"results database {name!r} cannot be opened: {_db_reason(path, e)}; {untouched}") from None
+
+
+def _remove_created(path: Path, ident: tuple[int, int]) -> None:
+    """Remove the database this process has just created (it holds the schema only) unless another file
+    has taken its name meanwhile."""
+    try:
+        st = os.stat(path)
+        if (st.st_dev, st.st_ino) == ident:
+            os.unlink(path)
+            for suffix in ("-wal", "-shm"):
+                with suppress(OSError):
+                    os.unlink(f"{path}{suffix}")
+    except OSError:
+        pass
+
+
 def _db_reason(path: Path, e: sqlite3.Error) -> str:
     """SQLite's error in words that say what to fix: a full disk, a read-only file, no permission."""
     name = getattr(e, "sqlite_errorname", "") or ""
@@ -428,7 +615,7 @@ def _db_reason(path: Path, e: sqlite3.Error) -> str:
         return f"No space left on device ({e})"
     if name.startswith("SQLITE_READONLY"):
         return f"the file or its folder is read-only ({e})"
-    if name.startswith("SQLITE_BUSY") or name.startswith("SQLITE_LOCKED"):
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
         return f"locked by another process for over 60 s ({e})"
     if name.startswith("SQLITE_CANTOPEN"):
         if not folder.is_dir():

@@ -25,14 +25,15 @@ so the numbers do not depend on the executor or the number of workers.
 """
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from statetrack import signals
 from statetrack.claims import Claims, Heartbeat
 from statetrack.errors import UserError
-from statetrack.executors import ensure_traces, import_ray, InProcess, Pool, RayExecutor, result_of
+from statetrack.executors import InProcess, Pool, RayExecutor, ensure_traces, import_ray, result_of
 from statetrack.jobs import Job
 from statetrack.runner import RunResult, check_run, complete_result
 from statetrack.store import Store
@@ -126,10 +127,8 @@ def run_jobs(jobs: list[Job], db: str | Path, workers: int = 1, reuse: bool = Tr
     except BaseException as e:
         ex.stop(e)
         why = signals.describe(e) if isinstance(e, KeyboardInterrupt) else f"the sweep stopped: {e}"
-        try:
+        with contextlib.suppress(UserError):  # the database takes no write (a full disk): the claims expire
             claims.release_all(interrupted=why)
-        except UserError:  # the database takes no write (a full disk): the claims expire by themselves
-            pass
         raise
     finally:
         ex.close()

@@ -19,8 +19,8 @@ from __future__ import annotations
 import copy
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import torch
@@ -31,7 +31,6 @@ from statetrack.device import resolve_device
 from statetrack.model import Model, build_model
 from statetrack.steps import TrainingDiverged, batches, make_step
 from statetrack.tasks import Task, get_task
-
 
 #: a validation loss above this many times ln(classes) (the loss of a uniform guess) is divergence
 DIVERGED_FACTOR = 1e3
@@ -172,8 +171,9 @@ def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None
             if not math.isfinite(vloss):
                 raise TrainingDiverged(step, vloss)
             if vloss > limit:
+                uniform = limit / DIVERGED_FACTOR
                 raise TrainingDiverged(step, vloss, f"validation loss {vloss:.3g} at step {step} is over "
-                                       f"{DIVERGED_FACTOR:g} times that of a uniform guess ({limit / DIVERGED_FACTOR:.3g}): "
+                                       f"{DIVERGED_FACTOR:g} times that of a uniform guess ({uniform:.3g}): "
                                        "training diverged")
             info = {"step": step, "train_loss": stats.loss, "train_accuracy": stats.accuracy,
                     "val_accuracy": acc, "val_loss": vloss, "lr": stepper.lr()}

@@ -30,7 +30,7 @@ def _bad(value: str, whole: str) -> UserError:
 def _cycle(n: int, points: list[int]) -> list[int]:
     """Array form on n points of the cycle points[0] -> points[1] -> ... -> points[0]."""
     p = list(range(n))
-    for a, b in zip(points, points[1:] + points[:1]):
+    for a, b in zip(points, points[1:] + points[:1], strict=True):
         p[a] = b
     return p
 
@@ -132,7 +132,7 @@ def generators_for(name: str) -> tuple[str, list[list[int]]]:
     total = sum(degrees)
     gens_out: list[list[int]] = []
     offset = 0
-    for gens, d in zip(parts, degrees):
+    for gens, d in zip(parts, degrees, strict=True):
         for g in gens:
             p = list(range(total))
             for x, y in enumerate(g):

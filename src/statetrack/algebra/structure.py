@@ -1,6 +1,7 @@
 """Structure of a finite group, computed from its multiplication table.
 
-Subgroups are sorted arrays of element ids. What is computed, and why it matters here (T5, DiagLimits2026; docs/science.md):
+Subgroups are sorted arrays of element ids. What is computed, and why it matters here (T5, DiagLimits2026;
+docs/science.md):
 
 * derived series G > G' > G'' > ... and the derived length (None when G is not solvable). The derived
   series descends fastest among subnormal series with abelian factors (each term must contain the

@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.command is None:  # a bare 'statetrack': the command list
                 parser.print_help()
                 return 0
-            return args.fn(args)
+            return int(args.fn(args) or 0)  # a command that returns nothing succeeded
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -44,7 +44,8 @@ def parse_lengths(text: str) -> list[int]:
     try:
         vals = [int(x) for x in text.replace(" ", "").split(",") if x]
     except ValueError:
-        raise UserError(f"bad test lengths {text!r}; give positive integers separated by commas, e.g. 16,100,1000") from None
+        raise UserError(f"bad test lengths {text!r}; give positive integers separated by commas, "
+                        "e.g. 16,100,1000") from None
     if not vals:
         raise UserError("empty test lengths; give positive integers separated by commas, e.g. 16,100,1000")
     bad = [v for v in vals if v < 1]
@@ -58,7 +59,8 @@ def parse_range(text: str) -> tuple[int, int]:
     try:
         vals = [int(p) for p in parts]
     except ValueError:
-        raise UserError(f"bad training lengths {text!r}; give N or MIN-MAX with 1 <= MIN <= MAX, e.g. 8 or 1-40") from None
+        raise UserError(f"bad training lengths {text!r}; give N or MIN-MAX with 1 <= MIN <= MAX, "
+                        "e.g. 8 or 1-40") from None
     lo, hi = (vals[0], vals[0]) if len(vals) == 1 else (vals[0], vals[-1]) if len(vals) == 2 else (0, -1)
     if not 1 <= lo <= hi:
         raise UserError(f"bad training lengths {text!r}; give N or MIN-MAX with 1 <= MIN <= MAX, e.g. 8 or 1-40")

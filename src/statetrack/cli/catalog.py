@@ -33,20 +33,24 @@ def cmd_sample(a):
 
     if a.n < 1:
         raise UserError(f"--n must be at least 1, got {a.n}")
-    rows = sample_json(a.task, a.length, a.n, a.seed, a.split)
-    shares = label_shares(a.task, a.length, a.split, SHARES_N, a.seed)
+    rows = sample_json(a.task, a.length, a.n, a.seed, a.split, a.suffix)
+    shares = label_shares(a.task, a.length, a.split, SHARES_N, a.seed, a.suffix)
     if a.json:
         emit_rows([{**r, "split": a.split} for r in rows] + [{"label_shares": shares}])
         return 0
     for r in rows:
-        shown = r.get("input_symbols", r["inputs"])
+        shown = [str(s) for s in r.get("input_symbols", r["inputs"])]
+        if "suffix_start" in r:  # the long-range draw: a bar where the suffix starts
+            shown.insert(r["suffix_start"], "|")
         print("inputs :", " ".join(map(str, shown)))
-        print("targets:", " ".join(str(y) if m else "." for y, m in zip(r["targets"], r["mask"])))
+        print("targets:", " ".join(str(y) if m else "." for y, m in zip(r["targets"], r["mask"], strict=True)))
         print()
     top = sorted(shares["shares"].items(), key=lambda kv: -kv[1])
     text = ", ".join(f"{k} {100 * v:.1f}%" for k, v in top) if len(top) <= 12 else (
         f"{len(top)} labels; largest {top[0][0]} {100 * top[0][1]:.1f}%, smallest {top[-1][0]} {100 * top[-1][1]:.1f}%")
-    print(f"final label over {shares['n']:,} {a.split} sequences of length {a.length} ({shares['draw']}): {text}")
+    exact = "" if shares["exact"] is None else f"; exact majority share {100 * shares['exact']:.1f}%"
+    print(f"final label over {shares['n']:,} {a.split} sequences of length {a.length} ({shares['draw']}): {text}"
+          f"{exact}")
     return 0
 
 
@@ -77,8 +81,13 @@ def add_commands(sub) -> None:
 
     q = sub.add_parser("sample", help="print examples of a task and the shares of its final labels")
     q.add_argument("task", help="a task string, e.g. parity, group:S3, modcount:3, tomita:5")
-    q.add_argument("--split", default="train", choices=["train", "test"],
-                   help="train: the training draw; test: the test draw that eval scores (default: train)")
+    q.add_argument("--split", default="train", choices=["train", "test", "long"],
+                   help="train: the training draw; test: the test draw that eval scores; long: the long-range "
+                        "draw of a regular task (the last ceil(L/2) symbols leave both labels possible, the "
+                        "label is drawn independently of them; docs/long-range.md) (default: train)")
+    q.add_argument("--suffix", type=int, default=None, metavar="K",
+                   help="with --split long: the suffix length k that leaves every label possible "
+                        "(default: ceil(L/2))")
     q.add_argument("--length", type=int, default=16, help="tokens per example")
     q.add_argument("--n", type=int, default=2, help="number of examples")
     q.add_argument("--seed", type=int, default=0, help="seed of the examples")

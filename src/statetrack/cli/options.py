@@ -13,6 +13,7 @@ from statetrack.cli.args import parse_lengths, show_default
 from statetrack.config import EvalConfig, ModelConfig, TrainConfig
 from statetrack.errors import UserError
 
+
 def _kind(ann) -> dict:
     """argparse keywords for a field's type: type, choices, action."""
     args = typing.get_args(ann)

@@ -13,8 +13,9 @@ import os
 import re
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Literal
 
 #: the width of piped output when COLUMNS is not set
 PIPE_WIDTH = 80
@@ -95,14 +96,17 @@ def wrap(text: str, w: int) -> list[str]:
 
 
 # -- tables ------------------------------------------------------------------------------------------
+Justify = Literal["left", "center", "right"]
+
+
 @dataclass
 class Col:
     """A column: its header, the function from a row to the cell's text, and whether it may be left out
     (with a note) when the table is too wide."""
 
     header: str
-    cell: Callable[[object], str]
-    justify: str = "left"
+    cell: Callable[[Any], str]
+    justify: Justify = "left"
     optional: bool = False
     style: str | None = None
 
@@ -172,9 +176,10 @@ def print_table(title: str | None, columns, rows, caption: str | None = None,
     if fits(keep):
         parts = [keep]
     else:
-        parts, dropped = _chunks(list(range(len(cols))), mins, total), []
-        if parts is None:
+        chunks, dropped = _chunks(list(range(len(cols))), mins, total), []
+        if chunks is None:
             return print_blocks(title, [c.header for c in cols], texts, caption, styles, con)
+        parts = chunks
     if title:  # title and caption wrap at the width, not at the table's
         con.print(Text(title, style="bold"))
     for k, idx in enumerate(parts):
@@ -196,12 +201,12 @@ def _table(cols: list[Col], idx: list[int], texts, widths: list[int], styles):
     from rich.text import Text
 
     t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for i, w in zip(idx, widths):
+    for i, w in zip(idx, widths, strict=True):
         t.add_column(Text("\n".join(wrap(cols[i].header, w))), width=w, no_wrap=True, overflow="fold",
                      justify=cols[i].justify, style=cols[i].style)
     for r, row in enumerate(texts):
         t.add_row(*(Text("\n".join(wrap(row[i], w)), style=(styles(r, i) if styles else None) or "")
-                    for i, w in zip(idx, widths)))
+                    for i, w in zip(idx, widths, strict=True)))
     return t
 
 
@@ -214,10 +219,10 @@ def print_blocks(title: str | None, headers: list[str], texts: list[list[str]], 
     con = con or console()
     total = con.width
     keyw = min(max((_len(h) for h in headers[1:]), default=0) + 2, max(8, total // 2))
-    out = [title, ""] if title else []
+    out: list[str | tuple[str, str | None]] = [title, ""] if title else []
     for r, row in enumerate(texts):
         out.append((row[0], "bold"))
-        for i, (h, v) in enumerate(zip(headers[1:], row[1:]), start=1):
+        for i, (h, v) in enumerate(zip(headers[1:], row[1:], strict=True), start=1):
             style = styles(r, i) if styles else None
             lines = wrap(v, max(1, total - keyw))
             key = wrap(h + ":", keyw - 1)
@@ -248,6 +253,21 @@ def rows_out(a, rows, title, columns):
     return 0
 
 
+def print_horizons(horizons: dict, con=None) -> None:
+    """The failure horizon of each witness family (``evaluation.evaluate_more``)."""
+    rows = horizons.get("families", [])
+    if not rows:
+        return
+    n = horizons.get("horizon")
+    print_table(f"failure horizons on the witness families, up to length {horizons.get('horizon_max')}", [
+        Col("family", lambda r: r["family"]),
+        Col("horizon n", lambda r: "-" if r["horizon_n"] is None else str(r["horizon_n"]), "right"),
+        Col("horizon length", lambda r: "none" if r["horizon"] is None else str(r["horizon"]), "right"),
+        Col("accuracy", lambda r: f"{100 * r['accuracy']:.1f}", "right", optional=True)], rows,
+        caption=(f"failure horizon {n}: the shortest family string the model gets wrong" if n is not None else
+                 "no failure: every family's two strings kept apart at every n tested"), con=con)
+
+
 def print_metrics(title: str, metrics, con=None) -> None:
     """The per-length table of one run (train, eval, runs show): accuracy with its 95% (Wilson)
     interval, the chance of that length's test set, and n/a where a length has no test set."""
@@ -263,6 +283,11 @@ def print_metrics(title: str, metrics, con=None) -> None:
         return "-" if m.accuracy is None else f"{pct(m.accuracy_low)}-{pct(m.accuracy_high)}"
 
     longest = longest_generalized(metrics)
+    if metrics and all(m.accuracy is None for m in metrics):
+        reasons = "; ".join(dict.fromkeys(m.note or "no test set" for m in metrics))
+        verdict = f"not measurable at any length ({reasons})"
+    else:
+        verdict = f"longest length with accuracy >= 90% (and at every shorter test length): {longest or 'none'}"
     print_table(title, [
         Col("length", lambda m: str(m.length), "right"),
         Col("accuracy", acc, "right"),
@@ -271,7 +296,7 @@ def print_metrics(title: str, metrics, con=None) -> None:
         Col("scaled", lambda m: "-" if m.scaled_accuracy is None else f"{m.scaled_accuracy:+.3f}", "right"),
         Col("token acc", lambda m: pct(m.token_accuracy), "right", optional=True),
         Col("sequence acc", lambda m: pct(m.sequence_accuracy), "right", optional=True)], metrics,
-        caption=f"longest length with accuracy >= 90% (and at every shorter test length): {longest or 'none'}"
+        caption=verdict
                 + (" (?: a 95% interval it reads contains 90%)" if uncertain_judgement(metrics) else "")
-                + "; chance: majority rate of the final label in that length's test set",
+                + "; chance: the majority share of the final label's distribution in that length's draw",
         con=con)

@@ -7,7 +7,16 @@ import sys
 from statetrack.cli.args import add_db, add_json, add_max_params, parse_range
 from statetrack.cli.lm import print_lm_metrics, with_lm
 from statetrack.cli.options import add_eval_options, add_train_options, given
-from statetrack.cli.output import Col, console, emit_rows, print_metrics, print_record, print_table, say
+from statetrack.cli.output import (
+    Col,
+    console,
+    emit_rows,
+    print_horizons,
+    print_metrics,
+    print_record,
+    print_table,
+    say,
+)
 from statetrack.cli.progress import RunProgress
 from statetrack.errors import UserError
 
@@ -53,7 +62,7 @@ def _tensorboard(a):
 
 
 def cmd_train(a):
-    from statetrack.records import length_rows, run_object
+    from statetrack.records import run_object, split_rows
     from statetrack.runner import run
     from statetrack.store import Store
 
@@ -70,21 +79,34 @@ def cmd_train(a):
         print(f"run {res.run_id} failed: {res.summary.get('reason')}", file=sys.stderr)
         return 1
     if a.json:
-        emit_rows(with_lm(length_rows(run_object(Store(a.db).run(res.run_id)), res.metrics), res.lm))
+        emit_rows(with_lm(split_rows(run_object(Store(a.db).run(res.run_id)), res.metrics, res.more,
+                                     ecfg.splits[0]), res.lm))
     else:
         lo, hi = tcfg.train_lengths
         title = (f"run {res.run_id}: {tcfg.model.layers} on {tcfg.task}, trained on "
                  f"{lo if lo == hi else f'{lo}-{hi}'} (checkpoint {res.checkpoint})")
-        print_lm_metrics(title, res.lm) if res.lm else print_metrics(title, res.metrics)
+        print_lm_metrics(title, res.lm) if res.lm else print_splits(title, ecfg.splits[0], res.metrics, res.more,
+                                                                      res.summary.get("horizons"))
     return 0
+
+
+def print_splits(title: str, headline: str, metrics, more: dict, horizons: dict | None) -> None:
+    """The per-length table of each draw scored (the headline first), then the failure horizons."""
+    for split, ms in {headline: metrics, **(more or {})}.items():
+        print_metrics(title + ("" if split == "test" else f" [{SPLIT_NAMES[split]}]"), ms)
+    if horizons:
+        print_horizons(horizons)
+
+
+SPLIT_NAMES = {"test": "test draw", "long": "long-range draw: the last half of each string leaves both labels possible"}
 
 
 def cmd_eval(a):
     from statetrack.checkpoint import check_task_fits, load_checkpoint
     from statetrack.config import EvalConfig, validated
     from statetrack.device import resolve_device
-    from statetrack.evaluation import evaluate_run
-    from statetrack.records import checkpoint_run, length_rows
+    from statetrack.evaluation import evaluate_more, evaluate_run
+    from statetrack.records import checkpoint_run, split_rows
     from statetrack.runner import checkpoint_of_run_problem
     from statetrack.tasks import get_task
 
@@ -100,11 +122,13 @@ def cmd_eval(a):
         print(f"warning: {problem}; evaluating the file as it is", file=sys.stderr)
     with RunProgress(f"evaluate {cfg.model.layers} on {task.name}", 0, len(ecfg.lengths)) as prog:
         metrics, lm = evaluate_run(model, task, ecfg, on_length=prog.length)  # LM tasks: on the test split
+    more, horizons = evaluate_more(model, task, ecfg)
     if a.json:
-        emit_rows(with_lm(length_rows(checkpoint_run(cfg.model_dump(), extra, task.name, a.checkpoint), metrics), lm))
+        emit_rows(with_lm(split_rows(checkpoint_run(cfg.model_dump(), extra, task.name, a.checkpoint), metrics, more,
+                                     ecfg.splits[0]), lm))
     else:
         title = f"{a.checkpoint}: {cfg.model.layers} on {task.name}"
-        print_lm_metrics(title, lm) if lm else print_metrics(title, metrics)
+        print_lm_metrics(title, lm) if lm else print_splits(title, ecfg.splits[0], metrics, more, horizons)
     return 0
 
 
@@ -131,7 +155,7 @@ def _show(store, run_id: int, as_json: bool) -> int:
     problem = store.checkpoint_problem(r)
     if problem:
         print(f"warning: {problem}", file=sys.stderr)
-    d = run_detail(r, store.metrics(run_id), store.curve(run_id))
+    d = run_detail(r, store.metrics(run_id), store.curve(run_id), store.split_metrics(run_id))
     if as_json:
         print(json.dumps(d))
         return 0
@@ -154,6 +178,8 @@ def _show(store, run_id: int, as_json: bool) -> int:
         print_record(section, list(flat("", d[section] or {})), con=con)
     if d["metrics"]:
         print_metrics("metrics", [LengthMetrics(**m) for m in d["metrics"]], con=con)
+    for split, ms in d["split_metrics"].items():
+        print_metrics(f"metrics [{SPLIT_NAMES.get(split, split)}]", [LengthMetrics(**m) for m in ms], con=con)
     return 0
 
 
@@ -161,7 +187,7 @@ def cmd_runs(a):
     from statetrack.records import run_object
     from statetrack.store import Store
 
-    store = Store(a.db, create=False)
+    store = Store(a.db, readonly=True)
     if a.action == "show":
         if a.run_id is None:
             raise UserError("runs show needs a run id, e.g. 'statetrack runs show 3'")
@@ -175,7 +201,7 @@ def cmd_runs(a):
 
 
 def cmd_rerun(a):
-    from statetrack.records import length_rows, run_object
+    from statetrack.records import run_object, split_rows
     from statetrack.runner import rerun
     from statetrack.store import Store
 
@@ -192,7 +218,8 @@ def cmd_rerun(a):
         new, diffs = rerun(a.run_id, a.db, on_step=prog.validation, on_train_step=prog.step,
                            on_length=prog.length)
     if a.json:
-        emit_rows(with_lm(length_rows(run_object(Store(a.db).run(new.run_id)), new.metrics), new.lm))
+        emit_rows(with_lm(split_rows(run_object(Store(a.db).run(new.run_id)), new.metrics, new.more,
+                                     cfg["eval"].get("test_split", "test").split("+")[0]), new.lm))
     else:
         verdict = "identical metrics" if not diffs else f"DIFFERENT metrics at lengths {sorted(diffs)}"
         say(f"run {a.run_id} rerun as run {new.run_id}: {verdict}")

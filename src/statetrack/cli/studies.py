@@ -8,6 +8,7 @@ import platform
 import shlex
 import sys
 import time
+from operator import itemgetter
 
 from statetrack.cli.args import add_db, add_json
 from statetrack.cli.options import add_device
@@ -42,9 +43,9 @@ def _figures(text: str) -> tuple[str, ...]:
 
 
 def machine() -> str:
-    from statetrack.device import cpu_model
-
     import torch
+
+    from statetrack.device import cpu_model
 
     gpu = f", GPU {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""
     return (f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPU cores ({cpu_model()}){gpu}, "
@@ -91,7 +92,7 @@ def _summary(study, results, wall, a) -> str:
 def _emit_runs(results, db, study=None):
     """JSON Lines, one object per (run, test length): the run schema (statetrack.records) + grid keys; for
     an LM study one object per run (its bpb) and one per baseline and corpus."""
-    from statetrack.records import length_rows, run_object
+    from statetrack.records import run_object, split_rows
     from statetrack.store import Store
 
     if study is not None and study.kind == "lm":
@@ -102,8 +103,8 @@ def _emit_runs(results, db, study=None):
 
     store = Store(db)
     for job, res in results:
-        emit_rows(length_rows(run_object(store.run(res.run_id)), res.metrics, table=job.table,
-                              column=job.column, lr=job.train.lr))
+        emit_rows(split_rows(run_object(store.run(res.run_id)), res.metrics, res.more, job.eval.splits[0],
+                             table=job.table, column=job.column, lr=job.train.lr))
 
 
 def cmd_sweep(a):
@@ -125,7 +126,7 @@ def _print_report(rep, a):
     con = console()
     for t in rep.tables:
         headers = t.headers()
-        cols = [Col(h, lambda r, i=i: r[i], "left" if i == 0 else "right",
+        cols = [Col(h, itemgetter(i), "left" if i == 0 else "right",
                     style="dim" if h.startswith("paper") else None) for i, h in enumerate(headers)]
         print_table(t.title, cols, t.cell_texts(), caption=t.caption, con=con)
         con.print()
@@ -134,7 +135,7 @@ def _print_report(rep, a):
         from statetrack.report.writer import PROBE_HEADERS, probe_cells
 
         print_table("probes: accuracy (%) of the trained models on fixed inputs (median over runs)",
-                    [Col(h, lambda r, i=i: r[i]) for i, h in enumerate(("model", "probe", "runs") + PROBE_HEADERS)],
+                    [Col(h, itemgetter(i)) for i, h in enumerate(("model", "probe", "runs") + PROBE_HEADERS)],
                     [[r["model"], r["probe"], str(r["runs"]), *probe_cells(r)] for r in probes], con=con)
     con.print(f"{rep.study.source}. Database: {a.db}; {len(rep.results) - rep.missing} of {len(rep.results)} runs "
               f"of the grid complete; {rep.interrupted} unfinished records not counted.", style="dim", markup=False)

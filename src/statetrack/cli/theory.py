@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
-from statetrack.cli.args import add_json
+from statetrack.cli.args import add_json, add_max_params
 from statetrack.cli.output import Col, print_table, rows_out, say
 from statetrack.errors import UserError
 
@@ -24,9 +25,10 @@ def cmd_oracle(a):
         cell = {(r["layers"], r["task"]): r for r in rows}
         word = {"possible": "yes", "impossible": "no", "open": "open"}
         colour = {"possible": "green", "impossible": "red", "open": "yellow"}
-        cols = [Col("layers", lambda s: s)] + [
-            Col(tk, lambda s, tk=tk: f"{word[cell[(s, tk)]['verdict']]} {cell[(s, tk)]['basis']}", "center")
-            for tk in tks]
+        def verdict_of(tk: str) -> Callable[[str], str]:
+            return lambda s: f"{word[cell[(s, tk)]['verdict']]} {cell[(s, tk)]['basis']}"
+
+        cols = [Col("layers", str)] + [Col(tk, verdict_of(tk), "center") for tk in tks]
         print_table("oracle: can the stack solve the task at every length? (verdict, basis)", cols, specs,
                     caption="yes = possible, no = impossible; basis: a result of docs/science.md "
                             "(NL = non-linear RNN)",
@@ -115,6 +117,65 @@ def cmd_spectrum(a):
     return 0
 
 
+def cmd_witnesses(a):
+    from statetrack.tasks import get_task
+    from statetrack.tasks.families import witness_families
+
+    if a.limit < 1:
+        raise UserError(f"--limit must be at least 1, got {a.limit}")
+    task = get_task(a.task)
+    auto = task.automaton()
+    if auto is None:
+        raise UserError(f"{task.name} has no witness families: its labels are not computed by a finite "
+                        "automaton here; allowed: the regular tasks (dfa:, tomita:, parity, evenpairs, cycle, "
+                        "group, modcount, modarith)")
+    rows = [f.as_dict(auto.symbols, auto.tokens) for f in witness_families(auto, a.limit)]
+    if not rows and not a.json:
+        say(f"{task.name} has no witness family: every pair of states is merged by a short enough repeated "
+            "word, so the label is decided by a bounded window (a window language)")
+        return 0
+    names = getattr(task, "label_names", None)
+    return rows_out(a, rows, f"witness families of {task.name}: two strings per family, same last n|W|+|v| "
+                             "symbols, labels that differ and do not depend on n", [
+        Col("family", lambda r: r["family"]),
+        Col("labels", lambda r: " / ".join(names[c] if names else str(c) for c in r["labels"]))])
+
+
+def cmd_horizon(a):
+    from statetrack.checkpoint import check_task_fits, load_checkpoint
+    from statetrack.horizon import failure_horizons, horizon_summary
+    from statetrack.tasks import get_task
+
+    if a.max_len < 1 or a.limit < 1:
+        raise UserError(f"--max-len and --limit must be positive, got {a.max_len} and {a.limit}")
+    model, cfg, task, _ = load_checkpoint(a.checkpoint, max_params=a.max_params)
+    if a.task:
+        task = get_task(a.task)
+        check_task_fits(model, task, a.checkpoint, cfg.task)
+    rows = failure_horizons(model, task, a.max_len, limit=a.limit)
+    summ = horizon_summary(rows, a.max_len)
+    if a.json:
+        print(json.dumps({"checkpoint": str(a.checkpoint), "task": task.name, "layers": cfg.model.layers,
+                          **summ, "families": rows}))
+        return 0
+    if not rows:
+        say(f"{task.name} has no witness family (a window language): no failure horizon to measure")
+        return 0
+    cols = [Col("family", lambda r: r["family"]),
+            Col("tested to n", lambda r: f"{r['tested_n']} (length {r['tested_length']})", "right"),
+            Col("horizon n", lambda r: "-" if r["horizon_n"] is None else str(r["horizon_n"]), "right"),
+            Col("horizon length", lambda r: "none" if r["horizon"] is None else str(r["horizon"]), "right"),
+            Col("wrong from there", lambda r: "-" if r["wrong_after"] is None else f"{100 * r['wrong_after']:.0f}%",
+                "right", optional=True),
+            Col("accuracy", lambda r: f"{100 * r['accuracy']:.1f}%", "right", optional=True)]
+    verdict = (f"failure horizon {summ['horizon']}: the shortest string of a family the model gets wrong" if
+               summ["horizon"] is not None else
+               f"no failure up to length {a.max_len}: every family's two strings kept apart at every n")
+    print_table(f"{a.checkpoint}: {cfg.model.layers} on {task.name}, witness families up to length {a.max_len}",
+                cols, rows, caption=verdict)
+    return 0
+
+
 def add_commands(sub) -> None:
     q = sub.add_parser("oracle", help="can a stack of mixers solve a task at every length? (theorems T1-T6)")
     q.add_argument("--layers", default=None, help="layer spec; with --table: specs separated by ';'")
@@ -140,6 +201,22 @@ def add_commands(sub) -> None:
     q.add_argument("--seed", type=int, default=0, help="seed of the inputs")
     add_json(q, "one object")
     q.set_defaults(fn=cmd_counterexample)
+
+    q = sub.add_parser("witnesses", help="pumped string pairs u1 W^n v / u2 W^n v that a bounded window cannot "
+                                         "tell apart, for a regular task")
+    q.add_argument("task", help="a regular task string, e.g. tomita:3, parity, dfa:my.json")
+    q.add_argument("--limit", type=int, default=4, help="most families listed")
+    add_json(q, "one object per family")
+    q.set_defaults(fn=cmd_witnesses)
+
+    q = sub.add_parser("horizon", help="a checkpoint's failure horizon on the witness families of its task")
+    q.add_argument("checkpoint")
+    q.add_argument("--task", default=None, help="a regular task (default: the one it was trained on)")
+    q.add_argument("--max-len", type=int, default=1000, help="longest string tested")
+    q.add_argument("--limit", type=int, default=4, help="most families tested")
+    add_max_params(q)
+    add_json(q, "one object: the horizon and one entry per family")
+    q.set_defaults(fn=cmd_horizon)
 
     q = sub.add_parser("spectrum", help="eigenvalues of A(x) per layer and token, on the complex plane")
     q.add_argument("checkpoint")

@@ -188,6 +188,11 @@ class Scale(_Strict):
     eval_tokens: int | None = Field(None, ge=1, description="lm studies: test tokens scored at each length")
     eval_windows: Literal["random", "tile"] = Field(
         "random", description="lm studies: test windows at random offsets, or tiling the whole test split")
+    test_split: Literal["test", "long", "test+long"] = Field(
+        "test", description="the draws scored at every test length (EvalConfig.test_split): 'test+long' adds the "
+                            "long-range draw of the regular tasks beside their test draw")
+    horizons: bool = Field(False, description="measure each run's failure horizons on the witness families of "
+                                              "its task (regular tasks), up to the longest test length")
     train_lengths: tuple[int, int] | None = Field(None, description="training lengths at this scale (over the "
                                                                     "study's, task's and model's)")
     train: dict = Field(default_factory=dict, description="TrainConfig overrides at this scale")
@@ -284,7 +289,7 @@ class Study(_Strict):
         sc = self.scale(scale)
         return [t for t in self.tables if sc.tables is None or t.name in sc.tables]
 
-    def restrict(self, scale: str, models: list[str] | None = None, tasks: list[str] | None = None) -> "Study":
+    def restrict(self, scale: str, models: list[str] | None = None, tasks: list[str] | None = None) -> Study:
         """This study with its grid at ``scale`` narrowed to these model and task labels: a declared part
         of a protocol. The runs keep their keys, so the whole grid, run later, reuses them."""
         sc = self.scale(scale)
@@ -327,7 +332,8 @@ class Study(_Strict):
                     base = {**self.train, **t.train, **m.train, **sc.train}
                     lrs = sc.lrs or self.lrs or [base.get("lr", TrainConfig.model_fields["lr"].default)]
                     ecfg = validated(EvalConfig, lengths=sc.test_lengths, batch_size=sc.eval_batch, device=device,
-                                     tokens=sc.eval_tokens, windows=sc.eval_windows)
+                                     tokens=sc.eval_tokens, windows=sc.eval_windows, test_split=sc.test_split,
+                                     horizons=sc.horizons)
                     for lr in lrs:
                         for seed in range(n):
                             fields = {**base, "lr": lr, "task": sc.replace_tasks.get(t.label, t.task), "model": mcfg,

@@ -8,7 +8,7 @@ length in fixed memory by feeding chunks.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, asdict
+from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
 import torch
@@ -100,7 +100,8 @@ def check_options(cls, options: dict) -> dict:
         default = cls.options[k]
         if isinstance(default, bool) and not isinstance(v, bool):
             raise UserError(f"option {k}={v!r} of mixer {cls.name!r} must be true or false")
-        if isinstance(default, int) and not isinstance(default, bool) and (isinstance(v, bool) or not isinstance(v, int)):
+        int_default = isinstance(default, int) and not isinstance(default, bool)
+        if int_default and (isinstance(v, bool) or not isinstance(v, int)):
             raise UserError(f"option {k}={v!r} of mixer {cls.name!r} must be an integer")
         if isinstance(default, float) and (isinstance(v, bool) or not isinstance(v, (int, float))):
             raise UserError(f"option {k}={v!r} of mixer {cls.name!r} must be a number")

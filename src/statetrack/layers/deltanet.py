@@ -7,12 +7,13 @@ S (d_k, d_v). Per token, n_h sub-steps j = 1..n_h (DeltaNet: n_h = 1):
 
 so A(x_t) = prod_j (I - beta_j k_j k_j^T). Each factor's eigenvalues are real (1 and 1 - beta_j), but
 the product's are complex for n_h >= 2 with neg=true (two reflections make a rotation: this is how
-DeltaProduct reaches S_3) and for n_h >= 3: the declared domain is then "complex disc". q, k, v are linear maps of x_t, passed (as in the
-flash-linear-attention layers) through an optional short depthwise causal conv (``conv``, kernel 4
-by default, 0 = none) and silu; q and every k_j are L2-normalised per head. beta_j = sigmoid(w_j^T x_t)
-in [0, 1]; with ``neg=true`` beta_j = 2 sigmoid(w_j^T x_t) in [0, 2], so the eigenvalue 1 - beta_j of
-each factor lies in [-1, 1] (Grazzi2024); the same beta scales the write term. The head outputs go
-through a per-head RMSNorm (eps 1e-5, flash-linear-attention's default) and an output projection to d_model.
+DeltaProduct reaches S_3) and for n_h >= 3: the declared domain is then "complex disc". q, k, v are linear
+maps of x_t, passed (as in the flash-linear-attention layers) through an optional short depthwise causal
+conv (``conv``, kernel 4 by default, 0 = none) and silu; q and every k_j are L2-normalised per head.
+beta_j = sigmoid(w_j^T x_t) in [0, 1]; with ``neg=true`` beta_j = 2 sigmoid(w_j^T x_t) in [0, 2], so the
+eigenvalue 1 - beta_j of each factor lies in [-1, 1] (Grazzi2024); the same beta scales the write term.
+The head outputs go through a per-head RMSNorm (eps 1e-5, flash-linear-attention's default) and an output
+projection to d_model.
 
 Training uses the chunked WY/UT form (``chunk`` steps of the delta rule per chunk, so n_h per token
 for DeltaProduct; 0 = the step loop); ``step`` uses the recurrent form. State: (S (B, heads, d_k, d_v), conv buffer).
@@ -20,8 +21,8 @@ for DeltaProduct; 0 = the step loop); ``step`` uses the recurrent form. State: (
 from __future__ import annotations
 
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
 from statetrack.errors import UserError
 from statetrack.layers.base import Mixer, Properties, causal_conv_step, check_conv

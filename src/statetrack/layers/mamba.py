@@ -11,11 +11,10 @@ from __future__ import annotations
 import math
 
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
-from statetrack.layers.base import (Mixer, Properties, causal_conv_step, check_conv, check_expand,
-                                    init_dt_bias)
+from statetrack.layers.base import Mixer, Properties, causal_conv_step, check_conv, check_expand, init_dt_bias
 from statetrack.ops import causal_conv, mamba_scan
 from statetrack.ops.mamba import mamba_transition
 

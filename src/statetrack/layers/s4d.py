@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 
 import torch
-from torch import Tensor, nn
 import torch.nn.functional as F
+from torch import Tensor, nn
 
 from statetrack.errors import UserError
 from statetrack.layers.base import Mixer, Properties, log_uniform_dt

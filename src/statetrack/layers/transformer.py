@@ -17,8 +17,8 @@ from __future__ import annotations
 import math
 
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
 from statetrack.errors import UserError
 from statetrack.layers.base import Mixer, Properties

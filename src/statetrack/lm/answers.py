@@ -30,6 +30,7 @@ the state-blind bits, from which a report draws bpb and accuracy with 95% interv
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -92,7 +93,7 @@ def answer_buckets(nats: np.ndarray, hits: np.ndarray, k: np.ndarray, distance: 
     bits = nats / math.log(2)
     edges = distance_edges(L)
     out = []
-    groups = [(lo, hi, inside & (distance >= lo) & (distance < hi)) for lo, hi in zip(edges[:-1], edges[1:])]
+    groups = [(lo, hi, inside & (distance >= lo) & (distance < hi)) for lo, hi in itertools.pairwise(edges)]
     groups.append((None, None, is_ans & ~inside))
     for lo, hi, sel in groups:
         n = int(sel.sum())

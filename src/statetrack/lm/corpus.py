@@ -165,9 +165,8 @@ def _write_split(folder: Path, split: str, docs: list[Document], tok, suffix: st
     h = hashlib.sha256()
     offsets, n_tokens, n_bytes = [], 0, 0
     any_answers = any(d.answers is not None for d in docs)
-    side = (lambda ext: open(folder / f"{split}.{suffix}.{ext}", "wb")) if any_answers else \
-        (lambda ext: open(os.devnull, "wb"))
-    with open(path, "wb") as f, side("answers") as fa, side("distance") as fd:
+    answer_path = (lambda ext: folder / f"{split}.{suffix}.{ext}") if any_answers else (lambda ext: os.devnull)
+    with open(path, "wb") as f, open(answer_path("answers"), "wb") as fa, open(answer_path("distance"), "wb") as fd:
         for d in docs:
             ids = tok.encode(d.data)
             toks = np.concatenate([[tok.bos], ids, [tok.eos]]).astype(dtype)
@@ -223,7 +222,7 @@ def _build(name: str, seed: int, final: Path, source) -> None:
                     "excluded_dirs": list(EXCLUDED_DIRS) if name == "stdlib" else [],
                     "heldout_fraction": HELDOUT_FRACTION, "tokenizer": tok.describe(), "splits": {}}
         for split in SPLITS:
-            mine = [d for d, s in zip(docs, splits) if s == split]
+            mine = [d for d, s in zip(docs, splits, strict=True) if s == split]
             manifest["splits"][split] = _write_split(tmp, split, mine, tok, "u16")
         _write_json(tmp / "manifest.json", manifest)
         try:
@@ -338,7 +337,7 @@ class Corpus:
         dist = np.memmap(self.folder / f"{split}.u16.distance", dtype=np.uint32, mode="r") if ans is not None else None
         offs = list(self.offsets(split, "u16")) + [len(mm)]
         names = self.manifest["splits"][split]["files"]
-        for name, a, b in zip(names, offs[:-1], offs[1:]):
+        for name, a, b in zip(names, offs[:-1], offs[1:], strict=True):
             body = np.asarray(mm[a + 1:b - 1])  # drop BOS and EOS
             answers = None
             if ans is not None and dist is not None:

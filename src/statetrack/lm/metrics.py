@@ -68,11 +68,11 @@ class LMMetrics:
         return asdict(self)
 
     @classmethod
-    def from_row(cls, row) -> "LMMetrics":
+    def from_row(cls, row) -> LMMetrics:
         """From a row of the results database's ``lm_metrics`` table (``buckets`` as JSON)."""
         import json
 
-        d = {k: row[k] for k in cls.__dataclass_fields__ if k in row.keys()}
+        d = {k: row[k] for k in cls.__dataclass_fields__ if k in row.keys()}  # noqa: SIM118 (a sqlite3.Row)
         for k in ("buckets", "answer_buckets"):
             if isinstance(d.get(k), str):
                 d[k] = json.loads(d[k])

@@ -57,7 +57,8 @@ class ByteTokenizer:
         return np.ones(self.vocab_size, dtype=np.int64)
 
     def describe(self) -> dict:
-        return {"tokenizer": self.name, "vocab_size": self.vocab_size, "specials": dict(zip(SPECIALS, (BOS, EOS, PAD)))}
+        return {"tokenizer": self.name, "vocab_size": self.vocab_size,
+                "specials": dict(zip(SPECIALS, (BOS, EOS, PAD), strict=True))}
 
 
 @lru_cache(maxsize=1)
@@ -107,7 +108,7 @@ class BPETokenizer:
         self.bos, self.eos, self.pad = ids
 
     @classmethod
-    def train(cls, documents, path: str | os.PathLike, vocab_size: int = DEFAULT_BPE_VOCAB) -> "BPETokenizer":
+    def train(cls, documents, path: str | os.PathLike, vocab_size: int = DEFAULT_BPE_VOCAB) -> BPETokenizer:
         """Train on an iterable of documents (bytes) and save atomically to ``path``."""
         tk = import_tokenizers()
         tok = tk.Tokenizer(tk.models.BPE())
@@ -153,7 +154,7 @@ class BPETokenizer:
 
     def describe(self) -> dict:
         return {"tokenizer": self.name, "vocab_size": self.vocab_size, "path": str(self.path),
-                "specials": dict(zip(SPECIALS, (self.bos, self.eos, self.pad)))}
+                "specials": dict(zip(SPECIALS, (self.bos, self.eos, self.pad), strict=True))}
 
 
 def token_dtype(vocab_size: int):

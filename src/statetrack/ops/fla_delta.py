@@ -36,7 +36,8 @@ KERNELS = ("chunk", "recurrent")
 
 
 def default_kernel(neg: bool) -> str:
-    """The kernel ``delta_rule`` runs on CUDA: ``recurrent`` (float32) for beta in [0, 2], ``chunk`` (bfloat16 inputs) for beta in [0, 1]."""
+    """The kernel ``delta_rule`` runs on CUDA: ``recurrent`` (float32) for beta in [0, 2], ``chunk`` (bfloat16
+    inputs) for beta in [0, 1]."""
     return "recurrent" if neg else "chunk"
 
 

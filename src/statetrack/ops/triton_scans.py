@@ -231,7 +231,7 @@ class _MambaScanTriton(torch.autograd.Function):
         _mamba_bwd_kernel[grid](dt, A, A2, u, Bm, Cm, h0, ckpt, gy, ghT, gdt, gu, gA, gB, gC, gh0,
                                 T, E, N, B, n_tiles, NEG=neg, TT=TT, BE=BE, BN=BN)
         grads = (gdt, gA.sum(0), gu, gB.sum(0), gC.sum(0), gh0)
-        return (*(g.to(d) for g, d in zip(grads, ctx.in_dtypes)), None, None, None)
+        return (*(g.to(d) for g, d in zip(grads, ctx.in_dtypes, strict=True)), None, None, None)
 
 
 def mamba_scan_triton(dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor | None = None,
@@ -354,7 +354,7 @@ class _SelectiveScanTriton(torch.autograd.Function):
         _cscan_bwd_kernel[grid](ar, x, Bm, h0r, h, _planes(gh), ga, gx, gB, gh0, T, E, N, B, n_tiles,
                                 TT=TT, BE=BE, BN=BN)
         grads = (torch.view_as_complex(ga), gx, gB.sum(0), torch.view_as_complex(gh0))
-        return (*(g.to(d) for g, d in zip(grads, ctx.in_dtypes)), None, None)
+        return (*(g.to(d) for g, d in zip(grads, ctx.in_dtypes, strict=True)), None, None)
 
 
 def selective_scan_triton(a: Tensor, x: Tensor, Bm: Tensor, h0: Tensor | None = None,

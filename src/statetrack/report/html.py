@@ -12,8 +12,17 @@ import re
 from pathlib import Path
 
 from statetrack.report.selection import MARK
-from statetrack.report.writer import (INTERVALS_CAPTION, PROBE_HEADERS, Report, difference_items, interval_tables,
-                                      probe_cells, report_figures, runs_line, scale_note)
+from statetrack.report.writer import (
+    INTERVALS_CAPTION,
+    PROBE_HEADERS,
+    Report,
+    difference_items,
+    interval_tables,
+    probe_cells,
+    report_figures,
+    runs_line,
+    scale_note,
+)
 from statetrack.version import __version__
 
 CSS = """
@@ -58,10 +67,10 @@ def table_html(headers: list[str], rows: list[list[str]], caption: str = "") -> 
     if caption:
         out.append(f"<caption>{esc(caption)}</caption>")
     out.append("<thead><tr>" + "".join(f"<th{_cls(['paper'] if p else [])}>{esc(h)}</th>"
-                                       for h, p in zip(headers, paper)) + "</tr></thead><tbody>")
+                                       for h, p in zip(headers, paper, strict=True)) + "</tr></thead><tbody>")
     for row in rows:
         cells = [f"<td{_cls([c for c, on in (('paper', p), ('differs', differs(text))) if on])}>{esc(text)}</td>"
-                 for text, p in zip(row, paper)]
+                 for text, p in zip(row, paper, strict=True)]
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table></div>")
     return "\n".join(out)
@@ -149,7 +158,8 @@ def write_index(folder) -> Path:
             + "\n".join(rows) + "</tbody></table>")
     from statetrack.files import write_file
 
-    path = write_file(folder / "index.html", "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>statetrack reports"
-                    f"</title><style>{CSS} td {{ text-align: left; white-space: normal; }}</style></head>\n"
+    path = write_file(folder / "index.html", "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                    f"<title>statetrack reports</title><style>{CSS} td {{ text-align: left; white-space: normal; }}"
+                    "</style></head>\n"
                     f"<body>\n{body}\n</body></html>\n", what="report")
     return path

@@ -29,8 +29,19 @@ from statetrack.lm.baselines import BASELINES, LABELS
 from statetrack.lm.compressors import COMPRESSORS
 from statetrack.report import render
 from statetrack.report.lm_answers import IN_CONTEXT, answer_tables, blind_in_context, in_context_bpb, select
-from statetrack.report.lm_cells import (NEG, POS, Cell, baselines, beyond_bpb, columns_of, eval_length, find_cell,
-                                         gather, labels_of, pairs)
+from statetrack.report.lm_cells import (
+    NEG,
+    POS,
+    Cell,
+    baselines,
+    beyond_bpb,
+    columns_of,
+    eval_length,
+    find_cell,
+    gather,
+    labels_of,
+    pairs,
+)
 from statetrack.report.render import fmt_cell
 
 MARK = "*"
@@ -262,7 +273,7 @@ def state_tracking_cells(study, db, scale: str) -> tuple[dict, list[str], str]:
     out: dict[str, dict] = {}
     found = 0
     if db is not None and scale in other.scales:
-        store = Store(db, create=False)
+        store = Store(db, readonly=True)
         jobs = [j for j in other.cells(scale) if j.table == st.table]
         res = [(j, complete_result(store, j.key)) for j in jobs]
         found = sum(r is not None for _, r in res)
@@ -317,7 +328,7 @@ def joint_table(study, cells: list[Cell], base: dict, st_cells: dict, st_cols: l
         t.records.append({"study": study.name, "table": "joint", "model": label,
                           **{f"{k[0]} {k[1]}": v for k, v in med[label].items()}})
     for fam, a, b in pairs(labels_of(cells)):
-        def diff(key, digits=3):
+        def diff(key, digits=3, a=a, b=b):
             x, y = med[a].get(key), med[b].get(key)
             return "-" if x is None or y is None else f"{y - x:+.{digits}f}"
         row = [f"{fam}: {NEG} - {POS}", ""] + [diff(("bpb", c)) for c in cols]

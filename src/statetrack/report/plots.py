@@ -89,8 +89,9 @@ def _length_ticks(ax, lengths: list[int]) -> None:
 def length_figures(study, table, results) -> list[tuple[str, object]]:
     """(stem, figure) per task column: median over seeds at the selected learning rate, log x-axis, one
     line per model (its own marker and style), with a band over the seeds' values and their 95% (Wilson)
-    intervals where the metric has one; chance per test length dotted (the majority rate of the scored
-    labels); the training range shaded. Lengths without a test set are left out."""
+    intervals where the metric has one; chance per test length dotted (the majority share of the
+    final label's distribution in that length's test draw); the training range shaded. Lengths without a
+    test set are left out."""
     plt = pyplot()
     figs = []
     tdef = next(t for t in study.tables if t.name == table.name)
@@ -115,10 +116,10 @@ def length_figures(study, table, results) -> list[tuple[str, object]]:
             med = [statistics.median(getattr(m, study.metric) for m in at[n]) for n in lengths]
             line, = ax.plot(lengths, med, marker=MARKERS[drawn % len(MARKERS)], ms=4, mfc="none",
                             ls=STYLES[drawn // len(MARKERS) % len(STYLES)], label=row["label"])
-            lo = [min([getattr(m, study.metric) for m in at[n]] + [ci[0] for m in at[n] if (ci := m.interval(study.metric))])
-                  for n in lengths]
-            hi = [max([getattr(m, study.metric) for m in at[n]] + [ci[1] for m in at[n] if (ci := m.interval(study.metric))])
-                  for n in lengths]
+            lo = [min([getattr(m, study.metric) for m in at[n]]
+                      + [ci[0] for m in at[n] if (ci := m.interval(study.metric))]) for n in lengths]
+            hi = [max([getattr(m, study.metric) for m in at[n]]
+                      + [ci[1] for m in at[n] if (ci := m.interval(study.metric))]) for n in lengths]
             if lo != hi:
                 ax.fill_between(lengths, lo, hi, color=line.get_color(), alpha=0.15, lw=0)
             j = runs[0][0]
@@ -174,7 +175,7 @@ def curve_figures(study, table, results, curves: dict[int, list[dict]]) -> list[
         fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols, 2.3 * nrows + 0.7), sharex=True,
                                  sharey=True, squeeze=False)
         lrs = sorted({j.train.lr for _, runs in panels for j, _ in runs})
-        for ax, (label, runs) in zip(axes.flat, panels):
+        for ax, (label, runs) in zip(axes.flat, panels, strict=False):
             for j, r in runs:
                 c = curves[r.run_id]
                 ax.plot([p["step"] for p in c], [p["val_accuracy"] for p in c], lw=1.2,
@@ -234,7 +235,7 @@ def spectrum_figure(result: dict):
     n = max(1, len(ls))
     fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 4.2), squeeze=False)
     th = np.linspace(0, 2 * np.pi, 400)
-    for ax, l in zip(axes[0], ls):
+    for ax, l in zip(axes[0], ls, strict=False):
         ax.plot(np.cos(th), np.sin(th), color="0.6", lw=0.8, label="unit circle")
         ax.axhline(0, color="0.85", lw=0.5)
         ax.axvline(0, color="0.85", lw=0.5)
@@ -244,7 +245,7 @@ def spectrum_figure(result: dict):
             v = vals[toks == t].reshape(-1)
             ax.scatter(v.real, v.imag, s=6, alpha=0.5, label=f"token {t}")
         if l.get("per_token"):
-            for k, (t, v) in enumerate(l["per_token"].items()):
+            for k, v in enumerate(l["per_token"].values()):
                 v = np.array(v)
                 ax.scatter(v[:, 0], v[:, 1], s=40, marker="x", color="k",
                            label="single-token A(x)" if k == 0 else None)

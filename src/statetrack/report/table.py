@@ -79,14 +79,16 @@ def _caption(study, kind: str) -> str:
     judged = ("the longest length" if kind == "longest" else
               "the '>=90% up to' length (accuracy >= 90% at it and every shorter test length)")
     # mean tables judge no threshold; a longest length of token or sequence accuracy has no interval
-    unsure = ("" if kind == "mean" or (study.metric in ("token_accuracy", "sequence_accuracy") and kind == "longest") else
+    no_interval = study.metric in ("token_accuracy", "sequence_accuracy") and kind == "longest"
+    unsure = ("" if kind == "mean" or no_interval else
               f" {UNSURE} = {judged} could move: at a length it reads, the 95% (Wilson) interval of the accuracy "
               "over the test sequences contains the threshold.")
     return (f"Cells: {what}; {rule}; shown as selected (median [min-max] over seeds), or "
             f"median [min-max] when the selected value is the median. "
-            f"{MARK} = differs from the paper by more than {tol}.{unsure} Chance is measured per test length "
-            "(the majority rate of the final label in that length's test set); n/a = no test set at that "
-            "length (e.g. no accepted string of that length).")
+            f"{MARK} = differs from the paper by more than {tol}.{unsure} Chance at each test length is the "
+            "majority share of the final label's distribution in that length's test draw (exact where the task "
+            "computes it, else over 10,000 draws); n/a = no test set at that length (e.g. no accepted string "
+            "of that length).")
 
 
 def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
@@ -151,7 +153,8 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
                     if not cruns:
                         continue
                     entries = [(j.train.lr, run_score(study, r), r.summary.get("best_val_accuracy"),
-                                r.summary.get("best_val_loss")) for j, r in cruns if r is not None and r.status == "complete"]
+                                r.summary.get("best_val_loss"))
+                               for j, r in cruns if r is not None and r.status == "complete"]
                     cell = select(study, entries)
                     cell.runs = len(entries)
                     cell.missing = len(cruns) - len(entries)

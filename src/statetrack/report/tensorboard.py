@@ -37,7 +37,7 @@ def run_dir(log_dir, row: dict) -> Path:
 def write_run(log_dir, db, run_id: int) -> Path:
     """Write run ``run_id`` of database ``db`` under ``log_dir``; returns its folder."""
     writer_cls = summary_writer()
-    store = Store(db, create=False)
+    store = Store(db, readonly=True)
     row = store.run(run_id)
     path = run_dir(log_dir, row)
     w = writer_cls(log_dir=str(path))

@@ -52,7 +52,7 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None, device: s
     from statetrack.probes import read_traces
     from statetrack.runner import complete_result
 
-    store = Store(db, create=False)
+    store = Store(db, readonly=True)
     jobs = study.cells(scale, seeds, device)
     results, traces, curves, unfinished, machines = [], {}, {}, 0, {}
     for job in jobs:
@@ -113,7 +113,8 @@ def _probe_markdown(rep: Report) -> str:
     rows = rep.probe_rows()
     if not rows:
         return ""
-    lines = ["| model | probe | runs | " + " | ".join(PROBE_HEADERS) + " |", "|---|---|---|" + "---|" * len(PROBE_HEADERS)]
+    lines = ["| model | probe | runs | " + " | ".join(PROBE_HEADERS) + " |",
+             "|---|---|---|" + "---|" * len(PROBE_HEADERS)]
     for r in rows:
         lines.append(f"| {r['model']} | {r['probe']} | {r['runs']} | " + " | ".join(probe_cells(r)) + " |")
     return "\n".join(lines)
@@ -153,13 +154,14 @@ def difference_items(t: StudyTable, study) -> tuple[str, list[str]]:
 
 
 INTERVALS_CAPTION = ("Accuracy (%) of the final label at each test length, with its Wilson 95% interval over the "
-                     "test sequences; 'chance' rows: the majority rate of the final label in that length's test "
-                     "set (n/a: no test set at that length).")
+                     "test sequences; 'chance' rows: the majority share of the final label's distribution in that "
+                     "length's test draw (exact where the task computes it, else over 10,000 draws; n/a: no test "
+                     "set at that length).")
 
 
 def interval_tables(rep: Report) -> list[tuple[str, list[str], list[list[str]]]]:
     """(table name, headers, rows) per study table: every complete run's accuracy (%) at each test length
-    with its 95% (Wilson) interval, then one 'chance' row per task column (the majority rate of the final
+    with its 95% (Wilson) interval, then one 'chance' row per task column (the majority share of the final
     label in that length's test set); n/a: no test set at that length."""
     out = []
     for tdef in rep.study.tables:

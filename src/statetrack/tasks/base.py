@@ -6,18 +6,22 @@ A task is tiny: a vocabulary, a number of output classes, a seeded sampler of ba
 Test sets. ``evaluate`` scores the last label of each sequence (after all L inputs) on batches from
 ``stream_test_batch``, which by default is the training draw. A task whose training draw would make
 that label degenerate at long lengths (a constant answer scoring near 100%) declares its own test draw
-(``test_draw`` says which, in words); e.g. regular languages draw half accepted and half rejected
-strings at every length. ``test_unavailable(L)`` names a length at which no test set can be drawn (no
-accepted string of length L): evaluation reports it as such instead of a number. Chance is never a
-property of the task: evaluation measures it per length from the labels it actually scores.
+(``test_draw`` says which, in words; ``test_draw_kind`` says whether it is balanced); e.g. regular
+languages draw half accepted and half rejected strings at every length. ``test_unavailable(L)`` names a
+length at which no test set can be drawn (no accepted string of length L): evaluation reports it as such
+instead of a number. A regular task also returns its ``automaton()``, which gives the long-range test
+draw (``statetrack.tasks.draws``: strings whose label the last half cannot decide). Chance at a length
+is the majority share of the final label's distribution in the draw scored (``statetrack.tasks.draws``).
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
+
+from statetrack.tasks.automaton import Automaton
 
 
 @dataclass
@@ -31,7 +35,7 @@ class Batch:
     def __post_init__(self):
         assert self.inputs.shape == self.targets.shape == self.mask.shape, "batch arrays differ in shape"
 
-    def slice(self, start: int, stop: int) -> "Batch":
+    def slice(self, start: int, stop: int) -> Batch:
         return Batch(self.inputs[:, start:stop], self.targets[:, start:stop], self.mask[:, start:stop])
 
 
@@ -62,7 +66,7 @@ class Task(ABC):
         for start in range(0, length, chunk):
             yield batch.slice(start, min(start + chunk, length))
 
-    def heldout(self, split: str) -> "Task":
+    def heldout(self, split: str) -> Task:
         """The task on its held-out ``split`` ("validation" or "test"). A generated task draws fresh
         sequences from a seeded generator, so it is its own held-out set; a corpus task reads another
         split of its corpus."""
@@ -89,9 +93,24 @@ class Task(ABC):
         """Exact distribution of a scored label, where the task knows it (None otherwise)."""
         return None
 
+    #: what the test draw is: "training" (the training draw), "balanced" (the final label drawn
+    #: uniformly among the classes first, each sequence uniform among those with its label), or "own"
+    test_draw_kind: str = "training"
+
+    def automaton(self) -> Automaton | None:
+        """The finite automaton that computes the task's labels (``statetrack.tasks.automaton``), or None
+        for a task that is not regular; built once. It gives exact label distributions, the long-range
+        test draw and the witness families."""
+        if "_automaton" not in self.__dict__:
+            self.__dict__["_automaton"] = self.build_automaton()
+        return self.__dict__["_automaton"]
+
+    def build_automaton(self) -> Automaton | None:
+        return None
+
     def chance_level(self) -> float:
-        """A summary for listings only, pooled over lengths: evaluation never uses it (it measures chance
-        per length on the labels it scores; see ``statetrack.evaluation``).
+        """A summary for listings only, pooled over lengths: evaluation never uses it (its chance is per
+        length, from the label distribution of the draw scored; see ``statetrack.tasks.draws``).
 
         The most frequent label's share: exact where the task knows its label distribution; otherwise
         estimated from a fixed seeded sample of the training draw at lengths 8, 32 and 128.

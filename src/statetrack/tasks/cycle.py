@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from statetrack.tasks.automaton import Automaton
 from statetrack.tasks.streaming import StreamingTask, every_mask, final_mask_chunk, uniform_ints
 
 
@@ -35,6 +36,11 @@ class CycleNavigation(StreamingTask):
         b, steps = x.shape
         mask = every_mask(b, steps) if self.scoring == "every" else final_mask_chunk(b, t0, steps, length)
         return x, y, mask, y[:, -1].copy()
+
+    def build_automaton(self):
+        m = self.modulus
+        delta = (np.arange(m)[:, None] + np.arange(3)[None, :] - 1) % m  # action a moves by a - 1
+        return Automaton(delta, 0, np.arange(m), m, symbols=self.symbols)
 
     def params(self):
         return {"modulus": self.modulus, "scoring": self.scoring}

@@ -44,9 +44,9 @@ from pathlib import Path
 import numpy as np
 
 from statetrack.errors import UserError
+from statetrack.tasks.automaton import Automaton
 from statetrack.tasks.base import Batch
-from statetrack.tasks.streaming import (StreamingTask, balanced_labels, check_length, every_mask,
-                                        uniform_ints)
+from statetrack.tasks.streaming import StreamingTask, balanced_labels, check_length, every_mask, uniform_ints
 
 KEYS = ("states", "alphabet", "start", "accept", "transitions")
 
@@ -132,6 +132,10 @@ class DFA:
         self._log_counts = have
         return have[:length + 1]
 
+    def automaton(self) -> Automaton:
+        """The DFA as a labelled automaton: label 1 in accepting states, 0 elsewhere."""
+        return Automaton(self.delta, self.start, self.accepting.astype(np.int64), 2, symbols=self.alphabet)
+
     def accepts(self, word) -> bool:
         q = self.start
         for a in word:
@@ -153,7 +157,7 @@ def load_dfa(path: str) -> DFA:
 def _tomita_spec(k: int) -> dict:
     def mk(states, start, accept, rows):
         return {"states": states, "alphabet": ["0", "1"], "start": start, "accept": accept,
-                "transitions": {s: {"0": r[0], "1": r[1]} for s, r in zip(states, rows)}}
+                "transitions": {s: {"0": r[0], "1": r[1]} for s, r in zip(states, rows, strict=True)}}
     if k == 1:  # 1*
         return mk(["ok", "dead"], "ok", ["ok"], [("dead", "ok"), ("dead", "dead")])
     if k == 2:  # (10)*
@@ -202,6 +206,11 @@ class DFATask(StreamingTask):
         if self.balanced_training and self.test_unavailable(check_length(length)) is None:
             return self.stream_test_batch(rng, batch_size, length, chunk)
         return super().stream_batch(rng, batch_size, length, chunk)
+
+    test_draw_kind = "balanced"
+
+    def build_automaton(self):
+        return self.dfa.automaton()
 
     def _start(self, batch_size):
         return np.full(batch_size, self.dfa.start, dtype=np.int64)

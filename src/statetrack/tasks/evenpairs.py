@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from statetrack.errors import UserError
+from statetrack.tasks.automaton import Automaton
 from statetrack.tasks.streaming import StreamingTask, every_mask, final_mask_chunk, uniform_ints
 
 
@@ -35,6 +36,13 @@ class EvenPairs(StreamingTask):
         b, steps = x.shape
         mask = every_mask(b, steps) if self.scoring == "every" else final_mask_chunk(b, t0, steps, length)
         return x, y, mask, first
+
+    test_draw_kind = "balanced"
+
+    def build_automaton(self):
+        # states: 0 nothing read (no string); (first, last) = (0, 0), (0, 1), (1, 1), (1, 0): label first != last
+        delta = [[1, 3], [1, 2], [1, 2], [4, 3], [4, 3]]
+        return Automaton(delta, 0, [-1, 0, 1, 0, 1], 2, symbols=self.symbols)
 
     test_draw = "balanced final label (the last bit set by the label); the rest uniform"
 

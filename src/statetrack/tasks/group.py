@@ -46,7 +46,11 @@ import numpy as np
 
 from statetrack.algebra import Group, get_group
 from statetrack.errors import UserError
+from statetrack.tasks.automaton import Automaton
 from statetrack.tasks.streaming import StreamingTask, every_mask, uniform_ints
+
+#: the largest Cayley graph (|G| x |support| transitions) kept as an automaton
+MAX_AUTOMATON_EDGES = 1 << 21
 
 SELECTORS = ("all", "generators", "gens", "identity", "e", "involutions", "transpositions",
              "Kcycles", "even", "odd")
@@ -130,6 +134,17 @@ class GroupWordProblem(StreamingTask):
             state = self._table[state, x[:, t]].astype(np.int64)
             y[:, t] = state
         return x, y, every_mask(*x.shape), state
+
+    @property
+    def test_draw_kind(self):
+        return "training" if len(self.support) < self.group.order else "balanced"
+
+    def build_automaton(self):
+        if self.group.order * len(self.support) > MAX_AUTOMATON_EDGES:
+            return None  # S7 and larger: a table of |G| x |support| transitions would not be small
+        # states: the prefix product; the input x takes y to y x (the Cayley graph on the support)
+        return Automaton(self._table[:, self.support].astype(np.int64), 0, np.arange(self.group.order),
+                         self.group.order, tokens=self.support)
 
     @property
     def test_draw(self):

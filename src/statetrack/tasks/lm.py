@@ -64,7 +64,7 @@ class LMTask(Task):
         w = self.split.windows(starts, length + 1)
         return Batch(w[:, :-1], w[:, 1:], np.ones((batch_size, length), dtype=bool))
 
-    def heldout(self, split: str) -> "LMTask":
+    def heldout(self, split: str) -> LMTask:
         return LMTask(*self._args, split=split, _corpus=self.corpus)
 
     def label_distribution(self) -> np.ndarray:

@@ -11,14 +11,19 @@ encoding stands for '+' at an operator position with a missing (zero) digit afte
 unchanged and the label is read at the blank. ``modarith`` alone is ``modarith:5``; m is in 2..1000.
 
 Unscored positions carry the value of the expression read so far. The test draw is the training draw;
-its final value is close to uniform (for m = 5 the largest share in 10,000 draws is 20.2-20.4% at
-lengths 16, 100 and 500), though not exactly (a product with a 0 digit is 0).
+its final value is close to uniform, though not exactly (a product with a 0 digit is 0): counted
+through the task's automaton (``build_automaton``), the largest share for m = 5 is 23.2% at length 5,
+20.1% at 16 and 20.0% from 40 on.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from statetrack.tasks.automaton import Automaton
 from statetrack.tasks.streaming import StreamingTask, final_mask_chunk, uniform_ints
+
+#: the largest modulus whose automaton (4 m^2 + m + 1 states) is built
+MAX_AUTOMATON_MODULUS = 32
 
 
 class ModularArithmetic(StreamingTask):
@@ -61,6 +66,42 @@ class ModularArithmetic(StreamingTask):
                 x[:, k] = op
             y[:, k] = (acc + term) % m
         return x, y, final_mask_chunk(b, t0, steps, length), (acc, term, op)
+
+    def build_automaton(self):
+        """States: expecting a digit (acc, term, pending operator), expecting an operator (acc, term),
+        ended by the blank (value), and a dead state for anything else. A string of the task ends after
+        a digit or after the final blank; the target of every position is the value read so far."""
+        m = self.modulus
+        if m > MAX_AUTOMATON_MODULUS:
+            return None
+        ops = (self.PLUS, self.MINUS, self.TIMES)
+        d_id = lambda acc, term, o: (acc * m + term) * 3 + o            # noqa: E731
+        o_id = lambda acc, term: 3 * m * m + acc * m + term              # noqa: E731
+        e_id = lambda v: 4 * m * m + v                                   # noqa: E731
+        dead = 4 * m * m + m
+        n = dead + 1
+        delta = np.full((n, self.vocab_size), dead, dtype=np.int64)
+        labels = np.full(n, -1, dtype=np.int64)
+        outputs = np.zeros(n, dtype=np.int64)
+        for acc in range(m):
+            for term in range(m):
+                value = (acc + term) % m
+                for o, op in enumerate(ops):
+                    q = d_id(acc, term, o)
+                    outputs[q] = value
+                    for d in range(m):
+                        acc2 = acc if op == self.TIMES else value
+                        term2 = d if op == self.PLUS else (-d) % m if op == self.MINUS else (term * d) % m
+                        delta[q, d] = o_id(acc2, term2)
+                q = o_id(acc, term)
+                labels[q] = outputs[q] = value
+                for o, op in enumerate(ops):
+                    delta[q, op] = d_id(acc, term, o)
+                delta[q, self.BLANK] = e_id(value)
+        for v in range(m):
+            labels[e_id(v)] = outputs[e_id(v)] = v
+        # the start: acc 0, term 0, operator +, so the first digit d gives term d
+        return Automaton(delta, d_id(0, 0, 0), labels, m, outputs=outputs, symbols=self.symbols)
 
     def params(self):
         return {"modulus": self.modulus}

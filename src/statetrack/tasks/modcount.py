@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from statetrack.tasks.automaton import Automaton
 from statetrack.tasks.streaming import StreamingTask, every_mask
 
 MAX_MODULUS = 65536
@@ -41,6 +42,11 @@ class ModCount(StreamingTask):
 
     def label_distribution(self):
         return np.full(self.modulus, 1.0 / self.modulus)
+
+    def build_automaton(self):
+        # one symbol, the token 1: position t has label t mod m
+        m = self.modulus
+        return Automaton(((np.arange(m) + 1) % m)[:, None], 0, np.arange(m), m, tokens=[1], symbols=("1",))
 
     def params(self):
         return {"modulus": self.modulus}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from statetrack.errors import UserError
+from statetrack.tasks.automaton import Automaton
 from statetrack.tasks.streaming import StreamingTask, every_mask, final_mask_chunk
 
 
@@ -33,6 +34,12 @@ class Parity(StreamingTask):
         B, n = bits.shape
         mask = every_mask(B, n) if self.scoring == "every" else final_mask_chunk(B, t0, n, length)
         return bits, targets, mask, targets[:, -1].copy()
+
+    test_draw_kind = "balanced"
+
+    def build_automaton(self):
+        # states: parity 0, 1; the bit 1 flips it
+        return Automaton([[0, 1], [1, 0]], 0, [0, 1], 2, symbols=("0", "1"))
 
     test_draw = "balanced final parity (the last bit set by the label); the rest uniform"
 

@@ -5,7 +5,7 @@ argument string (or None) and raises UserError on a bad one.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from statetrack import plugins
 from statetrack.errors import UserError, allowed

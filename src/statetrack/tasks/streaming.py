@@ -9,7 +9,8 @@ sliced in time, with memory flat in the length. Fixed-input tasks simply ignore 
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -85,7 +86,7 @@ class StreamingTask(Task):
                     parts.append(part)
                 *part, state = self._chunk(last_u(state, labels)[:, None], length - 1, length, state)
                 parts.append(part)
-                x, y, m = (np.concatenate(a, axis=1) for a in zip(*parts))
+                x, y, m = (np.concatenate(a, axis=1) for a in zip(*parts, strict=True))
             yield Batch(x.astype(np.int64), y.astype(np.int64), m.astype(bool))
 
 

@@ -1,20 +1,22 @@
 """Registration of the task suite, and the listing / sampling API used by the CLI.
 
     list_tasks()                           -> one dict per family: family, syntax, description, parameters
-    sample_json(task, length, n, seed, split) -> one JSON-ready dict per example: inputs, targets, mask
-                                              (+ input_symbols where the task names its tokens,
+    sample_json(task, length, n, seed, split, suffix) -> one JSON-ready dict per example: inputs, targets,
+                                              mask (+ input_symbols where the task names its tokens,
                                                + input_perms / target_perms for group tasks)
-    label_shares(task, length, split, n, seed) -> the share of each final scored label over n sequences
+    label_shares(task, length, split, n, seed, suffix) -> the share of each final scored label over n
+                                              sequences, and the exact distribution where known
 
-``split`` is "train" (the training draw, ``Task.sample_batch``) or "test" (the test draw that
-``evaluate`` scores, ``Task.test_batch``).
+``split`` is "train" (the training draw, ``Task.sample_batch``), "test" (the test draw that
+``evaluate`` scores, ``Task.test_batch``) or "long" (the long-range draw of a regular task, with a
+suffix of ``suffix`` symbols, default ceil(L/2): ``statetrack.tasks.draws``).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from statetrack.errors import UserError
-from statetrack.tasks.registry import FAMILIES, get_task, register
+from statetrack.tasks import draws
 from statetrack.tasks.cycle import CycleNavigation
 from statetrack.tasks.dfa import DFATask, load_dfa, tomita_dfa
 from statetrack.tasks.evenpairs import EvenPairs
@@ -24,6 +26,7 @@ from statetrack.tasks.modarith import ModularArithmetic
 from statetrack.tasks.modarith_brackets import ModularArithmeticBrackets
 from statetrack.tasks.modcount import MAX_MODULUS, ModCount
 from statetrack.tasks.offset import PROBES, OffsetPrediction
+from statetrack.tasks.registry import FAMILIES, get_task, register
 from statetrack.tasks.streaming import check_length, parse_int
 from statetrack.tasks.witness import Witness
 
@@ -125,12 +128,15 @@ _meta("evenpairs", "evenpairs | evenpairs:every", [
 @register("dfa", "regular language of a DFA in a JSON file: accept/reject at every position")
 def _dfa(arg):
     if not arg:
-        raise UserError("task 'dfa' needs a JSON file, e.g. dfa:my_language.json")
-    return DFATask(load_dfa(arg), f"dfa:{arg}")
+        raise UserError("task 'dfa' needs a JSON file, e.g. dfa:my_language.json or dfa:my_language.json/balanced")
+    path, balanced = (arg[:-len("/balanced")], True) if arg.endswith("/balanced") else (arg, False)
+    return DFATask(load_dfa(path), f"dfa:{arg}", balanced_training=balanced)
 
 
-_meta("dfa", "dfa:PATH", [{"name": "PATH", "allowed": "JSON file with states, alphabet, start, "
-                                                      "accept, transitions"}])
+_meta("dfa", "dfa:PATH | dfa:PATH/balanced", [
+    {"name": "PATH", "allowed": "JSON file with states, alphabet, start, accept, transitions"},
+    {"name": "balanced", "allowed": "/balanced trains on half accepted, half rejected strings (the test draw)",
+     "default": "off: uniform strings"}])
 
 
 @register("tomita", "Tomita grammars 1-7 over {0, 1}: accept/reject at every position")
@@ -193,7 +199,8 @@ def _lm(arg):
 
 
 _meta("lm", "lm:CORPUS | lm:CORPUS/bpe | lm:CORPUS/bpe=N | lm:CORPUS/seed=S", [
-    {"name": "CORPUS", "allowed": "stdlib (this Python's standard library), synthetic (programs whose answers need far state), traces (permutation composition as REPL sessions)"},
+    {"name": "CORPUS", "allowed": "stdlib (this Python's standard library), synthetic (programs whose answers need "
+                                  "far state), traces (permutation composition as REPL sessions)"},
     {"name": "tokens", "allowed": "bytes (default, 259 ids), bpe / bpe=N (needs tokenizers; N default 4096)"},
     {"name": "seed", "allowed": "the split's seed, an integer >= 0", "default": 0}])
 
@@ -209,34 +216,42 @@ def list_tasks() -> list[dict]:
     return out
 
 
-SPLITS = ("train", "test")
+SPLITS = draws.SPLITS
 
 
-def _draw_args(task_name: str, length: int, n: int, seed, split: str):
+def _draw_args(task_name: str, length: int, n: int, seed, split: str, suffix: int | None = None):
     """Checked arguments of a draw: (task, length, rng); a UserError names a bad one, or a length at
-    which the test draw has no sequences."""
+    which the split's draw has no sequences."""
     task = get_task(task_name)
     length = check_length(length)
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise UserError(f"number of examples must be a positive integer, got {n!r}")
-    if split not in SPLITS:
-        raise UserError(f"unknown split {split!r}; allowed: {', '.join(SPLITS)}")
+    draws.check_split(split)
+    if split == "long":
+        draws.long_plan(task, length, suffix)  # a task that is not regular: one line naming the regular ones
+    elif suffix is not None:
+        raise UserError(f"a suffix length is an option of the long-range draw; give --split long with it "
+                        f"(got split {split!r})")
     try:
         rng = np.random.default_rng(seed)
     except (TypeError, ValueError):
         raise UserError(f"seed must be a non-negative integer, got {seed!r}") from None
-    reason = task.test_unavailable(length) if split == "test" else None
+    reason = draws.unavailable(task, split, length, suffix)
     if reason:
-        raise UserError(f"{task.name} has no test set of length {length}: {reason}; evaluation reports "
-                        "this length as not scored")
+        what = "test set" if split == "test" else "long-range test set"
+        raise UserError(f"{task.name} has no {what} of length {length}: {reason}; evaluation reports "
+                        "this length as not scored (n/a)")
     return task, length, rng
 
 
-def sample_json(task_name: str, length: int, n: int = 1, seed: int = 0, split: str = "train") -> list[dict]:
+def sample_json(task_name: str, length: int, n: int = 1, seed: int = 0, split: str = "train",
+                suffix: int | None = None) -> list[dict]:
     """``n`` examples of ``task_name`` at ``length`` from the ``split`` draw, as JSON-ready dicts (same
-    seed, same examples)."""
-    task, length, rng = _draw_args(task_name, length, n, seed, split)
-    b = (task.sample_batch if split == "train" else task.test_batch)(rng, int(n), length)
+    seed, same examples). The long-range draw's examples also say where their suffix starts
+    (``suffix_start``, a position counted from 0)."""
+    task, length, rng = _draw_args(task_name, length, n, seed, split, suffix)
+    b = draws.batch(task, split, rng, int(n), length, suffix)
+    start = length - draws.long_plan(task, length, suffix).suffix if split == "long" else None
     symbols = getattr(task, "symbols", None)
     out = []
     for i in range(int(n)):
@@ -249,29 +264,31 @@ def sample_json(task_name: str, length: int, n: int = 1, seed: int = 0, split: s
         if isinstance(task, GroupWordProblem):
             ex["input_perms"] = [task.group.perm(v) for v in ex["inputs"]]
             ex["target_perms"] = [task.group.perm(v) for v in ex["targets"]]
+        if start is not None:
+            ex["suffix_start"] = start
         out.append(ex)
     return out
 
 
-def label_shares(task_name: str, length: int, split: str = "test", n: int = 10_000, seed: int = 0) -> dict:
+def label_shares(task_name: str, length: int, split: str = "test", n: int = 10_000, seed: int = 0,
+                 suffix: int | None = None) -> dict:
     """The share of each final scored label (the one ``accuracy`` scores) over ``n`` sequences of the
-    ``split`` draw at ``length``: {task, split, length, n, draw, shares: {label: share}, majority}.
-    Labels are class ids, or names where the task has them (``label_names``). Drawn in streamed
-    batches of 1,000, so memory does not grow with ``n`` or ``length``."""
-    task, length, rng = _draw_args(task_name, length, n, seed, split)
-    counts = np.zeros(task.num_classes, dtype=np.int64)
-    for start in range(0, int(n), 1000):
-        b_n = min(1000, int(n) - start)
-        stream = (task.stream_batch if split == "train" else task.stream_test_batch)(rng, b_n, length, 512)
-        last = np.full(b_n, -1)
-        for b in stream:
-            scored = b.mask.any(axis=1)
-            pos = b.mask.shape[1] - 1 - np.argmax(b.mask[:, ::-1], axis=1)
-            last = np.where(scored, b.targets[np.arange(b_n), pos], last)
-        counts += np.bincount(last[last >= 0], minlength=task.num_classes)[:task.num_classes]
+    ``split`` draw at ``length``: {task, split, length, n, draw, shares: {label: share}, majority,
+    exact}, where ``exact`` is the majority share of the exact distribution where the task can compute
+    it (the chance evaluation stores), else None. Labels are class ids, or names where the task has them
+    (``label_names``). Drawn in streamed batches of 1,000, so memory does not grow with ``n`` or
+    ``length``."""
+    task, length, rng = _draw_args(task_name, length, n, seed, split, suffix)
+    counts = draws.final_label_counts(task, split, length, int(n), rng, suffix)
     names = getattr(task, "label_names", None) or [str(c) for c in range(task.num_classes)]
     total = max(int(counts.sum()), 1)
     shares = {names[c]: float(counts[c] / total) for c in range(task.num_classes) if counts[c]}
-    return {"task": task.name, "split": split, "length": length, "n": int(counts.sum()),
-            "draw": "the training draw" if split == "train" else task.test_draw,
-            "shares": shares, "majority": float(counts.max() / total)}
+    exact = draws.exact_label_distribution(task, split, length, suffix)
+    draw = {"train": "the training draw", "test": task.test_draw, "long": LONG_DRAW}[split]
+    return {"task": task.name, "split": split, "length": length, "n": int(counts.sum()), "draw": draw,
+            "shares": shares, "majority": float(counts.max() / total),
+            "exact": None if exact is None else float(exact.max())}
+
+
+LONG_DRAW = ("the long-range draw: the last k symbols (k = ceil(L/2) unless given) leave every label possible, "
+             "the label is drawn independently of them, the prefix uniform among those giving that label")

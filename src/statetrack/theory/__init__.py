@@ -11,9 +11,9 @@
   from a model's weights.
 * :func:`spectrum` (module :mod:`statetrack.theory.spectra`): eigenvalues of A(x) per layer and token.
 """
-from statetrack.theory.verdicts import Verdict, oracle, oracle_table
 from statetrack.theory.constructions import build as build_construction
-from statetrack.theory.witness import counterexample
 from statetrack.theory.spectra import spectrum
+from statetrack.theory.verdicts import Verdict, oracle, oracle_table
+from statetrack.theory.witness import counterexample
 
 __all__ = ["Verdict", "oracle", "oracle_table", "build_construction", "counterexample", "spectrum"]

@@ -36,8 +36,15 @@ import numpy as np
 
 from statetrack.algebra import Group, get_group, group_from_generators
 from statetrack.algebra.structure import _Calc, series_lengths
-from statetrack.theory.monoid import (MAX_MONOID, MonoidFacts, aligned_witness, group_facts, is_aperiodic_element,
-                                      monoid_facts, power_cycle)
+from statetrack.theory.monoid import (
+    MAX_MONOID,
+    MonoidFacts,
+    aligned_witness,
+    group_facts,
+    is_aperiodic_element,
+    monoid_facts,
+    power_cycle,
+)
 
 __all__ = ["MAX_MONOID", "TaskAlgebra", "minimal_dfa", "task_algebra"]
 

@@ -121,7 +121,8 @@ def _catalogue(order: int) -> list[tuple[str, list[np.ndarray]]]:
         out.append((name, [_rot2(2 * math.pi / m), np.diag([1.0, -1.0])]))
     platonic = {12: ("rotations of a regular tetrahedron (3-D)", [_HALF_Z, _CYC3]),
                 24: ("rotations of a cube (3-D)", [_QUARTER_Z, _CYC3]),
-                60: ("rotations of a regular icosahedron (3-D)", [_HALF_Z, _CYC3, _axis_rotation((0, 1, _PHI), 2 * math.pi / 5)])}
+                60: ("rotations of a regular icosahedron (3-D)",
+                     [_HALF_Z, _CYC3, _axis_rotation((0, 1, _PHI), 2 * math.pi / 5)])}
     if order in platonic:
         out.append(platonic[order])
     if order // 2 in platonic and order % 2 == 0:
@@ -188,7 +189,7 @@ def _extend(group, index: dict[int, int], gens: list[int], images: list[np.ndarr
     while frontier:
         nxt = []
         for h in frontier:
-            for g, mg in zip(gens, images):
+            for g, mg in zip(gens, images, strict=True):
                 hg = int(group.table[h, g])
                 m = mg @ rho[index[h]]
                 p = index[hg]
@@ -299,7 +300,7 @@ def _restriction(group, ids: np.ndarray, orbit: list[int]):
         [rows[int(np.flatnonzero(ids == g)[0])] for g in _generators(group, ids)]
     sub = group_from_generators(gens, name="restriction")
     images = sub.ids_of(np.array(rows))
-    return sub, {int(h): int(i) for h, i in zip(ids, images)}
+    return sub, {int(h): int(i) for h, i in zip(ids, images, strict=True)}
 
 
 def _pull_back(rep: Representation, proj: dict[int, int], letters: list[int]) -> Representation:

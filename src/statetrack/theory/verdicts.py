@@ -76,7 +76,8 @@ BASES = {
           "(DiagLimits2026 Thms 1-2)",
     "T6": "products of generalized Householder matrices with eigenvalues in [-1,1] (Grazzi2024; Siems2025), "
           "with lemma CD (Cartan-Dieudonne) for the number of factors",
-    "P1": "one S4D layer counts mod m: A = exp(2 pi i/m) (Khavari2025 Prop. 4.2); a decaying channel counts a pre-period",
+    "P1": "one S4D layer counts mod m: A = exp(2 pi i/m) (Khavari2025 Prop. 4.2); a decaying channel counts a "
+          "pre-period",
     "P2": "one S4D layer predicts the offset: A = exp(2 pi i/n), B = 1 - A (Khavari2025 App. C)",
     "P3": "two AUSSM layers track S3 = C3 x| C2 (DiagLimits2026)",
     "P4": "a parity layer and a one-factor Householder layer with eigenvalues in [-1,1] track the cyclic and dihedral "
@@ -167,7 +168,8 @@ def _fixed_input_possible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict |
         count = (f"a constant eigenvalue exp(2 pi i/{p}) counts the period (time invariance suffices)" if p > 2 else
                  "a constant eigenvalue -1 counts the period" if p == 2 else "the labels are constant afterwards")
         pre_s = (f"; a channel with a constant eigenvalue of modulus below 1 fed a constant input moves "
-                 f"monotonically to its fixed point and tells the first {pre} tokens apart from the rest" if pre else "")
+                 f"monotonically to its fixed point and tells the first {pre} tokens apart from the rest"
+                 if pre else "")
         return Verdict("possible", "P1", f"the input is fixed and the labels are periodic with period {p} after "
                        f"{pre} tokens: in {i.spec} {count}{pre_s} (P1, Khavari2025 Prop. 4.2)",
                        {"label_period": p, "preperiod": pre})
@@ -196,11 +198,12 @@ def _group_possible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
             sign = [p for p in infos[:j] if p.cls in ("real", "complex") or
                     (p.cls == "householder" and p.factor_domain == "[-1,1]")]
             if i in hh and sign and rep.dim <= 2:
-                return Verdict("possible", "P4", f"{hname} has a faithful 2-D orthogonal representation, {rep.name}; "
-                               f"{sign[0].spec} tracks the parity s of the rotation letters read so far, and {i.spec} "
-                               f"applies one reflection per token, F0^s rho(x) F0^s' with F0 a fixed reflection, so its "
-                               f"state is F0^s rho(y) w0 (P4: two Householder layers track the cyclic and dihedral "
-                               f"groups, Siems2025)", facts)
+                return Verdict("possible", "P4",
+                               f"{hname} has a faithful 2-D orthogonal representation, {rep.name}; "
+                               f"{sign[0].spec} tracks the parity s of the rotation letters read so far, and "
+                               f"{i.spec} applies one reflection per token, F0^s rho(x) F0^s' with F0 a fixed "
+                               f"reflection, so its state is F0^s rho(y) w0 (P4: two Householder layers track the "
+                               f"cyclic and dihedral groups, Siems2025)", facts)
     ops = ["d" if i.cls == "complex" else "s" for i in infos if i.cls in ("complex", "real")]
     if ops and alg.descend(ops):
         kinds = {i.cls for i in infos if i.cls in ("complex", "real")}
@@ -213,7 +216,8 @@ def _group_possible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
                    f"suffice, one sign-flip layer per factor (T5 construction, DiagLimits2026)")
         elif kinds == {"complex"}:
             why = (f"{hname} has derived length {dl}; {_n(used, 'input-dependent complex diagonal layer')} "
-                   f"suffice, one per abelian factor (T5" + (", construction P3)" if st["order"] == 6 and dl == 2 else ")"))
+                   f"suffice, one per abelian factor (T5"
+                   + (", construction P3)" if st["order"] == 6 and dl == 2 else ")"))
         else:
             why = (f"{hname} has a subnormal series whose factors match the layers (abelian for each complex "
                    f"layer, elementary abelian 2 for each real one), so the T5 construction applies layer by layer")

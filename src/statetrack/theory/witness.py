@@ -129,10 +129,10 @@ def choose_w(phases: list[dict], tol: float = 0.01, max_w: int = 10_000) -> dict
 
 
 def _theorem(model) -> str | None:
-    from statetrack.theory.layer_classes import classify
     from statetrack.spec import parse_layers
+    from statetrack.theory.layer_classes import classify
 
-    infos = [classify(s, m) for s, m in zip(parse_layers(model.cfg.layers), model.mixers)]
+    infos = [classify(s, m) for s, m in zip(parse_layers(model.cfg.layers), model.mixers, strict=True)]
     if all(i.domain == "[0,1]" and i.cls != "householder" or (i.cls == "householder" and i.factor_domain == "[0,1]")
            for i in infos):
         return "T1"

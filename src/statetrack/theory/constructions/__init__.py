@@ -30,9 +30,10 @@ from statetrack.config import ModelConfig, TrainConfig
 from statetrack.errors import UserError
 from statetrack.model import Model
 from statetrack.tasks import get_task
-from statetrack.theory.constructions.base import REGISTRY, Construction, register, sharpen_readout
+
 # each family module registers its constructions on import
 from statetrack.theory.constructions import aussm, deltaproduct, negmamba, s4d  # noqa: F401  (registration)
+from statetrack.theory.constructions.base import REGISTRY, Construction, register, sharpen_readout
 
 
 def available() -> list[dict]:
@@ -98,7 +99,8 @@ def init_config(init: str, task: str | None = None, **given) -> ModelConfig:
     that differs and the construction's value."""
     c = build(_init_name(init))
     if task is not None and get_task(task).name != get_task(c.config.task).name:
-        raise UserError(f"construction {c.name!r} solves {c.config.task!r}, not {task!r}; allowed: --task {c.config.task}")
+        raise UserError(f"construction {c.name!r} solves {c.config.task!r}, not {task!r}; "
+                        f"allowed: --task {c.config.task}")
     mine = c.config.model
     for field, value in given.items():
         if field not in ModelConfig.model_fields:

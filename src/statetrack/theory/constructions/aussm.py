@@ -9,8 +9,14 @@ import torch
 import torch.nn.functional as F
 
 from statetrack.errors import UserError
-from statetrack.theory.constructions.base import (Construction, blank_model, nearest_head, register, silu,
-                                                   spread_readout)
+from statetrack.theory.constructions.base import (
+    Construction,
+    blank_model,
+    nearest_head,
+    register,
+    silu,
+    spread_readout,
+)
 
 
 def _aussm_lag_layer(mx, units: list[torch.Tensor], angles: list[list[float]], c: list[complex], const: int,
@@ -84,9 +90,11 @@ def _abelian_components(name: str):
     radix, cyc = [], []
     for kind, n in factors:
         if kind == "C":
-            radix.append(n); cyc.append([n])
+            radix.append(n)
+            cyc.append([n])
         elif kind == "V":
-            radix.append(4); cyc.append([2, 2])
+            radix.append(4)
+            cyc.append([2, 2])
         else:
             raise UserError(f"abelian-aussm takes products of Cn and V4, got factor {kind}{n}")
     comps = []
@@ -97,7 +105,7 @@ def _abelian_components(name: str):
             rest //= r
         parts.reverse()
         vec = []
-        for p, cs in zip(parts, cyc):
+        for p, cs in zip(parts, cyc, strict=True):
             vec += [p] if len(cs) == 1 else [p // 2, p % 2]
         comps.append(vec)
     orders = [n for cs in cyc for n in cs]
@@ -147,8 +155,8 @@ def abelian_aussm(arg: str) -> Construction:
 L_S3 = 3.0
 
 
-@register("s3-aussm", "P3", "S3 = C3 x| C2 with TWO AUSSM layers (P3, DiagLimits2026): layer 1 tracks the sign (angle 0 or pi), "
-          "layer 2 rotates by +-2 pi/3 as layer 1's state says", mixers=("aussm",))
+@register("s3-aussm", "P3", "S3 = C3 x| C2 with TWO AUSSM layers (P3, DiagLimits2026): layer 1 tracks the sign "
+          "(angle 0 or pi), layer 2 rotates by +-2 pi/3 as layer 1's state says", mixers=("aussm",))
 def s3_aussm() -> Construction:
     from statetrack.algebra import get_group
 
@@ -159,7 +167,8 @@ def s3_aussm() -> Construction:
     CONST, JC, KC = 6, 7, 8
     r = int(g.ids_of([[1, 2, 0]])[0])
     s = int(g.ids_of([[1, 0, 2]])[0])
-    pw = lambda x, k: 0 if k == 0 else int(g.mul(pw(x, k - 1), x))
+    def pw(x, k):
+        return 0 if k == 0 else int(g.mul(pw(x, k - 1), x))
     KJ = {}
     for k in range(3):
         for j in range(2):

@@ -11,8 +11,8 @@ applied to every construction by ``build``).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import torch
@@ -55,7 +55,7 @@ def blank_model(task: str, **mcfg) -> tuple[Model, TrainConfig]:
     with torch.no_grad():
         for p in model.parameters():
             p.zero_()
-        for name, mod in model.named_modules():
+        for mod in model.modules():
             if isinstance(mod, torch.nn.RMSNorm | torch.nn.LayerNorm) and mod.weight is not None:
                 mod.weight.fill_(1.0)
     return model, cfg
@@ -158,6 +158,6 @@ def nearest_point_head(model, points: list[list[float]], out_coords: list[int], 
         if model.head.bias is not None:
             model.head.bias.zero_()
         for y, p in enumerate(points):
-            for c, v in zip(out_coords, p):
+            for c, v in zip(out_coords, p, strict=True):
                 model.head.weight[y, c] = 2 * v
             model.head.weight[y, const] = -sum(v * v for v in p)

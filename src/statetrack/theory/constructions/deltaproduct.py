@@ -29,8 +29,17 @@ import numpy as np
 import torch
 
 from statetrack.errors import UserError
-from statetrack.theory.constructions.base import (SILU_ARGMIN, Construction, blank_model, nearest_point_head,
-                                                   register, silu, silu_inv, spread_readout, token_embedding)
+from statetrack.theory.constructions.base import (
+    SILU_ARGMIN,
+    Construction,
+    blank_model,
+    nearest_point_head,
+    register,
+    silu,
+    silu_inv,
+    spread_readout,
+    token_embedding,
+)
 
 #: the scale of the write terms: |o| stays in the linear regime of the output RMSNorm
 WRITE_SCALE = 1e-5

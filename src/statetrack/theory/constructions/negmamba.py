@@ -9,8 +9,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from statetrack.theory.constructions.base import (Construction, blank_model, layer_input, register,
-                                                   silu)
+from statetrack.theory.constructions.base import Construction, blank_model, layer_input, register, silu
 
 
 @register("parity-negmamba", "T5", "parity with ONE Negative Mamba layer and a one-dimensional state: "
@@ -93,14 +92,14 @@ def _negmamba_common(mx, const: int, states: list[int], out_coords: list[int]):
         beta = float(F.softplus(torch.tensor(120.0))) * uc * kappa * uc
         Z = silu(4.0)
         mx.D.zero_()
-        for ch, oc in zip(states, out_coords):
+        for ch, oc in zip(states, out_coords, strict=True):
             mx.D[ch] = -beta / 2  # y = uc (h - beta/2) Z
             mx.out_proj.weight[oc, ch] = 2.0 / (beta * uc * Z)
     return beta
 
 
-@register("c2xc4-negmamba", "T5", "C2 x C4 with TWO Negative Mamba layers (DiagLimits2026): layer 1 tracks (a, b mod 2) by "
-          "sign flips, layer 2 flips the high bit of b when b1 XOR (b0 AND NOT (b mod 2)) (the carry)",
+@register("c2xc4-negmamba", "T5", "C2 x C4 with TWO Negative Mamba layers (DiagLimits2026): layer 1 tracks "
+          "(a, b mod 2) by sign flips, layer 2 flips the high bit of b when b1 XOR (b0 AND NOT (b mod 2)) (the carry)",
           mixers=("negmamba",))
 def c2xc4_negmamba() -> Construction:
     from statetrack.algebra import get_group
@@ -113,7 +112,7 @@ def c2xc4_negmamba() -> Construction:
     comps = [(i // 4, i % 4) for i in range(8)]  # id = 4 a + b
     for x in range(8):  # check the encoding against the table
         for y in range(8):
-            a, b = comps[x]; a2, b2 = comps[y]
+            (a, b), (a2, b2) = comps[x], comps[y]
             assert comps[int(g.mul(x, y))] == ((a + a2) % 2, (b + b2) % 4)
     e = torch.zeros(8, d)
     for i in range(8):
@@ -146,9 +145,7 @@ def c2xc4_negmamba() -> Construction:
         _negmamba_common(m2, CONST, [0], [S])
         for y in range(8):
             a, b = comps[y]
-            sig = lambda bit: 1.0 if bit else -1.0
-            model.head.weight[y, P] = sig(a)
-            model.head.weight[y, Q] = sig(b % 2)
-            model.head.weight[y, S] = sig(b // 2)
+            for ch, bit in ((P, a), (Q, b % 2), (S, b // 2)):  # +1 for a bit set, -1 for a bit clear
+                model.head.weight[y, ch] = 1.0 if bit else -1.0
         model.head.bias.zero_()
     return Construction("c2xc4-negmamba", model, cfg, "", "", {"layer 1": "a, b mod 2", "layer 2": "carry bit"})

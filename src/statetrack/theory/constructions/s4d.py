@@ -17,8 +17,8 @@ def _s4d_rotation(mixer, channel: int, angle: float):
         mixer.log_dt[channel] = 0.0  # Delta = 1
 
 
-@register("modcount-s4d", "P1", "counting mod m with ONE S4D layer (Khavari2025 Prop. 4.2): A = exp(2 pi i/m); the state "
-          "starts at 0, so the input term B x puts the orbit on the circle through 0 centred at B x/(1 - A)",
+@register("modcount-s4d", "P1", "counting mod m with ONE S4D layer (Khavari2025 Prop. 4.2): A = exp(2 pi i/m); "
+          "the state starts at 0, so the input term B x puts the orbit on the circle through 0 centred at B x/(1 - A)",
           default_arg="3", mixers=("s4d",))
 def modcount_s4d(arg: str) -> Construction:
     m = int(arg)
@@ -38,15 +38,19 @@ def modcount_s4d(arg: str) -> Construction:
         hstar = (dB[0, 0] * x[0] / (1 - dA[0, 0])).to(torch.complex128)  # fixed point of channel 0 (= channel 1)
         scale = 1.0 / (2 * abs(hstar))  # readouts of size <= 1
         # y_c = 2 Re(C h) + D x: channel 0 -> Re(h) * 2 scale... offset 10 keeps GELU linear
-        mx.C_re.zero_(); mx.C_im.zero_()
+        mx.C_re.zero_()
+        mx.C_im.zero_()
         mx.C_re[0, 0] = scale
         mx.C_im[1, 0] = -scale  # 2 Re(-i s h) = 2 s Im h
         mx.D.zero_()
-        mx.D[0] = 10.0 / float(x[0]); mx.D[1] = 10.0 / float(x[1])
+        mx.D[0] = 10.0 / float(x[0])
+        mx.D[1] = 10.0 / float(x[1])
         out = mx.out  # Linear(H, 2H) -> GLU(a, b) = a * sigmoid(b)
-        out.weight.zero_(); out.bias.zero_()
+        out.weight.zero_()
+        out.bias.zero_()
         H = mx.d_model
-        out.weight[0, 0] = 1.0; out.weight[1, 1] = 1.0
+        out.weight[0, 0] = 1.0
+        out.weight[1, 1] = 1.0
         # a_c = gelu(y_c) - 10 - 2 scale * (Re, Im) hstar - embedding: the residual is 2 scale (h - h*)
         e = model.embed.weight[1]
         out.bias[0] = -10.0 - 2 * scale * float(hstar.real) - float(e[0])
@@ -81,14 +85,16 @@ def offset_s4d() -> Construction:
         nvec = hstar / abs(hstar)  # inward normal at 0
         kappa = 2.0 / abs(hstar)
         # 2 Re(C h) = kappa <n, h> = kappa |h*| (1 - cos(2 pi k/n)) in [0, 4]
-        mx.C_re.zero_(); mx.C_im.zero_()
+        mx.C_re.zero_()
+        mx.C_im.zero_()
         mx.C_re[2, 0] = kappa * nvec.real / 2
         mx.C_im[2, 0] = kappa * nvec.imag / 2  # Re((a+ib)(x+iy)) = ax - by: use conj(n)
         mx.C_im[2, 0] *= -1
         mx.D.zero_()
         mx.D[2] = 10.0 / float(x1[2])  # token 1: y = 10 + g (linear GELU); token 0: y = 0, gelu(0) = 0
         out = mx.out
-        out.weight.zero_(); out.bias.zero_()
+        out.weight.zero_()
+        out.bias.zero_()
         H = mx.d_model
         out.weight[2, 2] = 1.0
         out.bias[H:2 * H] = 30.0

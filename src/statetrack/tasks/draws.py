@@ -1,0 +1,188 @@
+"""The draws a task's sequences come from, by split, and the distribution of their final label.
+
+Splits (``SPLITS``):
+
+- ``train``: the training draw (``Task.sample_batch``);
+- ``test``: the task's test draw (``Task.stream_test_batch``; balanced final labels where the training
+  draw would let a constant answer score well, e.g. half accepted strings for a regular language);
+- ``long``: the long-range draw of a regular task (:mod:`statetrack.tasks.long_range`): the last k
+  symbols (default ceil(L/2)) leave every label possible, the label is drawn independently of them, so
+  a predictor that reads only the recent past scores chance. A task without an automaton has none; a
+  window language (its label decided by a short suffix) has none at lengths where no suffix of k
+  symbols leaves both labels possible, and the reason names the window.
+
+Chance. ``label_distribution(task, split, L)`` is the distribution of the final scored label in the
+split's draw at length L: exact where the task can compute it (a balanced draw: uniform over the
+classes; the long-range draw: uniform over the labels of length L; a draw that is the training draw of
+a regular task: counted through its automaton), else the shares over ``CHANCE_DRAWS`` sequences of the
+same draw (seeded, so every run sees the same chance; cached per process). Evaluation stores the
+majority share as the chance of a length, never the majority of the few sequences it scores.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from statetrack.errors import UserError
+from statetrack.tasks.base import Batch, Task
+from statetrack.tasks.long_range import LongPlan, draw, plan
+from statetrack.tasks.streaming import check_length, every_mask, final_mask_chunk
+
+SPLITS = ("train", "test", "long")
+#: sequences behind a label distribution that the task cannot compute exactly
+CHANCE_DRAWS = 10_000
+#: the seed of those sequences
+CHANCE_SEED = 20_240_917
+
+REGULAR = "dfa:, tomita:, parity, evenpairs, cycle, group (up to |G| x |support| = 2^21), modcount, modarith (m <= 32)"
+
+
+def check_split(split: str) -> str:
+    if split not in SPLITS:
+        raise UserError(f"unknown split {split!r}; allowed: {', '.join(SPLITS)}")
+    return split
+
+
+def check_suffix(suffix, length: int) -> int | None:
+    if suffix is None:
+        return None
+    if isinstance(suffix, bool) or not isinstance(suffix, (int, np.integer)) or not 0 <= suffix <= length:
+        raise UserError(f"bad suffix length {suffix!r} for length {length}; allowed: an integer 0..{length} "
+                        f"(default ceil(L/2) = {(length + 1) // 2})")
+    return int(suffix)
+
+
+NOT_REGULAR = "no long-range draw: the task's labels are not computed by a finite automaton here"
+
+
+def long_plan(task: Task, length: int, suffix: int | None = None) -> LongPlan:
+    """The long-range draw's plan (``plan.reason`` says why there is none); a UserError for a task that
+    has no automaton."""
+    auto = task.automaton()
+    if auto is None:
+        raise UserError(f"{task.name} has {NOT_REGULAR}; allowed: the regular tasks ({REGULAR})")
+    return plan(auto, check_length(length), check_suffix(suffix, length))
+
+
+def unavailable(task: Task, split: str, length: int, suffix: int | None = None) -> str | None:
+    """Why the split's draw has no sequences of this length, or None."""
+    check_split(split)
+    if split == "test":
+        return task.test_unavailable(length)
+    if split == "long":
+        if task.automaton() is None:
+            return NOT_REGULAR
+        return long_plan(task, length, suffix).reason
+    return None
+
+
+def stream(task: Task, split: str, rng: np.random.Generator, batch_size: int, length: int, chunk: int,
+           suffix: int | None = None) -> Iterator[Batch]:
+    """The split's sequences in time chunks (call ``unavailable`` first: a reason is a UserError here)."""
+    check_split(split)
+    if split == "train":
+        return task.stream_batch(rng, batch_size, length, chunk)
+    if split == "test":
+        return task.stream_test_batch(rng, batch_size, length, chunk)
+    return stream_long(task, rng, batch_size, length, chunk, suffix)
+
+
+def batch(task: Task, split: str, rng: np.random.Generator, batch_size: int, length: int,
+          suffix: int | None = None) -> Batch:
+    """The whole batch of ``stream`` at once."""
+    return next(iter(stream(task, split, rng, batch_size, length, length, suffix)))
+
+
+def stream_long(task: Task, rng: np.random.Generator, batch_size: int, length: int, chunk: int,
+                suffix: int | None = None) -> Iterator[Batch]:
+    """The long-range draw of a regular task, in time chunks: inputs, the task's targets at every
+    position (from its automaton) and its mask (every position, or the last)."""
+    length = check_length(length)
+    if chunk < 1:
+        raise UserError(f"chunk must be a positive integer, got {chunk!r}")
+    p = long_plan(task, length, suffix)
+    if p.reason:
+        raise UserError(f"{task.name} has no long-range test set of length {length}: {p.reason}")
+    auto = task.automaton()
+    assert auto is not None
+    try:
+        symbols = draw(auto, p, rng, batch_size)
+    except ValueError as e:
+        raise UserError(f"{task.name}: {e}") from None
+    return _chunks(task, auto, symbols, length, chunk)
+
+
+def _chunks(task, auto, symbols, length, chunk):
+    state = None
+    for start in range(0, length, chunk):
+        stop = min(start + chunk, length)
+        x = auto.tokens[symbols[:, start:stop]]
+        states = auto.run(x, state)
+        state = states[:, -1]
+        b, n = x.shape
+        mask = every_mask(b, n) if task.scoring == "every" else final_mask_chunk(b, start, n, length)
+        yield Batch(x, auto.outputs[states], mask)
+
+
+# -- the final label's distribution -----------------------------------------------------------------
+def exact_label_distribution(task: Task, split: str, length: int, suffix: int | None = None) -> np.ndarray | None:
+    """The final label's distribution in the split's draw at ``length`` where the task can compute it,
+    else None (also where the draw has no sequences of that length)."""
+    check_split(split)
+    if unavailable(task, split, length, suffix):
+        return None
+    if split == "long":
+        p = long_plan(task, length, suffix)
+        dist = np.zeros(task.num_classes)
+        dist[p.labels] = 1.0 / len(p.labels)
+        return dist
+    if split == "test" and task.test_draw_kind == "balanced":
+        return np.full(task.num_classes, 1.0 / task.num_classes)
+    if split == "train" or task.test_draw_kind == "training":
+        auto = task.automaton()
+        if auto is not None:
+            return auto.label_distribution(length)
+    return None
+
+
+_ESTIMATES: dict[tuple, np.ndarray] = {}
+
+
+def estimated_label_distribution(task: Task, split: str, length: int, n: int = CHANCE_DRAWS,
+                                 seed: int = CHANCE_SEED, suffix: int | None = None) -> np.ndarray:
+    """Shares of the final scored label over ``n`` sequences of the split's draw (streamed in batches of
+    1,000, so memory does not grow with ``n`` or ``length``); cached per process."""
+    key = (task.name, split, length, n, seed, suffix)
+    if key in _ESTIMATES:
+        return _ESTIMATES[key]
+    counts = final_label_counts(task, split, length, n, np.random.default_rng(seed), suffix)
+    dist = counts / max(1, counts.sum())
+    if len(_ESTIMATES) > 4096:
+        _ESTIMATES.clear()
+    _ESTIMATES[key] = dist
+    return dist
+
+
+def final_label_counts(task: Task, split: str, length: int, n: int, rng: np.random.Generator,
+                       suffix: int | None = None) -> np.ndarray:
+    """How often each class is the last scored label over ``n`` sequences of the split's draw."""
+    counts = np.zeros(task.num_classes, dtype=np.int64)
+    for start in range(0, int(n), 1000):
+        b_n = min(1000, int(n) - start)
+        last = np.full(b_n, -1)
+        for b in stream(task, split, rng, b_n, length, 512, suffix):
+            scored = b.mask.any(axis=1)
+            pos = b.mask.shape[1] - 1 - np.argmax(b.mask[:, ::-1], axis=1)
+            last = np.where(scored, b.targets[np.arange(b_n), pos], last)
+        counts += np.bincount(last[last >= 0], minlength=task.num_classes)[:task.num_classes]
+    return counts
+
+
+def label_distribution(task: Task, split: str, length: int, suffix: int | None = None) -> tuple[np.ndarray, bool]:
+    """(distribution of the final label, exact?) in the split's draw at ``length``: exact where the task
+    can compute it, else over ``CHANCE_DRAWS`` sequences of the same draw."""
+    dist = exact_label_distribution(task, split, length, suffix)
+    if dist is not None:
+        return dist, True
+    return estimated_label_distribution(task, split, length, suffix=suffix), False

@@ -1,0 +1,202 @@
+"""A results database is checked when it is opened: a damaged one (a table or column the schema needs is
+missing, a page is corrupt), one written by a newer statetrack, or a foreign one is refused in one line and
+left byte for byte as it was; read-only commands never write to a database; a database the user cannot
+write (a read-only file or folder) is opened read-only, so that ``runs`` and ``report`` work and leave no
+file behind."""
+import os
+import shutil
+import sqlite3
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import Cli
+from statetrack.cli import main
+from statetrack.store import SCHEMA_VERSION, Store
+
+STUDY = """
+name: tiny
+title: tiny
+source: test
+task: parity
+train: {batch_size: 8, eval_every: 2, val_sequences: 8, lr: 0.01}
+models:
+  - {label: RNN, model: {layers: rnn, d_model: 2, d_state: 4}, train_lengths: [2, 4]}
+scales:
+  quick: {seeds: 3, steps: 4, eval_batch: 8, test_lengths: [8]}
+"""
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """A database with the three complete runs of a tiny study, and the study file."""
+    d = tmp_path_factory.mktemp("made")
+    study = d / "tiny.yaml"
+    study.write_text(STUDY)
+    db = d / "r.db"
+    assert main(["sweep", str(study), "--db", str(db), "--workers", "1"]) == 0
+    return db, study
+
+
+@pytest.fixture
+def copy(made, tmp_path):
+    """A fresh copy of the made database (its checkpoint folder too) in a folder of its own."""
+    db, study = made
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    shutil.copy(db, folder / db.name)
+    shutil.copytree(db.parent / f"{db.stem}.checkpoints", folder / f"{db.stem}.checkpoints")
+    return folder / db.name, study
+
+
+def _files(folder):
+    return sorted(p.name for p in Path(folder).iterdir())
+
+
+def _one_line(capsys, argv, *needles) -> str:
+    assert main(argv) == 2, argv
+    out = capsys.readouterr().err
+    assert "Traceback" not in out, out
+    err = out.splitlines()[-1]
+    assert err.startswith("error: ") and sum(x.startswith("error") for x in out.splitlines()) == 1, out
+    for n in needles:
+        assert n in err, err
+    return err
+
+
+def _alter(db, sql):
+    con = sqlite3.connect(db)
+    con.executescript(sql)
+    con.commit()
+    con.close()
+
+
+def _commands(db, study):
+    return [["runs", "--db", str(db)], ["runs", "show", "1", "--db", str(db)],
+            ["report", str(study), "--db", str(db), "--out", ""],
+            ["sweep", str(study), "--db", str(db), "--workers", "1"]]
+
+
+# -- damaged databases ----------------------------------------------------------------------------------
+def test_a_database_whose_metrics_table_was_dropped_is_refused(copy, capsys):
+    db, study = copy
+    _alter(db, "DROP TABLE metrics")
+    before, files = db.read_bytes(), _files(db.parent)
+    for argv in _commands(db, study):
+        _one_line(capsys, argv, str(db), "damaged", "table 'metrics' is missing")
+    assert db.read_bytes() == before and _files(db.parent) == files  # no table recreated, no -wal left
+
+
+def test_a_database_that_lost_a_column_is_refused(copy, capsys):
+    db, study = copy
+    _alter(db, "ALTER TABLE runs DROP COLUMN seed")
+    before = db.read_bytes()
+    for argv in _commands(db, study):
+        _one_line(capsys, argv, "damaged", "table 'runs' lacks column 'seed'")
+    assert db.read_bytes() == before
+
+
+def test_a_corrupt_page_is_named(copy, capsys):
+    db, study = copy
+    con = sqlite3.connect(db)
+    root = con.execute("SELECT rootpage FROM sqlite_master WHERE name='curves'").fetchone()[0]
+    page = con.execute("PRAGMA page_size").fetchone()[0]
+    con.close()
+    data = bytearray(db.read_bytes())
+    data[(root - 1) * page:(root - 1) * page + 64] = b"\xff" * 64  # the curves table's root page
+    db.write_bytes(bytes(data))
+    for argv in _commands(db, study):
+        _one_line(capsys, argv, str(db), "damaged")
+    assert db.read_bytes() == bytes(data)
+
+
+def test_a_database_of_a_newer_schema_is_refused_with_both_versions(copy, capsys):
+    db, study = copy
+    _alter(db, "UPDATE meta SET value='999' WHERE key='schema_version'")
+    before = db.read_bytes()
+    for argv in _commands(db, study) + [["train", "--layers", "rnn", "--steps", "2", "--db", str(db)]]:
+        _one_line(capsys, argv, str(db), "schema version 999", f"versions up to {SCHEMA_VERSION}", "newer statetrack")
+    assert db.read_bytes() == before
+
+
+def test_a_version_1_database_is_read_by_read_only_commands_without_a_write(copy, capsys):
+    """An older database is migrated by the first command that writes, never by one that only reads."""
+    db, study = copy
+    _alter(db, "DROP TABLE claims; DROP TABLE lm_metrics; ALTER TABLE metrics DROP COLUMN note;"
+               "UPDATE meta SET value='1' WHERE key='schema_version'")
+    before = db.read_bytes()
+    assert main(["runs", "--db", str(db)]) == 0
+    assert main(["report", str(study), "--db", str(db), "--out", ""]) == 0
+    assert "3 of 3 runs" in " ".join(capsys.readouterr().out.split())
+    assert db.read_bytes() == before
+    assert main(["sweep", str(study), "--db", str(db), "--workers", "1"]) == 0  # writes: migrates in place
+    assert Store(db).schema_version() == SCHEMA_VERSION
+
+
+# -- read-only commands never write -------------------------------------------------------------------------
+def test_read_only_commands_leave_the_file_as_it_was(copy, capsys):
+    db, study = copy
+    before, files = db.read_bytes(), _files(db.parent)
+    for argv in _commands(db, study)[:3]:
+        assert main(argv) == 0, argv
+        assert db.read_bytes() == before and _files(db.parent) == files
+
+
+# -- a database the user cannot write ---------------------------------------------------------------------
+CHILD = """
+import contextlib, io, json, os, sys
+from statetrack.cli import main
+db, study = sys.argv[1], sys.argv[2]
+out = []
+for argv in (["runs", "--db", db], ["runs", "show", "2", "--db", db], ["report", study, "--db", db, "--out", ""],
+             ["sweep", study, "--db", db, "--workers", "1", "--fresh"]):
+    o, e = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(o), contextlib.redirect_stderr(e):
+        code = main(argv)
+    out.append({"argv": argv, "code": code, "out": o.getvalue(), "err": e.getvalue(),
+                "files": sorted(os.listdir(os.path.dirname(db)))})
+print(json.dumps(out))
+"""
+
+
+def _as_user_without_write_access(db, study):
+    """``runs``, ``runs show``, ``report`` and ``sweep`` on ``db`` in a child process to which file
+    permissions apply: as root, with the capabilities that bypass them dropped (setpriv); as another user,
+    as it is. Returns what each command did and the files beside the database after it."""
+    import json
+
+    prefix = []
+    if os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            pytest.skip("root without setpriv: file permissions cannot be made to apply")
+        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner"]
+    r = subprocess.run(prefix + [sys.executable, "-c", CHILD, str(db), str(study)], cwd=db.parent.parent,
+                       env={**Cli.env, "COLUMNS": "200"}, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize("file_mode, folder_mode", [(0o444, 0o755), (0o444, 0o555), (0o644, 0o555)],
+                         ids=["read-only-file", "read-only-file-and-folder", "read-only-folder"])
+def test_a_database_that_cannot_be_written_is_read(copy, file_mode, folder_mode):
+    db, study = copy
+    before, files = db.read_bytes(), _files(db.parent)
+    os.chmod(db, file_mode)
+    os.chmod(db.parent, folder_mode)
+    try:
+        *reads, write = _as_user_without_write_access(db, study)
+    finally:
+        os.chmod(db.parent, stat.S_IRWXU)
+        os.chmod(db, 0o644)
+    for r in reads:
+        assert r["code"] == 0 and "Traceback" not in r["err"], r
+        assert r["files"] == files, r  # no -wal, no -shm, no journal
+    assert "3 of 3 runs of the grid complete" in " ".join(reads[-1]["out"].split())
+    # a command that writes says why it cannot, in one line, and leaves nothing either
+    err = write["err"].splitlines()[-1]
+    assert write["code"] == 2 and "Traceback" not in write["err"], write
+    assert "cannot be written" in err and "read-only" in err and write["files"] == files, write
+    assert db.read_bytes() == before and _files(db.parent) == files
