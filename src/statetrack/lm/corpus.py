@@ -60,7 +60,7 @@ EXCLUDED_DIRS = ("site-packages", "test", "tests", "idle_test", "encodings", "py
 CORPORA = {
     "stdlib": "the Python standard library's own .py files (this interpreter's), split by file",
     "synthetic": "generated Python programs whose answers need state revealed far before (swaps, mod-10 adds, parity)",
-    "traces": "Python REPL sessions composing permutations of 4, whose printed states need the composed state",
+    "traces": "Python REPL sessions composing permutations of 3 by swaps, whose printed states need the composed state",
 }
 
 

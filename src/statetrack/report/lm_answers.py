@@ -120,9 +120,9 @@ def answer_tables(study, cells: list[Cell], base: dict, column: str, table_cls) 
                      f"({'normal' if what == 'bpb' else 'Wilson'}); several seeds: median [min-max] over seeds. "
                      f"{BLIND_ROW}: the mean of " + ("log2 k" if what == "bpb" else "1/k") + " over the same "
                      "answers, k the number of values an answer can take for a reader who does not know the "
-                     "state (10 for a digit, 2 for a truth value, 4, 3, 2 for the digits of a printed permutation "
-                     "of 4), exact: a model below it in bpb (above it in accuracy) carries the state over the "
-                     "distance.")
+                     "state (10 for a digit, 2 for a truth value, 3 and 2 for the first two digits of a printed "
+                     "permutation of 3), exact: a model below it in bpb (above it in accuracy) carries the state "
+                     "over the distance.")
         if what == "bpb":
             t.notes = answer_verdicts(cells, column)
         out.append(t)
