@@ -362,6 +362,36 @@ def test_baselines_against_a_hand_computation(monkeypatch):
     assert bl.baseline_hits(c, w, "bigram").tolist() == [[False, False, False]]  # argmax: 1->1 (tie by count), 0->1
 
 
+def test_compressor_baselines(tmp_path, capsys):
+    import bz2
+    import gzip
+    import lzma
+
+    from statetrack.lm import compressors
+
+    text = b"".join(b"def f%d(x):\n    return x + %d\n" % (i, i * i) for i in range(300))
+    train = b"".join(b"def f%d(x):\n    return x + %d\n" % (i, i * i) for i in range(300, 3000))
+    res = compressors.compressed_sizes(text, train)
+    assert res["gzip"].compressed_bytes == len(gzip.compress(text, 9, mtime=0))
+    assert res["bz2"].compressed_bytes == len(bz2.compress(text, 9))
+    assert res["xz"].compressed_bytes == len(lzma.compress(text, preset=9 | lzma.PRESET_EXTREME))
+    assert res["xz_train"].context_bytes == len(train) and res["xz_train"].bpb < res["xz"].bpb  # the train split helps
+    assert res["gzip"].bpb == pytest.approx(8 * res["gzip"].compressed_bytes / len(text))
+    assert "xz_train" not in compressors.compressed_sizes(text)
+    # on a corpus: the test split's bytes, cached in its folder, and printed by `statetrack corpus`
+    assert main(["corpus", "traces", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    corpus = get_corpus("traces", 0)
+    test = b"".join(corpus.documents("test"))
+    assert d["compressors"]["gzip"]["test_bytes"] == len(test) == d["splits"]["test"]["bytes"]
+    assert d["compressors"]["gzip"]["compressed_bytes"] == len(gzip.compress(test, 9, mtime=0))
+    cache = corpus.folder / compressors.CACHE
+    assert cache.is_file()
+    stamp = cache.stat().st_mtime_ns
+    assert compressors.corpus_compressors(corpus)["xz"].bpb == d["compressors"]["xz"]["bpb"]
+    assert cache.stat().st_mtime_ns == stamp  # read back, not computed again
+
+
 # -- training, the store, generation ----------------------------------------------------------------
 LM_TRAIN = ["train", "--task", "lm:synthetic", "--layers", "lstm", "--d-model", "16", "--d-state", "32",
             "--steps", "40", "--eval-every", "20", "--train-lengths", "32", "--test-lengths", "32,64",
@@ -476,12 +506,16 @@ def test_grazzi2024_lm_parameter_counts_match():
 
     study = load_study("grazzi2024-lm")
     assert study.kind == "lm" and study.state_tracking.study == "grazzi2024"
-    for scale in ("quick", "paper"):
-        jobs = [j for j in study.cells(scale) if j.seed == 0 and j.column == "stdlib"]
-        counts = {j.label: model_params(j) for j in jobs}
-        assert len(counts) == 6 and max(counts.values()) <= 1.1 * min(counts.values()), counts
-        assert counts["Mamba [0,1]"] == counts["Mamba [-1,1]"]
-        assert counts["DeltaNet [0,1]"] == counts["DeltaNet [-1,1]"]
+    for scale in ("quick", "medium", "paper"):
+        jobs = [j for j in study.cells(scale) if j.seed == 0]
+        for column in {j.column for j in jobs}:  # every corpus: their vocabularies (bytes, BPE) differ
+            counts = {j.label: model_params(j) for j in jobs if j.column == column}
+            assert len(counts) == 6 and max(counts.values()) <= 1.1 * min(counts.values()), (scale, column, counts)
+            assert counts["Mamba [0,1]"] == counts["Mamba [-1,1]"]
+            assert counts["DeltaNet [0,1]"] == counts["DeltaNet [-1,1]"]
+    medium = study.cells("medium")
+    assert {j.column for j in medium} == {"stdlib", "traces"}
+    assert all(j.train.train_max_len >= 256 and j.eval.windows == "tile" for j in medium)
 
 
 TINY_LM = """

@@ -115,6 +115,13 @@ def _record(study, table: str, model: str, column: str, metric: str, length: int
             "length": length, "params": params, "lr": lr, **_stats(vals)}
 
 
+def params_text(cells: list[Cell], label: str) -> str:
+    """A model's parameter count; where it differs between corpora (their vocabularies differ), one count per
+    corpus in column order, separated by '/'."""
+    counts = list(dict.fromkeys(c.params for c in cells if c.label == label and c.params is not None))
+    return " / ".join(f"{n:,}" for n in counts) or "-"
+
+
 def baseline_rows(base: dict, column: str, length: int) -> list[tuple[str, float, float | None]]:
     """(label, bpb, answer bpb or None) of every baseline of a corpus at a length: the count models on the
     windows, then the compressors on the whole test split (no answer bpb: a compressor's cost is not
@@ -157,7 +164,7 @@ def bpb_table(study, cells: list[Cell], base: dict) -> LMTable:
             if c is None:
                 row += ["-"] * (1 + answers[col])
                 continue
-            row[1] = f"{c.params:,}"
+            row[1] = params_text(cells, label)
             vals = c.values(L)
             text = fmt_bpb(vals, c.values(L, "bpb_se"))
             if vals and statistics.median(vals) >= base[col]["bigram"][L].bpb:
@@ -191,6 +198,8 @@ def bpb_table(study, cells: list[Cell], base: dict) -> LMTable:
         t.rows.append(row)
     t.caption = (f"Test-split bits per byte at the training context length, median [min-max] over seeds (one "
                  f"seed: ± the standard error over the test windows); {MARK} = not below the bigram baseline. "
+                 "params: counted from the built model (one count per corpus where their token vocabularies "
+                 "differ). "
                  "Answer bpb: on the answer bytes of a generated corpus (bytes only the program's state decides: "
                  "docs/lm.md). " + _windows_note(base, cols[0], at[cols[0]]) +
                  f"{BLIND}: the mean of log2 k over the same answers, k the number of values an answer can take for "
@@ -312,7 +321,7 @@ def joint_table(study, cells: list[Cell], base: dict, st_cells: dict, st_cols: l
             c = find_cell(cells, label, col)
             vals = c.values(eval_length(c)) if c else []
             if c:
-                row[1] = f"{c.params:,}"
+                row[1] = params_text(cells, label)
             row.append(fmt_bpb(vals))
             med[label][("bpb", col)] = statistics.median(vals) if vals else None
         for col in ans_cols:

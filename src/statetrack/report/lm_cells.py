@@ -45,11 +45,17 @@ def beyond_bpb(m, train_len: int) -> float | None:
 
 
 def model_params(job) -> int:
-    """Parameters of the model a job builds (counted from the built model, not typed in)."""
-    from statetrack.model import build_model
+    """Parameters of the model a job builds (counted from the built model, not typed in). A corpus's
+    vocabulary is read from its task string, so that no corpus or tokenizer is built for the count."""
+    from statetrack.model import Model, build_model
     from statetrack.tasks import get_task
+    from statetrack.tasks.lm import lm_vocab_size
 
-    return sum(p.numel() for p in build_model(job.train.model, get_task(job.train.task)).parameters())
+    task = job.train.task
+    if task.startswith("lm:"):
+        V = lm_vocab_size(task)
+        return sum(p.numel() for p in Model(job.train.model, V, V).parameters())
+    return sum(p.numel() for p in build_model(job.train.model, get_task(task)).parameters())
 
 
 def gather(study, results) -> list[Cell]:
