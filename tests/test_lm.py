@@ -557,7 +557,7 @@ def test_lm_study_report_and_json(tmp_path, db, capsys):
     for needle in ("| bigram (add-one) |", "| gzip -9 |", "| xz -9e after train |", "| Mamba: [-1,1] - [0,1] |",
                    "parity (grazzi2024)", "0 complete runs found", "answer bits per byte by distance to the decisive",
                    "| state-blind level (exact) |", "answers in context: [-1,1] minus [0,1] =", "(table `training`)",
-                   "positions-synthetic.png", "curves-synthetic.png", "context-synthetic.png"):
+                   "positions-synthetic.png", "curves-synthetic.png", "context-synthetic.png", "answers-synthetic.png"):
         assert needle in md, needle
     for r in runs:
         labels = [b["label"] for b in r["answer_buckets"]]
