@@ -178,6 +178,9 @@ class StateTracking(_Strict):
     study: str = Field(description="a built-in study (or path) whose models have the same labels")
     table: str = "main"
     columns: list[str] = Field(description="task labels of that study's table, e.g. parity")
+    scales: dict[str, str] = Field(default_factory=dict,
+                                   description="this study's scale -> that study's scale read beside it, where "
+                                               "that study has no scale of the same name (default: the same)")
 
 
 class Scale(_Strict):

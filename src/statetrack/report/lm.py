@@ -279,6 +279,7 @@ def state_tracking_cells(study, db, scale: str) -> tuple[dict, list[str], str]:
     from statetrack.store import Store
 
     other = load_study(st.study)
+    scale = st.scales.get(scale, scale)  # that study's scale read beside this one's
     out: dict[str, dict] = {}
     found = 0
     if db is not None and scale in other.scales:
