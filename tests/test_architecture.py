@@ -25,6 +25,7 @@ LAYERS = [
     {"model"},
     {"checkpoint", "store", "claims"},
     {"steps"},
+    {"horizon"},
     {"training", "evaluation"},
     {"theory"},
     {"probes"},

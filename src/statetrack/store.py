@@ -472,7 +472,7 @@ def _damaged(e: sqlite3.DatabaseError) -> bool:
 
 #: the tables a migration adds to a file that lacks them (versions before them, or files written before
 #: they existed): every table but those that hold the results, ``meta``, ``runs`` and ``metrics``
-ADDED_TABLES = ("curves", "traces", "lm_metrics", "claims")
+ADDED_TABLES = ("curves", "traces", "lm_metrics", "claims", "split_metrics")
 #: on open, ``PRAGMA quick_check`` (every page's structure) runs on files up to this size (about 0.1 s
 #: per 64 MiB); bigger files get the schema checks only, and SQLite refuses a damaged page when it reads it
 QUICK_CHECK_BYTES = 64 << 20
