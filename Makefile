@@ -6,11 +6,16 @@ PIP := $(PY) -m pip
 .PHONY: demo test lint install clean
 
 $(VENV)/.installed: pyproject.toml
+	@echo "set-up 1/4: a virtualenv in $(VENV)"
 	$(PYTHON) -m venv $(VENV)
+	@echo "set-up 2/4: the latest pip"
 	$(PIP) install -q --upgrade pip
+	@echo "set-up 3/4: torch 2.13.0, CPU build (the largest download; about a minute)"
 	$(PIP) install -q torch==2.13.0
+	@echo "set-up 4/4: statetrack and its test tools (numpy, matplotlib, pydantic, rich, pytest, ruff, mypy, ...)"
 	$(PIP) install -q -e '.[test]'
 	touch $@
+	@echo "set-up done: $(VENV)/bin/statetrack"
 
 install: $(VENV)/.installed
 

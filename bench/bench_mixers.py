@@ -41,7 +41,7 @@ from statetrack.ops import (
     dispatch,
     mamba_scan,
 )
-from statetrack.ops.diag import _chunked, _loop
+from statetrack.ops.diag import scan_chunked, scan_loop
 from statetrack.spec import parse_layers
 
 memory.configure()  # the allocator settings statetrack's entry points use (statetrack.memory)
@@ -273,8 +273,9 @@ def section_scans(dev, lengths, reps):
             a = (torch.rand((B, T) + S, device=dev) * 2 - 1)
             b = torch.randn((B, T) + S, device=dev)
             h0 = torch.zeros((B,) + S, device=dev)
-            forms = {"diag_scan": lambda: diag_scan(a, b, h0), "in-place loop": lambda: _loop(a, b, h0),
-                     "chunked": lambda: _chunked(a, b, h0), "list+stack loop (old)": lambda: _old_list_loop(a, b, h0)}
+            forms = {"diag_scan": lambda: diag_scan(a, b, h0), "in-place loop": lambda: scan_loop(a, b, h0),
+                     "chunked": lambda: scan_chunked(a, b, h0),
+                     "list+stack loop (old)": lambda: _old_list_loop(a, b, h0)}
             if T <= 1024:
                 forms["Hillis-Steele"] = lambda: _hillis(a, b, h0)
             if pscan is not None and a.dim() == 3:

@@ -146,15 +146,38 @@ def dfa_task(tmp_path):
     return make
 
 
-@pytest.fixture
-def rnn_study(tmp_path):
-    """make(seeds, steps) -> the path of a one-model study (an RNN on parity) that runs in seconds."""
-    def make(seeds: int = 1, steps: int = 5) -> str:
-        path = tmp_path / f"s-{seeds}-{steps}.yaml"
-        path.write_text(
-            "name: s\ntitle: s\nsource: test\ntask: parity\n"
-            "train: {batch_size: 8, eval_every: 5, val_sequences: 16}\n"
+def rnn_study_text(seeds: int = 1, steps: int = 5, lr: float = 0.01) -> str:
+    """A one-model study (an RNN on parity, named ``s``) that runs in seconds."""
+    return ("name: s\ntitle: s\nsource: test\ntask: parity\n"
+            f"train: {{batch_size: 8, eval_every: 5, val_sequences: 16, lr: {lr}}}\n"
             "models: [{label: RNN, model: {layers: rnn, d_model: 2, d_state: 4}, train_lengths: [4, 4]}]\n"
             f"scales: {{quick: {{seeds: {seeds}, steps: {steps}, eval_batch: 8, test_lengths: [8]}}}}\n")
+
+
+@pytest.fixture
+def rnn_study(tmp_path):
+    """make(seeds, steps, lr) -> the path of a one-model study (an RNN on parity) that runs in seconds."""
+    def make(seeds: int = 1, steps: int = 5, lr: float = 0.01) -> str:
+        path = tmp_path / f"s-{seeds}-{steps}-{lr:g}.yaml"
+        path.write_text(rnn_study_text(seeds, steps, lr))
         return str(path)
     return make
+
+
+def live_processes(pgid: int | None = None, sid: int | None = None) -> list[tuple[int, str]]:
+    """(pid, name) of the processes alive in process group ``pgid`` or session ``sid`` (zombies left out),
+    from /proc."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue
+        name, _, rest = text.partition("(")[2].rpartition(")")
+        state, _, group, session = rest.split()[:4]
+        if state != "Z" and (int(group) == pgid or int(session) == sid):
+            out.append((int(d), name))
+    return out

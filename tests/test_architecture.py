@@ -15,7 +15,7 @@ ROOT = Path(statetrack.__file__).parent
 
 #: the package's units from the bottom up: a module may import its own unit and the units below it
 LAYERS = [
-    {"errors", "version", "files", "signals"},
+    {"errors", "version", "files", "signals", "progress"},
     {"spec", "memory", "device", "algebra", "plugins"},
     {"ops"},
     {"config"},
@@ -54,12 +54,13 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
-def _imports(name: str, path: Path) -> set[str]:
-    """Modules of the package that ``name`` imports anywhere (functions included), except under
-    ``if TYPE_CHECKING:``."""
+def _imports(name: str, path: Path, typing: bool = False) -> set[str]:
+    """Modules of the package that ``name`` imports anywhere (functions included); those under
+    ``if TYPE_CHECKING:`` only with ``typing``."""
     tree = ast.parse(path.read_text())
-    hidden = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-              for n in ast.walk(node)}
+    hidden = set() if typing else {
+        id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for n in ast.walk(node)}
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out = set()
     for node in ast.walk(tree):
@@ -79,6 +80,9 @@ def _imports(name: str, path: Path) -> set[str]:
 
 
 GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
+#: with the imports made for type hints only: a module pair that needs each other's types is a circle too
+TYPED_GRAPH = {name: _imports(name, path, typing=True) for name, path in MODULES.items()}
+PACKAGES = sorted(m for m, p in MODULES.items() if p.name == "__init__.py")
 
 
 def _unit(module: str) -> str:
@@ -86,18 +90,15 @@ def _unit(module: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
-def test_every_unit_has_a_layer():
-    assert {_unit(m) for m in MODULES} <= set(RANK), sorted({_unit(m) for m in MODULES} - set(RANK))
-
-
-def test_no_import_cycle():
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan)."""
     index, low, stack, on, cycles = {}, {}, [], set(), []
 
-    def visit(v):  # Tarjan's strongly connected components
+    def visit(v):
         index[v] = low[v] = len(index)
         stack.append(v)
         on.add(v)
-        for w in GRAPH[v]:
+        for w in graph.get(v, ()):
             if w not in index:
                 visit(w)
                 low[v] = min(low[v], low[w])
@@ -114,10 +115,34 @@ def test_no_import_cycle():
             if len(comp) > 1:
                 cycles.append(sorted(comp))
 
-    for v in GRAPH:
+    for v in list(graph):
         if v not in index:
             visit(v)
-    assert not cycles, f"import cycles: {cycles}"
+    return cycles
+
+
+def test_every_unit_has_a_layer():
+    assert {_unit(m) for m in MODULES} <= set(RANK), sorted({_unit(m) for m in MODULES} - set(RANK))
+
+
+def test_no_import_cycle():
+    assert not _cycles(TYPED_GRAPH), f"import cycles: {_cycles(TYPED_GRAPH)}"
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_cycle_between_the_parts_of_a_package(package):
+    """Inside each package (report/, theory/, cli/, ...), its modules and sub-packages, each taken as one
+    part, import one another one way: no two parts need each other, even through a third."""
+    depth = package.count(".") + 1
+
+    def part(module: str) -> str | None:
+        return module.split(".")[depth] if module.startswith(package + ".") else None
+
+    parts: dict[str, set[str]] = {}
+    for a, bs in TYPED_GRAPH.items():
+        if (pa := part(a)) is not None:
+            parts.setdefault(pa, set()).update(pb for b in bs if (pb := part(b)) not in (None, pa))
+    assert not _cycles(parts), f"{package}: parts that import each other: {_cycles(parts)}"
 
 
 def test_imports_flow_down():
@@ -125,7 +150,7 @@ def test_imports_flow_down():
     assert not upward, "upward imports: " + "; ".join(upward)
 
 
-@pytest.mark.parametrize("package", sorted(m for m, p in MODULES.items() if p.name == "__init__.py"))
+@pytest.mark.parametrize("package", PACKAGES)
 def test_no_attribute_shadows_its_submodule(package):
     pkg = importlib.import_module(package)
     for info in pkgutil.iter_modules(pkg.__path__):

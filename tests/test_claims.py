@@ -32,7 +32,7 @@ def test_a_key_is_claimed_by_exactly_one_of_many_racing_owners(db):
     for t in threads:
         t.join()
     assert sorted(s for _, s in outcomes) == ["claimed"] + ["taken"] * 7
-    with store._conn() as c:
+    with store.transaction() as c:
         assert c.execute("SELECT COUNT(*) FROM claims").fetchone()[0] == 1
 
 
@@ -43,7 +43,7 @@ def test_a_live_claim_is_left_alone_a_stale_one_is_taken_over(db):
     rid = store.start_run(CFG, key="k", owner=a.me)
     got = b.claim("k")
     assert (got.state, got.by) == ("taken", a.me)
-    with store._conn() as c:  # a's machine went silent 31 s ago (no heartbeat, not a process of ours)
+    with store.transaction() as c:  # a's machine went silent 31 s ago (no heartbeat, not a process of ours)
         c.execute("UPDATE claims SET heartbeat=heartbeat-31, process=NULL WHERE owner=?", (a.me,))
     assert b.claim("k").state == "claimed"
     row = store.run(rid)
@@ -62,7 +62,7 @@ def test_a_claim_of_a_process_that_ended_is_taken_over_at_once(db):
     assert proc is not None and process_gone(proc) and not process_gone(process_id())
     assert not process_gone("another-boot/pid:[1]/123/456")  # another machine: only its heartbeat tells
     store = Store(db)
-    with store._conn() as c:
+    with store.transaction() as c:
         c.execute("INSERT INTO claims VALUES ('k', 'gone:1:x', ?, ?, ?)", (proc, time.time(), time.time()))
     assert Claims(store, timeout=3600).claim("k").state == "claimed"
 

@@ -104,7 +104,8 @@ def test_stored_config_trains_again(tmp_path, db, capsys):
 
 
 BAD = [
-    (["--set", "model.d_modl=3"], "--set: unknown key 'model.d_modl'; allowed: plugins, task, model.layers"),
+    (["--set", "model.d_modl=3"],
+     "--set: unknown key 'model.d_modl' (did you mean 'model.d_model'?); allowed: plugins, task, model.layers"),
     (["--set", "lr"], "bad --set 'lr'; give KEY=VALUE"),
     (["--set", "lr=-1"], "bad lr: Input should be greater than 0"),
     (["--set", "steps=many"], "bad steps: Input should be a valid integer"),

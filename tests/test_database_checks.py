@@ -13,29 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Cli
+from conftest import Cli, rnn_study_text
 from statetrack.cli import main
 from statetrack.store import SCHEMA_VERSION, Store
-
-STUDY = """
-name: tiny
-title: tiny
-source: test
-task: parity
-train: {batch_size: 8, eval_every: 2, val_sequences: 8, lr: 0.01}
-models:
-  - {label: RNN, model: {layers: rnn, d_model: 2, d_state: 4}, train_lengths: [2, 4]}
-scales:
-  quick: {seeds: 3, steps: 4, eval_batch: 8, test_lengths: [8]}
-"""
 
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory):
     """A database with the three complete runs of a tiny study, and the study file."""
     d = tmp_path_factory.mktemp("made")
-    study = d / "tiny.yaml"
-    study.write_text(STUDY)
+    study = d / "s.yaml"
+    study.write_text(rnn_study_text(seeds=3, steps=4))
     db = d / "r.db"
     assert main(["sweep", str(study), "--db", str(db), "--workers", "1"]) == 0
     return db, study
@@ -125,7 +113,8 @@ def test_a_database_of_a_newer_schema_is_refused_with_both_versions(copy, capsys
 def test_a_version_1_database_is_read_by_read_only_commands_without_a_write(copy, capsys):
     """An older database is migrated by the first command that writes, never by one that only reads."""
     db, study = copy
-    _alter(db, "DROP TABLE claims; DROP TABLE lm_metrics; ALTER TABLE metrics DROP COLUMN note;"
+    _alter(db, "DROP TABLE claims; DROP TABLE lm_metrics; DROP TABLE split_metrics; DROP TABLE curves;"
+               "ALTER TABLE metrics DROP COLUMN note;"
                "UPDATE meta SET value='1' WHERE key='schema_version'")
     before = db.read_bytes()
     assert main(["runs", "--db", str(db)]) == 0

@@ -34,6 +34,7 @@ from statetrack.ops import (
     selective_scan,
     selective_scan_ref,
 )
+from statetrack.ops.dplr import dplr_ref
 from statetrack.ops.triton_scans import mamba_scan_triton, selective_scan_triton
 
 pytestmark = pytest.mark.kernels
@@ -62,6 +63,11 @@ def grads(out, ws, ins):
     return torch.autograd.grad(loss, [x for x in ins if x is not None])
 
 
+def present(names, ins):
+    """The names of the inputs that are given (``grads`` differentiates those only)."""
+    return [n for n, x in zip(names, ins, strict=True) if x is not None]
+
+
 def leaf(x):
     return x.to(DEV).requires_grad_()
 
@@ -84,8 +90,8 @@ def check_mamba(ins, neg, cfg, tol=2e-5):
     assert y.dtype == hT.dtype == torch.float32 and y.shape == yr.shape and hT.shape == hr.shape
     assert rel_err(y, yr) < tol and rel_err(hT, hr) < tol
     ws = [torch.randn(y.shape, device=DEV), torch.randn(hT.shape, device=DEV)]
-    for name, gk, gr in zip(("dt", "A", "u", "B", "C", "h0"), grads((y, hT), ws, ins), grads((yr, hr), ws, ins),
-                            strict=True):
+    names = present(("dt", "A", "u", "B", "C", "h0"), ins)
+    for name, gk, gr in zip(names, grads((y, hT), ws, ins), grads((yr, hr), ws, ins), strict=True):
         assert gk.shape == gr.shape and rel_err(gk, gr) < tol, name
 
 
@@ -151,7 +157,8 @@ def check_selective(ins, cfg, tol=2e-5):
     assert h.dtype == torch.complex64 and h.shape == hr.shape
     assert rel_err(h, hr) < tol
     w = [torch.randn(h.shape, dtype=torch.complex64, device=DEV)]
-    for name, gk, gr in zip(("a", "x", "B", "h0"), grads((h,), w, ins), grads((hr,), w, ins), strict=True):
+    names = present(("a", "x", "B", "h0"), ins)
+    for name, gk, gr in zip(names, grads((h,), w, ins), grads((hr,), w, ins), strict=True):
         assert gk.shape == gr.shape and gk.is_complex() == gr.is_complex(), name
         assert rel_err(gk, gr) < tol, name
 
@@ -254,3 +261,128 @@ def test_fla_delta_rule_matches_reference(kernel):
     # the op dispatches here on CUDA: neg=True -> the float32 recurrent kernel
     o2, _ = delta_rule(*[t.detach() for t in ins], neg=True)
     assert rel_err(o2, orf) < 1e-4
+
+
+# ---------------------------------------------------------------- fla: gated delta rule, RWKV-7, GLA
+
+def _fla_inputs(B=2, T=24, H=2, dk=16, dv=16, seed=11):
+    g = torch.Generator().manual_seed(seed)
+    q = F.normalize(torch.randn(B, T, H, dk, generator=g), dim=-1)
+    k = F.normalize(torch.randn(B, T, H, dk, generator=g), dim=-1)
+    v = torch.randn(B, T, H, dv, generator=g)
+    return g, q, k, v, torch.randn(B, H, dk, dv, generator=g)
+
+
+def _need_fla():
+    if not dispatch.installed("fla"):
+        pytest.skip("flash-linear-attention (fla-core) is not installed")
+
+
+def test_fla_gated_delta_rule_recurrent_matches_reference():
+    """The float32 recurrent kernel (what neg=true evaluates with): exact, pure reflections included.
+    Forward only: fla implements no backward pass for it. Runs under the interpreter on CPU too."""
+    _need_fla()
+    from statetrack.ops.dplr import gated_delta_terms
+    from statetrack.ops.fla_gated import gated_delta_rule_fla
+
+    g, q, k, v, S0 = _fla_inputs()
+    beta = 2.0 * torch.rand(q.shape[:3], generator=g)
+    beta[:, ::5] = 2.0
+    gate = -torch.rand(q.shape[:3], generator=g)
+    gate[:, ::3] = 0.0  # alpha = 1: pure reflections
+    q, k, v, beta, gate, S0 = (x.to(DEV) for x in (q, k, v, beta, gate, S0))
+    o, S = gated_delta_rule_fla(q, k, v, beta, gate, S0, kernel="recurrent")
+    bk, a, b, lw = gated_delta_terms(k.double(), beta.double(), gate.double())
+    orf, Sr = dplr_ref(q.double(), bk, v.double(), a, b, lw, S0.double())
+    assert rel_err(o, orf) < 1e-5 and rel_err(S, Sr) < 1e-5
+
+
+@cuda_only
+def test_fla_gated_delta_rule_chunk_matches_reference():
+    _need_fla()
+    from statetrack.ops.dplr import gated_delta_terms
+    from statetrack.ops.fla_gated import gated_delta_rule_fla
+
+    g, q, k, v, S0 = _fla_inputs()
+    beta, gate = torch.rand(q.shape[:3], generator=g), -torch.rand(q.shape[:3], generator=g)
+    ins = [leaf(x) for x in (q, k, v, beta, gate, S0)]
+    o, S = gated_delta_rule_fla(*ins, kernel="chunk")
+    bk, a, b, lw = gated_delta_terms(ins[1].double(), ins[3].double(), ins[4].double())
+    orf, Sr = dplr_ref(ins[0].double(), bk, ins[2].double(), a, b, lw, ins[5].double())
+    assert rel_err(o, orf) < BF16_TOL and rel_err(S, Sr) < BF16_TOL
+    ws = [torch.randn_like(o), torch.randn_like(S)]
+    pairs = zip(grads((o, S), ws, ins), grads((orf, Sr), ws, ins), strict=True)
+    for name, (gk, gr) in zip(("q", "k", "v", "beta", "g", "S0"), pairs, strict=True):
+        assert rel_err(gk, gr) < BF16_TOL, name
+
+
+@cuda_only
+@pytest.mark.parametrize("kernel", ["recurrent", "chunk"])
+def test_fla_gla_matches_reference(kernel):
+    _need_fla()
+    from statetrack.ops.fla_gated import gla_fla
+
+    g, q, k, v, S0 = _fla_inputs()
+    log_w = F.logsigmoid(torch.randn(q.shape, generator=g)) / 16
+    ins = [leaf(x) for x in (q, k, v, log_w, S0)]
+    o, S = gla_fla(*ins, kernel=kernel)
+    orf, Sr = dplr_ref(ins[0].double(), ins[1].double(), ins[2].double(), None, None, ins[3].double(), ins[4].double())
+    tol = 1e-4 if kernel == "recurrent" else BF16_TOL
+    assert rel_err(o, orf) < tol and rel_err(S, Sr) < tol
+    ws = [torch.randn_like(o), torch.randn_like(S)]
+    pairs = zip(grads((o, S), ws, ins), grads((orf, Sr), ws, ins), strict=True)
+    for name, (gk, gr) in zip(("q", "k", "v", "log_w", "S0"), pairs, strict=True):
+        assert rel_err(gk, gr) < tol, name
+
+
+@cuda_only
+def test_fla_rwkv7_matches_reference():
+    _need_fla()
+    from statetrack.ops.dplr import rwkv7_terms
+    from statetrack.ops.fla_gated import rwkv7_fla
+
+    g, q, k, v, S0 = _fla_inputs()
+    log_w = -0.6065 * torch.sigmoid(torch.randn(q.shape, generator=g))
+    kappa = F.normalize(torch.randn(q.shape, generator=g), dim=-1)
+    a_lr = torch.sigmoid(torch.randn(q.shape, generator=g))
+    ins = [leaf(x) for x in (q, k, v, log_w, kappa, a_lr, S0)]
+    o, S = rwkv7_fla(*ins)
+    a, b = rwkv7_terms(ins[4].double(), ins[5].double())
+    orf, Sr = dplr_ref(ins[0].double(), ins[1].double(), ins[2].double(), a, b, ins[3].double(), ins[6].double())
+    assert rel_err(o, orf) < BF16_TOL and rel_err(S, Sr) < BF16_TOL
+    ws = [torch.randn_like(o), torch.randn_like(S)]
+    for name, gk, gr in zip("qkvwKaS", grads((o, S), ws, ins), grads((orf, Sr), ws, ins), strict=True):
+        assert rel_err(gk, gr) < BF16_TOL, name
+
+
+@cuda_only
+@pytest.mark.parametrize("name", ["mamba2", "mamba2(neg=true)", "gateddeltanet(heads=4)",
+                                  "gateddeltanet(heads=4,neg=true)", "rwkv7(heads=4)", "gla(heads=4)"])
+def test_frontier_mixers_cuda_kernels_match_pytorch_forms(name, monkeypatch):
+    """Each frontier mixer on CUDA: output and every parameter gradient with the kernels (Triton for
+    Mamba-2, fla for the others) against STATETRACK_KERNELS=0."""
+    from statetrack.layers import build_mixer
+    from statetrack.spec import parse_layers
+
+    (layer,) = parse_layers(name)
+    fla = layer.name != "mamba2"
+    if fla:
+        _need_fla()
+    torch.manual_seed(0)
+    d_model, d_state = (256, 64) if fla else (32, 16)
+    m = build_mixer(layer, d_model, d_state).to(DEV)
+    x = torch.randn(3, 100, d_model, device=DEV)
+
+    def run():
+        m.zero_grad()
+        y, state = m(x)
+        h = state[0] if isinstance(state, tuple) else state
+        (y.square().mean() + h.abs().square().mean()).backward()
+        return [y, h] + [p.grad.clone() for p in m.parameters() if p.grad is not None]
+
+    fast = run()
+    monkeypatch.setenv(dispatch.ENV, "0")
+    ref = run()
+    tol = 1e-4 if (not fla or layer.options.get("neg")) else BF16_TOL
+    for i, (a, b) in enumerate(zip(fast, ref, strict=True)):
+        assert rel_err(a, b) < tol, (name, i)

@@ -25,8 +25,3 @@ def test_paths_agree(name):
     assert torch.allclose(full, torch.stack(steps, 1), atol=1e-5, rtol=0)
 
 
-@pytest.mark.parametrize("name", sorted(MIXERS))
-def test_declares_properties(name):
-    model = Model(ModelConfig(layers=name, d_model=4, d_state=4), vocab_size=2, num_classes=2)
-    p = model.mixers[0].properties
-    assert isinstance(p.input_dependent, bool) and p.eigenvalues and p.structure

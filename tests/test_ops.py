@@ -25,7 +25,7 @@ from statetrack.ops import (
     unit_scan_ref,
 )
 from statetrack.ops.conv import causal_conv_ref
-from statetrack.ops.diag import _chunked, _loop
+from statetrack.ops.diag import scan_chunked, scan_loop
 
 
 def rel_err(x, ref):
@@ -35,7 +35,7 @@ def rel_err(x, ref):
 
 # ---------------------------------------------------------------- diagonal scan
 
-@pytest.mark.parametrize("form", [_loop, _chunked, diag_scan])
+@pytest.mark.parametrize("form", [scan_loop, scan_chunked, diag_scan])
 @pytest.mark.parametrize("kind", ["real", "circle"])
 def test_diag_scan_float32_long(form, kind):
     torch.manual_seed(0)
@@ -79,7 +79,7 @@ def test_diag_scan_exact_for_zero_and_negative():
     a = torch.zeros(1, 400, 1)
     a[:, ::3] = -1
     b = torch.ones(1, 400, 1)
-    torch.testing.assert_close(_chunked(a, b, torch.zeros(1, 1)), diag_scan_ref(a, b).float())
+    torch.testing.assert_close(scan_chunked(a, b, torch.zeros(1, 1)), diag_scan_ref(a, b).float())
 
 
 def test_diag_scan_finite_100k():

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from conftest import live_processes
 from statetrack.reproduce import sweep
 from statetrack.store import Store
 
@@ -83,7 +84,41 @@ def test_an_interrupt_in_the_api_starts_no_further_run(db, grid8):
         sweep(grid8(5), db=db, workers=1, on_done=on_done)
     store = Store(db)
     assert [r["status"] for r in store.runs()] == ["complete"] and seen == [1]
-    with store._conn() as c:
+    with store.transaction() as c:
         assert c.execute("SELECT COUNT(*) FROM claims").fetchone()[0] == 0
     _, results = sweep(grid8(5), db=db, workers=1)  # the next sweep does the rest
     assert sum(r.reused for _, r in results) == 1 and len(store.runs(status="complete")) == 8
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc to find the workers")
+def test_workers_die_with_a_sweep_killed_with_sigkill(tmp_path, cli, grid8):
+    """kill -9 of the sweep's process alone: its worker processes (and the resource tracker) end within
+    seconds, each recording its run interrupted; the next sweep clears the dead sweep's claims and
+    completes every run exactly once."""
+    db, grid = str(tmp_path / "r.db"), grid8(600)
+    p = cli.start("sweep", grid, "--db", db, "--workers", 2, start_new_session=True)
+    cli.wait_until(db, "status='running'", 2, [p])
+    assert len(live_processes(pgid=p.pid)) >= 3  # the sweep, two workers (and the resource tracker)
+    os.kill(p.pid, signal.SIGKILL)  # the parent only: nobody tells the workers
+    p.wait()
+    t0 = time.time()
+    while live_processes(pgid=p.pid) and time.time() - t0 < 20:
+        time.sleep(0.2)
+    assert live_processes(pgid=p.pid) == [], "processes of the killed sweep still alive after 20 s"
+    rows = _rows(db)
+    assert [r[1] for r in rows].count("running") == 0, rows  # the workers recorded their runs
+    killed = [r for r in rows if r[1] == "interrupted"]
+    assert killed and all(r[2].startswith("interrupted: the sweep's process ended") for r in killed), rows
+
+    again = cli.start("sweep", grid, "--db", db, "--workers", 2)
+    out, err = again.communicate(timeout=600)
+    assert again.returncode == 0, err
+    con = sqlite3.connect(db)
+    try:
+        assert con.execute("SELECT COUNT(*) FROM claims").fetchone()[0] == 0  # no claim of the dead sweep left
+        per_key = con.execute("SELECT key, COUNT(*) FROM runs WHERE status='complete' GROUP BY key").fetchall()
+        assert len(per_key) == 8 and all(n == 1 for _, n in per_key)
+        assert con.execute("SELECT COUNT(*) FROM runs WHERE status='running'").fetchone()[0] == 0
+    finally:
+        con.close()

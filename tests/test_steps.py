@@ -9,8 +9,8 @@ import torch
 from statetrack import EvalConfig, ModelConfig, TrainConfig, build_model, get_task
 from statetrack.evaluation import chunk_size
 from statetrack.experiments import load_study
-from statetrack.steps import DeviceStep, EagerStep, batches
-from statetrack.training import lr_lambda, masked_loss
+from statetrack.steps import DeviceStep, EagerStep, batches, masked_loss
+from statetrack.training import lr_lambda
 
 CPU = torch.device("cpu")
 
@@ -26,7 +26,7 @@ def test_device_step_computes_the_eager_step(layers):
     torch.manual_seed(0)
     a = build_model(cfg.model, task)
     b = copy.deepcopy(a)
-    eager = EagerStep(a, cfg, lr_lambda(cfg), masked_loss)
+    eager = EagerStep(a, cfg, lr_lambda(cfg))
     dev = DeviceStep(b, cfg, lr_lambda(cfg), CPU, graphs=False)
     da, db = (batches(task, np.random.default_rng(0), cfg, CPU) for _ in range(2))
     for s in range(1, 31):
@@ -39,6 +39,49 @@ def test_device_step_computes_the_eager_step(layers):
             assert rb.total > 0
     assert dev.lr() == pytest.approx(eager.lr())
     assert max(float((p - q).detach().abs().max()) for p, q in zip(a.parameters(), b.parameters(), strict=True)) < 1e-5
+
+
+@pytest.mark.parametrize("scored", ["all", "some", "last"])
+def test_both_steps_take_the_same_loss_of_the_same_batch(scored):
+    """One batch, one model, the two step forms: the loss each reads back is the same number, and it is
+    the float64 mean cross-entropy over the scored positions."""
+    cfg, task = _cfg("mamba(conv=0)"), get_task("parity")
+    torch.manual_seed(0)
+    a = build_model(cfg.model, task)
+    b = copy.deepcopy(a)
+    x, y, m = next(batches(task, np.random.default_rng(3), cfg, CPU))
+    if scored == "some":
+        m = m & (torch.rand(m.shape, generator=torch.Generator().manual_seed(1)) < 0.4)
+    elif scored == "last":
+        m = torch.zeros_like(m)
+        m[:, -1] = True
+    with torch.no_grad():
+        logits = a(x)[0].double()
+    want = float(torch.nn.functional.cross_entropy(logits[m], y[m]))
+    eager, dev = EagerStep(a, cfg, lr_lambda(cfg)), DeviceStep(b, cfg, lr_lambda(cfg), CPU, graphs=False)
+    eager.step(x, y, m, 1)
+    dev.step(x, y, m, 1)
+    ra, rb = eager.read(), dev.read()
+    assert ra.loss == rb.loss and (ra.hits, ra.total) == (rb.hits, rb.total) == (ra.hits, int(m.sum()))
+    assert ra.loss == pytest.approx(want, rel=1e-6)
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
+
+
+def test_the_masked_loss_is_the_mean_over_scored_positions_and_reads_nothing_back():
+    g = torch.Generator().manual_seed(0)
+    logits, y = torch.randn(3, 5, 4, generator=g), torch.randint(0, 4, (3, 5), generator=g)
+    m = torch.rand(3, 5, generator=g) < 0.5
+    got = masked_loss(logits, y, m)
+    assert got.dtype == torch.float32 and got.shape == ()
+    assert float(got) == pytest.approx(float(torch.nn.functional.cross_entropy(logits[m], y[m])), rel=1e-6)
+    assert float(masked_loss(logits, y, torch.zeros_like(m))) == 0.0  # nothing scored: no NaN
+    every = torch.ones_like(m)  # every position scored: exactly the plain mean
+    assert torch.equal(masked_loss(logits, y, every), torch.nn.functional.cross_entropy(logits[every], y[every]))
+    # its gradient is that of the mean over the selected positions, exactly
+    la, lb = logits.clone().requires_grad_(), logits.clone().requires_grad_()
+    masked_loss(la, y, m).backward()
+    torch.nn.functional.cross_entropy(lb[m], y[m]).backward()
+    assert torch.equal(la.grad, lb.grad)
 
 
 def test_device_step_finds_the_first_non_finite_step():

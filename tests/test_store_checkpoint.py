@@ -85,22 +85,34 @@ def test_mismatched_checkpoint_names_the_tensor(tmp_path):
         load_checkpoint(p)
 
 
-def _open_store(path):
-    Store(path).start_run(_cfg().model_dump())
+# a light process: the store module and what it imports (sqlite3), without the package's __init__ (torch)
+_CREATE_AND_WRITE = """
+import os, sys, types
+package = types.ModuleType("statetrack")
+package.__path__ = [sys.argv[1]]
+sys.modules["statetrack"] = package
+from statetrack.store import Store
+with Store(sys.argv[2]).transaction() as c:
+    c.execute("INSERT INTO claims VALUES (?, 'race', NULL, 0, 0)", (str(os.getpid()),))
+"""
 
 
 def test_concurrent_creation_is_safe(tmp_path):
-    import multiprocessing as mp
+    """Eight processes create the same database at once: each opens it whole and writes to it."""
+    import subprocess
+    import sys
+    from pathlib import Path
 
-    path = str(tmp_path / "race.db")
-    ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_open_store, args=(path,)) for _ in range(4)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-    assert [p.exitcode for p in procs] == [0] * 4
-    assert len(Store(path).runs()) == 4
+    import statetrack
+
+    path = tmp_path / "race.db"
+    package = str(Path(statetrack.__file__).parent)
+    procs = [subprocess.Popen([sys.executable, "-c", _CREATE_AND_WRITE, package, str(path)], stderr=subprocess.PIPE)
+             for _ in range(8)]
+    errors = [p.communicate(timeout=120)[1].decode() for p in procs]
+    assert [p.returncode for p in procs] == [0] * 8, errors
+    with Store(path).transaction() as c:
+        assert c.execute("SELECT COUNT(*) FROM claims WHERE owner='race'").fetchone()[0] == 8
 
 
 # -- a checkpoint belongs to one run -----------------------------------------------------------------
@@ -113,6 +125,7 @@ def test_two_databases_in_one_folder_keep_their_own_checkpoints(tmp_path, capsys
     from statetrack.files import sha256_file
 
     a, b = tmp_path / "x" / "a.db", tmp_path / "x" / "b.db"
+    a.parent.mkdir()  # the command line makes no folder but runs/
     assert main(TRAIN + ["--layers", "rnn", "--db", str(a)]) == 0
     assert main(TRAIN + ["--layers", "lstm", "--db", str(b)]) == 0
     ra, rb = Store(a).run(1), Store(b).run(1)  # both databases have a run 1
@@ -169,6 +182,7 @@ def test_a_database_folder_moves_with_its_checkpoints(tmp_path, capsys):
 
     from statetrack.cli import main
 
+    (tmp_path / "x").mkdir()  # the command line makes no folder but runs/
     assert main(TRAIN + ["--layers", "rnn", "--db", str(tmp_path / "x" / "a.db")]) == 0
     shutil.move(tmp_path / "x", tmp_path / "y")
     store = Store(tmp_path / "y" / "a.db")
@@ -198,3 +212,22 @@ def test_a_version_1_database_gains_the_new_columns_in_place(tmp_path):
     rid = s.start_run(_cfg().model_dump(), key="k")
     assert s.run(rid)["uuid"] and sqlite3.connect(p).execute(
         "SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "2"
+
+
+def test_a_transaction_is_all_or_nothing_and_an_immediate_one_holds_the_write_lock(db):
+    store = Store(db)
+    with pytest.raises(RuntimeError), store.transaction() as c:
+        c.execute("INSERT INTO claims VALUES ('k', 'me', NULL, 0, 0)")
+        raise RuntimeError("stop")
+    with store.transaction() as c:
+        assert c.execute("SELECT COUNT(*) FROM claims").fetchone()[0] == 0
+    with store.transaction(immediate=True) as c:
+        other = sqlite3.connect(db, timeout=0)
+        try:
+            with pytest.raises(sqlite3.OperationalError, match="locked"):
+                other.execute("INSERT INTO claims VALUES ('k', 'other', NULL, 0, 0)")
+        finally:
+            other.close()
+        c.execute("INSERT INTO claims VALUES ('k', 'me', NULL, 0, 0)")
+    with store.transaction() as c:
+        assert [r["owner"] for r in c.execute("SELECT owner FROM claims")] == ["me"]

@@ -172,6 +172,7 @@ def _count(db, status):
 
 def test_sigkill_mid_sweep_then_resume(tmp_path):
     path = _write(tmp_path, "s", SMALL.replace("STEPS", "60"))
+    (tmp_path / "killed").mkdir()  # the command line makes no folder but runs/
     db = str(tmp_path / "killed" / "r.db")
     proc = _cli(["sweep", path, "--db", db, "--workers", "1"], start_new_session=True)
     t0 = time.time()

@@ -113,3 +113,35 @@ def test_orth_deltaproduct_two_reflections_per_token(g, dim):
     assert (facts["representation"], facts["dim"], facts["n_h_needed"]) == (c.notes["representation"], dim, 2)
     rows = evaluate(c.model, get_task(c.config.task), EvalConfig(lengths=[100, L], batch_size=24, chunk=2048))
     assert [(m.token_accuracy, m.sequence_accuracy) for m in rows] == [(1.0, 1.0), (1.0, 1.0)], (g, rows)
+
+
+@pytest.mark.parametrize("m", [2, 5])
+def test_modcount_mamba3_other_moduli(m):
+    from statetrack.tasks import get_task
+
+    c = build(f"modcount-mamba3:{m}")
+    assert _acc(c.model, get_task(c.config.task)).token_accuracy == 1.0
+
+
+@pytest.mark.parametrize("name,task", [("parity-mamba3", "parity"), ("modcount-mamba3:3", "modcount:3"),
+                                       ("parity-gateddeltanet", "parity")])
+def test_frontier_constructions_realise_the_oracles_verdict_exactly(name, task):
+    """The construction's layer is the one the oracle says can do it, and its transitions are exactly
+    the unit-modulus numbers the proof uses, in float32: a rotation by pi (or 2 pi/m) with decay 1, or
+    the reflection -1 with the gate at 1."""
+    import math
+
+    from statetrack.theory.verdicts import oracle
+
+    c = build(name)
+    assert oracle(c.config.model.layers, task).verdict == "possible"
+    mx = c.model.blocks[0].mixer
+    x = c.model.blocks[0].norm(c.model.embed.weight[:, None, :])  # (tokens, 1, d): each token once
+    ev = mx.eigenvalues(x)[:, 0]  # (tokens, n)
+    assert (ev.abs() == 1.0).all()  # the decay is exactly 1 in float32
+    if name.startswith("parity"):
+        assert torch.allclose(ev[1], torch.full_like(ev[1], -1), atol=1e-6)  # bit 1: -1 (pi, or a reflection)
+        assert (ev[0] == 1).all()  # bit 0: exactly 1
+    else:
+        angle = torch.angle(ev[1])
+        assert torch.allclose(angle, torch.full_like(angle, 2 * math.pi / 3), atol=1e-6)

@@ -67,8 +67,26 @@ def test_search_finds_a_failure_for_an_untrained_rnn():
     assert r["theorem"] is None and r["found"] is True
 
 
-def test_only_parity():
+def test_parity_or_a_regular_task():
     from statetrack.errors import UserError
 
-    with pytest.raises(UserError):
+    with pytest.raises(UserError):  # a parity model does not read S3's six tokens
         counterexample(_model("mamba"), task="group:S3")
+    with pytest.raises(UserError, match="not regular"):
+        counterexample(_model("mamba"), task="modarith-brackets:5")
+
+
+def test_witness_families_of_a_regular_task():
+    """Tomita 1 (1*) for a model that answers 'accept' after any string: wrong on the family's rejected
+    member from its first string on; the parity construction on Tomita 5's families: found or not, named."""
+    from statetrack.config import ModelConfig
+    from statetrack.model import build_model
+    from statetrack.tasks import get_task
+
+    model = build_model(ModelConfig(layers="rnn", d_model=2, d_state=2), get_task("tomita:1"))
+    with torch.no_grad():
+        model.head.bias.copy_(torch.tensor([-100.0, 100.0]))  # always 'accepted'
+        model.head.weight.zero_()
+    r = counterexample(model, task="tomita:1", max_len=50)
+    assert r["found"] and r["witness"] == "(1)^n vs 0 (1)^n" and r["first_error"] == 1
+    assert "first wrong at n = 0" in r["message"]

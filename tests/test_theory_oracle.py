@@ -154,13 +154,6 @@ def test_T6_deltaproduct_reaches_s_nh_plus_1_in_one_layer():
     assert v("deltaproduct(nh=2)", "parity").verdict == "impossible"  # [0,1] factors: T1
 
 
-# -- T7: expressivity is not learnability: the oracle answers expressivity -----------------------------------
-@zoo
-def test_T7_oracle_reports_expressivity_for_s3_and_a4():
-    assert v("aussm*2", "group:S3").verdict == "possible"
-    assert v("aussm*2", "group:A4").verdict == "possible"
-
-
 # -- non-linear layers, attention, regular languages ---------------------------------------------------------
 @pytest.mark.parametrize("layers", ["rnn", "lstm", "gru", "mamba,rnn"])
 def test_nonlinear_recurrences_are_possible_for_finite_state_tasks(layers):

@@ -63,17 +63,19 @@ def ckpt(tmp_path):
 
 @pytest.fixture
 def mount_tmpfs(tmp_path):
-    """mount_tmpfs(name, size, ro=False): a small tmpfs of our own (root only; skipped with the reason
-    where the platform does not allow it)."""
+    """mount_tmpfs(name, size, ro=False): a small tmpfs of our own. Root only: the test is skipped, saying
+    so, when not run as root or where the platform does not allow the mount."""
     mounted = []
 
     def mount(name, size="1m", ro=False):
+        if not hasattr(os, "geteuid") or os.geteuid() != 0:
+            pytest.skip("needs root: mounts a small tmpfs to fill or make read-only")
         d = tmp_path / name
         d.mkdir()
         opts = f"size={size}" + (",ro" if ro else "")
         r = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(d)], capture_output=True, text=True)
         if r.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs here ({(r.stderr or r.stdout).strip() or 'not root'})")
+            pytest.skip(f"needs root allowed to mount a tmpfs; the mount failed ({(r.stderr or r.stdout).strip()})")
         mounted.append(d)
         return d
 

@@ -11,20 +11,25 @@ UserError line naming the file.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
+from itertools import groupby
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load, save
 
+from statetrack.config import MAX_PARAMS, TrainConfig, validated
 from statetrack.errors import UserError
 from statetrack.files import sha256_bytes, write_file
+from statetrack.model import build_model
+from statetrack.plugins import load_plugins
+from statetrack.spec import parse_layers
+from statetrack.tasks import get_task
+from statetrack.untrusted import load_json
 
 FORMAT = "statetrack-checkpoint-1"
-#: the largest model a checkpoint may declare, in parameters (1 GB of float32 weights). A fixed number
-#: rather than one derived from free memory, so a file loads on every machine or on none; raise it with
-#: ``--max-params`` (``max_params=``) for a bigger model.
-MAX_PARAMS = 250_000_000
 
 _DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.float16: "F16", torch.bfloat16: "BF16",
            torch.complex64: "C64", torch.int64: "I64", torch.int32: "I32", torch.int8: "I8", torch.uint8: "U8",
@@ -50,8 +55,6 @@ class _SkipRandomInit(torch.overrides.TorchFunctionMode):
 def meta_model(model_cfg, task):
     """The model ``model_cfg`` declares for ``task``, built on the meta device: its parameter names,
     shapes and dtypes, with no memory for their values (a bad spec is a UserError, as in a real build)."""
-    from statetrack.model import build_model
-
     with torch.device("meta"), _SkipRandomInit():
         return build_model(model_cfg, task)
 
@@ -59,10 +62,6 @@ def meta_model(model_cfg, task):
 def declared_params(model_cfg, task) -> int:
     """The parameter count (with buffers) of the model ``model_cfg`` declares, from one meta-device block of
     each distinct layer: a 64-layer stack costs one layer's construction, not 64."""
-    from collections import Counter
-
-    from statetrack.spec import parse_layers
-
     counts = Counter(str(spec) for spec in parse_layers(model_cfg.layers))
     once = meta_model(model_cfg.model_copy(update={"layers": ",".join(counts)}), task)
     total = sum(v.numel() for v in once.state_dict().values())
@@ -73,8 +72,6 @@ def declared_params(model_cfg, task) -> int:
 
 def checkpoint_bytes(model, config: dict, extra: dict | None = None) -> bytes:
     """The file a checkpoint of ``model`` with ``config`` (a TrainConfig dict) consists of."""
-    from safetensors.torch import save
-
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     meta = {"format": FORMAT, "config": json.dumps(config), "extra": json.dumps(extra or {})}
     return save(tensors, metadata=meta)
@@ -95,16 +92,14 @@ def save_run_checkpoint(model, config: dict, path: str | Path, extra: dict) -> t
 
 def rewrite_extra(data: bytes, extra: dict) -> bytes:
     """The same checkpoint (tensors, config) with its ``extra`` metadata updated by ``extra``."""
-    from safetensors.torch import load, save
-
     meta = _header(data)[1]
-    old = json.loads(meta.get("extra") or "{}")
+    old = load_json(meta.get("extra") or "{}", "a checkpoint's extra metadata")
     return save(load(data), metadata={**meta, "extra": json.dumps({**old, **extra})})
 
 
 def _header(data: bytes) -> tuple[dict, dict]:
     n = int.from_bytes(data[:8], "little")
-    head = json.loads(data[8:8 + n])
+    head = load_json(data[8:8 + n], "a checkpoint's header")
     return head, head.pop("__metadata__", {}) or {}
 
 
@@ -129,7 +124,7 @@ def _meta_json(path, meta: dict, key: str, required: bool) -> dict:
             raise _bad(path, f"has damaged metadata (no {key!r})")
         return {}
     try:
-        value = json.loads(meta[key])
+        value = load_json(meta[key], f"checkpoint {str(path)!r}: its metadata {key!r}")
     except (TypeError, json.JSONDecodeError) as e:
         raise _bad(path, f"has damaged metadata ({key!r} is not valid JSON: {e})") from None
     if not isinstance(value, dict):
@@ -140,12 +135,6 @@ def _meta_json(path, meta: dict, key: str, required: bool) -> dict:
 def inspect_checkpoint(path: str | Path, max_params: int | None = None) -> Inspection:
     """Check a checkpoint's metadata, declared model and tensor header without reading any tensor or
     allocating the model; a UserError line for anything wrong (see the module docstring)."""
-    from safetensors import safe_open
-
-    from statetrack.config import TrainConfig, validated
-    from statetrack.plugins import load_plugins
-    from statetrack.tasks import get_task
-
     path = Path(path)
     max_params = MAX_PARAMS if max_params is None else max_params
     if not path.is_file():
@@ -195,18 +184,12 @@ def inspect_checkpoint(path: str | Path, max_params: int | None = None) -> Inspe
 
 def _short(layers: str) -> str:
     """'transformer,transformer,...' (64 times) -> 'transformer*64'."""
-    from itertools import groupby
-
-    from statetrack.spec import parse_layers
-
     return ",".join(f"{k}*{n}" if (n := len(list(g))) > 1 else k for k, g in groupby(map(str, parse_layers(layers))))
 
 
 def read_checkpoint(path: str | Path, max_params: int | None = None) -> tuple[dict, dict, dict]:
     """(tensors, config, extra) from a checkpoint, checked (:func:`inspect_checkpoint`) and with every
     floating tensor finite."""
-    from safetensors import safe_open
-
     info = inspect_checkpoint(path, max_params)
     try:
         with safe_open(str(info.path), framework="pt") as f:
@@ -225,10 +208,6 @@ def load_checkpoint(path: str | Path, device="cpu", max_params: int | None = Non
     """Rebuild the model a checkpoint describes. Returns (model, TrainConfig, task, extra).
 
     The plugin modules recorded in the checkpoint (``extra["plugins"]``) are imported first."""
-    from statetrack.config import TrainConfig, validated
-    from statetrack.model import build_model
-    from statetrack.tasks import get_task
-
     tensors, config, extra = read_checkpoint(path, max_params)  # loads the plugins it records
     cfg = validated(TrainConfig, **config)
     task = get_task(cfg.task)

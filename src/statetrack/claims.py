@@ -13,7 +13,8 @@ time, in the same pid namespace and boot) is dead at once, so a sweep restarted 
 not wait. A sweep that finds a dead claim takes it over and marks the dead owner's ``running`` row of
 that key ``interrupted``; if the old owner was only paused (a suspended laptop) and comes back, the
 database refuses to complete its row (``Store.finish_run`` completes only a ``running`` row), so a key
-is never complete twice.
+is never complete twice. A sweep starts by clearing the claims of owners that are gone
+(:meth:`Claims.clear_dead`), so none is left behind by a sweep killed with SIGKILL.
 """
 from __future__ import annotations
 
@@ -24,8 +25,9 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
+from enum import StrEnum
 
-from statetrack.store import Store
+from statetrack.store import RunStatus, Store
 
 DEFAULT_TIMEOUT = 60.0
 
@@ -100,12 +102,20 @@ def process_gone(process: str | None) -> bool:
 
 
 # -- claims -------------------------------------------------------------------------------------
+class ClaimState(StrEnum):
+    """What a claim attempt found."""
+
+    CLAIMED = "claimed"  # ours now: run it
+    COMPLETE = RunStatus.COMPLETE.value  # a run of the key is complete (``run_id``)
+    FAILED = RunStatus.FAILED.value  # another owner's run of the key failed (``run_id``)
+    TAKEN = "taken"  # a live claim of another owner (``by``)
+
+
 @dataclass
 class Outcome:
-    """What :meth:`Claims.claim` found: ``claimed`` (run it), ``complete`` / ``failed`` (another
-    process finished it: ``run_id``), or ``taken`` (a live claim of ``by``)."""
+    """What :meth:`Claims.claim` found (:class:`ClaimState`), with the run or the owner it names."""
 
-    state: str
+    state: ClaimState
     run_id: int | None = None
     by: str | None = None
 
@@ -123,57 +133,73 @@ class Claims:
         failed at or after ``failed_since``, or a live claim of another owner. A dead owner's claim is
         taken over."""
         now = time.time()
-        with self.store._conn() as c:
-            c.execute("BEGIN IMMEDIATE")
-            done = c.execute("SELECT id FROM runs WHERE key=? AND status='complete' AND COALESCE(finished, 0)>=? "
-                             "ORDER BY id DESC LIMIT 1", (key, complete_since)).fetchone()
+        with self.store.transaction(immediate=True) as c:
+            done = c.execute("SELECT id FROM runs WHERE key=? AND status=? AND COALESCE(finished, 0)>=? "
+                             "ORDER BY id DESC LIMIT 1", (key, RunStatus.COMPLETE, complete_since)).fetchone()
             if done:
-                return Outcome("complete", done["id"])
+                return Outcome(ClaimState.COMPLETE, done["id"])
             held = c.execute("SELECT * FROM claims WHERE key=?", (key,)).fetchone()
             if held is not None and held["owner"] != self.me:
                 stale = now - held["heartbeat"] > self.timeout
                 if not stale and not process_gone(held["process"]):
-                    return Outcome("taken", by=held["owner"])
-                c.execute("UPDATE runs SET status='interrupted', error=?, finished=? "
-                          "WHERE key=? AND status='running' AND owner=?",
-                          (f"interrupted: its sweep {held['owner']} stopped (claim taken over by {self.me})",
-                           now, key, held["owner"]))
+                    return Outcome(ClaimState.TAKEN, by=held["owner"])
+                c.execute("UPDATE runs SET status=?, error=?, finished=? WHERE key=? AND status=? AND owner=?",
+                          (RunStatus.INTERRUPTED,
+                           f"interrupted: its sweep {held['owner']} stopped (claim taken over by {self.me})",
+                           now, key, RunStatus.RUNNING, held["owner"]))
             elif held is None and failed_since is not None:
                 last = c.execute("SELECT id, status, owner FROM runs WHERE key=? AND COALESCE(finished, 0)>=? "
                                  "ORDER BY id DESC LIMIT 1", (key, failed_since)).fetchone()
-                if last is not None and last["status"] == "failed" and last["owner"] != self.me:
-                    return Outcome("failed", last["id"])
+                if last is not None and last["status"] == RunStatus.FAILED and last["owner"] != self.me:
+                    return Outcome(ClaimState.FAILED, last["id"])
             c.execute("INSERT OR REPLACE INTO claims VALUES (?,?,?,?,?)", (key, self.me, self.process, now, now))
-            return Outcome("claimed")
+            return Outcome(ClaimState.CLAIMED)
+
+    def clear_dead(self) -> int:
+        """Remove every claim whose owner is gone (its process ended on this machine, or its heartbeat is
+        older than the timeout) and mark that owner's ``running`` rows of those keys interrupted, in one
+        transaction: what a sweep killed with SIGKILL left behind. Returns the number of claims removed."""
+        now = time.time()
+        with self.store.transaction(immediate=True) as c:
+            rows = c.execute("SELECT key, owner, process, heartbeat FROM claims WHERE owner!=?", (self.me,)).fetchall()
+            dead = [r for r in rows if now - r["heartbeat"] > self.timeout or process_gone(r["process"])]
+            for r in dead:
+                c.execute("UPDATE runs SET status=?, error=?, finished=? WHERE key=? AND status=? AND owner=?",
+                          (RunStatus.INTERRUPTED,
+                           f"interrupted: its sweep {r['owner']} stopped (claim cleared by {self.me})", now,
+                           r["key"], RunStatus.RUNNING, r["owner"]))
+                c.execute("DELETE FROM claims WHERE key=? AND owner=?", (r["key"], r["owner"]))
+            return len(dead)
 
     def held_by_others(self) -> set[str]:
         """Keys with a live claim of another owner (a read: a dead claim is not among them)."""
         now = time.time()
-        with self.store._conn() as c:
+        with self.store.transaction() as c:
             rows = c.execute("SELECT key, owner, process, heartbeat FROM claims WHERE owner!=?", (self.me,)).fetchall()
         return {r["key"] for r in rows if now - r["heartbeat"] <= self.timeout and not process_gone(r["process"])}
 
     def release(self, key: str, interrupted: str | None = None) -> None:
         """Give ``key`` back; with ``interrupted`` (the reason), first end our run of it still running."""
-        with self.store._conn() as c:
+        with self.store.transaction() as c:
             if interrupted:
-                c.execute("UPDATE runs SET status='interrupted', error=?, finished=? "
-                          "WHERE key=? AND status='running' AND owner=?", (interrupted, time.time(), key, self.me))
+                c.execute("UPDATE runs SET status=?, error=?, finished=? WHERE key=? AND status=? AND owner=?",
+                          (RunStatus.INTERRUPTED, interrupted, time.time(), key, RunStatus.RUNNING, self.me))
             c.execute("DELETE FROM claims WHERE key=? AND owner=?", (key, self.me))
 
     def release_all(self, interrupted: str | None = None) -> int:
         """Give every claim of ours back; with ``interrupted``, end our running rows first. Returns the
         number of runs marked interrupted."""
-        with self.store._conn() as c:
+        with self.store.transaction() as c:
             n = 0
             if interrupted:
-                n = c.execute("UPDATE runs SET status='interrupted', error=?, finished=? "
-                              "WHERE status='running' AND owner=?", (interrupted, time.time(), self.me)).rowcount
+                n = c.execute("UPDATE runs SET status=?, error=?, finished=? WHERE status=? AND owner=?",
+                              (RunStatus.INTERRUPTED, interrupted, time.time(), RunStatus.RUNNING,
+                               self.me)).rowcount
             c.execute("DELETE FROM claims WHERE owner=?", (self.me,))
             return n
 
     def beat(self) -> None:
-        with self.store._conn() as c:
+        with self.store.transaction() as c:
             c.execute("UPDATE claims SET heartbeat=? WHERE owner=?", (time.time(), self.me))
 
 

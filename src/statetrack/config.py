@@ -2,11 +2,19 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import ClassVar, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from statetrack.errors import UserError
+from statetrack.errors import UserError, did_you_mean
+from statetrack.spec import format_layers, parse_layers
+
+#: the largest model a checkpoint may declare, in parameters (1 GB of float32 weights). A fixed number
+#: rather than one derived from free memory, so a file loads on every machine or on none; raise it with
+#: ``--max-params`` (``max_params=``) for a bigger model (statetrack.checkpoint).
+MAX_PARAMS = 250_000_000
 
 
 class _Config(BaseModel):
@@ -27,8 +35,6 @@ class ModelConfig(_Config):
     @field_validator("layers")
     @classmethod
     def _parse(cls, v):
-        from statetrack.spec import format_layers, parse_layers
-
         return format_layers(parse_layers(v))
 
 
@@ -134,7 +140,7 @@ def concrete_device(name: str) -> str:
     the device a run actually used, so a run's key says where its numbers come from."""
     if name != "auto":
         return name
-    import torch
+    import torch  # heavy: configs are read at start-up; only a device check needs torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -181,7 +187,8 @@ def check_key(key: str, where: str) -> str:
     """The dotted key with '-' read as '_'; a UserError naming the allowed keys if it is not one."""
     norm = key.strip().replace("-", "_")
     if norm != "plugins" and norm not in run_config_keys():
-        raise UserError(f"{where}: unknown key {key!r}; allowed: {', '.join(['plugins', *run_config_keys()])}")
+        keys = ["plugins", *run_config_keys()]
+        raise UserError(f"{where}: unknown key {key!r}{did_you_mean(norm, keys)}; allowed: {', '.join(keys)}")
     return norm
 
 
@@ -218,15 +225,14 @@ def parse_override(text: str) -> tuple[str, object]:
 
 def load_run_config(path: str | os.PathLike) -> dict:
     """A run's config from a YAML (or JSON) file, flattened to dotted keys and checked."""
-    from pathlib import Path
-
-    import yaml
-
     p = Path(path)
     if not p.is_file():
         raise UserError(f"config file {str(p)!r} not found")
+    from statetrack.untrusted import MAX_YAML_BYTES, load_yaml, read_text
+
+    what = f"config file {str(p)!r}"
     try:
-        data = yaml.safe_load(p.read_text())
+        data = load_yaml(read_text(p, what, MAX_YAML_BYTES), what)
     except yaml.YAMLError as e:
         raise UserError(f"config file {str(p)!r} is not valid YAML: {str(e).splitlines()[0]}") from None
     return flatten(data or {}, f"config file {str(p)!r}")

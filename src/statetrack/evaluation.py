@@ -43,6 +43,7 @@ import torch
 from statetrack.config import EvalConfig
 from statetrack.device import resolve_device
 from statetrack.horizon import failure_horizons, horizon_summary
+from statetrack.lm.metrics import evaluate_lm
 from statetrack.memory import release_free_memory
 from statetrack.tasks import Task, draws
 
@@ -209,7 +210,6 @@ def evaluate_run(model, task: Task, cfg: EvalConfig, on_length: Callable | None 
     """(length metrics, LM metrics): the second is empty unless ``task.kind == "lm"``."""
     if task.kind != "lm":
         return evaluate(model, task, cfg, on_length), []
-    from statetrack.lm.metrics import evaluate_lm
 
     device = resolve_device(cfg.device)
     model = model.to(device).eval()

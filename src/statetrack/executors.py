@@ -22,16 +22,20 @@ import multiprocessing as mp
 import os
 import queue
 import signal
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 from statetrack import memory, plugins, signals
+from statetrack.checkpoint import rewrite_extra
 from statetrack.errors import UserError
 from statetrack.evaluation import LengthMetrics
+from statetrack.files import sha256_bytes, write_file
 from statetrack.jobs import Job
+from statetrack.probes import read_traces, traces_from_checkpoint, write_traces
 from statetrack.runner import RunResult, run, stored_config
-from statetrack.store import Store
+from statetrack.store import RunStatus, Store
 
 #: seconds worker processes get, after a signal, to record their runs interrupted before they are killed
 GRACE = 5.0
@@ -39,9 +43,8 @@ GRACE = 5.0
 
 # -- helpers shared by the executors ----------------------------------------------------------------
 def ensure_traces(db, job: Job, res: RunResult) -> None:
-    if not job.probes or res.status != "complete" or not res.checkpoint:
+    if not job.probes or res.status != RunStatus.COMPLETE or not res.checkpoint:
         return
-    from statetrack.probes import read_traces, traces_from_checkpoint, write_traces
 
     have = read_traces(db, res.run_id)
     missing = [p for p in job.probes if p not in have]
@@ -53,14 +56,18 @@ def ensure_traces(db, job: Job, res: RunResult) -> None:
 _progress_queue = None
 
 
-def _init_worker(plugin_names: list[str], progress_queue=None, ignore: tuple[int, ...] = ()) -> None:
-    """A worker process is an entry point of its own: allocator settings, the parent's plugins, and
-    signals that interrupt the run in progress (those the parent ignores stay ignored)."""
+def _init_worker(plugin_names: list[str], progress_queue=None, ignore: tuple[int, ...] = (),
+                 parent: int | None = None) -> None:
+    """A worker process is an entry point of its own: allocator settings, the parent's plugins, signals
+    that interrupt the run in progress (those the parent ignores stay ignored), and, with ``parent`` (the
+    sweep's pid), an end of its own when that process ends, even by SIGKILL (``signals.die_with_parent``)."""
     global _progress_queue
     memory.configure()
     plugins.load_plugins(plugin_names, "loaded by the sweep's parent process")
     _progress_queue = progress_queue
     signals.install_in_worker(ignore)
+    if parent is not None:
+        signals.die_with_parent(parent)
 
 
 def _run_job(job: Job, db: str, owner: str, index: int | None = None, on_step=None) -> RunResult:
@@ -73,7 +80,7 @@ def _run_job(job: Job, db: str, owner: str, index: int | None = None, on_step=No
         res = run(job.train, job.eval, db=db, study=job.study, label=job.label, reuse=False, threads=1,
                   owner=owner, on_step=on_step)
         ensure_traces(db, job, res)
-        if res.status == "complete":
+        if res.status == RunStatus.COMPLETE:
             Store(db).mark_interrupted(job.key, res.run_id)
     return res
 
@@ -81,7 +88,7 @@ def _run_job(job: Job, db: str, owner: str, index: int | None = None, on_step=No
 def result_of(store: Store, run_id: int) -> RunResult:
     """A run another sweep (or an earlier one) finished, as a reused RunResult."""
     r = store.run(run_id)
-    ms = [LengthMetrics.from_row(m) for m in store.metrics(run_id)] if r["status"] == "complete" else []
+    ms = [LengthMetrics.from_row(m) for m in store.metrics(run_id)] if r["status"] == RunStatus.COMPLETE else []
     return RunResult(run_id, r["status"], ms, r["summary"] or {}, r["checkpoint"], reused=True)
 
 
@@ -123,13 +130,13 @@ class Pool:
     """Local worker processes (spawned); one job per free worker, never a queue of jobs. Validations come
     back through a queue while the runs go on (``on_step``)."""
 
-    def __init__(self, db: str, owner: str, workers: int, jobs: list[Job], on_step=None):
-        self.db, self.owner, self.slots, self.all_jobs, self.on_step = db, owner, workers, jobs, on_step
+    def __init__(self, db: str, owner: str, workers: int, on_step=None):
+        self.db, self.owner, self.slots, self.on_step = db, owner, workers, on_step
         ctx = mp.get_context("spawn")
         self.queue = ctx.Queue() if on_step else None
         self.pool = cf.ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
-                                           initargs=(plugins.loaded(), self.queue, signals.ignored()))
-        self.futures: dict = {}  # future -> job index
+                                           initargs=(plugins.loaded(), self.queue, signals.ignored(), os.getpid()))
+        self.futures: dict = {}  # future -> (job index, job)
 
     def submit(self, job: Job, index: int):
         with signals.spawning():  # workers start with the signals ignored, not with a traceback
@@ -137,7 +144,7 @@ class Pool:
                 fut = self.pool.submit(_run_job, job, self.db, self.owner, index)
             except cf.process.BrokenProcessPool:
                 raise UserError(DIED) from None
-        self.futures[fut] = index
+        self.futures[fut] = (index, job)
         return fut
 
     def _drain(self) -> None:
@@ -146,8 +153,9 @@ class Pool:
                 i, s, info = self.queue.get_nowait()
             except queue.Empty:
                 return
-            if i in self.futures.values():  # a late message of a run already reported done is dropped
-                self.on_step(self.all_jobs[i], s, info)
+            job = next((j for k, j in self.futures.values() if k == i), None)
+            if job is not None:  # a late message of a run already reported done is dropped
+                self.on_step(job, s, info)
 
     def wait(self, handles, timeout):
         if not handles:
@@ -183,8 +191,6 @@ class Pool:
 
 def _ray_payload(job: Job, plugin_names: list[str] = ()) -> dict:
     """Runs on a Ray worker: train into a private database, return everything the driver stores."""
-    from statetrack.probes import traces_from_checkpoint
-
     _init_worker(list(plugin_names))  # a Ray worker is an entry point of its own
     with tempfile.TemporaryDirectory(prefix="statetrack-ray-") as d:
         wdb = str(Path(d) / "worker.db")
@@ -196,7 +202,7 @@ def _ray_payload(job: Job, plugin_names: list[str] = ()) -> dict:
                "wall_time": row["wall_time"], "summary": row["summary"], "metrics": res.metrics, "lm": res.lm,
                "more": res.more,
                "curve": store.curve(res.run_id), "checkpoint": None, "traces": {}}
-        if res.status == "complete":
+        if res.status == RunStatus.COMPLETE:
             out["checkpoint"] = Path(res.checkpoint).read_bytes()
             if job.probes:
                 out["traces"] = traces_from_checkpoint(res.checkpoint, job.probes)
@@ -205,14 +211,10 @@ def _ray_payload(job: Job, plugin_names: list[str] = ()) -> dict:
 
 def _store_payload(store: Store, job: Job, run_id: int, p: dict) -> RunResult:
     """On the driver: write one Ray worker's run into its row, as ``runner.run`` would have."""
-    from statetrack.checkpoint import rewrite_extra
-    from statetrack.files import sha256_bytes, write_file
-    from statetrack.probes import write_traces
-
     store.set_versions(run_id, p["versions"])  # the worker's (its thread count), not the driver's
-    if p["status"] != "complete":
-        store.fail_run(run_id, p["error"] or "failed", p["wall_time"], p["summary"])
-        return RunResult(run_id, "failed", [], p["summary"] or {}, None)
+    if p["status"] != RunStatus.COMPLETE:
+        store.fail_run(run_id, p["error"] or "the run failed", p["wall_time"], p["summary"])
+        return RunResult(run_id, RunStatus.FAILED, [], p["summary"] or {}, None)
     run_uuid = store.run(run_id)["uuid"]
     data = rewrite_extra(p["checkpoint"], {"run_id": run_id, "run_uuid": run_uuid, "db": str(store.path.absolute()),
                                            "db_name": store.path.name})
@@ -220,16 +222,15 @@ def _store_payload(store: Store, job: Job, run_id: int, p: dict) -> RunResult:
     if not store.finish_run(run_id, p["metrics"], str(ck), p["wall_time"], p["summary"], p["curve"],
                             sha256_bytes(data), p["lm"], p.get("more")):
         ck.unlink(missing_ok=True)
-        return RunResult(run_id, "interrupted", [], {"reason": "the run was taken over by another sweep"}, None)
+        return RunResult(run_id, RunStatus.INTERRUPTED, [], {"reason": "the run was taken over by another sweep"}, None)
     if p["traces"]:
         write_traces(store.path, run_id, p["traces"])
-    return RunResult(run_id, "complete", p["metrics"], p["summary"], str(ck), lm=p["lm"], more=p.get("more") or {})
+    return RunResult(run_id, RunStatus.COMPLETE, p["metrics"], p["summary"], str(ck), lm=p["lm"],
+                     more=p.get("more") or {})
 
 
 def _plugin_roots() -> list[str]:
     """The folders the loaded plugin modules were imported from (for the Ray workers' PYTHONPATH)."""
-    import sys
-
     roots = []
     for name in plugins.loaded():
         f = getattr(sys.modules.get(name.partition(".")[0]), "__file__", None)
@@ -241,7 +242,7 @@ def _plugin_roots() -> list[str]:
 
 def import_ray():
     try:
-        import ray
+        import ray  # optional (the ray extra)
     except ImportError:
         raise UserError("--executor ray needs Ray: pip install 'statetrack[ray]' (or pip install ray)") from None
     return ray
@@ -293,7 +294,7 @@ class RayExecutor:
                 payload = self.ray.get(ref)
             except Exception as e:  # the task raised or its worker died
                 self.store.fail_run(run_id, f"Ray task failed: {str(e).strip().splitlines()[-1]}")
-                out.append((ref, RunResult(run_id, "failed", [], {"reason": str(e)[:500]}, None)))
+                out.append((ref, RunResult(run_id, RunStatus.FAILED, [], {"reason": str(e)[:500]}, None)))
                 continue
             out.append((ref, _store_payload(self.store, job, run_id, payload)))
         return out

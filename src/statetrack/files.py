@@ -15,6 +15,7 @@ import hashlib
 import os
 import tempfile
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 from statetrack.errors import UserError
@@ -58,23 +59,23 @@ def check_writable(folder: str | os.PathLike, action: str) -> None:
         raise UserError(f"{action}: {reason(e)}") from None
 
 
-def write_file(path: str | os.PathLike, data: bytes | str, exclusive: bool = False, what: str = "file") -> Path:
-    """Write ``data`` to ``path`` atomically (temporary file, fsync, rename); returns the path.
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike, exclusive: bool = False, what: str = "file") -> Iterator[Path]:
+    """The one way files are written: a temporary name beside ``path`` for the block to write (a writer
+    that takes a file name: ``np.savez``, a tokenizer's ``save``), then fsync and rename to ``path``;
+    if the block fails, no file is left. An OSError (a full disk, no permission) is a UserError naming
+    ``what`` and the path.
 
     ``exclusive``: never replace an existing file (a checkpoint belongs to one run); a name already
     taken is a UserError. Folders are created as needed.
     """
     path = Path(path)
-    if isinstance(data, str):
-        data = data.encode()
     ensure_dir(path.parent, f"cannot write {what} {str(path)!r}")
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        yield tmp
+        fd = os.open(tmp, os.O_RDONLY)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -90,7 +91,21 @@ def write_file(path: str | os.PathLike, data: bytes | str, exclusive: bool = Fal
     finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-    return path
+
+
+def write_file(path: str | os.PathLike, data: bytes | str, exclusive: bool = False, what: str = "file") -> Path:
+    """Write ``data`` to ``path`` atomically (:func:`atomic_write`); returns the path."""
+    if isinstance(data, str):
+        data = data.encode()
+    with atomic_write(path, exclusive, what) as tmp:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+    return Path(path)
 
 
 def place_new(tmp: Path, path: Path) -> bool:

@@ -16,7 +16,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from statetrack.checkpoint import load_checkpoint
 from statetrack.store import Store
+from statetrack.tasks import get_task
 
 PROBE_SEED = 0
 VERSION = 2  # traces of an older version are recomputed by the next sweep
@@ -24,8 +26,6 @@ VERSION = 2  # traces of an older version are recomputed by the next sweep
 
 @torch.no_grad()
 def compute_traces(model, probes, length: int | None = None) -> dict[str, dict]:
-    from statetrack.tasks import get_task
-
     out = {}
     model = model.eval()
     for probe in probes:
@@ -54,8 +54,6 @@ def compute_traces(model, probes, length: int | None = None) -> dict[str, dict]:
 
 
 def traces_from_checkpoint(path: str, probes) -> dict[str, dict]:
-    from statetrack.checkpoint import load_checkpoint
-
     model, _, _, _ = load_checkpoint(path)
     return compute_traces(model, probes)
 

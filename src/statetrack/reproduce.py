@@ -8,32 +8,52 @@ from __future__ import annotations
 from pathlib import Path
 
 from statetrack.experiments import Study, load_study
+from statetrack.jobs import MAX_RUNS
+from statetrack.progress import Progress, SweepProgress, sink
 from statetrack.report import StudyTable, study_table
+from statetrack.report.lm import lm_tables
 from statetrack.store import DEFAULT_DB
 from statetrack.sweep import run_jobs
 
 
 def sweep(name: str | Study, scale: str = "quick", seeds: int | None = None, db: str | Path = DEFAULT_DB,
           workers: int = 1, fresh: bool = False, device: str = "auto", on_done=None, executor: str = "local",
-          address: str | None = None, on_step=None) -> tuple[Study, list]:
+          address: str | None = None, on_step=None, progress: Progress = None,
+          max_runs: int = MAX_RUNS) -> tuple[Study, list]:
     """Run study ``name``'s grid at ``scale``; returns (study, [(job, result)]). ``on_done(job, result)``
-    after each run, ``on_step(job, step, info)`` after each validation (sweep.run_jobs)."""
+    after each run, ``on_step(job, step, info)`` after each validation (sweep.run_jobs). ``progress``: a
+    log line per validation and per finished run by default, unless ``on_done`` or ``on_step`` is given
+    (:mod:`statetrack.progress`). A grid of more than ``max_runs`` runs is refused before anything runs
+    (``jobs.MAX_RUNS`` by default)."""
     study = name if isinstance(name, Study) else load_study(name)
-    jobs = study.cells(scale, seeds, device)
+    jobs = study.grid(scale, seeds, device, max_runs)
+    out = sink(progress, callbacks=bool(on_done or on_step))
+    if out is not None:
+        log = SweepProgress(out, f"{study.name} ({scale})", len(jobs))
+        on_step = _both(on_step, log.on_step)
+        on_done = _both(on_done, log.on_done)
     results = run_jobs(jobs, db, workers=workers, reuse=not fresh, on_done=on_done, executor=executor,
                        address=address, on_step=on_step)
     return study, results
 
 
+def _both(first, second):
+    """A callback calling ``first`` (if any), then ``second``."""
+    if first is None:
+        return second
+    return lambda *a: (first(*a), second(*a))
+
+
 def reproduce(name: str, scale: str = "quick", seeds: int | None = None, db: str | Path = DEFAULT_DB,
               workers: int = 1, fresh: bool = False, device: str = "auto",
-              on_done=None, executor: str = "local", address: str | None = None) -> tuple[Study, list, StudyTable]:
-    """Run study ``name`` at ``scale``; returns (study, [(job, result)], its first table).
+              on_done=None, executor: str = "local", address: str | None = None,
+              progress: Progress = None) -> tuple[Study, list, StudyTable]:
+    """Run study ``name`` at ``scale``; returns (study, [(job, result)], its first table). ``progress``: as
+    ``sweep``'s.
 
     ``report.study_tables(study, results, scale)`` gives every table of a study with several."""
-    study, results = sweep(name, scale, seeds, db, workers, fresh, device, on_done, executor, address)
+    study, results = sweep(name, scale, seeds, db, workers, fresh, device, on_done, executor, address,
+                           progress=progress)
     if study.kind == "lm":
-        from statetrack.report.lm import lm_tables
-
         return study, results, lm_tables(study, results, scale, db=db)[0]
     return study, results, study_table(study, results)

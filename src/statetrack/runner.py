@@ -27,12 +27,18 @@ import torch
 from statetrack import signals
 from statetrack.checkpoint import meta_model, save_run_checkpoint
 from statetrack.claims import owner as this_process
-from statetrack.config import EvalConfig, TrainConfig
+from statetrack.config import EvalConfig, TrainConfig, flatten, run_configs
 from statetrack.device import resolve_device
 from statetrack.errors import UserError
 from statetrack.evaluation import LengthMetrics, evaluate_more, evaluate_run, longest_generalized
-from statetrack.store import DEFAULT_DB, Store
+from statetrack.layers import ORIGIN as MIXER_ORIGIN
+from statetrack.lm.metrics import LMMetrics
+from statetrack.plugins import load_plugins
+from statetrack.spec import parse_layers
+from statetrack.store import DEFAULT_DB, RunStatus, Store
 from statetrack.tasks import get_task
+from statetrack.tasks.registry import ORIGIN as TASK_ORIGIN
+from statetrack.theory.constructions import init_model
 from statetrack.training import TrainingDiverged, train
 
 
@@ -62,16 +68,15 @@ def run_key(train_cfg: TrainConfig, eval_cfg: EvalConfig, study: str | None, lab
 
 def complete_result(store: Store, key: str) -> RunResult | None:
     """The complete run with this key (the latest if there are several), as a reused RunResult."""
-    done = store.runs(key=key, status="complete")
+    done = store.runs(key=key, status=RunStatus.COMPLETE)
     if not done:
         return None
     r = done[-1]
-    from statetrack.lm.metrics import LMMetrics
 
     ms = [LengthMetrics.from_row(m) for m in store.metrics(r["id"])]
     lm = [LMMetrics.from_row(m) for m in store.lm_metrics(r["id"])]
     more = {s: [LengthMetrics.from_row(m) for m in rows] for s, rows in store.split_metrics(r["id"]).items()}
-    return RunResult(r["id"], "complete", ms, r["summary"], r["checkpoint"], reused=True, lm=lm, more=more)
+    return RunResult(r["id"], RunStatus.COMPLETE, ms, r["summary"], r["checkpoint"], reused=True, lm=lm, more=more)
 
 
 def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
@@ -90,10 +95,6 @@ def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
 
 def required_plugins(cfg: TrainConfig) -> list[str]:
     """The plugin modules that registered the run's task family and mixers (statetrack.plugins)."""
-    from statetrack.layers import ORIGIN as MIXER_ORIGIN
-    from statetrack.spec import parse_layers
-    from statetrack.tasks.registry import ORIGIN as TASK_ORIGIN
-
     mods = [TASK_ORIGIN.get(cfg.task.partition(":")[0].strip())]
     mods += [MIXER_ORIGIN.get(s.name) for s in parse_layers(cfg.model.layers)]
     return list(dict.fromkeys(m for m in mods if m))
@@ -111,7 +112,6 @@ def initial_model(cfg: TrainConfig, task):
     for a fresh model built by ``train``."""
     if not cfg.init:
         return None
-    from statetrack.theory.constructions import init_model
 
     return init_model(cfg, task)
 
@@ -138,13 +138,13 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
                              owner=owner or this_process())
     t0 = time.time()
     try:
-        res = train(train_cfg, task, model=start, on_step=on_step, on_train_step=on_train_step)
+        res = train(train_cfg, task, model=start, on_step=on_step, on_train_step=on_train_step, progress=False)
         metrics, lm = evaluate_run(res.model, task, eval_cfg, on_length=on_length)
         more, horizons = evaluate_more(res.model, task, eval_cfg)
     except TrainingDiverged as e:
         summary = {"failed_step": e.step, "reason": str(e)}
         store.fail_run(run_id, str(e), time.time() - t0, summary)
-        return RunResult(run_id, "failed", [], summary, None)
+        return RunResult(run_id, RunStatus.FAILED, [], summary, None)
     except KeyboardInterrupt as e:  # Ctrl-C, SIGTERM: recorded, then passed on
         store.interrupt_run(run_id, signals.describe(e), time.time() - t0)
         raise
@@ -183,11 +183,12 @@ def _record(store: Store, run_id: int, res, metrics, lm, summary: dict, t0: floa
                             f"{e}") from None
         if not store.finish_run(run_id, metrics, str(ckpt), time.time() - t0, summary, res.curve, sha, lm, more):
             _remove(ckpt)  # another sweep took the run over meanwhile: its row is not ours to complete
-            return RunResult(run_id, "interrupted", [], {"reason": "the run was taken over by another sweep"}, None)
+            return RunResult(run_id, RunStatus.INTERRUPTED, [], {"reason": "the run was taken over by another sweep"},
+                             None)
     except BaseException as e:
-        if ckpt is not None and store_status(store, run_id) != "complete":
+        if ckpt is not None and store_status(store, run_id) != RunStatus.COMPLETE:
             _remove(ckpt)
-        if store_status(store, run_id) == "running":
+        if store_status(store, run_id) == RunStatus.RUNNING:
             try:
                 if isinstance(e, KeyboardInterrupt):
                     store.interrupt_run(run_id, signals.describe(e), time.time() - t0)
@@ -196,7 +197,7 @@ def _record(store: Store, run_id: int, res, metrics, lm, summary: dict, t0: floa
             except UserError:  # the database takes no write at all (a full disk): the row stays as it is
                 pass
         raise
-    return RunResult(run_id, "complete", metrics, summary, str(ckpt), lm=lm, more=more or {})
+    return RunResult(run_id, RunStatus.COMPLETE, metrics, summary, str(ckpt), lm=lm, more=more or {})
 
 
 def store_status(store: Store, run_id: int) -> str | None:
@@ -211,34 +212,6 @@ def _remove(path) -> None:
         Path(path).unlink()
 
 
-def checkpoint_of_run_problem(path: str | Path, extra: dict) -> str | None:
-    """For a checkpoint whose metadata names its run and database: one line when that database records
-    another file for the run (or another run under its id); None when they agree, or when the database
-    or the run cannot be found (a copied file, a moved database)."""
-    from statetrack.files import sha256_file
-
-    run_id, run_uuid = extra.get("run_id"), extra.get("run_uuid")
-    if not isinstance(run_id, int) or not isinstance(run_uuid, str):
-        return None
-    names = [extra.get("db")]
-    if isinstance(extra.get("db_name"), str):  # the database's folder moved with its checkpoints
-        names.append(str(Path(path).absolute().parent.parent / Path(extra["db_name"]).name))
-    db = next((n for n in names if isinstance(n, str) and Path(n).is_file()), None)
-    if db is None:
-        return None
-    try:
-        row = Store(db, readonly=True).run(run_id)
-    except UserError:
-        return None
-    if row.get("uuid") != run_uuid:
-        return (f"checkpoint {str(path)!r} says it is run {run_id} of {db!r}, but that database's run {run_id} "
-                "is another run")
-    if row.get("checkpoint_sha256") and sha256_file(path) != row["checkpoint_sha256"]:
-        return (f"checkpoint {str(path)!r} is not the file run {run_id} of {db!r} recorded (its sha256 differs "
-                "from the one in the run's row)")
-    return None
-
-
 def rerun(run_id: int, db: str | Path = DEFAULT_DB, **progress) -> tuple[RunResult, dict]:
     """Run a stored run again from its stored config alone; returns (new result, differences).
 
@@ -247,9 +220,6 @@ def rerun(run_id: int, db: str | Path = DEFAULT_DB, **progress) -> tuple[RunResu
     ``differences`` maps each test length whose metrics differ to (old, new); empty when the rerun
     reproduces the stored numbers exactly.
     """
-    from statetrack.config import flatten, run_configs
-    from statetrack.plugins import load_plugins
-
     store = Store(db, create=False)
     old = store.run(run_id)
     flat = flatten(old["config"], f"run {run_id}'s config")

@@ -8,15 +8,24 @@ while the first is being handled, so the clean-up itself is not cut short.
 
 Worker processes of a sweep (:func:`install_in_worker`) raise only while a run is in progress
 (:func:`job`): a worker that waits for work when the terminal's Ctrl-C reaches it stays quiet and is
-shut down by its parent.
+shut down by its parent. A worker also ends with its parent (:func:`die_with_parent`): when the sweep's
+process is gone, killed with SIGKILL included, the worker records its run ``interrupted`` and exits (an
+idle worker exits at once), killed outright if that takes longer than ``ORPHAN_GRACE`` seconds.
 """
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import threading
+import time
 from contextlib import contextmanager
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: the signal a worker receives when the sweep's process ends
+PARENT_DIED = signal.SIGUSR1
+#: seconds an orphaned worker gets to record its run interrupted before it is killed (SIGALRM)
+ORPHAN_GRACE = 10
 
 
 class Interrupted(KeyboardInterrupt):
@@ -27,7 +36,13 @@ class Interrupted(KeyboardInterrupt):
         self.signum = int(signum)
 
     def __reduce__(self):  # from a worker process to its parent
-        return (Interrupted, (self.signum,))
+        return (type(self), (self.signum,))
+
+
+class Orphaned(Interrupted):
+    """The sweep that started this worker process is gone (its process ended, by SIGKILL too)."""
+
+    reason = "interrupted: the sweep's process ended (killed?); run the sweep again to resume"
 
 
 def exit_code(exc: BaseException) -> int:
@@ -37,7 +52,8 @@ def exit_code(exc: BaseException) -> int:
 
 def describe(exc: BaseException) -> str:
     """'interrupted by SIGTERM' (or SIGINT) for the error column of an interrupted run."""
-    return f"interrupted by {signal.Signals(getattr(exc, 'signum', signal.SIGINT)).name}"
+    reason = getattr(exc, "reason", None)  # Orphaned says why
+    return reason or f"interrupted by {signal.Signals(getattr(exc, 'signum', signal.SIGINT)).name}"
 
 
 class _State:
@@ -45,6 +61,8 @@ class _State:
     pending: int | None = None  # a signal received by a worker between runs
     in_job = False
     worker = False
+    parent: int | None = None  # a worker's parent: the sweep's process
+    orphaned = False
 
 
 def _handler(signum, frame):
@@ -104,6 +122,57 @@ def job():
         yield
     finally:
         _State.in_job = False
+        if _State.orphaned:  # the run is recorded: nobody is left to give this worker work
+            os._exit(1)
+
+
+def die_with_parent(parent: int) -> None:
+    """In a worker process: receive ``PARENT_DIED`` (SIGUSR1) when the process ``parent`` ends, however it
+    ends (on Linux ``prctl(PR_SET_PDEATHSIG)``, from the kernel; elsewhere a watchdog thread that looks at
+    the parent every second). The handler then interrupts the run in progress, which is recorded, and
+    ends the worker (:func:`_orphaned`). Call after :func:`install_in_worker`."""
+    _State.parent = parent
+    signal.signal(PARENT_DIED, _parent_died)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(PARENT_DIED), 0, 0, 0)
+    else:
+        def watch() -> None:
+            while os.getppid() == parent:
+                time.sleep(1.0)
+            os.kill(os.getpid(), PARENT_DIED)
+
+        threading.Thread(target=watch, name="statetrack-parent-watchdog", daemon=True).start()
+    if os.getppid() != parent:  # it ended before the signal was asked for
+        os.kill(os.getpid(), PARENT_DIED)
+
+
+def _parent_died(signum, frame) -> None:
+    # the kernel sends the signal when the thread that started this process ends: the parent's other
+    # threads end with it within milliseconds when the process dies (this process is then the child of
+    # another), while a thread that ended alone leaves the parent as it was
+    deadline = time.monotonic() + 2.0
+    while os.getppid() == _State.parent and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if os.getppid() != _State.parent:
+        _orphaned(signum)
+
+
+def _orphaned(signum: int) -> None:
+    """The parent is gone: an idle worker exits now; one in a run raises :class:`Orphaned` there (the
+    runner records the run interrupted, then :func:`job` exits), and SIGALRM kills it after ORPHAN_GRACE
+    seconds whatever happens."""
+    if not _State.in_job:
+        os._exit(1)
+    if _State.orphaned:
+        return
+    _State.orphaned = True
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.alarm(ORPHAN_GRACE)
+    _State.raised = signum
+    raise Orphaned(signum)
 
 
 @contextmanager

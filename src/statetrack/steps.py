@@ -1,13 +1,13 @@
 """The optimiser step of the training loop, in two forms with one contract.
 
-* :class:`EagerStep` (CPU): forward, masked cross-entropy, a check for a non-finite loss, backward,
+* :class:`EagerStep` (CPU): forward, :func:`masked_loss`, a check for a non-finite loss, backward,
   gradient clipping, AdamW, the learning-rate schedule; metrics added up on the host. On the CPU a
   host read costs nothing, so this is the plain loop.
-* :class:`DeviceStep` (CUDA): the same step without any host synchronisation. The loss is the
-  mask-weighted mean (equal to the CPU's mean over the scored positions), AdamW runs with a device
-  learning rate (``capturable``), and the training metrics (last loss, hits, scored positions, the
-  first step whose loss was not finite) accumulate in device tensors that are read only at a
-  validation (:meth:`read`). With ``cuda_graphs`` each training length's step is captured once as a
+* :class:`DeviceStep` (CUDA): the same step without any host synchronisation. The loss is the same
+  :func:`masked_loss` (written without a host read), AdamW runs with a device learning rate
+  (``capturable``), and the training metrics (last loss, hits, scored positions, the first step whose
+  loss was not finite) accumulate in device tensors that are read only at a validation (:meth:`read`).
+  With ``cuda_graphs`` each training length's step is captured once as a
   CUDA graph and replayed: one graph per length drawn, all sharing one memory pool (the graphs run one
   after another and keep no tensor alive between replays: inputs, parameters, gradients, optimiser
   state and counters live outside the pool), so memory is that of the longest length, not the sum.
@@ -40,7 +40,28 @@ if TYPE_CHECKING:
     from statetrack.tasks.base import Task
 
 Schedule = Callable[[int], float]  # step -> learning-rate factor
-LossFn = Callable[[Tensor, Tensor, Tensor], Tensor]  # (logits, targets, mask) -> loss
+IGNORE = -100  # the target of an unscored position (no class id is negative)
+
+
+def masked_loss(logits: Tensor, targets: Tensor, mask: Tensor) -> Tensor:
+    """The training loss: mean cross-entropy over the scored positions, in float32.
+
+    The unscored positions are ignored by ``cross_entropy`` itself (``ignore_index``), not removed by
+    boolean indexing, whose output size the host would have to read: a CUDA step, graphed or not,
+    computes it without a host sync. Its value is that of the mean over the selected positions (the same
+    sum when every position is scored), its gradient that mean's gradient, bit for bit.
+
+    Args:
+        logits (Tensor): [B, T, C] scores (any float dtype; the loss is taken in float32).
+        targets (Tensor): [B, T] class ids.
+        mask (Tensor): [B, T] bool, True where a position is scored.
+
+    Returns:
+        Tensor: [] the mean loss (0 when nothing is scored).
+    """
+    scored = targets.flatten().masked_fill(~mask.flatten(), IGNORE)
+    total = F.cross_entropy(logits.float().flatten(0, 1), scored, ignore_index=IGNORE, reduction="sum")
+    return total / mask.sum().clamp_min(1)
 
 
 class TrainingDiverged(RuntimeError):
@@ -65,15 +86,15 @@ class StepStats:
 class EagerStep:
     """The step as plain PyTorch calls; the host reads the loss (one finite check per step)."""
 
-    def __init__(self, model: nn.Module, cfg: TrainConfig, schedule: Schedule, loss_fn: LossFn):
-        self.model, self.clip, self.loss_fn = model, cfg.clip, loss_fn
+    def __init__(self, model: nn.Module, cfg: TrainConfig, schedule: Schedule):
+        self.model, self.clip = model, cfg.clip
         self.opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, schedule)
         self.last_loss, self.hits, self.total = torch.tensor(float("nan")), 0, 0
 
     def step(self, x: Tensor, y: Tensor, m: Tensor, step: int) -> None:
         logits, _ = self.model(x)
-        loss = self.loss_fn(logits, y, m)
+        loss = masked_loss(logits, y, m)
         if not torch.isfinite(loss):
             raise TrainingDiverged(step, float(loss.detach()))
         self.opt.zero_grad(set_to_none=True)
@@ -121,9 +142,7 @@ class DeviceStep:
         ctx = torch.autocast("cuda", dtype=torch.bfloat16) if self.bf16 else contextlib.nullcontext()
         with ctx:
             logits, _ = self.model(x)
-        ce = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), reduction="none")
-        w = m.flatten().to(ce.dtype)
-        loss = (ce * w).sum() / w.sum().clamp_min(1)
+        loss = masked_loss(logits, y, m)
         for p in self.params:  # gradients stay where they are (outside the graphs' pool)
             if p.grad is not None:
                 p.grad.zero_()
@@ -213,13 +232,13 @@ class DeviceStep:
         return self.next_lr
 
 
-def make_step(model: nn.Module, cfg: TrainConfig, schedule: Schedule, device: torch.device,
-              loss_fn: LossFn) -> EagerStep | DeviceStep:
-    """EagerStep with ``loss_fn`` on the CPU; DeviceStep (graphs per ``cfg.cuda_graphs``) on CUDA, whose
-    loss is the same mean written without a host read."""
+def make_step(model: nn.Module, cfg: TrainConfig, schedule: Schedule,
+              device: torch.device) -> EagerStep | DeviceStep:
+    """EagerStep on the CPU; DeviceStep (graphs per ``cfg.cuda_graphs``) on CUDA; both minimise
+    :func:`masked_loss`."""
     if device.type == "cuda":
         return DeviceStep(model, cfg, schedule, device, graphs=cfg.cuda_graphs)
-    return EagerStep(model, cfg, schedule, loss_fn)
+    return EagerStep(model, cfg, schedule)
 
 
 # -- batches ---------------------------------------------------------------------------------------------

@@ -35,13 +35,31 @@ import re
 import sqlite3
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from statetrack.errors import UserError
 from statetrack.files import check_writable, place_new, reason, sha256_file, sync_dir
+from statetrack.untrusted import load_json
+from statetrack.version import __version__
 
 DEFAULT_DB = "runs/statetrack.db"
+
+
+class RunStatus(StrEnum):
+    """A run's ``status`` column. A run starts ``running`` and ends once: ``complete`` (metrics,
+    checkpoint and curve written with it), ``failed`` (diverged or raised; the reason in ``error``) or
+    ``interrupted`` (a signal, or its sweep gave it up)."""
+
+    RUNNING = "running"
+    COMPLETE = "complete"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+
+
 SCHEMA_VERSION = 2
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -131,10 +149,8 @@ ADDED_COLUMNS = {"runs": (("uuid", "TEXT"), ("owner", "TEXT"), ("checkpoint_sha2
 
 
 def versions() -> dict:
-    import numpy
-    import torch
-
-    from statetrack.version import __version__
+    import numpy  # heavy: only a run record needs the versions; the store stays light
+    import torch  # heavy: only a run record needs the versions; the store stays light
 
     return {"statetrack": __version__, "python": platform.python_version(), "torch": torch.__version__,
             "numpy": numpy.__version__, "platform": platform.platform(), "machine": platform.machine(),
@@ -170,7 +186,7 @@ class Store:
                             "read-only (Permission denied); it was left untouched (commands that only read, "
                             "such as runs and report, can use it)")
         try:
-            with self._conn() as c:
+            with self.transaction() as c:
                 # one transaction: a process opening the file meanwhile sees all of the schema and the
                 # marker that says it is ours, or none of it. The schema's CREATE ... IF NOT EXISTS adds
                 # the tables of a newer version to an older file (the migration: additions only); the
@@ -248,8 +264,10 @@ class Store:
         c.execute("COMMIT")
 
     @contextmanager
-    def _conn(self):
-        """A connection whose ``with`` block is one transaction: all of it is written, or none."""
+    def transaction(self, immediate: bool = False) -> Iterator[sqlite3.Connection]:
+        """A connection whose ``with`` block is one transaction: all of it is written, or none. Rows read
+        as ``sqlite3.Row``. ``immediate``: take the write lock at the start (``BEGIN IMMEDIATE``), so that
+        what the block reads cannot change before it writes (a check-then-write, as claiming a run)."""
         # a reader looks again each time: a writer may have opened the file meanwhile (then its log is read)
         uri = _read_uri(self.path) if self.readonly else f"file:{_uri_path(self.path)}?mode=rw"
         try:
@@ -269,6 +287,8 @@ class Store:
             if self.max_pages:
                 con.execute(f"PRAGMA max_page_count={int(self.max_pages)}")
             with con:
+                if immediate:
+                    con.execute("BEGIN IMMEDIATE")
                 yield con
         except sqlite3.DatabaseError as e:  # disk full, locked past the timeout, read-only file; damage
             if _damaged(e):
@@ -314,31 +334,32 @@ class Store:
     # -- writing -----------------------------------------------------------------------------
     def start_run(self, config: dict, study: str | None = None, label: str | None = None,
                   key: str | None = None, uuid: str | None = None, owner: str | None = None) -> int:
-        """A new row with status 'running'. ``uuid``: the run's own id (its checkpoint's name);
+        """A new row with status ``running``. ``uuid``: the run's own id (its checkpoint's name);
         ``owner``: the process (or the sweep that claimed the run) that runs it."""
-        import uuid as _uuid
+        import uuid as _uuid  # the parameter uuid shadows the module here
 
-        with self._conn() as c:
+        with self.transaction() as c:
             cur = c.execute(
                 "INSERT INTO runs (key, study, label, model, task, seed, train_min_len, train_max_len, config,"
-                " versions, status, created, uuid, owner) VALUES (?,?,?,?,?,?,?,?,?,?, 'running', ?,?,?)",
+                " versions, status, created, uuid, owner) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (key, study, label, config["model"]["layers"], config["task"], config["seed"],
                  config.get("train_min_len"), config.get("train_max_len"), json.dumps(config),
-                 json.dumps(versions()), time.time(), uuid or _uuid.uuid4().hex, owner))
-            return int(cur.lastrowid)
+                 json.dumps(versions()), RunStatus.RUNNING, time.time(), uuid or _uuid.uuid4().hex, owner))
+            assert cur.lastrowid is not None  # an INSERT always sets it
+            return cur.lastrowid
 
     def finish_run(self, run_id: int, metrics: list, checkpoint: str | None, wall_time: float,
                    summary: dict, curve: list[dict] | None = None, checkpoint_sha256: str | None = None,
                    lm_metrics: list | None = None, split_metrics: dict | None = None) -> bool:
-        """Write metrics (and an LM's ``lm_metrics``), curve and the 'complete' status in one
-        transaction. Only a run still 'running' is completed: returns False (and writes nothing) for a run
+        """Write metrics (and an LM's ``lm_metrics``), curve and the ``complete`` status in one
+        transaction. Only a run still ``running`` is completed: returns False (and writes nothing) for a run
         already ended, e.g. one whose claim a sweep took over from a process it found dead."""
-        with self._conn() as c:
+        with self.transaction() as c:
             done = c.execute(
-                "UPDATE runs SET status='complete', checkpoint=?, checkpoint_sha256=?, wall_time=?, finished=?,"
-                " summary=? WHERE id=? AND status='running'",
-                (self._stored_path(checkpoint) if checkpoint else None, checkpoint_sha256, wall_time, time.time(),
-                 json.dumps(summary), run_id)).rowcount
+                "UPDATE runs SET status=?, checkpoint=?, checkpoint_sha256=?, wall_time=?, finished=?,"
+                " summary=? WHERE id=? AND status=?",
+                (RunStatus.COMPLETE, self._stored_path(checkpoint) if checkpoint else None, checkpoint_sha256,
+                 wall_time, time.time(), json.dumps(summary), run_id, RunStatus.RUNNING)).rowcount
             if not done:
                 return False
             c.executemany(
@@ -361,43 +382,44 @@ class Store:
             return True
 
     def fail_run(self, run_id: int, error: str, wall_time: float | None = None,
-                 summary: dict | None = None, status: str = "failed") -> bool:
-        """End a running run as 'failed' (or ``status``, e.g. 'interrupted') with its reason."""
-        with self._conn() as c:
+                 summary: dict | None = None, status: RunStatus = RunStatus.FAILED) -> bool:
+        """End a running run as ``failed`` (or ``status``, e.g. ``interrupted``) with its reason."""
+        with self.transaction() as c:
             return bool(c.execute(
-                "UPDATE runs SET status=?, error=?, wall_time=?, finished=?, summary=? WHERE id=? AND status='running'",
-                (status, error, wall_time, time.time(), json.dumps(summary or {}), run_id)).rowcount)
+                "UPDATE runs SET status=?, error=?, wall_time=?, finished=?, summary=? WHERE id=? AND status=?",
+                (RunStatus(status), error, wall_time, time.time(), json.dumps(summary or {}), run_id,
+                 RunStatus.RUNNING)).rowcount)
 
     def interrupt_run(self, run_id: int, error: str, wall_time: float | None = None) -> bool:
-        """A run stopped by a signal (or given up by its sweep): 'interrupted', with the reason."""
-        return self.fail_run(run_id, error, wall_time, status="interrupted")
+        """A run stopped by a signal (or given up by its sweep): ``interrupted``, with the reason."""
+        return self.fail_run(run_id, error, wall_time, status=RunStatus.INTERRUPTED)
 
     def mark_interrupted(self, key: str, before_id: int) -> int:
-        """Rows of this key still 'running', older than run ``before_id`` and recorded before runs had
-        owners (claims end the others: ``statetrack.claims``) -> 'interrupted' (count)."""
-        with self._conn() as c:
-            return int(c.execute("UPDATE runs SET status='interrupted', error=?, finished=? "
-                                 "WHERE key=? AND status='running' AND id<? AND owner IS NULL",
-                                 (f"interrupted; superseded by run {before_id}", time.time(), key,
-                                  before_id)).rowcount)
+        """Rows of this key still ``running``, older than run ``before_id`` and recorded before runs had
+        owners (claims end the others: ``statetrack.claims``) -> ``interrupted`` (count)."""
+        with self.transaction() as c:
+            return int(c.execute("UPDATE runs SET status=?, error=?, finished=? "
+                                 "WHERE key=? AND status=? AND id<? AND owner IS NULL",
+                                 (RunStatus.INTERRUPTED, f"interrupted; superseded by run {before_id}",
+                                  time.time(), key, RunStatus.RUNNING, before_id)).rowcount)
 
     def set_versions(self, run_id: int, versions: dict) -> None:
         """Record the versions of the process that actually ran the run (e.g. a Ray worker)."""
-        with self._conn() as c:
+        with self.transaction() as c:
             c.execute("UPDATE runs SET versions=? WHERE id=?", (json.dumps(versions), run_id))
 
     def write_traces(self, run_id: int, traces: dict[str, dict]) -> None:
-        with self._conn() as c:
+        with self.transaction() as c:
             c.executemany("INSERT OR REPLACE INTO traces VALUES (?,?,?)",
                           [(run_id, k, json.dumps(v)) for k, v in traces.items()])
 
     def traces(self, run_id: int) -> dict[str, dict]:
-        with self._conn() as c:
-            return {r["probe"]: json.loads(r["data"]) for r in
+        with self.transaction() as c:
+            return {r["probe"]: self._json(r["data"], f"run {run_id}'s trace {r['probe']!r}") for r in
                     c.execute("SELECT probe, data FROM traces WHERE run_id=?", (run_id,))}
 
     # -- reading -----------------------------------------------------------------------------
-    def runs(self, study: str | None = None, status: str | None = None, key: str | None = None,
+    def runs(self, study: str | None = None, status: RunStatus | None = None, key: str | None = None,
              limit: int | None = None) -> list[dict]:
         q, args = "SELECT * FROM runs WHERE 1=1", []
         for col, val in (("study", study), ("status", status), ("key", key)):
@@ -407,24 +429,24 @@ class Store:
         q += " ORDER BY id"
         if limit:
             q += f" LIMIT {int(limit)}"
-        with self._conn() as c:
+        with self.transaction() as c:
             return [self._row(r) for r in c.execute(q, args)]
 
     def run(self, run_id: int) -> dict:
-        with self._conn() as c:
+        with self.transaction() as c:
             r = c.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
         if r is None:
             raise UserError(f"no run with id {run_id} in {str(self.path)!r}")
         return self._row(r)
 
     def metrics(self, run_id: int) -> list[dict]:
-        with self._conn() as c:
+        with self.transaction() as c:
             return [dict(r) for r in c.execute("SELECT * FROM metrics WHERE run_id=? ORDER BY length", (run_id,))]
 
     def split_metrics(self, run_id: int) -> dict[str, list[dict]]:
         """The run's metrics on its draws beside the headline one: split -> rows by length."""
         out: dict[str, list[dict]] = {}
-        with self._conn() as c:
+        with self.transaction() as c:
             for r in c.execute("SELECT * FROM split_metrics WHERE run_id=? ORDER BY split, length", (run_id,)):
                 row = dict(r)
                 out.setdefault(row.pop("split"), []).append(row)
@@ -432,34 +454,64 @@ class Store:
 
     def lm_metrics(self, run_id: int) -> list[dict]:
         """A language model's metrics per context length (``buckets`` decoded)."""
-        with self._conn() as c:
+        with self.transaction() as c:
             rows = [dict(r) for r in c.execute("SELECT * FROM lm_metrics WHERE run_id=? ORDER BY length", (run_id,))]
         for r in rows:
-            r["buckets"] = json.loads(r["buckets"]) if r["buckets"] else []
+            r["buckets"] = self._json(r["buckets"], f"run {run_id}'s buckets") if r["buckets"] else []
         return rows
 
     def schema_version(self) -> int:
-        with self._conn() as c:
+        with self.transaction() as c:
             return int(c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
 
     def curve(self, run_id: int) -> list[dict]:
-        with self._conn() as c:
-            return [json.loads(r["data"]) for r in
+        with self.transaction() as c:
+            return [self._json(r["data"], f"run {run_id}'s curve") for r in
                     c.execute("SELECT data FROM curves WHERE run_id=? ORDER BY step", (run_id,))]
 
     def counts(self) -> dict:
-        with self._conn() as c:
+        with self.transaction() as c:
             return {t: c.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("runs", "metrics", "curves")}
 
+
+    def _json(self, text: str, what: str) -> Any:
+        """A JSON column of this database, parsed within the limits of ``statetrack.untrusted``."""
+        return load_json(text, f"results database {str(self.path)!r}: {what}")
 
     def _row(self, r: sqlite3.Row) -> dict:
         d = dict(r)
         for k in ("config", "versions", "summary"):
             if d.get(k):
-                d[k] = json.loads(d[k])
+                d[k] = self._json(d[k], f"run {d.get('id')}'s {k}")
         if d.get("checkpoint") and d.get("checkpoint_sha256") and not os.path.isabs(d["checkpoint"]):
             d["checkpoint"] = str(self.path.parent / d["checkpoint"])  # kept relative to the database
         return d
+
+
+def checkpoint_of_run_problem(path: str | Path, extra: dict) -> str | None:
+    """For a checkpoint whose metadata names its run and database: one line when that database records
+    another file for the run (or another run under its id); None when they agree, or when the database
+    or the run cannot be found (a copied file, a moved database)."""
+    run_id, run_uuid = extra.get("run_id"), extra.get("run_uuid")
+    if not isinstance(run_id, int) or not isinstance(run_uuid, str):
+        return None
+    names = [extra.get("db")]
+    if isinstance(extra.get("db_name"), str):  # the database's folder moved with its checkpoints
+        names.append(str(Path(path).absolute().parent.parent / Path(extra["db_name"]).name))
+    db = next((n for n in names if isinstance(n, str) and Path(n).is_file()), None)
+    if db is None:
+        return None
+    try:
+        row = Store(db, readonly=True).run(run_id)
+    except UserError:
+        return None
+    if row.get("uuid") != run_uuid:
+        return (f"checkpoint {str(path)!r} says it is run {run_id} of {db!r}, but that database's run {run_id} "
+                "is another run")
+    if row.get("checkpoint_sha256") and sha256_file(path) != row["checkpoint_sha256"]:
+        return (f"checkpoint {str(path)!r} is not the file run {run_id} of {db!r} recorded (its sha256 differs "
+                "from the one in the run's row)")
+    return None
 
 
 def _damaged(e: sqlite3.DatabaseError) -> bool:
@@ -470,9 +522,9 @@ def _damaged(e: sqlite3.DatabaseError) -> bool:
     return not isinstance(e, sqlite3.OperationalError)
 
 
-#: the tables a migration adds to a file that lacks them (versions before them, or files written before
-#: they existed): every table but those that hold the results, ``meta``, ``runs`` and ``metrics``
-ADDED_TABLES = ("curves", "traces", "lm_metrics", "claims", "split_metrics")
+#: the tables that hold the results: a file without one of them is damaged. Every other table of the
+#: schema is added to a file that lacks it (one of an older version, or written before the table existed)
+RESULT_TABLES = ("meta", "runs", "metrics")
 #: on open, ``PRAGMA quick_check`` (every page's structure) runs on files up to this size (about 0.1 s
 #: per 64 MiB); bigger files get the schema checks only, and SQLite refuses a damaged page when it reads it
 QUICK_CHECK_BYTES = 64 << 20
@@ -550,8 +602,6 @@ def _check_file(path: Path, uri: str, name: str) -> list[str]:
                 raise UserError(f"results database {name!r} is damaged: its schema version is {version!r}, not a "
                                 f"number; {untouched}") from None
             if version > SCHEMA_VERSION:
-                from statetrack.version import __version__
-
                 raise UserError(f"results database {name!r} has schema version {version}, written by a newer "
                                 f"statetrack; this statetrack ({__version__}) reads versions up to {SCHEMA_VERSION}: "
                                 f"upgrade statetrack or choose another --db; {untouched}")
@@ -559,7 +609,7 @@ def _check_file(path: Path, uri: str, name: str) -> list[str]:
             lacking = []
             for table, cols in schema_tables().items():
                 if table not in tables:
-                    if table not in ADDED_TABLES:
+                    if table in RESULT_TABLES:
                         raise UserError(f"results database {name!r} is damaged: table {table!r} is missing; "
                                         f"{untouched}")
                     lacking.append(table)

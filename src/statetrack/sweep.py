@@ -27,16 +27,17 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from statetrack import signals
-from statetrack.claims import Claims, Heartbeat
+from statetrack.claims import Claims, ClaimState, Heartbeat
 from statetrack.errors import UserError
 from statetrack.executors import InProcess, Pool, RayExecutor, ensure_traces, import_ray, result_of
-from statetrack.jobs import Job
+from statetrack.jobs import Grid, Job
 from statetrack.runner import RunResult, check_run, complete_result
 from statetrack.store import Store
+from statetrack.tasks import get_task
 
 __all__ = ["Job", "POLL", "run_jobs"]
 
@@ -45,53 +46,69 @@ POLL = 1.0
 
 
 # -- the schedule: claim, run, wait for the others ---------------------------------------------------
-def _schedule(jobs: list[Job], store: Store, executor, reuse: bool, on_done, results: dict,
+def _schedule(jobs: Iterable[Job], store: Store, executor, reuse: bool, on_done, results: dict,
               claims: Claims) -> None:
+    """Go through the grid in order, expanding it as the sweep reaches it (a run is built when a slot is
+    free for it, so memory does not grow with the grid): a complete run is reused, a run another live
+    sweep has claimed waits, the others are claimed and started."""
     t0 = time.time()
-    todo = list(range(len(jobs)))
-    running: dict = {}  # handle -> job index
+    pending = enumerate(jobs)
+    more = True
+    waiting: dict[int, Job] = {}  # claimed by another live sweep: looked at again each round
+    running: dict = {}  # handle -> (index, job)
 
-    def done(i: int, res: RunResult) -> None:
-        results[i] = (jobs[i], res)
+    def done(i: int, job: Job, res: RunResult) -> None:
+        results[i] = (job, res)
         if on_done:
-            on_done(jobs[i], res)
+            on_done(job, res)
 
-    if reuse:  # complete runs first, without taking the write lock for each
-        for i in list(todo):
-            prev = complete_result(store, jobs[i].key)
-            if prev is not None:
-                ensure_traces(str(store.path), jobs[i], prev)
-                todo.remove(i)
-                done(i, prev)
-    while todo or running:
+    def start(i: int, job: Job) -> None:
+        got = claims.claim(job.key, complete_since=0.0 if reuse else t0, failed_since=t0)
+        if got.state == ClaimState.TAKEN:
+            waiting[i] = job
+        elif got.state == ClaimState.CLAIMED:
+            running[executor.submit(job, i)] = (i, job)
+        else:  # complete or failed by another sweep meanwhile
+            res = result_of(store, got.run_id)
+            ensure_traces(str(store.path), job, res)
+            done(i, job, res)
+
+    while more or waiting or running:
         busy = claims.held_by_others()  # read first: no write lock for a key another sweep is running
-        for i in list(todo):
+        for i, job in list(waiting.items()):
             if len(running) >= executor.slots:
                 break
-            if jobs[i].key in busy:
-                continue
-            got = claims.claim(jobs[i].key, complete_since=0.0 if reuse else t0, failed_since=t0)
-            if got.state == "taken":
-                continue
-            todo.remove(i)
-            if got.state == "claimed":
-                running[executor.submit(jobs[i], i)] = i
-            else:  # complete or failed by another sweep meanwhile
-                res = result_of(store, got.run_id)
-                ensure_traces(str(store.path), jobs[i], res)
-                done(i, res)
+            if job.key not in busy:
+                del waiting[i]
+                start(i, job)
+        while more and len(running) < executor.slots:
+            nxt = next(pending, None)
+            if nxt is None:
+                more = False
+                break
+            i, job = nxt
+            prev = complete_result(store, job.key) if reuse else None
+            if prev is not None:  # complete runs without taking the write lock for each
+                ensure_traces(str(store.path), job, prev)
+                done(i, job, prev)
+            elif job.key in busy:
+                waiting[i] = job
+            else:
+                start(i, job)
         for handle, res in executor.wait(running, POLL):
-            i = running.pop(handle)
-            claims.release(jobs[i].key)
-            done(i, res)
+            i, job = running.pop(handle)
+            claims.release(job.key)
+            done(i, job, res)
 
 
 # -- entry point -------------------------------------------------------------------------------------
-def run_jobs(jobs: list[Job], db: str | Path, workers: int = 1, reuse: bool = True,
+def run_jobs(jobs: Grid | list[Job], db: str | Path, workers: int = 1, reuse: bool = True,
              on_done: Callable[[Job, RunResult], None] | None = None, executor: str = "local",
              address: str | None = None,
              on_step: Callable[[Job, int, dict], None] | None = None) -> list[tuple[Job, RunResult]]:
-    """Run every job; returns (job, result) in the order of ``jobs``.
+    """Run every job of ``jobs`` (a :class:`Grid`, expanded as the sweep goes, or a list); returns (job,
+    result) in their order. Runs that another sweep left behind (its process ended, or its heartbeat
+    stopped for longer than the claim timeout) lose their claims and are marked interrupted first.
 
     ``on_done(job, result)`` after each run; ``on_step(job, step, info)`` after each validation of a
     running run (local executor; from worker processes through a queue). Worker processes import the
@@ -102,10 +119,9 @@ def run_jobs(jobs: list[Job], db: str | Path, workers: int = 1, reuse: bool = Tr
         raise UserError("--address is for --executor ray")
     if workers < 1:
         raise UserError(f"--workers must be at least 1, got {workers}")
-    for job in jobs:  # every input error surfaces before the first run starts
+    for job in jobs.heads if isinstance(jobs, Grid) else jobs:  # every input error before the first run
         check_run(job.train, job.eval)
         for p in job.probes:
-            from statetrack.tasks import get_task
             get_task(p)
     if executor == "ray":
         import_ray()
@@ -114,13 +130,14 @@ def run_jobs(jobs: list[Job], db: str | Path, workers: int = 1, reuse: bool = Tr
     # otherwise race on its creation
     store = Store(db)
     claims = Claims(store)
+    claims.clear_dead()
     results: dict[int, tuple[Job, RunResult]] = {}
     if executor == "ray":
-        ex = RayExecutor(db, claims.me, workers, address, jobs)
+        ex = RayExecutor(db, claims.me, workers, address, jobs.heads if isinstance(jobs, Grid) else jobs)
     elif workers <= 1:
         ex = InProcess(db, claims.me, on_step)
     else:
-        ex = Pool(db, claims.me, workers, jobs, on_step)
+        ex = Pool(db, claims.me, workers, on_step)
     try:
         with Heartbeat(claims):
             _schedule(jobs, store, ex, reuse, on_done, results, claims)
@@ -132,4 +149,4 @@ def run_jobs(jobs: list[Job], db: str | Path, workers: int = 1, reuse: bool = Tr
         raise
     finally:
         ex.close()
-    return [results[i] for i in range(len(jobs))]
+    return [results[i] for i in range(len(results))]

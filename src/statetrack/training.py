@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from statetrack.config import TrainConfig
 from statetrack.device import resolve_device
 from statetrack.model import Model, build_model
+from statetrack.progress import Progress, TrainProgress, sink
 from statetrack.steps import TrainingDiverged, batches, make_step
 from statetrack.tasks import Task, get_task
 
@@ -58,10 +58,6 @@ class TrainResult:
 def set_seed(seed: int) -> None:
     torch.manual_seed(seed)
     np.random.seed(seed % 2**32)
-
-
-def masked_loss(logits, targets, mask):
-    return F.cross_entropy(logits[mask], targets[mask])
 
 
 def validation_loss(logits, targets, mask) -> float:
@@ -123,23 +119,28 @@ def lr_lambda(cfg: TrainConfig):
 
 def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None,
           on_step: Callable[[int, dict], None] | None = None,
-          on_train_step: Callable[[int], None] | None = None) -> TrainResult:
+          on_train_step: Callable[[int], None] | None = None, progress: Progress = None) -> TrainResult:
     """Train ``cfg.model`` on ``cfg.task``; returns the best validated model and its curve.
 
     ``model``: the initial model (e.g. a construction's, see ``runner.initial_model``); by default a
     fresh one built from ``cfg.model``. ``on_step(step, info)`` is called after every validation (for
     progress bars and curves); ``on_train_step(step)`` after every optimiser step (it reads nothing
-    from the device). Raises TrainingDiverged if the loss becomes NaN or infinite.
+    from the device). ``progress``: a log line per validation by default, unless ``on_step`` or
+    ``on_train_step`` is given (:mod:`statetrack.progress`). Raises TrainingDiverged if the loss becomes
+    NaN or infinite.
     """
     t0 = time.time()
+    out = sink(progress, callbacks=bool(on_step or on_train_step))
+    if out is not None:
+        log = TrainProgress(out, f"train {cfg.model.layers} on {cfg.task}", cfg.steps).on_step
+        on_step = log if on_step is None else (lambda s, info, first=on_step: (first(s, info), log(s, info)))
     task = task or get_task(cfg.task)
     device = resolve_device(cfg.device)
     set_seed(cfg.seed)
     if model is None:
         model = build_model(cfg.model, task)
     model = model.to(device).train()
-    # the loss by name at call time, so that it can be swapped (tests poison it)
-    stepper = make_step(model, cfg, lr_lambda(cfg), device, lambda *a: masked_loss(*a))
+    stepper = make_step(model, cfg, lr_lambda(cfg), device)
     rng = np.random.default_rng(cfg.seed)
     val = validation_set(task, cfg, device)
     data = batches(task, rng, cfg, device)

@@ -27,6 +27,7 @@ from functools import cached_property
 
 import numpy as np
 
+from statetrack.algebra.structure import structure_of
 from statetrack.errors import UserError
 
 #: Largest group order accepted (|S7|).
@@ -48,7 +49,7 @@ def _codes(perms: np.ndarray, weights: np.ndarray) -> np.ndarray:
         return (perms.astype(np.uint64) * weights).sum(axis=-1, dtype=np.uint64)
 
 
-def _too_big(name: str, order) -> UserError:
+def too_big(name: str, order) -> UserError:
     return UserError(f"group {name!r} has order {order}, above the cap of {MAX_ORDER} elements; "
                      f"allowed: groups of order <= {MAX_ORDER}")
 
@@ -98,7 +99,7 @@ def _closure(gens: np.ndarray, name: str, cap: int = MAX_ORDER) -> np.ndarray:
                 new.append(k)
         count += len(new)
         if count > cap:
-            raise _too_big(name, f"> {cap}")
+            raise too_big(name, f"> {cap}")
         frontier = prods[new]
         elements.append(frontier)
     return np.concatenate(elements, axis=0)
@@ -246,7 +247,6 @@ class Group:
         return bool((self.table == self.table.T).all())
 
     def structure(self) -> dict:
-        from statetrack.algebra.structure import structure_of
         return structure_of(self)
 
     def __len__(self) -> int:

@@ -12,7 +12,7 @@ import math
 import re
 from functools import lru_cache
 
-from statetrack.algebra.group import MAX_ORDER, Group, _too_big
+from statetrack.algebra.group import MAX_ORDER, Group, too_big
 from statetrack.algebra.structure import structure_of
 from statetrack.errors import UserError
 
@@ -123,10 +123,10 @@ def generators_for(name: str) -> tuple[str, list[list[int]]]:
     orders = [_factor_order(k, n) for k, n in factors]
     if None in orders:
         kind, n = factors[orders.index(None)]
-        raise _too_big(canonical, f"{n}!/2" if kind == "A" else f"{n}!")
+        raise too_big(canonical, f"{n}!/2" if kind == "A" else f"{n}!")
     order = math.prod(orders)
     if order > MAX_ORDER:
-        raise _too_big(canonical, order)
+        raise too_big(canonical, order)
     parts = [_factor_generators(k, n) for k, n in factors]
     degrees = [max(1, max(len(g) for g in gens)) for gens in parts]
     total = sum(degrees)

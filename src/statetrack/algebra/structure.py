@@ -44,7 +44,7 @@ def _primes(n: int) -> list[int]:
     return out
 
 
-class _Calc:
+class SubgroupCalc:
     """Subgroup computations on one group's table."""
 
     def __init__(self, group):
@@ -166,7 +166,7 @@ def series_lengths(group, sub: np.ndarray) -> tuple[bool, int | None, int | None
     The squares series H > H^2 > (H^2)^2 ... is the fastest descent with elementary abelian 2-group
     factors; its length is None unless it reaches the trivial group (|H| a power of 2).
     """
-    calc = _Calc(group)
+    calc = SubgroupCalc(group)
     derived_length = steps_to_trivial(descending_series(sub, calc.derived))
     return derived_length is not None, derived_length, steps_to_trivial(descending_series(sub, calc.squares))
 
@@ -178,12 +178,12 @@ def steps_to_trivial(series: list[np.ndarray]) -> int | None:
 
 def derived_series(group) -> list[np.ndarray]:
     """G, G', G'', ... down to the first term that repeats (the perfect core; [1] if solvable)."""
-    return descending_series(np.arange(group.order), _Calc(group).derived)
+    return descending_series(np.arange(group.order), SubgroupCalc(group).derived)
 
 
 def structure_of(group) -> dict:
     """A JSON-friendly summary of ``group`` (see the module docstring for each field)."""
-    calc = _Calc(group)
+    calc = SubgroupCalc(group)
     everything = np.arange(group.order)
     ds = derived_series(group)
     derived_length = steps_to_trivial(ds)

@@ -2,8 +2,12 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
 
-from statetrack.errors import UserError
+from statetrack.config import MAX_PARAMS
+from statetrack.errors import UserError, did_you_mean
+from statetrack.store import DEFAULT_DB
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -11,15 +15,16 @@ class HelpFormatter(argparse.HelpFormatter):
 
     def _get_help_string(self, action):
         text = action.help or ""
-        if not action.option_strings or "(default" in text or action.default is argparse.SUPPRESS \
-                or isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+        # --help and --version have the default SUPPRESS
+        if not action.option_strings or "(default" in text or action.default is argparse.SUPPRESS:
             return text
         return f"{text} (default: {show_default(action.default, action)})".lstrip()
 
 
 def show_default(v, action=None) -> str:
     """A default as the help text shows it: off/on for flags, none, lists comma-separated."""
-    if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)) or isinstance(v, bool):
+    flag = action is not None and action.nargs == 0 and isinstance(action.const, bool)  # store_true/false
+    if flag or isinstance(v, bool):
         return "on" if v else "off"
     if v is None or v == []:
         return "none"
@@ -38,6 +43,27 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message):  # one line, exit code 2, no usage dump
         raise UserError(f"{self.prog}: {message}")
+
+    def _check_value(self, action, value):  # an unknown choice or command: the closest ones too
+        if action.choices is not None and value not in action.choices:
+            names = [str(c) for c in action.choices]
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r}{did_you_mean(str(value), names)} "
+                                                 f"(choose from {', '.join(names)})")
+
+    def parse_args(self, args=None, namespace=None):
+        """As argparse's, with the closest options named for an unrecognized one (``--d_model``)."""
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            parser = self
+            command = getattr(ns, "command", None)
+            if command and self._subparsers is not None:
+                choices = self._subparsers._group_actions[0].choices
+                parser = choices.get(command, self) if isinstance(choices, dict) else self
+            flag = next((x.split("=", 1)[0] for x in extras if x.startswith("-")), "")
+            hint = did_you_mean(flag, [o for o in parser._option_string_actions if o.startswith("--")]) if flag else ""
+            self.error(f"unrecognized arguments: {' '.join(extras)}{hint}; allowed: the options that "
+                       f"'{parser.prog} --help' lists")
+        return ns
 
 
 def parse_lengths(text: str) -> list[int]:
@@ -67,11 +93,65 @@ def parse_range(text: str) -> tuple[int, int]:
     return lo, hi
 
 
+def db_path(text: str) -> str:
+    """--db's value: a database in a folder that exists, so that a mistyped folder is said, not created.
+    A missing folder named as the default's (``runs/``) is made, where its parent exists."""
+    folder = os.path.dirname(text)
+    made = os.path.basename(os.path.normpath(folder)) == os.path.dirname(DEFAULT_DB) and os.path.isdir(
+        os.path.dirname(os.path.normpath(folder)) or ".")
+    if folder and not os.path.exists(folder) and not made:  # (a file in the way: the store says so)
+        raise argparse.ArgumentTypeError(f"no database {text!r}: its folder {folder!r} does not exist; create it first "
+                                         f"(mkdir -p {shlex.quote(folder)}) or give a database in an existing folder")
+    return text
+
+
 def add_db(q) -> None:
     """--db: the results database."""
-    from statetrack.store import DEFAULT_DB
+    q.add_argument("--db", default=DEFAULT_DB, type=db_path, help="results database")
 
-    q.add_argument("--db", default=DEFAULT_DB, help="results database")
+
+#: how a command names a stored run: its id, ``last`` (the latest complete run) or its label
+RUN_REF = "a run: its id, 'last' (the latest complete run) or its --label (the latest complete run so labelled)"
+
+
+def find_run(db: str, ref: str) -> dict:
+    """The stored run that ``ref`` names in ``db`` (see RUN_REF); a UserError names a bad one."""
+    from statetrack.store import RunStatus, Store
+
+    store = Store(db, readonly=True)  # it only reads
+    ref = str(ref).strip()
+    if ref.isdigit():
+        return store.run(int(ref))
+    done = store.runs(status=RunStatus.COMPLETE)
+    if ref == "last":
+        if not done:
+            raise UserError(f"no complete run in {db!r} yet, so 'last' names none")
+        return done[-1]
+    labelled = [r for r in done if r["label"] == ref]
+    if not labelled:
+        labels = sorted({r["label"] for r in done if r["label"]})
+        raise UserError(f"no complete run labelled {ref!r} in {db!r}{did_you_mean(ref, labels)}; name a run by its "
+                        f"id, 'last' or a label: {', '.join(labels) or 'no run has a label'}")
+    return labelled[-1]
+
+
+def add_checkpoint(q, what: str = "a checkpoint (.safetensors) of train, sweep or construct") -> None:
+    """The checkpoint argument: a file, or ``run:REF``, the checkpoint of a stored run in --db."""
+    q.add_argument("checkpoint", help=f"{what}, or run:ID, run:last, run:LABEL for the checkpoint of a run "
+                                      "in --db")
+    if "--db" not in q._option_string_actions:
+        add_db(q)
+
+
+def checkpoint_path(a) -> str:
+    """The file the checkpoint argument names (``run:REF``: that run's checkpoint)."""
+    text = str(a.checkpoint)
+    if not text.startswith("run:"):
+        return text
+    r = find_run(a.db, text[4:])
+    if r["status"] != "complete" or not r["checkpoint"]:
+        raise UserError(f"run {r['id']} is {r['status']} and has no checkpoint; name a complete run")
+    return str(r["checkpoint"])
 
 
 def add_json(q, what: str = "one object per (run, length)") -> None:
@@ -80,7 +160,5 @@ def add_json(q, what: str = "one object per (run, length)") -> None:
 
 def add_max_params(q) -> None:
     """--max-params: the largest model a checkpoint may declare before it is built."""
-    from statetrack.checkpoint import MAX_PARAMS
-
     q.add_argument("--max-params", type=int, default=MAX_PARAMS,
                    help=f"refuse a checkpoint whose model has more parameters (default: {MAX_PARAMS})")

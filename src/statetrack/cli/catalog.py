@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from statetrack.cli.args import add_json
-from statetrack.cli.output import emit_rows, rows_out, show
+from statetrack.cli.output import emit_rows, rows_out, say, show, width
 from statetrack.errors import UserError
 
 
@@ -38,24 +38,48 @@ def cmd_sample(a):
     if a.json:
         emit_rows([{**r, "split": a.split} for r in rows] + [{"label_shares": shares}])
         return 0
+    room = width() - len("targets: ")
     for r in rows:
         shown = [str(s) for s in r.get("input_symbols", r["inputs"])]
         if "suffix_start" in r:  # the long-range draw: a bar where the suffix starts
             shown.insert(r["suffix_start"], "|")
-        print("inputs :", " ".join(map(str, shown)))
-        print("targets:", " ".join(str(y) if m else "." for y, m in zip(r["targets"], r["mask"], strict=True)))
+        targets = [str(y) if m else "." for y, m in zip(r["targets"], r["mask"], strict=True)]
+        ins, outs = abbreviate(shown, room), abbreviate(targets, room)
+        print("inputs :", ins)
+        print("targets:", outs)
+        if ins != " ".join(shown) or outs != " ".join(targets):
+            bar = f"; the suffix starts at position {r['suffix_start']}" if "suffix_start" in r else ""
+            print(f"({len(r['inputs']):,} symbols, the middle left out{bar}; --json prints them all)")
         print()
     top = sorted(shares["shares"].items(), key=lambda kv: -kv[1])
     text = ", ".join(f"{k} {100 * v:.1f}%" for k, v in top) if len(top) <= 12 else (
         f"{len(top)} labels; largest {top[0][0]} {100 * top[0][1]:.1f}%, smallest {top[-1][0]} {100 * top[-1][1]:.1f}%")
     exact = "" if shares["exact"] is None else f"; exact majority share {100 * shares['exact']:.1f}%"
-    print(f"final label over {shares['n']:,} {a.split} sequences of length {a.length} ({shares['draw']}): {text}"
+    say(f"final label over {shares['n']:,} {a.split} sequences of length {a.length} ({shares['draw']}): {text}"
           f"{exact}")
     return 0
 
 
 #: sequences behind the label shares that ``sample`` prints
 SHARES_N = 10_000
+
+
+def abbreviate(tokens: list[str], room: int) -> str:
+    """The tokens joined by spaces, or, where that is longer than ``room`` characters, as many of the first
+    and of the last as fit around `` ... ``."""
+    text = " ".join(tokens)
+    if len(text) <= room:
+        return text
+    head: list[str] = []
+    tail: list[str] = []
+    used = len(" ... ")
+    for i in range(len(tokens) // 2):
+        for side, tok in ((head, tokens[i]), (tail, tokens[-1 - i])):
+            if used + len(tok) + 1 > room:
+                return " ".join(head) + " ... " + " ".join(reversed(tail))
+            side.append(tok)
+            used += len(tok) + 1
+    return " ".join(head) + " ... " + " ".join(reversed(tail))
 
 
 def cmd_groups(a):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from statetrack.cli.args import add_json
+from statetrack.cli.args import add_checkpoint, add_json, checkpoint_path
 from statetrack.cli.output import Col, print_table, say
 from statetrack.errors import UserError
 
@@ -14,6 +14,7 @@ def cmd_generate(a):
     from statetrack.lm.sampling import check_generation, generate
 
     check_generation(a.tokens, a.temperature, a.top_k)  # before the checkpoint is loaded
+    a.checkpoint = checkpoint_path(a)
     model, cfg, task, _ = load_checkpoint(a.checkpoint)
     if task.kind != "lm":
         raise UserError(f"checkpoint {a.checkpoint!r} was trained on task {task.name!r}, not a corpus; generate "
@@ -87,7 +88,7 @@ def with_lm(rows: list[dict], lm) -> list[dict]:
 def add_commands(sub) -> None:
     q = sub.add_parser("generate", help="continue a prompt with a trained language model "
                                         "(a checkpoint of an lm:... run)")
-    q.add_argument("checkpoint")
+    add_checkpoint(q, "a checkpoint (.safetensors) of an lm:... run")
     q.add_argument("--prompt", default="", help="text to continue (default: empty, a new document)")
     q.add_argument("--tokens", type=int, default=200, help="tokens to generate (default 200; stops early at EOS)")
     q.add_argument("--temperature", type=float, default=0.8, help="sampling temperature; 0 = greedy (default 0.8)")

@@ -49,15 +49,21 @@ def emit_rows(rows):
 
 
 def show(v) -> str:
+    """A value as a person reads it: yes/no, ``-`` for none, floats to 4 significant digits, lists
+    comma-separated (``--json`` keeps the full values)."""
     if isinstance(v, bool):
         return "yes" if v else "no"
-    if isinstance(v, list):
-        return ", ".join(map(str, v))
+    if isinstance(v, (list, tuple)):
+        return ", ".join(map(show, v))
+    if isinstance(v, float):
+        return f"{v:.4g}"
     return "-" if v is None else str(v)
 
 
 # -- wrapping ----------------------------------------------------------------------------------------
-_PIECE = re.compile(r"\s+|[^\s,]*,|[^\s,]+")
+#: unbreakable pieces: words (split after commas), each with the markers that follow it (`` ?``, `` *``), so
+#: that a marker is never alone on a line
+_PIECE = re.compile(r"\s+|[^\s,]*,|[^\s,]+(?: [?*](?!\S))*")
 
 
 def _len(s: str) -> int:
@@ -168,6 +174,10 @@ def print_table(title: str | None, columns, rows, caption: str | None = None,
     def fits(idx):
         return sum(mins[i] for i in idx) + GAP * (len(idx) - 1) <= total
 
+    # a folded table repeats its first column (the row's label): give it room for a few words per line
+    # where that still fits, rather than one word per line
+    roomy = list(mins)
+    roomy[0] = min(maxs[0], max(mins[0], total // 4))
     keep = list(range(len(cols)))
     optional = [i for i in reversed(keep) if cols[i].optional]  # the last ones go first
     while not fits(keep) and optional:
@@ -176,7 +186,8 @@ def print_table(title: str | None, columns, rows, caption: str | None = None,
     if fits(keep):
         parts = [keep]
     else:
-        chunks, dropped = _chunks(list(range(len(cols))), mins, total), []
+        every = list(range(len(cols)))
+        chunks, dropped = _chunks(every, roomy, total) or _chunks(every, mins, total), []
         if chunks is None:
             return print_blocks(title, [c.header for c in cols], texts, caption, styles, con)
         parts = chunks
@@ -186,7 +197,8 @@ def print_table(title: str | None, columns, rows, caption: str | None = None,
         if len(parts) > 1:
             con.print(Text(f"({k + 1}/{len(parts)}: the columns do not fit in {total} columns side by side)",
                            style="dim"))
-        con.print(_table(cols, idx, texts, _allocate([mins[i] for i in idx], [maxs[i] for i in idx],
+        low = roomy if len(parts) > 1 and sum(roomy[i] for i in idx) + GAP * (len(idx) - 1) <= total else mins
+        con.print(_table(cols, idx, texts, _allocate([low[i] for i in idx], [maxs[i] for i in idx],
                                                      total - GAP * (len(idx) - 1)), styles))
     if caption:
         con.print(Text(caption, style="dim"))

@@ -15,10 +15,7 @@ from __future__ import annotations
 import sys
 import time
 
-
-def duration(s: float) -> str:
-    s = int(round(s))
-    return f"{s}s" if s < 60 else f"{s // 60}m{s % 60:02d}s" if s < 3600 else f"{s // 3600}h{s % 3600 // 60:02d}m"
+from statetrack.progress import duration
 
 
 class _Reporter:

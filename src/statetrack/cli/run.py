@@ -4,7 +4,16 @@ from __future__ import annotations
 import json
 import sys
 
-from statetrack.cli.args import add_db, add_json, add_max_params, parse_range
+from statetrack.cli.args import (
+    RUN_REF,
+    add_checkpoint,
+    add_db,
+    add_json,
+    add_max_params,
+    checkpoint_path,
+    find_run,
+    parse_range,
+)
 from statetrack.cli.lm import print_lm_metrics, with_lm
 from statetrack.cli.options import add_eval_options, add_train_options, given
 from statetrack.cli.output import (
@@ -16,9 +25,11 @@ from statetrack.cli.output import (
     print_record,
     print_table,
     say,
+    show,
 )
 from statetrack.cli.progress import RunProgress
 from statetrack.errors import UserError
+from statetrack.store import RunStatus
 
 
 def train_configs(a):
@@ -75,7 +86,7 @@ def cmd_train(a):
         from statetrack.report.tensorboard import write_run
 
         write_run(a.tensorboard, a.db, res.run_id)
-    if res.status != "complete":
+    if res.status != RunStatus.COMPLETE:
         print(f"run {res.run_id} failed: {res.summary.get('reason')}", file=sys.stderr)
         return 1
     if a.json:
@@ -107,9 +118,10 @@ def cmd_eval(a):
     from statetrack.device import resolve_device
     from statetrack.evaluation import evaluate_more, evaluate_run
     from statetrack.records import checkpoint_run, split_rows
-    from statetrack.runner import checkpoint_of_run_problem
+    from statetrack.store import checkpoint_of_run_problem
     from statetrack.tasks import get_task
 
+    a.checkpoint = checkpoint_path(a)
     fields = {k.removeprefix("eval."): v for k, v in given(a).items() if k.startswith("eval.")}
     ecfg = validated(EvalConfig, **fields)
     model, cfg, task, extra = load_checkpoint(a.checkpoint, device=resolve_device(ecfg.device),
@@ -147,11 +159,11 @@ RUN_COLUMNS = [
 ]
 
 
-def _show(store, run_id: int, as_json: bool) -> int:
+def _show(store, r: dict, as_json: bool) -> int:
     from statetrack.evaluation import LengthMetrics
     from statetrack.records import run_detail
 
-    r = store.run(run_id)
+    run_id = r["id"]
     problem = store.checkpoint_problem(r)
     if problem:
         print(f"warning: {problem}", file=sys.stderr)
@@ -165,9 +177,9 @@ def _show(store, run_id: int, as_json: bool) -> int:
             if isinstance(v, dict):
                 yield from flat(f"{prefix}{k}.", v)
             else:
-                yield f"{prefix}{k}", ", ".join(map(str, v)) if isinstance(v, list) else str(v)
+                yield f"{prefix}{k}", show(v)
 
-    pairs = [(k, str(d[k])) for k in ("status", "study", "label", "model", "task", "seed", "checkpoint", "error")
+    pairs = [(k, show(d[k])) for k in ("status", "study", "label", "model", "task", "seed", "checkpoint", "error")
              if d[k] is not None]
     pairs += [("train lengths", f"{d['train_min_len']}-{d['train_max_len']}"),
               ("wall time", f"{d['wall_time'] or 0:.1f} s"),
@@ -190,8 +202,8 @@ def cmd_runs(a):
     store = Store(a.db, readonly=True)
     if a.action == "show":
         if a.run_id is None:
-            raise UserError("runs show needs a run id, e.g. 'statetrack runs show 3'")
-        return _show(store, a.run_id, a.json)
+            raise UserError("runs show needs a run: its id, 'last' or its label, e.g. 'statetrack runs show last'")
+        return _show(store, find_run(a.db, a.run_id), a.json)
     runs = [run_object(r) for r in store.runs(study=a.study, status=a.status)]
     if a.json:
         emit_rows(runs)
@@ -206,8 +218,9 @@ def cmd_rerun(a):
     from statetrack.store import Store
 
     store = Store(a.db, create=False)
-    old = store.run(a.run_id)
-    if old["status"] != "complete":
+    old = find_run(a.db, a.run_id)
+    a.run_id = old["id"]
+    if old["status"] != RunStatus.COMPLETE:
         raise UserError(f"run {a.run_id} is {old['status']}; only complete runs can be rerun and compared")
     problem = store.checkpoint_problem(old)
     if problem:
@@ -251,7 +264,7 @@ def add_commands(sub) -> None:
     q.set_defaults(fn=cmd_train)
 
     q = sub.add_parser("eval", help="evaluate a checkpoint at each test length")
-    q.add_argument("checkpoint", help="a checkpoint (.safetensors) of train, sweep or construct")
+    add_checkpoint(q)
     q.add_argument("--task", default=None, help="task to evaluate on (default: the one it was trained on)")
     add_json(q)
     add_eval_options(q)
@@ -260,16 +273,16 @@ def add_commands(sub) -> None:
 
     q = sub.add_parser("runs", help="list past runs, or show one: 'runs show ID'")
     q.add_argument("action", nargs="?", default="list", choices=["list", "show"])
-    q.add_argument("run_id", nargs="?", type=int)
+    q.add_argument("run_id", nargs="?", metavar="RUN", help=f"with show: {RUN_REF}")
     q.add_argument("--study", default=None, help="only the runs of this study")
-    q.add_argument("--status", default=None, choices=["running", "complete", "failed", "interrupted"],
+    q.add_argument("--status", default=None, choices=list(RunStatus),
                    help="only the runs with this status")
     add_db(q)
     add_json(q, "one object per run; with show: one object with config, summary, curve and metrics")
     q.set_defaults(fn=cmd_runs)
 
     q = sub.add_parser("rerun", help="rerun a stored run from its stored config and compare the numbers")
-    q.add_argument("run_id", type=int)
+    q.add_argument("run_id", metavar="RUN", help=RUN_REF)
     add_db(q)
     add_json(q)
     q.set_defaults(fn=cmd_rerun)

@@ -15,6 +15,7 @@ from statetrack.cli.options import add_device
 from statetrack.cli.output import Col, console, emit_rows, print_table, say
 from statetrack.cli.progress import SweepProgress
 from statetrack.errors import UserError
+from statetrack.store import RunStatus
 
 DEFAULT_OUT = "runs/reports"
 
@@ -66,25 +67,26 @@ def _sweep(a):
     from statetrack.reproduce import sweep
 
     study = load_part(a)
-    n_jobs = len(study.cells(a.scale, a.seeds, a.device))
+    n_jobs = len(study.grid(a.scale, a.seeds, a.device, a.max_runs))  # counted, capped: nothing built yet
     t0 = time.time()
 
     def done(job, res):
         prog.done(job, res)
-        if a.tensorboard and res.status == "complete":
+        if a.tensorboard and res.status == RunStatus.COMPLETE:
             from statetrack.report.tensorboard import write_run
 
             write_run(a.tensorboard, a.db, res.run_id)
 
     with SweepProgress(f"{study.name} ({a.scale})", n_jobs) as prog:
         study, results = sweep(study, a.scale, a.seeds, db=a.db, workers=a.workers, fresh=a.fresh, device=a.device,
-                               executor=a.executor, address=a.address, on_done=done, on_step=prog.validation)
+                               executor=a.executor, address=a.address, on_done=done, on_step=prog.validation,
+                               max_runs=a.max_runs)
     return study, results, time.time() - t0
 
 
 def _summary(study, results, wall, a) -> str:
     reused = sum(r.reused for _, r in results)
-    failed = sum(r.status != "complete" for _, r in results)
+    failed = sum(r.status != RunStatus.COMPLETE for _, r in results)
     return (f"{study.name} ({a.scale}): {len(results)} runs, {len(results) - reused} run now, {reused} reused "
             f"from {a.db}, {failed} failed; executor {a.executor}, {a.workers} worker(s); wall time {wall:.1f} s")
 
@@ -114,7 +116,7 @@ def cmd_sweep(a):
         _emit_runs(results, a.db, study)
         return 0
     say(_summary(study, results, wall, a))
-    return 0 if all(r.status == "complete" for _, r in results) else 1
+    return 0 if all(r.status == RunStatus.COMPLETE for _, r in results) else 1
 
 
 def _print_report(rep, a):
@@ -122,13 +124,30 @@ def _print_report(rep, a):
         for t in rep.tables:
             for row in t.csv_rows():
                 print(json.dumps(row))
+        for row in rep.verdicts.csv_rows() if rep.verdicts is not None else []:
+            print(json.dumps({"table": "verdicts", **row}))
         return
     con = console()
+    if rep.missing:  # said first: the tables below leave these runs out
+        from statetrack.report.writer import runs_line
+
+        con.print(runs_line(rep), style="yellow", markup=False)
+        con.print()
     for t in rep.tables:
         headers = t.headers()
         cols = [Col(h, itemgetter(i), "left" if i == 0 else "right",
                     style="dim" if h.startswith("paper") else None) for i, h in enumerate(headers)]
         print_table(t.title, cols, t.cell_texts(), caption=t.caption, con=con)
+        con.print()
+    if rep.verdicts is not None:
+        from statetrack.report.verdicts import CAPTION
+
+        vt = rep.verdicts
+        print_table("the theory's verdict beside every cell",
+                    [Col(h, itemgetter(i), "left") for i, h in enumerate(("model", *vt.columns))],
+                    [[label, *("-" if c is None else c.text() for c in cells)] for label, cells in vt.rows],
+                    caption=CAPTION, con=con)
+        con.print(vt.summary(), markup=False)
         con.print()
     probes = rep.probe_rows()
     if probes:
@@ -167,13 +186,14 @@ def _date() -> str:
 
 
 def cmd_report(a):
-    from statetrack.report.writer import collect
+    from statetrack.report.writer import check_reportable, collect
 
     if a.seeds is not None and a.seeds < 1:
         raise UserError(f"--seeds must be at least 1, got {a.seeds}")
     _figures(a.figures)
     study = load_part(a)
-    rep = collect(study, a.db, a.scale, a.seeds, a.device)
+    rep = collect(study, a.db, a.scale, a.seeds, a.device, a.max_runs)
+    check_reportable(rep, a.db)  # a grid with no complete run: one line, nothing printed or written
     _print_report(rep, a)
     if a.out:
         _write(rep, a, {"Command": _command("report", a), "Date": _date(),
@@ -191,7 +211,7 @@ def cmd_reproduce(a):
     if a.out:  # an unwritable report folder fails now, not after the sweep
         check_writable(a.out, f"cannot write the report in {a.out!r}")
     study, results, wall = _sweep(a)
-    rep = collect(study, a.db, a.scale, a.seeds, a.device)
+    rep = collect(study, a.db, a.scale, a.seeds, a.device, a.max_runs)
     if a.json:
         _emit_runs(results, a.db, study)
     else:
@@ -220,8 +240,16 @@ def load_part(a):
     return load_study(a.name).restrict(a.scale, a.model, a.task)
 
 
+def add_max_runs(q) -> None:
+    from statetrack.jobs import MAX_RUNS
+
+    q.add_argument("--max-runs", type=int, default=MAX_RUNS, metavar="N",
+                   help="refuse a grid of more than N runs (a guard against a slip such as seeds: 1000000)")
+
+
 def add_run_options(q):
     add_part_options(q)
+    add_max_runs(q)
     q.add_argument("--scale", default="quick", help="quick (a laptop CPU), paper (the paper's protocol), or another "
                    "scale the study defines (grazzi2024-lm: medium)")
     q.add_argument("--seeds", type=int, default=None, help="seeds per cell (default: the scale's)")
@@ -264,6 +292,7 @@ def add_commands(sub) -> None:
     q.add_argument("--seeds", type=int, default=None, help="seeds per cell, if the sweep overrode them "
                                                            "(default: the scale's)")
     add_part_options(q)
+    add_max_runs(q)
     add_device(q, help="the sweep's --device")
     q.add_argument("--out", default=DEFAULT_OUT, help="folder for .md/.csv/.tex and figures ('' to only print)")
     add_report_options(q)

@@ -4,13 +4,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from statetrack.cli.args import add_json, add_max_params
+from statetrack.cli.args import add_checkpoint, add_json, add_max_params, checkpoint_path
 from statetrack.cli.output import Col, print_table, rows_out, say
 from statetrack.errors import UserError
 
 
 def cmd_oracle(a):
-    from statetrack.theory.verdicts import oracle, oracle_table
+    from statetrack.theory.verdicts import Decision, oracle, oracle_table
 
     if a.table:
         layers = [s.strip() for s in a.layers.split(";") if s.strip()] if a.layers else None
@@ -23,8 +23,8 @@ def cmd_oracle(a):
         specs = list(dict.fromkeys(r["layers"] for r in rows))
         tks = list(dict.fromkeys(r["task"] for r in rows))
         cell = {(r["layers"], r["task"]): r for r in rows}
-        word = {"possible": "yes", "impossible": "no", "open": "open"}
-        colour = {"possible": "green", "impossible": "red", "open": "yellow"}
+        word = {Decision.POSSIBLE: "yes", Decision.IMPOSSIBLE: "no", Decision.OPEN: "open"}
+        colour = {Decision.POSSIBLE: "green", Decision.IMPOSSIBLE: "red", Decision.OPEN: "yellow"}
         def verdict_of(tk: str) -> Callable[[str], str]:
             return lambda s: f"{word[cell[(s, tk)]['verdict']]} {cell[(s, tk)]['basis']}"
 
@@ -69,6 +69,7 @@ def cmd_construct(a):
 def cmd_counterexample(a):
     from statetrack.theory.witness import counterexample
 
+    a.checkpoint = checkpoint_path(a)
     r = counterexample(a.checkpoint, task=a.task, max_len=a.max_len, tol=a.tol, max_w=a.max_w, seed=a.seed)
     if a.json:
         print(json.dumps(r))
@@ -90,6 +91,7 @@ def cmd_spectrum(a):
     from statetrack.report.plots import FORMATS, spectrum_plot
     from statetrack.theory.spectra import spectrum
 
+    a.checkpoint = checkpoint_path(a)
     if a.out and a.out.rpartition(".")[2].lower() not in FORMATS:
         raise UserError(f"bad --out {a.out!r}: the figure's format comes from its suffix; allowed: "
                         f"{', '.join('.' + f for f in FORMATS)}")
@@ -148,6 +150,7 @@ def cmd_horizon(a):
 
     if a.max_len < 1 or a.limit < 1:
         raise UserError(f"--max-len and --limit must be positive, got {a.max_len} and {a.limit}")
+    a.checkpoint = checkpoint_path(a)
     model, cfg, task, _ = load_checkpoint(a.checkpoint, max_params=a.max_params)
     if a.task:
         task = get_task(a.task)
@@ -193,8 +196,9 @@ def add_commands(sub) -> None:
     q.set_defaults(fn=cmd_construct)
 
     q = sub.add_parser("counterexample", help="build the proof's failing input for a checkpoint and run it")
-    q.add_argument("checkpoint")
-    q.add_argument("--task", default="parity", help="the task whose failing input is built")
+    add_checkpoint(q)
+    q.add_argument("--task", default="parity", help="the task whose failing input is built: parity (the proofs' "
+                                                     "witnesses) or another regular task (its witness families)")
     q.add_argument("--max-len", type=int, default=10_000, help="longest input built")
     q.add_argument("--tol", type=float, default=0.01, help="phase alignment tolerance for time-invariant modes")
     q.add_argument("--max-w", type=int, default=10_000, help="largest period W searched for phase alignment")
@@ -210,7 +214,7 @@ def add_commands(sub) -> None:
     q.set_defaults(fn=cmd_witnesses)
 
     q = sub.add_parser("horizon", help="a checkpoint's failure horizon on the witness families of its task")
-    q.add_argument("checkpoint")
+    add_checkpoint(q)
     q.add_argument("--task", default=None, help="a regular task (default: the one it was trained on)")
     q.add_argument("--max-len", type=int, default=1000, help="longest string tested")
     q.add_argument("--limit", type=int, default=4, help="most families tested")
@@ -219,7 +223,7 @@ def add_commands(sub) -> None:
     q.set_defaults(fn=cmd_horizon)
 
     q = sub.add_parser("spectrum", help="eigenvalues of A(x) per layer and token, on the complex plane")
-    q.add_argument("checkpoint")
+    add_checkpoint(q)
     q.add_argument("--out", default=None, help="figure path: .png, .svg or .pdf")
     q.add_argument("--samples", type=int, default=4, help="sample sequences of the model's task")
     q.add_argument("--length", type=int, default=64, help="length of each sample sequence")

@@ -17,21 +17,26 @@ run is scored by bits per byte on the test split, and the report (``statetrack.r
 beside the unigram and bigram baselines, by context length and by position, with an optional joint
 table (``state_tracking``) of each model's results in a state-tracking study read from the same database.
 
-``load_study(name)`` finds a built-in study by name, or reads a path; ``Study.cells(scale)`` is the grid,
-as the :class:`statetrack.jobs.Job` list a sweep runs.
+``load_study(name)`` finds a built-in study by name, or reads a path (a YAML file of at most
+``untrusted.MAX_YAML_BYTES``); ``Study.grid(scale)`` is the grid a sweep runs (:class:`statetrack.jobs.Grid`:
+counted and capped at ``jobs.MAX_RUNS`` runs unless raised, then expanded one run at a time).
 """
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from statetrack import plugins
 from statetrack.config import EvalConfig, ModelConfig, TrainConfig, validated
-from statetrack.errors import UserError
-from statetrack.jobs import Job
+from statetrack.errors import UserError, did_you_mean
+from statetrack.jobs import MAX_RUNS, Grid, Job
+from statetrack.untrusted import MAX_YAML_BYTES, load_yaml, read_text
 
 HERE = Path(__file__).parent
 
@@ -72,10 +77,15 @@ def parse_lengths(v) -> list[int]:
     return sorted(set(out))
 
 
+#: how a run becomes a table cell: the metric at each test length, its mean over a range of lengths, or
+#: the longest length at which it stays above a threshold
+ScoreKind = Literal["per_length", "mean", "longest"]
+
+
 class Score(_Strict):
     """How one run becomes one number (or one number per test length)."""
 
-    kind: Literal["per_length", "mean", "longest"] = "per_length"
+    kind: ScoreKind = "per_length"
     lengths: tuple[int, int] | None = Field(
         None, description="mean: the inclusive range of test lengths averaged over (default: all of them)")
     threshold: float = Field(0.9, ge=0, le=1, description="longest: the metric must be > threshold")
@@ -108,6 +118,19 @@ class StudyTask(_Strict):
     depth: int | None = Field(None, ge=1, le=64, description="repeat each model's layer spec this many "
                                                              "times on this task (e.g. 2 for parity, 3 for "
                                                              "modular arithmetic)")
+    eval: dict = Field(default_factory=dict,
+                       description="EvalConfig overrides for this task at every scale, e.g. test_split: test for "
+                                   "a task without a long-range draw, or lengths: '500..511' (consecutive "
+                                   "lengths, where a fixed input's final label cycles)")
+
+    @field_validator("eval")
+    @classmethod
+    def _eval_fields(cls, v):
+        allowed = {"lengths", "test_split", "batch_size", "horizons"}
+        bad = sorted(set(v) - allowed)
+        if bad:
+            raise ValueError(f"unknown eval field {bad[0]!r}; allowed: {', '.join(sorted(allowed))}")
+        return {**v, "lengths": parse_lengths(v["lengths"])} if "lengths" in v else v
 
 
 class StudyModel(_Strict):
@@ -217,6 +240,25 @@ class Scale(_Strict):
         return parse_lengths(v)
 
 
+@dataclass(frozen=True)
+class _Cell:
+    """A (table, model, task) cell of a grid: everything its runs share but the learning rate and seed."""
+
+    study: str
+    table: str
+    label: str
+    column: str
+    fields: dict
+    eval: EvalConfig
+    lrs: tuple[float, ...]
+    probes: tuple[str, ...]
+
+    def job(self, lr: float, seed: int) -> Job:
+        train = validated(TrainConfig, **{**self.fields, "lr": lr, "seed": seed})
+        return Job(self.label, seed, train, self.eval, self.study, table=self.table, column=self.column,
+                   lr=float(lr), probes=self.probes)
+
+
 class Study(_Strict):
     name: str
     title: str
@@ -225,6 +267,8 @@ class Study(_Strict):
     kind: Literal["state", "lm"] = "state"
     state_tracking: StateTracking | None = None
     metric: Metric = "accuracy"
+    oracle: bool = Field(False, description="report the theory oracle's verdict beside every (model, task) cell "
+                                            "and whether the measurements agree with it (report.verdicts)")
     score: Score = Field(default_factory=Score)
     select: Selection = Field(default_factory=Selection)
     tolerance: float = Field(0.1, ge=0, description="|ours - paper| above this (0-1 scale) is marked")
@@ -285,7 +329,8 @@ class Study(_Strict):
     # -- the grid ----------------------------------------------------------------------------
     def scale(self, name: str) -> Scale:
         if name not in self.scales:
-            raise UserError(f"unknown scale {name!r} for study {self.name!r}; allowed: {', '.join(self.scales)}")
+            raise UserError(f"unknown scale {name!r}{did_you_mean(name, self.scales)} for study {self.name!r}; "
+                            f"allowed: {', '.join(self.scales)}")
         return self.scales[name]
 
     def active_tables(self, scale: str) -> list[Table]:
@@ -304,18 +349,40 @@ class Study(_Strict):
                 continue
             bad = [c for c in chosen if c not in known]
             if bad:
-                raise UserError(f"study {self.name!r} has no {what} {bad[0]!r}; allowed: "
+                raise UserError(f"study {self.name!r} has no {what} {bad[0]!r}{did_you_mean(bad[0], known)}; allowed: "
                                 f"{', '.join(dict.fromkeys(known))}")
             update[what + "s"] = [c for c in dict.fromkeys(have or known) if c in chosen]
         return self.model_copy(update={"scales": {**self.scales, scale: sc.model_copy(update=update)}})
 
-    def cells(self, scale: str, seeds: int | None = None, device: str = "auto") -> list[Job]:
+    def grid(self, scale: str, seeds: int | None = None, device: str = "auto", max_runs: int = MAX_RUNS) -> Grid:
         """Every run of the grid at this scale (tables x models x tasks x learning rates x seeds), as the
-        jobs a sweep runs."""
+        jobs a sweep runs: counted, and refused in one line above ``max_runs``, before any run's config is
+        built; then built one run at a time as the grid is iterated."""
         sc = self.scale(scale)
         n = sc.seeds if seeds is None else seeds
         if n < 1:
             raise UserError(f"--seeds must be at least 1, got {n}")
+        cells = self._cells(scale, device)
+        lrs = max((len(c.lrs) for c in cells), default=0)
+        size = sum(len(c.lrs) for c in cells) * n
+        if size > max_runs:
+            raise UserError(f"study {self.name!r} at scale {scale!r} has {size:,} runs ({len(cells)} cell(s) x "
+                            f"{lrs:,} learning rate(s) x {n:,} seed(s)), over the limit of {max_runs:,} runs per "
+                            f"grid (default {MAX_RUNS:,}; raise it with --max-runs N, or max_runs= in Python)")
+        for lr in sorted({lr for c in cells for lr in c.lrs}):  # each rate once, not once per run
+            cells[0].job(lr, 0)
+
+        def make() -> Iterator[Job]:
+            for c in cells:
+                for lr in c.lrs:
+                    for seed in range(n):
+                        yield c.job(lr, seed)
+
+        return Grid(size, make, [c.job(c.lrs[0], 0) for c in cells])
+
+    def _cells(self, scale: str, device: str) -> list[_Cell]:
+        """The (table, model, task) cells of the grid at this scale, their configs checked."""
+        sc = self.scale(scale)
         out = []
         for table in self.active_tables(scale):
             for m in table.models:
@@ -334,22 +401,26 @@ class Study(_Strict):
                                         f"task {t.label!r} (set train_lengths on the study, task or model)")
                     base = {**self.train, **t.train, **m.train, **sc.train}
                     lrs = sc.lrs or self.lrs or [base.get("lr", TrainConfig.model_fields["lr"].default)]
-                    ecfg = validated(EvalConfig, lengths=sc.test_lengths, batch_size=sc.eval_batch, device=device,
-                                     tokens=sc.eval_tokens, windows=sc.eval_windows, test_split=sc.test_split,
-                                     horizons=sc.horizons)
-                    for lr in lrs:
-                        for seed in range(n):
-                            fields = {**base, "lr": lr, "task": sc.replace_tasks.get(t.label, t.task), "model": mcfg,
-                                      "train_min_len": lengths[0], "train_max_len": lengths[1],
-                                      "steps": sc.steps, "seed": seed, "device": device,
-                                      **sc.task_train.get(t.label, {})}
-                            out.append(Job(m.label, seed, validated(TrainConfig, **fields), ecfg, self.name,
-                                           table=table.name, column=t.label, lr=float(lr), probes=tuple(t.probes)))
+                    ecfg = validated(EvalConfig, **{"lengths": sc.test_lengths, "batch_size": sc.eval_batch,
+                                                    "device": device, "tokens": sc.eval_tokens,
+                                                    "windows": sc.eval_windows, "test_split": sc.test_split,
+                                                    "horizons": sc.horizons,
+                                                    **t.eval})
+                    fields = {**base, "task": sc.replace_tasks.get(t.label, t.task), "model": mcfg,
+                              "train_min_len": lengths[0], "train_max_len": lengths[1], "steps": sc.steps,
+                              "device": device, **sc.task_train.get(t.label, {})}
+                    out.append(_Cell(self.name, table.name, m.label, t.label, fields, ecfg, tuple(lrs),
+                                     tuple(t.probes)))
         return out
+
+    def cells(self, scale: str, seeds: int | None = None, device: str = "auto",
+              max_runs: int = MAX_RUNS) -> list[Job]:
+        """Every run of the grid at this scale, as a list (:meth:`grid` expands it lazily)."""
+        return list(self.grid(scale, seeds, device, max_runs))
 
     def configs(self, scale: str, seeds: int | None = None, device: str = "auto"):
         """Yield (label, seed, TrainConfig, EvalConfig) for every run of the grid at this scale."""
-        for c in self.cells(scale, seeds, device):
+        for c in self.grid(scale, seeds, device):
             yield c.label, c.seed, c.train, c.eval
 
     # the one-table form's attributes, for code written against it
@@ -373,8 +444,6 @@ def builtin_studies() -> list[str]:
 def load_study(name_or_path: str) -> Study:
     """A built-in study by name (see ``builtin_studies()``), a plugin's study (entry point group
     ``statetrack.studies``) by name, or a YAML file by path."""
-    from statetrack import plugins
-
     path = Path(name_or_path)
     if not path.suffix:
         path = HERE / f"{name_or_path}.yaml"
@@ -382,12 +451,14 @@ def load_study(name_or_path: str) -> Study:
             path = Path(plugins.study_path(name_or_path))
         elif not path.is_file():
             names = builtin_studies() + sorted(plugins.study_entry_points())
-            raise UserError(f"unknown study {name_or_path!r}; allowed: {', '.join(names)} "
+            raise UserError(f"unknown study {name_or_path!r}{did_you_mean(name_or_path, names)}; allowed: "
+                            f"{', '.join(names)} "
                             "or a path to a .yaml file")
     elif not path.is_file():
         raise UserError(f"study file {str(path)!r} not found")
+    what = f"study file {str(path)!r}"
     try:
-        data = yaml.safe_load(path.read_text())
+        data = load_yaml(read_text(path, what, MAX_YAML_BYTES), what)
     except yaml.YAMLError as e:
         line = str(e).splitlines()[0]
         raise UserError(f"study file {str(path)!r} is not valid YAML: {line}") from None

@@ -26,15 +26,23 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from statetrack.layers.base import Mixer, Properties, causal_conv_step, check_conv, check_expand, init_dt_bias
-from statetrack.ops import causal_conv, polar, selective_scan, unit_phase
+from statetrack.layers.base import (
+    EigenvalueDomain,
+    MambaInput,
+    Mixer,
+    Properties,
+    Structure,
+    check_conv,
+    check_expand,
+    init_dt_bias,
+)
+from statetrack.ops import polar, selective_scan, unit_phase
 from statetrack.ops.mamba import mamba_transition
 
 
-class _ComplexSelective(Mixer):
+class _ComplexSelective(MambaInput, Mixer):
     """Shared block; subclasses define ``_ab(u, low) -> (A_bar complex (..., E, N), input scale (..., E))``."""
 
-    options = {"conv": 4, "expand": 2}
     uses_dt = False
     uses_theta = False
 
@@ -42,13 +50,10 @@ class _ComplexSelective(Mixer):
         super().__init__(d_model, d_state)
         check_conv(self.name, conv)
         check_expand(self.name, expand)
-        self.k = conv
         E, N = expand * d_model, d_state
-        self.d_inner, self.R = E, math.ceil(d_model / 16)
-        R = self.R
+        self.R = R = math.ceil(d_model / 16)
         n_low = R * (int(self.uses_dt) + int(self.uses_theta))
-        self.in_proj = nn.Linear(d_model, 2 * E, bias=False)
-        self.conv = nn.Conv1d(E, E, conv, groups=E) if conv > 0 else None
+        self._init_input(d_model, E, conv)
         self.x_proj = nn.Linear(E, n_low + 3 * N, bias=False)  # [low-rank | B | C_re | C_im]
         self.n_low = n_low
         if self.uses_dt:
@@ -68,14 +73,7 @@ class _ComplexSelective(Mixer):
     def init_state(self, batch, device=None, dtype=None):
         dtype = dtype or self.D.dtype
         h = torch.zeros(batch, self.d_inner, self.d_state, device=device, dtype=dtype.to_complex())
-        buf = torch.zeros(batch, self.d_inner, max(self.k - 1, 0), device=device, dtype=dtype)
-        return (h, buf)
-
-    def _pre(self, x, buf, chunk: bool):
-        u, z = self.in_proj(x).chunk(2, dim=-1)
-        if self.conv is not None:
-            u, buf = (causal_conv if chunk else causal_conv_step)(self.conv, u, buf)
-        return F.silu(u), z, buf
+        return (h, self._conv_state(batch, device, dtype))
 
     def _split(self, u):
         low, Bm, Cr, Ci = self.x_proj(u).split([self.n_low, self.d_state, self.d_state, self.d_state], dim=-1)
@@ -131,9 +129,12 @@ class AUSSM(_ComplexSelective):
     description = "adaptive unitary SSM: A_bar = exp(i theta(x)), theta = W_A u + b_A, |A_bar| = 1"
     uses_theta = True
 
+    def __init__(self, d_model, d_state, conv=4, expand=2):  # no Delta: no dt range
+        super().__init__(d_model, d_state, conv=conv, expand=expand)
+
     @property
     def properties(self):
-        return Properties(input_dependent=True, eigenvalues="unit circle", structure="diagonal")
+        return Properties(input_dependent=True, eigenvalues=EigenvalueDomain.UNIT_CIRCLE, structure=Structure.DIAGONAL)
 
     def _ab(self, low):
         return unit_phase(self._theta(low)), torch.ones((), dtype=low.dtype, device=low.device)
@@ -142,7 +143,6 @@ class AUSSM(_ComplexSelective):
 class SimpleAUSSM(_ComplexSelective):
     name = "saussm"
     description = "simple AUSSM: A_bar = exp(i Delta(x) Lambda), Lambda a learned per-channel constant"
-    options = {"conv": 4, "expand": 2, "dt_min": 1e-3, "dt_max": 1e-1}
     uses_dt = True
 
     def __init__(self, d_model, d_state, **kw):
@@ -152,7 +152,7 @@ class SimpleAUSSM(_ComplexSelective):
 
     @property
     def properties(self):
-        return Properties(input_dependent=True, eigenvalues="unit circle", structure="diagonal")
+        return Properties(input_dependent=True, eigenvalues=EigenvalueDomain.UNIT_CIRCLE, structure=Structure.DIAGONAL)
 
     def _ab(self, low):
         dt = self._dt(low)
@@ -162,7 +162,6 @@ class SimpleAUSSM(_ComplexSelective):
 class DCD(_ComplexSelective):
     name = "dcd"
     description = "input-dependent complex diagonal SSM: A_bar = r(x) exp(i theta(x)), r in (0, 1]"
-    options = {"conv": 4, "expand": 2, "dt_min": 1e-3, "dt_max": 1e-1}
     uses_dt = True
     uses_theta = True
 
@@ -173,7 +172,7 @@ class DCD(_ComplexSelective):
 
     @property
     def properties(self):
-        return Properties(input_dependent=True, eigenvalues="complex disc", structure="diagonal")
+        return Properties(input_dependent=True, eigenvalues=EigenvalueDomain.COMPLEX_DISC, structure=Structure.DIAGONAL)
 
     def _ab(self, low):
         dt = self._dt(low)

@@ -7,39 +7,80 @@ length in fixed memory by feeding chunks.
 """
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 from typing import Any, ClassVar
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
-#: eigenvalue domains of A(x), from narrowest to widest
+from statetrack.errors import UserError, did_you_mean
+from statetrack.ops import causal_conv
+
+
+class EigenvalueDomain(StrEnum):
+    """Where the eigenvalues of a mixer's transition A(x) lie, from narrowest to widest."""
+
+    NONNEG = "[0,1]"
+    REAL_HALF_NEG = "(-1/2,1]"  # negative eigenvalues bounded away from -1
+    REAL_HALF_OPEN = "(-1,1]"
+    REAL = "[-1,1]"
+    UNIT_CIRCLE = "unit circle"
+    COMPLEX_DISC = "complex disc"
+    DAMPED_ROTATIONS = "damped rotations"  # a decay floor: Mamba-3 with a_floor > 0
+    COMPLEX_FIXED = "complex"
+    NOT_LINEAR = "n/a"
+
+
+class Structure(StrEnum):
+    """The shape of a mixer's transition."""
+
+    SCALAR = "scalar"  # a scalar times the identity (per head): the narrowest diagonal
+    DIAGONAL = "diagonal"
+    HOUSEHOLDER = "householder"  # a product of n_h generalized Householder matrices, possibly gated
+    DPLR = "dplr"  # diagonal plus a rank-one matrix (RWKV-7)
+    DENSE = "dense"
+    NONLINEAR = "nonlinear"
+    ATTENTION = "attention"
+
+
+#: eigenvalue domains of A(x), from narrowest to widest, in words
 DOMAINS = {
-    "[0,1]": "non-negative real, at most 1",
-    "(-1,1]": "real, in (-1, 1]",
-    "[-1,1]": "real, in [-1, 1]",
-    "unit circle": "complex, modulus exactly 1",
-    "complex disc": "complex, modulus at most 1",
-    "complex": "complex, fixed (time-invariant), modulus below 1",
-    "n/a": "non-linear recurrence: no transition matrix",
+    EigenvalueDomain.NONNEG: "non-negative real, at most 1",
+    EigenvalueDomain.REAL_HALF_NEG: "real, in (-1/2, 1]: negative eigenvalues bounded away from -1",
+    EigenvalueDomain.REAL_HALF_OPEN: "real, in (-1, 1]",
+    EigenvalueDomain.REAL: "real, in [-1, 1]",
+    EigenvalueDomain.UNIT_CIRCLE: "complex, modulus exactly 1",
+    EigenvalueDomain.COMPLEX_DISC: "complex, modulus at most 1",
+    EigenvalueDomain.DAMPED_ROTATIONS: "complex, modulus at most 1, and below 1 off the real axis except at tiny "
+                                       "angles (a decay floor: Mamba-3 with a_floor > 0)",
+    EigenvalueDomain.COMPLEX_FIXED: "complex, fixed (time-invariant), modulus below 1",
+    EigenvalueDomain.NOT_LINEAR: "non-linear recurrence: no transition matrix",
 }
-STRUCTURES = ("diagonal", "householder", "dense", "nonlinear", "attention")
+STRUCTURES = tuple(Structure)
 
 
 @dataclass(frozen=True)
 class Properties:
-    """What the theorems look at: input dependence, eigenvalue domain, structure (and n_h)."""
+    """What the theorems look at: input dependence, eigenvalue domain, structure (and n_h). The domain
+    and the structure may be given as their names ("[0,1]", "diagonal"): they are read as the enums."""
 
     input_dependent: bool
-    eigenvalues: str
-    structure: str
+    eigenvalues: EigenvalueDomain
+    structure: Structure
     linear: bool = True
     n_h: int | None = None
 
     def __post_init__(self):
-        assert self.eigenvalues in DOMAINS, self.eigenvalues
-        assert self.structure in STRUCTURES, self.structure
+        for key, kind in (("eigenvalues", EigenvalueDomain), ("structure", Structure)):
+            value = getattr(self, key)
+            if value not in kind.__members__.values():
+                raise ValueError(f"unknown {key} {value!r} in a mixer's Properties; allowed: "
+                                 f"{', '.join(repr(str(m)) for m in kind)}")
+            object.__setattr__(self, key, kind(value))
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -49,12 +90,28 @@ State = Any  # a tensor or a tuple of tensors
 
 
 class Mixer(nn.Module):
-    """Base class. Subclasses set ``name`` and ``description`` and implement the four methods."""
+    """Base class. Subclasses set ``name`` and ``description`` and implement the four methods.
+
+    A mixer's options are the keyword arguments of its ``__init__`` after ``d_model`` and ``d_state``,
+    with their defaults: ``options`` is read from the signature when the class is defined, so the
+    defaults are written once. An ``__init__`` that passes ``**kwargs`` on takes its parent's options
+    too, less ``fixed_options``: the keyword arguments it passes for good (Negative Mamba's ``neg=True``).
+    """
 
     name: ClassVar[str]
     description: ClassVar[str] = ""
-    #: options accepted in a layer spec, with their defaults
+    #: options accepted in a layer spec, with their defaults (read from ``__init__``)
     options: ClassVar[dict] = {}
+    #: keyword arguments a subclass passes to its parent's ``__init__`` for good: not options of its spec
+    fixed_options: ClassVar[dict] = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        derived = _init_options(cls)
+        if "options" in vars(cls) and cls.options != derived:
+            raise TypeError(f"mixer class {cls.__name__}: options {cls.options} are not the keyword arguments of "
+                            f"its __init__ {derived}; leave options out (they are read from __init__)")
+        cls.options = derived
 
     def __init__(self, d_model: int, d_state: int):
         super().__init__()
@@ -87,14 +144,27 @@ class Mixer(nn.Module):
         return None
 
 
+def _init_options(cls: type[Mixer]) -> dict:
+    """The keyword arguments of ``cls.__init__`` after (d_model, d_state) with their defaults; through
+    ``**kwargs``, the parent's options too; less ``cls.fixed_options``."""
+    params = list(inspect.signature(cls.__init__).parameters.values())
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][:3]
+    params = [p for p in params if p not in positional]  # self, d_model, d_state
+    out: dict = {}
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        out.update(next(vars(b)["options"] for b in cls.__mro__[1:] if "options" in vars(b)))
+    out.update({p.name: p.default for p in params
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.default is not p.empty})
+    return {k: v for k, v in out.items() if k not in cls.fixed_options}
+
+
 def check_options(cls, options: dict) -> dict:
     """Merge a layer spec's options into the mixer's defaults; unknown keys are a UserError."""
-    from statetrack.errors import UserError
-
-    unknown = set(options) - set(cls.options)
+    unknown = sorted(set(options) - set(cls.options))
     if unknown:
         allowed = ", ".join(sorted(cls.options)) or "none"
-        raise UserError(f"unknown option {sorted(unknown)[0]!r} for mixer {cls.name!r}; allowed: {allowed}")
+        raise UserError(f"unknown option {unknown[0]!r}{did_you_mean(unknown[0], cls.options)} for mixer "
+                        f"{cls.name!r}; allowed: {allowed}")
     merged = dict(cls.options)
     for k, v in options.items():
         default = cls.options[k]
@@ -113,33 +183,32 @@ def check_options(cls, options: dict) -> dict:
 
 def check_conv(mixer: str, conv: int) -> None:
     """The short causal convolution's kernel size: 0 (none) to 64."""
-    from statetrack.errors import UserError
-
     if conv < 0 or conv > 64:
         raise UserError(f"{mixer} conv={conv} not in 0..64 (0 = no convolution)")
 
 
 def check_expand(mixer: str, expand: int) -> None:
-    from statetrack.errors import UserError
-
     if not 1 <= expand <= 16:
         raise UserError(f"{mixer} expand={expand} not in 1..16")
 
 
 def log_uniform_dt(mixer: str, n: int, dt_min: float, dt_max: float) -> Tensor:
     """log Delta drawn uniformly in [log dt_min, log dt_max] (the S4D / Mamba init); checks the range."""
-    from statetrack.errors import UserError
-
     if not 0 < dt_min <= dt_max:
         raise UserError(f"{mixer} needs 0 < dt_min <= dt_max, got {dt_min}, {dt_max}")
     return torch.rand(n) * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min)
 
 
+def dt_bias_init(mixer: str, n: int, dt_min: float, dt_max: float) -> Tensor:
+    """n biases whose softplus is log-uniform in [dt_min, dt_max] (Mamba's dt init)."""
+    dt = torch.exp(log_uniform_dt(mixer, n, dt_min, dt_max))
+    return dt + torch.log(-torch.expm1(-dt))  # inverse softplus
+
+
 def init_dt_bias(mixer: str, proj: nn.Linear, dt_min: float, dt_max: float) -> None:
     """Set proj's bias so that softplus(bias) is log-uniform in [dt_min, dt_max] (Mamba's dt init)."""
-    dt = torch.exp(log_uniform_dt(mixer, proj.bias.shape[0], dt_min, dt_max))
     with torch.no_grad():
-        proj.bias.copy_(dt + torch.log(-torch.expm1(-dt)))  # inverse softplus
+        proj.bias.copy_(dt_bias_init(mixer, proj.bias.shape[0], dt_min, dt_max))
 
 
 def causal_conv_step(conv: nn.Conv1d, x: Tensor, buf: Tensor) -> tuple[Tensor, Tensor]:
@@ -149,3 +218,36 @@ def causal_conv_step(conv: nn.Conv1d, x: Tensor, buf: Tensor) -> tuple[Tensor, T
     if conv.bias is not None:
         y = y + conv.bias
     return y, window[..., 1:]
+
+
+class MambaInput:
+    """Mamba's input branch, shared by the selective mixers built on its block (``mamba``, ``negmamba``,
+    ``aussm``, ``saussm``, ``dcd``): x -> in_proj -> (u, z); u -> optional depthwise causal conv
+    (kernel ``conv``, 0 = none) -> silu. The gate z is returned as it is (the mixer applies silu(z)).
+
+    Attributes set by :meth:`_init_input`: ``in_proj`` (d_model -> 2 d_inner, no bias), ``conv``
+    (``nn.Conv1d`` or None), ``k`` (the kernel size), ``d_inner``.
+    """
+
+    name: ClassVar[str]
+    d_inner: int
+    k: int
+    in_proj: nn.Linear
+    conv: nn.Conv1d | None
+
+    def _init_input(self, d_model: int, d_inner: int, conv: int) -> None:
+        self.k, self.d_inner = conv, d_inner
+        self.in_proj = nn.Linear(d_model, 2 * d_inner, bias=False)
+        self.conv = nn.Conv1d(d_inner, d_inner, conv, groups=d_inner) if conv > 0 else None
+
+    def _conv_state(self, batch: int, device=None, dtype=None) -> Tensor:
+        """The conv's history, zeros: (batch, d_inner, k - 1)."""
+        return torch.zeros(batch, self.d_inner, max(self.k - 1, 0), device=device, dtype=dtype)
+
+    def _pre(self, x: Tensor, buf: Tensor, chunk: bool) -> tuple[Tensor, Tensor, Tensor]:
+        """Args: x (Tensor): [B, T, d_model] (``chunk``) or [B, d_model] (one step); buf (Tensor): [B, d_inner,
+        k - 1] the conv's history. Returns (u, z, buf): u, z [..., d_inner] and the history after x."""
+        u, z = self.in_proj(x).chunk(2, dim=-1)
+        if self.conv is not None:
+            u, buf = (causal_conv if chunk else causal_conv_step)(self.conv, u, buf)
+        return F.silu(u), z, buf

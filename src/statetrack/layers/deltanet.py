@@ -25,7 +25,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, Properties, causal_conv_step, check_conv
+from statetrack.layers.base import (
+    EigenvalueDomain,
+    Mixer,
+    Properties,
+    Structure,
+    causal_conv_step,
+    check_conv,
+)
 from statetrack.ops import causal_conv, delta_rule, delta_step, householder_product, interleave
 from statetrack.ops.householder import CHUNK
 
@@ -33,7 +40,6 @@ from statetrack.ops.householder import CHUNK
 class DeltaProduct(Mixer):
     name = "deltaproduct"
     description = "DeltaProduct: n_h generalized Householder steps per token, A(x) = prod_j (I - beta_j k_j k_j^T)"
-    options = {"nh": 2, "heads": 1, "neg": False, "conv": 4, "chunk": CHUNK}
 
     def __init__(self, d_model, d_state, nh=2, heads=1, neg=False, conv=4, chunk=CHUNK):
         super().__init__(d_model, d_state)
@@ -60,10 +66,10 @@ class DeltaProduct(Mixer):
         # or n_h = 2 with beta in [0, 1] (two PSD factors: AB ~ A^1/2 B A^1/2). Otherwise they are complex
         # (two reflections make a rotation), with modulus <= 1 since every factor has norm <= 1.
         if self.nh == 1 or (self.nh == 2 and not self.neg):
-            dom = "[-1,1]" if self.neg else "[0,1]"
+            dom = EigenvalueDomain.REAL if self.neg else EigenvalueDomain.NONNEG
         else:
-            dom = "complex disc"
-        return Properties(input_dependent=True, eigenvalues=dom, structure="householder", n_h=self.nh)
+            dom = EigenvalueDomain.COMPLEX_DISC
+        return Properties(input_dependent=True, eigenvalues=dom, structure=Structure.HOUSEHOLDER, n_h=self.nh)
 
     def activation_bytes(self):
         # per delta-rule step (n_h per token): q, k, v and the chunk's W, U_v, U, o (d_k or d_v each), the
@@ -130,7 +136,7 @@ class DeltaProduct(Mixer):
 class DeltaNet(DeltaProduct):
     name = "deltanet"
     description = "DeltaNet: S_t = (I - beta k k^T) S_{t-1} + beta k v^T, beta in [0,1] ([0,2] with neg=true)"
-    options = {k: v for k, v in DeltaProduct.options.items() if k != "nh"}
+    fixed_options = {"nh": 1}
 
     def __init__(self, d_model, d_state, **kw):
-        super().__init__(d_model, d_state, nh=1, **kw)
+        super().__init__(d_model, d_state, **kw, **self.fixed_options)

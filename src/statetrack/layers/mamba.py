@@ -14,25 +14,32 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from statetrack.layers.base import Mixer, Properties, causal_conv_step, check_conv, check_expand, init_dt_bias
-from statetrack.ops import causal_conv, mamba_scan
+from statetrack.layers.base import (
+    EigenvalueDomain,
+    MambaInput,
+    Mixer,
+    Properties,
+    Structure,
+    check_conv,
+    check_expand,
+    init_dt_bias,
+)
+from statetrack.ops import mamba_scan
 from statetrack.ops.mamba import mamba_transition
 
 
-class Mamba(Mixer):
+class Mamba(MambaInput, Mixer):
     name = "mamba"
     description = "selective diagonal SSM, eigenvalues exp(Delta(x) A) in (0, 1]"
-    options = {"conv": 4, "expand": 2, "neg": False, "dt_min": 1e-3, "dt_max": 1e-1}
 
     def __init__(self, d_model, d_state, conv=4, expand=2, neg=False, dt_min=1e-3, dt_max=1e-1):
         super().__init__(d_model, d_state)
         check_conv(self.name, conv)
         check_expand(self.name, expand)
-        self.neg, self.k = bool(neg), conv
+        self.neg = bool(neg)
         E, N = expand * d_model, d_state
-        self.d_inner, R = E, math.ceil(d_model / 16)
-        self.in_proj = nn.Linear(d_model, 2 * E, bias=False)
-        self.conv = nn.Conv1d(E, E, conv, groups=E) if conv > 0 else None
+        R = math.ceil(d_model / 16)
+        self._init_input(d_model, E, conv)
         self.x_proj = nn.Linear(E, R + 2 * N, bias=False)
         self.dt_proj = nn.Linear(R, E)
         init_dt_bias(self.name, self.dt_proj, dt_min, dt_max)
@@ -43,8 +50,8 @@ class Mamba(Mixer):
 
     @property
     def properties(self):
-        return Properties(input_dependent=True, eigenvalues="(-1,1]" if self.neg else "[0,1]",
-                          structure="diagonal")
+        domain = EigenvalueDomain.REAL_HALF_OPEN if self.neg else EigenvalueDomain.NONNEG
+        return Properties(input_dependent=True, eigenvalues=domain, structure=Structure.DIAGONAL)
 
     def activation_bytes(self):
         # without gradients the scan keeps no (T, E, N) tensor (a ring of states); the per-step tensors
@@ -53,8 +60,7 @@ class Mamba(Mixer):
 
     def init_state(self, batch, device=None, dtype=None):
         h = torch.zeros(batch, self.d_inner, self.d_state, device=device, dtype=dtype)
-        buf = torch.zeros(batch, self.d_inner, max(self.k - 1, 0), device=device, dtype=dtype)
-        return (h, buf)
+        return (h, self._conv_state(batch, device, dtype))
 
     def _dt_bc(self, u):
         """u (..., E) after conv and silu -> (Delta, B, C)."""
@@ -65,12 +71,6 @@ class Mamba(Mixer):
         """u (..., E) after conv and silu -> (A_bar, Delta, B, C)."""
         dt, Bm, Cm = self._dt_bc(u)
         return mamba_transition(dt, -torch.exp(self.A_log), self.neg), dt, Bm, Cm
-
-    def _pre(self, x, buf, chunk: bool):
-        u, z = self.in_proj(x).chunk(2, dim=-1)
-        if self.conv is not None:
-            u, buf = (causal_conv if chunk else causal_conv_step)(self.conv, u, buf)
-        return F.silu(u), z, buf
 
     def forward(self, x, state=None):
         if state is None:
@@ -102,7 +102,7 @@ class Mamba(Mixer):
 class NegativeMamba(Mamba):
     name = "negmamba"
     description = "Mamba with A_bar = 2 exp(Delta(x) A) - 1 in (-1, 1] (Grazzi2024)"
-    options = {k: v for k, v in Mamba.options.items() if k != "neg"}
+    fixed_options = {"neg": True}
 
     def __init__(self, d_model, d_state, **kw):
-        super().__init__(d_model, d_state, neg=True, **kw)
+        super().__init__(d_model, d_state, **kw, **self.fixed_options)

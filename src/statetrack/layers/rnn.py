@@ -8,9 +8,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from statetrack.layers.base import Mixer, Properties
+from statetrack.layers.base import EigenvalueDomain, Mixer, Properties, Structure
 
-_NONLINEAR = Properties(input_dependent=True, eigenvalues="n/a", structure="nonlinear", linear=False)
+_NONLINEAR = Properties(input_dependent=True, eigenvalues=EigenvalueDomain.NOT_LINEAR, structure=Structure.NONLINEAR,
+                        linear=False)
 
 
 class _TorchCell(Mixer):

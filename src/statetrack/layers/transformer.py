@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, Properties
+from statetrack.layers.base import EigenvalueDomain, Mixer, Properties, Structure
 
 
 def sinusoids(pos, d: int, dtype=None):
@@ -47,7 +47,6 @@ def rope(x, pos):
 class Transformer(Mixer):
     name = "transformer"
     description = "causal softmax self-attention (state = KV cache, grows with length)"
-    options = {"heads": 1, "pos": "rope"}
 
     def __init__(self, d_model, d_state, heads=1, pos="rope"):
         super().__init__(d_model, d_state)
@@ -64,7 +63,8 @@ class Transformer(Mixer):
 
     @property
     def properties(self):
-        return Properties(input_dependent=True, eigenvalues="n/a", structure="attention", linear=False)
+        return Properties(input_dependent=True, eigenvalues=EigenvalueDomain.NOT_LINEAR, structure=Structure.ATTENTION,
+                          linear=False)
 
     def init_state(self, batch, device=None, dtype=None):
         dtype = dtype or self.qkv.weight.dtype

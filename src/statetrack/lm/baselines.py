@@ -14,12 +14,12 @@ Counts are streamed from the memory-mapped train file in chunks and cached besid
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from statetrack.files import atomic_write
 from statetrack.lm.metrics import LMMetrics, eval_windows, n_windows_for, summarize
 
 BASELINES = ("unigram", "bigram")
@@ -75,9 +75,8 @@ def train_counts(corpus) -> NGramCounts:
         z = np.load(path)
         return NGramCounts(V, z["unigram"], z["codes"], z["pair_counts"], z["prev"])
     c = count_ngrams(corpus.split("train").tokens, V)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}.npz")
-    np.savez(tmp, unigram=c.unigram, codes=c.codes, pair_counts=c.pair_counts, prev=c.prev)
-    tmp.replace(path)
+    with atomic_write(path, what="n-gram counts") as tmp, open(tmp, "wb") as f:
+        np.savez(f, unigram=c.unigram, codes=c.codes, pair_counts=c.pair_counts, prev=c.prev)
     return c
 
 

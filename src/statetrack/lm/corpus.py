@@ -49,9 +49,11 @@ from pathlib import Path
 import numpy as np
 
 from statetrack.errors import UserError
+from statetrack.files import write_file
 from statetrack.lm import synthetic, traces
 from statetrack.lm.answers import Answer
 from statetrack.lm.tokens import DEFAULT_BPE_VOCAB, BPETokenizer, ByteTokenizer, token_dtype
+from statetrack.untrusted import read_json
 
 FORMAT = 2  # 2: answers far from their decisive statement, with k and distance; the traces corpus
 SPLITS = ("train", "validation", "test")
@@ -236,9 +238,7 @@ def _build(name: str, seed: int, final: Path, source) -> None:
 
 
 def _write_json(path: Path, obj) -> None:
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(obj, indent=1, sort_keys=True) + "\n")
-    tmp.replace(path)
+    write_file(path, json.dumps(obj, indent=1, sort_keys=True) + "\n", what="corpus manifest")
 
 
 # -- reading -------------------------------------------------------------------------------------
@@ -276,42 +276,56 @@ class Split:
         return k, dist
 
 
+def train_tokenizer(folder: Path, tokenizer: str) -> None:
+    """The explicit step a BPE tokenizer needs before :class:`Corpus` can open a corpus with it: train it
+    on the train split's documents (``tokenizer-bpeN.json``) and write every split's token files with
+    it (``manifest-bpeN.json`` last), unless that is done. The byte tokenizer needs nothing."""
+    if tokenizer == "bytes":
+        return
+    suffix = tokenizer
+    path = folder / f"tokenizer-{suffix}.json"
+    source = Corpus(folder)  # the byte files: the documents as they are
+    tok = BPETokenizer(path) if path.is_file() else BPETokenizer.train(
+        source.documents("train"), path, int(suffix.removeprefix("bpe")))
+    if (folder / f"manifest-{suffix}.json").is_file():
+        return
+    entries = {}
+    for split in SPLITS:
+        docs = [Document(n, d, a) for n, d, a in source._documents_with_answers(split)]
+        entries[split] = _write_split_in_place(folder, split, docs, tok, suffix)
+    _write_json(folder / f"manifest-{suffix}.json", {"tokenizer": tok.describe(), "splits": entries})
+
+
+def _write_split_in_place(folder: Path, split: str, docs: list[Document], tok, suffix: str) -> dict:
+    """A split's token files written to a temporary folder, then moved into ``folder`` one by one."""
+    tmp = folder / f".{suffix}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        entry = _write_split(tmp, split, docs, tok, suffix)
+        for p in tmp.iterdir():
+            p.replace(folder / p.name)
+        return entry
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 class Corpus:
-    """A built corpus folder: its manifest, tokenizer and splits."""
+    """A built corpus folder: its manifest, tokenizer and splits. Opening reads only: a BPE tokenizer
+    must have been trained first (:func:`train_tokenizer`; :func:`get_corpus` does both)."""
 
     def __init__(self, folder: Path, tokenizer: str = "bytes"):
         self.folder = folder
-        self.manifest = json.loads((folder / "manifest.json").read_text())
+        self.manifest = read_json(folder / "manifest.json", "corpus manifest")
         self.name, self.seed = self.manifest["corpus"], self.manifest["seed"]
         self.tokenizer_name = tokenizer
         if tokenizer == "bytes":
             self.tokenizer, self.suffix = ByteTokenizer(), "u16"
         else:
-            self.tokenizer, self.suffix = self._bpe(int(tokenizer.removeprefix("bpe")))
+            if not (folder / f"manifest-{tokenizer}.json").is_file():
+                raise UserError(f"corpus folder {str(folder)!r} has no {tokenizer} token files; "
+                                "train_tokenizer (or get_corpus) writes them")
+            self.tokenizer, self.suffix = BPETokenizer(folder / f"tokenizer-{tokenizer}.json"), tokenizer
         self._splits: dict[str, Split] = {}
-
-    def _bpe(self, vocab: int):
-        path = self.folder / f"tokenizer-bpe{vocab}.json"
-        tok = BPETokenizer(path) if path.is_file() else BPETokenizer.train(self.documents("train"), path, vocab)
-        suffix = f"bpe{vocab}"
-        if not (self.folder / f"manifest-{suffix}.json").is_file():
-            entries = {}
-            for split in SPLITS:
-                docs = [Document(n, d, a) for n, d, a in self._documents_with_answers(split)]
-                entries[split] = self._write_atomic_split(split, docs, tok, suffix)
-            _write_json(self.folder / f"manifest-{suffix}.json", {"tokenizer": tok.describe(), "splits": entries})
-        return tok, suffix
-
-    def _write_atomic_split(self, split, docs, tok, suffix) -> dict:
-        tmp = self.folder / f".{suffix}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        tmp.mkdir()
-        try:
-            entry = _write_split(tmp, split, docs, tok, suffix)
-            for p in tmp.iterdir():
-                p.replace(self.folder / p.name)
-            return entry
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
 
     def split(self, name: str) -> Split:
         if name not in SPLITS:
@@ -349,7 +363,7 @@ class Corpus:
         """Per split: the manifest entry of this corpus's token files (the byte files' or the BPE files')."""
         if self.suffix == "u16":
             return self.manifest["splits"]
-        return json.loads((self.folder / f"manifest-{self.suffix}.json").read_text())["splits"]
+        return read_json(self.folder / f"manifest-{self.suffix}.json", "corpus manifest")["splits"]
 
     def sizes(self) -> dict:
         """Per split: documents, bytes, tokens (of this corpus's tokenizer)."""
@@ -396,6 +410,7 @@ def get_corpus(name: str = "stdlib", seed: int = 0, tokenizer: str = "bytes",
             raise UserError(f"cannot write the corpus cache {str(root)!r} ({e.strerror}); set STATETRACK_CACHE "
                             "to a writable folder") from None
     try:
+        train_tokenizer(folder, tokenizer)
         return Corpus(folder, tokenizer)
     except (OSError, ValueError, KeyError) as e:
         raise UserError(f"corpus folder {str(folder)!r} is damaged ({e}); delete it to rebuild") from None

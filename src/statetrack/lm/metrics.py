@@ -34,6 +34,7 @@ import torch.nn.functional as F
 
 from statetrack.errors import UserError
 from statetrack.lm.answers import answer_buckets
+from statetrack.untrusted import load_json
 
 LN2 = math.log(2)
 #: floats per logits chunk (batch x time x vocab) held at once during evaluation
@@ -70,12 +71,10 @@ class LMMetrics:
     @classmethod
     def from_row(cls, row) -> LMMetrics:
         """From a row of the results database's ``lm_metrics`` table (``buckets`` as JSON)."""
-        import json
-
         d = {k: row[k] for k in cls.__dataclass_fields__ if k in row.keys()}  # noqa: SIM118 (a sqlite3.Row)
         for k in ("buckets", "answer_buckets"):
             if isinstance(d.get(k), str):
-                d[k] = json.loads(d[k])
+                d[k] = load_json(d[k], f"an LM run's {k.replace('_', ' ')}")
             elif d.get(k) is None:
                 d.pop(k, None)
         return cls(**d)

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from statetrack.errors import UserError
+from statetrack.files import atomic_write
 
 SPECIALS = ("<bos>", "<eos>", "<pad>")
 N_BYTES = 256
@@ -64,7 +65,7 @@ class ByteTokenizer:
 @lru_cache(maxsize=1)
 def _byte_level_alphabet() -> dict[str, int]:
     """The byte-level BPE alphabet (GPT-2's): each byte is one printable character; char -> byte."""
-    from tokenizers import pre_tokenizers
+    from tokenizers import pre_tokenizers  # optional (the lm extra)
 
     return {ch: i for i, ch in enumerate(_bytes_to_unicode(pre_tokenizers.ByteLevel.alphabet()))}
 
@@ -80,13 +81,15 @@ def _bytes_to_unicode(alphabet) -> list[str]:
         else:
             chars.append(chr(256 + n))
             n += 1
-    assert set(chars) == set(alphabet), "byte-level alphabet differs from the standard map"
+    if set(chars) != set(alphabet):  # the tokenizers package's behaviour, not this code's
+        raise RuntimeError("the tokenizers package's byte-level alphabet differs from the standard byte map; "
+                           "this version of tokenizers is not supported")
     return chars
 
 
 def import_tokenizers():
     try:
-        import tokenizers
+        import tokenizers  # optional (the lm extra)
     except ImportError:
         raise UserError("the bpe option needs Hugging Face tokenizers: pip install 'statetrack[lm]' "
                         "(or pip install tokenizers); allowed without it: bytes") from None
@@ -118,10 +121,8 @@ class BPETokenizer:
                                          initial_alphabet=tk.pre_tokenizers.ByteLevel.alphabet(),
                                          show_progress=False)
         tok.train_from_iterator((d.decode("utf-8") for d in documents), trainer=trainer)
-        path = Path(path)
-        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-        tok.save(str(tmp))
-        tmp.replace(path)
+        with atomic_write(path, what="tokenizer") as tmp:
+            tok.save(str(tmp))
         return cls(path)
 
     def encode(self, data: bytes | str) -> np.ndarray:

@@ -50,7 +50,7 @@ def diag_scan_ref(a: Tensor, b: Tensor, h0: Tensor | None = None) -> Tensor:
     return torch.stack(out, dim=1)
 
 
-def _loop(a: Tensor, b: Tensor, h0: Tensor, out: Tensor | None = None) -> Tensor:
+def scan_loop(a: Tensor, b: Tensor, h0: Tensor, out: Tensor | None = None) -> Tensor:
     """Time loop (no autograd). a (B, T, ...); b of a's shape (real b allowed with complex a: converted
     as it is read); h0 (B, ...); out: where to write h (a's shape and dtype), or None (a new tensor)."""
     out = torch.empty(a.shape, dtype=a.dtype, device=a.device) if out is None else out
@@ -62,7 +62,7 @@ def _loop(a: Tensor, b: Tensor, h0: Tensor, out: Tensor | None = None) -> Tensor
     return out
 
 
-def _chunked(a: Tensor, b: Tensor, h0: Tensor, L: int | None = None) -> Tensor:
+def scan_chunked(a: Tensor, b: Tensor, h0: Tensor, L: int | None = None) -> Tensor:
     """Two-level scan (no autograd): local scans inside chunks of L steps, vectorised over chunks,
     then a scan over chunk carries, then h = local + cumprod(a) * carry. Multiply-add only."""
     B, T = a.shape[:2]
@@ -89,19 +89,19 @@ def _chunked(a: Tensor, b: Tensor, h0: Tensor, L: int | None = None) -> Tensor:
     return h.reshape((B, n * L) + S)[:, :T]
 
 
-def _use_chunked(a: Tensor) -> bool:
+def use_chunked(a: Tensor) -> bool:
     return a.shape[1] >= CHUNKED_MIN_T and a[:, 0].numel() * a.element_size() <= CHUNKED_MAX_STEP_BYTES
 
 
 def _scan(a: Tensor, b: Tensor, h0: Tensor, out: Tensor | None = None) -> Tensor:
-    """The forward form for this shape (no autograd); b may be real with a complex a; out as in _loop."""
-    if _use_chunked(a):
-        h = _chunked(a, b.to(a.dtype), h0)
+    """The forward form for this shape (no autograd); b may be real with a complex a; out as in scan_loop."""
+    if use_chunked(a):
+        h = scan_chunked(a, b.to(a.dtype), h0)
         return h if out is None else out.copy_(h)
-    return _loop(a, b, h0, out)
+    return scan_loop(a, b, h0, out)
 
 
-def _loop_reverse(a: Tensor, gh: Tensor) -> Tensor:
+def loop_reverse(a: Tensor, gh: Tensor) -> Tensor:
     """g_t = gh_t + conj(a_{t+1}) g_{t+1}, g_{T-1} = gh_{T-1}, in place in a copy of gh (no autograd)."""
     g = gh.clone(memory_format=torch.contiguous_format)
     gv, av = g.unbind(1), a.unbind(1)
@@ -124,7 +124,7 @@ class _DiagScan(torch.autograd.Function):
     @torch.amp.custom_bwd(device_type="cuda")
     def backward(ctx, gh):
         a, h, h0 = ctx.saved_tensors
-        if _use_chunked(a):
+        if use_chunked(a):
             # small state, long sequence: the chunked scan on the time-reversed sequence (copies are cheap here)
             ar = torch.cat([torch.zeros_like(a[:, :1]), a[:, 1:].flip(1)], 1)
             g = diag_scan(ar.conj_physical() if ar.is_complex() else ar, gh.flip(1)).flip(1)
@@ -132,7 +132,7 @@ class _DiagScan(torch.autograd.Function):
             ar = torch.cat([torch.zeros_like(a[:, :1]), a[:, 1:].flip(1)], 1)
             g = diag_scan(ar.conj() if ar.is_complex() else ar, gh.flip(1)).flip(1)
         else:  # the common case: one in-place reverse loop, no full-size temporaries but the result
-            g = _loop_reverse(a, gh)
+            g = loop_reverse(a, gh)
         cj = (lambda x: x.conj()) if h.is_complex() else (lambda x: x)
         if torch.is_grad_enabled():
             ga = g * cj(torch.cat([h0.unsqueeze(1), h[:, :-1]], 1))

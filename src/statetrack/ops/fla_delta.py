@@ -45,7 +45,7 @@ def delta_rule_fla(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, S0: Tensor | N
                    kernel: str = "recurrent") -> tuple[Tensor, Tensor]:
     """fla's ``kernel`` (``"chunk"`` or ``"recurrent"``) with our conventions; results in v's dtype,
     the state in float32 inside. Differentiable in q, k, v, beta and S0."""
-    from fla.ops.delta_rule import chunk_delta_rule, fused_recurrent_delta_rule
+    from fla.ops.delta_rule import chunk_delta_rule, fused_recurrent_delta_rule  # optional (the cuda extra)
 
     dtype = v.dtype
     S0 = None if S0 is None else S0.to(torch.float32)

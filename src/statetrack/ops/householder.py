@@ -40,13 +40,9 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from statetrack.ops import dispatch
+from statetrack.ops.chunks import chunk_layout, zeros_state
 
 CHUNK = 16  # default steps per chunk of the chunked form
-
-
-def _zeros_state(k: Tensor, v: Tensor, dtype=None) -> Tensor:
-    B, _, H, dk = k.shape
-    return torch.zeros(B, H, dk, v.shape[-1], dtype=dtype or v.dtype, device=v.device)
 
 
 def delta_step(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, S: Tensor) -> tuple[Tensor, Tensor]:
@@ -58,7 +54,7 @@ def delta_step(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, S: Tensor) -> tupl
 
 def delta_rule_recurrent(q, k, v, beta, S0=None):
     """Step-by-step loop in the inputs' dtype."""
-    S = _zeros_state(k, v) if S0 is None else S0
+    S = zeros_state(k, v) if S0 is None else S0
     out = []
     for t in range(q.shape[1]):
         o, S = delta_step(q[:, t], k[:, t], v[:, t], beta[:, t], S)
@@ -157,12 +153,10 @@ def delta_rule_chunked(q, k, v, beta, S0=None, chunk: int = CHUNK):
     """Chunked WY/UT form: same contract as :func:`delta_rule_recurrent`."""
     B, T, H, dk = k.shape
     dv = v.shape[-1]
-    S = _zeros_state(k, v) if S0 is None else S0
+    S = zeros_state(k, v) if S0 is None else S0
     if T == 0:
         return v.new_zeros(v.shape), S
-    C = max(1, min(chunk, T))
-    n = -(-T // C)
-    pad = n * C - T
+    C, n, pad = chunk_layout(T, chunk)
     if pad:  # padded steps have k = 0, beta = 0: identity transition, no write
         q, k, v = (F.pad(x, (0, 0, 0, 0, 0, pad)) for x in (q, k, v))
         beta = F.pad(beta, (0, 0, 0, pad))
@@ -184,7 +178,7 @@ def delta_rule(q, k, v, beta, S0=None, chunk: int = CHUNK, neg: bool = False):
     (``ops.fla_delta``; ``chunk`` is then unused): ``neg`` says beta may reach 2 (eigenvalues down to
     -1), which selects fla's float32 recurrent kernel; otherwise its chunk kernel (bfloat16 inputs)."""
     if q.shape[1] and dispatch.use_fla(q):
-        from statetrack.ops.fla_delta import default_kernel, delta_rule_fla
+        from statetrack.ops.fla_delta import default_kernel, delta_rule_fla  # optional: imports fla (CUDA)
 
         return delta_rule_fla(q, k, v, beta, S0, default_kernel(neg))
     if chunk and chunk > 1:

@@ -21,15 +21,12 @@ instead (same contract; ``STATETRACK_KERNELS=0`` keeps this PyTorch form, see ``
 """
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from statetrack.ops import dispatch
-
-LOG2E = 1.0 / math.log(2.0)
+from statetrack.ops.consts import LOG2E
 
 
 def mamba_transition(dt: Tensor, A: Tensor, neg: bool = False) -> Tensor:
@@ -190,7 +187,7 @@ def mamba_scan(dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Ten
     """Fast form of :func:`mamba_scan_ref` (same contract, in the inputs' dtype): the Triton kernels on
     CUDA (``ops.dispatch``), the PyTorch loops otherwise."""
     if dispatch.use_triton(u):
-        from statetrack.ops.triton_scans import mamba_scan_triton
+        from statetrack.ops.triton_scans import mamba_scan_triton  # optional: imports triton (CUDA)
 
         return mamba_scan_triton(dt, A, u, Bm, Cm, h0, neg)
     B, T, E = u.shape

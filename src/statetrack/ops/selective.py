@@ -16,7 +16,7 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from statetrack.ops import dispatch
-from statetrack.ops.diag import _loop_reverse, _use_chunked, diag_scan, diag_scan_ref
+from statetrack.ops.diag import diag_scan, diag_scan_ref, loop_reverse, use_chunked
 
 
 def selective_scan_ref(a: Tensor, x: Tensor, Bm: Tensor, h0: Tensor | None = None) -> Tensor:
@@ -52,7 +52,7 @@ class _SelectiveScan(torch.autograd.Function):
     @torch.amp.custom_bwd(device_type="cuda")
     def backward(ctx, gh):
         a, x, Bm, h, h0 = ctx.saved_tensors
-        g = _loop_reverse(a, gh)
+        g = loop_reverse(a, gh)
         cj = (lambda z: z.conj()) if h.is_complex() else (lambda z: z)
         ga = torch.empty_like(g)
         torch.mul(g[:, 1:], cj(h[:, :-1]), out=ga[:, 1:])
@@ -67,7 +67,7 @@ class _SelectiveScan(torch.autograd.Function):
 def selective_scan(a: Tensor, x: Tensor, Bm: Tensor, h0: Tensor | None = None) -> Tensor:
     """h_t = a_t h_{t-1} + x_t (outer) B_t; same result as ``diag_scan(a, x[..., None] * Bm[..., None, :], h0)``."""
     if a.is_complex() and dispatch.use_triton(a):
-        from statetrack.ops.triton_scans import selective_scan_triton
+        from statetrack.ops.triton_scans import selective_scan_triton  # optional: imports triton (CUDA)
 
         return selective_scan_triton(a, x, Bm, h0)
     rdtype = a.dtype.to_real() if a.is_complex() else a.dtype
@@ -76,6 +76,6 @@ def selective_scan(a: Tensor, x: Tensor, Bm: Tensor, h0: Tensor | None = None) -
         h0 = torch.zeros(a.shape[:1] + a.shape[2:], dtype=a.dtype, device=a.device)
     else:
         h0 = h0.to(a.dtype)
-    if _use_chunked(a):  # long sequence, small state: the chunked scan on the (small) materialised input
+    if use_chunked(a):  # long sequence, small state: the chunked scan on the (small) materialised input
         return diag_scan(a, x.unsqueeze(-1) * Bm.unsqueeze(-2), h0)
     return _SelectiveScan.apply(a, x, Bm, h0)

@@ -27,15 +27,13 @@ them instead of recomputing.
 """
 from __future__ import annotations
 
-import math
-
 import torch
 import triton
 import triton.language as tl
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-LOG2E = 1.0 / math.log(2.0)
+from statetrack.ops.consts import LOG2E
 
 #: steps per tile: the checkpoint interval of Mamba's backward and the length of each in-register scan
 CHUNK = 16

@@ -25,6 +25,7 @@ import math
 import statistics
 from dataclasses import dataclass, field, replace
 
+from statetrack.experiments import load_study
 from statetrack.lm.baselines import BASELINES, LABELS
 from statetrack.lm.compressors import COMPRESSORS
 from statetrack.report import render
@@ -43,6 +44,9 @@ from statetrack.report.lm_cells import (
     pairs,
 )
 from statetrack.report.render import fmt_cell
+from statetrack.report.table import study_tables
+from statetrack.runner import complete_result
+from statetrack.store import Store
 
 MARK = "*"
 BLIND = "state-blind level (answers, exact)"
@@ -67,6 +71,12 @@ class LMTable:
 
     def cell_texts(self) -> list[list[str]]:
         return self.rows
+
+    def cells(self) -> list[list[render.Cell]]:
+        return [[render.Cell(x) for x in row] for row in self.rows]
+
+    def published(self) -> bool:
+        return False
 
     def markdown(self) -> str:
         return render.grid_markdown(self.header, self.rows)
@@ -273,10 +283,6 @@ def state_tracking_cells(study, db, scale: str) -> tuple[dict, list[str], str]:
     st = study.state_tracking
     if st is None:
         return {}, [], ""
-    from statetrack.experiments import load_study
-    from statetrack.report.table import study_tables
-    from statetrack.runner import complete_result
-    from statetrack.store import Store
 
     other = load_study(st.study)
     scale = st.scales.get(scale, scale)  # that study's scale read beside this one's

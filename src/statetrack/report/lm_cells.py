@@ -6,6 +6,11 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
+from statetrack.lm.baselines import evaluate_baselines
+from statetrack.model import build_model
+from statetrack.store import RunStatus
+from statetrack.tasks import get_task
+
 POS, NEG = "[0,1]", "[-1,1]"
 
 
@@ -47,8 +52,7 @@ def beyond_bpb(m, train_len: int) -> float | None:
 def model_params(job) -> int:
     """Parameters of the model a job builds (counted from the built model, not typed in). A corpus's
     vocabulary is read from its task string, so that no corpus or tokenizer is built for the count."""
-    from statetrack.model import Model, build_model
-    from statetrack.tasks import get_task
+    from statetrack.model import Model
     from statetrack.tasks.lm import lm_vocab_size
 
     task = job.train.task
@@ -71,7 +75,7 @@ def gather(study, results) -> list[Cell]:
                 j0 = mine[0][0]
                 cell = Cell(m.label, t.label, j0.train.task, j0.train.train_max_len, list(j0.eval.lengths),
                             params=model_params(j0), job=j0)
-                done = [(j, r) for j, r in mine if r is not None and r.status == "complete" and r.lm]
+                done = [(j, r) for j, r in mine if r is not None and r.status == RunStatus.COMPLETE and r.lm]
                 by_lr: dict[float, list] = {}
                 for j, r in done:
                     by_lr.setdefault(j.train.lr, []).append(r)
@@ -94,9 +98,7 @@ def baselines(cells: list[Cell], results) -> dict[str, dict]:
     state-blind level of the answers in those windows at the headline length (None for a corpus without
     answers); 'compressors': {name: Compressed} on the test split's bytes (``statetrack.lm.compressors``)."""
     from statetrack.lm.answers import blind_level
-    from statetrack.lm.baselines import evaluate_baselines
     from statetrack.lm.compressors import corpus_compressors
-    from statetrack.tasks import get_task
 
     out = {}
     for c in cells:

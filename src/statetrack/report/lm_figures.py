@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import statistics
 
+from statetrack.lm.baselines import BASELINES, LABELS
+from statetrack.lm.metrics import LN2
 from statetrack.report.lm_answers import run_buckets
 from statetrack.report.lm_cells import Cell, baselines, columns_of, eval_length, gather
+from statetrack.report.plots import lm_curve_figure, lm_length_figure, slug
 
 
 def _by_distance(runs: list[list[dict]], key: str = "bits") -> tuple[list, list]:
@@ -21,8 +24,6 @@ def _by_distance(runs: list[list[dict]], key: str = "bits") -> tuple[list, list]
 
 def answer_figure(study, mine: list[Cell], bigram, col: str):
     """Answer bpb by distance to the decisive statement, per model, beside the state-blind level."""
-    from statetrack.report.plots import lm_length_figure
-
     series = {c.label: _by_distance(run_buckets(c)) for c in mine if run_buckets(c)}
     blind = {"state-blind level": _by_distance([bigram.answer_buckets], "blind_bits"),
              "bigram (add-one)": _by_distance([bigram.answer_buckets])}
@@ -35,10 +36,6 @@ def answer_figure(study, mine: list[Cell], bigram, col: str):
 def lm_figures(rep) -> list[tuple[str, str, object]]:
     """(section, stem, figure) per corpus: learning curves, bpb by position at the longest context, bpb by
     context length; the section is the corpus's context table."""
-    from statetrack.lm.baselines import BASELINES, LABELS
-    from statetrack.lm.metrics import LN2
-    from statetrack.report.plots import lm_curve_figure, lm_length_figure, slug
-
     study, cells = rep.study, gather(rep.study, rep.results)
     if not any(c.runs for c in cells):
         return []

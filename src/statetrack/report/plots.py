@@ -13,6 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
+from statetrack.files import write_file
+from statetrack.store import RunStatus
+
 FORMATS = ("png", "svg", "pdf")
 #: markers and line styles cycled per model, so that lines on top of each other stay visible
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
@@ -20,26 +23,45 @@ STYLES = ("-", "--", "-.", ":")
 
 
 def pyplot():
-    import matplotlib
+    import matplotlib  # heavy: only drawing a figure needs it
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy: only drawing a figure needs it
 
     # reproducible vector output: no dates, ids from a fixed salt
     matplotlib.rcParams["svg.hashsalt"] = "statetrack"
     return plt
 
 
+def outside_legend(ax, fig=None, **kw):
+    """A legend to the right of the axes (or of the whole figure, given ``fig``), never over the data;
+    ``save`` and ``svg_text`` widen the saved area to hold it."""
+    kw.setdefault("fontsize", 8)
+    where = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "borderaxespad": 0.0, "frameon": False}
+    if fig is not None:
+        handles, labels = ax.get_legend_handles_labels()
+        leg = fig.legend(handles, labels, **{**where, "bbox_to_anchor": (1.0, 0.92)}, **kw)
+    else:
+        leg = ax.legend(**where, **kw)
+    leg.set_in_layout(False)  # tight_layout keeps the axes' size; the saved area grows to hold the legend
+    return leg
+
+
+def _legends(fig) -> list:
+    """What the saved area must hold: the figure's artists, and the legends that tight_layout leaves out."""
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()] + list(fig.legends)
+    return fig.get_default_bbox_extra_artists() + [leg for leg in legends if not leg.get_in_layout()]
+
+
 def save(fig, folder: Path, stem: str, formats=("png",)) -> list[Path]:
     """Write ``fig`` as ``folder/stem.<format>`` for each format (png, svg, pdf), each file whole or not at
     all (``files.write_file``); returns the paths."""
-    from statetrack.files import write_file
-
     fig.tight_layout()
     out = []
     for fmt in formats:
         buf = io.BytesIO()
-        fig.savefig(buf, format=fmt, dpi=110, metadata={"Date": None} if fmt in ("svg", "pdf") else None)
+        fig.savefig(buf, format=fmt, dpi=110, bbox_inches="tight", bbox_extra_artists=_legends(fig),
+                    metadata={"Date": None} if fmt in ("svg", "pdf") else None)
         out.append(write_file(Path(folder) / f"{stem}.{fmt}", buf.getvalue(), what="plot"))
     return out
 
@@ -48,7 +70,7 @@ def svg_text(fig) -> str:
     """The figure as an ``<svg>`` element (for inline HTML), glyphs as paths: no fonts needed."""
     fig.tight_layout()
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None})
+    fig.savefig(buf, format="svg", bbox_inches="tight", bbox_extra_artists=_legends(fig), metadata={"Date": None})
     text = buf.getvalue()
     return text[text.index("<svg"):]
 
@@ -73,7 +95,11 @@ def slug(s: str) -> str:
 
 def _length_ticks(ax, lengths: list[int]) -> None:
     """Plain-number ticks at the lengths (thinned so labels do not overlap), no minor labels."""
-    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
+    from matplotlib.ticker import (  # heavy: only drawing a figure needs it
+        FixedLocator,
+        NullFormatter,
+        NullLocator,
+    )
 
     ticks = []
     for n in sorted(lengths, reverse=True):  # keep the longest; labels at least 30% apart on the log axis
@@ -86,8 +112,8 @@ def _length_ticks(ax, lengths: list[int]) -> None:
     ax.tick_params(axis="x", labelsize=7)
 
 
-def length_figures(study, table, results) -> list[tuple[str, object]]:
-    """(stem, figure) per task column: median over seeds at the selected learning rate, log x-axis, one
+def length_figures(study, table, results) -> list[tuple[str, object, str]]:
+    """(stem, figure, caption) per task column: median over seeds at the selected learning rate, log x-axis, one
     line per model (its own marker and style), with a band over the seeds' values and their 95% (Wilson)
     intervals where the metric has one; chance per test length dotted (the majority share of the
     final label's distribution in that length's test draw); the training range shaded. Lengths without a
@@ -101,7 +127,7 @@ def length_figures(study, table, results) -> list[tuple[str, object]]:
         spans, chances, drawn = set(), {}, 0
         for row in table.rows:
             runs = [(j, r) for j, r in results if j.table == table.name and j.label == row["label"]
-                    and (j.column or tdef.tasks[0].label) == col and r is not None and r.status == "complete"]
+                    and (j.column or tdef.tasks[0].label) == col and r is not None and r.status == RunStatus.COMPLETE]
             if not runs:
                 continue
             cell = row["cells"].get(col) if table.kind != "per_length" else None
@@ -146,16 +172,19 @@ def length_figures(study, table, results) -> list[tuple[str, object]]:
         ax.set_ylabel(study.metric.replace("_", " "))
         ax.set_title(f"{study.name}: {col}" + ("" if table.name == "main" else f" ({table.name})"), fontsize=10)
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=8)
+        outside_legend(ax)
         band = ("seeds' range and 95% Wilson intervals" if study.metric in ("accuracy", "scaled_accuracy")
                 else "seeds' range")
-        fig.text(0.01, 0.01, f"shaded: training lengths; bands: {band}", fontsize=7, color="grey")
-        figs.append((f"length-{slug(table.name)}-{slug(col)}", fig))
+        metric = study.metric.replace("_", " ")
+        caption = (f"{metric.capitalize()} of each model on {col} against the test length (log scale), the "
+                   f"median over seeds at the selected learning rate; bands: the {band}; grey: the training "
+                   "lengths; dotted: chance at each length.")
+        figs.append((f"length-{slug(table.name)}-{slug(col)}", fig, caption))
     return figs
 
 
-def curve_figures(study, table, results, curves: dict[int, list[dict]]) -> list[tuple[str, object]]:
-    """(stem, figure) per task column: validation accuracy vs step, one panel per model (shared axes, so
+def curve_figures(study, table, results, curves: dict[int, list[dict]]) -> list[tuple[str, object, str]]:
+    """(stem, figure, caption) per task column: validation accuracy vs step, one panel per model (shared axes, so
     no model's curve hides under another's), one line per run (colour: learning rate, style: seed)."""
     plt = pyplot()
     figs = []
@@ -164,7 +193,7 @@ def curve_figures(study, table, results, curves: dict[int, list[dict]]) -> list[
         panels = []
         for row in table.rows:
             runs = [(j, r) for j, r in results if j.table == table.name and j.label == row["label"]
-                    and (j.column or tdef.tasks[0].label) == col and r is not None and r.status == "complete"
+                    and (j.column or tdef.tasks[0].label) == col and r is not None and r.status == RunStatus.COMPLETE
                     and curves.get(r.run_id)]
             if runs:
                 panels.append((row["label"], runs))
@@ -185,8 +214,9 @@ def curve_figures(study, table, results, curves: dict[int, list[dict]]) -> list[
             ax.set_title(label, fontsize=9)
             ax.set_ylim(-0.02, 1.02)
             ax.grid(alpha=0.3)
-            if len(runs) > 1:
-                ax.legend(fontsize=6, loc="lower right")
+        widest = max(axes.flat[:len(panels)], key=lambda a: len(a.get_lines()))
+        if len(widest.get_lines()) > 1:  # the runs' key, once, beside the panels
+            outside_legend(widest, fig, fontsize=7)
         for ax in axes.flat[len(panels):]:
             ax.set_visible(False)
         for ax in axes[-1]:
@@ -195,7 +225,9 @@ def curve_figures(study, table, results, curves: dict[int, list[dict]]) -> list[
             ax.set_ylabel("val. accuracy", fontsize=8)
         fig.suptitle(f"{study.name}: learning curves, {col} (validation accuracy: in-distribution, token)",
                      fontsize=10)
-        figs.append((f"curves-{slug(table.name)}-{slug(col)}", fig))
+        caption = (f"Learning curves on {col}: validation accuracy (in-distribution lengths) against the training "
+                   "step, one panel per model and one line per run (colour: learning rate, line style: seed).")
+        figs.append((f"curves-{slug(table.name)}-{slug(col)}", fig, caption))
     return figs
 
 
@@ -218,7 +250,7 @@ def trace_figure(title: str, trace: dict):
     ax.set_ylim(-0.1, 1.18)
     ax.set_xlabel("time step")
     ax.set_title(f"{title}  (token acc {100 * trace['token_accuracy']:.1f}%)", fontsize=9)
-    ax.legend(fontsize=7, loc="upper right", ncol=4)
+    outside_legend(ax, fontsize=7)
     return fig
 
 
@@ -255,7 +287,7 @@ def spectrum_figure(result: dict):
         ax.set_title(f"layer {l['layer']}: {l['mixer']}  min Re {l['min_real']:.3f}", fontsize=9)
         ax.set_xlabel("Re λ", fontsize=8)
         ax.set_ylabel("Im λ", fontsize=8)
-        ax.legend(fontsize=6, loc="lower left")
+        outside_legend(ax, fontsize=6)
     # two lines: on one, the title is wider than a one-layer figure
     fig.suptitle(f"{result['layers_spec']} on {result['task']}\neigenvalues of A(x)", fontsize=10)
     return fig
@@ -276,7 +308,7 @@ def lm_curve_figure(title: str, runs: list[tuple[str, list[int], list[float]]]):
     ax.set_ylabel("validation loss (bits per token)")
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    outside_legend(ax)
     return fig
 
 
@@ -297,5 +329,5 @@ def lm_length_figure(title: str, series: dict[str, tuple[list, list]], baselines
     ax.set_ylabel("bits per byte (test split)")
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7, ncol=2)
+    outside_legend(ax, fontsize=7)
     return fig

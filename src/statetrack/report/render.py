@@ -1,19 +1,33 @@
 """Rendering a study table: cell text, and the table as markdown, CSV, LaTeX and a rich console table.
 
-Every renderer reads a :class:`statetrack.report.table.StudyTable` and writes text; nothing here
-chooses a number (that is :mod:`statetrack.report.selection`).
+Every renderer reads a table (a :class:`statetrack.report.table.StudyTable`, as the :class:`Table`
+protocol below describes it) and writes text; nothing here chooses a number (that is
+:mod:`statetrack.report.selection`). The table module imports this one, never the other way round.
 """
 from __future__ import annotations
 
 import csv
 import io
 import statistics
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Protocol
 
+from statetrack.experiments import ScoreKind
 from statetrack.report.selection import MARK, TableCell
 
-if TYPE_CHECKING:
-    from statetrack.report.table import StudyTable
+
+class Table(Protocol):
+    """What a renderer reads of a study table."""
+
+    study: str
+    name: str
+    title: str
+    kind: ScoreKind
+    lengths: list[int]
+    columns: dict[str, str]  # per_length: published column key -> header
+    task_columns: list[str]  # mean / longest: task labels
+    rows: list[dict]
+    caption: str
 
 
 def fmt_value(v, study) -> str:
@@ -83,7 +97,7 @@ def fmt_len(values, uncertain: bool = False) -> str:
     return s + (" " + UNSURE if uncertain else "")
 
 
-def headers(t: StudyTable) -> list[str]:
+def headers(t: Table) -> list[str]:
     if t.kind == "per_length":
         return (["model", "train len", "seeds", "lr", "train acc"] + [str(n) for n in t.lengths]
                 + [">=90% up to"] + [f"paper: {h}" for h in t.columns.values()])
@@ -93,28 +107,45 @@ def headers(t: StudyTable) -> list[str]:
     return h
 
 
-def _published(t: StudyTable) -> set[str]:
+def _published(t: Table) -> set[str]:
     """Task columns for which some row has a published value (the others get no 'paper' column)."""
     return {c for c in t.task_columns if any(r["published"].get(c) is not None for r in t.rows)}
 
 
-def cell_texts(t: StudyTable) -> list[list[str]]:
+@dataclass(frozen=True)
+class Cell:
+    """A table cell as shown: its text, and whether it differs from the paper beyond the study's tolerance
+    (the text carries the mark too, for the plain-text formats)."""
+
+    text: str
+    differs: bool = False
+
+
+def cells(t: Table) -> list[list[Cell]]:
+    """The rows of ``t`` as cells, in the order of ``headers(t)``."""
     out = []
     for r in t.rows:
         if t.kind == "per_length":
-            out.append([r["label"], r["train_lengths"], str(r["seeds"]), r["lr"], fmt(r["train_acc"])]
-                       + [r["text"][n] for n in t.lengths]
-                       + [fmt_len(r["longest"], r.get("longest_uncertain", False))]
-                       + [r["published_text"][k] for k in t.columns])
+            first = (r["label"], r["train_lengths"], str(r["seeds"]), r["lr"], fmt(r["train_acc"]))
+            out.append([Cell(x) for x in first]
+                       + [Cell(r["text"][n], bool(r["cells"][n].differs)) for n in t.lengths]
+                       + [Cell(fmt_len(r["longest"], r.get("longest_uncertain", False)))]
+                       + [Cell(r["published_text"][k], bool(r["differs"].get(k))) for k in t.columns])
         else:
-            row = [r["label"], r["train_lengths"], str(r["seeds"])]
+            row = [Cell(r["label"]), Cell(r["train_lengths"]), Cell(str(r["seeds"]))]
             for c in t.task_columns:
-                row += [r["text"].get(c, "-")] + ([r["published_text"].get(c, "-")] if c in _published(t) else [])
+                row.append(Cell(r["text"].get(c, "-"), bool(r["differs"].get(c))))
+                if c in _published(t):
+                    row.append(Cell(r["published_text"].get(c, "-")))
             out.append(row)
     return out
 
 
-def markdown(t: StudyTable) -> str:
+def cell_texts(t: Table) -> list[list[str]]:
+    return [[c.text for c in row] for row in cells(t)]
+
+
+def markdown(t: Table) -> str:
     return grid_markdown(headers(t), cell_texts(t))
 
 
@@ -125,7 +156,7 @@ def grid_markdown(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def csv_rows(t: StudyTable) -> list[dict]:
+def csv_rows(t: Table) -> list[dict]:
     out = []
     for r in t.rows:
         for col, cell in r["cells"].items():
@@ -139,7 +170,7 @@ def csv_rows(t: StudyTable) -> list[dict]:
     return out
 
 
-def csv_text(t: StudyTable) -> str:
+def csv_text(t: Table) -> str:
     return grid_csv(csv_rows(t))
 
 
@@ -152,7 +183,7 @@ def grid_csv(rows: list[dict]) -> str:
     return buf.getvalue()
 
 
-def latex(t: StudyTable) -> str:
+def latex(t: Table) -> str:
     return grid_latex(headers(t), cell_texts(t), t.title, t.caption)
 
 
@@ -172,13 +203,13 @@ def grid_latex(h: list[str], rows: list[list[str]], title: str, caption: str) ->
     return "\n".join(lines)
 
 
-def rich(t: StudyTable):
+def rich(t: Table):
     return grid_rich(headers(t), cell_texts(t), t.title, t.caption)
 
 
 def grid_rich(header: list[str], rows: list[list[str]], title: str, caption: str = ""):
-    from rich.markup import escape
-    from rich.table import Table
+    from rich.markup import escape  # only the console table needs rich (kept off the import of a report)
+    from rich.table import Table  # only the console table needs rich (kept off the import of a report)
 
     out = Table(title=escape(title), show_lines=False, caption=escape(caption) if caption else None)
     for i, h in enumerate(header):

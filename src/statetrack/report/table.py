@@ -17,9 +17,11 @@ import statistics
 from dataclasses import dataclass, field
 
 from statetrack.evaluation import uncertain_judgement
+from statetrack.experiments import ScoreKind
 from statetrack.report import render
 from statetrack.report.render import UNSURE, fmt_cell, fmt_published, pct
 from statetrack.report.selection import MARK, compare, run_score, run_uncertain, select
+from statetrack.store import RunStatus
 
 
 @dataclass
@@ -30,7 +32,7 @@ class StudyTable:
     columns: dict[str, str]            # per_length: published column key -> header
     rows: list[dict] = field(default_factory=list)
     name: str = "main"
-    kind: str = "per_length"
+    kind: ScoreKind = "per_length"
     task_columns: list[str] = field(default_factory=list)  # mean / longest: task labels
     caption: str = ""
 
@@ -41,8 +43,15 @@ class StudyTable:
     def headers(self) -> list[str]:
         return render.headers(self)
 
+    def cells(self) -> list[list[render.Cell]]:
+        return render.cells(self)
+
     def cell_texts(self) -> list[list[str]]:
         return render.cell_texts(self)
+
+    def published(self) -> bool:
+        """Whether any row has a published number to compare with."""
+        return any(v is not None for r in self.rows for v in r["published"].values())
 
     def markdown(self) -> str:
         return render.markdown(self)
@@ -60,7 +69,9 @@ class StudyTable:
         return render.rich(self)
 
 
-def _caption(study, kind: str) -> str:
+def _caption(study, kind: ScoreKind, published: bool = True) -> str:
+    """The table's caption; the mark of a difference from the paper is explained only where the table has
+    published numbers (``published``)."""
     sel = study.select
     metric = study.metric.replace("_", " ")
     if kind == "per_length":
@@ -83,9 +94,13 @@ def _caption(study, kind: str) -> str:
     unsure = ("" if kind == "mean" or no_interval else
               f" {UNSURE} = {judged} could move: at a length it reads, the 95% (Wilson) interval of the accuracy "
               "over the test sequences contains the threshold.")
-    return (f"Cells: {what}; {rule}; shown as selected (median [min-max] over seeds), or "
-            f"median [min-max] when the selected value is the median. "
-            f"{MARK} = differs from the paper by more than {tol}.{unsure} Chance at each test length is the "
+    shown = ("shown as the best seed, the statistic the paper reports and the one compared with it, then our "
+             "median [min-max] over seeds in parentheses" if sel.seeds == "max" else
+             "shown as selected (median [min-max] over seeds), or median [min-max] when the selected value is the "
+             "median")
+    return (f"Cells: {what}; {rule}; {shown}."
+            + (f" {MARK} = differs from the paper by more than {tol}." if published else "")
+            + f"{unsure} Chance at each test length is the "
             "majority share of the final label's distribution in that length's test draw (exact where the task "
             "computes it, else over 10,000 draws); n/a = no test set at that length (e.g. no accepted string "
             "of that length).")
@@ -105,15 +120,16 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
         lengths = sorted({m.length for _, r in mine if r for m in r.metrics}) or \
             sorted({n for j, _ in mine for n in j.eval.lengths})
         title = tdef.title or study.title
+        published = any(v is not None for m in tdef.models for v in m.published.values())
         table = StudyTable(study.name, title, lengths, tdef.published_columns, name=tdef.name, kind=kind,
-                           caption=_caption(study, kind))
+                           caption=_caption(study, kind, published))
         present_cols = {getattr(j, "column", None) or tdef.tasks[0].label for j, _ in mine}
         table.task_columns = [t.label for t in tdef.tasks if t.label in present_cols] or [t.label for t in tdef.tasks]
         for m in tdef.models:
             runs = [(j, r) for j, r in mine if j.label == m.label]
             if not runs:
                 continue
-            done = [(j, r) for j, r in runs if r is not None and r.status == "complete"]
+            done = [(j, r) for j, r in runs if r is not None and r.status == RunStatus.COMPLETE]
             lo, hi = m.train_lengths or (runs[0][0].train.train_min_len, runs[0][0].train.train_max_len)
             lrs = sorted({j.train.lr for j, _ in runs})
             row = {"label": m.label, "train_lengths": f"{lo}" if lo == hi else f"{lo}-{hi}",
@@ -154,7 +170,7 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
                         continue
                     entries = [(j.train.lr, run_score(study, r), r.summary.get("best_val_accuracy"),
                                 r.summary.get("best_val_loss"))
-                               for j, r in cruns if r is not None and r.status == "complete"]
+                               for j, r in cruns if r is not None and r.status == RunStatus.COMPLETE]
                     cell = select(study, entries)
                     cell.runs = len(entries)
                     cell.missing = len(cruns) - len(entries)
@@ -165,7 +181,7 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
                     cell.differs = compare(study, cell, col_max)
                     if kind == "longest":
                         cell.uncertain = any(run_uncertain(study, r) for j, r in cruns
-                                             if r is not None and r.status == "complete"
+                                             if r is not None and r.status == RunStatus.COMPLETE
                                              and (cell.lr is None or j.train.lr == cell.lr))
                     row["cells"][col], row["text"][col] = cell, fmt_cell(cell, study)
                     row["published_text"][col] = fmt_published(cell.published, study)

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from statetrack.errors import UserError
+from statetrack.report.plots import slug
 from statetrack.store import Store
 
 CURVE_KEYS = ("train_loss", "train_accuracy", "val_loss", "val_accuracy", "lr")
@@ -21,7 +22,7 @@ TEST_KEYS = ("accuracy", "token_accuracy", "sequence_accuracy", "scaled_accuracy
 def summary_writer():
     """``torch.utils.tensorboard.SummaryWriter``, or a UserError saying how to install TensorBoard."""
     try:
-        from torch.utils.tensorboard import SummaryWriter
+        from torch.utils.tensorboard import SummaryWriter  # optional (the tensorboard extra)
     except ImportError as e:
         raise UserError(f"--tensorboard needs the tensorboard package ({e}); install it with "
                         "pip install tensorboard (or pip install 'statetrack[tensorboard]')") from None
@@ -29,8 +30,6 @@ def summary_writer():
 
 
 def run_dir(log_dir, row: dict) -> Path:
-    from statetrack.report.plots import slug
-
     return Path(log_dir) / f"run{row['id']}-{slug(row['model'])}-{slug(row['task'])}-seed{row['seed']}"
 
 

@@ -7,8 +7,21 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from statetrack.errors import UserError
+from statetrack.files import ensure_dir, write_file
+from statetrack.jobs import MAX_RUNS
+from statetrack.probes import read_traces
+from statetrack.report.lm import lm_tables
+from statetrack.report.lm import scale_note as lm_note
+from statetrack.report.plots import close, curve_figures, length_figures, save, slug, trace_figure
+from statetrack.report.render import fmt_published
+from statetrack.report.selection import MARK
+from statetrack.report.state_tables import on_split, state_tables
 from statetrack.report.table import StudyTable, study_tables
-from statetrack.store import Store
+from statetrack.report.verdicts import CAPTION as VERDICTS_CAPTION
+from statetrack.report.verdicts import VerdictTable, verdict_table
+from statetrack.runner import complete_result
+from statetrack.store import RunStatus, Store
 
 
 @dataclass
@@ -19,8 +32,22 @@ class Report:
     results: list  # (Job, RunResult or None)
     traces: dict[int, dict] = field(default_factory=dict)   # run_id -> probe -> trace
     curves: dict[int, list] = field(default_factory=dict)
-    interrupted: int = 0  # 'running'/'interrupted' rows of the grid's keys (not counted)
+    interrupted: int = 0  # running or interrupted rows of the grid's keys (not counted)
     machines: list[str] = field(default_factory=list)  # where the runs ran (from their recorded versions)
+    verdicts: VerdictTable | None = None  # studies with ``oracle: true``: the theory's verdict per cell
+    db: str = ""  # the database the runs were read from
+    wall_time: float = 0.0  # seconds, summed over the complete runs of the grid (as each run recorded it)
+    devices: list[str] = field(default_factory=list)  # the devices the complete runs trained on
+
+    @property
+    def complete(self) -> int:
+        return len(self.results) - self.missing
+
+    def agreement(self) -> tuple[int, int]:
+        """(cells compared with a published number, cells that agree within the study's tolerance)."""
+        flags = [v for t in self.tables for r in getattr(t, "rows", []) if isinstance(r, dict)
+                 for v in r.get("differs", {}).values() if v is not None]
+        return len(flags), sum(1 for v in flags if not v)
 
     @property
     def missing(self) -> int:
@@ -47,36 +74,41 @@ class Report:
         return out
 
 
-def collect(study, db, scale: str = "quick", seeds: int | None = None, device: str = "auto") -> Report:
+def collect(study, db, scale: str = "quick", seeds: int | None = None, device: str = "auto",
+            max_runs: int = MAX_RUNS) -> Report:
     """Look up every run of the study's grid (at ``scale``) by its key; read metrics, curves, traces."""
-    from statetrack.probes import read_traces
-    from statetrack.runner import complete_result
-
+    jobs = study.grid(scale, seeds, device, max_runs)  # refused above max_runs before the database is opened
     store = Store(db, readonly=True)
-    jobs = study.cells(scale, seeds, device)
-    results, traces, curves, unfinished, machines = [], {}, {}, 0, {}
+    results, traces, curves, unfinished, machines, wall, devices = [], {}, {}, 0, {}, 0.0, {}
     for job in jobs:
         res = complete_result(store, job.key)
         results.append((job, res))
         rows = store.runs(key=job.key)
-        unfinished += sum(1 for r in rows if r["status"] in ("running", "interrupted"))
+        unfinished += sum(1 for r in rows if r["status"] in (RunStatus.RUNNING, RunStatus.INTERRUPTED))
         if res is not None:
-            v = next((r["versions"] or {} for r in rows if r["id"] == res.run_id), {})
+            row = next((r for r in rows if r["id"] == res.run_id), {})
+            v = row.get("versions") or {}
+            wall += row.get("wall_time") or 0.0
+            dev = (row.get("config") or {}).get("device")
+            if dev:
+                devices[dev] = None
             m = f"{v.get('platform', '?')}, torch {v.get('torch', '?')}, {v.get('threads', '?')} thread(s)"
             machines[m] = machines.get(m, 0) + 1
             curves[res.run_id] = store.curve(res.run_id)
             if job.probes:
                 traces[res.run_id] = read_traces(db, res.run_id)
     if study.kind == "lm":  # a language-modelling study: bpb tables (statetrack.report.lm)
-        from statetrack.report.lm import lm_tables
 
         tables = lm_tables(study, results, scale, db=db)
     else:
-        tables = study_tables(study, results, scale)
+        tables = state_tables(study, results, scale, study_tables(study, results, scale))
     rep = Report(study, scale, tables, results, traces, curves, unfinished,
-                 [f"{m} ({n} run{'s' if n > 1 else ''})" for m, n in machines.items()])
+                 [f"{m} ({n} run{'s' if n > 1 else ''})" for m, n in machines.items()], db=str(db),
+                 wall_time=wall, devices=list(devices))
     if study.kind != "lm":
         _compare_probes(rep)
+    if getattr(study, "oracle", False):
+        rep.verdicts = verdict_table(study, results)
     return rep
 
 
@@ -84,12 +116,12 @@ def _compare_probes(rep: Report) -> None:
     """Published columns compared with a probe (``compare: {key: "probe:TASK"}``): 'yes' when the median
     over runs of the probe's offset accuracy and of its hold accuracy are both above the study's
     threshold (the model predicts every end of an ISI and no end too early), else 'no'."""
-    from statetrack.report.selection import MARK
-
     thr = rep.study.score.threshold
     rows = rep.probe_rows()
     for t in rep.tables:
-        tdef = next(x for x in rep.study.tables if x.name == t.name)
+        tdef = next((x for x in rep.study.tables if x.name == t.name), None)
+        if tdef is None:  # a long-range or failure-horizon table: no published column to compare
+            continue
         for key, spec in tdef.compare.items():
             if not (isinstance(spec, str) and spec.startswith("probe:")):
                 continue
@@ -131,8 +163,6 @@ def probe_cells(r: dict) -> list[str]:
 def difference_items(t: StudyTable, study) -> tuple[str, list[str]]:
     """(headline, one item per cell that differs from the paper beyond the tolerance). An LM table has no
     published cells: its items are its verdict lines, with no headline."""
-    from statetrack.report.render import fmt_published
-
     if t.kind == "lm":
         return "", list(t.notes)
     out = []
@@ -159,13 +189,21 @@ INTERVALS_CAPTION = ("Accuracy (%) of the final label at each test length, with 
                      "set at that length).")
 
 
-def interval_tables(rep: Report) -> list[tuple[str, list[str], list[list[str]]]]:
+LONG_INTERVALS_CAPTION = ("The same on the long-range draw (docs/long-range.md): the last ceil(L/2) symbols leave "
+                          "both labels possible and the label is drawn independently of them; chance is uniform "
+                          "over the labels of the length (n/a: no long-range draw at that length).")
+
+
+def interval_tables(rep: Report, split: str = "test") -> list[tuple[str, list[str], list[list[str]]]]:
     """(table name, headers, rows) per study table: every complete run's accuracy (%) at each test length
     with its 95% (Wilson) interval, then one 'chance' row per task column (the majority share of the final
-    label in that length's test set); n/a: no test set at that length."""
+    label's distribution in that length's draw); n/a: no test set at that length. ``split``: the draw
+    (``test``, or ``long`` for the long-range draw, where the runs scored it)."""
     out = []
+    results = on_split(rep.results, split)
     for tdef in rep.study.tables:
-        runs = [(j, r) for j, r in rep.results if r is not None and r.status == "complete" and j.table == tdef.name]
+        runs = [(j, r) for j, r in results
+                if r is not None and r.status == RunStatus.COMPLETE and j.table == tdef.name and r.metrics]
         if not runs:
             continue
         lengths = sorted({m.length for _, r in runs for m in r.metrics})
@@ -190,9 +228,9 @@ def interval_tables(rep: Report) -> list[tuple[str, list[str], list[list[str]]]]
     return out
 
 
-def intervals_markdown(rep: Report) -> str:
+def intervals_markdown(rep: Report, split: str = "test") -> str:
     lines = []
-    for name, head, rows in interval_tables(rep):
+    for name, head, rows in interval_tables(rep, split):
         if len(rep.study.tables) > 1:
             lines += [f"Table `{name}`:", ""]
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -212,39 +250,54 @@ def differences(t: StudyTable, study) -> list[str]:
 
 @dataclass
 class Figure:
-    """One figure of a report: the table it belongs to (or ``probes``), its file stem, the figure."""
+    """One figure of a report: the table it belongs to (or ``probes``), its file stem, the figure, and
+    its caption (a sentence saying what it shows)."""
 
     section: str
     stem: str
     fig: object
+    caption: str = ""
+
+
+#: captions of the language-modelling figures, by the stem's first word ({} = the corpus)
+LM_CAPTIONS = {
+    "curves": "Learning curves on the {} corpus: validation loss (bits per token) against the training step, "
+              "one colour per model.",
+    "positions": "Bits per byte on the {} test split by position in the window (the longest context), one line "
+                 "per model (median over seeds) beside the baselines (dashed); dotted: the training length.",
+    "context": "Bits per byte on the {} test split against the context length, one line per model (median over "
+               "seeds) beside the baselines (dashed); dotted: the training length.",
+}
 
 
 def report_figures(rep: Report) -> list[Figure]:
     """Every figure of the report: per table accuracy vs length and learning curves, then probe traces."""
-    from statetrack.report.plots import curve_figures, length_figures, slug, trace_figure
-
     if rep.study.kind == "lm":
         from statetrack.report.lm_figures import lm_figures
 
-        return [Figure(section, stem, fig) for section, stem, fig in lm_figures(rep)]
+        return [Figure(section, stem, fig, LM_CAPTIONS.get(stem.split("-")[0], "").format(stem.partition("-")[2]))
+                for section, stem, fig in lm_figures(rep)]
     out = []
+    names = {t.name for t in rep.study.tables}
     for t in rep.tables:
-        for stem, fig in length_figures(rep.study, t, rep.results) + curve_figures(rep.study, t, rep.results,
-                                                                                      rep.curves):
-            out.append(Figure(t.name, stem, fig))
+        if t.name not in names:  # long-range and horizon tables: their numbers are in the tables
+            continue
+        for stem, fig, caption in length_figures(rep.study, t, rep.results) + curve_figures(
+                rep.study, t, rep.results, rep.curves):
+            out.append(Figure(t.name, stem, fig, caption))
     for j, r in rep.results:
         if r is None or j.seed != 0:
             continue
         for probe, tr in rep.traces.get(r.run_id, {}).items():
             fig = trace_figure(f"{j.label} (lr {j.train.lr:g}, seed {j.seed}) on {probe}", tr)
-            out.append(Figure("probes", f"trace-{slug(j.label)}-lr{j.train.lr:g}-{slug(probe)}", fig))
+            out.append(Figure("probes", f"trace-{slug(j.label)}-lr{j.train.lr:g}-{slug(probe)}", fig,
+                              f"{j.label} (learning rate {j.train.lr:g}, seed {j.seed}) on the probe {probe}: the "
+                              "input, the target and the model's output over time, for one seeded sequence."))
     return out
 
 
 def scale_note(rep: Report) -> str:
     if rep.study.kind == "lm":
-        from statetrack.report.lm import scale_note as lm_note
-
         return lm_note(rep.scale)
     return "" if rep.scale == "paper" else (
         f"Scale `{rep.scale}`: fewer steps, seeds and learning rates, smaller models and shorter test lengths "
@@ -253,24 +306,60 @@ def scale_note(rep: Report) -> str:
 
 
 def runs_line(rep: Report) -> str:
-    return (f"Runs of the grid: {len(rep.results)}; complete: {len(rep.results) - rep.missing}; missing: "
+    """How many runs of the grid the report holds; when some are missing, which (the report's first line
+    after its header)."""
+    line = (f"Runs of the grid: {len(rep.results)}; complete: {len(rep.results) - rep.missing}; missing: "
             f"{rep.missing}; unfinished records of these runs (killed, not counted): {rep.interrupted}.")
+    missing = missing_runs(rep)
+    if missing:
+        line = (f"This report is incomplete: {rep.missing} of the grid's {len(rep.results)} runs are not complete "
+                f"in the database (not run yet, failed or killed), and its numbers leave them out: "
+                f"{'; '.join(missing)}. {line}")
+    return line
+
+
+def missing_runs(rep: Report, at_most: int = 20) -> list[str]:
+    """The runs of the grid with no complete record, one item per model, task and learning rate with its
+    seeds (``RNN on parity, lr 0.01: seeds 1, 2``); at most ``at_most`` items, then how many more."""
+    groups: dict[tuple, list[int]] = {}
+    for j, r in rep.results:
+        if r is None:
+            groups.setdefault((j.table, j.label, j.column, j.train.lr), []).append(j.seed)
+    several_tables = len({k[0] for k in groups}) > 1
+    items = [f"{label} on {column}{f' (table {table})' if several_tables else ''}, lr {lr:g}: "
+             f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
+             for (table, label, column, lr), seeds in groups.items()]
+    if len(items) > at_most:
+        items = [*items[:at_most], f"and {len(items) - at_most} more"]
+    return items
+
+
+def check_reportable(rep: Report, db) -> None:
+    """Refuse (one line) a report of a grid none of whose runs is complete in the database: it would
+    show only dashes, and written over an earlier report it would replace measured numbers."""
+    if rep.results and rep.missing == len(rep.results):
+        raise UserError(f"no run of study {rep.study.name!r} at scale {rep.scale!r} is complete in {str(db)!r} "
+                        f"(0 of {len(rep.results)}); no report written (run 'statetrack sweep {rep.study.name} "
+                        f"--scale {rep.scale} --db {db}' first)")
+
+
+def _figure_md(f: Figure, folder: str, links: dict) -> str:
+    return f"![{f.stem}]({folder}/{links[f.stem]})\n\n*{f.caption}*\n" if f.caption else \
+        f"![{f.stem}]({folder}/{links[f.stem]})\n"
 
 
 def write_report(rep: Report, out: str | Path, meta: dict | None = None, figures=("png",)) -> Path:
     """``out``/<study>.md, .csv, .tex and ``out``/<study>/<figure>.<format> for each of ``figures``
     (png, svg, pdf; the markdown shows the first). ``meta``: the header's lines, e.g. {"Command": ...,
     "Machine": ..., "Date": ...}. Returns the markdown path. (The HTML page: ``report.html.write_html``.)"""
-    from statetrack.files import ensure_dir, write_file
-    from statetrack.report.plots import close, save
-
     study = rep.study
+    check_reportable(rep, rep.db)
     out = Path(out)
     figdir = ensure_dir(out / study.name, f"cannot write the report in {str(out)!r}")
     meta = meta or {}
     header = [f"- {k}: `{v}`" if k == "Command" else f"- {k}: {v}" for k, v in meta.items()]
-    md = [f"# {study.title}", "", *header, "", scale_note(rep), "",
-          f"Study `{study.name}` (scale `{rep.scale}`). Source: {study.source}.", "", runs_line(rep), ""]
+    md = [f"# {study.title}", "", *header, "", runs_line(rep), "", scale_note(rep), "",
+          f"Study `{study.name}` (scale `{rep.scale}`). Source: {study.source}.", ""]
     figs = report_figures(rep)
     try:
         links = {f.stem: save(f.fig, figdir, f.stem, figures)[0].name for f in figs} if figures else {}
@@ -278,16 +367,23 @@ def write_report(rep: Report, out: str | Path, meta: dict | None = None, figures
             md += [f"## {t.title}" + (f" (table `{t.name}`)" if t.name != "main" else ""), "", t.markdown(), "",
                    t.caption, ""]
             md += differences(t, rep.study)
-            md += [f"![{f.stem}]({study.name}/{links[f.stem]})\n" for f in figs if f.section == t.name and links]
+            md += [_figure_md(f, study.name, links) for f in figs if f.section == t.name and links]
         probe_md = _probe_markdown(rep)
         if probe_md:
             md += ["## Probes", "", probe_md, "",
                    "Traces: one seeded sequence per probe; input, target and the model's P(1) over time.", ""]
-            md += [f"![{f.stem}]({study.name}/{links[f.stem]})\n" for f in figs if f.section == "probes" and links]
+            md += [_figure_md(f, study.name, links) for f in figs if f.section == "probes" and links]
     finally:
         for f in figs:
             close(f.fig)
+    if rep.verdicts is not None:
+        md += ["## The theory's verdict beside every cell", "", rep.verdicts.summary(), "", rep.verdicts.markdown(),
+               "", VERDICTS_CAPTION, ""]
     md += ["## Accuracy of every run, with 95% intervals", "", INTERVALS_CAPTION, "", intervals_markdown(rep)]
+    long = intervals_markdown(rep, "long")
+    if long.strip():
+        md += ["## Accuracy of every run on the long-range draw, with 95% intervals", "", LONG_INTERVALS_CAPTION, "",
+               long]
     if study.notes:
         md += ["## Notes (from the study file)", "", study.notes.strip(), ""]
     text = "\n".join(md)
@@ -302,4 +398,12 @@ def write_report(rep: Report, out: str | Path, meta: dict | None = None, figures
         w.writerows(rows)
     write_file(out / f"{study.name}.csv", f.getvalue(), what="report")
     write_file(out / f"{study.name}.tex", "\n\n".join(t.latex() for t in rep.tables) + "\n", what="report")
+    if rep.verdicts is not None:
+        rows = rep.verdicts.csv_rows()
+        f = io.StringIO(newline="")
+        if rows:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+        write_file(out / f"{study.name}-verdicts.csv", f.getvalue(), what="report")
     return path

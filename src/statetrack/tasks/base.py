@@ -33,7 +33,9 @@ class Batch:
     mask: np.ndarray
 
     def __post_init__(self):
-        assert self.inputs.shape == self.targets.shape == self.mask.shape, "batch arrays differ in shape"
+        if not self.inputs.shape == self.targets.shape == self.mask.shape:  # a task's data, not an invariant
+            raise ValueError(f"a batch's inputs, targets and mask differ in shape: {self.inputs.shape}, "
+                             f"{self.targets.shape}, {self.mask.shape}")
 
     def slice(self, start: int, stop: int) -> Batch:
         return Batch(self.inputs[:, start:stop], self.targets[:, start:stop], self.mask[:, start:stop])

@@ -47,6 +47,7 @@ from statetrack.errors import UserError
 from statetrack.tasks.automaton import Automaton
 from statetrack.tasks.base import Batch
 from statetrack.tasks.streaming import StreamingTask, balanced_labels, check_length, every_mask, uniform_ints
+from statetrack.untrusted import MAX_JSON_BYTES, load_json, read_text
 
 KEYS = ("states", "alphabet", "start", "accept", "transitions")
 
@@ -148,7 +149,7 @@ def load_dfa(path: str) -> DFA:
     if not p.is_file():
         raise UserError(f"DFA file {path!r} not found; allowed: a path to a JSON file")
     try:
-        spec = json.loads(p.read_text())
+        spec = load_json(read_text(p, f"DFA file {path!r}", MAX_JSON_BYTES), f"DFA file {path!r}")
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise UserError(f"DFA file {path!r} is not valid JSON: {str(e).splitlines()[0]}") from None
     return DFA(spec, where=f"DFA file {path!r}")

@@ -45,15 +45,14 @@ import re
 import numpy as np
 
 from statetrack.algebra import Group, get_group
+from statetrack.algebra.structure import SubgroupCalc
 from statetrack.errors import UserError
+from statetrack.tasks.arguments import SELECTORS
 from statetrack.tasks.automaton import Automaton
 from statetrack.tasks.streaming import StreamingTask, every_mask, uniform_ints
 
 #: the largest Cayley graph (|G| x |support| transitions) kept as an automaton
 MAX_AUTOMATON_EDGES = 1 << 21
-
-SELECTORS = ("all", "generators", "gens", "identity", "e", "involutions", "transpositions",
-             "Kcycles", "even", "odd")
 
 
 def _cycle_types(group: Group) -> list[tuple[int, ...]]:
@@ -160,10 +159,9 @@ class GroupWordProblem(StreamingTask):
                                            lambda y, g: (table[inv[y], g] + 0.5) / n)
 
     def generated_subgroup(self) -> np.ndarray:
-        from statetrack.algebra.structure import _Calc
         if len(self.support) == self.group.order:
             return np.arange(self.group.order)
-        return _Calc(self.group).closure(self.support)
+        return SubgroupCalc(self.group).closure(self.support)
 
     def label_distribution(self):
         dist = np.zeros(self.group.order)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from statetrack.errors import UserError
+from statetrack.lm.baselines import train_counts
 from statetrack.lm.corpus import CORPORA, get_corpus, parse_tokenizer
 from statetrack.lm.tokens import ByteTokenizer
 from statetrack.tasks.base import Batch, Task
@@ -77,8 +78,6 @@ class LMTask(Task):
 
     def label_distribution(self) -> np.ndarray:
         """The train split's token frequencies (chance = the most frequent token's)."""
-        from statetrack.lm.baselines import train_counts
-
         u = train_counts(self.corpus).unigram
         return u / u.sum()
 

@@ -18,8 +18,6 @@ import numpy as np
 from statetrack.tasks.automaton import Automaton
 from statetrack.tasks.streaming import StreamingTask, every_mask
 
-MAX_MODULUS = 65536
-
 
 class ModCount(StreamingTask):
     vocab_size = 2

@@ -35,14 +35,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from statetrack.tasks.arguments import ISI, PROBES
 from statetrack.tasks.streaming import StreamingTask, uniform_ints
 
-ISI = 10
 ITI_MIN, ITI_MAX = 20, 40
-PROBES = {
-    "two-isis": [(0, 30), (1, ISI), (0, 80), (1, ISI)],
-    "double-isi": [(0, 30), (1, ISI), (1, ISI)],
-}
 
 
 class OffsetPrediction(StreamingTask):

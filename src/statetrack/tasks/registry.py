@@ -6,11 +6,13 @@ argument string (or None) and raises UserError on a bad one.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from statetrack import plugins
 from statetrack.errors import UserError, allowed
-from statetrack.tasks.base import Task
-from statetrack.tasks.parity import Parity
+
+if TYPE_CHECKING:
+    from statetrack.tasks.base import Task
 
 #: family name -> (factory taking the argument string or None, one-line description)
 FAMILIES: dict[str, tuple[Callable[[str | None], Task], str]] = {}
@@ -31,6 +33,8 @@ def register(family: str, description: str):
 
 @register("parity", "parity of the bits so far; 'parity' labels every position, 'parity:final' the last only")
 def _parity(arg):
+    from statetrack.tasks.parity import Parity  # heavy: numpy
+
     if arg in (None, "", "every", "prefix"):
         return Parity("every")
     if arg == "final":

@@ -111,17 +111,3 @@ def final_mask_chunk(batch_size: int, t0: int, steps: int, length: int) -> np.nd
         m[:, -1] = True
     return m
 
-
-def parse_int(family: str, what: str, text: str | None, lo: int, hi: int | None = None,
-              default: int | None = None) -> int:
-    """An integer task argument in [lo, hi], else a one-line UserError naming it."""
-    if text in (None, "") and default is not None:
-        return default
-    rng = f">= {lo}" if hi is None else f"in {lo}..{hi}"
-    try:
-        v = int(str(text).strip())
-    except (TypeError, ValueError):
-        raise UserError(f"bad {what} {text!r} for task family {family!r}; allowed: an integer {rng}") from None
-    if v < lo or (hi is not None and v > hi):
-        raise UserError(f"bad {what} {text!r} for task family {family!r}; allowed: an integer {rng}")
-    return v

@@ -1,34 +1,15 @@
-"""Registration of the task suite, and the listing / sampling API used by the CLI.
+"""Registration of the task suite, and the listing of the families (``list_tasks``).
 
-    list_tasks()                           -> one dict per family: family, syntax, description, parameters
-    sample_json(task, length, n, seed, split, suffix) -> one JSON-ready dict per example: inputs, targets,
-                                              mask (+ input_symbols where the task names its tokens,
-                                               + input_perms / target_perms for group tasks)
-    label_shares(task, length, split, n, seed, suffix) -> the share of each final scored label over n
-                                              sequences, and the exact distribution where known
+    list_tasks() -> one dict per family: family, syntax, description, parameters
 
-``split`` is "train" (the training draw, ``Task.sample_batch``), "test" (the test draw that
-``evaluate`` scores, ``Task.test_batch``) or "long" (the long-range draw of a regular task, with a
-suffix of ``suffix`` symbols, default ceil(L/2): ``statetrack.tasks.draws``).
+Light: each family's task module (numpy) is imported by its factory, when a task is built, so that
+listing the families imports none of them. Examples and label shares: :mod:`statetrack.tasks.sampling`.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from statetrack.errors import UserError
-from statetrack.tasks import draws
-from statetrack.tasks.cycle import CycleNavigation
-from statetrack.tasks.dfa import DFATask, load_dfa, tomita_dfa
-from statetrack.tasks.evenpairs import EvenPairs
-from statetrack.tasks.group import SELECTORS, GroupWordProblem
-from statetrack.tasks.lm import LMTask, parse_lm_arg
-from statetrack.tasks.modarith import ModularArithmetic
-from statetrack.tasks.modarith_brackets import ModularArithmeticBrackets
-from statetrack.tasks.modcount import MAX_MODULUS, ModCount
-from statetrack.tasks.offset import PROBES, OffsetPrediction
-from statetrack.tasks.registry import FAMILIES, get_task, register
-from statetrack.tasks.streaming import check_length, parse_int
-from statetrack.tasks.witness import Witness
+from statetrack.tasks.arguments import MAX_MODULUS, PROBES, SELECTORS, parse_int
+from statetrack.tasks.registry import FAMILIES, register
 
 #: family -> (syntax, parameters) for list_tasks
 META: dict[str, tuple[str, list[dict]]] = {
@@ -61,6 +42,8 @@ def _group(arg):
     name, _, subset = arg.partition("/")
     if _ and not subset:
         raise UserError(f"empty subset in 'group:{arg}'; allowed selectors: {', '.join(SELECTORS)}")
+    from statetrack.tasks.group import GroupWordProblem  # heavy: numpy
+
     return GroupWordProblem(name, subset or None)
 
 
@@ -73,6 +56,8 @@ _meta("group", "group:G | group:G/SEL[+SEL...]", [
 # -- counting and Chomsky-hierarchy tasks --------------------------------------------------------
 @register("modcount", "modular counting: input 1^T, label T mod m at every position")
 def _modcount(arg):
+    from statetrack.tasks.modcount import ModCount  # heavy: numpy
+
     return ModCount(parse_int("modcount", "modulus", arg, 2, MAX_MODULUS))
 
 
@@ -81,6 +66,8 @@ _meta("modcount", "modcount:m", [{"name": "m", "allowed": f"integer 2..{MAX_MODU
 
 @register("modarith", "modular arithmetic without brackets (digits and + - *), value mod m at the end")
 def _modarith(arg):
+    from statetrack.tasks.modarith import ModularArithmetic  # heavy: numpy
+
     return ModularArithmetic(parse_int("modarith", "modulus", arg, 2, 1000, default=5))
 
 
@@ -91,6 +78,8 @@ _meta("modarith", "modarith | modarith:m", [{"name": "m", "allowed": "integer 2.
 def _modarith_brackets(arg):
     main, opt = _split(arg, "modarith-brackets", ("mult",))
     m = parse_int("modarith-brackets", "modulus", main, 2, 1000, default=5)
+    from statetrack.tasks.modarith_brackets import ModularArithmeticBrackets  # heavy: numpy
+
     return ModularArithmeticBrackets(m, mult=opt == "mult")
 
 
@@ -103,6 +92,8 @@ _meta("modarith-brackets", "modarith-brackets | modarith-brackets:m | modarith-b
 def _cycle(arg):
     main, opt = _split(arg, "cycle", ("every", "final"))
     m = parse_int("cycle", "modulus", main, 2, 1000, default=5)
+    from statetrack.tasks.cycle import CycleNavigation  # heavy: numpy
+
     return CycleNavigation(m, scoring=opt or "final")
 
 
@@ -113,6 +104,8 @@ _meta("cycle", "cycle | cycle:m | cycle:m/every", [
 
 @register("evenpairs", "even pairs: is the number of 01 and 10 pairs even (first symbol == last)")
 def _evenpairs(arg):
+    from statetrack.tasks.evenpairs import EvenPairs  # heavy: numpy
+
     if arg in (None, "", "final"):
         return EvenPairs("final")
     if arg == "every":
@@ -127,6 +120,8 @@ _meta("evenpairs", "evenpairs | evenpairs:every", [
 # -- regular languages ----------------------------------------------------------------------------
 @register("dfa", "regular language of a DFA in a JSON file: accept/reject at every position")
 def _dfa(arg):
+    from statetrack.tasks.dfa import DFATask, load_dfa  # heavy: numpy
+
     if not arg:
         raise UserError("task 'dfa' needs a JSON file, e.g. dfa:my_language.json or dfa:my_language.json/balanced")
     path, balanced = (arg[:-len("/balanced")], True) if arg.endswith("/balanced") else (arg, False)
@@ -141,6 +136,8 @@ _meta("dfa", "dfa:PATH | dfa:PATH/balanced", [
 
 @register("tomita", "Tomita grammars 1-7 over {0, 1}: accept/reject at every position")
 def _tomita(arg):
+    from statetrack.tasks.dfa import DFATask, tomita_dfa  # heavy: numpy
+
     main, opt = _split(arg, "tomita", ("balanced",))
     k = parse_int("tomita", "grammar", main, 1, 7)
     return DFATask(tomita_dfa(k), f"tomita:{k}" + ("/balanced" if opt else ""), balanced_training=bool(opt))
@@ -155,6 +152,8 @@ _meta("tomita", "tomita:k | tomita:k/balanced", [
 # -- offset prediction and the parity witnesses ---------------------------------------------------
 @register("offset", "offset prediction (P2, Khavari2025): predict the end of each 10-step burst of 1s")
 def _offset(arg):
+    from statetrack.tasks.offset import OffsetPrediction  # heavy: numpy
+
     if arg in (None, ""):
         return OffsetPrediction()
     if arg in PROBES:
@@ -170,6 +169,8 @@ _WITNESS_FORMS = "ones, alt, block:K:M (K >= 1, M odd), pulse:W (W >= 1)"
 
 @register("witness", "the parity proofs' fixed witness inputs; label = prefix parity")
 def _witness(arg):
+    from statetrack.tasks.witness import Witness  # heavy: numpy
+
     parts = (arg or "").split(":")
     kind, rest = parts[0], parts[1:]
     if kind == "ones" and not rest:
@@ -195,6 +196,8 @@ _meta("witness", "witness:ones | witness:alt | witness:block:K:M | witness:pulse
 # -- language modelling ---------------------------------------------------------------------------
 @register("lm", "language modelling on a corpus (next-token loss, bits per byte): lm:stdlib, lm:synthetic, lm:traces")
 def _lm(arg):
+    from statetrack.tasks.lm import LMTask, parse_lm_arg  # heavy: numpy, the corpus
+
     return LMTask(*parse_lm_arg(arg))
 
 
@@ -205,7 +208,7 @@ _meta("lm", "lm:CORPUS | lm:CORPUS/bpe | lm:CORPUS/bpe=N | lm:CORPUS/seed=S", [
     {"name": "seed", "allowed": "the split's seed, an integer >= 0", "default": 0}])
 
 
-# -- the CLI API ----------------------------------------------------------------------------------
+# -- the listing -----------------------------------------------------------------------------------
 def list_tasks() -> list[dict]:
     """One dict per registered family: family, syntax, description, parameters."""
     out = []
@@ -214,81 +217,3 @@ def list_tasks() -> list[dict]:
         out.append({"family": family, "syntax": syntax, "description": description,
                     "parameters": parameters})
     return out
-
-
-SPLITS = draws.SPLITS
-
-
-def _draw_args(task_name: str, length: int, n: int, seed, split: str, suffix: int | None = None):
-    """Checked arguments of a draw: (task, length, rng); a UserError names a bad one, or a length at
-    which the split's draw has no sequences."""
-    task = get_task(task_name)
-    length = check_length(length)
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise UserError(f"number of examples must be a positive integer, got {n!r}")
-    draws.check_split(split)
-    if split == "long":
-        draws.long_plan(task, length, suffix)  # a task that is not regular: one line naming the regular ones
-    elif suffix is not None:
-        raise UserError(f"a suffix length is an option of the long-range draw; give --split long with it "
-                        f"(got split {split!r})")
-    try:
-        rng = np.random.default_rng(seed)
-    except (TypeError, ValueError):
-        raise UserError(f"seed must be a non-negative integer, got {seed!r}") from None
-    reason = draws.unavailable(task, split, length, suffix)
-    if reason:
-        what = "test set" if split == "test" else "long-range test set"
-        raise UserError(f"{task.name} has no {what} of length {length}: {reason}; evaluation reports "
-                        "this length as not scored (n/a)")
-    return task, length, rng
-
-
-def sample_json(task_name: str, length: int, n: int = 1, seed: int = 0, split: str = "train",
-                suffix: int | None = None) -> list[dict]:
-    """``n`` examples of ``task_name`` at ``length`` from the ``split`` draw, as JSON-ready dicts (same
-    seed, same examples). The long-range draw's examples also say where their suffix starts
-    (``suffix_start``, a position counted from 0)."""
-    task, length, rng = _draw_args(task_name, length, n, seed, split, suffix)
-    b = draws.batch(task, split, rng, int(n), length, suffix)
-    start = length - draws.long_plan(task, length, suffix).suffix if split == "long" else None
-    symbols = getattr(task, "symbols", None)
-    out = []
-    for i in range(int(n)):
-        ex = {"inputs": b.inputs[i].tolist(), "targets": b.targets[i].tolist(),
-              "mask": b.mask[i].tolist()}
-        if symbols is not None:
-            ex["input_symbols"] = [symbols[v] for v in ex["inputs"]]
-        if isinstance(task, LMTask):
-            ex["text"] = task.tokenizer.decode(b.inputs[i])
-        if isinstance(task, GroupWordProblem):
-            ex["input_perms"] = [task.group.perm(v) for v in ex["inputs"]]
-            ex["target_perms"] = [task.group.perm(v) for v in ex["targets"]]
-        if start is not None:
-            ex["suffix_start"] = start
-        out.append(ex)
-    return out
-
-
-def label_shares(task_name: str, length: int, split: str = "test", n: int = 10_000, seed: int = 0,
-                 suffix: int | None = None) -> dict:
-    """The share of each final scored label (the one ``accuracy`` scores) over ``n`` sequences of the
-    ``split`` draw at ``length``: {task, split, length, n, draw, shares: {label: share}, majority,
-    exact}, where ``exact`` is the majority share of the exact distribution where the task can compute
-    it (the chance evaluation stores), else None. Labels are class ids, or names where the task has them
-    (``label_names``). Drawn in streamed batches of 1,000, so memory does not grow with ``n`` or
-    ``length``."""
-    task, length, rng = _draw_args(task_name, length, n, seed, split, suffix)
-    counts = draws.final_label_counts(task, split, length, int(n), rng, suffix)
-    names = getattr(task, "label_names", None) or [str(c) for c in range(task.num_classes)]
-    total = max(int(counts.sum()), 1)
-    shares = {names[c]: float(counts[c] / total) for c in range(task.num_classes) if counts[c]}
-    exact = draws.exact_label_distribution(task, split, length, suffix)
-    draw = {"train": "the training draw", "test": task.test_draw, "long": LONG_DRAW}[split]
-    return {"task": task.name, "split": split, "length": length, "n": int(counts.sum()), "draw": draw,
-            "shares": shares, "majority": float(counts.max() / total),
-            "exact": None if exact is None else float(exact.max())}
-
-
-LONG_DRAW = ("the long-range draw: the last k symbols (k = ceil(L/2) unless given) leave every label possible, "
-             "the label is drawn independently of them, the prefix uniform among those giving that label")

@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from statetrack.algebra import Group, get_group, group_from_generators
-from statetrack.algebra.structure import _Calc, series_lengths
+from statetrack.algebra.structure import SubgroupCalc, series_lengths
+from statetrack.tasks import get_task
 from statetrack.theory.monoid import (
     MAX_MONOID,
     MonoidFacts,
@@ -96,7 +97,7 @@ class TaskAlgebra:
         """derived length, elementary-2 series length, solvable, abelian of H = <support>."""
         sub = self.subgroup
         solvable, derived_length, e2 = series_lengths(self.group, sub)
-        return {"order": int(len(sub)), "is_abelian": _Calc(self.group).is_abelian(sub), "is_solvable": solvable,
+        return {"order": int(len(sub)), "is_abelian": SubgroupCalc(self.group).is_abelian(sub), "is_solvable": solvable,
                 "derived_length": derived_length, "elementary_2_series_length": e2}
 
     def letter_periods(self) -> list[int]:
@@ -112,11 +113,23 @@ class TaskAlgebra:
             out.update({"fixed_input": True, "label_period": self.period, "preperiod": self.preperiod})
         return out
 
+    def residual(self, ops: list[str]) -> int:
+        """The order of the subgroup the greedy series H > op1(H) > op2(op1(H)) ... ends at (1 when it
+        reaches 1: ``descend``). H / residual is the largest quotient a stack whose layers take these
+        steps can track (T5 applied to quotients)."""
+        calc = SubgroupCalc(self.group)
+        x = self.subgroup
+        for op in ops:
+            if len(x) == 1:
+                break
+            x = calc.derived(x) if op == "d" else calc.squares(x)
+        return int(len(x))
+
     def descend(self, ops: list[str]) -> bool:
         """Does the series H > op1(H) > op2(op1(H)) ... reach 1? op 'd' = derived subgroup (an
         abelian factor), 's' = subgroup of squares (an elementary abelian 2 factor). The greedy
         series is the fastest one of each kind, so it reaches 1 iff some series of that shape does."""
-        calc = _Calc(self.group)
+        calc = SubgroupCalc(self.group)
         x = self.subgroup
         for op in ops:
             if len(x) == 1:
@@ -207,8 +220,6 @@ def _dfa_algebra(task_name: str, delta, start, accepting, description: str) -> T
 # -- tasks ----------------------------------------------------------------------------------------------
 def task_algebra(task: str) -> TaskAlgebra:
     """Read a task string as algebra (see the module docstring). Validates the task via get_task."""
-    from statetrack.tasks import get_task
-
     t = get_task(task)
     family = t.name.partition(":")[0]
     if family == "parity":
@@ -242,7 +253,7 @@ def task_algebra(task: str) -> TaskAlgebra:
 
 
 def _group_algebra(task: str, group: Group, support: list[int], description: str) -> TaskAlgebra:
-    sub = _Calc(group).closure(support) if len(support) < group.order else np.arange(group.order)
+    sub = SubgroupCalc(group).closure(support) if len(support) < group.order else np.arange(group.order)
     letters = _group_letters(group, support)
     fixed = len(support) == 1
     alg = TaskAlgebra(task, "clock" if fixed else "group", description, group=group, support=list(support),

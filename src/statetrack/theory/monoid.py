@@ -27,10 +27,13 @@ monoid"). Maps are tuples in array form, ``m[q]`` = the image of q, composed lef
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from statetrack.algebra import group_from_generators
+from statetrack.algebra.structure import SubgroupCalc, series_lengths
 from statetrack.errors import UserError
 
 #: monoids above this many elements are not enumerated (their facts stay unknown)
@@ -58,7 +61,6 @@ class GroupFacts:
 
     @property
     def exponent(self) -> int:
-        import math
         return int(math.lcm(*self.element_orders))
 
     @property
@@ -105,13 +107,11 @@ class MonoidFacts:
 
 def group_facts(group, sub=None) -> GroupFacts:
     """GroupFacts of ``group`` (an :class:`statetrack.algebra.Group`) or of its subgroup ``sub``."""
-    from statetrack.algebra.structure import _Calc, series_lengths
-
     sub = np.arange(group.order) if sub is None else np.asarray(sub)
     solvable, dl, e2 = series_lengths(group, sub)
     orders = sorted({int(v) for v in group.element_orders[sub]})
     moved = (group.elements[sub] != np.arange(group.degree)[None, :]).any(axis=0).sum()
-    return GroupFacts(int(len(sub)), _Calc(group).is_abelian(sub), solvable, dl, e2, tuple(orders), int(moved))
+    return GroupFacts(int(len(sub)), SubgroupCalc(group).is_abelian(sub), solvable, dl, e2, tuple(orders), int(moved))
 
 
 # -- enumeration -------------------------------------------------------------------------------------
@@ -142,8 +142,6 @@ def enumerate_monoid(letters: list[tuple]) -> np.ndarray | None:
 
 
 def _maximal_subgroups(elems: np.ndarray) -> list[GroupFacts]:
-    from statetrack.algebra import group_from_generators
-
     idem = (np.take_along_axis(elems, elems, axis=1) == elems).all(axis=1)
     found: dict[tuple, GroupFacts] = {}
     by_image: dict[frozenset, int] = {}

@@ -13,11 +13,11 @@ import math
 import numpy as np
 import torch
 
+from statetrack.checkpoint import load_checkpoint
+
 
 @torch.no_grad()
 def spectrum(checkpoint, samples: int = 4, length: int = 64, seed: int = 0) -> dict:
-    from statetrack.checkpoint import load_checkpoint
-
     if isinstance(checkpoint, (str, bytes)) or hasattr(checkpoint, "__fspath__"):
         model, cfg, task, _ = load_checkpoint(checkpoint)
     else:

@@ -14,6 +14,11 @@
   eigenvalues, ...): say so and search anyway, on random inputs and on the structured families
   (1^T, (01)^T, (0^k 1^m)^T, pulses (1 0^(W-1))^T) up to ``max_len``.
 
+Any other regular task (``dfa:``, ``tomita:``, group word problems, ...): the witness families of its
+automaton (:mod:`statetrack.tasks.families`: pairs u1 W^n v / u2 W^n v whose labels differ and do not
+depend on n), run up to ``max_len`` (:mod:`statetrack.horizon`); the counterexample is the family
+string the model gets wrong first.
+
 The model runs in chunks whose length is a multiple of the witness period, carrying its state, so
 the state at the end of consecutive chunks is compared directly: ``state_gap`` is the largest
 distance between the states at t and t + period over the last quarter of the run (0 = exactly
@@ -27,7 +32,11 @@ import math
 import numpy as np
 import torch
 
+from statetrack.checkpoint import load_checkpoint
 from statetrack.errors import UserError
+from statetrack.layers.base import EigenvalueDomain
+from statetrack.spec import parse_layers
+from statetrack.theory.layer_classes import LayerClass, classify
 
 
 def _state_vec(states) -> torch.Tensor:
@@ -129,31 +138,27 @@ def choose_w(phases: list[dict], tol: float = 0.01, max_w: int = 10_000) -> dict
 
 
 def _theorem(model) -> str | None:
-    from statetrack.spec import parse_layers
-    from statetrack.theory.layer_classes import classify
-
     infos = [classify(s, m) for s, m in zip(parse_layers(model.cfg.layers), model.mixers, strict=True)]
-    if all(i.domain == "[0,1]" and i.cls != "householder" or (i.cls == "householder" and i.factor_domain == "[0,1]")
-           for i in infos):
+    nonneg = EigenvalueDomain.NONNEG
+    if all(i.domain == nonneg and i.cls != LayerClass.HOUSEHOLDER
+           or (i.cls == LayerClass.HOUSEHOLDER and i.factor_domain == nonneg) for i in infos):
         return "T1"
-    if all(i.cls in ("lti", "nonneg") for i in infos):
-        return "T2" if all(i.cls == "lti" for i in infos) else "T4"
+    if all(i.cls in (LayerClass.LTI, LayerClass.NONNEG) for i in infos):
+        return "T2" if all(i.cls == LayerClass.LTI for i in infos) else "T4"
     return None
 
 
 def counterexample(checkpoint, task: str = "parity", max_len: int = 10_000, tol: float = 0.01,
                    max_w: int = 10_000, decay_floor: float = 1e-3, seed: int = 0) -> dict:
     """Build the proof's witness for this model (or search), run it, report (see the module docstring)."""
-    from statetrack.checkpoint import load_checkpoint
-
-    if not task.startswith("parity"):
-        raise UserError(f"counterexample builds parity witnesses only; got task {task!r}; allowed: parity")
     if isinstance(checkpoint, (str, bytes)) or hasattr(checkpoint, "__fspath__"):
         model, cfg, _, _ = load_checkpoint(checkpoint)
         where = str(checkpoint)
     else:
         model, where = checkpoint, "<model>"
     model.eval()
+    if not task.startswith("parity"):
+        return _family_counterexample(model, where, task, max_len)
     if model.num_classes != 2:
         raise UserError(f"the model predicts {model.num_classes} classes; a parity witness needs a parity model "
                         f"(2 classes)")
@@ -194,6 +199,38 @@ def counterexample(checkpoint, task: str = "parity", max_len: int = 10_000, tol:
                           f"{out['state_gap']:.2g}")
         return out
     return _search(model, out, max_len, seed)
+
+
+def _family_counterexample(model, where: str, task_name: str, max_len: int) -> dict:
+    """A regular task other than parity: its witness families, the first string the model gets wrong."""
+    from statetrack.horizon import failure_horizons
+    from statetrack.tasks import get_task
+
+    task = get_task(task_name)
+    if task.automaton() is None:
+        raise UserError(f"counterexample builds parity witnesses and the witness families of regular tasks; "
+                        f"{task.name} is not regular here; allowed: parity, dfa:, tomita:, evenpairs, cycle, "
+                        "group, modcount, modarith")
+    rows = failure_horizons(model, task, max_len)
+    out = {"checkpoint": where, "layers": model.cfg.layers, "theorem": None, "max_len": max_len,
+           "task": task.name, "families": rows}
+    broken = [r for r in rows if r["horizon"] is not None]
+    if not rows:
+        out.update(found=False, witness=None, first_error=None,
+                   message=f"{task.name} has no witness family (a window language): nothing a bounded window "
+                           "cannot decide")
+        return out
+    if not broken:
+        out.update(found=False, witness=None, first_error=None,
+                   message=f"no error on the {len(rows)} witness families of {task.name} up to length {max_len}")
+        return out
+    first = min(broken, key=lambda r: r["horizon"])
+    out.update(found=True, witness=first["family"], first_error=first["horizon"],
+               message=f"on the witness family {first['family']} (labels {first['labels'][0]} / "
+                       f"{first['labels'][1]}, the same for every n) the model is first wrong at n = "
+                       f"{first['horizon_n']}, a string of length {first['horizon']}; wrong at "
+                       f"{100 * first['wrong_after']:.0f}% of the longer n tested")
+    return out
 
 
 def _search(model, out: dict, max_len: int, seed: int) -> dict:

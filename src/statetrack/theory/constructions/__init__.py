@@ -26,20 +26,28 @@ from __future__ import annotations
 
 import torch
 
+from statetrack.checkpoint import save_checkpoint
 from statetrack.config import ModelConfig, TrainConfig
-from statetrack.errors import UserError
+from statetrack.errors import UserError, allowed, did_you_mean
+from statetrack.layers import MIXERS
 from statetrack.model import Model
+from statetrack.spec import format_layers, parse_layers
 from statetrack.tasks import get_task
 
 # each family module registers its constructions on import
-from statetrack.theory.constructions import aussm, deltaproduct, negmamba, s4d  # noqa: F401  (registration)
+from statetrack.theory.constructions import (  # noqa: F401  (registration)
+    aussm,
+    deltaproduct,
+    gateddeltanet,
+    mamba3,
+    negmamba,
+    s4d,
+)
 from statetrack.theory.constructions.base import REGISTRY, Construction, register, sharpen_readout
 
 
 def available() -> list[dict]:
     """One row per construction: name, basis, description, available (its mixers are registered)."""
-    from statetrack.layers import MIXERS
-
     rows = []
     for name, (_, basis, desc, arg, mixers) in REGISTRY.items():
         rows.append({"name": name + (f":{arg}" if arg else ""), "basis": basis, "description": desc,
@@ -50,11 +58,9 @@ def available() -> list[dict]:
 
 def build(name: str) -> Construction:
     """Build a construction by name (``NAME`` or ``NAME:ARG``)."""
-    from statetrack.layers import MIXERS
-
     base, _, arg = name.partition(":")
     if base not in REGISTRY:
-        raise UserError(f"unknown construction {name!r}; allowed: {', '.join(sorted(REGISTRY))}")
+        raise allowed("construction", name, REGISTRY)
     fn, basis, desc, default_arg, mixers = REGISTRY[base]
     missing = [m for m in mixers if m not in MIXERS]
     if missing:
@@ -69,8 +75,6 @@ def build(name: str) -> Construction:
 
 
 def save(name: str, path) -> Construction:
-    from statetrack.checkpoint import save_checkpoint
-
     c = build(name)
     save_checkpoint(c.model, c.config.model_dump(), path,
                     extra={"construction": c.name, "basis": c.basis, "label": f"construction:{c.name}",
@@ -104,13 +108,12 @@ def init_config(init: str, task: str | None = None, **given) -> ModelConfig:
     mine = c.config.model
     for field, value in given.items():
         if field not in ModelConfig.model_fields:
-            raise UserError(f"unknown model field {field!r}; allowed: {', '.join(ModelConfig.model_fields)}")
+            raise UserError(f"unknown model field {field!r}{did_you_mean(field, ModelConfig.model_fields)}; "
+                            f"allowed: {', '.join(ModelConfig.model_fields)}")
         if value is None:
             continue
         ours = getattr(mine, field)
         if field == "layers":
-            from statetrack.spec import format_layers, parse_layers
-
             value = format_layers(parse_layers(value))
         if value != ours:
             raise UserError(f"--init {init} defines the model: {field} {value!r} differs from the construction's "

@@ -8,6 +8,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from statetrack.algebra import get_group, parse_group_name
 from statetrack.errors import UserError
 from statetrack.theory.constructions.base import (
     Construction,
@@ -81,8 +82,6 @@ def _aussm_lag_layer(mx, units: list[torch.Tensor], angles: list[list[float]], c
 
 def _abelian_components(name: str):
     """Token id -> exponent vector over the cyclic factors (Cn, V4 = C2 x C2) of a named abelian group."""
-    from statetrack.algebra import get_group, parse_group_name
-
     canonical, factors = parse_group_name(name)
     g = get_group(canonical)
     if not g.is_abelian:
@@ -158,8 +157,6 @@ L_S3 = 3.0
 @register("s3-aussm", "P3", "S3 = C3 x| C2 with TWO AUSSM layers (P3, DiagLimits2026): layer 1 tracks the sign "
           "(angle 0 or pi), layer 2 rotates by +-2 pi/3 as layer 1's state says", mixers=("aussm",))
 def s3_aussm() -> Construction:
-    from statetrack.algebra import get_group
-
     g = get_group("S3")
     G = 6
     d = 16

@@ -28,6 +28,7 @@ import math
 import numpy as np
 import torch
 
+from statetrack.algebra import get_group
 from statetrack.errors import UserError
 from statetrack.theory.constructions.base import (
     SILU_ARGMIN,
@@ -40,6 +41,7 @@ from statetrack.theory.constructions.base import (
     spread_readout,
     token_embedding,
 )
+from statetrack.theory.representations import best_representation, householder_factors
 
 #: the scale of the write terms: |o| stays in the linear regime of the output RMSNorm
 WRITE_SCALE = 1e-5
@@ -113,8 +115,6 @@ def orthogonal_deltaproduct(task: str, rho: dict[int, np.ndarray], n_tokens: int
 
 
 def _factors(m: np.ndarray) -> list[np.ndarray]:
-    from statetrack.theory.representations import householder_factors
-
     return householder_factors(m)
 
 
@@ -123,8 +123,6 @@ def _factors(m: np.ndarray) -> list[np.ndarray]:
           "I - 2 k k^T with k = (e_a - e_b)/sqrt 2, about the centre -W V^T", default_arg="3",
           mixers=("deltaproduct",))
 def sn_deltaproduct(arg: str) -> Construction:
-    from statetrack.algebra import get_group
-
     n = int(arg)
     if not 3 <= n <= 5:
         raise UserError(f"sn-deltaproduct takes n in 3..5, got {n}")
@@ -143,9 +141,6 @@ def sn_deltaproduct(arg: str) -> Construction:
           "element written as rank(I - rho(g)) reflections; S4 and A5 need n_h = 2 in a 3-dimensional state",
           default_arg="S4", mixers=("deltaproduct",))
 def orth_deltaproduct(arg: str) -> Construction:
-    from statetrack.algebra import get_group
-    from statetrack.theory.representations import best_representation
-
     g = get_group(arg)
     if g.order < 2 or g.order > 120:
         raise UserError(f"orth-deltaproduct takes a group of order 2..120, got {g.name} (order {g.order})")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from statetrack.algebra import get_group
 from statetrack.theory.constructions.base import Construction, blank_model, layer_input, register, silu
 
 
@@ -102,8 +103,6 @@ def _negmamba_common(mx, const: int, states: list[int], out_coords: list[int]):
           "(a, b mod 2) by sign flips, layer 2 flips the high bit of b when b1 XOR (b0 AND NOT (b mod 2)) (the carry)",
           mixers=("negmamba",))
 def c2xc4_negmamba() -> Construction:
-    from statetrack.algebra import get_group
-
     g = get_group("C2xC4")
     task = "group:C2xC4"
     d = 32  # R = ceil(32/16) = 2 low-rank rows for Delta: two independent flip channels in layer 1

@@ -1,0 +1,86 @@
+"""The Linear Recurrent Unit (Orvieto2023, LRU): an input-independent complex diagonal recurrence.
+
+N = d_state complex modes per layer (shared by the channels: a dense B and C mix them)::
+
+    lambda_n = exp(-exp(nu_n) + i exp(theta_n))          (|lambda| < 1, fixed after training)
+    h_t = diag(lambda) h_{t-1} + gamma (.) (B x_t)         y_t = Re(C h_t) + D (.) x_t
+
+B (N, d_model) and C (d_model, N) complex, gamma_n = sqrt(1 - |lambda_n|^2) the paper's normalisation
+(learned, as log gamma, from that value). Initialisation as in the paper: |lambda| uniform on the ring
+r_min <= |lambda| <= r_max (uniform in area), phases uniform in [0, max_phase]; B and C Glorot-like
+complex normals. Time-invariant: A does not depend on x. Recurrence: ``ops.diag_scan``
+(multiply-add loop or chunked scan, with its own backward). State: h (B, N) complex.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from statetrack.errors import UserError
+from statetrack.layers.base import Mixer, Properties
+from statetrack.ops import diag_scan, polar
+
+
+class LRU(Mixer):
+    name = "lru"
+    description = ("linear recurrent unit: time-invariant complex diagonal, lambda = exp(-exp(nu) + i exp(theta)), "
+                   "|lambda| < 1")
+
+    def __init__(self, d_model, d_state, r_min=0.9, r_max=0.999, max_phase=2 * math.pi):
+        super().__init__(d_model, d_state)
+        if not 0 <= r_min < r_max < 1:
+            raise UserError(f"{self.name} needs 0 <= r_min < r_max < 1, got r_min={r_min}, r_max={r_max}")
+        if not max_phase > 0:
+            raise UserError(f"{self.name} max_phase={max_phase} must be > 0")
+        N, d = d_state, d_model
+        u1, u2 = torch.rand(N), torch.rand(N)
+        nu = torch.log(-0.5 * torch.log(u1 * (r_max ** 2 - r_min ** 2) + r_min ** 2))
+        theta = torch.log(max_phase * u2)
+        self.nu_log, self.theta_log = nn.Parameter(nu), nn.Parameter(theta)
+        mod = torch.exp(-torch.exp(nu))
+        self.gamma_log = nn.Parameter(torch.log(torch.sqrt(1 - mod ** 2)))
+        self.B_re = nn.Parameter(torch.randn(N, d) / math.sqrt(2 * d))
+        self.B_im = nn.Parameter(torch.randn(N, d) / math.sqrt(2 * d))
+        self.C_re = nn.Parameter(torch.randn(d, N) / math.sqrt(N))
+        self.C_im = nn.Parameter(torch.randn(d, N) / math.sqrt(N))
+        self.D = nn.Parameter(torch.randn(d))
+
+    @property
+    def properties(self):
+        return Properties(input_dependent=False, eigenvalues="complex", structure="diagonal")
+
+    def activation_bytes(self):
+        return 8 * 3 * self.d_state + 4 * 4 * self.d_model
+
+    def init_state(self, batch, device=None, dtype=None):
+        dtype = dtype or self.D.dtype
+        return torch.zeros(batch, self.d_state, device=device, dtype=dtype.to_complex())
+
+    def lam(self):
+        """The N eigenvalues lambda_n, complex."""
+        return polar(torch.exp(-torch.exp(self.nu_log)), torch.exp(self.theta_log))
+
+    def _input(self, x):
+        """gamma (.) (B x): (..., d) -> (..., N) complex."""
+        g = torch.exp(self.gamma_log)
+        return torch.complex((x @ self.B_re.T) * g, (x @ self.B_im.T) * g)
+
+    def _out(self, h, x):
+        return h.real @ self.C_re.T - h.imag @ self.C_im.T + self.D * x
+
+    def forward(self, x, state=None):
+        if state is None:
+            state = self.init_state(x.shape[0], x.device, x.dtype)
+        b = self._input(x)
+        h = diag_scan(self.lam().expand_as(b), b, state)
+        return self._out(h, x), h[:, -1]
+
+    def step(self, x, state):
+        h = self.lam() * state + self._input(x)
+        return self._out(h, x), h
+
+    def eigenvalues(self, x):
+        """lambda, the same at every step: (B, T, N) complex."""
+        return self.lam().expand(*x.shape[:2], self.d_state)

@@ -1,0 +1,109 @@
+"""The mLSTM layer of xLSTM (Beck2024): a matrix memory with a scalar, exponentially gated update per head.
+
+x -> up-projection to (x_m, z), each of width E = expand * d_model; x_m -> optional depthwise causal
+conv (kernel 4) -> silu -> x_c; per head h (``heads``), with key dim d_k = d_state and value dim
+d_v = E / heads: q = W_q x_c, k = W_k x_c / sqrt(d_k), v = W_v x_m, and the gates' pre-activations
+(ti, tf) = W_{i,f} [q, k, v] + b (forget bias from 3 to 6 across heads, as in the paper's init;
+small random gate weights where the reference starts them at zero); the
+cell (``ops.mlstm``)::
+
+    C_t = f_t C_{t-1} + i_t k_t v_t^T,   n_t = f_t n_{t-1} + i_t k_t,   h_t = C_t^T q_t / max(|n_t^T q_t|, 1)
+
+with i_t = exp(ti_t), f_t = sigmoid(tf_t), stored stabilised (C~ = exp(-m) C); then a per-head
+LayerNorm, a learned skip from x_c, the gate silu(z) and the down-projection. The transition of the
+stored state is the scalar f'_t = exp(log f_t + m_{t-1} - m_t) in [0, 1] per head (a scalar times the
+identity). Simplified: the paper's block-diagonal q, k, v projections are dense here. State:
+(C~ (B, H, d_k, d_v), n~ (B, H, d_k), m (B, H), conv buffer).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from statetrack.errors import UserError
+from statetrack.layers.base import Mixer, Properties, causal_conv_step, check_conv, check_expand
+from statetrack.ops import causal_conv
+from statetrack.ops.mlstm import CHUNK, mlstm, mlstm_step, mlstm_transition, mlstm_zero_state
+
+
+class MLSTM(Mixer):
+    name = "mlstm"
+    description = "mLSTM (xLSTM): C_t = f_t C_{t-1} + i_t k v^T, f = sigmoid in [0,1], i = exp, normalised read-out"
+
+    def __init__(self, d_model, d_state, heads=1, expand=2, conv=4, chunk=CHUNK):
+        super().__init__(d_model, d_state)
+        check_expand(self.name, expand)
+        check_conv(self.name, conv)
+        E = expand * d_model
+        if heads < 1 or E % heads:
+            raise UserError(f"{self.name} heads={heads} must be >= 1 and divide expand * d_model = {E}")
+        if chunk < 0:
+            raise UserError(f"{self.name} chunk={chunk} must be >= 0 (0 = step loop)")
+        self.H, self.k, self.chunk, self.d_inner = heads, conv, chunk, E
+        self.dk, self.dv = d_state, E // heads
+        H, dk = heads, self.dk
+        self.up = nn.Linear(d_model, 2 * E, bias=False)
+        self.conv = nn.Conv1d(E, E, conv, groups=E) if conv > 0 else None
+        self.qk = nn.Linear(E, 2 * H * dk, bias=False)
+        self.v = nn.Linear(E, E, bias=False)
+        self.gates = nn.Linear(2 * H * dk + E, 2 * H)  # [input | forget] pre-activations per head
+        with torch.no_grad():  # small gate weights: the gates start near their biases, and depend on x
+            self.gates.weight.mul_(0.1)
+            self.gates.bias[:H].normal_(0.0, 0.1)
+            self.gates.bias[H:] = torch.linspace(3.0, 6.0, H)
+        self.o_norm = nn.LayerNorm(self.dv, elementwise_affine=True, bias=False)
+        self.skip = nn.Parameter(torch.ones(E))
+        self.down = nn.Linear(E, d_model, bias=False)
+
+    @property
+    def properties(self):
+        return Properties(input_dependent=True, eigenvalues="[0,1]", structure="scalar")
+
+    def activation_bytes(self):
+        C = max(1, self.chunk)
+        per_step = 3 * C + 3 * self.dk + 3 * self.dv + self.dk * self.dv // C
+        return 4 * (self.H * per_step + 8 * self.d_inner + 2 * self.d_model)
+
+    def init_state(self, batch, device=None, dtype=None):
+        dtype = dtype or self.up.weight.dtype
+        buf = torch.zeros(batch, self.d_inner, max(self.k - 1, 0), device=device, dtype=dtype)
+        return mlstm_zero_state(batch, self.H, self.dk, self.dv, dtype, device) + (buf,)
+
+    def _terms(self, x, buf, chunk: bool):
+        xm, z = self.up(x).chunk(2, dim=-1)
+        xc = xm
+        if self.conv is not None:
+            xc, buf = (causal_conv if chunk else causal_conv_step)(self.conv, xm, buf)
+        xc = F.silu(xc)
+        qk = self.qk(xc)
+        v = self.v(xm)
+        ti, tf = self.gates(torch.cat([qk, v], -1)).chunk(2, dim=-1)
+        H, dk, dv = self.H, self.dk, self.dv
+        q, k = qk.unflatten(-1, (2, H, dk)).unbind(-3)
+        return q, k * dk ** -0.5, v.unflatten(-1, (H, dv)), ti, F.logsigmoid(tf), xc, z, buf
+
+    def _out(self, h, xc, z):
+        y = self.o_norm(h).flatten(-2) + self.skip * xc
+        return self.down(y * F.silu(z))
+
+    def forward(self, x, state=None):
+        if state is None:
+            state = self.init_state(x.shape[0], x.device, x.dtype)
+        *cell, buf = state
+        q, k, v, ti, log_f, xc, z, buf = self._terms(x, buf, chunk=True)
+        h, cell = mlstm(q, k, v, ti, log_f, tuple(cell), self.chunk)
+        return self._out(h, xc, z), (*cell, buf)
+
+    def step(self, x, state):
+        *cell, buf = state
+        q, k, v, ti, log_f, xc, z, buf = self._terms(x, buf, chunk=False)
+        h, cell = mlstm_step(q, k, v, ti, log_f, tuple(cell))
+        return self._out(h, xc, z), (*cell, buf)
+
+    def eigenvalues(self, x):
+        """The scalar f'_t per head, along the scale trajectory from the initial state: (B, T, H) complex."""
+        *_, buf = self.init_state(x.shape[0], x.device, x.dtype)
+        _, _, _, ti, log_f, _, _, _ = self._terms(x, buf, chunk=True)
+        f = mlstm_transition(ti, log_f)
+        return f.to(f.dtype.to_complex())

@@ -1,0 +1,87 @@
+"""The sLSTM layer of xLSTM (Beck2024): scalar memory cells with exponential gating and recurrent
+gates, d_model cells in ``heads`` heads of d_h = d_model / heads.
+
+Input pre-activations: the input and forget gates read x after an optional depthwise causal conv
+(kernel 4) and silu, the cell input and output gates read x itself (as in the paper's block); each
+gate adds R_g h_{t-1} with a block-diagonal R (one d_h x d_h block per head) and a bias (forget bias
+from 3 to 6 across the cells). The cell (``ops.slstm``)::
+
+    c_t = f_t c_{t-1} + i_t tanh(tz_t),  n_t = f_t n_{t-1} + i_t,  h_t = sigmoid(to_t) c_t / n_t
+
+with i = exp(ti), f = sigmoid(tf), stabilised. Then a per-head LayerNorm and the output projection
+(the paper's block follows it with a gated MLP: here the model's ``mlp`` option). The gates see
+h_{t-1}: a non-linear recurrence, outside the linear theorems. State: (h, c, n, m) each (B, heads, d_h),
+and the conv buffer.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from statetrack.errors import UserError
+from statetrack.layers.base import Mixer, Properties, causal_conv_step, check_conv
+from statetrack.ops import causal_conv
+from statetrack.ops.slstm import slstm_recurrent, slstm_step, slstm_zero_state
+
+
+class SLSTM(Mixer):
+    name = "slstm"
+    description = "sLSTM (xLSTM): scalar cells, exponential input gate, gates recurrent in h (non-linear)"
+
+    def __init__(self, d_model, d_state, heads=1, conv=4):
+        super().__init__(d_model, d_state)
+        if heads < 1 or d_model % heads:
+            raise UserError(f"{self.name} heads={heads} must be >= 1 and divide d_model={d_model}")
+        check_conv(self.name, conv)
+        self.H, self.dh, self.k = heads, d_model // heads, conv
+        d, H, dh = d_model, heads, self.dh
+        self.conv = nn.Conv1d(d, d, conv, groups=d) if conv > 0 else None
+        self.w_if = nn.Linear(d, 2 * d)  # input and forget gates, from the conv branch
+        self.w_zo = nn.Linear(d, 2 * d)  # cell input and output gates, from x
+        self.R = nn.Parameter(torch.randn(4, H, dh, dh) / math.sqrt(dh))
+        with torch.no_grad():
+            self.w_if.bias[d:] = torch.linspace(3.0, 6.0, d)
+        self.o_norm = nn.LayerNorm(dh, bias=False)
+        self.out = nn.Linear(d, d, bias=False)
+
+    @property
+    def properties(self):
+        return Properties(input_dependent=True, eigenvalues="n/a", structure="nonlinear", linear=False)
+
+    def activation_bytes(self):
+        return 4 * 16 * self.d_model
+
+    def init_state(self, batch, device=None, dtype=None):
+        dtype = dtype or self.R.dtype
+        buf = torch.zeros(batch, self.d_model, max(self.k - 1, 0), device=device, dtype=dtype)
+        return slstm_zero_state(batch, self.H, self.dh, dtype, device) + (buf,)
+
+    def _w(self, x, buf, chunk: bool):
+        """x (..., d) -> the gates' input pre-activations (..., 4, H, d_h) and the buffer."""
+        xc = x
+        if self.conv is not None:
+            xc, buf = (causal_conv if chunk else causal_conv_step)(self.conv, x, buf)
+        ti, tf = self.w_if(F.silu(xc)).chunk(2, dim=-1)
+        tz, to = self.w_zo(x).chunk(2, dim=-1)
+        w = torch.stack([ti, tf, tz, to], -2)  # (..., 4, d)
+        return w.unflatten(-1, (self.H, self.dh)), buf
+
+    def _out(self, h):
+        return self.out(self.o_norm(h).flatten(-2))
+
+    def forward(self, x, state=None):
+        if state is None:
+            state = self.init_state(x.shape[0], x.device, x.dtype)
+        *cell, buf = state
+        w, buf = self._w(x, buf, chunk=True)
+        h, cell = slstm_recurrent(w, self.R, tuple(cell))
+        return self._out(h), (*cell, buf)
+
+    def step(self, x, state):
+        *cell, buf = state
+        w, buf = self._w(x, buf, chunk=False)
+        h, cell = slstm_step(w, self.R, tuple(cell))
+        return self._out(h), (*cell, buf)

@@ -1,0 +1,89 @@
+"""The gated delta rule, RWKV-7 and GLA through flash-linear-attention's Triton kernels (CUDA; the
+optional package ``fla-core``).
+
+Same contracts as ``ops.dplr.gated_delta_rule``, ``rwkv7_rule`` and ``gla_rule``: [B, T, H, ...]
+tensors, the state [B, H, K, V], o_t = S_t^T q_t, which is fla's layout. fla's conventions that differ
+from ours are turned off: the query scale (fla defaults to K^-1/2; our layers scale q themselves, so
+scale = 1) and fla's in-kernel L2 normalisation and gate activations (our layers compute beta, the
+gates and the normalised keys). The recurrences are the same equations (``tests/test_ops_frontier.py``
+checks ours against fla's PyTorch references on the CPU):
+
+* gated delta rule: S_t = exp(g_t) (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T;
+* RWKV-7 (fla's DPLR form): S_t = diag(exp(w_t)) S_{t-1} + b_t (a_t^T S_{t-1}) + k_t v_t^T with
+  a = kappa_hat, b = -kappa_hat * a_lr (what fla's RWKV-7 layer passes as a = -kk, b = kk * a);
+* GLA: S_t = diag(exp(g_t)) S_{t-1} + k_t v_t^T.
+
+The exactness rule is the delta rule's (``ops.fla_delta``): where a transition can have a unit-modulus
+eigenvalue other than 1 (Gated DeltaNet with ``neg=true``: beta up to 2, a reflection) chunk kernels with
+bfloat16 keys do not keep products of reflections exact, so the float32 recurrent kernel runs, in
+evaluation only: fla implements no backward pass for it (the gate's gradient), so training with
+``neg=true`` runs the PyTorch chunked form of ``ops.dplr`` on the GPU. The contractions (Gated DeltaNet
+with beta in [0, 1], RWKV-7 with eigenvalues in (-1/2, 1], GLA with gates in (0, 1)) run fla's chunk
+kernels with q, k, v (and RWKV-7's a, b) in bfloat16 and the gates, the state and the accumulation in
+float32, so they agree with the CPU to bfloat16 precision. The log-gates stay float32. These paths run
+only on CUDA tensors with fla installed (``ops.dispatch.use_fla``); ``tests/test_kernels.py`` checks them
+against the float64 references where a GPU is present.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+KERNELS = ("chunk", "recurrent")
+
+
+def _state(S0: Tensor | None) -> Tensor | None:
+    return None if S0 is None else S0.to(torch.float32)
+
+
+def gated_delta_rule_fla(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, g: Tensor, S0: Tensor | None = None,
+                         kernel: str = "recurrent") -> tuple[Tensor, Tensor]:
+    """fla's gated delta rule; ``kernel`` "recurrent" (float32) or "chunk" (bfloat16 q, k, v)."""
+    from fla.ops.gated_delta_rule import chunk_gated_delta_rule, fused_recurrent_gated_delta_rule
+
+    dtype = v.dtype
+    beta, g = beta.to(torch.float32), g.to(torch.float32)
+    if kernel == "chunk":
+        q, k, v = (t.to(torch.bfloat16) for t in (q, k, v))
+        o, S = chunk_gated_delta_rule(q, k, v, g, beta, scale=1.0, initial_state=_state(S0), output_final_state=True,
+                                      use_qk_l2norm_in_kernel=False)
+    elif kernel == "recurrent":
+        q, k, v = (t.to(torch.float32) for t in (q, k, v))
+        o, S = fused_recurrent_gated_delta_rule(q, k, v, g=g, beta=beta, scale=1.0, initial_state=_state(S0),
+                                                output_final_state=True, use_qk_l2norm_in_kernel=False)
+    else:
+        raise ValueError(f"unknown gated delta rule kernel {kernel!r}; allowed: {', '.join(KERNELS)}")
+    return o.to(dtype), S.to(dtype)
+
+
+def rwkv7_fla(q: Tensor, k: Tensor, v: Tensor, log_w: Tensor, kappa: Tensor, a_lr: Tensor,
+              S0: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """fla's chunked RWKV-7 kernel (a contraction: bfloat16 inputs, float32 decay and state); fla's
+    recurrent DPLR kernel has no backward pass, so training needs this one."""
+    from fla.ops.rwkv7 import chunk_rwkv7
+
+    dtype = v.dtype
+    a, b = kappa, -kappa * a_lr
+    q, k, v, a, b = (t.to(torch.bfloat16) for t in (q, k, v, a, b))
+    o, S = chunk_rwkv7(q, log_w.to(torch.float32), k, v, a, b, scale=1.0, initial_state=_state(S0),
+                       output_final_state=True)
+    return o.to(dtype), S.to(dtype)
+
+
+def gla_fla(q: Tensor, k: Tensor, v: Tensor, log_w: Tensor, S0: Tensor | None = None,
+            kernel: str = "chunk") -> tuple[Tensor, Tensor]:
+    """fla's GLA: ``kernel`` "chunk" (bfloat16 q, k, v; float32 gates and state; the default) or
+    "recurrent" (float32 throughout)."""
+    from fla.ops.gla import chunk_gla, fused_recurrent_gla
+
+    dtype = v.dtype
+    log_w = log_w.to(torch.float32)
+    if kernel == "chunk":
+        q, k, v = (t.to(torch.bfloat16) for t in (q, k, v))
+        o, S = chunk_gla(q, k, v, log_w, scale=1.0, initial_state=_state(S0), output_final_state=True)
+    elif kernel == "recurrent":
+        q, k, v = (t.to(torch.float32) for t in (q, k, v))
+        o, S = fused_recurrent_gla(q, k, v, gk=log_w, scale=1.0, initial_state=_state(S0), output_final_state=True)
+    else:
+        raise ValueError(f"unknown GLA kernel {kernel!r}; allowed: {', '.join(KERNELS)}")
+    return o.to(dtype), S.to(dtype)

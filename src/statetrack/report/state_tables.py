@@ -1,0 +1,109 @@
+"""A study's tables on the long-range draw and of the failure horizons, beside each of its tables.
+
+For every table whose runs scored the long-range draw (a scale with ``test_split: test+long``),
+``state_tables`` adds after it
+
+- ``NAME-long``: the same table (score, selection, seeds) on the long-range draw, whose strings have a
+  last half that leaves both labels possible and a label drawn independently of it, so a model that
+  reads only the recent past scores 50% (1/C for C labels); n/a where a task has no such draw (a window
+  language at that length, or a task that is not regular: the caption names the reason);
+- ``NAME-horizon`` (runs that measured horizons, ``horizons: true``): per model and task the failure
+  horizon, the length of the shortest witness-family string the model gets wrong (docs/long-range.md),
+  median [min-max] over the seeds at the learning rate selected in the main table; ``>=N`` where no
+  family broke a seed up to N, the longest test length.
+
+Neither table has published numbers (the papers measured neither), so neither marks a disagreement.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import replace
+
+from statetrack.report.render import fmt_cell
+from statetrack.report.selection import TableCell
+from statetrack.report.table import StudyTable, study_tables
+
+LONG_NOTE = ("On the long-range draw (docs/long-range.md): the last ceil(L/2) symbols of each string leave both "
+             "labels possible and the label is drawn independently of them, so a model that reads only the "
+             "recent past scores 50% (1/C for C labels) while one that tracks the state keeps its score.")
+HORIZON_NOTE = ("Failure horizon: on each witness family of the task (string pairs u1 W^n v / u2 W^n v with "
+                "different labels that share their last n|W| + |v| symbols; statetrack witnesses TASK), the "
+                "length of the shortest string the model gets wrong; a run's horizon is the shortest over its "
+                "families. Median [min-max] over seeds at the learning rate selected in the main table; >=N: no "
+                "family broke the model up to N (the longest test length); n/a: no witness family (a window "
+                "language, or a task that is not regular).")
+
+
+def on_split(results: list, split: str) -> list:
+    """The results with each run's metrics replaced by those of the ``split`` draw."""
+    return [(j, r if r is None else replace(r, metrics=r.split(split, j.eval.splits[0]))) for j, r in results]
+
+
+def state_tables(study, results: list, scale: str | None, tables: list[StudyTable]) -> list[StudyTable]:
+    """``tables`` with, after each, its long-range and failure-horizon tables where its runs have them."""
+    out = []
+    for t in tables:
+        out.append(t)
+        mine = [(j, r) for j, r in results if getattr(j, "table", "main") == t.name]
+        long = on_split(mine, "long")
+        if any(r is not None and r.metrics for _, r in long):
+            out.append(_long_table(study, long, scale, t))
+        if any(r is not None and (r.summary or {}).get("horizons") for _, r in mine):
+            out.append(_horizon_table(t, mine))
+    return out
+
+
+def _long_table(study, results: list, scale: str | None, main: StudyTable) -> StudyTable:
+    t = study_tables(study, results, scale)[0] if len(study.tables) == 1 else \
+        next(x for x in study_tables(study, results, scale) if x.name == main.name)
+    t.name, t.title, t.columns = f"{main.name}-long", f"{main.title}: on the long-range draw", {}
+    notes: dict[str, set[str]] = {}
+    for j, r in results:
+        if r is not None:
+            col = j.column or main.task_columns[0]
+            notes.setdefault(col, set()).update(m.note for m in r.metrics if m.accuracy is None and m.note)
+    for row in t.rows:
+        row["published"], row["published_text"] = {}, {}
+        row["differs"] = dict.fromkeys(row["differs"])
+        for key, cell in row["cells"].items():
+            cell.published, cell.differs = None, None
+            row["text"][key] = "n/a" if cell.selected is None and cell.runs else fmt_cell(cell, study)
+    why = "; ".join(f"{col}: {'; '.join(sorted(n))}" for col, n in notes.items() if n)
+    t.caption = (f"{LONG_NOTE} Cells as in the table above, on this draw" +
+                 (f"; n/a = no long-range draw at a length ({why})." if why else "."))
+    return t
+
+
+def _fmt(v: float | None, cap: int) -> str:
+    return f">={cap}" if v is None or v == float("inf") else f"{v:g}"
+
+
+def _horizon_table(main: StudyTable, results: list) -> StudyTable:
+    t = StudyTable(main.study, f"{main.title}: failure horizons", main.lengths, {}, name=f"{main.name}-horizon",
+                   kind="horizon", task_columns=list(main.task_columns), caption=HORIZON_NOTE)
+    for mrow in main.rows:
+        row: dict = {"label": mrow["label"], "train_lengths": mrow["train_lengths"], "seeds": mrow["seeds"],
+                     "published": {}, "published_text": {}, "differs": {}, "cells": {}, "text": {}}
+        for col in main.task_columns:
+            sel = mrow["cells"].get(col)
+            lr = sel.lr if isinstance(sel, TableCell) else None
+            done = [r for j, r in results if r is not None and r.status == "complete" and j.label == mrow["label"]
+                    and (j.column or main.task_columns[0]) == col and (lr is None or j.train.lr == lr)]
+            if not done:
+                continue
+            hs = [h for h in ((r.summary or {}).get("horizons") for r in done) if h]
+            if not any(h.get("families") for h in hs):  # not regular, or a window language
+                row["cells"][col], row["text"][col] = TableCell(runs=len(done)), "n/a"
+                continue
+            cap = max(h["horizon_max"] for h in hs)
+            # a seed without a failure counts as beyond the longest length tested
+            vals = [h["horizon"] if h["horizon"] is not None else float("inf") for h in hs]
+            med = statistics.median(vals)
+            cell = TableCell(None if med == float("inf") else med,
+                             [v for v in vals if v != float("inf")], lr, runs=len(hs))
+            text = _fmt(cell.selected, cap)
+            if len(vals) > 1 and min(vals) != max(vals):
+                text += f" [{_fmt(min(vals), cap)}-{_fmt(max(vals), cap)}]"
+            row["cells"][col], row["text"][col], row["differs"][col] = cell, text, None
+        t.rows.append(row)
+    return t

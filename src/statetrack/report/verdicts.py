@@ -1,0 +1,279 @@
+"""The theory's verdict beside every cell of a study (``oracle: true`` in the study file).
+
+For each (model, task) cell the oracle (``statetrack.theory.oracle``) gives possible / impossible / open
+for the cell's layer spec and task, with its basis; each run (seed) of the cell is scored on its
+headline draw (the study's ``test_split``, or the task's own ``eval`` override), pooled over its test
+lengths:
+
+* the pooled accuracy of the final label: correct final labels over all sequences of all test lengths;
+  for a task with one fixed input (``modcount``: every sequence at a length is the same) each length
+  counts once, so the count is the number of lengths;
+* chance: the majority share of the pooled distribution of the final label (``tasks.draws``: exact
+  where the task computes it). On consecutive lengths of ``modcount:3`` the final labels cycle, so
+  chance is 1/3, while at any single length it would be 1;
+* its Wilson interval at ``LEVEL`` (99%): the table judges every run of a large grid at once, so a
+  wider interval than the reports' usual 95% keeps the number of runs judged off chance by the sampling
+  alone small.
+
+A run is *above* chance when the interval's lower end is above chance, *below* when its upper end is
+below, else *at* chance; it *tracks* the task when its pooled accuracy is at least ``TRACKED`` (90%, the
+threshold of the reports' "longest length with accuracy >= 90%"). An impossible verdict on a group
+task comes with a **ceiling**
+(``theory.verdicts.quotient_ceiling``): a stack that cannot track the group may still track a quotient
+of it (one complex, real or [-1,1] Householder layer tracks the sign of an S3 element: S3 / A3 = C2),
+which on uniformly distributed labels is worth 1/|kernel| (1/3 for S3); for A5, parity and counting
+the ceiling is chance. A cell **agrees** when the verdict is impossible and no seed is above the ceiling
+or below chance (for most cells: every seed at chance), or possible and some seed tracks the task; it
+**disagrees** when the verdict is impossible and some seed is above the ceiling or below chance (a bug,
+or a theorem misread: to be found); a possible cell in which no seed tracks the task is a
+**learnability** result (the weights exist, training did not find them; the cell says how many seeds
+rose above chance); an open cell is reported with its measurements only.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from statetrack.evaluation import wilson
+
+LEVEL = 0.99
+Z = 2.5758293035489  # the two-sided 99% normal quantile
+TRACKED = 0.9  # a seed tracks the task when its pooled accuracy at the long lengths is at least this
+OUTCOMES = ("agrees", "disagrees", "learnability", "open", "missing")
+SYMBOL = {"possible": "yes", "impossible": "no", "open": "open"}
+
+
+@dataclass
+class SeedScore:
+    seed: int
+    accuracy: float | None
+    low: float | None
+    high: float | None
+    chance: float | None
+    n: int
+    lengths: list[int]
+    split: str
+
+    @property
+    def judgement(self) -> str:
+        """above / at / below chance, or n/a (no scored length)."""
+        if self.accuracy is None or self.chance is None or self.low is None or self.high is None:
+            return "n/a"
+        if self.low > self.chance:
+            return "above"
+        if self.high < self.chance:
+            return "below"
+        return "at"
+
+
+@dataclass
+class VerdictCell:
+    model: str
+    column: str
+    layers: str
+    task: str
+    verdict: str
+    basis: str
+    reason: str
+    seeds: list[SeedScore] = field(default_factory=list)
+    ceiling: float | None = None  # impossible verdicts on group tasks: the trackable quotient's accuracy
+    quotient: int | None = None  # ... and that quotient's order
+
+    @property
+    def scored(self) -> list[SeedScore]:
+        return [s for s in self.seeds if s.judgement != "n/a"]
+
+    @property
+    def outcome(self) -> str:
+        scored = self.scored
+        if not scored:
+            return "missing"
+        if self.verdict == "open":
+            return "open"
+        if self.verdict == "impossible":
+            return "agrees" if all(self.within_ceiling(s) for s in scored) else "disagrees"
+        return "agrees" if self.tracked else "learnability"
+
+    def within_ceiling(self, s: SeedScore) -> bool:
+        """Neither below chance nor above what the trackable quotient allows (chance, for most cells)."""
+        if s.judgement == "below":
+            return False
+        top = max(s.chance or 0.0, self.ceiling or 0.0)
+        return s.low is not None and s.low <= top
+
+    def verdict_text(self) -> str:
+        """'yes T5', 'no T1', 'no T5, ceiling 33% (C2 tracked)', 'open'."""
+        if self.verdict == "open":
+            return "open"
+        out = f"{SYMBOL[self.verdict]} {self.basis}"
+        m = self.median()
+        if self.verdict == "impossible" and self.ceiling and m is not None and m.chance is not None \
+                and self.ceiling > m.chance + 1e-9:
+            out += f", ceiling {100 * self.ceiling:.0f}% (a quotient of order {self.quotient} tracked)"
+        return out
+
+    @property
+    def tracked(self) -> int:
+        """Seeds whose pooled accuracy is at least TRACKED."""
+        return sum(1 for s in self.scored if (s.accuracy or 0.0) >= TRACKED)
+
+    @property
+    def above(self) -> int:
+        """Seeds above chance."""
+        return sum(1 for s in self.scored if s.judgement == "above")
+
+    def median(self) -> SeedScore | None:
+        """The seed with the median pooled accuracy (the lower of the two middle ones)."""
+        scored = sorted(self.scored, key=lambda s: s.accuracy or 0.0)
+        return scored[(len(scored) - 1) // 2] if scored else None
+
+    def text(self) -> str:
+        """'acc% [lo-hi], tracked 1/3, above chance 2/3 (chance c%); yes T5: agrees' (the median seed's accuracy
+        and interval)."""
+        verdict = self.verdict_text()
+        m = self.median()
+        if m is None:
+            return f"- ; {verdict}: missing"
+        n = len(self.scored)
+        acc = (f"{100 * m.accuracy:.0f}% [{100 * m.low:.0f}-{100 * m.high:.0f}], tracked {self.tracked}/{n}, "
+               f"above chance {self.above}/{n} (chance {100 * m.chance:.0f}%)")
+        return f"{acc}; {verdict}: {self.outcome}"
+
+
+@dataclass
+class VerdictTable:
+    study: str
+    columns: list[str]
+    rows: list[tuple[str, list[VerdictCell | None]]]
+
+    def cells(self) -> list[VerdictCell]:
+        return [c for _, cs in self.rows for c in cs if c is not None]
+
+    def counts(self) -> dict[str, int]:
+        out = dict.fromkeys(OUTCOMES, 0)
+        for c in self.cells():
+            out[c.outcome] += 1
+        return out
+
+    def summary(self) -> str:
+        """The agreement count in one sentence."""
+        k = self.counts()
+        decided = k["agrees"] + k["disagrees"] + k["learnability"]
+        imp = [c for c in self.cells() if c.verdict == "impossible" and c.outcome != "missing"]
+        pos = [c for c in self.cells() if c.verdict == "possible" and c.outcome != "missing"]
+        partial = sum(1 for c in pos if c.outcome == "learnability" and c.above)
+        return (f"The measurements agree with the theory in {k['agrees']} of {decided} decided cells: "
+                f"{sum(c.outcome == 'agrees' for c in imp)} of {len(imp)} 'impossible' cells stay at chance (or, "
+                f"where the layer can track a quotient of the group, within that quotient's ceiling) in every "
+                f"seed ({k['disagrees']} do not), and {sum(c.outcome == 'agrees' for c in pos)} of "
+                f"{len(pos)} 'possible' cells were learned (some seed tracks the task: >= {100 * TRACKED:.0f}% at "
+                f"the long lengths); the other {k['learnability']} 'possible' cells are learnability results (the "
+                f"weights exist, training did not find them; {partial} of them rose above chance). "
+                f"{k['open']} cells are open (no result decides them); {k['missing']} have no complete run.")
+
+    def leaderboard(self) -> list[tuple[str, int, int, int]]:
+        """(model, tasks tracked by some seed, cells that agree, cells judged), best first."""
+        out = []
+        for label, cells in self.rows:
+            cs = [c for c in cells if c is not None]
+            learned = sum(1 for c in cs if c.tracked)
+            agree = sum(1 for c in cs if c.outcome == "agrees")
+            judged = sum(1 for c in cs if c.outcome in ("agrees", "disagrees", "learnability"))
+            out.append((label, learned, agree, judged))
+        return sorted(out, key=lambda r: (-r[1], -r[2], r[0]))
+
+    def markdown(self) -> str:
+        lines = ["| model | " + " | ".join(self.columns) + " |", "|---|" + "---|" * len(self.columns)]
+        for label, cells in self.rows:
+            lines.append(f"| {label} | " + " | ".join("-" if c is None else c.text() for c in cells) + " |")
+        return "\n".join(lines)
+
+    def csv_rows(self) -> list[dict]:
+        rows = []
+        for c in self.cells():
+            for s in c.seeds:
+                rows.append({"model": c.model, "task": c.column, "layers": c.layers, "task_string": c.task,
+                             "verdict": c.verdict, "basis": c.basis, "ceiling": c.ceiling,
+                             "outcome": c.outcome, "seed": s.seed,
+                             "split": s.split, "lengths": f"{min(s.lengths)}-{max(s.lengths)}" if s.lengths else "",
+                             "accuracy": s.accuracy, f"low_{100 * LEVEL:.0f}": s.low,
+                             f"high_{100 * LEVEL:.0f}": s.high, "chance": s.chance, "n": s.n,
+                             "judgement": s.judgement})
+        return rows
+
+
+CAPTION = (f"Cells: the pooled accuracy of the final label over the test lengths of the median seed, its "
+           f"{100 * LEVEL:.0f}% (Wilson) interval, the seeds that track the task (>= {100 * TRACKED:.0f}%) and "
+           "those above chance, and the chance level; then the "
+           "oracle's verdict (yes / no / open) with its basis (docs/science.md; for an 'impossible' cell whose "
+           "layer can still track a quotient of the group, the accuracy that quotient allows: its ceiling) and "
+           "the outcome: agrees, disagrees (an 'impossible' cell above its ceiling, or below chance, in some "
+           "seed), learnability (a 'possible' cell no seed tracks) or open. A seed is above (below) chance "
+           "when its interval lies above (below) chance.")
+
+
+def _pooled_chance(task, split: str, lengths: list[int], weights: list[int]) -> float | None:
+    from statetrack.tasks import draws
+
+    total = None
+    for n, w in zip(lengths, weights, strict=True):
+        dist, _ = draws.label_distribution(task, split, n)
+        dist = np.asarray(dist, dtype=np.float64) * w
+        total = dist if total is None else total + dist
+    if total is None or total.sum() <= 0:
+        return None
+    return float(total.max() / total.sum())
+
+
+def seed_score(job, result, task, fixed_input: bool) -> SeedScore:
+    """One run's pooled score on its headline draw (see the module docstring)."""
+    split = job.eval.splits[0]
+    scored = [m for m in result.metrics if m.accuracy is not None and m.n_sequences]
+    if not scored:
+        return SeedScore(job.seed, None, None, None, None, 0, [], split)
+    weights = [1 if fixed_input else m.n_sequences for m in scored]
+    correct = sum(m.accuracy * w for m, w in zip(scored, weights, strict=True))
+    n = sum(weights)
+    k = int(round(correct))
+    low, high = wilson(k, n, Z)
+    chance = _pooled_chance(task, split, [m.length for m in scored], weights)
+    return SeedScore(job.seed, correct / n, low, high, chance, n, [m.length for m in scored], split)
+
+
+def verdict_table(study, results) -> VerdictTable:
+    """The oracle's verdict and the pooled scores for every (model, task) cell of the study's grid
+    (``results``: (Job, RunResult or None), as ``report.writer.collect`` reads them)."""
+    from statetrack.tasks import get_task
+    from statetrack.theory.algebra import task_algebra
+    from statetrack.theory.verdicts import oracle
+
+    columns: list[str] = []
+    rows: list[tuple[str, list[VerdictCell | None]]] = []
+    by_cell: dict[tuple[str, str], VerdictCell] = {}
+    order: list[str] = []
+    info: dict[str, tuple] = {}
+    for job, res in results:
+        col = job.column or "main"
+        if col not in columns:
+            columns.append(col)
+        if job.label not in order:
+            order.append(job.label)
+        key = (job.label, col)
+        cell = by_cell.get(key)
+        if cell is None:
+            v = oracle(job.train.model.layers, job.train.task)
+            cell = by_cell[key] = VerdictCell(job.label, col, job.train.model.layers, job.train.task, v.verdict,
+                                              v.basis, v.reason, ceiling=v.facts.get("accuracy_ceiling"),
+                                              quotient=v.facts.get("quotient_tracked"))
+        if res is None or res.status != "complete":
+            continue
+        if job.train.task not in info:
+            t = get_task(job.train.task)
+            info[job.train.task] = (t, bool(task_algebra(job.train.task).fixed_input))
+        task, fixed = info[job.train.task]
+        cell.seeds.append(seed_score(job, res, task, fixed))
+    for label in order:
+        rows.append((label, [by_cell.get((label, c)) for c in columns]))
+    return VerdictTable(study.name, columns, rows)
+

@@ -1,0 +1,98 @@
+"""Text read from files: JSON and YAML parsed within a size and a depth limit.
+
+Every JSON or YAML document statetrack reads from a file (a checkpoint's metadata, a DFA file, a study or
+run config, a corpus manifest, the JSON columns of a results database) goes through :func:`load_json` or
+:func:`load_yaml`: a document over its size limit is refused before it is parsed (JSON: ``MAX_JSON_BYTES``,
+YAML: ``MAX_YAML_BYTES``; YAML is parsed in pure Python, about 4 s per MiB, so its limit is lower), and one
+nested deeper than ``MAX_DEPTH`` after it is parsed (a parser that gives up earlier, at the interpreter's
+recursion limit, is reported the same way). Each is one :class:`UserError` line naming the document.
+No file statetrack writes comes near either limit: a study file is a few KB, a run's config under 2 KB,
+and a document needs no more than a few levels.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from statetrack.errors import UserError
+
+#: the largest JSON document read (8 MiB: a DFA of a hundred thousand states fits)
+MAX_JSON_BYTES = 8 << 20
+#: the largest YAML document read (256 KiB: fifty times the largest built-in study file)
+MAX_YAML_BYTES = 256 << 10
+#: the deepest nesting of lists and objects accepted
+MAX_DEPTH = 64
+
+
+def _size(text: str | bytes) -> int:
+    return len(text) if isinstance(text, bytes) else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _too_big(what: str, n: int, limit: int) -> UserError:
+    return UserError(f"{what} is {n:,} bytes, over the limit of {limit:,} bytes for a document read from a file")
+
+
+def _too_deep(what: str) -> UserError:
+    return UserError(f"{what} is nested more than {MAX_DEPTH} levels deep (lists and objects within each "
+                     "other), over the limit for a document read from a file")
+
+
+def check_depth(value, what: str) -> None:
+    """A UserError if ``value`` nests lists and dicts more than MAX_DEPTH deep. No recursion, and a
+    container shared by several parents (a YAML alias) is walked again only at a greater depth, so the
+    walk is linear in the document (at most MAX_DEPTH times its size), never exponential."""
+    deepest: dict[int, int] = {}
+    stack = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise _too_deep(what)
+        if deepest.get(id(v), 0) >= depth:
+            continue
+        deepest[id(v)] = depth
+        items = v.values() if isinstance(v, dict) else v
+        stack.extend((x, depth + 1) for x in items if isinstance(x, (dict, list, tuple)))
+
+
+def _parse(parse: Callable[[Any], Any], text: str | bytes, what: str, max_bytes: int) -> Any:
+    n = _size(text)
+    if n > max_bytes:
+        raise _too_big(what, n, max_bytes)
+    try:
+        value = parse(text)
+    except RecursionError:  # the parser gave up first (the interpreter's recursion limit)
+        raise _too_deep(what) from None
+    if isinstance(value, (dict, list)):
+        check_depth(value, what)
+    return value
+
+
+def load_json(text: str | bytes, what: str, max_bytes: int = MAX_JSON_BYTES) -> Any:
+    """``json.loads(text)`` within the size and depth limits; ``what`` names the document in the error
+    (a syntax error is the caller's to word: ``json.JSONDecodeError`` passes through)."""
+    return _parse(json.loads, text, what, max_bytes)
+
+
+def load_yaml(text: str, what: str, max_bytes: int = MAX_YAML_BYTES) -> Any:
+    """``yaml.safe_load(text)`` within the size and depth limits (``yaml.YAMLError`` passes through)."""
+    import yaml  # the study and config readers' dependency, not needed for JSON
+
+    return _parse(yaml.safe_load, text, what, max_bytes)
+
+
+def read_json(path: str | os.PathLike, what: str) -> Any:
+    """A JSON file within the limits (its size looked at before it is read)."""
+    what = f"{what} {str(path)!r}"
+    return load_json(read_text(path, what, MAX_JSON_BYTES), what)
+
+
+def read_text(path: str | os.PathLike, what: str, max_bytes: int) -> str:
+    """A file's text, refused by its size before it is read."""
+    path = Path(path)
+    n = path.stat().st_size
+    if n > max_bytes:
+        raise _too_big(what, n, max_bytes)
+    return path.read_text()

@@ -1,0 +1,44 @@
+"""The commands a newcomer runs first import no heavy package they do not compute with (the times are
+measured by bench/startup.py, not here)."""
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import SRC
+
+#: the checkout's source first, as the other child processes of the tests
+ENV = {"PATH": "", "PYTHONPATH": SRC}
+
+#: command -> packages it must not import
+LIGHT = {
+    ("--version",): ("torch", "numpy", "matplotlib", "safetensors"),
+    ("--help",): ("torch", "numpy", "matplotlib", "safetensors"),
+    ("train", "--help"): ("torch", "numpy", "matplotlib", "safetensors"),
+    ("eval", "--help"): ("torch", "numpy", "matplotlib", "safetensors"),
+    ("report", "--help"): ("torch", "numpy", "matplotlib", "safetensors"),
+    ("tasks",): ("torch", "numpy", "matplotlib", "safetensors"),
+}
+
+
+def imported(argv) -> set[str]:
+    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "statetrack.cli", *argv],
+                       capture_output=True, text=True, env={**ENV, "COLUMNS": "100"})
+    assert p.returncode == 0, p.stderr[-2000:]
+    return {m.group(1).split(".")[0] for m in re.finditer(r"^import time:.*\|\s*(\S+)$", p.stderr, re.M)}
+
+
+@pytest.mark.parametrize("argv", list(LIGHT))
+def test_light_commands_import_no_heavy_package(argv):
+    assert not imported(argv) & set(LIGHT[argv]), argv
+
+
+def test_package_import_is_light():
+    code = ("import statetrack, sys; print(statetrack.__version__); "
+            "print(sorted(m for m in ('torch', 'numpy') if m in sys.modules))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=ENV)
+    assert p.stdout.splitlines()[1] == "[]"
+    code = "from statetrack import train, get_task, ModelConfig; print(train.__module__)"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=ENV)
+    assert p.stdout.strip() == "statetrack.training"

@@ -1,0 +1,71 @@
+"""Terminal output a person reads: markers stay with their cell, long samples are abbreviated with their
+length, runs show prints plain values, a --db in a missing folder is named, and the mark of a difference
+from the paper is explained only where a table has published numbers."""
+import re
+
+import pytest
+
+from statetrack.cli import main
+from statetrack.cli.catalog import abbreviate
+from statetrack.cli.output import Col, print_table, wrap
+
+
+def test_a_marker_stays_with_its_cell(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "40")
+    rows = [["Negative Mamba (trained on lengths 1-40)", "95.3 [50.1-100.0] ?", "12.5 *"]] * 2
+    print_table("t", [Col("model", lambda r: r[0]), Col("8", lambda r: r[1], "right"),
+                      Col("paper", lambda r: r[2], "right")], rows)
+    out = capsys.readouterr().out
+    assert not [line for line in out.splitlines() if line.strip() in ("?", "*")], out
+    assert "[50.1-100.0] ?" in out and "12.5 *" in out
+    assert wrap("95.3 [50.1-100.0] ?", 14) == ["95.3", "[50.1-100.0] ?"]
+
+
+def test_long_samples_are_abbreviated(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["sample", "tomita:3", "--split", "test", "--length", "500", "--n", "1"]) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+    assert " ... " in out and "(500 symbols, the middle left out; --json prints them all)" in out
+    assert abbreviate(["1"] * 5, 80) == "1 1 1 1 1"
+    assert abbreviate([str(i % 10) for i in range(100)], 20) == "0 1 2 3 ... 7 8 9"
+
+
+def test_runs_show_prints_plain_values(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    db = str(tmp_path / "r.db")
+    assert main(["train", "--layers", "rnn", "--d-model", "2", "--steps", "4", "--eval-every", "2",
+                 "--test-lengths", "8", "--eval-batch", "4", "--db", db, "--label", "tiny"]) == 0
+    capsys.readouterr()
+    assert main(["runs", "show", "tiny", "--db", db]) == 0
+    out = capsys.readouterr().out
+    for bad in ("None", "False", "True"):
+        assert bad not in out, out
+    values = [line.split(":", 1)[1].strip() for line in out.splitlines() if ":" in line]
+    assert not [v for v in values if "." in v and v.replace(".", "").isdigit() and len(v.split(".")[1]) > 4], out
+    assert main(["runs", "show", "last", "--db", db, "--json"]) == 0
+    assert re.search(r'"best_val_loss": \d\.\d{6,}', capsys.readouterr().out)  # --json: full precision
+
+
+def test_db_in_a_missing_folder(tmp_path, capsys):
+    db = tmp_path / "nope" / "r.db"
+    assert main(["train", "--layers", "rnn", "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert f"its folder '{tmp_path / 'nope'}' does not exist" in err and err.count("\n") == 1
+    assert not (tmp_path / "nope").exists()
+
+
+@pytest.mark.parametrize("published", [True, False])
+def test_differs_legend_only_with_published_numbers(published):
+    from statetrack.report.table import _caption
+
+    class Score:
+        kind, lengths, threshold, fail_below = "per_length", None, 0.9, None
+
+    class Select:
+        seeds, lrs, using = "median", "max", "validation"
+
+    class Study:
+        select, score, metric, tolerance, length_factor = Select(), Score(), "accuracy", 0.1, 2.0
+
+    assert ("* = differs from the paper" in _caption(Study(), "per_length", published)) is published
