@@ -15,10 +15,12 @@ from torch import nn
 from statetrack.cli import main
 from statetrack.errors import UserError
 from statetrack.lm import baselines as bl
+from statetrack.lm import synthetic, traces
 from statetrack.lm.corpus import SPLITS, assign_splits, get_corpus, stdlib_files
 from statetrack.lm.metrics import evaluate_lm, position_buckets, summarize
-from statetrack.lm.synthetic import blind_answer_bits, program
+from statetrack.lm.synthetic import program
 from statetrack.lm.tokens import BOS, EOS, ByteTokenizer
+from statetrack.lm.traces import session
 from statetrack.tasks import get_task
 from statetrack.tasks.lm import LMTask
 
@@ -125,26 +127,105 @@ def test_bpe_tokenizer(fake_source, tmp_path):
     assert split.tokens.dtype == np.uint16 and split.tokens[0] == tok.bos
 
 
-# -- the synthetic corpus ---------------------------------------------------------------------------
-def test_synthetic_programs_run_and_answers_need_state():
+# -- the generated corpora: answers far from their decisive statement -------------------------------
+def _check_answers(data: bytes, answers, far: int, alphabet: bytes):
+    for a in answers:
+        assert data[a.offset] in alphabet and a.offset - a.decisive >= far
+        assert data[a.decisive + 1] == ord("\n")  # the decisive statement ends there
+
+
+def test_synthetic_programs_run_and_answers_need_far_state():
     r = random.Random(0)
-    for _ in range(50):
+    kinds = []
+    for _ in range(60):
         data, answers = program(r)
         exec(compile(data, "<program>", "exec"), {})  # every assertion holds
+        _check_answers(data, answers, synthetic.FAR, b"0123456789TF")
         text = data.decode()
-        for i in answers:
-            assert text[i] in "0123456789TF"
-            assert text[i - 3:i] == "== " or text[i - 3:i] == "is "
-    assert blind_answer_bits(b"3T") == pytest.approx((math.log2(10) + 1) / 2)  # the state-blind level
+        for a in answers:
+            assert text[a.offset - 3:a.offset] in ("== ", "is ")
+            assert a.k == (2 if text[a.offset] in "TF" else 10)
+            # nothing between the decisive statement and the answer reveals the value: no assignment of a
+            # constant to, and no check of, the answer's variable (followed back through the swaps)
+            var = text[a.offset - 5] if text[a.offset - 3:a.offset] == "== " else "p"
+            for line in reversed(text[a.decisive + 2:text.rfind("\n", 0, a.offset) + 1].splitlines()):
+                if line.startswith(f"{var}, ") or (", " + var + " =") in line:  # a swap moves the value
+                    x, y = line.split(" = ")[0].split(", ")
+                    var = y if var == x else x
+                    continue
+                assert not line.startswith(f"assert {var} ")
+                assert not (line.startswith(f"{var} = ") and "not" not in line and "+" not in line)
+        kinds += [a.k for a in answers]
+    assert 0.15 < kinds.count(2) / len(kinds) < 0.4
 
 
-def test_synthetic_answer_mask():
-    c = get_corpus("synthetic", 0)  # the test run's cache (conftest), shared with the training tests
+def test_traces_run_as_doctests_and_answers_need_far_state():
+    import doctest
+
+    r = random.Random(0)
+    for _ in range(40):
+        data, answers = session(r)
+        test = doctest.DocTestParser().get_doctest(data.decode(), {}, "session", None, 0)
+        assert doctest.DocTestRunner().run(test, out=lambda s: None).failed == 0  # every printed list is right
+        _check_answers(data, answers, traces.FAR, b"012")
+        assert [a.k for a in answers] == [3, 2] * (len(answers) // 2)
+        for a in answers[::2]:  # the first digit of each print; no other reveal since the decisive one
+            between = data[a.decisive + 2:a.offset].decode()
+            lines = between.split("\n")
+            assert lines[-2:] == [">>> s", "["] and not any(x.startswith(("[", ">>> s = [")) for x in lines[:-2])
+
+
+@pytest.mark.parametrize("name", ["synthetic", "traces"])
+def test_generated_corpus_files(name):
+    c = get_corpus(name, 0)  # the test run's cache (conftest), shared with the training tests
     split = c.split("validation")
-    toks, ans = np.asarray(split.tokens), np.asarray(split.answers).astype(bool)
-    assert len(toks) == len(ans) and 0.01 < ans.mean() < 0.05
-    chars = toks[ans]
-    assert set(chars.tolist()) <= set(b"0123456789TF")
+    toks, k = np.asarray(split.tokens), np.asarray(split.answers)
+    dist = np.asarray(split.distance)
+    assert len(toks) == len(k) == len(dist) and 0.01 < (k > 0).mean() < 0.05
+    assert set(k[k > 0].tolist()) <= {2, 3, 10} and ((dist > 0) == (k > 0)).all()
+    far = synthetic.FAR if name == "synthetic" else traces.FAR
+    assert dist[k > 0].min() >= far
+    # the token at the decisive position ends a statement, in the same document
+    offs = np.r_[c.offsets("validation"), len(toks)]
+    for i in np.flatnonzero(k)[:200]:
+        doc = np.searchsorted(offs, i, side="right") - 1
+        assert toks[i + 1 - dist[i]] == ord("\n") and i - dist[i] >= offs[doc]
+
+
+def test_answer_buckets_and_the_state_blind_level():
+    from statetrack.lm.answers import answer_buckets, blind_level, bucket_summary, merge_buckets, wilson
+
+    L = 64
+    k = np.zeros((2, L), int)
+    dist = np.zeros((2, L), int)
+    k[0, 40], dist[0, 40] = 10, 20       # decisive statement at position 40 - 20 + 1 = 21: in context
+    k[0, 10], dist[0, 10] = 2, 30        # decisive statement before the window: outside
+    k[1, 63], dist[1, 63] = 4, 40        # in context, bucket 32-63
+    nats = np.full((2, L), math.log(2))  # one bit per token
+    hits = np.zeros((2, L), bool)
+    hits[1, 63] = True
+    bs = answer_buckets(nats, hits, k, dist)
+    assert [b["label"] for b in bs] == ["16-31", "32-63", "outside"]
+    assert [b["n"] for b in bs] == [1, 1, 1] and [b["hits"] for b in bs] == [0, 1, 0]
+    assert blind_level(bs) == pytest.approx((math.log2(10) + 1 + 2) / 3)
+    inside = merge_buckets(bs, lambda b: b["hi"] is not None)
+    s = bucket_summary(inside)
+    assert s["n"] == 2 and s["bpb"] == 1 and s["accuracy"] == 0.5
+    assert s["blind_bpb"] == pytest.approx((math.log2(10) + 2) / 2) and s["blind_accuracy"] == pytest.approx(0.175)
+    lo, hi = wilson(5, 10)
+    assert lo < 0.5 < hi and wilson(0, 10)[0] == 0
+
+
+def test_a_state_blind_predictor_scores_the_blind_level_exactly():
+    """The uniform guess among the k values of each answer pays log2 k: its answer bpb is the level."""
+    c = get_corpus("traces", 0)
+    from statetrack.lm.answers import blind_level
+    from statetrack.lm.metrics import eval_windows
+
+    toks, (k, dist) = eval_windows(c.split("test"), 128, None, 0)
+    nats = np.where(k > 0, np.log(np.maximum(k, 1)), 0.1)
+    m = summarize(nats, np.zeros(k.shape, bool), np.ones(k.shape, int), (k, dist))
+    assert m.answer_bpb == pytest.approx(blind_level(m.answer_buckets))
 
 
 # -- the lm task ------------------------------------------------------------------------------------
@@ -281,6 +362,36 @@ def test_baselines_against_a_hand_computation(monkeypatch):
     assert bl.baseline_hits(c, w, "bigram").tolist() == [[False, False, False]]  # argmax: 1->1 (tie by count), 0->1
 
 
+def test_compressor_baselines(tmp_path, capsys):
+    import bz2
+    import gzip
+    import lzma
+
+    from statetrack.lm import compressors
+
+    text = b"".join(b"def f%d(x):\n    return x + %d\n" % (i, i * i) for i in range(300))
+    train = b"".join(b"def f%d(x):\n    return x + %d\n" % (i, i * i) for i in range(300, 3000))
+    res = compressors.compressed_sizes(text, train)
+    assert res["gzip"].compressed_bytes == len(gzip.compress(text, 9, mtime=0))
+    assert res["bz2"].compressed_bytes == len(bz2.compress(text, 9))
+    assert res["xz"].compressed_bytes == len(lzma.compress(text, preset=9 | lzma.PRESET_EXTREME))
+    assert res["xz_train"].context_bytes == len(train) and res["xz_train"].bpb < res["xz"].bpb  # the train split helps
+    assert res["gzip"].bpb == pytest.approx(8 * res["gzip"].compressed_bytes / len(text))
+    assert "xz_train" not in compressors.compressed_sizes(text)
+    # on a corpus: the test split's bytes, cached in its folder, and printed by `statetrack corpus`
+    assert main(["corpus", "traces", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    corpus = get_corpus("traces", 0)
+    test = b"".join(corpus.documents("test"))
+    assert d["compressors"]["gzip"]["test_bytes"] == len(test) == d["splits"]["test"]["bytes"]
+    assert d["compressors"]["gzip"]["compressed_bytes"] == len(gzip.compress(test, 9, mtime=0))
+    cache = corpus.folder / compressors.CACHE
+    assert cache.is_file()
+    stamp = cache.stat().st_mtime_ns
+    assert compressors.corpus_compressors(corpus)["xz"].bpb == d["compressors"]["xz"]["bpb"]
+    assert cache.stat().st_mtime_ns == stamp  # read back, not computed again
+
+
 # -- training, the store, generation ----------------------------------------------------------------
 LM_TRAIN = ["train", "--task", "lm:synthetic", "--layers", "lstm", "--d-model", "16", "--d-state", "32",
             "--steps", "40", "--eval-every", "20", "--train-lengths", "32", "--test-lengths", "32,64",
@@ -346,9 +457,10 @@ def test_run_keys_of_older_configs_are_unchanged():
     from statetrack.config import EvalConfig
 
     e = EvalConfig(lengths=[8, 16])
-    late = EvalConfig.LATE_FIELDS  # tokens, test_split, horizons: left out at their defaults
+    late = EvalConfig.LATE_FIELDS  # tokens, test_split, horizons, windows: left out at their defaults
     assert "tokens" in late and e.key_dict() == {k: v for k, v in e.model_dump().items() if k not in late}
     assert EvalConfig(lengths=[8], tokens=100).key_dict()["tokens"] == 100
+    assert EvalConfig(lengths=[8], windows="tile").key_dict()["windows"] == "tile"
 
 
 def test_generate_prints_text(lm_run, capsys):
@@ -394,12 +506,16 @@ def test_grazzi2024_lm_parameter_counts_match():
 
     study = load_study("grazzi2024-lm")
     assert study.kind == "lm" and study.state_tracking.study == "grazzi2024"
-    for scale in ("quick", "paper"):
-        jobs = [j for j in study.cells(scale) if j.seed == 0 and j.column == "stdlib"]
-        counts = {j.label: model_params(j) for j in jobs}
-        assert len(counts) == 6 and max(counts.values()) <= 1.1 * min(counts.values()), counts
-        assert counts["Mamba [0,1]"] == counts["Mamba [-1,1]"]
-        assert counts["DeltaNet [0,1]"] == counts["DeltaNet [-1,1]"]
+    for scale in ("quick", "medium", "paper"):
+        jobs = [j for j in study.cells(scale) if j.seed == 0]
+        for column in {j.column for j in jobs}:  # every corpus: their vocabularies (bytes, BPE) differ
+            counts = {j.label: model_params(j) for j in jobs if j.column == column}
+            assert len(counts) == 6 and max(counts.values()) <= 1.1 * min(counts.values()), (scale, column, counts)
+            assert counts["Mamba [0,1]"] == counts["Mamba [-1,1]"]
+            assert counts["DeltaNet [0,1]"] == counts["DeltaNet [-1,1]"]
+    medium = study.cells("medium")
+    assert {j.column for j in medium} == {"stdlib", "traces"}
+    assert all(j.train.train_max_len >= 256 and j.eval.windows == "tile" for j in medium)
 
 
 TINY_LM = """
@@ -409,7 +525,7 @@ source: test
 kind: lm
 state_tracking: {study: grazzi2024, columns: [parity]}
 train: {batch_size: 8, eval_every: 5, val_sequences: 8, lr: 0.01}
-train_lengths: [16, 16]
+train_lengths: [48, 48]
 tables:
   - name: main
     tasks: [{label: synthetic, task: "lm:synthetic"}]
@@ -417,7 +533,7 @@ tables:
       - {label: "Mamba [0,1]", model: {layers: "mamba(conv=0)", d_model: 8, d_state: 4}}
       - {label: "Mamba [-1,1]", model: {layers: "negmamba(conv=0)", d_model: 8, d_state: 4}}
 scales:
-  quick: {seeds: 2, steps: 10, eval_batch: 4, eval_tokens: 256, test_lengths: [16, 32]}
+  quick: {seeds: 2, steps: 10, eval_batch: 16, eval_tokens: 6144, test_lengths: [48, 96]}
 """
 
 
@@ -431,13 +547,21 @@ def test_lm_study_report_and_json(tmp_path, db, capsys):
     base = {r["model"]: r for r in rows if "baseline" in r}
     assert len(runs) == 4 and {r["model"] for r in runs} == {"Mamba [0,1]", "Mamba [-1,1]"}
     for r in runs:
-        assert r["length"] == 16 and 0 < r["bpb"] < math.log2(V) and set(r["bpb_by_length"]) == {"16", "32"}
-    assert set(base) == {"unigram (add-one)", "bigram (add-one)"}
+        assert r["length"] == 48 and 0 < r["bpb"] < math.log2(V) and set(r["bpb_by_length"]) == {"48", "96"}
+    assert set(base) == {"unigram (add-one)", "bigram (add-one)", "gzip -9", "bz2 -9", "xz -9e", "xz -9e after train"}
     assert base["bigram (add-one)"]["bpb"] < base["unigram (add-one)"]["bpb"] < math.log2(V)
+    assert base["xz -9e after train"]["bpb"] < base["xz -9e"]["bpb"] < base["gzip -9"]["bpb"] < 8
+    test_bytes = get_corpus("synthetic", 0).describe()["splits"]["test"]["bytes"]
+    assert base["gzip -9"]["test_bytes"] == test_bytes
     md = (out / "lm-tiny.md").read_text()
-    for needle in ("| bigram (add-one) |", "| Mamba: [-1,1] - [0,1] |", "parity (grazzi2024)", "0 complete runs found",
-                   "positions-synthetic.png", "curves-synthetic.png", "context-synthetic.png"):
+    for needle in ("| bigram (add-one) |", "| gzip -9 |", "| xz -9e after train |", "| Mamba: [-1,1] - [0,1] |",
+                   "parity (grazzi2024)", "0 complete runs found", "answer bits per byte by distance to the decisive",
+                   "| state-blind level (exact) |", "answers in context: [-1,1] minus [0,1] =", "(table `training`)",
+                   "positions-synthetic.png", "curves-synthetic.png", "context-synthetic.png", "answers-synthetic.png"):
         assert needle in md, needle
+    for r in runs:
+        labels = [b["label"] for b in r["answer_buckets"]]
+        assert labels[-1] == "outside" and "32-63" in labels and sum(b["n"] for b in r["answer_buckets"]) > 50
     assert (out / "lm-tiny" / "positions-synthetic.png").stat().st_size > 1000
     assert "unigram (add-one)" in (out / "lm-tiny.csv").read_text()
     page = (out / "lm-tiny.html").read_text()

@@ -101,10 +101,14 @@ class EvalConfig(_Config):
                             "possible), or 'test+long' (both; the first is the run's headline)")
     horizons: bool = Field(False, description="also measure the failure horizon on each witness family of a "
                                               "regular task, up to the longest test length")
+    windows: Literal["random", "tile"] = Field(
+        "random", description="language models: test windows at seeded random offsets ('random', tokens per "
+                              "length), or laid end to end over the whole test split ('tile': every test token "
+                              "scored once, the bytes the compressor baselines are measured on)")
 
     #: fields added after run keys were in use: left out of a run's key while at their default, so the
     #: runs of older databases keep their keys (and are reused)
-    LATE_FIELDS: ClassVar[tuple[str, ...]] = ("tokens", "test_split", "horizons")
+    LATE_FIELDS: ClassVar[tuple[str, ...]] = ("tokens", "test_split", "horizons", "windows")
 
     @property
     def splits(self) -> list[str]:

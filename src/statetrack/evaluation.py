@@ -215,7 +215,8 @@ def evaluate_run(model, task: Task, cfg: EvalConfig, on_length: Callable | None 
     model = model.to(device).eval()
     lm = evaluate_lm(model, task.heldout("test").split, task.tokenizer.token_bytes, cfg.lengths, cfg.tokens,
                      cfg.batch_size, cfg.seed, chunk_size(model, cfg), device,
-                     on_length=None if on_length is None else lambda m: on_length(lm_length_metrics(m)))
+                     on_length=None if on_length is None else lambda m: on_length(lm_length_metrics(m)),
+                     windows=cfg.windows)
     return [lm_length_metrics(m) for m in lm], lm
 
 

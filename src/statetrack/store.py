@@ -123,7 +123,7 @@ CREATE TABLE IF NOT EXISTS lm_metrics (
   windows INTEGER, tokens INTEGER, bytes INTEGER,
   loss REAL, bpb REAL, bpb_se REAL, token_accuracy REAL, last_accuracy REAL, sequence_accuracy REAL,
   answer_tokens INTEGER, answer_bpb REAL, answer_accuracy REAL,
-  buckets TEXT,
+  buckets TEXT, answer_buckets TEXT,
   PRIMARY KEY (run_id, length)
 );
 CREATE TABLE IF NOT EXISTS claims (
@@ -135,15 +135,17 @@ CREATE TABLE IF NOT EXISTS claims (
 );
 """
 LM_COLUMNS = ("length", "windows", "tokens", "bytes", "loss", "bpb", "bpb_se", "token_accuracy", "last_accuracy",
-              "sequence_accuracy", "answer_tokens", "answer_bpb", "answer_accuracy", "buckets")
+              "sequence_accuracy", "answer_tokens", "answer_bpb", "answer_accuracy", "buckets", "answer_buckets")
 #: the columns of a metrics row after run_id (the fields of evaluation.LengthMetrics)
 METRICS_COLUMNS = ("length", "accuracy", "token_accuracy", "sequence_accuracy", "scaled_accuracy", "chance",
                    "n_sequences", "accuracy_low", "accuracy_high", "token_chance", "note")
 #: columns that schema version 2 adds to a version-1 file in place: the run's own id, the process that
-#: runs it and its checkpoint's sha256; per-length chance, the accuracy's 95% interval and a note
+#: runs it and its checkpoint's sha256; per-length chance, the accuracy's 95% interval and a note; an
+#: LM's answers by distance to their decisive statement
 ADDED_COLUMNS = {"runs": (("uuid", "TEXT"), ("owner", "TEXT"), ("checkpoint_sha256", "TEXT")),
                  "metrics": (("accuracy_low", "REAL"), ("accuracy_high", "REAL"), ("token_chance", "REAL"),
-                             ("note", "TEXT"))}
+                             ("note", "TEXT")),
+                 "lm_metrics": (("answer_buckets", "TEXT"),)}
 
 
 def versions() -> dict:
@@ -372,7 +374,8 @@ class Store:
             c.executemany(
                 f"INSERT OR REPLACE INTO lm_metrics (run_id, {', '.join(LM_COLUMNS)}) VALUES "
                 f"(?{', ?' * len(LM_COLUMNS)})",
-                [(run_id, *(json.dumps(getattr(m, k)) if k == "buckets" else getattr(m, k) for k in LM_COLUMNS))
+                [(run_id, *(json.dumps(getattr(m, k)) if k in ("buckets", "answer_buckets") else getattr(m, k)
+                           for k in LM_COLUMNS))
                  for m in (lm_metrics or [])])
             c.executemany("INSERT OR REPLACE INTO curves VALUES (?,?,?)",
                           [(run_id, p["step"], json.dumps(p)) for p in (curve or [])])

@@ -30,6 +30,7 @@ def cmd_generate(a):
 
 def cmd_corpus(a):
     from statetrack.lm.baselines import BASELINES, LABELS, evaluate_baselines
+    from statetrack.lm.compressors import corpus_compressors
     from statetrack.lm.corpus import get_corpus
 
     if a.seed < 0:
@@ -39,6 +40,9 @@ def cmd_corpus(a):
     base = evaluate_baselines(corpus, [a.length], a.eval_tokens)
     d["baselines"] = {b: {"bpb": base[b][0].bpb, "answer_bpb": base[b][0].answer_bpb, "length": a.length,
                           "tokens": base[b][0].tokens} for b in BASELINES}
+    comp = corpus_compressors(corpus)
+    d["compressors"] = {k: {"label": c.label, "bpb": c.bpb, "compressed_bytes": c.compressed_bytes,
+                            "test_bytes": c.test_bytes, "context_bytes": c.context_bytes} for k, c in comp.items()}
     if a.json:
         print(json.dumps(d))
         return 0
@@ -54,6 +58,9 @@ def cmd_corpus(a):
         ans = "" if x["answer_bpb"] is None else f", answer bytes {x['answer_bpb']:.3f}"
         say(f"{LABELS[b]}: {x['bpb']:.3f} bits per byte on the test split "
             f"({x['tokens']:,} tokens in windows of {a.length}{ans})")
+    for c in comp.values():
+        ctx = f", after the train split's last {c.context_bytes:,} bytes" if c.context_bytes else ""
+        say(f"{c.label}: {c.bpb:.3f} bits per byte on the test split ({c.test_bytes:,} bytes as one stream{ctx})")
     return 0
 
 

@@ -67,7 +67,7 @@ def add_fields(q, cls, prefix: str = "", names: dict[str, str | None] | None = N
 
 def add_train_options(q) -> None:
     """``train``: every field of TrainConfig, ModelConfig (unprefixed) and EvalConfig (as --test-lengths,
-    --eval-batch, --eval-chunk, --eval-seed, --eval-memory-mb, --eval-tokens; the evaluation runs on
+    --eval-batch, --eval-chunk, --eval-seed, --eval-memory-mb, --eval-tokens, --eval-windows; the evaluation runs on
     --device)."""
     g = q.add_argument_group("model (ModelConfig)")
     add_fields(g, ModelConfig, "model.")
@@ -76,7 +76,8 @@ def add_train_options(q) -> None:
     g = q.add_argument_group("evaluation (EvalConfig)")
     add_fields(g, EvalConfig, "eval.", names={"lengths": "test-lengths", "batch_size": "eval-batch",
                                               "chunk": "eval-chunk", "seed": "eval-seed", "device": None,
-                                              "memory_mb": "eval-memory-mb", "tokens": "eval-tokens"})
+                                              "memory_mb": "eval-memory-mb", "tokens": "eval-tokens",
+                                              "windows": "eval-windows"})
 
 
 def add_eval_options(q) -> None:

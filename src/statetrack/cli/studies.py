@@ -250,7 +250,8 @@ def add_max_runs(q) -> None:
 def add_run_options(q):
     add_part_options(q)
     add_max_runs(q)
-    q.add_argument("--scale", default="quick", help="quick (a laptop CPU) or paper (the paper's protocol)")
+    q.add_argument("--scale", default="quick", help="quick (a laptop CPU), paper (the paper's protocol), or another "
+                   "scale the study defines (grazzi2024-lm: medium)")
     q.add_argument("--seeds", type=int, default=None, help="seeds per cell (default: the scale's)")
     q.add_argument("--workers", type=int, default=2, help="parallel runs (local processes or Ray CPUs)")
     q.add_argument("--executor", default="local", choices=["local", "ray"], help="where the runs run")

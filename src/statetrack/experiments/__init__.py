@@ -201,6 +201,9 @@ class StateTracking(_Strict):
     study: str = Field(description="a built-in study (or path) whose models have the same labels")
     table: str = "main"
     columns: list[str] = Field(description="task labels of that study's table, e.g. parity")
+    scales: dict[str, str] = Field(default_factory=dict,
+                                   description="this study's scale -> that study's scale read beside it, where "
+                                               "that study has no scale of the same name (default: the same)")
 
 
 class Scale(_Strict):
@@ -209,6 +212,8 @@ class Scale(_Strict):
     test_lengths: list[int]
     eval_batch: int = Field(128, ge=1)
     eval_tokens: int | None = Field(None, ge=1, description="lm studies: test tokens scored at each length")
+    eval_windows: Literal["random", "tile"] = Field(
+        "random", description="lm studies: test windows at random offsets, or tiling the whole test split")
     test_split: Literal["test", "long", "test+long"] = Field(
         "test", description="the draws scored at every test length (EvalConfig.test_split): 'test+long' adds the "
                             "long-range draw of the regular tasks beside their test draw")
@@ -217,6 +222,9 @@ class Scale(_Strict):
     train_lengths: tuple[int, int] | None = Field(None, description="training lengths at this scale (over the "
                                                                     "study's, task's and model's)")
     train: dict = Field(default_factory=dict, description="TrainConfig overrides at this scale")
+    task_train: dict[str, dict] = Field(
+        default_factory=dict, description="task label -> TrainConfig overrides for that task at this scale, over "
+                                          "everything else (e.g. fewer steps on a corpus that needs fewer)")
     model: dict = Field(default_factory=dict, description="ModelConfig overrides at this scale (e.g. d_model)")
     lrs: list[float] | None = Field(None, description="learning rates at this scale (default: the study's)")
     tables: list[str] | None = Field(None, description="only these tables at this scale")
@@ -305,7 +313,8 @@ class Study(_Strict):
                     ("table", sc.tables, names),
                     ("model", sc.models, [m.label for t in self.tables for m in t.models]),
                     ("task", sc.tasks, [x.label for t in self.tables for x in t.tasks]),
-                    ("task", list(sc.replace_tasks), [x.label for t in self.tables for x in t.tasks])):
+                    ("task", list(sc.replace_tasks), [x.label for t in self.tables for x in t.tasks]),
+                    ("task", list(sc.task_train), [x.label for t in self.tables for x in t.tasks])):
                 bad = [x for x in (have or []) if x not in known]
                 if bad:
                     raise ValueError(f"scale {sname!r} names unknown {what} {bad[0]!r}")
@@ -394,11 +403,12 @@ class Study(_Strict):
                     lrs = sc.lrs or self.lrs or [base.get("lr", TrainConfig.model_fields["lr"].default)]
                     ecfg = validated(EvalConfig, **{"lengths": sc.test_lengths, "batch_size": sc.eval_batch,
                                                     "device": device, "tokens": sc.eval_tokens,
-                                                    "test_split": sc.test_split, "horizons": sc.horizons,
+                                                    "windows": sc.eval_windows, "test_split": sc.test_split,
+                                                    "horizons": sc.horizons,
                                                     **t.eval})
                     fields = {**base, "task": sc.replace_tasks.get(t.label, t.task), "model": mcfg,
                               "train_min_len": lengths[0], "train_max_len": lengths[1], "steps": sc.steps,
-                              "device": device}
+                              "device": device, **sc.task_train.get(t.label, {})}
                     out.append(_Cell(self.name, table.name, m.label, t.label, fields, ecfg, tuple(lrs),
                                      tuple(t.probes)))
         return out

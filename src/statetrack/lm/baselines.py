@@ -21,7 +21,6 @@ import numpy as np
 
 from statetrack.files import atomic_write
 from statetrack.lm.metrics import LMMetrics, eval_windows, n_windows_for, summarize
-from statetrack.lm.synthetic import blind_answer_bits
 
 BASELINES = ("unigram", "bigram")
 LABELS = {"unigram": "unigram (add-one)", "bigram": "bigram (add-one)"}
@@ -102,26 +101,16 @@ def baseline_hits(counts: NGramCounts, windows: np.ndarray, which: str) -> np.nd
 
 
 def evaluate_baselines(corpus, lengths: list[int], tokens: int | None = None, batch_size: int = 64,
-                       seed: int = 12345) -> dict[str, list[LMMetrics]]:
-    """The baselines on the test split, at each length, on the windows the models are scored on."""
+                       seed: int = 12345, windows: str = "random") -> dict[str, list[LMMetrics]]:
+    """The baselines on the test split, at each length, on the windows the models are scored on
+    (``windows``, ``tokens``, ``batch_size``, ``seed``: as ``metrics.evaluate_lm``'s)."""
     counts = train_counts(corpus)
     split = corpus.split("test")
     tb = corpus.tokenizer.token_bytes
     out = {b: [] for b in BASELINES}
     for L in lengths:
-        windows, answers = eval_windows(split, L, n_windows_for(L, tokens, batch_size), seed)
+        toks, answers = eval_windows(split, L, n_windows_for(L, tokens, batch_size, windows), seed)
         for b in BASELINES:
-            out[b].append(summarize(baseline_nats(counts, windows, b), baseline_hits(counts, windows, b),
-                                    tb[windows[:, 1:]], answers))
+            out[b].append(summarize(baseline_nats(counts, toks, b), baseline_hits(counts, toks, b),
+                                    tb[toks[:, 1:]], answers))
     return out
-
-
-def blind_answer_bpb(corpus, length: int, tokens: int | None = None, batch_size: int = 64,
-                     seed: int = 12345) -> float | None:
-    """On the same test windows: the state-blind level of the answer bytes (``synthetic.blind_answer_bits``),
-    for a corpus that marks answers and byte tokens; else None."""
-    split = corpus.split("test")
-    if split.answers is None or corpus.tokenizer.name != "bytes":
-        return None
-    windows, answers = eval_windows(split, length, n_windows_for(length, tokens, batch_size), seed)
-    return blind_answer_bits(windows[:, 1:][answers].astype("uint8").tobytes())

@@ -11,8 +11,15 @@ Two corpora:
     is not valid UTF-8. Everything else (``idlelib``, ``tkinter``, ``lib2to3`` without its tests, ...)
     is kept: it is ordinary hand-written Python.
 ``synthetic``
-    8,000 generated programs where the next tokens depend on tracked state (``statetrack.lm.synthetic``),
-    with a mask of their answer bytes.
+    8,000 generated programs whose answers depend on state revealed far before them
+    (``statetrack.lm.synthetic``).
+``traces``
+    4,500 Python REPL sessions composing permutations, whose printed states are answers
+    (``statetrack.lm.traces``).
+
+The generated corpora store, per token file, ``*.answers`` (uint8 per token: the number k of values a
+reader blind to the state chooses among, 0 where the token is not an answer) and ``*.distance``
+(uint32 per token: tokens from the answer's decisive statement to it), see ``statetrack.lm.answers``.
 
 Split: by document, with a seed. The documents are put in the order of a seeded permutation; the
 first ones go to ``test`` until it holds at least 5% of the corpus's bytes, the next to
@@ -24,7 +31,7 @@ split the document names, counts of documents, bytes and tokens, and the sha256 
 
 Cache folder: ``$STATETRACK_CACHE/corpora/`` if ``STATETRACK_CACHE`` is set, else
 ``$XDG_CACHE_HOME/statetrack/corpora/`` (``~/.cache/statetrack/corpora/``); one folder per corpus,
-``stdlib-py3.11.7-seed0`` or ``synthetic-v1-seed0``. A corpus is written to a temporary folder and
+``stdlib-py3.11.7-seed0`` or ``synthetic-v2-seed0``. A corpus is written to a temporary folder and
 renamed into place, so a reader never sees half of one; two processes building at once both succeed.
 """
 from __future__ import annotations
@@ -43,17 +50,19 @@ import numpy as np
 
 from statetrack.errors import UserError
 from statetrack.files import write_file
-from statetrack.lm.synthetic import programs
+from statetrack.lm import synthetic, traces
+from statetrack.lm.answers import Answer
 from statetrack.lm.tokens import DEFAULT_BPE_VOCAB, BPETokenizer, ByteTokenizer, token_dtype
 from statetrack.untrusted import read_json
 
-FORMAT = 1
+FORMAT = 2  # 2: answers far from their decisive statement, with k and distance; the traces corpus
 SPLITS = ("train", "validation", "test")
 HELDOUT_FRACTION = 0.05  # of the bytes, for validation and for test each
 EXCLUDED_DIRS = ("site-packages", "test", "tests", "idle_test", "encodings", "pydoc_data")
 CORPORA = {
     "stdlib": "the Python standard library's own .py files (this interpreter's), split by file",
-    "synthetic": "generated Python programs whose answers depend on tracked state (swaps, mod-10 adds, parity)",
+    "synthetic": "generated Python programs whose answers need state revealed far before (swaps, mod-10 adds, parity)",
+    "traces": "Python REPL sessions composing permutations of 3 by swaps, whose printed states need the composed state",
 }
 
 
@@ -69,7 +78,7 @@ def cache_root() -> Path:
 class Document:
     name: str
     data: bytes
-    answers: list[int] | None = None  # byte offsets of answer bytes (synthetic corpus)
+    answers: list[Answer] | None = None  # answer bytes (generated corpora)
 
 
 # -- sources -------------------------------------------------------------------------------------
@@ -120,8 +129,10 @@ def stdlib_documents(root: str | os.PathLike | None = None) -> tuple[list[Docume
     return docs, dropped
 
 
-def synthetic_documents(seed: int) -> list[Document]:
-    return [Document(name, data, answers) for name, data, answers in programs(seed)]
+def generated_documents(name: str, seed: int) -> list[Document]:
+    """The documents of a generated corpus (``synthetic`` or ``traces``)."""
+    gen = synthetic.programs if name == "synthetic" else traces.sessions
+    return [Document(n, data, answers) for n, data, answers in gen(seed)]
 
 
 # -- splitting -----------------------------------------------------------------------------------
@@ -156,8 +167,8 @@ def _write_split(folder: Path, split: str, docs: list[Document], tok, suffix: st
     h = hashlib.sha256()
     offsets, n_tokens, n_bytes = [], 0, 0
     any_answers = any(d.answers is not None for d in docs)
-    with open(path, "wb") as f, (open(folder / f"{split}.{suffix}.answers", "wb") if any_answers else
-                                 open(os.devnull, "wb")) as fa:
+    answer_path = (lambda ext: folder / f"{split}.{suffix}.{ext}") if any_answers else (lambda ext: os.devnull)
+    with open(path, "wb") as f, open(answer_path("answers"), "wb") as fa, open(answer_path("distance"), "wb") as fd:
         for d in docs:
             ids = tok.encode(d.data)
             toks = np.concatenate([[tok.bos], ids, [tok.eos]]).astype(dtype)
@@ -166,7 +177,9 @@ def _write_split(folder: Path, split: str, docs: list[Document], tok, suffix: st
             h.update(buf)
             offsets.append(n_tokens)
             if any_answers:
-                fa.write(_answer_mask(d, tok, len(ids)).tobytes())
+                k, dist = _answer_arrays(d, tok, len(ids))
+                fa.write(k.tobytes())
+                fd.write(dist.tobytes())
             n_tokens += len(toks)
             n_bytes += len(d.data)
     np.save(folder / f"{split}.{suffix}.offsets.npy", np.asarray(offsets, dtype=np.int64))
@@ -174,17 +187,23 @@ def _write_split(folder: Path, split: str, docs: list[Document], tok, suffix: st
             "files": [d.name for d in docs]}
 
 
-def _answer_mask(d: Document, tok, n_ids: int) -> np.ndarray:
-    """uint8 per token of BOS + document + EOS: 1 where the token covers an answer byte."""
-    mask = np.zeros(n_ids + 2, dtype=np.uint8)
+def _answer_arrays(d: Document, tok, n_ids: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per token of BOS + document + EOS: k (uint8; 0 = not an answer) and the distance in tokens from
+    the token holding the last byte of the decisive statement (uint32; 0 = not an answer)."""
+    k = np.zeros(n_ids + 2, dtype=np.uint8)
+    dist = np.zeros(n_ids + 2, dtype=np.uint32)
     if not d.answers:
-        return mask
+        return k, dist
+    offsets = np.asarray([a.offset for a in d.answers])
+    decisive = np.asarray([a.decisive for a in d.answers])
     if isinstance(tok, ByteTokenizer):
-        mask[1 + np.asarray(d.answers)] = 1
-        return mask
-    ends = np.cumsum(tok.token_bytes[tok.encode(d.data)])  # byte end of each token
-    mask[1 + np.searchsorted(ends, np.asarray(d.answers), side="right")] = 1
-    return mask
+        at, dec = offsets, decisive
+    else:
+        ends = np.cumsum(tok.token_bytes[tok.encode(d.data)])  # byte end of each token
+        at, dec = (np.searchsorted(ends, x, side="right") for x in (offsets, decisive))
+    k[1 + at] = [a.k for a in d.answers]
+    dist[1 + at] = np.maximum(at - dec, 1)
+    return k, dist
 
 
 def _build(name: str, seed: int, final: Path, source) -> None:
@@ -192,7 +211,7 @@ def _build(name: str, seed: int, final: Path, source) -> None:
         docs, dropped = stdlib_documents(source)
         src = str(Path(source) if source is not None else stdlib_root())
     else:
-        docs, dropped, src = synthetic_documents(seed), {}, "statetrack.lm.synthetic"
+        docs, dropped, src = generated_documents(name, seed), {}, f"statetrack.lm.{name}"
     if len(docs) < 3:
         raise UserError(f"corpus {name!r} from {src!r} has {len(docs)} documents; a split needs at least 3")
     splits = assign_splits([len(d.data) for d in docs], seed)
@@ -230,6 +249,8 @@ class Split:
         self.path = path
         self.tokens = np.memmap(path, dtype=dtype, mode="r")
         self.answers = np.memmap(answers, dtype=np.uint8, mode="r") if answers is not None else None
+        dist = path.with_name(path.name + ".distance")
+        self.distance = np.memmap(dist, dtype=np.uint32, mode="r") if answers is not None else None
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -245,10 +266,14 @@ class Split:
         """(len(starts), length) int64 token ids."""
         return np.stack([np.asarray(self.tokens[s:s + length]) for s in starts]).astype(np.int64)
 
-    def answer_windows(self, starts, length: int) -> np.ndarray | None:
-        if self.answers is None:
+    def answer_windows(self, starts, length: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """(k, distance) of every token of the windows (``statetrack.lm.answers``), or None for a corpus
+        without answers."""
+        if self.answers is None or self.distance is None:
             return None
-        return np.stack([np.asarray(self.answers[s:s + length]) for s in starts]).astype(bool)
+        k = np.stack([np.asarray(self.answers[s:s + length]) for s in starts]).astype(np.int64)
+        dist = np.stack([np.asarray(self.distance[s:s + length]) for s in starts]).astype(np.int64)
+        return k, dist
 
 
 def train_tokenizer(folder: Path, tokenizer: str) -> None:
@@ -323,11 +348,15 @@ class Corpus:
         mm = np.memmap(self.folder / f"{split}.u16", dtype=np.uint16, mode="r")
         ans_path = self.folder / f"{split}.u16.answers"
         ans = np.memmap(ans_path, dtype=np.uint8, mode="r") if ans_path.is_file() else None
+        dist = np.memmap(self.folder / f"{split}.u16.distance", dtype=np.uint32, mode="r") if ans is not None else None
         offs = list(self.offsets(split, "u16")) + [len(mm)]
         names = self.manifest["splits"][split]["files"]
         for name, a, b in zip(names, offs[:-1], offs[1:], strict=True):
             body = np.asarray(mm[a + 1:b - 1])  # drop BOS and EOS
-            answers = None if ans is None else list(np.flatnonzero(np.asarray(ans[a + 1:b - 1])))
+            answers = None
+            if ans is not None and dist is not None:
+                k, d = np.asarray(ans[a + 1:b - 1]), np.asarray(dist[a + 1:b - 1])
+                answers = [Answer(int(i), int(k[i]), int(i - d[i])) for i in np.flatnonzero(k)]
             yield name, body.astype(np.uint8).tobytes(), answers
 
     def _entries(self) -> dict:

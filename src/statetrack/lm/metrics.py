@@ -11,8 +11,14 @@ on predicting every next token, positions 0 .. L-1.
 - ``bpb_se``: standard error of the bpb over windows (windows are independent draws);
 - ``buckets``: bpb by position in the window, in buckets [0, 1), [1, 2), [2, 4), [4, 8), ...,
   [L/2, L): the positions beyond the training length show whether a model extrapolates;
-- ``answer_bpb``: the same over the answer tokens only, for corpora that mark them (the synthetic
-  corpus), with ``answer_accuracy`` (argmax = target).
+- ``answer_bpb``: the same over the answer tokens only, for corpora that mark them (the generated
+  corpora), with ``answer_accuracy`` (argmax = target), and ``answer_buckets``: the answers by
+  distance to their decisive statement, with the state-blind level (``statetrack.lm.answers``).
+
+Windows are drawn at seeded random offsets, or (``tile``) laid end to end from the split's start, each
+sharing its first token with the previous one's last, so that every token of the split but the first
+(and a remainder shorter than a window at the end) is scored exactly once: the test split's own bytes,
+on which the compressor baselines are measured too.
 
 A constant predictor does not pass unnoticed: the uniform one scores log2(V) bits per token, and the
 baselines (``statetrack.lm.baselines``) are scored by the same ``summarize`` on the same windows.
@@ -26,6 +32,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from statetrack.errors import UserError
+from statetrack.lm.answers import answer_buckets
 from statetrack.untrusted import load_json
 
 LN2 = math.log(2)
@@ -54,6 +62,8 @@ class LMMetrics:
     # length metrics carry them as chance and token_chance)
     last_chance: float | None = None
     token_chance: float | None = None
+    # answers by distance to their decisive statement (statetrack.lm.answers.answer_buckets)
+    answer_buckets: list[dict] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -62,8 +72,11 @@ class LMMetrics:
     def from_row(cls, row) -> LMMetrics:
         """From a row of the results database's ``lm_metrics`` table (``buckets`` as JSON)."""
         d = {k: row[k] for k in cls.__dataclass_fields__ if k in row.keys()}  # noqa: SIM118 (a sqlite3.Row)
-        if isinstance(d["buckets"], str):
-            d["buckets"] = load_json(d["buckets"], "an LM run's buckets")
+        for k in ("buckets", "answer_buckets"):
+            if isinstance(d.get(k), str):
+                d[k] = load_json(d[k], f"an LM run's {k.replace('_', ' ')}")
+            elif d.get(k) is None:
+                d.pop(k, None)
         return cls(**d)
 
 
@@ -81,8 +94,9 @@ def position_buckets(length: int) -> list[tuple[int, int]]:
 
 
 def summarize(nats: np.ndarray, correct: np.ndarray, nbytes: np.ndarray,
-              answers: np.ndarray | None = None) -> LMMetrics:
-    """Metrics of per-token losses (windows, L) in nats, hits and byte counts of the targets."""
+              answers: tuple[np.ndarray, np.ndarray] | None = None) -> LMMetrics:
+    """Metrics of per-token losses (windows, L) in nats, hits and byte counts of the targets;
+    ``answers``: (k, distance) of the targets (``statetrack.lm.answers``) for a corpus that has them."""
     n, L = nats.shape
     tot_nats, tot_bytes = float(nats.sum()), int(nbytes.sum())
     per_window = nats.sum(1) / LN2 / np.maximum(nbytes.sum(1), 1)
@@ -94,24 +108,42 @@ def summarize(nats: np.ndarray, correct: np.ndarray, nbytes: np.ndarray,
                         "bpb": bits_per_byte(b_nats, b_bytes), "loss": b_nats / (n * (hi - lo))})
     m = LMMetrics(L, n, n * L, tot_bytes, tot_nats / (n * L), bits_per_byte(tot_nats, tot_bytes), se,
                   float(correct.mean()), float(correct[:, -1].mean()), float(correct.all(1).mean()), buckets)
-    if answers is not None and answers.any():
-        m.answer_tokens = int(answers.sum())
-        m.answer_bpb = bits_per_byte(float(nats[answers].sum()), int(nbytes[answers].sum()))
-        m.answer_accuracy = float(correct[answers].mean())
+    if answers is not None and (answers[0] > 0).any():
+        k, dist = answers
+        mask = k > 0
+        m.answer_tokens = int(mask.sum())
+        m.answer_bpb = bits_per_byte(float(nats[mask].sum()), int(nbytes[mask].sum()))
+        m.answer_accuracy = float(correct[mask].mean())
+        m.answer_buckets = answer_buckets(nats, correct, k, dist)
     return m
 
 
-def eval_windows(split, length: int, n_windows: int, seed: int) -> tuple[np.ndarray, np.ndarray | None]:
-    """The fixed evaluation windows at ``length``: (tokens (n, length + 1), answer mask of the targets)."""
-    rng = np.random.default_rng([seed, length])
-    starts = np.sort(split.random_starts(rng, n_windows, length + 1))
+def tile_starts(n_tokens: int, length: int) -> np.ndarray:
+    """Starts of windows of ``length + 1`` tokens laid end to end over a split of ``n_tokens``: each shares
+    its first token with the previous window's last, so every token but the first is a target once."""
+    if length + 1 > n_tokens:
+        raise UserError(f"a window of {length + 1} tokens is longer than the split ({n_tokens} tokens)")
+    return np.arange(0, n_tokens - length, length)
+
+
+def eval_windows(split, length: int, n_windows: int | None, seed: int):
+    """The fixed evaluation windows at ``length``: (tokens (n, length + 1), (k, distance) of the targets'
+    answers or None). ``n_windows`` None: the windows tile the split (``tile_starts``)."""
+    if n_windows is None:
+        starts = tile_starts(len(split), length)
+    else:
+        rng = np.random.default_rng([seed, length])
+        starts = np.sort(split.random_starts(rng, n_windows, length + 1))
     toks = split.windows(starts, length + 1)
     ans = split.answer_windows(starts, length + 1)
-    return toks, (None if ans is None else ans[:, 1:])
+    return toks, (None if ans is None else (ans[0][:, 1:], ans[1][:, 1:]))
 
 
-def n_windows_for(length: int, tokens: int | None, batch_size: int) -> int:
-    """Windows scored at ``length``: enough for ``tokens`` scored tokens, else ``batch_size``."""
+def n_windows_for(length: int, tokens: int | None, batch_size: int, windows: str = "random") -> int | None:
+    """Windows scored at ``length``: None when they tile the split (``windows='tile'``), else enough for
+    ``tokens`` scored tokens, else ``batch_size``."""
+    if windows == "tile":
+        return None
     return max(2, math.ceil(tokens / length)) if tokens else batch_size
 
 
@@ -143,14 +175,15 @@ def token_losses(model, windows: np.ndarray, chunk: int = 1024, batch_size: int 
 
 def evaluate_lm(model, split, token_bytes: np.ndarray, lengths: list[int], tokens: int | None = None,
                 batch_size: int = 64, seed: int = 12345, chunk: int = 1024, device=None,
-                on_length=None) -> list[LMMetrics]:
-    """LM metrics of ``model`` on ``split`` at every context length (see the module docstring)."""
+                on_length=None, windows: str = "random") -> list[LMMetrics]:
+    """LM metrics of ``model`` on ``split`` at every context length (see the module docstring);
+    ``windows``: 'random' (``tokens`` per length at seeded offsets) or 'tile' (the whole split)."""
     out = []
     for L in lengths:
-        windows, answers = eval_windows(split, L, n_windows_for(L, tokens, batch_size), seed)
-        nats, hits = token_losses(model, windows, chunk, batch_size, device)
-        m = summarize(nats, hits, token_bytes[windows[:, 1:]], answers)
-        targets = windows[:, 1:]
+        toks, answers = eval_windows(split, L, n_windows_for(L, tokens, batch_size, windows), seed)
+        nats, hits = token_losses(model, toks, chunk, batch_size, device)
+        m = summarize(nats, hits, token_bytes[toks[:, 1:]], answers)
+        targets = toks[:, 1:]
         m.last_chance = float(np.bincount(targets[:, -1]).max() / len(targets))
         m.token_chance = float(np.bincount(targets.ravel()).max() / targets.size)
         out.append(m)

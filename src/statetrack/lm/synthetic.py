@@ -1,92 +1,121 @@
-"""The synthetic corpus: tiny Python programs whose next tokens depend on tracked state.
+"""The synthetic corpus: small Python programs whose answers need state that a short window cannot see.
 
 Every document is a straight-line program over three digit variables ``a``, ``b``, ``c`` (values 0-9)
-and a boolean ``p``. It starts by setting all four, then runs 16-64 random statements:
+and a boolean ``p``. It starts by setting all four, then runs 24-72 random statements:
 
-    a, b = b, a            swap two variables           (permutations of the values: the group S3)
+    a, b = b, a            swap two variables           (the values permuted: the group S3)
     a = (a + 7) % 10       add a constant mod 10        (a counter mod 10: the cyclic group Z10)
-    b = 4                  set a variable               (a reset: the state forgets)
+    b = 4                  set a variable               (a reset: a new value, revealed)
     p = not p              flip the boolean             (parity: Z2)
-    assert c == 3          check a variable's value     <- the next byte after '== ' is an ANSWER
+    assert c == 3          check a variable's value     <- the digit after '== ' is an ANSWER
     assert p is False      check the boolean            <- the first letter, T or F, is an ANSWER
 
-with probabilities 0.25, 0.20, 0.10, 0.10 and 0.35 (checks: 3/4 on a digit variable, 1/4 on ``p``).
-Every program runs in Python and every assertion holds (tests execute them). An answer is determined
-by the program so far -- the last assignment of each value, and every swap, addition and flip since --
-but not by its local context: a model that does not track the state can do no better than guess
-among the digits (log2 10 = 3.3 bits) or between True and False (1 bit), while one that tracks it
-pays nothing. So the corpus's bits per byte on the answer bytes (about 2.5% of the bytes; the token
-files carry a mask of them) measures state tracking inside text, and the rest of the text (names,
-operators, layout) is ordinary, locally predictable syntax.
+drawn with probabilities 0.30, 0.10, 0.05, 0.20 and 0.35. A check is only made of a value whose
+**decisive statement** (the last statement that revealed it: its assignment, or an earlier check of it,
+followed through the swaps) ended at least ``FAR`` bytes before; when no value is that far, another
+statement is drawn instead. So every answer is fixed by the program so far -- the revealed value and
+every swap, addition and flip since -- and none is fixed by the last ``FAR`` bytes: a model that does
+not carry state over that distance can only guess among the digits (log2 10 = 3.32 bits) or between
+True and False (1 bit), exactly (``statetrack.lm.answers``), while one that tracks it pays nothing.
+Which value is checked depends on where values were revealed, never on the values.
 
-Programs are drawn with Python's ``random.Random(seed)``, using only ``random()``, whose sequence
-Python guarantees across versions, so a seed gives the same corpus everywhere.
+What each answer needs: a truth value, the parity of the flips since it was revealed (a layer with a
+negative eigenvalue suffices: Mamba or DeltaNet with [-1,1]); a digit with only swaps since its
+reveal, a permutation of three slots (a reflection per swap: DeltaNet [-1,1]); a digit with additions
+since, a count mod 10 (a rotation: no real diagonal layer). Everything else (names, operators, layout)
+is locally predictable syntax.
+
+Programs are drawn with Python's ``random.Random`` seeded from a string, using only ``random()``,
+whose sequence Python keeps across versions, so a seed gives the same corpus everywhere.
 """
 from __future__ import annotations
 
-import math
 import random
+
+from statetrack.lm.answers import Answer
 
 VARS = ("a", "b", "c")
 N_PROGRAMS = 8000
-MIN_STATEMENTS, MAX_STATEMENTS = 16, 64
+MIN_STATEMENTS, MAX_STATEMENTS = 24, 72
+#: a value is checked only when its decisive statement ended at least this many bytes before the answer
+FAR = 32
 #: statement kinds and their cumulative probabilities
-KINDS = (("swap", 0.25), ("add", 0.45), ("set", 0.55), ("flip", 0.65), ("check", 1.0))
+KINDS = (("swap", 0.30), ("add", 0.40), ("set", 0.45), ("flip", 0.65), ("check", 1.0))
+DIGITS, TRUTH = 10, 2
 
 
 def _int(r: random.Random, k: int) -> int:
     return min(int(r.random() * k), k - 1)
 
 
-def program(r: random.Random) -> tuple[bytes, list[int]]:
-    """One program: (its bytes, the byte offsets of its answers)."""
-    vals = {v: _int(r, 10) for v in VARS}
+class _Program:
+    """The text so far and, per variable, its value and where its value was last revealed."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self.size = 0  # bytes so far
+        self.answers: list[Answer] = []
+        self.revealed: dict[str, int] = {}  # variable -> offset of the last byte of its decisive statement
+
+    def add(self, line: str, reveals: str | None = None) -> int:
+        start = self.size
+        self.lines.append(line)
+        self.size += len(line) + 1
+        if reveals:
+            self.revealed[reveals] = start + len(line) - 1
+        return start
+
+    def far(self, answer_at: int) -> list[str]:
+        """Variables whose decisive statement ends at least FAR bytes before offset ``answer_at``."""
+        return [v for v in (*VARS, "p") if answer_at - self.revealed[v] >= FAR]
+
+
+def program(r: random.Random) -> tuple[bytes, list[Answer]]:
+    """One program: (its bytes, its answers)."""
+    vals = {v: _int(r, DIGITS) for v in VARS}
     flag = r.random() < 0.5
-    lines = [f"{v} = {vals[v]}" for v in VARS] + [f"p = {flag}"]
-    text_len = sum(len(x) + 1 for x in lines)
-    answers = []
+    prog = _Program()
+    for v in VARS:
+        prog.add(f"{v} = {vals[v]}", reveals=v)
+    prog.add(f"p = {flag}", reveals="p")
     for _ in range(MIN_STATEMENTS + _int(r, MAX_STATEMENTS - MIN_STATEMENTS + 1)):
-        u = r.random()
-        kind = next(k for k, cum in KINDS if u < cum)
+        while True:
+            u = r.random()
+            kind = next(k for k, cum in KINDS if u < cum)
+            # the longest check prefix is 'assert p is ' (12 bytes): every answer lies at most 12 bytes
+            # after the line's start, the shortest 'assert a == ' 12 too
+            far = prog.far(prog.size + 12) if kind == "check" else None
+            if kind != "check" or far:
+                break
         if kind == "swap":
             i = _int(r, 3)
             j = (i + 1 + _int(r, 2)) % 3
             x, y = sorted((VARS[i], VARS[j]))
             vals[x], vals[y] = vals[y], vals[x]
-            line = f"{x}, {y} = {y}, {x}"
+            prog.revealed[x], prog.revealed[y] = prog.revealed[y], prog.revealed[x]
+            prog.add(f"{x}, {y} = {y}, {x}")
         elif kind == "add":
             v, k = VARS[_int(r, 3)], 1 + _int(r, 9)
             vals[v] = (vals[v] + k) % 10
-            line = f"{v} = ({v} + {k}) % 10"
+            prog.add(f"{v} = ({v} + {k}) % 10")
         elif kind == "set":
             v, k = VARS[_int(r, 3)], _int(r, 10)
             vals[v] = k
-            line = f"{v} = {k}"
+            prog.add(f"{v} = {k}", reveals=v)
         elif kind == "flip":
             flag = not flag
-            line = "p = not p"
-        elif r.random() < 0.75:
-            v = VARS[_int(r, 3)]
-            line = f"assert {v} == {vals[v]}"
-            answers.append(text_len + len(line) - 1)
+            prog.add("p = not p")
         else:
-            line = f"assert p is {flag}"
-            answers.append(text_len + len("assert p is "))
-        lines.append(line)
-        text_len += len(line) + 1
-    return ("\n".join(lines) + "\n").encode("ascii"), answers
-
-
-def blind_answer_bits(answers: bytes) -> float:
-    """Bits per answer byte of a predictor that knows each answer's kind but not the state: log2(10) for
-    a digit (uniform over 0-9), 1 for a truth value (T or F). The level a model that does not track the
-    programs' state is held to on the answers; a tracking model goes below it, towards 0."""
-    digits = sum(chr(b).isdigit() for b in answers)
-    return (digits * math.log2(10) + (len(answers) - digits)) / max(len(answers), 1)
+            v = far[_int(r, len(far))]
+            line = f"assert p is {flag}" if v == "p" else f"assert {v} == {vals[v]}"
+            at = prog.size + 12
+            prog.answers.append(Answer(at, TRUTH if v == "p" else DIGITS, prog.revealed[v]))
+            prog.add(line, reveals=v)
+    return ("\n".join(prog.lines) + "\n").encode("ascii"), prog.answers
 
 
 def programs(seed: int, n: int = N_PROGRAMS):
-    """Yield (name, bytes, answer offsets) for ``n`` programs drawn from ``seed``."""
+    """Yield (name, bytes, answers) for ``n`` programs drawn from ``seed``."""
     r = random.Random(f"statetrack-synthetic-{seed}")
     for i in range(n):
         data, answers = program(r)

@@ -8,6 +8,11 @@ baselines of the corpus (``statetrack.lm.baselines``), scored on the very window
 scored on. ``bpb`` is read at the training context length (the in-distribution number); the context
 table gives every test length and the bpb of the positions beyond the training length.
 
+Beside the count baselines every table holds the file compressors (``statetrack.lm.compressors``: gzip
+-9, bz2 -9, xz -9e, and xz -9e after the train split) on the test split's bytes; a corpus with answers
+gets two tables of its answers by distance to the decisive statement (``statetrack.report.lm_answers``),
+and a training table says what each model cost: parameters, tokens seen, wall time.
+
 The joint table (study field ``state_tracking``) reads the state-tracking study's runs from the same
 database by their keys (``runner.complete_result``), at the same scale, and shows that study's
 selected cell for each model label; a model with no complete run there shows ``-``. Rows whose labels
@@ -22,7 +27,9 @@ from dataclasses import dataclass, field, replace
 
 from statetrack.experiments import load_study
 from statetrack.lm.baselines import BASELINES, LABELS
+from statetrack.lm.compressors import COMPRESSORS
 from statetrack.report import render
+from statetrack.report.lm_answers import IN_CONTEXT, answer_tables, blind_in_context, in_context_bpb, select
 from statetrack.report.lm_cells import (
     NEG,
     POS,
@@ -42,7 +49,7 @@ from statetrack.runner import complete_result
 from statetrack.store import Store
 
 MARK = "*"
-BLIND = "state-blind guess (answers)"
+BLIND = "state-blind level (answers, exact)"
 
 
 @dataclass
@@ -118,6 +125,40 @@ def _record(study, table: str, model: str, column: str, metric: str, length: int
             "length": length, "params": params, "lr": lr, **_stats(vals)}
 
 
+def params_text(cells: list[Cell], label: str) -> str:
+    """A model's parameter count; where it differs between corpora (their vocabularies differ), one count per
+    corpus in column order, separated by '/'."""
+    counts = list(dict.fromkeys(c.params for c in cells if c.label == label and c.params is not None))
+    return " / ".join(f"{n:,}" for n in counts) or "-"
+
+
+def baseline_rows(base: dict, column: str, length: int) -> list[tuple[str, float, float | None]]:
+    """(label, bpb, answer bpb or None) of every baseline of a corpus at a length: the count models on the
+    windows, then the compressors on the whole test split (no answer bpb: a compressor's cost is not
+    per byte)."""
+    out = []
+    for b in BASELINES:
+        m = base[column][b][length]
+        out.append((LABELS[b], m.bpb, m.answer_bpb))
+    comp = base[column].get("compressors", {})
+    out += [(comp[k].label, comp[k].bpb, None) for k in COMPRESSORS if k in comp]
+    return out
+
+
+def _windows_note(base: dict, column: str, length: int) -> str:
+    m = base[column]["bigram"][length]
+    comp = base[column].get("compressors", {})
+    test = next(iter(comp.values())).test_bytes if comp else None
+    ctx = comp["xz_train"].context_bytes if "xz_train" in comp else 0
+    text = (f"Count baselines: fitted on the train split, scored on the models' windows ({m.windows:,} windows, "
+            f"{m.tokens:,} tokens at length {m.length}). ")
+    if test:
+        text += (f"Compressors: the test split's {test:,} bytes as one stream (8 x compressed bytes / test bytes); "
+                 f"'xz -9e after train': compressed after the train split's last {ctx:,} bytes, minus what those "
+                 "cost alone. ")
+    return text
+
+
 def bpb_table(study, cells: list[Cell], base: dict) -> LMTable:
     cols = columns_of(cells)
     at = {col: eval_length(next(c for c in cells if c.column == col)) for col in cols}
@@ -133,7 +174,7 @@ def bpb_table(study, cells: list[Cell], base: dict) -> LMTable:
             if c is None:
                 row += ["-"] * (1 + answers[col])
                 continue
-            row[1] = f"{c.params:,}"
+            row[1] = params_text(cells, label)
             vals = c.values(L)
             text = fmt_bpb(vals, c.values(L, "bpb_se"))
             if vals and statistics.median(vals) >= base[col]["bigram"][L].bpb:
@@ -145,16 +186,17 @@ def bpb_table(study, cells: list[Cell], base: dict) -> LMTable:
                 row.append(fmt_bpb(a))
                 t.records.append(_record(study, "bpb", label, col, "answer_bpb", L, a, c.params, c.lr))
         t.rows.append(row)
-    for b in BASELINES:
-        row = [LABELS[b], "-"]
+    names = [name for name, _, _ in baseline_rows(base, cols[0], at[cols[0]])]
+    for i, name in enumerate(names):
+        row = [name, "-"]
         for col in cols:
-            m = base[col][b][at[col]]
-            row.append(f"{m.bpb:.3f}")
-            t.records.append(_record(study, "bpb", LABELS[b], col, "bpb", at[col], [m.bpb]))
+            rows = baseline_rows(base, col, at[col])
+            _, bpb, ans = rows[i] if i < len(rows) else (name, None, None)
+            row.append("-" if bpb is None else f"{bpb:.3f}")
+            if bpb is not None:
+                t.records.append(_record(study, "bpb", name, col, "bpb", at[col], [bpb]))
             if answers[col]:
-                row.append("-" if m.answer_bpb is None else f"{m.answer_bpb:.3f}")
-                t.records.append(_record(study, "bpb", LABELS[b], col, "answer_bpb", at[col],
-                                         [] if m.answer_bpb is None else [m.answer_bpb]))
+                row.append("-" if ans is None else f"{ans:.3f}")
         t.rows.append(row)
     if any(base[col]["blind"] is not None for col in cols):
         row = [BLIND, "-"]
@@ -164,14 +206,47 @@ def bpb_table(study, cells: list[Cell], base: dict) -> LMTable:
             if base[col]["blind"] is not None:
                 t.records.append(_record(study, "bpb", BLIND, col, "answer_bpb", at[col], [base[col]["blind"]]))
         t.rows.append(row)
-    m = base[cols[0]]["bigram"][at[cols[0]]]
     t.caption = (f"Test-split bits per byte at the training context length, median [min-max] over seeds (one "
                  f"seed: ± the standard error over the test windows); {MARK} = not below the bigram baseline. "
-                 "Answer bpb: on the bytes the synthetic programs' state determines (the value after "
-                 "'assert v == ', the letter after 'assert p is '). Baselines: fitted on the train split, scored "
-                 f"on the same windows ({m.windows} windows, {m.tokens:,} tokens at length {m.length}). {BLIND}: "
-                 "log2(10) bits for a digit answer, 1 bit for a truth value, i.e. knowing what kind of answer "
-                 "comes but not the state; only a model that tracks the programs' state goes below it.")
+                 "params: counted from the built model (one count per corpus where their token vocabularies "
+                 "differ). "
+                 "Answer bpb: on the answer bytes of a generated corpus (bytes only the program's state decides: "
+                 "docs/lm.md). " + _windows_note(base, cols[0], at[cols[0]]) +
+                 f"{BLIND}: the mean of log2 k over the same answers, k the number of values an answer can take for "
+                 "a reader that does not know the state; only a model that carries the state goes below it.")
+    return t
+
+
+def training_table(study, cells: list[Cell]) -> LMTable:
+    """What each model cost: parameters, steps, batch, context, tokens seen, passes over the train split,
+    training wall time (median over seeds; one thread per run where the sweep set it)."""
+    from statetrack.tasks import get_task
+
+    header = ["model", "corpus", "params", "steps", "batch", "context", "tokens seen", "passes", "train time (s)",
+              "ms / step"]
+    t = LMTable(study.name, "training", "What each run cost", header)
+    sizes: dict[str, int] = {}
+    for c in cells:
+        if not c.runs:
+            continue
+        j = c.job
+        tokens = j.train.steps * j.train.batch_size * j.train.train_max_len
+        if c.task not in sizes:
+            sizes[c.task] = get_task(c.task).corpus.sizes()["train"]["tokens"]
+        times = [r.summary.get("train_time") for r in c.runs if r.summary.get("train_time")]
+        steps = [r.summary.get("steps_run") or j.train.steps for r in c.runs]
+        tt = statistics.median(times) if times else None
+        t.rows.append([c.label, c.column, f"{c.params:,}", f"{j.train.steps:,}", str(j.train.batch_size),
+                       str(j.train.train_max_len), f"{tokens / 1e6:.1f}M", f"{tokens / sizes[c.task]:.2f}",
+                       "-" if tt is None else f"{tt:.{0 if tt >= 10 else 1}f}",
+                       "-" if tt is None else f"{1000 * tt / statistics.median(steps):.0f}"])
+        t.records.append({"study": study.name, "table": "training", "model": c.label, "column": c.column,
+                          "params": c.params, "steps": j.train.steps, "batch_size": j.train.batch_size,
+                          "context": j.train.train_max_len, "tokens_seen": tokens,
+                          "passes": tokens / sizes[c.task], "train_time": tt, "seeds": len(c.runs)})
+    t.caption = ("Tokens seen = steps x batch x context; passes = tokens seen / the train split's tokens; train "
+                 "time: wall time of the training loop (validations included, test evaluation not), median over "
+                 "seeds, each run on one thread of a shared 2-worker sweep unless the study ran otherwise.")
     return t
 
 
@@ -185,17 +260,21 @@ def context_table(study, cells: list[Cell], base: dict, column: str) -> LMTable:
         row = [c.label] + [fmt_bpb(c.values(n)) for n in lengths] + [fmt_bpb(c.beyond())]
         t.rows.append(row)
         t.records += [_record(study, t.name, c.label, column, "bpb", n, c.values(n), c.params, c.lr) for n in lengths]
-
     for b in BASELINES:
         ms = base[column][b]
         beyond = beyond_bpb(ms[max(lengths)], train_len)
         t.rows.append([LABELS[b]] + [f"{ms[n].bpb:.3f}" for n in lengths] +
                       ["-" if beyond is None else f"{beyond:.3f}"])
+    comp = base[column].get("compressors", {})
+    for k in COMPRESSORS:
+        if k in comp:
+            t.rows.append([comp[k].label] + [f"{comp[k].bpb:.3f}"] * len(lengths) + ["-"])
     t.caption = (f"Trained on windows of {train_len} tokens; at test, windows of each length are read whole "
                  f"(the state carried across chunks). Last column: the positions past the training length in the "
                  f"longest windows. A model that extrapolates keeps or lowers its bpb as the context grows. Each "
                  f"length has its own windows: the baselines' rows, on the same windows, show how much of a "
-                 f"change across lengths is the windows'.")
+                 f"change across lengths is the windows'. The compressors read the whole test split at once: one "
+                 f"number, repeated.")
     return t
 
 
@@ -206,6 +285,7 @@ def state_tracking_cells(study, db, scale: str) -> tuple[dict, list[str], str]:
         return {}, [], ""
 
     other = load_study(st.study)
+    scale = st.scales.get(scale, scale)  # that study's scale read beside this one's
     out: dict[str, dict] = {}
     found = 0
     if db is not None and scale in other.scales:
@@ -237,7 +317,7 @@ def _st_header(study, col: str) -> str:
 def joint_table(study, cells: list[Cell], base: dict, st_cells: dict, st_cols: list[str], note: str) -> LMTable:
     cols = columns_of(cells)
     ans_cols = [c for c in cols if _has_answers(cells, c)]
-    header = (["model", "params"] + [f"bpb {c}" for c in cols] + [f"answer bpb {c}" for c in ans_cols]
+    header = (["model", "params"] + [f"bpb {c}" for c in cols] + [f"answer bpb {c} ({IN_CONTEXT})" for c in ans_cols]
               + [_st_header(study, c) for c in st_cols])
     t = LMTable(study.name, "joint", "What [-1,1] costs on text, what it gains on state tracking", header)
     med: dict[str, dict] = {}
@@ -248,12 +328,12 @@ def joint_table(study, cells: list[Cell], base: dict, st_cells: dict, st_cols: l
             c = find_cell(cells, label, col)
             vals = c.values(eval_length(c)) if c else []
             if c:
-                row[1] = f"{c.params:,}"
+                row[1] = params_text(cells, label)
             row.append(fmt_bpb(vals))
             med[label][("bpb", col)] = statistics.median(vals) if vals else None
         for col in ans_cols:
             c = find_cell(cells, label, col)
-            vals = c.values(eval_length(c), "answer_bpb") if c else []
+            vals = in_context_bpb(c) if c else []
             row.append(fmt_bpb(vals))
             med[label][("answer", col)] = statistics.median(vals) if vals else None
         for col in st_cols:
@@ -270,30 +350,35 @@ def joint_table(study, cells: list[Cell], base: dict, st_cells: dict, st_cols: l
         row = [f"{fam}: {NEG} - {POS}", ""] + [diff(("bpb", c)) for c in cols]
         row += [diff(("answer", c)) for c in ans_cols] + [diff(("st", c)) for c in st_cols]
         t.rows.append(row)
-
-    for bname in BASELINES:
-        row = [LABELS[bname], "-"]
+    L = {col: eval_length(next(c for c in cells if c.column == col)) for col in cols}
+    names = [name for name, _, _ in baseline_rows(base, cols[0], L[cols[0]])]
+    for i, name in enumerate(names):
+        row = [name, "-"]
         for col in cols:
-            L = eval_length(next(c for c in cells if c.column == col))
-            row.append(f"{base[col][bname][L].bpb:.3f}")
+            rows = baseline_rows(base, col, L[col])
+            row.append(f"{rows[i][1]:.3f}" if i < len(rows) else "-")
+        counts = {LABELS[k]: k for k in BASELINES}
         for col in ans_cols:
-            L = eval_length(next(c for c in cells if c.column == col))
-            v = base[col][bname][L].answer_bpb
-            row.append("-" if v is None else f"{v:.3f}")
+            m = base[col][counts[name]][L[col]] if name in counts else None
+            sel = select(m.answer_buckets, IN_CONTEXT) if m is not None and m.answer_buckets else None
+            row.append("-" if sel is None else f"{sel['bits'] / sel['n']:.3f}")
         t.rows.append(row + ["-"] * len(st_cols))
     if ans_cols:
-        t.rows.append([BLIND, "-"] + ["-"] * len(cols) +
-                      ["-" if base[c]["blind"] is None else f"{base[c]['blind']:.3f}" for c in ans_cols] +
+        levels = [blind_in_context(base, c, L[c]) for c in ans_cols]
+        t.rows.append([BLIND, "-"] + ["-"] * len(cols) + ["-" if v is None else f"{v:.3f}" for v in levels] +
                       ["-"] * len(st_cols))
     t.caption = ("bpb: test split at the training context length, median [min-max] over seeds (lower is better); "
+                 f"answer bpb ({IN_CONTEXT}): bits per answer on the answers whose decisive statement is inside "
+                 "the window (tables answers-*), beside the exact state-blind level of the same answers; "
                  "difference rows: [-1,1] minus [0,1] of the medians (bpb: positive = [-1,1] costs bits; state "
-                 "tracking: positive = [-1,1] gains). " + note)
+                 "tracking: positive = [-1,1] gains). Compressors: the whole test split as one stream. " + note)
     return t
 
 
 def lm_tables(study, results, scale: str | None = None, db=None) -> list[LMTable]:
     """Every table of an LM study's report: bits per byte (with the verdict lines), the joint table (it
-    reads ``db`` for the state-tracking study), then bpb by context length per corpus."""
+    reads ``db`` for the state-tracking study), the answers by distance of each corpus that has answers,
+    what each run cost, then bpb by context length per corpus."""
     cells = gather(study, results)
     if not any(c.runs for c in cells):
         return [LMTable(study.name, "bpb", "Bits per byte on the test split (no complete runs yet)", ["model"])]
@@ -301,12 +386,15 @@ def lm_tables(study, results, scale: str | None = None, db=None) -> list[LMTable
     bpb = bpb_table(study, cells, base)
     bpb.notes = verdicts(cells, base)
     st_cells, st_cols, note = state_tracking_cells(study, db, scale) if scale else ({}, [], "")
-    return ([bpb, joint_table(study, cells, base, st_cells, st_cols, note)]
+    answers = [t for col in columns_of(cells) if _has_answers(cells, col)
+               for t in answer_tables(study, cells, base, col, LMTable)]
+    return ([bpb, joint_table(study, cells, base, st_cells, st_cols, note)] + answers + [training_table(study, cells)]
             + [context_table(study, cells, base, col) for col in columns_of(cells)])
 
 
 def json_rows(study, results) -> list[dict]:
-    """One object per run (its bpb at the training context, and by length) and per baseline and corpus."""
+    """One object per run (its bpb at the training context, and by length, its answers by distance) and per
+    baseline and corpus (count models and compressors)."""
     cells = gather(study, results)
     base = baselines(cells, results) if any(c.runs for c in cells) else {}
     out = []
@@ -321,8 +409,8 @@ def json_rows(study, results) -> list[dict]:
                         "column": c.column, "seed": j.seed, "lr": j.train.lr, "run_id": r.run_id,
                         "params": c.params, "length": L, "bpb": m.bpb if m else None,
                         "bpb_se": m.bpb_se if m else None, "answer_bpb": m.answer_bpb if m else None,
+                        "answer_buckets": m.answer_buckets if m else [],
                         "bpb_by_length": {n: x.bpb for n, x in sorted(by.items())}})
-
     for col, bs in base.items():
         c = next(x for x in cells if x.column == col)
         L = eval_length(c)
@@ -331,6 +419,10 @@ def json_rows(study, results) -> list[dict]:
             out.append({"study": study.name, "model": LABELS[b], "baseline": b, "task": c.task, "column": col,
                         "length": L, "bpb": m.bpb, "bpb_se": m.bpb_se, "answer_bpb": m.answer_bpb,
                         "bpb_by_length": {n: x.bpb for n, x in sorted(bs[b].items())}})
+        for k, comp in bs.get("compressors", {}).items():
+            out.append({"study": study.name, "model": comp.label, "baseline": k, "task": c.task, "column": col,
+                        "bpb": comp.bpb, "test_bytes": comp.test_bytes, "compressed_bytes": comp.compressed_bytes,
+                        "context_bytes": comp.context_bytes})
     return out
 
 
@@ -354,14 +446,30 @@ def verdicts(cells: list[Cell], base: dict) -> list[str]:
     lines.append(f"Below the bigram baseline: {n - len(above)} of {n} (model, corpus) cells"
                  + (f"; not below: {', '.join(above)}." if above else "."))
     for col in columns_of(cells):
-        blind = base[col].get("blind")
+        comp = base[col].get("compressors", {})
+        mine = [(c.label, statistics.median(c.values(eval_length(c)))) for c in cells
+                if c.column == col and c.values(eval_length(c))]
+        if comp and mine:
+            gz, xz = comp["gzip"], comp["xz"]
+            not_below = [f"{label} ({v:.3f})" for label, v in mine if v >= gz.bpb]
+            best = min(mine, key=lambda x: x[1])
+            lines.append(f"{col}: below {gz.label} ({gz.bpb:.3f}): {len(mine) - len(not_below)} of {len(mine)} models"
+                         + (f"; not below: {', '.join(not_below)}" if not_below else "")
+                         + f". The best, {best[0]} at {best[1]:.3f}, is {'below' if best[1] < xz.bpb else 'not below'}"
+                         f" {xz.label} ({xz.bpb:.3f})"
+                         + (f" and {'below' if best[1] < comp['xz_train'].bpb else 'not below'} "
+                            f"{comp['xz_train'].label} ({comp['xz_train'].bpb:.3f})" if "xz_train" in comp else "")
+                         + ".")
+        L = eval_length(next(c for c in cells if c.column == col))
+        blind = blind_in_context(base, col, L) if base[col].get("blind") is not None else None
         if blind is None:
             continue
-        below = [c.label for c in cells if c.column == col and c.values(eval_length(c), "answer_bpb")
-                 and statistics.median(c.values(eval_length(c), "answer_bpb")) < blind]
-        lines.append(f"Answer bytes of {col}: {len(below)} model(s) below the state-blind level {blind:.3f}"
-                     + (f" ({', '.join(below)})" if below else
-                        ": no model uses the programs' state at this scale") + ".")
+        below = [c.label for c in cells if c.column == col and in_context_bpb(c)
+                 and statistics.median(in_context_bpb(c)) < blind]
+        lines.append(f"Answers of {col} whose decisive statement is in context: {len(below)} model(s) below the "
+                     f"state-blind level {blind:.3f}" + (f" ({', '.join(below)})" if below else
+                                                         ": no model carries the state at this scale")
+                     + f" (intervals and distances: table answers-{col}).")
     for fam, a, b in pairs(labels_of(cells)):
         for col in columns_of(cells):
             ca, cb = find_cell(cells, a, col), find_cell(cells, b, col)

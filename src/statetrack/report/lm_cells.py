@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from statetrack.lm.baselines import blind_answer_bpb, evaluate_baselines
+from statetrack.lm.baselines import evaluate_baselines
 from statetrack.model import build_model
 from statetrack.store import RunStatus
 from statetrack.tasks import get_task
@@ -26,6 +26,7 @@ class Cell:
     runs: list = field(default_factory=list)   # RunResult
     lr: float | None = None
     params: int | None = None
+    job: object = None  # the cell's first Job (its training and evaluation configs)
 
     def values(self, length: int, key: str = "bpb") -> list[float]:
         out = []
@@ -49,8 +50,16 @@ def beyond_bpb(m, train_len: int) -> float | None:
 
 
 def model_params(job) -> int:
-    """Parameters of the model a job builds (counted from the built model, not typed in)."""
-    return sum(p.numel() for p in build_model(job.train.model, get_task(job.train.task)).parameters())
+    """Parameters of the model a job builds (counted from the built model, not typed in). A corpus's
+    vocabulary is read from its task string, so that no corpus or tokenizer is built for the count."""
+    from statetrack.model import Model
+    from statetrack.tasks.lm import lm_vocab_size
+
+    task = job.train.task
+    if task.startswith("lm:"):
+        V = lm_vocab_size(task)
+        return sum(p.numel() for p in Model(job.train.model, V, V).parameters())
+    return sum(p.numel() for p in build_model(job.train.model, get_task(task)).parameters())
 
 
 def gather(study, results) -> list[Cell]:
@@ -65,7 +74,7 @@ def gather(study, results) -> list[Cell]:
                     continue
                 j0 = mine[0][0]
                 cell = Cell(m.label, t.label, j0.train.task, j0.train.train_max_len, list(j0.eval.lengths),
-                            params=model_params(j0))
+                            params=model_params(j0), job=j0)
                 done = [(j, r) for j, r in mine if r is not None and r.status == RunStatus.COMPLETE and r.lm]
                 by_lr: dict[float, list] = {}
                 for j, r in done:
@@ -85,8 +94,12 @@ def eval_length(cell: Cell) -> int:
 
 
 def baselines(cells: list[Cell], results) -> dict[str, dict]:
-    """Per corpus column: {'unigram' | 'bigram': {length: LMMetrics}} on the models' windows, and 'blind':
-    the state-blind level of the answer bytes (None for a corpus without answers)."""
+    """Per corpus column: {'unigram' | 'bigram': {length: LMMetrics}} on the models' windows; 'blind': the
+    state-blind level of the answers in those windows at the headline length (None for a corpus without
+    answers); 'compressors': {name: Compressed} on the test split's bytes (``statetrack.lm.compressors``)."""
+    from statetrack.lm.answers import blind_level
+    from statetrack.lm.compressors import corpus_compressors
+
     out = {}
     for c in cells:
         if c.column in out:
@@ -94,9 +107,10 @@ def baselines(cells: list[Cell], results) -> dict[str, dict]:
         job = next(j for j, _ in results if j.column == c.column and j.label == c.label)
         ev = job.eval
         corpus = get_task(c.task).corpus
-        b = evaluate_baselines(corpus, list(ev.lengths), ev.tokens, ev.batch_size, ev.seed)
+        b = evaluate_baselines(corpus, list(ev.lengths), ev.tokens, ev.batch_size, ev.seed, ev.windows)
         out[c.column] = {k: {m.length: m for m in ms} for k, ms in b.items()}
-        out[c.column]["blind"] = blind_answer_bpb(corpus, eval_length(c), ev.tokens, ev.batch_size, ev.seed)
+        out[c.column]["blind"] = blind_level(out[c.column]["bigram"][eval_length(c)].answer_buckets)
+        out[c.column]["compressors"] = corpus_compressors(corpus)
     return out
 
 

@@ -1,13 +1,36 @@
 """The figures of a language-modelling report: learning curves, bpb by position and by context length,
-each beside the unigram and bigram baselines."""
+each beside the unigram and bigram baselines, and for a corpus with answers, answer bpb by distance to
+the decisive statement beside the state-blind level."""
 from __future__ import annotations
 
 import statistics
 
 from statetrack.lm.baselines import BASELINES, LABELS
 from statetrack.lm.metrics import LN2
-from statetrack.report.lm_cells import baselines, columns_of, gather
+from statetrack.report.lm_answers import run_buckets
+from statetrack.report.lm_cells import Cell, baselines, columns_of, eval_length, gather
 from statetrack.report.plots import lm_curve_figure, lm_length_figure, slug
+
+
+def _by_distance(runs: list[list[dict]], key: str = "bits") -> tuple[list, list]:
+    """(bucket starts, median over runs of bits per answer) over the in-context distance buckets."""
+    starts = sorted({b["lo"] for bs in runs for b in bs if b["hi"] is not None})
+    ys = []
+    for lo in starts:
+        vals = [b[key] / b["n"] for bs in runs for b in bs if b["lo"] == lo and b["hi"] is not None]
+        ys.append(statistics.median(vals) if vals else float("nan"))
+    return starts, ys
+
+
+def answer_figure(study, mine: list[Cell], bigram, col: str):
+    """Answer bpb by distance to the decisive statement, per model, beside the state-blind level."""
+    series = {c.label: _by_distance(run_buckets(c)) for c in mine if run_buckets(c)}
+    blind = {"state-blind level": _by_distance([bigram.answer_buckets], "blind_bits"),
+             "bigram (add-one)": _by_distance([bigram.answer_buckets])}
+    fig = lm_length_figure(f"{study.name}: answer bpb by distance to the decisive statement, {col}", series, blind,
+                           mine[0].train_len, "distance to the decisive statement (tokens, bucket start)")
+    fig.axes[0].set_ylabel("bits per answer (test split)")
+    return fig
 
 
 def lm_figures(rep) -> list[tuple[str, str, object]]:
@@ -46,4 +69,7 @@ def lm_figures(rep) -> list[tuple[str, str, object]]:
         out.append((section, f"context-{slug(col)}",
                     lm_length_figure(f"{study.name}: bpb by context length, {col}", series, bl, train_len,
                                      "context length (tokens)")))
+        bigram = base[col]["bigram"][eval_length(mine[0])]
+        if bigram.answer_buckets and any(run_buckets(c) for c in mine):
+            out.append((f"answers-{col}", f"answers-{slug(col)}", answer_figure(study, mine, bigram, col)))
     return out

@@ -19,6 +19,7 @@ import numpy as np
 from statetrack.errors import UserError
 from statetrack.lm.baselines import train_counts
 from statetrack.lm.corpus import CORPORA, get_corpus, parse_tokenizer
+from statetrack.lm.tokens import ByteTokenizer
 from statetrack.tasks.base import Batch, Task
 from statetrack.tasks.streaming import check_length
 
@@ -42,6 +43,13 @@ def parse_lm_arg(arg: str | None) -> tuple[str, str, int]:
         else:
             raise UserError(f"unknown option {o!r} for task family 'lm'; allowed: bytes, bpe, bpe=N, seed=S")
     return corpus, tokenizer, seed
+
+
+def lm_vocab_size(task: str) -> int:
+    """The vocabulary of an ``lm:...`` task string's tokens (259 for bytes, N for bpe=N), without building
+    the corpus or its tokenizer."""
+    _, tokenizer, _ = parse_lm_arg(task.partition(":")[2])
+    return ByteTokenizer.vocab_size if tokenizer == "bytes" else int(tokenizer.removeprefix("bpe"))
 
 
 class LMTask(Task):

@@ -194,7 +194,7 @@ _meta("witness", "witness:ones | witness:alt | witness:block:K:M | witness:pulse
 
 
 # -- language modelling ---------------------------------------------------------------------------
-@register("lm", "language modelling on a corpus (next-token loss, bits per byte): lm:stdlib, lm:synthetic")
+@register("lm", "language modelling on a corpus (next-token loss, bits per byte): lm:stdlib, lm:synthetic, lm:traces")
 def _lm(arg):
     from statetrack.tasks.lm import LMTask, parse_lm_arg  # heavy: numpy, the corpus
 
@@ -202,7 +202,8 @@ def _lm(arg):
 
 
 _meta("lm", "lm:CORPUS | lm:CORPUS/bpe | lm:CORPUS/bpe=N | lm:CORPUS/seed=S", [
-    {"name": "CORPUS", "allowed": "stdlib (this Python's standard library), synthetic (state-tracking programs)"},
+    {"name": "CORPUS", "allowed": "stdlib (this Python's standard library), synthetic (programs whose answers need "
+                                  "far state), traces (permutation composition as REPL sessions)"},
     {"name": "tokens", "allowed": "bytes (default, 259 ids), bpe / bpe=N (needs tokenizers; N default 4096)"},
     {"name": "seed", "allowed": "the split's seed, an integer >= 0", "default": 0}])
 
