@@ -47,6 +47,12 @@ def _error(capsys, argv, *needles):
     return err
 
 
+def _complete(capsys, study, db):
+    """The tiny study swept into ``db``: a report of it has a complete run to write."""
+    assert main(["sweep", study, "--db", db, "--workers", "1"]) == 0
+    capsys.readouterr()
+
+
 @pytest.fixture
 def study(tmp_path):
     p = tmp_path / "tiny.yaml"
@@ -107,7 +113,7 @@ def test_unwritable_outputs_are_one_line(tmp_path, capsys, study, ckpt, where, r
     (tmp_path / "FILE").write_text("in the way")
     out = where.replace("FILE", str(tmp_path / "FILE"))
     db = str(tmp_path / "r.db")
-    Store(db)
+    _complete(capsys, study, db)  # a report with a complete run, so that only its output can fail
     before = _files(tmp_path)
     _error(capsys, ["construct", "parity-negmamba", "--out", f"{out}.safetensors"], f"{out}.safetensors", reason)
     _error(capsys, ["report", study, "--db", db, "--out", out], reason)
@@ -120,7 +126,7 @@ def test_unwritable_outputs_are_one_line(tmp_path, capsys, study, ckpt, where, r
 def test_a_read_only_file_system(tmp_path, capsys, study, ckpt, mount_tmpfs):
     ro = mount_tmpfs("ro", ro=True)
     db = str(tmp_path / "r.db")
-    Store(db)
+    _complete(capsys, study, db)
     _error(capsys, ["construct", "parity-negmamba", "--out", str(ro / "x.safetensors")], "Read-only file system")
     _error(capsys, ["report", study, "--db", db, "--out", str(ro / "rep")], "Read-only file system")
     _error(capsys, ["spectrum", ckpt, "--out", str(ro / "s.png")], "Read-only file system")

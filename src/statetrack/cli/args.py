@@ -7,7 +7,7 @@ import shlex
 
 from statetrack.config import MAX_PARAMS
 from statetrack.errors import UserError, did_you_mean
-from statetrack.store import DEFAULT_DB
+from statetrack.store import DEFAULT_DB, RunStatus, Store
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -116,8 +116,6 @@ RUN_REF = "a run: its id, 'last' (the latest complete run) or its --label (the l
 
 def find_run(db: str, ref: str) -> dict:
     """The stored run that ``ref`` names in ``db`` (see RUN_REF); a UserError names a bad one."""
-    from statetrack.store import RunStatus, Store
-
     store = Store(db, readonly=True)  # it only reads
     ref = str(ref).strip()
     if ref.isdigit():
@@ -149,7 +147,7 @@ def checkpoint_path(a) -> str:
     if not text.startswith("run:"):
         return text
     r = find_run(a.db, text[4:])
-    if r["status"] != "complete" or not r["checkpoint"]:
+    if r["status"] != RunStatus.COMPLETE or not r["checkpoint"]:
         raise UserError(f"run {r['id']} is {r['status']} and has no checkpoint; name a complete run")
     return str(r["checkpoint"])
 

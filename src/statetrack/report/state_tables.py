@@ -22,6 +22,7 @@ from dataclasses import replace
 from statetrack.report.render import fmt_cell
 from statetrack.report.selection import TableCell
 from statetrack.report.table import StudyTable, study_tables
+from statetrack.store import RunStatus
 
 LONG_NOTE = ("On the long-range draw (docs/long-range.md): the last ceil(L/2) symbols of each string leave both "
              "labels possible and the label is drawn independently of them, so a model that reads only the "
@@ -87,7 +88,8 @@ def _horizon_table(main: StudyTable, results: list) -> StudyTable:
         for col in main.task_columns:
             sel = mrow["cells"].get(col)
             lr = sel.lr if isinstance(sel, TableCell) else None
-            done = [r for j, r in results if r is not None and r.status == "complete" and j.label == mrow["label"]
+            done = [r for j, r in results
+                    if r is not None and r.status == RunStatus.COMPLETE and j.label == mrow["label"]
                     and (j.column or main.task_columns[0]) == col and (lr is None or j.train.lr == lr)]
             if not done:
                 continue

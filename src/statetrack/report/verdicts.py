@@ -32,16 +32,34 @@ rose above chance); an open cell is reported with its measurements only.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 import numpy as np
 
 from statetrack.evaluation import wilson
+from statetrack.store import RunStatus
+from statetrack.tasks import draws, get_task
+from statetrack.theory.algebra import task_algebra
+from statetrack.theory.verdicts import Decision, oracle
 
 LEVEL = 0.99
 Z = 2.5758293035489  # the two-sided 99% normal quantile
 TRACKED = 0.9  # a seed tracks the task when its pooled accuracy at the long lengths is at least this
-OUTCOMES = ("agrees", "disagrees", "learnability", "open", "missing")
-SYMBOL = {"possible": "yes", "impossible": "no", "open": "open"}
+
+
+class Outcome(StrEnum):
+    """How a cell's measurements stand against the oracle's verdict (see ``CAPTION``)."""
+
+    AGREES = "agrees"
+    DISAGREES = "disagrees"
+    LEARNABILITY = "learnability"  # a 'possible' cell that no seed tracks
+    OPEN = "open"
+    MISSING = "missing"
+
+
+OUTCOMES = tuple(Outcome)
+DECIDED = (Outcome.AGREES, Outcome.DISAGREES, Outcome.LEARNABILITY)
+SYMBOL = {Decision.POSSIBLE: "yes", Decision.IMPOSSIBLE: "no", Decision.OPEN: "open"}
 
 
 @dataclass
@@ -85,15 +103,15 @@ class VerdictCell:
         return [s for s in self.seeds if s.judgement != "n/a"]
 
     @property
-    def outcome(self) -> str:
+    def outcome(self) -> Outcome:
         scored = self.scored
         if not scored:
-            return "missing"
-        if self.verdict == "open":
-            return "open"
-        if self.verdict == "impossible":
-            return "agrees" if all(self.within_ceiling(s) for s in scored) else "disagrees"
-        return "agrees" if self.tracked else "learnability"
+            return Outcome.MISSING
+        if self.verdict == Decision.OPEN:
+            return Outcome.OPEN
+        if self.verdict == Decision.IMPOSSIBLE:
+            return Outcome.AGREES if all(self.within_ceiling(s) for s in scored) else Outcome.DISAGREES
+        return Outcome.AGREES if self.tracked else Outcome.LEARNABILITY
 
     def within_ceiling(self, s: SeedScore) -> bool:
         """Neither below chance nor above what the trackable quotient allows (chance, for most cells)."""
@@ -104,11 +122,11 @@ class VerdictCell:
 
     def verdict_text(self) -> str:
         """'yes T5', 'no T1', 'no T5, ceiling 33% (C2 tracked)', 'open'."""
-        if self.verdict == "open":
+        if self.verdict == Decision.OPEN:
             return "open"
         out = f"{SYMBOL[self.verdict]} {self.basis}"
         m = self.median()
-        if self.verdict == "impossible" and self.ceiling and m is not None and m.chance is not None \
+        if self.verdict == Decision.IMPOSSIBLE and self.ceiling and m is not None and m.chance is not None \
                 and self.ceiling > m.chance + 1e-9:
             out += f", ceiling {100 * self.ceiling:.0f}% (a quotient of order {self.quotient} tracked)"
         return out
@@ -159,10 +177,10 @@ class VerdictTable:
     def summary(self) -> str:
         """The agreement count in one sentence."""
         k = self.counts()
-        decided = k["agrees"] + k["disagrees"] + k["learnability"]
-        imp = [c for c in self.cells() if c.verdict == "impossible" and c.outcome != "missing"]
-        pos = [c for c in self.cells() if c.verdict == "possible" and c.outcome != "missing"]
-        partial = sum(1 for c in pos if c.outcome == "learnability" and c.above)
+        decided = sum(k[o] for o in DECIDED)
+        imp = [c for c in self.cells() if c.verdict == Decision.IMPOSSIBLE and c.outcome != Outcome.MISSING]
+        pos = [c for c in self.cells() if c.verdict == Decision.POSSIBLE and c.outcome != Outcome.MISSING]
+        partial = sum(1 for c in pos if c.outcome == Outcome.LEARNABILITY and c.above)
         return (f"The measurements agree with the theory in {k['agrees']} of {decided} decided cells: "
                 f"{sum(c.outcome == 'agrees' for c in imp)} of {len(imp)} 'impossible' cells stay at chance (or, "
                 f"where the layer can track a quotient of the group, within that quotient's ceiling) in every "
@@ -178,8 +196,8 @@ class VerdictTable:
         for label, cells in self.rows:
             cs = [c for c in cells if c is not None]
             learned = sum(1 for c in cs if c.tracked)
-            agree = sum(1 for c in cs if c.outcome == "agrees")
-            judged = sum(1 for c in cs if c.outcome in ("agrees", "disagrees", "learnability"))
+            agree = sum(1 for c in cs if c.outcome == Outcome.AGREES)
+            judged = sum(1 for c in cs if c.outcome in DECIDED)
             out.append((label, learned, agree, judged))
         return sorted(out, key=lambda r: (-r[1], -r[2], r[0]))
 
@@ -214,8 +232,6 @@ CAPTION = (f"Cells: the pooled accuracy of the final label over the test lengths
 
 
 def _pooled_chance(task, split: str, lengths: list[int], weights: list[int]) -> float | None:
-    from statetrack.tasks import draws
-
     total = None
     for n, w in zip(lengths, weights, strict=True):
         dist, _ = draws.label_distribution(task, split, n)
@@ -244,10 +260,6 @@ def seed_score(job, result, task, fixed_input: bool) -> SeedScore:
 def verdict_table(study, results) -> VerdictTable:
     """The oracle's verdict and the pooled scores for every (model, task) cell of the study's grid
     (``results``: (Job, RunResult or None), as ``report.writer.collect`` reads them)."""
-    from statetrack.tasks import get_task
-    from statetrack.theory.algebra import task_algebra
-    from statetrack.theory.verdicts import oracle
-
     columns: list[str] = []
     rows: list[tuple[str, list[VerdictCell | None]]] = []
     by_cell: dict[tuple[str, str], VerdictCell] = {}
@@ -266,7 +278,7 @@ def verdict_table(study, results) -> VerdictTable:
             cell = by_cell[key] = VerdictCell(job.label, col, job.train.model.layers, job.train.task, v.verdict,
                                               v.basis, v.reason, ceiling=v.facts.get("accuracy_ceiling"),
                                               quotient=v.facts.get("quotient_tracked"))
-        if res is None or res.status != "complete":
+        if res is None or res.status != RunStatus.COMPLETE:
             continue
         if job.train.task not in info:
             t = get_task(job.train.task)
