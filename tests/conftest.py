@@ -1,5 +1,6 @@
 import contextlib
 import os
+import signal
 
 import pytest
 import torch
@@ -39,6 +40,10 @@ def db(tmp_path):
 SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
 
 
+def _default_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Cli:
     """``statetrack`` in a child process (signals, kill -9, concurrent sweeps), with the checkout's source
     first on its path, and helpers that watch its results database."""
@@ -55,6 +60,9 @@ class Cli:
         import sys
 
         kw.setdefault("start_new_session", True)
+        # a shell's background job starts with SIGINT ignored, and statetrack keeps an ignored signal ignored
+        # (as nohup means it): the command under test gets the default Ctrl-C, wherever pytest was started
+        kw.setdefault("preexec_fn", _default_sigint)
         p = subprocess.Popen([sys.executable, "-m", "statetrack.cli", *map(str, args)], env={**self.env, **(env or {})},
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
         self.procs.append(p)
