@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from statetrack.errors import UserError, did_you_mean
 from statetrack.spec import format_layers, parse_layers
+from statetrack.untrusted import MAX_YAML_BYTES, load_yaml, read_text
 
 #: the largest model a checkpoint may declare, in parameters (1 GB of float32 weights). A fixed number
 #: rather than one derived from free memory, so a file loads on every machine or on none; raise it with
@@ -228,8 +229,6 @@ def load_run_config(path: str | os.PathLike) -> dict:
     p = Path(path)
     if not p.is_file():
         raise UserError(f"config file {str(p)!r} not found")
-    from statetrack.untrusted import MAX_YAML_BYTES, load_yaml, read_text
-
     what = f"config file {str(p)!r}"
     try:
         data = load_yaml(read_text(p, what, MAX_YAML_BYTES), what)

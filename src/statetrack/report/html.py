@@ -21,6 +21,7 @@ import json
 from pathlib import Path
 
 from statetrack.files import ensure_dir, write_file
+from statetrack.report.leaderboard import write_leaderboard
 from statetrack.report.plots import close, save, svg_text
 from statetrack.report.render import Cell
 from statetrack.report.verdicts import CAPTION as VERDICTS_CAPTION
@@ -241,8 +242,6 @@ def write_html(rep: Report, out, meta: dict | None = None) -> Path:
             close(f.fig)
     path = write_file(out / f"{rep.study.name}.html", page(rep, meta, svgs), what="report")
     if rep.verdicts is not None:
-        from statetrack.report.leaderboard import write_leaderboard
-
         write_leaderboard(rep.verdicts, rep.study.title, out, meta)
     records = read_index(out)
     records[rep.study.name] = summary(rep, meta, path.name, thumbnail)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from statetrack.files import ensure_dir, write_file
 from statetrack.report.verdicts import CAPTION, LEVEL, VerdictCell, VerdictTable
 
 COLOURS = {"agrees": "#e3f1e0", "disagrees": "#f6d5d5", "learnability": "#fbf0cf", "open": "#eceff3",
@@ -84,7 +85,5 @@ def leaderboard_html(vt: VerdictTable, title: str, meta: dict | None = None) -> 
 
 def write_leaderboard(vt: VerdictTable, title: str, out, meta: dict | None = None) -> Path:
     """``out``/<study>-leaderboard.html; returns its path."""
-    from statetrack.files import ensure_dir, write_file
-
     out = ensure_dir(out, f"cannot write the report in {str(out)!r}")
     return write_file(Path(out) / f"{vt.study}-leaderboard.html", leaderboard_html(vt, title, meta), what="report")

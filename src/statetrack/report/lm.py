@@ -47,6 +47,7 @@ from statetrack.report.render import fmt_cell
 from statetrack.report.table import study_tables
 from statetrack.runner import complete_result
 from statetrack.store import Store
+from statetrack.tasks import get_task
 
 MARK = "*"
 BLIND = "state-blind level (answers, exact)"
@@ -220,8 +221,6 @@ def bpb_table(study, cells: list[Cell], base: dict) -> LMTable:
 def training_table(study, cells: list[Cell]) -> LMTable:
     """What each model cost: parameters, steps, batch, context, tokens seen, passes over the train split,
     training wall time (median over seeds; one thread per run where the sweep set it)."""
-    from statetrack.tasks import get_task
-
     header = ["model", "corpus", "params", "steps", "batch", "context", "tokens seen", "passes", "train time (s)",
               "ms / step"]
     t = LMTable(study.name, "training", "What each run cost", header)

@@ -6,10 +6,13 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
+from statetrack.lm.answers import blind_level
 from statetrack.lm.baselines import evaluate_baselines
-from statetrack.model import build_model
+from statetrack.lm.compressors import corpus_compressors
+from statetrack.model import Model, build_model
 from statetrack.store import RunStatus
 from statetrack.tasks import get_task
+from statetrack.tasks.lm import lm_vocab_size
 
 POS, NEG = "[0,1]", "[-1,1]"
 
@@ -52,9 +55,6 @@ def beyond_bpb(m, train_len: int) -> float | None:
 def model_params(job) -> int:
     """Parameters of the model a job builds (counted from the built model, not typed in). A corpus's
     vocabulary is read from its task string, so that no corpus or tokenizer is built for the count."""
-    from statetrack.model import Model
-    from statetrack.tasks.lm import lm_vocab_size
-
     task = job.train.task
     if task.startswith("lm:"):
         V = lm_vocab_size(task)
@@ -97,9 +97,6 @@ def baselines(cells: list[Cell], results) -> dict[str, dict]:
     """Per corpus column: {'unigram' | 'bigram': {length: LMMetrics}} on the models' windows; 'blind': the
     state-blind level of the answers in those windows at the headline length (None for a corpus without
     answers); 'compressors': {name: Compressed} on the test split's bytes (``statetrack.lm.compressors``)."""
-    from statetrack.lm.answers import blind_level
-    from statetrack.lm.compressors import corpus_compressors
-
     out = {}
     for c in cells:
         if c.column in out:

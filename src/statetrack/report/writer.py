@@ -13,6 +13,7 @@ from statetrack.jobs import MAX_RUNS
 from statetrack.probes import read_traces
 from statetrack.report.lm import lm_tables
 from statetrack.report.lm import scale_note as lm_note
+from statetrack.report.lm_figures import lm_figures
 from statetrack.report.plots import close, curve_figures, length_figures, save, slug, trace_figure
 from statetrack.report.render import fmt_published
 from statetrack.report.selection import MARK
@@ -273,8 +274,6 @@ LM_CAPTIONS = {
 def report_figures(rep: Report) -> list[Figure]:
     """Every figure of the report: per table accuracy vs length and learning curves, then probe traces."""
     if rep.study.kind == "lm":
-        from statetrack.report.lm_figures import lm_figures
-
         return [Figure(section, stem, fig, LM_CAPTIONS.get(stem.split("-")[0], "").format(stem.partition("-")[2]))
                 for section, stem, fig in lm_figures(rep)]
     out = []
