@@ -115,6 +115,14 @@ def test_grid_expansion(tmp_path):
     dense = load_study(_write(tmp_path, "d", GRID.replace(
         'lrs: [0.01]}', 'lrs: [0.01], replace_tasks: {parity: "parity:final"}}')))
     assert {c.train.task for c in dense.cells("quick") if c.column == "parity"} == {"parity:final"}
+    # a task's own overrides come last; an lr among them is that task's one rate, over the scale's grid
+    per_task = load_study(_write(tmp_path, "t", GRID.replace(
+        'tables: [main]}', 'tables: [main], task_train: {offsets: {lr: 0.02, steps: 7, batch_size: 4}}}')))
+    paper = per_task.cells("paper")
+    offsets = [c for c in paper if c.column == "offsets"]
+    assert {c.lr for c in offsets} == {0.02} and len(offsets) == 2
+    assert {(c.train.lr, c.train.steps, c.train.batch_size) for c in offsets} == {(0.02, 7, 4)}
+    assert {c.lr for c in paper if c.column == "parity"} == {0.01, 0.003}
     assert parse_lengths("60..100/20") == [60, 80, 100] and parse_lengths("1..10/4") == [1, 5, 9, 10]
 
 

@@ -224,7 +224,8 @@ class Scale(_Strict):
     train: dict = Field(default_factory=dict, description="TrainConfig overrides at this scale")
     task_train: dict[str, dict] = Field(
         default_factory=dict, description="task label -> TrainConfig overrides for that task at this scale, over "
-                                          "everything else (e.g. fewer steps on a corpus that needs fewer)")
+                                          "everything else (e.g. fewer steps on a corpus that needs fewer); an lr "
+                                          "here replaces the scale's learning-rate grid for that task")
     model: dict = Field(default_factory=dict, description="ModelConfig overrides at this scale (e.g. d_model)")
     lrs: list[float] | None = Field(None, description="learning rates at this scale (default: the study's)")
     tables: list[str] | None = Field(None, description="only these tables at this scale")
@@ -400,7 +401,10 @@ class Study(_Strict):
                         raise UserError(f"study {self.name!r}: no training lengths for model {m.label!r} on "
                                         f"task {t.label!r} (set train_lengths on the study, task or model)")
                     base = {**self.train, **t.train, **m.train, **sc.train}
-                    lrs = sc.lrs or self.lrs or [base.get("lr", TrainConfig.model_fields["lr"].default)]
+                    over = sc.task_train.get(t.label, {})
+                    # an lr among the task's overrides is that task's one learning rate (over the scale's grid)
+                    lrs = ([over["lr"]] if "lr" in over else
+                           sc.lrs or self.lrs or [base.get("lr", TrainConfig.model_fields["lr"].default)])
                     ecfg = validated(EvalConfig, **{"lengths": sc.test_lengths, "batch_size": sc.eval_batch,
                                                     "device": device, "tokens": sc.eval_tokens,
                                                     "windows": sc.eval_windows, "test_split": sc.test_split,
@@ -408,7 +412,7 @@ class Study(_Strict):
                                                     **t.eval})
                     fields = {**base, "task": sc.replace_tasks.get(t.label, t.task), "model": mcfg,
                               "train_min_len": lengths[0], "train_max_len": lengths[1], "steps": sc.steps,
-                              "device": device, **sc.task_train.get(t.label, {})}
+                              "device": device, **over}
                     out.append(_Cell(self.name, table.name, m.label, t.label, fields, ecfg, tuple(lrs),
                                      tuple(t.probes)))
         return out
