@@ -582,3 +582,13 @@ def test_lm_run_on_the_ray_executor(tmp_path):
     [(_, res)] = run_jobs([job], db, executor="ray", workers=1)
     assert res.status == "complete" and [m.length for m in res.lm] == [16, 32]
     assert [r["length"] for r in Store(db).lm_metrics(res.run_id)] == [16, 32]
+
+
+def test_corpus_help_names_every_corpus(capsys):
+    from statetrack.cli import main
+    from statetrack.lm.corpus import CORPORA
+
+    with pytest.raises(SystemExit):
+        main(["corpus", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert all(name in out for name in CORPORA), out

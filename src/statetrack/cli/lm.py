@@ -98,7 +98,7 @@ def add_commands(sub) -> None:
     q.set_defaults(fn=cmd_generate)
 
     q = sub.add_parser("corpus", help="build a language-modelling corpus (cached) and show its splits and baselines")
-    q.add_argument("name", help="stdlib or synthetic")
+    q.add_argument("name", help="the corpus: stdlib, synthetic or traces")
     q.add_argument("--seed", type=int, default=0, help="the split's seed (default 0)")
     q.add_argument("--tokenizer", default="bytes", help="bytes (default), bpe or bpe=N (needs tokenizers)")
     q.add_argument("--length", type=int, default=128, help="window length the baselines are scored at (default 128)")
