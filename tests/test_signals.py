@@ -11,8 +11,9 @@ from conftest import live_processes
 from statetrack.reproduce import sweep
 from statetrack.store import Store
 
+# never stops early (patience): a run that ended before the signal arrived would exit 0
 LONG = ["--layers", "rnn", "--d-model", "2", "--d-state", "4", "--steps", "100000", "--eval-every", "20",
-        "--test-lengths", "8", "--eval-batch", "8"]
+        "--patience", "100000", "--test-lengths", "8", "--eval-batch", "8"]
 
 def _rows(db):
     con = sqlite3.connect(db)
