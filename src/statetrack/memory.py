@@ -1,6 +1,6 @@
 """CPU memory settings that the scans and mixers depend on for speed, in one place.
 
-Two facts measured on this project's 2-core machine (docs/benchmarks.md, "Memory"):
+Three facts measured on this project's 2-core machine (docs/benchmarks.md, "Memory"):
 
 * First-touching fresh 4 KiB pages runs at about 1.6 GB/s, so every new (B, T, E, N) tensor of tens
   of MiB costs more to create than to compute. PyTorch's CPU allocator asks for transparent huge pages
@@ -10,12 +10,18 @@ Two facts measured on this project's 2-core machine (docs/benchmarks.md, "Memory
   returned to the OS and the next one is faulted in again (a 4 MiB add into a fresh tensor: 1.2 ms
   against 0.17 ms into an existing one). Fixing glibc's mmap threshold at 32 MiB and its trim
   threshold at 1 GiB keeps such blocks in the heap for reuse: the same add 0.17 ms, the Mamba step
-  371 -> 291 ms, S4D 285 -> 222 ms. Blocks of 32 MiB and more still come straight from mmap.
+  371 -> 291 ms, S4D 285 -> 222 ms.
+* Blocks of 32 MiB and more (glibc's largest mmap threshold) would still come straight from mmap and be
+  faulted in anew at every step: a language model's (B, T, E, N) scan states (94 MiB for Mamba at batch
+  16 x 256, width 180) and its logits. Turning mmap off for malloc (``M_MMAP_MAX`` 0) keeps them in the
+  heap too: 100 steps of Mamba [-1,1] on stdlib (BPE 2,048, batch 16) took 67 s instead of 79, two
+  runs side by side on the 2 cores.
 
-:func:`configure` applies both; the entry points call it (``statetrack.cli.main``, the sweep's
+:func:`configure` applies them; the entry points call it (``statetrack.cli.main``, the sweep's
 worker processes and Ray tasks, the benchmarks), importing the package does not. It leaves alone
-what the environment already sets (``THP_MEM_ALLOC_ENABLE``, ``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``);
-``THP_MEM_ALLOC_ENABLE=0`` turns both off. A heap that keeps its free blocks can fragment and grow
+what the environment already sets (``THP_MEM_ALLOC_ENABLE``, ``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``,
+``MALLOC_MMAP_MAX_``);
+``THP_MEM_ALLOC_ENABLE=0`` turns them off. A heap that keeps its free blocks can fragment and grow
 with the number of chunks a long evaluation streams; :func:`release_free_memory` hands the free part
 back to the OS, and evaluation calls it after every chunk (docs/reliability.md: peak memory flat in
 length).
@@ -26,7 +32,7 @@ import ctypes
 import ctypes.util
 import os
 
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_MMAP_MAX = -1, -3, -4  # glibc's mallopt parameters
 MMAP_THRESHOLD = 32 << 20
 TRIM_THRESHOLD = 1 << 30
 
@@ -45,10 +51,11 @@ def configure() -> dict:
     """Apply the settings above (idempotent). Returns what is in effect."""
     os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
     on = os.environ["THP_MEM_ALLOC_ENABLE"] != "0"
-    user_set = any(k in os.environ for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"))
+    user_set = any(k in os.environ for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_MAX_"))
     tuned = bool(on and not user_set and _LIBC is not None
                  and _LIBC.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
-                 and _LIBC.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1)
+                 and _LIBC.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
+                 and _LIBC.mallopt(M_MMAP_MAX, 0) == 1)
     return {"huge_pages": on, "malloc_thresholds": tuned}
 
 
