@@ -533,7 +533,8 @@ tables:
       - {label: "Mamba [0,1]", model: {layers: "mamba(conv=0)", d_model: 8, d_state: 4}}
       - {label: "Mamba [-1,1]", model: {layers: "negmamba(conv=0)", d_model: 8, d_state: 4}}
 scales:
-  quick: {seeds: 2, steps: 10, eval_batch: 16, eval_tokens: 6144, test_lengths: [48, 96]}
+  quick: {seeds: 1, steps: 10, eval_batch: 16, eval_tokens: 6144, test_lengths: [48, 96],
+          task_train: {synthetic: {lrs: [0.01, 0.02]}}}
 """
 
 
@@ -559,6 +560,10 @@ def test_lm_study_report_and_json(tmp_path, db, capsys):
                    "| state-blind level (exact) |", "answers in context: [-1,1] minus [0,1] =", "(table `training`)",
                    "positions-synthetic.png", "curves-synthetic.png", "context-synthetic.png", "answers-synthetic.png"):
         assert needle in md, needle
+    # the corpus's own grid of two rates: each model's rate is read from its validation loss, and said
+    assert {r["lr"] for r in runs} == {0.01, 0.02}
+    said = "synthetic: the learning rate of each model is the one with the lowest median validation loss among "
+    assert said + "0.01, 0.02: Mamba [0,1] 0.0" in md
     for r in runs:
         labels = [b["label"] for b in r["answer_buckets"]]
         assert labels[-1] == "outside" and "32-63" in labels and sum(b["n"] for b in r["answer_buckets"]) > 50

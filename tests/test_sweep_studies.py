@@ -123,6 +123,14 @@ def test_grid_expansion(tmp_path):
     assert {c.lr for c in offsets} == {0.02} and len(offsets) == 2
     assert {(c.train.lr, c.train.steps, c.train.batch_size) for c in offsets} == {(0.02, 7, 4)}
     assert {c.lr for c in paper if c.column == "parity"} == {0.01, 0.003}
+    # lrs among them is that task's own grid: every model of the task trains at each rate
+    own_grid = load_study(_write(tmp_path, "u", GRID.replace(
+        'tables: [main]}', 'tables: [main], task_train: {offsets: {lrs: [0.02, 0.05], steps: 7}}}')))
+    paper = own_grid.cells("paper")
+    offsets = [c for c in paper if c.column == "offsets"]
+    assert sorted(c.lr for c in offsets) == [0.02, 0.02, 0.05, 0.05]
+    assert {(c.train.lr, c.train.steps) for c in offsets} == {(0.02, 7), (0.05, 7)}
+    assert {c.lr for c in paper if c.column == "parity"} == {0.01, 0.003}
     assert parse_lengths("60..100/20") == [60, 80, 100] and parse_lengths("1..10/4") == [1, 5, 9, 10]
 
 
@@ -132,6 +140,8 @@ def test_grid_expansion(tmp_path):
     (("published: {parity: 0.0}", "published: {parityy: 0.0}"), "unknown column 'parityy'"),
     (("test_lengths: \"30..50/20\"", "test_lengths: \"50..30\""), "bad length range"),
     (("lrs: [0.01]}", "lrs: [0.01], models: [GRU]}"), "unknown model 'GRU'"),
+    (("lrs: [0.01]}", "lrs: [0.01], task_train: {parity: {lr: 0.1, lrs: [0.1]}}}"), "both lr and lrs"),
+    (("lrs: [0.01]}", "lrs: [0.01], task_train: {parity: {lrs: []}}}"), "non-empty list of positive"),
 ])
 def test_bad_study_files(tmp_path, patch, msg):
     text = GRID.replace(*patch)

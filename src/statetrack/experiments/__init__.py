@@ -225,7 +225,8 @@ class Scale(_Strict):
     task_train: dict[str, dict] = Field(
         default_factory=dict, description="task label -> TrainConfig overrides for that task at this scale, over "
                                           "everything else (e.g. fewer steps on a corpus that needs fewer); an lr "
-                                          "here replaces the scale's learning-rate grid for that task")
+                                          "here replaces the scale's learning-rate grid for that task, and lrs: "
+                                          "[...] gives that task its own grid")
     model: dict = Field(default_factory=dict, description="ModelConfig overrides at this scale (e.g. d_model)")
     lrs: list[float] | None = Field(None, description="learning rates at this scale (default: the study's)")
     tables: list[str] | None = Field(None, description="only these tables at this scale")
@@ -319,6 +320,13 @@ class Study(_Strict):
                 bad = [x for x in (have or []) if x not in known]
                 if bad:
                     raise ValueError(f"scale {sname!r} names unknown {what} {bad[0]!r}")
+            for task, over in sc.task_train.items():
+                if "lr" in over and "lrs" in over:
+                    raise ValueError(f"scale {sname!r}: task_train for {task!r} sets both lr and lrs; keep one")
+                if "lrs" in over and (not isinstance(over["lrs"], list) or not over["lrs"]
+                                      or not all(isinstance(x, int | float) and x > 0 for x in over["lrs"])):
+                    raise ValueError(f"scale {sname!r}: task_train lrs for {task!r} must be a non-empty list of "
+                                     f"positive learning rates, got {over['lrs']!r}")
         for t in self.tables:
             for m in t.models:
                 bad = [x for x in m.scales if x not in self.scales]
@@ -401,10 +409,11 @@ class Study(_Strict):
                         raise UserError(f"study {self.name!r}: no training lengths for model {m.label!r} on "
                                         f"task {t.label!r} (set train_lengths on the study, task or model)")
                     base = {**self.train, **t.train, **m.train, **sc.train}
-                    over = sc.task_train.get(t.label, {})
-                    # an lr among the task's overrides is that task's one learning rate (over the scale's grid)
+                    over = dict(sc.task_train.get(t.label, {}))
+                    # the task's own grid (lrs), or its one learning rate (lr), over the scale's grid
+                    task_lrs = over.pop("lrs", None)
                     lrs = ([over["lr"]] if "lr" in over else
-                           sc.lrs or self.lrs or [base.get("lr", TrainConfig.model_fields["lr"].default)])
+                           task_lrs or sc.lrs or self.lrs or [base.get("lr", TrainConfig.model_fields["lr"].default)])
                     ecfg = validated(EvalConfig, **{"lengths": sc.test_lengths, "batch_size": sc.eval_batch,
                                                     "device": device, "tokens": sc.eval_tokens,
                                                     "windows": sc.eval_windows, "test_split": sc.test_split,

@@ -445,6 +445,13 @@ def verdicts(cells: list[Cell], base: dict) -> list[str]:
     lines.append(f"Below the bigram baseline: {n - len(above)} of {n} (model, corpus) cells"
                  + (f"; not below: {', '.join(above)}." if above else "."))
     for col in columns_of(cells):
+        grid = [c for c in cells if c.column == col and len(c.lrs) > 1]
+        if grid:
+            tried = sorted({lr for c in grid for lr in c.lrs})
+            lines.append(f"{col}: the learning rate of each model is the one with the lowest median validation loss "
+                         f"among {', '.join(f'{lr:g}' for lr in tried)}: "
+                         + ", ".join(f"{c.label} {c.lr:g}" for c in grid) + ".")
+    for col in columns_of(cells):
         comp = base[col].get("compressors", {})
         mine = [(c.label, statistics.median(c.values(eval_length(c)))) for c in cells
                 if c.column == col and c.values(eval_length(c))]

@@ -28,6 +28,7 @@ class Cell:
     lengths: list[int]
     runs: list = field(default_factory=list)   # RunResult
     lr: float | None = None
+    lrs: list[float] = field(default_factory=list)  # every learning rate with a complete run (lr among them)
     params: int | None = None
     job: object = None  # the cell's first Job (its training and evaluation configs)
 
@@ -83,6 +84,7 @@ def gather(study, results) -> list[Cell]:
                     cell.lr = min(by_lr, key=lambda lr: (statistics.median(
                         r.summary.get("best_val_loss", float("inf")) for r in by_lr[lr]), lr))
                     cell.runs = by_lr[cell.lr]
+                    cell.lrs = sorted(by_lr)
                 cells.append(cell)
     return cells
 
