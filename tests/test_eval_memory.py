@@ -38,6 +38,7 @@ def test_allocator_settings_follow_the_environment():
     assert _settings(**{**base, "THP_MEM_ALLOC_ENABLE": "0"}) == {"huge_pages": False, "malloc_thresholds": False}
     assert _settings(**{**base, "MALLOC_TRIM_THRESHOLD_": "131072"})["malloc_thresholds"] is False
     assert _settings(**{**base, "MALLOC_MMAP_MAX_": "65536"})["malloc_thresholds"] is False
+    memory.release_free_memory()  # callable anywhere; a no-op without glibc
 
 
 MMAPPED = """
@@ -62,4 +63,3 @@ def test_large_tensors_come_from_the_heap(thp, mmapped):
     out = subprocess.run([sys.executable, "-c", MMAPPED], capture_output=True, text=True, check=True,
                          env={**env, "THP_MEM_ALLOC_ENABLE": thp})
     assert json.loads(out.stdout) is mmapped
-    memory.release_free_memory()  # callable anywhere; a no-op without glibc

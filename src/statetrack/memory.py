@@ -19,9 +19,10 @@ Three facts measured on this project's 2-core machine (docs/benchmarks.md, "Memo
 
 :func:`configure` applies them; the entry points call it (``statetrack.cli.main``, the sweep's
 worker processes and Ray tasks, the benchmarks), importing the package does not. It leaves alone
-what the environment already sets (``THP_MEM_ALLOC_ENABLE``, ``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``,
-``MALLOC_MMAP_MAX_``);
-``THP_MEM_ALLOC_ENABLE=0`` turns them off. A heap that keeps its free blocks can fragment and grow
+what the environment already sets (``THP_MEM_ALLOC_ENABLE``, ``MALLOC_MMAP_THRESHOLD_``,
+``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_MMAP_MAX_``); ``THP_MEM_ALLOC_ENABLE=0`` turns them all off. With
+mmap off the mmap threshold no longer decides anything; it is still set, for a C library that refuses
+``M_MMAP_MAX``. A heap that keeps its free blocks can fragment and grow
 with the number of chunks a long evaluation streams; :func:`release_free_memory` hands the free part
 back to the OS, and evaluation calls it after every chunk (docs/reliability.md: peak memory flat in
 length).
