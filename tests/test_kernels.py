@@ -122,7 +122,7 @@ def test_mamba_kernel_without_grad_and_in_the_op():
     with torch.no_grad():
         y, hT = mamba_scan_triton(*ins, neg=True, chunk=4, block_e=4)
         yr, hr = mamba_scan_ref(*ins, neg=True)
-        yp, hp = mamba_scan(*ins, neg=True)  # the op: kernels on CUDA, the PyTorch loop on CPU
+        yp, hp = mamba_scan(*ins, neg=True)  # the op: kernels on CUDA, the C kernel or PyTorch loop on CPU
     assert not y.requires_grad and rel_err(y, yr) < 2e-5 and rel_err(hT, hr) < 2e-5
     assert rel_err(yp, yr) < 2e-5 and rel_err(hp, hr) < 2e-5
 

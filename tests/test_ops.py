@@ -203,15 +203,24 @@ def test_mamba_scan_evaluation_loop_any_length(T):
         torch.testing.assert_close(h, hr)
 
 
+@pytest.fixture(params=["c", "pytorch"])
+def cpu_form(request, monkeypatch):
+    """float32 on the CPU runs the C kernel (ops/csrc) where a compiler is found; STATETRACK_KERNELS=0
+    keeps the PyTorch loops: both are tested."""
+    if request.param == "pytorch":
+        monkeypatch.setenv("STATETRACK_KERNELS", "0")
+    return request.param
+
+
 @pytest.mark.parametrize("neg", [False, True])
-def test_mamba_scan_float32_long(neg):
+def test_mamba_scan_float32_long(neg, cpu_form):
     ins = _mamba_inputs(2, 10_000, 4, 3, torch.float32, 12)
     y, h = mamba_scan(*ins, neg=neg)
     yr, hr = mamba_scan_ref(*ins, neg=neg)
     assert rel_err(y, yr) <= 1e-4 and rel_err(h, hr) <= 1e-4
 
 
-def test_mamba_scan_gradients_float32_agree_with_reference():
+def test_mamba_scan_gradients_float32_agree_with_reference(cpu_form):
     ins = [t.requires_grad_() for t in _mamba_inputs(3, 300, 5, 4, torch.float32, 13)]
     w = torch.randn(3, 300, 5)
     g1 = torch.autograd.grad((mamba_scan(*ins, neg=True)[0] * w).sum(), ins)

@@ -4,11 +4,13 @@
   (``ops.triton_scans``) on CUDA tensors of dtype float32, bfloat16 or float16 where ``triton`` is
   installed;
 * ``delta_rule`` runs flash-linear-attention's kernels (``ops.fla_delta``) on CUDA tensors of those
-  dtypes where ``fla`` (package ``fla-core``, the ``cuda`` extra) is installed.
+  dtypes where ``fla`` (package ``fla-core``, the ``cuda`` extra) is installed;
+* ``mamba_scan`` runs this package's C kernel (``ops.cpu_kernels``, built at first use) on CPU
+  float32 tensors where a C compiler is on the ``PATH``.
 
 Everything else (CPU tensors, float64, a missing package) runs the PyTorch forms, which are also the
 references the kernels are tested against. ``STATETRACK_KERNELS=0`` forces the PyTorch forms on CUDA
-too (for comparisons); ``1`` or unset is the default. Availability is detected with
+and on the CPU too (for comparisons); ``1`` or unset is the default. Availability is detected with
 ``importlib.util.find_spec``; the packages are imported only when an op dispatches to them, so a
 CPU-only install never imports triton or fla, and an installed package that fails to import raises.
 """
@@ -22,6 +24,7 @@ import torch
 from torch import Tensor
 
 from statetrack.errors import UserError
+from statetrack.ops import cpu_kernels
 
 ENV = "STATETRACK_KERNELS"
 #: dtypes the kernels take (they compute in float32); float64 stays on the PyTorch forms
@@ -32,7 +35,7 @@ def kernels_enabled() -> bool:
     """False when ``STATETRACK_KERNELS=0``; any value other than 0 or 1 is refused."""
     value = os.environ.get(ENV, "1")
     if value not in ("0", "1"):
-        raise UserError(f"{ENV}={value!r}; allowed: 0 (PyTorch forms everywhere), 1 (kernels on CUDA, the default)")
+        raise UserError(f"{ENV}={value!r}; allowed: 0 (PyTorch forms everywhere), 1 (the kernels, the default)")
     return value == "1"
 
 
@@ -48,6 +51,12 @@ def _cuda(x: Tensor) -> bool:
 def use_triton(x: Tensor) -> bool:
     """Run the Triton scans for this tensor?"""
     return _cuda(x) and kernels_enabled() and installed("triton")
+
+
+def use_cpu_kernels(x: Tensor) -> bool:
+    """Run the C kernels of ``ops.cpu_kernels`` for this tensor (CPU, float32, a C compiler found)?"""
+    return (x.device.type == "cpu" and x.dtype == torch.float32 and kernels_enabled()
+            and cpu_kernels.compiler() is not None)
 
 
 def use_fla(x: Tensor) -> bool:

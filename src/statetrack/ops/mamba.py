@@ -17,7 +17,10 @@ exponential is ``exp2`` of Delta (A log2 e) (on the 2-core CPU ``exp2`` runs 2.5
 h is not stored at all: a ring of eight (B, N, E) buffers, memory flat in length (``_forward_stream``).
 
 On CUDA (float32, bfloat16, float16) ``mamba_scan`` runs the Triton kernels of ``ops.triton_scans``
-instead (same contract; ``STATETRACK_KERNELS=0`` keeps this PyTorch form, see ``ops.dispatch``).
+instead, and on the CPU in float32 the C kernel of ``ops/csrc/mamba_scan.c`` (``_MambaScanC``: the
+state of each (b, e) pair in registers, one pass per step; the backward pass reduces every gradient
+step by step, so the saved states are the only (B, T, E, N) tensor). Same contract;
+``STATETRACK_KERNELS=0`` keeps these PyTorch forms, see ``ops.dispatch``.
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from statetrack.ops import dispatch
+from statetrack.ops import cpu_kernels, dispatch
 from statetrack.ops.consts import LOG2E
 
 
@@ -182,10 +185,62 @@ class _MambaScan(torch.autograd.Function):
         return gdt, Q.sum(0), gxu * dt, gB, gC, gh0, None
 
 
+class _MambaScanC(torch.autograd.Function):
+    """The C kernel (float32, contiguous inputs): states saved as H (B, E, T, N)."""
+
+    @staticmethod
+    def forward(ctx, dt, A, u, Bm, Cm, h0, neg):
+        lib = cpu_kernels.library("mamba_scan")
+        B, T, E = u.shape
+        N = A.shape[-1]
+        A2 = (A * LOG2E).contiguous()
+        xu = dt * u
+        H = torch.empty(B, E, T, N, dtype=u.dtype)
+        y, hT = torch.empty(B, T, E, dtype=u.dtype), torch.empty(B, E, N, dtype=u.dtype)
+        p = cpu_kernels.ptr
+        lib.statetrack_mamba_fwd(B, T, E, N, int(neg), p(dt), p(A2), p(xu), p(Bm), p(Cm), p(h0), p(H), p(y), p(hT))
+        ctx.save_for_backward(dt, A, A2, u, xu, Bm, Cm, H, h0)
+        ctx.neg = neg
+        return y, hT
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, gy, ghT):
+        lib = cpu_kernels.library("mamba_scan")
+        dt, A, A2, u, xu, Bm, Cm, H, h0 = ctx.saved_tensors
+        B, T, E = u.shape
+        N = A.shape[-1]
+        gy = torch.zeros_like(u) if gy is None else gy.contiguous()
+        ghT = None if ghT is None else ghT.contiguous()
+        gdt, gxu = torch.empty_like(u), torch.empty_like(u)
+        gB, gC = torch.empty_like(Bm), torch.empty_like(Cm)
+        Q, gh0 = torch.empty_like(h0), torch.empty_like(h0)
+        p = cpu_kernels.ptr
+        lib.statetrack_mamba_bwd(B, T, E, N, int(ctx.neg), p(dt), p(A.contiguous()), p(A2), p(xu), p(Bm), p(Cm),
+                                 p(h0), p(H), p(gy), p(ghT), p(gdt), p(gxu), p(gB), p(gC), p(Q), p(gh0))
+        gdt.addcmul_(gxu, u)
+        return gdt, Q.sum(0), gxu * dt, gB, gC, gh0, None
+
+
+def _mamba_scan_c(dt, A, u, Bm, Cm, h0, neg: bool):
+    dt, A, u, Bm, Cm, h0 = (t.contiguous() for t in (dt, A, u, Bm, Cm, h0))
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (dt, A, u, Bm, Cm, h0)):
+        return _MambaScanC.apply(dt, A, u, Bm, Cm, h0, neg)
+    with torch.no_grad():  # evaluation: no states kept
+        lib = cpu_kernels.library("mamba_scan")
+        B, T, E = u.shape
+        N = A.shape[-1]
+        A2, xu = (A * LOG2E).contiguous(), dt * u
+        y, hT = torch.empty(B, T, E, dtype=u.dtype), torch.empty(B, E, N, dtype=u.dtype)
+        p = cpu_kernels.ptr
+        lib.statetrack_mamba_fwd(B, T, E, N, int(neg), p(dt), p(A2), p(xu), p(Bm), p(Cm), p(h0), None, p(y), p(hT))
+        return y, hT
+
+
 def mamba_scan(dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor | None = None,
                neg: bool = False) -> tuple[Tensor, Tensor]:
     """Fast form of :func:`mamba_scan_ref` (same contract, in the inputs' dtype): the Triton kernels on
-    CUDA (``ops.dispatch``), the PyTorch loops otherwise."""
+    CUDA, the C kernel on the CPU in float32 (``ops.dispatch``), the PyTorch loops otherwise."""
     if dispatch.use_triton(u):
         from statetrack.ops.triton_scans import mamba_scan_triton  # optional: imports triton (CUDA)
 
@@ -196,6 +251,8 @@ def mamba_scan(dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Ten
     dt, A, Bm, Cm, h0 = (t.to(u.dtype) for t in (dt, A, Bm, Cm, h0))
     if T == 0:
         return u.new_zeros(u.shape), h0
+    if dispatch.use_cpu_kernels(u) and A.shape[-1] <= cpu_kernels.MAMBA_NMAX:
+        return _mamba_scan_c(dt, A, u, Bm, Cm, h0, bool(neg))
     if torch.is_grad_enabled() and any(t.requires_grad for t in (dt, A, u, Bm, Cm, h0)):
         return _MambaScan.apply(dt, A, u, Bm, Cm, h0, bool(neg))
     with torch.no_grad():

@@ -1,0 +1,81 @@
+"""C kernels for the CPU: built from ``ops/csrc/*.c`` by the machine's C compiler at first use.
+
+Where a recurrence's PyTorch form is bound by per-step op overhead and memory traffic (Mamba's scan:
+a dozen ops over (B, E, N) numbers per time step), a C loop that keeps the state in registers runs
+it in one pass. Each library is compiled once per process, into a temporary folder removed as soon
+as the library is loaded (nothing is cached or left on disk), with ``$CC`` (default ``cc``) and
+``-O3 -march=native`` plus the reassociation flags that let the compiler vectorise the sums
+(``-ffast-math`` is not used: linked into a shared library it would change the floating-point mode
+of the whole process). Building takes about a second.
+
+Used where :func:`statetrack.ops.dispatch.use_cpu_kernels` says so: CPU float32 tensors, a C
+compiler on the ``PATH``, and ``STATETRACK_KERNELS`` not 0. A compiler that is there but fails
+raises (with its first error line); it is never skipped silently. Every kernel is tested against
+its float64 step-by-step reference (tests/test_cpu_kernels.py).
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
+from importlib import resources
+
+from torch import Tensor
+
+CC_ENV = "CC"
+FLAGS = ("-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math", "-fassociative-math",
+         "-fno-signed-zeros", "-fPIC", "-shared")
+#: the largest state size N the Mamba kernel takes (its per-pair state lives in fixed arrays)
+MAMBA_NMAX = 64
+
+_I64, _INT, _PTR = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p
+_SIGNATURES = {
+    "mamba_scan": {
+        "statetrack_mamba_fwd": [_I64] * 4 + [_INT] + [_PTR] * 9,
+        "statetrack_mamba_bwd": [_I64] * 4 + [_INT] + [_PTR] * 16,
+    },
+}
+
+
+@functools.cache
+def compiler() -> str | None:
+    """The C compiler's path ($CC, default ``cc``), or None when there is none."""
+    return shutil.which(os.environ.get(CC_ENV, "cc"))
+
+
+@functools.cache
+def library(name: str) -> ctypes.CDLL:
+    """Build ``csrc/NAME.c`` and load it (once per process)."""
+    cc = compiler()
+    if cc is None:
+        raise RuntimeError(f"no C compiler: ${CC_ENV} or cc not found on PATH")
+    source = resources.files("statetrack.ops") / "csrc" / f"{name}.c"
+    with resources.as_file(source) as src, tempfile.TemporaryDirectory(prefix="statetrack-kernels-") as tmp:
+        out = os.path.join(tmp, f"{name}.so")
+        proc = subprocess.run([cc, *FLAGS, str(src), "-o", out, "-lm"], capture_output=True, text=True)
+        if proc.returncode != 0:
+            lines = proc.stderr.splitlines()
+            first = next((ln for ln in lines if "error" in ln), lines[0] if lines else "")
+            msg = f"building {src} with {cc} failed (exit status {proc.returncode})"
+            raise RuntimeError((f"{msg}: {first}" if first else msg) + " (set STATETRACK_KERNELS=0 to use the "
+                               "PyTorch forms)")
+        try:
+            lib = ctypes.CDLL(out)
+        except OSError as e:  # e.g. a temporary folder mounted noexec
+            raise RuntimeError(f"loading {out} built from {src} failed: {e} (set STATETRACK_KERNELS=0 to use "
+                               "the PyTorch forms)") from e
+    for fn, argtypes in _SIGNATURES[name].items():
+        getattr(lib, fn).argtypes = argtypes
+        getattr(lib, fn).restype = None
+    return lib
+
+
+def ptr(x: Tensor | None) -> int | None:
+    """The data pointer of a contiguous tensor (None for None)."""
+    if x is None:
+        return None
+    assert x.is_contiguous(), "C kernels take contiguous tensors"
+    return x.data_ptr()

@@ -1,0 +1,114 @@
+"""The CPU's C kernels (ops/csrc, built by ops.cpu_kernels) against their float64 references."""
+from __future__ import annotations
+
+import os
+import tempfile
+
+import pytest
+import torch
+
+from statetrack.ops import cpu_kernels, dispatch, mamba_scan, mamba_scan_ref
+
+pytestmark = pytest.mark.skipif(cpu_kernels.compiler() is None, reason="no C compiler on PATH")
+
+
+def _inputs(B, T, E, N, seed, h0=True):
+    g = torch.Generator().manual_seed(seed)
+    dt = torch.rand(B, T, E, generator=g) * 0.5
+    A = -torch.rand(E, N, generator=g) * 3 - 0.1
+    u, Bm, Cm = (torch.randn(*s, generator=g) for s in ((B, T, E), (B, T, N), (B, T, N)))
+    return [dt, A, u, Bm, Cm, torch.randn(B, E, N, generator=g) if h0 else None]
+
+
+def rel_err(x, ref):
+    return float((x.detach().double() - ref.detach()).abs().max() / ref.detach().abs().max())
+
+
+@pytest.mark.parametrize("neg", [False, True])
+@pytest.mark.parametrize("shape", [(2, 37, 5, 16), (1, 1, 3, 1), (3, 64, 7, 64), (2, 20, 4, 5)])
+def test_mamba_kernel_matches_reference_with_gradients(neg, shape):
+    """y, h_T and the gradients of all six inputs (through y and h_T) against autograd through the
+    float64 reference; the no-gradient path gives the same y and h_T as the training path."""
+    ins = [t.requires_grad_() for t in _inputs(*shape, seed=sum(shape))]
+    assert dispatch.use_cpu_kernels(ins[2])
+    y, h = mamba_scan(*ins, neg=neg)
+    assert y.grad_fn is not None and "MambaScanC" in type(y.grad_fn).__name__  # the kernel ran
+    yr, hr = mamba_scan_ref(*ins, neg=neg)
+    assert rel_err(y, yr) <= 1e-5 and rel_err(h, hr) <= 1e-5
+    g = torch.Generator().manual_seed(1)
+    wy, wh = torch.randn(y.shape, generator=g), torch.randn(h.shape, generator=g)
+    g1 = torch.autograd.grad((y * wy).sum() + (h * wh).sum(), ins)
+    g2 = torch.autograd.grad((yr * wy.double()).sum() + (hr * wh.double()).sum(), ins)
+    for x, ref in zip(g1, g2, strict=True):
+        assert rel_err(x, ref) <= 1e-5
+    with torch.no_grad():
+        y2, h2 = mamba_scan(*ins, neg=neg)
+    assert torch.equal(y2, y) and torch.equal(h2, h)
+
+
+def test_mamba_kernel_long_sequence_and_zero_state():
+    """10,000 steps from h0 = None, gradient of y only (h_T unused)."""
+    ins = _inputs(2, 10_000, 3, 16, seed=5, h0=False)
+    for t in ins[:5]:
+        t.requires_grad_()
+    for neg in (False, True):
+        y, h = mamba_scan(*ins, neg=neg)
+        yr, hr = mamba_scan_ref(*ins, neg=neg)
+        assert rel_err(y, yr) <= 1e-4 and rel_err(h, hr) <= 1e-4
+        w = torch.randn(y.shape)
+        g1 = torch.autograd.grad((y * w).sum(), ins[:5])
+        g2 = torch.autograd.grad((yr * w.double()).sum(), ins[:5])
+        for x, ref in zip(g1, g2, strict=True):
+            assert rel_err(x, ref) <= 1e-4
+
+
+def test_non_contiguous_inputs():
+    dt, A, u, Bm, Cm, h0 = _inputs(2, 9, 4, 8, seed=3)
+    u_t = u.transpose(0, 1).contiguous().transpose(0, 1)  # same values, other strides
+    y, h = mamba_scan(dt, A.t().contiguous().t(), u_t, Bm, Cm, h0, neg=True)
+    yr, hr = mamba_scan_ref(dt, A, u, Bm, Cm, h0, neg=True)
+    assert rel_err(y, yr) <= 1e-5 and rel_err(h, hr) <= 1e-5
+
+
+def test_what_stays_on_the_pytorch_forms(monkeypatch):
+    x = torch.zeros(1)
+    assert dispatch.use_cpu_kernels(x)
+    assert not dispatch.use_cpu_kernels(x.double())
+    # a state larger than the kernel's arrays: the PyTorch loop, same answer
+    ins = _inputs(1, 5, 2, cpu_kernels.MAMBA_NMAX + 1, seed=2)
+    y, _ = mamba_scan(*[t.requires_grad_() for t in ins])
+    assert "MambaScanC" not in type(y.grad_fn).__name__
+    assert rel_err(y, mamba_scan_ref(*ins)[0]) <= 1e-5
+    monkeypatch.setenv("STATETRACK_KERNELS", "0")
+    assert not dispatch.use_cpu_kernels(x)
+    y, _ = mamba_scan(*[t.requires_grad_() for t in _inputs(1, 5, 2, 4, seed=2)])
+    assert "MambaScanC" not in type(y.grad_fn).__name__
+
+
+def test_no_compiler_and_a_failing_compiler(monkeypatch):
+    monkeypatch.setenv("CC", "no-such-compiler-here")
+    cpu_kernels.compiler.cache_clear()
+    try:
+        assert cpu_kernels.compiler() is None
+        assert not dispatch.use_cpu_kernels(torch.zeros(1))  # the PyTorch forms, no error
+    finally:
+        cpu_kernels.compiler.cache_clear()
+    monkeypatch.setenv("CC", "false")  # found, but fails: an error naming the file and the compiler
+    cpu_kernels.compiler.cache_clear()
+    cpu_kernels.library.cache_clear()
+    try:
+        with pytest.raises(RuntimeError, match=r"building .*mamba_scan\.c with .*false failed"):
+            cpu_kernels.library("mamba_scan")
+    finally:
+        cpu_kernels.compiler.cache_clear()
+        cpu_kernels.library.cache_clear()
+
+
+def test_build_leaves_nothing_on_disk():
+    before = {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("statetrack-kernels-")}
+    cpu_kernels.library.cache_clear()
+    try:
+        cpu_kernels.library("mamba_scan")
+    finally:
+        after = {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("statetrack-kernels-")}
+    assert after == before
