@@ -185,20 +185,26 @@ class _MambaScan(torch.autograd.Function):
         return gdt, Q.sum(0), gxu * dt, gB, gC, gh0, None
 
 
+def _forward_c(dt, A, u, Bm, Cm, h0, neg: bool, keep_states: bool):
+    """The C kernel's forward (contiguous float32 inputs): y, h_T, and the states H (B, E, T, N) for
+    the backward pass (None when ``keep_states`` is false); A log2(e) and Delta u, which it reads."""
+    B, T, E = u.shape
+    N = A.shape[-1]
+    A2, xu = (A * LOG2E).contiguous(), dt * u
+    H = torch.empty(B, E, T, N, dtype=u.dtype) if keep_states else None
+    y, hT = torch.empty(B, T, E, dtype=u.dtype), torch.empty(B, E, N, dtype=u.dtype)
+    p = cpu_kernels.ptr
+    cpu_kernels.library("mamba_scan").statetrack_mamba_fwd(B, T, E, N, int(neg), p(dt), p(A2), p(xu), p(Bm),
+                                                           p(Cm), p(h0), p(H), p(y), p(hT))
+    return y, hT, H, A2, xu
+
+
 class _MambaScanC(torch.autograd.Function):
-    """The C kernel (float32, contiguous inputs): states saved as H (B, E, T, N)."""
+    """The C kernel with gradients (contiguous float32 inputs)."""
 
     @staticmethod
     def forward(ctx, dt, A, u, Bm, Cm, h0, neg):
-        lib = cpu_kernels.library("mamba_scan")
-        B, T, E = u.shape
-        N = A.shape[-1]
-        A2 = (A * LOG2E).contiguous()
-        xu = dt * u
-        H = torch.empty(B, E, T, N, dtype=u.dtype)
-        y, hT = torch.empty(B, T, E, dtype=u.dtype), torch.empty(B, E, N, dtype=u.dtype)
-        p = cpu_kernels.ptr
-        lib.statetrack_mamba_fwd(B, T, E, N, int(neg), p(dt), p(A2), p(xu), p(Bm), p(Cm), p(h0), p(H), p(y), p(hT))
+        y, hT, H, A2, xu = _forward_c(dt, A, u, Bm, Cm, h0, neg, keep_states=True)
         ctx.save_for_backward(dt, A, A2, u, xu, Bm, Cm, H, h0)
         ctx.neg = neg
         return y, hT
@@ -206,7 +212,6 @@ class _MambaScanC(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, gy, ghT):
-        lib = cpu_kernels.library("mamba_scan")
         dt, A, A2, u, xu, Bm, Cm, H, h0 = ctx.saved_tensors
         B, T, E = u.shape
         N = A.shape[-1]
@@ -216,8 +221,9 @@ class _MambaScanC(torch.autograd.Function):
         gB, gC = torch.empty_like(Bm), torch.empty_like(Cm)
         Q, gh0 = torch.empty_like(h0), torch.empty_like(h0)
         p = cpu_kernels.ptr
-        lib.statetrack_mamba_bwd(B, T, E, N, int(ctx.neg), p(dt), p(A.contiguous()), p(A2), p(xu), p(Bm), p(Cm),
-                                 p(h0), p(H), p(gy), p(ghT), p(gdt), p(gxu), p(gB), p(gC), p(Q), p(gh0))
+        cpu_kernels.library("mamba_scan").statetrack_mamba_bwd(
+            B, T, E, N, int(ctx.neg), p(dt), p(A), p(A2), p(xu), p(Bm), p(Cm), p(h0), p(H), p(gy), p(ghT),
+            p(gdt), p(gxu), p(gB), p(gC), p(Q), p(gh0))
         gdt.addcmul_(gxu, u)
         return gdt, Q.sum(0), gxu * dt, gB, gC, gh0, None
 
@@ -227,13 +233,7 @@ def _mamba_scan_c(dt, A, u, Bm, Cm, h0, neg: bool):
     if torch.is_grad_enabled() and any(t.requires_grad for t in (dt, A, u, Bm, Cm, h0)):
         return _MambaScanC.apply(dt, A, u, Bm, Cm, h0, neg)
     with torch.no_grad():  # evaluation: no states kept
-        lib = cpu_kernels.library("mamba_scan")
-        B, T, E = u.shape
-        N = A.shape[-1]
-        A2, xu = (A * LOG2E).contiguous(), dt * u
-        y, hT = torch.empty(B, T, E, dtype=u.dtype), torch.empty(B, E, N, dtype=u.dtype)
-        p = cpu_kernels.ptr
-        lib.statetrack_mamba_fwd(B, T, E, N, int(neg), p(dt), p(A2), p(xu), p(Bm), p(Cm), p(h0), None, p(y), p(hT))
+        y, hT, _, _, _ = _forward_c(dt, A, u, Bm, Cm, h0, neg, keep_states=False)
         return y, hT
 
 
