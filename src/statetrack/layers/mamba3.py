@@ -44,7 +44,6 @@ from statetrack.errors import UserError
 from statetrack.layers.base import Mixer, Properties, check_expand, dt_bias_init
 from statetrack.ops.mamba3 import mamba3_scan, mamba3_step, mamba3_transition, mamba3_zero_state
 
-
 #: the base of standard RoPE's frequencies (``data_angles=false``)
 ROPE_BASE = 10000.0
 
