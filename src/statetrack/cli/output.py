@@ -289,7 +289,7 @@ def print_metrics(title: str, metrics, con=None) -> None:
         return "-" if v is None else f"{100 * v:.1f}"
 
     def acc(m):
-        return f"n/a ({m.note})" if m.accuracy is None else pct(m.accuracy)
+        return f"n/a ({m.note})" if m.accuracy is None else pct(m.accuracy) + (" ?" if m.decided is False else "")
 
     def interval(m):
         return "-" if m.accuracy is None else f"{pct(m.accuracy_low)}-{pct(m.accuracy_high)}"
@@ -304,11 +304,13 @@ def print_metrics(title: str, metrics, con=None) -> None:
         Col("length", lambda m: str(m.length), "right"),
         Col("accuracy", acc, "right"),
         Col("95% interval", interval, "right", optional=True),
+        Col("n", lambda m: f"{m.n_sequences:,}", "right", optional=True),
         Col("chance", lambda m: pct(m.chance), "right"),
         Col("scaled", lambda m: "-" if m.scaled_accuracy is None else f"{m.scaled_accuracy:+.3f}", "right"),
         Col("token acc", lambda m: pct(m.token_accuracy), "right", optional=True),
         Col("sequence acc", lambda m: pct(m.sequence_accuracy), "right", optional=True)], metrics,
         caption=verdict
-                + (" (?: a 95% interval it reads contains 90%)" if uncertain_judgement(metrics) else "")
+                + (" (?: undecided at a length it reads: its interval contains 90% after every doubling of the "
+                   "sequences, or a 95% interval contains it)" if uncertain_judgement(metrics) else "")
                 + "; chance: the majority share of the final label's distribution in that length's draw",
         con=con)

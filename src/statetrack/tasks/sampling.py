@@ -8,7 +8,9 @@
 
 ``split`` is "train" (the training draw, ``Task.sample_batch``), "test" (the test draw that
 ``evaluate`` scores, ``Task.test_batch``) or "long" (the long-range draw of a regular task, with a
-suffix of ``suffix`` symbols, default ceil(L/2): ``statetrack.tasks.draws``).
+suffix of ``suffix`` symbols, default ceil(L/2): ``statetrack.tasks.draws``). The examples of a seed are
+the first sequences of the stream that evaluation with that seed scores at that split and length
+(``draws.test_rng``).
 """
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ def _draw_args(task_name: str, length: int, n: int, seed, split: str, suffix: in
         raise UserError(f"a suffix length is an option of the long-range draw; give --split long with it "
                         f"(got split {split!r})")
     try:
-        rng = np.random.default_rng(seed)
+        rng = draws.test_rng(seed, split, length)  # the stream evaluation scores at this seed, split and length
     except (TypeError, ValueError):
         raise UserError(f"seed must be a non-negative integer, got {seed!r}") from None
     reason = draws.unavailable(task, split, length, suffix)
