@@ -217,6 +217,8 @@ def evaluate_length(model, task: Task, length: int, batch_size: int, chunk: int,
         lo, hi = wilson(tally.right, tally.n, z)
         notes.append(f"undecided at {100 * THRESHOLD:g}%: its {100 * (1 - 0.05 / (doublings + 1)):.4g}% interval "
                      f"{100 * lo:.1f}-{100 * hi:.1f} after {tally.n:,} sequences contains it")
+    if split == "long" and (few := draws.long_plan(task, length).note):
+        notes.append(few)
     if chance >= 1:
         notes.append("every sequence has the same final label (a constant answer is right): scaled accuracy "
                      "undefined")

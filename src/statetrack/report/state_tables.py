@@ -59,10 +59,14 @@ def _long_table(study, results: list, scale: str | None, main: StudyTable) -> St
         next(x for x in study_tables(study, results, scale) if x.name == main.name)
     t.name, t.title, t.columns = f"{main.name}-long", f"{main.title}: on the long-range draw", {}
     notes: dict[str, set[str]] = {}
+    few: dict[str, set[str]] = {}
     for j, r in results:
         if r is not None:
             col = j.column or main.task_columns[0]
             notes.setdefault(col, set()).update(m.note for m in r.metrics if m.accuracy is None and m.note)
+            few.setdefault(col, set()).update(part for m in r.metrics if m.accuracy is not None and m.note
+                                              for part in m.note.split("; ")
+                                              if part.startswith(("one suffix", "few suffixes")))
     for row in t.rows:
         row["published"], row["published_text"] = {}, {}
         row["differs"] = dict.fromkeys(row["differs"])
@@ -70,8 +74,10 @@ def _long_table(study, results: list, scale: str | None, main: StudyTable) -> St
             cell.published, cell.differs = None, None
             row["text"][key] = "n/a" if cell.selected is None and cell.runs else fmt_cell(cell, study)
     why = "; ".join(f"{col}: {'; '.join(sorted(n))}" for col, n in notes.items() if n)
+    narrow = "; ".join(f"{col}: {'; '.join(sorted(n))}" for col, n in few.items() if n)
     t.caption = (f"{LONG_NOTE} Cells as in the table above, on this draw" +
-                 (f"; n/a = no long-range draw at a length ({why})." if why else "."))
+                 (f"; n/a = no long-range draw at a length ({why})" if why else "") +
+                 (f". Few distinct suffixes: {narrow}." if narrow else "."))
     return t
 
 
@@ -101,9 +107,11 @@ def _horizon_table(main: StudyTable, results: list) -> StudyTable:
             # a seed without a failure counts as beyond the longest length tested
             vals = [h["horizon"] if h["horizon"] is not None else float("inf") for h in hs]
             med = statistics.median(vals)
-            cell = TableCell(None if med == float("inf") else med,
-                             [v for v in vals if v != float("inf")], lr, runs=len(hs))
-            text = _fmt(cell.selected, cap)
+            # numbers in every cell: a horizon beyond the longest length tested is that length, flagged
+            # as a lower bound (capped: '>=N', the CSV's capped column)
+            cell = TableCell(min(med, cap), [min(v, cap) for v in vals], lr, runs=len(hs),
+                             capped=med == float("inf"))
+            text = _fmt(med, cap)
             if len(vals) > 1 and min(vals) != max(vals):
                 text += f" [{_fmt(min(vals), cap)}-{_fmt(max(vals), cap)}]"
             row["cells"][col], row["text"][col], row["differs"][col] = cell, text, None

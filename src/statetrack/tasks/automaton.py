@@ -11,7 +11,9 @@ A task whose label is computed by a finite automaton (``dfa:``, ``tomita:``, ``p
 - ``outputs`` (states): the target the task gives a position whose prefix ends in the state (equal to
   ``labels`` where that is >= 0; a task such as modular arithmetic also labels unscored positions);
 - ``tokens`` (symbols): the token id of each symbol (the symbols a task's draws use, e.g. a group's
-  subset).
+  subset);
+- optionally ``symbols`` (how each symbol prints), ``label_names`` (how each class prints: 'rejected' /
+  'accepted', a group element in cycle notation) and ``state_names`` (a DFA file's state names).
 
 Every task built on an automaton draws its symbols uniformly among those allowed at each position,
 and the number allowed depends only on the position, so each string of a length is equally likely: the
@@ -38,7 +40,8 @@ class Automaton:
     """A labelled deterministic automaton (see the module docstring)."""
 
     def __init__(self, delta, start: int, labels, num_classes: int, tokens=None, outputs=None,
-                 symbols: Sequence[str] | None = None):
+                 symbols: Sequence[str] | None = None, label_names: Sequence[str] | None = None,
+                 state_names: Sequence[str] | None = None):
         self.delta = np.asarray(delta, dtype=np.int64)
         self.start = int(start)
         self.labels = np.asarray(labels, dtype=np.int64)
@@ -47,6 +50,8 @@ class Automaton:
         self.tokens = np.arange(n_symbols, dtype=np.int64) if tokens is None else np.asarray(tokens, dtype=np.int64)
         self.outputs = np.maximum(self.labels, 0) if outputs is None else np.asarray(outputs, dtype=np.int64)
         self.symbols = tuple(symbols) if symbols is not None else tuple(str(t) for t in self.tokens)
+        self.label_names = label_names
+        self.state_names = state_names
         if not (len(self.labels) == len(self.outputs) == n_states and len(self.tokens) == n_symbols):
             raise ValueError("automaton arrays disagree in size")
         if self.delta.min() < 0 or self.delta.max() >= n_states or not 0 <= self.start < n_states:
@@ -64,6 +69,10 @@ class Automaton:
                 self.pred_state[q, :len(p)], self.pred_symbol[q, :len(p)] = zip(*p, strict=True)
         self._forward: dict[int, np.ndarray] = {}
         self._token_index: np.ndarray | None = None
+
+    def label_name(self, c: int) -> str:
+        """The name of class ``c`` ('accepted', a group element), or its id where the task names none."""
+        return str(self.label_names[int(c)]) if self.label_names is not None else str(int(c))
 
     @property
     def n_states(self) -> int:

@@ -80,7 +80,8 @@ def label_shares(task_name: str, length: int, split: str = "test", n: int = 10_0
                  suffix: int | None = None) -> dict:
     """The share of each final scored label (the one ``accuracy`` scores) over ``n`` sequences of the
     ``split`` draw at ``length``: {task, split, length, n, draw, shares: {label: share}, majority,
-    exact}, where ``exact`` is the majority share of the exact distribution where the task can compute
+    exact, note}, where ``note`` names a long-range draw with few distinct suffixes (one suffix: every
+    string ends with it), and ``exact`` is the majority share of the exact distribution where the task can compute
     it (the chance evaluation stores), else None. Labels are class ids, or names where the task has them
     (``label_names``). Drawn in streamed batches of 1,000, so memory does not grow with ``n`` or
     ``length``."""
@@ -91,9 +92,10 @@ def label_shares(task_name: str, length: int, split: str = "test", n: int = 10_0
     shares = {names[c]: float(counts[c] / total) for c in range(task.num_classes) if counts[c]}
     exact = draws.exact_label_distribution(task, split, length, suffix)
     draw = {"train": "the training draw", "test": task.test_draw, "long": LONG_DRAW}[split]
+    note = draws.long_plan(task, length, suffix).note if split == "long" else None
     return {"task": task.name, "split": split, "length": length, "n": int(counts.sum()), "draw": draw,
             "shares": shares, "majority": float(counts.max() / total),
-            "exact": None if exact is None else float(exact.max())}
+            "exact": None if exact is None else float(exact.max()), "note": note}
 
 
 LONG_DRAW = ("the long-range draw: the last k symbols (k = ceil(L/2) unless given) leave every label possible, "
