@@ -55,7 +55,7 @@ import torch
 
 from statetrack.config import EvalConfig
 from statetrack.device import resolve_device
-from statetrack.horizon import failure_horizons, horizon_summary
+from statetrack.horizon import measure_horizons
 from statetrack.lm.metrics import evaluate_lm
 from statetrack.memory import release_free_memory
 from statetrack.tasks import Task, draws
@@ -260,17 +260,17 @@ def evaluate(model, task: Task, cfg: EvalConfig | None = None,
 
 def evaluate_more(model, task: Task, cfg: EvalConfig) -> tuple[dict[str, list[LengthMetrics]], dict]:
     """What a run scores beside its headline: the metrics of every other split of ``cfg.test_split``
-    ({split: metrics}), and with ``cfg.horizons`` the witness families' failure horizons up to the
-    longest test length ({"families": rows, "horizon": shortest or None, "horizon_max": N}; empty for a
-    task without an automaton). Language models: nothing."""
+    ({split: metrics}), and with ``cfg.horizons`` the failure horizons on the witness families of every
+    pair of states up to the longest test length (``horizon.measure_horizons``: {"horizon": shortest or
+    None, "horizon_max": N, "pair": the pair of states that broke first, "pairs": one row per pair, ...};
+    empty for a task without an automaton). Language models: nothing."""
     if task.kind == "lm":
         return {}, {}
     more = {s: evaluate(model, task, cfg, split=s) for s in cfg.splits[1:]}
     horizons: dict = {}
     if cfg.horizons and task.automaton() is not None:
         device = resolve_device(cfg.device)
-        rows = failure_horizons(model.to(device).eval(), task, max(cfg.lengths), device=device)
-        horizons = {"families": rows, **horizon_summary(rows, max(cfg.lengths))}
+        horizons = measure_horizons(model.to(device).eval(), task, max(cfg.lengths), device=device)
     return more, horizons
 
 

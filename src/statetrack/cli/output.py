@@ -265,19 +265,35 @@ def rows_out(a, rows, title, columns):
     return 0
 
 
-def print_horizons(horizons: dict, con=None) -> None:
-    """The failure horizon of each witness family (``evaluation.evaluate_more``)."""
-    rows = horizons.get("families", [])
-    if not rows:
+def print_horizons(horizons: dict, con=None, title: str | None = None, rows: int = 12) -> None:
+    """The failure horizon of every pair of states (``horizon.measure_horizons``): the pairs broken
+    first first, at most ``rows`` of them, then the counts."""
+    pairs = horizons.get("pairs")
+    if pairs is None:  # a run stored before horizons were measured per pair of states
+        pairs = [{**r, "pair": ["-", "-"], "families": 1} for r in horizons.get("families", [])]
+    if not pairs:
         return
+    shown = sorted(pairs, key=lambda r: (r["horizon"] is None, r["horizon"] or 0))[:rows]
     n = horizons.get("horizon")
-    print_table(f"failure horizons on the witness families, up to length {horizons.get('horizon_max')}", [
-        Col("family", lambda r: r["family"]),
-        Col("horizon n", lambda r: "-" if r["horizon_n"] is None else str(r["horizon_n"]), "right"),
-        Col("horizon length", lambda r: "none" if r["horizon"] is None else str(r["horizon"]), "right"),
-        Col("accuracy", lambda r: f"{100 * r['accuracy']:.1f}", "right", optional=True)], rows,
-        caption=(f"failure horizon {n}: the shortest family string the model gets wrong" if n is not None else
-                 "no failure: every family's two strings kept apart at every n tested"), con=con)
+    skipped = len(pairs) - len(shown)
+    counts = (f"{horizons['families_tested']} families on {len(pairs)} pairs of states"
+              f" (of {horizons['pairs_total']}" + (f"; {horizons['pairs_skipped']} beyond the cap" if
+                                                   horizons.get("pairs_skipped") else "")
+              + "".join(f"; {c} {why}" for why, c in horizons.get("no_family", {}).items()) + ")"
+              if "families_tested" in horizons else "")
+    verdict = (f"failure horizon {n}: the model first confuses {' and '.join(horizons['pair'])} "
+               f"(on {horizons['family']})" if n is not None and horizons.get("pair") else
+               f"failure horizon {n}: the shortest family string the model gets wrong" if n is not None else
+               "no failure: every family's two strings kept apart at every n tested")
+    print_table(title or f"failure horizons per pair of states, up to length {horizons.get('horizon_max')}", [
+        Col("pair of states", lambda r: " | ".join(r["pair"])),
+        Col("horizon", lambda r: "none" if r["horizon"] is None else str(r["horizon"]), "right"),
+        Col("n", lambda r: "-" if r["horizon_n"] is None else str(r["horizon_n"]), "right", optional=True),
+        Col("families", lambda r: str(r["families"]), "right", optional=True),
+        Col("first broken family", lambda r: r["family"] if r["horizon"] is not None else "-"),
+        Col("accuracy", lambda r: f"{100 * r['accuracy']:.1f}", "right", optional=True)], shown,
+        caption=verdict + (f"; {counts}" if counts else "") + (f"; {skipped} more pairs not shown" if skipped else ""),
+        con=con)
 
 
 def print_metrics(title: str, metrics, con=None) -> None:

@@ -8,9 +8,10 @@ For every table whose runs scored the long-range draw (a scale with ``test_split
   reads only the recent past scores 50% (1/C for C labels); n/a where a task has no such draw (a window
   language at that length, or a task that is not regular: the caption names the reason);
 - ``NAME-horizon`` (runs that measured horizons, ``horizons: true``): per model and task the failure
-  horizon, the length of the shortest witness-family string the model gets wrong (docs/long-range.md),
-  median [min-max] over the seeds at the learning rate selected in the main table; ``>=N`` where no
-  family broke a seed up to N, the longest test length.
+  horizon, the length of the shortest witness-family string the model gets wrong over every pair of
+  states (docs/long-range.md), median [min-max] over the seeds at the learning rate selected in the main
+  table, and the pair of states confused first; ``>=N`` where no family broke a seed up to N, the
+  longest test length.
 
 Neither table has published numbers (the papers measured neither), so neither marks a disagreement.
 """
@@ -27,12 +28,14 @@ from statetrack.store import RunStatus
 LONG_NOTE = ("On the long-range draw (docs/long-range.md): the last ceil(L/2) symbols of each string leave both "
              "labels possible and the label is drawn independently of them, so a model that reads only the "
              "recent past scores 50% (1/C for C labels) while one that tracks the state keeps its score.")
-HORIZON_NOTE = ("Failure horizon: on each witness family of the task (string pairs u1 W^n v / u2 W^n v with "
-                "different labels that share their last n|W| + |v| symbols; statetrack witnesses TASK), the "
-                "length of the shortest string the model gets wrong; a run's horizon is the shortest over its "
-                "families. Median [min-max] over seeds at the learning rate selected in the main table; >=N: no "
-                "family broke the model up to N (the longest test length); n/a: no witness family (a window "
-                "language, or a task that is not regular).")
+HORIZON_NOTE = ("Failure horizon: on the witness families of every pair of states of the task's minimal automaton "
+                "(string pairs u_p W^n v / u_q W^n v with different labels that share their last n|W| + |v| "
+                "symbols, for every loop W of up to a few symbols that keeps the two states apart; statetrack "
+                "witnesses TASK), the length of the shortest string the model gets wrong; a run's horizon is the "
+                "shortest over every pair. Median [min-max] over seeds at the learning rate selected in the main "
+                "table, then (p|q): the pair of states the seed that broke first confused; >=N: no family broke "
+                "the model up to N (the longest test length); n/a: no witness family (a window language, or a "
+                "task that is not regular).")
 
 
 def on_split(results: list, split: str) -> list:
@@ -100,7 +103,7 @@ def _horizon_table(main: StudyTable, results: list) -> StudyTable:
             if not done:
                 continue
             hs = [h for h in ((r.summary or {}).get("horizons") for r in done) if h]
-            if not any(h.get("families") for h in hs):  # not regular, or a window language
+            if not any(h.get("pairs", h.get("families")) for h in hs):  # not regular, or a window language
                 row["cells"][col], row["text"][col] = TableCell(runs=len(done)), "n/a"
                 continue
             cap = max(h["horizon_max"] for h in hs)
@@ -114,6 +117,10 @@ def _horizon_table(main: StudyTable, results: list) -> StudyTable:
             text = _fmt(med, cap)
             if len(vals) > 1 and min(vals) != max(vals):
                 text += f" [{_fmt(min(vals), cap)}-{_fmt(max(vals), cap)}]"
+            # the pair of states confused first, in the seed that broke first
+            first = min((h for h in hs if h["horizon"] is not None), key=lambda h: h["horizon"], default=None)
+            if first is not None and first.get("pair"):
+                text += f" ({'|'.join(first['pair'])})"
             row["cells"][col], row["text"][col], row["differs"][col] = cell, text, None
         t.rows.append(row)
     return t

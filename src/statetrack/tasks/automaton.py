@@ -112,6 +112,68 @@ class Automaton:
             q = self.delta[q, a]
         return q
 
+    def access_words(self) -> dict[int, tuple[int, ...]]:
+        """A shortest string reaching each reachable state, the first in symbol order (breadth-first, the
+        symbols in order: the first string found for a state is the least of its shortest strings)."""
+        access = {self.start: ()}
+        todo = [self.start]
+        for q in todo:  # grows while it is read: a queue
+            for a in range(self.n_symbols):
+                r = int(self.delta[q, a])
+                if r not in access:
+                    access[r] = access[q] + (a,)
+                    todo.append(r)
+        return access
+
+    def minimized(self) -> tuple[Automaton, np.ndarray]:
+        """The minimal automaton of the reachable states, and the state of it that each state maps to (-1:
+        unreachable). Two states are merged when every suffix gives them the same label (-1 included):
+        Moore's refinement, from the partition by label, until the number of classes stops growing
+        (at most n_states rounds of O(states x symbols)). Its states are numbered in the order in which
+        a breadth-first search from the start first reaches them; it keeps the symbols, tokens and label
+        names, and names a state by its members' names where the automaton names them."""
+        reach = np.zeros(self.n_states, dtype=bool)
+        reach[list(self.access_words())] = True
+        idx = np.flatnonzero(reach)
+        cls = np.unique(self.labels[idx], return_inverse=True)[1]
+        local = np.full(self.n_states, -1, dtype=np.int64)
+        local[idx] = np.arange(len(idx))
+        succ = local[self.delta[idx]]  # (reachable, symbols): every successor of a reachable state is reachable
+        while True:
+            sig = np.column_stack([cls, cls[succ]])
+            new = np.unique(sig, axis=0, return_inverse=True)[1].reshape(-1)
+            if new.max() == cls.max():
+                break
+            cls = new
+        k = int(cls.max()) + 1
+        delta = np.zeros((k, self.n_symbols), dtype=np.int64)
+        delta[cls] = cls[succ]
+        labels = np.zeros(k, dtype=np.int64)
+        labels[cls] = self.labels[idx]
+        # number the classes in breadth-first order from the start
+        order = {int(cls[local[self.start]]): 0}
+        todo = [int(cls[local[self.start]])]
+        for c in todo:
+            for a in range(self.n_symbols):
+                d = int(delta[c, a])
+                if d not in order:
+                    order[d] = len(order)
+                    todo.append(d)
+        perm = np.empty(k, dtype=np.int64)
+        for c, i in order.items():
+            perm[c] = i
+        mdelta = np.empty_like(delta)
+        mdelta[perm] = perm[delta]
+        mlabels = np.empty_like(labels)
+        mlabels[perm] = labels
+        of = np.full(self.n_states, -1, dtype=np.int64)
+        of[idx] = perm[cls]
+        names = None
+        if self.state_names is not None:
+            names = ["=".join(str(self.state_names[q]) for q in idx[perm[cls] == i]) for i in range(k)]
+        return Automaton(mdelta, 0, mlabels, self.num_classes, tokens=self.tokens, outputs=np.maximum(mlabels, 0),
+                         symbols=self.symbols, label_names=self.label_names, state_names=names), of
+
     # -- counting --------------------------------------------------------------------------------
     def forward_step(self, row: np.ndarray) -> np.ndarray:
         """Log counts of strings one symbol longer: ``row`` over states -> the next row."""
@@ -149,6 +211,22 @@ class Automaton:
             hit = self.labels == c
             if hit.any():
                 out[c] = np.logaddexp.reduce(row[hit])
+        return out
+
+    def draw_ending_in(self, ends: np.ndarray, length: int, rng: np.random.Generator) -> np.ndarray:
+        """(len(ends), length) symbol indices: per row a string of ``length`` symbols from the start that
+        ends in the state ``ends[i]``, uniform among them (every end state must be reachable in ``length``
+        symbols). Drawn backwards, each (state, symbol) predecessor in proportion to the strings that
+        reach that state (forward counts recomputed in blocks: memory O(sqrt(length)) rows)."""
+        q = np.asarray(ends, dtype=np.int64).copy()
+        out = np.empty((len(q), length), dtype=np.int64)
+        rows = reverse_rows(self.forward_first(), self.forward_step, length)
+        next(rows)
+        for t, row in rows:  # the symbol at position t leads from a state of row t to q
+            j = choose(rng, np.append(row, NEG)[self.pred_state[q]])
+            out[:, t] = self.pred_symbol[q, j]
+            q = self.pred_state[q, j]
+        assert (q == self.start).all()
         return out
 
     def label_distribution(self, length: int) -> np.ndarray | None:

@@ -246,13 +246,7 @@ def draw(auto: Automaton, p: LongPlan, rng: np.random.Generator, batch_size: int
     w = np.where(auto.labels[ends] == label[:, None], counts[None, :], NEG)
     q = R[choose(rng, w)]
     # 4. the prefix, backwards: each predecessor by the number of strings that reach it
-    rows = reverse_rows(auto.forward_first(), auto.forward_step, m)
-    next(rows)
-    for t, row in rows:  # the symbol at position t leads from a state of row t to q
-        j = choose(rng, np.append(row, NEG)[auto.pred_state[q]])
-        out[:, t] = auto.pred_symbol[q, j]
-        q = auto.pred_state[q, j]
-    assert (q == auto.start).all()
+    out[:, :m] = auto.draw_ending_in(q, m, rng)
     return out
 
 
