@@ -26,6 +26,10 @@ VARIANTS = list(MIXERS) + [
     "rwkv7(heads=2)", "rwkv7(chunk=0)", "rwkv7(chunk=5)", "mlstm(heads=2)", "mlstm(chunk=0,conv=0)",
     "mlstm(chunk=5)", "slstm(heads=2)", "slstm(conv=0)", "lru(r_min=0.1,max_phase=0.5)", "gla(heads=2)",
     "gla(chunk=0)", "gla(chunk=7)",
+    "gateddeltaproduct(neg=true)", "gateddeltaproduct(nh=3,neg=true,heads=2,chunk=2)",
+    "gateddeltaproduct(nh=1,chunk=0)",
+    "kda(neg=true)", "kda(heads=2,chunk=0)", "kda(chunk=3,conv=0)", "pdssm(rows=true)", "pdssm(chunk=0)",
+    "pdssm(chunk=3,dict_size=2)",
 ]
 
 
@@ -283,7 +287,8 @@ def test_options_are_the_keyword_arguments_of_init():
                 super().__init__(d_model, d_state)
 
 
-FRONTIER = ("mamba2", "mamba3", "gateddeltanet", "rwkv7", "mlstm", "slstm", "lru", "gla")
+FRONTIER = ("mamba2", "mamba3", "gateddeltanet", "rwkv7", "mlstm", "slstm", "lru", "gla", "pdssm", "gateddeltaproduct",
+            "kda")
 
 
 @pytest.mark.parametrize("name", FRONTIER)

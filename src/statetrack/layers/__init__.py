@@ -7,12 +7,15 @@ from statetrack.layers.aussm import AUSSM, DCD, SimpleAUSSM
 from statetrack.layers.base import Mixer, Properties, check_options
 from statetrack.layers.deltanet import DeltaNet, DeltaProduct
 from statetrack.layers.gateddeltanet import GatedDeltaNet
+from statetrack.layers.gateddeltaproduct import GatedDeltaProduct
 from statetrack.layers.gla import GLA
+from statetrack.layers.kda import KDA
 from statetrack.layers.lru import LRU
 from statetrack.layers.mamba import Mamba, NegativeMamba
 from statetrack.layers.mamba2 import Mamba2
 from statetrack.layers.mamba3 import Mamba3
 from statetrack.layers.mlstm import MLSTM
+from statetrack.layers.pdssm import PDSSM
 from statetrack.layers.rnn import GRU, LSTM, RNN
 from statetrack.layers.rwkv7 import RWKV7
 from statetrack.layers.s4d import S4D
@@ -34,7 +37,7 @@ def register(cls: type[Mixer]) -> type[Mixer]:
 
 
 for _cls in (RNN, LSTM, GRU, S4D, Mamba, NegativeMamba, AUSSM, SimpleAUSSM, DCD, DeltaNet, DeltaProduct,
-             Transformer, Mamba2, Mamba3, GatedDeltaNet, RWKV7, MLSTM, SLSTM, LRU, GLA):
+             Transformer, Mamba2, Mamba3, GatedDeltaNet, RWKV7, MLSTM, SLSTM, LRU, GLA, GatedDeltaProduct, KDA, PDSSM):
     register(_cls)
 
 

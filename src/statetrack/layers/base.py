@@ -42,6 +42,7 @@ class Structure(StrEnum):
     DIAGONAL = "diagonal"
     HOUSEHOLDER = "householder"  # a product of n_h generalized Householder matrices, possibly gated
     DPLR = "dplr"  # diagonal plus a rank-one matrix (RWKV-7)
+    PD = "pd"  # a one-hot matrix times a complex diagonal (PD-SSM): one non-zero entry per column (or row)
     DENSE = "dense"
     NONLINEAR = "nonlinear"
     ATTENTION = "attention"
@@ -66,13 +67,21 @@ STRUCTURES = tuple(Structure)
 @dataclass(frozen=True)
 class Properties:
     """What the theorems look at: input dependence, eigenvalue domain, structure (and n_h). The domain
-    and the structure may be given as their names ("[0,1]", "diagonal"): they are read as the enums."""
+    and the structure may be given as their names ("[0,1]", "diagonal"): they are read as the enums.
+
+    The domain is the set of eigenvalues the mixer's float32 transitions take. ``rounding`` says how the
+    parametrisation reaches modulus 1 (the eigenvalues 1 and -1 and the rotations that every construction
+    holds over any length) where it reaches it only through float32 rounding: a saturating map (sigmoid,
+    exp) that takes its limit only once the float rounds it, e.g. "2 sigmoid(z) = 2 for z > 17". Empty
+    when those eigenvalues are reached in exact arithmetic at finite weights (AUSSM's exp(i theta)). The
+    oracle qualifies every 'possible' verdict whose construction needs them (``theory.verdicts``)."""
 
     input_dependent: bool
     eigenvalues: EigenvalueDomain
     structure: Structure
     linear: bool = True
     n_h: int | None = None
+    rounding: str = ""
 
     def __post_init__(self):
         for key, kind in (("eigenvalues", EigenvalueDomain), ("structure", Structure)):

@@ -36,6 +36,10 @@ from statetrack.layers.base import (
 from statetrack.ops import causal_conv, delta_rule, delta_step, householder_product, interleave
 from statetrack.ops.householder import CHUNK
 
+#: how float32 rounding gives a reflection (Properties.rounding of the neg=true forms)
+NEG_ROUNDING = ("beta = 2 sigmoid(z) = 2 (a reflection, eigenvalue -1) only where float32 rounds sigmoid(z) to 1 "
+                "(z > 16.6)")
+
 
 class DeltaProduct(Mixer):
     name = "deltaproduct"
@@ -69,7 +73,9 @@ class DeltaProduct(Mixer):
             dom = EigenvalueDomain.REAL if self.neg else EigenvalueDomain.NONNEG
         else:
             dom = EigenvalueDomain.COMPLEX_DISC
-        return Properties(input_dependent=True, eigenvalues=dom, structure=Structure.HOUSEHOLDER, n_h=self.nh)
+        # the eigenvalue 1 (off the keys) is exact; -1 and the rotations need beta = 2
+        return Properties(input_dependent=True, eigenvalues=dom, structure=Structure.HOUSEHOLDER, n_h=self.nh,
+                          rounding=NEG_ROUNDING if self.neg else "")
 
     def activation_bytes(self):
         # per delta-rule step (n_h per token): q, k, v and the chunk's W, U_v, U, o (d_k or d_v each), the
