@@ -53,14 +53,16 @@ def build_mixer(spec: LayerSpec, d_model: int, d_state: int) -> Mixer:
 def models_table() -> list[dict]:
     """One row per registered mixer, built with its default options (for ``statetrack models``).
 
-    Keys: name, description, input_dependent, eigenvalues, structure, n_h, linear, options (the
-    defaults). Properties that depend on an option (mamba's and deltanet's ``neg``, s4d's ``init``)
+    Keys: name, description, input_dependent, eigenvalues, structure, n_h, linear, rounding (how float32
+    rounding reaches modulus 1, or ""), options (the defaults). Properties that depend on an option
+    (mamba's and deltanet's ``neg``, s4d's ``init``)
     are those of the defaults; the description names the switch."""
     rows = []
     for name, cls in MIXERS.items():
         p = cls(8, 4, **check_options(cls, {})).properties
         rows.append({"name": name, "description": cls.description, "input_dependent": p.input_dependent,
                      "eigenvalues": p.eigenvalues, "structure": p.structure, "n_h": p.n_h, "linear": p.linear,
+                     "rounding": p.rounding,
                      "options": dict(cls.options)})
     return rows
 

@@ -22,13 +22,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, Properties, causal_conv_step, check_conv, dt_bias_init
+from statetrack.layers.base import ROUND_EXP, Mixer, Properties, causal_conv_step, check_conv, dt_bias_init
 from statetrack.layers.deltanet import NEG_ROUNDING
 from statetrack.ops import causal_conv
 from statetrack.ops.dplr import CHUNK, dplr_step, dplr_transition, gated_delta_rule, gated_delta_terms
 
 #: how float32 rounding gives the gate alpha = 1 (Properties.rounding)
-GATE_ROUNDING = "alpha = exp(-exp(A_log) softplus(.)) = 1 only where float32 rounds it (exponent above -2.7e-8)"
+GATE_ROUNDING = f"the gate alpha = exp(-exp(A_log) softplus(.)) = 1 only through float32 rounding ({ROUND_EXP})"
 
 
 def decay_gate_init(mixer: str, n: int) -> tuple[nn.Parameter, nn.Parameter]:
@@ -65,7 +65,8 @@ class GatedDeltaNet(Mixer):
     @property
     def properties(self):
         return Properties(input_dependent=True, eigenvalues="[-1,1]" if self.neg else "[0,1]", structure="householder",
-                          n_h=1, rounding=GATE_ROUNDING + ("; " + NEG_ROUNDING if self.neg else ""))
+                          n_h=1, rounding=GATE_ROUNDING + ("; " + NEG_ROUNDING if self.neg else ""),
+                          factor_eigenvalues="[-1,1]" if self.neg else "[0,1]")
 
     def activation_bytes(self):
         C = max(1, self.chunk)

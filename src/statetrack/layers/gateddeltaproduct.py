@@ -48,7 +48,8 @@ class GatedDeltaProduct(DeltaProduct):
     def properties(self):
         p = super().properties  # a scalar gate in (0, 1] keeps the product's domain
         return Properties(input_dependent=True, eigenvalues=p.eigenvalues, structure=p.structure, n_h=p.n_h,
-                          rounding=GATE_ROUNDING + ("; " + p.rounding if p.rounding else ""))
+                          rounding=GATE_ROUNDING + ("; " + p.rounding if p.rounding else ""),
+                          factor_eigenvalues=p.factor_eigenvalues)
 
     def _gate(self, x):
         """The log-gate g (..., H) <= 0."""

@@ -64,7 +64,8 @@ class KDA(Mixer):
     @property
     def properties(self):
         return Properties(input_dependent=True, eigenvalues="[-1,1]" if self.neg else "[0,1]", structure="householder",
-                          n_h=1, rounding=GATE_ROUNDING + ("; " + NEG_ROUNDING if self.neg else ""))
+                          n_h=1, rounding=GATE_ROUNDING + ("; " + NEG_ROUNDING if self.neg else ""),
+                          factor_eigenvalues="[-1,1]" if self.neg else "[0,1]")
 
     def activation_bytes(self):
         C = max(1, self.chunk)

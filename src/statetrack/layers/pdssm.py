@@ -35,12 +35,12 @@ import torch
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import EigenvalueDomain, Mixer, Properties, Structure, check_expand
+from statetrack.layers.base import ROUND_SIGMOID, EigenvalueDomain, Mixer, Properties, Structure, check_expand
 from statetrack.ops import polar
 from statetrack.ops.pdssm import CHUNK, pd_matrix, pd_scan, pd_step
 
 #: how float32 rounding gives modulus 1 (Properties.rounding)
-ROUNDING = "|d| = sigmoid(f) = 1 only where float32 rounds the sigmoid to 1 (f > 16.6)"
+ROUNDING = f"|d| = sigmoid(f) = 1 only through float32 rounding ({ROUND_SIGMOID})"
 
 
 def _mlp(d_in: int, width: int, d_out: int) -> nn.Sequential:
@@ -72,8 +72,8 @@ class PDSSM(Mixer):
 
     @property
     def properties(self):
-        return Properties(input_dependent=True, eigenvalues=EigenvalueDomain.COMPLEX_DISC, structure=Structure.PD,
-                          rounding=ROUNDING)
+        return Properties(input_dependent=True, eigenvalues=EigenvalueDomain.COMPLEX_DISC,
+                          structure=Structure.PD_ROWS if self.rows else Structure.PD, rounding=ROUNDING)
 
     def activation_bytes(self):
         N = self.d_state
