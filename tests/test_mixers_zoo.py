@@ -21,7 +21,7 @@ VARIANTS = list(MIXERS) + [
     "deltaproduct(nh=3)", "deltaproduct(nh=3,neg=true,heads=2,chunk=2)", "aussm(conv=0)", "dcd(conv=0)",
     "saussm(expand=1)", "transformer(pos=sinusoidal)", "transformer(pos=none,heads=2)", "transformer(pos=rope,heads=2)",
     "mamba2(neg=true)", "mamba2(conv=0,headdim=4)", "mamba3(trap=false)", "mamba3(rope=false)", "mamba3(headdim=16)",
-    "mamba3(a_floor=0.0001)",
+    "mamba3(a_floor=0.0001)", "mamba3(data_angles=false)",
     "gateddeltanet(neg=true)", "gateddeltanet(heads=2,chunk=0)", "gateddeltanet(chunk=3,conv=0)",
     "rwkv7(heads=2)", "rwkv7(chunk=0)", "rwkv7(chunk=5)", "mlstm(heads=2)", "mlstm(chunk=0,conv=0)",
     "mlstm(chunk=5)", "slstm(heads=2)", "slstm(conv=0)", "lru(r_min=0.1,max_phase=0.5)", "gla(heads=2)",
@@ -58,6 +58,10 @@ def in_domain(ev: torch.Tensor, domain: str, tol: float = 1e-9) -> bool:
         return bool(((mod - 1).abs() <= tol).all())
     if domain in ("complex disc", "complex", "damped rotations"):
         return bool((mod <= 1 + tol).all())
+    if domain == "fixed-phase rotations":  # the phase of each slot is the same at every position and input
+        phase = ev / mod.clamp_min(1e-300)
+        same = phase.dim() < 3 or bool(((phase - phase[:1, :1]).abs() <= 1e-6).all())  # (B, T, slots)
+        return bool((mod <= 1 + tol).all()) and same
     raise AssertionError(domain)
 
 

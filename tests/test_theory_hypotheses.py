@@ -11,7 +11,8 @@ from statetrack.theory.verdicts import HYPOTHESES, Condition, check_hypotheses, 
 VARIANTS = sorted(MIXERS) + [
     "mamba(neg=true)", "s4d(init=real)", "s4d(init=real,disc=bilinear)", "deltanet(neg=true)",
     "deltaproduct(neg=true)", "deltaproduct(nh=3)", "deltaproduct(nh=3,neg=true)", "mamba2(neg=true)",
-    "mamba3(rope=false)", "mamba3(a_floor=0.0001)", "gateddeltanet(neg=true)", "gateddeltaproduct(neg=true)",
+    "mamba3(rope=false)", "mamba3(a_floor=0.0001)", "mamba3(data_angles=false)", "gateddeltanet(neg=true)",
+    "gateddeltaproduct(neg=true)",
     "gateddeltaproduct(neg=true,nh=1)", "gateddeltaproduct(neg=true,nh=3)", "kda(neg=true)", "pdssm(rows=true)",
 ]
 TASKS = ["parity", "modcount:3", "group:C6", "group:S3", "group:A5", "group:C2xC4", "tomita:1", "tomita:3",

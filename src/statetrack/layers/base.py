@@ -30,6 +30,7 @@ class EigenvalueDomain(StrEnum):
     UNIT_CIRCLE = "unit circle"
     COMPLEX_DISC = "complex disc"
     DAMPED_ROTATIONS = "damped rotations"  # a decay floor: Mamba-3 with a_floor > 0
+    FIXED_PHASE = "fixed-phase rotations"  # input-dependent modulus, time-invariant phase (standard RoPE)
     COMPLEX_FIXED = "complex"
     NOT_LINEAR = "n/a"
 
@@ -57,6 +58,8 @@ DOMAINS = {
     EigenvalueDomain.COMPLEX_DISC: "complex, modulus at most 1",
     EigenvalueDomain.DAMPED_ROTATIONS: "complex, modulus at most 1, and below 1 off the real axis except at tiny "
                                        "angles (a decay floor: Mamba-3 with a_floor > 0)",
+    EigenvalueDomain.FIXED_PHASE: "complex: an input-dependent modulus in [0, 1] times a fixed (time-invariant) "
+                                  "rotation per slot, so every input of a length has the same phase",
     EigenvalueDomain.COMPLEX_FIXED: "complex, fixed (time-invariant), modulus at most 1",
     EigenvalueDomain.NOT_LINEAR: "non-linear recurrence: no transition matrix",
 }

@@ -7,6 +7,10 @@ For every table whose runs scored the long-range draw (a scale with ``test_split
   last half that leaves both labels possible and a label drawn independently of it, so a model that
   reads only the recent past scores 50% (1/C for C labels); n/a where a task has no such draw (a window
   language at that length, or a task that is not regular: the caption names the reason);
+- ``NAME-learning`` (runs that recorded ``learned_at_step``): per model and task, how many seeds learnt the
+  task within the budget (in-distribution validation at the run's ``learned_accuracy`` for
+  ``learned_validations`` validations in a row) and the median [min-max] step at which they did, at the
+  learning rate selected in the main table: learnability measured beside the accuracy;
 - ``NAME-horizon`` (runs that measured horizons, ``horizons: true``): per model and task the failure
   horizon, the length of the shortest witness-family string the model gets wrong (docs/long-range.md),
   median [min-max] over the seeds at the learning rate selected in the main table; ``>=N`` where no
@@ -35,6 +39,13 @@ HORIZON_NOTE = ("Failure horizon: on each witness family of the task (string pai
                 "language, or a task that is not regular).")
 
 
+LEARNING_NOTE = ("Learnt: seeds whose in-distribution validation accuracy reached the run's learned_accuracy "
+                 "(99% unless the study says otherwise) for learned_validations validations in a row (3) within "
+                 "the training budget, out of the seeds run, at the learning rate selected in the main table; "
+                 "then the median [min-max] over those seeds of the step at which they learnt it (the first "
+                 "validation of that run). 0/n: not learnt in the budget by any seed.")
+
+
 def on_split(results: list, split: str) -> list:
     """The results with each run's metrics replaced by those of the ``split`` draw."""
     return [(j, r if r is None else replace(r, metrics=r.split(split, j.eval.splits[0]))) for j, r in results]
@@ -46,6 +57,8 @@ def state_tables(study, results: list, scale: str | None, tables: list[StudyTabl
     for t in tables:
         out.append(t)
         mine = [(j, r) for j, r in results if getattr(j, "table", "main") == t.name]
+        if any(r is not None and "learned_at_step" in (r.summary or {}) for _, r in mine):
+            out.append(_learning_table(t, mine))
         long = on_split(mine, "long")
         if any(r is not None and r.metrics for _, r in long):
             out.append(_long_table(study, long, scale, t))
@@ -79,6 +92,49 @@ def _fmt(v: float | None, cap: int) -> str:
     return f">={cap}" if v is None or v == float("inf") else f"{v:g}"
 
 
+def _selected_lr(mrow: dict, col: str) -> float | None:
+    sel = mrow["cells"].get(col)
+    return sel.lr if isinstance(sel, TableCell) else None
+
+
+def _selected_runs(main: StudyTable, mrow: dict, col: str, results: list) -> list:
+    """The complete runs of one cell of ``main`` at the learning rate its selection chose."""
+    lr = _selected_lr(mrow, col)
+    return [r for j, r in results
+            if r is not None and r.status == RunStatus.COMPLETE and j.label == mrow["label"]
+            and (j.column or main.task_columns[0]) == col and (lr is None or j.train.lr == lr)]
+
+
+def learning_text(steps: list[int | None]) -> str:
+    """'2/3 · 4,500 [3,000-6,000]': seeds that learnt, of those run; their median [min-max] steps."""
+    learnt = sorted(s for s in steps if s is not None)
+    text = f"{len(learnt)}/{len(steps)}"
+    if learnt:
+        text += f" · {statistics.median(learnt):,.0f}"
+        if len(learnt) > 1 and learnt[0] != learnt[-1]:
+            text += f" [{learnt[0]:,}-{learnt[-1]:,}]"
+    return text
+
+
+def _learning_table(main: StudyTable, results: list) -> StudyTable:
+    t = StudyTable(main.study, f"{main.title}: learnt within the budget, and at which step", main.lengths, {},
+                   name=f"{main.name}-learning", kind="learning", task_columns=list(main.task_columns),
+                   caption=LEARNING_NOTE)
+    for mrow in main.rows:
+        row: dict = {"label": mrow["label"], "train_lengths": mrow["train_lengths"], "seeds": mrow["seeds"],
+                     "published": {}, "published_text": {}, "differs": {}, "cells": {}, "text": {}}
+        for col in main.task_columns:
+            done = [r for r in _selected_runs(main, mrow, col, results) if "learned_at_step" in (r.summary or {})]
+            if not done:
+                continue
+            steps = [r.summary["learned_at_step"] for r in done]
+            learnt = [s for s in steps if s is not None]
+            cell = TableCell(statistics.median(learnt) if learnt else None, learnt, None, runs=len(done))
+            row["cells"][col], row["text"][col], row["differs"][col] = cell, learning_text(steps), None
+        t.rows.append(row)
+    return t
+
+
 def _horizon_table(main: StudyTable, results: list) -> StudyTable:
     t = StudyTable(main.study, f"{main.title}: failure horizons", main.lengths, {}, name=f"{main.name}-horizon",
                    kind="horizon", task_columns=list(main.task_columns), caption=HORIZON_NOTE)
@@ -86,11 +142,7 @@ def _horizon_table(main: StudyTable, results: list) -> StudyTable:
         row: dict = {"label": mrow["label"], "train_lengths": mrow["train_lengths"], "seeds": mrow["seeds"],
                      "published": {}, "published_text": {}, "differs": {}, "cells": {}, "text": {}}
         for col in main.task_columns:
-            sel = mrow["cells"].get(col)
-            lr = sel.lr if isinstance(sel, TableCell) else None
-            done = [r for j, r in results
-                    if r is not None and r.status == RunStatus.COMPLETE and j.label == mrow["label"]
-                    and (j.column or main.task_columns[0]) == col and (lr is None or j.train.lr == lr)]
+            done = _selected_runs(main, mrow, col, results)
             if not done:
                 continue
             hs = [h for h in ((r.summary or {}).get("horizons") for r in done) if h]
@@ -102,7 +154,7 @@ def _horizon_table(main: StudyTable, results: list) -> StudyTable:
             vals = [h["horizon"] if h["horizon"] is not None else float("inf") for h in hs]
             med = statistics.median(vals)
             cell = TableCell(None if med == float("inf") else med,
-                             [v for v in vals if v != float("inf")], lr, runs=len(hs))
+                             [v for v in vals if v != float("inf")], _selected_lr(mrow, col), runs=len(hs))
             text = _fmt(cell.selected, cap)
             if len(vals) > 1 and min(vals) != max(vals):
                 text += f" [{_fmt(min(vals), cap)}-{_fmt(max(vals), cap)}]"

@@ -16,6 +16,7 @@ from statetrack.tasks.streaming import StreamingTask, every_mask, final_mask_chu
 
 
 class Parity(StreamingTask):
+    prefix_labels = True
     vocab_size = 2
     num_classes = 2
 

@@ -96,6 +96,9 @@ def classify(spec, mixer) -> LayerInfo:
             return LayerInfo(str(spec), p, LayerClass.COMPLEX)
         if p.eigenvalues in DAMPED:
             return LayerInfo(str(spec), p, LayerClass.DAMPED)
+        # fixed-phase rotations (standard RoPE): no rule here reads them (T4's periodic-input argument
+        # covers them, but is not encoded for one layer that is both), so the oracle leaves them open
+        return LayerInfo(str(spec), p, LayerClass.OTHER)
     if p.structure == Structure.HOUSEHOLDER:
         # each factor I - beta k k^T has eigenvalues 1 and 1 - beta. The declared domain is the
         # product's; with one factor, or a real product domain, it is the factors' domain too.
