@@ -16,7 +16,8 @@ VARIANTS = sorted(MIXERS) + [
     "gateddeltaproduct(neg=true,nh=1)", "gateddeltaproduct(neg=true,nh=3)", "kda(neg=true)", "pdssm(rows=true)",
 ]
 TASKS = ["parity", "modcount:3", "group:C6", "group:S3", "group:A5", "group:C2xC4", "tomita:1", "tomita:3",
-         "tomita:5", "evenpairs", "cycle:5", "offset", "witness:alt", "modarith:5"]
+         "tomita:5", "evenpairs", "cycle:5", "offset", "witness:alt", "modarith:5", "group:A5/gens=2",
+         "group:S5/gens=4"]
 
 
 @pytest.mark.parametrize("spec", VARIANTS)
