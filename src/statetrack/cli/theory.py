@@ -26,12 +26,13 @@ def cmd_oracle(a):
         word = {Decision.POSSIBLE: "yes", Decision.IMPOSSIBLE: "no", Decision.OPEN: "open"}
         colour = {Decision.POSSIBLE: "green", Decision.IMPOSSIBLE: "red", Decision.OPEN: "yellow"}
         def verdict_of(tk: str) -> Callable[[str], str]:
-            return lambda s: f"{word[cell[(s, tk)]['verdict']]} {cell[(s, tk)]['basis']}"
+            return lambda s: (f"{word[cell[(s, tk)]['verdict']]} {cell[(s, tk)]['basis']}"
+                              + (f" [{cell[(s, tk)]['condition']}]" if cell[(s, tk)]["condition"] else ""))
 
         cols = [Col("layers", str)] + [Col(tk, verdict_of(tk), "center") for tk in tks]
         print_table("oracle: can the stack solve the task at every length? (verdict, basis)", cols, specs,
                     caption="yes = possible, no = impossible; basis: a result of docs/science.md "
-                            "(NL = non-linear RNN)",
+                            "(NL = non-linear RNN); [rounding]: holds in float32 through rounding only",
                     styles=lambda r, i: colour[cell[(specs[r], tks[i - 1])]["verdict"]] if i else None)
         return 0
     if not a.layers or not a.task:
@@ -40,7 +41,7 @@ def cmd_oracle(a):
     if a.json:
         print(json.dumps({"layers": a.layers, "task": a.task, **v.as_dict()}))
     else:
-        say(f"{v.verdict} ({v.basis}): {v.reason}")
+        say(f"{v.verdict} ({v.qualified_basis}): {v.reason}")
     return 0
 
 

@@ -41,7 +41,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, Properties, check_expand, dt_bias_init
+from statetrack.layers.base import Mixer, Properties, check_expand, dt_bias_init, exp_rounding
 from statetrack.ops.mamba3 import mamba3_scan, mamba3_step, mamba3_transition, mamba3_zero_state
 
 #: the base of standard RoPE's frequencies (``data_angles=false``)
@@ -82,8 +82,8 @@ class Mamba3(Mixer):
     def properties(self):
         dom = ("[0,1]" if not self.rope else "fixed-phase rotations" if not self.data_angles else
                "damped rotations" if self.a_floor > 0 else "complex disc")
-        return Properties(input_dependent=True, eigenvalues=dom,
-                          structure="diagonal")
+        return Properties(input_dependent=True, eigenvalues=dom, structure="diagonal",
+                          rounding=exp_rounding("the decay exp(Delta_t A_t)", False))
 
     def activation_bytes(self):
         # per step: the projections, and per (head, channel, slot) a, the input term and h (complex64)

@@ -301,7 +301,7 @@ def verdict_table(study, results) -> VerdictTable:
         if cell is None:
             v = oracle(job.train.model.layers, job.train.task)
             cell = by_cell[key] = VerdictCell(job.label, col, job.train.model.layers, job.train.task, v.verdict,
-                                              v.basis, v.reason, ceiling=v.facts.get("accuracy_ceiling"),
+                                              v.qualified_basis, v.reason, ceiling=v.facts.get("accuracy_ceiling"),
                                               quotient=v.facts.get("quotient_tracked"))
         if res is None or res.status != RunStatus.COMPLETE:
             continue
