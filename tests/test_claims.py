@@ -12,6 +12,7 @@ import pytest
 
 from statetrack import claims as claims_mod
 from statetrack.claims import Claims, process_gone, process_id
+from statetrack.errors import UserError
 from statetrack.store import Store
 
 CFG = {"model": {"layers": "rnn"}, "task": "parity", "seed": 0}
@@ -145,3 +146,28 @@ def test_a_ray_sweep_and_a_local_sweep_share_the_work(tmp_path, cli, grid8):
     assert local.returncode == 0, err
     assert len(_once_each(db)) == 2
     assert all(r.status == "complete" for _, r in results)
+
+
+def test_heartbeat_failures_are_logged_and_counted(db, caplog):
+    """A locked or full database is a warning and the beats go on; a bug in beat() is logged with its
+    traceback, counted, and raised when the block ends: a heartbeat never stops unseen."""
+    store = Store(db)
+    a = Claims(store, me="a", timeout=0.6)
+    errors = [UserError("results database 'x': database is locked"), ZeroDivisionError("a bug")]
+
+    def beat():
+        if errors:
+            raise errors.pop(0)
+
+    a.beat = beat
+    hb = claims_mod.Heartbeat(a)
+    with caplog.at_level("WARNING", logger="statetrack.claims"):
+        hb.beat()
+        assert hb.failures == 1 and hb.error is None
+        hb.beat()
+        hb.beat()  # a good beat again
+    assert hb.failures == 2 and isinstance(hb.error, ZeroDivisionError)
+    assert "database is locked" in caplog.records[0].getMessage() and caplog.records[0].levelname == "WARNING"
+    assert caplog.records[1].levelname == "ERROR" and caplog.records[1].exc_info[0] is ZeroDivisionError
+    with pytest.raises(RuntimeError, match="heartbeat failed 2 times.*a bug"), hb:
+        pass

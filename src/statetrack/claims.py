@@ -18,7 +18,7 @@ is never complete twice. A sweep starts by clearing the claims of owners that ar
 """
 from __future__ import annotations
 
-import contextlib
+import logging
 import os
 import socket
 import threading
@@ -27,7 +27,10 @@ import uuid
 from dataclasses import dataclass
 from enum import StrEnum
 
+from statetrack.errors import UserError
 from statetrack.store import RunStatus, Store
+
+log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 60.0
 
@@ -204,23 +207,44 @@ class Claims:
 
 
 class Heartbeat:
-    """A daemon thread that keeps this owner's claims live while the block runs."""
+    """A daemon thread that keeps this owner's claims live while the block runs.
+
+    A beat that fails is logged (logger ``statetrack.claims``) and counted in ``failures``; the next beat
+    tries again. A locked or full database (a UserError) is expected now and then and logged as a
+    warning; any other error is a bug, logged with its traceback, kept in ``error`` and raised when the
+    block ends (unless the block raised), so that it is never lost."""
 
     def __init__(self, claims: Claims):
         self.claims = claims
+        self.failures = 0
+        self.error: Exception | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="statetrack-heartbeat", daemon=True)
 
-    def _loop(self):
+    def _loop(self) -> None:
         every = heartbeat_interval(self.claims.timeout)
         while not self._stop.wait(every):
-            with contextlib.suppress(Exception):  # a locked or full database: the next beat tries again
-                self.claims.beat()
+            self.beat()
+
+    def beat(self) -> None:
+        """One beat; a failure is logged and counted (the class docstring)."""
+        try:
+            self.claims.beat()
+        except UserError as e:  # a locked or full database: the next beat tries again
+            self.failures += 1
+            log.warning("heartbeat of %s failed (%d so far): %s", self.claims.me, self.failures, e)
+        except Exception as e:  # a bug in beat(): logged, counted, raised when the block ends
+            self.failures += 1
+            self.error = self.error or e
+            log.exception("heartbeat of %s failed (%d so far)", self.claims.me, self.failures)
 
     def __enter__(self):
         self._thread.start()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, *exc):
         self._stop.set()
         self._thread.join(timeout=5)
+        if self.error is not None and exc_type is None:
+            raise RuntimeError(f"the heartbeat failed {self.failures} times; the first error: "
+                               f"{self.error!r}") from self.error

@@ -92,11 +92,6 @@ def handled():
         _State.raised = None
 
 
-def received() -> int | None:
-    """The signal this process received (raised, or pending in an idle worker), if any."""
-    return _State.raised or _State.pending
-
-
 def ignored() -> tuple[int, ...]:
     """The signals this process ignores (its workers should ignore them too)."""
     return tuple(int(s) for s in SIGNALS if signal.getsignal(s) is signal.SIG_IGN)

@@ -56,12 +56,6 @@ class Answer:
             raise ValueError(f"bad answer {self}: need 2 <= k <= 255 and 0 <= decisive < offset")
 
 
-def blind_bits(k) -> np.ndarray:
-    """Bits of the uniform guess among k values: log2(k) (0 where k is 0: not an answer)."""
-    k = np.asarray(k, dtype=np.float64)
-    return np.where(k > 0, np.log2(np.maximum(k, 1)), 0.0)
-
-
 def distance_edges(length: int) -> list[int]:
     """Bucket edges for windows of ``length``: 1, 16, 32, ... up to the first edge >= length."""
     edges, e = [1, FIRST_EDGE], FIRST_EDGE

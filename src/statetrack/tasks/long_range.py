@@ -272,13 +272,3 @@ def _suffix_by_rejection(auto: Automaton, p: LongPlan, rng: np.random.Generator,
             raise ValueError(f"the long-range draw at length {p.length} found {got} qualifying suffixes in {tried:,} "
                              f"uniform tries (rate {got / tried:.2g}); too rare to draw by rejection")
     return np.concatenate(kept_s), np.concatenate(kept_e)
-
-
-def log_count_text(log_count: float) -> str:
-    """A count kept as its log, for messages: '12', '3.4e+57'."""
-    if log_count == NEG:
-        return "0"
-    if log_count < math.log(1e6):
-        return f"{round(math.exp(log_count)):,}"
-    e = log_count / math.log(10)
-    return f"{10 ** (e - math.floor(e)):.2f}e+{int(math.floor(e))}"

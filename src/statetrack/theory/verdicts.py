@@ -69,7 +69,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
-from statetrack.errors import UserError
 from statetrack.layers import MIXERS
 from statetrack.layers.base import EigenvalueDomain, Structure
 from statetrack.spec import parse_layers
@@ -758,8 +757,3 @@ def oracle_table(layers: list[str] | None = None, tasks: list[str] | None = None
             v = oracle(spec, t)
             rows.append({"layers": spec, "task": t, **v.as_dict()})
     return rows
-
-
-def check_spec(layers: str) -> None:
-    if not layers or not layers.strip():
-        raise UserError("empty layer spec; give mixer names separated by commas, e.g. 'mamba,s4d'")
