@@ -12,7 +12,7 @@ def chunk_layout(T: int, chunk: int) -> tuple[int, int, int]:
     return C, n, n * C - T
 
 
-def zeros_state(k: Tensor, v: Tensor, dtype=None) -> Tensor:
+def zeros_state(k: Tensor, v: Tensor, dtype: torch.dtype | None = None) -> Tensor:
     """The zero matrix state (B, H, d_k, d_v) for keys k (B, T, H, d_k) and values v (B, T, H, d_v)."""
     B, _, H, dk = k.shape
     return torch.zeros(B, H, dk, v.shape[-1], dtype=dtype or v.dtype, device=v.device)

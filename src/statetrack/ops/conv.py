@@ -8,6 +8,8 @@ which dominates small models and float64 tests.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
@@ -38,7 +40,7 @@ class _CausalConv(torch.autograd.Function):
 
     @staticmethod
     @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
-    def forward(ctx, xt, w, T):
+    def forward(ctx: Any, xt: Tensor, w: Tensor, T: int) -> Tensor:
         ctx.save_for_backward(xt, w)
         ctx.T = T
         return _shifted_sum(xt, w, T)
@@ -46,7 +48,7 @@ class _CausalConv(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     @torch.amp.custom_bwd(device_type="cuda")
-    def backward(ctx, gy):
+    def backward(ctx: Any, gy: Tensor) -> tuple[Tensor, Tensor, None]:
         xt, w = ctx.saved_tensors
         T, K = ctx.T, w.shape[1]
         gxt = torch.empty_like(xt)

@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import tempfile
 from importlib import resources
+from typing import overload
 
 from torch import Tensor
 
@@ -36,7 +37,7 @@ MAMBA_NMAX = 64
 MAMBA3_NMAX = 32
 
 _I64, _INT, _PTR = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p
-_SIGNATURES = {
+_SIGNATURES: dict[str, dict[str, list[type]]] = {
     "mamba_scan": {
         "statetrack_mamba_fwd": [_I64] * 4 + [_INT] + [_PTR] * 9,
         "statetrack_mamba_bwd": [_I64] * 4 + [_INT] + [_PTR] * 16,
@@ -77,6 +78,14 @@ def library(name: str) -> ctypes.CDLL:
         getattr(lib, fn).argtypes = argtypes
         getattr(lib, fn).restype = None
     return lib
+
+
+@overload
+def dense(x: Tensor) -> Tensor: ...
+
+
+@overload
+def dense(x: None) -> None: ...
 
 
 def dense(x: Tensor | None) -> Tensor | None:

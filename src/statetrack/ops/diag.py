@@ -25,6 +25,7 @@ cumulative sum of the angles is no better (3.4e-5), so it is not used.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -114,7 +115,7 @@ def loop_reverse(a: Tensor, gh: Tensor) -> Tensor:
 class _DiagScan(torch.autograd.Function):
     @staticmethod
     @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
-    def forward(ctx, a, b, h0):
+    def forward(ctx: Any, a: Tensor, b: Tensor, h0: Tensor) -> Tensor:
         h = _scan(a, b, h0)
         ctx.save_for_backward(a, h, h0)
         ctx.b_real = not b.is_complex() and a.is_complex()
@@ -122,7 +123,7 @@ class _DiagScan(torch.autograd.Function):
 
     @staticmethod
     @torch.amp.custom_bwd(device_type="cuda")
-    def backward(ctx, gh):
+    def backward(ctx: Any, gh: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         a, h, h0 = ctx.saved_tensors
         if use_chunked(a):
             # small state, long sequence: the chunked scan on the time-reversed sequence (copies are cheap here)
@@ -175,14 +176,14 @@ class _Polar(torch.autograd.Function):
 
     @staticmethod
     @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
-    def forward(ctx, r, theta):
+    def forward(ctx: Any, r: Tensor | None, theta: Tensor) -> Tensor:
         c, s = torch.cos(theta), torch.sin(theta)
         ctx.save_for_backward(r, c, s)
         return torch.complex(c, s) if r is None else torch.complex(r * c, r * s)
 
     @staticmethod
     @torch.amp.custom_bwd(device_type="cuda")
-    def backward(ctx, g):
+    def backward(ctx: Any, g: Tensor) -> tuple[Tensor | None, Tensor]:
         r, c, s = ctx.saved_tensors
         gr = torch.view_as_real(g) if g.is_complex() else torch.stack([g, torch.zeros_like(g)], -1)
         g_re, g_im = gr[..., 0], gr[..., 1]

@@ -59,13 +59,14 @@ def dplr_step(q: Tensor, k: Tensor, v: Tensor, a: Tensor | None, b: Tensor | Non
     """One step: q, k, a, b (B, H, d_k), v (B, H, d_v), log_w (B, H, d_k or 1), S (B, H, d_k, d_v)
     -> (o (B, H, d_v), S)."""
     new = torch.exp(log_w).unsqueeze(-1) * S + k.unsqueeze(-1) * v.unsqueeze(-2)
-    if a is not None:
+    if a is not None and b is not None:
         z = torch.einsum("bhk,bhkv->bhv", a, S)
         new = new + b.unsqueeze(-1) * z.unsqueeze(-2)
     return torch.einsum("bhk,bhkv->bhv", q, new), new
 
 
-def dplr_recurrent(q, k, v, a, b, log_w, S0=None):
+def dplr_recurrent(q: Tensor, k: Tensor, v: Tensor, a: Tensor | None, b: Tensor | None, log_w: Tensor,
+                   S0: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """Step-by-step loop in the inputs' dtype."""
     S = zeros_state(k, v) if S0 is None else S0
     out = []
@@ -77,11 +78,12 @@ def dplr_recurrent(q, k, v, a, b, log_w, S0=None):
     return o, S
 
 
-def dplr_ref(q, k, v, a, b, log_w, S0=None):
+def dplr_ref(q: Tensor, k: Tensor, v: Tensor, a: Tensor | None, b: Tensor | None, log_w: Tensor,
+             S0: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """Reference: the step-by-step loop in float64."""
     d = torch.float64
-    c = (lambda x: None if x is None else x.to(d))  # noqa: E731
-    return dplr_recurrent(c(q), c(k), c(v), c(a), c(b), c(log_w), c(S0))
+    a, b, S0 = (None if x is None else x.to(d) for x in (a, b, S0))
+    return dplr_recurrent(q.to(d), k.to(d), v.to(d), a, b, log_w.to(d), S0)
 
 
 def _segsum(x: Tensor) -> Tensor:
@@ -103,7 +105,8 @@ def _pair(x: Tensor, E: Tensor, y: Tensor) -> Tensor:
     return (x.unsqueeze(-2) * E * y.unsqueeze(-3)).sum(-1)
 
 
-def dplr_chunked(q, k, v, a, b, log_w, S0=None, chunk: int = CHUNK):
+def dplr_chunked(q: Tensor, k: Tensor, v: Tensor, a: Tensor | None, b: Tensor | None, log_w: Tensor,
+                 S0: Tensor | None = None, chunk: int = CHUNK) -> tuple[Tensor, Tensor]:
     """Chunked form: same contract as :func:`dplr_recurrent`."""
     B, T, H, dk = k.shape
     dv = v.shape[-1]
@@ -111,10 +114,9 @@ def dplr_chunked(q, k, v, a, b, log_w, S0=None, chunk: int = CHUNK):
     if T == 0:
         return v.new_zeros(v.shape), S
     C, n, pad = chunk_layout(T, chunk)
-    low_rank = a is not None
     if pad:  # padded steps: w = 1 (log_w = 0), no rank-one term, no write, no query
         q, k, v, log_w = (F.pad(x, (0, 0, 0, 0, 0, pad)) for x in (q, k, v, log_w))
-        if low_rank:
+        if a is not None and b is not None:
             a, b = (F.pad(x, (0, 0, 0, 0, 0, pad)) for x in (a, b))
     # chunk-major: (B, H, n, C, .)
     cm = lambda x: x.reshape(B, n, C, H, x.shape[-1]).permute(0, 3, 1, 2, 4)  # noqa: E731
@@ -130,7 +132,7 @@ def dplr_chunked(q, k, v, a, b, log_w, S0=None, chunk: int = CHUNK):
     Kend = k * Eend
     Mst = torch.diag_embed(Et0[..., -1, :].expand(*k.shape[:3], dk))  # (B, H, n, dk, dk): E(C, 0) S_0
     R = Kend.transpose(-1, -2) @ v  # (B, H, n, dk, dv)
-    if low_rank:
+    if a is not None and b is not None:  # the rank-one term b a^T (a and b come together)
         a, b = cm(a), cm(b)
         # E(t - 1, s) for s < t: the segment sums shifted by one row, strictly lower
         prev = torch.cat([torch.full_like(seg[..., :1, :, :], float("-inf")), seg[..., :-1, :, :]], -3)
@@ -158,7 +160,8 @@ def dplr_chunked(q, k, v, a, b, log_w, S0=None, chunk: int = CHUNK):
     return o, S
 
 
-def dplr(q, k, v, a, b, log_w, S0=None, chunk: int = CHUNK):
+def dplr(q: Tensor, k: Tensor, v: Tensor, a: Tensor | None, b: Tensor | None, log_w: Tensor,
+         S0: Tensor | None = None, chunk: int = CHUNK) -> tuple[Tensor, Tensor]:
     """The PyTorch training form: chunked when chunk > 1, else the step loop."""
     if chunk and chunk > 1:
         return dplr_chunked(q, k, v, a, b, log_w, S0, chunk)
@@ -173,7 +176,8 @@ def gated_delta_terms(k: Tensor, beta: Tensor, g: Tensor) -> tuple[Tensor, Tenso
     return bk, k, -torch.exp(g).unsqueeze(-1) * bk, g.unsqueeze(-1)
 
 
-def gated_delta_rule(q, k, v, beta, g, S0=None, chunk: int = CHUNK, neg: bool = False):
+def gated_delta_rule(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, g: Tensor, S0: Tensor | None = None,
+                     chunk: int = CHUNK, neg: bool = False) -> tuple[Tensor, Tensor]:
     """S_t = alpha_t (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T, o_t = S_t^T q_t, alpha_t = exp(g_t).
 
     q, k (B, T, H, d_k) (k L2-normalised), v (B, T, H, d_v), beta, g (B, T, H). ``neg`` says beta may
@@ -191,7 +195,8 @@ def gated_delta_rule(q, k, v, beta, g, S0=None, chunk: int = CHUNK, neg: bool = 
     return dplr(q, bk, v, a, b, log_w, S0, chunk)
 
 
-def gated_delta_product(q, k, v, beta, g, S0=None, chunk: int = CHUNK, neg: bool = False):
+def gated_delta_product(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, g: Tensor, S0: Tensor | None = None,
+                        chunk: int = CHUNK, neg: bool = False) -> tuple[Tensor, Tensor]:
     """Gated DeltaProduct (Siems2025; fla's ``gated_delta_product``): per token t the gate, then n_h delta steps,
 
         S <- alpha_t S;  S <- (I - beta_j k_j k_j^T) S + beta_j k_j v_j^T  (j = 1..n_h);  o_t = S^T q_t,
@@ -222,7 +227,8 @@ def kda_terms(k: Tensor, beta: Tensor, log_w: Tensor) -> tuple[Tensor, Tensor, T
     return bk, torch.exp(log_w) * k, -bk
 
 
-def kda_rule(q, k, v, beta, log_w, S0=None, chunk: int = CHUNK, neg: bool = False):
+def kda_rule(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, log_w: Tensor, S0: Tensor | None = None,
+             chunk: int = CHUNK, neg: bool = False) -> tuple[Tensor, Tensor]:
     """KDA (Kimi Linear; fla's ``kda``): S_t = (I - beta_t k_t k_t^T) diag(alpha_t) S_{t-1} + beta_t k_t v_t^T,
     o_t = S_t^T q_t, alpha_t = exp(log_w_t) per key channel: Gated DeltaNet with a diagonal gate.
 
@@ -245,7 +251,8 @@ def rwkv7_terms(kappa: Tensor, a_lr: Tensor) -> tuple[Tensor, Tensor]:
     return kappa, -kappa * a_lr
 
 
-def rwkv7_rule(q, k, v, log_w, kappa, a_lr, S0=None, chunk: int = CHUNK):
+def rwkv7_rule(q: Tensor, k: Tensor, v: Tensor, log_w: Tensor, kappa: Tensor, a_lr: Tensor,
+               S0: Tensor | None = None, chunk: int = CHUNK) -> tuple[Tensor, Tensor]:
     """S_t = (diag(w_t) - (kappa_hat_t * a_t) kappa_hat_t^T) S_{t-1} + k_t v_t^T, o_t = S_t^T q_t.
 
     q (RWKV's receptance r), k (the replacement key), kappa (the normalised removal key), a_lr, log_w
@@ -258,7 +265,8 @@ def rwkv7_rule(q, k, v, log_w, kappa, a_lr, S0=None, chunk: int = CHUNK):
     return dplr(q, k, v, a, b, log_w, S0, chunk)
 
 
-def gla_rule(q, k, v, log_w, S0=None, chunk: int = CHUNK):
+def gla_rule(q: Tensor, k: Tensor, v: Tensor, log_w: Tensor, S0: Tensor | None = None,
+             chunk: int = CHUNK) -> tuple[Tensor, Tensor]:
     """S_t = diag(w_t) S_{t-1} + k_t v_t^T, o_t = S_t^T q_t (gated linear attention)."""
     if q.shape[1] and dispatch.use_fla(q):
         from statetrack.ops.fla_gated import gla_fla
@@ -271,6 +279,6 @@ def dplr_transition(a: Tensor | None, b: Tensor | None, log_w: Tensor, dk: int) 
     """The transition matrices diag(w) + b a^T: (..., d_k) -> (..., d_k, d_k)."""
     w = torch.exp(log_w).expand(*log_w.shape[:-1], dk)
     A = torch.diag_embed(w)
-    if a is not None:
+    if a is not None and b is not None:
         A = A + b.unsqueeze(-1) * a.unsqueeze(-2)
     return A

@@ -34,6 +34,8 @@ Three forms:
 """
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -52,7 +54,8 @@ def delta_step(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, S: Tensor) -> tupl
     return torch.einsum("bhk,bhkv->bhv", q, S), S
 
 
-def delta_rule_recurrent(q, k, v, beta, S0=None):
+def delta_rule_recurrent(q: Tensor, k: Tensor, v: Tensor, beta: Tensor,
+                         S0: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """Step-by-step loop in the inputs' dtype."""
     S = zeros_state(k, v) if S0 is None else S0
     out = []
@@ -63,7 +66,7 @@ def delta_rule_recurrent(q, k, v, beta, S0=None):
     return o, S
 
 
-def delta_rule_ref(q, k, v, beta, S0=None):
+def delta_rule_ref(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, S0: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """Reference: the step-by-step loop in float64."""
     d = torch.float64
     return delta_rule_recurrent(q.to(d), k.to(d), v.to(d), beta.to(d), None if S0 is None else S0.to(d))
@@ -77,7 +80,8 @@ def _masks(C: int, like: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     return eye, lower - eye, lower
 
 
-def _chunk_forward(q, k, v, beta, S0):
+def _chunk_forward(q: Tensor, k: Tensor, v: Tensor, beta: Tensor,
+                   S0: Tensor) -> tuple[Tensor, Tensor, tuple[Tensor, ...]]:
     """The chunked form on chunk-major tensors q, k (B, H, n, C, d_k), v (B, H, n, C, d_v), beta
     (B, H, n, C). Returns o (B, H, n, C, d_v), S_T and what the backward pass needs."""
     eye, strict, lower = _masks(k.shape[-2], k)
@@ -109,7 +113,7 @@ class _DeltaChunked(torch.autograd.Function):
 
     @staticmethod
     @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
-    def forward(ctx, q, k, v, beta, S0):
+    def forward(ctx: Any, q: Tensor, k: Tensor, v: Tensor, beta: Tensor, S0: Tensor) -> tuple[Tensor, Tensor]:
         o, S, saved = _chunk_forward(q, k, v, beta, S0)
         ctx.save_for_backward(q, k, v, beta, *saved)
         return o, S
@@ -117,7 +121,7 @@ class _DeltaChunked(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     @torch.amp.custom_bwd(device_type="cuda")
-    def backward(ctx, dO, dST):
+    def backward(ctx: Any, dO: Tensor | None, dST: Tensor | None) -> tuple[Tensor, ...]:
         q, k, v, beta, KK, Tinv, W, Uv, Aqk, U, Ss = ctx.saved_tensors
         _, strict, lower = _masks(k.shape[-2], k)
         if dO is None:
@@ -149,7 +153,8 @@ class _DeltaChunked(torch.autograd.Function):
         return dq, dk, dv, dbeta, dS
 
 
-def delta_rule_chunked(q, k, v, beta, S0=None, chunk: int = CHUNK):
+def delta_rule_chunked(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, S0: Tensor | None = None,
+                       chunk: int = CHUNK) -> tuple[Tensor, Tensor]:
     """Chunked WY/UT form: same contract as :func:`delta_rule_recurrent`."""
     B, T, H, dk = k.shape
     dv = v.shape[-1]
@@ -171,7 +176,8 @@ def delta_rule_chunked(q, k, v, beta, S0=None, chunk: int = CHUNK):
     return o, S
 
 
-def delta_rule(q, k, v, beta, S0=None, chunk: int = CHUNK, neg: bool = False):
+def delta_rule(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, S0: Tensor | None = None, chunk: int = CHUNK,
+               neg: bool = False) -> tuple[Tensor, Tensor]:
     """Training form: chunked when chunk > 0, else the recurrent loop.
 
     On CUDA where flash-linear-attention is installed (``ops.dispatch``) it runs fla's kernels instead

@@ -24,6 +24,8 @@ step by step, so the saved states are the only (B, T, E, N) tensor). Same contra
 """
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
@@ -71,7 +73,8 @@ def _transition(dtv: Tensor, A2: Tensor, neg: bool, out: Tensor) -> Tensor:
     return out.exp2_()
 
 
-def _forward(dt, A2, xu, Bm, Cm, h0, neg: bool):
+def _forward(dt: Tensor, A2: Tensor, xu: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor,
+             neg: bool) -> tuple[Tensor, Tensor, Tensor]:
     """Training forward loop: stores every h (B, T, E, N) for the backward pass; y from one batched matmul."""
     B, T, E = xu.shape
     N = A2.shape[-1]
@@ -91,7 +94,8 @@ def _forward(dt, A2, xu, Bm, Cm, h0, neg: bool):
     return _readout(H, Cm), H, prev
 
 
-def _forward_stream(dt, A2, xu, Bm, Cm, h0, neg: bool, ring: int = 8):
+def _forward_stream(dt: Tensor, A2: Tensor, xu: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor, neg: bool,
+                    ring: int = 8) -> tuple[Tensor, Tensor]:
     """Evaluation loop (no gradients): memory flat in length.
 
     The state is held as (B, N, E), in a ring of ``ring`` buffers: the readout y_t = C_t h_t runs
@@ -134,7 +138,8 @@ def _forward_stream(dt, A2, xu, Bm, Cm, h0, neg: bool, ring: int = 8):
 class _MambaScan(torch.autograd.Function):
     @staticmethod
     @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
-    def forward(ctx, dt, A, u, Bm, Cm, h0, neg):
+    def forward(ctx: Any, dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor,
+                neg: bool) -> tuple[Tensor, Tensor]:
         A2 = A * LOG2E
         xu = dt * u
         y, H, hT = _forward(dt, A2, xu, Bm, Cm, h0, neg)
@@ -145,7 +150,7 @@ class _MambaScan(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     @torch.amp.custom_bwd(device_type="cuda")
-    def backward(ctx, gy, ghT):
+    def backward(ctx: Any, gy: Tensor | None, ghT: Tensor | None) -> tuple[Tensor | None, ...]:
         dt, A, u, xu, Bm, Cm, H, h0 = ctx.saved_tensors
         neg = ctx.neg
         B, T, E = u.shape
@@ -185,7 +190,8 @@ class _MambaScan(torch.autograd.Function):
         return gdt, Q.sum(0), gxu * dt, gB, gC, gh0, None
 
 
-def _forward_c(dt, A, u, Bm, Cm, h0, neg: bool, keep_states: bool):
+def _forward_c(dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor, neg: bool,
+               keep_states: bool) -> tuple[Tensor, Tensor, Tensor | None, Tensor, Tensor]:
     """The C kernel's forward (contiguous float32 inputs): y, h_T, and the states H (B, E, T, N) for
     the backward pass (None when ``keep_states`` is false); A log2(e) and Delta u, which it reads."""
     B, T, E = u.shape
@@ -203,7 +209,8 @@ class _MambaScanC(torch.autograd.Function):
     """The C kernel with gradients (contiguous float32 inputs)."""
 
     @staticmethod
-    def forward(ctx, dt, A, u, Bm, Cm, h0, neg):
+    def forward(ctx: Any, dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor,
+                neg: bool) -> tuple[Tensor, Tensor]:
         y, hT, H, A2, xu = _forward_c(dt, A, u, Bm, Cm, h0, neg, keep_states=True)
         ctx.save_for_backward(dt, A, A2, u, xu, Bm, Cm, H, h0)
         ctx.neg = neg
@@ -211,7 +218,7 @@ class _MambaScanC(torch.autograd.Function):
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, gy, ghT):
+    def backward(ctx: Any, gy: Tensor | None, ghT: Tensor | None) -> tuple[Tensor | None, ...]:
         dt, A, A2, u, xu, Bm, Cm, H, h0 = ctx.saved_tensors
         B, T, E = u.shape
         N = A.shape[-1]
@@ -228,7 +235,8 @@ class _MambaScanC(torch.autograd.Function):
         return gdt, Q.sum(0), gxu * dt, gB, gC, gh0, None
 
 
-def _mamba_scan_c(dt, A, u, Bm, Cm, h0, neg: bool):
+def _mamba_scan_c(dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor,
+                  neg: bool) -> tuple[Tensor, Tensor]:
     dt, A, u, Bm, Cm, h0 = (cpu_kernels.dense(t) for t in (dt, A, u, Bm, Cm, h0))
     if torch.is_grad_enabled() and any(t.requires_grad for t in (dt, A, u, Bm, Cm, h0)):
         return _MambaScanC.apply(dt, A, u, Bm, Cm, h0, neg)

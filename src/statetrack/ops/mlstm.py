@@ -34,9 +34,12 @@ from torch import Tensor
 from statetrack.ops.chunks import chunk_layout
 
 CHUNK = 16
+#: the stored state (C~ (B, H, d_k, d_v), n~ (B, H, d_k), m (B, H))
+State = tuple[Tensor, Tensor, Tensor]
 
 
-def mlstm_zero_state(B: int, H: int, dk: int, dv: int, dtype=None, device=None) -> tuple[Tensor, Tensor, Tensor]:
+def mlstm_zero_state(B: int, H: int, dk: int, dv: int, dtype: torch.dtype | None = None,
+                     device: torch.device | str | None = None) -> State:
     return (torch.zeros(B, H, dk, dv, dtype=dtype, device=device), torch.zeros(B, H, dk, dtype=dtype, device=device),
             torch.zeros(B, H, dtype=dtype, device=device))
 
@@ -47,7 +50,8 @@ def mlstm_gates(ti: Tensor, log_f: Tensor, m: Tensor) -> tuple[Tensor, Tensor, T
     return torch.exp(log_f + m - m_new), torch.exp(ti - m_new), m_new
 
 
-def mlstm_step(q, k, v, ti, log_f, state):
+def mlstm_step(q: Tensor, k: Tensor, v: Tensor, ti: Tensor, log_f: Tensor,
+               state: State) -> tuple[Tensor, State]:
     """One step: q, k (B, H, d_k), v (B, H, d_v), ti, log_f (B, H) -> (h (B, H, d_v), state)."""
     C, n, m = state
     fp, ip, m = mlstm_gates(ti, log_f, m)
@@ -58,7 +62,8 @@ def mlstm_step(q, k, v, ti, log_f, state):
     return num / den.unsqueeze(-1), (C, n, m)
 
 
-def mlstm_recurrent(q, k, v, ti, log_f, state=None):
+def mlstm_recurrent(q: Tensor, k: Tensor, v: Tensor, ti: Tensor, log_f: Tensor,
+                    state: State | None = None) -> tuple[Tensor, State]:
     B, T, H, dk = k.shape
     state = mlstm_zero_state(B, H, dk, v.shape[-1], v.dtype, v.device) if state is None else state
     out = []
@@ -68,14 +73,19 @@ def mlstm_recurrent(q, k, v, ti, log_f, state=None):
     return (torch.stack(out, 1) if out else v.new_zeros(v.shape)), state
 
 
-def mlstm_ref(q, k, v, ti, log_f, state=None):
+def mlstm_ref(q: Tensor, k: Tensor, v: Tensor, ti: Tensor, log_f: Tensor,
+              state: State | None = None) -> tuple[Tensor, State]:
     """Reference: the step-by-step loop in float64."""
     d = torch.float64
-    state = None if state is None else tuple(s.to(d) for s in state)
+    if state is not None:
+        C, n, m = state
+        state = (C.to(d), n.to(d), m.to(d))
     return mlstm_recurrent(q.to(d), k.to(d), v.to(d), ti.to(d), log_f.to(d), state)
 
 
-def mlstm_chunked(q, k, v, ti, log_f, state=None, chunk: int = CHUNK):
+def mlstm_chunked(q: Tensor, k: Tensor, v: Tensor, ti: Tensor, log_f: Tensor,
+                  state: State | None = None,
+                  chunk: int = CHUNK) -> tuple[Tensor, State]:
     """Chunked form: same contract as :func:`mlstm_recurrent`."""
     B, T, H, dk = k.shape
     dv = v.shape[-1]
@@ -106,7 +116,9 @@ def mlstm_chunked(q, k, v, ti, log_f, state=None, chunk: int = CHUNK):
     Cs, ns, ms = [], [], []
     C, nn_, m = state
     for i in range(n):
-        Cs.append(C), ns.append(nn_), ms.append(m)
+        Cs.append(C)
+        ns.append(nn_)
+        ms.append(m)
         m_new = torch.maximum(m + b[:, :, i, -1], M[:, :, i, -1])
         g, r = torch.exp(m + b[:, :, i, -1] - m_new), torch.exp(M[:, :, i, -1] - m_new)
         C = g[..., None, None] * C + r[..., None, None] * R_C[:, :, i]
@@ -123,7 +135,8 @@ def mlstm_chunked(q, k, v, ti, log_f, state=None, chunk: int = CHUNK):
     return h, (C, nn_, m)
 
 
-def mlstm(q, k, v, ti, log_f, state=None, chunk: int = CHUNK):
+def mlstm(q: Tensor, k: Tensor, v: Tensor, ti: Tensor, log_f: Tensor, state: State | None = None,
+          chunk: int = CHUNK) -> tuple[Tensor, State]:
     """The training form: chunked when chunk > 1, else the step loop."""
     if chunk and chunk > 1:
         return mlstm_chunked(q, k, v, ti, log_f, state, chunk)

@@ -73,7 +73,8 @@ def _start(d: Tensor, h0: Tensor | None) -> Tensor:
     return torch.zeros_like(d[:, 0]) if h0 is None else h0
 
 
-def pd_recurrent(idx, d, b, h0=None, rows: bool = False):
+def pd_recurrent(idx: Tensor, d: Tensor, b: Tensor, h0: Tensor | None = None,
+                 rows: bool = False) -> tuple[Tensor, Tensor]:
     """Step-by-step loop in the inputs' dtype."""
     h = _start(d, h0)
     out = []
@@ -83,7 +84,8 @@ def pd_recurrent(idx, d, b, h0=None, rows: bool = False):
     return (torch.stack(out, 1) if out else b.clone()), h
 
 
-def pd_ref(idx, d, b, h0=None, rows: bool = False, soft: Tensor | None = None):
+def pd_ref(idx: Tensor, d: Tensor, b: Tensor, h0: Tensor | None = None, rows: bool = False,
+           soft: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """Reference: the dense matrices in complex128, step by step. With ``soft``, the matrices are the
     straight-through P = hard + soft - soft.detach() of Terzic2025's code (value: the hard one-hot)."""
     c = torch.complex128
@@ -103,7 +105,7 @@ def pd_ref(idx, d, b, h0=None, rows: bool = False, soft: Tensor | None = None):
     return (torch.stack(out, 1) if out else b.clone()), h
 
 
-def _scan(idx, d, b, h0, rows: bool, chunk: int):
+def _scan(idx: Tensor, d: Tensor, b: Tensor, h0: Tensor | None, rows: bool, chunk: int) -> tuple[Tensor, Tensor]:
     """The chunked doubling scan (see the module docstring)."""
     B, T, N = idx.shape
     h = _start(d, h0)
@@ -137,7 +139,8 @@ def _scan(idx, d, b, h0, rows: bool, chunk: int):
     return hs, hs[:, -1]
 
 
-def pd_scan(idx, d, b, h0=None, rows: bool = False, chunk: int = CHUNK, soft: Tensor | None = None):
+def pd_scan(idx: Tensor, d: Tensor, b: Tensor, h0: Tensor | None = None, rows: bool = False, chunk: int = CHUNK,
+            soft: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """The training and evaluation form (chunk > 1; chunk <= 1 runs the loop). ``soft`` (B, T, N, N) or
     None: the relaxed P whose gradient the straight-through estimator passes (module docstring)."""
     run = (lambda i, dd, bb: _scan(i, dd, bb, h0, rows, chunk)) if chunk and chunk > 1 else \

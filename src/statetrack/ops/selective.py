@@ -11,6 +11,8 @@ dL/dB_t = x_t^T Re(g_t)). First-order gradients only (``diag_scan`` itself suppo
 """
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
@@ -23,7 +25,7 @@ def selective_scan_ref(a: Tensor, x: Tensor, Bm: Tensor, h0: Tensor | None = Non
     return diag_scan_ref(a, x.double().unsqueeze(-1) * Bm.double().unsqueeze(-2), h0)
 
 
-def _fwd(a, x, Bm, h0):
+def _fwd(a: Tensor, x: Tensor, Bm: Tensor, h0: Tensor) -> Tensor:
     out = torch.empty(a.shape, dtype=a.dtype, device=a.device)
     o, av, xv, bv = out.unbind(1), a.unbind(1), x.unsqueeze(-1).unbind(1), Bm.unsqueeze(-2).unbind(1)
     prev = h0
@@ -42,7 +44,7 @@ def _fwd(a, x, Bm, h0):
 class _SelectiveScan(torch.autograd.Function):
     @staticmethod
     @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
-    def forward(ctx, a, x, Bm, h0):
+    def forward(ctx: Any, a: Tensor, x: Tensor, Bm: Tensor, h0: Tensor) -> Tensor:
         h = _fwd(a, x, Bm, h0)
         ctx.save_for_backward(a, x, Bm, h, h0)
         return h
@@ -50,7 +52,7 @@ class _SelectiveScan(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     @torch.amp.custom_bwd(device_type="cuda")
-    def backward(ctx, gh):
+    def backward(ctx: Any, gh: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         a, x, Bm, h, h0 = ctx.saved_tensors
         g = loop_reverse(a, gh)
         cj = (lambda z: z.conj()) if h.is_complex() else (lambda z: z)

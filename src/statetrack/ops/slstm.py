@@ -22,11 +22,12 @@ import torch.nn.functional as F
 from torch import Tensor
 
 
-def slstm_zero_state(B: int, H: int, dh: int, dtype=None, device=None) -> tuple[Tensor, ...]:
+def slstm_zero_state(B: int, H: int, dh: int, dtype: torch.dtype | None = None,
+                     device: torch.device | str | None = None) -> tuple[Tensor, ...]:
     return tuple(torch.zeros(B, H, dh, dtype=dtype, device=device) for _ in range(4))
 
 
-def slstm_step(w: Tensor, R: Tensor, state):
+def slstm_step(w: Tensor, R: Tensor, state: tuple[Tensor, ...]) -> tuple[Tensor, tuple[Tensor, ...]]:
     """w (B, 4, H, d_h) -> (h (B, H, d_h), state)."""
     h, c, n, m = state
     raw = w + torch.einsum("ghij,bhj->bghi", R, h)
@@ -42,7 +43,8 @@ def slstm_step(w: Tensor, R: Tensor, state):
     return h, (h, c, n, m_new)
 
 
-def slstm_recurrent(w: Tensor, R: Tensor, state=None):
+def slstm_recurrent(w: Tensor, R: Tensor,
+                    state: tuple[Tensor, ...] | None = None) -> tuple[Tensor, tuple[Tensor, ...]]:
     B, T, _, H, dh = w.shape
     state = slstm_zero_state(B, H, dh, w.dtype, w.device) if state is None else state
     out = []
@@ -52,7 +54,7 @@ def slstm_recurrent(w: Tensor, R: Tensor, state=None):
     return (torch.stack(out, 1) if out else w.new_zeros(B, 0, H, dh)), state
 
 
-def slstm_ref(w: Tensor, R: Tensor, state=None):
+def slstm_ref(w: Tensor, R: Tensor, state: tuple[Tensor, ...] | None = None) -> tuple[Tensor, tuple[Tensor, ...]]:
     """Reference: the step loop in float64."""
     d = torch.float64
     state = None if state is None else tuple(s.to(d) for s in state)

@@ -27,6 +27,8 @@ them instead of recomputing.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import triton
 import triton.language as tl
@@ -123,7 +125,7 @@ def _mamba_fwd_kernel(dt, A2, u, Bm, Cm, h0, y, hT, ckpt, T, E, N, n_tiles,
 
 
 @triton.jit
-def _mamba_bwd_kernel(dt, A, A2, u, Bm, Cm, h0, ckpt, gy, ghT,
+def _mamba_bwd_kernel(dt, A, A2, u, Bm, Cm, ckpt, gy, ghT,
                       gdt, gu, gA, gB, gC, gh0, T, E, N, B, n_tiles,
                       NEG: tl.constexpr, TT: tl.constexpr, BE: tl.constexpr, BN: tl.constexpr):
     b, eb, rows, e, n, m_e, m_n, m_en, en = _program(E, N, TT, BE, BN)
@@ -176,7 +178,8 @@ def _mamba_bwd_kernel(dt, A, A2, u, Bm, Cm, h0, ckpt, gy, ghT,
     tl.store(gA + b * E * N + en, gA_acc, mask=m_en)
 
 
-def _grid_args(B: int, E: int, N: int, T: int, chunk: int | None, block_e: int | None):
+def _grid_args(B: int, E: int, N: int, T: int, chunk: int | None,
+               block_e: int | None) -> tuple[tuple[int, int], int, int, int, int]:
     TT = chunk or CHUNK
     BE = min(block_e or BLOCK_E, triton.next_power_of_2(E))
     if TT & (TT - 1) or BE & (BE - 1):
@@ -184,14 +187,15 @@ def _grid_args(B: int, E: int, N: int, T: int, chunk: int | None, block_e: int |
     return (B, triton.cdiv(E, BE)), TT, BE, triton.next_power_of_2(N), triton.cdiv(T, TT)
 
 
-def _f32(*ts):
+def _f32(*ts: Tensor) -> tuple[Tensor, ...]:
     return tuple(t.detach().to(torch.float32).contiguous() for t in ts)
 
 
 class _MambaScanTriton(torch.autograd.Function):
     @staticmethod
     @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
-    def forward(ctx, dt, A, u, Bm, Cm, h0, neg, chunk, block_e):
+    def forward(ctx: Any, dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor, neg: bool,
+                chunk: int | None, block_e: int | None) -> tuple[Tensor, Tensor]:
         out_dtype = u.dtype
         ctx.in_dtypes = [t.dtype for t in (dt, A, u, Bm, Cm, h0)]
         dt, A, u, Bm, Cm, h0 = _f32(dt, A, u, Bm, Cm, h0)
@@ -213,7 +217,7 @@ class _MambaScanTriton(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     @torch.amp.custom_bwd(device_type="cuda")
-    def backward(ctx, gy, ghT):
+    def backward(ctx: Any, gy: Tensor | None, ghT: Tensor | None) -> tuple[Tensor | None, ...]:
         dt, A, A2, u, Bm, Cm, h0, ckpt = ctx.saved_tensors
         neg, TT, BE = ctx.cfg
         B, T, E = u.shape
@@ -226,7 +230,7 @@ class _MambaScanTriton(torch.autograd.Function):
         gB = torch.empty(grid[1], B, T, N, dtype=torch.float32, device=u.device)
         gC = torch.empty_like(gB)
         gh0 = torch.empty_like(h0)
-        _mamba_bwd_kernel[grid](dt, A, A2, u, Bm, Cm, h0, ckpt, gy, ghT, gdt, gu, gA, gB, gC, gh0,
+        _mamba_bwd_kernel[grid](dt, A, A2, u, Bm, Cm, ckpt, gy, ghT, gdt, gu, gA, gB, gC, gh0,
                                 T, E, N, B, n_tiles, NEG=neg, TT=TT, BE=BE, BN=BN)
         grads = (gdt, gA.sum(0), gu, gB.sum(0), gC.sum(0), gh0)
         return (*(g.to(d) for g, d in zip(grads, ctx.in_dtypes, strict=True)), None, None, None)
@@ -325,7 +329,8 @@ def _planes(z: Tensor) -> Tensor:
 class _SelectiveScanTriton(torch.autograd.Function):
     @staticmethod
     @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
-    def forward(ctx, a, x, Bm, h0, chunk, block_e):
+    def forward(ctx: Any, a: Tensor, x: Tensor, Bm: Tensor, h0: Tensor, chunk: int | None,
+                block_e: int | None) -> Tensor:
         out_dtype = a.dtype
         ctx.in_dtypes = [t.dtype for t in (a, x, Bm, h0)]
         ar, h0r = _planes(a), _planes(h0)
@@ -341,7 +346,7 @@ class _SelectiveScanTriton(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     @torch.amp.custom_bwd(device_type="cuda")
-    def backward(ctx, gh):
+    def backward(ctx: Any, gh: Tensor) -> tuple[Tensor | None, ...]:
         ar, x, Bm, h0r, h = ctx.saved_tensors
         B, T, E, N = ar.shape[:4]
         grid, TT, BE, BN, n_tiles = _grid_args(B, E, N, T, *ctx.cfg)
