@@ -84,7 +84,7 @@ def test_the_outcome_of_a_run_another_sweep_finished(db):
     assert b.claim("done", complete_since=time.time() + 1).state == "claimed"  # --fresh
 
 
-def test_heartbeat_keeps_claims_live(db, monkeypatch):
+def test_heartbeat_keeps_claims_live(db):
     store = Store(db)
     a = Claims(store, me="a", timeout=0.6)
     a.claim("k")

@@ -126,7 +126,7 @@ def test_a_version_1_database_is_read_by_read_only_commands_without_a_write(copy
 
 
 # -- read-only commands never write -------------------------------------------------------------------------
-def test_read_only_commands_leave_the_file_as_it_was(copy, capsys):
+def test_read_only_commands_leave_the_file_as_it_was(copy):
     db, study = copy
     before, files = db.read_bytes(), _files(db.parent)
     for argv in _commands(db, study)[:3]:

@@ -28,7 +28,7 @@ def test_without_cuda_it_skips_saying_why(tmp_path):
     assert "skipped" in p.stdout
 
 
-def test_equivalence_section_runs_and_judges_each_mixer(tmp_path):
+def test_equivalence_section_runs_and_judges_each_mixer():
     res = gpu_check.section_equivalence("cpu", gpu_check.Budget(120), ["negmamba", "deltanet(neg=true)", "aussm"])
     assert [r["mixer"] for r in res["rows"]] == ["negmamba", "deltanet(neg=true)", "aussm"]
     assert res["failed"] == []

@@ -83,6 +83,7 @@ def test_the_cap_is_raised_by_the_option_and_counted_without_expanding(tmp_path)
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads the peak memory from /proc")
+@pytest.mark.slow  # a sweep in a child process until three runs complete, then SIGKILL
 def test_a_sweep_of_a_million_runs_starts_at_once_with_little_memory(tmp_path):
     """The issue this guards against: after 120 s no run had started and the process held 4.6-6.3 GB."""
     db = tmp_path / "r.db"

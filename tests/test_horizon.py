@@ -210,15 +210,12 @@ def _brute_pairs(spec: dict):
     return go, reps, access, cls, sep
 
 
-def exhaustive_horizon(spec: dict, model, max_len: int, max_loop: int, max_pump: int = 12):
-    """The failure horizon by exhaustive search, written without the toolkit: every pair of states (of the
-    minimal DFA), every loop word of 1 .. max_loop symbols; per (pair, word) the family u_p w^pre (w^period)^n v
-    / u_q w^pre (w^period)^n v where pre and period come from repeating w on the pair until it repeats; every
-    string run through the model whole. Returns (horizon, {pair: horizon})."""
-    go, reps, access, cls, sep = _brute_pairs(spec)
+def _brute_families(spec, go, reps, access, cls, sep, max_len, max_loop, max_pump):
+    """Every (pair, loop word) family of exhaustive_horizon: (string -> the (family, member, n) that need its
+    answer, [(pair, labels, prefixes, pumped word, v)])."""
     sig = spec["alphabet"]
     rep_of = {c: q for q in reps for c in [cls[q]]}
-    strings: dict[tuple, list] = {}  # string -> the (family, member, n) that need its answer
+    strings: dict[tuple, list] = {}
     fams = []
     for p, q in itertools.combinations(reps, 2):
         for k in range(1, max_loop + 1):
@@ -243,6 +240,16 @@ def exhaustive_horizon(spec: dict, model, max_len: int, max_loop: int, max_pump:
                         s = us[m] + pump * n + v
                         if s:
                             strings.setdefault(s, []).append((fam, m, n))
+    return strings, fams
+
+
+def exhaustive_horizon(spec: dict, model, max_len: int, max_loop: int, max_pump: int = 12):
+    """The failure horizon by exhaustive search, written without the toolkit: every pair of states (of the
+    minimal DFA), every loop word of 1 .. max_loop symbols; per (pair, word) the family u_p w^pre (w^period)^n v
+    / u_q w^pre (w^period)^n v where pre and period come from repeating w on the pair until it repeats; every
+    string run through the model whole. Returns (horizon, {pair: horizon})."""
+    go, reps, access, cls, sep = _brute_pairs(spec)
+    strings, fams = _brute_families(spec, go, reps, access, cls, sep, max_len, max_loop, max_pump)
     answer = {}
     by_len: dict[int, list] = {}
     for s in strings:

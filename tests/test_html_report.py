@@ -126,7 +126,7 @@ def test_partial_and_wide_tables(report):
     assert "<td>RNN</td>" in last and "paper: extrapolation (8-30)" in last and "paper: validation" in last
 
 
-def test_empty_report_says_so(tmp_path):
+def test_empty_report_says_so():
     from statetrack.report.html import status_html
     from statetrack.report.writer import Report
 

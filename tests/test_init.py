@@ -31,14 +31,14 @@ def test_step_zero_is_validated_and_kept_unless_beaten():
     model = build_model(cfg.model, get_task("parity"))
     start = copy.deepcopy(model.state_dict())
     r = train(cfg, model=model)
-    assert r.curve[0]["step"] == 0 and r.curve[0]["train_loss"] is None
-    assert r.curve[0]["val_accuracy"] <= r.best_val_accuracy
-    later = [(p["val_accuracy"], -p["val_loss"]) for p in r.curve[1:]]
+    assert r.curve[0].step == 0 and r.curve[0].train_loss is None
+    assert r.curve[0].val_accuracy <= r.best_val_accuracy
+    later = [(p.val_accuracy, -p.val_loss) for p in r.curve[1:]]
     if r.best_step == 0:  # an absurd learning rate: nothing beat the start, so the start is returned
-        assert all(x <= (r.curve[0]["val_accuracy"], -r.curve[0]["val_loss"]) for x in later)
+        assert all(x <= (r.curve[0].val_accuracy, -r.curve[0].val_loss) for x in later)
         assert all(torch.equal(start[k], v) for k, v in r.model.state_dict().items())
     else:
-        assert max(later) > (r.curve[0]["val_accuracy"], -r.curve[0]["val_loss"])
+        assert max(later) > (r.curve[0].val_accuracy, -r.curve[0].val_loss)
 
 
 def test_construction_readout_is_a_fixed_point():
@@ -62,7 +62,7 @@ def test_construction_readout_is_a_fixed_point():
 
 def test_training_from_the_s3_construction_keeps_it():
     res = train(_s3_cfg(), model=init_model(_s3_cfg()))
-    assert res.curve[0]["step"] == 0 and res.curve[0]["val_accuracy"] == 1.0
+    assert res.curve[0].step == 0 and res.curve[0].val_accuracy == 1.0
     m = evaluate(res.model, get_task("group:S3"), EvalConfig(lengths=[100], batch_size=64))[0]
     assert m.accuracy == 1.0
 

@@ -35,13 +35,18 @@ def test_a_run_that_learns_stops_there_and_records_the_step(tmp_path):
     assert res.learned_at_step is not None
     # stopped at the validation that completed the streak: learned_validations - 1 validations later
     assert res.steps_run == res.learned_at_step + (cfg.learned_validations - 1) * cfg.eval_every
-    accs = {p["step"]: p["val_accuracy"] for p in res.curve}
+    accs = {p.step: p.val_accuracy for p in res.curve}
     assert all(accs[s] >= 0.99 for s in range(res.learned_at_step, res.steps_run + 1, cfg.eval_every))
     # the run is still scored at its test lengths, and the summary carries the same fields
     r = run(cfg, EvalConfig(lengths=[16], batch_size=32, device="cpu"), db=tmp_path / "t.db")
     assert r.summary["learned_at_step"] == res.learned_at_step
     assert r.summary["stop_reason"] == "learned"
-    assert r.metrics[0].accuracy is not None
+    # the same seed trains the same model: the run's numbers at 16 are those of the model trained above
+    from statetrack.evaluation import evaluate
+
+    (m,) = evaluate(res.model, get_task("parity"), EvalConfig(lengths=[16], batch_size=32, device="cpu"))
+    assert (r.metrics[0].length, r.metrics[0].n_sequences) == (16, m.n_sequences)
+    assert (r.metrics[0].accuracy, r.metrics[0].token_accuracy) == (m.accuracy, m.token_accuracy)
 
 
 def test_a_run_that_does_not_learn_records_none():

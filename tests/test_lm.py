@@ -22,6 +22,7 @@ from statetrack.lm.synthetic import program
 from statetrack.lm.tokens import BOS, EOS, ByteTokenizer
 from statetrack.lm.traces import session
 from statetrack.tasks import get_task
+from statetrack.tasks.base import CorpusTask
 from statetrack.tasks.lm import LMTask
 
 V = 259
@@ -166,7 +167,7 @@ def test_traces_run_as_doctests_and_answers_need_far_state():
     for _ in range(40):
         data, answers = session(r)
         test = doctest.DocTestParser().get_doctest(data.decode(), {}, "session", None, 0)
-        assert doctest.DocTestRunner().run(test, out=lambda s: None).failed == 0  # every printed list is right
+        assert doctest.DocTestRunner().run(test, out=lambda _s: None).failed == 0  # every printed list is right
         _check_answers(data, answers, traces.FAR, b"012")
         assert [a.k for a in answers] == [3, 2] * (len(answers) // 2)
         for a in answers[::2]:  # the first digit of each print; no other reveal since the decisive one
@@ -237,7 +238,7 @@ def fake_task(fake_source, tmp_path_factory):
 
 def test_lm_batches_are_shifted_windows(fake_task):
     t = fake_task
-    assert t.kind == "lm" and t.num_classes == t.vocab_size == V and t.name == "lm:stdlib"
+    assert isinstance(t, CorpusTask) and t.num_classes == t.vocab_size == V and t.name == "lm:stdlib"
     b = t.sample_batch(np.random.default_rng(0), 8, 32)
     assert b.inputs.shape == (8, 32) and b.mask.all()
     assert (b.inputs[:, 1:] == b.targets[:, :-1]).all()  # targets = inputs shifted by one
@@ -286,7 +287,7 @@ class _Uniform(nn.Module):
         super().__init__()
         self.w = nn.Parameter(torch.zeros(1))
 
-    def init_state(self, batch):
+    def init_state(self, _batch):
         return None
 
     def forward(self, x, state=None):
@@ -362,7 +363,8 @@ def test_baselines_against_a_hand_computation(monkeypatch):
     assert bl.baseline_hits(c, w, "bigram").tolist() == [[False, False, False]]  # argmax: 1->1 (tie by count), 0->1
 
 
-def test_compressor_baselines(tmp_path, capsys):
+@pytest.mark.slow  # xz -9e over a real corpus's test split
+def test_compressor_baselines(capsys):
     import bz2
     import gzip
     import lzma

@@ -213,14 +213,16 @@ def cpu_form(request, monkeypatch):
 
 
 @pytest.mark.parametrize("neg", [False, True])
-def test_mamba_scan_float32_long(neg, cpu_form):
+@pytest.mark.usefixtures("cpu_form")
+def test_mamba_scan_float32_long(neg):
     ins = _mamba_inputs(2, 10_000, 4, 3, torch.float32, 12)
     y, h = mamba_scan(*ins, neg=neg)
     yr, hr = mamba_scan_ref(*ins, neg=neg)
     assert rel_err(y, yr) <= 1e-4 and rel_err(h, hr) <= 1e-4
 
 
-def test_mamba_scan_gradients_float32_agree_with_reference(cpu_form):
+@pytest.mark.usefixtures("cpu_form")
+def test_mamba_scan_gradients_float32_agree_with_reference():
     ins = [t.requires_grad_() for t in _mamba_inputs(3, 300, 5, 4, torch.float32, 13)]
     w = torch.randn(3, 300, 5)
     g1 = torch.autograd.grad((mamba_scan(*ins, neg=True)[0] * w).sum(), ins)

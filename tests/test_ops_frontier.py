@@ -480,7 +480,7 @@ def _fake_fla(monkeypatch, calls):
         m = types.ModuleType(name)
         m.__dict__.update(fns)
         monkeypatch.setitem(sys.modules, name, m)
-    monkeypatch.setattr(dispatch, "use_fla", lambda x: True)
+    monkeypatch.setattr(dispatch, "use_fla", lambda _x: True)
 
 
 @pytest.mark.parametrize("neg", [False, True])

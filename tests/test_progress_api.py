@@ -35,7 +35,7 @@ def test_train_progress_callback_or_none(caplog):
     with caplog.at_level(logging.INFO, logger="statetrack"):
         train(CFG, progress=events.append)
         train(CFG, progress=False)
-        train(CFG, on_step=lambda step, info: None)  # own callbacks: no log either
+        train(CFG, on_step=lambda _step, _info: None)  # own callbacks: no log either
     assert not [r for r in caplog.records if r.name == "statetrack"]
     assert [e["step"] for e in events] == [0, 10, 20] and all(e["event"] == "validation" for e in events)
     assert events[-1]["steps"] == 20 and events[-1]["message"].startswith("train rnn on parity: step 20/20")

@@ -77,7 +77,7 @@ def test_sigterm_stops_reproduce_before_its_report(tmp_path, cli, grid8):
 def test_an_interrupt_in_the_api_starts_no_further_run(db, grid8):
     seen = []
 
-    def on_done(job, res):
+    def on_done(_job, res):
         seen.append(res.run_id)
         raise KeyboardInterrupt
 

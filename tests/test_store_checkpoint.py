@@ -120,7 +120,7 @@ TRAIN = ["train", "--d-model", "2", "--d-state", "4", "--steps", "10", "--eval-e
          "--eval-batch", "8", "--json"]
 
 
-def test_two_databases_in_one_folder_keep_their_own_checkpoints(tmp_path, capsys):
+def test_two_databases_in_one_folder_keep_their_own_checkpoints(tmp_path):
     from statetrack.cli import main
     from statetrack.files import sha256_file
 

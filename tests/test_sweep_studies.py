@@ -188,6 +188,7 @@ def _count(db, status):
         return 0
 
 
+@pytest.mark.slow  # two sweeps in child processes, one killed with SIGKILL
 def test_sigkill_mid_sweep_then_resume(tmp_path):
     path = _write(tmp_path, "s", SMALL.replace("STEPS", "60"))
     (tmp_path / "killed").mkdir()  # the command line makes no folder but runs/
@@ -231,6 +232,7 @@ def test_sigkill_mid_sweep_then_resume(tmp_path):
     assert all(row["seeds"] == 2 for t in rep.tables for row in t.rows)
 
 
+@pytest.mark.slow  # starts Ray
 def test_ray_executor_matches_local(tmp_path):
     pytest.importorskip("ray")
     path = _write(tmp_path, "s", SMALL.replace("STEPS", "15"))

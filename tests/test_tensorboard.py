@@ -10,7 +10,7 @@ TRAIN = ["train", "--layers", "rnn", "--d-model", "2", "--steps", "20", "--eval-
          "--test-lengths", "8,16", "--eval-batch", "4"]
 
 
-def test_train_writes_event_files(tmp_path, capsys):
+def test_train_writes_event_files(tmp_path):
     pytest.importorskip("tensorboard")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 

@@ -211,9 +211,16 @@ def test_no_rule_contradicts_another():
                                   "tomita:1", "tomita:2", "tomita:7", "offset:two-isis", "witness:ones",
                                   "witness:pulse:6", "group:C1"])
 def test_every_task_family_gets_a_verdict(task):
+    """Each verdict meets its rule's hypotheses on the layers' declared properties, and the non-linear RNN
+    tracks every one of these tasks (the rule NL; group:C1's labels never change)."""
+    from statetrack.theory.verdicts import Decision, check_hypotheses
+
     for layers in ("rnn", "mamba", "s4d,mamba", "negmamba*2"):
         r = oracle(layers, task)
-        assert r.verdict in ("possible", "impossible", "open") and r.reason
+        assert isinstance(r.verdict, Decision) and r.reason, (layers, task)
+        assert check_hypotheses(layers, r) == [], (layers, task, r)
+    r = oracle("rnn", task)
+    assert (r.verdict, r.basis) == (Decision.POSSIBLE, "-" if task == "group:C1" else "NL"), task
 
 
 def test_evenpairs_is_star_free_and_dfa_files_work(tmp_path):

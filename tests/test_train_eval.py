@@ -75,7 +75,7 @@ def test_accuracy_uses_the_last_scored_position():
             return Batch(x, x.copy(), mask)
 
     class Echo(torch.nn.Module):  # right everywhere except at the final position
-        def init_state(self, b):
+        def init_state(self, _b):
             return None
 
         def forward(self, x, state):

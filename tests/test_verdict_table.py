@@ -80,7 +80,7 @@ def test_outcomes(verdict, seeds, outcome):
     assert _cell(verdict, seeds).outcome == outcome
 
 
-def test_report_sections_and_leaderboard(tmp_path):
+def test_report_sections_and_leaderboard():
     from statetrack.report.leaderboard import leaderboard_html
 
     results = []

@@ -135,7 +135,8 @@ def test_a_read_only_file_system(tmp_path, capsys, study, ckpt, mount_tmpfs):
 
 
 # -- a full disk ---------------------------------------------------------------------------------------
-def test_a_full_disk(tmp_path, capsys, study, ckpt, mount_tmpfs):
+@pytest.mark.usefixtures("study")
+def test_a_full_disk(capsys, ckpt, mount_tmpfs):
     full = mount_tmpfs("full")
     db = str(full / "r.db")
     assert main(TRAIN + ["--db", db]) == 0

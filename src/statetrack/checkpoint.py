@@ -108,7 +108,7 @@ class Inspection:
     """What a checkpoint declares, checked against its header (no tensor read yet)."""
 
     path: Path
-    config: object  # TrainConfig
+    config: TrainConfig
     extra: dict
     task: object
     params: int

@@ -37,7 +37,7 @@ A length at which the draw has no sequences (``draws.unavailable``, e.g. no acce
 length, or a window language in the long-range draw) is not scored: its metrics are None and ``note``
 says why.
 
-A language-modelling task (``task.kind == "lm"``) is scored on its test split instead, by
+A language-modelling task (a ``CorpusTask``) is scored on its test split instead, by
 ``statetrack.lm.metrics`` (loss, bits per byte, loss by position bucket); ``evaluate_run`` chooses, and
 gives an LM run the length metrics above too (of next-token prediction: ``accuracy`` at the last
 position of each window, ``token_accuracy`` over all of them, chance = the most frequent
@@ -59,6 +59,7 @@ from statetrack.horizon import measure_horizons
 from statetrack.lm.metrics import evaluate_lm
 from statetrack.memory import release_free_memory
 from statetrack.tasks import Task, draws
+from statetrack.tasks.base import CorpusTask
 
 #: the 97.5% quantile of the standard normal distribution (two-sided 95% intervals)
 Z95 = 1.959963984540054
@@ -104,12 +105,13 @@ class LengthMetrics:
     def interval(self, metric: str = "accuracy") -> tuple[float, float] | None:
         """The 95% interval of ``accuracy`` or, through this length's chance, of ``scaled_accuracy``
         (None for other metrics and for lengths that are not scored)."""
-        if self.accuracy is None or self.accuracy_low is None:
+        if self.accuracy is None or self.accuracy_low is None or self.accuracy_high is None:
             return None
         if metric == "accuracy":
             return self.accuracy_low, self.accuracy_high
-        if metric == "scaled_accuracy" and self.chance is not None and self.chance < 1:
-            return scaled(self.accuracy_low, self.chance), scaled(self.accuracy_high, self.chance)
+        if metric == "scaled_accuracy" and self.chance is not None:
+            low, high = scaled(self.accuracy_low, self.chance), scaled(self.accuracy_high, self.chance)
+            return None if low is None or high is None else (low, high)  # None: chance 1
         return None
 
     @classmethod
@@ -264,7 +266,7 @@ def evaluate_more(model, task: Task, cfg: EvalConfig) -> tuple[dict[str, list[Le
     pair of states up to the longest test length (``horizon.measure_horizons``: {"horizon": shortest or
     None, "horizon_max": N, "pair": the pair of states that broke first, "pairs": one row per pair, ...};
     empty for a task without an automaton). Language models: nothing."""
-    if task.kind == "lm":
+    if isinstance(task, CorpusTask):
         return {}, {}
     more = {s: evaluate(model, task, cfg, split=s) for s in cfg.splits[1:]}
     horizons: dict = {}
@@ -275,8 +277,8 @@ def evaluate_more(model, task: Task, cfg: EvalConfig) -> tuple[dict[str, list[Le
 
 
 def evaluate_run(model, task: Task, cfg: EvalConfig, on_length: Callable | None = None) -> tuple[list, list]:
-    """(length metrics, LM metrics): the second is empty unless ``task.kind == "lm"``."""
-    if task.kind != "lm":
+    """(length metrics, LM metrics): the second is empty unless ``task`` is a ``CorpusTask``."""
+    if not isinstance(task, CorpusTask):
         return evaluate(model, task, cfg, on_length), []
 
     device = resolve_device(cfg.device)

@@ -169,7 +169,7 @@ def _rows(model, auto, fams: list[Family], names: dict, max_len: int, device) ->
         for i in (0, 1):
             scored = ans[i] >= 0
             right[i, scored] = ans[i][scored] == fam.labels[i]
-        wrong = ~right.all(axis=0)
+        wrong = ~np.asarray(right.all(axis=0))
         first = int(np.argmax(wrong)) if wrong.any() else None
         horizon = None if first is None else min(fam.length(i, first) for i in (0, 1) if not right[i, first])
         rows.append({**fam.as_dict(auto.symbols, auto.tokens, auto.label_name),

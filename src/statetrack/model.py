@@ -6,11 +6,15 @@ evaluates on sequences of any length in fixed memory (``forward`` on chunks, or 
 """
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
 from torch import Tensor, nn
 
 from statetrack.config import ModelConfig
 from statetrack.layers import Mixer, build_mixer
 from statetrack.spec import parse_layers
+
+M = TypeVar("M", bound=Mixer)
 
 
 def _norm(kind: str, d: int) -> nn.Module:
@@ -19,6 +23,13 @@ def _norm(kind: str, d: int) -> nn.Module:
 
 
 class Block(nn.Module):
+    """``x + mixer(norm(x))``, then ``x + mlp(x)`` where the config asks for an MLP.
+
+    Args:
+        mixer (Mixer): the sequence mixer, [B, T, D] -> [B, T, D] with its state.
+        cfg (ModelConfig): the width D, the norm and whether there is an MLP.
+    """
+
     def __init__(self, mixer: Mixer, cfg: ModelConfig):
         super().__init__()
         d = cfg.d_model
@@ -27,14 +38,14 @@ class Block(nn.Module):
         self.mlp = nn.Sequential(_norm(cfg.norm, d), nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d)) \
             if cfg.mlp else None
 
-    def forward(self, x, state=None):
+    def forward(self, x: Tensor, state: Any = None) -> tuple[Tensor, Any]:
         y, state = self.mixer(self.norm(x), state)
         x = x + y
         if self.mlp is not None:
             x = x + self.mlp(x)
         return x, state
 
-    def step(self, x, state):
+    def step(self, x: Tensor, state: Any) -> tuple[Tensor, Any]:
         y, state = self.mixer.step(self.norm(x), state)
         x = x + y
         if self.mlp is not None:
@@ -52,9 +63,22 @@ class Model(nn.Module):
         self.norm = _norm(cfg.norm, cfg.d_model)
         self.head = nn.Linear(cfg.d_model, num_classes)
 
+    def block(self, i: int) -> Block:
+        """The ``i``-th block."""
+        b = self.blocks[i]
+        assert isinstance(b, Block)
+        return b
+
+    def mixer(self, i: int, kind: type[M]) -> M:
+        """The ``i``-th layer's mixer, checked to be a ``kind`` (a construction sets a known mixer's weights)."""
+        m = self.block(i).mixer
+        if not isinstance(m, kind):
+            raise TypeError(f"layer {i} is a {type(m).__name__}, not a {kind.__name__}")
+        return m
+
     @property
     def mixers(self) -> list[Mixer]:
-        return [b.mixer for b in self.blocks]
+        return [self.block(i).mixer for i in range(len(self.blocks))]
 
     def activation_bytes(self) -> int:
         """Bytes the largest block holds per sequence and time step in a forward pass without gradients
@@ -80,8 +104,8 @@ class Model(nn.Module):
         """One token per sequence: token (B,) -> logits (B, num_classes), new states."""
         x = self.embed(token)
         new = []
-        for block, s in zip(self.blocks, states, strict=True):
-            x, s = block.step(x, s)
+        for i, s in zip(range(len(self.blocks)), states, strict=True):
+            x, s = self.block(i).step(x, s)
             new.append(s)
         return self.head(self.norm(x)), new
 

@@ -30,7 +30,7 @@ def compute_traces(model, probes, length: int | None = None) -> dict[str, dict]:
     model = model.eval()
     for probe in probes:
         task = get_task(probe)
-        n = length or getattr(task, "default_length", None) or 200
+        n = length or task.default_length or 200
         b = task.sample_batch(np.random.default_rng(PROBE_SEED), 1, n)
         logits, _ = model(torch.as_tensor(b.inputs))
         p = torch.softmax(logits.float(), -1)[0].numpy()

@@ -37,6 +37,7 @@ from statetrack.plugins import load_plugins
 from statetrack.spec import parse_layers
 from statetrack.store import DEFAULT_DB, RunStatus, Store
 from statetrack.tasks import get_task
+from statetrack.tasks.base import CorpusTask, Scoring
 from statetrack.tasks.registry import ORIGIN as TASK_ORIGIN
 from statetrack.theory.constructions import init_model
 from statetrack.training import TrainingDiverged, train
@@ -85,7 +86,7 @@ def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
     meta_model(train_cfg.model, task)  # unknown mixer / bad option -> UserError, without allocating weights
     resolve_device(train_cfg.device)  # 'cuda' without a GPU -> UserError, before the database exists
     resolve_device(eval_cfg.device)
-    if train_cfg.supervision == Supervision.EVERY and task.scoring != "every" and not task.prefix_labels:
+    if train_cfg.supervision == Supervision.EVERY and task.scoring != Scoring.EVERY and not task.prefix_labels:
         raise UserError(f"supervision 'every' needs a task whose every position is labelled with its prefix's "
                         f"answer; {task.name} labels only its final position (allowed: supervision 'task')")
     short = [n for n in eval_cfg.lengths if n < train_cfg.train_min_len]
@@ -110,13 +111,13 @@ def stored_config(train_cfg: TrainConfig, eval_cfg: EvalConfig) -> dict:
     return {**train_cfg.model_dump(), "eval": eval_cfg.model_dump(), **({"plugins": plugins} if plugins else {})}
 
 
-def initial_model(cfg: TrainConfig, task):
+def initial_model(cfg: TrainConfig):
     """The model training starts from: the construction named by ``cfg.init`` (with its noise), or None
     for a fresh model built by ``train``."""
     if not cfg.init:
         return None
 
-    return init_model(cfg, task)
+    return init_model(cfg)
 
 
 def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_DB,
@@ -128,7 +129,7 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
     length (progress); ``reuse``: return the complete run with the same key instead of training.
     ``owner``: the sweep whose claim this run runs under (``statetrack.claims``; default this process)."""
     task = check_run(train_cfg, eval_cfg)
-    start = initial_model(train_cfg, task)  # a bad --init fails here, before anything is written
+    start = initial_model(train_cfg)  # a bad --init fails here, before anything is written
     store = Store(db)
     key = run_key(train_cfg, eval_cfg, study, label)
     if reuse and (done := complete_result(store, key)):
@@ -162,7 +163,7 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
                "params": sum(p.numel() for p in res.model.parameters()),
                **{f"longest_90_{s}": longest_generalized(ms) for s, ms in more.items()},
                **({"horizons": horizons} if horizons else {})}
-    if task.kind == "lm":
+    if isinstance(task, CorpusTask):
         summary["corpus"] = task.provenance()
     path = Path(checkpoint_dir) / f"run{run_id}-{run_uuid[:8]}.safetensors" if checkpoint_dir else \
         store.checkpoint_name(run_id, run_uuid)
@@ -176,16 +177,17 @@ def _record(store: Store, run_id: int, res, metrics, lm, summary: dict, t0: floa
             more: dict | None = None) -> RunResult:
     """Write the checkpoint, then the results, as the module docstring says (which failure keeps what)."""
     ckpt = None
+    curve = [p.as_dict() for p in res.curve]
     try:
         try:
             ckpt, sha = write_checkpoint()
         except UserError as e:  # no room for the weights: keep the numbers, say the file is missing
             summary = {**summary, "checkpoint_error": str(e)}
-            store.finish_run(run_id, metrics, None, time.time() - t0, summary, res.curve, lm_metrics=lm,
+            store.finish_run(run_id, metrics, None, time.time() - t0, summary, curve, lm_metrics=lm,
                              split_metrics=more)
             raise UserError(f"run {run_id} is recorded complete with its metrics but without a checkpoint: "
                             f"{e}") from None
-        if not store.finish_run(run_id, metrics, str(ckpt), time.time() - t0, summary, res.curve, sha, lm, more):
+        if not store.finish_run(run_id, metrics, str(ckpt), time.time() - t0, summary, curve, sha, lm, more):
             _remove(ckpt)  # another sweep took the run over meanwhile: its row is not ours to complete
             return RunResult(run_id, RunStatus.INTERRUPTED, [], {"reason": "the run was taken over by another sweep"},
                              None)
@@ -206,7 +208,8 @@ def _record(store: Store, run_id: int, res, metrics, lm, summary: dict, t0: floa
 
 def store_status(store: Store, run_id: int) -> str | None:
     try:
-        return store.run(run_id)["status"]
+        status: str = store.run(run_id)["status"]
+        return status
     except UserError:
         return None
 

@@ -26,9 +26,9 @@ import contextlib
 import queue
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -36,6 +36,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from statetrack.config import Supervision
+from statetrack.tasks.base import Scoring
 
 if TYPE_CHECKING:
     from statetrack.config import TrainConfig
@@ -244,8 +245,17 @@ def make_step(model: nn.Module, cfg: TrainConfig, schedule: Schedule,
 
 
 # -- batches ---------------------------------------------------------------------------------------------
+#: a training batch: inputs [B, T] (int64), targets [B, T] (int64), mask [B, T] (bool)
+TrainBatch = tuple[Tensor, Tensor, Tensor]
+
+
+def _each(f: Callable[[Any], Tensor], arrays: tuple[Any, Any, Any]) -> TrainBatch:
+    x, y, m = arrays
+    return f(x), f(y), f(m)
+
+
 def batches(task: Task, rng: np.random.Generator, cfg: TrainConfig, device: torch.device,
-            prefetch: int = 4) -> Iterator[tuple[Tensor, ...]]:
+            prefetch: int = 4) -> Generator[TrainBatch, None, None]:
     """Training batches (x, y, mask) on ``device``: one length drawn per step from the training range (its
     top rising by stages under a length curriculum, ``TrainConfig.max_length_at``), then a batch of that
     length, from ``rng`` in that order. With ``supervision: every`` the mask covers every position (each
@@ -253,10 +263,10 @@ def batches(task: Task, rng: np.random.Generator, cfg: TrainConfig, device: torc
     them ahead (the same draws in the same order) into pinned memory, and the copies to the device do not
     wait."""
     lo = cfg.train_min_len
-    every = cfg.supervision == Supervision.EVERY and task.scoring != "every"
+    every = cfg.supervision == Supervision.EVERY and task.scoring != Scoring.EVERY
     step = 0
 
-    def draw():
+    def draw() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         nonlocal step
         step += 1
         b = task.sample_batch(rng, cfg.batch_size, int(rng.integers(lo, cfg.max_length_at(step) + 1)))
@@ -264,21 +274,21 @@ def batches(task: Task, rng: np.random.Generator, cfg: TrainConfig, device: torc
 
     if device.type != "cuda":
         while True:
-            yield tuple(torch.as_tensor(a, device=device) for a in draw())
+            yield _each(lambda a: torch.as_tensor(a, device=device), draw())
     q: queue.Queue = queue.Queue(maxsize=prefetch)
     stop = threading.Event()
 
-    def work():
+    def work() -> None:
         try:
             while not stop.is_set():
-                item = tuple(torch.from_numpy(np.ascontiguousarray(a)).pin_memory() for a in draw())
+                item = _each(lambda a: torch.from_numpy(np.ascontiguousarray(a)).pin_memory(), draw())
                 while not stop.is_set():
                     try:
                         q.put(item, timeout=0.1)
                         break
                     except queue.Full:
                         continue
-        except BaseException as e:  # handed to the training loop, which raises it
+        except BaseException as e:  # noqa: BLE001 - handed to the training loop, which raises it
             q.put(e)
 
     thread = threading.Thread(target=work, daemon=True, name="statetrack-batches")
@@ -288,6 +298,6 @@ def batches(task: Task, rng: np.random.Generator, cfg: TrainConfig, device: torc
             item = q.get()
             if isinstance(item, BaseException):
                 raise item
-            yield tuple(a.to(device, non_blocking=True) for a in item)
+            yield _each(lambda a: a.to(device, non_blocking=True), item)
     finally:
         stop.set()

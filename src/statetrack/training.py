@@ -28,7 +28,7 @@ import copy
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
 import numpy as np
@@ -39,7 +39,8 @@ from statetrack.device import resolve_device
 from statetrack.model import Model, build_model
 from statetrack.progress import Progress, TrainProgress, sink
 from statetrack.steps import TrainingDiverged, batches, make_step
-from statetrack.tasks import Task, get_task
+from statetrack.tasks import get_task
+from statetrack.tasks.base import CorpusTask, Task
 
 #: a validation loss above this many times ln(classes) (the loss of a uniform guess) is divergence
 DIVERGED_FACTOR = 1e3
@@ -58,6 +59,23 @@ class StopReason(StrEnum):
     LEARNED = "learned"  # ``stop_when_learned`` and the task was learnt
 
 
+@dataclass(frozen=True)
+class CurvePoint:
+    """One validation of a run's learning curve: step 0 is the starting weights, before any step (no
+    training loss or accuracy yet); ``train_*`` are over the steps since the previous validation."""
+
+    step: int
+    train_loss: float | None
+    train_accuracy: float | None
+    val_accuracy: float
+    val_loss: float
+    lr: float
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        """The point as the database and the ``on_step`` callbacks take it."""
+        return asdict(self)
+
+
 @dataclass
 class TrainResult:
     model: Model
@@ -65,11 +83,11 @@ class TrainResult:
     best_step: int
     best_val_accuracy: float
     best_val_loss: float
-    train_accuracy: float
+    train_accuracy: float | None
     steps_run: int
     stopped_early: bool
     wall_time: float
-    curve: list[dict] = field(default_factory=list)
+    curve: list[CurvePoint] = field(default_factory=list)
     #: the first validation step of the first run of ``learned_validations`` validations in a row at
     #: ``learned_accuracy`` or more (in-distribution); None: not learnt within the steps run
     learned_at_step: int | None = None
@@ -172,10 +190,7 @@ def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None
     NaN or infinite.
     """
     t0 = time.time()
-    out = sink(progress, callbacks=bool(on_step or on_train_step))
-    if out is not None:
-        log = TrainProgress(out, f"train {cfg.model.layers} on {cfg.task}", cfg.steps).on_step
-        on_step = log if on_step is None else (lambda s, info, first=on_step: (first(s, info), log(s, info)))
+    on_step = _logged(cfg, progress, on_step, on_train_step)
     task = task or get_task(cfg.task)
     device = resolve_device(cfg.device)
     set_seed(cfg.seed)
@@ -187,62 +202,97 @@ def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None
     val = validation_set(task, cfg, device)
     data = batches(task, rng, cfg, device)
     limit = diverged_limit(task.num_classes)
-
-    # the best checkpoint: highest validation accuracy, then lowest loss; for language models (whose
-    # next-token accuracy says little) lowest validation loss alone
-    lm = task.kind == "lm"
+    lm = isinstance(task, CorpusTask)  # the best checkpoint of a language model: by validation loss alone
     # step 0: the starting weights are the first candidate, kept unless a later validation beats them
     acc, vloss = validate(model, val)
     if not math.isfinite(vloss):
         raise TrainingDiverged(0, vloss)
-    curve = [{"step": 0, "train_loss": None, "train_accuracy": None, "val_accuracy": acc, "val_loss": vloss,
-              "lr": stepper.lr()}]
-    best, best_step, bad = (acc, vloss), 0, 0
-    best_state = copy.deepcopy(model.state_dict())
+    curve = [CurvePoint(0, None, None, acc, vloss, stepper.lr())]
+    best = Best(model, acc, vloss, by_loss=lm)
     learning = Learning(cfg)
     reason = StopReason.BUDGET
     if not lm:
         learning.see(0, acc)
     if on_step:
-        on_step(0, curve[0])
+        on_step(0, curve[0].as_dict())
     step = 0
     for step in range(1, cfg.steps + 1):
         stepper.step(*next(data), step)
         if on_train_step:
             on_train_step(step)
-        if step % cfg.eval_every == 0 or step == cfg.steps:
-            stats = stepper.read()
-            if stats.bad_step:
-                raise TrainingDiverged(stats.bad_step, stats.bad_loss)
-            acc, vloss = validate(model, val)
-            if not math.isfinite(vloss):
-                raise TrainingDiverged(step, vloss)
-            if vloss > limit:
-                uniform = limit / DIVERGED_FACTOR
-                raise TrainingDiverged(step, vloss, f"validation loss {vloss:.3g} at step {step} is over "
-                                       f"{DIVERGED_FACTOR:g} times that of a uniform guess ({uniform:.3g}): "
-                                       "training diverged")
-            info = {"step": step, "train_loss": stats.loss, "train_accuracy": stats.accuracy,
-                    "val_accuracy": acc, "val_loss": vloss, "lr": stepper.lr()}
-            curve.append(info)
-            improved = vloss < best[1] if lm else (acc, -vloss) > (best[0], -best[1])
-            if improved:
-                best, best_step, bad = (acc, vloss), step, 0
-                best_state = copy.deepcopy(model.state_dict())
-            else:
-                bad += 1
-            learned = not lm and learning.see(step, acc)
-            if on_step:
-                on_step(step, info)
-            if learned and cfg.stop_when_learned:
-                reason = StopReason.LEARNED
-                break
-            if bad >= cfg.patience:
-                reason = StopReason.PATIENCE
-                break
+        if step % cfg.eval_every != 0 and step != cfg.steps:
+            continue
+        stats = stepper.read()
+        if stats.bad_step:
+            raise TrainingDiverged(stats.bad_step, stats.bad_loss)
+        acc, vloss = validate(model, val)
+        check_validation(step, vloss, limit)
+        point = CurvePoint(step, stats.loss, stats.accuracy, acc, vloss, stepper.lr())
+        curve.append(point)
+        best.offer(model, step, acc, vloss)
+        learned = not lm and learning.see(step, acc)
+        if on_step:
+            on_step(step, point.as_dict())
+        if learned and cfg.stop_when_learned:
+            reason = StopReason.LEARNED
+            break
+        if best.bad >= cfg.patience:
+            reason = StopReason.PATIENCE
+            break
     data.close()
-    model.load_state_dict(best_state)
+    model.load_state_dict(best.state)
     model.eval()
-    return TrainResult(model, cfg, best_step, best[0], best[1],
-                       curve[-1]["train_accuracy"] if curve else float("nan"), step,
+    return TrainResult(model, cfg, best.step, best.accuracy, best.loss,
+                       curve[-1].train_accuracy, step,
                        step < cfg.steps, time.time() - t0, curve, learning.learned_at, reason)
+
+
+def _logged(cfg: TrainConfig, progress: Progress, on_step: Callable[[int, dict], None] | None,
+            on_train_step: Callable[[int], None] | None) -> Callable[[int, dict], None] | None:
+    """``on_step``, followed by a log line per validation where ``progress`` asks for one."""
+    out = sink(progress, callbacks=bool(on_step or on_train_step))
+    if out is None:
+        return on_step
+    log = TrainProgress(out, f"train {cfg.model.layers} on {cfg.task}", cfg.steps).on_step
+    if on_step is None:
+        return log
+    first = on_step
+
+    def both(step: int, info: dict) -> None:
+        first(step, info)
+        log(step, info)
+    return both
+
+
+def check_validation(step: int, vloss: float, limit: float) -> None:
+    """Raise TrainingDiverged for a validation loss that is not finite or is over ``limit``."""
+    if not math.isfinite(vloss):
+        raise TrainingDiverged(step, vloss)
+    if vloss > limit:
+        uniform = limit / DIVERGED_FACTOR
+        raise TrainingDiverged(step, vloss, f"validation loss {vloss:.3g} at step {step} is over "
+                               f"{DIVERGED_FACTOR:g} times that of a uniform guess ({uniform:.3g}): "
+                               "training diverged")
+
+
+class Best:
+    """The best validated weights so far: highest validation accuracy, then lowest loss; with ``by_loss``
+    (language models, whose next-token accuracy says little) lowest validation loss alone. ``bad``:
+    validations since the last improvement."""
+
+    def __init__(self, model: Model, accuracy: float, loss: float, by_loss: bool):
+        self.accuracy, self.loss, self.step, self.bad, self.by_loss = accuracy, loss, 0, 0, by_loss
+        self.state = copy.deepcopy(model.state_dict())
+
+    def offer(self, model: Model, step: int, accuracy: float, loss: float) -> bool:
+        """Keep the model's weights if this validation beats the best; True if it did."""
+        if self.by_loss:
+            improved = loss < self.loss
+        else:
+            improved = (accuracy, -loss) > (self.accuracy, -self.loss)
+        if not improved:
+            self.bad += 1
+            return False
+        self.accuracy, self.loss, self.step, self.bad = accuracy, loss, step, 0
+        self.state = copy.deepcopy(model.state_dict())
+        return True

@@ -124,7 +124,7 @@ def generators_for(name: str) -> tuple[str, list[list[int]]]:
     if None in orders:
         kind, n = factors[orders.index(None)]
         raise too_big(canonical, f"{n}!/2" if kind == "A" else f"{n}!")
-    order = math.prod(orders)
+    order = math.prod(o for o in orders if o is not None)
     if order > MAX_ORDER:
         raise too_big(canonical, order)
     parts = [_factor_generators(k, n) for k, n in factors]

@@ -12,11 +12,12 @@ from statetrack.errors import UserError
 def cmd_generate(a):
     from statetrack.checkpoint import load_checkpoint
     from statetrack.lm.sampling import check_generation, generate
+    from statetrack.tasks.base import CorpusTask
 
     check_generation(a.tokens, a.temperature, a.top_k)  # before the checkpoint is loaded
     a.checkpoint = checkpoint_path(a)
     model, cfg, task, _ = load_checkpoint(a.checkpoint)
-    if task.kind != "lm":
+    if not isinstance(task, CorpusTask):
         raise UserError(f"checkpoint {a.checkpoint!r} was trained on task {task.name!r}, not a corpus; generate "
                         "needs a language model (a task lm:stdlib, lm:synthetic, ...)")
     text = generate(model, task.tokenizer, a.prompt, a.tokens, a.temperature, a.top_k, a.seed)

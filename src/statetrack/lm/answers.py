@@ -87,7 +87,8 @@ def answer_buckets(nats: np.ndarray, hits: np.ndarray, k: np.ndarray, distance: 
     bits = nats / math.log(2)
     edges = distance_edges(L)
     out = []
-    groups = [(lo, hi, inside & (distance >= lo) & (distance < hi)) for lo, hi in itertools.pairwise(edges)]
+    groups: list[tuple[int | None, int | None, np.ndarray]] = [
+        (lo, hi, inside & (distance >= lo) & (distance < hi)) for lo, hi in itertools.pairwise(edges)]
     groups.append((None, None, is_ans & ~inside))
     for lo, hi, sel in groups:
         n = int(sel.sum())

@@ -107,7 +107,7 @@ def evaluate_baselines(corpus, lengths: list[int], tokens: int | None = None, ba
     counts = train_counts(corpus)
     split = corpus.split("test")
     tb = corpus.tokenizer.token_bytes
-    out = {b: [] for b in BASELINES}
+    out: dict[str, list] = {b: [] for b in BASELINES}
     for L in lengths:
         toks, answers = eval_windows(split, L, n_windows_for(L, tokens, batch_size, windows), seed)
         for b in BASELINES:

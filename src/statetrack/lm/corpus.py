@@ -45,6 +45,7 @@ import sysconfig
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -52,7 +53,7 @@ from statetrack.errors import UserError
 from statetrack.files import write_file
 from statetrack.lm import synthetic, traces
 from statetrack.lm.answers import Answer
-from statetrack.lm.tokens import DEFAULT_BPE_VOCAB, BPETokenizer, ByteTokenizer, token_dtype
+from statetrack.lm.tokens import DEFAULT_BPE_VOCAB, BPETokenizer, ByteTokenizer, Tokenizer, token_dtype
 from statetrack.untrusted import read_json
 
 FORMAT = 2  # 2: answers far from their decisive statement, with k and distance; the traces corpus
@@ -103,7 +104,8 @@ def stdlib_files(root: str | os.PathLike | None = None) -> tuple[list[Path], dic
     root = Path(root) if root is not None else stdlib_root()
     if not root.is_dir():
         raise UserError(f"standard library folder {str(root)!r} not found")
-    kept, dropped = [], {}
+    kept: list[Path] = []
+    dropped: dict[str, int] = {}
     for p in root.rglob("*.py"):
         rel = p.relative_to(root)
         rule = _excluded(rel)
@@ -167,7 +169,7 @@ def _write_split(folder: Path, split: str, docs: list[Document], tok, suffix: st
     h = hashlib.sha256()
     offsets, n_tokens, n_bytes = [], 0, 0
     any_answers = any(d.answers is not None for d in docs)
-    answer_path = (lambda ext: folder / f"{split}.{suffix}.{ext}") if any_answers else (lambda ext: os.devnull)
+    answer_path = (lambda ext: folder / f"{split}.{suffix}.{ext}") if any_answers else (lambda _ext: os.devnull)
     with open(path, "wb") as f, open(answer_path("answers"), "wb") as fa, open(answer_path("distance"), "wb") as fd:
         for d in docs:
             ids = tok.encode(d.data)
@@ -219,7 +221,7 @@ def _build(name: str, seed: int, final: Path, source) -> None:
     tmp.mkdir(parents=True)
     try:
         tok = ByteTokenizer()
-        manifest = {"format": FORMAT, "corpus": name, "seed": seed, "python": platform.python_version(),
+        manifest: dict[str, Any] = {"format": FORMAT, "corpus": name, "seed": seed, "python": platform.python_version(),
                     "source": src, "excluded": dropped,
                     "excluded_dirs": list(EXCLUDED_DIRS) if name == "stdlib" else [],
                     "heldout_fraction": HELDOUT_FRACTION, "tokenizer": tok.describe(), "splits": {}}
@@ -291,7 +293,7 @@ def train_tokenizer(folder: Path, tokenizer: str) -> None:
         return
     entries = {}
     for split in SPLITS:
-        docs = [Document(n, d, a) for n, d, a in source._documents_with_answers(split)]
+        docs = [Document(n, d, a) for n, d, a in source.documents_with_answers(split)]
         entries[split] = _write_split_in_place(folder, split, docs, tok, suffix)
     _write_json(folder / f"manifest-{suffix}.json", {"tokenizer": tok.describe(), "splits": entries})
 
@@ -318,6 +320,7 @@ class Corpus:
         self.manifest = read_json(folder / "manifest.json", "corpus manifest")
         self.name, self.seed = self.manifest["corpus"], self.manifest["seed"]
         self.tokenizer_name = tokenizer
+        self.tokenizer: Tokenizer
         if tokenizer == "bytes":
             self.tokenizer, self.suffix = ByteTokenizer(), "u16"
         else:
@@ -341,10 +344,11 @@ class Corpus:
 
     def documents(self, split: str):
         """The split's documents as bytes, read back from the byte-token file one at a time."""
-        for _, data, _ in self._documents_with_answers(split):
+        for _, data, _ in self.documents_with_answers(split):
             yield data
 
-    def _documents_with_answers(self, split: str):
+    def documents_with_answers(self, split: str):
+        """The split's documents as (name, bytes, answers) read back from its files (answers None without)."""
         mm = np.memmap(self.folder / f"{split}.u16", dtype=np.uint16, mode="r")
         ans_path = self.folder / f"{split}.u16.answers"
         ans = np.memmap(ans_path, dtype=np.uint8, mode="r") if ans_path.is_file() else None

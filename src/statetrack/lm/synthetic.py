@@ -106,6 +106,7 @@ def program(r: random.Random) -> tuple[bytes, list[Answer]]:
             flag = not flag
             prog.add("p = not p")
         else:
+            assert far  # a check is drawn only with a value far enough back
             v = far[_int(r, len(far))]
             line = f"assert p is {flag}" if v == "p" else f"assert {v} == {vals[v]}"
             at = prog.size + 12

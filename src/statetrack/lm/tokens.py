@@ -158,6 +158,10 @@ class BPETokenizer:
                 "specials": dict(zip(SPECIALS, (self.bos, self.eos, self.pad), strict=True))}
 
 
+#: a corpus's tokenizer: bytes, or a byte-level BPE (the same methods)
+Tokenizer = ByteTokenizer | BPETokenizer
+
+
 def token_dtype(vocab_size: int):
     """The smallest unsigned dtype that holds every id (uint16 for bytes + specials)."""
     return np.uint8 if vocab_size <= 256 else np.uint16 if vocab_size <= 65536 else np.uint32

@@ -21,6 +21,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+from statetrack.errors import UserError
 from statetrack.report.plots import close, save, slug, spectrum_figure
 from statetrack.report.verdicts import TRACKED, VerdictCell, VerdictTable
 from statetrack.theory.spectra import spectrum
@@ -90,7 +91,7 @@ def evidence_markdown(table: VerdictTable, figdir: Path, folder: str, formats=("
         if ckpt and Path(ckpt).is_file():
             try:
                 result = spectrum(ckpt)
-            except Exception as e:
+            except (UserError, OSError) as e:
                 md.append(f"- Spectrum: the best seed's checkpoint could not be read ({type(e).__name__}: {e})")
             else:
                 md.append(f"- Spectrum of the best seed (seed {c.best_seed().seed}): {spectrum_summary(result)}.")

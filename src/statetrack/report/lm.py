@@ -169,36 +169,10 @@ def bpb_table(study, cells: list[Cell], base: dict) -> LMTable:
         header += [f"{col}: bpb @{at[col]}"] + ([f"{col}: answer bpb"] if answers[col] else [])
     t = LMTable(study.name, "bpb", "Bits per byte on the test split", header)
     for label in labels_of(cells):
-        row = [label, "-"]
-        for col in cols:
-            c, L = find_cell(cells, label, col), at[col]
-            if c is None:
-                row += ["-"] * (1 + answers[col])
-                continue
-            row[1] = params_text(cells, label)
-            vals = c.values(L)
-            text = fmt_bpb(vals, c.values(L, "bpb_se"))
-            if vals and statistics.median(vals) >= base[col]["bigram"][L].bpb:
-                text += " " + MARK
-            row.append(text)
-            t.records.append(_record(study, "bpb", label, col, "bpb", L, vals, c.params, c.lr))
-            if answers[col]:
-                a = c.values(L, "answer_bpb")
-                row.append(fmt_bpb(a))
-                t.records.append(_record(study, "bpb", label, col, "answer_bpb", L, a, c.params, c.lr))
-        t.rows.append(row)
+        t.rows.append(_model_bpb_row(study, t, cells, label, base, at, answers))
     names = [name for name, _, _ in baseline_rows(base, cols[0], at[cols[0]])]
     for i, name in enumerate(names):
-        row = [name, "-"]
-        for col in cols:
-            rows = baseline_rows(base, col, at[col])
-            _, bpb, ans = rows[i] if i < len(rows) else (name, None, None)
-            row.append("-" if bpb is None else f"{bpb:.3f}")
-            if bpb is not None:
-                t.records.append(_record(study, "bpb", name, col, "bpb", at[col], [bpb]))
-            if answers[col]:
-                row.append("-" if ans is None else f"{ans:.3f}")
-        t.rows.append(row)
+        t.rows.append(_baseline_bpb_row(study, t, i, name, base, at, answers))
     if any(base[col]["blind"] is not None for col in cols):
         row = [BLIND, "-"]
         for col in cols:
@@ -216,6 +190,44 @@ def bpb_table(study, cells: list[Cell], base: dict) -> LMTable:
                  f"{BLIND}: the mean of log2 k over the same answers, k the number of values an answer can take for "
                  "a reader that does not know the state; only a model that carries the state goes below it.")
     return t
+
+
+def _model_bpb_row(study, t: LMTable, cells: list[Cell], label: str, base: dict, at: dict[str, int],
+                   answers: dict[str, bool]) -> list[str]:
+    """A model's row of the bits-per-byte table (its records added to ``t``)."""
+    row = [label, "-"]
+    for col in at:
+        c, L = find_cell(cells, label, col), at[col]
+        if c is None:
+            row += ["-"] * (1 + answers[col])
+            continue
+        row[1] = params_text(cells, label)
+        vals = c.values(L)
+        text = fmt_bpb(vals, c.values(L, "bpb_se"))
+        if vals and statistics.median(vals) >= base[col]["bigram"][L].bpb:
+            text += " " + MARK
+        row.append(text)
+        t.records.append(_record(study, "bpb", label, col, "bpb", L, vals, c.params, c.lr))
+        if answers[col]:
+            a = c.values(L, "answer_bpb")
+            row.append(fmt_bpb(a))
+            t.records.append(_record(study, "bpb", label, col, "answer_bpb", L, a, c.params, c.lr))
+    return row
+
+
+def _baseline_bpb_row(study, t: LMTable, i: int, name: str, base: dict, at: dict[str, int],
+                      answers: dict[str, bool]) -> list[str]:
+    """The ``i``-th baseline's row of the bits-per-byte table (its records added to ``t``)."""
+    row = [name, "-"]
+    for col in at:
+        rows = baseline_rows(base, col, at[col])
+        _, bpb, ans = rows[i] if i < len(rows) else (name, None, None)
+        row.append("-" if bpb is None else f"{bpb:.3f}")
+        if bpb is not None:
+            t.records.append(_record(study, "bpb", name, col, "bpb", at[col], [bpb]))
+        if answers[col]:
+            row.append("-" if ans is None else f"{ans:.3f}")
+    return row
 
 
 def training_table(study, cells: list[Cell]) -> LMTable:
@@ -452,45 +464,59 @@ def verdicts(cells: list[Cell], base: dict) -> list[str]:
                          f"among {', '.join(f'{lr:g}' for lr in tried)}: "
                          + ", ".join(f"{c.label} {c.lr:g}" for c in grid) + ".")
     for col in columns_of(cells):
-        comp = base[col].get("compressors", {})
-        mine = [(c.label, statistics.median(c.values(eval_length(c)))) for c in cells
-                if c.column == col and c.values(eval_length(c))]
-        if comp and mine:
-            gz, xz = comp["gzip"], comp["xz"]
-            not_below = [f"{label} ({v:.3f})" for label, v in mine if v >= gz.bpb]
-            best = min(mine, key=lambda x: x[1])
-            lines.append(f"{col}: below {gz.label} ({gz.bpb:.3f}): {len(mine) - len(not_below)} of {len(mine)} models"
-                         + (f"; not below: {', '.join(not_below)}" if not_below else "")
-                         + f". The best, {best[0]} at {best[1]:.3f}, is {'below' if best[1] < xz.bpb else 'not below'}"
-                         f" {xz.label} ({xz.bpb:.3f})"
-                         + (f" and {'below' if best[1] < comp['xz_train'].bpb else 'not below'} "
-                            f"{comp['xz_train'].label} ({comp['xz_train'].bpb:.3f})" if "xz_train" in comp else "")
-                         + ".")
-        L = eval_length(next(c for c in cells if c.column == col))
-        blind = blind_in_context(base, col, L) if base[col].get("blind") is not None else None
-        if blind is None:
-            continue
-        below = [c.label for c in cells if c.column == col and in_context_bpb(c)
-                 and statistics.median(in_context_bpb(c)) < blind]
-        lines.append(f"Answers of {col} whose decisive statement is in context: {len(below)} model(s) below the "
-                     f"state-blind level {blind:.3f}" + (f" ({', '.join(below)})" if below else
-                                                         ": no model carries the state at this scale")
-                     + f" (intervals and distances: table answers-{col}).")
+        lines += _compressor_verdict(cells, base, col) + _blind_verdict(cells, base, col)
     for fam, a, b in pairs(labels_of(cells)):
         for col in columns_of(cells):
             ca, cb = find_cell(cells, a, col), find_cell(cells, b, col)
-            if not (ca and cb and ca.values(eval_length(ca)) and cb.values(eval_length(cb))):
-                continue
-            La, Lb = eval_length(ca), eval_length(cb)
-            va, vb = ca.values(La), cb.values(Lb)
-            d = statistics.median(vb) - statistics.median(va)
-            note = ""
-            if len(va) > 1 and len(vb) > 1:
-                overlap = min(vb) <= max(va) and min(va) <= max(vb)
-                note = " (the seeds' ranges overlap)" if overlap else " (the seeds' ranges do not overlap)"
-            elif ca.values(La, "bpb_se") and cb.values(Lb, "bpb_se"):
-                noise = 2 * math.hypot(ca.values(La, "bpb_se")[0], cb.values(Lb, "bpb_se")[0])
-                note = (f" ({'within' if abs(d) <= noise else 'beyond'} twice its standard error over the test "
-                        f"windows, {noise:.3f}, counted unpaired; one seed, so nothing on the seed-to-seed spread)")
-            lines.append(f"{fam} on {col}: {NEG} minus {POS} = {d:+.3f} bpb{note}")
+            if ca and cb and ca.values(eval_length(ca)) and cb.values(eval_length(cb)):
+                lines.append(_pair_verdict(fam, col, ca, cb))
     return lines
+
+
+def _compressor_verdict(cells: list[Cell], base: dict, col: str) -> list[str]:
+    """How many models of column ``col`` are below gzip, and whether the best is below xz ([] without them)."""
+    comp = base[col].get("compressors", {})
+    mine = [(c.label, statistics.median(c.values(eval_length(c)))) for c in cells
+            if c.column == col and c.values(eval_length(c))]
+    if not (comp and mine):
+        return []
+    gz, xz = comp["gzip"], comp["xz"]
+    not_below = [f"{label} ({v:.3f})" for label, v in mine if v >= gz.bpb]
+    best = min(mine, key=lambda x: x[1])
+    return [f"{col}: below {gz.label} ({gz.bpb:.3f}): {len(mine) - len(not_below)} of {len(mine)} models"
+            + (f"; not below: {', '.join(not_below)}" if not_below else "")
+            + f". The best, {best[0]} at {best[1]:.3f}, is {'below' if best[1] < xz.bpb else 'not below'}"
+            f" {xz.label} ({xz.bpb:.3f})"
+            + (f" and {'below' if best[1] < comp['xz_train'].bpb else 'not below'} "
+               f"{comp['xz_train'].label} ({comp['xz_train'].bpb:.3f})" if "xz_train" in comp else "")
+            + "."]
+
+
+def _blind_verdict(cells: list[Cell], base: dict, col: str) -> list[str]:
+    """The models of column ``col`` below the state-blind level on answers in context ([] without one)."""
+    L = eval_length(next(c for c in cells if c.column == col))
+    blind = blind_in_context(base, col, L) if base[col].get("blind") is not None else None
+    if blind is None:
+        return []
+    below = [c.label for c in cells if c.column == col and in_context_bpb(c)
+             and statistics.median(in_context_bpb(c)) < blind]
+    return [f"Answers of {col} whose decisive statement is in context: {len(below)} model(s) below the "
+            f"state-blind level {blind:.3f}" + (f" ({', '.join(below)})" if below else
+                                                ": no model carries the state at this scale")
+            + f" (intervals and distances: table answers-{col})."]
+
+
+def _pair_verdict(fam: str, col: str, ca: Cell, cb: Cell) -> str:
+    """What [-1,1] (``cb``) costs against [0,1] (``ca``) for one family on one corpus, with its noise."""
+    La, Lb = eval_length(ca), eval_length(cb)
+    va, vb = ca.values(La), cb.values(Lb)
+    d = statistics.median(vb) - statistics.median(va)
+    note = ""
+    if len(va) > 1 and len(vb) > 1:
+        overlap = min(vb) <= max(va) and min(va) <= max(vb)
+        note = " (the seeds' ranges overlap)" if overlap else " (the seeds' ranges do not overlap)"
+    elif ca.values(La, "bpb_se") and cb.values(Lb, "bpb_se"):
+        noise = 2 * math.hypot(ca.values(La, "bpb_se")[0], cb.values(Lb, "bpb_se")[0])
+        note = (f" ({'within' if abs(d) <= noise else 'beyond'} twice its standard error over the test "
+                f"windows, {noise:.3f}, counted unpaired; one seed, so nothing on the seed-to-seed spread)")
+    return f"{fam} on {col}: {NEG} minus {POS} = {d:+.3f} bpb{note}"

@@ -109,7 +109,7 @@ def _published_number(v):
     return float(v)
 
 
-def compare(study, cell: TableCell, max_len: int | None) -> bool | None:
+def compare(study, cell: TableCell) -> bool | None:
     """True when our selected value and the published one differ beyond the study's tolerance."""
     pub = _published_number(cell.published)
     if pub is None or cell.selected is None:

@@ -181,7 +181,7 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
                     col_max = max(n for j, _ in cruns for n in j.eval.lengths)
                     if kind == "longest" and cell.selected is not None and cell.selected >= col_max:
                         cell.capped = True
-                    cell.differs = compare(study, cell, col_max)
+                    cell.differs = compare(study, cell)
                     if kind == "longest":
                         cell.uncertain = any(run_uncertain(study, r) for j, r in cruns
                                              if r is not None and r.status == RunStatus.COMPLETE

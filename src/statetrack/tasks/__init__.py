@@ -22,7 +22,7 @@ _LAZY = {"Batch": "statetrack.tasks.base", "Task": "statetrack.tasks.base", "dra
          "label_shares": "statetrack.tasks.sampling", "sample_json": "statetrack.tasks.sampling"}
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name in _LAZY:  # heavy: numpy
         module = importlib.import_module(_LAZY[name] or f"statetrack.tasks.{name}")
         value = module if not _LAZY[name] else getattr(module, name)

@@ -32,6 +32,7 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 NEG = -np.inf
 
@@ -39,7 +40,8 @@ NEG = -np.inf
 class Automaton:
     """A labelled deterministic automaton (see the module docstring)."""
 
-    def __init__(self, delta, start: int, labels, num_classes: int, tokens=None, outputs=None,
+    def __init__(self, delta: ArrayLike, start: int, labels: ArrayLike, num_classes: int,
+                 tokens: ArrayLike | None = None, outputs: ArrayLike | None = None,
                  symbols: Sequence[str] | None = None, label_names: Sequence[str] | None = None,
                  state_names: Sequence[str] | None = None):
         self.delta = np.asarray(delta, dtype=np.int64)
@@ -57,7 +59,7 @@ class Automaton:
         if self.delta.min() < 0 or self.delta.max() >= n_states or not 0 <= self.start < n_states:
             raise ValueError("automaton transition to an unknown state")
         # predecessors of each state, padded with the index n_states (a -inf slot in the counts)
-        pairs = [[] for _ in range(n_states)]
+        pairs: list[list[tuple[int, int]]] = [[] for _ in range(n_states)]
         for q in range(n_states):
             for a in range(n_symbols):
                 pairs[int(self.delta[q, a])].append((q, a))
@@ -105,7 +107,7 @@ class Automaton:
             out[:, t] = q
         return out
 
-    def apply(self, word: Sequence[int], states: np.ndarray | None = None) -> np.ndarray:
+    def apply(self, word: Sequence[int], states: ArrayLike | None = None) -> np.ndarray:
         """The state each state reaches on ``word`` (symbol indices): an array over the states."""
         q = np.arange(self.n_states) if states is None else np.asarray(states, dtype=np.int64)
         for a in word:
@@ -115,7 +117,7 @@ class Automaton:
     def access_words(self) -> dict[int, tuple[int, ...]]:
         """A shortest string reaching each reachable state, the first in symbol order (breadth-first, the
         symbols in order: the first string found for a state is the least of its shortest strings)."""
-        access = {self.start: ()}
+        access: dict[int, tuple[int, ...]] = {self.start: ()}
         todo = [self.start]
         for q in todo:  # grows while it is read: a queue
             for a in range(self.n_symbols):

@@ -12,16 +12,48 @@ length at which no test set can be drawn (no accepted string of length L): evalu
 instead of a number. A regular task also returns its ``automaton()``, which gives the long-range test
 draw (``statetrack.tasks.draws``: strings whose label the last half cannot decide). Chance at a length
 is the majority share of the final label's distribution in the draw scored (``statetrack.tasks.draws``).
+
+What a task is, is said by types, never by strings: how it is scored (:class:`Scoring`), how its test
+draw relates to its training draw (:class:`TestDraw`), its algebra where it has one (``algebra()``:
+:mod:`statetrack.tasks.algebraic`), and language modelling on a corpus by the class
+:class:`CorpusTask` (scored by next-token loss and bits per byte instead of accuracy by length).
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from statetrack.tasks.automaton import Automaton
+
+if TYPE_CHECKING:
+    from statetrack.lm.corpus import Corpus, Split
+    from statetrack.lm.tokens import Tokenizer
+    from statetrack.tasks.algebraic import Algebra
+
+
+class Scoring(StrEnum):
+    """Which positions of a sequence carry a scored label."""
+
+    #: every position, labelled with the answer for the prefix read so far
+    EVERY = "every"
+    #: the last position only
+    FINAL = "final"
+
+
+class TestDraw(StrEnum):
+    """How a task's test sequences relate to its training draw (``Task.test_draw`` says it in words)."""
+
+    #: the training draw itself
+    TRAINING = "training"
+    #: the final label drawn uniformly among the classes first, each sequence uniform among those with it
+    BALANCED = "balanced"
+    #: a draw of the task's own
+    OWN = "own"
 
 
 @dataclass
@@ -32,7 +64,7 @@ class Batch:
     targets: np.ndarray
     mask: np.ndarray
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not self.inputs.shape == self.targets.shape == self.mask.shape:  # a task's data, not an invariant
             raise ValueError(f"a batch's inputs, targets and mask differ in shape: {self.inputs.shape}, "
                              f"{self.targets.shape}, {self.mask.shape}")
@@ -47,11 +79,14 @@ class Task(ABC):
     name: str
     vocab_size: int
     num_classes: int
-    #: "every" when every position carries a label (prefix tasks), "final" when only the last does.
-    scoring: str = "every"
-    #: "state" for state-tracking tasks (accuracy by length); "lm" for language modelling (next-token
-    #: loss and bits per byte on held-out text), which the runner, evaluation and reports then use
-    kind: str = "state"
+    #: the positions scored: every position (prefix tasks) or the last one
+    scoring: Scoring = Scoring.EVERY
+    #: how each token prints (None: its id)
+    symbols: Sequence[str] | None = None
+    #: how each class prints (None: its id)
+    label_names: Sequence[str] | None = None
+    #: the length a probe of this task runs at (statetrack.probes), where it has one
+    default_length: int | None = None
     #: whether the target at every position is the answer for the prefix read so far (parity of the bits
     #: so far, the value of the expression so far), so that a final-scored task can be trained on every
     #: position (``TrainConfig.supervision``); False where an unscored target means something else
@@ -72,7 +107,7 @@ class Task(ABC):
         for start in range(0, length, chunk):
             yield batch.slice(start, min(start + chunk, length))
 
-    def heldout(self, split: str) -> Task:
+    def heldout(self, split: str) -> Task:  # noqa: ARG002 - a corpus task's override reads the split
         """The task on its held-out ``split`` ("validation" or "test"). A generated task draws fresh
         sequences from a seeded generator, so it is its own held-out set; a corpus task reads another
         split of its corpus."""
@@ -91,7 +126,7 @@ class Task(ABC):
         """The whole test batch of ``stream_test_batch`` at once."""
         return next(iter(self.stream_test_batch(rng, batch_size, length, length)))
 
-    def test_unavailable(self, length: int) -> str | None:
+    def test_unavailable(self, length: int) -> str | None:  # noqa: ARG002 - overrides read the length
         """Why no test set of this length can be drawn (e.g. no accepted string of that length), or None."""
         return None
 
@@ -99,9 +134,8 @@ class Task(ABC):
         """Exact distribution of a scored label, where the task knows it (None otherwise)."""
         return None
 
-    #: what the test draw is: "training" (the training draw), "balanced" (the final label drawn
-    #: uniformly among the classes first, each sequence uniform among those with its label), or "own"
-    test_draw_kind: str = "training"
+    #: what the test draw is (:class:`TestDraw`)
+    test_draw_kind: TestDraw = TestDraw.TRAINING
 
     def automaton(self) -> Automaton | None:
         """The finite automaton that computes the task's labels (``statetrack.tasks.automaton``), or None
@@ -112,6 +146,11 @@ class Task(ABC):
         return self.__dict__["_automaton"]
 
     def build_automaton(self) -> Automaton | None:
+        return None
+
+    def algebra(self) -> Algebra | None:
+        """What the task is algebraically (:mod:`statetrack.tasks.algebraic`: a group's word problem, a
+        regular language, parity on a fixed input, the offset rule), for the oracle; None: no reading."""
         return None
 
     def chance_level(self) -> float:
@@ -131,12 +170,31 @@ class Task(ABC):
             counts += np.bincount(b.targets[b.mask], minlength=self.num_classes)[: self.num_classes]
         return float(counts.max() / counts.sum())
 
-    def params(self) -> dict:
+    def params(self) -> dict[str, Any]:
         """The task's parameters, for listings and stored configs."""
         return {}
 
     def __repr__(self) -> str:
         return f"<Task {self.name}>"
+
+
+class CorpusTask(Task):
+    """Language modelling on a text corpus: next-token prediction, scored by its loss and bits per byte on
+    held-out text (:mod:`statetrack.lm.metrics`) instead of accuracy by length. The runner, the evaluation
+    and the reports tell it from a state-tracking task by this type."""
+
+    corpus: Corpus
+    #: the split the task reads (``heldout`` gives the others)
+    split: Split
+    tokenizer: Tokenizer
+
+    @abstractmethod
+    def heldout(self, split: str) -> CorpusTask:
+        """The task on another split of its corpus ("validation" or "test")."""
+
+    @abstractmethod
+    def provenance(self) -> dict[str, Any]:
+        """What a run's numbers were computed on: the corpus folder, its hashes, the tokenizer."""
 
 
 def final_mask(batch_size: int, length: int) -> np.ndarray:

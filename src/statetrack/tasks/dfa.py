@@ -39,14 +39,24 @@ Tomita grammars (binary alphabet {0, 1}; Tomita1982 in docs/science.md, as usual
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from statetrack.errors import UserError
+from statetrack.tasks.algebraic import RegularLanguage
 from statetrack.tasks.automaton import Automaton
-from statetrack.tasks.base import Batch
-from statetrack.tasks.streaming import StreamingTask, balanced_labels, check_length, every_mask, uniform_ints
+from statetrack.tasks.base import Batch, Scoring, TestDraw
+from statetrack.tasks.streaming import (
+    Chunk,
+    StreamingTask,
+    UniformInputs,
+    balanced_labels,
+    check_length,
+    every_mask,
+)
 from statetrack.untrusted import MAX_JSON_BYTES, load_json, read_text
 
 KEYS = ("states", "alphabet", "start", "accept", "transitions")
@@ -64,18 +74,24 @@ def _names(spec: dict, key: str, where: str) -> list[str]:
     return v
 
 
+def _check_keys(spec: object, where: str) -> dict:
+    """``spec`` as a mapping with exactly the keys KEYS."""
+    if not isinstance(spec, dict):
+        raise UserError(f"{where}: expected a JSON object with keys {', '.join(KEYS)}")
+    missing = [k for k in KEYS if k not in spec]
+    extra = sorted(set(spec) - set(KEYS))
+    if missing:
+        raise UserError(f"{where}: missing key {missing[0]!r}; required keys: {', '.join(KEYS)}")
+    if extra:
+        raise UserError(f"{where}: unknown key {extra[0]!r}; allowed keys: {', '.join(KEYS)}")
+    return spec
+
+
 class DFA:
     """A validated DFA: ``delta`` (states x symbols) int array, ``start``, ``accepting`` bool array."""
 
-    def __init__(self, spec, where: str = "DFA"):
-        if not isinstance(spec, dict):
-            raise UserError(f"{where}: expected a JSON object with keys {', '.join(KEYS)}")
-        missing = [k for k in KEYS if k not in spec]
-        extra = sorted(set(spec) - set(KEYS))
-        if missing:
-            raise UserError(f"{where}: missing key {missing[0]!r}; required keys: {', '.join(KEYS)}")
-        if extra:
-            raise UserError(f"{where}: unknown key {extra[0]!r}; allowed keys: {', '.join(KEYS)}")
+    def __init__(self, spec: object, where: str = "DFA"):
+        spec = _check_keys(spec, where)
         self.states = _names(spec, "states", where)
         self.alphabet = _names(spec, "alphabet", where)
         if not self.states or not self.alphabet:
@@ -91,14 +107,17 @@ class DFA:
                 raise UserError(f"{where}: accept state {s!r} is not a state; allowed: "
                                 f"{', '.join(self.states)}")
             self.accepting[sid[s]] = True
-        tr = spec["transitions"]
+        self.delta = self._transitions(spec["transitions"], sid, where)
+
+    def _transitions(self, tr: object, sid: dict[str, int], where: str) -> np.ndarray:
+        """The (states, symbols) table of next states, every transition checked."""
         if not isinstance(tr, dict):
             raise UserError(f"{where}: 'transitions' must be an object state -> {{symbol: state}}")
         for s in tr:
             if s not in sid:
                 raise UserError(f"{where}: transitions from unknown state {s!r}; allowed: "
                                 f"{', '.join(self.states)}")
-        self.delta = np.empty((len(self.states), len(self.alphabet)), dtype=np.int64)
+        delta = np.empty((len(self.states), len(self.alphabet)), dtype=np.int64)
         for s in self.states:
             row = tr.get(s, {})
             if not isinstance(row, dict):
@@ -113,7 +132,8 @@ class DFA:
                 if row[a] not in sid:
                     raise UserError(f"{where}: transition from state {s!r} on symbol {a!r} goes to "
                                     f"unknown state {row[a]!r}; allowed: {', '.join(self.states)}")
-                self.delta[sid[s], j] = sid[row[a]]
+                delta[sid[s], j] = sid[row[a]]
+        return delta
 
     def log_counts(self, length: int) -> np.ndarray:
         """(length + 1, 2, states) float64: ``[r, label, q]`` is the log of the number of strings of r
@@ -140,7 +160,7 @@ class DFA:
         return Automaton(self.delta, self.start, self.accepting.astype(np.int64), 2, symbols=self.alphabet,
                          label_names=LABEL_NAMES, state_names=self.states)
 
-    def accepts(self, word) -> bool:
+    def accepts(self, word: Sequence[str | int]) -> bool:
         q = self.start
         for a in word:
             q = self.delta[q, self.alphabet.index(a) if isinstance(a, str) else int(a)]
@@ -159,7 +179,7 @@ def load_dfa(path: str) -> DFA:
 
 
 def _tomita_spec(k: int) -> dict:
-    def mk(states, start, accept, rows):
+    def mk(states: list[str], start: str, accept: list[str], rows: list[tuple[str, str]]) -> dict[str, Any]:
         return {"states": states, "alphabet": ["0", "1"], "start": start, "accept": accept,
                 "transitions": {s: {"0": r[0], "1": r[1]} for s, r in zip(states, rows, strict=True)}}
     if k == 1:  # 1*
@@ -194,7 +214,7 @@ def tomita_dfa(k: int) -> DFA:
 
 
 class DFATask(StreamingTask):
-    scoring = "every"
+    scoring = Scoring.EVERY
     num_classes = 2
     label_names = LABEL_NAMES
 
@@ -203,24 +223,28 @@ class DFATask(StreamingTask):
         self.name = name
         self.vocab_size = len(dfa.alphabet)
         self.symbols = tuple(dfa.alphabet)
+        self.inputs = UniformInputs(self.vocab_size)
         self.balanced_training = balanced_training
 
-    def stream_batch(self, rng, batch_size, length, chunk):
+    def stream_batch(self, rng: np.random.Generator, batch_size: int, length: int, chunk: int) -> Iterator[Batch]:
         # the /balanced variant trains (and validates) on the test draw wherever it exists
         if self.balanced_training and self.test_unavailable(check_length(length)) is None:
             return self.stream_test_batch(rng, batch_size, length, chunk)
         return super().stream_batch(rng, batch_size, length, chunk)
 
-    test_draw_kind = "balanced"
+    test_draw_kind = TestDraw.BALANCED
 
-    def build_automaton(self):
+    def build_automaton(self) -> Automaton:
         return self.dfa.automaton()
 
-    def _start(self, batch_size):
+    def algebra(self) -> RegularLanguage:
+        return RegularLanguage(self.dfa.delta, self.dfa.start, self.dfa.accepting, f"regular language {self.name}")
+
+    def _start(self, batch_size: int) -> np.ndarray:
         return np.full(batch_size, self.dfa.start, dtype=np.int64)
 
-    def _chunk(self, u, t0, length, state):
-        x = uniform_ints(u, self.vocab_size)
+    def _chunk(self, u: np.ndarray, _t0: int, _length: int, state: np.ndarray) -> Chunk:
+        x = self.inputs.read(u)
         y = np.empty_like(x)
         for t in range(x.shape[1]):
             state = self.dfa.delta[state, x[:, t]]
@@ -230,14 +254,15 @@ class DFATask(StreamingTask):
     test_draw = ("half accepted, half rejected: each string uniform among those of its length and label "
                  "(exact, by counting paths through the DFA)")
 
-    def test_unavailable(self, length):
+    def test_unavailable(self, length: int) -> str | None:
         counts = self.dfa.log_counts(check_length(length))[length, :, self.dfa.start]
         for label, what in ((1, "accepted"), (0, "rejected")):
             if counts[label] == -np.inf:
                 return f"no {what} string of length {length}"
         return None
 
-    def stream_test_batch(self, rng, batch_size, length, chunk):
+    def stream_test_batch(self, rng: np.random.Generator, batch_size: int, length: int,
+                          chunk: int) -> Iterator[Batch]:
         length = check_length(length)
         if chunk < 1:
             raise UserError(f"chunk must be a positive integer, got {chunk!r}")
@@ -246,7 +271,7 @@ class DFATask(StreamingTask):
             raise UserError(f"{self.name}: {reason}, so no balanced test set of that length exists")
         return self._balanced(rng, batch_size, length, chunk)
 
-    def _balanced(self, rng, batch_size, length, chunk):
+    def _balanced(self, rng: np.random.Generator, batch_size: int, length: int, chunk: int) -> Iterator[Batch]:
         counts = self.dfa.log_counts(length)
         delta, accepting = self.dfa.delta, self.dfa.accepting
         label = balanced_labels(rng, batch_size, 2)[:, None]
@@ -268,8 +293,8 @@ class DFATask(StreamingTask):
                 a = np.minimum(a, w.shape[1] - 1 - np.argmax(w[:, ::-1] > 0, axis=1))
                 state = nxt[rows, a]
                 x[:, k], y[:, k] = a, accepting[state]
-            yield Batch(x, y, every_mask(*x.shape))
+            yield Batch(x, y, every_mask(batch_size, u.shape[1]))
 
-    def params(self):
+    def params(self) -> dict[str, Any]:
         return {"states": len(self.dfa.states), "alphabet": list(self.dfa.alphabet),
                 "balanced_training": self.balanced_training}

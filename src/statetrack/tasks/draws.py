@@ -32,7 +32,8 @@ from collections.abc import Iterator
 import numpy as np
 
 from statetrack.errors import UserError
-from statetrack.tasks.base import Batch, Task
+from statetrack.tasks.automaton import Automaton
+from statetrack.tasks.base import Batch, Scoring, Task, TestDraw
 from statetrack.tasks.long_range import LongPlan, draw, plan
 from statetrack.tasks.streaming import check_length, every_mask, final_mask_chunk
 
@@ -57,7 +58,7 @@ def test_rng(seed: int, split: str, length: int) -> np.random.Generator:
     return np.random.default_rng([int(seed), SPLITS.index(check_split(split)), int(length)])
 
 
-def check_suffix(suffix, length: int) -> int | None:
+def check_suffix(suffix: object, length: int) -> int | None:
     if suffix is None:
         return None
     if isinstance(suffix, bool) or not isinstance(suffix, (int, np.integer)) or not 0 <= suffix <= length:
@@ -126,7 +127,7 @@ def stream_long(task: Task, rng: np.random.Generator, batch_size: int, length: i
     return _chunks(task, auto, symbols, length, chunk)
 
 
-def _chunks(task, auto, symbols, length, chunk):
+def _chunks(task: Task, auto: Automaton, symbols: np.ndarray, length: int, chunk: int) -> Iterator[Batch]:
     state = None
     for start in range(0, length, chunk):
         stop = min(start + chunk, length)
@@ -134,7 +135,7 @@ def _chunks(task, auto, symbols, length, chunk):
         states = auto.run(x, state)
         state = states[:, -1]
         b, n = x.shape
-        mask = every_mask(b, n) if task.scoring == "every" else final_mask_chunk(b, start, n, length)
+        mask = every_mask(b, n) if task.scoring == Scoring.EVERY else final_mask_chunk(b, start, n, length)
         yield Batch(x, auto.outputs[states], mask)
 
 
@@ -150,9 +151,9 @@ def exact_label_distribution(task: Task, split: str, length: int, suffix: int | 
         dist = np.zeros(task.num_classes)
         dist[p.labels] = 1.0 / len(p.labels)
         return dist
-    if split == "test" and task.test_draw_kind == "balanced":
+    if split == "test" and task.test_draw_kind == TestDraw.BALANCED:
         return np.full(task.num_classes, 1.0 / task.num_classes)
-    if split == "train" or task.test_draw_kind == "training":
+    if split == "train" or task.test_draw_kind == TestDraw.TRAINING:
         auto = task.automaton()
         if auto is not None:
             return auto.label_distribution(length)

@@ -43,7 +43,9 @@ within the words tried does (the pair has paths that never merge, through longer
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -79,7 +81,7 @@ class Family:
     def length(self, member: int, n: int) -> int:
         return len(self.prefixes[member]) + n * len(self.pump) + len(self.end)
 
-    def text(self, symbols, member: int | None = None) -> str:
+    def text(self, symbols: Sequence[str], member: int | None = None) -> str:
         """'aba (aabb)^n' (one member) or both joined by ' vs '."""
         if member is None:
             return f"{self.text(symbols, 0)} vs {self.text(symbols, 1)}"
@@ -87,7 +89,8 @@ class Family:
                  word_text(self.end, symbols)]
         return " ".join(p for p in parts if p)
 
-    def as_dict(self, symbols, tokens, label_name=str) -> dict:
+    def as_dict(self, symbols: Sequence[str], tokens: np.ndarray,
+                label_name: Callable[[int], str] = str) -> dict[str, Any]:
         return {"family": self.text(symbols),
                 "members": [self.text(symbols, 0), self.text(symbols, 1)],
                 "prefixes": [[int(tokens[a]) for a in u] for u in self.prefixes],
@@ -95,7 +98,7 @@ class Family:
                 "labels": list(self.labels), "label_names": [label_name(c) for c in self.labels]}
 
 
-def word_text(word, symbols) -> str:
+def word_text(word: Sequence[int], symbols: Sequence[str]) -> str:
     """Symbols joined, with spaces where a symbol is longer than one character."""
     sep = "" if all(len(s) == 1 for s in symbols) else " "
     return sep.join(symbols[a] for a in word)
@@ -267,7 +270,7 @@ def witness_pairs(auto: Automaton, max_families: int = MAX_FAMILIES) -> Witnesse
         p2, q2 = pw[pre, P], pw[pre, Q]
         ok = (len(w) * period <= MAX_PUMP) & (p2 != q2) & separable[p2, q2]
         size = 2 * len(w) * pre + np.array([len(access[p]) + len(access[q]) for p, q in order])
-        for i in np.flatnonzero(ok):
+        for i in np.flatnonzero(ok).tolist():
             a, b = int(p2[i]), int(q2[i])
             pump = w * int(period[i])
             found[i].append((len(pump), int(size[i]) + len(dist[(a, b)]), pump, wi, int(pre[i]), a, b))

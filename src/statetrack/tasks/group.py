@@ -55,16 +55,19 @@ degenerate; the measured chance at each length is that of the walk.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
 
 import numpy as np
 
 from statetrack.algebra import Group, get_group
 from statetrack.algebra.structure import SubgroupCalc
 from statetrack.errors import UserError
+from statetrack.tasks.algebraic import WordProblem
 from statetrack.tasks.arguments import SELECTORS
 from statetrack.tasks.automaton import Automaton
-from statetrack.tasks.streaming import StreamingTask, every_mask, uniform_ints
+from statetrack.tasks.base import Batch, Scoring, TestDraw
+from statetrack.tasks.streaming import Chunk, StreamingTask, UniformInputs, every_mask
 
 #: the largest Cayley graph (|G| x |support| transitions) kept as an automaton
 MAX_AUTOMATON_EDGES = 1 << 21
@@ -185,7 +188,7 @@ def select_subset(group: Group, spec: str) -> np.ndarray:
     return np.flatnonzero(chosen)
 
 
-class ElementNames(Sequence):
+class ElementNames(Sequence[str]):
     """The names of a group's elements in cycle notation, made when read (a group may have 10^5 of them)."""
 
     def __init__(self, group: Group):
@@ -194,14 +197,20 @@ class ElementNames(Sequence):
     def __len__(self) -> int:
         return self.group.order
 
-    def __getitem__(self, i):
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+
+    def __getitem__(self, i: int | slice) -> str | list[str]:
         if isinstance(i, slice):
             return [self.group.name_of(j) for j in range(len(self))[i]]
         return self.group.name_of(int(i))
 
 
 class GroupWordProblem(StreamingTask):
-    scoring = "every"
+    scoring = Scoring.EVERY
 
     def __init__(self, group: Group | str, subset: str | None = None):
         self.group = get_group(group) if isinstance(group, str) else group
@@ -213,54 +222,54 @@ class GroupWordProblem(StreamingTask):
         self.vocab_size = g.order
         self.num_classes = g.order
         self._table = g.table  # int16 for every group under the cap: no 8-byte copy
+        #: the input is the floor(|support| u)-th element of the support
+        self.inputs = UniformInputs(len(self.support), tuple(int(s) for s in self.support))
+        #: each class (the prefix product) as its element in cycle notation ('e', '(1 2 3)')
+        self.label_names = ElementNames(self.group)
+        whole = len(self.support) == g.order
+        #: with the whole group the final label is balanced; with a subset the draw is the training walk
+        self.test_draw_kind = TestDraw.BALANCED if whole else TestDraw.TRAINING
+        self.test_draw = ("balanced final label (the last input set by the label); the rest uniform" if whole
+                          else "the training draw (a walk on the subset)")
 
     # streaming: the state is the prefix product so far
-    def _start(self, batch_size):
+    def _start(self, batch_size: int) -> np.ndarray:
         return np.zeros(batch_size, dtype=np.int64)
 
-    def _chunk(self, u, t0, length, state):
-        x = self.support[uniform_ints(u, len(self.support))]
+    def _chunk(self, u: np.ndarray, _t0: int, _length: int, state: np.ndarray) -> Chunk:
+        x = self.inputs.read(u)
         y = np.empty_like(x)
         for t in range(x.shape[1]):
             state = self._table[state, x[:, t]].astype(np.int64)
             y[:, t] = state
         return x, y, every_mask(*x.shape), state
 
-    @property
-    def test_draw_kind(self):
-        return "training" if len(self.support) < self.group.order else "balanced"
-
-    def build_automaton(self):
+    def build_automaton(self) -> Automaton | None:
         if self.group.order * len(self.support) > MAX_AUTOMATON_EDGES:
             return None  # S7 and larger: a table of |G| x |support| transitions would not be small
         # states: the prefix product; the input x takes y to y x (the Cayley graph on the support)
         return Automaton(self._table[:, self.support].astype(np.int64), 0, np.arange(self.group.order),
                          self.group.order, tokens=self.support, label_names=self.label_names)
 
-    @property
-    def label_names(self) -> ElementNames:
-        """Each class (the prefix product) as its element in cycle notation ('e', '(1 2 3)')."""
-        return ElementNames(self.group)
+    def algebra(self) -> WordProblem:
+        return WordProblem(self.group, tuple(int(s) for s in self.support), f"word problem of {self.group.name}"
+                           + (f" with inputs {self.subset}" if self.subset else ""))
 
-    @property
-    def test_draw(self):
-        return ("the training draw (a walk on the subset)" if len(self.support) < self.group.order else
-                "balanced final label (the last input set by the label); the rest uniform")
-
-    def stream_test_batch(self, rng, batch_size, length, chunk):
+    def stream_test_batch(self, rng: np.random.Generator, batch_size: int, length: int,
+                          chunk: int) -> Iterator[Batch]:
         if len(self.support) < self.group.order:
             return self.stream_batch(rng, batch_size, length, chunk)
         inv, table, n = self.group.inverses, self._table, self.group.order
-        # the last input x with y x = g is y^-1 g; _chunk draws element floor(u * |G|)
-        return self._stream_balanced_final(rng, batch_size, length, chunk, n,
-                                           lambda y, g: (table[inv[y], g] + 0.5) / n)
+        # the last input x with y x = g is y^-1 g
+        return self._stream_balanced_final(rng, batch_size, length, chunk, n, self.inputs,
+                                           lambda y, g: table[inv[y], g])
 
     def generated_subgroup(self) -> np.ndarray:
         if len(self.support) == self.group.order:
             return np.arange(self.group.order)
         return SubgroupCalc(self.group).closure(self.support)
 
-    def label_distribution(self):
+    def label_distribution(self) -> np.ndarray:
         dist = np.zeros(self.group.order)
         sub = self.generated_subgroup()
         dist[sub] = 1.0 / len(sub)
@@ -279,6 +288,6 @@ class GroupWordProblem(StreamingTask):
             total += cur
         return total / length
 
-    def params(self):
+    def params(self) -> dict[str, Any]:
         return {"group": self.group.name, "order": self.group.order,
                 "subset": self.subset or "all", "support_size": int(len(self.support))}

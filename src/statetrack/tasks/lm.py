@@ -9,18 +9,20 @@ A batch is ``batch_size`` windows of ``length + 1`` tokens at random offsets of 
 inputs are the first ``length`` tokens, targets the same window shifted by one (the next tokens),
 and every position is scored; ``num_classes = vocab_size``. The task returned by ``get_task`` reads the
 train split; ``heldout("validation")`` and ``heldout("test")`` read the others (the training loop
-validates on the first; evaluation scores the second). ``kind = "lm"`` tells the runner, the
+validates on the first; evaluation scores the second). Being a ``CorpusTask`` tells the runner, the
 evaluation and the reports to use the LM metrics (``statetrack.lm.metrics``).
 """
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
 from statetrack.errors import UserError
 from statetrack.lm.baselines import train_counts
-from statetrack.lm.corpus import CORPORA, get_corpus, parse_tokenizer
+from statetrack.lm.corpus import CORPORA, Corpus, get_corpus, parse_tokenizer
 from statetrack.lm.tokens import ByteTokenizer
-from statetrack.tasks.base import Batch, Task
+from statetrack.tasks.base import Batch, CorpusTask, Scoring
 from statetrack.tasks.streaming import check_length
 
 
@@ -52,12 +54,11 @@ def lm_vocab_size(task: str) -> int:
     return ByteTokenizer.vocab_size if tokenizer == "bytes" else int(tokenizer.removeprefix("bpe"))
 
 
-class LMTask(Task):
-    kind = "lm"
-    scoring = "every"
+class LMTask(CorpusTask):
+    scoring = Scoring.EVERY
 
     def __init__(self, corpus: str = "stdlib", tokenizer: str = "bytes", seed: int = 0, split: str = "train",
-                 _corpus=None):
+                 _corpus: Corpus | None = None):
         self.corpus = _corpus or get_corpus(corpus, seed, tokenizer)
         self.tokenizer = self.corpus.tokenizer
         self.split_name = split
@@ -81,11 +82,11 @@ class LMTask(Task):
         u = train_counts(self.corpus).unigram
         return u / u.sum()
 
-    def params(self) -> dict:
+    def params(self) -> dict[str, Any]:
         return {"corpus": self._args[0], "tokenizer": self._args[1], "seed": self._args[2],
                 "split": self.split_name, "vocab_size": self.vocab_size}
 
-    def provenance(self) -> dict:
+    def provenance(self) -> dict[str, Any]:
         """What a run's numbers were computed on: the corpus folder, python and split hashes."""
         d = self.corpus.describe()
         return {"folder": d["folder"], "python": d["python"], "sha256": d["sha256"],

@@ -42,6 +42,7 @@ when longer, so w is found by bisection).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,7 +84,7 @@ class LongPlan:
         return self.set_delta is None
 
 
-def _subsets(auto: Automaton, start: np.ndarray, max_sets: int):
+def _subsets(auto: Automaton, start: np.ndarray, max_sets: int) -> tuple[np.ndarray, np.ndarray] | None:
     """The subset automaton from the set ``start``: (sets (n, states) bool, delta (n, symbols)), or None
     when it has more than ``max_sets`` sets."""
     index = {np.packbits(start).tobytes(): 0}
@@ -120,14 +121,15 @@ def _covers(auto: Automaton, sets: np.ndarray, labels: np.ndarray) -> np.ndarray
     """For each set of states (rows of ``sets``, bool), whether its states' labels include every one of
     ``labels``."""
     present = (sets.astype(np.int64) @ _label_onehot(auto).astype(np.int64)) > 0
-    return present[:, labels].all(axis=1)
+    return np.asarray(present[:, labels].all(axis=1))
 
 
-def _count_step(set_delta: np.ndarray):
+def _count_step(set_delta: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     return lambda row: np.logaddexp.reduce(row[set_delta], axis=1)
 
 
-def _qualifying(auto: Automaton, length: int, suffix: int, labels: np.ndarray, max_sets: int):
+def _qualifying(auto: Automaton, length: int, suffix: int, labels: np.ndarray,
+                max_sets: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
     """(sets, set_delta, good, log count of qualifying suffixes) for suffixes of ``suffix`` symbols after
     prefixes of length - suffix symbols; None when the subset automaton is too large."""
     reach = auto.reachable(length - suffix)
@@ -187,7 +189,7 @@ def plan(auto: Automaton, length: int, suffix: int | None = None, max_sets: int 
     return p
 
 
-def runs_text(word, symbols) -> str:
+def runs_text(word: Sequence[int] | np.ndarray, symbols: Sequence[str]) -> str:
     """A word with its runs written as powers: 'b^100', 'c a^3 b'."""
     parts = []
     i = 0
@@ -250,7 +252,8 @@ def draw(auto: Automaton, p: LongPlan, rng: np.random.Generator, batch_size: int
     return out
 
 
-def _suffix_by_rejection(auto: Automaton, p: LongPlan, rng: np.random.Generator, B: int):
+def _suffix_by_rejection(auto: Automaton, p: LongPlan, rng: np.random.Generator,
+                         B: int) -> tuple[np.ndarray, np.ndarray]:
     """Uniform symbol strings of k symbols, kept when the states R reaches on them cover every label."""
     R = np.flatnonzero(p.reach)
     onehot = _label_onehot(auto)
@@ -262,7 +265,7 @@ def _suffix_by_rejection(auto: Automaton, p: LongPlan, rng: np.random.Generator,
         ends = np.tile(R, (n, 1))
         for i in range(p.suffix):
             ends = auto.delta[ends, cand[:, i:i + 1]]
-        ok = onehot[ends].any(axis=1)[:, p.labels].all(axis=1)
+        ok = np.asarray(onehot[ends].any(axis=1))[:, p.labels].all(axis=1)
         kept_s.append(cand[ok][:need])
         kept_e.append(ends[ok][:need])
         need -= len(kept_s[-1])

@@ -17,10 +17,13 @@ through the task's automaton (``build_automaton``), the largest share for m = 5 
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from statetrack.tasks.automaton import Automaton
-from statetrack.tasks.streaming import StreamingTask, final_mask_chunk, uniform_ints
+from statetrack.tasks.base import Scoring
+from statetrack.tasks.streaming import Chunk, StreamingTask, final_mask_chunk, uniform_ints
 
 #: the largest modulus whose automaton (4 m^2 + m + 1 states) is built
 MAX_AUTOMATON_MODULUS = 32
@@ -28,7 +31,7 @@ MAX_AUTOMATON_MODULUS = 32
 
 class ModularArithmetic(StreamingTask):
     prefix_labels = True
-    scoring = "final"
+    scoring = Scoring.FINAL
 
     def __init__(self, modulus: int = 5):
         m = self.modulus = int(modulus)
@@ -38,11 +41,12 @@ class ModularArithmetic(StreamingTask):
         self.symbols = tuple(str(d) for d in range(m)) + ("+", "-", "*", "_")
         self.name = f"modarith:{m}"
 
-    def _start(self, batch_size):
+    def _start(self, batch_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         z = np.zeros(batch_size, dtype=np.int64)
         return z, z.copy(), np.full(batch_size, self.modulus)  # acc, term, pending operator
 
-    def _chunk(self, u, t0, length, state):
+    def _chunk(self, u: np.ndarray, t0: int, length: int,
+               state: tuple[np.ndarray, np.ndarray, np.ndarray]) -> Chunk:
         m = self.modulus
         acc, term, op = (s.copy() for s in state)
         b, steps = u.shape
@@ -68,7 +72,7 @@ class ModularArithmetic(StreamingTask):
             y[:, k] = (acc + term) % m
         return x, y, final_mask_chunk(b, t0, steps, length), (acc, term, op)
 
-    def build_automaton(self):
+    def build_automaton(self) -> Automaton | None:
         """States: expecting a digit (acc, term, pending operator), expecting an operator (acc, term),
         ended by the blank (value), and a dead state for anything else. A string of the task ends after
         a digit or after the final blank; the target of every position is the value read so far."""
@@ -104,5 +108,5 @@ class ModularArithmetic(StreamingTask):
         # the start: acc 0, term 0, operator +, so the first digit d gives term d
         return Automaton(delta, d_id(0, 0, 0), labels, m, outputs=outputs, symbols=self.symbols)
 
-    def params(self):
+    def params(self) -> dict[str, Any]:
         return {"modulus": self.modulus}

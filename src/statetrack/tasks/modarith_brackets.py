@@ -14,14 +14,17 @@ share 20.4-21.4% at lengths 16, 100, 500; 10,000 draws, 2,000 at 500) and leans 
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
-from statetrack.tasks.base import Batch, Task, final_mask
+from statetrack.tasks.base import Batch, Scoring, Task, final_mask
 from statetrack.tasks.streaming import check_length
 
 
 class ModularArithmeticBrackets(Task):
-    scoring = "final"
+    scoring = Scoring.FINAL
 
     def __init__(self, modulus: int = 5, mult: bool = False):
         m = self.modulus = int(modulus)
@@ -55,14 +58,14 @@ class ModularArithmeticBrackets(Task):
                       (True, self.OPEN)]
         return out
 
-    def evaluate(self, tokens) -> int:
+    def evaluate(self, tokens: Sequence[int]) -> int:
         """Value mod m of a token sequence (precedence * over + and -, unary minus)."""
         m = self.modulus
         prec = {self.PLUS: 1, self.MINUS: 1, self.TIMES: 2, "neg": 3}
         vals: list[int] = []
-        ops: list = []
+        ops: list[int | str] = []
 
-        def apply():
+        def apply() -> None:
             o = ops.pop()
             if o == "neg":
                 vals.append(-vals.pop() % m)
@@ -96,7 +99,7 @@ class ModularArithmeticBrackets(Task):
         assert len(vals) == 1, "malformed expression"
         return vals[0]
 
-    def sample_batch(self, rng, batch_size, length):
+    def sample_batch(self, rng: np.random.Generator, batch_size: int, length: int) -> Batch:
         length = check_length(length)
         # an expression of length L has i internal nodes (2 draws each) and i + 1 digits (1 draw
         # each), with 4i + 1 <= L tokens: L draws always suffice
@@ -109,5 +112,5 @@ class ModularArithmeticBrackets(Task):
             y[b] = self.evaluate(toks)
         return Batch(x, y, final_mask(batch_size, length))
 
-    def params(self):
+    def params(self) -> dict[str, Any]:
         return {"modulus": self.modulus, "mult": self.mult}

@@ -13,15 +13,20 @@ Token accuracy (every position, chance about 1/m) is the meaningful score of thi
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from statetrack.algebra import get_group
+from statetrack.tasks.algebraic import WordProblem
 from statetrack.tasks.automaton import Automaton
-from statetrack.tasks.streaming import StreamingTask, every_mask
+from statetrack.tasks.base import Scoring
+from statetrack.tasks.streaming import Chunk, StreamingTask, every_mask
 
 
 class ModCount(StreamingTask):
     vocab_size = 2
-    scoring = "every"
+    scoring = Scoring.EVERY
     symbols = ("0", "1")
 
     def __init__(self, modulus: int):
@@ -29,22 +34,25 @@ class ModCount(StreamingTask):
         self.num_classes = self.modulus
         self.name = f"modcount:{self.modulus}"
 
-    def _start(self, batch_size):
+    def _start(self, batch_size: int) -> int:
         return batch_size
 
-    def _chunk(self, u, t0, length, state):
+    def _chunk(self, u: np.ndarray, t0: int, _length: int, state: int) -> Chunk:
         b, steps = u.shape
         x = np.ones((b, steps), dtype=np.int64)
         y = np.broadcast_to((np.arange(t0 + 1, t0 + steps + 1) % self.modulus), (b, steps)).copy()
         return x, y, every_mask(b, steps), state
 
-    def label_distribution(self):
+    def label_distribution(self) -> np.ndarray:
         return np.full(self.modulus, 1.0 / self.modulus)
 
-    def build_automaton(self):
+    def build_automaton(self) -> Automaton:
         # one symbol, the token 1: position t has label t mod m
         m = self.modulus
         return Automaton(((np.arange(m) + 1) % m)[:, None], 0, np.arange(m), m, tokens=[1], symbols=("1",))
 
-    def params(self):
+    def algebra(self) -> WordProblem:
+        return WordProblem(get_group(f"C{self.modulus}"), (1,), f"counting mod {self.modulus} on the fixed input 1^T")
+
+    def params(self) -> dict[str, Any]:
         return {"modulus": self.modulus}

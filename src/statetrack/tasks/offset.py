@@ -34,10 +34,14 @@ exactly as above, zeros after the last segment, truncated to the requested lengt
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from statetrack.tasks.algebraic import OffsetRule
 from statetrack.tasks.arguments import ISI, PROBES
-from statetrack.tasks.streaming import StreamingTask, uniform_ints
+from statetrack.tasks.base import Scoring
+from statetrack.tasks.streaming import Chunk, StreamingTask, uniform_ints
 
 ITI_MIN, ITI_MAX = 20, 40
 
@@ -45,7 +49,7 @@ ITI_MIN, ITI_MAX = 20, 40
 class OffsetPrediction(StreamingTask):
     vocab_size = 2
     num_classes = 2
-    scoring = "every"
+    scoring = Scoring.EVERY
     default_length = 200
     symbols = ("0", "1")
 
@@ -53,7 +57,8 @@ class OffsetPrediction(StreamingTask):
         self.probe = probe
         self.name = "offset" + (f":{probe}" if probe else "")
         if probe:
-            tokens, onsets = [], []
+            tokens: list[int] = []
+            onsets: list[int] = []
             for tok, n in PROBES[probe]:
                 if tok == 1:
                     onsets.append(len(tokens))
@@ -63,16 +68,16 @@ class OffsetPrediction(StreamingTask):
             self._onset[onsets] = True
 
     # state: (in_isi, remaining steps of the current interval after this one)
-    def _start(self, batch_size):
+    def _start(self, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
         return np.ones(batch_size, dtype=bool), np.zeros(batch_size, dtype=np.int64)
 
-    def _fixed(self, t: np.ndarray):
+    def _fixed(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         n = len(self._tokens)
         tok = np.where(t < n, self._tokens[np.minimum(t, n - 1)], 0)
         onset = np.where(t <= n, self._onset[np.minimum(t, n)], False)
         return tok, onset
 
-    def _chunk(self, u, t0, length, state):
+    def _chunk(self, u: np.ndarray, t0: int, _length: int, state: tuple[np.ndarray, np.ndarray]) -> Chunk:
         b, steps = u.shape
         if self.probe:
             t = np.arange(t0, t0 + steps)
@@ -96,7 +101,10 @@ class OffsetPrediction(StreamingTask):
             mask[:, k] = ~((left == 0) & ~in_isi)  # the next token is an ISI onset
         return x, y, mask, (in_isi, left)
 
-    def label_distribution(self):
+    def algebra(self) -> OffsetRule:
+        return OffsetRule("offset prediction: count 10 steps after each onset (P2)")
+
+    def label_distribution(self) -> np.ndarray:
         if self.probe:
             b = self.sample_batch(np.random.default_rng(0), 1, self.default_length)
             counts = np.bincount(b.targets[b.mask], minlength=2).astype(float)
@@ -105,6 +113,6 @@ class OffsetPrediction(StreamingTask):
         p0 = mean_iti / (mean_iti + ISI - 1)
         return np.array([p0, 1 - p0])
 
-    def params(self):
+    def params(self) -> dict[str, Any]:
         return {"isi": ISI, "iti": [ITI_MIN, ITI_MAX], "probe": self.probe,
                 "default_length": self.default_length}

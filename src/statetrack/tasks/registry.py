@@ -20,25 +20,30 @@ FAMILIES: dict[str, tuple[Callable[[str | None], Task], str]] = {}
 ORIGIN: dict[str, str] = {}
 
 
-def register(family: str, description: str):
+Factory = Callable[[str | None], "Task"]
+
+
+def register(family: str, description: str) -> Callable[[Factory], Factory]:
     """Register a task family: ``@register("mytask", "one line")`` on a factory that receives the text
     after ``mytask:`` (or None) and returns a Task, raising UserError on a bad argument."""
-    def deco(factory):
+    def deco(factory: Factory) -> Factory:
         FAMILIES[family] = (factory, description)
-        if plugins.origin(factory):
-            ORIGIN[family] = plugins.origin(factory)
+        module = plugins.origin(factory)
+        if module:
+            ORIGIN[family] = module
         return factory
     return deco
 
 
 @register("parity", "parity of the bits so far; 'parity' labels every position, 'parity:final' the last only")
-def _parity(arg):
-    from statetrack.tasks.parity import Parity  # heavy: numpy
+def _parity(arg: str | None) -> Task:
+    from statetrack.tasks.base import Scoring  # heavy: numpy
+    from statetrack.tasks.parity import Parity
 
     if arg in (None, "", "every", "prefix"):
-        return Parity("every")
+        return Parity(Scoring.EVERY)
     if arg == "final":
-        return Parity("final")
+        return Parity(Scoring.FINAL)
     raise UserError(f"unknown parity variant {arg!r}; allowed: final, every")
 
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from statetrack.errors import UserError
 from statetrack.tasks import draws
+from statetrack.tasks.base import CorpusTask, Task
 from statetrack.tasks.group import GroupWordProblem
 from statetrack.tasks.registry import get_task
 from statetrack.tasks.streaming import check_length
@@ -25,7 +26,8 @@ from statetrack.tasks.streaming import check_length
 SPLITS = draws.SPLITS
 
 
-def _draw_args(task_name: str, length: int, n: int, seed, split: str, suffix: int | None = None):
+def _draw_args(task_name: str, length: int, n: int, seed: int, split: str,
+               suffix: int | None = None) -> tuple[Task, int, np.random.Generator]:
     """Checked arguments of a draw: (task, length, rng); a UserError names a bad one, or a length at
     which the split's draw has no sequences."""
     task = get_task(task_name)
@@ -58,14 +60,14 @@ def sample_json(task_name: str, length: int, n: int = 1, seed: int = 0, split: s
     task, length, rng = _draw_args(task_name, length, n, seed, split, suffix)
     b = draws.batch(task, split, rng, int(n), length, suffix)
     start = length - draws.long_plan(task, length, suffix).suffix if split == "long" else None
-    symbols = getattr(task, "symbols", None)
+    symbols = task.symbols
     out = []
     for i in range(int(n)):
         ex = {"inputs": b.inputs[i].tolist(), "targets": b.targets[i].tolist(),
               "mask": b.mask[i].tolist()}
         if symbols is not None:
             ex["input_symbols"] = [symbols[v] for v in ex["inputs"]]
-        if task.kind == "lm":  # a corpus: the text of the tokens
+        if isinstance(task, CorpusTask):  # a corpus: the text of the tokens
             ex["text"] = task.tokenizer.decode(b.inputs[i])
         if isinstance(task, GroupWordProblem):
             ex["input_perms"] = [task.group.perm(v) for v in ex["inputs"]]
@@ -87,7 +89,7 @@ def label_shares(task_name: str, length: int, split: str = "test", n: int = 10_0
     ``length``."""
     task, length, rng = _draw_args(task_name, length, n, seed, split, suffix)
     counts = draws.final_label_counts(task, split, length, int(n), rng, suffix)
-    names = getattr(task, "label_names", None) or [str(c) for c in range(task.num_classes)]
+    names = task.label_names or [str(c) for c in range(task.num_classes)]
     total = max(int(counts.sum()), 1)
     shares = {names[c]: float(counts[c] / total) for c in range(task.num_classes) if counts[c]}
     exact = draws.exact_label_distribution(task, split, length, suffix)

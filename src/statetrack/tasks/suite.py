@@ -7,18 +7,23 @@ listing the families imports none of them. Examples and label shares: :mod:`stat
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from statetrack.errors import UserError
 from statetrack.tasks.arguments import MAX_MODULUS, PROBES, SELECTORS, parse_int
 from statetrack.tasks.registry import FAMILIES, register
 
+if TYPE_CHECKING:
+    from statetrack.tasks.base import Task
+
 #: family -> (syntax, parameters) for list_tasks
-META: dict[str, tuple[str, list[dict]]] = {
+META: dict[str, tuple[str, list[dict[str, Any]]]] = {
     "parity": ("parity | parity:final", [
         {"name": "scoring", "allowed": "every (default), final"}]),
 }
 
 
-def _meta(family: str, syntax: str, parameters: list[dict]):
+def _meta(family: str, syntax: str, parameters: list[dict[str, Any]]) -> None:
     META[family] = (syntax, parameters)
 
 
@@ -35,7 +40,7 @@ def _split(arg: str | None, family: str, options: tuple[str, ...]) -> tuple[str 
 
 # -- group --------------------------------------------------------------------------------------
 @register("group", "word problem of a finite group: label = prefix product of the input elements")
-def _group(arg):
+def _group(arg: str | None) -> Task:
     if not arg:
         raise UserError("task 'group' needs a group, e.g. group:S5 or group:S5/transpositions; "
                         "allowed groups: Cn, Dn, Sn, An, Q8, V4 and products like C2xC4")
@@ -55,7 +60,7 @@ _meta("group", "group:G | group:G/SEL[+SEL...] | group:G/gens=N | group:G/gens=P
 
 # -- counting and Chomsky-hierarchy tasks --------------------------------------------------------
 @register("modcount", "modular counting: input 1^T, label T mod m at every position")
-def _modcount(arg):
+def _modcount(arg: str | None) -> Task:
     from statetrack.tasks.modcount import ModCount  # heavy: numpy
 
     return ModCount(parse_int("modcount", "modulus", arg, 2, MAX_MODULUS))
@@ -65,7 +70,7 @@ _meta("modcount", "modcount:m", [{"name": "m", "allowed": f"integer 2..{MAX_MODU
 
 
 @register("modarith", "modular arithmetic without brackets (digits and + - *), value mod m at the end")
-def _modarith(arg):
+def _modarith(arg: str | None) -> Task:
     from statetrack.tasks.modarith import ModularArithmetic  # heavy: numpy
 
     return ModularArithmetic(parse_int("modarith", "modulus", arg, 2, 1000, default=5))
@@ -75,7 +80,7 @@ _meta("modarith", "modarith | modarith:m", [{"name": "m", "allowed": "integer 2.
 
 
 @register("modarith-brackets", "modular arithmetic with brackets (context-free), value mod m at the end")
-def _modarith_brackets(arg):
+def _modarith_brackets(arg: str | None) -> Task:
     main, opt = _split(arg, "modarith-brackets", ("mult",))
     m = parse_int("modarith-brackets", "modulus", main, 2, 1000, default=5)
     from statetrack.tasks.modarith_brackets import ModularArithmeticBrackets  # heavy: numpy
@@ -89,12 +94,13 @@ _meta("modarith-brackets", "modarith-brackets | modarith-brackets:m | modarith-b
 
 
 @register("cycle", "cycle navigation: actions -1, 0, +1 on a cycle of m positions; final position")
-def _cycle(arg):
+def _cycle(arg: str | None) -> Task:
     main, opt = _split(arg, "cycle", ("every", "final"))
     m = parse_int("cycle", "modulus", main, 2, 1000, default=5)
-    from statetrack.tasks.cycle import CycleNavigation  # heavy: numpy
+    from statetrack.tasks.base import Scoring  # heavy: numpy
+    from statetrack.tasks.cycle import CycleNavigation
 
-    return CycleNavigation(m, scoring=opt or "final")
+    return CycleNavigation(m, scoring=Scoring(opt or "final"))
 
 
 _meta("cycle", "cycle | cycle:m | cycle:m/every", [
@@ -103,13 +109,14 @@ _meta("cycle", "cycle | cycle:m | cycle:m/every", [
 
 
 @register("evenpairs", "even pairs: is the number of 01 and 10 pairs even (first symbol == last)")
-def _evenpairs(arg):
-    from statetrack.tasks.evenpairs import EvenPairs  # heavy: numpy
+def _evenpairs(arg: str | None) -> Task:
+    from statetrack.tasks.base import Scoring  # heavy: numpy
+    from statetrack.tasks.evenpairs import EvenPairs
 
     if arg in (None, "", "final"):
-        return EvenPairs("final")
+        return EvenPairs(Scoring.FINAL)
     if arg == "every":
-        return EvenPairs("every")
+        return EvenPairs(Scoring.EVERY)
     raise UserError(f"unknown evenpairs variant {arg!r}; allowed: every, final")
 
 
@@ -119,7 +126,7 @@ _meta("evenpairs", "evenpairs | evenpairs:every", [
 
 # -- regular languages ----------------------------------------------------------------------------
 @register("dfa", "regular language of a DFA in a JSON file: accept/reject at every position")
-def _dfa(arg):
+def _dfa(arg: str | None) -> Task:
     from statetrack.tasks.dfa import DFATask, load_dfa  # heavy: numpy
 
     if not arg:
@@ -135,7 +142,7 @@ _meta("dfa", "dfa:PATH | dfa:PATH/balanced", [
 
 
 @register("tomita", "Tomita grammars 1-7 over {0, 1}: accept/reject at every position")
-def _tomita(arg):
+def _tomita(arg: str | None) -> Task:
     from statetrack.tasks.dfa import DFATask, tomita_dfa  # heavy: numpy
 
     main, opt = _split(arg, "tomita", ("balanced",))
@@ -151,7 +158,7 @@ _meta("tomita", "tomita:k | tomita:k/balanced", [
 
 # -- offset prediction and the parity witnesses ---------------------------------------------------
 @register("offset", "offset prediction (P2, Khavari2025): predict the end of each 10-step burst of 1s")
-def _offset(arg):
+def _offset(arg: str | None) -> Task:
     from statetrack.tasks.offset import OffsetPrediction  # heavy: numpy
 
     if arg in (None, ""):
@@ -168,7 +175,7 @@ _WITNESS_FORMS = "ones, alt, block:K:M (K >= 1, M odd), pulse:W (W >= 1)"
 
 
 @register("witness", "the parity proofs' fixed witness inputs; label = prefix parity")
-def _witness(arg):
+def _witness(arg: str | None) -> Task:
     from statetrack.tasks.witness import Witness  # heavy: numpy
 
     parts = (arg or "").split(":")
@@ -195,7 +202,7 @@ _meta("witness", "witness:ones | witness:alt | witness:block:K:M | witness:pulse
 
 # -- language modelling ---------------------------------------------------------------------------
 @register("lm", "language modelling on a corpus (next-token loss, bits per byte): lm:stdlib, lm:synthetic, lm:traces")
-def _lm(arg):
+def _lm(arg: str | None) -> Task:
     from statetrack.tasks.lm import LMTask, parse_lm_arg  # heavy: numpy, the corpus
 
     return LMTask(*parse_lm_arg(arg))

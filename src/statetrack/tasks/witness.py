@@ -15,35 +15,44 @@ scaled accuracy undefined); read token accuracy (chance 1/2 over double periods)
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from statetrack.tasks.streaming import StreamingTask, every_mask
+from statetrack.tasks.algebraic import FixedInputParity
+from statetrack.tasks.base import Scoring
+from statetrack.tasks.streaming import Chunk, StreamingTask, every_mask
 
 
 class Witness(StreamingTask):
     vocab_size = 2
     num_classes = 2
-    scoring = "every"
+    scoring = Scoring.EVERY
     symbols = ("0", "1")
 
-    def __init__(self, kind: str, period: list[int], args: tuple = ()):
-        self.kind = kind
+    def __init__(self, pattern: str, period: list[int], args: tuple[int, ...] = ()):
+        self.pattern = pattern
         self.args = tuple(args)
         self.period = np.asarray(period, dtype=np.int64)
-        self.name = "witness:" + ":".join([kind, *map(str, self.args)])
+        self.name = "witness:" + ":".join([pattern, *map(str, self.args)])
 
-    def _start(self, batch_size):
+    def _start(self, batch_size: int) -> np.ndarray:
         return np.zeros(batch_size, dtype=np.int64)
 
-    def _chunk(self, u, t0, length, state):
+    def _chunk(self, u: np.ndarray, t0: int, _length: int, state: np.ndarray) -> Chunk:
         b, steps = u.shape
         x = self.period[np.arange(t0, t0 + steps) % len(self.period)]
         x = np.broadcast_to(x, (b, steps)).copy()
         y = (state[:, None] + np.cumsum(x, axis=1)) % 2
         return x, y, every_mask(b, steps), y[:, -1].copy()
 
-    def label_distribution(self):
+    def label_distribution(self) -> np.ndarray:
         return np.full(2, 0.5)
 
-    def params(self):
-        return {"kind": self.kind, "args": list(self.args), "period": self.period.tolist()}
+    def algebra(self) -> FixedInputParity:
+        word = tuple(int(v) for v in self.period)
+        return FixedInputParity(word, f"parity on the fixed input {self.name.split(':', 1)[1]} (labels periodic "
+                                      f"with period {2 * len(word)})")
+
+    def params(self) -> dict[str, Any]:
+        return {"kind": self.pattern, "args": list(self.args), "period": self.period.tolist()}

@@ -145,7 +145,7 @@ def _maximal_subgroups(elems: np.ndarray) -> list[GroupFacts]:
     idem = (np.take_along_axis(elems, elems, axis=1) == elems).all(axis=1)
     found: dict[tuple, GroupFacts] = {}
     by_image: dict[frozenset, int] = {}
-    for i in np.flatnonzero(idem):
+    for i in np.flatnonzero(idem).tolist():
         by_image.setdefault(frozenset(elems[i].tolist()), int(i))
     for img, i in by_image.items():
         if len(img) < 2:

@@ -28,7 +28,7 @@ def spectrum(checkpoint, samples: int = 4, length: int = 64, seed: int = 0) -> d
     layers = []
     # per token, layer 1
     emb = model.embed.weight[:, None, :]  # (V, 1, d)
-    first = model.blocks[0].mixer.eigenvalues(model.blocks[0].norm(emb))
+    first = model.block(0).mixer.eigenvalues(model.block(0).norm(emb))
     # sample sequences: each layer's actual inputs
     rng = np.random.default_rng(seed)
     b = task.sample_batch(rng, samples, length)

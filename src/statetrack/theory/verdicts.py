@@ -170,15 +170,15 @@ class Hypothesis:
     these, for every mixer."""
 
     text: str
-    layer: Callable[[LayerInfo, dict], bool] = lambda i, f: True
-    stack: Callable[[list[LayerInfo], dict], bool] = lambda infos, f: True
-    unit: Callable[[dict], bool] = lambda f: False
+    layer: Callable[[LayerInfo, dict], bool] = lambda _i, _f: True
+    stack: Callable[[list[LayerInfo], dict], bool] = lambda _infos, _f: True
+    unit: Callable[[dict], bool] = lambda _f: False
 
 
 #: (decision, basis) -> its hypothesis
 HYPOTHESES: dict[tuple[str, str], Hypothesis] = {
     ("possible", "-"): Hypothesis("the labels never change"),
-    ("possible", "NL"): Hypothesis("a non-linear recurrence", layer=lambda i, f: not i.props.linear
+    ("possible", "NL"): Hypothesis("a non-linear recurrence", layer=lambda i, _f: not i.props.linear
                                    and i.props.structure == Structure.NONLINEAR),
     ("possible", "P1"): Hypothesis(
         "a diagonal layer with a constant eigenvalue exp(2 pi i/p) (p > 2: complex; p = 2: -1; p = 1: none)",
@@ -186,53 +186,53 @@ HYPOTHESES: dict[tuple[str, str], Hypothesis] = {
                                              or (f["label_period"] == 2 and i.domain == _D.REAL)),
         unit=lambda f: f["label_period"] > 1),
     ("possible", "P2"): Hypothesis("a diagonal layer with a constant complex eigenvalue of modulus 1",
-                                   layer=lambda i, f: _diagonal(i) and i.domain in _COMPLEX_ANY,
-                                   unit=lambda f: True),
+                                   layer=lambda i, _f: _diagonal(i) and i.domain in _COMPLEX_ANY,
+                                   unit=lambda _f: True),
     ("possible", "P3"): Hypothesis("two input-dependent diagonal layers with unit-modulus rotations",
-                                   layer=lambda i, f: _selective(i) and i.domain in _COMPLEX_SELECTIVE,
-                                   unit=lambda f: True),
+                                   layer=lambda i, _f: _selective(i) and i.domain in _COMPLEX_SELECTIVE,
+                                   unit=lambda _f: True),
     ("possible", "P4"): Hypothesis("a sign layer (real, complex, or reflecting) then a reflecting Householder layer",
-                                   layer=lambda i, f: (_selective(i) and i.domain in _COMPLEX_SELECTIVE | {_D.REAL})
-                                   or _reflecting(i), unit=lambda f: True),
+                                   layer=lambda i, _f: (_selective(i) and i.domain in _COMPLEX_SELECTIVE | {_D.REAL})
+                                   or _reflecting(i), unit=lambda _f: True),
     ("possible", "T5"): Hypothesis("input-dependent diagonal layers with eigenvalue -1 or unit-modulus rotations, or a "
                                    "reflecting Householder layer for parity on a fixed input",
-                                   layer=lambda i, f: (_selective(i) and i.domain in _COMPLEX_SELECTIVE | {_D.REAL})
-                                   or _reflecting(i), unit=lambda f: True),
+                                   layer=lambda i, _f: (_selective(i) and i.domain in _COMPLEX_SELECTIVE | {_D.REAL})
+                                   or _reflecting(i), unit=lambda _f: True),
     ("possible", "T6"): Hypothesis("a Householder layer whose factors reach -1, with n_h >= the reflections needed",
                                    layer=lambda i, f: _reflecting(i) and (i.props.n_h or 1) >= f.get("n_h_needed", 1),
-                                   unit=lambda f: True),
+                                   unit=lambda _f: True),
     ("possible", "SF"): Hypothesis("input-dependent diagonal layers whose eigenvalues include [0,1] (resets, delays, "
-                                   "keeps)", layer=lambda i, f: _selective(i) and i.domain in CASCADE_GROUPS,
-                                   unit=lambda f: True),
+                                   "keeps)", layer=lambda i, _f: _selective(i) and i.domain in CASCADE_GROUPS,
+                                   unit=lambda _f: True),
     ("possible", "KR"): Hypothesis("input-dependent diagonal layers with [0,1] and the group channels' eigenvalues",
                                    layer=lambda i, f: _selective(i) and _CASCADE_RANK.get(
                                        CASCADE_GROUPS.get(i.domain, ""), -1) >= _CASCADE_RANK[f["cascade_groups"]],
-                                   unit=lambda f: True),
+                                   unit=lambda _f: True),
     ("possible", "P5"): Hypothesis("a one-hot-times-diagonal layer: column one-hot (any automaton) or row one-hot "
                                    "(a permutation automaton)",
                                    layer=lambda i, f: i.props.input_dependent and (
                                        i.props.structure == Structure.PD
                                        or (i.props.structure == Structure.PD_ROWS and f.get("permutation", False))),
-                                   unit=lambda f: True),
+                                   unit=lambda _f: True),
     ("impossible", "T1"): Hypothesis("every layer linear with eigenvalues in [0,1]",
-                                     stack=lambda infos, f: all(i.props.linear and i.domain == _D.NONNEG
+                                     stack=lambda infos, _f: all(i.props.linear and i.domain == _D.NONNEG
                                                                 for i in infos)),
     ("impossible", "T1c"): Hypothesis("PD's layers, with one diagonal-plus-rank-one layer with eigenvalues in "
                                       "(-1/2, 1] on a constant input", stack=_periodic_real),
     ("impossible", "PD"): Hypothesis("every layer real diagonal or a single real Householder factor on a constant "
                                      "input", stack=_periodic_real),
     ("impossible", "T2"): Hypothesis("every layer time-invariant diagonal",
-                                     stack=lambda infos, f: all(_diagonal(i) and not i.props.input_dependent
+                                     stack=lambda infos, _f: all(_diagonal(i) and not i.props.input_dependent
                                                                 for i in infos)),
     ("impossible", "T3"): Hypothesis("every layer diagonal with eigenvalues in [0,1]",
-                                     stack=lambda infos, f: all(_diagonal(i) and i.domain == _D.NONNEG
+                                     stack=lambda infos, _f: all(_diagonal(i) and i.domain == _D.NONNEG
                                                                 for i in infos)),
     ("impossible", "T4"): Hypothesis("every layer diagonal, time-invariant or with eigenvalues in [0,1]",
-                                     stack=lambda infos, f: all(_diagonal(i) and (not i.props.input_dependent
+                                     stack=lambda infos, _f: all(_diagonal(i) and (not i.props.input_dependent
                                                                                   or i.domain == _D.NONNEG)
                                                                 for i in infos)),
     ("impossible", "T5"): Hypothesis("every layer diagonal (a special case of input-dependent complex diagonal)",
-                                     stack=lambda infos, f: all(_diagonal(i) for i in infos)),
+                                     stack=lambda infos, _f: all(_diagonal(i) for i in infos)),
 }
 
 

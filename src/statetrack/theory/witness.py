@@ -65,7 +65,9 @@ def run_on(model, tokens: np.ndarray, period: int = 1, chunk: int = 512, probe: 
     B, T = tokens.shape
     chunk = max(period, (chunk // period) * period)
     states = model.init_state(B)
-    preds, gaps, prev = [], [], None
+    preds: list[np.ndarray] = []
+    gaps: list[tuple[int, float, float]] = []
+    prev: torch.Tensor | None = None
     for start in range(0, T, chunk):
         x = torch.as_tensor(tokens[:, start:start + chunk])
         logits, states = model(x, states)
@@ -81,6 +83,7 @@ def run_on(model, tokens: np.ndarray, period: int = 1, chunk: int = 512, probe: 
         x = torch.as_tensor(tokens[:, :period] if T % period == 0 else tokens[:, T % period:][:, :period])
         _, states = model(x, states)
         v = _state_vec(states)
+        assert prev is not None  # T >= 1: the chunks above set it
         per.append((float((v - prev).norm(dim=1).max()), float(v.norm(dim=1).max())))
         prev = v
     return {"pred": np.concatenate(preds, axis=1), "gaps": gaps, "per_period": per}

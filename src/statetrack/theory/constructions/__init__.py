@@ -84,7 +84,7 @@ def save(name: str, path) -> Construction:
     return c
 
 
-def _init_name(init: str) -> str:
+def _init_name(init: str | None) -> str:
     kind, _, name = (init or "").partition(":")
     if kind != "construction" or not name:
         raise UserError(f"bad --init {init!r}; allowed: construction:NAME with NAME from 'statetrack construct --list'")
@@ -123,7 +123,7 @@ def init_config(init: str, task: str | None = None, **given) -> ModelConfig:
     return mine
 
 
-def init_model(cfg: TrainConfig, task=None) -> Model:
+def init_model(cfg: TrainConfig) -> Model:
     """The construction's model with N(0, init_noise^2) added to every parameter (seeded by cfg.seed)."""
     c = build(_init_name(cfg.init))
     if cfg.model != c.config.model:

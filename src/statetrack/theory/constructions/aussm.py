@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 from statetrack.algebra import get_group, parse_group_name
 from statetrack.errors import UserError
+from statetrack.layers.aussm import AUSSM
 from statetrack.theory.constructions.base import (
     Construction,
     blank_model,
@@ -20,7 +21,7 @@ from statetrack.theory.constructions.base import (
 )
 
 
-def _aussm_lag_layer(mx, units: list[torch.Tensor], angles: list[list[float]], c: list[complex], const: int,
+def _aussm_lag_layer(mx: AUSSM, units: list[torch.Tensor], angles: list[list[float]], c: list[complex], const: int,
                      out_coord: int, L: float = 30.0, situations: list[torch.Tensor] | None = None):
     """One AUSSM layer (d_state = N slots) whose state channel holds prod chi_n of the inputs so far.
 
@@ -41,6 +42,7 @@ def _aussm_lag_layer(mx, units: list[torch.Tensor], angles: list[list[float]], c
     with torch.no_grad():
         W = mx.in_proj.weight
         W.zero_()
+        assert mx.conv is not None and mx.conv.bias is not None, "the construction needs the layer's convolution"
         cw = mx.conv.weight  # (E, 1, K)
         cw.zero_()
         mx.conv.bias.zero_()
@@ -146,7 +148,7 @@ def abelian_aussm(arg: str) -> Construction:
     vals = phis(cand)
     with torch.no_grad():
         model.embed.weight.copy_(e)
-        _aussm_lag_layer(model.blocks[0].mixer, units, angles, c, CONST, OUT)
+        _aussm_lag_layer(model.mixer(0, AUSSM), units, angles, c, CONST, OUT)
         nearest_head(model, vals, OUT, CONST)
     return Construction("abelian-aussm", model, cfg, "", "", {"characters": orders, "relative_gap": gap})
 
@@ -172,7 +174,7 @@ def s3_aussm() -> Construction:
             KJ[int(g.mul(pw(r, k), pw(s, j)))] = (k, j)
     assert len(KJ) == 6
     # the increment of K when y = r^K s^J is multiplied by x on the right, as a function of (J after, x)
-    inc = {}
+    inc: dict[tuple[int, int], int] = {}
     for y in range(G):
         for x in range(G):
             K0, J0 = KJ[y]
@@ -199,21 +201,23 @@ def s3_aussm() -> Construction:
     sit1 = [e[t] for t in range(G)]
     ang1 = [[math.pi * KJ[t][1]] for t in range(G)]
     # layer 2: situations (x, J after x) with J read from JC (+1 even, -1 odd)
-    units2, ang2, sit2 = [], [], []
+    units2: list[torch.Tensor] = []
+    ang2: list[list[float]] = []
+    sit2: list[torch.Tensor] = []
     for t in range(G):
         for J, sign in ((0, 1.0), (1, -1.0)):
             units2.append(unit(t, sign))
             ang2.append([2 * math.pi * inc[(J, t)] / 3])
-            x = e[t].clone()
-            x[JC] = sign
-            sit2.append(x)
+            situation = e[t].clone()
+            situation[JC] = sign
+            sit2.append(situation)
     c2 = complex(math.cos(0.4), math.sin(0.4))
     phi = [(c2 * complex(math.cos(2 * math.pi * k / 3), math.sin(2 * math.pi * k / 3))).real for k in range(3)]
     with torch.no_grad():
         model.embed.weight.copy_(e)
         # L = 3: weights of order 1 (the read-out rows solve for the leak of the off units exactly)
-        _aussm_lag_layer(model.blocks[0].mixer, units1, ang1, [1.0 + 0j], CONST, JC, L=L_S3, situations=sit1)
-        _aussm_lag_layer(model.blocks[1].mixer, units2, ang2, [c2], CONST, KC, L=L_S3, situations=sit2)
+        _aussm_lag_layer(model.mixer(0, AUSSM), units1, ang1, [1.0 + 0j], CONST, JC, L=L_S3, situations=sit1)
+        _aussm_lag_layer(model.mixer(1, AUSSM), units2, ang2, [c2], CONST, KC, L=L_S3, situations=sit2)
         model.head.weight.zero_()
         model.head.bias.zero_()
         for y in range(G):

@@ -64,7 +64,7 @@ def blank_model(task: str, **mcfg) -> tuple[Model, TrainConfig]:
 def layer_input(model: Model, block: int, x: torch.Tensor) -> torch.Tensor:
     """What block ``block``'s mixer sees for the residual vector x (after the block's pre-norm)."""
     with torch.no_grad():
-        return model.blocks[block].norm(x)
+        return model.block(block).norm(x)
 
 
 def silu(v: float) -> float:

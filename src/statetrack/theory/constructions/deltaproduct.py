@@ -30,6 +30,7 @@ import torch
 
 from statetrack.algebra import get_group
 from statetrack.errors import UserError
+from statetrack.layers.deltanet import DeltaProduct
 from statetrack.theory.constructions.base import (
     SILU_ARGMIN,
     Construction,
@@ -53,13 +54,14 @@ def _key_preactivation(n: np.ndarray) -> tuple[list[float], np.ndarray]:
     """z with silu(z) = c (+-n) for some c > 0 (a reflection does not see the sign of its normal):
     silu is bounded below by silu(SILU_ARGMIN) = -0.278, so c is limited by the most negative entry."""
     floor = -silu(SILU_ARGMIN) * 0.97
-    best = None
+    best: tuple[float, np.ndarray] | None = None
     for sgn in (1.0, -1.0):
         m = sgn * n
         c = floor / max(float(-m.min()), 1e-12) if m.min() < 0 else 1.0
         c = min(c, 1.0)
         if best is None or c > best[0]:
             best = (c, m)
+    assert best is not None
     c, m = best
     return [silu_inv(c * float(v)) if abs(v) > 1e-12 else 0.0 for v in m], m
 
@@ -74,7 +76,7 @@ def orthogonal_deltaproduct(task: str, rho: dict[int, np.ndarray], n_tokens: int
     CONST, OUT = G, list(range(G + 1, G + 1 + dim))
     model, cfg = blank_model(task, layers=f"deltaproduct(nh={nh},neg=true,conv=0)", d_model=d, d_state=dim,
                              norm="none")
-    mx = model.blocks[0].mixer
+    mx = model.mixer(0, DeltaProduct)
     dk, dv, sizes = mx.dk, mx.dv, mx.sizes  # sizes: [dk, nh dk, nh dv]
     mats = [np.asarray(rho[y], dtype=np.float64) for y in range(G)]
 
@@ -145,6 +147,7 @@ def orth_deltaproduct(arg: str) -> Construction:
     if g.order < 2 or g.order > 120:
         raise UserError(f"orth-deltaproduct takes a group of order 2..120, got {g.name} (order {g.order})")
     rep = best_representation(g, np.arange(g.order), np.arange(g.order))
+    assert rep is not None  # a group of order >= 2 has a faithful representation
     model, cfg, gap = orthogonal_deltaproduct(f"group:{g.name}", rep.matrices, g.order, rep.n_h)
     return Construction("orth-deltaproduct", model, cfg, "", "",
                         {"group": g.name, "representation": rep.name, "dim": rep.dim, "n_h": rep.n_h,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import torch
 
+from statetrack.layers.gateddeltanet import GatedDeltaNet
 from statetrack.theory.constructions.base import (
     Construction,
     blank_model,
@@ -31,7 +32,7 @@ def parity_gateddeltanet() -> Construction:
     CONST, OUT = 2, 3
     model, cfg = blank_model("parity", layers="gateddeltanet(conv=0,neg=true)", d_model=4, d_state=1)
     token_embedding(model, 2, CONST)
-    mx = model.blocks[0].mixer
+    mx = model.mixer(0, GatedDeltaNet)
     xin = layer_input(model, 0, model.embed.weight)
     c = float(xin[0, CONST])
     H, dk, dv = mx.H, mx.dk, mx.dv

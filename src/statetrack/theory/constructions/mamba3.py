@@ -24,6 +24,8 @@ import torch
 import torch.nn.functional as F
 
 from statetrack.errors import UserError
+from statetrack.layers.mamba3 import Mamba3
+from statetrack.model import Model
 from statetrack.theory.constructions.base import (
     Construction,
     blank_model,
@@ -39,12 +41,12 @@ TANH_SAT = 20.0  # tanh(20) = 1 in float32
 NO_DECAY = -120.0  # softplus(-120) = 0 in float32
 
 
-def _mamba3_rotation_layer(model, const: int, delta: float, turn_tokens: list[int], count_tokens: list[int],
+def _mamba3_rotation_layer(model: Model, const: int, delta: float, turn_tokens: list[int], count_tokens: list[int],
                            out_coords: list[int]) -> float:
     """Set the (only) Mamba-3 layer of ``model`` (d_state 2: one complex slot; the first head reads Re h,
     a second Im h). The tokens in turn_tokens rotate the state by Delta pi, the others not at all; the
     tokens in count_tokens add 1 to the state. Returns Delta as the layer computes it in float32."""
-    mx = model.blocks[0].mixer
+    mx = model.mixer(0, Mamba3)
     xin = layer_input(model, 0, model.embed.weight)  # (tokens, d): what the layer sees per token
     E, H, P = mx.d_inner, mx.H, mx.P
     z0, x0, b0, c0, dt0, a0, l0, th0 = (sum(mx.sizes[:i]) for i in range(len(mx.sizes)))

@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from statetrack.algebra import get_group
+from statetrack.layers.mamba import Mamba
 from statetrack.theory.constructions.base import Construction, blank_model, layer_input, register, silu
 
 
@@ -17,7 +18,7 @@ from statetrack.theory.constructions.base import Construction, blank_model, laye
           "A(1) = -1, A(0) = 1 (to float32), h in {0, beta}", mixers=("negmamba",))
 def parity_negmamba() -> Construction:
     model, cfg = blank_model("parity", layers="negmamba(conv=0)", d_model=2, d_state=1)
-    mx = model.blocks[0].mixer
+    mx = model.mixer(0, Mamba)
     E = mx.d_inner
     with torch.no_grad():
         model.embed.weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 1.0]]))
@@ -53,7 +54,7 @@ def parity_negmamba() -> Construction:
                                                                  "A(1)": "-1", "dt(0)": 9.357e-14})
 
 
-def _negmamba_flip(mx, units: list[torch.Tensor], channel: int, rank: int, const: int, L: float = 30.0,
+def _negmamba_flip(mx: Mamba, units: list[torch.Tensor], channel: int, rank: int, const: int, L: float = 30.0,
                    first_unit_channel: int = 0) -> float:
     """State ``channel`` of a Negative Mamba layer (conv=0, d_state=1) flips, h -> -h + beta, on the inputs
     where one of ``units`` is on (w . x = 1; off: w . x <= -1) and keeps h otherwise (A = 1 to float32).
@@ -80,7 +81,7 @@ def _negmamba_flip(mx, units: list[torch.Tensor], channel: int, rank: int, const
     return uc
 
 
-def _negmamba_common(mx, const: int, states: list[int], out_coords: list[int]):
+def _negmamba_common(mx: Mamba, states: list[int], out_coords: list[int]) -> float:
     """B and C constant (kappa so that beta = 1), D centring, gates and output: residual +-1 per state."""
     R = mx.R
     uc = silu(1.0)
@@ -130,18 +131,18 @@ def c2xc4_negmamba() -> Construction:
 
     with torch.no_grad():
         model.embed.weight.copy_(e)
-        m1, m2 = model.blocks[0].mixer, model.blocks[1].mixer
+        m1, m2 = model.mixer(0, Mamba), model.mixer(1, Mamba)
         # layer 1: channel 0 flips on a = 1, channel 1 on b odd
         _negmamba_flip(m1, [unit([t for t in range(8) if comps[t][0] == 1])], 0, 0, CONST, first_unit_channel=2)
         _negmamba_flip(m1, [unit([t for t in range(8) if comps[t][1] % 2 == 1])], 1, 1, CONST, first_unit_channel=3)
-        _negmamba_common(m1, CONST, [0, 1], [P, Q])
+        _negmamba_common(m1, [0, 1], [P, Q])
         # layer 2: flip = b1 XOR (b0 AND NOT q), q = parity of b after this input (residual Q = +1 iff odd)
         TA = [t for t in range(8) if comps[t][1] == 2]  # b0 = 0, b1 = 1: always
         TB = [t for t in range(8) if comps[t][1] == 3]  # b0 = 1, b1 = 1: iff q = 1
         TC = [t for t in range(8) if comps[t][1] == 1]  # b0 = 1, b1 = 0: iff q = 0
         units = [unit(TA), unit(TB, {Q: 1.0}, -2.0), unit(TC, {Q: -1.0}, -2.0)]
         _negmamba_flip(m2, units, 0, 0, CONST, first_unit_channel=2)
-        _negmamba_common(m2, CONST, [0], [S])
+        _negmamba_common(m2, [0], [S])
         for y in range(8):
             a, b = comps[y]
             for ch, bit in ((P, a), (Q, b % 2), (S, b // 2)):  # +1 for a bit set, -1 for a bit clear

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from statetrack.errors import UserError
+from statetrack.layers.pdssm import PDSSM
 from statetrack.tasks import get_task
 from statetrack.theory.algebra import minimal_dfa
 from statetrack.theory.constructions.base import Construction, blank_model, register, token_embedding
@@ -67,15 +68,17 @@ def dfa_pdssm(task: str) -> Construction:
     model, cfg = blank_model(task, layers=f"pdssm(dict_size={max(vocab, 8)})", d_model=vocab + 1 + N, d_state=N,
                              norm="none")
     token_embedding(model, vocab, CONST)
-    mx = model.blocks[0].mixer
+    mx = model.mixer(0, PDSSM)
     with torch.no_grad():
         mx.select.weight.zero_()  # one dictionary matrix per token
         mx.A_dict.zero_()
         for sym, tok in enumerate(tokens):
             mx.select.weight[tok, tok] = SELECT
             mx.A_dict[tok, delta[:, sym], np.arange(N)] = 1.0  # column q: its one in row delta(q, tok)
-        mx.magnitude[2].bias.fill_(MAGNITUDE)
-        mx.phase[2].bias.fill_(PHASE)
+        magnitude, phase = mx.magnitude[2], mx.phase[2]  # the last linear map of each
+        assert isinstance(magnitude, torch.nn.Linear) and isinstance(phase, torch.nn.Linear)
+        magnitude.bias.fill_(MAGNITUDE)
+        phase.bias.fill_(PHASE)
         mx.readout.weight.zero_()
         mx.readout.bias.zero_()
         for q in range(N):

@@ -7,10 +7,11 @@ import math
 import torch
 
 from statetrack.errors import UserError
+from statetrack.layers.s4d import S4D
 from statetrack.theory.constructions.base import Construction, blank_model, layer_input, register
 
 
-def _s4d_rotation(mixer, channel: int, angle: float):
+def _s4d_rotation(mixer: S4D, channel: int, angle: float) -> None:
     with torch.no_grad():
         mixer.log_A_real[channel].fill_(-60.0)  # Re A = -exp(-60): |A_bar| = 1 in float32
         mixer.A_imag[channel].fill_(angle)
@@ -26,7 +27,7 @@ def modcount_s4d(arg: str) -> Construction:
         raise UserError(f"modcount-s4d needs m >= 2, got {m}")
     task = f"modcount:{m}"
     model, cfg = blank_model(task, layers="s4d", d_model=3, d_state=2)
-    mx = model.blocks[0].mixer
+    mx = model.mixer(0, S4D)
     with torch.no_grad():
         # token 1 (the only one that occurs) -> (1, 1, 1); channels 0 and 1 rotate, channel 2 is a constant
         model.embed.weight.copy_(torch.tensor([[0.0, 0.0, 1.0], [1.0, 1.0, 1.0]]))
@@ -72,7 +73,7 @@ def modcount_s4d(arg: str) -> Construction:
 def offset_s4d() -> Construction:
     n = 10
     model, cfg = blank_model("offset", layers="s4d", d_model=3, d_state=2)
-    mx = model.blocks[0].mixer
+    mx = model.mixer(0, S4D)
     with torch.no_grad():
         # token 0 -> (1, 0, 0); token 1 -> (0, 1, 1); channel 2 counts (input 0 on token 0: h stays 0)
         model.embed.weight.copy_(torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]]))
