@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import importlib
 import pkgutil
+import re
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,8 @@ import statetrack
 
 ROOT = Path(statetrack.__file__).parent
 
-#: the package's units from the bottom up: a module may import its own unit and the units below it
+#: the package's units from the bottom up: a module may import its own unit and the units below it (the
+#: table of docs/architecture.md)
 LAYERS = [
     {"errors", "version", "files", "signals", "progress", "untrusted"},
     {"spec", "memory", "device", "algebra", "plugins"},
@@ -159,3 +161,19 @@ def test_no_attribute_shadows_its_submodule(package):
         mod = importlib.import_module(f"{package}.{info.name}")
         attr = getattr(pkg, info.name)
         assert attr is mod, f"{package}.{info.name} is {attr!r}, not the module {mod.__name__}"
+
+
+def test_the_architecture_page_is_this_layering():
+    """docs/architecture.md's table lists LAYERS, bottom up, row by row."""
+    page = (ROOT.parents[1] / "docs" / "architecture.md").read_text()
+    rows = [line for line in page.splitlines() if re.match(r"\| \d+ \|", line)]
+    assert [set(re.findall(r"`([a-z_]+)`", r.split("|")[2])) or {""} for r in rows] == LAYERS
+
+
+def test_variants_are_types():
+    """No branch on a language-modelling 'kind' string; no mixer declares its properties with strings."""
+    for name, path in MODULES.items():
+        text = path.read_text()
+        assert not re.search(r"""kind [!=]= ["']lm["']""", text), name
+        if name.startswith("statetrack.layers."):
+            assert not re.search(r"""(eigenvalues|structure)=["']""", text), name

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from statetrack.experiments import Study, load_study
+from statetrack.experiments import Study, StudyKind, load_study
 from statetrack.jobs import MAX_RUNS
 from statetrack.progress import Progress, SweepProgress, sink
 from statetrack.report import StudyTable, study_table
-from statetrack.report.lm import lm_tables
+from statetrack.report.lm import LMTable, lm_tables
 from statetrack.store import DEFAULT_DB
 from statetrack.sweep import run_jobs
 
@@ -47,13 +47,13 @@ def _both(first, second):
 def reproduce(name: str, scale: str = "quick", seeds: int | None = None, db: str | Path = DEFAULT_DB,
               workers: int = 1, fresh: bool = False, device: str = "auto",
               on_done=None, executor: str = "local", address: str | None = None,
-              progress: Progress = None) -> tuple[Study, list, StudyTable]:
+              progress: Progress = None) -> tuple[Study, list, StudyTable | LMTable]:
     """Run study ``name`` at ``scale``; returns (study, [(job, result)], its first table). ``progress``: as
     ``sweep``'s.
 
     ``report.study_tables(study, results, scale)`` gives every table of a study with several."""
     study, results = sweep(name, scale, seeds, db, workers, fresh, device, on_done, executor, address,
                            progress=progress)
-    if study.kind == "lm":
+    if study.kind is StudyKind.LM:
         return study, results, lm_tables(study, results, scale, db=db)[0]
     return study, results, study_table(study, results)

@@ -94,10 +94,11 @@ def _summary(study, results, wall, a) -> str:
 def _emit_runs(results, db, study=None):
     """JSON Lines, one object per (run, test length): the run schema (statetrack.records) + grid keys; for
     an LM study one object per run (its bpb) and one per baseline and corpus."""
+    from statetrack.experiments import StudyKind
     from statetrack.records import run_object, split_rows
     from statetrack.store import Store
 
-    if study is not None and study.kind == "lm":
+    if study is not None and study.kind is StudyKind.LM:
         from statetrack.report.lm import json_rows
 
         emit_rows(json_rows(study, results))

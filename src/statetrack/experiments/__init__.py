@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Literal
 
@@ -80,6 +81,14 @@ def parse_lengths(v) -> list[int]:
 #: how a run becomes a table cell: the metric at each test length, its mean over a range of lengths, or
 #: the longest length at which it stays above a threshold
 ScoreKind = Literal["per_length", "mean", "longest"]
+
+
+class StudyKind(StrEnum):
+    """What a study measures: state tracking (accuracy by test length) or language modelling (``kind: lm``:
+    loss and bits per byte on corpora, :mod:`statetrack.report.lm`)."""
+
+    STATE = "state"
+    LM = "lm"
 
 
 class Score(_Strict):
@@ -184,9 +193,9 @@ class Table(_Strict):
                     spec.startswith("probe:") and any(spec[6:] in t.probes for t in self.tasks)):
                 raise ValueError(f"compare {key!r}: {spec!r} must be 'validation', [lo, hi] or 'probe:P' "
                                  "with P a probe of a task")
-        labels = {m.label for m in self.models}
+        rows = {m.label for m in self.models}
         for m in self.models:
-            if m.control_of is not None and (m.control_of not in labels or m.control_of == m.label):
+            if m.control_of is not None and (m.control_of not in rows or m.control_of == m.label):
                 raise ValueError(f"model {m.label!r}: control_of names {m.control_of!r}, which is not another row "
                                  f"of table {self.name!r}")
             bad = [t for t in (m.tasks or []) if t not in known]
@@ -274,7 +283,7 @@ class Study(_Strict):
     title: str
     source: str
     notes: str = ""
-    kind: Literal["state", "lm"] = "state"
+    kind: StudyKind = StudyKind.STATE
     state_tracking: StateTracking | None = None
     metric: Metric = "accuracy"
     oracle: bool = Field(False, description="report the theory oracle's verdict beside every (model, task) cell "
@@ -310,13 +319,13 @@ class Study(_Strict):
         names = [t.name for t in self.tables]
         if len(set(names)) != len(names):
             raise ValueError(f"duplicate table names in study {self.name!r}")
-        if self.kind == "lm":
+        if self.kind is StudyKind.LM:
             bad = [x.task for t in self.tables for x in t.tasks if not x.task.startswith("lm:")]
             if bad:
                 raise ValueError(f"a study of kind 'lm' trains on corpora (lm:...); task {bad[0]!r} is not one")
         elif self.score.kind == "per_length" and any(len(t.tasks) != 1 for t in self.tables):
             raise ValueError("score kind 'per_length' needs exactly one task per table")
-        if self.state_tracking is not None and self.kind != "lm":
+        if self.state_tracking is not None and self.kind is not StudyKind.LM:
             raise ValueError("state_tracking is for studies of kind 'lm'")
         for sname, sc in self.scales.items():
             for what, have, known in (
@@ -468,8 +477,8 @@ def load_study(name_or_path: str) -> Study:
     path = Path(name_or_path)
     if not path.suffix:
         path = HERE / f"{name_or_path}.yaml"
-        if not path.is_file() and plugins.study_path(name_or_path):
-            path = Path(plugins.study_path(name_or_path))
+        if not path.is_file() and (plugin_path := plugins.study_path(name_or_path)):
+            path = Path(plugin_path)
         elif not path.is_file():
             names = builtin_studies() + sorted(plugins.study_entry_points())
             raise UserError(f"unknown study {name_or_path!r}{did_you_mean(name_or_path, names)}; allowed: "

@@ -22,7 +22,16 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import ROUND_EXP, Mixer, Properties, causal_conv_step, check_conv, dt_bias_init
+from statetrack.layers.base import (
+    ROUND_EXP,
+    EigenvalueDomain,
+    Mixer,
+    Properties,
+    Structure,
+    causal_conv_step,
+    check_conv,
+    dt_bias_init,
+)
 from statetrack.layers.deltanet import NEG_ROUNDING
 from statetrack.ops import causal_conv
 from statetrack.ops.dplr import CHUNK, dplr_step, dplr_transition, gated_delta_rule, gated_delta_terms
@@ -64,9 +73,10 @@ class GatedDeltaNet(Mixer):
 
     @property
     def properties(self):
-        return Properties(input_dependent=True, eigenvalues="[-1,1]" if self.neg else "[0,1]", structure="householder",
+        dom = EigenvalueDomain.REAL if self.neg else EigenvalueDomain.NONNEG
+        return Properties(input_dependent=True, eigenvalues=dom, structure=Structure.HOUSEHOLDER,
                           n_h=1, rounding=GATE_ROUNDING + ("; " + NEG_ROUNDING if self.neg else ""),
-                          factor_eigenvalues="[-1,1]" if self.neg else "[0,1]")
+                          factor_eigenvalues=dom)
 
     def activation_bytes(self):
         C = max(1, self.chunk)

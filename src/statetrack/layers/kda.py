@@ -25,7 +25,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, Properties, causal_conv_step, check_conv, dt_bias_init
+from statetrack.layers.base import (
+    EigenvalueDomain,
+    Mixer,
+    Properties,
+    Structure,
+    causal_conv_step,
+    check_conv,
+    dt_bias_init,
+)
 from statetrack.layers.deltanet import NEG_ROUNDING
 from statetrack.layers.gateddeltanet import GATE_ROUNDING
 from statetrack.ops import causal_conv
@@ -63,9 +71,10 @@ class KDA(Mixer):
 
     @property
     def properties(self):
-        return Properties(input_dependent=True, eigenvalues="[-1,1]" if self.neg else "[0,1]", structure="householder",
+        dom = EigenvalueDomain.REAL if self.neg else EigenvalueDomain.NONNEG
+        return Properties(input_dependent=True, eigenvalues=dom, structure=Structure.HOUSEHOLDER,
                           n_h=1, rounding=GATE_ROUNDING + ("; " + NEG_ROUNDING if self.neg else ""),
-                          factor_eigenvalues="[-1,1]" if self.neg else "[0,1]")
+                          factor_eigenvalues=dom)
 
     def activation_bytes(self):
         C = max(1, self.chunk)

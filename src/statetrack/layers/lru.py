@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import ROUND_EXP, Mixer, Properties
+from statetrack.layers.base import ROUND_EXP, EigenvalueDomain, Mixer, Properties, Structure
 from statetrack.ops import diag_scan, polar
 
 #: how float32 rounding gives modulus 1 (Properties.rounding): far outside the initialisation (nu in [-6.9, -2.3]
@@ -53,7 +53,8 @@ class LRU(Mixer):
 
     @property
     def properties(self):
-        return Properties(input_dependent=False, eigenvalues="complex", structure="diagonal", rounding=ROUNDING)
+        return Properties(input_dependent=False, eigenvalues=EigenvalueDomain.COMPLEX_FIXED,
+                          structure=Structure.DIAGONAL, rounding=ROUNDING)
 
     def activation_bytes(self):
         return 8 * 3 * self.d_state + 4 * 4 * self.d_model

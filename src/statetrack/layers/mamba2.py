@@ -20,8 +20,10 @@ from torch import nn
 
 from statetrack.errors import UserError
 from statetrack.layers.base import (
+    EigenvalueDomain,
     Mixer,
     Properties,
+    Structure,
     causal_conv_step,
     check_conv,
     check_expand,
@@ -60,7 +62,8 @@ class Mamba2(Mixer):
 
     @property
     def properties(self):
-        return Properties(input_dependent=True, eigenvalues="[-1,1]" if self.neg else "[0,1]", structure="scalar",
+        dom = EigenvalueDomain.REAL if self.neg else EigenvalueDomain.NONNEG
+        return Properties(input_dependent=True, eigenvalues=dom, structure=Structure.SCALAR,
                           rounding=exp_rounding("a_t = exp(Delta_t A)", self.neg))
 
     def activation_bytes(self):

@@ -41,7 +41,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, Properties, check_expand, dt_bias_init, exp_rounding
+from statetrack.layers.base import (
+    EigenvalueDomain,
+    Mixer,
+    Properties,
+    Structure,
+    check_expand,
+    dt_bias_init,
+    exp_rounding,
+)
 from statetrack.ops.mamba3 import mamba3_scan, mamba3_step, mamba3_transition, mamba3_zero_state
 
 #: the base of standard RoPE's frequencies (``data_angles=false``)
@@ -80,9 +88,9 @@ class Mamba3(Mixer):
 
     @property
     def properties(self):
-        dom = ("[0,1]" if not self.rope else "fixed-phase rotations" if not self.data_angles else
-               "damped rotations" if self.a_floor > 0 else "complex disc")
-        return Properties(input_dependent=True, eigenvalues=dom, structure="diagonal",
+        dom = (EigenvalueDomain.NONNEG if not self.rope else EigenvalueDomain.FIXED_PHASE if not self.data_angles else
+               EigenvalueDomain.DAMPED_ROTATIONS if self.a_floor > 0 else EigenvalueDomain.COMPLEX_DISC)
+        return Properties(input_dependent=True, eigenvalues=dom, structure=Structure.DIAGONAL,
                           rounding=exp_rounding("the decay exp(Delta_t A_t)", False))
 
     def activation_bytes(self):

@@ -24,8 +24,10 @@ from torch import nn
 from statetrack.errors import UserError
 from statetrack.layers.base import (
     ROUND_SIGMOID,
+    EigenvalueDomain,
     Mixer,
     Properties,
+    Structure,
     causal_conv_step,
     check_conv,
     check_expand,
@@ -65,7 +67,7 @@ class MLSTM(Mixer):
 
     @property
     def properties(self):
-        return Properties(input_dependent=True, eigenvalues="[0,1]", structure="scalar",
+        return Properties(input_dependent=True, eigenvalues=EigenvalueDomain.NONNEG, structure=Structure.SCALAR,
                           rounding=f"the forget gate sigmoid(.) = 1 only through float32 rounding ({ROUND_SIGMOID})")
 
     def activation_bytes(self):

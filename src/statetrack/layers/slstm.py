@@ -22,7 +22,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, Properties, causal_conv_step, check_conv
+from statetrack.layers.base import (
+    EigenvalueDomain,
+    Mixer,
+    Properties,
+    Structure,
+    causal_conv_step,
+    check_conv,
+)
 from statetrack.ops import causal_conv
 from statetrack.ops.slstm import slstm_recurrent, slstm_step, slstm_zero_state
 
@@ -49,7 +56,8 @@ class SLSTM(Mixer):
 
     @property
     def properties(self):
-        return Properties(input_dependent=True, eigenvalues="n/a", structure="nonlinear", linear=False)
+        return Properties(input_dependent=True, eigenvalues=EigenvalueDomain.NOT_LINEAR,
+                          structure=Structure.NONLINEAR, linear=False)
 
     def activation_bytes(self):
         return 4 * 16 * self.d_model

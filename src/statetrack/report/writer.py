@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from statetrack.errors import UserError
+from statetrack.experiments import StudyKind
 from statetrack.files import ensure_dir, write_file
 from statetrack.jobs import MAX_RUNS
 from statetrack.probes import read_traces
 from statetrack.report.evidence import evidence_markdown
-from statetrack.report.lm import lm_tables
+from statetrack.report.lm import LMTable, lm_tables
 from statetrack.report.lm import scale_note as lm_note
 from statetrack.report.lm_figures import lm_figures
 from statetrack.report.plots import close, curve_figures, length_figures, save, slug, trace_figure
@@ -99,7 +100,7 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None, device: s
             curves[res.run_id] = store.curve(res.run_id)
             if job.probes:
                 traces[res.run_id] = read_traces(db, res.run_id)
-    if study.kind == "lm":  # a language-modelling study: bpb tables (statetrack.report.lm)
+    if study.kind is StudyKind.LM:  # a language-modelling study: bpb tables (statetrack.report.lm)
 
         tables = lm_tables(study, results, scale, db=db)
     else:
@@ -107,7 +108,7 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None, device: s
     rep = Report(study, scale, tables, results, traces, curves, unfinished,
                  [f"{m} ({n} run{'s' if n > 1 else ''})" for m, n in machines.items()], db=str(db),
                  wall_time=wall, devices=list(devices))
-    if study.kind != "lm":
+    if study.kind is not StudyKind.LM:
         _compare_probes(rep)
     if getattr(study, "oracle", False):
         rep.verdicts = verdict_table(study, results)
@@ -162,10 +163,10 @@ def probe_cells(r: dict) -> list[str]:
             for k in ("token_accuracy", "accuracy_input1", "offset_accuracy", "hold_accuracy")]
 
 
-def difference_items(t: StudyTable, study) -> tuple[str, list[str]]:
+def difference_items(t: StudyTable | LMTable, study) -> tuple[str, list[str]]:
     """(headline, one item per cell that differs from the paper beyond the tolerance). An LM table has no
     published cells: its items are its verdict lines, with no headline."""
-    if t.kind == "lm":
+    if isinstance(t, LMTable):
         return "", list(t.notes)
     out = []
     for r in t.rows:
@@ -274,7 +275,7 @@ LM_CAPTIONS = {
 
 def report_figures(rep: Report) -> list[Figure]:
     """Every figure of the report: per table accuracy vs length and learning curves, then probe traces."""
-    if rep.study.kind == "lm":
+    if rep.study.kind is StudyKind.LM:
         return [Figure(section, stem, fig, LM_CAPTIONS.get(stem.split("-")[0], "").format(stem.partition("-")[2]))
                 for section, stem, fig in lm_figures(rep)]
     out = []
@@ -297,7 +298,7 @@ def report_figures(rep: Report) -> list[Figure]:
 
 
 def scale_note(rep: Report) -> str:
-    if rep.study.kind == "lm":
+    if rep.study.kind is StudyKind.LM:
         return lm_note(rep.scale)
     return "" if rep.scale == "paper" else (
         f"Scale `{rep.scale}`: fewer steps, seeds and learning rates, smaller models and shorter test lengths "
