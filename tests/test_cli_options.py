@@ -90,6 +90,38 @@ def test_config_file_options_and_set(tmp_path):
     assert tcfg.init is None and tcfg.model.mlp is True
 
 
+@pytest.mark.parametrize("null", ["null", "None", "~", ""])
+def test_set_null_wherever_a_field_is_optional(null):
+    """An optional field of any type takes null: eval.tokens (int | None) as init (str | None) does."""
+    tcfg, ecfg = train_configs(_train_args("--layers", "rnn", "--set", "eval.tokens=64", "--set",
+                                           f"eval.tokens={null}", "--set", f"curriculum_start={null}"))
+    assert ecfg.tokens is None and tcfg.curriculum_start is None and ecfg == EvalConfig()
+
+
+def test_train_with_set_null(tmp_path, capsys):
+    assert main(["train", "--layers", "rnn", "--d-model", "2", "--steps", "2", "--eval-every", "2", "--test-lengths",
+                 "8", "--eval-batch", "4", "--set", "eval.tokens=null", "--db", str(tmp_path / "x.db")]) == 0
+    assert "error" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text,key,expected,got", [
+    ("steps: many\nmodel: {layers: rnn}\n", "steps", "int", "'many'"),
+    ("model: {layers: rnn, d_model: 2.5}\n", "model.d_model", "int", "2.5"),
+    ("model: {layers: rnn, mlp: maybe}\n", "model.mlp", "bool", "'maybe'"),
+    ("model: {layers: rnn}\neval: {lengths: [8, x]}\n", "eval.lengths", "list[int]", "[8, 'x']"),
+    ("model: {layers: rnn}\neval: {tokens: lots}\n", "eval.tokens", "int | None", "'lots'"),
+    ("model: {layers: rnn, norm: batch}\n", "model.norm", "one of 'rmsnorm', 'layernorm', 'none'", "'batch'"),
+])
+def test_config_file_wrong_type_names_file_key_and_type(tmp_path, capsys, text, key, expected, got):
+    f = tmp_path / "c.yaml"
+    f.write_text(text)
+    assert main(["train", "--config", str(f), "--db", str(tmp_path / "x.db")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: config file '{f}': key '{key}' expects {expected}: "), err
+    assert f"(got {got})" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "x.db").exists()
+
+
 def test_stored_config_trains_again(tmp_path, db, capsys):
     """``runs show ID --json | jq .config`` is a config file."""
     assert main(["train", "--layers", "rnn", "--d-model", "2", "--steps", "4", "--eval-every", "2",
@@ -107,8 +139,12 @@ BAD = [
     (["--set", "model.d_modl=3"],
      "--set: unknown key 'model.d_modl' (did you mean 'model.d_model'?); allowed: plugins, task, model.layers"),
     (["--set", "lr"], "bad --set 'lr'; give KEY=VALUE"),
-    (["--set", "lr=-1"], "bad lr: Input should be greater than 0"),
-    (["--set", "steps=many"], "bad steps: Input should be a valid integer"),
+    (["--set", "lr=-1"], "--set: key 'lr' expects float: Input should be greater than 0 (got '-1')"),
+    (["--set", "steps=many"], "--set: key 'steps' expects int: Input should be a valid integer"),
+    (["--set", "eval.tokens=0"], "--set: key 'eval.tokens' expects int | None: Input should be greater than or equal"),
+    (["--set", "supervision=evry"],
+     ("--set: key 'supervision' expects one of 'task', 'every': Input should be 'task' or 'every' (got 'evry') (did "
+     "you mean 'every'?)")),
     (["--train-lengths", "1-4", "--train-max-len", "9"], "not both"),
     (["--config", "missing.yaml"], "config file 'missing.yaml' not found"),
     (["--norm", "batchnorm"], "argument --norm: invalid choice: 'batchnorm'"),

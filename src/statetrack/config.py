@@ -1,13 +1,23 @@
 """Typed configs: every component is built from one of these, and every run stores them whole."""
 from __future__ import annotations
 
+import functools
 import os
 from enum import StrEnum
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from statetrack.errors import UserError, did_you_mean
 from statetrack.spec import format_layers, parse_layers
@@ -17,6 +27,10 @@ from statetrack.untrusted import MAX_YAML_BYTES, load_yaml, read_text
 #: rather than one derived from free memory, so a file loads on every machine or on none; raise it with
 #: ``--max-params`` (``max_params=``) for a bigger model (statetrack.checkpoint).
 MAX_PARAMS = 250_000_000
+
+
+#: where a run computes: cpu, cuda or auto, which is resolved when a config is built (``concrete_device``)
+Device = Annotated[Literal["cpu", "cuda", "auto"], AfterValidator(lambda name: concrete_device(name))]
 
 
 class _Config(BaseModel):
@@ -82,7 +96,7 @@ class TrainConfig(_Config):
     patience: int = Field(20, ge=1, description="validations without improvement before early stop")
     val_sequences: int = Field(512, ge=1, description="validation sequences (fixed, in-distribution lengths)")
     seed: int = Field(0, description="seed of the initialisation, the training data and the validation set")
-    device: Literal["cpu", "cuda", "auto"] = Field(
+    device: Device = Field(
         "auto", validate_default=True, description="cpu, cuda, or auto (cuda where present); stored resolved")
     precision: Literal["float32", "bfloat16"] = Field(
         "float32", description="CUDA only: 'bfloat16' runs the forward pass under bf16 autocast")
@@ -113,8 +127,6 @@ class TrainConfig(_Config):
 
     LATE_FIELDS: ClassVar[tuple[str, ...]] = ("supervision", "curriculum_start", "curriculum_stages",
                                               "learned_accuracy", "learned_validations", "stop_when_learned")
-
-    _device = field_validator("device")(classmethod(lambda cls, v: concrete_device(v)))
 
     @model_validator(mode="after")
     def _lengths(self):
@@ -151,7 +163,7 @@ class EvalConfig(_Config):
     doublings: int = Field(4, ge=0, le=8, description="a length whose accuracy interval contains 90% is scored again "
                                                      "with twice the sequences, at most this many times (then marked "
                                                      "undecided)")
-    device: Literal["cpu", "cuda", "auto"] = Field(
+    device: Device = Field(
         "auto", validate_default=True, description="cpu, cuda, or auto (cuda where present); stored resolved")
     memory_mb: int = Field(2048, ge=1, description="chunks shrink so that no layer's activations for one "
                                                    "chunk exceed this many MiB")
@@ -174,8 +186,6 @@ class EvalConfig(_Config):
     def splits(self) -> list[str]:
         """The draws scored, the headline first: ['test'], ['long'] or ['test', 'long']."""
         return self.test_split.split("+")
-
-    _device = field_validator("device")(classmethod(lambda cls, v: concrete_device(v)))
 
     @field_validator("lengths")
     @classmethod
@@ -245,7 +255,8 @@ def check_key(key: str, where: str) -> str:
 
 
 def flatten(data: dict, where: str) -> dict:
-    """``{"lr": 0.01, "model": {"d_model": 8}}`` -> ``{"lr": 0.01, "model.d_model": 8}``, keys checked."""
+    """``{"lr": 0.01, "model": {"d_model": 8}}`` -> ``{"lr": 0.01, "model.d_model": 8}``, the keys and the type
+    of each value checked (``check_value``)."""
     if not isinstance(data, dict):
         raise UserError(f"{where} must hold a mapping of config keys, got {type(data).__name__}")
     out = {}
@@ -254,25 +265,64 @@ def flatten(data: dict, where: str) -> dict:
             out.update({check_key(f"{k}.{kk}", where): vv for kk, vv in v.items()})
         else:
             out[check_key(str(k), where)] = v
-    return out
+    return {k: check_value(k, v, where) for k, v in out.items()}
+
+
+def type_name(annotation: object) -> str:
+    """A field's type as a reader writes it: ``int``, ``int | None``, ``list[int]``, ``one of 'cpu', 'cuda'``."""
+    if get_origin(annotation) is Literal:
+        return "one of " + ", ".join(repr(a) for a in get_args(annotation))
+    if isinstance(annotation, type) and issubclass(annotation, StrEnum):
+        return "one of " + ", ".join(repr(str(m)) for m in annotation)
+    if isinstance(annotation, type) and not get_args(annotation):
+        return annotation.__name__
+    return str(annotation).replace("typing.", "")
+
+
+@functools.cache
+def _adapter(key: str) -> TypeAdapter:
+    f = run_config_keys()[key]
+    field_type: Any = Annotated[f.annotation, *f.metadata] if f.metadata else f.annotation
+    return TypeAdapter(field_type)
+
+
+def check_value(key: str, value: object, where: str) -> object:
+    """``value`` converted by pydantic to the type of the config field ``key`` (a dotted key of
+    ``run_config_keys``), within the field's bounds; a UserError naming ``where``, the key and the expected
+    type if it is not one. ``plugins`` (module names) passes as given; the checks across fields (and the
+    fields' own validators) run when the whole config is built."""
+    if key == "plugins":
+        return value
+    try:
+        return _adapter(key).validate_python(value)
+    except ValidationError as e:
+        err = e.errors()[0]
+        msg = err.get("msg", str(e)).removeprefix("Value error, ")
+        ann = run_config_keys()[key].annotation
+        choices = [str(c) for c in (get_args(ann) if get_origin(ann) is Literal else ann if isinstance(ann, type)
+                                    and issubclass(ann, StrEnum) else ())]
+        hint = did_you_mean(str(value), choices) if choices else ""
+        raise UserError(f"{where}: key {key!r} expects {type_name(ann)}: {msg} (got {value!r}){hint}") from None
 
 
 def parse_override(text: str) -> tuple[str, object]:
-    """``"model.d_model=32"`` -> ``("model.d_model", "32")``: the key checked, the value a string that the
-    config's own validation converts (``null`` for an optional field is None; a list is comma-separated)."""
+    """``"model.d_model=32"`` -> ``("model.d_model", 32)``: the key checked, the value converted to the
+    field's type (``check_value``); ``null`` (or ``none``, ``~`` or nothing) is None wherever the field is
+    optional; a list is comma-separated, with or without brackets."""
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
         raise UserError(f"bad --set {text!r}; give KEY=VALUE, e.g. model.d_model=32 or lr=3e-3")
     key = check_key(key, "--set")
+    raw = raw.strip()
     if key == "plugins":
         return key, [x.strip() for x in raw.split(",") if x.strip()]
     ann = run_config_keys()[key].annotation
-    raw = raw.strip()
-    if ann == list[int]:
-        return key, [x.strip() for x in raw.strip("[]").split(",") if x.strip()]
-    if ann == (str | None) and raw.lower() in ("", "null", "none"):
-        return key, None
-    return key, raw
+    value: object = raw
+    if type(None) in get_args(ann) and raw.lower() in ("", "null", "none", "~"):
+        value = None
+    elif get_origin(ann) is list:
+        value = [x.strip() for x in raw.strip("[]").split(",") if x.strip()]
+    return key, check_value(key, value, "--set")
 
 
 def load_run_config(path: str | os.PathLike) -> dict:
