@@ -111,7 +111,7 @@ def fla_delta_peer(name, dev):
         return None
     import statetrack.layers.deltanet as dn
 
-    def op(q, k, v, beta, S0=None, chunk=0):
+    def op(q, k, v, beta, S0=None, chunk=0):  # noqa: ARG001 - the signature of the op it stands in for
         dk = q.shape[-1]  # fla scales q by dk^-1/2; ours is only L2-normalised: undo the scaling
         tq, tk, tv, tb = (t.transpose(1, 2) for t in (q * dk ** 0.5, k, v, beta))
         o, S = fla.delta_rule_recurrence(tq, tk, tv, tb, initial_state=S0)
@@ -265,9 +265,12 @@ def _hillis(a, b, h0):
 
 
 def section_scans(dev, lengths, reps):
+    return _diag_scans(dev, lengths, reps, mamba_pscan()) + _delta_scans(dev, lengths, reps, fla_naive())
+
+
+def _diag_scans(dev, lengths, reps, pscan):
+    """The diagonal scan's forms, forward and forward + backward, on a wide and a thin shape."""
     rows = []
-    pscan = mamba_pscan()
-    fla = fla_naive()
     for shape_name, (B, S) in {"wide (8, T, 256)": (8, (256,)), "thin (1, T, 16)": (1, (16,))}.items():
         for T in lengths:
             a = (torch.rand((B, T) + S, device=dev) * 2 - 1)
@@ -289,7 +292,7 @@ def section_scans(dev, lengths, reps):
             if T <= 1024:
                 fb["Hillis-Steele (autograd)"] = _hillis
             if pscan is not None:
-                fb["mambapy pscan (peer)"] = lambda a, b, h0: pscan(a.unsqueeze(-1), b.unsqueeze(-1))
+                fb["mambapy pscan (peer)"] = lambda a, b, _h0: pscan(a.unsqueeze(-1), b.unsqueeze(-1))
             for fname, f in fb.items():
                 def run():
                     aa, bb = a.detach().requires_grad_(), b.detach().requires_grad_()
@@ -297,7 +300,12 @@ def section_scans(dev, lengths, reps):
                 ms = timeit(run, dev, reps=reps, budget=10)
                 rows.append({"scan": "diag fwd+bwd", "shape": shape_name, "T": T, "form": fname, "ms": ms})
                 print(f"  diag f+b {shape_name} T={T} {fname:24s} {ms:9.2f} ms", flush=True)
-    # delta rule: (B, T, H, dk, dv) = (8, T, 2, 16, 32)
+    return rows
+
+
+def _delta_scans(dev, lengths, reps, fla):
+    """The delta rule's forms at (B, T, H, dk, dv) = (8, T, 2, 16, 32), forward and forward + backward."""
+    rows = []
     B, H, dk, dv = 8, 2, 16, 32
     for T in lengths:
         q = F.normalize(torch.randn(B, T, H, dk, device=dev), dim=-1)

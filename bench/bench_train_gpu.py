@@ -49,7 +49,7 @@ def section_check(steps):
         for name, kw in (("cpu", {"device": "cpu"}), ("cuda-eager", {"device": "cuda", "cuda_graphs": False}),
                          ("cuda-graphs", {"device": "cuda", "cuda_graphs": True})):
             r = train(_cfg(layers, 16, steps, 64, 1, 40, **kw))
-            curves[name] = [(c["train_loss"], c["val_loss"], c["val_accuracy"]) for c in r.curve]
+            curves[name] = [(c.train_loss, c.val_loss, c.val_accuracy) for c in r.curve]
         same = curves["cuda-eager"] == curves["cuda-graphs"]
         gap = max(abs(a[1] - b[1]) for a, b in zip(curves["cpu"], curves["cuda-graphs"], strict=True))
         out.append({"layers": layers, "graphs_equal_eager": same, "max_val_loss_gap_cpu_vs_cuda": gap,

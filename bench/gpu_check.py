@@ -169,7 +169,7 @@ def section_paper_cell(seconds: float) -> dict:
     t0 = time.monotonic()
     deadline = t0 + seconds - 40  # the evaluation's share
 
-    def on_step(step, info):
+    def on_step(step, _info):
         if time.monotonic() > deadline:
             raise TimeoutError(step)
 

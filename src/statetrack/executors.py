@@ -25,7 +25,9 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from statetrack import memory, plugins, signals
 from statetrack.checkpoint import rewrite_extra
@@ -99,9 +101,10 @@ class InProcess:
     slots = 1
 
     def __init__(self, db: str, owner: str, on_step=None):
-        self.db, self.owner, self.on_step, self.jobs = db, owner, on_step, {}
+        self.db, self.owner, self.on_step = db, owner, on_step
+        self.jobs: dict[object, Job] = {}
 
-    def submit(self, job: Job, index: int):
+    def submit(self, job: Job, _index: int):
         handle = object()
         self.jobs[handle] = job
         return handle
@@ -115,7 +118,7 @@ class InProcess:
         step = (lambda s, info: self.on_step(job, s, info)) if self.on_step else None
         return [(h, _run_job(job, self.db, self.owner, on_step=step))]
 
-    def stop(self, exc):
+    def stop(self):
         pass
 
     def close(self):
@@ -173,13 +176,14 @@ class Pool:
                 raise UserError(DIED) from None
         return out
 
-    def stop(self, exc):
+    def stop(self):
         """Tell the workers (SIGTERM: a worker in a run records it interrupted), wait GRACE seconds,
         then kill those still running."""
-        procs = list((self.pool._processes or {}).values())
+        procs = list((self.pool._processes or {}).values())  # noqa: SLF001 - the pool names no other way
         for p in procs:
             with contextlib.suppress(OSError):
-                os.kill(p.pid, signal.SIGTERM)
+                if p.pid is not None:
+                    os.kill(p.pid, signal.SIGTERM)
         cf.wait(self.futures, timeout=GRACE)
         for p in procs:  # their runs are recorded (or, past the grace, recorded by the parent): no slow exit
             if p.is_alive():
@@ -189,7 +193,7 @@ class Pool:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _ray_payload(job: Job, plugin_names: list[str] = ()) -> dict:
+def _ray_payload(job: Job, plugin_names: Sequence[str] = ()) -> dict:
     """Runs on a Ray worker: train into a private database, return everything the driver stores."""
     _init_worker(list(plugin_names))  # a Ray worker is an entry point of its own
     with tempfile.TemporaryDirectory(prefix="statetrack-ray-") as d:
@@ -202,14 +206,14 @@ def _ray_payload(job: Job, plugin_names: list[str] = ()) -> dict:
                "wall_time": row["wall_time"], "summary": row["summary"], "metrics": res.metrics, "lm": res.lm,
                "more": res.more,
                "curve": store.curve(res.run_id), "checkpoint": None, "traces": {}}
-        if res.status == RunStatus.COMPLETE:
+        if res.status == RunStatus.COMPLETE and res.checkpoint is not None:
             out["checkpoint"] = Path(res.checkpoint).read_bytes()
             if job.probes:
                 out["traces"] = traces_from_checkpoint(res.checkpoint, job.probes)
         return out
 
 
-def _store_payload(store: Store, job: Job, run_id: int, p: dict) -> RunResult:
+def _store_payload(store: Store, run_id: int, p: dict) -> RunResult:
     """On the driver: write one Ray worker's run into its row, as ``runner.run`` would have."""
     store.set_versions(run_id, p["versions"])  # the worker's (its thread count), not the driver's
     if p["status"] != RunStatus.COMPLETE:
@@ -255,7 +259,8 @@ class RayExecutor:
         self.ray = import_ray()
         self.store, self.owner, self.slots, self.address = Store(db), owner, workers, address
         self.rows: dict = {}  # ref -> (job, run_id)
-        self.started, self.remote = False, None
+        self.started = False
+        self.remote: Any = None  # ray.remote(_ray_payload), once Ray is started
         # runs on a GPU share it: each asks for 1/workers of one, so that `workers` of them run at once
         self.gpus = 1.0 / max(1, workers) if any(j.train.device == "cuda" for j in jobs) else 0
 
@@ -266,14 +271,14 @@ class RayExecutor:
             src = str(Path(__file__).resolve().parents[1])  # so workers import this very package
             path = [src, *_plugin_roots()] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
             env = {"PYTHONPATH": os.pathsep.join(path), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-            kw = {"address": self.address, "runtime_env": {"env_vars": env}, "log_to_driver": False}
+            kw: dict[str, Any] = {"address": self.address, "runtime_env": {"env_vars": env}, "log_to_driver": False}
             if self.address is None:
                 kw.update(num_cpus=max(1, self.slots), include_dashboard=False)
             ray.init(**kw)
             self.started = True
         self.remote = ray.remote(num_cpus=1, num_gpus=self.gpus, max_retries=0)(_ray_payload)
 
-    def submit(self, job: Job, index: int):
+    def submit(self, job: Job, _index: int):
         if self.remote is None:
             self._start()
         run_id = self.store.start_run(stored_config(job.train, job.eval), study=job.study, label=job.label,
@@ -292,14 +297,14 @@ class RayExecutor:
             job, run_id = self.rows.pop(ref)
             try:
                 payload = self.ray.get(ref)
-            except Exception as e:  # the task raised or its worker died
+            except self.ray.exceptions.RayError as e:  # the task raised or its worker died
                 self.store.fail_run(run_id, f"Ray task failed: {str(e).strip().splitlines()[-1]}")
                 out.append((ref, RunResult(run_id, RunStatus.FAILED, [], {"reason": str(e)[:500]}, None)))
                 continue
-            out.append((ref, _store_payload(self.store, job, run_id, payload)))
+            out.append((ref, _store_payload(self.store, run_id, payload)))
         return out
 
-    def stop(self, exc):
+    def stop(self):
         for ref in list(self.rows):
             with contextlib.suppress(Exception):
                 self.ray.cancel(ref, force=True)

@@ -46,7 +46,7 @@ def _import(name: str, how: str):
             raise UserError(f"plugin module {name!r} ({how}) not found; install it or add its folder to "
                             "PYTHONPATH") from None
         raise UserError(f"plugin module {name!r} ({how}) failed to import: {_where(e)}") from None
-    except Exception as e:  # a bug in the plugin: say where, in one line
+    except Exception as e:  # noqa: BLE001 - any error of a plugin's own code: said in one line, with where
         raise UserError(f"plugin module {name!r} ({how}) failed to import: {_where(e)}") from None
 
 

@@ -65,7 +65,7 @@ class _State:
     orphaned = False
 
 
-def _handler(signum, frame):
+def _handler(signum, _frame):
     if _State.worker and not _State.in_job:
         _State.pending = _State.pending or signum
         return
@@ -144,7 +144,7 @@ def die_with_parent(parent: int) -> None:
         os.kill(os.getpid(), PARENT_DIED)
 
 
-def _parent_died(signum, frame) -> None:
+def _parent_died(signum, _frame) -> None:
     # the kernel sends the signal when the thread that started this process ends: the parent's other
     # threads end with it within milliseconds when the process dies (this process is then the child of
     # another), while a thread that ended alone leaves the parent as it was

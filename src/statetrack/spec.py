@@ -52,7 +52,9 @@ def _value(text: str):
 
 def _split_top(text: str) -> list[str]:
     """Split on commas that are not inside parentheses."""
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         if ch == "(":
             depth += 1

@@ -69,6 +69,7 @@ def _schedule(jobs: Iterable[Job], store: Store, executor, reuse: bool, on_done,
         elif got.state == ClaimState.CLAIMED:
             running[executor.submit(job, i)] = (i, job)
         else:  # complete or failed by another sweep meanwhile
+            assert got.run_id is not None  # a complete or failed claim names its run
             res = result_of(store, got.run_id)
             ensure_traces(str(store.path), job, res)
             done(i, job, res)
@@ -132,6 +133,7 @@ def run_jobs(jobs: Grid | list[Job], db: str | Path, workers: int = 1, reuse: bo
     claims = Claims(store)
     claims.clear_dead()
     results: dict[int, tuple[Job, RunResult]] = {}
+    ex: InProcess | Pool | RayExecutor
     if executor == "ray":
         ex = RayExecutor(db, claims.me, workers, address, jobs.heads if isinstance(jobs, Grid) else jobs)
     elif workers <= 1:
@@ -142,7 +144,7 @@ def run_jobs(jobs: Grid | list[Job], db: str | Path, workers: int = 1, reuse: bo
         with Heartbeat(claims):
             _schedule(jobs, store, ex, reuse, on_done, results, claims)
     except BaseException as e:
-        ex.stop(e)
+        ex.stop()
         why = signals.describe(e) if isinstance(e, KeyboardInterrupt) else f"the sweep stopped: {e}"
         with contextlib.suppress(UserError):  # the database takes no write (a full disk): the claims expire
             claims.release_all(interrupted=why)

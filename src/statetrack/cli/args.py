@@ -40,6 +40,15 @@ class Parser(argparse.ArgumentParser):
         kwargs.setdefault("allow_abbrev", False)
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
+        self.commands: argparse._SubParsersAction | None = None
+
+    def add_subparsers(self, **kwargs):
+        self.commands = super().add_subparsers(**kwargs)
+        return self.commands
+
+    def long_options(self) -> list[str]:
+        """The ``--name`` options this parser takes."""
+        return [o for o in self._option_string_actions if o.startswith("--")]
 
     def error(self, message):  # one line, exit code 2, no usage dump
         raise UserError(f"{self.prog}: {message}")
@@ -56,11 +65,10 @@ class Parser(argparse.ArgumentParser):
         if extras:
             parser = self
             command = getattr(ns, "command", None)
-            if command and self._subparsers is not None:
-                choices = self._subparsers._group_actions[0].choices
-                parser = choices.get(command, self) if isinstance(choices, dict) else self
+            if command and self.commands is not None:
+                parser = self.commands.choices.get(command, self)
             flag = next((x.split("=", 1)[0] for x in extras if x.startswith("-")), "")
-            hint = did_you_mean(flag, [o for o in parser._option_string_actions if o.startswith("--")]) if flag else ""
+            hint = did_you_mean(flag, parser.long_options()) if flag else ""
             self.error(f"unrecognized arguments: {' '.join(extras)}{hint}; allowed: the options that "
                        f"'{parser.prog} --help' lists")
         return ns
@@ -137,7 +145,7 @@ def add_checkpoint(q, what: str = "a checkpoint (.safetensors) of train, sweep o
     """The checkpoint argument: a file, or ``run:REF``, the checkpoint of a stored run in --db."""
     q.add_argument("checkpoint", help=f"{what}, or run:ID, run:last, run:LABEL for the checkpoint of a run "
                                       "in --db")
-    if "--db" not in q._option_string_actions:
+    if "--db" not in q.long_options():
         add_db(q)
 
 

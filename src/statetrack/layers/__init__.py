@@ -31,8 +31,8 @@ ORIGIN: dict[str, str] = {}
 def register(cls: type[Mixer]) -> type[Mixer]:
     """Register a Mixer subclass under its ``name`` (usable as a class decorator)."""
     MIXERS[cls.name] = cls
-    if plugins.origin(cls):
-        ORIGIN[cls.name] = plugins.origin(cls)
+    if origin := plugins.origin(cls):
+        ORIGIN[cls.name] = origin
     return cls
 
 

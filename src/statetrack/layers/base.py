@@ -159,7 +159,7 @@ class Mixer(nn.Module):
         The default allows a dozen vectors of width d_model x d_state; mixers that know better say so."""
         return 12 * 4 * self.d_model * max(1, self.d_state)
 
-    def eigenvalues(self, x: Tensor) -> Tensor | None:
+    def eigenvalues(self, x: Tensor) -> Tensor | None:  # noqa: ARG002 - a linear mixer's override reads x
         """Eigenvalues of the transition A(x) for inputs x (B, T, d_model) -> (B, T, n) complex.
 
         None for non-linear mixers, which have no transition matrix.
