@@ -2,6 +2,7 @@
 command line and dumps every stored number, so that a refactoring can be checked bit for bit.
 
     python bench/identical.py run OUT [--study deletang2023 --study khavari2025-parity] [--scale quick]
+                                      [--model LABEL ...] [--task LABEL ...]
     python bench/identical.py compare OUT_A OUT_B
 
 ``run`` sweeps each study (``statetrack sweep NAME --scale SCALE --db OUT/runs.db --workers 1``) with the
@@ -74,14 +75,15 @@ def dump(db: Path) -> dict:
     return out
 
 
-def run(out: Path, studies: list[str], scale: str) -> None:
+def run(out: Path, studies: list[str], scale: str, only: list[str]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     db = out / "runs.db"
     if db.exists():
         sys.exit(f"{db} exists: give a fresh folder")
     exe = [sys.executable, "-m", "statetrack.cli"]
     for study in studies:
-        cmd = [*exe, "sweep", study, "--scale", scale, "--db", str(db), "--workers", "1", "--device", "cpu"]
+        cmd = [*exe, "sweep", study, "--scale", scale, "--db", str(db), "--workers", "1", "--device", "cpu",
+               *only]
         print("+", " ".join(cmd), flush=True)
         subprocess.run(cmd, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
     rows = dump(db)
@@ -117,13 +119,16 @@ def main() -> None:
     r.add_argument("out", type=Path)
     r.add_argument("--study", action="append", help=f"default: {', '.join(STUDIES)}")
     r.add_argument("--scale", default="quick")
+    r.add_argument("--model", action="append", default=[], help="only this model row (repeatable)")
+    r.add_argument("--task", action="append", default=[], help="only this task column (repeatable)")
     c = sub.add_parser("compare")
     c.add_argument("a", type=Path)
     c.add_argument("b", type=Path)
     c.add_argument("--no-config", action="store_true", help="compare numbers only, not stored configs and keys")
     args = p.parse_args()
     if args.command == "run":
-        run(args.out, args.study or list(STUDIES), args.scale)
+        only = [x for m in args.model for x in ("--model", m)] + [x for t in args.task for x in ("--task", t)]
+        run(args.out, args.study or list(STUDIES), args.scale, only)
     else:
         sys.exit(compare(args.a, args.b, not args.no_config))
 
