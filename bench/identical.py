@@ -25,7 +25,9 @@ from pathlib import Path
 
 STUDIES = ("deletang2023", "khavari2025-parity")
 #: summary fields that measure the machine, not the computation
-TIMING = {"wall_time", "seconds", "steps_per_s", "time", "elapsed", "tokens_per_s", "eval_seconds"}
+TIMING = {"wall_time", "seconds", "steps_per_s", "time", "elapsed", "tokens_per_s", "eval_seconds", "cpu_time",
+          "train_time",
+          "load_average"}
 
 
 def _clean(value):

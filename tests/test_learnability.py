@@ -2,6 +2,8 @@
 length curriculum (statetrack.training, statetrack.steps.batches)."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -47,6 +49,9 @@ def test_a_run_that_learns_stops_there_and_records_the_step(tmp_path):
     (m,) = evaluate(res.model, get_task("parity"), EvalConfig(lengths=[16], batch_size=32, device="cpu"))
     assert (r.metrics[0].length, r.metrics[0].n_sequences) == (16, m.n_sequences)
     assert (r.metrics[0].accuracy, r.metrics[0].token_accuracy) == (m.accuracy, m.token_accuracy)
+    # what the run cost: its CPU time (no more than its wall time times the cores) and the load it ran under
+    assert 0 < r.summary["cpu_time"] <= r.summary["train_time"] * (os.cpu_count() or 1) + 5
+    assert r.summary["load_average"] is None or r.summary["load_average"] >= 0
 
 
 def test_a_run_that_does_not_learn_records_none():
