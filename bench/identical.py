@@ -25,9 +25,8 @@ from pathlib import Path
 
 STUDIES = ("deletang2023", "khavari2025-parity")
 #: summary fields that measure the machine, not the computation
-TIMING = {"wall_time", "seconds", "steps_per_s", "time", "elapsed", "tokens_per_s", "eval_seconds", "cpu_time",
-          "train_time",
-          "load_average"}
+TIMING = {"wall_time", "train_time", "cpu_time", "load_average", "seconds", "steps_per_s", "time", "elapsed",
+          "tokens_per_s", "eval_seconds"}
 
 
 def _clean(value):
