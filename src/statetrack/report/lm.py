@@ -311,10 +311,10 @@ def state_tracking_cells(study, db, scale: str) -> tuple[dict, list[str], str]:
             out[row["label"]] = {col: (fmt_cell(replace(c, differs=None), other), c.selected)
                                  for col, c in cells.items()
                                  if c.selected is not None}
+    span = "-".join(map(str, other.score.lengths)) if other.score.lengths else "all"
     note = (f"State tracking: {other.source}, our runs of study `{other.name}` at scale `{scale}` read from the same "
             f"database ({found} complete runs found); the cell is that study's selected value "
-            f"({other.metric.replace('_', ' ')}; {other.score.kind} over lengths "
-            f"{other.score.lengths[0]}-{other.score.lengths[1] if other.score.lengths else ''}). "
+            f"({other.metric.replace('_', ' ')}; {other.score.kind} over lengths {span}). "
             f"'-': no complete run of that model there (run `statetrack sweep {other.name} --scale {scale} --db ...` "
             "into the same database). Those models have that study's sizes, not this one's: the table pairs model "
             "families, not weights.")
