@@ -40,6 +40,15 @@ def _clean(value):
     return value
 
 
+def _untimed(value):
+    """``value`` without timing fields at any depth (a dump of an older version may hold ones added since)."""
+    if isinstance(value, dict):
+        return {k: _untimed(v) for k, v in value.items() if k not in TIMING}
+    if isinstance(value, list):
+        return [_untimed(v) for v in value]
+    return value
+
+
 def _rows(con: sqlite3.Connection, table: str, run_id: int) -> list:
     have = {r[1] for r in con.execute(f"PRAGMA table_info({table})")}
     if not have:
@@ -103,7 +112,7 @@ def compare(a: Path, b: Path, config: bool) -> int:
         for part in ra[name]:
             if part in ("config", "key") and not config:
                 continue
-            if ra[name][part] != rb[name].get(part):
+            if _untimed(ra[name][part]) != _untimed(rb[name].get(part)):
                 print(f"differs: {name}: {part}")
                 bad += 1
     fields = sum(len(v[t]) for v in ra.values() for t in ("metrics", "split_metrics", "lm_metrics", "curves"))
