@@ -9,7 +9,6 @@ import math
 import torch
 import torch.nn.functional as F
 
-from statetrack import memory
 from statetrack.ops import (
     delta_rule_chunked,
     delta_rule_recurrent,
@@ -22,8 +21,9 @@ from statetrack.ops import (
     unit_scan,
     unit_scan_ref,
 )
+from statetrack.training import memory
 
-memory.configure()  # the allocator settings statetrack's entry points use (statetrack.memory)
+memory.configure()  # the allocator settings statetrack's entry points use (statetrack.training.memory)
 
 
 def rel(x, ref):

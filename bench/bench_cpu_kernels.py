@@ -22,10 +22,10 @@ import time
 import torch
 import torch.nn.functional as F
 
-from statetrack import memory
 from statetrack.config import ModelConfig
 from statetrack.model import Model
 from statetrack.ops import mamba_scan
+from statetrack.training import memory
 
 memory.configure()
 

@@ -31,7 +31,6 @@ import time
 import torch
 import torch.nn.functional as F
 
-from statetrack import memory
 from statetrack.layers import MIXERS, build_mixer
 from statetrack.ops import (
     delta_rule,
@@ -43,8 +42,9 @@ from statetrack.ops import (
 )
 from statetrack.ops.diag import scan_chunked, scan_loop
 from statetrack.spec import parse_layers
+from statetrack.training import memory
 
-memory.configure()  # the allocator settings statetrack's entry points use (statetrack.memory)
+memory.configure()  # the allocator settings statetrack's entry points use (statetrack.training.memory)
 
 D_MODEL, D_STATE = 64, 16
 
@@ -609,7 +609,7 @@ def section_tiles(dev, reps, shapes=((32, 1024, 128), (4, 16384, 512)),
 
 
 def machine():
-    from statetrack.device import cpu_model
+    from statetrack.training.device import cpu_model
 
     m = {"nproc": os.cpu_count(), "cpu": cpu_model(), "torch": torch.__version__, "threads": torch.get_num_threads(),
          "python": platform.python_version(), "loadavg": os.getloadavg()}

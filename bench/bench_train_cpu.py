@@ -7,7 +7,7 @@ on the CPU").
 
 One row per (model, batch, threads): the median wall time (and the process's CPU time, which a machine
 shared with other work inflates less) of a training step (forward, the loss on every
-position, backward, clipping, AdamW; ``statetrack.steps.EagerStep``) over ``--steps`` steps after warm-up,
+position, backward, clipping, AdamW; ``statetrack.training.steps.EagerStep``) over ``--steps`` steps after warm-up,
 at lengths drawn from 3-40 as in training (the same draws for every row), and the sequences and tokens per
 second it makes. ``torch.compile`` is timed for one model where ``--compile`` is given (its compile time is
 reported apart: lengths vary per step, so each new length compiles again).
@@ -24,12 +24,12 @@ import time
 import numpy as np
 import torch
 
-from statetrack import memory
 from statetrack.config import ModelConfig, TrainConfig
 from statetrack.model import build_model
-from statetrack.steps import EagerStep, batches
 from statetrack.tasks import get_task
-from statetrack.training import lr_lambda
+from statetrack.training import memory
+from statetrack.training.loop import lr_lambda
+from statetrack.training.steps import EagerStep, batches
 
 memory.configure()
 

@@ -26,14 +26,14 @@ import time
 import numpy as np
 import torch
 
-from statetrack import memory
 from statetrack.config import ModelConfig, TrainConfig
 from statetrack.model import build_model
-from statetrack.steps import DeviceStep, batches
 from statetrack.tasks import get_task
-from statetrack.training import lr_lambda, train
+from statetrack.training import memory
+from statetrack.training.loop import lr_lambda, train
+from statetrack.training.steps import DeviceStep, batches
 
-memory.configure()  # the allocator settings statetrack's entry points use (statetrack.memory)
+memory.configure()  # the allocator settings statetrack's entry points use (statetrack.training.memory)
 
 
 def _cfg(layers, d, steps, batch, lo, hi, **kw):

@@ -16,9 +16,9 @@ CHILD = r"""
 import json, resource, sys, time, torch
 torch.set_num_threads(1)
 from statetrack import EvalConfig, ModelConfig, build_model, evaluate, get_task
-from statetrack import memory
+from statetrack.training import memory
 
-memory.configure()  # the allocator settings statetrack's entry points use (statetrack.memory)
+memory.configure()  # the allocator settings statetrack's entry points use (statetrack.training.memory)
 layers = sys.argv[1]
 length, batch, chunk, width = (int(a) for a in sys.argv[2:6])
 task = get_task("parity")

@@ -39,10 +39,10 @@ from pathlib import Path
 
 import torch
 
-from statetrack import memory
 from statetrack.config import EvalConfig, ModelConfig, TrainConfig
 from statetrack.layers import MIXERS, build_mixer
 from statetrack.spec import parse_layers
+from statetrack.training import memory
 
 memory.configure()
 ROOT = Path(__file__).resolve().parents[1]
@@ -158,8 +158,8 @@ def section_speed(steps: int = 200) -> dict:
 
 
 def section_paper_cell(seconds: float) -> dict:
-    from statetrack.evaluation import evaluate
-    from statetrack.training import train
+    from statetrack.training.evaluation import evaluate
+    from statetrack.training.loop import train
 
     cfg = TrainConfig(task="modarith:5", model=ModelConfig(layers="deltanet(neg=true,heads=4)*3", d_model=128,
                                                            d_state=32, mlp=True),

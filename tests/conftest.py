@@ -5,7 +5,7 @@ import signal
 import pytest
 import torch
 
-from statetrack import memory
+from statetrack.training import memory
 
 memory.configure()  # as the CLI and the sweep workers do
 torch.set_num_threads(1)

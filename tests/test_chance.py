@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from statetrack.config import EvalConfig, ModelConfig, TrainConfig
-from statetrack.evaluation import evaluate, wilson
 from statetrack.model import build_model
-from statetrack.runner import complete_result, run
-from statetrack.store import Store
+from statetrack.runs.runner import complete_result, run
+from statetrack.runs.store import Store
 from statetrack.tasks import FAMILIES, draws, get_task
+from statetrack.training.evaluation import evaluate, wilson
 
 #: one task string per family whose tasks have more than two classes (language modelling aside: its chance is
 #: the most frequent next token among the tokens scored, docs/lm.md)

@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-from statetrack import claims as claims_mod
-from statetrack.claims import Claims, process_gone, process_id
 from statetrack.errors import UserError
-from statetrack.store import Store
+from statetrack.runs import claims as claims_mod
+from statetrack.runs.claims import Claims, process_gone, process_id
+from statetrack.runs.store import Store
 
 CFG = {"model": {"layers": "rnn"}, "task": "parity", "seed": 0}
 
@@ -161,7 +161,7 @@ def test_heartbeat_failures_are_logged_and_counted(db, caplog):
 
     a.beat = beat
     hb = claims_mod.Heartbeat(a)
-    with caplog.at_level("WARNING", logger="statetrack.claims"):
+    with caplog.at_level("WARNING", logger="statetrack.runs.claims"):
         hb.beat()
         assert hb.failures == 1 and hb.error is None
         hb.beat()

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from statetrack.cli import main
-from statetrack.records import LENGTH_KEYS
+from statetrack.runs.records import LENGTH_KEYS
 
 TRAIN = ["train", "--layers", "rnn", "--d-model", "2", "--d-state", "8", "--steps", "30", "--eval-every", "10",
          "--test-lengths", "8,20", "--eval-batch", "16"]

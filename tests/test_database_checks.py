@@ -15,7 +15,7 @@ import pytest
 
 from conftest import Cli, rnn_study_text
 from statetrack.cli import main
-from statetrack.store import SCHEMA_VERSION, Store
+from statetrack.runs.store import SCHEMA_VERSION, Store
 
 
 @pytest.fixture(scope="module")

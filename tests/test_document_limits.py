@@ -9,8 +9,8 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from statetrack.checkpoint import FORMAT
 from statetrack.cli import main
+from statetrack.training.checkpoint import FORMAT
 from statetrack.untrusted import MAX_DEPTH, MAX_JSON_BYTES, MAX_YAML_BYTES
 
 DEEP = "[" * 200_000 + "]" * 200_000

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from statetrack import memory
+from statetrack.training import memory
 
 spec = importlib.util.spec_from_file_location("eval_memory", Path(__file__).parents[1] / "bench" / "eval_memory.py")
 eval_memory = importlib.util.module_from_spec(spec)
@@ -22,14 +22,14 @@ def test_peak_memory_flat_in_length():
 
 
 def _settings(**env):
-    code = "import json, statetrack.ops, statetrack.memory as m; print(json.dumps(m.configure()))"
+    code = "import json, statetrack.ops, statetrack.training.memory as m; print(json.dumps(m.configure()))"
     env = {k: v for k, v in {**os.environ, **env}.items() if v is not None}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     return json.loads(out.stdout)
 
 
 def test_allocator_settings_follow_the_environment():
-    """statetrack.memory: on by default (the malloc thresholds where glibc is present), both off with
+    """statetrack.training.memory: on by default (the malloc thresholds where glibc is present), both off with
     THP_MEM_ALLOC_ENABLE=0, and the user's own MALLOC_* thresholds left alone."""
     base = dict.fromkeys(("THP_MEM_ALLOC_ENABLE", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_",
                           "MALLOC_MMAP_MAX_"))
@@ -42,7 +42,7 @@ def test_allocator_settings_follow_the_environment():
 
 
 MMAPPED = """
-import ctypes, ctypes.util, json, torch, statetrack.memory as m
+import ctypes, ctypes.util, json, torch, statetrack.training.memory as m
 m.configure()
 class Info(ctypes.Structure):
     _fields_ = [(k, ctypes.c_size_t) for k in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",

@@ -6,8 +6,8 @@ import torch
 from statetrack import EvalConfig, ModelConfig, TrainConfig
 from statetrack.layers import MIXERS
 from statetrack.layers.mamba import Mamba
-from statetrack.runner import rerun, run
-from statetrack.store import Store
+from statetrack.runs.runner import rerun, run
+from statetrack.runs.store import Store
 
 
 def _cfg(layers="mamba(conv=0)", **kw):
@@ -59,7 +59,7 @@ def test_interrupted_run_is_recorded_and_redone(db, monkeypatch):
     def boom(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("statetrack.runner.train", boom)
+    monkeypatch.setattr("statetrack.runs.runner.train", boom)
     with contextlib.suppress(KeyboardInterrupt):
         run(_cfg(seed=5), EvalConfig(lengths=[8], batch_size=4), db=db)
     [r] = Store(db).runs()
@@ -97,7 +97,7 @@ def test_a_diverging_run_is_failed_not_complete(db):
     """lr 1e9: the loss stays finite but the validation loss reaches 1e16 (it used to end 'complete')."""
     import pytest
 
-    from statetrack.training import diverged_limit
+    from statetrack.training.loop import diverged_limit
 
     cfg = TrainConfig(model=ModelConfig(layers="rnn", d_model=8, d_state=16), lr=1e9, weight_decay=0.0, steps=50,
                       eval_every=50)  # the command line's defaults otherwise

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import Cli
 from statetrack.experiments import load_study
-from statetrack.jobs import MAX_RUNS, Grid
+from statetrack.runs.jobs import MAX_RUNS, Grid
 
 STUDY = """
 name: big

@@ -12,11 +12,11 @@ import torch
 from torch import nn
 
 from statetrack.config import EvalConfig, ModelConfig, TrainConfig
-from statetrack.horizon import failure_horizons, horizon_summary
-from statetrack.runner import complete_result, run
-from statetrack.store import Store
+from statetrack.runs.runner import complete_result, run
+from statetrack.runs.store import Store
 from statetrack.tasks import get_task
 from statetrack.tasks.families import witness_families
+from statetrack.training.horizon import failure_horizons, horizon_summary
 
 ABA = (["n", "a", "ab", "aba"], ["a", "b"], "n", ["aba"], [["a", "n"], ["a", "ab"], ["aba", "n"], ["aba", "aba"]])
 
@@ -97,8 +97,8 @@ def test_a_window_model_errs_where_the_window_ends(dfa_task):
 
 
 def test_a_construction_that_tracks_parity_has_no_horizon(tmp_path):
-    from statetrack.checkpoint import load_checkpoint
     from statetrack.theory.constructions import save
+    from statetrack.training.checkpoint import load_checkpoint
 
     path = tmp_path / "parity.safetensors"
     save("parity-negmamba", str(path))
@@ -311,8 +311,8 @@ def test_horizon_equals_an_exhaustive_search_on_trained_checkpoints(dfa_task):
     lengths 4-40): the toolkit's horizon, and its horizon per pair of states, equal those of an exhaustive
     search written above without the toolkit (every pair of states, every loop of up to 3 symbols, every
     string run whole); the pair reached only after a c (C, B) is among those tested."""
-    from statetrack.horizon import measure_horizons
-    from statetrack.training import train
+    from statetrack.training.horizon import measure_horizons
+    from statetrack.training.loop import train
 
     name = dfa_task("lastc", *LASTC)
     spec = _spec(*LASTC)

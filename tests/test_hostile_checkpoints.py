@@ -14,7 +14,11 @@ from hypothesis import strategies as st
 from safetensors.torch import save_file
 
 from statetrack import ModelConfig, TrainConfig, build_model, get_task
-from statetrack.checkpoint import (
+from statetrack.cli import main
+from statetrack.config import ModelConfig as MC
+from statetrack.errors import UserError
+from statetrack.layers import MIXERS
+from statetrack.training.checkpoint import (
     FORMAT,
     MAX_PARAMS,
     declared_params,
@@ -23,10 +27,6 @@ from statetrack.checkpoint import (
     meta_model,
     save_checkpoint,
 )
-from statetrack.cli import main
-from statetrack.config import ModelConfig as MC
-from statetrack.errors import UserError
-from statetrack.layers import MIXERS
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 COMMANDS = [["eval"], ["counterexample"], ["spectrum"]]
@@ -92,7 +92,7 @@ def test_huge_declared_model_is_refused_before_it_is_built(tmp_path):
         inspect_checkpoint(p)
     # in a fresh process: refused in under 1 s (the whole eval command in under 2 s, its argument parser
     # included) and under 1 GB of memory for the whole process
-    code = ("import resource, sys, time\nfrom statetrack.checkpoint import load_checkpoint\n"
+    code = ("import resource, sys, time\nfrom statetrack.training.checkpoint import load_checkpoint\n"
             "from statetrack.cli import main\nfrom statetrack.errors import UserError\n"
             f"t = time.perf_counter()\ntry:\n    load_checkpoint({str(p)!r})\nexcept UserError:\n    pass\n"
             f"refused = time.perf_counter() - t\nt = time.perf_counter()\ncode = main(['eval', {str(p)!r}])\n"

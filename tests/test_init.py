@@ -93,7 +93,7 @@ def test_cli_init_fields_must_agree(tmp_path, capsys):
     assert main(["train", "--task", "group:S3", "--init", "construction:s3-aussm", "--layers", "aussm*2",
                  "--d-state", "1", "--steps", "2", "--eval-every", "1", "--train-lengths", "1-8",
                  "--test-lengths", "16", "--db", db, "--json"]) == 0
-    from statetrack.store import Store
+    from statetrack.runs.store import Store
 
     run = Store(db).runs()[-1]
     assert run["config"]["model"] == build("s3-aussm").config.model.model_dump()
@@ -104,7 +104,7 @@ def test_cli_init_without_a_task_trains_on_the_construction_s(tmp_path, capsys):
     db = str(tmp_path / "r.db")
     assert main(["train", "--init", "construction:s3-aussm", "--steps", "2", "--eval-every", "1",
                  "--train-lengths", "1-8", "--test-lengths", "16", "--db", db, "--json"]) == 0
-    from statetrack.store import Store
+    from statetrack.runs.store import Store
 
     assert Store(db).runs()[-1]["task"] == build("s3-aussm").config.task == "group:S3"
     assert main(["train", "--task", "parity", "--init", "construction:s3-aussm", "--db", db]) == 2

@@ -1,4 +1,4 @@
-"""One JSON schema for a run across train, eval, runs, runs show, rerun, sweep (statetrack.records), as
+"""One JSON schema for a run across train, eval, runs, runs show, rerun, sweep (statetrack.runs.records), as
 docs/json.md documents it."""
 import json
 import re
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from statetrack.cli import main
-from statetrack.records import DETAIL_KEYS, GRID_KEYS, LENGTH_KEYS, METRIC_KEYS, RUN_KEYS
+from statetrack.runs.records import DETAIL_KEYS, GRID_KEYS, LENGTH_KEYS, METRIC_KEYS, RUN_KEYS
 
 TRAIN = ["train", "--layers", "rnn", "--d-model", "2", "--d-state", "4", "--steps", "20", "--eval-every", "10",
          "--test-lengths", "8,20", "--eval-batch", "16", "--label", "tiny rnn", "--json"]

@@ -1,5 +1,5 @@
 """Learnability as a measurement: the stop criterion, learned_at_step, per-position supervision and the
-length curriculum (statetrack.training, statetrack.steps.batches)."""
+length curriculum (statetrack.training.loop, statetrack.training.steps.batches)."""
 from __future__ import annotations
 
 import os
@@ -10,10 +10,10 @@ import torch
 
 from statetrack.config import EvalConfig, ModelConfig, Supervision, TrainConfig
 from statetrack.errors import UserError
-from statetrack.runner import check_run, run, run_key
-from statetrack.steps import batches
+from statetrack.runs.runner import check_run, run, run_key
 from statetrack.tasks import get_task
-from statetrack.training import Learning, StopReason, train
+from statetrack.training.loop import Learning, StopReason, train
+from statetrack.training.steps import batches
 
 
 def _cfg(**kw) -> TrainConfig:
@@ -44,7 +44,7 @@ def test_a_run_that_learns_stops_there_and_records_the_step(tmp_path):
     assert r.summary["learned_at_step"] == res.learned_at_step
     assert r.summary["stop_reason"] == "learned"
     # the same seed trains the same model: the run's numbers at 16 are those of the model trained above
-    from statetrack.evaluation import evaluate
+    from statetrack.training.evaluation import evaluate
 
     (m,) = evaluate(res.model, get_task("parity"), EvalConfig(lengths=[16], batch_size=32, device="cpu"))
     assert (r.metrics[0].length, r.metrics[0].n_sequences) == (16, m.n_sequences)

@@ -320,7 +320,7 @@ def test_a_constant_answer_scores_chance(fake_task):
     """An LM's length metrics: chance is the most frequent target's share among the tokens scored, so
     the best constant answer has accuracy = chance and scaled accuracy 0, and any other constant less."""
     from statetrack.config import EvalConfig
-    from statetrack.evaluation import evaluate_run
+    from statetrack.training.evaluation import evaluate_run
 
     cfg = EvalConfig(lengths=[16, 64], batch_size=4, tokens=640)
     [m16, m64], _ = evaluate_run(_Uniform(), fake_task, cfg)
@@ -404,7 +404,7 @@ LM_TRAIN = ["train", "--task", "lm:synthetic", "--layers", "lstm", "--d-model", 
 def lm_run(tmp_path_factory):
     db = str(tmp_path_factory.mktemp("lmrun") / "runs" / "lm.db")
     assert main(LM_TRAIN + ["--db", db, "--json"]) == 0
-    from statetrack.store import Store
+    from statetrack.runs.store import Store
 
     r = Store(db).runs()[0]
     return db, r
@@ -428,7 +428,7 @@ def test_rerun_of_an_lm_run_compares_its_bpb(lm_run, capsys):
 
 
 def test_a_tiny_model_beats_the_uniform_predictor(lm_run):
-    from statetrack.store import Store
+    from statetrack.runs.store import Store
 
     db, r = lm_run
     rows = Store(db).lm_metrics(r["id"])
@@ -439,7 +439,7 @@ def test_a_tiny_model_beats_the_uniform_predictor(lm_run):
 
 
 def test_store_migrates_a_version_1_database(tmp_path):
-    from statetrack.store import SCHEMA_VERSION, Store
+    from statetrack.runs.store import SCHEMA_VERSION, Store
 
     path = tmp_path / "old.db"
     Store(path)
@@ -492,7 +492,7 @@ def test_generate_needs_a_language_model(db, capsys, tmp_path):
     assert "not found" in capsys.readouterr().err
     assert main(["train", "--layers", "rnn", "--d-model", "2", "--steps", "2", "--test-lengths", "8",
                  "--eval-batch", "4", "--db", db, "--json"]) == 0
-    from statetrack.store import Store
+    from statetrack.runs.store import Store
 
     ck = Store(db).runs()[0]["checkpoint"]
     capsys.readouterr()
@@ -579,8 +579,8 @@ def test_lm_study_report_and_json(tmp_path, db, capsys):
 def test_lm_run_on_the_ray_executor(tmp_path):
     pytest.importorskip("ray")
     from statetrack.config import EvalConfig, ModelConfig, TrainConfig
-    from statetrack.store import Store
-    from statetrack.sweep import Job, run_jobs
+    from statetrack.runs.store import Store
+    from statetrack.runs.sweep import Job, run_jobs
 
     tc = TrainConfig(task="lm:synthetic", model=ModelConfig(layers="lstm", d_model=8, d_state=8), train_min_len=16,
                      train_max_len=16, steps=5, batch_size=4, eval_every=5, val_sequences=4, device="cpu")

@@ -321,9 +321,9 @@ def test_frontier_mixer_trains_on_parity_and_evaluates_to_10000(name):
     """The whole path on CPU: a few training steps on parity (the loss falls), then evaluation at
     length 10,000 in fixed-memory chunks, the state carried."""
     from statetrack.config import EvalConfig, ModelConfig, TrainConfig
-    from statetrack.evaluation import evaluate
     from statetrack.tasks import get_task
-    from statetrack.training import train
+    from statetrack.training.evaluation import evaluate
+    from statetrack.training.loop import train
 
     cfg = TrainConfig(task="parity", model=ModelConfig(layers=name, d_model=8, d_state=4), train_min_len=1,
                       train_max_len=12, steps=60, batch_size=16, lr=0.01, eval_every=30, patience=10,

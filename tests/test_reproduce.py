@@ -5,7 +5,7 @@ import pytest
 from statetrack.errors import UserError
 from statetrack.experiments import builtin_studies, load_study
 from statetrack.reproduce import reproduce
-from statetrack.store import Store
+from statetrack.runs.store import Store
 
 TINY = textwrap.dedent("""
     name: tiny

@@ -11,14 +11,14 @@ import pytest
 import torch
 
 from statetrack import EvalConfig, evaluate
-from statetrack.evaluation import (
+from statetrack.tasks import FAMILIES, draws, get_task
+from statetrack.training.evaluation import (
     LengthMetrics,
     evaluate_length,
     longest_generalized,
     uncertain_judgement,
     wilson,
 )
-from statetrack.tasks import FAMILIES, draws, get_task
 from test_tasks_suite import PARITY_DFA
 
 #: task strings per family for the constant-answer test; a family missing here is tried by its bare
@@ -161,7 +161,7 @@ def test_per_length_chance_from_an_imbalanced_draw():
 def test_store_migrates_a_version_1_file(tmp_path):
     """A file written by schema version 1 gains the new metrics columns in place; old rows stay readable
     (their interval is computed from accuracy and n_sequences)."""
-    from statetrack.store import SCHEMA_VERSION, Store
+    from statetrack.runs.store import SCHEMA_VERSION, Store
 
     db = tmp_path / "old.db"
     con = sqlite3.connect(db)
@@ -198,7 +198,7 @@ def test_store_migrates_a_version_1_file(tmp_path):
 
 
 def test_json_rows_carry_interval_and_note():
-    from statetrack.records import length_rows
+    from statetrack.runs.records import length_rows
 
     rows = length_rows({"run_id": 1}, [LengthMetrics(8, 1.0, 1, 1, 1, 0.5, 64),
                                        LengthMetrics(9, None, None, None, None, None, 0, note="n/a"),
@@ -215,7 +215,7 @@ def test_report_marks_judgements_an_interval_could_change(tmp_path):
     where no run has a test set at a length (and such a length neither passes nor fails)."""
     from statetrack.experiments import load_study
     from statetrack.report import study_tables
-    from statetrack.runner import RunResult
+    from statetrack.runs.runner import RunResult
 
     na = "no accepted string of length 11"
     empty = LengthMetrics(11, None, None, None, None, None, 0, note=na)
@@ -306,7 +306,7 @@ def test_test_set_size_follows_the_interval():
     """A length whose accuracy interval contains 90% is scored with twice the sequences, up to ``doublings``
     times; one still undecided says so (``decided`` False, a note, '?' in the judgement); a length far from
     90% keeps the batch."""
-    from statetrack.evaluation import decision_z, straddles
+    from statetrack.training.evaluation import decision_z, straddles
 
     task = get_task("parity")
     sure = evaluate(Flaky(1_000_003), task, EvalConfig(lengths=[40], batch_size=64, device="cpu"))[0]

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import live_processes
 from statetrack.reproduce import sweep
-from statetrack.store import Store
+from statetrack.runs.store import Store
 
 # never stops early (patience): a run that ended before the signal arrived would exit 0
 LONG = ["--layers", "rnn", "--d-model", "2", "--d-state", "4", "--steps", "100000", "--eval-every", "20",

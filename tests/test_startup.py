@@ -41,4 +41,4 @@ def test_package_import_is_light():
     assert p.stdout.splitlines()[1] == "[]"
     code = "from statetrack import train, get_task, ModelConfig; print(train.__module__)"
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=ENV)
-    assert p.stdout.strip() == "statetrack.training"
+    assert p.stdout.strip() == "statetrack.training.loop"

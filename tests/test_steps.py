@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from statetrack import EvalConfig, ModelConfig, TrainConfig, build_model, get_task
-from statetrack.evaluation import chunk_size
 from statetrack.experiments import load_study
-from statetrack.steps import DeviceStep, EagerStep, batches, masked_loss
-from statetrack.training import lr_lambda
+from statetrack.training.evaluation import chunk_size
+from statetrack.training.loop import lr_lambda
+from statetrack.training.steps import DeviceStep, EagerStep, batches, masked_loss
 
 CPU = torch.device("cpu")
 

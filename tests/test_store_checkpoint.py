@@ -4,10 +4,10 @@ import pytest
 import torch
 
 from statetrack import ModelConfig, TrainConfig, build_model, get_task
-from statetrack.checkpoint import load_checkpoint, save_checkpoint
 from statetrack.errors import UserError
-from statetrack.evaluation import LengthMetrics
-from statetrack.store import Store
+from statetrack.runs.store import Store
+from statetrack.training.checkpoint import load_checkpoint, save_checkpoint
+from statetrack.training.evaluation import LengthMetrics
 
 
 def _cfg():
@@ -91,7 +91,7 @@ import os, sys, types
 package = types.ModuleType("statetrack")
 package.__path__ = [sys.argv[1]]
 sys.modules["statetrack"] = package
-from statetrack.store import Store
+from statetrack.runs.store import Store
 with Store(sys.argv[2]).transaction() as c:
     c.execute("INSERT INTO claims VALUES (?, 'race', NULL, 0, 0)", (str(os.getpid()),))
 """
@@ -138,7 +138,7 @@ def test_two_databases_in_one_folder_keep_their_own_checkpoints(tmp_path):
 
 
 def test_a_run_checkpoint_never_replaces_a_file(tmp_path):
-    from statetrack.checkpoint import save_run_checkpoint
+    from statetrack.training.checkpoint import save_run_checkpoint
 
     m = build_model(_cfg().model, get_task("parity"))
     p = tmp_path / "run1-0000.safetensors"
@@ -151,8 +151,8 @@ def test_a_run_checkpoint_never_replaces_a_file(tmp_path):
 def test_a_checkpoint_that_is_not_the_runs_is_named(tmp_path, capsys):
     import os
 
-    from statetrack.checkpoint import read_checkpoint
     from statetrack.cli import main
+    from statetrack.training.checkpoint import read_checkpoint
 
     db = str(tmp_path / "r.db")
     assert main(TRAIN + ["--layers", "rnn", "--db", db]) == 0
@@ -194,7 +194,7 @@ def test_a_database_folder_moves_with_its_checkpoints(tmp_path, capsys):
 
 
 def test_a_version_1_database_gains_the_new_columns_in_place(tmp_path):
-    from statetrack import store as store_mod
+    from statetrack.runs import store as store_mod
 
     p = tmp_path / "old.db"
     con = sqlite3.connect(p)

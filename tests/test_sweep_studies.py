@@ -16,7 +16,7 @@ from statetrack.experiments import Study, builtin_studies, load_study, parse_len
 from statetrack.report.selection import select
 from statetrack.report.table import study_tables
 from statetrack.reproduce import sweep
-from statetrack.store import Store
+from statetrack.runs.store import Store
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 

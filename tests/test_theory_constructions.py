@@ -3,8 +3,8 @@ import pytest
 import torch
 
 from statetrack.config import EvalConfig
-from statetrack.evaluation import evaluate
 from statetrack.theory.constructions import REGISTRY, available, build, save
+from statetrack.training.evaluation import evaluate
 
 AVAILABLE = [r["name"] for r in available() if r["available"]]
 L = 10_000
@@ -18,7 +18,7 @@ def _acc(model, task, batch=8):
 @pytest.mark.parametrize("name", AVAILABLE)
 def test_construction_is_exact_at_length_10000(name, tmp_path):
     # through the ordinary checkpoint: save -> load_checkpoint (what `statetrack eval` does) -> evaluate
-    from statetrack.checkpoint import load_checkpoint
+    from statetrack.training.checkpoint import load_checkpoint
 
     path = tmp_path / "c.safetensors"
     save(name, path)

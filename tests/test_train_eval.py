@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from statetrack import EvalConfig, ModelConfig, TrainConfig, evaluate, get_task, train
-from statetrack.evaluation import LengthMetrics, longest_generalized, scaled
+from statetrack.training.evaluation import LengthMetrics, longest_generalized, scaled
 
 
 def _cfg(**kw):
@@ -32,7 +32,7 @@ def test_training_learns_parity_in_distribution():
 
 
 def test_validation_lengths_are_in_distribution():
-    from statetrack.training import validation_set
+    from statetrack.training.loop import validation_set
 
     val = validation_set(get_task("parity"), _cfg(train_min_len=3, train_max_len=40), "cpu")
     assert all(3 <= x.shape[1] <= 40 for x, _, _ in val)
@@ -62,8 +62,8 @@ def test_eval_memory_path_is_chunked():
 def test_accuracy_uses_the_last_scored_position():
     import torch
 
-    from statetrack.evaluation import evaluate_length
     from statetrack.tasks.base import Batch, Task
+    from statetrack.training.evaluation import evaluate_length
 
     class LastUnscored(Task):  # label = input; the final position is never scored
         name, vocab_size, num_classes = "t", 2, 2
@@ -96,7 +96,7 @@ def test_validation_loss_does_not_round_to_zero():
     import torch
     import torch.nn.functional as F
 
-    from statetrack.training import validation_loss
+    from statetrack.training.loop import validation_loss
 
     g = torch.Generator().manual_seed(0)
     logits, y = torch.randn(64, 5, generator=g) * 4, torch.randint(0, 5, (64,), generator=g)

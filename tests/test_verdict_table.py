@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from statetrack.evaluation import LengthMetrics
 from statetrack.experiments import load_study
 from statetrack.report.verdicts import SeedScore, VerdictCell, seed_score, verdict_table
-from statetrack.runner import RunResult
+from statetrack.runs.runner import RunResult
 from statetrack.tasks import get_task
+from statetrack.training.evaluation import LengthMetrics
 
 STUDY = load_study("frontier-zoo")
 

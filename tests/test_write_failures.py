@@ -14,7 +14,7 @@ import torch
 from statetrack.cli import main
 from statetrack.errors import UserError
 from statetrack.files import write_file
-from statetrack.store import Store
+from statetrack.runs.store import Store
 
 TRAIN = ["train", "--layers", "rnn", "--d-model", "2", "--d-state", "4", "--steps", "4", "--eval-every", "2",
          "--test-lengths", "8", "--eval-batch", "8"]

@@ -23,7 +23,7 @@ import torch
 
 from statetrack.config import ModelConfig
 from statetrack.model import build_model
-from statetrack.steps import masked_loss
+from statetrack.training.steps import masked_loss
 from statetrack.tasks import get_task
 
 LENGTHS = (3, 5, 9, 17, 33)

@@ -12,8 +12,8 @@ import sys
 import numpy as np
 import torch
 
-from statetrack.checkpoint import load_checkpoint
-from statetrack.store import Store
+from statetrack.training.checkpoint import load_checkpoint
+from statetrack.runs.store import Store
 from statetrack.tasks import get_task
 
 

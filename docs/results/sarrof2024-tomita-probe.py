@@ -13,8 +13,8 @@ prints the accuracy of the accept/reject answer after each prefix 1 0^m, by rang
 import sys
 import numpy as np
 import torch
-from statetrack.checkpoint import load_checkpoint
-from statetrack.store import Store
+from statetrack.training.checkpoint import load_checkpoint
+from statetrack.runs.store import Store
 from statetrack.tasks import get_task
 
 db = sys.argv[1]

@@ -17,18 +17,18 @@ from statetrack.version import __version__
 
 if TYPE_CHECKING:
     from statetrack.config import EvalConfig, ModelConfig, TrainConfig
-    from statetrack.evaluation import LengthMetrics, evaluate
     from statetrack.model import Model, build_model
     from statetrack.tasks import Task, get_task
-    from statetrack.training import TrainResult, train
+    from statetrack.training.evaluation import LengthMetrics, evaluate
+    from statetrack.training.loop import TrainResult, train
 
 #: public name -> the module that defines it
 _API = {
     "get_task": "statetrack.tasks", "Task": "statetrack.tasks",
     "ModelConfig": "statetrack.config", "TrainConfig": "statetrack.config", "EvalConfig": "statetrack.config",
     "Model": "statetrack.model", "build_model": "statetrack.model",
-    "train": "statetrack.training", "TrainResult": "statetrack.training",
-    "evaluate": "statetrack.evaluation", "LengthMetrics": "statetrack.evaluation",
+    "train": "statetrack.training.loop", "TrainResult": "statetrack.training.loop",
+    "evaluate": "statetrack.training.evaluation", "LengthMetrics": "statetrack.training.evaluation",
 }
 
 

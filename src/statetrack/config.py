@@ -25,7 +25,7 @@ from statetrack.untrusted import MAX_YAML_BYTES, load_yaml, read_text
 
 #: the largest model a checkpoint may declare, in parameters (1 GB of float32 weights). A fixed number
 #: rather than one derived from free memory, so a file loads on every machine or on none; raise it with
-#: ``--max-params`` (``max_params=``) for a bigger model (statetrack.checkpoint).
+#: ``--max-params`` (``max_params=``) for a bigger model (statetrack.training.checkpoint).
 MAX_PARAMS = 250_000_000
 
 

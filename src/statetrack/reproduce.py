@@ -8,12 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from statetrack.experiments import Study, StudyKind, load_study
-from statetrack.jobs import MAX_RUNS
 from statetrack.progress import Progress, SweepProgress, sink
 from statetrack.report import StudyTable, study_table
 from statetrack.report.lm import LMTable, lm_tables
-from statetrack.store import DEFAULT_DB
-from statetrack.sweep import run_jobs
+from statetrack.runs.jobs import MAX_RUNS
+from statetrack.runs.store import DEFAULT_DB
+from statetrack.runs.sweep import run_jobs
 
 
 def sweep(name: str | Study, scale: str = "quick", seeds: int | None = None, db: str | Path = DEFAULT_DB,

@@ -39,8 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from statetrack import memory, plugins, signals
-
+    from statetrack import plugins
+    from statetrack.runs import signals
+    from statetrack.training import memory
     memory.configure()
     try:
         with signals.handled():

@@ -7,7 +7,7 @@ import shlex
 
 from statetrack.config import MAX_PARAMS
 from statetrack.errors import UserError, did_you_mean
-from statetrack.store import DEFAULT_DB, RunStatus, Store
+from statetrack.runs.store import DEFAULT_DB, RunStatus, Store
 
 
 class HelpFormatter(argparse.HelpFormatter):

@@ -10,9 +10,9 @@ from statetrack.errors import UserError
 
 
 def cmd_generate(a):
-    from statetrack.checkpoint import load_checkpoint
     from statetrack.lm.sampling import check_generation, generate
     from statetrack.tasks.base import CorpusTask
+    from statetrack.training.checkpoint import load_checkpoint
 
     check_generation(a.tokens, a.temperature, a.top_k)  # before the checkpoint is loaded
     a.checkpoint = checkpoint_path(a)

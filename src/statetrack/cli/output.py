@@ -299,7 +299,7 @@ def print_horizons(horizons: dict, con=None, title: str | None = None, rows: int
 def print_metrics(title: str, metrics, con=None) -> None:
     """The per-length table of one run (train, eval, runs show): accuracy with its 95% (Wilson)
     interval, the chance of that length's test set, and n/a where a length has no test set."""
-    from statetrack.evaluation import longest_generalized, uncertain_judgement
+    from statetrack.training.evaluation import longest_generalized, uncertain_judgement
 
     def pct(v):
         return "-" if v is None else f"{100 * v:.1f}"

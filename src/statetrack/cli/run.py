@@ -29,7 +29,7 @@ from statetrack.cli.output import (
 )
 from statetrack.cli.progress import RunProgress
 from statetrack.errors import UserError
-from statetrack.store import RunStatus
+from statetrack.runs.store import RunStatus
 
 
 def train_configs(a):
@@ -73,9 +73,9 @@ def _tensorboard(a):
 
 
 def cmd_train(a):
-    from statetrack.records import run_object, split_rows
-    from statetrack.runner import run
-    from statetrack.store import Store
+    from statetrack.runs.records import run_object, split_rows
+    from statetrack.runs.runner import run
+    from statetrack.runs.store import Store
 
     tcfg, ecfg = train_configs(a)
     _tensorboard(a)
@@ -123,13 +123,13 @@ SPLIT_NAMES = {"test": "test draw", "long": "long-range draw: the last half of e
 
 
 def cmd_eval(a):
-    from statetrack.checkpoint import check_task_fits, load_checkpoint
     from statetrack.config import EvalConfig, validated
-    from statetrack.device import resolve_device
-    from statetrack.evaluation import evaluate_more, evaluate_run
-    from statetrack.records import checkpoint_run, split_rows
-    from statetrack.store import checkpoint_of_run_problem
+    from statetrack.runs.records import checkpoint_run, split_rows
+    from statetrack.runs.store import checkpoint_of_run_problem
     from statetrack.tasks import get_task
+    from statetrack.training.checkpoint import check_task_fits, load_checkpoint
+    from statetrack.training.device import resolve_device
+    from statetrack.training.evaluation import evaluate_more, evaluate_run
 
     a.checkpoint = checkpoint_path(a)
     fields = {k.removeprefix("eval."): v for k, v in given(a).items() if k.startswith("eval.")}
@@ -170,8 +170,8 @@ RUN_COLUMNS = [
 
 
 def _show(store, r: dict, as_json: bool) -> int:
-    from statetrack.evaluation import LengthMetrics
-    from statetrack.records import run_detail
+    from statetrack.runs.records import run_detail
+    from statetrack.training.evaluation import LengthMetrics
 
     run_id = r["id"]
     problem = store.checkpoint_problem(r)
@@ -206,8 +206,8 @@ def _show(store, r: dict, as_json: bool) -> int:
 
 
 def cmd_runs(a):
-    from statetrack.records import run_object
-    from statetrack.store import Store
+    from statetrack.runs.records import run_object
+    from statetrack.runs.store import Store
 
     store = Store(a.db, readonly=True)
     if a.action == "show":
@@ -223,9 +223,9 @@ def cmd_runs(a):
 
 
 def cmd_rerun(a):
-    from statetrack.records import run_object, split_rows
-    from statetrack.runner import rerun
-    from statetrack.store import Store
+    from statetrack.runs.records import run_object, split_rows
+    from statetrack.runs.runner import rerun
+    from statetrack.runs.store import Store
 
     store = Store(a.db, create=False)
     old = find_run(a.db, a.run_id)

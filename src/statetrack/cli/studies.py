@@ -15,7 +15,7 @@ from statetrack.cli.options import add_device
 from statetrack.cli.output import Col, console, emit_rows, print_table, say
 from statetrack.cli.progress import SweepProgress
 from statetrack.errors import UserError
-from statetrack.store import RunStatus
+from statetrack.runs.store import RunStatus
 
 DEFAULT_OUT = "runs/reports"
 
@@ -46,7 +46,7 @@ def _figures(text: str) -> tuple[str, ...]:
 def machine() -> str:
     import torch
 
-    from statetrack.device import cpu_model
+    from statetrack.training.device import cpu_model
 
     gpu = f", GPU {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""
     return (f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPU cores ({cpu_model()}){gpu}, "
@@ -92,11 +92,11 @@ def _summary(study, results, wall, a) -> str:
 
 
 def _emit_runs(results, db, study=None):
-    """JSON Lines, one object per (run, test length): the run schema (statetrack.records) + grid keys; for
+    """JSON Lines, one object per (run, test length): the run schema (statetrack.runs.records) + grid keys; for
     an LM study one object per run (its bpb) and one per baseline and corpus."""
     from statetrack.experiments import StudyKind
-    from statetrack.records import run_object, split_rows
-    from statetrack.store import Store
+    from statetrack.runs.records import run_object, split_rows
+    from statetrack.runs.store import Store
 
     if study is not None and study.kind is StudyKind.LM:
         from statetrack.report.lm import json_rows
@@ -242,7 +242,7 @@ def load_part(a):
 
 
 def add_max_runs(q) -> None:
-    from statetrack.jobs import MAX_RUNS
+    from statetrack.runs.jobs import MAX_RUNS
 
     q.add_argument("--max-runs", type=int, default=MAX_RUNS, metavar="N",
                    help="refuse a grid of more than N runs (a guard against a slip such as seeds: 1000000)")

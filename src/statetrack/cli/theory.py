@@ -169,10 +169,10 @@ def cmd_witnesses(a):
 
 
 def cmd_horizon(a):
-    from statetrack.checkpoint import check_task_fits, load_checkpoint
-    from statetrack.horizon import measure_horizons
     from statetrack.tasks import get_task
     from statetrack.tasks.families import MAX_FAMILIES
+    from statetrack.training.checkpoint import check_task_fits, load_checkpoint
+    from statetrack.training.horizon import measure_horizons
 
     a.max_families = MAX_FAMILIES if a.max_families is None else a.max_families
     if a.max_len < 1 or a.max_families < 1:

@@ -18,7 +18,7 @@ beside the unigram and bigram baselines, by context length and by position, with
 table (``state_tracking``) of each model's results in a state-tracking study read from the same database.
 
 ``load_study(name)`` finds a built-in study by name, or reads a path (a YAML file of at most
-``untrusted.MAX_YAML_BYTES``); ``Study.grid(scale)`` is the grid a sweep runs (:class:`statetrack.jobs.Grid`:
+``untrusted.MAX_YAML_BYTES``); ``Study.grid(scale)`` is the grid a sweep runs (:class:`statetrack.runs.jobs.Grid`:
 counted and capped at ``jobs.MAX_RUNS`` runs unless raised, then expanded one run at a time).
 """
 from __future__ import annotations
@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from statetrack import plugins
 from statetrack.config import EvalConfig, ModelConfig, TrainConfig, validated
 from statetrack.errors import UserError, did_you_mean
-from statetrack.jobs import MAX_RUNS, Grid, Job
+from statetrack.runs.jobs import MAX_RUNS, Grid, Job
 from statetrack.untrusted import MAX_YAML_BYTES, load_yaml, read_text
 
 HERE = Path(__file__).parent

@@ -1,6 +1,6 @@
 """Recurrences as pure tensor functions: a float64 step-by-step reference beside each fast form.
 
-The CPU forms are fastest with the allocator settings of :mod:`statetrack.memory` (huge pages for
+The CPU forms are fastest with the allocator settings of :mod:`statetrack.training.memory` (huge pages for
 large tensors, fixed glibc malloc thresholds: training steps up to 2.5x faster on this project's
 machines); the entry points (the CLI, sweep workers, the benchmarks) apply them with
 ``memory.configure()``, a notebook may call it too. Importing this package changes nothing.

@@ -45,8 +45,8 @@ from statetrack.report.lm_cells import (
 )
 from statetrack.report.render import fmt_cell
 from statetrack.report.table import study_tables
-from statetrack.runner import complete_result
-from statetrack.store import Store
+from statetrack.runs.runner import complete_result
+from statetrack.runs.store import Store
 from statetrack.tasks import get_task
 
 MARK = "*"

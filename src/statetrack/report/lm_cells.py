@@ -10,7 +10,7 @@ from statetrack.lm.answers import blind_level
 from statetrack.lm.baselines import evaluate_baselines
 from statetrack.lm.compressors import corpus_compressors
 from statetrack.model import Model, build_model
-from statetrack.store import RunStatus
+from statetrack.runs.store import RunStatus
 from statetrack.tasks import get_task
 from statetrack.tasks.lm import lm_vocab_size
 

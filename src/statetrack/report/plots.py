@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from statetrack.files import write_file
-from statetrack.store import RunStatus
+from statetrack.runs.store import RunStatus
 
 FORMATS = ("png", "svg", "pdf")
 #: markers and line styles cycled per model, so that lines on top of each other stay visible

@@ -23,7 +23,9 @@ def metric_by_length(res, metric: str) -> dict[int, float]:
 def run_uncertain(study, res) -> bool:
     """``longest`` scores: whether the run's longest length could move within the 95% intervals (see
     ``evaluation.uncertain_judgement``); False for metrics without an interval."""
-    from statetrack.evaluation import uncertain_judgement  # heavy (numpy, torch): selection stays light
+    from statetrack.training.evaluation import (
+        uncertain_judgement,  # heavy (numpy, torch): selection stays light
+    )
 
     return bool(res and uncertain_judgement(res.metrics, study.score.threshold, study.metric, strict=True))
 

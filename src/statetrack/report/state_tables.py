@@ -27,7 +27,7 @@ from dataclasses import replace
 from statetrack.report.render import fmt_cell
 from statetrack.report.selection import TableCell
 from statetrack.report.table import StudyTable, study_tables
-from statetrack.store import RunStatus
+from statetrack.runs.store import RunStatus
 
 LONG_NOTE = ("On the long-range draw (docs/long-range.md): the last ceil(L/2) symbols of each string leave both "
              "labels possible and the label is drawn independently of them, so a model that reads only the "

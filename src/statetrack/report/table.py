@@ -16,12 +16,12 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from statetrack.evaluation import uncertain_judgement
 from statetrack.experiments import ScoreKind
 from statetrack.report import render
 from statetrack.report.render import UNSURE, fmt_cell, fmt_published, pct
 from statetrack.report.selection import MARK, compare, run_score, run_uncertain, select
-from statetrack.store import RunStatus
+from statetrack.runs.store import RunStatus
+from statetrack.training.evaluation import uncertain_judgement
 
 
 @dataclass

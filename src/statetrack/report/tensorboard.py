@@ -13,7 +13,7 @@ from pathlib import Path
 
 from statetrack.errors import UserError
 from statetrack.report.plots import slug
-from statetrack.store import Store
+from statetrack.runs.store import Store
 
 CURVE_KEYS = ("train_loss", "train_accuracy", "val_loss", "val_accuracy", "lr")
 TEST_KEYS = ("accuracy", "token_accuracy", "sequence_accuracy", "scaled_accuracy")

@@ -36,11 +36,11 @@ from enum import StrEnum
 
 import numpy as np
 
-from statetrack.evaluation import wilson
-from statetrack.store import RunStatus
+from statetrack.runs.store import RunStatus
 from statetrack.tasks import draws, get_task
 from statetrack.theory.algebra import task_algebra
 from statetrack.theory.verdicts import Decision, oracle
+from statetrack.training.evaluation import wilson
 
 LEVEL = 0.99
 Z = 2.5758293035489  # the two-sided 99% normal quantile

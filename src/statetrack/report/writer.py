@@ -10,8 +10,6 @@ from pathlib import Path
 from statetrack.errors import UserError
 from statetrack.experiments import StudyKind
 from statetrack.files import ensure_dir, write_file
-from statetrack.jobs import MAX_RUNS
-from statetrack.probes import read_traces
 from statetrack.report.evidence import evidence_markdown
 from statetrack.report.lm import LMTable, lm_tables
 from statetrack.report.lm import scale_note as lm_note
@@ -23,8 +21,10 @@ from statetrack.report.state_tables import on_split, state_tables
 from statetrack.report.table import StudyTable, study_tables
 from statetrack.report.verdicts import CAPTION as VERDICTS_CAPTION
 from statetrack.report.verdicts import VerdictTable, verdict_table
-from statetrack.runner import complete_result
-from statetrack.store import RunStatus, Store
+from statetrack.runs.jobs import MAX_RUNS
+from statetrack.runs.probes import read_traces
+from statetrack.runs.runner import complete_result
+from statetrack.runs.store import RunStatus, Store
 
 
 @dataclass

@@ -85,7 +85,7 @@ class Task(ABC):
     symbols: Sequence[str] | None = None
     #: how each class prints (None: its id)
     label_names: Sequence[str] | None = None
-    #: the length a probe of this task runs at (statetrack.probes), where it has one
+    #: the length a probe of this task runs at (statetrack.runs.probes), where it has one
     default_length: int | None = None
     #: whether the target at every position is the answer for the prefix read so far (parity of the bits
     #: so far, the value of the expression so far), so that a final-scored task can be trained on every

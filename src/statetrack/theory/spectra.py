@@ -13,7 +13,7 @@ import math
 import numpy as np
 import torch
 
-from statetrack.checkpoint import load_checkpoint
+from statetrack.training.checkpoint import load_checkpoint
 
 
 @torch.no_grad()

@@ -16,7 +16,7 @@
 
 Any other regular task (``dfa:``, ``tomita:``, group word problems, ...): the witness families of every
 pair of states of its automaton (:mod:`statetrack.tasks.families`: pairs u1 W^n v / u2 W^n v whose
-labels differ and do not depend on n), run up to ``max_len`` (:mod:`statetrack.horizon`); the
+labels differ and do not depend on n), run up to ``max_len`` (:mod:`statetrack.training.horizon`); the
 counterexample is the family string the model gets wrong first.
 
 The model runs in chunks whose length is a multiple of the witness period, carrying its state, so
@@ -32,11 +32,11 @@ import math
 import numpy as np
 import torch
 
-from statetrack.checkpoint import load_checkpoint
 from statetrack.errors import UserError
 from statetrack.layers.base import EigenvalueDomain
 from statetrack.spec import parse_layers
 from statetrack.theory.layer_classes import LayerClass, classify
+from statetrack.training.checkpoint import load_checkpoint
 
 
 def _state_vec(states) -> torch.Tensor:
@@ -206,8 +206,8 @@ def counterexample(checkpoint, task: str = "parity", max_len: int = 10_000, tol:
 
 def _family_counterexample(model, where: str, task_name: str, max_len: int) -> dict:
     """A regular task other than parity: its witness families, the first string the model gets wrong."""
-    from statetrack.horizon import failure_horizons
     from statetrack.tasks import get_task
+    from statetrack.training.horizon import failure_horizons
 
     task = get_task(task_name)
     if task.automaton() is None:

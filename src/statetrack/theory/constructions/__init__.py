@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import torch
 
-from statetrack.checkpoint import save_checkpoint
 from statetrack.config import ModelConfig, TrainConfig
 from statetrack.errors import UserError, allowed, did_you_mean
 from statetrack.layers import MIXERS
@@ -46,6 +45,7 @@ from statetrack.theory.constructions import (  # noqa: F401  (registration)
     s4d,
 )
 from statetrack.theory.constructions.base import REGISTRY, Construction, register, sharpen_readout
+from statetrack.training.checkpoint import save_checkpoint
 
 
 def available() -> list[dict]:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from statetrack.errors import UserError
-from statetrack.store import RunStatus, Store
+from statetrack.runs.store import RunStatus, Store
 
 log = logging.getLogger(__name__)
 
@@ -209,7 +209,7 @@ class Claims:
 class Heartbeat:
     """A daemon thread that keeps this owner's claims live while the block runs.
 
-    A beat that fails is logged (logger ``statetrack.claims``) and counted in ``failures``; the next beat
+    A beat that fails is logged (logger ``statetrack.runs.claims``) and counted in ``failures``; the next beat
     tries again. A locked or full database (a UserError) is expected now and then and logged as a
     warning; any other error is a bug, logged with its traceback, kept in ``error`` and raised when the
     block ends (unless the block raised), so that it is never lost."""

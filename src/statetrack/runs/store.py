@@ -5,7 +5,7 @@ seed, status, checkpoint path and its sha256, the process that ran it, wall time
 ``metrics`` (one row per run and test length, on the run's headline draw), ``split_metrics`` (the same
 on the run's other draws, e.g. the long-range draw, per split), ``curves (validation curve), ``traces`` (probe
 outputs), ``lm_metrics`` (language models: loss, bits per byte and the per-position buckets per run and
-context length) and ``claims`` (which process is running which run of a sweep: ``statetrack.claims``).
+context length) and ``claims`` (which process is running which run of a sweep: ``statetrack.runs.claims``).
 A database of an older schema is migrated in place by the first command that writes to it; a migration
 only adds tables and columns, so older statetrack versions still read it. Written in transactions, WAL
 journal, so several worker processes can share one database.
@@ -399,7 +399,7 @@ class Store:
 
     def mark_interrupted(self, key: str, before_id: int) -> int:
         """Rows of this key still ``running``, older than run ``before_id`` and recorded before runs had
-        owners (claims end the others: ``statetrack.claims``) -> ``interrupted`` (count)."""
+        owners (claims end the others: ``statetrack.runs.claims``) -> ``interrupted`` (count)."""
         with self.transaction() as c:
             return int(c.execute("UPDATE runs SET status=?, error=?, finished=? "
                                  "WHERE key=? AND status=? AND id<? AND owner IS NULL",

@@ -25,23 +25,23 @@ from pathlib import Path
 
 import torch
 
-from statetrack import signals
-from statetrack.checkpoint import meta_model, save_run_checkpoint
-from statetrack.claims import owner as this_process
 from statetrack.config import EvalConfig, Supervision, TrainConfig, flatten, run_configs
-from statetrack.device import resolve_device
 from statetrack.errors import UserError
-from statetrack.evaluation import LengthMetrics, evaluate_more, evaluate_run, longest_generalized
 from statetrack.layers import ORIGIN as MIXER_ORIGIN
 from statetrack.lm.metrics import LMMetrics
 from statetrack.plugins import load_plugins
+from statetrack.runs import signals
+from statetrack.runs.claims import owner as this_process
+from statetrack.runs.store import DEFAULT_DB, RunStatus, Store
 from statetrack.spec import parse_layers
-from statetrack.store import DEFAULT_DB, RunStatus, Store
 from statetrack.tasks import get_task
 from statetrack.tasks.base import CorpusTask, Scoring
 from statetrack.tasks.registry import ORIGIN as TASK_ORIGIN
 from statetrack.theory.constructions import init_model
-from statetrack.training import TrainingDiverged, train
+from statetrack.training.checkpoint import meta_model, save_run_checkpoint
+from statetrack.training.device import resolve_device
+from statetrack.training.evaluation import LengthMetrics, evaluate_more, evaluate_run, longest_generalized
+from statetrack.training.loop import TrainingDiverged, train
 
 
 @dataclass
@@ -128,7 +128,7 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
     """Train, evaluate, checkpoint and record one run. ``on_step(step, info)`` after each validation,
     ``on_train_step(step)`` after each optimiser step, ``on_length(metrics)`` after each test
     length (progress); ``reuse``: return the complete run with the same key instead of training.
-    ``owner``: the sweep whose claim this run runs under (``statetrack.claims``; default this process)."""
+    ``owner``: the sweep whose claim this run runs under (``statetrack.runs.claims``; default this process)."""
     task = check_run(train_cfg, eval_cfg)
     start = initial_model(train_cfg)  # a bad --init fails here, before anything is written
     store = Store(db)

@@ -54,12 +54,12 @@ import numpy as np
 import torch
 
 from statetrack.config import EvalConfig
-from statetrack.device import resolve_device
-from statetrack.horizon import measure_horizons
 from statetrack.lm.metrics import evaluate_lm
-from statetrack.memory import release_free_memory
 from statetrack.tasks import Task, draws
 from statetrack.tasks.base import CorpusTask
+from statetrack.training.device import resolve_device
+from statetrack.training.horizon import measure_horizons
+from statetrack.training.memory import release_free_memory
 
 #: the 97.5% quantile of the standard normal distribution (two-sided 95% intervals)
 Z95 = 1.959963984540054
@@ -160,7 +160,7 @@ def _score_batch(model, task: Task, length: int, batch_size: int, chunk: int, rn
         if device.type == "cpu":
             # the heap's free blocks back to the OS after each chunk: peak memory flat in length
             # (batch 64, width 64: 481, 478, 476 MiB at 5,000, 30,000, 100,000 steps; without it the
-            # resident set kept growing, 1.3-1.5x from 1,000 to 100,000; statetrack.memory)
+            # resident set kept growing, 1.3-1.5x from 1,000 to 100,000; statetrack.training.memory)
             release_free_memory()
         pred = logits.argmax(-1).cpu().numpy()
         hit = pred == b.targets

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import fields
 
-from statetrack.evaluation import LengthMetrics
+from statetrack.training.evaluation import LengthMetrics
 
 RUN_KEYS = ("run_id", "study", "label", "model", "task", "seed", "status", "train_min_len", "train_max_len",
             "checkpoint", "wall_time", "longest_90")

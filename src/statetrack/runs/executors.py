@@ -1,4 +1,4 @@
-"""Where a claimed run of a sweep runs (``statetrack.sweep`` claims, schedules and stops them).
+"""Where a claimed run of a sweep runs (``statetrack.runs.sweep`` claims, schedules and stops them).
 
 Executors:
 
@@ -29,15 +29,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from statetrack import memory, plugins, signals
-from statetrack.checkpoint import rewrite_extra
+from statetrack import plugins
 from statetrack.errors import UserError
-from statetrack.evaluation import LengthMetrics
 from statetrack.files import sha256_bytes, write_file
-from statetrack.jobs import Job
-from statetrack.probes import read_traces, traces_from_checkpoint, write_traces
-from statetrack.runner import RunResult, run, stored_config
-from statetrack.store import RunStatus, Store
+from statetrack.runs import signals
+from statetrack.runs.jobs import Job
+from statetrack.runs.probes import read_traces, traces_from_checkpoint, write_traces
+from statetrack.runs.runner import RunResult, run, stored_config
+from statetrack.runs.store import RunStatus, Store
+from statetrack.training import memory
+from statetrack.training.checkpoint import rewrite_extra
+from statetrack.training.evaluation import LengthMetrics
 
 #: seconds worker processes get, after a signal, to record their runs interrupted before they are killed
 GRACE = 5.0
@@ -268,7 +270,7 @@ class RayExecutor:
         """Ray itself, at the first run to start (a sweep whose runs are all complete never starts it)."""
         ray = self.ray
         if not ray.is_initialized():
-            src = str(Path(__file__).resolve().parents[1])  # so workers import this very package
+            src = str(Path(__file__).resolve().parents[2])  # so workers import this very package
             path = [src, *_plugin_roots()] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
             env = {"PYTHONPATH": os.pathsep.join(path), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
             kw: dict[str, Any] = {"address": self.address, "runtime_env": {"env_vars": env}, "log_to_driver": False}

@@ -35,12 +35,12 @@ import numpy as np
 import torch
 
 from statetrack.config import TrainConfig
-from statetrack.device import resolve_device
 from statetrack.model import Model, build_model
 from statetrack.progress import Progress, TrainProgress, sink
-from statetrack.steps import TrainingDiverged, batches, make_step
 from statetrack.tasks import get_task
 from statetrack.tasks.base import CorpusTask, Task
+from statetrack.training.device import resolve_device
+from statetrack.training.steps import TrainingDiverged, batches, make_step
 
 #: a validation loss above this many times ln(classes) (the loss of a uniform guess) is divergence
 DIVERGED_FACTOR = 1e3

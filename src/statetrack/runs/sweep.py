@@ -4,7 +4,7 @@ Resuming: every run has a key (``runner.run_key``: its full train + eval config,
 a run whose key is already ``complete`` in the database is reused, never redone. So a sweep stopped by
 Ctrl-C, a crash or SIGKILL is resumed by running it again: finished runs are kept, the rest run.
 
-Several sweeps at once: before it starts a run, a sweep claims its key (``statetrack.claims``: one
+Several sweeps at once: before it starts a run, a sweep claims its key (``statetrack.runs.claims``: one
 SQLite transaction, an owner and a heartbeat), so any number of sweeps of one study on one database
 (two terminals, two machines on a shared file, local or Ray) complete every run exactly once and split
 the work. A key claimed by another live sweep is left to it; once a sweep has nothing left to claim it
@@ -14,13 +14,13 @@ claim whose owner died (kill -9, a lost machine) is taken over after the claim t
 same machine), and the dead owner's ``running`` row is marked ``interrupted``. Reports only ever read
 ``complete`` rows, one per key, so an unfinished record is never counted.
 
-Ctrl-C and SIGTERM (``statetrack.signals``) stop the whole sweep: no run starts after the signal, the
+Ctrl-C and SIGTERM (``statetrack.runs.signals``) stop the whole sweep: no run starts after the signal, the
 running ones are marked ``interrupted`` (worker processes are told and get ``executors.GRACE`` seconds to record
 it, then are killed; Ray tasks are cancelled), the claims are released, and the interrupt is passed on
 (the command exits 130 or 143).
 
 The executors (``local``: worker processes on this machine; ``ray``: tasks on a Ray instance or
-cluster) live in ``statetrack.executors``. Each run seeds itself from its config and uses one thread,
+cluster) live in ``statetrack.runs.executors``. Each run seeds itself from its config and uses one thread,
 so the numbers do not depend on the executor or the number of workers.
 """
 from __future__ import annotations
@@ -30,13 +30,13 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from statetrack import signals
-from statetrack.claims import Claims, ClaimState, Heartbeat
 from statetrack.errors import UserError
-from statetrack.executors import InProcess, Pool, RayExecutor, ensure_traces, import_ray, result_of
-from statetrack.jobs import Grid, Job
-from statetrack.runner import RunResult, check_run, complete_result
-from statetrack.store import Store
+from statetrack.runs import signals
+from statetrack.runs.claims import Claims, ClaimState, Heartbeat
+from statetrack.runs.executors import InProcess, Pool, RayExecutor, ensure_traces, import_ray, result_of
+from statetrack.runs.jobs import Grid, Job
+from statetrack.runs.runner import RunResult, check_run, complete_result
+from statetrack.runs.store import Store
 from statetrack.tasks import get_task
 
 __all__ = ["Job", "POLL", "run_jobs"]

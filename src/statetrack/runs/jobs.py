@@ -26,7 +26,7 @@ class Job:
     @property
     def key(self) -> str:
         # lazy: runner imports torch, and this module is on the CLI's start-up path (--max-runs's default)
-        from statetrack.runner import run_key
+        from statetrack.runs.runner import run_key
 
         return run_key(self.train, self.eval, self.study, self.label)
 

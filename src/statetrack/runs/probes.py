@@ -16,9 +16,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from statetrack.checkpoint import load_checkpoint
-from statetrack.store import Store
+from statetrack.runs.store import Store
 from statetrack.tasks import get_task
+from statetrack.training.checkpoint import load_checkpoint
 
 PROBE_SEED = 0
 VERSION = 2  # traces of an older version are recomputed by the next sweep
