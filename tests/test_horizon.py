@@ -325,3 +325,28 @@ def test_horizon_equals_an_exhaustive_search_on_trained_checkpoints(dfa_task):
         assert ("C", "B") in got
         broken += want is not None
     assert broken >= 2  # the comparison is made on horizons that exist (22 and 15 for the two Mambas)
+
+
+def test_predicted_horizon(cli, tmp_path, dfa_task):
+    """predict-horizon: a construction that tracks parity is predicted never to fail; a model with a window of
+    10 symbols is predicted to fail on 'contains aba' near where it does; the command prints the pairs and
+    its JSON carries the interval."""
+    from statetrack.predict_horizon import predict_horizon
+    from statetrack.theory.constructions import save
+
+    task = get_task(dfa_task("aba", *ABA))
+    p = predict_horizon(Window(10), task, 30, samples=8)
+    measured = horizon_summary(failure_horizons(Window(10), task, 40), 40)["horizon"]
+    # random prefixes ending in 'aba' hold it further back than the access string: 7 against 11
+    assert p["horizon"] is not None and measured is not None and abs(p["horizon"] - measured) <= 6
+    assert p["low"] <= p["horizon"] <= p["high"] and len(p["pairs"]) == 6 and p["seen"]
+    ck = tmp_path / "parity.safetensors"
+    save("parity-negmamba", str(ck))
+    p = cli.start("predict-horizon", ck, "--json", "--train-max-len", "40")
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err
+    r = json.loads(out)
+    assert r["horizon"] is None and r["pairs"][0]["pair"] == ["even", "odd"] and r["pairs"][0]["separation"] > 0
+    p = cli.start("predict-horizon", ck, "--task", "modarith-brackets:5")
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 2 and len(err.strip().splitlines()) == 1
