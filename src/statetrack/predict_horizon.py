@@ -5,8 +5,9 @@ follows from the states at training lengths, when the within-class spread of the
 between-class separation that the read-out needs); this is our own construction of it, for any
 checkpoint of a regular or group task.
 
-For each pair of states (p, q) of the task's minimal automaton that has a witness family
-u_p W^n v / u_q W^n v (:mod:`statetrack.tasks.families`; its first family, the shortest pump):
+For each witness family u_p W^n v / u_q W^n v of a pair of states (p, q) of the task's minimal
+automaton (:mod:`statetrack.tasks.families`; the families the failure horizon is measured on, round robin
+over the pairs, at most ``MAX_FAMILIES``):
 
 1. **classes.** Class p is the strings x W^n v where x is a random string of m symbols that ends in the
    state p' that u_p ends in (uniform among them: ``Automaton.draw_ending_in``), class q the same with
@@ -21,16 +22,16 @@ u_p W^n v / u_q W^n v (:mod:`statetrack.tasks.families`; its first family, the s
 3. **extrapolation.** Per class, m_c(n) is fitted by a + b r^n (r on a grid in (0, 1): states that
    converge, as an affine recurrence's do) or a + b n (drift); the class fails where its mean margin
    reaches the boundary, the first n with fit <= 0 (where it already has at a training length, that
-   n, and ``seen`` says so: an observation, not a prediction). The pair's predicted horizon is the
-   length of the family string of the class that fails first at that n, the run's the shortest over
-   the pairs. No crossing (the margin converges to a positive value or grows): no predicted failure
-   (None);
+   n, and ``seen`` says so: an observation, not a prediction). The family's predicted horizon is the
+   length of its string of the class that fails first at that n; a pair's is the shortest over its
+   families, the run's the shortest over the pairs. No crossing (the margin converges to a positive
+   value or grows): no predicted failure (None);
 4. **uncertainty.** The interval is the 10th-90th percentile of the prediction over ``BOOTSTRAP``
    resamplings of each class's strings; ``spread_band`` gives where the mean minus / plus one
    within-class deviation reaches the boundary (about 16% and 84% of a class's strings wrong).
 
-Cost: one batched pass per pair (its 2 x ``samples`` strings, n up to the longest training length; at most
-``MAX_PAIRS`` pairs, the first by access string): 0.1-12 s of CPU per checkpoint.
+Cost: one batched pass per group of families of one shape (prefix, pump and suffix lengths; 2 x
+``samples`` strings each, n up to the longest training length): seconds of CPU per checkpoint.
 Validation against measured horizons: docs/results/horizon-prediction.md.
 """
 from __future__ import annotations
@@ -42,10 +43,15 @@ from statetrack.errors import UserError
 from statetrack.tasks.base import Task
 from statetrack.tasks.families import witness_pairs
 
-#: strings per class
+#: strings per class (fewer where the families would exceed ``STRINGS``)
 SAMPLES = 32
-#: pairs of states predicted (the first by access string)
-MAX_PAIRS = 64
+#: families predicted, round robin over the pairs (every pair's first family first)
+MAX_FAMILIES = 256
+#: strings run in one batch
+ROWS = 4096
+#: strings per checkpoint: with many families, fewer per class (down to MIN_SAMPLES)
+STRINGS = 8192
+MIN_SAMPLES = 8
 #: resamplings behind the interval
 BOOTSTRAP = 40
 #: decay rates r tried in a + b r^n
@@ -56,7 +62,8 @@ EXTRA = 4
 
 def _crossing(g: np.ndarray, n: np.ndarray) -> float:
     """The first n >= 0 at which a fit of ``g`` (rows: resamplings, columns: the n's) by a + b r^n or
-    a + b n is <= 0, per row (inf: never). Where g is <= 0 at a measured n, the first such n."""
+    a + b n is <= 0, per row (inf: never). Where g is <= 0 at a measured n, the first such n; where it is
+    not, at least the first n past the measured ones (a fit that crosses between them is not an observation)."""
     rows = g.shape[0]
     best = np.full(rows, np.inf)
     err = np.full(rows, np.inf)
@@ -83,21 +90,20 @@ def _crossing(g: np.ndarray, n: np.ndarray) -> float:
             best[i] = np.inf
         else:  # a + b r^n = 0
             best[i] = np.log(-a / b) / np.log(r) if 0 < r < 1 else np.inf
-    return np.maximum(best, 0)
+        best[i] = max(best[i], n[-1] + 1)
+    return best
 
 
 @torch.no_grad()
-def _margins(model, strings: np.ndarray, pump: np.ndarray, end: np.ndarray, correct: np.ndarray, n_max: int,
+def _margins(model, strings: np.ndarray, pumps: np.ndarray, ends: np.ndarray, correct: np.ndarray, n_max: int,
              device) -> np.ndarray:
-    """(rows, n_max + 1): each row's margin after x W^n v (logit of its correct label minus the largest other)."""
+    """(rows, n_max + 1): each row's margin after x W^n v (the logit of its correct label minus the largest
+    other), for rows of one shape: strings (rows, m), pumps (rows, |W|), ends (rows, |v|) as tokens."""
     rows = len(strings)
     out = np.empty((rows, n_max + 1))
-    states = model.init_state(rows)
-    logits = None
-    if strings.shape[1]:
-        logits, states = model(torch.as_tensor(strings, device=device), states)
-    w = torch.as_tensor(np.tile(pump, (rows, 1)), device=device)
-    v = torch.as_tensor(np.tile(end, (rows, 1)), device=device) if len(end) else None
+    logits, states = model(torch.as_tensor(strings, device=device), model.init_state(rows))
+    w = torch.as_tensor(pumps, device=device)
+    v = torch.as_tensor(ends, device=device) if ends.shape[1] else None
     idx = torch.as_tensor(correct, device=device)
     ar = torch.arange(rows, device=device)
     for n in range(n_max + 1):
@@ -111,12 +117,12 @@ def _margins(model, strings: np.ndarray, pump: np.ndarray, end: np.ndarray, corr
     return out
 
 
-def predict_horizon(model, task: Task, train_max_len: int, samples: int = SAMPLES, max_pairs: int = MAX_PAIRS,
-                    seed: int = 0, device=None) -> dict:
+def predict_horizon(model, task: Task, train_max_len: int, samples: int = SAMPLES,
+                    max_families: int = MAX_FAMILIES, seed: int = 0, device=None) -> dict:
     """The predicted failure horizon of ``model`` on ``task`` from its read-out on strings within the
     training lengths (up to ``train_max_len``), per pair of states (see the module docstring): {horizon,
     seen (the margin crossed within the training lengths already), low, high (the interval), pair (first
-    predicted to fail), pairs: one row per pair, pairs_total, pairs_predicted}."""
+    predicted to fail), family, pairs: one row per pair, families_predicted, pairs_total}."""
     auto = task.automaton()
     if auto is None:
         raise UserError(f"{task.name} has no automaton here, so no pairs of states to predict a horizon for; "
@@ -130,24 +136,39 @@ def predict_horizon(model, task: Task, train_max_len: int, samples: int = SAMPLE
     w = witness_pairs(auto)
     mini = w.auto
     rng = np.random.default_rng(seed)
-    chosen = [p for p in w.pairs if p.families][:max_pairs]
-    rows = []
-    for pw in chosen:
-        fam = pw.families[0]
+    fams = w.families[:max_families]  # round robin: every pair's first family first
+    samples = max(MIN_SAMPLES, min(samples, STRINGS // (2 * max(1, len(fams)))))  # the budget of strings
+    names = {p.states: p.names for p in w.pairs}
+    plans, groups = [], {}
+    for k, fam in enumerate(fams):
         ends = [int(mini.apply(fam.prefixes[i], [mini.start])[0]) for i in (0, 1)]
         m = _prefix_length(mini, ends, max(len(u) for u in fam.prefixes) + EXTRA)
-        row = {"pair": list(pw.names), "family": fam.text(mini.symbols), "prefix_length": m}
         n_max = -1 if m is None else (train_max_len - m - len(fam.end)) // len(fam.pump)
-        if n_max < 2:
-            rows.append({**row, "horizon": None, "low": None, "high": None, "spread_band": None,
+        plans.append((ends, m, n_max))
+        if n_max >= 2:
+            groups.setdefault((m, len(fam.pump), len(fam.end)), []).append(k)
+    margins: dict[int, np.ndarray] = {}
+    per_batch = max(1, ROWS // (2 * samples))
+    for (m, _, _), ks in groups.items():
+        for start in range(0, len(ks), per_batch):
+            part = ks[start:start + per_batch]
+            x = np.concatenate([mini.draw_ending_in(np.full(samples, e), m, rng) for k in part for e in plans[k][0]])
+            reps = 2 * samples
+            pumps = np.repeat(np.stack([mini.tokens[list(fams[k].pump)] for k in part]), reps, axis=0)
+            tails = np.repeat(np.stack([mini.tokens[list(fams[k].end)] for k in part]), reps, axis=0)
+            correct = np.concatenate([np.repeat(np.array(fams[k].labels), samples) for k in part])
+            out = _margins(model, mini.tokens[x], pumps, tails, correct, plans[part[0]][2], device)
+            for i, k in enumerate(part):
+                margins[k] = out[i * reps:(i + 1) * reps]
+    rows = []
+    for k, fam in enumerate(fams):
+        row = {"pair": list(names[fam.pair]), "family": fam.text(mini.symbols), "prefix_length": plans[k][1]}
+        if k not in margins:
+            rows.append({**row, "horizon": None, "low": None, "high": None, "spread_band": None, "seen": False,
                          "reason": "the training lengths hold fewer than 3 repetitions of the pump"})
-            continue
-        x = np.concatenate([mini.draw_ending_in(np.full(samples, e), m, rng) for e in ends])
-        correct = np.repeat(np.array(fam.labels), samples)
-        marg = _margins(model, mini.tokens[x], mini.tokens[list(fam.pump)], mini.tokens[list(fam.end)], correct,
-                        n_max, device)
-        rows.append({**row, **_fit_pair(marg, samples, fam, rng)})
-    return _summary(rows, w, len(chosen))
+        else:
+            rows.append({**row, **_fit_family(margins[k], samples, fam, rng)})
+    return _summary(rows, w, len(fams))
 
 
 def _prefix_length(auto, ends: list[int], base: int) -> int | None:
@@ -158,7 +179,7 @@ def _prefix_length(auto, ends: list[int], base: int) -> int | None:
     return None
 
 
-def _fit_pair(marg: np.ndarray, k: int, fam, rng) -> dict:
+def _fit_family(marg: np.ndarray, k: int, fam, rng) -> dict:
     n = np.arange(marg.shape[1])
     classes = (marg[:k], marg[k:])
     means = [c.mean(axis=0) for c in classes]
@@ -182,7 +203,7 @@ def _fit_pair(marg: np.ndarray, k: int, fam, rng) -> dict:
             nn = max(nn, 1)
         return int(round(len(fam.prefixes[c]) + nn * len(fam.pump) + len(fam.end)))
     return {"horizon": length(point[c]), "horizon_n": None if not np.isfinite(point[c]) else float(point[c]),
-            "seen": bool(point[c] <= n[-1]),  # the class's margin already crossed within the training lengths
+            "seen": bool(point[c] <= n[-1]),  # the class's mean margin was <= 0 within the training lengths
             "low": length(min(lows)), "high": length(min(highs)),
             "spread_band": [length(min(b[0] for b in band)), length(min(b[1] for b in band))],
             "fails_first": c, "trained_n": int(n[-1]),
@@ -192,16 +213,29 @@ def _fit_pair(marg: np.ndarray, k: int, fam, rng) -> dict:
 
 
 def _summary(rows: list[dict], w, predicted: int) -> dict:
+    """Per pair, the family predicted to fail first; the run's horizon over the pairs."""
     def key(v):
         return np.inf if v is None else v
 
     def least(vals):
         v = min(vals, default=np.inf)
         return None if not np.isfinite(v) else int(v)
-    scored = [r for r in rows if r["reason"] is None]
+    by: dict[tuple, list[dict]] = {}
+    for r in rows:
+        by.setdefault(tuple(r["pair"]), []).append(r)
+    pairs = []
+    for rs in by.values():
+        scored = [r for r in rs if r["reason"] is None]
+        if not scored:
+            pairs.append({**rs[0], "families": len(rs)})
+            continue
+        first = min(scored, key=lambda r: key(r["horizon"]))
+        pairs.append({**first, "families": len(rs), "low": least(key(r["low"]) for r in scored),
+                      "high": least(key(r["high"]) for r in scored)})
+    scored = [p for p in pairs if p["reason"] is None]
     first = min(scored, key=lambda r: key(r["horizon"]), default=None)
-    return {"horizon": None if first is None else first["horizon"],
-            "seen": bool(first is not None and first["horizon"] is not None and first["seen"]),
+    broke = first is not None and first["horizon"] is not None
+    return {"horizon": first["horizon"] if broke else None, "seen": bool(broke and first["seen"]),
             "low": least(key(r["low"]) for r in scored), "high": least(key(r["high"]) for r in scored),
-            "pair": None if first is None or first["horizon"] is None else first["pair"],
-            "pairs": rows, "pairs_total": w.pairs_total, "pairs_predicted": predicted}
+            "pair": first["pair"] if broke else None, "family": first["family"] if broke else None,
+            "pairs": pairs, "families_predicted": predicted, "pairs_total": w.pairs_total}

@@ -203,15 +203,16 @@ def cmd_horizon(a):
 
 
 def cmd_predict_horizon(a):
-    from statetrack.predict_horizon import MAX_PAIRS, SAMPLES, predict_horizon
+    from statetrack.predict_horizon import MAX_FAMILIES, SAMPLES, predict_horizon
 
     a.samples = SAMPLES if a.samples is None else a.samples
-    a.max_pairs = MAX_PAIRS if a.max_pairs is None else a.max_pairs
-    if a.samples < 2 or a.max_pairs < 1:
-        raise UserError(f"--samples must be at least 2 and --max-pairs at least 1, got {a.samples} and {a.max_pairs}")
+    a.max_families = MAX_FAMILIES if a.max_families is None else a.max_families
+    if a.samples < 2 or a.max_families < 1:
+        raise UserError(f"--samples must be at least 2 and --max-families at least 1, got {a.samples} and "
+                        f"{a.max_families}")
     model, cfg, task = _checkpoint_on_task(a)
     train_max = a.train_max_len or cfg.train_max_len
-    p = predict_horizon(model, task, train_max, a.samples, a.max_pairs, a.seed)
+    p = predict_horizon(model, task, train_max, a.samples, a.max_families, a.seed)
     if a.json:
         print(json.dumps({"checkpoint": str(a.checkpoint), "task": task.name, "layers": cfg.model.layers,
                           "train_max_len": train_max, **p}))
@@ -232,8 +233,9 @@ def cmd_predict_horizon(a):
         Col("separation", lambda r: f"{r['separation']:.2f}" if r["reason"] is None else "-", "right", optional=True),
         Col("spread", lambda r: f"{r['spread']:.2f}" if r["reason"] is None else "-", "right", optional=True),
         Col("family", lambda r: r["family"] if r["reason"] is None else r["reason"], optional=True)], rows,
-        caption=f"{verdict}; {p['pairs_predicted']} of {p['pairs_total']} pairs of states (those with a witness "
-                "family, the first by access string); interval: 10th-90th percentile over resamplings of the "
+        caption=f"{verdict}; {p['families_predicted']} witness families of {len(p['pairs'])} of {p['pairs_total']} "
+                "pairs of states (round robin over the pairs); per pair the family predicted to fail first; "
+                "interval: 10th-90th percentile over resamplings of the "
                 "strings; separation and spread: the between-class margin sum and within-class deviation of the "
                 "read-out at the longest training length")
     return 0
@@ -293,8 +295,9 @@ def add_commands(sub) -> None:
                    help="longest string read (default: the checkpoint's longest training length)")
     q.add_argument("--samples", type=int, default=None,
                    help="strings per state of a pair (default: predict_horizon.SAMPLES)")
-    q.add_argument("--max-pairs", type=int, default=None,
-                   help="pairs of states predicted, the first by access string (default: predict_horizon.MAX_PAIRS)")
+    q.add_argument("--max-families", type=int, default=None,
+                   help="witness families predicted, round robin over the pairs "
+                        "(default: predict_horizon.MAX_FAMILIES)")
     q.add_argument("--seed", type=int, default=0, help="seed of the strings (default 0)")
     q.add_argument("--rows", type=int, default=20, help="pairs shown, those predicted to fail first first")
     add_max_params(q)
