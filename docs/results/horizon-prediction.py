@@ -129,7 +129,7 @@ def write(rows: list[dict], out: Path, times: dict, command: str) -> None:
     studies = sorted({r["study"] or "-" for r in rows} - {"horizon-prediction"})
     intro = ("`statetrack predict-horizon CHECKPOINT` predicts where a model starts to confuse two states of its "
              "task from its read-out on strings within its training lengths only (docs/long-range.md, \"A "
-             "predicted horizon\"; the idea of Chung, Choi and Kim 2026, docs/science.md, in our own "
+             "predicted horizon\"; the idea of Chung2026, docs/science.md, in our own "
              "construction). Here it is compared with the failure horizon measured on the witness families of "
              "every pair of states up to the longest test length, on small checkpoints: 24 trained by the "
              "script (study horizon-prediction: Mamba, Negative Mamba and LSTM, width 16, on Tomita 4, parity, "

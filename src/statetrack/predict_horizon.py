@@ -1,6 +1,6 @@
 """A failure horizon predicted from a model's states at training lengths, before testing it there.
 
-The idea is Chung, Choi and Kim's (2026, docs/science.md: for affine recurrences the failure length
+The idea is Chung, Choi and Kim's (Chung2026, docs/science.md: for affine recurrences the failure length
 follows from the states at training lengths, when the within-class spread of the states grows to the
 between-class separation that the read-out needs); this is our own construction of it, for any
 checkpoint of a regular or group task.
