@@ -9,82 +9,23 @@ from __future__ import annotations
 
 import inspect
 import math
-from dataclasses import asdict, dataclass
-from enum import StrEnum
 from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from statetrack.errors import UserError, did_you_mean
+from statetrack.errors import UserError
+from statetrack.layers.properties import (  # noqa: F401  (the names mixers import from here)
+    DECLARED,
+    DOMAINS,
+    STRUCTURES,
+    EigenvalueDomain,
+    Properties,
+    Structure,
+    check_options,
+)
 from statetrack.ops import causal_conv
-
-
-class EigenvalueDomain(StrEnum):
-    """Where the eigenvalues of a mixer's transition A(x) lie, from narrowest to widest."""
-
-    NONNEG = "[0,1]"
-    REAL_HALF_NEG = "(-1/2,1]"  # negative eigenvalues bounded away from -1
-    REAL_HALF_OPEN = "(-1,1]"
-    REAL = "[-1,1]"
-    UNIT_CIRCLE = "unit circle"
-    COMPLEX_DISC = "complex disc"
-    DAMPED_ROTATIONS = "damped rotations"  # a decay floor: Mamba-3 with a_floor > 0
-    COMPLEX_FIXED = "complex"
-    NOT_LINEAR = "n/a"
-
-
-class Structure(StrEnum):
-    """The shape of a mixer's transition."""
-
-    SCALAR = "scalar"  # a scalar times the identity (per head): the narrowest diagonal
-    DIAGONAL = "diagonal"
-    HOUSEHOLDER = "householder"  # a product of n_h generalized Householder matrices, possibly gated
-    DPLR = "dplr"  # diagonal plus a rank-one matrix (RWKV-7)
-    DENSE = "dense"
-    NONLINEAR = "nonlinear"
-    ATTENTION = "attention"
-
-
-#: eigenvalue domains of A(x), from narrowest to widest, in words
-DOMAINS = {
-    EigenvalueDomain.NONNEG: "non-negative real, at most 1",
-    EigenvalueDomain.REAL_HALF_NEG: "real, in (-1/2, 1]: negative eigenvalues bounded away from -1",
-    EigenvalueDomain.REAL_HALF_OPEN: "real, in (-1, 1]",
-    EigenvalueDomain.REAL: "real, in [-1, 1]",
-    EigenvalueDomain.UNIT_CIRCLE: "complex, modulus exactly 1",
-    EigenvalueDomain.COMPLEX_DISC: "complex, modulus at most 1",
-    EigenvalueDomain.DAMPED_ROTATIONS: "complex, modulus at most 1, and below 1 off the real axis except at tiny "
-                                       "angles (a decay floor: Mamba-3 with a_floor > 0)",
-    EigenvalueDomain.COMPLEX_FIXED: "complex, fixed (time-invariant), modulus below 1",
-    EigenvalueDomain.NOT_LINEAR: "non-linear recurrence: no transition matrix",
-}
-STRUCTURES = tuple(Structure)
-
-
-@dataclass(frozen=True)
-class Properties:
-    """What the theorems look at: input dependence, eigenvalue domain, structure (and n_h). The domain
-    and the structure may be given as their names ("[0,1]", "diagonal"): they are read as the enums."""
-
-    input_dependent: bool
-    eigenvalues: EigenvalueDomain
-    structure: Structure
-    linear: bool = True
-    n_h: int | None = None
-
-    def __post_init__(self):
-        for key, kind in (("eigenvalues", EigenvalueDomain), ("structure", Structure)):
-            value = getattr(self, key)
-            if value not in kind.__members__.values():
-                raise ValueError(f"unknown {key} {value!r} in a mixer's Properties; allowed: "
-                                 f"{', '.join(repr(str(m)) for m in kind)}")
-            object.__setattr__(self, key, kind(value))
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
 
 State = Any  # a tensor or a tuple of tensors
 
@@ -112,6 +53,14 @@ class Mixer(nn.Module):
             raise TypeError(f"mixer class {cls.__name__}: options {cls.options} are not the keyword arguments of "
                             f"its __init__ {derived}; leave options out (they are read from __init__)")
         cls.options = derived
+        d = DECLARED.get(vars(cls).get("name", ""))
+        if d is not None and cls.__module__.startswith("statetrack.layers."):  # a built-in: declared there
+            if d.options != derived or d.fixed != cls.fixed_options:
+                raise TypeError(f"mixer class {cls.__name__}: options {derived} (fixed {cls.fixed_options}) are "
+                                f"not those of its declaration {d.options} (fixed {d.fixed}) in "
+                                "statetrack.layers.declarations")
+            if not vars(cls).get("description"):
+                cls.description = d.description
 
     def __init__(self, d_model: int, d_state: int):
         super().__init__()
@@ -119,7 +68,12 @@ class Mixer(nn.Module):
 
     @property
     def properties(self) -> Properties:
-        raise NotImplementedError
+        """What the theorems read, from the mixer's declaration (``statetrack.layers.declarations``) and the
+        options it was built with (its attributes of the same names); a plugin's mixer declares its own."""
+        d = DECLARED.get(self.name)
+        if d is None or d.properties is None:
+            raise NotImplementedError(f"mixer {self.name!r} declares no properties")
+        return d.properties({k: getattr(self, k, v) for k, v in {**d.options, **d.fixed}.items()})
 
     def init_state(self, batch: int, device=None, dtype=None) -> State:
         raise NotImplementedError
@@ -156,29 +110,6 @@ def _init_options(cls: type[Mixer]) -> dict:
     out.update({p.name: p.default for p in params
                 if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.default is not p.empty})
     return {k: v for k, v in out.items() if k not in cls.fixed_options}
-
-
-def check_options(cls, options: dict) -> dict:
-    """Merge a layer spec's options into the mixer's defaults; unknown keys are a UserError."""
-    unknown = sorted(set(options) - set(cls.options))
-    if unknown:
-        allowed = ", ".join(sorted(cls.options)) or "none"
-        raise UserError(f"unknown option {unknown[0]!r}{did_you_mean(unknown[0], cls.options)} for mixer "
-                        f"{cls.name!r}; allowed: {allowed}")
-    merged = dict(cls.options)
-    for k, v in options.items():
-        default = cls.options[k]
-        if isinstance(default, bool) and not isinstance(v, bool):
-            raise UserError(f"option {k}={v!r} of mixer {cls.name!r} must be true or false")
-        int_default = isinstance(default, int) and not isinstance(default, bool)
-        if int_default and (isinstance(v, bool) or not isinstance(v, int)):
-            raise UserError(f"option {k}={v!r} of mixer {cls.name!r} must be an integer")
-        if isinstance(default, float) and (isinstance(v, bool) or not isinstance(v, (int, float))):
-            raise UserError(f"option {k}={v!r} of mixer {cls.name!r} must be a number")
-        if isinstance(default, str) and not isinstance(v, str):
-            raise UserError(f"option {k}={v!r} of mixer {cls.name!r} must be a name")
-        merged[k] = v
-    return merged
 
 
 def check_conv(mixer: str, conv: int) -> None:

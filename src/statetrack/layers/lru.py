@@ -19,14 +19,12 @@ import torch
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, Properties
+from statetrack.layers.base import Mixer
 from statetrack.ops import diag_scan, polar
 
 
 class LRU(Mixer):
     name = "lru"
-    description = ("linear recurrent unit: time-invariant complex diagonal, lambda = exp(-exp(nu) + i exp(theta)), "
-                   "|lambda| < 1")
 
     def __init__(self, d_model, d_state, r_min=0.9, r_max=0.999, max_phase=2 * math.pi):
         super().__init__(d_model, d_state)
@@ -46,10 +44,6 @@ class LRU(Mixer):
         self.C_re = nn.Parameter(torch.randn(d, N) / math.sqrt(N))
         self.C_im = nn.Parameter(torch.randn(d, N) / math.sqrt(N))
         self.D = nn.Parameter(torch.randn(d))
-
-    @property
-    def properties(self):
-        return Properties(input_dependent=False, eigenvalues="complex", structure="diagonal")
 
     def activation_bytes(self):
         return 8 * 3 * self.d_state + 4 * 4 * self.d_model

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, Properties, causal_conv_step, check_conv, check_expand, dt_bias_init
+from statetrack.layers.base import Mixer, causal_conv_step, check_conv, check_expand, dt_bias_init
 from statetrack.ops import causal_conv
 from statetrack.ops.mamba import mamba_transition
 from statetrack.ops.ssd import ssd_scan
@@ -30,7 +30,6 @@ A_INIT = (1.0, 16.0)
 
 class Mamba2(Mixer):
     name = "mamba2"
-    description = "Mamba-2: a scalar transition per head, A(x) = exp(Delta(x) A) I in (0, 1] ((-1, 1] with neg=true)"
 
     def __init__(self, d_model, d_state, conv=4, expand=2, headdim=8, neg=False, dt_min=1e-3, dt_max=1e-1):
         super().__init__(d_model, d_state)
@@ -49,10 +48,6 @@ class Mamba2(Mixer):
         self.D = nn.Parameter(torch.ones(H))
         self.norm = nn.RMSNorm(E, eps=1e-5)
         self.out_proj = nn.Linear(E, d_model, bias=False)
-
-    @property
-    def properties(self):
-        return Properties(input_dependent=True, eigenvalues="(-1,1]" if self.neg else "[0,1]", structure="scalar")
 
     def activation_bytes(self):
         return 4 * (10 * self.d_inner + 6 * self.d_state)

@@ -38,14 +38,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, Properties, check_expand, dt_bias_init
+from statetrack.layers.base import Mixer, check_expand, dt_bias_init
 from statetrack.ops.mamba3 import mamba3_scan, mamba3_step, mamba3_transition, mamba3_zero_state
 
 
 class Mamba3(Mixer):
     name = "mamba3"
-    description = ("Mamba-3: A(x) = exp(Delta A(x)) exp(i Delta theta(x)) per state pair (complex disc), "
-                   "exponential-trapezoidal")
 
     def __init__(self, d_model, d_state, expand=2, headdim=8, trap=True, rope=True, a_floor=0.0, dt_min=1e-3,
                  dt_max=1e-1):
@@ -68,12 +66,6 @@ class Mamba3(Mixer):
         self.B_bias, self.C_bias = nn.Parameter(torch.ones(H, N)), nn.Parameter(torch.ones(H, N))
         self.D = nn.Parameter(torch.ones(H))
         self.out_proj = nn.Linear(E, d_model, bias=False)
-
-    @property
-    def properties(self):
-        dom = "[0,1]" if not self.rope else "damped rotations" if self.a_floor > 0 else "complex disc"
-        return Properties(input_dependent=True, eigenvalues=dom,
-                          structure="diagonal")
 
     def activation_bytes(self):
         # per step: the projections, and per (head, channel, slot) a, the input term and h (complex64)

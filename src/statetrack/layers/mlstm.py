@@ -22,14 +22,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, Properties, causal_conv_step, check_conv, check_expand
+from statetrack.layers.base import Mixer, causal_conv_step, check_conv, check_expand
 from statetrack.ops import causal_conv
 from statetrack.ops.mlstm import CHUNK, mlstm, mlstm_step, mlstm_transition, mlstm_zero_state
 
 
 class MLSTM(Mixer):
     name = "mlstm"
-    description = "mLSTM (xLSTM): C_t = f_t C_{t-1} + i_t k v^T, f = sigmoid in [0,1], i = exp, normalised read-out"
 
     def __init__(self, d_model, d_state, heads=1, expand=2, conv=4, chunk=CHUNK):
         super().__init__(d_model, d_state)
@@ -55,10 +54,6 @@ class MLSTM(Mixer):
         self.o_norm = nn.LayerNorm(self.dv, elementwise_affine=True, bias=False)
         self.skip = nn.Parameter(torch.ones(E))
         self.down = nn.Linear(E, d_model, bias=False)
-
-    @property
-    def properties(self):
-        return Properties(input_dependent=True, eigenvalues="[0,1]", structure="scalar")
 
     def activation_bytes(self):
         C = max(1, self.chunk)
