@@ -16,10 +16,9 @@ Neither table has published numbers (the papers measured neither), so neither ma
 """
 from __future__ import annotations
 
-import statistics
 from dataclasses import replace
 
-from statetrack.report.render import fmt_cell
+from statetrack.report.render import fmt_cell, median_tested
 from statetrack.report.selection import TableCell
 from statetrack.report.table import StudyTable, study_tables
 from statetrack.store import RunStatus
@@ -100,7 +99,7 @@ def _horizon_table(main: StudyTable, results: list) -> StudyTable:
             cap = max(h["horizon_max"] for h in hs)
             # a seed without a failure counts as beyond the longest length tested
             vals = [h["horizon"] if h["horizon"] is not None else float("inf") for h in hs]
-            med = statistics.median(vals)
+            med = median_tested(vals)  # a length some seed failed at, never between two
             cell = TableCell(None if med == float("inf") else med,
                              [v for v in vals if v != float("inf")], lr, runs=len(hs))
             text = _fmt(cell.selected, cap)
