@@ -25,7 +25,11 @@ STYLES = ("-", "--", "-.", ":")
 def pyplot():
     import matplotlib  # heavy: only drawing a figure needs it
 
-    matplotlib.use("Agg")
+    # the backend as set, not resolved (resolving it would pick a window system): a notebook's inline
+    # backend is kept, so that figures show in the notebook; anything else draws into files (Agg)
+    chosen = dict.__getitem__(matplotlib.rcParams, "backend")
+    if "inline" not in str(chosen):
+        matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # heavy: only drawing a figure needs it
 
     # reproducible vector output: no dates, ids from a fixed salt
