@@ -84,10 +84,11 @@ def report(tmp_path_factory):
 
 def test_page_and_index(report):
     page = (report / "tiny.html").read_text()
-    # the finding first, then the study table and every run's intervals; figures: accuracy vs length, curves
+    # the finding first, then the study table, its learning table and every run's intervals; figures:
+    # accuracy vs length, learning curves
     assert page.index('<section class="finding">') < page.index("<table")
     assert "What this study found" in page and "cells with a published number agree" in page
-    assert page.count("<table>") == 2 and page.count("<svg") == 2 and "95% intervals" in page
+    assert page.count("<table>") == 3 and page.count("<svg") == 2 and "95% intervals" in page
     assert "<td>RNN</td>" in page and "<td>Negative Mamba (trained on lengths 1-40)</td>" in page
     # ours beside the paper's under the published column's name
     assert '<th colspan="2" class="group">extrap.</th>' in page

@@ -37,7 +37,8 @@ _BUILTIN = {"rnn": ("RNN", "LSTM", "GRU"), "s4d": ("S4D",), "mamba": ("Mamba", "
             "aussm": ("AUSSM", "SimpleAUSSM", "DCD"), "deltanet": ("DeltaNet", "DeltaProduct"),
             "transformer": ("Transformer",), "mamba2": ("Mamba2",), "mamba3": ("Mamba3",),
             "gateddeltanet": ("GatedDeltaNet",), "rwkv7": ("RWKV7",), "mlstm": ("MLSTM",), "slstm": ("SLSTM",),
-            "lru": ("LRU",), "gla": ("GLA",)}
+            "lru": ("LRU",), "gla": ("GLA",), "gateddeltaproduct": ("GatedDeltaProduct",), "kda": ("KDA",),
+            "pdssm": ("PDSSM",)}
 
 
 _loaded: list[bool] = []  # whether the built-in classes are in _MIXERS
@@ -92,15 +93,16 @@ def build_mixer(spec: LayerSpec, d_model: int, d_state: int) -> Mixer:
 def models_table() -> list[dict]:
     """One row per declared mixer (for ``statetrack models``), read from the declarations: no torch.
 
-    Keys: name, description, input_dependent, eigenvalues, structure, n_h, linear, options (the
-    defaults). Properties that depend on an option (mamba's and deltanet's ``neg``, s4d's ``init``)
-    are those of the defaults; the description names the switch."""
+    Keys: name, description, input_dependent, eigenvalues, structure, n_h, linear, rounding (how float32
+    rounding reaches modulus 1, or ""), options (the defaults). Properties that depend on an option
+    (mamba's and deltanet's ``neg``, s4d's ``init``) are those of the defaults; the description names the
+    switch."""
     rows = []
     for name, d in DECLARED.items():
         p = d.properties_of()
         rows.append({"name": name, "description": d.description, "input_dependent": p.input_dependent,
                      "eigenvalues": p.eigenvalues, "structure": p.structure, "n_h": p.n_h, "linear": p.linear,
-                     "options": dict(d.options)})
+                     "rounding": p.rounding, "options": dict(d.options)})
     return rows
 
 

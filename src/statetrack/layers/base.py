@@ -19,11 +19,15 @@ from statetrack.errors import UserError
 from statetrack.layers.properties import (  # noqa: F401  (the names mixers import from here)
     DECLARED,
     DOMAINS,
+    ROUND_EXP,
+    ROUND_NEG_EXP,
+    ROUND_SIGMOID,
     STRUCTURES,
     EigenvalueDomain,
     Properties,
     Structure,
     check_options,
+    exp_rounding,
 )
 from statetrack.ops import causal_conv
 

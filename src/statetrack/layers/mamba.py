@@ -3,7 +3,8 @@
 x -> in_proj -> (u, z); u -> optional depthwise causal conv (kernel 4) -> silu;
 Delta_t = softplus(dt_proj(W_dt u_t)), B_t = W_B u_t, C_t = W_C u_t, A = -exp(A_log) (A_log = log(1..N));
 A_bar_t = exp(Delta_t A) in (0, 1]            (Mamba)
-A_bar_t = 2 exp(Delta_t A) - 1 in (-1, 1]     (Negative Mamba, option neg=true)
+A_bar_t = 2 exp(Delta_t A) - 1 in [-1, 1]     (Negative Mamba, option neg=true; -1 and 1 only where float32 rounds
+                                               the exponential to 0 or 1: Properties.rounding)
 h_t = A_bar_t h_{t-1} + Delta_t B_t u_t;  y_t = (C_t h_t + D u_t) * silu(z_t) -> out_proj.
 """
 from __future__ import annotations

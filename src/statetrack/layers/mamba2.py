@@ -5,7 +5,7 @@ Delta_t = softplus(dt_t + dt_bias) per head (dt_bias: Mamba's log-uniform init i
 A_h = -exp(A_log_h) with A_h drawn uniformly in [1, 16] (the reference init); per head h with
 P = ``headdim`` channels and state (P, N), one group of B and C shared by the heads::
 
-    a_t = exp(Delta_t A_h) in (0, 1]          (neg=true: 2 exp(Delta_t A_h) - 1 in (-1, 1], as Grazzi2024
+    a_t = exp(Delta_t A_h) in (0, 1]          (neg=true: 2 exp(Delta_t A_h) - 1 in [-1, 1], as Grazzi2024
                                                extend Mamba; the same map as ``negmamba``)
     h_t = a_t h_{t-1} + Delta_t x_t B_t^T       y_t = h_t C_t + D_h x_t
 
@@ -19,7 +19,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, causal_conv_step, check_conv, check_expand, dt_bias_init
+from statetrack.layers.base import (
+    Mixer,
+    causal_conv_step,
+    check_conv,
+    check_expand,
+    dt_bias_init,
+)
 from statetrack.ops import causal_conv
 from statetrack.ops.mamba import mamba_transition
 from statetrack.ops.ssd import ssd_scan

@@ -22,7 +22,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, causal_conv_step, check_conv, check_expand
+from statetrack.layers.base import (
+    Mixer,
+    causal_conv_step,
+    check_conv,
+    check_expand,
+)
 from statetrack.ops import causal_conv
 from statetrack.ops.mlstm import CHUNK, mlstm, mlstm_step, mlstm_transition, mlstm_zero_state
 

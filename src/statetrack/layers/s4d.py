@@ -17,7 +17,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, log_uniform_dt
+from statetrack.layers.base import (
+    Mixer,
+    log_uniform_dt,
+)
 from statetrack.ops import diag_scan
 
 
