@@ -216,6 +216,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default=str(OUT), help="the JSON file written (default: bench/readme_times.json)")
     p.add_argument("--venv", default=str(Path(sys.prefix)), help="the virtualenv the copy links")
+    p.add_argument("--keep", default=None, metavar="DIR",
+                   help="copy the copy's runs/reports (the pages the README's commands wrote) into DIR")
     p.add_argument("--readme", action="store_true",
                    help="only set the README's stated times from --out (no measuring)")
     a = p.parse_args(argv)
@@ -233,6 +235,8 @@ def main(argv=None) -> int:
         print("   wall s    CPU s  command")
         t0 = time.time()
         record = run_readme(clone, env)
+        if a.keep:
+            shutil.copytree(clone / "runs" / "reports", a.keep, dirs_exist_ok=True)
     load_after = os.getloadavg()
     result = {"machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
               "load_average_before": [round(x, 2) for x in load_before],

@@ -138,10 +138,11 @@ def finding(rep) -> Finding:
         agreement = (f"{agree} of {compared} cells with a published number agree with the paper"
                      + (" (every one)." if agree == compared else
                         f"; {compared - agree} differ{'s' if compared - agree == 1 else ''} beyond the tolerance."))
-    else:
-        agreement = "No cell of this report has a published number to compare with."
     names = {t.name for t in rep.study.tables}
     holds = [h for t in rep.tables if t.name in names and (h := _holds(t))]
     theory = rep.verdicts.summary() if getattr(rep, "verdicts", None) is not None else ""
+    if not compared:  # no published number: the theory's count leads, where the study has one
+        agreement = (theory.split(":")[0] + " (no cell has a published number)." if theory else
+                     "No cell of this report has a published number to compare with.")
     return Finding(agreement, differs, holds, theory, why(rep.study, rep.scale) if compared else "", rep.missing,
                    compared, agree)

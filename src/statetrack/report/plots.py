@@ -254,8 +254,9 @@ def curve_figures(study, table, results, curves: dict[int, list[dict]]) -> list[
             ax.set_xlabel("training step", fontsize=8)
         for ax in axes[:, 0]:
             ax.set_ylabel("val. accuracy", fontsize=8)
+        # above the top row (the saved area grows to hold it), never over its panels' titles
         fig.suptitle(f"{study.name}: learning curves, {col} (validation accuracy: in-distribution, token)",
-                     fontsize=10)
+                     fontsize=10, y=1.0, va="bottom")
         caption = (f"Learning curves on {col}: validation accuracy (in-distribution lengths) against the training "
                    "step, one panel per model and one line per run (colour: learning rate, line style: seed).")
         figs.append((f"curves-{slug(table.name)}-{slug(col)}", fig, caption))
