@@ -205,6 +205,14 @@ def test_a_smaller_report_is_not_written_over_a_larger_one(report, tmp_path, cap
     assert json.loads((forced / "index.json").read_text())["tiny"]["seeds"] == 1
 
 
+def test_an_unwritable_out_prints_nothing_first(report, capsys):
+    """A report whose folder cannot be written ends with one line, with no table printed before it."""
+    d = report.parent
+    assert main(["report", str(d / "tiny.yaml"), "--db", str(d / "runs.db"), "--out", "/proc/nope"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("error: cannot write the report in '/proc/nope'") and err.count("\n") == 1
+
+
 def test_replacement_rules_and_reports_written_before_records(tmp_path):
     from statetrack.report.folder import Extent, ReportExists, check_replace, existing, smaller
 

@@ -78,6 +78,11 @@ def test_readme_runs_as_written(tmp_path):
     cmds = [c for body in bash for c in commands(body)]
     out = run(instrumented(cmds, tmp_path / "times.tsv"), "bash")
     assert "impossible (T4)" in out and "identical metrics" in out
+    # the config example learns what the README says: S3 tracked at 16 and 64 (chance 16.7%)
+    p = subprocess.run([str(clone / ".venv/bin/statetrack"), "runs", "show", "s3", "--json"], cwd=clone, env=env,
+                       capture_output=True, text=True)
+    s3 = {m["length"]: m["accuracy"] for m in json.loads(p.stdout)["metrics"]}
+    assert s3[16] >= 0.9 and s3[64] >= 0.9, s3
     assert (clone / "spectrum.png").is_file() and (clone / "runs/reports/index.html").is_file()
     python = [b for lang, b in blocks(readme) if lang == "python"]
     assert len(python) == 1

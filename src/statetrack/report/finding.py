@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from statetrack.report.render import fmt_len, fmt_published
 from statetrack.report.table import StudyTable
 
+#: the cells that differ listed in the headline (the rest are counted; all are marked in the tables)
+SHOWN = 8
+
 
 @dataclass
 class Finding:
@@ -32,12 +35,19 @@ class Finding:
     compared: int = 0
     agree: int = 0
 
+    def shown_differs(self, at_most: int = SHOWN) -> list[str]:
+        """The cells that differ, at most ``at_most`` of them, then how many more (all are marked in the
+        tables)."""
+        if len(self.differs) <= at_most:
+            return list(self.differs)
+        return [*self.differs[:at_most], f"and {len(self.differs) - at_most} more, marked * in the tables"]
+
     def lines_md(self) -> list[str]:
         """The finding as markdown paragraphs (the differing cells as a list)."""
         out = [f"**{self.agreement}**", ""]
         if self.differs:
             out += ["Cells that differ (ours, then the paper's; marked * in the tables):", ""]
-            out += [f"- {x}" for x in self.differs] + [""]
+            out += [f"- {x}" for x in self.shown_differs()] + [""]
         for x in [*self.holds, self.theory, self.why]:
             if x:
                 out += [x, ""]
@@ -47,7 +57,7 @@ class Finding:
         """The finding as plain sentences (markdown, the terminal)."""
         out = [self.agreement]
         if self.differs:
-            out.append("Differs: " + "; ".join(self.differs) + ".")
+            out.append("Differs: " + "; ".join(self.shown_differs()) + ".")
         out += self.holds
         if self.theory:
             out.append(self.theory)

@@ -128,7 +128,7 @@ def finding_html(f: Finding) -> str:
            f'<p class="agreement">{esc(f.agreement)}</p>']
     if f.differs:
         out.append("<p>Cells that differ (ours, then the paper's; marked * in the tables):</p><ul>"
-                   + "".join(f"<li>{esc(x)}</li>" for x in f.differs) + "</ul>")
+                   + "".join(f"<li>{esc(x)}</li>" for x in f.shown_differs()) + "</ul>")
     out += [f"<p>{esc(h)}</p>" for h in f.holds]
     if f.theory:
         out.append(f"<p>{esc(f.theory)}</p>")
