@@ -184,6 +184,14 @@ def test_a_smaller_report_is_not_written_over_a_larger_one(report, tmp_path, cap
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, (out, err)
     assert "not replacing the report of tiny" in err and "2 seeds per cell" in err and "--force" in err
     assert {p.name: p.read_bytes() for p in report.iterdir() if p.is_file()} == before
+    # reproduce refuses before its sweep: no run trained
+    from statetrack.store import Store
+
+    runs = len(Store(str(d / "runs.db")).runs())
+    assert main(["reproduce", str(d / "tiny.yaml"), "--db", str(d / "runs.db"), "--out", str(report), "--seeds", "1",
+                 "--scale", "quick", "--workers", "1", "--fresh"]) == 2
+    assert "not replacing the report of tiny" in capsys.readouterr().err
+    assert len(Store(str(d / "runs.db")).runs()) == runs
     from statetrack.experiments import load_study
     from statetrack.report.folder import ReportExists
     from statetrack.report.html import write_html

@@ -220,13 +220,12 @@ def cmd_reproduce(a):
 
     _check(a)
     _figures(a.figures)
-    if a.out:  # an unwritable report folder fails now, not after the sweep
-        check_writable(a.out, f"cannot write the report in {a.out!r}")
-    if a.out:  # a report that would replace one holding more is refused before the sweep, not after it
+    if a.out:  # an unwritable folder, or a report there that holds more, fails now, not after the sweep
         from statetrack.report.folder import Extent, check_replace
 
-        check_replace(a.out, load_part(a).name, Extent(a.scale, a.seeds or load_part(a).scale(a.scale).seeds,
-                                                        None), a.force)
+        check_writable(a.out, f"cannot write the report in {a.out!r}")
+        part = load_part(a)
+        check_replace(a.out, part.name, Extent(a.scale, a.seeds or part.scale(a.scale).seeds, None), a.force)
     study, results, wall = _sweep(a)
     rep = collect(study, a.db, a.scale, a.seeds, a.device, a.max_runs)
     _check_out(rep, a)
