@@ -221,7 +221,7 @@ def cmd_runs(a):
     from statetrack.records import run_object
     from statetrack.store import Store
 
-    if a.action != "export" and (a.format or a.out):
+    if a.action != "export" and (a.format != "csv" or a.out):
         raise UserError(f"--format and --out go with 'runs export', not 'runs {a.action}'")
     if a.action in ("list", "export") and a.runs:
         raise UserError(f"runs {a.action} takes no run names (got {' '.join(a.runs)}); --study and --status "
@@ -314,7 +314,7 @@ def _export(a) -> int:
     """``runs export``: every run (of --study, with --status) as CSV (stdout or --out) or parquet (--out)."""
     from statetrack.report.export import export_runs
 
-    out = export_runs(a.db, a.format or "csv", a.out, a.study, a.status)
+    out = export_runs(a.db, a.format, a.out, a.study, a.status)
     if a.out is None:
         sys.stdout.write(str(out))
     else:
@@ -410,10 +410,10 @@ def add_commands(sub) -> None:
     q.add_argument("--split", default="test", choices=["test", "long"],
                    help="compare: the draw whose accuracy is compared (long: the long-range draw)")
     q.add_argument("--all", action="store_true", help="compare: every config key, not only those that differ")
-    q.add_argument("--format", default=None, choices=["csv", "parquet"],
-                   help="export: csv (default) or parquet (needs pyarrow)")
+    q.add_argument("--format", default="csv", choices=["csv", "parquet"],
+                   help="export: csv, or parquet (needs pyarrow)")
     q.add_argument("--out", default=None, metavar="FILE",
-                   help="export: the file to write (default for csv: standard output; parquet needs it)")
+                   help="export: the file to write; parquet needs it (default: standard output, for csv)")
     add_db(q)
     add_json(q, "one object per run; with show: one object with config, summary, curve and metrics; with "
                 "compare: one object")
