@@ -147,7 +147,7 @@ def test_a_learnability_cell_carries_its_evidence(tmp_path):
     assert ctrl.tracked == 2  # the construction holds at length 100 after training
     md = write_report(rep, tmp_path / "out").read_text()
     section = md[md.index("## Learnability cells: the evidence"):]
-    assert "### Mamba-3 on parity (yes T5)" in section
+    assert "### Mamba-3 on parity (yes T5" in section
     assert "learnt in distribution by 0/2 seeds" in section
     assert "Spectrum of the best seed" in section and "per input symbol, min Re 0:" in section
     assert "control 'Mamba-3 (construction)' (from the construction): tracked by 2/2 seeds" in section

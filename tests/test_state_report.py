@@ -54,8 +54,8 @@ def test_report_has_long_range_and_horizon_tables(tmp_path, db):
     assert main(["report", str(path), "--db", db, "--out", str(out)]) == 0
     rep = collect(load_study(str(path)), db, "quick")
     names = [t.name for t in rep.tables]
-    assert names == ["main", "main-long", "main-horizon"]
-    main_t, long_t, hor = rep.tables
+    assert names == ["main", "main-learning", "main-long", "main-horizon"]
+    main_t, _, long_t, hor = rep.tables
     row = long_t.rows[0]
     assert row["text"]["ends ab"] == "n/a" and row["text"]["brackets"] == "n/a"
     assert "window language" in long_t.caption and "finite automaton" in long_t.caption
