@@ -10,6 +10,8 @@ import re
 import subprocess
 import textwrap
 from pathlib import Path
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 import numpy as np
 import pytest
@@ -59,8 +61,11 @@ window.addEventListener("load", () => {
   const finding = document.querySelector("section.finding");
   const top = finding ? finding.getBoundingClientRect().bottom : 0;
   const page = document.documentElement.scrollWidth > document.documentElement.clientWidth;
+  const here = location.href.split("#")[0];
+  const links = [...document.querySelectorAll("a[href]")].map(a => [a.href,
+    a.href.split("#")[0] !== here || !a.hash || document.getElementById(decodeURIComponent(a.hash.slice(1))) !== null]);
   document.body.setAttribute("data-check", JSON.stringify({svgs, tables, scrolled, parts, images, page, top,
-                                                            width: window.innerWidth}));
+                                                            links, width: window.innerWidth}));
 });
 </script></body>"""
 
@@ -319,6 +324,14 @@ def test_pages_in_chromium(report, chromium, tmp_path, name, width):
     assert check["width"] == width, check
     assert check["scrolled"] == 0 and not check["page"], check  # no table, nor the page, scrolls sideways
     assert all(ok for ok, _, _ in check["images"]), check["images"]  # every image loads
+    for href, anchored in check["links"]:  # every link as Chromium resolved it: a file there, an anchor on the page
+        assert href.startswith("file://"), href
+        target = Path(url2pathname(urlsplit(href).path))
+        if target.name.startswith("probe-"):
+            target = target.with_name(target.name.removeprefix("probe-"))
+        assert target.is_file() and anchored, href
+    if name == "index":
+        assert {Path(urlsplit(h).path).name for h, _ in check["links"]} >= {"tiny.html", "wide.html"}, check
     if name == "index":
         assert len(check["images"]) == 2, check
         assert all(w >= 400 for _, _, w in check["images"]), check  # thumbnails large enough to read
@@ -353,3 +366,17 @@ def test_spectrum_and_curve_figures():
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "single-token A(x)" in labels and "token 0" in labels and "unit circle" in labels
     close(fig)
+
+
+def test_a_range_with_negative_bounds_reads_as_one():
+    """Scaled accuracy below chance is negative: its seeds' range reads '[-0.022 to -0.020]', never
+    '[-0.022--0.020]'; a range of non-negative values keeps its dash."""
+    from types import SimpleNamespace
+
+    from statetrack.report.render import fmt_cell
+    from statetrack.report.selection import TableCell
+
+    study = SimpleNamespace(score=SimpleNamespace(kind="mean"), metric="scaled_accuracy")
+    below = fmt_cell(TableCell(selected=-0.020, values=[-0.022, -0.021, -0.020]), study)
+    assert below == "-0.020 (-0.021 [-0.022 to -0.020])", below
+    assert fmt_cell(TableCell(selected=0.9, values=[0.5, 0.7, 0.9]), study) == "0.900 (0.700 [0.500-0.900])"

@@ -62,7 +62,7 @@ def fmt_cell(cell: TableCell, study) -> str:
     lo, hi = (fmt_value(min(cell.values), study), fmt_value(max(cell.values), study)) if cell.values else ("", "")
     if len(cell.values) > 1 and lo != hi:  # seeds that agree to the shown digits: one number says it all
         med = median_tested(cell.values) if study.score.kind == "longest" else statistics.median(cell.values)
-        rng = f"[{lo}-{hi}]"
+        rng = f"[{lo} to {hi}]" if (lo + hi).count("-") else f"[{lo}-{hi}]"  # -0.022 to -0.020, not -0.022--0.020
         s += f" {rng}" if abs(med - cell.selected) < 1e-12 else f" ({fmt_value(med, study)} {rng})"
     if cell.uncertain:
         s += " " + UNSURE
