@@ -7,9 +7,10 @@
 On a fresh copy of this checkout (no runs/, the virtualenv linked, not rebuilt) it runs ``make demo``'s
 command, then every ``bash`` block of the README from top to bottom in one shell, then its ``python``
 block, as tests/test_readme.py does, and records for each command its wall time and the CPU seconds of its
-processes, with the machine (CPU model, cores, Python, torch), the date, and the load average before and
-after. The README's "(N s)" comments are these wall times, written by ``readme_time``
-(tests/test_readme.py checks that each stated time is this file's measurement of that command).
+processes, with the machine (CPU model, cores, Python, torch), the date, the load average before and
+after, the 1-minute load average sampled every 30 s while it ran, and its niceness. The README's "(N s)"
+comments are these wall times, written by ``readme_time`` (tests/test_readme.py checks that each stated
+time is this file's measurement of that command), and its sentence on the machine says how loaded it was.
 
 Times depend on the load: on idle cores the load average printed beside them is near 0; on a shared
 machine it says how far from idle they are (the CPU seconds are what idle cores would show, for commands
@@ -23,9 +24,11 @@ import os
 import platform
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -196,10 +199,21 @@ def update_readme(text: str, data: dict) -> str:
         else:
             new = f"{last}  # ({t})" if "  # " not in last else f"{last}  ({t})"
         text = text.replace(last, new, 1)
-    before = data["load_average_before"]
-    return re.sub(r"(writes bench/readme_times\.json\) on\n?).*?, load average [^;]*;",
-                  lambda m: f"{m[1]}{data['machine']}, {data['date']}, load average {before[0]:.1f} (1 min), "
-                            f"{before[2]:.1f} (15 min) before it ran;", text, count=1, flags=re.S)
+    return re.sub(r"(writes bench/readme_times\.json\) on\n?)[^;]*;",
+                  lambda m: f"{m[1]}{data['machine']}, {data['date']}, {load_sentence(data)};", text, count=1,
+                  flags=re.S)
+
+
+def load_sentence(data: dict) -> str:
+    """How loaded the machine was: '1-minute load average 2.4 before, 9.8-12.6 (median 11.2) while it ran, at
+    nice 10' (the samples and the niceness where the JSON has them)."""
+    s = f"1-minute load average {data['load_average_before'][0]:.1f} before"
+    during = data.get("load_1min_during")
+    if during:
+        s += f", {during['min']:.1f}-{during['max']:.1f} (median {during['median']:.1f}) while it ran"
+    if data.get("nice"):
+        s += f", at nice {data['nice']}"
+    return s
 
 
 def machine() -> str:
@@ -227,6 +241,14 @@ def main(argv=None) -> int:
         print(f"set the times of {readme} from {a.out}")
         return 0
     load_before = os.getloadavg()
+    samples: list[float] = []
+    stop = threading.Event()
+
+    def sample() -> None:  # the 1-minute load average every 30 s while the README runs
+        while not stop.wait(30):
+            samples.append(os.getloadavg()[0])
+
+    threading.Thread(target=sample, daemon=True).start()
     with tempfile.TemporaryDirectory(prefix="readme-times-") as tmp:
         clone = fresh_copy(ROOT, Path(tmp), Path(a.venv))
         env = {**os.environ, "PYTHONPATH": str(clone / "src"), "COLUMNS": "100"}
@@ -237,8 +259,12 @@ def main(argv=None) -> int:
         record = run_readme(clone, env)
         if a.keep:
             shutil.copytree(clone / "runs" / "reports", a.keep, dirs_exist_ok=True)
+    stop.set()
     load_after = os.getloadavg()
-    result = {"machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    during = {"min": round(min(samples), 2), "median": round(statistics.median(samples), 2),
+              "max": round(max(samples), 2), "samples": len(samples)} if samples else None
+    result = {"nice": os.nice(0), "load_1min_during": during,
+              "machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
               "load_average_before": [round(x, 2) for x in load_before],
               "load_average_after": [round(x, 2) for x in load_after],
               "total_wall_s": round(time.time() - t0, 1), "commands": record}
