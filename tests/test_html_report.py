@@ -380,3 +380,16 @@ def test_a_range_with_negative_bounds_reads_as_one():
     below = fmt_cell(TableCell(selected=-0.020, values=[-0.022, -0.021, -0.020]), study)
     assert below == "-0.020 (-0.021 [-0.022 to -0.020])", below
     assert fmt_cell(TableCell(selected=0.9, values=[0.5, 0.7, 0.9]), study) == "0.900 (0.700 [0.500-0.900])"
+
+
+def test_the_finding_states_the_reports_seeds():
+    """A quick scale of 1 seed reported over a sweep's 2 seeds says '2 seeds per cell' in its 'why'."""
+    from types import SimpleNamespace
+
+    from statetrack.report.finding import why
+
+    scale = lambda steps, seeds: SimpleNamespace(steps=steps, seeds=seeds, test_lengths=[16, 10_000])  # noqa: E731
+    study = SimpleNamespace(scales={"quick": scale(1500, 1), "paper": scale(3000, 3)})
+    assert "(1,500 training steps, 2 seeds per cell, test lengths up to 10,000)" in why(study, "quick", 2)
+    assert "1 seed per cell" in why(study, "quick") and "has 3,000 training steps, 3 seeds" in why(study, "quick", 2)
+    assert why(study, "paper", 3) == ""

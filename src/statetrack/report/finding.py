@@ -96,20 +96,21 @@ def _holds(t) -> str:
     return f"Longest test length with accuracy >= 90% (and at every shorter one){where}: " + "; ".join(parts) + "."
 
 
-def _scale_text(study, scale: str) -> str:
+def _scale_text(study, scale: str, seeds: int | None = None) -> str:
     sc = study.scales.get(scale)
     if sc is None:
         return ""
-    return (f"{sc.steps:,} training steps, {sc.seeds} seed{'s' if sc.seeds > 1 else ''} per cell, test lengths "
+    seeds = sc.seeds if seeds is None else seeds
+    return (f"{sc.steps:,} training steps, {seeds} seed{'s' if seeds > 1 else ''} per cell, test lengths "
             f"up to {max(sc.test_lengths):,}")
 
 
-def why(study, scale: str) -> str:
+def why(study, scale: str, seeds: int | None = None) -> str:
     """What the reported scale changes from the paper's protocol ('' at the paper's scale, or for a study
-    without one)."""
+    without one); ``seeds``: those per cell of the report (the scale's own by default)."""
     if scale == "paper" or "paper" not in study.scales:
         return ""
-    return (f"Why differences are expected: this is the {scale} scale ({_scale_text(study, scale)}); the "
+    return (f"Why differences are expected: this is the {scale} scale ({_scale_text(study, scale, seeds)}); the "
             f"paper's protocol (--scale paper) has {_scale_text(study, 'paper')}.")
 
 
@@ -154,5 +155,5 @@ def finding(rep) -> Finding:
     if not compared:  # no published number: the theory's count leads, where the study has one
         agreement = (theory.split(":")[0] + " (no cell has a published number)." if theory else
                      "No cell of this report has a published number to compare with.")
-    return Finding(agreement, differs, holds, theory, why(rep.study, rep.scale) if compared else "", rep.missing,
-                   compared, agree)
+    because = why(rep.study, rep.scale, rep.seeds) if compared else ""
+    return Finding(agreement, differs, holds, theory, because, rep.missing, compared, agree)
