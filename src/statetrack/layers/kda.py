@@ -25,17 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import (
-    EigenvalueDomain,
-    Mixer,
-    Properties,
-    Structure,
-    causal_conv_step,
-    check_conv,
-    dt_bias_init,
-)
-from statetrack.layers.deltanet import NEG_ROUNDING
-from statetrack.layers.gateddeltanet import GATE_ROUNDING
+from statetrack.layers.base import Mixer, causal_conv_step, check_conv, dt_bias_init
 from statetrack.ops import causal_conv
 from statetrack.ops.dplr import dplr_step, dplr_transition, kda_rule, kda_terms
 
@@ -45,8 +35,6 @@ CHUNK = 8
 
 class KDA(Mixer):
     name = "kda"
-    description = ("Kimi Delta Attention: A(x) = (I - beta k k^T) diag(alpha), a per-channel gate alpha in (0, 1], "
-                   "beta in [0,1] ([0,2] with neg=true)")
 
     def __init__(self, d_model, d_state, heads=1, neg=False, conv=4, chunk=CHUNK):
         super().__init__(d_model, d_state)
@@ -68,13 +56,6 @@ class KDA(Mixer):
         self.g_proj = nn.Sequential(nn.Linear(d_model, dv, bias=False), nn.Linear(dv, H * dv))
         self.o_norm = nn.RMSNorm(dv, eps=1e-5)
         self.o_proj = nn.Linear(H * dv, d_model, bias=False)
-
-    @property
-    def properties(self):
-        dom = EigenvalueDomain.REAL if self.neg else EigenvalueDomain.NONNEG
-        return Properties(input_dependent=True, eigenvalues=dom, structure=Structure.HOUSEHOLDER,
-                          n_h=1, rounding=GATE_ROUNDING + ("; " + NEG_ROUNDING if self.neg else ""),
-                          factor_eigenvalues=dom)
 
     def activation_bytes(self):
         C = max(1, self.chunk)

@@ -41,15 +41,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import (
-    EigenvalueDomain,
-    Mixer,
-    Properties,
-    Structure,
-    check_expand,
-    dt_bias_init,
-    exp_rounding,
-)
+from statetrack.layers.base import Mixer, check_expand, dt_bias_init
 from statetrack.ops.mamba3 import mamba3_scan, mamba3_step, mamba3_transition, mamba3_zero_state
 
 #: the base of standard RoPE's frequencies (``data_angles=false``)
@@ -58,8 +50,6 @@ ROPE_BASE = 10000.0
 
 class Mamba3(Mixer):
     name = "mamba3"
-    description = ("Mamba-3: A(x) = exp(Delta A(x)) exp(i Delta theta(x)) per state pair (complex disc), "
-                   "exponential-trapezoidal")
 
     def __init__(self, d_model, d_state, expand=2, headdim=8, trap=True, rope=True, data_angles=True, a_floor=0.0,
                  dt_min=1e-3, dt_max=1e-1):
@@ -85,13 +75,6 @@ class Mamba3(Mixer):
         self.out_proj = nn.Linear(E, d_model, bias=False)
         # data_angles=false: standard RoPE's fixed frequencies, 10000^(-n / (N/2)) radians per step for slot n
         self.register_buffer("freqs", ROPE_BASE ** (-torch.arange(self.N2) / self.N2), persistent=False)
-
-    @property
-    def properties(self):
-        dom = (EigenvalueDomain.NONNEG if not self.rope else EigenvalueDomain.FIXED_PHASE if not self.data_angles else
-               EigenvalueDomain.DAMPED_ROTATIONS if self.a_floor > 0 else EigenvalueDomain.COMPLEX_DISC)
-        return Properties(input_dependent=True, eigenvalues=dom, structure=Structure.DIAGONAL,
-                          rounding=exp_rounding("the decay exp(Delta_t A_t)", False))
 
     def activation_bytes(self):
         # per step: the projections, and per (head, channel, slot) a, the input term and h (complex64)

@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -230,10 +231,26 @@ def _remove(path) -> None:
         Path(path).unlink()
 
 
-def rerun(run_id: int, db: str | Path = DEFAULT_DB, **progress) -> tuple[RunResult, dict]:
+def rerun_label(store: Store, label: str | None) -> str | None:
+    """A label of its own for a rerun of a run labelled ``label``: ``LABEL-rerun-K`` with the smallest
+    K >= 2 that no run of the database has (``s3`` -> ``s3-rerun-2``; a rerun of ``s3-rerun-2`` ->
+    ``s3-rerun-3``); None for an unlabelled run."""
+    if not label:
+        return None
+    base = re.sub(r"-rerun-\d+$", "", label)
+    taken = {r["label"] for r in store.runs() if r["label"]}
+    k = 2
+    while f"{base}-rerun-{k}" in taken:
+        k += 1
+    return f"{base}-rerun-{k}"
+
+
+def rerun(run_id: int, db: str | Path = DEFAULT_DB, label: str | None = None, **progress) -> tuple[RunResult, dict]:
     """Run a stored run again from its stored config alone; returns (new result, differences).
 
-    The plugin modules the run recorded are imported first; ``progress``: ``run``'s callbacks.
+    The new run gets ``label``, or, by default, a label of its own (``rerun_label``: ``s3`` ->
+    ``s3-rerun-2``), so that a label names one run. The plugin modules the run recorded are imported
+    first; ``progress``: ``run``'s callbacks.
 
     ``differences`` maps each test length whose metrics differ to (old, new); empty when the rerun
     reproduces the stored numbers exactly.
@@ -244,7 +261,8 @@ def rerun(run_id: int, db: str | Path = DEFAULT_DB, **progress) -> tuple[RunResu
     load_plugins(flat.get("plugins", []), f"recorded with run {run_id}")
     tcfg, ecfg = run_configs(flat)
     threads = (old["versions"] or {}).get("threads")  # reductions can depend on the thread count
-    new = run(tcfg, ecfg, db=db, study=old["study"], label=old["label"], reuse=False, threads=threads, **progress)
+    label = label or rerun_label(store, old["label"])
+    new = run(tcfg, ecfg, db=db, study=old["study"], label=label, reuse=False, threads=threads, **progress)
     before = {m["length"]: {k: m[k] for k in ("accuracy", "token_accuracy", "sequence_accuracy")}
               for m in store.metrics(run_id)}
     after = {m.length: {k: getattr(m, k) for k in ("accuracy", "token_accuracy", "sequence_accuracy")}

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from statetrack.errors import UserError
-from statetrack.layers.base import EigenvalueDomain
+from statetrack.layers.properties import EigenvalueDomain
 from statetrack.spec import parse_layers
 from statetrack.theory.layer_classes import LayerClass, classify
 from statetrack.training.checkpoint import load_checkpoint
