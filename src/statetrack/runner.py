@@ -33,7 +33,7 @@ from statetrack.errors import UserError
 from statetrack.evaluation import LengthMetrics, evaluate_more, evaluate_run, longest_generalized
 from statetrack.layers import ORIGIN as MIXER_ORIGIN
 from statetrack.lm.metrics import LMMetrics
-from statetrack.plugins import load_plugins
+from statetrack.plugins import require
 from statetrack.spec import parse_layers
 from statetrack.store import DEFAULT_DB, RunStatus, Store
 from statetrack.tasks import get_task
@@ -60,9 +60,14 @@ class RunResult:
 
 
 def run_key(train_cfg: TrainConfig, eval_cfg: EvalConfig, study: str | None, label: str | None) -> str:
-    """Identity of a run: same key = same numbers, so a complete run with this key can be reused."""
-    blob = json.dumps({"train": train_cfg.model_dump(), "eval": eval_cfg.key_dict(), "study": study,
-                       "label": label}, sort_keys=True)
+    """Identity of a run: same key = same numbers, so a complete run with this key can be reused. The
+    plugin modules that provide its task and mixers are part of it (when it has any), so a run of one
+    plugin's mixer is never reused for another plugin's mixer of the same name."""
+    parts = {"train": train_cfg.model_dump(), "eval": eval_cfg.key_dict(), "study": study, "label": label}
+    plugins = required_plugins(train_cfg)
+    if plugins:  # runs of statetrack's own tasks and mixers keep the keys they always had
+        parts["plugins"] = plugins
+    blob = json.dumps(parts, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -215,7 +220,8 @@ def _remove(path) -> None:
 def rerun(run_id: int, db: str | Path = DEFAULT_DB, **progress) -> tuple[RunResult, dict]:
     """Run a stored run again from its stored config alone; returns (new result, differences).
 
-    The plugin modules the run recorded are imported first; ``progress``: ``run``'s callbacks.
+    The plugin modules the run recorded must be imported already (a database names them, never imports
+    them: ``plugins.require``); ``progress``: ``run``'s callbacks.
 
     ``differences`` maps each test length whose metrics differ to (old, new); empty when the rerun
     reproduces the stored numbers exactly.
@@ -223,7 +229,7 @@ def rerun(run_id: int, db: str | Path = DEFAULT_DB, **progress) -> tuple[RunResu
     store = Store(db, create=False)
     old = store.run(run_id)
     flat = flatten(old["config"], f"run {run_id}'s config")
-    load_plugins(flat.get("plugins", []), f"recorded with run {run_id}")
+    require(flat.get("plugins", []), f"run {run_id} of {str(store.path)!r}")
     tcfg, ecfg = run_configs(flat)
     threads = (old["versions"] or {}).get("threads")  # reductions can depend on the thread count
     new = run(tcfg, ecfg, db=db, study=old["study"], label=old["label"], reuse=False, threads=threads, **progress)

@@ -34,11 +34,14 @@ from statetrack.store import RunStatus
 
 def train_configs(a):
     """(TrainConfig, EvalConfig) of ``statetrack train``: the config file, then the options given, then
-    ``--set``, over the configs' defaults. The plugins a config file names are imported."""
+    ``--set``, over the configs' defaults. The plugins ``--set plugins=...`` names are imported; those a
+    config file names must be loaded already (data never imports code: ``plugins.require``)."""
     from statetrack.config import load_run_config, parse_override, run_configs
-    from statetrack.plugins import load_plugins
+    from statetrack.plugins import load_plugins, require
 
     flat = load_run_config(a.config) if a.config else {}
+    if a.config:
+        require(flat.get("plugins", []), f"config file {a.config!r}")
     opts = given(a)
     if a.train_lengths is not None:
         if {"train_min_len", "train_max_len"} & set(opts):
@@ -48,7 +51,8 @@ def train_configs(a):
     for text in a.set:
         key, value = parse_override(text)
         flat[key] = value
-    load_plugins(flat.get("plugins", []), f"named in {'--set' if 'plugins' in opts else 'the config file'}")
+        if key == "plugins":  # typed on the command line: as --plugin
+            load_plugins(value, "named in --set")
     if flat.get("init"):  # the construction fixes the model (statetrack construct --list)
         from statetrack.theory.constructions import init_config, init_task
 

@@ -26,7 +26,9 @@ ORIGIN: dict[str, str] = {}
 
 
 def register(cls: type[Mixer]) -> type[Mixer]:
-    """Register a Mixer subclass under its ``name`` (usable as a class decorator)."""
+    """Register a Mixer subclass under its ``name`` (usable as a class decorator). A name registered by
+    another module (statetrack's own mixers included) is not replaced: a UserError says so."""
+    plugins.check_replacement("mixer", cls.name, MIXERS.get(cls.name), cls)
     MIXERS[cls.name] = cls
     if plugins.origin(cls):
         ORIGIN[cls.name] = plugins.origin(cls)
