@@ -40,6 +40,7 @@ from statetrack.tasks import get_task
 from statetrack.tasks.registry import ORIGIN as TASK_ORIGIN
 from statetrack.theory.constructions import init_model
 from statetrack.training import TrainingDiverged, train
+from statetrack.untrusted import label_problem
 
 
 @dataclass
@@ -130,6 +131,8 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
     length (progress); ``reuse``: return the complete run with the same key instead of training.
     ``owner``: the sweep whose claim this run runs under (``statetrack.claims``; default this process)."""
     task = check_run(train_cfg, eval_cfg)
+    if label is not None and (why := label_problem(label)):
+        raise UserError(f"bad --label: {why}")
     start = initial_model(train_cfg, task)  # a bad --init fails here, before anything is written
     store = Store(db)
     key = run_key(train_cfg, eval_cfg, study, label)

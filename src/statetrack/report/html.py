@@ -13,6 +13,9 @@ of all, hides behind a scroll bar. A report with no complete run, or only some, 
 ``index.html`` summarises every study written to the folder: runs complete and missing, cells that agree
 with the paper, run time, device, a thumbnail of its first figure, and a link to its page. It is built
 from ``index.json`` beside it (one record per study, updated by each ``write_html``), not from the pages.
+That file may come from others (a shared folder, a copied report): its records are read as text, every
+value escaped, and every link is built from the study's name (``NAME.html``, ``NAME-leaderboard.html``,
+``NAME/thumbnail.png``), never copied from the file; a record whose key is not a study name is dropped.
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ import html
 import json
 from pathlib import Path
 
+from statetrack.errors import UserError
 from statetrack.files import ensure_dir, write_file
 from statetrack.report.leaderboard import write_leaderboard
 from statetrack.report.plots import close, save, svg_text
@@ -37,6 +41,7 @@ from statetrack.report.writer import (
     runs_line,
     scale_note,
 )
+from statetrack.untrusted import name_problem, read_json
 from statetrack.version import __version__
 
 CSS = """
@@ -251,12 +256,15 @@ def write_html(rep: Report, out, meta: dict | None = None) -> Path:
 
 
 def read_index(folder) -> dict[str, dict]:
-    """The records of ``folder``/index.json (an unreadable or absent file: none)."""
+    """The records of ``folder``/index.json (an unreadable, damaged or absent file: none), keyed by study
+    name; a record under a key that is not a study name (``untrusted.name_problem``) is dropped."""
     try:
-        data = json.loads((Path(folder) / "index.json").read_text())
-    except (OSError, ValueError):
+        data = read_json(Path(folder) / "index.json", "report index")
+    except (OSError, ValueError, UserError):
         return {}
-    return {k: v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, dict) and name_problem(k) is None}
 
 
 def _duration(s: float) -> str:
@@ -266,18 +274,28 @@ def _duration(s: float) -> str:
     return f"{s} s" if s < 120 else f"{s // 60} min {s % 60:02d} s" if s < 7200 else f"{s / 3600:.1f} h"
 
 
-def index_row(r: dict) -> list[str]:
-    """One study's row of the index, as HTML cells."""
-    thumb = (f'<a href="{esc(r["page"])}"><img src="{esc(r["thumbnail"])}" alt="first figure of '
-             f'{esc(r["study"])}"></a>' if r.get("thumbnail") else "")
-    compared, agree = r.get("cells_compared", 0), r.get("cells_agree", 0)
+def _count(v) -> int:
+    """A count of a record read from index.json (anything else: 0)."""
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+
+def index_row(name: str, r: dict) -> list[str]:
+    """The row of study ``name`` in the index, as HTML cells: links built from ``name`` alone, the record's
+    values escaped (``r`` may come from another program's index.json)."""
+    page = f"{name}.html"
+    thumb = (f'<a href="{esc(page)}"><img src="{esc(name)}/thumbnail.png" alt="first figure of {esc(name)}"></a>'
+             if r.get("thumbnail") else "")
+    compared, agree = _count(r.get("cells_compared")), _count(r.get("cells_agree"))
     paper = f"{agree} of {compared}" if compared else "no published numbers"
-    runs = f"{r['complete']} of {r['runs']} complete" + (f", <strong>{r['missing']} missing</strong>"
-                                                          if r.get("missing") else "")
-    board = f'<br><a href="{esc(r["leaderboard"])}">leaderboard</a>' if r.get("leaderboard") else ""
-    return [f'<a href="{esc(r["page"])}"><strong>{esc(r["study"])}</strong></a><br>{esc(r["title"])}{board}',
-            esc(r["scale"]), runs, paper, esc(_duration(r.get("run_time_s") or 0.0)),
-            esc(", ".join(r.get("devices") or []) or "-"), esc(r.get("date") or "-"), thumb]
+    missing = _count(r.get("missing"))
+    runs = f"{_count(r.get('complete'))} of {_count(r.get('runs'))} complete" + (
+        f", <strong>{missing} missing</strong>" if missing else "")
+    board = f'<br><a href="{esc(name)}-leaderboard.html">leaderboard</a>' if r.get("leaderboard") else ""
+    run_time = r.get("run_time_s") if isinstance(r.get("run_time_s"), (int, float)) else 0.0
+    devices = r.get("devices") if isinstance(r.get("devices"), list) else []
+    return [f'<a href="{esc(page)}"><strong>{esc(name)}</strong></a><br>{esc(r.get("title") or "")}{board}',
+            esc(r.get("scale") or "-"), runs, paper, esc(_duration(run_time)),
+            esc(", ".join(map(str, devices)) or "-"), esc(r.get("date") or "-"), thumb]
 
 
 def write_index(folder, records: dict[str, dict] | None = None) -> Path:
@@ -286,7 +304,7 @@ def write_index(folder, records: dict[str, dict] | None = None) -> Path:
     records = read_index(folder) if records is None else records
     head = ["study", "scale", "runs", "cells agreeing with the paper", "run time (sum over runs)", "device",
             "written", "first figure"]
-    rows = [index_row(records[k]) for k in sorted(records)]
+    rows = [index_row(k, records[k]) for k in sorted(records) if name_problem(k) is None]
     body = [f"<h1>statetrack reports ({len(rows)} stud{'y' if len(rows) == 1 else 'ies'})</h1>",
             ("<p>Each study's page holds its tables beside the paper's numbers, its figures and its notes. "
              "Cells agreeing with the paper: the cells with a published number whose value is within the "

@@ -15,7 +15,7 @@ from statetrack.report.lm import lm_tables
 from statetrack.report.lm import scale_note as lm_note
 from statetrack.report.lm_figures import lm_figures
 from statetrack.report.plots import close, curve_figures, length_figures, save, slug, trace_figure
-from statetrack.report.render import fmt_published
+from statetrack.report.render import fmt_published, grid_markdown
 from statetrack.report.selection import MARK
 from statetrack.report.state_tables import on_split, state_tables
 from statetrack.report.table import StudyTable, study_tables
@@ -146,11 +146,8 @@ def _probe_markdown(rep: Report) -> str:
     rows = rep.probe_rows()
     if not rows:
         return ""
-    lines = ["| model | probe | runs | " + " | ".join(PROBE_HEADERS) + " |",
-             "|---|---|---|" + "---|" * len(PROBE_HEADERS)]
-    for r in rows:
-        lines.append(f"| {r['model']} | {r['probe']} | {r['runs']} | " + " | ".join(probe_cells(r)) + " |")
-    return "\n".join(lines)
+    return grid_markdown(["model", "probe", "runs", *PROBE_HEADERS],
+                         [[r["model"], r["probe"], str(r["runs"]), *probe_cells(r)] for r in rows])
 
 
 PROBE_HEADERS = ("token acc", "acc, input-1 steps", "offsets (in 1, target 0)", "holds (in 1, target 1)")
@@ -234,8 +231,7 @@ def intervals_markdown(rep: Report, split: str = "test") -> str:
     for name, head, rows in interval_tables(rep, split):
         if len(rep.study.tables) > 1:
             lines += [f"Table `{name}`:", ""]
-        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        lines += ["| " + " | ".join(r) + " |" for r in rows] + [""]
+        lines += [grid_markdown(head, rows), ""]
     return "\n".join(lines)
 
 
