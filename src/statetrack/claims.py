@@ -128,14 +128,16 @@ class Claims:
         self.timeout = timeout_from_env() if timeout is None else timeout
         self.process = process_id()
 
-    def claim(self, key: str, complete_since: float = 0.0, failed_since: float | None = None) -> Outcome:
+    def claim(self, key: str, complete_since: float = 0.0, failed_since: float | None = None,
+              ignore: tuple[int, ...] = ()) -> Outcome:
         """Claim ``key`` unless it has a run completed at or after ``complete_since``, a run another owner
         failed at or after ``failed_since``, or a live claim of another owner. A dead owner's claim is
-        taken over."""
+        taken over. Runs of ``ignore`` (damaged rows: ``store.Damaged``) count as not there."""
         now = time.time()
+        skip = f" AND id NOT IN ({','.join('?' * len(ignore))})" if ignore else ""
         with self.store.transaction(immediate=True) as c:
-            done = c.execute("SELECT id FROM runs WHERE key=? AND status=? AND COALESCE(finished, 0)>=? "
-                             "ORDER BY id DESC LIMIT 1", (key, RunStatus.COMPLETE, complete_since)).fetchone()
+            done = c.execute(f"SELECT id FROM runs WHERE key=? AND status=? AND COALESCE(finished, 0)>=?{skip} "
+                             "ORDER BY id DESC LIMIT 1", (key, RunStatus.COMPLETE, complete_since, *ignore)).fetchone()
             if done:
                 return Outcome(ClaimState.COMPLETE, done["id"])
             held = c.execute("SELECT * FROM claims WHERE key=?", (key,)).fetchone()
@@ -148,8 +150,8 @@ class Claims:
                            f"interrupted: its sweep {held['owner']} stopped (claim taken over by {self.me})",
                            now, key, RunStatus.RUNNING, held["owner"]))
             elif held is None and failed_since is not None:
-                last = c.execute("SELECT id, status, owner FROM runs WHERE key=? AND COALESCE(finished, 0)>=? "
-                                 "ORDER BY id DESC LIMIT 1", (key, failed_since)).fetchone()
+                last = c.execute(f"SELECT id, status, owner FROM runs WHERE key=? AND COALESCE(finished, 0)>=?{skip} "
+                                 "ORDER BY id DESC LIMIT 1", (key, failed_since, *ignore)).fetchone()
                 if last is not None and last["status"] == RunStatus.FAILED and last["owner"] != self.me:
                     return Outcome(ClaimState.FAILED, last["id"])
             c.execute("INSERT OR REPLACE INTO claims VALUES (?,?,?,?,?)", (key, self.me, self.process, now, now))

@@ -48,14 +48,15 @@ _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (s
 
 def file_kind(path: str | os.PathLike) -> str | None:
     """What ``path`` is (links followed): None for a regular file, else ``"a folder"``, ``"a FIFO (named
-    pipe)"``, ``"a character device"`` ...; ``"missing"`` when nothing is there. Looked at without opening
-    it (opening a FIFO would wait for a writer)."""
+    pipe)"``, ``"a character device"`` ...; ``"missing"`` when nothing is there (or a file is where a
+    folder of its path should be); None too when it cannot be looked at (no permission: opening it says
+    so). Looked at without opening it (opening a FIFO would wait for a writer)."""
     try:
         mode = os.stat(path).st_mode
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return "missing"
-    except OSError as e:
-        return f"unreadable ({reason(e)})"
+    except OSError:  # no permission to look: the reader that opens it says why
+        return None
     if stat.S_ISREG(mode):
         return None
     return next((what for test, what in _KINDS if test(mode)), "not a regular file")

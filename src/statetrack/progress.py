@@ -33,15 +33,40 @@ def duration(s: float) -> str:
     return f"{s}s" if s < 60 else f"{s // 60}m{s % 60:02d}s" if s < 3600 else f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
+class _Stderr(logging.StreamHandler):
+    """Bare lines on ``sys.stderr`` as it is when each line is written (redirected, or captured)."""
+
+    @property  # type: ignore[override]
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
 def _default_handler() -> None:
     """A stderr handler of bare lines on the statetrack logger, unless logging is configured already."""
     if LOGGER.handlers or logging.getLogger().handlers:
         return
-    h = logging.StreamHandler(sys.stderr)
+    h = _Stderr()
     h.setFormatter(logging.Formatter("%(message)s"))
     LOGGER.addHandler(h)
     if LOGGER.level == logging.NOTSET:
         LOGGER.setLevel(logging.INFO)
+
+
+def to_stderr() -> None:
+    """Warnings of the ``statetrack`` logger as bare lines on stderr, whatever logging is configured (the
+    command line's choice: one handler, added once)."""
+    if not any(isinstance(h, _Stderr) for h in LOGGER.handlers):
+        LOGGER.addHandler(_Stderr())
+
+
+def warn(text: str) -> None:
+    """A warning line on the ``statetrack`` logger (on stderr where the program configured no logging)."""
+    _default_handler()
+    LOGGER.warning(text)
 
 
 def sink(progress: Progress, callbacks: bool) -> Callable[[dict], None] | None:

@@ -35,7 +35,7 @@ from statetrack.layers import ORIGIN as MIXER_ORIGIN
 from statetrack.lm.metrics import LMMetrics
 from statetrack.plugins import require
 from statetrack.spec import parse_layers
-from statetrack.store import DEFAULT_DB, RunStatus, Store
+from statetrack.store import DEFAULT_DB, Damaged, RunStatus, Store, warn_damaged
 from statetrack.tasks import get_task
 from statetrack.tasks.registry import ORIGIN as TASK_ORIGIN
 from statetrack.theory.constructions import init_model
@@ -73,15 +73,19 @@ def run_key(train_cfg: TrainConfig, eval_cfg: EvalConfig, study: str | None, lab
 
 
 def complete_result(store: Store, key: str) -> RunResult | None:
-    """The complete run with this key (the latest if there are several), as a reused RunResult."""
+    """The complete run with this key (the latest if there are several), as a reused RunResult. A run
+    whose rows are damaged (``store.Damaged``) is left out with a warning, as if it had not run."""
     done = store.runs(key=key, status=RunStatus.COMPLETE)
     if not done:
         return None
     r = done[-1]
-
-    ms = [LengthMetrics.from_row(m) for m in store.metrics(r["id"])]
-    lm = [LMMetrics.from_row(m) for m in store.lm_metrics(r["id"])]
-    more = {s: [LengthMetrics.from_row(m) for m in rows] for s, rows in store.split_metrics(r["id"]).items()}
+    try:
+        ms = [LengthMetrics.from_row(m) for m in store.metrics(r["id"])]
+        lm = [LMMetrics.from_row(m) for m in store.lm_metrics(r["id"])]
+        more = {s: [LengthMetrics.from_row(m) for m in rows] for s, rows in store.split_metrics(r["id"]).items()}
+    except Damaged as e:
+        warn_damaged(store.path, e)
+        return None
     return RunResult(r["id"], RunStatus.COMPLETE, ms, r["summary"], r["checkpoint"], reused=True, lm=lm, more=more)
 
 
@@ -170,7 +174,7 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
         summary["corpus"] = task.provenance()
     path = Path(checkpoint_dir) / f"run{run_id}-{run_uuid[:8]}.safetensors" if checkpoint_dir else \
         store.checkpoint_name(run_id, run_uuid)
-    extra = {"run_id": run_id, "run_uuid": run_uuid, "db": str(Path(db).absolute()), "db_name": Path(db).name,
+    extra = {"run_id": run_id, "run_uuid": run_uuid, "db": str(store.path.absolute()), "db_name": store.path.name,
              "study": study, "label": label, **({"plugins": config["plugins"]} if "plugins" in config else {})}
     return _record(store, run_id, res, metrics, lm, summary, t0, lambda: save_run_checkpoint(
         res.model, train_cfg.model_dump(), path, extra), more)

@@ -36,7 +36,7 @@ from statetrack.errors import UserError
 from statetrack.executors import InProcess, Pool, RayExecutor, ensure_traces, import_ray, result_of
 from statetrack.jobs import Grid, Job
 from statetrack.runner import RunResult, check_run, complete_result
-from statetrack.store import Store
+from statetrack.store import Damaged, Store, warn_damaged
 from statetrack.tasks import get_task
 
 __all__ = ["Job", "POLL", "run_jobs"]
@@ -62,16 +62,26 @@ def _schedule(jobs: Iterable[Job], store: Store, executor, reuse: bool, on_done,
         if on_done:
             on_done(job, res)
 
+    damaged: set[int] = set()  # runs whose rows cannot be read: as if they were not there
+
     def start(i: int, job: Job) -> None:
-        got = claims.claim(job.key, complete_since=0.0 if reuse else t0, failed_since=t0)
-        if got.state == ClaimState.TAKEN:
-            waiting[i] = job
-        elif got.state == ClaimState.CLAIMED:
-            running[executor.submit(job, i)] = (i, job)
-        else:  # complete or failed by another sweep meanwhile
-            res = result_of(store, got.run_id)
-            ensure_traces(str(store.path), job, res)
-            done(i, job, res)
+        while True:
+            got = claims.claim(job.key, complete_since=0.0 if reuse else t0, failed_since=t0,
+                               ignore=tuple(sorted(damaged)))
+            if got.state == ClaimState.TAKEN:
+                waiting[i] = job
+            elif got.state == ClaimState.CLAIMED:
+                running[executor.submit(job, i)] = (i, job)
+            else:  # complete or failed by another sweep meanwhile
+                try:
+                    res = result_of(store, got.run_id)
+                except Damaged as e:
+                    warn_damaged(store.path, e)
+                    damaged.add(got.run_id)
+                    continue
+                ensure_traces(str(store.path), job, res)
+                done(i, job, res)
+            return
 
     while more or waiting or running:
         busy = claims.held_by_others()  # read first: no write lock for a key another sweep is running

@@ -39,9 +39,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from statetrack import memory, plugins, signals
+    from statetrack import memory, plugins, progress, signals, store
 
     memory.configure()
+    progress.to_stderr()  # warnings (a damaged row left out, --workers capped) are lines on stderr
+    store.warned.clear()  # each command says once which damaged rows it leaves out
     try:
         with signals.handled():
             parser = build_parser()

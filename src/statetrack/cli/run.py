@@ -204,6 +204,8 @@ def cmd_runs(a):
     from statetrack.store import Store
 
     store = Store(a.db, readonly=True)
+    if a.check:
+        return _check(store, a)
     if a.action == "show":
         if a.run_id is None:
             raise UserError("runs show needs a run: its id, 'last' or its label, e.g. 'statetrack runs show last'")
@@ -214,6 +216,20 @@ def cmd_runs(a):
         return 0
     print_table(f"runs in {a.db}", RUN_COLUMNS, runs)
     return 0
+
+
+def _check(store, a) -> int:
+    """``runs --check``: every damaged row (``Store.check``); exit 1 when there is any."""
+    damaged = store.check()
+    if a.json:
+        emit_rows(damaged)
+    elif damaged:
+        print_table(f"damaged rows in {a.db} (listings leave their runs out)",
+                    [Col("run", lambda r: str(r["run_id"]), "right"), Col("table", lambda r: r["table"]),
+                     Col("problem", lambda r: r["problem"])], damaged)
+    else:
+        say(f"no damaged row in {a.db} ({store.counts()['runs']} runs)")
+    return 1 if damaged else 0
 
 
 def cmd_rerun(a):
@@ -281,6 +297,9 @@ def add_commands(sub) -> None:
     q.add_argument("--study", default=None, help="only the runs of this study")
     q.add_argument("--status", default=None, choices=list(RunStatus),
                    help="only the runs with this status")
+    q.add_argument("--check", action="store_true",
+                   help="list the damaged rows of the database instead (rows that listings leave out: JSON that "
+                        "does not parse, wrong types); exit 1 when there is any")
     add_db(q)
     add_json(q, "one object per run; with show: one object with config, summary, curve and metrics")
     q.set_defaults(fn=cmd_runs)

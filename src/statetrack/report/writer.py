@@ -22,7 +22,7 @@ from statetrack.report.table import StudyTable, study_tables
 from statetrack.report.verdicts import CAPTION as VERDICTS_CAPTION
 from statetrack.report.verdicts import VerdictTable, verdict_table
 from statetrack.runner import complete_result
-from statetrack.store import RunStatus, Store
+from statetrack.store import Damaged, RunStatus, Store, warn_damaged
 
 
 @dataclass
@@ -95,7 +95,10 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None, device: s
                 devices[dev] = None
             m = f"{v.get('platform', '?')}, torch {v.get('torch', '?')}, {v.get('threads', '?')} thread(s)"
             machines[m] = machines.get(m, 0) + 1
-            curves[res.run_id] = store.curve(res.run_id)
+            try:
+                curves[res.run_id] = store.curve(res.run_id)
+            except Damaged as e:  # the figure of learning curves leaves it out; its numbers stay
+                warn_damaged(store.path, e)
             if job.probes:
                 traces[res.run_id] = read_traces(db, res.run_id)
     if study.kind == "lm":  # a language-modelling study: bpb tables (statetrack.report.lm)
