@@ -5,7 +5,8 @@ Each of them takes ``progress``:
 * ``None`` (the default): log lines, unless the caller passed callbacks of its own (``on_step``,
   ``on_done``: then they are the progress, as in the command line and the sweep's workers);
 * ``True``: log lines; ``False``: nothing;
-* a callable: called with one dict per event (``event``: ``validation`` or ``run done``, the numbers,
+* a callable: called with one dict per event (``event``: ``validation``, ``run done`` or ``waiting``
+  (for runs that other sweeps hold: their run ids), the numbers,
   ``elapsed`` and ``eta`` in seconds, and ``message``: the log line).
 
 The log lines go to the ``statetrack`` logger at INFO, one per validation and one per finished run::
@@ -113,6 +114,12 @@ class SweepProgress:
                f"{100 * info['val_accuracy']:.1f}%  elapsed {duration(el)}")
         self.out({"event": "validation", "run": self.name(job), **info, "steps": job.train.steps, "elapsed": el,
                   "message": msg})
+
+    def on_wait(self, waits: list[dict]) -> None:
+        from statetrack.sweep import describe_waits  # the sweep's own words (it imports this module)
+
+        self.out({"event": "waiting", "runs": waits, "elapsed": time.time() - self.t0,
+                  "message": f"{self.title}: {describe_waits(waits)}"})
 
     def on_done(self, job, res) -> None:
         self.finished += 1

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import torch
 
-from statetrack import signals
-from statetrack.checkpoint import meta_model, save_run_checkpoint
+from statetrack import memory, signals
+from statetrack.checkpoint import declared_params, meta_model, save_run_checkpoint
 from statetrack.claims import owner as this_process
 from statetrack.config import EvalConfig, TrainConfig, flatten, run_configs
 from statetrack.device import resolve_device
@@ -33,6 +33,7 @@ from statetrack.errors import UserError
 from statetrack.evaluation import LengthMetrics, evaluate_more, evaluate_run, longest_generalized
 from statetrack.layers import ORIGIN as MIXER_ORIGIN
 from statetrack.lm.metrics import LMMetrics
+from statetrack.memory import gib
 from statetrack.plugins import require
 from statetrack.spec import parse_layers
 from statetrack.store import DEFAULT_DB, Damaged, RunStatus, Store, warn_damaged
@@ -89,12 +90,49 @@ def complete_result(store: Store, key: str) -> RunResult | None:
     return RunResult(r["id"], RunStatus.COMPLETE, ms, r["summary"], r["checkpoint"], reused=True, lm=lm, more=more)
 
 
+def memory_needed(cfg: TrainConfig, task) -> tuple[int, str]:
+    """(bytes, what they are) a training run of ``cfg`` holds at least, from its model and batch, before
+    anything is allocated: float32 weights, gradients and AdamW's two moments (16 bytes per parameter,
+    counted on the meta device), and the activations a step keeps for its backward pass, batch x longest
+    training length x (four vectors of width d_model per block, the block's input, normed input, mixer
+    output and sum, and the embedding, the logits and their gradient). A lower bound: each mixer keeps more
+    of its own (the peak of two training steps measured at width 128, batch 64 x length 64: 5 to 21 times
+    the estimate for rnn, lstm, mamba, mamba2, s4d and transformer; rnn*4 at width 512, batch 256: 1.1
+    times), so a run refused on it cannot fit, and one let through may still run out (it then ends in one
+    line: :func:`out_of_memory`)."""
+    params = declared_params(cfg.model, task)
+    n_blocks = len(parse_layers(cfg.model.layers))
+    d = cfg.model.d_model
+    per_token = 4 * (4 * d * n_blocks + 2 * d + 3 * task.num_classes)
+    tokens = cfg.batch_size * cfg.train_max_len
+    weights, acts = 16 * params, tokens * per_token
+    return weights + acts, (f"{gib(weights)} for the weights, gradients and optimiser state of {params:,} parameters, "
+                            f"{gib(acts)} of activations for batch {cfg.batch_size:,} x length {cfg.train_max_len:,}")
+
+
+def check_memory(cfg: TrainConfig, task) -> None:
+    """A UserError when the memory the run needs at least (:func:`memory_needed`) exceeds what is
+    available where it trains (``memory.available``; a GPU's free memory on cuda): refused before it
+    starts."""
+    need, what = memory_needed(cfg, task)
+    device = resolve_device(cfg.device)
+    if device.type == "cuda":
+        free, where = torch.cuda.mem_get_info(device)[0], "free on the GPU"
+    else:
+        free, where = memory.available()
+    if need > free:
+        raise UserError(f"this run needs at least {gib(need)} ({what}) and {gib(free)} is {where}; lower --batch-size, "
+                        "--train-max-len, --d-model or the layers")
+
+
 def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
-    """Everything that can be wrong with the input, before anything is written. Returns the task."""
+    """Everything that can be wrong with the input, before anything is written: the task, the model, the
+    devices, the lengths, and whether the run fits in memory. Returns the task."""
     task = get_task(train_cfg.task)
     meta_model(train_cfg.model, task)  # unknown mixer / bad option -> UserError, without allocating weights
     resolve_device(train_cfg.device)  # 'cuda' without a GPU -> UserError, before the database exists
     resolve_device(eval_cfg.device)
+    check_memory(train_cfg, task)
     short = [n for n in eval_cfg.lengths if n < train_cfg.train_min_len]
     if short:
         raise UserError(f"test length {short[0]} is shorter than the training range "
@@ -162,6 +200,10 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
         raise
     except BaseException as e:  # recorded, then re-raised: crashes leave a trace
         store.fail_run(run_id, f"{type(e).__name__}: {e}", time.time() - t0)
+        if out_of_memory(e):  # beyond the estimate checked before: one line, not a traceback
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+            raise UserError(f"run {run_id} ran out of memory ({first}); it is recorded failed; lower --batch-size, "
+                            "--train-max-len, --d-model or the layers") from None
         raise
     summary = {"best_step": res.best_step, "best_val_accuracy": res.best_val_accuracy,
                "best_val_loss": res.best_val_loss, "train_accuracy": res.train_accuracy,
@@ -210,6 +252,15 @@ def _record(store: Store, run_id: int, res, metrics, lm, summary: dict, t0: floa
                 pass
         raise
     return RunResult(run_id, RunStatus.COMPLETE, metrics, summary, str(ckpt), lm=lm, more=more or {})
+
+
+def out_of_memory(e: BaseException) -> bool:
+    """``e`` says an allocation failed (CPU or GPU), whichever way torch or Python words it."""
+    if isinstance(e, (MemoryError, torch.OutOfMemoryError)):
+        return True
+    text = str(e).lower()
+    return isinstance(e, RuntimeError) and any(w in text for w in ("out of memory", "can't allocate memory",
+                                                                   "not enough memory", "cannot allocate memory"))
 
 
 def store_status(store: Store, run_id: int) -> str | None:
