@@ -357,7 +357,9 @@ def test_fla_rwkv7_matches_reference():
 
 @cuda_only
 @pytest.mark.parametrize("name", ["mamba2", "mamba2(neg=true)", "gateddeltanet(heads=4)",
-                                  "gateddeltanet(heads=4,neg=true)", "rwkv7(heads=4)", "gla(heads=4)"])
+                                  "gateddeltanet(heads=4,neg=true)", "rwkv7(heads=4)", "gla(heads=4)",
+                                  "gateddeltaproduct(heads=4)", "gateddeltaproduct(heads=4,neg=true)", "kda(heads=4)",
+                                  "kda(heads=4,neg=true)"])
 def test_frontier_mixers_cuda_kernels_match_pytorch_forms(name, monkeypatch):
     """Each frontier mixer on CUDA: output and every parameter gradient with the kernels (Triton for
     Mamba-2, fla for the others) against STATETRACK_KERNELS=0."""
@@ -386,3 +388,50 @@ def test_frontier_mixers_cuda_kernels_match_pytorch_forms(name, monkeypatch):
     tol = 1e-4 if (not fla or layer.options.get("neg")) else BF16_TOL
     for i, (a, b) in enumerate(zip(fast, ref, strict=True)):
         assert rel_err(a, b) < tol, (name, i)
+
+
+@cuda_only
+def test_fla_gated_delta_product_chunk_matches_reference():
+    """fla's chunk_gated_delta_product (beta in [0, 1]: bfloat16 q, k, v) against the float64 gated delta rule
+    over the interleaved sub-steps, forward and gradients."""
+    _need_fla()
+    from statetrack.ops.dplr import gated_delta_product
+    from statetrack.ops.fla_gated import gated_delta_product_fla
+
+    g, q, k, v, S0 = _fla_inputs()
+    B, T, H, dk = k.shape
+    nh = 2
+    k2 = F.normalize(torch.randn(B, T, nh, H, dk, generator=g), dim=-1)
+    v2 = torch.randn(B, T, nh, H, v.shape[-1], generator=g)
+    beta, gate = torch.rand(B, T, nh, H, generator=g), -torch.rand(B, T, H, generator=g)
+    ins = [leaf(x) for x in (q, k2, v2, beta, gate, S0)]
+    o, S = gated_delta_product_fla(*ins)
+    orf, Sr = gated_delta_product(*[x.detach().double() for x in ins])  # float64: the PyTorch form
+    assert rel_err(o, orf) < BF16_TOL and rel_err(S, Sr) < BF16_TOL
+
+
+@cuda_only
+@pytest.mark.parametrize("kernel", ["chunk", "recurrent"])
+def test_fla_kda_matches_reference(kernel):
+    """fla's KDA kernels against the float64 DPLR reference: the chunk kernel (bfloat16 q, k, v) forward and
+    gradients; the float32 recurrent kernel (what neg=true evaluates with) forward, reflections included."""
+    _need_fla()
+    from statetrack.ops.dplr import kda_terms
+    from statetrack.ops.fla_gated import kda_fla
+
+    g, q, k, v, S0 = _fla_inputs()
+    beta = (2.0 if kernel == "recurrent" else 1.0) * torch.rand(q.shape[:3], generator=g)
+    log_w = -torch.rand(q.shape, generator=g)
+    log_w[:, ::3] = 0.0  # alpha = 1
+    ins = [leaf(x) for x in (q, k, v, beta, log_w, S0)]
+    with torch.set_grad_enabled(kernel == "chunk"):
+        o, S = kda_fla(*ins, kernel=kernel)
+    bk, a, b = kda_terms(ins[1].double(), ins[3].double(), ins[4].double())
+    orf, Sr = dplr_ref(ins[0].double(), bk, ins[2].double(), a, b, ins[4].double(), ins[5].double())
+    tol = 1e-5 if kernel == "recurrent" else BF16_TOL
+    assert rel_err(o, orf) < tol and rel_err(S, Sr) < tol
+    if kernel == "chunk":
+        ws = [torch.randn_like(o), torch.randn_like(S)]
+        pairs = zip(grads((o, S), ws, ins), grads((orf, Sr), ws, ins), strict=True)
+        for name, (gk, gr) in zip(("q", "k", "v", "beta", "log_w", "S0"), pairs, strict=True):
+            assert rel_err(gk, gr) < BF16_TOL, name

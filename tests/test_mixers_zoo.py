@@ -21,11 +21,15 @@ VARIANTS = list(MIXERS) + [
     "deltaproduct(nh=3)", "deltaproduct(nh=3,neg=true,heads=2,chunk=2)", "aussm(conv=0)", "dcd(conv=0)",
     "saussm(expand=1)", "transformer(pos=sinusoidal)", "transformer(pos=none,heads=2)", "transformer(pos=rope,heads=2)",
     "mamba2(neg=true)", "mamba2(conv=0,headdim=4)", "mamba3(trap=false)", "mamba3(rope=false)", "mamba3(headdim=16)",
-    "mamba3(a_floor=0.0001)",
+    "mamba3(a_floor=0.0001)", "mamba3(data_angles=false)",
     "gateddeltanet(neg=true)", "gateddeltanet(heads=2,chunk=0)", "gateddeltanet(chunk=3,conv=0)",
     "rwkv7(heads=2)", "rwkv7(chunk=0)", "rwkv7(chunk=5)", "mlstm(heads=2)", "mlstm(chunk=0,conv=0)",
     "mlstm(chunk=5)", "slstm(heads=2)", "slstm(conv=0)", "lru(r_min=0.1,max_phase=0.5)", "gla(heads=2)",
     "gla(chunk=0)", "gla(chunk=7)",
+    "gateddeltaproduct(neg=true)", "gateddeltaproduct(nh=3,neg=true,heads=2,chunk=2)",
+    "gateddeltaproduct(nh=1,chunk=0)",
+    "kda(neg=true)", "kda(heads=2,chunk=0)", "kda(chunk=3,conv=0)", "pdssm(rows=true)", "pdssm(chunk=0)",
+    "pdssm(chunk=3,dict_size=2)",
 ]
 
 
@@ -48,16 +52,16 @@ def in_domain(ev: torch.Tensor, domain: str, tol: float = 1e-9) -> bool:
         return bool((im.abs() <= tol).all() and (re >= -tol).all() and (re <= 1 + tol).all())
     if domain == "(-1/2,1]":
         return bool((im.abs() <= tol).all() and (re > -0.5).all() and (re <= 1 + tol).all())
-    if domain == "(-1,1]":
-        # open at -1 in exact arithmetic only: 2 exp(Delta A) - 1 rounds to -1 once exp underflows
-        # (see test_negmamba_reaches_minus_one), so the check is on the closed interval
-        return bool((im.abs() <= tol).all() and (re >= -1 - tol).all() and (re <= 1 + tol).all())
     if domain == "[-1,1]":
         return bool((im.abs() <= tol).all() and (re >= -1 - tol).all() and (re <= 1 + tol).all())
     if domain == "unit circle":
         return bool(((mod - 1).abs() <= tol).all())
     if domain in ("complex disc", "complex", "damped rotations"):
         return bool((mod <= 1 + tol).all())
+    if domain == "fixed-phase rotations":  # the phase of each slot is the same at every position and input
+        phase = ev / mod.clamp_min(1e-300)
+        same = phase.dim() < 3 or bool(((phase - phase[:1, :1]).abs() <= 1e-6).all())  # (B, T, slots)
+        return bool((mod <= 1 + tol).all()) and same
     raise AssertionError(domain)
 
 
@@ -197,7 +201,12 @@ def test_models_table():
 def test_neg_switch_domains():
     assert make("deltanet").properties.eigenvalues == "[0,1]"
     assert make("deltanet(neg=true)").properties.eigenvalues == "[-1,1]"
-    assert make("mamba(neg=true)").properties.eigenvalues == "(-1,1]"
+    assert make("mamba(neg=true)").properties.eigenvalues == "[-1,1]"
+    # one notation for the [-1,1] forms: each reaches -1 only through float32 rounding, and says so
+    for spec in ("mamba(neg=true)", "mamba2(neg=true)", "deltanet(neg=true)", "gateddeltanet(neg=true)",
+                 "kda(neg=true)", "gateddeltaproduct(neg=true,nh=1)"):
+        p = make(spec).properties
+        assert p.eigenvalues == "[-1,1]" and "rounding" in p.rounding and "-1" in p.rounding, spec
     # neg=true reaches below zero (beta > 1 happens for inputs with w^T x > 0)
     m = make("deltanet(neg=true)")
     ev = m.eigenvalues(5 * torch.randn(4, 50, D_MODEL, dtype=torch.float64))
@@ -209,6 +218,26 @@ def test_negmamba_reaches_minus_one():
     m = make("negmamba", dtype=torch.float32)
     ev = m.eigenvalues(300 * torch.randn(2, 40, D_MODEL))
     assert (ev.real == -1).any() and (ev.real >= -1).all()
+
+
+@pytest.mark.parametrize("spec", ["pdssm", "lru"])
+def test_modulus_one_only_through_float32_rounding(spec):
+    """PD-SSM's |d| = sigmoid(f) and LRU's |lambda| = exp(-exp(nu)) stay below 1 at every finite weight in
+    float64, and reach 1 in float32 once the map saturates: what their Properties.rounding declares."""
+    m = make(spec)
+    assert "rounding" in m.properties.rounding
+    with torch.no_grad():
+        if spec == "pdssm":
+            m.magnitude[2].bias.fill_(20.0)  # f = 20 at every input of moderate size
+            m.magnitude[2].weight.mul_(0.01)
+        else:
+            m.nu_log.fill_(-20.0)
+    x = torch.randn(2, 5, D_MODEL, dtype=torch.float64)
+    assert m.eigenvalues(x).abs().max() < 1
+    m32 = m.float()
+    assert (m32.eigenvalues(x.float()).abs().max() - 1).abs() < 1e-6
+    if spec == "pdssm":
+        assert (m32.magnitude(x.float()) == 1).all()
 
 
 def test_deltaproduct_neg_has_rotations():
@@ -283,7 +312,8 @@ def test_options_are_the_keyword_arguments_of_init():
                 super().__init__(d_model, d_state)
 
 
-FRONTIER = ("mamba2", "mamba3", "gateddeltanet", "rwkv7", "mlstm", "slstm", "lru", "gla")
+FRONTIER = ("mamba2", "mamba3", "gateddeltanet", "rwkv7", "mlstm", "slstm", "lru", "gla", "pdssm", "gateddeltaproduct",
+            "kda")
 
 
 @pytest.mark.parametrize("name", FRONTIER)

@@ -262,3 +262,261 @@ def test_dplr_and_gla_match_fla_naive():
     o_fla, S_fla = naive_recurrent_gla(q, k, v, log_w, initial_state=S0, output_final_state=True)
     o, S = gla_rule(q * dk ** -0.5, k, v, log_w, S0)
     assert rel_err(o, o_fla) < 1e-5 and rel_err(S, S_fla) < 1e-5
+
+
+# ---------------------------------------------------------------- PD-SSM, Gated DeltaProduct, KDA
+
+def pd_inputs(B=2, T=37, N=5, dtype=torch.complex128, seed=0, unit=False):
+    g = torch.Generator().manual_seed(seed)
+    idx = torch.randint(0, N, (B, T, N), generator=g)
+    mod = torch.ones(B, T, N, dtype=torch.float64) if unit else torch.rand(B, T, N, generator=g, dtype=torch.float64)
+    d = torch.polar(mod, 6.3 * torch.rand(B, T, N, generator=g, dtype=torch.float64)).to(dtype)
+    b = torch.randn(B, T, N, generator=g, dtype=torch.float64) + 1j * torch.randn(B, T, N, generator=g,
+                                                                                   dtype=torch.float64)
+    h0 = torch.randn(B, N, generator=g, dtype=torch.float64) * (1 + 0j)
+    return idx, d, b.to(dtype), h0.to(dtype)
+
+
+@pytest.mark.parametrize("rows", [False, True])
+@pytest.mark.parametrize("chunk,T", [(0, 9), (2, 9), (3, 37), (8, 37), (32, 37), (64, 40), (4, 1)])
+def test_pd_scan_matches_reference(rows, chunk, T):
+    from statetrack.ops.pdssm import pd_ref, pd_scan
+
+    idx, d, b, h0 = pd_inputs(T=T)
+    h, hT = pd_scan(idx, d, b, h0, rows, chunk)
+    h_ref, hT_ref = pd_ref(idx, d, b, h0, rows)
+    torch.testing.assert_close(h, h_ref, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(hT, hT_ref, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("rows", [False, True])
+@pytest.mark.parametrize("chunk", [0, 4])
+def test_pd_scan_straight_through_gradients_match_dense_reference(rows, chunk):
+    """The gradients of d, b, h0 and of the soft matrix (the straight-through estimator) against autograd through
+    the dense product hard + soft - soft.detach() of Terzic2025's code, in float64."""
+    from statetrack.ops.pdssm import pd_ref, pd_scan
+
+    idx, d, b, h0 = pd_inputs(T=23)
+    g = torch.Generator().manual_seed(3)
+    N = idx.shape[-1]
+    M = torch.randn(*idx.shape[:2], N, N, generator=g, dtype=D64)
+    soft = torch.softmax(M, -1 if rows else -2).requires_grad_()
+    ins = [d.requires_grad_(), b.requires_grad_(), h0.requires_grad_(), soft]
+    outs = pd_scan(idx, d, b, h0, rows, chunk, soft)
+    refs = pd_ref(idx, d, b, h0, rows, soft)
+    w = weights_like(refs)
+    for g1, g2 in zip(grads(outs, w, ins), grads(refs, w, ins), strict=True):
+        torch.testing.assert_close(g1, g2, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("rows", [False, True])
+def test_pd_scan_keeps_one_hot_states_exactly_float32(rows):
+    """d = 1 and no input: a one-hot state moves along the maps and stays exactly one-hot over 10,000 steps of
+    the float32 scan (no entry is ever rounded). Column form: any maps, the automaton q -> sigma_t(q); row form:
+    permutations (a gather by a non-injective map would copy or drop the one), e_q -> e_(sigma_t^-1 q)."""
+    from statetrack.ops.pdssm import pd_scan
+
+    B, T, N = 3, 10_000, 6
+    g = torch.Generator().manual_seed(4)
+    idx = (torch.rand(B, T, N, generator=g).argsort(-1) if rows else torch.randint(0, N, (B, T, N), generator=g))
+    d = torch.ones(idx.shape, dtype=torch.complex64)
+    h0 = torch.zeros(B, N, dtype=torch.complex64)
+    h0[:, 2] = 1
+    h, _ = pd_scan(idx, d, torch.zeros_like(d), h0, rows)
+    assert (h.abs().sum(-1) == 1).all() and ((h == 0) | (h == 1)).all()
+    state = torch.full((B,), 2)
+    for t in range(T):
+        state = (idx[:, t] == state[:, None]).int().argmax(-1) if rows else idx[torch.arange(B), t, state]
+    assert (h[:, -1].real.argmax(-1) == state).all()
+
+
+def _gdp_naive(q, k, v, beta, g, S0):
+    """fla's naive gated delta product: per token, the gate, then n_h delta steps; float64."""
+    q, k, v, beta, g, S = (x.double() for x in (q, k, v, beta, g, S0))
+    out = []
+    for t in range(q.shape[1]):
+        S = S * torch.exp(g[:, t])[..., None, None]
+        for j in range(k.shape[2]):
+            kj, vj, bj = k[:, t, j], v[:, t, j], beta[:, t, j]
+            S = S + bj[..., None, None] * kj[..., None] * (vj - torch.einsum("bhk,bhkv->bhv", kj, S)).unsqueeze(-2)
+        out.append(torch.einsum("bhk,bhkv->bhv", q[:, t], S))
+    return torch.stack(out, 1), S
+
+
+def gdp_inputs(B=2, T=19, nh=2, H=2, dk=4, dv=3, dtype=D64, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    r = lambda *s: torch.randn(*s, generator=g, dtype=dtype)  # noqa: E731
+    q, k = F.normalize(r(B, T, H, dk), dim=-1), F.normalize(r(B, T, nh, H, dk), dim=-1)
+    beta = 2 * torch.rand(B, T, nh, H, generator=g, dtype=dtype)
+    return q, k, r(B, T, nh, H, dv), beta, -torch.rand(B, T, H, generator=g, dtype=dtype), r(B, H, dk, dv)
+
+
+@pytest.mark.parametrize("chunk", [0, 3, 16])
+def test_gated_delta_product_matches_reference(chunk):
+    from statetrack.ops.dplr import gated_delta_product
+
+    ins = [x.requires_grad_() for x in gdp_inputs()]
+    outs, refs = gated_delta_product(*ins, chunk=chunk, neg=True), _gdp_naive(*ins)
+    for a, b in zip(outs, refs, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10)
+    w = weights_like(refs)
+    for g1, g2 in zip(grads(outs, w, ins), grads(refs, w, ins), strict=True):
+        torch.testing.assert_close(g1, g2, rtol=1e-9, atol=1e-9)
+
+
+def _kda_naive(q, k, v, beta, log_w, S0):
+    """fla's naive KDA recurrence (scale 1): S <- diag(exp(g)) S, then the delta step; float64."""
+    q, k, v, beta, log_w, S = (x.double() for x in (q, k, v, beta, log_w, S0))
+    out = []
+    for t in range(q.shape[1]):
+        S = S * torch.exp(log_w[:, t])[..., None]
+        kt = k[:, t]
+        S = S + torch.einsum("bhk,bhv->bhkv", beta[:, t, :, None] * kt, v[:, t] - (kt[..., None] * S).sum(-2))
+        out.append(torch.einsum("bhk,bhkv->bhv", q[:, t], S))
+    return torch.stack(out, 1), S
+
+
+def kda_inputs(B=2, T=29, H=2, dk=5, dv=3, dtype=D64, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    r = lambda *s: torch.randn(*s, generator=g, dtype=dtype)  # noqa: E731
+    q, k = F.normalize(r(B, T, H, dk), dim=-1), F.normalize(r(B, T, H, dk), dim=-1)
+    beta, log_w = 2 * torch.rand(B, T, H, generator=g, dtype=dtype), -2 * torch.rand(B, T, H, dk, generator=g,
+                                                                                       dtype=dtype)
+    return q, k, r(B, T, H, dv), beta, log_w, r(B, H, dk, dv)
+
+
+@pytest.mark.parametrize("chunk", [0, 4, 8])
+def test_kda_rule_matches_reference(chunk):
+    from statetrack.ops.dplr import kda_rule
+
+    ins = [x.requires_grad_() for x in kda_inputs()]
+    outs, refs = kda_rule(*ins, chunk=chunk, neg=True), _kda_naive(*ins)
+    for a, b in zip(outs, refs, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10)
+    w = weights_like(refs)
+    for g1, g2 in zip(grads(outs, w, ins), grads(refs, w, ins), strict=True):
+        torch.testing.assert_close(g1, g2, rtol=1e-9, atol=1e-9)
+
+
+def test_gated_delta_product_and_kda_float32_long():
+    """beta in {0, 2} (reflections) with gates of exactly 1 over 2,000 steps, float32 against float64."""
+    from statetrack.ops.dplr import gated_delta_product, kda_rule
+
+    q, k, v, beta, g, S0 = gdp_inputs(B=2, T=2000, dtype=torch.float32, seed=5)
+    beta = 2.0 * (beta > 1).float()
+    o, S = gated_delta_product(q, k, v, beta, torch.zeros_like(g), S0, neg=True)
+    o_ref, S_ref = _gdp_naive(q, k, v, beta, torch.zeros_like(g), S0)
+    assert rel_err(o, o_ref) < 1e-4 and rel_err(S, S_ref) < 1e-4
+    q, k, v, beta, log_w, S0 = kda_inputs(T=2000, dtype=torch.float32, seed=6)
+    beta = 2.0 * (beta > 1).float()
+    o, S = kda_rule(q, k, v, beta, torch.zeros_like(log_w), S0, neg=True)
+    o_ref, S_ref = _kda_naive(q, k, v, beta, torch.zeros_like(log_w), S0)
+    assert rel_err(o, o_ref) < 1e-4 and rel_err(S, S_ref) < 1e-4
+
+
+def test_gated_delta_product_and_kda_match_fla_naive():
+    _fla()
+    from fla.ops.gated_delta_product.naive import naive_recurrent_gated_delta_product
+    from fla.ops.kda.naive import naive_recurrent_kda
+
+    from statetrack.ops.dplr import gated_delta_product, kda_rule
+
+    q, k, v, beta, g, S0 = (x.float() for x in gdp_inputs())
+    B, T, nh, H, dk = k.shape
+    flat = lambda x: x.reshape(B, T * nh, *x.shape[3:])  # noqa: E731
+    o_fla, S_fla = naive_recurrent_gated_delta_product(q, flat(k), flat(v), g, flat(beta), 1.0, None,
+                                                       initial_state=S0, output_final_state=True,
+                                                       num_householder=nh)
+    o, S = gated_delta_product(q, k, v, beta, g, S0, neg=True)
+    assert rel_err(o, o_fla.double()) < 1e-5 and rel_err(S, S_fla.double()) < 1e-5
+    q, k, v, beta, log_w, S0 = (x.float() for x in kda_inputs())
+    o_fla, S_fla = naive_recurrent_kda(q, k, v, log_w, beta, scale=1.0, initial_state=S0, output_final_state=True)
+    o, S = kda_rule(q, k, v, beta, log_w, S0, neg=True)
+    assert rel_err(o, o_fla.double()) < 1e-5 and rel_err(S, S_fla.double()) < 1e-5
+
+
+def _fake_fla(monkeypatch, calls):
+    """Stand-ins for the fla kernels the new ops call, with fla's signatures: each records (name, dtype of q,
+    grad enabled) and computes fla's recurrence in float64 (what the real kernel computes). With
+    ``dispatch.use_fla`` forced on, the CUDA dispatch runs on the CPU."""
+    import sys
+    import types
+
+    def kernel(name, fn):
+        def wrapped(*args, **kw):
+            calls.append((name, args[0].dtype, torch.is_grad_enabled()))
+            return fn(*args, **kw)
+        return wrapped
+
+    def gdr(q, k, v, g, beta, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel):
+        assert scale == 1.0 and output_final_state and not use_qk_l2norm_in_kernel
+        o, S = _gdp_naive(q, k.unsqueeze(2), v.unsqueeze(2), beta.unsqueeze(2), g, initial_state)
+        return o.float(), S.float()
+
+    def gdr_recurrent(q, k, v, g, beta, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel):
+        return gdr(q, k, v, g, beta, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel)
+
+    def gdp(q, k, v, g, beta, num_householder, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel):
+        assert scale == 1.0 and output_final_state and not use_qk_l2norm_in_kernel
+        B, TN, H, _ = k.shape
+        n = num_householder
+        o, S = _gdp_naive(q, k.reshape(B, TN // n, n, H, -1), v.reshape(B, TN // n, n, H, -1),
+                          beta.reshape(B, TN // n, n, H), g, initial_state)
+        return o.float(), S.float()
+
+    def kda(q, k, v, g, beta, scale, initial_state, output_final_state):
+        assert scale == 1.0 and output_final_state
+        o, S = _kda_naive(q, k, v, beta, g, initial_state)
+        return o.float(), S.float()
+
+    mods = {"fla": {}, "fla.ops": {},
+            "fla.ops.gated_delta_rule": {"chunk_gated_delta_rule": kernel("chunk_gated_delta_rule", gdr),
+                                         "fused_recurrent_gated_delta_rule":
+                                             kernel("fused_recurrent_gated_delta_rule", gdr_recurrent)},
+            "fla.ops.gated_delta_product": {"chunk_gated_delta_product": kernel("chunk_gated_delta_product", gdp)},
+            "fla.ops.kda": {"chunk_kda": kernel("chunk_kda", kda),
+                            "fused_recurrent_kda": kernel("fused_recurrent_kda", kda)}}
+    for name, fns in mods.items():
+        m = types.ModuleType(name)
+        m.__dict__.update(fns)
+        monkeypatch.setitem(sys.modules, name, m)
+    monkeypatch.setattr(dispatch, "use_fla", lambda x: True)
+
+
+@pytest.mark.parametrize("neg", [False, True])
+@pytest.mark.parametrize("grad", [False, True])
+def test_fla_dispatch_of_gated_delta_product_and_kda(monkeypatch, neg, grad):
+    """The CUDA dispatch, run on the CPU with stand-in kernels: beta in [0, 1] takes fla's chunk kernels with
+    bfloat16 q, k, v; neg=true takes the float32 recurrent kernels when no gradient is needed (evaluation) and the
+    PyTorch chunked form when one is (fla's recurrent kernels have no backward pass). Every path gives the
+    reference's numbers (to bfloat16 precision on the chunk kernels)."""
+    from statetrack.ops.dplr import gated_delta_product, kda_rule
+
+    calls: list = []
+    _fake_fla(monkeypatch, calls)
+    scale = 1.0 if neg else 0.5
+    for op, inputs, naive, beta_at in ((gated_delta_product, gdp_inputs, _gdp_naive, 3),
+                                       (kda_rule, kda_inputs, _kda_naive, 3)):
+        ins = [x.float() for x in inputs()]
+        ins[beta_at] = ins[beta_at] * scale  # beta in [0, 1] unless neg
+        if grad:
+            ins = [x.requires_grad_() for x in ins]
+        calls.clear()
+        with torch.set_grad_enabled(grad):
+            o, S = op(*ins, neg=neg)
+        ref = naive(*[x.detach() for x in ins])
+        assert o.dtype == torch.float32
+        if neg and grad:
+            assert calls == [], "training with neg=true must run the PyTorch form"
+            tol = 1e-5
+        elif neg:
+            assert [c[0] for c in calls] == [{gated_delta_product: "fused_recurrent_gated_delta_rule",
+                                              kda_rule: "fused_recurrent_kda"}[op]]
+            assert calls[0][1] == torch.float32
+            tol = 1e-5
+        else:
+            assert [c[0] for c in calls] == [{gated_delta_product: "chunk_gated_delta_product",
+                                              kda_rule: "chunk_kda"}[op]]
+            assert calls[0][1] == torch.bfloat16
+            tol = 3e-2
+        assert rel_err(o.detach(), ref[0]) < tol and rel_err(S.detach(), ref[1]) < tol, (op.__name__, neg, grad)

@@ -375,3 +375,70 @@ def test_sample_json():
     assert len(m["input_symbols"]) == 9 and m["mask"] == [False] * 8 + [True]
     for bad in [("group:S3", 0, 1, 0), ("group:S3", 5, 0, 0), ("group:S3", 5, 1, -1), ("parity", "x", 1, 0)]:
         one_line_user_error(sample_json, *bad)
+
+
+def test_groups_given_by_generator_sets():
+    """group:G/gens=N: N distinct non-identity elements, a smallest generating set first, nested in N and the
+    same every time; group:G/gens=P+P: the listed permutations (cycle notation)."""
+    import numpy as np
+
+    from statetrack.algebra import get_group
+    from statetrack.algebra.structure import SubgroupCalc
+    from statetrack.errors import UserError
+    from statetrack.tasks.group import generator_set
+
+    a5 = get_group("A5")
+    sets = {n: generator_set(a5, str(n)) for n in (2, 6, 8, 12)}
+    for n, s in sets.items():
+        assert len(s) == len(set(s.tolist())) == n and 0 not in s
+        assert len(SubgroupCalc(a5).closure(s[:2])) == 60  # the first two generate A5
+    assert set(sets[2]) <= set(sets[6]) <= set(sets[8]) <= set(sets[12])
+    assert (generator_set(a5, "6") == sets[6]).all()  # deterministic
+    s5 = generator_set(get_group("S5"), "32")
+    assert len(set(s5.tolist())) == 32
+    t = get_task("group:S5/gens=32")
+    assert t.name == "group:S5/gens=32" and len(t.support) == 32 and np.isclose(t.chance_level(), 1 / 120)
+    # an explicit list: the presentation a = (0 1)(2 3), b = (0 2 4) of A5
+    t = get_task("group:A5/gens=(0 1)(2 3)+(0 2 4)")
+    assert [a5.perm(i) for i in generator_set(a5, "(0 1)(2 3)+(0 2 4)")] == [[1, 0, 3, 2, 4], [2, 1, 4, 3, 0]]
+    assert len(t.generated_subgroup()) == 60
+    for bad in ("group:A5/gens=1", "group:A5/gens=60", "group:A5/gens=(0 1)", "group:A5/gens=(0 9 1)",
+                "group:A5/gens=(0 1 2)+(0 1 2)", "group:A5/gens=x", "group:S5/transpositions+gens=2"):
+        with pytest.raises(UserError):
+            get_task(bad)
+
+
+def test_pdssm_task_definitions_match_ours():
+    """Terzic2025's code (state_tracking_PyTorch/data_dir/fl_tasks) against our tasks, at lengths where both
+    exist: cycle navigation (5 positions, stay/+1/-1, the final position), even pairs (first == last symbol),
+    parity (number of b's mod 2, the final label) and modular arithmetic (digits 0-4, + - *, * first, an even
+    length ending in '=': ours at even lengths, the blank standing for '='). Each label is recomputed here the
+    way their code computes it, from our inputs."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    for L in (4, 17, 40):
+        b = get_task("cycle:5").sample_batch(rng, 64, L)
+        moves = b.inputs - 1  # our tokens 0, 1, 2 move by -1, 0, +1
+        assert (b.targets[:, -1] == ((moves == 1).sum(1) - (moves == -1).sum(1)) % 5).all()
+        b = get_task("evenpairs").sample_batch(rng, 64, L)
+        assert (b.targets[:, -1] == (b.inputs[:, 0] != b.inputs[:, -1])).all()
+        b = get_task("parity:final").sample_batch(rng, 64, L)
+        assert (b.targets[:, -1] == b.inputs.sum(1) % 2).all() and b.mask[:, :-1].sum() == 0
+    for L in (4, 10, 40):  # PD-SSM's lengths are even: numbers at even positions, '=' last
+        t = get_task("modarith:5")
+        b = t.sample_batch(rng, 64, L)
+        for x, y in zip(b.inputs, b.targets[:, -1], strict=True):
+            assert x[-1] == t.BLANK
+            vals, ops = [int(x[0])], []
+            for i in range(1, L - 2, 2):  # their two-pass evaluation: * first, then + and -
+                op, num = int(x[i]), int(x[i + 1])
+                if op == t.TIMES:
+                    vals[-1] *= num
+                else:
+                    vals.append(num)
+                    ops.append(op)
+            total = vals[0]
+            for op, v in zip(ops, vals[1:], strict=True):
+                total = total + v if op == t.PLUS else total - v
+            assert y == total % 5

@@ -145,3 +145,42 @@ def test_frontier_constructions_realise_the_oracles_verdict_exactly(name, task):
     else:
         angle = torch.angle(ev[1])
         assert torch.allclose(angle, torch.full_like(angle, 2 * math.pi / 3), atol=1e-6)
+
+
+@pytest.mark.parametrize("task", ["tomita:3", "tomita:5", "evenpairs", "cycle:5", "group:A5", "group:S5/transpositions",
+                                  "modarith:5"])
+def test_dfa_pdssm_runs_the_minimal_automaton_exactly(task):
+    """P5: one PD-SSM layer with the automaton's maps as column one-hot matrices and D = 1 (exact in float32:
+    sigmoid(30) = 1, 2 pi sigmoid(-120) = 0) is exact at 10,000, and its transitions are the one-hot maps."""
+    from statetrack.tasks import get_task
+    from statetrack.theory.algebra import automaton_states
+    from statetrack.theory.verdicts import oracle
+
+    c = build(f"dfa-pdssm:{task}")
+    N = automaton_states(task)
+    assert c.config.model.d_state == N == c.notes["states"]
+    v = oracle("pdssm", task)
+    assert (v.verdict, v.basis, v.facts["state_size_needed"]) == ("possible", "P5", N)
+    mx = c.model.blocks[0].mixer
+    x = c.model.embed.weight[get_task(task).automaton().tokens][:, None, :]
+    A = mx.transition(x)[:, 0]  # (symbols, N, N)
+    assert ((A == 0) | (A == 1)).all() and (A.abs().sum(-2) == 1).all()  # column one-hot, entries exactly 0 or 1
+    assert _acc(c.model, get_task(c.config.task), batch=4).sequence_accuracy == 1.0
+
+
+def test_dfa_pdssm_on_a_dfa_file(tmp_path):
+    """Any ``dfa:`` task: a DFA written to a file (strings over {a, b} whose number of b's is 0 mod 3 and that do
+    not end in 'aa'), built and exact at 10,000."""
+    import json
+
+    from statetrack.tasks import get_task
+
+    path = tmp_path / "m.json"
+    # states (b count mod 3, trailing a's capped at 2): accept when the count is 0 and the string does not end in aa
+    states = [f"{c}{a}" for c in range(3) for a in range(3)]
+    tr = {f"{c}{a}": {"a": f"{c}{min(a + 1, 2)}", "b": f"{(c + 1) % 3}0"} for c in range(3) for a in range(3)}
+    path.write_text(json.dumps({"states": states, "alphabet": ["a", "b"], "start": "00", "accept": ["00", "01"],
+                                "transitions": tr}))
+    task = f"dfa:{path}"
+    c = build(f"dfa-pdssm:{task}")
+    assert _acc(c.model, get_task(task), batch=4).token_accuracy == 1.0

@@ -28,9 +28,23 @@ TABLE = [
     ("gateddeltanet*2", "impossible:T1", "impossible:T1", "impossible:T1", "impossible:T1"),
     ("gateddeltanet(neg=true)", "possible:T6", "impossible:PD", "impossible:PD", "impossible:PD"),
     ("gateddeltanet(neg=true)*2", "possible:T6", "possible:P4", "possible:P4", "open:-"),
-    # RWKV-7 as parameterised (a in (0, 1), w in (0.545, 1)): eigenvalues in (-1/2, 1], T1c at any depth
-    ("rwkv7", "impossible:T1c", "impossible:T1c", "impossible:T1c", "impossible:T1c"),
-    ("rwkv7*2", "impossible:T1c", "impossible:T1c", "impossible:T1c", "impossible:T1c"),
+    # RWKV-7 as parameterised (a in (0, 1), w in (0.545, 1)): eigenvalues in (-1/2, 1]; on a constant input the
+    # cast state ends constant or alternating with period 2, so one layer fails periods 3 and 5 (T1c) and parity
+    # (period 2) is open; a second layer may read an alternating input: open
+    ("rwkv7", "open:-", "impossible:T1c", "impossible:T1c", "impossible:T1c"),
+    ("rwkv7*2", "open:-", "open:-", "open:-", "open:-"),
+    # Gated DeltaProduct: [0,1] as DeltaNet (T1); [-1,1] with n_h = 2 tracks S3 and A5 in one layer (T6: 2-D
+    # and 3-D rotations, each 2 reflections), with n_h = 1 it is Gated DeltaNet (PD)
+    ("gateddeltaproduct", "impossible:T1", "impossible:T1", "impossible:T1", "impossible:T1"),
+    ("gateddeltaproduct(neg=true)", "possible:T6", "possible:T6", "possible:T6", "possible:T6"),
+    ("gateddeltaproduct(neg=true,nh=1)", "possible:T6", "impossible:PD", "impossible:PD", "impossible:PD"),
+    # KDA: Gated DeltaNet with a diagonal gate, the same verdicts
+    ("kda", "impossible:T1", "impossible:T1", "impossible:T1", "impossible:T1"),
+    ("kda(neg=true)", "possible:T6", "impossible:PD", "impossible:PD", "impossible:PD"),
+    ("kda(neg=true)*2", "possible:T6", "possible:P4", "possible:P4", "open:-"),
+    # PD-SSM: any finite automaton in one layer (P5); the row form any group
+    ("pdssm", "possible:P5", "possible:P5", "possible:P5", "possible:P5"),
+    ("pdssm(rows=true)", "possible:P5", "possible:P5", "possible:P5", "possible:P5"),
     # time invariant: T2 (parity), T4 (the groups' aligned witnesses)
     ("lru", "impossible:T2", "impossible:T4", "impossible:T4", "impossible:T4"),
     ("lru*2", "impossible:T2", "impossible:T4", "impossible:T4", "impossible:T4"),
@@ -66,7 +80,13 @@ def test_mamba3_without_rotations_loses_parity():
 
 def test_rwkv7_reason_names_the_range_and_the_open_cases_say_what_would_decide():
     r = oracle("rwkv7", "parity")
-    assert "(-1/2, 1]" in r.reason and "T1c" in r.reason
+    assert r.verdict == "open" and "(-1/2, 1]" in r.reason and "T1c" in r.reason
+    assert "period 2" in r.reason and "would decide it" in r.reason
+    c3 = oracle("rwkv7", "modcount:3")
+    assert (c3.verdict, c3.basis) == ("impossible", "T1c") and c3.facts["period_bound"] == 2
+    assert oracle("mamba,rwkv7", "modcount:3").basis == "T1c"  # a non-negative layer first: still a constant input
+    two = oracle("rwkv7*2", "modcount:3")
+    assert two.verdict == "open" and "complex eigenvalues" in two.reason
     # a star-free language (Tomita 2, (10)*): no letter of period > 1, so T1c says nothing
     o = oracle("rwkv7", "tomita:2")
     assert o.verdict == "open" and "would decide it" in o.reason and "Peng2025" in o.reason
@@ -85,7 +105,7 @@ def test_frontier_mixers_on_counting_and_star_free():
 @pytest.mark.parametrize("layers,task,quotient", [
     ("aussm", "group:S3", 2), ("mamba3", "group:S3", 2), ("negmamba", "group:S3", 2),
     ("deltanet(neg=true)", "group:S3", 2), ("gateddeltanet(neg=true)", "group:S3", 2),
-    ("mamba", "group:S3", 1), ("lru", "group:S3", 1), ("rwkv7", "group:S3", 1),
+    ("mamba", "group:S3", 1), ("lru", "group:S3", 1), ("rwkv7", "group:S3", 2),
     ("aussm*3", "group:A5", 1), ("negmamba", "group:C2xC4", 4), ("aussm", "group:S4", 2),
     ("aussm*2", "group:S4", 6), ("mamba", "parity", 1),
 ])

@@ -29,7 +29,7 @@ def test_the_grid_every_mixer_on_five_tasks_three_seeds():
     from statetrack.spec import parse_layers
 
     jobs = STUDY.cells("quick")
-    assert len(jobs) == 23 * 5 * 3
+    assert len(jobs) == 27 * 5 * 3
     names = {s.name for j in jobs for s in parse_layers(j.train.model.layers)}
     assert names == set(MIXERS)  # every mixer of the zoo, old and new
     by_col = {j.column: j.eval for j in jobs}

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from enum import StrEnum
 from pathlib import Path
 from typing import ClassVar, Literal
 
@@ -20,6 +21,29 @@ MAX_PARAMS = 250_000_000
 
 class _Config(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: fields added after run keys were in use: left out of a run's key while at their default, so the
+    #: runs of older databases keep their keys (and are reused)
+    LATE_FIELDS: ClassVar[tuple[str, ...]] = ()
+
+    def key_dict(self) -> dict:
+        """The config as it enters a run's key (``runner.run_key``)."""
+        d = self.model_dump()
+        for k in self.LATE_FIELDS:
+            if d[k] == type(self).model_fields[k].default:
+                del d[k]
+        return d
+
+
+class Supervision(StrEnum):
+    """Which positions the training loss reads. Validation and evaluation always score the task's own
+    positions (``Task.scoring``): supervision changes the training signal, never the measurement."""
+
+    #: the positions the task scores (e.g. only the final answer of modular arithmetic)
+    TASK = "task"
+    #: every position, each labelled with the answer for the prefix read so far; only for tasks whose
+    #: targets are prefix labels (``Task.prefix_labels``)
+    EVERY = "every"
 
 
 class ModelConfig(_Config):
@@ -69,6 +93,26 @@ class TrainConfig(_Config):
                                                "construction's, and so is the task on the command line "
                                                "unless --task names it")
     init_noise: float = Field(0.0, ge=0, description="with init: add N(0, sigma^2) to every parameter")
+    supervision: Supervision = Field(
+        Supervision.TASK, description="positions the training loss reads: 'task' (those the task scores) or "
+                                      "'every' (each prefix's answer, for tasks that define one; validation and "
+                                      "tests still score the task's own positions)")
+    curriculum_start: int | None = Field(
+        None, ge=1, description="length curriculum: the longest training length starts here and rises in "
+                                "equal stages (curriculum_stages) to train_max_len; none: the whole range from "
+                                "the first step")
+    curriculum_stages: int = Field(4, ge=2, description="stages of the length curriculum (equal shares of the "
+                                                        "steps)")
+    learned_accuracy: float = Field(
+        0.99, gt=0, le=1, description="a run has learnt the task once its in-distribution validation accuracy "
+                                      "is at least this for learned_validations validations in a row")
+    learned_validations: int = Field(3, ge=1, description="validations in a row at learned_accuracy that count "
+                                                          "as learnt")
+    stop_when_learned: bool = Field(False, description="end training once the task is learnt (steps is then "
+                                                       "a budget); the test lengths are scored as always")
+
+    LATE_FIELDS: ClassVar[tuple[str, ...]] = ("supervision", "curriculum_start", "curriculum_stages",
+                                              "learned_accuracy", "learned_validations", "stop_when_learned")
 
     _device = field_validator("device")(classmethod(lambda cls, v: concrete_device(v)))
 
@@ -76,7 +120,20 @@ class TrainConfig(_Config):
     def _lengths(self):
         if self.train_min_len > self.train_max_len:
             raise ValueError(f"train_min_len {self.train_min_len} > train_max_len {self.train_max_len}")
+        if self.curriculum_start is not None and not self.train_min_len <= self.curriculum_start <= self.train_max_len:
+            raise ValueError(f"curriculum_start {self.curriculum_start} is outside the training lengths "
+                             f"{self.train_min_len}-{self.train_max_len}")
         return self
+
+    def max_length_at(self, step: int) -> int:
+        """The longest training length drawn at optimiser step ``step`` (1-based): train_max_len, or under
+        the length curriculum the stage's: curriculum_start in the first of curriculum_stages equal shares
+        of the steps, train_max_len in the last, evenly spaced between."""
+        if self.curriculum_start is None:
+            return self.train_max_len
+        n = self.curriculum_stages
+        stage = min(n - 1, (step - 1) * n // self.steps)
+        return self.curriculum_start + round((self.train_max_len - self.curriculum_start) * stage / (n - 1))
 
     @property
     def train_lengths(self) -> tuple[int, int]:
@@ -89,7 +146,11 @@ class EvalConfig(_Config):
     lengths: list[int] = Field(default_factory=lambda: default_lengths(), description="test lengths")
     batch_size: int = Field(128, ge=1, description="fresh sequences per test length")
     chunk: int = Field(1024, ge=1, description="time steps per forward call; memory is flat in length")
-    seed: int = Field(12345, description="seed of the test sequences")
+    seed: int = Field(12345, ge=0, description="seed of the test sequences (combined with the split and the length: "
+                                               "each length's test set is its own stream)")
+    doublings: int = Field(4, ge=0, le=8, description="a length whose accuracy interval contains 90% is scored again "
+                                                     "with twice the sequences, at most this many times (then marked "
+                                                     "undecided)")
     device: Literal["cpu", "cuda", "auto"] = Field(
         "auto", validate_default=True, description="cpu, cuda, or auto (cuda where present); stored resolved")
     memory_mb: int = Field(2048, ge=1, description="chunks shrink so that no layer's activations for one "
@@ -107,8 +168,6 @@ class EvalConfig(_Config):
                               "length), or laid end to end over the whole test split ('tile': every test token "
                               "scored once, the bytes the compressor baselines are measured on)")
 
-    #: fields added after run keys were in use: left out of a run's key while at their default, so the
-    #: runs of older databases keep their keys (and are reused)
     LATE_FIELDS: ClassVar[tuple[str, ...]] = ("tokens", "test_split", "horizons", "windows")
 
     @property
@@ -117,14 +176,6 @@ class EvalConfig(_Config):
         return self.test_split.split("+")
 
     _device = field_validator("device")(classmethod(lambda cls, v: concrete_device(v)))
-
-    def key_dict(self) -> dict:
-        """The config as it enters a run's key (``runner.run_key``)."""
-        d = self.model_dump()
-        for k in self.LATE_FIELDS:
-            if d[k] == type(self).model_fields[k].default:
-                del d[k]
-        return d
 
     @field_validator("lengths")
     @classmethod

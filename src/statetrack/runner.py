@@ -27,7 +27,7 @@ import torch
 from statetrack import memory, signals
 from statetrack.checkpoint import declared_params, meta_model, save_run_checkpoint
 from statetrack.claims import owner as this_process
-from statetrack.config import EvalConfig, TrainConfig, flatten, run_configs
+from statetrack.config import EvalConfig, Supervision, TrainConfig, flatten, run_configs
 from statetrack.device import resolve_device
 from statetrack.errors import UserError
 from statetrack.evaluation import LengthMetrics, evaluate_more, evaluate_run, longest_generalized
@@ -65,7 +65,7 @@ def run_key(train_cfg: TrainConfig, eval_cfg: EvalConfig, study: str | None, lab
     """Identity of a run: same key = same numbers, so a complete run with this key can be reused. The
     plugin modules that provide its task and mixers are part of it (when it has any), so a run of one
     plugin's mixer is never reused for another plugin's mixer of the same name."""
-    parts = {"train": train_cfg.model_dump(), "eval": eval_cfg.key_dict(), "study": study, "label": label}
+    parts = {"train": train_cfg.key_dict(), "eval": eval_cfg.key_dict(), "study": study, "label": label}
     plugins = required_plugins(train_cfg)
     if plugins:  # runs of statetrack's own tasks and mixers keep the keys they always had
         parts["plugins"] = plugins
@@ -132,6 +132,9 @@ def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
     meta_model(train_cfg.model, task)  # unknown mixer / bad option -> UserError, without allocating weights
     resolve_device(train_cfg.device)  # 'cuda' without a GPU -> UserError, before the database exists
     resolve_device(eval_cfg.device)
+    if train_cfg.supervision == Supervision.EVERY and task.scoring != "every" and not task.prefix_labels:
+        raise UserError(f"supervision 'every' needs a task whose every position is labelled with its prefix's "
+                        f"answer; {task.name} labels only its final position (allowed: supervision 'task')")
     check_memory(train_cfg, task)
     short = [n for n in eval_cfg.lengths if n < train_cfg.train_min_len]
     if short:
@@ -208,6 +211,7 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
     summary = {"best_step": res.best_step, "best_val_accuracy": res.best_val_accuracy,
                "best_val_loss": res.best_val_loss, "train_accuracy": res.train_accuracy,
                "steps_run": res.steps_run, "stopped_early": res.stopped_early,
+               "learned_at_step": res.learned_at_step, "stop_reason": res.stop_reason.value,
                "train_time": res.wall_time, "longest_90": longest_generalized(metrics),
                "params": sum(p.numel() for p in res.model.parameters()),
                **{f"longest_90_{s}": longest_generalized(ms) for s, ms in more.items()},

@@ -35,6 +35,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from statetrack.config import Supervision
+
 if TYPE_CHECKING:
     from statetrack.config import TrainConfig
     from statetrack.tasks.base import Task
@@ -244,15 +246,21 @@ def make_step(model: nn.Module, cfg: TrainConfig, schedule: Schedule,
 # -- batches ---------------------------------------------------------------------------------------------
 def batches(task: Task, rng: np.random.Generator, cfg: TrainConfig, device: torch.device,
             prefetch: int = 4) -> Iterator[tuple[Tensor, ...]]:
-    """Training batches (x, y, mask) on ``device``: one length drawn per step from the training range,
-    then a batch of that length, from ``rng`` in that order. On the CPU they are made when asked for; on
-    CUDA a thread makes them ahead (the same draws in the same order) into pinned memory, and the copies
-    to the device do not wait."""
-    lo, hi = cfg.train_lengths
+    """Training batches (x, y, mask) on ``device``: one length drawn per step from the training range (its
+    top rising by stages under a length curriculum, ``TrainConfig.max_length_at``), then a batch of that
+    length, from ``rng`` in that order. With ``supervision: every`` the mask covers every position (each
+    target is then its prefix's label). On the CPU they are made when asked for; on CUDA a thread makes
+    them ahead (the same draws in the same order) into pinned memory, and the copies to the device do not
+    wait."""
+    lo = cfg.train_min_len
+    every = cfg.supervision == Supervision.EVERY and task.scoring != "every"
+    step = 0
 
     def draw():
-        b = task.sample_batch(rng, cfg.batch_size, int(rng.integers(lo, hi + 1)))
-        return b.inputs, b.targets, b.mask
+        nonlocal step
+        step += 1
+        b = task.sample_batch(rng, cfg.batch_size, int(rng.integers(lo, cfg.max_length_at(step) + 1)))
+        return b.inputs, b.targets, np.ones_like(b.mask) if every else b.mask
 
     if device.type != "cuda":
         while True:

@@ -1,8 +1,16 @@
 """One training loop for every model.
 
 AdamW, linear warm-up then cosine decay, gradient clipping, a training length drawn per step from
-[train_min_len, train_max_len], validation on fixed IN-distribution sequences only, early stop after
-``patience`` validations without improvement, and the best validated weights kept. The starting
+[train_min_len, train_max_len] (or, under a length curriculum, from a range whose top rises in stages:
+``TrainConfig.max_length_at``), the loss on the task's scored positions or on every prefix's answer
+(``TrainConfig.supervision``), validation on fixed IN-distribution sequences only (always on the task's
+own scored positions), early stop after ``patience`` validations without improvement, and the best
+validated weights kept.
+
+Learnability is measured, not assumed: a run has *learnt* its task at the first step of the first run of
+``learned_validations`` validations in a row whose accuracy is at least ``learned_accuracy`` (99% and 3
+by default); ``TrainResult.learned_at_step`` records it (None: not within the steps run), and with
+``stop_when_learned`` training ends there, ``steps`` being a budget. The starting
 weights are validated too, before the first step (step 0 of the curve), and kept unless a later
 validation beats them (higher accuracy, or equal accuracy and lower loss): training never returns a
 model that validates worse than the one it started from (e.g. a hand-set construction, see
@@ -21,6 +29,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 import numpy as np
 import torch
@@ -41,6 +50,14 @@ def diverged_limit(num_classes: int) -> float:
     return DIVERGED_FACTOR * math.log(max(2, num_classes))
 
 
+class StopReason(StrEnum):
+    """Why training ended."""
+
+    BUDGET = "budget"  # every step of ``steps`` was run
+    PATIENCE = "patience"  # ``patience`` validations in a row without improvement
+    LEARNED = "learned"  # ``stop_when_learned`` and the task was learnt
+
+
 @dataclass
 class TrainResult:
     model: Model
@@ -53,6 +70,31 @@ class TrainResult:
     stopped_early: bool
     wall_time: float
     curve: list[dict] = field(default_factory=list)
+    #: the first validation step of the first run of ``learned_validations`` validations in a row at
+    #: ``learned_accuracy`` or more (in-distribution); None: not learnt within the steps run
+    learned_at_step: int | None = None
+    stop_reason: StopReason = StopReason.BUDGET
+
+
+class Learning:
+    """Tracks whether, and from which step, a run has learnt its task (``TrainConfig.learned_accuracy``
+    held for ``learned_validations`` validations in a row, step 0's included)."""
+
+    def __init__(self, cfg: TrainConfig):
+        self.threshold, self.needed = cfg.learned_accuracy, cfg.learned_validations
+        self.streak, self.start = 0, 0
+        self.learned_at: int | None = None
+
+    def see(self, step: int, accuracy: float) -> bool:
+        """Record one validation; True once the task counts as learnt."""
+        if accuracy >= self.threshold:
+            self.start = step if self.streak == 0 else self.start
+            self.streak += 1
+        else:
+            self.streak = 0
+        if self.learned_at is None and self.streak >= self.needed:
+            self.learned_at = self.start
+        return self.learned_at is not None
 
 
 def set_seed(seed: int) -> None:
@@ -157,6 +199,10 @@ def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None
               "lr": stepper.lr()}]
     best, best_step, bad = (acc, vloss), 0, 0
     best_state = copy.deepcopy(model.state_dict())
+    learning = Learning(cfg)
+    reason = StopReason.BUDGET
+    if not lm:
+        learning.see(0, acc)
     if on_step:
         on_step(0, curve[0])
     step = 0
@@ -185,13 +231,18 @@ def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None
                 best_state = copy.deepcopy(model.state_dict())
             else:
                 bad += 1
+            learned = not lm and learning.see(step, acc)
             if on_step:
                 on_step(step, info)
+            if learned and cfg.stop_when_learned:
+                reason = StopReason.LEARNED
+                break
             if bad >= cfg.patience:
+                reason = StopReason.PATIENCE
                 break
     data.close()
     model.load_state_dict(best_state)
     model.eval()
     return TrainResult(model, cfg, best_step, best[0], best[1],
                        curve[-1]["train_accuracy"] if curve else float("nan"), step,
-                       step < cfg.steps, time.time() - t0, curve)
+                       step < cfg.steps, time.time() - t0, curve, learning.learned_at, reason)

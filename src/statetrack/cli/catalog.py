@@ -13,6 +13,7 @@ def cmd_models(a):
         "name": lambda r: r["name"], "input-dependent": lambda r: show(r["input_dependent"]),
         "eigenvalues": lambda r: r["eigenvalues"], "structure": lambda r: r["structure"],
         "n_h": lambda r: show(r["n_h"]),
+        "modulus 1": lambda r: "rounding" if r["rounding"] else "exact" if r["linear"] else "-",
         "options": lambda r: ", ".join(f"{k}={show(v)}" for k, v in r["options"].items()),
         "description": lambda r: r["description"]})
 
@@ -57,6 +58,8 @@ def cmd_sample(a):
     exact = "" if shares["exact"] is None else f"; exact majority share {100 * shares['exact']:.1f}%"
     say(f"final label over {shares['n']:,} {a.split} sequences of length {a.length} ({shares['draw']}): {text}"
           f"{exact}")
+    if shares["note"]:
+        say(f"note: {shares['note']}")
     return 0
 
 

@@ -7,6 +7,7 @@ its default; ``given(args)`` returns the ones given, by dotted config key (``lr`
 from __future__ import annotations
 
 import argparse
+import enum
 import typing
 
 from statetrack.cli.args import parse_lengths, show_default
@@ -21,6 +22,8 @@ def _kind(ann) -> dict:
         ann = next(a for a in args if a is not type(None))
     if ann is bool:
         return {"action": argparse.BooleanOptionalAction}
+    if isinstance(ann, type) and issubclass(ann, enum.Enum):
+        return {"choices": [e.value for e in ann]}
     if typing.get_origin(ann) is typing.Literal:
         return {"choices": list(typing.get_args(ann))}
     if ann == list[int]:

@@ -99,10 +99,20 @@ def cmd_train(a):
     else:
         lo, hi = tcfg.train_lengths
         title = (f"run {res.run_id}: {tcfg.model.layers} on {tcfg.task}, trained on "
-                 f"{lo if lo == hi else f'{lo}-{hi}'} (checkpoint {res.checkpoint})")
+                 f"{lo if lo == hi else f'{lo}-{hi}'}{learned_text(tcfg, res.summary)} (checkpoint {res.checkpoint})")
         print_lm_metrics(title, res.lm) if res.lm else print_splits(title, ecfg.splits[0], res.metrics, res.more,
                                                                       res.summary.get("horizons"))
     return 0
+
+
+def learned_text(tcfg, summary: dict) -> str:
+    """', learnt at step N' or ', not learnt in N steps' (a state task's in-distribution criterion)."""
+    if "learned_at_step" not in summary or summary.get("corpus"):
+        return ""
+    at = summary["learned_at_step"]
+    if at is None:
+        return f", not learnt in {summary.get('steps_run', tcfg.steps):,} steps"
+    return f", learnt at step {at:,}"
 
 
 def print_splits(title: str, headline: str, metrics, more: dict, horizons: dict | None) -> None:

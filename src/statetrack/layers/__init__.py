@@ -7,12 +7,15 @@ from statetrack.layers.aussm import AUSSM, DCD, SimpleAUSSM
 from statetrack.layers.base import Mixer, Properties, check_options
 from statetrack.layers.deltanet import DeltaNet, DeltaProduct
 from statetrack.layers.gateddeltanet import GatedDeltaNet
+from statetrack.layers.gateddeltaproduct import GatedDeltaProduct
 from statetrack.layers.gla import GLA
+from statetrack.layers.kda import KDA
 from statetrack.layers.lru import LRU
 from statetrack.layers.mamba import Mamba, NegativeMamba
 from statetrack.layers.mamba2 import Mamba2
 from statetrack.layers.mamba3 import Mamba3
 from statetrack.layers.mlstm import MLSTM
+from statetrack.layers.pdssm import PDSSM
 from statetrack.layers.rnn import GRU, LSTM, RNN
 from statetrack.layers.rwkv7 import RWKV7
 from statetrack.layers.s4d import S4D
@@ -36,7 +39,7 @@ def register(cls: type[Mixer]) -> type[Mixer]:
 
 
 for _cls in (RNN, LSTM, GRU, S4D, Mamba, NegativeMamba, AUSSM, SimpleAUSSM, DCD, DeltaNet, DeltaProduct,
-             Transformer, Mamba2, Mamba3, GatedDeltaNet, RWKV7, MLSTM, SLSTM, LRU, GLA):
+             Transformer, Mamba2, Mamba3, GatedDeltaNet, RWKV7, MLSTM, SLSTM, LRU, GLA, GatedDeltaProduct, KDA, PDSSM):
     register(_cls)
 
 
@@ -52,14 +55,16 @@ def build_mixer(spec: LayerSpec, d_model: int, d_state: int) -> Mixer:
 def models_table() -> list[dict]:
     """One row per registered mixer, built with its default options (for ``statetrack models``).
 
-    Keys: name, description, input_dependent, eigenvalues, structure, n_h, linear, options (the
-    defaults). Properties that depend on an option (mamba's and deltanet's ``neg``, s4d's ``init``)
+    Keys: name, description, input_dependent, eigenvalues, structure, n_h, linear, rounding (how float32
+    rounding reaches modulus 1, or ""), options (the defaults). Properties that depend on an option
+    (mamba's and deltanet's ``neg``, s4d's ``init``)
     are those of the defaults; the description names the switch."""
     rows = []
     for name, cls in MIXERS.items():
         p = cls(8, 4, **check_options(cls, {})).properties
         rows.append({"name": name, "description": cls.description, "input_dependent": p.input_dependent,
                      "eigenvalues": p.eigenvalues, "structure": p.structure, "n_h": p.n_h, "linear": p.linear,
+                     "rounding": p.rounding,
                      "options": dict(cls.options)})
     return rows
 

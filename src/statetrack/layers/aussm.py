@@ -34,6 +34,7 @@ from statetrack.layers.base import (
     Structure,
     check_conv,
     check_expand,
+    exp_rounding,
     init_dt_bias,
 )
 from statetrack.ops import polar, selective_scan, unit_phase
@@ -172,7 +173,8 @@ class DCD(_ComplexSelective):
 
     @property
     def properties(self):
-        return Properties(input_dependent=True, eigenvalues=EigenvalueDomain.COMPLEX_DISC, structure=Structure.DIAGONAL)
+        return Properties(input_dependent=True, eigenvalues=EigenvalueDomain.COMPLEX_DISC, structure=Structure.DIAGONAL,
+                          rounding=exp_rounding("the modulus r = exp(-Delta exp(A_log))", False))
 
     def _ab(self, low):
         dt = self._dt(low)

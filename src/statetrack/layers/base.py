@@ -26,11 +26,11 @@ class EigenvalueDomain(StrEnum):
 
     NONNEG = "[0,1]"
     REAL_HALF_NEG = "(-1/2,1]"  # negative eigenvalues bounded away from -1
-    REAL_HALF_OPEN = "(-1,1]"
-    REAL = "[-1,1]"
+    REAL = "[-1,1]"  # -1 reached, in every built-in mixer only through float32 rounding (Properties.rounding)
     UNIT_CIRCLE = "unit circle"
     COMPLEX_DISC = "complex disc"
     DAMPED_ROTATIONS = "damped rotations"  # a decay floor: Mamba-3 with a_floor > 0
+    FIXED_PHASE = "fixed-phase rotations"  # input-dependent modulus, time-invariant phase (standard RoPE)
     COMPLEX_FIXED = "complex"
     NOT_LINEAR = "n/a"
 
@@ -42,6 +42,8 @@ class Structure(StrEnum):
     DIAGONAL = "diagonal"
     HOUSEHOLDER = "householder"  # a product of n_h generalized Householder matrices, possibly gated
     DPLR = "dplr"  # diagonal plus a rank-one matrix (RWKV-7)
+    PD = "pd"  # a column one-hot matrix times a complex diagonal (PD-SSM, A = P D): one non-zero entry per column
+    PD_ROWS = "pd-rows"  # a complex diagonal times a row one-hot matrix (PD-SSM's public code, A = D P)
     DENSE = "dense"
     NONLINEAR = "nonlinear"
     ATTENTION = "attention"
@@ -51,32 +53,53 @@ class Structure(StrEnum):
 DOMAINS = {
     EigenvalueDomain.NONNEG: "non-negative real, at most 1",
     EigenvalueDomain.REAL_HALF_NEG: "real, in (-1/2, 1]: negative eigenvalues bounded away from -1",
-    EigenvalueDomain.REAL_HALF_OPEN: "real, in (-1, 1]",
     EigenvalueDomain.REAL: "real, in [-1, 1]",
     EigenvalueDomain.UNIT_CIRCLE: "complex, modulus exactly 1",
     EigenvalueDomain.COMPLEX_DISC: "complex, modulus at most 1",
     EigenvalueDomain.DAMPED_ROTATIONS: "complex, modulus at most 1, and below 1 off the real axis except at tiny "
                                        "angles (a decay floor: Mamba-3 with a_floor > 0)",
-    EigenvalueDomain.COMPLEX_FIXED: "complex, fixed (time-invariant), modulus below 1",
+    EigenvalueDomain.FIXED_PHASE: "complex: an input-dependent modulus in [0, 1] times a fixed (time-invariant) "
+                                  "rotation per slot, so every input of a length has the same phase",
+    EigenvalueDomain.COMPLEX_FIXED: "complex, fixed (time-invariant), modulus at most 1",
     EigenvalueDomain.NOT_LINEAR: "non-linear recurrence: no transition matrix",
 }
 STRUCTURES = tuple(Structure)
+
+#: where float32 rounds the saturating maps of the parametrisations to their limits (measured with torch's float32
+#: exp and sigmoid on this project's CPUs); the mixers' Properties.rounding cite them
+ROUND_EXP = "exp(-x) = 1 for x < 2.7e-8"
+ROUND_SIGMOID = "sigmoid(z) = 1 for z > 16.6"
+ROUND_NEG_EXP = "2 exp(-x) - 1 = -1 for x > 18.0"
 
 
 @dataclass(frozen=True)
 class Properties:
     """What the theorems look at: input dependence, eigenvalue domain, structure (and n_h). The domain
-    and the structure may be given as their names ("[0,1]", "diagonal"): they are read as the enums."""
+    and the structure may be given as their names ("[0,1]", "diagonal"): they are read as the enums.
+
+    The domain is the set of eigenvalues the mixer's float32 transitions take. ``rounding`` says how the
+    parametrisation reaches modulus 1 (the eigenvalues 1 and -1 and the rotations that every construction
+    holds over any length) where it reaches it only through float32 rounding: a saturating map (sigmoid,
+    exp) that takes its limit only once the float rounds it, e.g. "2 sigmoid(z) = 2 for z > 17". Empty
+    when those eigenvalues are reached in exact arithmetic at finite weights (AUSSM's exp(i theta)). The
+    oracle qualifies every 'possible' verdict whose construction needs them (``theory.verdicts``).
+    ``factor_eigenvalues``: for a product of Householder factors (possibly gated), the domain of each factor
+    I - beta k k^T (1 and 1 - beta): [0,1] for beta in [0, 1], [-1,1] for beta in [0, 2]."""
 
     input_dependent: bool
     eigenvalues: EigenvalueDomain
     structure: Structure
     linear: bool = True
     n_h: int | None = None
+    rounding: str = ""
+    factor_eigenvalues: EigenvalueDomain | None = None  # Householder structures: each factor's domain
 
     def __post_init__(self):
-        for key, kind in (("eigenvalues", EigenvalueDomain), ("structure", Structure)):
+        for key, kind in (("eigenvalues", EigenvalueDomain), ("structure", Structure), ("factor_eigenvalues",
+                                                                                        EigenvalueDomain)):
             value = getattr(self, key)
+            if value is None and key == "factor_eigenvalues":
+                continue
             if value not in kind.__members__.values():
                 raise ValueError(f"unknown {key} {value!r} in a mixer's Properties; allowed: "
                                  f"{', '.join(repr(str(m)) for m in kind)}")
@@ -190,6 +213,14 @@ def check_conv(mixer: str, conv: int) -> None:
 def check_expand(mixer: str, expand: int) -> None:
     if not 1 <= expand <= 16:
         raise UserError(f"{mixer} expand={expand} not in 1..16")
+
+
+def exp_rounding(what: str, neg: bool) -> str:
+    """Properties.rounding of a transition exp(-x), x > 0 (``neg``: 2 exp(-x) - 1): where it reaches 1 (and -1)."""
+    if neg:
+        return (f"{what}'s 2 exp(-x) - 1 reaches 1 and -1 only through float32 rounding ({ROUND_EXP}; "
+                f"{ROUND_NEG_EXP})")
+    return f"{what} = exp(-x) reaches 1 only through float32 rounding ({ROUND_EXP})"
 
 
 def log_uniform_dt(mixer: str, n: int, dt_min: float, dt_max: float) -> Tensor:

@@ -22,9 +22,20 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, Properties, causal_conv_step, check_conv, dt_bias_init
+from statetrack.layers.base import ROUND_EXP, Mixer, Properties, causal_conv_step, check_conv, dt_bias_init
+from statetrack.layers.deltanet import NEG_ROUNDING
 from statetrack.ops import causal_conv
 from statetrack.ops.dplr import CHUNK, dplr_step, dplr_transition, gated_delta_rule, gated_delta_terms
+
+#: how float32 rounding gives the gate alpha = 1 (Properties.rounding)
+GATE_ROUNDING = f"the gate alpha = exp(-exp(A_log) softplus(.)) = 1 only through float32 rounding ({ROUND_EXP})"
+
+
+def decay_gate_init(mixer: str, n: int) -> tuple[nn.Parameter, nn.Parameter]:
+    """Mamba-2's decay gate for n heads (or channels): (A_log with A drawn in [0, 16], dt_bias with softplus(dt_bias)
+    log-uniform in [1e-3, 1e-1]); the gate is alpha = exp(-exp(A_log) softplus(w^T x + dt_bias))."""
+    return (nn.Parameter(torch.log(torch.empty(n).uniform_(0, 16))),
+            nn.Parameter(dt_bias_init(mixer, n, 1e-3, 1e-1)))
 
 
 class GatedDeltaNet(Mixer):
@@ -46,8 +57,7 @@ class GatedDeltaNet(Mixer):
         self.qkv = nn.Linear(d_model, sum(self.sizes), bias=False)
         self.conv = nn.Conv1d(sum(self.sizes), sum(self.sizes), conv, groups=sum(self.sizes)) if conv > 0 else None
         self.ab_proj = nn.Linear(d_model, 2 * H, bias=False)  # beta and the gate's Delta
-        self.A_log = nn.Parameter(torch.log(torch.empty(H).uniform_(0, 16)))
-        self.dt_bias = nn.Parameter(dt_bias_init(self.name, H, 1e-3, 1e-1))
+        self.A_log, self.dt_bias = decay_gate_init(self.name, H)
         self.g_proj = nn.Linear(d_model, H * self.dv, bias=False)
         self.o_norm = nn.RMSNorm(self.dv, eps=1e-5)
         self.o_proj = nn.Linear(H * self.dv, d_model, bias=False)
@@ -55,7 +65,8 @@ class GatedDeltaNet(Mixer):
     @property
     def properties(self):
         return Properties(input_dependent=True, eigenvalues="[-1,1]" if self.neg else "[0,1]", structure="householder",
-                          n_h=1)
+                          n_h=1, rounding=GATE_ROUNDING + ("; " + NEG_ROUNDING if self.neg else ""),
+                          factor_eigenvalues="[-1,1]" if self.neg else "[0,1]")
 
     def activation_bytes(self):
         C = max(1, self.chunk)

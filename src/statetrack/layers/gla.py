@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, Properties
+from statetrack.layers.base import ROUND_SIGMOID, Mixer, Properties
 from statetrack.ops.dplr import dplr_step, gla_rule
 
 GATE_RANK = 16
@@ -51,7 +51,8 @@ class GLA(Mixer):
 
     @property
     def properties(self):
-        return Properties(input_dependent=True, eigenvalues="[0,1]", structure="diagonal")
+        return Properties(input_dependent=True, eigenvalues="[0,1]", structure="diagonal",
+                          rounding=f"w = sigmoid(.)^(1/16) = 1 only through float32 rounding ({ROUND_SIGMOID})")
 
     def activation_bytes(self):
         C = max(1, self.chunk)

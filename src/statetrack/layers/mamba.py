@@ -3,7 +3,8 @@
 x -> in_proj -> (u, z); u -> optional depthwise causal conv (kernel 4) -> silu;
 Delta_t = softplus(dt_proj(W_dt u_t)), B_t = W_B u_t, C_t = W_C u_t, A = -exp(A_log) (A_log = log(1..N));
 A_bar_t = exp(Delta_t A) in (0, 1]            (Mamba)
-A_bar_t = 2 exp(Delta_t A) - 1 in (-1, 1]     (Negative Mamba, option neg=true)
+A_bar_t = 2 exp(Delta_t A) - 1 in [-1, 1]     (Negative Mamba, option neg=true; -1 and 1 only where float32 rounds
+                                               the exponential to 0 or 1: Properties.rounding)
 h_t = A_bar_t h_{t-1} + Delta_t B_t u_t;  y_t = (C_t h_t + D u_t) * silu(z_t) -> out_proj.
 """
 from __future__ import annotations
@@ -22,6 +23,7 @@ from statetrack.layers.base import (
     Structure,
     check_conv,
     check_expand,
+    exp_rounding,
     init_dt_bias,
 )
 from statetrack.ops import mamba_scan
@@ -50,8 +52,9 @@ class Mamba(MambaInput, Mixer):
 
     @property
     def properties(self):
-        domain = EigenvalueDomain.REAL_HALF_OPEN if self.neg else EigenvalueDomain.NONNEG
-        return Properties(input_dependent=True, eigenvalues=domain, structure=Structure.DIAGONAL)
+        domain = EigenvalueDomain.REAL if self.neg else EigenvalueDomain.NONNEG
+        return Properties(input_dependent=True, eigenvalues=domain, structure=Structure.DIAGONAL,
+                          rounding=exp_rounding("A_bar = exp(-Delta |A|)", self.neg))
 
     def activation_bytes(self):
         # without gradients the scan keeps no (T, E, N) tensor (a ring of states); the per-step tensors
@@ -101,7 +104,7 @@ class Mamba(MambaInput, Mixer):
 
 class NegativeMamba(Mamba):
     name = "negmamba"
-    description = "Mamba with A_bar = 2 exp(Delta(x) A) - 1 in (-1, 1] (Grazzi2024)"
+    description = "Mamba with A_bar = 2 exp(Delta(x) A) - 1 in [-1, 1] (Grazzi2024)"
     fixed_options = {"neg": True}
 
     def __init__(self, d_model, d_state, **kw):

@@ -5,7 +5,7 @@ Delta_t = softplus(dt_t + dt_bias) per head (dt_bias: Mamba's log-uniform init i
 A_h = -exp(A_log_h) with A_h drawn uniformly in [1, 16] (the reference init); per head h with
 P = ``headdim`` channels and state (P, N), one group of B and C shared by the heads::
 
-    a_t = exp(Delta_t A_h) in (0, 1]          (neg=true: 2 exp(Delta_t A_h) - 1 in (-1, 1], as Grazzi2024
+    a_t = exp(Delta_t A_h) in (0, 1]          (neg=true: 2 exp(Delta_t A_h) - 1 in [-1, 1], as Grazzi2024
                                                extend Mamba; the same map as ``negmamba``)
     h_t = a_t h_{t-1} + Delta_t x_t B_t^T       y_t = h_t C_t + D_h x_t
 
@@ -19,7 +19,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, Properties, causal_conv_step, check_conv, check_expand, dt_bias_init
+from statetrack.layers.base import (
+    Mixer,
+    Properties,
+    causal_conv_step,
+    check_conv,
+    check_expand,
+    dt_bias_init,
+    exp_rounding,
+)
 from statetrack.ops import causal_conv
 from statetrack.ops.mamba import mamba_transition
 from statetrack.ops.ssd import ssd_scan
@@ -30,7 +38,7 @@ A_INIT = (1.0, 16.0)
 
 class Mamba2(Mixer):
     name = "mamba2"
-    description = "Mamba-2: a scalar transition per head, A(x) = exp(Delta(x) A) I in (0, 1] ((-1, 1] with neg=true)"
+    description = "Mamba-2: a scalar transition per head, A(x) = exp(Delta(x) A) I in (0, 1] ([-1, 1] with neg=true)"
 
     def __init__(self, d_model, d_state, conv=4, expand=2, headdim=8, neg=False, dt_min=1e-3, dt_max=1e-1):
         super().__init__(d_model, d_state)
@@ -52,7 +60,8 @@ class Mamba2(Mixer):
 
     @property
     def properties(self):
-        return Properties(input_dependent=True, eigenvalues="(-1,1]" if self.neg else "[0,1]", structure="scalar")
+        return Properties(input_dependent=True, eigenvalues="[-1,1]" if self.neg else "[0,1]", structure="scalar",
+                          rounding=exp_rounding("a_t = exp(Delta_t A)", self.neg))
 
     def activation_bytes(self):
         return 4 * (10 * self.d_inner + 6 * self.d_state)

@@ -17,7 +17,10 @@ x -> in_proj -> (z, x, B, C, dt, A, lambda, theta), as in the reference code (no
       y_t = Re(conj(C_t) h_t) + D_h x_t,   out = out_proj(y * silu(z)).
 
 Options: ``trap=false`` uses lambda = 1 (the exponential-Euler rule of Mamba-2); ``rope=false`` sets
-theta = 0 (real decays only: the ablation in which Mamba-3 loses parity); ``a_floor`` bounds A_t <= -a_floor
+theta = 0 (real decays only: the ablation in which Mamba-3 loses parity); ``data_angles=false`` keeps the
+rotations but makes them standard RoPE's, a fixed angle 10000^(-n/(N/2)) per slot n and step whatever the
+input (the paper's other ablation: an input-dependent modulus times a time-invariant phase, so every input
+of a length ends at the same phase, and parity's sign cannot follow the input); ``a_floor`` bounds A_t <= -a_floor
 (the reference uses 1e-4; the default here is 0). With a floor, a rotation by phi = Delta theta needs
 Delta >= |phi| / pi, so its modulus is at most exp(-a_floor |phi| / pi) < 1: a rotation by pi keeps
 |a| <= exp(-1e-4) = 0.9999, and the state of a parity channel decays by e^-1 every 10^4 steps. Unit
@@ -38,8 +41,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, Properties, check_expand, dt_bias_init
+from statetrack.layers.base import Mixer, Properties, check_expand, dt_bias_init, exp_rounding
 from statetrack.ops.mamba3 import mamba3_scan, mamba3_step, mamba3_transition, mamba3_zero_state
+
+#: the base of standard RoPE's frequencies (``data_angles=false``)
+ROPE_BASE = 10000.0
 
 
 class Mamba3(Mixer):
@@ -47,8 +53,8 @@ class Mamba3(Mixer):
     description = ("Mamba-3: A(x) = exp(Delta A(x)) exp(i Delta theta(x)) per state pair (complex disc), "
                    "exponential-trapezoidal")
 
-    def __init__(self, d_model, d_state, expand=2, headdim=8, trap=True, rope=True, a_floor=0.0, dt_min=1e-3,
-                 dt_max=1e-1):
+    def __init__(self, d_model, d_state, expand=2, headdim=8, trap=True, rope=True, data_angles=True, a_floor=0.0,
+                 dt_min=1e-3, dt_max=1e-1):
         super().__init__(d_model, d_state)
         check_expand(self.name, expand)
         E, N = expand * d_model, d_state
@@ -59,6 +65,7 @@ class Mamba3(Mixer):
         if not a_floor >= 0:
             raise UserError(f"{self.name} a_floor={a_floor} must be >= 0")
         self.trap, self.rope, self.a_floor = bool(trap), bool(rope), float(a_floor)
+        self.data_angles = bool(data_angles)
         self.d_inner, self.P, self.H, self.N2 = E, headdim, E // headdim, N // 2
         H = self.H
         self.sizes = [E, E, N, N, H, H, H, self.N2]  # z, x, B, C, dt, A, lambda, theta
@@ -68,12 +75,15 @@ class Mamba3(Mixer):
         self.B_bias, self.C_bias = nn.Parameter(torch.ones(H, N)), nn.Parameter(torch.ones(H, N))
         self.D = nn.Parameter(torch.ones(H))
         self.out_proj = nn.Linear(E, d_model, bias=False)
+        # data_angles=false: standard RoPE's fixed frequencies, 10000^(-n / (N/2)) radians per step for slot n
+        self.register_buffer("freqs", ROPE_BASE ** (-torch.arange(self.N2) / self.N2), persistent=False)
 
     @property
     def properties(self):
-        dom = "[0,1]" if not self.rope else "damped rotations" if self.a_floor > 0 else "complex disc"
-        return Properties(input_dependent=True, eigenvalues=dom,
-                          structure="diagonal")
+        dom = ("[0,1]" if not self.rope else "fixed-phase rotations" if not self.data_angles else
+               "damped rotations" if self.a_floor > 0 else "complex disc")
+        return Properties(input_dependent=True, eigenvalues=dom, structure="diagonal",
+                          rounding=exp_rounding("the decay exp(Delta_t A_t)", False))
 
     def activation_bytes(self):
         # per step: the projections, and per (head, channel, slot) a, the input term and h (complex64)
@@ -88,7 +98,9 @@ class Mamba3(Mixer):
         dt = F.softplus(dt + self.dt_bias)
         A = torch.clamp(-F.softplus(A), max=-self.a_floor)
         lam = torch.sigmoid(lam) if self.trap else torch.ones_like(lam)
-        if self.rope:  # the angle Delta theta, theta = pi tanh(.) in (-pi, pi) as in the reference code
+        if self.rope and not self.data_angles:  # standard RoPE: a fixed angle per slot, whatever the input
+            phi = self.freqs.to(dt.dtype).expand(*dt.shape, self.N2)
+        elif self.rope:  # the angle Delta theta, theta = pi tanh(.) in (-pi, pi) as in the reference code
             phi = dt.unsqueeze(-1) * (math.pi * torch.tanh(theta)).unsqueeze(-2)
         else:
             phi = torch.zeros_like(dt).unsqueeze(-1).expand(*dt.shape, self.N2)

@@ -22,7 +22,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, Properties, causal_conv_step, check_conv, check_expand
+from statetrack.layers.base import (
+    ROUND_SIGMOID,
+    Mixer,
+    Properties,
+    causal_conv_step,
+    check_conv,
+    check_expand,
+)
 from statetrack.ops import causal_conv
 from statetrack.ops.mlstm import CHUNK, mlstm, mlstm_step, mlstm_transition, mlstm_zero_state
 
@@ -58,7 +65,8 @@ class MLSTM(Mixer):
 
     @property
     def properties(self):
-        return Properties(input_dependent=True, eigenvalues="[0,1]", structure="scalar")
+        return Properties(input_dependent=True, eigenvalues="[0,1]", structure="scalar",
+                          rounding=f"the forget gate sigmoid(.) = 1 only through float32 rounding ({ROUND_SIGMOID})")
 
     def activation_bytes(self):
         C = max(1, self.chunk)

@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, Properties
+from statetrack.layers.base import ROUND_EXP, Mixer, Properties
 from statetrack.ops.dplr import dplr_step, dplr_transition, rwkv7_rule, rwkv7_terms
 
 #: the decay's floor: log w >= -e^(-1/2) (w > 0.545), as in the paper
@@ -79,7 +79,9 @@ class RWKV7(Mixer):
 
     @property
     def properties(self):
-        return Properties(input_dependent=True, eigenvalues="(-1/2,1]", structure="dplr", n_h=1)
+        return Properties(input_dependent=True, eigenvalues="(-1/2,1]", structure="dplr", n_h=1,
+                          rounding=f"the decay w = exp(-e^-1/2 sigmoid(.)) = 1 only through float32 rounding "
+                                   f"({ROUND_EXP})")
 
     def activation_bytes(self):
         C = max(1, self.chunk)

@@ -1,4 +1,4 @@
-"""Diagonal-plus-low-rank transitions: the recurrence of Gated DeltaNet, RWKV-7 and GLA.
+"""Diagonal-plus-low-rank transitions: the recurrence of Gated DeltaNet, Gated DeltaProduct, KDA, RWKV-7 and GLA.
 
 Per head, with a matrix state S (d_k, d_v)::
 
@@ -10,6 +10,9 @@ rank-one term), and the write is k_t v_t^T. The mixers fill it in:
 * GLA (Yang2023):           log_w per key channel, no rank-one term (a = b = None);
 * Gated DeltaNet (Yang2025): log_w one number per head (``(..., 1)``), a = k, b = -exp(log_w) beta k,
   the write k' = beta k: A_t = alpha_t (I - beta_t k_t k_t^T);
+* KDA (Kimi Linear):         log_w per key channel, a = alpha (.) k, b = -beta k, the write beta k:
+  A_t = (I - beta_t k_t k_t^T) diag(alpha_t), Gated DeltaNet with a per-channel gate;
+* Gated DeltaProduct:        Gated DeltaNet over n_h sub-steps per token (:func:`gated_delta_product`);
 * RWKV-7 (Peng2025):         log_w per key channel, a = kappa_hat, b = -kappa_hat * a_lr (the in-context
   learning rate): A_t = diag(w_t) - (kappa_hat (.) a_lr) kappa_hat^T.
 
@@ -33,7 +36,8 @@ Three forms:
   differentiates it (the loop runs T / C times). Only products and exponentials of sums of log_w <= 0
   appear, so no factor exceeds 1 and nothing divides by a decay.
 
-On CUDA, the mixers' ops (:func:`gated_delta_rule`, :func:`rwkv7_rule`, :func:`gla_rule`) run
+On CUDA, the mixers' ops (:func:`gated_delta_rule`, :func:`gated_delta_product`, :func:`kda_rule`,
+:func:`rwkv7_rule`, :func:`gla_rule`) run
 flash-linear-attention's kernels where ``fla`` is installed (``ops.fla_gated``); everything else runs
 the chunked form.
 """
@@ -45,6 +49,7 @@ from torch import Tensor
 
 from statetrack.ops import dispatch
 from statetrack.ops.chunks import chunk_layout, zeros_state
+from statetrack.ops.householder import interleave
 
 CHUNK = 16  # default steps per chunk of the chunked form
 
@@ -183,6 +188,54 @@ def gated_delta_rule(q, k, v, beta, g, S0=None, chunk: int = CHUNK, neg: bool = 
 
             return gated_delta_rule_fla(q, k, v, beta, g, S0, "recurrent" if neg else "chunk")
     bk, a, b, log_w = gated_delta_terms(k, beta, g)
+    return dplr(q, bk, v, a, b, log_w, S0, chunk)
+
+
+def gated_delta_product(q, k, v, beta, g, S0=None, chunk: int = CHUNK, neg: bool = False):
+    """Gated DeltaProduct (Siems2025; fla's ``gated_delta_product``): per token t the gate, then n_h delta steps,
+
+        S <- alpha_t S;  S <- (I - beta_j k_j k_j^T) S + beta_j k_j v_j^T  (j = 1..n_h);  o_t = S^T q_t,
+
+    so A(x_t) = alpha_t prod_j (I - beta_j k_j k_j^T). q (B, T, H, d_k); k (B, T, n_h, H, d_k) (each k_j
+    L2-normalised); v (B, T, n_h, H, d_v); beta (B, T, n_h, H); g (B, T, H) the log-gate. Run as the gated
+    delta rule over T n_h sub-steps with the gate on each token's first sub-step and the query on its last
+    (``ops.householder.interleave``), as fla's own layer runs its recurrent kernel; on CUDA with fla and
+    beta in [0, 1], fla's ``chunk_gated_delta_product`` (bfloat16 q, k, v, as every chunk kernel here);
+    with ``neg`` the gated delta rule's exactness rule (``ops.fla_gated``). Returns (o (B, T, H, d_v), S_T)."""
+    nh = k.shape[2]
+    if q.shape[1] and dispatch.use_fla(q) and not neg:
+        from statetrack.ops.fla_gated import gated_delta_product_fla
+
+        return gated_delta_product_fla(q, k, v, beta, g, S0)
+    qq, kk, vv, bb = interleave(q, k, v, beta)
+    gg = torch.zeros_like(bb)
+    gg[:, ::nh] = g
+    o, S = gated_delta_rule(qq, kk, vv, bb, gg, S0, chunk, neg)  # chunk: sub-steps per chunk
+    return o[:, nh - 1:: nh], S
+
+
+def kda_terms(k: Tensor, beta: Tensor, log_w: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """Kimi Delta Attention as a DPLR recurrence: k (B, T, H, d_k) (L2-normalised), beta (B, T, H), log_w (B, T,
+    H, d_k) the per-channel log-gate -> (write key beta k, a = alpha (.) k, b = -beta k): A = (I - beta k k^T)
+    diag(alpha) = diag(alpha) - beta k (alpha (.) k)^T."""
+    bk = beta.unsqueeze(-1) * k
+    return bk, torch.exp(log_w) * k, -bk
+
+
+def kda_rule(q, k, v, beta, log_w, S0=None, chunk: int = CHUNK, neg: bool = False):
+    """KDA (Kimi Linear; fla's ``kda``): S_t = (I - beta_t k_t k_t^T) diag(alpha_t) S_{t-1} + beta_t k_t v_t^T,
+    o_t = S_t^T q_t, alpha_t = exp(log_w_t) per key channel: Gated DeltaNet with a diagonal gate.
+
+    q, k, log_w (B, T, H, d_k); v (B, T, H, d_v); beta (B, T, H). On CUDA with fla, the gated delta rule's
+    rules (``ops.fla_gated``): beta in [0, 1] runs fla's ``chunk_kda`` (bfloat16 q, k, v); ``neg`` its float32
+    ``fused_recurrent_kda`` when no gradient is needed, else this module's chunked form."""
+    if q.shape[1] and dispatch.use_fla(q):
+        grad = torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in (q, k, v, beta, log_w, S0))
+        if not neg or not grad:
+            from statetrack.ops.fla_gated import kda_fla
+
+            return kda_fla(q, k, v, beta, log_w, S0, "recurrent" if neg else "chunk")
+    bk, a, b = kda_terms(k, beta, log_w)
     return dplr(q, bk, v, a, b, log_w, S0, chunk)
 
 

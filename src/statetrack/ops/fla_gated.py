@@ -56,6 +56,43 @@ def gated_delta_rule_fla(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, g: Tenso
     return o.to(dtype), S.to(dtype)
 
 
+def gated_delta_product_fla(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, g: Tensor,
+                            S0: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """fla's ``chunk_gated_delta_product`` (bfloat16 q, k, v; float32 gate, beta and state) for beta in [0, 1].
+    k (B, T, n_h, H, d_k), v (B, T, n_h, H, d_v), beta (B, T, n_h, H) are laid out as fla's (T n_h) sub-steps."""
+    from fla.ops.gated_delta_product import chunk_gated_delta_product
+
+    dtype = v.dtype
+    B, T, nh, H, _ = k.shape
+    k, v = (t.reshape(B, T * nh, H, t.shape[-1]) for t in (k, v))
+    q, k, v = (t.to(torch.bfloat16) for t in (q, k, v))
+    o, S = chunk_gated_delta_product(q, k, v, g.to(torch.float32), beta.reshape(B, T * nh, H).to(torch.float32),
+                                     num_householder=nh, scale=1.0, initial_state=_state(S0),
+                                     output_final_state=True, use_qk_l2norm_in_kernel=False)
+    return o.to(dtype), S.to(dtype)
+
+
+def kda_fla(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, log_w: Tensor, S0: Tensor | None = None,
+            kernel: str = "chunk") -> tuple[Tensor, Tensor]:
+    """fla's KDA: ``kernel`` "chunk" (``chunk_kda``: bfloat16 q, k, v; float32 gates, beta and state) or
+    "recurrent" (``fused_recurrent_kda``, float32 throughout; no backward pass). The gate and beta are
+    computed by the layer (fla's in-kernel gate, beta sigmoid and L2 norm are off)."""
+    from fla.ops.kda import chunk_kda, fused_recurrent_kda
+
+    dtype = v.dtype
+    log_w, beta = log_w.to(torch.float32), beta.to(torch.float32)
+    if kernel == "chunk":
+        q, k, v = (t.to(torch.bfloat16) for t in (q, k, v))
+        o, S = chunk_kda(q, k, v, log_w, beta, scale=1.0, initial_state=_state(S0), output_final_state=True)
+    elif kernel == "recurrent":
+        q, k, v = (t.to(torch.float32) for t in (q, k, v))
+        o, S = fused_recurrent_kda(q, k, v, log_w, beta, scale=1.0, initial_state=_state(S0),
+                                   output_final_state=True)
+    else:
+        raise ValueError(f"unknown KDA kernel {kernel!r}; allowed: {', '.join(KERNELS)}")
+    return o.to(dtype), S.to(dtype)
+
+
 def rwkv7_fla(q: Tensor, k: Tensor, v: Tensor, log_w: Tensor, kappa: Tensor, a_lr: Tensor,
               S0: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """fla's chunked RWKV-7 kernel (a contraction: bfloat16 inputs, float32 decay and state); fla's

@@ -2,7 +2,7 @@
 
 Per head h with P channels and a state (P, N)::
 
-    a_t = exp(Delta_t A_h)   (Mamba-2; neg: 2 exp(Delta_t A_h) - 1, eigenvalues in (-1, 1])
+    a_t = exp(Delta_t A_h)   (Mamba-2; neg: 2 exp(Delta_t A_h) - 1, eigenvalues in [-1, 1], the ends through rounding)
     h_t = a_t h_{t-1} + Delta_t x_t (outer) B_t          y_t = h_t C_t
 
 so A(x_t) = a_t I: a scalar times the identity. Shapes: dt (B, T, H); A (H,) (negative reals); x

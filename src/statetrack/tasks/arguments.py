@@ -9,7 +9,7 @@ from statetrack.errors import UserError
 
 #: element selectors of ``group:G/SEL`` (joined by +; Kcycles for K >= 2)
 SELECTORS = ("all", "generators", "gens", "identity", "e", "involutions", "transpositions",
-             "Kcycles", "even", "odd")
+             "Kcycles", "even", "odd", "gens=N", "gens=P+P (cycle notation)")
 #: the largest modulus of ``modcount:m``
 MAX_MODULUS = 65536
 #: ``offset``: the length of each burst of 1s (the inter-stimulus interval)

@@ -52,6 +52,10 @@ class Task(ABC):
     #: "state" for state-tracking tasks (accuracy by length); "lm" for language modelling (next-token
     #: loss and bits per byte on held-out text), which the runner, evaluation and reports then use
     kind: str = "state"
+    #: whether the target at every position is the answer for the prefix read so far (parity of the bits
+    #: so far, the value of the expression so far), so that a final-scored task can be trained on every
+    #: position (``TrainConfig.supervision``); False where an unscored target means something else
+    prefix_labels: bool = False
 
     @abstractmethod
     def sample_batch(self, rng: np.random.Generator, batch_size: int, length: int) -> Batch:

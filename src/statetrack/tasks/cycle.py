@@ -18,6 +18,7 @@ from statetrack.tasks.streaming import StreamingTask, every_mask, final_mask_chu
 
 
 class CycleNavigation(StreamingTask):
+    prefix_labels = True
     vocab_size = 3
     symbols = ("-1", "0", "+1")
 

@@ -18,6 +18,7 @@ from statetrack.tasks.streaming import StreamingTask, every_mask, final_mask_chu
 
 
 class EvenPairs(StreamingTask):
+    prefix_labels = True
     vocab_size = 2
     num_classes = 2
     symbols = ("0", "1")

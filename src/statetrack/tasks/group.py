@@ -16,6 +16,20 @@ selectors joined by ``+``:
     even, odd      even / odd permutations of the representation
 
 e.g. ``group:S5/transpositions``, ``group:S5/transpositions+3cycles``, ``group:C6/generators+identity``.
+
+A generator set (the presentations of Terzic2025's Table 3), as the whole subset:
+
+    gens=N         N distinct non-identity elements: a generating set of the fewest elements (2 for A5 and
+                   S5), then further elements drawn uniformly without repetition; seeded by the group, so the
+                   set is the same every time and gens=N is contained in gens=N+1. The inputs are N letters of
+                   one Cayley automaton of G
+    gens=P+P+...   the listed permutations, in cycle notation on the points 0..degree-1, e.g.
+                   ``group:A5/gens=(0 1)(2 3)+(0 2 4)``; ``()`` is the identity
+
+Terzic2025's code does not include its A5/S5 tasks; its README says each group gets "random transitions
+such that they do not repeat and that they preserve the group structure". ``gens=N`` is that reading:
+distinct group elements (no two letters act alike; each acts as a permutation of the group, so the
+automaton stays the group's Cayley graph), starting from a generating set so that every element is reached.
 Cycle types and parity refer to the concrete permutation representation of the group (see
 :mod:`statetrack.algebra.names`): Sn and An act on n points, a product acts on the concatenated blocks.
 
@@ -41,6 +55,7 @@ degenerate; the measured chance at each length is that of the walk.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -73,13 +88,75 @@ def _cycle_types(group: Group) -> list[tuple[int, ...]]:
     return out
 
 
+#: how many random k-subsets are tried per size k when looking for a smallest generating set
+GENERATOR_TRIES = 400
+
+
+def _cycles(group: Group, text: str) -> int:
+    """The id of a permutation in cycle notation on the points 0..degree-1 ("(0 1 2)(3 4)", "()")."""
+    body = text.strip()
+    if not re.fullmatch(r"(\(\s*(\d+([\s,]+\d+)*)?\s*\))+", body):
+        raise UserError(f"bad permutation {text!r} in a generator list of {group.name}; allowed: cycle notation "
+                        f"on the points 0..{group.degree - 1}, e.g. (0 1 2)(3 4), or () for the identity")
+    p = list(range(group.degree))
+    for cyc in re.findall(r"\(([^)]*)\)", body):
+        pts = [int(v) for v in re.split(r"[\s,]+", cyc.strip()) if v]
+        if len(set(pts)) != len(pts) or any(v >= group.degree for v in pts):
+            raise UserError(f"bad cycle ({cyc}) in {text!r}: points must be distinct and in 0..{group.degree - 1}")
+        img = list(range(group.degree))
+        for a, b in zip(pts, pts[1:] + pts[:1], strict=True):
+            img[a] = b
+        p = [img[v] for v in p]  # apply the earlier cycles, then this one
+    try:
+        return int(group.ids_of(np.array([p]))[0])
+    except UserError:
+        raise UserError(f"permutation {text!r} is not an element of {group.name}") from None
+
+
+def generator_set(group: Group, value: str) -> np.ndarray:
+    """The letters of ``gens=VALUE`` (see the module docstring), in the order chosen: a count N, or permutations
+    joined by ``+``."""
+    value = value.strip()
+    if not value.isdigit():
+        ids = [_cycles(group, part) for part in value.split("+")]
+        if len(set(ids)) != len(ids):
+            raise UserError(f"generator list {value!r} names an element of {group.name} twice")
+        return np.array(ids)
+    n = int(value)
+    if not 1 <= n <= group.order - 1:
+        raise UserError(f"bad generator count gens={value} for {group.name}; allowed: 1..{group.order - 1} "
+                        f"(distinct non-identity elements)")
+    rng = np.random.default_rng([group.order, sum(ord(c) for c in group.name)])  # by the group: nested sets
+    calc = SubgroupCalc(group)
+    others = np.arange(1, group.order)
+    base = None
+    for k in range(1, group.order):  # the smallest generating set found among GENERATOR_TRIES random k-subsets
+        for _ in range(GENERATOR_TRIES):
+            cand = rng.choice(others, size=k, replace=False)
+            if len(calc.closure(cand)) == group.order:
+                base = [int(c) for c in cand]
+                break
+        if base is not None:
+            break
+    if base is None or len(base) > n:
+        need = "more" if base is None else str(len(base))
+        raise UserError(f"gens={n}: {group.name} needs {need} elements to generate it; allowed: gens={need} or more")
+    extra = rng.permutation(np.setdiff1d(others, base))[: n - len(base)]
+    return np.array(base + [int(e) for e in extra])
+
+
 def select_subset(group: Group, spec: str) -> np.ndarray:
-    """Sorted ids of the elements named by ``spec`` (selectors joined by ``+``)."""
+    """Sorted ids of the elements named by ``spec`` (selectors joined by ``+``, or one ``gens=...``)."""
+    if spec.strip().lower().startswith("gens="):
+        return np.sort(generator_set(group, spec.strip()[5:]))
     chosen = np.zeros(group.order, dtype=bool)
     types = None
     for raw in spec.split("+"):
         sel = raw.strip().lower()
         m = re.fullmatch(r"([0-9]+)cycles", sel)
+        if sel.startswith("gens="):
+            raise UserError(f"{raw!r} in {spec!r}: a generator set names the whole input set; allowed: "
+                            f"group:{group.name}/{raw.strip()} alone, or selectors joined by +")
         if sel == "all":
             chosen[:] = True
         elif sel in ("generators", "gens"):
@@ -106,6 +183,21 @@ def select_subset(group: Group, spec: str) -> np.ndarray:
         raise UserError(f"subset {spec!r} selects no element of {group.name}; allowed: a union of "
                         f"{', '.join(SELECTORS)} that is non-empty in this group")
     return np.flatnonzero(chosen)
+
+
+class ElementNames(Sequence):
+    """The names of a group's elements in cycle notation, made when read (a group may have 10^5 of them)."""
+
+    def __init__(self, group: Group):
+        self.group = group
+
+    def __len__(self) -> int:
+        return self.group.order
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self.group.name_of(j) for j in range(len(self))[i]]
+        return self.group.name_of(int(i))
 
 
 class GroupWordProblem(StreamingTask):
@@ -143,7 +235,12 @@ class GroupWordProblem(StreamingTask):
             return None  # S7 and larger: a table of |G| x |support| transitions would not be small
         # states: the prefix product; the input x takes y to y x (the Cayley graph on the support)
         return Automaton(self._table[:, self.support].astype(np.int64), 0, np.arange(self.group.order),
-                         self.group.order, tokens=self.support)
+                         self.group.order, tokens=self.support, label_names=self.label_names)
+
+    @property
+    def label_names(self) -> ElementNames:
+        """Each class (the prefix product) as its element in cycle notation ('e', '(1 2 3)')."""
+        return ElementNames(self.group)
 
     @property
     def test_draw(self):

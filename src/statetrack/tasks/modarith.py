@@ -27,6 +27,7 @@ MAX_AUTOMATON_MODULUS = 32
 
 
 class ModularArithmetic(StreamingTask):
+    prefix_labels = True
     scoring = "final"
 
     def __init__(self, modulus: int = 5):

@@ -47,7 +47,7 @@ def _group(arg):
     return GroupWordProblem(name, subset or None)
 
 
-_meta("group", "group:G | group:G/SEL[+SEL...]", [
+_meta("group", "group:G | group:G/SEL[+SEL...] | group:G/gens=N | group:G/gens=P[+P...]", [
     {"name": "G", "allowed": "Cn, Zn, Dn (order 2n), Sn, An, Q8, V4, products joined by x "
                              "(C2xC4, A4xC5); order <= 5040"},
     {"name": "SEL", "allowed": ", ".join(SELECTORS) + " (K >= 2)", "default": "all"}])

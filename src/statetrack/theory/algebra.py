@@ -14,6 +14,10 @@ monoid is a group, that group and the ids of the letters in it:
   syntactic monoid of the language), computed here; a group when every letter permutes the states.
 * ``offset``: its own rule (P2); modular arithmetic tasks: not analysed (open).
 
+Every task with a finite automaton (``Task.automaton()``) also gets ``n_states``, the number of states of
+the minimal Moore machine of its targets (the states PD-SSM's construction P5 needs), and for a group
+word problem the order of the tracked group.
+
 Nothing below looks at a task's name once it is read: a DFA for (aa)* over one letter and
 ``modcount:2`` give the same algebra (the group C2, one letter, a fixed input of period 2), hence the
 same verdicts. The monoid facts (:class:`statetrack.theory.monoid.MonoidFacts`: size, aperiodic,
@@ -70,6 +74,7 @@ class TaskAlgebra:
     letters: list[tuple] = field(default_factory=list)  # the letters as maps of the states
     monoid: MonoidFacts | None = None
     note: str = ""
+    n_states: int | None = None  # the minimal automaton's states (Moore machine of the targets); None: no automaton
 
     @property
     def is_group(self) -> bool:
@@ -107,6 +112,8 @@ class TaskAlgebra:
     def facts(self) -> dict:
         """The monoid facts the verdicts quote (JSON-friendly)."""
         out: dict = {"task_kind": self.kind}
+        if self.n_states is not None:
+            out["automaton_states"] = self.n_states
         if self.monoid is not None:
             out.update(self.monoid.as_dict())
         if self.fixed_input:
@@ -162,7 +169,8 @@ def _group_monoid(group: Group, sub: np.ndarray, letters: list[tuple], fixed: bo
 
 # -- DFAs -----------------------------------------------------------------------------------------------
 def minimal_dfa(delta: np.ndarray, start: int, accepting: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
-    """Reachable part, then Moore's partition refinement. Returns (delta, start, accepting)."""
+    """Reachable part, then Moore's partition refinement. Returns (delta, start, accepting); ``accepting`` may
+    be any labels of the states (the outputs of a Moore machine), which the result keeps."""
     n, k = delta.shape
     reach, stack = {start}, [start]
     while stack:
@@ -184,7 +192,7 @@ def minimal_dfa(delta: np.ndarray, start: int, accepting: np.ndarray) -> tuple[n
         cls = new
     m = len(set(cls.values()))
     d2 = np.zeros((m, k), dtype=np.int64)
-    acc = np.zeros(m, dtype=bool)
+    acc = np.zeros(m, dtype=np.asarray(accepting).dtype)  # accepting flags, or any labels (a Moore machine)
     for q in states:
         d2[cls[q]] = [cls[int(delta[q, a])] for a in range(k)]
         acc[cls[q]] = accepting[q]
@@ -220,6 +228,23 @@ def _dfa_algebra(task_name: str, delta, start, accepting, description: str) -> T
 # -- tasks ----------------------------------------------------------------------------------------------
 def task_algebra(task: str) -> TaskAlgebra:
     """Read a task string as algebra (see the module docstring). Validates the task via get_task."""
+    alg = _task_algebra(task)
+    alg.n_states = automaton_states(task, alg)
+    return alg
+
+
+def automaton_states(task: str, alg: TaskAlgebra | None = None) -> int | None:
+    """The states of the minimal Moore machine of the task's targets (``Task.automaton()`` minimised by its
+    outputs), or, for a group word problem too large for an automaton, the order of the tracked group; None
+    for a task without a finite automaton."""
+    auto = get_task(task).automaton()
+    if auto is None:
+        return alg.h_order if alg is not None and alg.is_group and alg.h_order else None
+    delta, _, _ = minimal_dfa(auto.delta, auto.start, auto.outputs)
+    return int(delta.shape[0])
+
+
+def _task_algebra(task: str) -> TaskAlgebra:
     t = get_task(task)
     family = t.name.partition(":")[0]
     if family == "parity":

@@ -6,12 +6,15 @@ nonlinear      linear=False, structure nonlinear (RNN, LSTM, GRU)
 attention      structure attention (Transformer)
 lti            time-invariant (input_dependent=False), diagonal (S4D)
 nonneg         input-dependent diagonal, eigenvalues [0,1] (Mamba, GLA; scalar: Mamba-2, mLSTM)
-real           input-dependent diagonal, eigenvalues (-1,1] or [-1,1] (Negative Mamba, Mamba-2 [-1,1])
+real           input-dependent diagonal, eigenvalues [-1,1] (Negative Mamba, Mamba-2 [-1,1])
 complex        input-dependent diagonal, unit circle or complex disc (AUSSM, Simple AUSSM, DCD, Mamba-3)
 damped         input-dependent diagonal with damped rotations (Mamba-3 with a decay floor)
-householder    products of n_h generalized Householder matrices, possibly times a scalar gate (DeltaNet,
-               DeltaProduct, Gated DeltaNet)
+householder    products of n_h generalized Householder matrices, possibly times a gate (DeltaNet,
+               DeltaProduct, Gated DeltaNet, Gated DeltaProduct; KDA, whose gate is diagonal: its transition is
+               similar to a symmetric one, as Gated DeltaNet's)
 dplr           input-dependent diagonal plus rank-one (RWKV-7)
+pd             a column one-hot matrix times a diagonal (PD-SSM): any map of the states, per token
+pd-rows        a diagonal times a row one-hot matrix (PD-SSM's public code): the maps read in reverse
 lti-dense      time-invariant, dense;   dense: input-dependent, dense
 
 A scalar transition (a number times the identity) is a special diagonal one. A diagonal layer whose
@@ -32,7 +35,7 @@ from statetrack.spec import parse_layers
 NONNEG = {EigenvalueDomain.NONNEG}
 #: real eigenvalues bounded away from -1: the powers of a fixed (diagonalisable) transition converge (T1c)
 CONTRACTING = {EigenvalueDomain.REAL_HALF_NEG}
-REAL_NEG = {EigenvalueDomain.REAL_HALF_OPEN, EigenvalueDomain.REAL}
+REAL_NEG = {EigenvalueDomain.REAL}
 COMPLEX = {EigenvalueDomain.UNIT_CIRCLE, EigenvalueDomain.COMPLEX_DISC, EigenvalueDomain.COMPLEX_FIXED}
 DAMPED = {EigenvalueDomain.DAMPED_ROTATIONS}
 
@@ -49,6 +52,8 @@ class LayerClass(StrEnum):
     DAMPED = "damped"
     HOUSEHOLDER = "householder"
     DPLR = "dplr"
+    PD = "pd"
+    PD_ROWS = "pd-rows"
     LTI_DENSE = "lti-dense"
     DENSE = "dense"
     OTHER = "other"
@@ -58,7 +63,8 @@ class LayerClass(StrEnum):
 SELECTIVE_DIAGONAL = frozenset({LayerClass.NONNEG, LayerClass.REAL, LayerClass.COMPLEX, LayerClass.DAMPED})
 DIAGONAL = SELECTIVE_DIAGONAL | {LayerClass.LTI}
 #: the classes with a transition matrix
-LINEAR = DIAGONAL | {LayerClass.HOUSEHOLDER, LayerClass.DPLR, LayerClass.DENSE, LayerClass.LTI_DENSE}
+LINEAR = DIAGONAL | {LayerClass.HOUSEHOLDER, LayerClass.DPLR, LayerClass.DENSE, LayerClass.LTI_DENSE, LayerClass.PD,
+                     LayerClass.PD_ROWS}
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,7 @@ class LayerInfo:
     props: Properties
     cls: LayerClass
     factor_domain: EigenvalueDomain | None = None  # householder: eigenvalue domain of each factor
+    index: int = 0  # the layer's position in the stack
 
     @property
     def domain(self) -> EigenvalueDomain:
@@ -89,12 +96,15 @@ def classify(spec, mixer) -> LayerInfo:
             return LayerInfo(str(spec), p, LayerClass.COMPLEX)
         if p.eigenvalues in DAMPED:
             return LayerInfo(str(spec), p, LayerClass.DAMPED)
+        # fixed-phase rotations (standard RoPE): no rule here reads them (T4's periodic-input argument
+        # covers them, but is not encoded for one layer that is both), so the oracle leaves them open
+        return LayerInfo(str(spec), p, LayerClass.OTHER)
     if p.structure == Structure.HOUSEHOLDER:
         # each factor I - beta k k^T has eigenvalues 1 and 1 - beta. The declared domain is the
         # product's; with one factor, or a real product domain, it is the factors' domain too.
         # Otherwise (n_h >= 2 with a complex product) the factor range is read from an explicit
         # ``factor_eigenvalues`` property or the mixer's ``neg`` switch where it declares one.
-        fd = getattr(p, "factor_eigenvalues", None)
+        fd = p.factor_eigenvalues
         if fd is None and (p.n_h in (None, 1) or p.eigenvalues in NONNEG | REAL_NEG):
             fd = (EigenvalueDomain.REAL if p.eigenvalues in REAL_NEG else
                   EigenvalueDomain.NONNEG if p.eigenvalues in NONNEG else None)
@@ -103,6 +113,8 @@ def classify(spec, mixer) -> LayerInfo:
         return LayerInfo(str(spec), p, LayerClass.HOUSEHOLDER, fd)
     if p.structure == Structure.DPLR and p.input_dependent:
         return LayerInfo(str(spec), p, LayerClass.DPLR)
+    if p.structure in (Structure.PD, Structure.PD_ROWS) and p.input_dependent:
+        return LayerInfo(str(spec), p, LayerClass.PD if p.structure == Structure.PD else LayerClass.PD_ROWS)
     if not p.input_dependent:
         return LayerInfo(str(spec), p, LayerClass.LTI_DENSE)
     return LayerInfo(str(spec), p, LayerClass.DENSE)
@@ -111,8 +123,9 @@ def classify(spec, mixer) -> LayerInfo:
 def layer_infos(layers: str) -> list[LayerInfo]:
     """Build each layer of the spec (small sizes) and read its declared properties."""
     out = []
-    for spec in parse_layers(layers):
+    for n, spec in enumerate(parse_layers(layers)):
         if spec.name not in MIXERS:
             raise allowed("mixer", spec.name, MIXERS)
-        out.append(classify(spec, build_mixer(spec, 8, 4)))
+        info = classify(spec, build_mixer(spec, 8, 4))
+        out.append(LayerInfo(info.spec, info.props, info.cls, info.factor_domain, n))
     return out

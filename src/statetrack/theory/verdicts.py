@@ -9,13 +9,22 @@ n_h, linear) and the task's algebra (:mod:`statetrack.theory.algebra`), never a 
 mixer needs no new rule and a language gets one verdict however it is given.
 
 Layers are read as classes by :mod:`statetrack.theory.layer_classes` (nonlinear, attention, lti,
-nonneg, real, complex, householder, dplr).
+nonneg, real, complex, householder, dplr, pd, pd-rows).
+
+A verdict is never stronger than its rule's hypotheses as the code implements them: each rule states them
+on the declared properties of the layers it reads (:data:`HYPOTHESES`; :func:`check_hypotheses`), a
+'possible' verdict names the layers its construction uses (``facts['layers']``), and where a construction
+holds eigenvalues of modulus 1 that a layer reaches only through float32 rounding (its
+``Properties.rounding``: Negative Mamba's -1, LRU's |lambda| = 1, PD-SSM's |d| = 1, ...) the verdict carries
+``condition = 'rounding'`` (shown as 'T5 [rounding]') and says how.
 
 Possibility comes from constructions, and a stack can do whatever any of its layers (in order) can
 do: the other layers are switched off by zeroing their output projection, and the residual
 connection carries the input past them.
 
 * NL: a non-linear recurrent layer simulates any DFA (finite-state task) with enough units.
+* P5: one PD-SSM layer (column one-hot times diagonal) runs the task's minimal automaton on one-hot
+  states; the row form of PD-SSM's public code, any permutation automaton (group word problems).
 * P1: on a fixed input whose labels are periodic with period p after N tokens, one diagonal layer
   with a constant eigenvalue exp(2 pi i/p) (and, if N > 0, one of modulus below 1) counts it.
 * P2: the same layer predicts the offset.
@@ -34,9 +43,11 @@ connection carries the input past them.
 
 Impossibility needs a theorem that covers EVERY layer:
 
-* T1c: every layer's transitions have real eigenvalues in [0,1] or (-1/2, 1] (RWKV-7's diagonal plus
-  rank-one transitions, similar to symmetric matrices) and the task has a letter of period > 1 (parity
-  included): the powers of that letter's transition converge, as in T1's witness 1^T.
+* T1c: PD's stacks with one RWKV-7 layer (diagonal plus rank-one, similar to symmetric, eigenvalues in
+  (-1/2, 1]) on a constant input: its cast state ends constant or alternating with period 2, so the
+  output on u x^n has period dividing 2 (times PD's doublings) and a letter of period 3 or more defeats it.
+  Parity (period 2) stays open, and so does every task where a layer before an RWKV-7 layer may
+  alternate (its products can have complex eigenvalues).
 * T1: every layer has eigenvalues in [0,1] and the monoid is not aperiodic (parity at any depth and
   any structure; other tasks with diagonal layers through a periodic witness u w^n, or any structure
   with a single repeated letter).
@@ -54,12 +65,13 @@ Everything else is ``open``, with the reason naming what is missing.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
 from statetrack.errors import UserError
 from statetrack.layers import MIXERS
-from statetrack.layers.base import EigenvalueDomain
+from statetrack.layers.base import EigenvalueDomain, Structure
 from statetrack.spec import parse_layers
 from statetrack.theory.algebra import TaskAlgebra, task_algebra
 from statetrack.theory.layer_classes import (
@@ -80,7 +92,6 @@ from statetrack.theory.representations import best_representation
 #: keeps (A = 1): the group factors of the holonomy cascade it can carry (SF / KR)
 CASCADE_GROUPS = {EigenvalueDomain.NONNEG: "trivial", EigenvalueDomain.REAL_HALF_NEG: "trivial",
                   EigenvalueDomain.DAMPED_ROTATIONS: "trivial",
-                  EigenvalueDomain.REAL_HALF_OPEN: "elementary abelian 2",
                   EigenvalueDomain.REAL: "elementary abelian 2", EigenvalueDomain.COMPLEX_DISC: "abelian"}
 _CASCADE_RANK = {"trivial": 0, "elementary abelian 2": 1, "abelian": 2}
 
@@ -88,8 +99,9 @@ _CASCADE_RANK = {"trivial": 0, "elementary abelian 2": 1, "abelian": 2}
 BASES = {
     "T1": "non-negative eigenvalues in every layer: parity fails at any depth (Grazzi2024 Thm 1; Sarrof2024 Thm 2; "
           "Khavari2025 Thm 4.1)",
-    "T1c": "transitions whose eigenvalues are real and in (-1/2, 1] (RWKV-7): the powers of a repeated letter's "
-           "transition converge, so parity fails at any depth, as in T1 (this project; docs/science.md)",
+    "T1c": "one diagonal-plus-rank-one layer with real eigenvalues in (-1/2, 1] (RWKV-7) on a constant input: the "
+           "powers of its transition converge and its float32 state ends constant or alternating with period 2 "
+           "(Grazzi2024 v5 Lemma 1), so a letter of period 3 or more defeats it (this project; docs/science.md)",
     "T2": "time-invariant diagonal SSMs fail parity (Sarrof2024 Thm 13)",
     "T3": "non-negative diagonal SSMs fail on (0^k 1^m)^T, m odd (Khavari2025 Lemma 4.3)",
     "T4": "stacks of S4D and Mamba layers fail parity; witness (1 0^(W-1))^T (Khavari2025 Thm 4.4)",
@@ -109,8 +121,145 @@ BASES = {
           "in SF-depth input-dependent diagonal layers (Eilenberg1976; DiagLimits2026)",
     "PD": "period doubling: real diagonal layers, or one real Householder factor on a constant input, at most "
           "double the period of their input",
+    "P5": "one PD-SSM layer (a column one-hot matrix times a diagonal) runs any N-state finite automaton on one-hot "
+          "states (Terzic2025); the row form of its public code, any permutation automaton (this project)",
     "NL": "a non-linear RNN (tanh, LSTM, GRU) simulates any finite automaton (Minsky1967; not subject to the theorems)",
 }
+
+# -- what each rule assumes of the layers it reads ---------------------------------------------------------
+_D = EigenvalueDomain
+_COMPLEX_SELECTIVE = {_D.UNIT_CIRCLE, _D.COMPLEX_DISC}
+_COMPLEX_ANY = _COMPLEX_SELECTIVE | {_D.COMPLEX_FIXED}
+
+
+def _diagonal(i: LayerInfo) -> bool:
+    return i.props.linear and i.props.structure in (Structure.DIAGONAL, Structure.SCALAR)
+
+
+def _selective(i: LayerInfo) -> bool:
+    return _diagonal(i) and i.props.input_dependent
+
+
+def _reflecting(i: LayerInfo) -> bool:
+    """A product of Householder factors whose eigenvalue 1 - beta reaches -1."""
+    return i.props.structure == Structure.HOUSEHOLDER and i.factor_domain == _D.REAL
+
+
+def _periodic_real(infos: list[LayerInfo], facts: dict) -> bool:
+    """PD and T1c: every layer real diagonal, a single real Householder factor or a diagonal-plus-rank-one layer
+    with eigenvalues in (-1/2, 1]; the last two only where every layer before them is non-negative (their input
+    is constant on u x^n)."""
+    for n, i in enumerate(infos):
+        ok_diag = _diagonal(i) and i.domain in (_D.NONNEG, _D.REAL)
+        single = (i.props.structure == Structure.HOUSEHOLDER and i.props.n_h == 1
+                  and i.factor_domain in (_D.NONNEG, _D.REAL))
+        dplr = i.props.structure == Structure.DPLR and i.domain == _D.REAL_HALF_NEG
+        if not (ok_diag or single or dplr):
+            return False
+        if (single or dplr) and not all(j.domain == _D.NONNEG for j in infos[:n]):
+            return False
+    return "period_bound" in facts
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """What a rule assumes, stated on the declared properties of the layers it reads (``LayerInfo``, built from
+    each mixer's :class:`Properties`): ``layer`` for each layer a construction runs on (a 'possible' verdict's
+    ``facts['layers']``), ``stack`` for the whole stack (an 'impossible' verdict covers every layer), given the
+    verdict's facts. ``unit``: the construction holds eigenvalues of modulus 1, so a layer that reaches them only
+    through rounding must make the verdict say so. tests/test_theory_hypotheses.py checks every verdict against
+    these, for every mixer."""
+
+    text: str
+    layer: Callable[[LayerInfo, dict], bool] = lambda i, f: True
+    stack: Callable[[list[LayerInfo], dict], bool] = lambda infos, f: True
+    unit: Callable[[dict], bool] = lambda f: False
+
+
+#: (decision, basis) -> its hypothesis
+HYPOTHESES: dict[tuple[str, str], Hypothesis] = {
+    ("possible", "-"): Hypothesis("the labels never change"),
+    ("possible", "NL"): Hypothesis("a non-linear recurrence", layer=lambda i, f: not i.props.linear
+                                   and i.props.structure == Structure.NONLINEAR),
+    ("possible", "P1"): Hypothesis(
+        "a diagonal layer with a constant eigenvalue exp(2 pi i/p) (p > 2: complex; p = 2: -1; p = 1: none)",
+        layer=lambda i, f: _diagonal(i) and (f["label_period"] == 1 or i.domain in _COMPLEX_ANY
+                                             or (f["label_period"] == 2 and i.domain == _D.REAL)),
+        unit=lambda f: f["label_period"] > 1),
+    ("possible", "P2"): Hypothesis("a diagonal layer with a constant complex eigenvalue of modulus 1",
+                                   layer=lambda i, f: _diagonal(i) and i.domain in _COMPLEX_ANY,
+                                   unit=lambda f: True),
+    ("possible", "P3"): Hypothesis("two input-dependent diagonal layers with unit-modulus rotations",
+                                   layer=lambda i, f: _selective(i) and i.domain in _COMPLEX_SELECTIVE,
+                                   unit=lambda f: True),
+    ("possible", "P4"): Hypothesis("a sign layer (real, complex, or reflecting) then a reflecting Householder layer",
+                                   layer=lambda i, f: (_selective(i) and i.domain in _COMPLEX_SELECTIVE | {_D.REAL})
+                                   or _reflecting(i), unit=lambda f: True),
+    ("possible", "T5"): Hypothesis("input-dependent diagonal layers with eigenvalue -1 or unit-modulus rotations, or a "
+                                   "reflecting Householder layer for parity on a fixed input",
+                                   layer=lambda i, f: (_selective(i) and i.domain in _COMPLEX_SELECTIVE | {_D.REAL})
+                                   or _reflecting(i), unit=lambda f: True),
+    ("possible", "T6"): Hypothesis("a Householder layer whose factors reach -1, with n_h >= the reflections needed",
+                                   layer=lambda i, f: _reflecting(i) and (i.props.n_h or 1) >= f.get("n_h_needed", 1),
+                                   unit=lambda f: True),
+    ("possible", "SF"): Hypothesis("input-dependent diagonal layers whose eigenvalues include [0,1] (resets, delays, "
+                                   "keeps)", layer=lambda i, f: _selective(i) and i.domain in CASCADE_GROUPS,
+                                   unit=lambda f: True),
+    ("possible", "KR"): Hypothesis("input-dependent diagonal layers with [0,1] and the group channels' eigenvalues",
+                                   layer=lambda i, f: _selective(i) and _CASCADE_RANK.get(
+                                       CASCADE_GROUPS.get(i.domain, ""), -1) >= _CASCADE_RANK[f["cascade_groups"]],
+                                   unit=lambda f: True),
+    ("possible", "P5"): Hypothesis("a one-hot-times-diagonal layer: column one-hot (any automaton) or row one-hot "
+                                   "(a permutation automaton)",
+                                   layer=lambda i, f: i.props.input_dependent and (
+                                       i.props.structure == Structure.PD
+                                       or (i.props.structure == Structure.PD_ROWS and f.get("permutation", False))),
+                                   unit=lambda f: True),
+    ("impossible", "T1"): Hypothesis("every layer linear with eigenvalues in [0,1]",
+                                     stack=lambda infos, f: all(i.props.linear and i.domain == _D.NONNEG
+                                                                for i in infos)),
+    ("impossible", "T1c"): Hypothesis("PD's layers, with one diagonal-plus-rank-one layer with eigenvalues in "
+                                      "(-1/2, 1] on a constant input", stack=_periodic_real),
+    ("impossible", "PD"): Hypothesis("every layer real diagonal or a single real Householder factor on a constant "
+                                     "input", stack=_periodic_real),
+    ("impossible", "T2"): Hypothesis("every layer time-invariant diagonal",
+                                     stack=lambda infos, f: all(_diagonal(i) and not i.props.input_dependent
+                                                                for i in infos)),
+    ("impossible", "T3"): Hypothesis("every layer diagonal with eigenvalues in [0,1]",
+                                     stack=lambda infos, f: all(_diagonal(i) and i.domain == _D.NONNEG
+                                                                for i in infos)),
+    ("impossible", "T4"): Hypothesis("every layer diagonal, time-invariant or with eigenvalues in [0,1]",
+                                     stack=lambda infos, f: all(_diagonal(i) and (not i.props.input_dependent
+                                                                                  or i.domain == _D.NONNEG)
+                                                                for i in infos)),
+    ("impossible", "T5"): Hypothesis("every layer diagonal (a special case of input-dependent complex diagonal)",
+                                     stack=lambda infos, f: all(_diagonal(i) for i in infos)),
+}
+
+
+def check_hypotheses(layers: str, v: Verdict) -> list[str]:
+    """What is wrong with verdict ``v`` for ``layers`` against its rule's :data:`HYPOTHESES`: [] when the layers'
+    declared properties meet the rule's hypotheses and a construction through rounding says so."""
+    if v.verdict == Decision.OPEN:
+        return []
+    h = HYPOTHESES.get((str(v.verdict), v.basis))
+    if h is None:
+        return [f"no hypothesis stated for ({v.verdict}, {v.basis})"]
+    infos = layer_infos(layers)
+    out = []
+    if v.verdict == Decision.POSSIBLE:
+        used = [infos[n] for n in v.facts.get("layers", [])]
+        if "layers" not in v.facts:
+            out.append("a possible verdict must name the layers its construction uses")
+        out += [f"{i.spec} does not meet {v.basis}'s hypothesis: {h.text}" for i in used if not h.layer(i, v.facts)]
+        rounded = h.unit(v.facts) and any(i.props.rounding for i in used)
+        if rounded != (v.condition == Condition.ROUNDING):
+            out.append(f"condition {v.condition!r}, but the construction {'needs' if rounded else 'does not need'} "
+                       f"modulus 1 through rounding")
+    elif not h.stack(infos, v.facts):
+        out.append(f"the stack does not meet {v.basis}'s hypothesis: {h.text}")
+    return out
+
 
 TC0 = ("no theorem in this toolkit's sources decides it for attention; for non-solvable groups "
        "impossibility holds only under the conjecture TC0 != NC1 (Merrill2024)")
@@ -124,15 +273,52 @@ class Decision(StrEnum):
     OPEN = "open"
 
 
+class Condition(StrEnum):
+    """What a verdict holds under, beyond the theorem: '' (nothing more), or ``rounding``: the construction
+    holds eigenvalues of modulus 1 (1, -1, rotations) that a layer it uses reaches only where float32 rounding
+    saturates its parametrisation (the layer's ``Properties.rounding``); in exact arithmetic those transitions
+    have modulus below 1 and the state forgets."""
+
+    NONE = ""
+    ROUNDING = "rounding"
+
+
 @dataclass(frozen=True)
 class Verdict:
     verdict: Decision
     basis: str  # a key of BASES
     reason: str
-    facts: dict = field(default_factory=dict)  # what the rule used (JSON-friendly)
+    facts: dict = field(default_factory=dict)  # what the rule used (JSON-friendly); "layers": the layers it reads
+    condition: Condition = Condition.NONE
+
+    @property
+    def qualified_basis(self) -> str:
+        """The basis with its condition, as tables show it: 'T5' or 'T5 [rounding]'."""
+        return f"{self.basis} [{self.condition}]" if self.condition else self.basis
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+def _exact_first(layers: list[LayerInfo]) -> list[LayerInfo]:
+    """The layers, those that reach modulus 1 in exact arithmetic first (a construction picks the first that
+    fits, so a stack with such a layer gets a verdict without the rounding condition)."""
+    return sorted(layers, key=lambda i: bool(i.props.rounding))
+
+
+def _constructed(basis: str, reason: str, used: list[LayerInfo], facts: dict | None = None,
+                 unit: bool = True) -> Verdict:
+    """A 'possible' verdict from a construction on the layers ``used``. ``unit``: it holds eigenvalues of
+    modulus 1 over any length; where a layer used reaches them only through float32 rounding, the verdict says
+    so (condition ``rounding``, and the layer's note in the reason)."""
+    facts = {**(facts or {}), "layers": [i.index for i in used]}
+    rounded = [i for i in used if unit and i.props.rounding]
+    if not rounded:
+        return Verdict(Decision.POSSIBLE, basis, reason, facts)
+    notes = "; ".join(f"{i.spec}: {i.props.rounding}" for i in rounded)
+    return Verdict(Decision.POSSIBLE, basis, f"{reason}. It holds in float32 through rounding only ({notes}); in exact "
+                   f"arithmetic these transitions have modulus below 1 and the state forgets", facts,
+                   Condition.ROUNDING)
 
 
 # -- rules ----------------------------------------------------------------------------------------
@@ -153,16 +339,19 @@ def _hname(alg: TaskAlgebra) -> str:
 
 def _possible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
     if any(i.cls == LayerClass.NONLINEAR for i in infos):
-        name = next(i.spec for i in infos if i.cls == LayerClass.NONLINEAR)
-        return Verdict(Decision.POSSIBLE, "NL", f"{name} is a non-linear recurrence, which the theorems do not cover; "
-                       f"with enough units it simulates the finite automaton of {alg.task} directly")
+        nl = next(i for i in infos if i.cls == LayerClass.NONLINEAR)
+        return _constructed("NL", f"{nl.spec} is a non-linear recurrence, which the theorems do not cover; with enough "
+                            f"units it simulates the finite automaton of {alg.task} directly", [nl], unit=False)
+    v = _pd_possible(infos, alg)
+    if v is not None:
+        return v
     if alg.kind == "offset":
-        complex_any = [i for i in infos
-                       if i.cls == LayerClass.COMPLEX or (i.cls == LayerClass.LTI and i.domain in COMPLEX)]
+        complex_any = _exact_first([i for i in infos if i.cls == LayerClass.COMPLEX
+                                    or (i.cls == LayerClass.LTI and i.domain in COMPLEX)])
         if complex_any:
-            return Verdict(Decision.POSSIBLE, "P2", f"{complex_any[0].spec} can hold a constant complex eigenvalue "
-                           f"exp(2 pi i/10) on the unit circle (to float precision), which counts the burst: "
-                           f"h0 = 1, A = exp(2 pi i/n), B = 1 - A (P2, Khavari2025 App. C)")
+            return _constructed("P2", f"{complex_any[0].spec} can hold a constant complex eigenvalue exp(2 pi i/10) on "
+                                f"the unit circle, which counts the burst: h0 = 1, A = exp(2 pi i/n), B = 1 - A (P2, "
+                                f"Khavari2025 App. C)", [complex_any[0]])
         return None
     if alg.monoid is None:
         return None
@@ -177,17 +366,38 @@ def _possible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
     return _cascade(infos, alg)[0]
 
 
+def _pd_possible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
+    """P5: one PD-SSM layer runs the task's minimal automaton on one-hot states (any finite automaton in the
+    column form; a permutation automaton, i.e. a group word problem, in the row form)."""
+    n = alg.n_states
+    pd = next((i for i in infos if i.cls == LayerClass.PD), None)
+    if pd is not None and n is not None:
+        return _constructed("P5", f"{pd.spec}'s transition is a column one-hot matrix times a diagonal: with the "
+                            f"diagonal at 1 the one-hot matrix of each input is its transition map in the task's "
+                            f"minimal automaton ({n} states), which moves a one-hot state e_q to e_delta(q, x); "
+                            f"one layer with a state of size >= {n} runs the automaton from e_0 and a linear read-out "
+                            f"gives the label (P5, Terzic2025; construction dfa-pdssm)", [pd], {"state_size_needed": n})
+    rows = next((i for i in infos if i.cls == LayerClass.PD_ROWS), None)
+    if rows is not None and n is not None and alg.is_group:
+        return _constructed("P5", f"{rows.spec}'s transition is a diagonal times a row one-hot matrix, which reads "
+                            f"a map through its preimages; the inputs of {alg.task} permute the {alg.h_order} elements "
+                            f"of {_hname(alg)}, so the row one-hot matrix of x^-1's map moves e_y to e_(y x) and one "
+                            f"layer with a state of size >= {alg.h_order} tracks the group (P5 for a permutation "
+                            f"automaton, Terzic2025)", [rows], {"state_size_needed": alg.h_order, "permutation": True})
+    return None
+
+
 def _fixed_input_possible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
     # parity on a fixed witness input: whatever solves parity solves it
     if alg.parity_on_fixed_input:
-        sign = [i for i in infos if i.cls in (LayerClass.REAL, LayerClass.COMPLEX) or
-                (i.cls == LayerClass.HOUSEHOLDER and i.factor_domain == EigenvalueDomain.REAL)]
+        sign = _exact_first([i for i in infos if i.cls in (LayerClass.REAL, LayerClass.COMPLEX) or
+                             (i.cls == LayerClass.HOUSEHOLDER and i.factor_domain == EigenvalueDomain.REAL)])
         if sign:
-            return Verdict(Decision.POSSIBLE, "T5" if sign[0].cls != LayerClass.HOUSEHOLDER else "T6",
-                           f"{sign[0].spec} tracks parity on every input (an input-dependent eigenvalue -1 "
-                           f"for bit 1, +1 for bit 0), so on this fixed input too")
+            return _constructed("T5" if sign[0].cls != LayerClass.HOUSEHOLDER else "T6",
+                                f"{sign[0].spec} tracks parity on every input (an input-dependent eigenvalue -1 for "
+                                f"bit 1, +1 for bit 0), so on this fixed input too", [sign[0]])
     p, pre = alg.period, alg.preperiod
-    for i in infos:
+    for i in _exact_first(infos):
         if i.cls not in DIAGONAL:
             continue
         dom = i.domain
@@ -200,9 +410,9 @@ def _fixed_input_possible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict |
         pre_s = (f"; a channel with a constant eigenvalue of modulus below 1 fed a constant input moves "
                  f"monotonically to its fixed point and tells the first {pre} tokens apart from the rest"
                  if pre else "")
-        return Verdict(Decision.POSSIBLE, "P1", f"the input is fixed and the labels are periodic with period {p} after "
-                       f"{pre} tokens: in {i.spec} {count}{pre_s} (P1, Khavari2025 Prop. 4.2)",
-                       {"label_period": p, "preperiod": pre})
+        return _constructed("P1", f"the input is fixed and the labels are periodic with period {p} after {pre} tokens: "
+                            f"in {i.spec} {count}{pre_s} (P1, Khavari2025 Prop. 4.2)", [i],
+                            {"label_period": p, "preperiod": pre}, unit=p > 1)
     return None
 
 
@@ -214,36 +424,42 @@ def _group_possible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
     if hh:
         rep = best_representation(alg.group, alg.subgroup, alg.support)
         facts = {"representation": rep.name, "dim": rep.dim, "n_h_needed": rep.n_h}
-        for i in hh:
+        for i in _exact_first(hh):
             if i.props.n_h >= rep.n_h:
-                return Verdict(Decision.POSSIBLE, "T6",
+                return _constructed("T6",
                                f"{hname} has a faithful orthogonal representation, {rep.name}, in "
                                f"which every input letter x has rank(I - rho(x)) <= {rep.n_h}, i.e. rho(x) is a "
                                f"product of {_n(rep.n_h, 'reflection')} (lemma CD); {i.spec} with n_h = "
                                f"{i.props.n_h} and factor eigenvalues in [-1,1] applies rho(x) per token and tracks "
                                f"it in one layer with a state of size >= {rep.dim} (T6; construction "
-                               f"orth-deltaproduct)", facts)
+                               f"orth-deltaproduct)", [i], facts)
         # P4: a parity layer, then one reflection per token twisted by that parity (2-D representations)
         for j, i in enumerate(infos):
-            sign = [p for p in infos[:j] if p.cls in (LayerClass.REAL, LayerClass.COMPLEX) or
-                    (p.cls == LayerClass.HOUSEHOLDER and p.factor_domain == EigenvalueDomain.REAL)]
+            sign = _exact_first([p for p in infos[:j] if p.cls in (LayerClass.REAL, LayerClass.COMPLEX) or
+                                 (p.cls == LayerClass.HOUSEHOLDER and p.factor_domain == EigenvalueDomain.REAL)])
             if i in hh and sign and rep.dim <= 2:
-                return Verdict(Decision.POSSIBLE, "P4",
+                return _constructed("P4",
                                f"{hname} has a faithful 2-D orthogonal representation, {rep.name}; "
                                f"{sign[0].spec} tracks the parity s of the rotation letters read so far, and "
                                f"{i.spec} applies one reflection per token, F0^s rho(x) F0^s' with F0 a fixed "
                                f"reflection, so its state is F0^s rho(y) w0 (P4: two Householder layers track the "
-                               f"cyclic and dihedral groups, Siems2025)", facts)
-    ops = ["d" if i.cls == LayerClass.COMPLEX else "s" for i in infos if i.cls in (LayerClass.COMPLEX, LayerClass.REAL)]
-    if ops and alg.descend(ops):
-        kinds = {i.cls for i in infos if i.cls in (LayerClass.COMPLEX, LayerClass.REAL)}
-        used = len(ops)
+                               f"cyclic and dihedral groups, Siems2025)", [sign[0], i], facts)
+    cands = [i for i in infos if i.cls in (LayerClass.COMPLEX, LayerClass.REAL)]
+    chosen: list[LayerInfo] = []
+    for layers in ([i for i in cands if not i.props.rounding], cands):  # layers exact at modulus 1 first
+        ops = ["d" if i.cls == LayerClass.COMPLEX else "s" for i in layers]
+        if ops and alg.descend(ops):
+            chosen = layers[:next(k for k in range(1, len(ops) + 1) if alg.descend(ops[:k]))]
+            break
+    if chosen:
+        kinds = {i.cls for i in chosen}
+        used = len(chosen)
         dl = st["derived_length"]
         facts = {"derived_length": dl, "elementary_2_series_length": st["elementary_2_series_length"]}
         basis = "T5"
         if kinds == {LayerClass.REAL}:
             why = (f"{hname} has a subnormal series with elementary abelian 2 factors of length "
-                   f"{st['elementary_2_series_length']}; {_n(used, 'real (-1,1] input-dependent diagonal layer')} "
+                   f"{st['elementary_2_series_length']}; {_n(used, 'real [-1,1] input-dependent diagonal layer')} "
                    f"suffice, one sign-flip layer per factor (T5 construction, DiagLimits2026)")
         elif kinds == {LayerClass.COMPLEX}:
             p3 = st["order"] == 6 and dl == 2  # S3 in two complex layers: construction P3
@@ -253,7 +469,7 @@ def _group_possible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
         else:
             why = (f"{hname} has a subnormal series whose factors match the layers (abelian for each complex "
                    f"layer, elementary abelian 2 for each real one), so the T5 construction applies layer by layer")
-        return Verdict(Decision.POSSIBLE, basis, why, facts)
+        return _constructed(basis, why, chosen, facts)
     return None
 
 
@@ -280,8 +496,11 @@ def _cascade(infos: list[LayerInfo], alg: TaskAlgebra) -> tuple[Verdict | None, 
             f"{k} {layer_kind} realise (resets A = 0, delays A in (0,1), keeps A = 1"
             + ("" if need == "trivial" else f", and {need} group channels") + "; SF-depth)")
     if len(ok) >= k:
-        return Verdict(Decision.POSSIBLE, basis, f"{head}; {ok[0].spec if k == 1 else 'this stack'} has {len(ok)} such "
-                       f"layers ({basis}" + (", Sarrof2024)" if m.aperiodic else ")"), facts), None
+        exact = [i for i in ok if not i.props.rounding]
+        pick = exact[:k] if len(exact) >= k else ok[:k]
+        who = pick[0].spec if k == 1 else "this stack"
+        return _constructed(basis, f"{head}; {who} has {len(ok)} such layers ({basis}"
+                            + (", Sarrof2024)" if m.aperiodic else ")"), pick, facts), None
     return None, (f"{head}, so it is possible with >= {k} such layers ({basis}); this stack has {len(ok)}, and "
                   f"no result here decides fewer")
 
@@ -295,24 +514,6 @@ def _impossible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
     diagonal = all(i.cls in DIAGONAL for i in infos)
     all_nonneg = all(i.domain in NONNEG for i in infos) and all(
         i.cls != LayerClass.HOUSEHOLDER or i.factor_domain == EigenvalueDomain.NONNEG for i in infos)
-    contracting = [i for i in infos if i.domain in CONTRACTING]
-    # T1c: real eigenvalues in (-1/2, 1] (and [0, 1]) everywhere: the powers of a repeated letter's
-    # transition converge, so every witness of T1 built from one repeated letter applies
-    if (contracting and all(i.domain in NONNEG | CONTRACTING for i in infos) and alg.aperiodic is False
-            and all(i.cls != LayerClass.HOUSEHOLDER or i.factor_domain == EigenvalueDomain.NONNEG for i in infos)):
-        if alg.fixed_input:
-            letter_witness = len(alg.fixed_word) == 1 and alg.block_period > 1
-        else:
-            letter_witness = any(p > 1 for p in alg.letter_periods())
-        if alg.is_parity or letter_witness:
-            what = ("parity (witness 1^T)" if alg.is_parity else
-                    "an input u x^n with one letter x repeated, whose label is periodic in n")
-            names = ", ".join(i.spec for i in contracting)
-            return Verdict(Decision.IMPOSSIBLE, "T1c", f"every layer's transitions have real eigenvalues in [0,1] or "
-                           f"(-1/2, 1] ({names}: a diagonal plus rank-one matrix similar to a symmetric one, "
-                           f"eigenvalues in (min w - 1, 1]), so on {what} the powers of the repeated letter's "
-                           f"transition converge, every layer's state converges in finite precision and the "
-                           f"output becomes constant while the label keeps changing (T1c, extending T1)")
     # T1 / T3: non-negative eigenvalues everywhere
     if all_nonneg and alg.aperiodic is False:
         if alg.fixed_input:
@@ -395,6 +596,8 @@ def _period_bound(infos: list[LayerInfo], single_letter: bool) -> int | None:
         elif (i.cls == LayerClass.HOUSEHOLDER and i.props.n_h == 1 and single_letter and period == 1
               and i.factor_domain in (EigenvalueDomain.NONNEG, EigenvalueDomain.REAL)):
             period = 2 if i.factor_domain == EigenvalueDomain.REAL else 1
+        elif i.cls == LayerClass.DPLR and i.domain in CONTRACTING and single_letter and period == 1:
+            period = 2  # T1c: on a constant input the cast state ends constant or alternating with period 2
         else:
             return None
     return period
@@ -414,6 +617,16 @@ def _period_doubling(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None
             continue
         p = bad[-1]
         hh = any(i.cls == LayerClass.HOUSEHOLDER for i in infos)
+        dplr = [i.spec for i in infos if i.cls == LayerClass.DPLR]
+        if dplr:
+            return Verdict(Decision.IMPOSSIBLE, "T1c",
+                           f"{', '.join(dplr)} has diagonal-plus-rank-one transitions similar to symmetric matrices "
+                           f"with real eigenvalues in (min w - 1, 1], within (-1/2, 1]; it is the only such layer and "
+                           f"reads a constant input (the layers before it, if any, are non-negative and converge), so "
+                           f"on u x^n the powers of its transition converge and its cast state ends constant or "
+                           f"alternating with period 2 (Grazzi2024 v5, Lemma 1): the output has period dividing "
+                           f"{bound}, but {what} of {alg.task} has powers of period {p} (T1c)",
+                           {"period": p, "period_bound": bound})
         layers = ("every layer is real diagonal or a single real Householder factor I - beta k k^T (symmetric, "
                   "eigenvalues 1 and 1 - beta) on a constant input" if hh else
                   "every layer is diagonal with real eigenvalues")
@@ -445,21 +658,43 @@ def _open(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict:
                        f"result here decides {alg.task} for these layers: T5's constructions need unit-modulus "
                        f"rotations (a_floor = 0 gives them), and T1's witness needs powers that converge, which the "
                        f"tiny unit-modulus rotations do not")
-    if any(i.cls == LayerClass.DPLR for i in infos):
-        name = next(i.spec for i in infos if i.cls == LayerClass.DPLR)
+    dplr = [i for i in infos if i.cls == LayerClass.DPLR]
+    if dplr:
+        name = dplr[0].spec
+        periods = set(alg.letter_periods()) if not alg.fixed_input else {alg.block_period or 1}
+        if len(dplr) == 1 and periods <= {1, 2} and 2 in periods:
+            why = (f"on a repeated letter x with label period 2 ({'1^T' if alg.is_parity else 'x^n'}) the powers of "
+                   f"its transition converge in exact arithmetic, but its float32 state may end alternating with "
+                   f"period 2 (the negative eigenvalues reach about -0.45; Grazzi2024 v5, Lemma 1): T1c's argument "
+                   f"bounds the output's period by 2, which does not rule out a label of period 2. A proof that the "
+                   f"cast state of these transitions on x^n ends constant, or a weight setting whose float32 state "
+                   f"alternates there and tracks {alg.task} on every input, would decide it")
+        elif len(dplr) > 1 or any(i.index < dplr[0].index and i.cls != LayerClass.NONNEG for i in infos):
+            why = ("a layer before an RWKV-7 layer may alternate with period 2, so the RWKV-7 layer reads letters x, "
+                   "y, x, y, ... whose products A(y) A(x) can have complex eigenvalues: T1c's period bound covers a "
+                   "constant input only. A bound for such products, or a construction, would decide it")
+        else:
+            why = (f"T1c rules out tasks with a letter of period 3 or more at this depth, but {alg.task} has none, and "
+                   f"no result in this toolkit's sources decides it for these layers (Peng2025's regular-language "
+                   f"claim needs transitions outside this range). A construction with these parameter ranges, or a "
+                   f"family of inputs on which every such stack's states coincide while the labels differ, would "
+                   f"decide it")
         return Verdict(Decision.OPEN, "-", f"{name} has diagonal-plus-rank-one transitions with real eigenvalues in "
-                       f"(-1/2, 1]; "
-                       f"T1c rules out tasks with a letter of period > 1, but {alg.task} has none, and no result in "
-                       f"this toolkit's sources decides it for these layers at this depth (Peng2025's regular-"
-                       f"language claim needs transitions outside this range). A construction with these "
-                       f"parameter ranges, or a family of inputs on which every such stack's states coincide "
-                       f"while the labels differ, would decide it")
+                       f"(-1/2, 1]; {why}")
     if any(i.cls == LayerClass.HOUSEHOLDER and i.factor_domain == EigenvalueDomain.REAL for i in infos):
         return Verdict(Decision.OPEN, "-",
                        f"Householder layers with eigenvalues in [-1,1] recognise every regular language "
                        f"with enough layers (T6, Grazzi2024), but no bound in the sources shows that this depth "
                        f"suffices for {alg.task}; one-factor periodicity (PD) covers only a first layer on a "
                        f"constant input")
+    rows = next((i for i in infos if i.cls == LayerClass.PD_ROWS), None)
+    if rows is not None:
+        return Verdict(Decision.OPEN, "-",
+                       f"{rows.spec} is PD-SSM's row form (the public code's): a diagonal times a row one-hot matrix, "
+                       f"which reads each input's map through its preimages, so from the fixed initial state e_0 it "
+                       f"runs a permutation automaton (P5) but composes other maps in reverse order; {alg.task} is "
+                       f"not a group word problem, and no construction here covers it in this form (the column form, "
+                       f"pdssm, runs any automaton)")
     if any(i.cls == LayerClass.HOUSEHOLDER and i.factor_domain is None for i in infos):
         return Verdict(Decision.OPEN, "-",
                        "a Householder layer's factor eigenvalue range is not declared; no rule applies")
@@ -481,7 +716,7 @@ def quotient_ceiling(infos: list[LayerInfo], alg: TaskAlgebra) -> dict:
     if alg.group is None or alg.subgroup is None:
         return {}
     ops = ["d" if i.cls in (LayerClass.COMPLEX, LayerClass.DAMPED) else "s" for i in infos
-           if i.cls in (LayerClass.COMPLEX, LayerClass.DAMPED, LayerClass.REAL)
+           if i.cls in (LayerClass.COMPLEX, LayerClass.DAMPED, LayerClass.REAL, LayerClass.DPLR)
            or (i.cls == LayerClass.HOUSEHOLDER and i.factor_domain == EigenvalueDomain.REAL)]
     n = alg.residual(ops)
     return {"quotient_tracked": alg.h_order // n, "accuracy_ceiling": 1.0 / n}
@@ -493,11 +728,12 @@ def oracle(layers: str, task: str) -> Verdict:
     infos = layer_infos(layers)
     alg = task_algebra(task)
     if alg.monoid is not None and alg.monoid.size == 1:
-        v = Verdict(Decision.POSSIBLE, "-", f"the labels of {task} never change; a constant output solves it")
+        v = Verdict(Decision.POSSIBLE, "-", f"the labels of {task} never change; a constant output solves it",
+                    {"layers": []})
     else:
         v = _possible(infos, alg) or _impossible(infos, alg) or _open(infos, alg)
     extra = quotient_ceiling(infos, alg) if v.verdict == Decision.IMPOSSIBLE else {}
-    return Verdict(v.verdict, v.basis, v.reason, {**alg.facts(), **v.facts, **extra})
+    return Verdict(v.verdict, v.basis, v.reason, {**alg.facts(), **v.facts, **extra}, v.condition)
 
 
 # -- the table ---------------------------------------------------------------------------------------
@@ -506,7 +742,7 @@ DEFAULT_TABLE_LAYERS = ("rnn", "gru", "transformer", "s4d", "s4d*2", "mamba", "m
                         "deltanet", "deltanet(neg=true)", "deltaproduct(nh=2,neg=true)",
                         "deltaproduct(nh=3,neg=true)", "mamba2", "mamba2(neg=true)", "mamba3", "mamba3*2",
                         "gateddeltanet", "gateddeltanet(neg=true)", "gateddeltanet(neg=true)*2", "rwkv7", "rwkv7*2",
-                        "mlstm", "slstm", "lru", "gla")
+                        "mlstm", "slstm", "lru", "gla", "gateddeltaproduct(neg=true)", "kda(neg=true)", "pdssm")
 DEFAULT_TABLE_TASKS = ("parity", "modcount:3", "offset", "group:C6", "group:V4", "group:C2xC4", "group:Q8",
                        "group:S3", "group:A4", "group:S4", "group:A5", "tomita:3", "tomita:5", "tomita:6")
 

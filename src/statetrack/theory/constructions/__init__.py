@@ -4,8 +4,9 @@
 TrainConfig that describes it (task + ModelConfig) and notes; ``save(name, path)`` writes the ordinary
 checkpoint, which ``statetrack eval`` loads like any trained one. ``available()`` lists them all; a
 name may take an argument after a colon (``modcount-s4d:5``, ``abelian-aussm:C2xC4``,
-``sn-deltaproduct:4``, ``orth-deltaproduct:A5``). One module per mixer family (``negmamba``, ``s4d``, ``aussm``,
-``deltaproduct``), mirroring ``statetrack.layers``; ``base`` holds the registry and the helpers.
+``sn-deltaproduct:4``, ``orth-deltaproduct:A5``, ``dfa-pdssm:tomita:3``). One module per mixer family
+(``negmamba``, ``s4d``, ``aussm``, ``deltaproduct``, ``pdssm``, ...), mirroring ``statetrack.layers``; ``base``
+holds the registry and the helpers.
 
 Every construction reads the model the way the proofs do: a layer's state moves on a finite orbit,
 and the head (no bias) is a linear score of the residual stream. The final RMSNorm only rescales the
@@ -41,6 +42,7 @@ from statetrack.theory.constructions import (  # noqa: F401  (registration)
     gateddeltanet,
     mamba3,
     negmamba,
+    pdssm,
     s4d,
 )
 from statetrack.theory.constructions.base import REGISTRY, Construction, register, sharpen_readout

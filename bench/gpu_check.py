@@ -1,0 +1,239 @@
+"""The prepared check for a lent GPU: one command, at most 8 minutes on an H100, one JSON.
+
+    bash bench/gpu_check.sh                 # installs carried wheels (.whl/), then runs this file
+    PYTHONPATH=src python bench/gpu_check.py --out FILE [--budget SECONDS] [--device cuda|cpu]
+
+Sections, in order, each inside its share of the budget (a section that runs out is cut and says so;
+the JSON is rewritten after every section, so whatever finished survives a kill):
+
+1. ``env``: torch, CUDA, the device, triton and flash-linear-attention (fla) versions.
+2. ``cuda_tests``: the CUDA-only tests (``tests/test_kernels.py`` compiled on the GPU:
+   ``TRITON_INTERPRET=0 pytest -m kernels``), pass/fail counts and the failing tests' names.
+3. ``equivalence``: CUDA = CPU for every mixer of the zoo (and the variants that switch kernels:
+   ``neg=true``, heads, chunk sizes): one layer at d_model 16, a batch of 4 x 64 tokens, forward output
+   and the gradient of every parameter on the device (kernels on: Triton scans, fla's kernels where fla
+   is installed) against the CPU float64 step-by-step references (kernels off). The error is the max
+   absolute difference over the max of the reference; the bound is 1e-4 for float32 paths and 5e-2
+   where fla's chunk kernels round q, k, v to bfloat16 (BF16_MIXERS).
+4. ``speed``: training steps per second at Grazzi et al.'s shape (batch 1024, length 40, width 128, two
+   layers; Mamba [-1,1] and DeltaNet [-1,1]), CUDA graphs on.
+5. ``paper_cell``: one cell at its paper's recipe that the CPU scales cannot fit: DeltaNet [-1,1], three
+   layers of width 128 with 4 heads and the short conv, on modular arithmetic without brackets (Grazzi et
+   al.: batch 1024, lr 1e-3, AdamW, lengths 3-40, the answer supervised only), trained until it learns
+   or the section's time runs out; then scaled accuracy over 40-256 and steps to learn.
+
+Without CUDA (``torch.cuda.is_available()`` false) it writes ``{"skipped": REASON}`` and exits 0; with
+``--device cpu`` the equivalence section runs on the CPU in float32 (how the tests check the machinery).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from statetrack import memory
+from statetrack.config import EvalConfig, ModelConfig, TrainConfig
+from statetrack.layers import MIXERS, build_mixer
+from statetrack.spec import parse_layers
+
+memory.configure()
+ROOT = Path(__file__).resolve().parents[1]
+
+#: the variants beside each mixer's defaults whose kernels differ (the eigenvalue range switches the
+#: delta rule's kernel; heads and chunks change the tiling)
+VARIANTS = ["mamba(neg=true)", "negmamba(conv=0)", "deltanet(neg=true)", "deltanet(heads=2)",
+            "deltaproduct(neg=true)", "gateddeltanet(neg=true)", "gateddeltanet(heads=2)", "mamba2(neg=true)",
+            "mamba3(rope=false)", "rwkv7(heads=2)"]
+#: mixers whose CUDA path runs fla's bfloat16 chunk kernels (q, k, v rounded to 8 significant bits)
+BF16_MIXERS = ("deltanet", "deltaproduct", "gateddeltanet", "rwkv7", "gla")
+F32_TOL, BF16_TOL = 1e-4, 5e-2
+
+
+class Budget:
+    def __init__(self, seconds: float):
+        self.end = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return self.end - time.monotonic()
+
+
+def section_env(device: str) -> dict:
+    out = {"torch": torch.__version__, "python": platform.python_version(), "device": device,
+           "cuda": torch.version.cuda, "cpu_count": os.cpu_count()}
+    if device == "cuda":
+        out["gpu"] = torch.cuda.get_device_name()
+    for mod in ("triton", "fla"):
+        try:
+            out[mod] = __import__(mod).__version__
+        except Exception as e:
+            out[mod] = f"not importable: {type(e).__name__}: {e}"
+    return out
+
+
+def section_cuda_tests(seconds: float) -> dict:
+    env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    cmd = [sys.executable, "-m", "pytest", "-q", "-m", "kernels", "-p", "no:cacheprovider", "tests/test_kernels.py"]
+    try:
+        p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=max(10.0, seconds))
+    except subprocess.TimeoutExpired:
+        return {"cut": f"did not finish in {seconds:.0f} s"}
+    tail = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else ""
+    counts = {k: int(v) for v, k in re.findall(r"(\d+) (passed|failed|skipped|errors?)", tail)}
+    failed = re.findall(r"^FAILED (\S+)", p.stdout, re.M)
+    return {"returncode": p.returncode, "summary": tail, **counts, "failed_tests": failed}
+
+
+def _clone_grads(m) -> dict:
+    return {n: p.grad.detach().double().cpu() for n, p in m.named_parameters() if p.grad is not None}
+
+
+def _forward_backward(m, x):
+    m.zero_grad(set_to_none=True)
+    y, _ = m(x)
+    w = torch.linspace(-1, 1, y.numel(), dtype=y.dtype, device=y.device).reshape(y.shape)
+    (y * w).sum().backward()
+    return y.detach().double().cpu(), _clone_grads(m)
+
+
+def rel(a: torch.Tensor, ref: torch.Tensor) -> float:
+    return float((a - ref).abs().max() / ref.abs().max().clamp_min(1e-30))
+
+
+def equivalence_row(spec: str, device: str) -> dict:
+    """One mixer: its output and parameter gradients on ``device`` (float32, kernels on) against the CPU
+    float64 reference (kernels off)."""
+    (layer,) = parse_layers(spec)
+    torch.manual_seed(0)
+    ref = build_mixer(layer, 16, 16).double()
+    dev = build_mixer(layer, 16, 16)
+    dev.load_state_dict({k: v.float() for k, v in ref.state_dict().items()})
+    dev = dev.to(device)
+    x = torch.randn(4, 64, 16, dtype=torch.float64)
+    old = os.environ.get("STATETRACK_KERNELS")
+    os.environ["STATETRACK_KERNELS"] = "0"
+    try:
+        y_ref, g_ref = _forward_backward(ref, x)
+    finally:
+        os.environ.pop("STATETRACK_KERNELS") if old is None else os.environ.__setitem__("STATETRACK_KERNELS", old)
+    y, g = _forward_backward(dev, x.float().to(device))
+    grad_err = max((rel(g[n], g_ref[n]) for n in g_ref if n in g), default=0.0)
+    missing = sorted(set(g_ref) - set(g))
+    tol = BF16_TOL if device == "cuda" and layer.name in BF16_MIXERS else F32_TOL
+    err = max(rel(y, y_ref), grad_err)
+    return {"mixer": spec, "output_err": rel(y, y_ref), "grad_err": grad_err, "tolerance": tol,
+            "ok": err <= tol and not missing, "missing_grads": missing}
+
+
+def section_equivalence(device: str, budget: Budget, specs: list[str] | None = None) -> dict:
+    rows = []
+    for spec in specs or [*MIXERS, *VARIANTS]:
+        if budget.left() < 5:
+            return {"rows": rows, "cut": f"out of time before {spec}"}
+        try:
+            rows.append(equivalence_row(spec, device))
+        except Exception as e:
+            rows.append({"mixer": spec, "ok": False, "error": f"{type(e).__name__}: {str(e).splitlines()[0]}"})
+        r = rows[-1]
+        print(f"equivalence {spec}: " + (f"output {r['output_err']:.1e}, gradients {r['grad_err']:.1e}"
+                                         if "error" not in r else r["error"]) + ("" if r["ok"] else "  FAILED"),
+              flush=True)
+    return {"rows": rows, "failed": [r["mixer"] for r in rows if not r["ok"]]}
+
+
+def section_speed(steps: int = 200) -> dict:
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bench_train_gpu import section_grazzi  # the Grazzi shape, timed with graphs
+
+    t = time.monotonic()
+    rows = section_grazzi(steps)
+    return {"rows": rows, "timed_steps": steps, "seconds": time.monotonic() - t}
+
+
+def section_paper_cell(seconds: float) -> dict:
+    from statetrack.evaluation import evaluate
+    from statetrack.training import train
+
+    cfg = TrainConfig(task="modarith:5", model=ModelConfig(layers="deltanet(neg=true,heads=4)*3", d_model=128,
+                                                           d_state=32, mlp=True),
+                      train_min_len=3, train_max_len=40, steps=100_000, batch_size=1024, lr=1e-3, weight_decay=0.1,
+                      warmup_frac=0.1, eval_every=500, patience=10 ** 6, val_sequences=2048, device="cuda",
+                      stop_when_learned=True)
+    t0 = time.monotonic()
+    deadline = t0 + seconds - 40  # the evaluation's share
+
+    def on_step(step, info):
+        if time.monotonic() > deadline:
+            raise TimeoutError(step)
+
+    curve: list = []
+    try:
+        res = train(cfg, on_step=lambda s, i: (curve.append({k: i[k] for k in ("step", "val_accuracy", "val_loss")}),
+                                                on_step(s, i)), progress=False)
+        model, learned, cut = res.model, res.learned_at_step, None
+    except TimeoutError as e:
+        return {"layers": cfg.model.layers, "cut_at_step": e.args[0], "curve": curve,
+                "steps_per_s": e.args[0] / (time.monotonic() - t0)}
+    ms = evaluate(model, model_task(cfg.task), EvalConfig(lengths=[40, 64, 128, 256], batch_size=512,
+                                                          device="cuda"))
+    scaled = [m.scaled_accuracy for m in ms if m.scaled_accuracy is not None]
+    return {"layers": cfg.model.layers, "learned_at_step": learned, "cut": cut, "curve": curve,
+            "scaled_accuracy_40_256": sum(scaled) / len(scaled) if scaled else None,
+            "per_length": {m.length: m.accuracy for m in ms}, "seconds": time.monotonic() - t0}
+
+
+def model_task(name: str):
+    from statetrack.tasks import get_task
+
+    return get_task(name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--budget", type=float, default=470.0, help="seconds for everything (default 470)")
+    ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    ap.add_argument("--mixers", nargs="*", default=None, help="equivalence: only these specs")
+    a = ap.parse_args(argv)
+    out_path = Path(a.out)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    result: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+
+    def write():
+        tmp = out_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(result, indent=1, default=str))
+        tmp.replace(out_path)
+
+    if a.device == "cuda" and not torch.cuda.is_available():
+        result["skipped"] = ("no CUDA device: torch.cuda.is_available() is False on this machine "
+                             f"(torch {torch.__version__}, CUDA build {torch.version.cuda})")
+        write()
+        print(f"gpu_check: skipped: {result['skipped']}")
+        return 0
+    budget = Budget(a.budget)
+    result["env"] = section_env(a.device)
+    write()
+    if a.device == "cuda":
+        result["cuda_tests"] = section_cuda_tests(min(150.0, budget.left() * 0.3))
+        write()
+    result["equivalence"] = section_equivalence(a.device, Budget(min(budget.left() * 0.35, 120.0)), a.mixers)
+    write()
+    if a.device == "cuda":
+        result["speed"] = section_speed()
+        write()
+        result["paper_cell"] = section_paper_cell(max(30.0, budget.left() - 10))
+        write()
+    failed = result["equivalence"].get("failed", [])
+    print(f"gpu_check: wrote {out_path}; equivalence failures: {', '.join(failed) or 'none'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""Gated DeltaProduct (Siems2025; flash-linear-attention's ``GatedDeltaProduct``): DeltaProduct's n_h
+Householder steps per token times Gated DeltaNet's decay gate.
+
+Per head h (``heads``), key dim d_k = d_state, value dim d_v = d_model / heads, state S (d_k, d_v). Per
+token, the gate, then n_h sub-steps j = 1..n_h::
+
+    S <- alpha_t S;    S <- (I - beta_j k_j k_j^T) S + beta_j k_j v_j^T;    o_t = S^T q_t (after the last)
+
+so A(x_t) = alpha_t prod_j (I - beta_j k_j k_j^T). q, k_1..k_n_h, v_1..v_n_h are linear maps of x_t through
+an optional short depthwise causal conv (``conv``) and silu, q and every k_j L2-normalised per head (no
+further query scale, as DeltaNet here); beta_j = sigmoid(w_j^T x_t) in [0, 1] (``neg=true``: 2 sigmoid, in
+[0, 2], each factor's eigenvalue 1 - beta_j in [-1, 1]); the gate is Gated DeltaNet's (Mamba-2's):
+alpha_t = exp(-exp(A_log) softplus(w_a^T x_t + dt_bias)) in (0, 1]. The head outputs go through a per-head
+RMSNorm gated by silu(W_g x_t), then the output projection (fla's layer with its output gate on).
+
+fla's layer defaults to n_h = 2 and negative eigenvalues on; here, as for every mixer of this package,
+the default is the [0, 1] form (``neg=false``) and ``neg=true`` is the switch. As DeltaProduct: the
+product's eigenvalues are complex for n_h >= 2 with ``neg=true`` (two reflections make a rotation) and for
+n_h >= 3; modulus <= 1. Recurrence: ``ops.dplr.gated_delta_product`` (fla's kernels on CUDA). State:
+(S (B, heads, d_k, d_v), conv buffer).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from statetrack.layers.base import Properties
+from statetrack.layers.deltanet import DeltaProduct
+from statetrack.layers.gateddeltanet import GATE_ROUNDING, decay_gate_init
+from statetrack.ops import delta_step, householder_product
+from statetrack.ops.dplr import gated_delta_product
+
+
+class GatedDeltaProduct(DeltaProduct):
+    name = "gateddeltaproduct"
+    description = ("Gated DeltaProduct: A(x) = alpha(x) prod_j (I - beta_j k_j k_j^T), n_h steps per token, alpha in "
+                   "(0, 1], beta in [0,1] ([0,2] with neg=true)")
+
+    def __init__(self, d_model, d_state, **kw):
+        super().__init__(d_model, d_state, **kw)
+        H = self.H
+        self.a_proj = nn.Linear(d_model, H, bias=False)
+        self.A_log, self.dt_bias = decay_gate_init(self.name, H)
+        self.g_proj = nn.Linear(d_model, H * self.dv, bias=False)
+
+    @property
+    def properties(self):
+        p = super().properties  # a scalar gate in (0, 1] keeps the product's domain
+        return Properties(input_dependent=True, eigenvalues=p.eigenvalues, structure=p.structure, n_h=p.n_h,
+                          rounding=GATE_ROUNDING + ("; " + p.rounding if p.rounding else ""),
+                          factor_eigenvalues=p.factor_eigenvalues)
+
+    def _gate(self, x):
+        """The log-gate g (..., H) <= 0."""
+        return -torch.exp(self.A_log) * F.softplus(self.a_proj(x) + self.dt_bias)
+
+    def _gated_out(self, o, x):
+        gate = F.silu(self.g_proj(x)).unflatten(-1, (self.H, self.dv))
+        return self.o_proj((self.o_norm(o) * gate).flatten(-2))
+
+    def forward(self, x, state=None):
+        if state is None:
+            state = self.init_state(x.shape[0], x.device, x.dtype)
+        S, buf = state
+        q, k, v, beta, buf = self._qkvb(x, buf, chunk=True)
+        o, S = gated_delta_product(q, k, v, beta, self._gate(x), S, self.chunk, self.neg)
+        return self._gated_out(o, x), (S, buf)
+
+    def step(self, x, state):
+        S, buf = state
+        q, k, v, beta, buf = self._qkvb(x, buf, chunk=False)
+        S = torch.exp(self._gate(x))[..., None, None] * S
+        for j in range(self.nh):
+            o, S = delta_step(q, k[:, j], v[:, j], beta[:, j], S)
+        return self._gated_out(o, x), (S, buf)
+
+    def transition(self, x):
+        """A(x_t) per token and head, conv history from zeros: (B, T, H, d_k, d_k)."""
+        _, buf = self.init_state(x.shape[0], x.device, x.dtype)
+        _, k, _, beta, _ = self._qkvb(x, buf, chunk=True)
+        alpha = torch.exp(self._gate(x))[..., None, None]
+        return alpha * householder_product(k.transpose(2, 3), beta.transpose(2, 3))

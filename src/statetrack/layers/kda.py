@@ -1,0 +1,131 @@
+"""Kimi Delta Attention (KDA; Kimi Linear, arXiv 2510.26692; flash-linear-attention's ``KimiDeltaAttention``):
+Gated DeltaNet with a per-channel (diagonal) decay gate.
+
+Per head h (``heads``), key dim d_k = d_state, value dim d_v = d_model / heads, state S (d_k, d_v)::
+
+    S_t = (I - beta_t k_t k_t^T) diag(alpha_t) S_{t-1} + beta_t k_t v_t^T          o_t = S_t^T q_t
+
+q, k, v are linear maps of x_t through an optional short depthwise causal conv (``conv``) and silu, q and k
+L2-normalised per head (no further query scale, as the other delta rules here); beta_t = sigmoid(w_b^T x_t)
+in [0, 1] (``neg=true``: 2 sigmoid, in [0, 2], fla's ``allow_neg_eigval``); the gate per key channel is
+alpha_t = exp(-exp(A_log_h) softplus(f(x_t) + dt_bias)) in (0, 1] with f a rank-d_v map (d_model -> d_v ->
+heads d_k), A drawn in [1, 16] per head and dt_bias per channel (Mamba's dt init), as in fla's layer. The
+head outputs go through a per-head RMSNorm gated by sigmoid(g(x_t)), g a rank-d_v map with a bias, then
+the output projection.
+
+A(x) = (I - beta k k^T) diag(alpha) is similar to diag(alpha)^1/2 (I - beta k k^T) diag(alpha)^1/2, a
+symmetric matrix: its eigenvalues are real, in [0, 1] for beta in [0, 1] and in [-1, 1] with ``neg=true``
+(-1 only where alpha and beta round to their limits). Recurrence: ``ops.dplr.kda_rule`` (fla's kernels on
+CUDA). State: (S (B, heads, d_k, d_v), conv buffer).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from statetrack.errors import UserError
+from statetrack.layers.base import Mixer, Properties, causal_conv_step, check_conv, dt_bias_init
+from statetrack.layers.deltanet import NEG_ROUNDING
+from statetrack.layers.gateddeltanet import GATE_ROUNDING
+from statetrack.ops import causal_conv
+from statetrack.ops.dplr import dplr_step, dplr_transition, kda_rule, kda_terms
+
+#: steps per chunk of the chunked form: a decay per key channel, as RWKV-7 (whose measured best is 8)
+CHUNK = 8
+
+
+class KDA(Mixer):
+    name = "kda"
+    description = ("Kimi Delta Attention: A(x) = (I - beta k k^T) diag(alpha), a per-channel gate alpha in (0, 1], "
+                   "beta in [0,1] ([0,2] with neg=true)")
+
+    def __init__(self, d_model, d_state, heads=1, neg=False, conv=4, chunk=CHUNK):
+        super().__init__(d_model, d_state)
+        if heads < 1 or d_model % heads:
+            raise UserError(f"{self.name} heads={heads} must be >= 1 and divide d_model={d_model}")
+        check_conv(self.name, conv)
+        if chunk < 0:
+            raise UserError(f"{self.name} chunk={chunk} must be >= 0 (0 = step loop)")
+        self.H, self.neg, self.k, self.chunk = heads, bool(neg), conv, chunk
+        self.dk, self.dv = d_state, d_model // heads
+        H, dk, dv = heads, self.dk, self.dv
+        self.sizes = [H * dk, H * dk, H * dv]
+        self.qkv = nn.Linear(d_model, sum(self.sizes), bias=False)
+        self.conv = nn.Conv1d(sum(self.sizes), sum(self.sizes), conv, groups=sum(self.sizes)) if conv > 0 else None
+        self.b_proj = nn.Linear(d_model, H, bias=False)
+        self.f_proj = nn.Sequential(nn.Linear(d_model, dv, bias=False), nn.Linear(dv, H * dk, bias=False))
+        self.A_log = nn.Parameter(torch.log(torch.empty(H).uniform_(1, 16)))
+        self.dt_bias = nn.Parameter(dt_bias_init(self.name, H * dk, 1e-3, 1e-1))
+        self.g_proj = nn.Sequential(nn.Linear(d_model, dv, bias=False), nn.Linear(dv, H * dv))
+        self.o_norm = nn.RMSNorm(dv, eps=1e-5)
+        self.o_proj = nn.Linear(H * dv, d_model, bias=False)
+
+    @property
+    def properties(self):
+        return Properties(input_dependent=True, eigenvalues="[-1,1]" if self.neg else "[0,1]", structure="householder",
+                          n_h=1, rounding=GATE_ROUNDING + ("; " + NEG_ROUNDING if self.neg else ""),
+                          factor_eigenvalues="[-1,1]" if self.neg else "[0,1]")
+
+    def activation_bytes(self):
+        C = max(1, self.chunk)
+        per_step = 6 * C * self.dk + 6 * self.dk + 3 * self.dv + self.dk * (self.dk + self.dv) // C
+        return 4 * (self.H * per_step + 2 * sum(self.sizes) + 6 * self.d_model)
+
+    def init_state(self, batch, device=None, dtype=None):
+        dtype = dtype or self.qkv.weight.dtype
+        S = torch.zeros(batch, self.H, self.dk, self.dv, device=device, dtype=dtype)
+        buf = torch.zeros(batch, sum(self.sizes), max(self.k - 1, 0), device=device, dtype=dtype)
+        return (S, buf)
+
+    def _terms(self, x, buf, chunk: bool):
+        """x (..., d_model) -> q, k, log_w (..., H, d_k), v (..., H, d_v), beta (..., H), buf."""
+        qkv = self.qkv(x)
+        if self.conv is not None:
+            qkv, buf = (causal_conv if chunk else causal_conv_step)(self.conv, qkv, buf)
+        q, k, v = F.silu(qkv).split(self.sizes, dim=-1)
+        H, dk = self.H, self.dk
+        q = F.normalize(q.unflatten(-1, (H, dk)), dim=-1)
+        k = F.normalize(k.unflatten(-1, (H, dk)), dim=-1)
+        v = v.unflatten(-1, (H, self.dv))
+        beta = torch.sigmoid(self.b_proj(x)) * (2.0 if self.neg else 1.0)
+        f = (self.f_proj(x) + self.dt_bias).unflatten(-1, (H, dk))
+        log_w = -torch.exp(self.A_log).unsqueeze(-1) * F.softplus(f)
+        return q, k, v, beta, log_w, buf
+
+    def _out(self, o, x):
+        gate = torch.sigmoid(self.g_proj(x)).unflatten(-1, (self.H, self.dv))
+        return self.o_proj((self.o_norm(o) * gate).flatten(-2))
+
+    def forward(self, x, state=None):
+        if state is None:
+            state = self.init_state(x.shape[0], x.device, x.dtype)
+        S, buf = state
+        q, k, v, beta, log_w, buf = self._terms(x, buf, chunk=True)
+        o, S = kda_rule(q, k, v, beta, log_w, S, self.chunk, self.neg)
+        return self._out(o, x), (S, buf)
+
+    def step(self, x, state):
+        S, buf = state
+        q, k, v, beta, log_w, buf = self._terms(x, buf, chunk=False)
+        bk, a, b = kda_terms(k, beta, log_w)
+        o, S = dplr_step(q, bk, v, a, b, log_w, S)
+        return self._out(o, x), (S, buf)
+
+    def transition(self, x):
+        """A(x_t) per token and head, conv history from zeros: (B, T, H, d_k, d_k)."""
+        _, buf = self.init_state(x.shape[0], x.device, x.dtype)
+        _, k, _, beta, log_w, _ = self._terms(x, buf, chunk=True)
+        _, a, b = kda_terms(k, beta, log_w)
+        return dplr_transition(a, b, log_w, self.dk)
+
+    def eigenvalues(self, x):
+        """Eigenvalues of A(x_t): (B, T, H * d_k) complex with zero imaginary parts, from the similar symmetric
+        matrix diag(alpha)^1/2 (I - beta k k^T) diag(alpha)^1/2."""
+        _, buf = self.init_state(x.shape[0], x.device, x.dtype)
+        _, k, _, beta, log_w, _ = self._terms(x, buf, chunk=True)
+        s = torch.exp(log_w / 2)
+        u = s * k
+        sym = torch.diag_embed(s * s) - beta[..., None, None] * u.unsqueeze(-1) * u.unsqueeze(-2)
+        ev = torch.linalg.eigvalsh(sym).flatten(-2)
+        return ev.to(ev.dtype.to_complex())

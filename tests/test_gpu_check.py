@@ -1,0 +1,49 @@
+"""bench/gpu_check.sh, the prepared check for a lent GPU, in its no-GPU mode (CI has no GPU), and its
+equivalence section's machinery on the CPU (float32 with kernels against the float64 references)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import gpu_check  # noqa: E402 (bench/ is not a package)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU: the check would run for real")
+def test_without_cuda_it_skips_saying_why(tmp_path):
+    env = {**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable}
+    p = subprocess.run(["bash", str(ROOT / "bench" / "gpu_check.sh")], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    out = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert "torch.cuda.is_available() is False" in out["skipped"]
+    assert "skipped" in p.stdout
+
+
+def test_equivalence_section_runs_and_judges_each_mixer(tmp_path):
+    res = gpu_check.section_equivalence("cpu", gpu_check.Budget(120), ["negmamba", "deltanet(neg=true)", "aussm"])
+    assert [r["mixer"] for r in res["rows"]] == ["negmamba", "deltanet(neg=true)", "aussm"]
+    assert res["failed"] == []
+    for r in res["rows"]:
+        assert 0 < r["output_err"] < 1e-4 and 0 < r["grad_err"] < 1e-4  # float32 against float64: small, not 0
+
+
+def test_a_wrong_path_is_reported_not_passed(monkeypatch):
+    # a mixer whose device path is off: the check must fail it
+    real = gpu_check._forward_backward
+
+    def off(m, x):
+        y, g = real(m, x)
+        return (y * 1.01, g) if x.dtype == torch.float32 else (y, g)
+
+    monkeypatch.setattr(gpu_check, "_forward_backward", off)
+    row = gpu_check.equivalence_row("negmamba", "cpu")
+    assert not row["ok"] and row["output_err"] > 5e-3

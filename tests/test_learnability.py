@@ -1,0 +1,160 @@
+"""Learnability as a measurement: the stop criterion, learned_at_step, per-position supervision and the
+length curriculum (statetrack.training, statetrack.steps.batches)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from statetrack.config import EvalConfig, ModelConfig, Supervision, TrainConfig
+from statetrack.errors import UserError
+from statetrack.runner import check_run, run, run_key
+from statetrack.steps import batches
+from statetrack.tasks import get_task
+from statetrack.training import Learning, StopReason, train
+
+
+def _cfg(**kw) -> TrainConfig:
+    base = {"task": "parity", "model": ModelConfig(layers="rnn", d_model=8, d_state=8), "steps": 200,
+            "batch_size": 16, "lr": 0.03, "eval_every": 10, "val_sequences": 64, "device": "cpu"}
+    return TrainConfig(**{**base, **kw})
+
+
+def test_learning_needs_the_streak_and_records_its_first_step():
+    learning = Learning(_cfg(learned_accuracy=0.99, learned_validations=3))
+    seen = [learning.see(s, a) for s, a in [(0, 0.5), (10, 0.995), (20, 1.0), (30, 0.9), (40, 0.99), (50, 1.0),
+                                            (60, 0.999), (70, 0.5)]]
+    assert seen == [False, False, False, False, False, False, True, True]  # learnt stays learnt
+    assert learning.learned_at == 40  # the streak's first validation, not the one that completed it
+
+
+def test_a_run_that_learns_stops_there_and_records_the_step(tmp_path):
+    cfg = _cfg(steps=2000, stop_when_learned=True)
+    res = train(cfg, progress=False)
+    assert res.stop_reason == StopReason.LEARNED
+    assert res.learned_at_step is not None
+    # stopped at the validation that completed the streak: learned_validations - 1 validations later
+    assert res.steps_run == res.learned_at_step + (cfg.learned_validations - 1) * cfg.eval_every
+    accs = {p["step"]: p["val_accuracy"] for p in res.curve}
+    assert all(accs[s] >= 0.99 for s in range(res.learned_at_step, res.steps_run + 1, cfg.eval_every))
+    # the run is still scored at its test lengths, and the summary carries the same fields
+    r = run(cfg, EvalConfig(lengths=[16], batch_size=32, device="cpu"), db=tmp_path / "t.db")
+    assert r.summary["learned_at_step"] == res.learned_at_step
+    assert r.summary["stop_reason"] == "learned"
+    assert r.metrics[0].accuracy is not None
+
+
+def test_a_run_that_does_not_learn_records_none():
+    # a time-invariant stack cannot track parity: its in-distribution accuracy stays below 99%
+    res = train(_cfg(model=ModelConfig(layers="s4d", d_model=8, d_state=8), task="parity:final",
+                     train_min_len=20, train_max_len=40, steps=60, stop_when_learned=True), progress=False)
+    assert res.learned_at_step is None
+    assert res.stop_reason == StopReason.BUDGET and res.steps_run == 60
+
+
+def test_curriculum_raises_the_longest_length_by_stages():
+    cfg = _cfg(train_min_len=3, train_max_len=40, steps=100, curriculum_start=10, curriculum_stages=4)
+    tops = [cfg.max_length_at(s) for s in range(1, 101)]
+    assert tops[:25] == [10] * 25 and tops[-25:] == [40] * 25
+    assert sorted(set(tops)) == [10, 20, 30, 40]
+    assert _cfg(train_min_len=3, train_max_len=40).max_length_at(1) == 40
+    drawn = [x.shape[1] for x, _, _ in (next(it) for it in [batches(get_task("parity"), np.random.default_rng(0),
+                                                                    cfg, torch.device("cpu"))] * 100)]
+    assert all(3 <= n <= cfg.max_length_at(i + 1) for i, n in enumerate(drawn))
+    assert max(drawn[:25]) <= 10 and max(drawn[75:]) > 30
+    with pytest.raises(ValueError, match="curriculum_start 50 is outside"):
+        _cfg(train_min_len=3, train_max_len=40, curriculum_start=50)
+
+
+def _value(tokens: list[str]) -> int:
+    """d op d op ... d with * before + and -, left to right: a sum of products."""
+    terms, sign, prod = [], 1, int(tokens[0])
+    for op, d in zip(tokens[1::2], tokens[2::2], strict=True):
+        if op == "*":
+            prod *= int(d)
+        else:
+            terms.append(sign * prod)
+            sign, prod = (1 if op == "+" else -1), int(d)
+    return sum(terms) + sign * prod
+
+
+def test_every_position_supervision_reads_every_prefix_label():
+    task = get_task("modarith:5")
+    cfg = _cfg(task="modarith:5", supervision="every", train_min_len=9, train_max_len=9)
+    x, y, m = next(batches(task, np.random.default_rng(0), cfg, torch.device("cpu")))
+    assert bool(m.all())
+    # the targets are the values of the prefixes: check them against an independent evaluation
+    for row_x, row_y in zip(x.tolist(), y.tolist(), strict=True):
+        for t in range(0, 9, 2):  # after each digit
+            assert _value([task.symbols[i] for i in row_x[: t + 1]]) % 5 == row_y[t]
+    x2, y2, m2 = next(batches(task, np.random.default_rng(0), _cfg(task="modarith:5", train_min_len=9,
+                                                                   train_max_len=9), torch.device("cpu")))
+    assert torch.equal(x, x2) and torch.equal(y, y2) and int(m2.sum()) == m2.shape[0]  # the same data
+
+
+def test_every_position_supervision_is_refused_where_prefixes_have_no_label():
+    cfg = _cfg(task="modarith-brackets:5", supervision="every")
+    with pytest.raises(UserError, match="modarith-brackets:5 labels only its final position"):
+        check_run(cfg, EvalConfig(lengths=[16], device="cpu"))
+
+
+def test_new_training_fields_keep_older_run_keys():
+    cfg = _cfg()
+    key = cfg.key_dict()
+    assert not set(TrainConfig.LATE_FIELDS) & set(key)
+    changed = _cfg(supervision=Supervision.EVERY)
+    assert changed.key_dict()["supervision"] == "every"
+    ev = EvalConfig(lengths=[16], device="cpu")
+    assert run_key(cfg, ev, None, None) != run_key(changed, ev, None, None)
+
+
+EVIDENCE_STUDY = """
+name: ev
+title: evidence test
+source: test
+metric: accuracy
+oracle: true
+score: {kind: mean}
+train: {batch_size: 16, eval_every: 10, val_sequences: 32, lr: 0.01}
+train_lengths: [1, 20]
+tables:
+  - name: main
+    tasks: [parity]
+    models:
+      - {label: Mamba-3, model: {layers: mamba3, d_model: 8, d_state: 4}}
+      - {label: Mamba-3 (construction), model: {layers: "mamba3(headdim=8)", d_model: 4, d_state: 2},
+         control_of: Mamba-3, train: {init: "construction:parity-mamba3"}}
+      - {label: "Mamba [0,1]", model: {layers: "mamba(conv=0)", d_model: 8, d_state: 4}}
+scales:
+  quick: {seeds: 2, steps: 30, eval_batch: 16, test_lengths: [100, 101], test_split: long}
+"""
+
+
+def test_a_learnability_cell_carries_its_evidence(tmp_path):
+    from statetrack.report.writer import collect, write_report
+    from statetrack.reproduce import reproduce
+
+    path = tmp_path / "ev.yaml"
+    path.write_text(EVIDENCE_STUDY)
+    db = tmp_path / "t.db"
+    study, _, _ = reproduce(str(path), db=str(db), workers=1)
+    rep = collect(study, str(db), "quick")
+    # the control row is evidence, not a cell of the agreement count
+    assert [label for label, _ in rep.verdicts.rows] == ["Mamba-3", "Mamba [0,1]"]
+    (cell,) = rep.verdicts.learnability_cells()
+    assert cell.model == "Mamba-3" and cell.learnt_in_distribution()[1] == 2
+    ctrl = rep.verdicts.controls[("Mamba-3", "parity")]
+    assert ctrl.tracked == 2  # the construction holds at length 100 after training
+    md = write_report(rep, tmp_path / "out").read_text()
+    section = md[md.index("## Learnability cells: the evidence"):]
+    assert "### Mamba-3 on parity (yes T5" in section
+    assert "learnt in distribution by 0/2 seeds" in section
+    assert "Spectrum of the best seed" in section and "per input symbol, min Re 0:" in section
+    assert "control 'Mamba-3 (construction)' (from the construction): tracked by 2/2 seeds" in section
+    assert (tmp_path / "out" / "ev" / "spectrum-mamba-3-parity.png").is_file()
+    with pytest.raises(UserError, match="control_of names 'Nope'"):
+        from statetrack.experiments import load_study
+
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(EVIDENCE_STUDY.replace("control_of: Mamba-3", "control_of: Nope"))
+        load_study(str(bad))
