@@ -324,7 +324,8 @@ def print_blocks(title: str | None, headers: list[str], texts: list[list[str]], 
             key = wrap(h + ":", keyw - 1)
             for k in range(max(len(lines), len(key))):
                 kt = key[k] if k < len(key) else ""
-                out.append((kt.ljust(keyw) + (lines[k] if k < len(lines) else ""), style))
+                kt = (kt + " ").ljust(keyw) if kt else " " * keyw  # a key wider than its column keeps a space
+                out.append((kt + (lines[k] if k < len(lines) else ""), style))
         out.append("")
     if caption:
         out.append(caption)
