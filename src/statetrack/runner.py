@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -189,7 +190,7 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
     config = stored_config(train_cfg, eval_cfg)
     run_id = store.start_run(config, study=study, label=label, key=key, uuid=run_uuid,
                              owner=owner or this_process())
-    t0 = time.time()
+    t0, c0 = time.time(), time.process_time()
     try:
         res = train(train_cfg, task, model=start, on_step=on_step, on_train_step=on_train_step, progress=False)
         metrics, lm = evaluate_run(res.model, task, eval_cfg, on_length=on_length)
@@ -213,6 +214,7 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
                "steps_run": res.steps_run, "stopped_early": res.stopped_early,
                "learned_at_step": res.learned_at_step, "stop_reason": res.stop_reason.value,
                "train_time": res.wall_time, "longest_90": longest_generalized(metrics),
+               "cpu_time": time.process_time() - c0, "load_average": _load_average(),
                "params": sum(p.numel() for p in res.model.parameters()),
                **{f"longest_90_{s}": longest_generalized(ms) for s, ms in more.items()},
                **({"horizons": horizons} if horizons else {})}
@@ -224,6 +226,15 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
              "study": study, "label": label, **({"plugins": config["plugins"]} if "plugins" in config else {})}
     return _record(store, run_id, res, metrics, lm, summary, t0, lambda: save_run_checkpoint(
         res.model, train_cfg.model_dump(), path, extra), more)
+
+
+def _load_average() -> float | None:
+    """The machine's 1-minute load average at the run's end (None where the system does not give one): beside
+    a run's wall time, what says how much of it was waiting for a core."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
 
 
 def _record(store: Store, run_id: int, res, metrics, lm, summary: dict, t0: float, write_checkpoint,

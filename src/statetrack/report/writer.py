@@ -40,6 +40,8 @@ class Report:
     db: str = ""  # the database the runs were read from
     wall_time: float = 0.0  # seconds, summed over the complete runs of the grid (as each run recorded it)
     devices: list[str] = field(default_factory=list)  # the devices the complete runs trained on
+    cpu_time: float = 0.0  # CPU seconds, summed over the complete runs that recorded theirs
+    cpu_runs: int = 0  # how many complete runs recorded their CPU time
 
     @property
     def complete(self) -> int:
@@ -82,6 +84,7 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None, device: s
     jobs = study.grid(scale, seeds, device, max_runs)  # refused above max_runs before the database is opened
     store = Store(db, readonly=True)
     results, traces, curves, unfinished, machines, wall, devices = [], {}, {}, 0, {}, 0.0, {}
+    cpu_time, cpu_runs = 0.0, 0
     for job in jobs:
         res = complete_result(store, job.key)
         results.append((job, res))
@@ -91,6 +94,9 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None, device: s
             row = next((r for r in rows if r["id"] == res.run_id), {})
             v = row.get("versions") or {}
             wall += row.get("wall_time") or 0.0
+            cpu = (row.get("summary") or {}).get("cpu_time")
+            if isinstance(cpu, (int, float)):
+                cpu_time, cpu_runs = cpu_time + cpu, cpu_runs + 1
             dev = (row.get("config") or {}).get("device")
             if dev:
                 devices[dev] = None
@@ -109,7 +115,7 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None, device: s
         tables = state_tables(study, results, scale, study_tables(study, results, scale))
     rep = Report(study, scale, tables, results, traces, curves, unfinished,
                  [f"{m} ({n} run{'s' if n > 1 else ''})" for m, n in machines.items()], db=str(db),
-                 wall_time=wall, devices=list(devices))
+                 wall_time=wall, devices=list(devices), cpu_time=cpu_time, cpu_runs=cpu_runs)
     if study.kind != "lm":
         _compare_probes(rep)
     if getattr(study, "oracle", False):
@@ -308,13 +314,25 @@ def runs_line(rep: Report) -> str:
     """How many runs of the grid the report holds; when some are missing, which (the report's first line
     after its header)."""
     line = (f"Runs of the grid: {len(rep.results)}; complete: {len(rep.results) - rep.missing}; missing: "
-            f"{rep.missing}; unfinished records of these runs (killed, not counted): {rep.interrupted}.")
+            f"{rep.missing}; unfinished records of these runs (killed, not counted): {rep.interrupted}. "
+            f"{time_line(rep)}")
     missing = missing_runs(rep)
     if missing:
         line = (f"This report is incomplete: {rep.missing} of the grid's {len(rep.results)} runs are not complete "
                 f"in the database (not run yet, failed or killed), and its numbers leave them out: "
                 f"{'; '.join(missing)}. {line}")
     return line
+
+
+def time_line(rep: Report) -> str:
+    """What the complete runs cost: their wall times summed and, where they recorded it, their CPU time (on a
+    shared machine the wall time includes waiting for a core; the CPU time does not)."""
+    done = len(rep.results) - rep.missing
+    line = f"Wall time of the complete runs, summed: {rep.wall_time / 3600:.2f} h"
+    if rep.cpu_runs:
+        some = "" if rep.cpu_runs == done else f" (recorded by {rep.cpu_runs} of the {done} runs)"
+        line += f"; their CPU time: {rep.cpu_time / 3600:.2f} h{some}"
+    return line + "."
 
 
 def missing_runs(rep: Report, at_most: int = 20) -> list[str]:
