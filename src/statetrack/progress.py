@@ -70,6 +70,21 @@ def warn(text: str) -> None:
     LOGGER.warning(text)
 
 
+def describe_waits(waits: list[dict]) -> str:
+    """One line naming the runs a sweep waits for (``Claims.waits``): their run ids, their sweeps, and
+    how old their heartbeats are (one in the future: that machine's clock is ahead, and the claim is
+    taken over once its heartbeat stays unchanged for the timeout)."""
+    def one(w: dict) -> str:
+        run = f"run {w['run_id']}" if w["run_id"] is not None else f"key {w['key']} (no row yet)"
+        if w["age"] < -1:
+            beat = (f"heartbeat {-w['age']:.0f} s in the future (its clock is ahead); taken over if it stays "
+                    f"unchanged for {w['timeout']:.0f} s (unchanged for {w['unchanged']:.0f} s)")
+        else:
+            beat = f"heartbeat {max(0.0, w['age']):.0f} s ago"
+        return f"{run} (sweep {w['owner']}, {beat})"
+    return f"waiting for {len(waits)} run(s) that other sweeps hold: " + "; ".join(map(one, waits))
+
+
 def sink(progress: Progress, callbacks: bool) -> Callable[[dict], None] | None:
     """Where the events of one call go: ``progress`` as given, or (None) the log unless ``callbacks``."""
     if progress is None:
@@ -116,8 +131,6 @@ class SweepProgress:
                   "message": msg})
 
     def on_wait(self, waits: list[dict]) -> None:
-        from statetrack.sweep import describe_waits  # the sweep's own words (it imports this module)
-
         self.out({"event": "waiting", "runs": waits, "elapsed": time.time() - self.t0,
                   "message": f"{self.title}: {describe_waits(waits)}"})
 

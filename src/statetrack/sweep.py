@@ -44,7 +44,7 @@ from statetrack.executors import (
     worker_limit,
 )
 from statetrack.jobs import Grid, Job
-from statetrack.progress import warn
+from statetrack.progress import describe_waits, warn
 from statetrack.runner import RunResult, check_run, complete_result
 from statetrack.store import Damaged, Store, warn_damaged
 from statetrack.tasks import get_task
@@ -55,21 +55,6 @@ __all__ = ["Job", "POLL", "run_jobs"]
 POLL = 1.0
 #: seconds between two lines saying which runs a sweep with nothing of its own to run waits for
 WAIT_EVERY = 5.0
-
-
-def describe_waits(waits: list[dict]) -> str:
-    """One line naming the runs a sweep waits for (``Claims.waits``): their run ids, their sweeps, and
-    how old their heartbeats are (one in the future: that machine's clock is ahead, and the claim is
-    taken over once its heartbeat stays unchanged for the timeout)."""
-    def one(w: dict) -> str:
-        run = f"run {w['run_id']}" if w["run_id"] is not None else f"key {w['key']} (no row yet)"
-        if w["age"] < -1:
-            beat = (f"heartbeat {-w['age']:.0f} s in the future (its clock is ahead); taken over if it stays "
-                    f"unchanged for {w['timeout']:.0f} s (unchanged for {w['unchanged']:.0f} s)")
-        else:
-            beat = f"heartbeat {max(0.0, w['age']):.0f} s ago"
-        return f"{run} (sweep {w['owner']}, {beat})"
-    return f"waiting for {len(waits)} run(s) that other sweeps hold: " + "; ".join(map(one, waits))
 
 
 # -- the schedule: claim, run, wait for the others ---------------------------------------------------
@@ -159,7 +144,7 @@ def run_jobs(jobs: Grid | list[Job], db: str | Path, workers: int = 1, reuse: bo
     running run (local executor; from worker processes through a queue). Worker processes import the
     plugin modules this process has loaded (statetrack.plugins). ``on_wait(waits)`` every ``WAIT_EVERY``
     seconds while the sweep only waits for runs that other sweeps hold (``Claims.waits``; by default a
-    warning line, :func:`describe_waits`).
+    warning line, ``progress.describe_waits``).
 
     ``workers`` above this machine's CPU cores, or above what its memory holds (each run's estimate,
     ``runner.memory_needed``), is capped with a warning line (``executors.worker_limit``); a Ray cluster

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 import time
 
-from statetrack.progress import duration
+from statetrack.progress import describe_waits, duration
 
 
 class _Reporter:
@@ -130,8 +130,6 @@ class SweepProgress(_Reporter):
 
     def waiting(self, waits: list[dict]) -> None:
         """A sweep with nothing of its own to run says which runs of other sweeps it waits for."""
-        from statetrack.sweep import describe_waits
-
         self.log(f"{self.title}: {describe_waits(waits)}")
 
     def done(self, job, res) -> None:
