@@ -233,7 +233,7 @@ def test_a_runs_key_names_the_plugins_of_its_mixer_and_task(monkeypatch):
 
     plain = TrainConfig(model=ModelConfig(layers="rnn"))
     ecfg = EvalConfig()
-    legacy = json.dumps({"train": plain.model_dump(), "eval": ecfg.key_dict(), "study": "s", "label": "RNN"},
+    legacy = json.dumps({"train": plain.key_dict(), "eval": ecfg.key_dict(), "study": "s", "label": "RNN"},
                         sort_keys=True)
     assert run_key(plain, ecfg, "s", "RNN") == hashlib.sha256(legacy.encode()).hexdigest()[:16]
     cfg = TrainConfig(model=ModelConfig(layers="rnn,ourmix"))
