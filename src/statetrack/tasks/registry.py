@@ -22,8 +22,11 @@ ORIGIN: dict[str, str] = {}
 
 def register(family: str, description: str):
     """Register a task family: ``@register("mytask", "one line")`` on a factory that receives the text
-    after ``mytask:`` (or None) and returns a Task, raising UserError on a bad argument."""
+    after ``mytask:`` (or None) and returns a Task, raising UserError on a bad argument. A family registered
+    by another module (statetrack's own included) is not replaced: a UserError says so."""
     def deco(factory):
+        plugins.check_replacement("task family", family, FAMILIES[family][0] if family in FAMILIES else None,
+                                  factory)
         FAMILIES[family] = (factory, description)
         if plugins.origin(factory):
             ORIGIN[family] = plugins.origin(factory)
