@@ -220,6 +220,18 @@ def test_negmamba_reaches_minus_one():
     assert (ev.real == -1).any() and (ev.real >= -1).all()
 
 
+@pytest.mark.parametrize("spec", [v for v in VARIANTS if make(v).properties.linear and not make(v).properties.rounding])
+def test_declared_exact_modulus_one_is_reached_in_float64(spec):
+    """A linear mixer that declares no rounding reaches modulus 1 in exact arithmetic: in float64, with every
+    weight moved off its init and moderate inputs, some eigenvalue has modulus 1 to 1e-12 (AUSSM's exp(i
+    theta); DeltaNet's and DeltaProduct's eigenvalue 1 off the keys)."""
+    m = make(spec)
+    _perturb(m)
+    torch.manual_seed(4)
+    ev = m.eigenvalues(torch.randn(2, 6, D_MODEL, dtype=torch.float64))
+    assert ((ev.abs() - 1).abs() < 1e-12).any(-1).all(), spec
+
+
 @pytest.mark.parametrize("spec", ["pdssm", "lru"])
 def test_modulus_one_only_through_float32_rounding(spec):
     """PD-SSM's |d| = sigmoid(f) and LRU's |lambda| = exp(-exp(nu)) stay below 1 at every finite weight in
