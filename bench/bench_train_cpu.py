@@ -35,12 +35,16 @@ memory.configure()
 #: the medium scales' shapes: label -> (task, layers, d_model, d_state)
 MODELS = {
     "sLSTM x2, modarith": ("modarith:5", "slstm*2", 64, 64),
-    "DeltaNet [-1,1] x3, modarith": ("modarith:5", "deltanet(neg=true,conv=0)*3", 64, 64),
+    "DeltaNet [-1,1] x3, modarith": ("modarith:5", "deltanet(neg=true,heads=4,conv=0)*3", 64, 16),
     "Mamba [-1,1] x3, modarith": ("modarith:5", "negmamba(conv=0)*3", 64, 16),
     "Mamba-3, parity": ("parity", "mamba3", 32, 16),
     "RNN, modarith": ("modarith:5", "rnn", 64, 128),
     "LSTM, modarith": ("modarith:5", "lstm", 64, 128),
 }
+
+
+#: the rows whose blocks have an MLP sub-block
+MLP = {"DeltaNet [-1,1] x3, modarith"}
 
 
 def time_steps(label: str, batch: int, threads: int, steps: int, compile_model: bool = False) -> dict:
@@ -52,6 +56,8 @@ def time_steps(label: str, batch: int, threads: int, steps: int, compile_model: 
                       train_max_len=40, steps=10 ** 6, batch_size=batch, lr=1e-3, device="cpu",
                       supervision="every" if task.scoring != "every" else "task")
     model = build_model(cfg.model, task).train()
+    if label in MLP:
+        model = build_model(cfg.model.model_copy(update={"mlp": True}), task).train()
     t_compile = None
     if compile_model:
         t = time.perf_counter()

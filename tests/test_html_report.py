@@ -76,8 +76,8 @@ def report(tmp_path_factory):
 
 def test_page_and_index(report):
     page = (report / "tiny.html").read_text()
-    # the study table and every run's intervals; figures: accuracy vs length, learning curves
-    assert page.count("<table>") == 2 and page.count("<svg") == 2 and "95% intervals" in page
+    # the study table, its learning table and every run's intervals; figures: accuracy vs length, learning curves
+    assert page.count("<table>") == 3 and page.count("<svg") == 2 and "95% intervals" in page
     assert "<td>RNN</td>" in page and "<td>Negative Mamba (trained on lengths 1-40)</td>" in page
     assert '<th class="paper">paper: extrap.</th>' in page
     assert 'class="paper differs"' in page  # RNN is far from the paper's 100% on this tiny budget

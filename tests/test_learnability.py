@@ -106,3 +106,55 @@ def test_new_training_fields_keep_older_run_keys():
     assert changed.key_dict()["supervision"] == "every"
     ev = EvalConfig(lengths=[16], device="cpu")
     assert run_key(cfg, ev, None, None) != run_key(changed, ev, None, None)
+
+
+EVIDENCE_STUDY = """
+name: ev
+title: evidence test
+source: test
+metric: accuracy
+oracle: true
+score: {kind: mean}
+train: {batch_size: 16, eval_every: 10, val_sequences: 32, lr: 0.01}
+train_lengths: [1, 20]
+tables:
+  - name: main
+    tasks: [parity]
+    models:
+      - {label: Mamba-3, model: {layers: mamba3, d_model: 8, d_state: 4}}
+      - {label: Mamba-3 (construction), model: {layers: "mamba3(headdim=8)", d_model: 4, d_state: 2},
+         control_of: Mamba-3, train: {init: "construction:parity-mamba3"}}
+      - {label: "Mamba [0,1]", model: {layers: "mamba(conv=0)", d_model: 8, d_state: 4}}
+scales:
+  quick: {seeds: 2, steps: 30, eval_batch: 16, test_lengths: [100, 101], test_split: long}
+"""
+
+
+def test_a_learnability_cell_carries_its_evidence(tmp_path):
+    from statetrack.report.writer import collect, write_report
+    from statetrack.reproduce import reproduce
+
+    path = tmp_path / "ev.yaml"
+    path.write_text(EVIDENCE_STUDY)
+    db = tmp_path / "t.db"
+    study, _, _ = reproduce(str(path), db=str(db), workers=1)
+    rep = collect(study, str(db), "quick")
+    # the control row is evidence, not a cell of the agreement count
+    assert [label for label, _ in rep.verdicts.rows] == ["Mamba-3", "Mamba [0,1]"]
+    (cell,) = rep.verdicts.learnability_cells()
+    assert cell.model == "Mamba-3" and cell.learnt_in_distribution()[1] == 2
+    ctrl = rep.verdicts.controls[("Mamba-3", "parity")]
+    assert ctrl.tracked == 2  # the construction holds at length 100 after training
+    md = write_report(rep, tmp_path / "out").read_text()
+    section = md[md.index("## Learnability cells: the evidence"):]
+    assert "### Mamba-3 on parity (yes T5" in section
+    assert "learnt in distribution by 0/2 seeds" in section
+    assert "Spectrum of the best seed" in section and "per input symbol, min Re 0:" in section
+    assert "control 'Mamba-3 (construction)' (from the construction): tracked by 2/2 seeds" in section
+    assert (tmp_path / "out" / "ev" / "spectrum-mamba-3-parity.png").is_file()
+    with pytest.raises(UserError, match="control_of names 'Nope'"):
+        from statetrack.experiments import load_study
+
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(EVIDENCE_STUDY.replace("control_of: Mamba-3", "control_of: Nope"))
+        load_study(str(bad))

@@ -333,7 +333,7 @@ def test_a_constant_answer_scores_chance(fake_task):
         [other], _ = evaluate_run(_Always((top + 1) % V), fake_task, EvalConfig(lengths=[n], batch_size=4, tokens=640))
         assert best.accuracy == best.chance == m.chance and best.scaled_accuracy == 0.0
         assert other.accuracy <= other.chance and other.scaled_accuracy <= 0.0
-        assert 0 < m.token_chance < 1
+        assert 0 < m.token_majority < 1
 
 
 def test_bpb_counts_bytes_not_tokens():

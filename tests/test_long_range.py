@@ -32,6 +32,10 @@ LANGS = {
             [[f"{(i + 1) % 3}{j}", f"{i}{j}", f"{i}{1 - j}"] for i in range(3) for j in range(2)]),
     # a 10-state DFA drawn at random (3 letters)
     "rand10": None,
+    # every c is eventually followed by an a: at every length only one suffix (b^k) leaves both labels possible
+    "evc": (["ok", "pend"], ["a", "b", "c"], "ok", ["ok"], [["ok", "ok", "pend"], ["ok", "pend", "pend"]]),
+    # the number of a's is 0 mod 4 (a group language: no window)
+    "mod4": (["0", "1", "2", "3"], ["a", "b"], "0", ["0"], [["1", "0"], ["2", "1"], ["3", "2"], ["0", "3"]]),
     # ends in ab: a window language (its label is decided by its last 2 symbols)
     "endsab": (["x", "a", "ab"], ["a", "b"], "x", ["ab"], [["a", "x"], ["a", "ab"], ["a", "x"]]),
 }
@@ -245,3 +249,41 @@ def test_rejection_path_matches_the_brute_force_count(lang):
     assert set(drawn) <= set(prob)
     for w, q in prob.items():
         assert abs(drawn.get(w, 0) - n * q) < 5 * np.sqrt(n * q) + 2, w
+
+
+def test_one_suffix_is_named(lang, cli):
+    """Where one suffix qualifies the long-range test is that suffix after different prefixes: sample, the
+    plan and evaluation's note say so."""
+    from statetrack import EvalConfig, evaluate
+    from test_scoring import Constant
+
+    task_name, _ = lang("evc")
+    task = get_task(task_name)
+    p = draws.long_plan(task, 200)
+    assert p.reason is None and p.note.startswith("one suffix: only b^100 leaves both labels possible")
+    assert label_shares(task_name, 200, "long", n=100)["note"] == p.note
+    assert draws.long_plan(get_task(lang("aba")[0]), 200).note is None  # many suffixes: nothing to say
+    p = cli.start("sample", task_name, "--split", "long", "--length", "200", "--n", "1")
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0 and "one suffix: only b^100" in " ".join((out + err).split())
+    m = evaluate(Constant(2, 0), task, EvalConfig(lengths=[200], batch_size=8, test_split="long", device="cpu"))[0]
+    assert m.accuracy == 0.5 and "one suffix" in m.note
+
+
+def test_nothing_left_to_decide_and_label_names(lang):
+    """A suffix as long as the string leaves nothing to decide (not 'a window language'); labels print as
+    names (accepted/rejected, a group element)."""
+    task_name, _ = lang("mod4")
+    task = get_task(task_name)
+    reason = draws.unavailable(task, "long", 20, suffix=20)
+    assert "nothing is left before it to decide" in reason and "window" not in reason
+    assert draws.unavailable(task, "long", 20) is None  # ceil(L/2): a draw
+    assert "window" in draws.unavailable(get_task(lang("endsab")[0]), "long", 200)
+    even = {"states": ["e", "o"], "alphabet": ["a"], "start": "e", "accept": ["e"],
+            "transitions": {"e": {"a": "o"}, "o": {"a": "e"}}}
+    assert get_task("group:S3").automaton().label_name(3) == "(1 2 3)"
+    from statetrack.tasks.dfa import DFA, DFATask
+
+    t = DFATask(DFA(even), "even")
+    assert t.automaton().label_name(1) == "accepted"
+    assert draws.unavailable(t, "long", 6) == "every string of length 6 has the same label (accepted)"

@@ -144,7 +144,7 @@ def test_chance_is_measured_per_length():
     m = evaluate(Constant(2, 1), task, EvalConfig(lengths=[8, 9, 100], batch_size=100))
     assert m[0].chance == 0.5 and m[0].accuracy == 0.5 and m[0].scaled_accuracy == 0.0
     assert m[1].accuracy is None and m[1].note == "no accepted string of length 9" and m[1].n_sequences == 0
-    assert 0.5 < m[2].token_chance < 1  # prefix labels are not balanced: token accuracy has its own chance
+    assert 0.5 < m[2].token_majority < 1  # prefix labels are not balanced: the batch's majority over positions
 
 
 def test_per_length_chance_from_an_imbalanced_draw():
@@ -250,3 +250,85 @@ scales:
             md = t.markdown()
             assert "| 100 ? |" in md and "| 10 |" in md
         assert "?" in t.caption and "n/a" in t.caption
+
+
+class Flaky(torch.nn.Module):
+    """Running parity, wrong at a position where a running hash of the inputs is 0 mod ``k``: about one
+    final answer in ``k`` is wrong, and which ones depends on the whole string."""
+
+    def __init__(self, k: int):
+        super().__init__()
+        self.k = k
+        self.w = torch.nn.Parameter(torch.zeros(1))
+
+    def init_state(self, batch):
+        return torch.zeros(batch, 2, dtype=torch.long)
+
+    def forward(self, x, state):
+        out = torch.zeros(*x.shape, 2)
+        par, h = state[:, 0].clone(), state[:, 1].clone()
+        for t in range(x.shape[1]):
+            par = (par + x[:, t]) % 2
+            h = (h * 31 + x[:, t] + 7) % 1_000_003
+            ans = torch.where(h % self.k == 0, 1 - par, par)
+            out[torch.arange(x.shape[0]), t, ans] = 1.0
+        return out, torch.stack([par, h], dim=1)
+
+
+def test_test_sets_of_two_lengths_are_independent(tmp_path):
+    """Each (seed, split, length) has its own stream: the long-range suffixes at length 61 are not the first
+    symbols of those at 200 (they were, for every string, when one seed served every length), in
+    evaluation and in ``sample`` alike; the two draws at one length differ too."""
+    from statetrack.tasks import sample_json
+
+    dfa = tmp_path / "lastc.json"
+    dfa.write_text(json.dumps({"states": ["N", "C", "B"], "alphabet": ["a", "b", "c"], "start": "N",
+                               "accept": ["N", "C"], "transitions": {
+                                   "N": {"a": "N", "b": "N", "c": "C"}, "C": {"a": "C", "b": "B", "c": "C"},
+                                   "B": {"a": "B", "b": "B", "c": "C"}}}))
+    task = get_task(f"dfa:{dfa}")
+    seed = EvalConfig().seed
+    short = draws.batch(task, "long", draws.test_rng(seed, "long", 61), 200, 61).inputs[:, 30:]
+    long = draws.batch(task, "long", draws.test_rng(seed, "long", 200), 200, 200).inputs[:, 100:131]
+    assert (short == long).all(axis=1).sum() == 0
+    # the old way: one generator per seed, whatever the length
+    old = [draws.batch(task, "long", np.random.default_rng(seed), 200, n).inputs for n in (61, 200)]
+    assert (old[0][:, 30:] == old[1][:, 100:131]).all(axis=1).all()
+    a, b = (sample_json(task.name, n, 50, seed=0, split="long") for n in (61, 200))
+    assert sum(x["inputs"][30:] == y["inputs"][100:131] for x, y in zip(a, b, strict=True)) == 0
+    # sample --seed S shows the strings evaluation scores with seed S
+    first = draws.batch(task, "test", draws.test_rng(seed, "test", 40), 8, 40).inputs
+    assert [r["inputs"] for r in sample_json(task.name, 40, 8, seed=seed, split="test")] == first.tolist()
+    assert not (first == draws.batch(task, "long", draws.test_rng(seed, "long", 40), 8, 40).inputs).all()
+
+
+def test_test_set_size_follows_the_interval():
+    """A length whose accuracy interval contains 90% is scored with twice the sequences, up to ``doublings``
+    times; one still undecided says so (``decided`` False, a note, '?' in the judgement); a length far from
+    90% keeps the batch."""
+    from statetrack.evaluation import decision_z, straddles
+
+    task = get_task("parity")
+    sure = evaluate(Flaky(1_000_003), task, EvalConfig(lengths=[40], batch_size=64, device="cpu"))[0]
+    assert sure.n_sequences == 64 and sure.accuracy == 1.0 and sure.decided and sure.note is None
+    bad = evaluate(Flaky(2), task, EvalConfig(lengths=[40], batch_size=64, device="cpu"))[0]
+    assert bad.n_sequences == 64 and bad.accuracy < 0.8 and bad.decided
+    ms = evaluate(Flaky(10), task, EvalConfig(lengths=[40, 41, 42, 43], batch_size=64, device="cpu"))
+    z = decision_z(4)
+    assert z == pytest.approx(2.5758, abs=1e-4)  # 99%: 5% over five looks
+    for m in ms:
+        k = round(m.accuracy * m.n_sequences)
+        assert m.n_sequences in (64, 128, 256, 512, 1024)
+        assert m.decided == (not straddles(k, m.n_sequences, z))
+        # more sequences only where the previous look straddled 90%
+        assert m.n_sequences == 1024 or m.decided
+        if not m.decided:
+            assert "undecided at 90%" in m.note and uncertain_judgement([m])
+    assert any(m.n_sequences > 64 for m in ms)
+    one = evaluate(Flaky(10), task, EvalConfig(lengths=[40], batch_size=64, doublings=0, device="cpu"))[0]
+    assert one.n_sequences == 64
+    # the stored cell of the audit: 106 of 128 right (82.8%, 95% interval 75.3-88.4%): its decision interval
+    # (99%: 72.7-89.7%) excludes 90%, so it is decided, below 90%, on its own batch
+    assert not straddles(106, 128, z) and wilson(106, 128, z)[1] < 0.9
+    # a batch one sequence luckier (107: interval 73.6-90.3%) would have been scored with 256
+    assert straddles(107, 128, z)

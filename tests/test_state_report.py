@@ -3,6 +3,8 @@ the long-range draw (n/a with the reason where a task has none), the horizons pe
 the per-run intervals on the long-range draw; the main table and its published numbers unchanged."""
 from __future__ import annotations
 
+import csv
+import io
 import json
 
 from statetrack.cli import main
@@ -52,8 +54,8 @@ def test_report_has_long_range_and_horizon_tables(tmp_path, db):
     assert main(["report", str(path), "--db", db, "--out", str(out)]) == 0
     rep = collect(load_study(str(path)), db, "quick")
     names = [t.name for t in rep.tables]
-    assert names == ["main", "main-long", "main-horizon"]
-    main_t, long_t, hor = rep.tables
+    assert names == ["main", "main-learning", "main-long", "main-horizon"]
+    main_t, _, long_t, hor = rep.tables
     row = long_t.rows[0]
     assert row["text"]["ends ab"] == "n/a" and row["text"]["brackets"] == "n/a"
     assert "window language" in long_t.caption and "finite automaton" in long_t.caption
@@ -68,6 +70,11 @@ def test_report_has_long_range_and_horizon_tables(tmp_path, db):
     md = (out / "tiny-long.md").read_text()
     assert "on the long-range draw" in md and "failure horizons" in md
     assert "## Accuracy of every run on the long-range draw, with 95% intervals" in md
-    assert (out / "tiny-long.csv").read_text().count("main-horizon") >= 1
+    # the CSV writes every horizon as a number, with capped flagging a lower bound ('>=N' in the table)
+    rows = [r for r in csv.DictReader(io.StringIO((out / "tiny-long.csv").read_text())) if r["table"] == "main-horizon"]
+    by = {r["column"]: r for r in rows}
+    for col in ("aba", "parity"):
+        assert float(by[col]["selected"]) > 0 and int(by[col]["seeds"]) == 2
+        assert (by[col]["capped"] == "True") == h[col].startswith(">=")
     assert main(["report", str(path), "--db", db, "--out", str(out), "--html", "--figures", ""]) == 0
     assert "on the long-range draw" in (out / "tiny-long.html").read_text()

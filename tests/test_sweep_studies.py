@@ -277,7 +277,9 @@ def test_report_from_database(tmp_path, db, capsys):
     assert "length-main-offsets.png" in figs
     assert any(f.startswith("trace-rnn") for f in figs)
     csv = (out / "tiny-grid.csv").read_text().splitlines()
-    assert csv[0].startswith("study,table,model,column,selected") and len(csv) == 1 + 4
+    # four cells, and the learning table's row for each
+    assert csv[0].startswith("study,table,model,column,selected") and len(csv) == 1 + 4 + 4
+    assert sum("-learning," in line for line in csv) == 4
     assert "\\begin{tabular}" in (out / "tiny-grid.tex").read_text()
 
 

@@ -161,7 +161,7 @@ def test_sample_cli_prints_shares(capsys):
     assert "no accepted string of length 7" in capsys.readouterr().err
     assert main(["sample", "parity", "--split", "test", "--length", "5", "--n", "2", "--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert rows[-1]["label_shares"]["shares"] == {"0": 0.5, "1": 0.5} and rows[0]["split"] == "test"
+    assert rows[-1]["label_shares"]["shares"] == {"even": 0.5, "odd": 0.5} and rows[0]["split"] == "test"
 
 
 def test_dfa_task_declares_its_draw():

@@ -146,7 +146,11 @@ class EvalConfig(_Config):
     lengths: list[int] = Field(default_factory=lambda: default_lengths(), description="test lengths")
     batch_size: int = Field(128, ge=1, description="fresh sequences per test length")
     chunk: int = Field(1024, ge=1, description="time steps per forward call; memory is flat in length")
-    seed: int = Field(12345, description="seed of the test sequences")
+    seed: int = Field(12345, ge=0, description="seed of the test sequences (combined with the split and the length: "
+                                               "each length's test set is its own stream)")
+    doublings: int = Field(4, ge=0, le=8, description="a length whose accuracy interval contains 90% is scored again "
+                                                     "with twice the sequences, at most this many times (then marked "
+                                                     "undecided)")
     device: Literal["cpu", "cuda", "auto"] = Field(
         "auto", validate_default=True, description="cpu, cuda, or auto (cuda where present); stored resolved")
     memory_mb: int = Field(2048, ge=1, description="chunks shrink so that no layer's activations for one "

@@ -14,12 +14,24 @@ last half of each string leaves both labels possible, so the recent past cannot 
 - ``chance``: the majority share of that label's distribution in the draw at this length, i.e. the
   expected accuracy of the best constant answer: exact where the task can compute it, else over 10,000
   sequences of the same draw (``draws.label_distribution``), never the majority of the few sequences
-  scored (``token_chance``: the majority share over every scored position of the batch, the reference
-  for token accuracy);
+  scored;
+- ``token_majority``: the majority share of the labels over every scored position of the sequences
+  scored (a property of that batch, not a chance level: no chance line is drawn from it);
 - ``token_accuracy``: mean accuracy over all scored positions;
 - ``sequence_accuracy``: fraction of sequences whose every scored position is right;
 - ``scaled_accuracy``: (accuracy - chance) / (1 - chance): 0 for the best constant answer, 1 for a
   perfect model; None when every sequence has the same final label (a fixed-input task).
+
+Test sets. Each (seed, split, length) has its own stream of sequences (``draws.test_rng``), so the test
+sets of two lengths are independent. The number of sequences follows the interval: ``batch_size``
+sequences first; while the accuracy's Wilson interval contains the 90% threshold of the
+length-generalization judgement (``THRESHOLD``), as many fresh sequences again, at most
+``EvalConfig.doublings`` times (default 4: up to 16 x ``batch_size``). The interval that decides is
+Bonferroni-corrected over the looks (level 1 - 0.05 / (doublings + 1): 99% for 4 doublings), so the
+procedure as a whole decides a length wrongly at most 5% of the time; ``decided`` records whether its
+last interval excludes 90%, and a length still undecided says so in ``note`` and makes the judgement
+uncertain (``uncertain_judgement``), never decided by one unlucky batch. The stored interval
+``accuracy_low`` - ``accuracy_high`` stays the 95% one, over all the sequences scored.
 
 A length at which the draw has no sequences (``draws.unavailable``, e.g. no accepted string of that
 length, or a window language in the long-range draw) is not scored: its metrics are None and ``note``
@@ -34,6 +46,7 @@ target token's share among the tokens scored).
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
@@ -42,13 +55,15 @@ import torch
 
 from statetrack.config import EvalConfig
 from statetrack.device import resolve_device
-from statetrack.horizon import failure_horizons, horizon_summary
+from statetrack.horizon import measure_horizons
 from statetrack.lm.metrics import evaluate_lm
 from statetrack.memory import release_free_memory
 from statetrack.tasks import Task, draws
 
 #: the 97.5% quantile of the standard normal distribution (two-sided 95% intervals)
 Z95 = 1.959963984540054
+#: the accuracy a length-generalization judgement reads (``longest_generalized``)
+THRESHOLD = 0.9
 
 
 def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
@@ -74,8 +89,9 @@ class LengthMetrics:
     n_sequences: int
     accuracy_low: float | None = None   # Wilson 95% interval of accuracy (filled in when not given)
     accuracy_high: float | None = None
-    token_chance: float | None = None
-    note: str | None = None             # why a length is not scored, or scaled accuracy undefined
+    token_majority: float | None = None  # the majority share of the labels at every scored position scored
+    note: str | None = None             # why a length is not scored, undecided, or scaled accuracy undefined
+    decided: bool | None = None         # the decision interval excludes THRESHOLD (None: not recorded)
 
     def __post_init__(self):
         if self.accuracy is not None and self.n_sequences and self.accuracy_low is None:
@@ -100,7 +116,12 @@ class LengthMetrics:
     def from_row(cls, row) -> LengthMetrics:
         """From a row of the results database's ``metrics`` table (columns a row lacks stay None)."""
         keys = row.keys()
-        return cls(**{k: row[k] for k in cls.__dataclass_fields__ if k in keys})
+        got = {k: row[k] for k in cls.__dataclass_fields__ if k in keys}
+        if got.get("token_majority") is None and "token_chance" in keys:  # the name older files use
+            got["token_majority"] = row["token_chance"]
+        if got.get("decided") is not None:
+            got["decided"] = bool(got["decided"])
+        return cls(**got)
 
 
 def scaled(acc: float, chance: float) -> float | None:
@@ -115,21 +136,22 @@ def chance_at(task: Task, length: int, split: str = "test") -> float:
     return float(np.max(dist))
 
 
+class _Tally:
+    """What the batches scored at one length add up to."""
+
+    def __init__(self, num_classes: int):
+        self.n = self.right = self.seq_ok = self.tok_right = self.tok_total = 0
+        self.labels = np.zeros(num_classes, dtype=np.int64)
+
+
 @torch.no_grad()
-def evaluate_length(model, task: Task, length: int, batch_size: int, chunk: int,
-                    rng: np.random.Generator, device=None, split: str = "test") -> LengthMetrics:
-    """Metrics of ``model`` on ``batch_size`` sequences of the split's draw at ``length``."""
-    reason = draws.unavailable(task, split, length)
-    if reason:
-        return LengthMetrics(length, None, None, None, None, None, 0, note=reason)
-    device = torch.device(device or next(model.parameters()).device)
+def _score_batch(model, task: Task, length: int, batch_size: int, chunk: int, rng: np.random.Generator,
+                 device, split: str, tally: _Tally) -> None:
+    """Run ``batch_size`` fresh sequences of the split's draw and add their counts to ``tally``."""
     states = model.init_state(batch_size)
-    correct_tok = total_tok = 0
     seq_ok = np.ones(batch_size, dtype=bool)
     last_ok = np.zeros(batch_size, dtype=bool)
-    last_y = np.zeros(batch_size, dtype=np.int64)
     has_scored = np.zeros(batch_size, dtype=bool)
-    token_labels = np.zeros(task.num_classes, dtype=np.int64)
     rows = np.arange(batch_size)
     for b in draws.stream(task, split, rng, batch_size, length, chunk):
         logits, states = model(torch.as_tensor(b.inputs, device=device), states)
@@ -140,25 +162,70 @@ def evaluate_length(model, task: Task, length: int, batch_size: int, chunk: int,
             release_free_memory()
         pred = logits.argmax(-1).cpu().numpy()
         hit = pred == b.targets
-        correct_tok += int((hit & b.mask).sum())
-        total_tok += int(b.mask.sum())
-        token_labels += np.bincount(b.targets[b.mask], minlength=task.num_classes)[:task.num_classes]
+        tally.tok_right += int((hit & b.mask).sum())
+        tally.tok_total += int(b.mask.sum())
+        tally.labels += np.bincount(b.targets[b.mask], minlength=task.num_classes)[:task.num_classes]
         seq_ok &= ~(b.mask & ~hit).any(axis=1)
         scored = b.mask.any(axis=1)
         last = b.mask.shape[1] - 1 - np.argmax(b.mask[:, ::-1], axis=1)  # last scored position per row
         last_ok = np.where(scored, hit[rows, last], last_ok)
-        last_y = np.where(scored, b.targets[rows, last], last_y)
         has_scored |= scored
-    n = int(has_scored.sum())
-    if n == 0:
+    tally.n += int(has_scored.sum())
+    tally.right += int(last_ok[has_scored].sum())
+    tally.seq_ok += int(seq_ok[has_scored].sum())
+
+
+def decision_z(doublings: int) -> float:
+    """The z of the interval that decides a length against ``THRESHOLD`` when the sequences may be doubled
+    up to ``doublings`` times: two-sided level 1 - 0.05 / (doublings + 1), a Bonferroni bound over the
+    looks, so that the whole sequential procedure decides wrongly at most 5% of the time (1.96 for one
+    look, 2.576 for five)."""
+    return statistics.NormalDist().inv_cdf(1 - 0.025 / (doublings + 1))
+
+
+def straddles(right: int, n: int, z: float, threshold: float = THRESHOLD) -> bool:
+    """Whether the Wilson interval of ``right / n`` at ``z`` contains ``threshold`` strictly inside."""
+    lo, hi = wilson(right, n, z)
+    return lo < threshold < hi
+
+
+@torch.no_grad()
+def evaluate_length(model, task: Task, length: int, batch_size: int, chunk: int,
+                    rng: np.random.Generator, device=None, split: str = "test", doublings: int = 0) -> LengthMetrics:
+    """Metrics of ``model`` on ``batch_size`` sequences of the split's draw at ``length``; while the
+    accuracy's interval at ``decision_z(doublings)`` contains ``THRESHOLD``, as many fresh sequences again
+    (so 2, 4, ... times ``batch_size``), at most ``doublings`` times. ``decided`` says whether the last
+    interval excludes the threshold."""
+    reason = draws.unavailable(task, split, length)
+    if reason:
+        return LengthMetrics(length, None, None, None, None, None, 0, note=reason)
+    device = torch.device(device or next(model.parameters()).device)
+    tally = _Tally(task.num_classes)
+    z = decision_z(doublings)
+    for look in range(doublings + 1):
+        for _ in range(max(1, tally.n // batch_size)):  # as many sequences again, in batches of batch_size
+            _score_batch(model, task, length, batch_size, chunk, rng, device, split, tally)
+        if tally.n == 0 or not straddles(tally.right, tally.n, z) or look == doublings:
+            break
+    if tally.n == 0:
         return LengthMetrics(length, None, None, None, None, None, 0, note="no scored position")
-    acc = float(last_ok[has_scored].mean())
+    acc = tally.right / tally.n
     chance = chance_at(task, length, split)
-    note = None if chance < 1 else ("every sequence has the same final label (a constant answer is right): "
-                                    "scaled accuracy undefined")
-    return LengthMetrics(length, acc, correct_tok / max(total_tok, 1), float(seq_ok[has_scored].mean()),
-                         scaled(acc, chance), chance, n, token_chance=float(token_labels.max() / max(total_tok, 1)),
-                         note=note)
+    notes = []
+    decided = not straddles(tally.right, tally.n, z)
+    if not decided:
+        lo, hi = wilson(tally.right, tally.n, z)
+        notes.append(f"undecided at {100 * THRESHOLD:g}%: its {100 * (1 - 0.05 / (doublings + 1)):.4g}% interval "
+                     f"{100 * lo:.1f}-{100 * hi:.1f} after {tally.n:,} sequences contains it")
+    if split == "long" and (few := draws.long_plan(task, length).note):
+        notes.append(few)
+    if chance >= 1:
+        notes.append("every sequence has the same final label (a constant answer is right): scaled accuracy "
+                     "undefined")
+    return LengthMetrics(length, acc, tally.tok_right / max(tally.tok_total, 1), tally.seq_ok / tally.n,
+                         scaled(acc, chance), chance, tally.n,
+                         token_majority=float(tally.labels.max() / max(tally.tok_total, 1)),
+                         decided=decided, note="; ".join(notes) or None)
 
 
 def chunk_size(model, cfg: EvalConfig) -> int:
@@ -174,7 +241,8 @@ def chunk_size(model, cfg: EvalConfig) -> int:
 def evaluate(model, task: Task, cfg: EvalConfig | None = None,
              on_length: Callable[[LengthMetrics], None] | None = None, split: str | None = None) -> list[LengthMetrics]:
     """Accuracy per test length on the ``split`` draw (default: the first of ``cfg.test_split``). Each
-    length gets its own generator seeded from (cfg.seed, length)."""
+    length gets its own generator seeded from (cfg.seed, split, length) (``draws.test_rng``), and up to
+    ``cfg.doublings`` doublings of its sequences where the 90% judgement is undecided."""
     cfg = cfg or EvalConfig()
     split = split or cfg.splits[0]
     device = resolve_device(cfg.device)
@@ -182,8 +250,8 @@ def evaluate(model, task: Task, cfg: EvalConfig | None = None,
     chunk = chunk_size(model, cfg)
     out = []
     for length in cfg.lengths:
-        rng = np.random.default_rng([cfg.seed, length])
-        m = evaluate_length(model, task, length, cfg.batch_size, chunk, rng, device, split)
+        m = evaluate_length(model, task, length, cfg.batch_size, chunk, draws.test_rng(cfg.seed, split, length),
+                            device, split, cfg.doublings)
         out.append(m)
         if on_length:
             on_length(m)
@@ -192,17 +260,17 @@ def evaluate(model, task: Task, cfg: EvalConfig | None = None,
 
 def evaluate_more(model, task: Task, cfg: EvalConfig) -> tuple[dict[str, list[LengthMetrics]], dict]:
     """What a run scores beside its headline: the metrics of every other split of ``cfg.test_split``
-    ({split: metrics}), and with ``cfg.horizons`` the witness families' failure horizons up to the
-    longest test length ({"families": rows, "horizon": shortest or None, "horizon_max": N}; empty for a
-    task without an automaton). Language models: nothing."""
+    ({split: metrics}), and with ``cfg.horizons`` the failure horizons on the witness families of every
+    pair of states up to the longest test length (``horizon.measure_horizons``: {"horizon": shortest or
+    None, "horizon_max": N, "pair": the pair of states that broke first, "pairs": one row per pair, ...};
+    empty for a task without an automaton). Language models: nothing."""
     if task.kind == "lm":
         return {}, {}
     more = {s: evaluate(model, task, cfg, split=s) for s in cfg.splits[1:]}
     horizons: dict = {}
     if cfg.horizons and task.automaton() is not None:
         device = resolve_device(cfg.device)
-        rows = failure_horizons(model.to(device).eval(), task, max(cfg.lengths), device=device)
-        horizons = {"families": rows, **horizon_summary(rows, max(cfg.lengths))}
+        horizons = measure_horizons(model.to(device).eval(), task, max(cfg.lengths), device=device)
     return more, horizons
 
 
@@ -225,10 +293,10 @@ def lm_length_metrics(m) -> LengthMetrics:
     most frequent target token's share among the tokens scored."""
     return LengthMetrics(m.length, m.last_accuracy, m.token_accuracy, m.sequence_accuracy,
                          scaled(m.last_accuracy, m.last_chance), m.last_chance, m.windows,
-                         token_chance=m.token_chance)
+                         token_majority=m.token_majority)
 
 
-def longest_generalized(metrics: list[LengthMetrics], threshold: float = 0.9) -> int | None:
+def longest_generalized(metrics: list[LengthMetrics], threshold: float = THRESHOLD) -> int | None:
     """Longest test length L such that accuracy >= threshold at L and at every shorter test length
     (lengths that are not scored, accuracy None, are skipped)."""
     best = None
@@ -241,17 +309,21 @@ def longest_generalized(metrics: list[LengthMetrics], threshold: float = 0.9) ->
     return best
 
 
-def uncertain_judgement(metrics: list[LengthMetrics], threshold: float = 0.9, metric: str = "accuracy",
+def uncertain_judgement(metrics: list[LengthMetrics], threshold: float = THRESHOLD, metric: str = "accuracy",
                         strict: bool = False) -> bool:
     """Whether a longest-length judgement (``longest_generalized``: metric >= threshold; ``strict``:
-    metric > threshold) could change within the 95% intervals: at a length it reads (every scored
-    length up to and including the first that fails), the metric's interval contains the threshold."""
+    metric > threshold) could change within the intervals: at a length it reads (every scored length up
+    to and including the first that fails), the length is undecided (``decided`` False: its decision
+    interval contains ``THRESHOLD`` after every doubling) or, where no decision was recorded (another
+    metric or threshold, an older run), the metric's 95% interval contains the threshold."""
     for m in sorted(metrics, key=lambda m: m.length):
         value = getattr(m, metric)
         if value is None:
             continue
-        ci = m.interval(metric)
-        if ci is not None and ci[0] < threshold < ci[1]:
+        if metric == "accuracy" and threshold == THRESHOLD and m.decided is not None:
+            if not m.decided:
+                return True
+        elif (ci := m.interval(metric)) is not None and ci[0] < threshold < ci[1]:
             return True
         if value < threshold or (strict and value == threshold):
             break

@@ -93,7 +93,7 @@ CREATE TABLE IF NOT EXISTS metrics (
   length INTEGER NOT NULL,
   accuracy REAL, token_accuracy REAL, sequence_accuracy REAL, scaled_accuracy REAL,
   chance REAL, n_sequences INTEGER,
-  accuracy_low REAL, accuracy_high REAL, token_chance REAL, note TEXT,
+  accuracy_low REAL, accuracy_high REAL, token_majority REAL, note TEXT, decided INTEGER,
   PRIMARY KEY (run_id, length)
 );
 CREATE TABLE IF NOT EXISTS split_metrics (
@@ -102,7 +102,7 @@ CREATE TABLE IF NOT EXISTS split_metrics (
   length INTEGER NOT NULL,
   accuracy REAL, token_accuracy REAL, sequence_accuracy REAL, scaled_accuracy REAL,
   chance REAL, n_sequences INTEGER,
-  accuracy_low REAL, accuracy_high REAL, token_chance REAL, note TEXT,
+  accuracy_low REAL, accuracy_high REAL, token_majority REAL, note TEXT, decided INTEGER,
   PRIMARY KEY (run_id, split, length)
 );
 CREATE TABLE IF NOT EXISTS curves (
@@ -138,13 +138,16 @@ LM_COLUMNS = ("length", "windows", "tokens", "bytes", "loss", "bpb", "bpb_se", "
               "sequence_accuracy", "answer_tokens", "answer_bpb", "answer_accuracy", "buckets", "answer_buckets")
 #: the columns of a metrics row after run_id (the fields of evaluation.LengthMetrics)
 METRICS_COLUMNS = ("length", "accuracy", "token_accuracy", "sequence_accuracy", "scaled_accuracy", "chance",
-                   "n_sequences", "accuracy_low", "accuracy_high", "token_chance", "note")
-#: columns that schema version 2 adds to a version-1 file in place: the run's own id, the process that
+                   "n_sequences", "accuracy_low", "accuracy_high", "token_majority", "note", "decided")
+#: columns that schema version 2 adds to an older file in place: the run's own id, the process that
 #: runs it and its checkpoint's sha256; per-length chance, the accuracy's 95% interval and a note; an
-#: LM's answers by distance to their decisive statement
+#: LM's answers by distance to their decisive statement; the labels' majority share over the scored
+#: positions (``token_majority``; files that stored it as ``token_chance`` keep that column, read under
+#: the new name) and whether a length is decided against 90% (``decided``)
 ADDED_COLUMNS = {"runs": (("uuid", "TEXT"), ("owner", "TEXT"), ("checkpoint_sha256", "TEXT")),
-                 "metrics": (("accuracy_low", "REAL"), ("accuracy_high", "REAL"), ("token_chance", "REAL"),
-                             ("note", "TEXT")),
+                 "metrics": (("accuracy_low", "REAL"), ("accuracy_high", "REAL"), ("token_majority", "REAL"),
+                             ("note", "TEXT"), ("decided", "INTEGER")),
+                 "split_metrics": (("token_majority", "REAL"), ("decided", "INTEGER")),
                  "lm_metrics": (("answer_buckets", "TEXT"),)}
 
 

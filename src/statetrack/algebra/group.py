@@ -219,6 +219,22 @@ class Group:
         """Array form of element ``i``: the image of 0 .. degree-1."""
         return [int(v) for v in self.elements[i]]
 
+    def name_of(self, i: int) -> str:
+        """Element ``i`` in cycle notation on the points 1 .. degree: 'e' (the identity), '(1 2)(3 4 5)'."""
+        p = self.elements[i]
+        seen = [False] * len(p)
+        cycles = []
+        for a in range(len(p)):
+            if seen[a] or int(p[a]) == a:
+                continue
+            cyc, b = [], a
+            while not seen[b]:
+                seen[b] = True
+                cyc.append(b + 1)
+                b = int(p[b])
+            cycles.append("(" + " ".join(map(str, cyc)) + ")")
+        return "".join(cycles) or "e"
+
     def prefix_products(self, words: np.ndarray, start: np.ndarray | None = None) -> np.ndarray:
         """Prefix products ``y_t = y_0 x_1 ... x_t`` for a (batch, T) array of ids (y_0 = identity)."""
         words = np.asarray(words)

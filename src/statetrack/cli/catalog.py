@@ -58,6 +58,8 @@ def cmd_sample(a):
     exact = "" if shares["exact"] is None else f"; exact majority share {100 * shares['exact']:.1f}%"
     say(f"final label over {shares['n']:,} {a.split} sequences of length {a.length} ({shares['draw']}): {text}"
           f"{exact}")
+    if shares["note"]:
+        say(f"note: {shares['note']}")
     return 0
 
 

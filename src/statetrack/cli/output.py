@@ -265,19 +265,35 @@ def rows_out(a, rows, title, columns):
     return 0
 
 
-def print_horizons(horizons: dict, con=None) -> None:
-    """The failure horizon of each witness family (``evaluation.evaluate_more``)."""
-    rows = horizons.get("families", [])
-    if not rows:
+def print_horizons(horizons: dict, con=None, title: str | None = None, rows: int = 12) -> None:
+    """The failure horizon of every pair of states (``horizon.measure_horizons``): the pairs broken
+    first first, at most ``rows`` of them, then the counts."""
+    pairs = horizons.get("pairs")
+    if pairs is None:  # a run stored before horizons were measured per pair of states
+        pairs = [{**r, "pair": ["-", "-"], "families": 1} for r in horizons.get("families", [])]
+    if not pairs:
         return
+    shown = sorted(pairs, key=lambda r: (r["horizon"] is None, r["horizon"] or 0))[:rows]
     n = horizons.get("horizon")
-    print_table(f"failure horizons on the witness families, up to length {horizons.get('horizon_max')}", [
-        Col("family", lambda r: r["family"]),
-        Col("horizon n", lambda r: "-" if r["horizon_n"] is None else str(r["horizon_n"]), "right"),
-        Col("horizon length", lambda r: "none" if r["horizon"] is None else str(r["horizon"]), "right"),
-        Col("accuracy", lambda r: f"{100 * r['accuracy']:.1f}", "right", optional=True)], rows,
-        caption=(f"failure horizon {n}: the shortest family string the model gets wrong" if n is not None else
-                 "no failure: every family's two strings kept apart at every n tested"), con=con)
+    skipped = len(pairs) - len(shown)
+    counts = (f"{horizons['families_tested']} families on {len(pairs)} pairs of states"
+              f" (of {horizons['pairs_total']}" + (f"; {horizons['pairs_skipped']} beyond the cap" if
+                                                   horizons.get("pairs_skipped") else "")
+              + "".join(f"; {c} {why}" for why, c in horizons.get("no_family", {}).items()) + ")"
+              if "families_tested" in horizons else "")
+    verdict = (f"failure horizon {n}: the model first confuses {' and '.join(horizons['pair'])} "
+               f"(on {horizons['family']})" if n is not None and horizons.get("pair") else
+               f"failure horizon {n}: the shortest family string the model gets wrong" if n is not None else
+               "no failure: every family's two strings kept apart at every n tested")
+    print_table(title or f"failure horizons per pair of states, up to length {horizons.get('horizon_max')}", [
+        Col("pair of states", lambda r: " | ".join(r["pair"])),
+        Col("horizon", lambda r: "none" if r["horizon"] is None else str(r["horizon"]), "right"),
+        Col("n", lambda r: "-" if r["horizon_n"] is None else str(r["horizon_n"]), "right", optional=True),
+        Col("families", lambda r: str(r["families"]), "right", optional=True),
+        Col("first broken family", lambda r: r["family"] if r["horizon"] is not None else "-"),
+        Col("accuracy", lambda r: f"{100 * r['accuracy']:.1f}", "right", optional=True)], shown,
+        caption=verdict + (f"; {counts}" if counts else "") + (f"; {skipped} more pairs not shown" if skipped else ""),
+        con=con)
 
 
 def print_metrics(title: str, metrics, con=None) -> None:
@@ -289,7 +305,7 @@ def print_metrics(title: str, metrics, con=None) -> None:
         return "-" if v is None else f"{100 * v:.1f}"
 
     def acc(m):
-        return f"n/a ({m.note})" if m.accuracy is None else pct(m.accuracy)
+        return f"n/a ({m.note})" if m.accuracy is None else pct(m.accuracy) + (" ?" if m.decided is False else "")
 
     def interval(m):
         return "-" if m.accuracy is None else f"{pct(m.accuracy_low)}-{pct(m.accuracy_high)}"
@@ -304,11 +320,13 @@ def print_metrics(title: str, metrics, con=None) -> None:
         Col("length", lambda m: str(m.length), "right"),
         Col("accuracy", acc, "right"),
         Col("95% interval", interval, "right", optional=True),
+        Col("n", lambda m: f"{m.n_sequences:,}", "right", optional=True),
         Col("chance", lambda m: pct(m.chance), "right"),
         Col("scaled", lambda m: "-" if m.scaled_accuracy is None else f"{m.scaled_accuracy:+.3f}", "right"),
         Col("token acc", lambda m: pct(m.token_accuracy), "right", optional=True),
         Col("sequence acc", lambda m: pct(m.sequence_accuracy), "right", optional=True)], metrics,
         caption=verdict
-                + (" (?: a 95% interval it reads contains 90%)" if uncertain_judgement(metrics) else "")
+                + (" (?: undecided at a length it reads: its interval contains 90% after every doubling of the "
+                   "sequences, or a 95% interval contains it)" if uncertain_judgement(metrics) else "")
                 + "; chance: the majority share of the final label's distribution in that length's draw",
         con=con)

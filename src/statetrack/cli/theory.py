@@ -5,7 +5,7 @@ import json
 from collections.abc import Callable
 
 from statetrack.cli.args import add_checkpoint, add_json, add_max_params, checkpoint_path
-from statetrack.cli.output import Col, print_table, rows_out, say
+from statetrack.cli.output import Col, print_horizons, print_table, rows_out, say
 from statetrack.errors import UserError
 
 
@@ -120,63 +120,78 @@ def cmd_spectrum(a):
     return 0
 
 
-def cmd_witnesses(a):
-    from statetrack.tasks import get_task
-    from statetrack.tasks.families import witness_families
-
-    if a.limit < 1:
-        raise UserError(f"--limit must be at least 1, got {a.limit}")
-    task = get_task(a.task)
+def _regular(task):
     auto = task.automaton()
     if auto is None:
         raise UserError(f"{task.name} has no witness families: its labels are not computed by a finite "
                         "automaton here; allowed: the regular tasks (dfa:, tomita:, parity, evenpairs, cycle, "
                         "group, modcount, modarith)")
-    rows = [f.as_dict(auto.symbols, auto.tokens) for f in witness_families(auto, a.limit)]
-    if not rows and not a.json:
+    return auto
+
+
+def cmd_witnesses(a):
+    from statetrack.tasks import get_task
+    from statetrack.tasks.families import witness_pairs
+
+    if a.limit < 1:
+        raise UserError(f"--limit must be at least 1, got {a.limit}")
+    task = get_task(a.task)
+    w = witness_pairs(_regular(task))
+    rows = [{**p.as_dict(w.auto), "task": task.name} for p in w.pairs]
+    for r in rows:
+        r["families"] = r["families"][:a.limit]
+    if a.json:
+        return rows_out(a, rows, "", [])
+    with_family = sum(1 for p in w.pairs if p.families)
+    by_reason: dict[str, int] = {}
+    for p in w.pairs:
+        if p.reason:
+            by_reason[p.reason.split(":")[0]] = by_reason.get(p.reason.split(":")[0], 0) + 1
+    caption = (f"{w.auto.n_states} states in the minimal automaton, {w.pairs_total} pairs"
+               + (f" (the first {len(w.pairs)} by access string tried, the cap)" if w.pairs_skipped else "")
+               + f"; {with_family} with a family ({len(w.families)} families in all, loops of up to {w.max_word} "
+               "symbols)" + "".join(f"; {n} {why}" for why, n in by_reason.items())
+               + ". --json lists every pair with its families or the reason it has none.")
+    if not with_family:
         say(f"{task.name} has no witness family: every pair of states is merged by a short enough repeated "
             "word, so the label is decided by a bounded window (a window language)")
+        say(caption)
         return 0
-    names = getattr(task, "label_names", None)
-    return rows_out(a, rows, f"witness families of {task.name}: two strings per family, same last n|W|+|v| "
-                             "symbols, labels that differ and do not depend on n", [
-        Col("family", lambda r: r["family"]),
-        Col("labels", lambda r: " / ".join(names[c] if names else str(c) for c in r["labels"]))])
+    print_table(f"witness families of {task.name}, per pair of states: two strings per family, the same last "
+                "n|W|+|v| symbols, labels that differ and do not depend on n", [
+        Col("pair of states", lambda r: " | ".join(r["pair"])),
+        Col("reached by", lambda r: " | ".join(x or "(empty)" for x in r["access"]), optional=True),
+        Col("loops", lambda r: str(r["loops"]), "right"),
+        Col("first family", lambda r: r["families"][0]["family"] if r["families"] else "-"),
+        Col("labels", lambda r: " / ".join(r["families"][0]["label_names"]) if r["families"] else r["reason"])],
+        rows, caption=caption)
+    return 0
 
 
 def cmd_horizon(a):
     from statetrack.checkpoint import check_task_fits, load_checkpoint
-    from statetrack.horizon import failure_horizons, horizon_summary
+    from statetrack.horizon import measure_horizons
     from statetrack.tasks import get_task
+    from statetrack.tasks.families import MAX_FAMILIES
 
-    if a.max_len < 1 or a.limit < 1:
-        raise UserError(f"--max-len and --limit must be positive, got {a.max_len} and {a.limit}")
+    a.max_families = MAX_FAMILIES if a.max_families is None else a.max_families
+    if a.max_len < 1 or a.max_families < 1:
+        raise UserError(f"--max-len and --max-families must be positive, got {a.max_len} and {a.max_families}")
     a.checkpoint = checkpoint_path(a)
     model, cfg, task, _ = load_checkpoint(a.checkpoint, max_params=a.max_params)
     if a.task:
         task = get_task(a.task)
         check_task_fits(model, task, a.checkpoint, cfg.task)
-    rows = failure_horizons(model, task, a.max_len, limit=a.limit)
-    summ = horizon_summary(rows, a.max_len)
+    _regular(task)
+    h = measure_horizons(model, task, a.max_len, a.max_families, keep_families=a.json)
     if a.json:
-        print(json.dumps({"checkpoint": str(a.checkpoint), "task": task.name, "layers": cfg.model.layers,
-                          **summ, "families": rows}))
+        print(json.dumps({"checkpoint": str(a.checkpoint), "task": task.name, "layers": cfg.model.layers, **h}))
         return 0
-    if not rows:
+    if not h["pairs"]:
         say(f"{task.name} has no witness family (a window language): no failure horizon to measure")
         return 0
-    cols = [Col("family", lambda r: r["family"]),
-            Col("tested to n", lambda r: f"{r['tested_n']} (length {r['tested_length']})", "right"),
-            Col("horizon n", lambda r: "-" if r["horizon_n"] is None else str(r["horizon_n"]), "right"),
-            Col("horizon length", lambda r: "none" if r["horizon"] is None else str(r["horizon"]), "right"),
-            Col("wrong from there", lambda r: "-" if r["wrong_after"] is None else f"{100 * r['wrong_after']:.0f}%",
-                "right", optional=True),
-            Col("accuracy", lambda r: f"{100 * r['accuracy']:.1f}%", "right", optional=True)]
-    verdict = (f"failure horizon {summ['horizon']}: the shortest string of a family the model gets wrong" if
-               summ["horizon"] is not None else
-               f"no failure up to length {a.max_len}: every family's two strings kept apart at every n")
-    print_table(f"{a.checkpoint}: {cfg.model.layers} on {task.name}, witness families up to length {a.max_len}",
-                cols, rows, caption=verdict)
+    print_horizons(h, title=f"{a.checkpoint}: {cfg.model.layers} on {task.name}, every pair of states up to "
+                            f"length {a.max_len}", rows=a.rows)
     return 0
 
 
@@ -210,17 +225,20 @@ def add_commands(sub) -> None:
     q = sub.add_parser("witnesses", help="pumped string pairs u1 W^n v / u2 W^n v that a bounded window cannot "
                                          "tell apart, for a regular task")
     q.add_argument("task", help="a regular task string, e.g. tomita:3, parity, dfa:my.json")
-    q.add_argument("--limit", type=int, default=4, help="most families listed")
-    add_json(q, "one object per family")
+    q.add_argument("--limit", type=int, default=4, help="most families listed per pair of states")
+    add_json(q, "one object per pair of states: its families, or why it has none")
     q.set_defaults(fn=cmd_witnesses)
 
-    q = sub.add_parser("horizon", help="a checkpoint's failure horizon on the witness families of its task")
+    q = sub.add_parser("horizon", help="a checkpoint's failure horizon on the witness families of every pair of "
+                                       "states of its task")
     add_checkpoint(q)
     q.add_argument("--task", default=None, help="a regular task (default: the one it was trained on)")
     q.add_argument("--max-len", type=int, default=1000, help="longest string tested")
-    q.add_argument("--limit", type=int, default=4, help="most families tested")
+    q.add_argument("--max-families", type=int, default=None,
+                   help="most families tested, round robin over the pairs (default: the cap of docs/long-range.md)")
+    q.add_argument("--rows", type=int, default=20, help="pairs of states shown, those broken first first (default 20)")
     add_max_params(q)
-    add_json(q, "one object: the horizon and one entry per family")
+    add_json(q, "one object: the horizon, one entry per pair of states and one per family")
     q.set_defaults(fn=cmd_horizon)
 
     q = sub.add_parser("spectrum", help="eigenvalues of A(x) per layer and token, on the complex plane")

@@ -144,6 +144,10 @@ class StudyModel(_Strict):
     scales: dict[str, dict] = Field(default_factory=dict,
                                     description="ModelConfig overrides for this model at a scale (e.g. its width "
                                                 "where the models' sizes are matched)")
+    control_of: str | None = Field(
+        None, description="the label of the row this row controls: its cells start from a construction (train.init) "
+                          "to show that the weights exist and stay under training; the report shows them as evidence "
+                          "beside that row's cells and counts them in no agreement")
 
 
 class Table(_Strict):
@@ -180,7 +184,11 @@ class Table(_Strict):
                     spec.startswith("probe:") and any(spec[6:] in t.probes for t in self.tasks)):
                 raise ValueError(f"compare {key!r}: {spec!r} must be 'validation', [lo, hi] or 'probe:P' "
                                  "with P a probe of a task")
+        labels = {m.label for m in self.models}
         for m in self.models:
+            if m.control_of is not None and (m.control_of not in labels or m.control_of == m.label):
+                raise ValueError(f"model {m.label!r}: control_of names {m.control_of!r}, which is not another row "
+                                 f"of table {self.name!r}")
             bad = [t for t in (m.tasks or []) if t not in known]
             if bad:
                 raise ValueError(f"model {m.label!r} names unknown task {bad[0]!r}; tasks: {', '.join(known)}")

@@ -59,9 +59,9 @@ class LMMetrics:
     answer_accuracy: float | None = None
     # the most frequent target token's share among the windows' last targets / all their targets: the
     # accuracy of the best constant answer on exactly the tokens scored (not stored in lm_metrics; the
-    # length metrics carry them as chance and token_chance)
+    # length metrics carry them as chance and token_majority)
     last_chance: float | None = None
-    token_chance: float | None = None
+    token_majority: float | None = None
     # answers by distance to their decisive statement (statetrack.lm.answers.answer_buckets)
     answer_buckets: list[dict] = field(default_factory=list)
 
@@ -185,7 +185,7 @@ def evaluate_lm(model, split, token_bytes: np.ndarray, lengths: list[int], token
         m = summarize(nats, hits, token_bytes[toks[:, 1:]], answers)
         targets = toks[:, 1:]
         m.last_chance = float(np.bincount(targets[:, -1]).max() / len(targets))
-        m.token_chance = float(np.bincount(targets.ravel()).max() / targets.size)
+        m.token_majority = float(np.bincount(targets.ravel()).max() / targets.size)
         out.append(m)
         if on_length:
             on_length(m)

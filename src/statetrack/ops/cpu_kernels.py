@@ -32,12 +32,18 @@ FLAGS = ("-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math", "-fass
 _OPT_OUT = " (set STATETRACK_KERNELS=0 to use the PyTorch forms)"
 #: the largest state size N the Mamba kernel takes (its per-pair state lives in fixed arrays)
 MAMBA_NMAX = 64
+#: the largest number of complex slots N/2 the Mamba-3 kernel takes
+MAMBA3_NMAX = 32
 
 _I64, _INT, _PTR = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p
 _SIGNATURES = {
     "mamba_scan": {
         "statetrack_mamba_fwd": [_I64] * 4 + [_INT] + [_PTR] * 9,
         "statetrack_mamba_bwd": [_I64] * 4 + [_INT] + [_PTR] * 16,
+    },
+    "mamba3_scan": {
+        "statetrack_mamba3_fwd": [_I64] * 5 + [_PTR] * 20,
+        "statetrack_mamba3_bwd": [_I64] * 5 + [_PTR] * 33,
     },
 }
 
@@ -73,9 +79,16 @@ def library(name: str) -> ctypes.CDLL:
     return lib
 
 
+def dense(x: Tensor | None) -> Tensor | None:
+    """``x`` as the C kernels read it: contiguous, with PyTorch's lazy negation and conjugation applied (the
+    real and imaginary parts of a conjugated gradient are views whose sign lives in a flag, which a raw
+    pointer does not see, and a one-element view counts as contiguous)."""
+    return None if x is None else x.resolve_conj().resolve_neg().contiguous()
+
+
 def ptr(x: Tensor | None) -> int | None:
-    """The data pointer of a contiguous tensor (None for None)."""
+    """The data pointer of a tensor made by :func:`dense` (None for None)."""
     if x is None:
         return None
-    assert x.is_contiguous(), "C kernels take contiguous tensors"
+    assert x.is_contiguous() and not x.is_neg() and not x.is_conj(), "C kernels take dense() tensors"
     return x.data_ptr()

@@ -215,8 +215,8 @@ class _MambaScanC(torch.autograd.Function):
         dt, A, A2, u, xu, Bm, Cm, H, h0 = ctx.saved_tensors
         B, T, E = u.shape
         N = A.shape[-1]
-        gy = torch.zeros_like(u) if gy is None else gy.contiguous()
-        ghT = None if ghT is None else ghT.contiguous()
+        gy = torch.zeros_like(u) if gy is None else cpu_kernels.dense(gy)
+        ghT = cpu_kernels.dense(ghT)
         gdt, gxu = torch.empty_like(u), torch.empty_like(u)
         gB, gC = torch.empty_like(Bm), torch.empty_like(Cm)
         Q, gh0 = torch.empty_like(h0), torch.empty_like(h0)
@@ -229,7 +229,7 @@ class _MambaScanC(torch.autograd.Function):
 
 
 def _mamba_scan_c(dt, A, u, Bm, Cm, h0, neg: bool):
-    dt, A, u, Bm, Cm, h0 = (t.contiguous() for t in (dt, A, u, Bm, Cm, h0))
+    dt, A, u, Bm, Cm, h0 = (cpu_kernels.dense(t) for t in (dt, A, u, Bm, Cm, h0))
     if torch.is_grad_enabled() and any(t.requires_grad for t in (dt, A, u, Bm, Cm, h0)):
         return _MambaScanC.apply(dt, A, u, Bm, Cm, h0, neg)
     with torch.no_grad():  # evaluation: no states kept

@@ -16,7 +16,9 @@ Bc, Cc (B, T, H, N2) complex; gamma, beta (B, T, H); the state (h (B, H, P, N2) 
 (B, H, P, N2) complex: the last input term, which the trapezoid reads at the next step). Returns
 y (B, T, H, P) and the state.
 
-:func:`mamba3_scan` forms the input terms b_t (all steps at once) and runs ``diag_scan`` (the
+:func:`mamba3_scan` runs a C kernel on the CPU in float32 (``ops/csrc/mamba3_scan.c``: each (sequence, head,
+channel) keeps its N2 slots and its last input term in registers; the backward pass reduces every gradient
+step by step), and otherwise forms the input terms b_t (all steps at once) and runs ``diag_scan`` (the
 multiply-add loop, or its chunked form; custom backward); :func:`mamba3_scan_ref` is the step loop in
 float64 / complex128.
 """
@@ -24,7 +26,9 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor
+from torch.autograd.function import once_differentiable
 
+from statetrack.ops import cpu_kernels, dispatch
 from statetrack.ops.diag import diag_scan, polar
 
 
@@ -67,14 +71,77 @@ def mamba3_scan_ref(log_decay, phi, x, Bc, Cc, gamma, beta, state=None):
     return (torch.stack(ys, 1) if ys else x.new_zeros(x.shape, dtype=d)), state
 
 
+def _parts(z: Tensor) -> tuple[Tensor, Tensor]:
+    return cpu_kernels.dense(z.real), cpu_kernels.dense(z.imag)
+
+
+def _forward_c(ar, ai, x, Br, Bi, Cr, Ci, gamma, beta, h0r, h0i, u0r, u0i, keep_states: bool):
+    """The C kernel's forward (contiguous float32): y, the final state's parts, and the states (B, H, T, P,
+    N2) for the backward pass (None when ``keep_states`` is false)."""
+    B, T, H, P = x.shape
+    N = ar.shape[-1]
+    Hr, Hi = (torch.empty(B, H, T, P, N, dtype=x.dtype) for _ in range(2)) if keep_states else (None, None)
+    y = torch.empty(B, T, H, P, dtype=x.dtype)
+    hTr, hTi, uTr, uTi = (torch.empty_like(h0r) for _ in range(4))
+    p = cpu_kernels.ptr
+    cpu_kernels.library("mamba3_scan").statetrack_mamba3_fwd(
+        B, T, H, P, N, *(p(t) for t in (ar, ai, x, Br, Bi, Cr, Ci, gamma, beta, h0r, h0i, u0r, u0i, Hr, Hi, y,
+                                       hTr, hTi, uTr, uTi)))
+    return y, hTr, hTi, uTr, uTi, Hr, Hi
+
+
+class _Mamba3ScanC(torch.autograd.Function):
+    """The C kernel with gradients (contiguous float32 parts of the complex inputs)."""
+
+    @staticmethod
+    def forward(ctx, ar, ai, x, Br, Bi, Cr, Ci, gamma, beta, h0r, h0i, u0r, u0i):
+        y, hTr, hTi, uTr, uTi, Hr, Hi = _forward_c(ar, ai, x, Br, Bi, Cr, Ci, gamma, beta, h0r, h0i, u0r, u0i,
+                                                   keep_states=True)
+        ctx.save_for_backward(ar, ai, x, Br, Bi, Cr, Ci, gamma, beta, h0r, h0i, u0r, u0i, Hr, Hi)
+        return y, hTr, hTi, uTr, uTi
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, gy, ghTr, ghTi, guTr, guTi):
+        saved = ctx.saved_tensors
+        ar, x, h0r = saved[0], saved[2], saved[9]
+        gy = torch.zeros_like(x) if gy is None else cpu_kernels.dense(gy)
+        ends = [cpu_kernels.dense(g) for g in (ghTr, ghTi, guTr, guTi)]
+        gar, gai, gBr, gBi, gCr, gCi = (torch.empty_like(ar) for _ in range(6))
+        gx = torch.empty_like(x)
+        ggamma, gbeta = (torch.empty_like(saved[7]) for _ in range(2))
+        gh0r, gh0i, gu0r, gu0i = (torch.empty_like(h0r) for _ in range(4))
+        B, T, H, P = x.shape
+        p = cpu_kernels.ptr
+        cpu_kernels.library("mamba3_scan").statetrack_mamba3_bwd(
+            B, T, H, P, ar.shape[-1], *(p(t) for t in (*saved, gy, *ends, gar, gai, gx, gBr, gBi, gCr, gCi, ggamma,
+                                                       gbeta, gh0r, gh0i, gu0r, gu0i)))
+        return gar, gai, gx, gBr, gBi, gCr, gCi, ggamma, gbeta, gh0r, gh0i, gu0r, gu0i
+
+
+def _mamba3_scan_c(log_decay, phi, x, Bc, Cc, gamma, beta, h0, u_prev):
+    ar, ai = _parts(mamba3_transition(log_decay, phi))
+    dense = cpu_kernels.dense
+    args = (ar, ai, dense(x), *_parts(Bc), *_parts(Cc), dense(gamma), dense(beta), *_parts(h0), *_parts(u_prev))
+    if torch.is_grad_enabled() and any(t.requires_grad for t in args):
+        y, hTr, hTi, uTr, uTi = _Mamba3ScanC.apply(*args)
+    else:  # evaluation: no states kept
+        with torch.no_grad():
+            y, hTr, hTi, uTr, uTi, _, _ = _forward_c(*args, keep_states=False)
+    return y, (torch.complex(hTr, hTi), torch.complex(uTr, uTi))
+
+
 def mamba3_scan(log_decay, phi, x, Bc, Cc, gamma, beta, state=None):
-    """Fast form of :func:`mamba3_scan_ref` (same contract, in the inputs' precision)."""
+    """Fast form of :func:`mamba3_scan_ref` (same contract, in the inputs' precision): the C kernel on the
+    CPU in float32 (``ops.dispatch``), else the input terms formed at once and ``diag_scan``."""
     B, T, H, P = x.shape
     if state is None:
         state = mamba3_zero_state(B, H, P, phi.shape[-1], x.dtype, x.device)
     h0, u_prev = state
     if T == 0:
         return x.new_zeros(x.shape), state
+    if dispatch.use_cpu_kernels(x) and phi.shape[-1] <= cpu_kernels.MAMBA3_NMAX:
+        return _mamba3_scan_c(log_decay, phi, x, Bc, Cc, gamma, beta, h0, u_prev)
     a = mamba3_transition(log_decay, phi).unsqueeze(-2)  # (B, T, H, 1, N2)
     u = x.unsqueeze(-1) * Bc.unsqueeze(-2)  # (B, T, H, P, N2)
     u_before = torch.cat([u_prev.unsqueeze(1), u[:, :-1]], 1)

@@ -112,16 +112,25 @@ def _length_ticks(ax, lengths: list[int]) -> None:
     ax.tick_params(axis="x", labelsize=7)
 
 
+def _token_chance(task_name: str) -> float | None:
+    """The majority share of the task's distribution of a scored label (``Task.label_distribution``),
+    the chance of token accuracy; None where the task does not give it."""
+    from statetrack.tasks import get_task  # the task registry: only a token-accuracy figure needs it
+
+    dist = get_task(task_name).label_distribution()
+    return None if dist is None else float(np.max(dist))
+
+
 def length_figures(study, table, results) -> list[tuple[str, object, str]]:
     """(stem, figure, caption) per task column: median over seeds at the selected learning rate, log x-axis, one
     line per model (its own marker and style), with a band over the seeds' values and their 95% (Wilson)
-    intervals where the metric has one; chance per test length dotted (the majority share of the
-    final label's distribution in that length's test draw); the training range shaded. Lengths without a
+    intervals where the metric has one; chance per test length dotted (accuracy: the majority share of
+    the final label's distribution in that length's test draw; token accuracy: that of the task's
+    distribution of a scored label, where it gives one); the training range shaded. Lengths without a
     test set are left out."""
     plt = pyplot()
     figs = []
     tdef = next(t for t in study.tables if t.name == table.name)
-    chance_of = {"accuracy": "chance", "token_accuracy": "token_chance"}.get(study.metric)
     for col in [t.label for t in tdef.tasks]:
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
         spans, chances, drawn = set(), {}, 0
@@ -150,9 +159,14 @@ def length_figures(study, table, results) -> list[tuple[str, object, str]]:
                 ax.fill_between(lengths, lo, hi, color=line.get_color(), alpha=0.15, lw=0)
             j = runs[0][0]
             spans.add((j.train.train_min_len, j.train.train_max_len))
-            if chance_of:
+            if study.metric == "accuracy":
                 for m in scored:
-                    chances.setdefault(m.length, []).append(getattr(m, chance_of))
+                    chances.setdefault(m.length, []).append(m.chance)
+            elif study.metric == "token_accuracy" and (top := _token_chance(j.train.task)) is not None:
+                # every scored position: the task's own distribution of its scored labels, never the
+                # majority of the batch scored (token_majority)
+                for n in lengths:
+                    chances.setdefault(n, []).append(top)
             drawn += 1
         if not drawn:
             plt.close(fig)
@@ -178,7 +192,8 @@ def length_figures(study, table, results) -> list[tuple[str, object, str]]:
         metric = study.metric.replace("_", " ")
         caption = (f"{metric.capitalize()} of each model on {col} against the test length (log scale), the "
                    f"median over seeds at the selected learning rate; bands: the {band}; grey: the training "
-                   "lengths; dotted: chance at each length.")
+                   "lengths" + ("; dotted: chance at each length." if chances or study.metric == "scaled_accuracy"
+                                else "; no chance line: the task gives no distribution of its scored labels."))
         figs.append((f"length-{slug(table.name)}-{slug(col)}", fig, caption))
     return figs
 

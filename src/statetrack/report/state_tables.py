@@ -12,9 +12,10 @@ For every table whose runs scored the long-range draw (a scale with ``test_split
   ``learned_validations`` validations in a row) and the median [min-max] step at which they did, at the
   learning rate selected in the main table: learnability measured beside the accuracy;
 - ``NAME-horizon`` (runs that measured horizons, ``horizons: true``): per model and task the failure
-  horizon, the length of the shortest witness-family string the model gets wrong (docs/long-range.md),
-  median [min-max] over the seeds at the learning rate selected in the main table; ``>=N`` where no
-  family broke a seed up to N, the longest test length.
+  horizon, the length of the shortest witness-family string the model gets wrong over every pair of
+  states (docs/long-range.md), median [min-max] over the seeds at the learning rate selected in the main
+  table, and the pair of states confused first; ``>=N`` where no family broke a seed up to N, the
+  longest test length.
 
 Neither table has published numbers (the papers measured neither), so neither marks a disagreement.
 """
@@ -31,12 +32,14 @@ from statetrack.store import RunStatus
 LONG_NOTE = ("On the long-range draw (docs/long-range.md): the last ceil(L/2) symbols of each string leave both "
              "labels possible and the label is drawn independently of them, so a model that reads only the "
              "recent past scores 50% (1/C for C labels) while one that tracks the state keeps its score.")
-HORIZON_NOTE = ("Failure horizon: on each witness family of the task (string pairs u1 W^n v / u2 W^n v with "
-                "different labels that share their last n|W| + |v| symbols; statetrack witnesses TASK), the "
-                "length of the shortest string the model gets wrong; a run's horizon is the shortest over its "
-                "families. Median [min-max] over seeds at the learning rate selected in the main table; >=N: no "
-                "family broke the model up to N (the longest test length); n/a: no witness family (a window "
-                "language, or a task that is not regular).")
+HORIZON_NOTE = ("Failure horizon: on the witness families of every pair of states of the task's minimal automaton "
+                "(string pairs u_p W^n v / u_q W^n v with different labels that share their last n|W| + |v| "
+                "symbols, for every loop W of up to a few symbols that keeps the two states apart; statetrack "
+                "witnesses TASK), the length of the shortest string the model gets wrong; a run's horizon is the "
+                "shortest over every pair. Median [min-max] over seeds at the learning rate selected in the main "
+                "table, then (p|q): the pair of states the seed that broke first confused; >=N: no family broke "
+                "the model up to N (the longest test length); n/a: no witness family (a window language, or a "
+                "task that is not regular).")
 
 
 LEARNING_NOTE = ("Learnt: seeds whose in-distribution validation accuracy reached the run's learned_accuracy "
@@ -72,10 +75,14 @@ def _long_table(study, results: list, scale: str | None, main: StudyTable) -> St
         next(x for x in study_tables(study, results, scale) if x.name == main.name)
     t.name, t.title, t.columns = f"{main.name}-long", f"{main.title}: on the long-range draw", {}
     notes: dict[str, set[str]] = {}
+    few: dict[str, set[str]] = {}
     for j, r in results:
         if r is not None:
             col = j.column or main.task_columns[0]
             notes.setdefault(col, set()).update(m.note for m in r.metrics if m.accuracy is None and m.note)
+            few.setdefault(col, set()).update(part for m in r.metrics if m.accuracy is not None and m.note
+                                              for part in m.note.split("; ")
+                                              if part.startswith(("one suffix", "few suffixes")))
     for row in t.rows:
         row["published"], row["published_text"] = {}, {}
         row["differs"] = dict.fromkeys(row["differs"])
@@ -83,8 +90,10 @@ def _long_table(study, results: list, scale: str | None, main: StudyTable) -> St
             cell.published, cell.differs = None, None
             row["text"][key] = "n/a" if cell.selected is None and cell.runs else fmt_cell(cell, study)
     why = "; ".join(f"{col}: {'; '.join(sorted(n))}" for col, n in notes.items() if n)
+    narrow = "; ".join(f"{col}: {'; '.join(sorted(n))}" for col, n in few.items() if n)
     t.caption = (f"{LONG_NOTE} Cells as in the table above, on this draw" +
-                 (f"; n/a = no long-range draw at a length ({why})." if why else "."))
+                 (f"; n/a = no long-range draw at a length ({why})" if why else "") +
+                 (f". Few distinct suffixes: {narrow}." if narrow else "."))
     return t
 
 
@@ -146,18 +155,24 @@ def _horizon_table(main: StudyTable, results: list) -> StudyTable:
             if not done:
                 continue
             hs = [h for h in ((r.summary or {}).get("horizons") for r in done) if h]
-            if not any(h.get("families") for h in hs):  # not regular, or a window language
+            if not any(h.get("pairs", h.get("families")) for h in hs):  # not regular, or a window language
                 row["cells"][col], row["text"][col] = TableCell(runs=len(done)), "n/a"
                 continue
             cap = max(h["horizon_max"] for h in hs)
             # a seed without a failure counts as beyond the longest length tested
             vals = [h["horizon"] if h["horizon"] is not None else float("inf") for h in hs]
             med = statistics.median(vals)
-            cell = TableCell(None if med == float("inf") else med,
-                             [v for v in vals if v != float("inf")], _selected_lr(mrow, col), runs=len(hs))
-            text = _fmt(cell.selected, cap)
+            # numbers in every cell: a horizon beyond the longest length tested is that length, flagged
+            # as a lower bound (capped: '>=N', the CSV's capped column)
+            cell = TableCell(min(med, cap), [min(v, cap) for v in vals], _selected_lr(mrow, col), runs=len(hs),
+                             capped=med == float("inf"))
+            text = _fmt(med, cap)
             if len(vals) > 1 and min(vals) != max(vals):
                 text += f" [{_fmt(min(vals), cap)}-{_fmt(max(vals), cap)}]"
+            # the pair of states confused first, in the seed that broke first
+            first = min((h for h in hs if h["horizon"] is not None), key=lambda h: h["horizon"], default=None)
+            if first is not None and first.get("pair"):
+                text += f" ({'|'.join(first['pair'])})"
             row["cells"][col], row["text"][col], row["differs"][col] = cell, text, None
         t.rows.append(row)
     return t

@@ -92,8 +92,11 @@ def _caption(study, kind: ScoreKind, published: bool = True) -> str:
     # mean tables judge no threshold; a longest length of token or sequence accuracy has no interval
     no_interval = study.metric in ("token_accuracy", "sequence_accuracy") and kind == "longest"
     unsure = ("" if kind == "mean" or no_interval else
-              f" {UNSURE} = {judged} could move: at a length it reads, the 95% (Wilson) interval of the accuracy "
-              "over the test sequences contains the threshold.")
+              f" {UNSURE} = {judged} could move: at a length it reads, the accuracy is undecided against 90% "
+              "(its Wilson interval, Bonferroni-corrected over the looks, still contains 90% after the test "
+              "sequences were doubled as often as the evaluation allows, 4 times by default; docs/long-range.md), or, "
+              "for another threshold, the 95% "
+              "interval contains it.")
     shown = ("shown as the best seed, the statistic the paper reports and the one compared with it, then our "
              "median [min-max] over seeds in parentheses" if sel.seeds == "max" else
              "shown as selected (median [min-max] over seeds), or median [min-max] when the selected value is the "

@@ -97,6 +97,9 @@ class VerdictCell:
     seeds: list[SeedScore] = field(default_factory=list)
     ceiling: float | None = None  # impossible verdicts on group tasks: the trackable quotient's accuracy
     quotient: int | None = None  # ... and that quotient's order
+    #: per complete run: (seed, step at which it learnt the task in distribution or None, best validation
+    #: accuracy, the run's result) -- the learnability evidence reads these
+    runs: list[tuple] = field(default_factory=list)
 
     @property
     def scored(self) -> list[SeedScore]:
@@ -159,11 +162,32 @@ class VerdictCell:
         return f"{acc}; {verdict}: {self.outcome}"
 
 
+    def learnt_in_distribution(self) -> tuple[int, int]:
+        """(seeds that learnt the task in distribution, seeds with the measurement)."""
+        have = [at for _, at, _, _ in self.runs if at != "n/a"]
+        return sum(1 for at in have if at is not None), len(have)
+
+    def best_seed(self) -> SeedScore | None:
+        """The seed with the highest pooled accuracy."""
+        return max(self.scored, key=lambda s: s.accuracy or 0.0, default=None)
+
+    def best_run(self):
+        """The complete run of the best seed (its checkpoint shows what training found), or None."""
+        best = self.best_seed()
+        return next((r for seed, _, _, r in self.runs if best is not None and seed == best.seed), None)
+
+
 @dataclass
 class VerdictTable:
     study: str
     columns: list[str]
     rows: list[tuple[str, list[VerdictCell | None]]]
+    #: control rows (``control_of`` in the study): (controlled row, column) -> the control's cell
+    controls: dict[tuple[str, str], VerdictCell] = field(default_factory=dict)
+    control_labels: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def learnability_cells(self) -> list[VerdictCell]:
+        return [c for c in self.cells() if c.outcome == Outcome.LEARNABILITY]
 
     def cells(self) -> list[VerdictCell]:
         return [c for _, cs in self.rows for c in cs if c is not None]
@@ -265,11 +289,12 @@ def verdict_table(study, results) -> VerdictTable:
     by_cell: dict[tuple[str, str], VerdictCell] = {}
     order: list[str] = []
     info: dict[str, tuple] = {}
+    control_of = {m.label: m.control_of for t in study.tables for m in t.models if m.control_of}
     for job, res in results:
         col = job.column or "main"
         if col not in columns:
             columns.append(col)
-        if job.label not in order:
+        if job.label not in order and job.label not in control_of:
             order.append(job.label)
         key = (job.label, col)
         cell = by_cell.get(key)
@@ -285,7 +310,14 @@ def verdict_table(study, results) -> VerdictTable:
             info[job.train.task] = (t, bool(task_algebra(job.train.task).fixed_input))
         task, fixed = info[job.train.task]
         cell.seeds.append(seed_score(job, res, task, fixed))
+        summary = res.summary or {}
+        cell.runs.append((job.seed, summary.get("learned_at_step", "n/a"), summary.get("best_val_accuracy"), res))
     for label in order:
         rows.append((label, [by_cell.get((label, c)) for c in columns]))
-    return VerdictTable(study.name, columns, rows)
+    table = VerdictTable(study.name, columns, rows)
+    for (label, col), cell in by_cell.items():
+        if label in control_of:
+            table.controls[(control_of[label], col)] = cell
+            table.control_labels[(control_of[label], col)] = label
+    return table
 

@@ -11,6 +11,7 @@ from statetrack.errors import UserError
 from statetrack.files import ensure_dir, write_file
 from statetrack.jobs import MAX_RUNS
 from statetrack.probes import read_traces
+from statetrack.report.evidence import evidence_markdown
 from statetrack.report.lm import lm_tables
 from statetrack.report.lm import scale_note as lm_note
 from statetrack.report.lm_figures import lm_figures
@@ -378,6 +379,7 @@ def write_report(rep: Report, out: str | Path, meta: dict | None = None, figures
     if rep.verdicts is not None:
         md += ["## The theory's verdict beside every cell", "", rep.verdicts.summary(), "", rep.verdicts.markdown(),
                "", VERDICTS_CAPTION, ""]
+        md += evidence_markdown(rep.verdicts, figdir, study.name, figures)
     md += ["## Accuracy of every run, with 95% intervals", "", INTERVALS_CAPTION, "", intervals_markdown(rep)]
     long = intervals_markdown(rep, "long")
     if long.strip():

@@ -11,7 +11,9 @@ A task whose label is computed by a finite automaton (``dfa:``, ``tomita:``, ``p
 - ``outputs`` (states): the target the task gives a position whose prefix ends in the state (equal to
   ``labels`` where that is >= 0; a task such as modular arithmetic also labels unscored positions);
 - ``tokens`` (symbols): the token id of each symbol (the symbols a task's draws use, e.g. a group's
-  subset).
+  subset);
+- optionally ``symbols`` (how each symbol prints), ``label_names`` (how each class prints: 'rejected' /
+  'accepted', a group element in cycle notation) and ``state_names`` (a DFA file's state names).
 
 Every task built on an automaton draws its symbols uniformly among those allowed at each position,
 and the number allowed depends only on the position, so each string of a length is equally likely: the
@@ -38,7 +40,8 @@ class Automaton:
     """A labelled deterministic automaton (see the module docstring)."""
 
     def __init__(self, delta, start: int, labels, num_classes: int, tokens=None, outputs=None,
-                 symbols: Sequence[str] | None = None):
+                 symbols: Sequence[str] | None = None, label_names: Sequence[str] | None = None,
+                 state_names: Sequence[str] | None = None):
         self.delta = np.asarray(delta, dtype=np.int64)
         self.start = int(start)
         self.labels = np.asarray(labels, dtype=np.int64)
@@ -47,6 +50,8 @@ class Automaton:
         self.tokens = np.arange(n_symbols, dtype=np.int64) if tokens is None else np.asarray(tokens, dtype=np.int64)
         self.outputs = np.maximum(self.labels, 0) if outputs is None else np.asarray(outputs, dtype=np.int64)
         self.symbols = tuple(symbols) if symbols is not None else tuple(str(t) for t in self.tokens)
+        self.label_names = label_names
+        self.state_names = state_names
         if not (len(self.labels) == len(self.outputs) == n_states and len(self.tokens) == n_symbols):
             raise ValueError("automaton arrays disagree in size")
         if self.delta.min() < 0 or self.delta.max() >= n_states or not 0 <= self.start < n_states:
@@ -64,6 +69,10 @@ class Automaton:
                 self.pred_state[q, :len(p)], self.pred_symbol[q, :len(p)] = zip(*p, strict=True)
         self._forward: dict[int, np.ndarray] = {}
         self._token_index: np.ndarray | None = None
+
+    def label_name(self, c: int) -> str:
+        """The name of class ``c`` ('accepted', a group element), or its id where the task names none."""
+        return str(self.label_names[int(c)]) if self.label_names is not None else str(int(c))
 
     @property
     def n_states(self) -> int:
@@ -103,6 +112,68 @@ class Automaton:
             q = self.delta[q, a]
         return q
 
+    def access_words(self) -> dict[int, tuple[int, ...]]:
+        """A shortest string reaching each reachable state, the first in symbol order (breadth-first, the
+        symbols in order: the first string found for a state is the least of its shortest strings)."""
+        access = {self.start: ()}
+        todo = [self.start]
+        for q in todo:  # grows while it is read: a queue
+            for a in range(self.n_symbols):
+                r = int(self.delta[q, a])
+                if r not in access:
+                    access[r] = access[q] + (a,)
+                    todo.append(r)
+        return access
+
+    def minimized(self) -> tuple[Automaton, np.ndarray]:
+        """The minimal automaton of the reachable states, and the state of it that each state maps to (-1:
+        unreachable). Two states are merged when every suffix gives them the same label (-1 included):
+        Moore's refinement, from the partition by label, until the number of classes stops growing
+        (at most n_states rounds of O(states x symbols)). Its states are numbered in the order in which
+        a breadth-first search from the start first reaches them; it keeps the symbols, tokens and label
+        names, and names a state by its members' names where the automaton names them."""
+        reach = np.zeros(self.n_states, dtype=bool)
+        reach[list(self.access_words())] = True
+        idx = np.flatnonzero(reach)
+        cls = np.unique(self.labels[idx], return_inverse=True)[1]
+        local = np.full(self.n_states, -1, dtype=np.int64)
+        local[idx] = np.arange(len(idx))
+        succ = local[self.delta[idx]]  # (reachable, symbols): every successor of a reachable state is reachable
+        while True:
+            sig = np.column_stack([cls, cls[succ]])
+            new = np.unique(sig, axis=0, return_inverse=True)[1].reshape(-1)
+            if new.max() == cls.max():
+                break
+            cls = new
+        k = int(cls.max()) + 1
+        delta = np.zeros((k, self.n_symbols), dtype=np.int64)
+        delta[cls] = cls[succ]
+        labels = np.zeros(k, dtype=np.int64)
+        labels[cls] = self.labels[idx]
+        # number the classes in breadth-first order from the start
+        order = {int(cls[local[self.start]]): 0}
+        todo = [int(cls[local[self.start]])]
+        for c in todo:
+            for a in range(self.n_symbols):
+                d = int(delta[c, a])
+                if d not in order:
+                    order[d] = len(order)
+                    todo.append(d)
+        perm = np.empty(k, dtype=np.int64)
+        for c, i in order.items():
+            perm[c] = i
+        mdelta = np.empty_like(delta)
+        mdelta[perm] = perm[delta]
+        mlabels = np.empty_like(labels)
+        mlabels[perm] = labels
+        of = np.full(self.n_states, -1, dtype=np.int64)
+        of[idx] = perm[cls]
+        names = None
+        if self.state_names is not None:
+            names = ["=".join(str(self.state_names[q]) for q in idx[perm[cls] == i]) for i in range(k)]
+        return Automaton(mdelta, 0, mlabels, self.num_classes, tokens=self.tokens, outputs=np.maximum(mlabels, 0),
+                         symbols=self.symbols, label_names=self.label_names, state_names=names), of
+
     # -- counting --------------------------------------------------------------------------------
     def forward_step(self, row: np.ndarray) -> np.ndarray:
         """Log counts of strings one symbol longer: ``row`` over states -> the next row."""
@@ -140,6 +211,22 @@ class Automaton:
             hit = self.labels == c
             if hit.any():
                 out[c] = np.logaddexp.reduce(row[hit])
+        return out
+
+    def draw_ending_in(self, ends: np.ndarray, length: int, rng: np.random.Generator) -> np.ndarray:
+        """(len(ends), length) symbol indices: per row a string of ``length`` symbols from the start that
+        ends in the state ``ends[i]``, uniform among them (every end state must be reachable in ``length``
+        symbols). Drawn backwards, each (state, symbol) predecessor in proportion to the strings that
+        reach that state (forward counts recomputed in blocks: memory O(sqrt(length)) rows)."""
+        q = np.asarray(ends, dtype=np.int64).copy()
+        out = np.empty((len(q), length), dtype=np.int64)
+        rows = reverse_rows(self.forward_first(), self.forward_step, length)
+        next(rows)
+        for t, row in rows:  # the symbol at position t leads from a state of row t to q
+            j = choose(rng, np.append(row, NEG)[self.pred_state[q]])
+            out[:, t] = self.pred_symbol[q, j]
+            q = self.pred_state[q, j]
+        assert (q == self.start).all()
         return out
 
     def label_distribution(self, length: int) -> np.ndarray | None:

@@ -50,6 +50,8 @@ from statetrack.tasks.streaming import StreamingTask, balanced_labels, check_len
 from statetrack.untrusted import MAX_JSON_BYTES, load_json, read_text
 
 KEYS = ("states", "alphabet", "start", "accept", "transitions")
+#: the names of the labels 0 and 1
+LABEL_NAMES = ("rejected", "accepted")
 
 
 def _names(spec: dict, key: str, where: str) -> list[str]:
@@ -135,7 +137,8 @@ class DFA:
 
     def automaton(self) -> Automaton:
         """The DFA as a labelled automaton: label 1 in accepting states, 0 elsewhere."""
-        return Automaton(self.delta, self.start, self.accepting.astype(np.int64), 2, symbols=self.alphabet)
+        return Automaton(self.delta, self.start, self.accepting.astype(np.int64), 2, symbols=self.alphabet,
+                         label_names=LABEL_NAMES, state_names=self.states)
 
     def accepts(self, word) -> bool:
         q = self.start
@@ -193,7 +196,7 @@ def tomita_dfa(k: int) -> DFA:
 class DFATask(StreamingTask):
     scoring = "every"
     num_classes = 2
-    label_names = ("rejected", "accepted")
+    label_names = LABEL_NAMES
 
     def __init__(self, dfa: DFA, name: str, balanced_training: bool = False):
         self.dfa = dfa

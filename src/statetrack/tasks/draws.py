@@ -11,6 +11,13 @@ Splits (``SPLITS``):
   window language (its label decided by a short suffix) has none at lengths where no suffix of k
   symbols leaves both labels possible, and the reason names the window.
 
+Seeds. ``test_rng(seed, split, L)`` is the generator of a split's sequences at length L: its seed
+combines the evaluation seed, the split and the length (``numpy.random.SeedSequence([seed, split,
+L])``), so the test sets of two lengths, or of the two draws at one length, are independent streams:
+the long-range suffixes at length 61 are not the first symbols of those at 200. Evaluation and
+``statetrack sample --seed S`` use it alike, so ``sample --seed 12345 --n 128`` shows the first strings
+that the default evaluation scores at that length.
+
 Chance. ``label_distribution(task, split, L)`` is the distribution of the final scored label in the
 split's draw at length L: exact where the task can compute it (a balanced draw: uniform over the
 classes; the long-range draw: uniform over the labels of length L; a draw that is the training draw of
@@ -42,6 +49,12 @@ def check_split(split: str) -> str:
     if split not in SPLITS:
         raise UserError(f"unknown split {split!r}; allowed: {', '.join(SPLITS)}")
     return split
+
+
+def test_rng(seed: int, split: str, length: int) -> np.random.Generator:
+    """The generator of the ``split`` draw's sequences at ``length`` (module docstring: independent
+    streams per seed, split and length)."""
+    return np.random.default_rng([int(seed), SPLITS.index(check_split(split)), int(length)])
 
 
 def check_suffix(suffix, length: int) -> int | None:

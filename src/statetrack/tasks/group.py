@@ -55,6 +55,7 @@ degenerate; the measured chance at each length is that of the walk.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -184,6 +185,21 @@ def select_subset(group: Group, spec: str) -> np.ndarray:
     return np.flatnonzero(chosen)
 
 
+class ElementNames(Sequence):
+    """The names of a group's elements in cycle notation, made when read (a group may have 10^5 of them)."""
+
+    def __init__(self, group: Group):
+        self.group = group
+
+    def __len__(self) -> int:
+        return self.group.order
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self.group.name_of(j) for j in range(len(self))[i]]
+        return self.group.name_of(int(i))
+
+
 class GroupWordProblem(StreamingTask):
     scoring = "every"
 
@@ -219,7 +235,12 @@ class GroupWordProblem(StreamingTask):
             return None  # S7 and larger: a table of |G| x |support| transitions would not be small
         # states: the prefix product; the input x takes y to y x (the Cayley graph on the support)
         return Automaton(self._table[:, self.support].astype(np.int64), 0, np.arange(self.group.order),
-                         self.group.order, tokens=self.support)
+                         self.group.order, tokens=self.support, label_names=self.label_names)
+
+    @property
+    def label_names(self) -> ElementNames:
+        """Each class (the prefix product) as its element in cycle notation ('e', '(1 2 3)')."""
+        return ElementNames(self.group)
 
     @property
     def test_draw(self):

@@ -28,7 +28,13 @@ problem 1-2 (cosets), modular arithmetic mod 5 a few hundred. Above ``MAX_SETS``
 drawn by rejection instead: uniform symbol strings, kept when they qualify (exact too); if fewer than
 one in ``MAX_TRIES`` qualifies the draw is refused with one line naming the task, length and rate.
 
-Where no suffix of length k qualifies, the task is a window language at L: the label of every string of
+Where the suffix is the whole string (k >= L), or every prefix of L - k symbols reaches one state,
+nothing is left before the suffix to decide the label, and ``plan`` says so. Where fewer than
+``FEW_SUFFIXES`` suffixes qualify (e.g. "every c is eventually followed by an a" at L = 200: only
+b^100), the draw exists but every string ends with one of them; ``LongPlan.note`` says so (the one
+suffix, or how many), and so do ``sample``, evaluation's note for that length and the reports.
+
+Otherwise, where no suffix of length k qualifies, the task is a window language at L: the label of every string of
 length L is decided by its last k symbols. ``plan`` then names the window: the smallest w such that no
 suffix of w symbols leaves every label possible (a suffix that decides the label keeps deciding it
 when longer, so w is found by bisection).
@@ -47,6 +53,8 @@ from statetrack.tasks.streaming import balanced_labels
 MAX_SETS = 4096
 #: rejection: candidates drawn per wanted suffix before the draw is refused
 MAX_TRIES = 1000
+#: a draw with fewer qualifying suffixes than this says how many (``LongPlan.note``)
+FEW_SUFFIXES = 100
 
 
 def default_suffix(length: int) -> int:
@@ -68,6 +76,7 @@ class LongPlan:
     log_suffixes: float = NEG            # log of the number of qualifying suffixes (exact path)
     reason: str | None = None            # why there is no draw
     window: int | None = None            # a window language: its window at this length
+    note: str | None = None              # a draw with few distinct suffixes says so (``FEW_SUFFIXES``)
 
     @property
     def rejection(self) -> bool:
@@ -143,23 +152,52 @@ def plan(auto: Automaton, length: int, suffix: int | None = None, max_sets: int 
         return cache[(length, k, max_sets)]
     labels = auto.labels_at(length)
     p = LongPlan(length, k, labels, auto.reachable(length - k))
+    what = "both labels" if len(labels) == 2 else "every label"
     if len(labels) == 0:
         p.reason = f"no string of length {length}"
     elif len(labels) == 1:
-        p.reason = f"every string of length {length} has the same label ({int(labels[0])})"
+        p.reason = f"every string of length {length} has the same label ({auto.label_name(labels[0])})"
+    elif k >= length:
+        p.reason = (f"the suffix is the whole string (k = {k} >= L = {length}): nothing is left before it to decide "
+                    "the label")
+    elif p.reach.sum() == 1:
+        p.reason = (f"every prefix of {length - k} symbols reaches the same state: the last {k} symbols decide the "
+                    "label, nothing is left before them to decide")
     else:
         found = _qualifying(auto, length, k, labels, max_sets)
         if found is not None:
             p.set_states, p.set_delta, p.good, p.log_suffixes = found
             if p.log_suffixes == NEG:
                 p.window = _window(auto, length, k, labels, max_sets)
-                what = "both labels" if len(labels) == 2 else "every label"
                 within = f"its last {p.window} symbol{'s' if p.window != 1 else ''}" if p.window else \
                     f"its last {k} symbols"
                 p.reason = (f"a window language at length {length}: the label of every string is decided by "
                             f"{within} (no suffix of {k} symbols leaves {what} possible)")
+            elif p.log_suffixes < math.log(FEW_SUFFIXES - 0.5):
+                count = round(math.exp(p.log_suffixes))
+                if count == 1:
+                    one = draw(auto, p, np.random.default_rng(0), 1)[0, length - k:]
+                    p.note = (f"one suffix: only {runs_text(one, auto.symbols)} leaves {what} possible among the "
+                              f"suffixes of {k} symbols, so every string of the long-range test at length {length} "
+                              "ends with it")
+                else:
+                    p.note = (f"few suffixes: only {count} suffixes of {k} symbols leave {what} possible at length "
+                              f"{length}; every string of the long-range test ends with one of them")
     cache[(length, k, max_sets)] = p
     return p
+
+
+def runs_text(word, symbols) -> str:
+    """A word with its runs written as powers: 'b^100', 'c a^3 b'."""
+    parts = []
+    i = 0
+    while i < len(word):
+        j = i
+        while j < len(word) and word[j] == word[i]:
+            j += 1
+        parts.append(symbols[word[i]] + (f"^{j - i}" if j - i > 1 else ""))
+        i = j
+    return " ".join(parts)
 
 
 def _window(auto: Automaton, length: int, k: int, labels: np.ndarray, max_sets: int) -> int | None:
@@ -208,13 +246,7 @@ def draw(auto: Automaton, p: LongPlan, rng: np.random.Generator, batch_size: int
     w = np.where(auto.labels[ends] == label[:, None], counts[None, :], NEG)
     q = R[choose(rng, w)]
     # 4. the prefix, backwards: each predecessor by the number of strings that reach it
-    rows = reverse_rows(auto.forward_first(), auto.forward_step, m)
-    next(rows)
-    for t, row in rows:  # the symbol at position t leads from a state of row t to q
-        j = choose(rng, np.append(row, NEG)[auto.pred_state[q]])
-        out[:, t] = auto.pred_symbol[q, j]
-        q = auto.pred_state[q, j]
-    assert (q == auto.start).all()
+    out[:, :m] = auto.draw_ending_in(q, m, rng)
     return out
 
 

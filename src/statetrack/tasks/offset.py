@@ -19,8 +19,9 @@ scored), so by the renewal-reward theorem the long-run frequency of 0 is E[L] / 
 
 Test draw: the training draw. Its final label (the one ``accuracy`` scores) is 0 in every sequence
 up to length 20 (no ISI starts before step 21), then mostly 0: share of 0 in 10,000 draws 86.5% at
-length 100, 77.4% at 500. The papers score this task by token accuracy, whose chance evaluation
-records as ``token_chance`` (about 30/39 at long lengths).
+length 100, 77.4% at 500. The papers score this task by token accuracy, whose chance is the majority
+share of ``label_distribution`` (30/39; evaluation also records ``token_majority``, the majority share
+of the labels of the batch scored, which is not a chance level).
 
 Probes (fixed inputs, the same in every row, the generator is not used; targets and mask defined
 exactly as above, zeros after the last segment, truncated to the requested length):

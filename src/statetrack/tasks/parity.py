@@ -19,6 +19,7 @@ class Parity(StreamingTask):
     prefix_labels = True
     vocab_size = 2
     num_classes = 2
+    label_names = ("even", "odd")
 
     def __init__(self, scoring: str = "every"):
         if scoring not in ("every", "final"):
@@ -40,7 +41,7 @@ class Parity(StreamingTask):
 
     def build_automaton(self):
         # states: parity 0, 1; the bit 1 flips it
-        return Automaton([[0, 1], [1, 0]], 0, [0, 1], 2, symbols=("0", "1"))
+        return Automaton([[0, 1], [1, 0]], 0, [0, 1], 2, symbols=("0", "1"), label_names=self.label_names)
 
     test_draw = "balanced final parity (the last bit set by the label); the rest uniform"
 

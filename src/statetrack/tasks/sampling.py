@@ -8,7 +8,9 @@
 
 ``split`` is "train" (the training draw, ``Task.sample_batch``), "test" (the test draw that
 ``evaluate`` scores, ``Task.test_batch``) or "long" (the long-range draw of a regular task, with a
-suffix of ``suffix`` symbols, default ceil(L/2): ``statetrack.tasks.draws``).
+suffix of ``suffix`` symbols, default ceil(L/2): ``statetrack.tasks.draws``). The examples of a seed are
+the first sequences of the stream that evaluation with that seed scores at that split and length
+(``draws.test_rng``).
 """
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ def _draw_args(task_name: str, length: int, n: int, seed, split: str, suffix: in
         raise UserError(f"a suffix length is an option of the long-range draw; give --split long with it "
                         f"(got split {split!r})")
     try:
-        rng = np.random.default_rng(seed)
+        rng = draws.test_rng(seed, split, length)  # the stream evaluation scores at this seed, split and length
     except (TypeError, ValueError):
         raise UserError(f"seed must be a non-negative integer, got {seed!r}") from None
     reason = draws.unavailable(task, split, length, suffix)
@@ -78,7 +80,8 @@ def label_shares(task_name: str, length: int, split: str = "test", n: int = 10_0
                  suffix: int | None = None) -> dict:
     """The share of each final scored label (the one ``accuracy`` scores) over ``n`` sequences of the
     ``split`` draw at ``length``: {task, split, length, n, draw, shares: {label: share}, majority,
-    exact}, where ``exact`` is the majority share of the exact distribution where the task can compute
+    exact, note}, where ``note`` names a long-range draw with few distinct suffixes (one suffix: every
+    string ends with it), and ``exact`` is the majority share of the exact distribution where the task can compute
     it (the chance evaluation stores), else None. Labels are class ids, or names where the task has them
     (``label_names``). Drawn in streamed batches of 1,000, so memory does not grow with ``n`` or
     ``length``."""
@@ -89,9 +92,10 @@ def label_shares(task_name: str, length: int, split: str = "test", n: int = 10_0
     shares = {names[c]: float(counts[c] / total) for c in range(task.num_classes) if counts[c]}
     exact = draws.exact_label_distribution(task, split, length, suffix)
     draw = {"train": "the training draw", "test": task.test_draw, "long": LONG_DRAW}[split]
+    note = draws.long_plan(task, length, suffix).note if split == "long" else None
     return {"task": task.name, "split": split, "length": length, "n": int(counts.sum()), "draw": draw,
             "shares": shares, "majority": float(counts.max() / total),
-            "exact": None if exact is None else float(exact.max())}
+            "exact": None if exact is None else float(exact.max()), "note": note}
 
 
 LONG_DRAW = ("the long-range draw: the last k symbols (k = ceil(L/2) unless given) leave every label possible, "

@@ -14,10 +14,10 @@
   eigenvalues, ...): say so and search anyway, on random inputs and on the structured families
   (1^T, (01)^T, (0^k 1^m)^T, pulses (1 0^(W-1))^T) up to ``max_len``.
 
-Any other regular task (``dfa:``, ``tomita:``, group word problems, ...): the witness families of its
-automaton (:mod:`statetrack.tasks.families`: pairs u1 W^n v / u2 W^n v whose labels differ and do not
-depend on n), run up to ``max_len`` (:mod:`statetrack.horizon`); the counterexample is the family
-string the model gets wrong first.
+Any other regular task (``dfa:``, ``tomita:``, group word problems, ...): the witness families of every
+pair of states of its automaton (:mod:`statetrack.tasks.families`: pairs u1 W^n v / u2 W^n v whose
+labels differ and do not depend on n), run up to ``max_len`` (:mod:`statetrack.horizon`); the
+counterexample is the family string the model gets wrong first.
 
 The model runs in chunks whose length is a multiple of the witness period, carrying its state, so
 the state at the end of consecutive chunks is compared directly: ``state_gap`` is the largest
@@ -226,8 +226,9 @@ def _family_counterexample(model, where: str, task_name: str, max_len: int) -> d
         return out
     first = min(broken, key=lambda r: r["horizon"])
     out.update(found=True, witness=first["family"], first_error=first["horizon"],
-               message=f"on the witness family {first['family']} (labels {first['labels'][0]} / "
-                       f"{first['labels'][1]}, the same for every n) the model is first wrong at n = "
+               message=f"on the witness family {first['family']} of the states "
+                       f"{' and '.join(map(str, first['pair']))} (labels {' / '.join(first['label_names'])}, the "
+                       f"same for every n) the model is first wrong at n = "
                        f"{first['horizon_n']}, a string of length {first['horizon']}; wrong at "
                        f"{100 * first['wrong_after']:.0f}% of the longer n tested")
     return out

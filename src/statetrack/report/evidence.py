@@ -1,0 +1,109 @@
+"""The evidence behind each learnability cell of a study with the oracle (``oracle: true``).
+
+A 'possible' cell that no seed tracks at the long lengths is a learnability result: the theory says the
+weights exist, training did not find them. The report does not leave it at that. Per such cell it shows
+
+* whether training learnt the task **in distribution** (seeds whose validation reached the run's
+  ``learned_accuracy`` for ``learned_validations`` validations in a row, and the median step), so a
+  cell that fits the training lengths but falls at length is told apart from one that never fits;
+* the **learning curves** (the report's figure of that task's column);
+* the **spectrum** of the learned transitions of the best seed's checkpoint (``theory.spectra``): per
+  layer the eigenvalue nearest -1, the largest and smallest modulus over the inputs of a few sample
+  sequences, and for layer 1 the eigenvalues of each input symbol alone, with a figure: what a parity
+  channel needs is an eigenvalue at -1 for one symbol and at +1 for the other, both of modulus 1;
+* the **construction control**: the row of the study that starts the same layers from a proof's
+  construction (``control_of`` in the study file, ``train.init: construction:NAME``), trained under the
+  same protocol, and whether its seeds still track the task at the long lengths: the weights exist and
+  training keeps them. A cell without such a row says so.
+"""
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from statetrack.report.plots import close, save, slug, spectrum_figure
+from statetrack.report.verdicts import TRACKED, VerdictCell, VerdictTable
+from statetrack.theory.spectra import spectrum
+
+CAPTION = (f"Each 'possible' cell that no seed tracks (>= {100 * TRACKED:.0f}% at the long lengths): "
+           "whether its seeds learnt the task in distribution, its learning curves (the figure of its task "
+           "above), the spectrum of the learned transitions of its best seed, and the study's construction "
+           "control for it, if any (the same layers started from a proof's weights and trained under the same "
+           "protocol).")
+
+
+def spectrum_summary(result: dict) -> str:
+    """One line per layer: the eigenvalue nearest -1, the largest and smallest modulus; layer 1's single
+    symbols' eigenvalues nearest -1."""
+    parts = []
+    for layer in result["layers"]:
+        if "samples" not in layer:
+            parts.append(f"layer {layer['layer']} ({layer['mixer']}): no transition matrix")
+            continue
+        text = (f"layer {layer['layer']} ({layer['mixer']}): min Re {layer['min_real']:+.3f}, modulus "
+                f"{layer['min_modulus']:.3f}-{layer['max_modulus']:.4f}")
+        per = layer.get("per_token_min_real")
+        if per:
+            text += "; per input symbol, min Re " + ", ".join(f"{t}: {v:+.3f}" for t, v in per.items())
+        parts.append(text)
+    return "; ".join(parts)
+
+
+def _control_text(cell: VerdictCell, table: VerdictTable) -> str:
+    ctrl = table.controls.get((cell.model, cell.column))
+    if ctrl is None:
+        return "no construction control in this study (none in this toolkit for this layer and task, or not run)"
+    label = table.control_labels[(cell.model, cell.column)]
+    n = len(ctrl.scored)
+    if not n:
+        return f"control '{label}': no complete run"
+    accs = [100 * (s.accuracy or 0.0) for s in ctrl.scored]
+    learnt, have = ctrl.learnt_in_distribution()
+    return (f"control '{label}' (from the construction): tracked by {ctrl.tracked}/{n} seeds, pooled accuracy "
+            f"{statistics.median(accs):.1f}% median [{min(accs):.1f}-{max(accs):.1f}]"
+            + (f", learnt in distribution {learnt}/{have}" if have else ""))
+
+
+def evidence_markdown(table: VerdictTable, figdir: Path, folder: str, formats=("png",)) -> list[str]:
+    """The markdown lines of the evidence section (empty when there is no learnability cell); writes one
+    spectrum figure per cell into ``figdir``."""
+    cells = table.learnability_cells()
+    if not cells:
+        return []
+    md = ["## Learnability cells: the evidence", "", CAPTION, ""]
+    for c in cells:
+        learnt, have = c.learnt_in_distribution()
+        steps = [at for _, at, _, _ in c.runs if isinstance(at, int)]
+        vals = [v for _, _, v, _ in c.runs if v is not None]
+        md.append(f"### {c.model} on {c.column} ({c.verdict_text()})")
+        md.append("")
+        fit = (f"learnt in distribution by {learnt}/{have} seeds"
+               + (f" (median step {statistics.median(steps):,.0f})" if steps else "")
+               if have else "no learned_at_step recorded")
+        best_val = f"; best validation accuracy {100 * max(vals):.1f}%" if vals else ""
+        accs = [100 * (s.accuracy or 0.0) for s in c.scored]
+        md.append(f"- Training: {fit}{best_val}; at the long lengths {statistics.median(accs):.1f}% median "
+                  f"[{min(accs):.1f}-{max(accs):.1f}] (chance {100 * (c.median().chance or 0):.0f}%), "
+                  f"above chance in {c.above}/{len(c.scored)} seeds. Learning curves: the figure of {c.column}.")
+        run = c.best_run()
+        ckpt = getattr(run, "checkpoint", None)
+        if ckpt and Path(ckpt).is_file():
+            try:
+                result = spectrum(ckpt)
+            except Exception as e:
+                md.append(f"- Spectrum: the best seed's checkpoint could not be read ({type(e).__name__}: {e})")
+            else:
+                md.append(f"- Spectrum of the best seed (seed {c.best_seed().seed}): {spectrum_summary(result)}.")
+                if any("samples" in layer for layer in result["layers"]) and formats:
+                    fig = spectrum_figure(result)
+                    try:
+                        stem = f"spectrum-{slug(c.model)}-{slug(c.column)}"
+                        name = save(fig, figdir, stem, formats)[0].name
+                    finally:
+                        close(fig)
+                    md.append(f"  ![spectrum of {c.model} on {c.column}]({folder}/{name})")
+        else:
+            md.append("- Spectrum: no checkpoint of the best seed is on disk")
+        md.append(f"- Construction: {_control_text(c, table)}.")
+        md.append("")
+    return md
