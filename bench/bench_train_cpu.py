@@ -5,7 +5,8 @@ on the CPU").
     PYTHONPATH=src python bench/bench_train_cpu.py [--json FILE] [--batches 32,64,128,256] [--threads 1,2]
         [--models NAME ...] [--steps N]
 
-One row per (model, batch, threads): the median wall time of a training step (forward, the loss on every
+One row per (model, batch, threads): the median wall time (and the process's CPU time, which a machine
+shared with other work inflates less) of a training step (forward, the loss on every
 position, backward, clipping, AdamW; ``statetrack.steps.EagerStep``) over ``--steps`` steps after warm-up,
 at lengths drawn from 3-40 as in training (the same draws for every row), and the sequences and tokens per
 second it makes. ``torch.compile`` is timed for one model where ``--compile`` is given (its compile time is
@@ -69,19 +70,22 @@ def time_steps(label: str, batch: int, threads: int, steps: int, compile_model: 
     data = batches(task, np.random.default_rng(0), cfg, torch.device("cpu"))
     for s in range(3):  # warm-up
         stepper.step(*next(data), s + 1)
-    times, tokens = [], 0
+    times, cpu, tokens = [], [], 0
     for s in range(steps):
         x, y, m = next(data)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         stepper.step(x, y, m, s + 4)
         times.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
         tokens += x.numel()
     per_step = statistics.median(times)
     mean_len = tokens / steps / batch
     row = {"model": label, "layers": layers, "d_model": d, "d_state": n, "batch": batch, "threads": threads,
-           "ms_per_step": 1e3 * per_step, "sequences_per_s": batch / per_step,
+           "ms_per_step": 1e3 * per_step, "cpu_ms_per_step": 1e3 * statistics.median(cpu),
+           "kernels": os.environ.get("STATETRACK_KERNELS", "1"), "sequences_per_s": batch / per_step,
            "tokens_per_s": batch * mean_len / per_step, "compiled": compile_model, "compile_s": t_compile}
-    print(f"{label:32s} batch {batch:4d} threads {threads}: {1e3 * per_step:7.1f} ms/step, "
+    print(f"{label:32s} batch {batch:4d} threads {threads}: {1e3 * per_step:7.1f} ms/step "
+          f"({1e3 * statistics.median(cpu):7.1f} ms of CPU), "
           f"{batch / per_step:7.0f} sequences/s" + (f" (compiled; {t_compile:.0f} s to compile)" if compile_model
                                                      else ""), flush=True)
     return row
