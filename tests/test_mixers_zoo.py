@@ -196,6 +196,12 @@ def test_models_table():
     assert by["deltaproduct"]["n_h"] == 2 and by["deltanet"]["n_h"] == 1
     assert by["transformer"]["structure"] == "attention" and by["transformer"]["eigenvalues"] == "n/a"
     assert by["s4d"]["input_dependent"] is False
+    # the mixers of 2025-26, with the properties the oracle reads
+    assert (by["pdssm"]["structure"], by["pdssm"]["eigenvalues"]) == ("pd", "complex disc")
+    assert (by["gateddeltaproduct"]["structure"], by["gateddeltaproduct"]["n_h"]) == ("householder", 2)
+    assert (by["kda"]["structure"], by["kda"]["eigenvalues"], by["kda"]["n_h"]) == ("householder", "[0,1]", 1)
+    assert all(by[n]["rounding"] for n in ("pdssm", "gateddeltaproduct", "kda", "negmamba", "lru"))
+    assert by["aussm"]["rounding"] == "" and by["deltanet"]["rounding"] == ""
 
 
 def test_neg_switch_domains():
