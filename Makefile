@@ -9,11 +9,11 @@ $(VENV)/.installed: pyproject.toml
 	@echo "set-up 1/4: a virtualenv in $(VENV)"
 	$(PYTHON) -m venv $(VENV)
 	@echo "set-up 2/4: the latest pip"
-	$(PIP) install -q --upgrade pip
-	@echo "set-up 3/4: torch 2.13.0, CPU build (the largest download; about a minute)"
-	$(PIP) install -q torch==2.13.0
+	$(PIP) install --progress-bar on --upgrade pip
+	@echo "set-up 3/4: torch 2.13.0, CPU build (the largest download; pip shows each file as it comes)"
+	$(PIP) install --progress-bar on torch==2.13.0
 	@echo "set-up 4/4: statetrack and its test tools (numpy, matplotlib, pydantic, rich, pytest, ruff, mypy, ...)"
-	$(PIP) install -q -e '.[test]'
+	$(PIP) install --progress-bar on -e '.[test]'
 	touch $@
 	@echo "set-up done: $(VENV)/bin/statetrack"
 

@@ -25,7 +25,7 @@ LAYERS = [
     {"model"},
     {"checkpoint", "store", "claims"},
     {"steps"},
-    {"horizon"},
+    {"horizon", "predict_horizon"},
     {"training", "evaluation"},
     {"theory"},
     {"probes"},

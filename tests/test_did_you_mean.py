@@ -39,6 +39,36 @@ def test_config_file_key(tmp_path, capsys):
     assert "unknown key 'model.d_modle' (did you mean 'model.d_model'?)" in err and err.count("\n") == 1
 
 
+def test_config_file_mistakes_name_the_file_and_key(tmp_path, capsys, monkeypatch):
+    """A section given as a name, a mistyped file name, a word for a number, a mistyped task without
+    --layers: each one line naming what is wrong and where, exit 2, nothing written."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "run.yaml").write_text("task: group:S3\nmodel: rnn\n")
+    cases = [
+        (["--config", "run.yaml"], ("config file 'run.yaml': key 'model' must be a mapping of ModelConfig's "
+                                    "fields, e.g. 'model: {layers: ...}', got str 'rnn' (did you mean "
+                                    "'model: {layers: rnn}'?)")),
+        (["--config", "runn.yaml"], "config file 'runn.yaml' not found (did you mean 'run.yaml'?)"),
+        (["--task", "partiy"], "unknown task family 'partiy' (did you mean 'parity'?)"),
+    ]
+    for argv, needle in cases:
+        assert main(["train", *argv, "--db", "r.db"]) == 2, argv
+        err = capsys.readouterr().err
+        assert needle in err and err.count("\n") == 1, (argv, err)
+    (tmp_path / "run.yaml").write_text("task: group:S3\nmodel: {layers: rnn}\nsteps: three hundred\n")
+    assert main(["train", "--config", "run.yaml", "--db", "r.db"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: config file 'run.yaml': bad steps: Input should be a valid integer") \
+        and "(got 'three hundred')" in err and err.count("\n") == 1, err
+    (tmp_path / "run.yaml").write_text("task: group:S3\nmodel: {layers: rnn}\neval: {batch_size: 0}\n")
+    assert main(["train", "--config", "run.yaml", "--db", "r.db"]) == 2
+    assert "config file 'run.yaml': bad eval.batch_size:" in capsys.readouterr().err
+    assert main(["train", "--config", "run.yaml", "--set", "eval.batch_size=2", "--set", "steps=x",
+                 "--db", "r.db"]) == 2
+    assert "--set steps=x: bad steps:" in capsys.readouterr().err
+    assert not (tmp_path / "r.db").exists()
+
+
 def test_no_suggestion_when_nothing_is_close(capsys):
     assert main(["train", "--layers", "xyzzy"]) == 2
     err = capsys.readouterr().err

@@ -24,9 +24,19 @@ def doc_blocks():
             files[first[2:]] = files.get(first[2:], "") + body.split("\n", 1)[1] + "\n"
         elif lang == "bash":
             shell += [l for l in body.splitlines() if l.strip()]
-        elif lang == "python":
+        elif lang == "python" and not first.startswith("# needs:"):
             snippets.append(body)
     return files, shell, snippets
+
+
+def needing_blocks() -> list[tuple[list[str], str]]:
+    """The page's Python blocks that need a package (first line '# needs: transformers' or 'fla, cuda')."""
+    out = []
+    for lang, body in BLOCK.findall(DOC.read_text()):
+        first = body.splitlines()[0]
+        if lang == "python" and first.startswith("# needs:"):
+            out.append(([x.strip() for x in first.removeprefix("# needs:").split(",")], body))
+    return out
 
 
 def statetrack(args, env, cwd):
@@ -89,6 +99,52 @@ def test_documented_commands(documented):
     page = (d / "runs" / "reports" / "mystudy.html").read_text()
     assert page.count("<svg") >= 2 and "signeddiag(neg=false)" in page
     assert "1000" in _one(out, "statetrack eval").stdout  # without STATETRACK_PLUGINS: the recorded one
+
+
+def test_own_module_as_a_mixer(documented):
+    """The page's GRU stack, registered from a plain nn.Module: trained by the command line, recorded with
+    its plugin, evaluated in chunks with the numbers of one pass; its declared properties reach the oracle."""
+    d, out = documented
+    train = _one(out, "statetrack train --task parity --layers 'stackedgru")
+    assert "run 2" in train.stdout and "64" in train.stdout
+    show = statetrack(["runs", "show", "2", "--db", str(d / "runs/plugin.db"), "--json"], base_env(), d)
+    assert json.loads(show.stdout)["config"]["plugins"] == ["mystuff"]
+    env = {**base_env(), "PYTHONPATH": os.pathsep.join([str(d), base_env()["PYTHONPATH"]])}
+    code = ("import torch, mystuff\n"
+            "from statetrack.layers import build_mixer\nfrom statetrack.spec import parse_layers\n"
+            "from statetrack.theory import oracle\n"
+            "m = build_mixer(parse_layers('stackedgru(layers=2)')[0], 8, 4).double()\n"
+            "x = torch.randn(3, 50, 8, dtype=torch.float64)\n"
+            "whole, _ = m(x)\n"
+            "s = m.init_state(3, dtype=torch.float64); parts = []\n"
+            "for c in x.split(16, dim=1):\n    y, s = m(c, s); parts.append(y)\n"
+            "y1, s = m.step(torch.randn(3, 8, dtype=torch.float64), s)\n"
+            "assert torch.allclose(torch.cat(parts, 1), whole, atol=1e-12) and y1.shape == (3, 8)\n"
+            "print(oracle('stackedgru', 'parity').basis)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=d, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.strip() == "NL"  # declared a non-linear recurrence
+
+
+@pytest.mark.parametrize("needs,code", needing_blocks(), ids=lambda x: ",".join(x) if isinstance(x, list) else "")
+def test_blocks_that_need_a_package(needs, code, tmp_path):
+    """The fla and Hugging Face blocks run where their packages are installed (tiny random configs: nothing
+    is downloaded), and are skipped, saying why, elsewhere."""
+    import importlib.util
+
+    for need in needs:
+        if need == "cuda":
+            import torch
+
+            if not torch.cuda.is_available():
+                pytest.skip("this block needs a CUDA GPU, and none is present")
+        elif importlib.util.find_spec(need) is None:
+            pytest.skip(f"this block needs the package {need!r}, which is not installed")
+    env = {**base_env(), "HF_HUB_OFFLINE": "1"}  # nothing fetched: the models are built from their configs
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=900,
+                       env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "complete" in p.stdout
 
 
 def test_missing_recorded_plugin_is_named(documented, tmp_path):

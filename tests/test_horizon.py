@@ -325,3 +325,84 @@ def test_horizon_equals_an_exhaustive_search_on_trained_checkpoints(dfa_task):
         assert ("C", "B") in got
         broken += want is not None
     assert broken >= 2  # the comparison is made on horizons that exist (22 and 15 for the two Mambas)
+
+
+def test_predicted_horizon(cli, tmp_path, dfa_task):
+    """predict-horizon: a construction that tracks parity is predicted never to fail; a model with a window of
+    10 symbols is predicted to fail on 'contains aba' near where it does; the command prints the pairs and
+    its JSON carries the interval."""
+    from statetrack.predict_horizon import predict_horizon
+    from statetrack.theory.constructions import save
+
+    task = get_task(dfa_task("aba", *ABA))
+    p = predict_horizon(Window(10), task, 30, samples=8)
+    measured = horizon_summary(failure_horizons(Window(10), task, 40), 40)["horizon"]
+    # random prefixes ending in 'aba' hold it further back than the access string: 7 against 11
+    assert p["horizon"] is not None and measured is not None and abs(p["horizon"] - measured) <= 6
+    assert p["low"] <= p["horizon"] <= p["high"] and len(p["pairs"]) == 6 and p["seen"]
+    ck = tmp_path / "parity.safetensors"
+    save("parity-negmamba", str(ck))
+    p = cli.start("predict-horizon", ck, "--json", "--train-max-len", "40")
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err
+    r = json.loads(out)
+    assert r["horizon"] is None and r["pairs"][0]["pair"] == ["even", "odd"] and r["pairs"][0]["separation"] > 0
+    p = cli.start("predict-horizon", ck, "--task", "modarith-brackets:5")
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 2 and len(err.strip().splitlines()) == 1
+
+
+def test_the_margin_is_extrapolated_to_the_boundary():
+    """The fit behind predict-horizon: a margin that decays as a + b r^n crosses zero where the formula does,
+    a linear drift where its line does, one that converges to a positive value never; a margin already <= 0
+    at a measured n is that observation; a fit that crosses between measured positive margins is put past
+    them."""
+    from statetrack.predict_horizon import _crossing
+
+    n = np.arange(21)
+    g = np.vstack([-1 + 3 * 0.95 ** n, 2 - 0.1 * n, 1 + 2 * 0.9 ** n, 0.5 - 0.1 * n, 10 * 0.5 ** n - 1e-6])
+    got = _crossing(g, n)
+    assert got[0] == pytest.approx(np.log(1 / 3) / np.log(0.95), abs=0.3)  # 21.4, past the measured 20
+    assert got[1] == pytest.approx(20) and got[2] == np.inf and got[3] == 5
+    assert got[4] == 21  # 10 * 0.5^n - 1e-6 crosses near n = 23; the fit never moves it before n = 21
+
+
+@pytest.mark.slow
+def test_predicted_horizon_on_trained_checkpoints():
+    """predict_horizon on two small trained checkpoints (Mamba on the group S3, an LSTM on Tomita 4) and on
+    the largest group here (S5: 7,140 pairs of states, an untrained Mamba): under a minute of CPU each; one
+    row per pair of states; 'seen' exactly where a class's mean margin is <= 0 within the training lengths,
+    and otherwise a predicted failure past them."""
+    import time
+
+    from statetrack.model import build_model
+    from statetrack.predict_horizon import predict_horizon
+    from statetrack.training import train
+
+    cases = []
+    for task, layers in (("group:S3", "mamba"), ("tomita:4/balanced", "lstm")):
+        cfg = TrainConfig(task=task, model=ModelConfig(layers=layers, d_model=8, d_state=8), train_min_len=1,
+                          train_max_len=16, steps=60, batch_size=16, lr=0.01, eval_every=60, val_sequences=16,
+                          device="cpu", seed=0)
+        cases.append((train(cfg, progress=False).model.eval(), get_task(task.split("/")[0]), 16))
+    torch.manual_seed(0)
+    s5 = get_task("group:S5")
+    cases.append((build_model(ModelConfig(layers="mamba", d_model=16, d_state=16), s5), s5, 40))
+    for model, task, train_max in cases:
+        t = time.process_time()
+        p = predict_horizon(model, task, train_max)
+        assert time.process_time() - t < 60, task.name
+        pairs = {tuple(r["pair"]) for r in p["pairs"]}
+        assert len(pairs) == len(p["pairs"]) and p["pairs_total"] >= len(pairs) > 0
+        for r in p["pairs"]:
+            if r["reason"] is not None:
+                continue
+            wrong = min(min(np.flatnonzero(np.array(m) <= 0), default=np.inf) for m in r["curve"]["margin"])
+            assert r["seen"] == (wrong <= r["trained_n"]), (task.name, r["pair"])
+            if r["seen"]:
+                assert r["horizon_n"] == wrong
+            elif r["horizon"] is not None:
+                assert r["horizon_n"] > r["trained_n"]
+        if p["horizon"] is not None:
+            assert p["horizon"] == min(r["horizon"] for r in p["pairs"] if r["horizon"] is not None)
+            assert tuple(p["pair"]) in pairs

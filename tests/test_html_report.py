@@ -1,5 +1,7 @@
-"""The HTML report: self-contained pages with tables and inline SVG figures, an index built from the
-studies' records, figures as files on request; loaded at 1,280 px in headless Chromium (Debian's
+"""The HTML report: self-contained pages with the finding first and tables (ours beside the paper's) and
+inline SVG figures, an index built from the studies' records, figures as files on request, no report
+replaced by a smaller one, committed pages that link only to committed files; loaded at 1,280 and 1,920 px
+in headless Chromium (Debian's
 ``chromium``, which .ci/run installs; skipped, with the reason, where /usr/bin/chromium is absent), with
 screenshots kept (in STATETRACK_SCREENSHOTS when set). Also the plots' fixed defects."""
 import json
@@ -8,6 +10,8 @@ import re
 import subprocess
 import textwrap
 from pathlib import Path
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 import numpy as np
 import pytest
@@ -43,16 +47,25 @@ WIDE = STUDY.replace("name: tiny", "name: wide").replace("title: tiny study", "t
 
 CHECK = """<script>
 window.addEventListener("load", () => {
+  const shown = e => e.offsetParent !== null;
   const svgs = [...document.querySelectorAll("figure svg")].map(s => s.getBoundingClientRect())
     .map(r => [r.width, r.height]);
-  const tables = [...document.querySelectorAll("table")].map(t => [t.rows.length, t.getBoundingClientRect().height]);
-  const scrolled = [...document.querySelectorAll("table")].filter(t => {
+  const tables = [...document.querySelectorAll("table")].filter(shown)
+    .map(t => [t.rows.length, t.getBoundingClientRect().height]);
+  const scrolled = [...document.querySelectorAll("table")].filter(shown).filter(t => {
     const box = t.parentElement; return box.scrollWidth > box.clientWidth + 1
       || t.getBoundingClientRect().right > document.documentElement.clientWidth + 1; }).length;
-  const images = [...document.querySelectorAll("img")].map(i => [i.complete && i.naturalWidth > 0, i.src]);
+  const parts = [...document.querySelectorAll("p.part")].filter(shown).length;
+  const images = [...document.querySelectorAll("img")].map(i => [i.complete && i.naturalWidth > 0, i.src,
+                                                                 i.getBoundingClientRect().width]);
+  const finding = document.querySelector("section.finding");
+  const top = finding ? finding.getBoundingClientRect().bottom : 0;
   const page = document.documentElement.scrollWidth > document.documentElement.clientWidth;
-  document.body.setAttribute("data-check", JSON.stringify({svgs, tables, scrolled, images, page,
-                                                            width: window.innerWidth}));
+  const here = location.href.split("#")[0];
+  const links = [...document.querySelectorAll("a[href]")].map(a => [a.href,
+    a.href.split("#")[0] !== here || !a.hash || document.getElementById(decodeURIComponent(a.hash.slice(1))) !== null]);
+  document.body.setAttribute("data-check", JSON.stringify({svgs, tables, scrolled, parts, images, page, top,
+                                                            links, width: window.innerWidth}));
 });
 </script></body>"""
 
@@ -76,54 +89,160 @@ def report(tmp_path_factory):
 
 def test_page_and_index(report):
     page = (report / "tiny.html").read_text()
-    # the study table, its learning table and every run's intervals; figures: accuracy vs length, learning curves
+    # the finding first, then the study table, its learning table and every run's intervals; figures:
+    # accuracy vs length, learning curves
+    assert page.index('<section class="finding">') < page.index("<table")
+    assert "What this study found" in page and "cells with a published number agree" in page
     assert page.count("<table>") == 3 and page.count("<svg") == 2 and "95% intervals" in page
     assert "<td>RNN</td>" in page and "<td>Negative Mamba (trained on lengths 1-40)</td>" in page
-    assert '<th class="paper">paper: extrap.</th>' in page
-    assert 'class="paper differs"' in page  # RNN is far from the paper's 100% on this tiny budget
+    # ours beside the paper's under the published column's name
+    assert '<th colspan="2" class="group">extrap.</th>' in page
+    assert "<th>ours</th><th class=\"paper\">paper</th>" in page
+    assert '<td class="differs"' in page  # RNN is far from the paper's 100% on this tiny budget
     assert "Notes &lt;with&gt; markup-like text &amp; an ampersand." in page
     assert "<dt>Command</dt><dd><code>statetrack report " in page and "<dt>Runs ran on</dt>" in page
     assert "<figcaption>Accuracy of each model on parity against the test length" in page
     assert 'class="status' not in page  # complete: no warning
+    # intervals that change no reading are shown on hover and with the toggle, not in the cell
+    assert 'id="ci-all"' in page and 'title="95% interval' in page and re.search(r'<small( class="more")?>\(', page)
     # self-contained: nothing is fetched (the SVG namespaces are names, not requests)
     assert not re.search(r"""(src|href)=["']?(https?:|//)""", page) and "<link" not in page
     assert not re.search(r"url\((?!#)", page)
     assert sorted(p.name for p in (report / "tiny").iterdir()) == [
         "curves-main-parity.pdf", "curves-main-parity.svg", "length-main-parity.pdf", "length-main-parity.svg",
         "thumbnail.png"]
-    assert "![length-main-parity](tiny/length-main-parity.svg)" in (report / "tiny.md").read_text()
+    md = (report / "tiny.md").read_text()
+    assert "![length-main-parity](tiny/length-main-parity.svg)" in md
+    assert md.index("## What this study found") < md.index("| model |")
 
 
 def test_index_is_built_from_the_records(report):
     records = json.loads((report / "index.json").read_text())
     assert sorted(records) == ["tiny", "wide"]
     tiny, wide = records["tiny"], records["wide"]
-    assert (tiny["runs"], tiny["complete"], tiny["missing"]) == (4, 4, 0)
+    assert (tiny["runs"], tiny["complete"], tiny["missing"], tiny["seeds"]) == (4, 4, 0, 2)
     assert (wide["runs"], wide["complete"], wide["missing"]) == (4, 2, 2)
     assert tiny["cells_compared"] == 1 and 0 <= tiny["cells_agree"] <= 1 and tiny["devices"] == ["cpu"]
     assert tiny["run_time_s"] > 0 and tiny["thumbnail"] == "tiny/thumbnail.png"
+    assert (tiny["page"], tiny["markdown"]) == ("tiny.html", "tiny.md") and "agree" in tiny["finding"]
     index = (report / "index.html").read_text()
-    assert '<a href="tiny.html"><strong>tiny</strong></a><br>tiny study' in index
+    assert '<h2><a href="tiny.html">tiny</a></h2><p>tiny study</p>' in index
     assert "2 of 4 complete, <strong>2 missing</strong>" in index and 'src="wide/thumbnail.png"' in index
-    # the index is the records' rendering: a page renamed on disk does not change it
+    from statetrack.report.html import write_index
+
+    # the index is the records' rendering, and links only files that are there: a page renamed on disk
+    # is not linked (its markdown is)
     (report / "tiny.html").rename(report / "renamed.html")
     try:
-        from statetrack.report.html import write_index
-
-        assert write_index(report).read_text() == index
+        text = write_index(report).read_text()
+        assert 'href="tiny.html"' not in text and '<h2><a href="tiny.md">tiny</a></h2>' in text
     finally:
         (report / "renamed.html").rename(report / "tiny.html")
+    assert write_index(report).read_text() == index
 
 
 def test_partial_and_wide_tables(report):
     page = (report / "wide.html").read_text()
     assert '<p class="status partial">Partial report: 2 of 4 runs of this grid are complete' in page
-    # too wide for 1,280 px: split, the model column repeated, both paper columns kept whole
-    parts = int(re.search(r"part 1 of (\d+)", page)[1])
+    # too wide for 1,280 px: drawn whole for wide windows, and split for narrow ones, each form chosen by a
+    # media query; the model column repeated, ours and the paper's kept side by side in one part
+    need = int(re.search(r"@media \(min-width: (\d+)px\) \{ div\.folded\.t0", page)[1])
+    assert 1280 < need <= 1920, need
+    whole = page[page.index('<div class="whole t0">'):page.index('<div class="folded t0">')]
+    assert "part 1 of" not in whole and whole.count("<table") == 1
+    folded = page[page.index('<div class="folded t0">'):]
+    parts = int(re.search(r"part 1 of (\d+)", folded)[1])
     assert parts >= 2
-    last = page[page.index(f"part {parts} of {parts}"):]
-    last = last[:last.index("</table>")]
-    assert "<td>RNN</td>" in last and "paper: extrapolation (8-30)" in last and "paper: validation" in last
+    for k in range(1, parts + 1):
+        part = folded[folded.index(f"part {k} of {parts}"):]
+        part = part[:part.index("</table>")]
+        assert "<td>RNN</td>" in part
+        for group in ("extrapolation (8-30)", "validation"):  # a pair is never split
+            assert (f'colspan="2" class="group">{group}<' in part) or (f">{group}<" not in part)
+
+
+def test_committed_pages_link_only_to_committed_files():
+    """Every link and image of an HTML page in the repository names a file of the repository."""
+    root = Path(__file__).resolve().parents[1]
+    p = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True)
+    if p.returncode != 0:
+        pytest.skip("not a git checkout")
+    tracked = set(p.stdout.splitlines())
+    pages = [f for f in tracked if f.endswith(".html")]
+    assert pages, "no committed HTML page to check"
+    for f in pages:
+        text = (root / f).read_text()
+        for target in re.findall(r"""(?:href|src)=["']([^"'#]+)""", text):
+            assert not re.match(r"[a-z]+:", target), (f, target)  # no web address, no data: or file: URL
+            resolved = os.path.normpath(os.path.join(os.path.dirname(f), target))
+            assert resolved in tracked, f"{f} links {target}, which is not committed"
+
+
+def test_a_smaller_report_is_not_written_over_a_larger_one(report, tmp_path, capsys):
+    """One seed where two were reported: refused in one line, nothing changed; --force replaces it. The API
+    refuses in the same words."""
+    d = report.parent
+    before = {p.name: p.read_bytes() for p in report.iterdir() if p.is_file()}
+    code = main(["report", str(d / "tiny.yaml"), "--db", str(d / "runs.db"), "--out", str(report), "--html",
+                 "--seeds", "1", "--figures", ""])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, (out, err)
+    assert "not replacing the report of tiny" in err and "2 seeds per cell" in err and "--force" in err
+    assert {p.name: p.read_bytes() for p in report.iterdir() if p.is_file()} == before
+    # reproduce refuses before its sweep: no run trained
+    from statetrack.store import Store
+
+    runs = len(Store(str(d / "runs.db")).runs())
+    assert main(["reproduce", str(d / "tiny.yaml"), "--db", str(d / "runs.db"), "--out", str(report), "--seeds", "1",
+                 "--scale", "quick", "--workers", "1", "--fresh"]) == 2
+    assert "not replacing the report of tiny" in capsys.readouterr().err
+    assert len(Store(str(d / "runs.db")).runs()) == runs
+    from statetrack.experiments import load_study
+    from statetrack.report.folder import ReportExists
+    from statetrack.report.html import write_html
+    from statetrack.report.writer import collect, write_report
+
+    rep = collect(load_study(str(d / "tiny.yaml")), str(d / "runs.db"), seeds=1)
+    for write in (lambda: write_report(rep, report, figures=()), lambda: write_html(rep, report)):
+        with pytest.raises(ReportExists, match="fewer seeds per cell"):
+            write()
+    # elsewhere, or forced: written
+    assert main(["report", str(d / "tiny.yaml"), "--db", str(d / "runs.db"), "--out", str(tmp_path / "one"),
+                 "--seeds", "1", "--figures", ""]) == 0
+    forced = tmp_path / "forced"
+    import shutil
+
+    shutil.copytree(report, forced)
+    assert main(["report", str(d / "tiny.yaml"), "--db", str(d / "runs.db"), "--out", str(forced), "--html",
+                 "--seeds", "1", "--figures", "", "--force"]) == 0
+    assert json.loads((forced / "index.json").read_text())["tiny"]["seeds"] == 1
+
+
+def test_an_unwritable_out_prints_nothing_first(report, capsys):
+    """A report whose folder cannot be written ends with one line, with no table printed before it."""
+    d = report.parent
+    assert main(["report", str(d / "tiny.yaml"), "--db", str(d / "runs.db"), "--out", "/proc/nope"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("error: cannot write the report in '/proc/nope'") and err.count("\n") == 1
+
+
+def test_replacement_rules_and_reports_written_before_records(tmp_path):
+    from statetrack.report.folder import Extent, ReportExists, check_replace, existing, smaller
+
+    old = Extent("quick", 2, 12)
+    assert smaller(old, Extent("quick", 2, 12)) == "" and smaller(old, Extent("quick", 3, 18)) == ""
+    assert "another scale" in smaller(old, Extent("paper", 3, 30))
+    assert "fewer seeds" in smaller(old, Extent("quick", 1, 6))
+    assert "fewer complete runs" in smaller(old, Extent("quick", 2, 11))
+    # a folder written before index.json: the markdown's line and the CSV's seeds say what it holds
+    (tmp_path / "s.md").write_text("# s\n\nRuns of the grid: 12; complete: 12; missing: 0\n\n"
+                                   "Study `s` (scale `quick`).\n")
+    (tmp_path / "s.csv").write_text("study,model,seeds\ns,RNN,2\ns,S4D,2\n")
+    assert existing(tmp_path, "s") == Extent("quick", 2, 12)
+    with pytest.raises(ReportExists, match="it holds 12 complete runs, 2 seeds per cell, scale quick"):
+        check_replace(tmp_path, "s", Extent("quick", 1, 6))
+    check_replace(tmp_path, "s", Extent("quick", 1, 6), force=True)
+    check_replace(tmp_path, "other", Extent("quick", 1, 6))  # nothing there
 
 
 def test_empty_report_says_so(tmp_path):
@@ -189,33 +308,48 @@ def _shots_dir(tmp_path) -> Path:
     return d
 
 
+@pytest.mark.parametrize("width", [1280, 1920])
 @pytest.mark.parametrize("name", ["index", "tiny", "wide"])
-def test_pages_at_1280_px_in_chromium(report, chromium, tmp_path, name):
+def test_pages_in_chromium(report, chromium, tmp_path, name, width):
+    """At 1,280 and 1,920 px: no table nor the page scrolls sideways, the finding is above the fold, every
+    image loads (the index's thumbnails at a readable size); the wide table folds at 1,280 px only."""
     probe = report / f"probe-{name}.html"  # the page, with a script that measures what Chromium laid out
     probe.write_text((report / f"{name}.html").read_text().replace("</body>", CHECK))
     try:
-        dom = _run_chromium(chromium, tmp_path, "--window-size=1280,1000", "--virtual-time-budget=5000",
+        dom = _run_chromium(chromium, tmp_path, f"--window-size={width},1000", "--virtual-time-budget=5000",
                             "--dump-dom", probe.as_uri())
     finally:
         probe.unlink()
     check = json.loads(re.search(r'data-check="([^"]*)"', dom)[1].replace("&quot;", '"'))
-    assert check["width"] == 1280, check
+    assert check["width"] == width, check
     assert check["scrolled"] == 0 and not check["page"], check  # no table, nor the page, scrolls sideways
-    assert all(ok for ok, _ in check["images"]), check["images"]  # every image loads
+    assert all(ok for ok, _, _ in check["images"]), check["images"]  # every image loads
+    for href, anchored in check["links"]:  # every link as Chromium resolved it: a file there, an anchor on the page
+        assert href.startswith("file://"), href
+        target = Path(url2pathname(urlsplit(href).path))
+        if target.name.startswith("probe-"):
+            target = target.with_name(target.name.removeprefix("probe-"))
+        assert target.is_file() and anchored, href
+    if name == "index":
+        assert {Path(urlsplit(h).path).name for h, _ in check["links"]} >= {"tiny.html", "wide.html"}, check
     if name == "index":
         assert len(check["images"]) == 2, check
+        assert all(w >= 400 for _, _, w in check["images"]), check  # thumbnails large enough to read
     else:
+        assert 0 < check["top"] < 1000, check  # the finding is seen without scrolling
         assert len(check["svgs"]) == 2, check  # accuracy against length, learning curves
         assert all(w > 200 and h > 100 for w, h in check["svgs"]), check
     if name == "tiny":
-        assert check["tables"][0][0] == 3 and check["tables"][0][1] > 40, check  # header + 2 models
-    shot = _shots_dir(tmp_path) / f"{name}-1280.png"
-    _run_chromium(chromium, tmp_path, f"--screenshot={shot}", "--window-size=1280,1600",
+        assert check["tables"][0][0] == 4 and check["tables"][0][1] > 40, check  # 2 header rows + 2 models
+    if name == "wide":
+        assert (check["parts"] > 0) == (width == 1280), check  # folded at 1,280 px, whole at 1,920
+    shot = _shots_dir(tmp_path) / f"{name}-{width}.png"
+    _run_chromium(chromium, tmp_path, f"--screenshot={shot}", f"--window-size={width},1600",
                   (report / f"{name}.html").as_uri())
     from matplotlib.image import imread
 
     img = imread(shot)[..., :3]
-    assert img.shape[1] == 1280
+    assert img.shape[1] == width
     ink = (img < 0.9).any(-1).mean()
     assert 0.005 < ink < 0.6, ink  # text, tables and figures drawn; not a blank or black page
 
@@ -232,3 +366,30 @@ def test_spectrum_and_curve_figures():
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "single-token A(x)" in labels and "token 0" in labels and "unit circle" in labels
     close(fig)
+
+
+def test_a_range_with_negative_bounds_reads_as_one():
+    """Scaled accuracy below chance is negative: its seeds' range reads '[-0.022 to -0.020]', never
+    '[-0.022--0.020]'; a range of non-negative values keeps its dash."""
+    from types import SimpleNamespace
+
+    from statetrack.report.render import fmt_cell
+    from statetrack.report.selection import TableCell
+
+    study = SimpleNamespace(score=SimpleNamespace(kind="mean"), metric="scaled_accuracy")
+    below = fmt_cell(TableCell(selected=-0.020, values=[-0.022, -0.021, -0.020]), study)
+    assert below == "-0.020 (-0.021 [-0.022 to -0.020])", below
+    assert fmt_cell(TableCell(selected=0.9, values=[0.5, 0.7, 0.9]), study) == "0.900 (0.700 [0.500-0.900])"
+
+
+def test_the_finding_states_the_reports_seeds():
+    """A quick scale of 1 seed reported over a sweep's 2 seeds says '2 seeds per cell' in its 'why'."""
+    from types import SimpleNamespace
+
+    from statetrack.report.finding import why
+
+    scale = lambda steps, seeds: SimpleNamespace(steps=steps, seeds=seeds, test_lengths=[16, 10_000])  # noqa: E731
+    study = SimpleNamespace(scales={"quick": scale(1500, 1), "paper": scale(3000, 3)})
+    assert "(1,500 training steps, 2 seeds per cell, test lengths up to 10,000)" in why(study, "quick", 2)
+    assert "1 seed per cell" in why(study, "quick") and "has 3,000 training steps, 3 seeds" in why(study, "quick", 2)
+    assert why(study, "paper", 3) == ""

@@ -2,6 +2,8 @@
 length curriculum (statetrack.training, statetrack.steps.batches)."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -42,6 +44,9 @@ def test_a_run_that_learns_stops_there_and_records_the_step(tmp_path):
     assert r.summary["learned_at_step"] == res.learned_at_step
     assert r.summary["stop_reason"] == "learned"
     assert r.metrics[0].accuracy is not None
+    # what the run cost: its CPU time (no more than its wall time times the cores) and the load it ran under
+    assert 0 < r.summary["cpu_time"] <= r.summary["train_time"] * (os.cpu_count() or 1) + 5
+    assert r.summary["load_average"] is None or r.summary["load_average"] >= 0
 
 
 def test_a_run_that_does_not_learn_records_none():

@@ -184,6 +184,25 @@ def test_aussm_stays_on_circle_long():
     assert ((ev.abs() - 1).abs() < 1e-6).all()
 
 
+@pytest.mark.parametrize("spec", VARIANTS)
+def test_declared_properties_are_the_built_mixers(spec):
+    """The light declaration the oracle and 'statetrack models' read (no torch) says what the built mixer
+    says, for the defaults and every option variant that changes the maths."""
+    from statetrack.layers import declared_properties
+
+    (layer,) = parse_layers(spec)
+    assert declared_properties(layer) == make(spec).properties, spec
+
+
+def test_a_class_must_keep_its_declared_options():
+    """A built-in mixer whose __init__ drifts from its declaration fails when its class is defined."""
+    from statetrack.layers.base import Mixer
+
+    with pytest.raises(TypeError, match="declaration"):
+        type("Drifted", (Mixer,), {"name": "gla", "__module__": "statetrack.layers.gla",
+                                   "__init__": lambda self, d_model, d_state, heads=2, chunk=8: None})
+
+
 def test_models_table():
     rows = models_table()
     assert [r["name"] for r in rows] == list(MIXERS)

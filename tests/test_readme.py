@@ -1,8 +1,9 @@
 """The README runs as written: on a fresh copy of the checkout, ``make demo``'s command, then every ``bash``
-block of the README from top to bottom in one shell (the ``make`` block aside), then its ``python`` block. Each
-command's wall time is written to STATETRACK_README_TIMES when set (the times the README states).
-
-Slow: the demo and the examples take several minutes on 2 cores."""
+block of the README from top to bottom in one shell (the ``make`` block aside), then its ``python`` block
+(slow: several minutes on 2 cores). Each command's wall time is written to STATETRACK_README_TIMES when set;
+the times the README states are those of bench/readme_times.py, which runs the same way (a fast test checks
+that each stated time is its measurement)."""
+import json
 import os
 import re
 import shutil
@@ -14,66 +15,42 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-IGNORE = shutil.ignore_patterns(".venv", "runs", ".git", "__pycache__", "*.egg-info", ".pytest_cache",
-                                ".mypy_cache", ".ruff_cache")
+sys.path.insert(0, str(ROOT / "bench"))
+from readme_times import (  # noqa: E402  (the bench script holds the README's parsing, shared)
+    IGNORE,
+    blocks,
+    commands,
+    demo_command,
+    instrumented,
+    key,
+    load_sentence,
+    readme_commands,
+    readme_time,
+    stated,
+    timings,
+)
 
 
-def blocks(text: str) -> list[tuple[str, str]]:
-    """(language, body) of each fenced block."""
-    return [(m[1], m[2]) for m in re.finditer(r"^```(\w*)\n(.*?)^```$", text, re.M | re.S)]
-
-
-def commands(body: str) -> list[str]:
-    """A bash block's commands: continued lines joined, a here-document kept with its command."""
-    out, lines = [], body.splitlines()
-    i = 0
-    while i < len(lines):
-        cmd = lines[i]
-        while cmd.endswith("\\"):
-            i += 1
-            cmd += "\n" + lines[i]
-        end = re.search(r"<<'?(\w+)'?", cmd)
-        if end:
-            while lines[i] != end[1]:
-                i += 1
-                cmd += "\n" + lines[i]
-        if cmd.strip():
-            out.append(cmd)
-        i += 1
-    return out
-
-
-def demo_command() -> str:
-    """The command of the Makefile's demo recipe, as make would run it."""
-    text = (ROOT / "Makefile").read_text()
-    recipe = re.search(r"^demo:.*\n((?:\t.*\n)+)", text, re.M)[1]
-    return recipe.strip().replace("$(VENV)", ".venv")
-
-
-def instrumented(cmds: list[str], times: Path) -> str:
-    """The commands as one bash script, each as written, followed by a record in ``times``: its start and
-    end, and the shell's ``times`` (the CPU seconds of the commands run so far, in the second line)."""
-    out = ["set -eo pipefail"]
-    for k, c in enumerate(cmds):
-        out += ["__t0=$(date +%s.%N)", c, f'{{ echo "$__t0 $(date +%s.%N) {k}"; times; }} >> {times}']
-    return "\n".join(out) + "\n"
-
-
-def _seconds(text: str) -> float:
-    """``1m2.500s`` -> 62.5."""
-    m, s = text.rstrip("s").split("m")
-    return 60 * float(m) + float(s)
-
-
-def timings(text: str) -> list[tuple[int, float, float]]:
-    """(command index, wall seconds, CPU seconds of its processes) from an ``instrumented`` record."""
-    lines, out, cpu_before = text.splitlines(), [], 0.0
-    for i in range(0, len(lines), 3):
-        start, stop, k = lines[i].split()
-        cpu = sum(_seconds(x) for x in lines[i + 2].split())
-        out.append((int(k), float(stop) - float(start), cpu - cpu_before))
-        cpu_before = cpu
-    return out
+def test_stated_times_are_measured():
+    """Every statetrack command of the README states its wall time, and that time is the one
+    bench/readme_times.py measured for it (bench/readme_times.json), on the machine the README names."""
+    data = json.loads((ROOT / "bench" / "readme_times.json").read_text())
+    measured = {r["command"]: r["wall_s"] for r in data["commands"]}
+    readme = (ROOT / "README.md").read_text()
+    checked = 0
+    for cmd in readme_commands(readme):
+        if not key(cmd).startswith("statetrack"):
+            continue
+        assert key(cmd) in measured, f"no measurement of {key(cmd)!r}: run python bench/readme_times.py"
+        assert stated(cmd) == readme_time(measured[key(cmd)]), (key(cmd), stated(cmd), measured[key(cmd)])
+        checked += 1
+    assert checked >= 20
+    demo = re.search(r"^make demo .*\(([^()]*)\)$", readme, re.M)
+    assert demo and demo[1].startswith(readme_time(measured["make demo"])), demo
+    # the machine, the date and the load it was measured under, as the script writes them; no placeholder
+    said = " ".join(readme.split())
+    assert f"{data['machine']}, {data['date']}, {load_sentence(data)};" in said
+    assert not re.search(r"\b(MACHINE|DATE|LOAD)\b", readme)
 
 
 @pytest.mark.slow
@@ -105,6 +82,11 @@ def test_readme_runs_as_written(tmp_path):
     cmds = [c for body in bash for c in commands(body)]
     out = run(instrumented(cmds, tmp_path / "times.tsv"), "bash")
     assert "impossible (T4)" in out and "identical metrics" in out
+    # the config example learns what the README says: S3 tracked at 16 and 64 (chance 16.7%)
+    p = subprocess.run([str(clone / ".venv/bin/statetrack"), "runs", "show", "s3", "--json"], cwd=clone, env=env,
+                       capture_output=True, text=True)
+    s3 = {m["length"]: m["accuracy"] for m in json.loads(p.stdout)["metrics"]}
+    assert s3[16] >= 0.9 and s3[64] >= 0.9, s3
     assert (clone / "spectrum.png").is_file() and (clone / "runs/reports/index.html").is_file()
     python = [b for lang, b in blocks(readme) if lang == "python"]
     assert len(python) == 1

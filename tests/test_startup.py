@@ -19,6 +19,10 @@ LIGHT = {
     ("eval", "--help"): ("torch", "numpy", "matplotlib", "safetensors"),
     ("report", "--help"): ("torch", "numpy", "matplotlib", "safetensors"),
     ("tasks",): ("torch", "numpy", "matplotlib", "safetensors"),
+    # the mixers' declarations and the oracle need no torch (the oracle's group algebra uses numpy)
+    ("models",): ("torch", "numpy", "matplotlib", "safetensors"),
+    ("oracle", "--layers", "mamba,s4d", "--task", "parity"): ("torch", "matplotlib", "safetensors"),
+    ("oracle", "--layers", "deltaproduct(nh=3,neg=true)", "--task", "group:A5"): ("torch", "matplotlib"),
 }
 
 

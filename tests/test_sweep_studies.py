@@ -131,6 +131,17 @@ def test_grid_expansion(tmp_path):
     assert sorted(c.lr for c in offsets) == [0.02, 0.02, 0.05, 0.05]
     assert {(c.train.lr, c.train.steps) for c in offsets} == {(0.02, 7), (0.05, 7)}
     assert {c.lr for c in paper if c.column == "parity"} == {0.01, 0.003}
+    # a model's own lr is that model's one rate, over the scale's grid; the other models keep the grid, and a
+    # task's own rate still comes last
+    mamba = '        model: {layers: "mamba(conv=0)", d_model: 4, d_state: 4}\n'
+    own_rate_text = GRID.replace(mamba, mamba + "        train: {lr: 0.0005}\n")
+    assert own_rate_text != GRID
+    paper = load_study(_write(tmp_path, "m", own_rate_text)).cells("paper")
+    assert {c.lr for c in paper if c.label == "Mamba"} == {0.0005}
+    assert {c.lr for c in paper if c.label == "RNN" and c.column == "parity"} == {0.01, 0.003}
+    task_rate = load_study(_write(tmp_path, "n", own_rate_text.replace(
+        "tables: [main]}", "tables: [main], task_train: {parity: {lr: 0.02}}}"))).cells("paper")
+    assert {c.lr for c in task_rate if c.label == "Mamba"} == {0.02}
     assert parse_lengths("60..100/20") == [60, 80, 100] and parse_lengths("1..10/4") == [1, 5, 9, 10]
 
 

@@ -203,17 +203,34 @@ def default_lengths(lo: int = 16, hi: int = 10_000) -> list[int]:
     return sorted({n for n in grid if lo <= n <= hi} | {hi})
 
 
+class ConfigError(UserError):
+    """A config field with a bad value; ``key``: its dotted key (``steps``, ``model.d_model``), '' when the
+    error is not one field's."""
+
+    def __init__(self, message: str, key: str = ""):
+        super().__init__(message)
+        self.key = key
+
+    def within(self, where: str, prefix: str = "") -> ConfigError:
+        """The same error, said of ``where`` (a file, an option) and with its key under ``prefix``."""
+        key = prefix + self.key if self.key else ""
+        text = str(self)
+        if prefix and self.key:
+            text = text.replace(f"bad {self.key}:", f"bad {key}:", 1)
+        return ConfigError(f"{where}: {text}" if where else text, key)
+
+
 def validated(cls, **kwargs):
-    """Build a config, turning pydantic's multi-line errors into one UserError line."""
+    """Build a config, turning pydantic's multi-line errors into one ``ConfigError`` line."""
     try:
         return cls(**kwargs)
     except ValidationError as e:
         err = e.errors()[0]
-        where = ".".join(str(p) for p in err.get("loc", ())) or cls.__name__
+        where = ".".join(str(p) for p in err.get("loc", ()))
         msg = err.get("msg", str(e)).removeprefix("Value error, ")
         if isinstance(err.get("ctx", {}).get("error"), UserError):
             raise err["ctx"]["error"] from None
-        raise UserError(f"bad {where}: {msg} (got {err.get('input')!r})") from None
+        raise ConfigError(f"bad {where or cls.__name__}: {msg} (got {err.get('input')!r})", where) from None
 
 
 # -- a run's config as one mapping: config files, --set overrides, stored runs -----------------------
@@ -252,6 +269,12 @@ def flatten(data: dict, where: str) -> dict:
     for k, v in data.items():
         if k in SECTIONS and isinstance(v, dict):
             out.update({check_key(f"{k}.{kk}", where): vv for kk, vv in v.items()})
+        elif k in SECTIONS:  # a known key that holds the fields of its config
+            first = next(iter(SECTIONS[k].model_fields))
+            hint = f" (did you mean '{k}: {{{first}: {v}}}'?)" if k == "model" and isinstance(v, str) else ""
+            raise UserError(f"{where}: key {k!r} must be a mapping of {SECTIONS[k].__name__}'s fields, e.g. "
+                            f"'{k}: {{{first}: ...}}', got {type(v).__name__} {v!r}{hint}; or give one field as "
+                            f"'{k}.{first}'")
         else:
             out[check_key(str(k), where)] = v
     return out
@@ -279,7 +302,15 @@ def load_run_config(path: str | os.PathLike) -> dict:
     """A run's config from a YAML (or JSON) file, flattened to dotted keys and checked."""
     p = Path(path)
     if not p.is_file():
-        raise UserError(f"config file {str(p)!r} not found")
+        try:  # the config files beside it, for a did-you-mean
+            near = [q.name for q in (p.parent if str(p.parent) else Path(".")).iterdir()
+                    if q.suffix.lower() in (".yaml", ".yml", ".json") and q.is_file()]
+        except OSError:
+            near = []
+        hint = did_you_mean(p.name, near)
+        raise UserError(f"config file {str(p)!r} not found{hint}"
+                        + (f"; config files in {str(p.parent)!r}: {', '.join(sorted(near)[:10])}"
+                           + (f" and {len(near) - 10} more" if len(near) > 10 else "") if near else ""))
     what = f"config file {str(p)!r}"
     try:
         data = load_yaml(read_text(p, what, MAX_YAML_BYTES), what)
@@ -297,5 +328,8 @@ def run_configs(flat: dict) -> tuple[TrainConfig, EvalConfig]:
             nested[section][field] = v
         elif k != "plugins":
             nested[k] = v
-    ecfg = validated(EvalConfig, **nested.pop("eval"))
+    try:
+        ecfg = validated(EvalConfig, **nested.pop("eval"))
+    except ConfigError as e:  # its key as the run's config names it
+        raise e.within("", "eval.") from None
     return validated(TrainConfig, **nested), ecfg

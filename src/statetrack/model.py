@@ -6,6 +6,7 @@ evaluates on sequences of any length in fixed memory (``forward`` on chunks, or 
 """
 from __future__ import annotations
 
+import torch
 from torch import Tensor, nn
 
 from statetrack.config import ModelConfig
@@ -84,6 +85,31 @@ class Model(nn.Module):
             x, s = block.step(x, s)
             new.append(s)
         return self.head(self.norm(x)), new
+
+
+class WholeModel(nn.Module):
+    """A whole model of your own under the protocol: ``body`` maps tokens (Tensor): [B, T] (int64) to hidden
+    states [B, T, hidden], causally; a linear head gives the task's classes. Its state is the tokens seen so
+    far, so ``train`` (``model=``) and ``evaluate`` take it as they take a ``Model`` (chunked evaluation runs
+    the body over the prefix again: the cost grows with the length; docs/extending.md)."""
+
+    def __init__(self, body: nn.Module, hidden: int, num_classes: int):
+        super().__init__()
+        self.body, self.head, self.num_classes = body, nn.Linear(hidden, num_classes), num_classes
+
+    def init_state(self, batch: int) -> list:
+        return [torch.zeros(batch, 0, dtype=torch.long, device=self.head.weight.device)]
+
+    def forward(self, tokens: Tensor, states: list | None = None) -> tuple[Tensor, list]:
+        """tokens (B, T) -> logits (B, T, num_classes), new states."""
+        seen = states[0] if states else None
+        full = tokens if seen is None or seen.shape[1] == 0 else torch.cat([seen, tokens], dim=1)
+        h = self.body(full)[:, full.shape[1] - tokens.shape[1]:]
+        return self.head(h), [full]
+
+    def step(self, token: Tensor, states: list) -> tuple[Tensor, list]:
+        logits, states = self.forward(token[:, None], states)
+        return logits[:, 0], states
 
 
 def build_model(cfg: ModelConfig, task) -> Model:

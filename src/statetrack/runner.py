@@ -17,6 +17,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -139,7 +141,7 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
     config = stored_config(train_cfg, eval_cfg)
     run_id = store.start_run(config, study=study, label=label, key=key, uuid=run_uuid,
                              owner=owner or this_process())
-    t0 = time.time()
+    t0, c0 = time.time(), time.process_time()
     try:
         res = train(train_cfg, task, model=start, on_step=on_step, on_train_step=on_train_step, progress=False)
         metrics, lm = evaluate_run(res.model, task, eval_cfg, on_length=on_length)
@@ -159,6 +161,7 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
                "steps_run": res.steps_run, "stopped_early": res.stopped_early,
                "learned_at_step": res.learned_at_step, "stop_reason": res.stop_reason.value,
                "train_time": res.wall_time, "longest_90": longest_generalized(metrics),
+               "cpu_time": time.process_time() - c0, "load_average": _load_average(),
                "params": sum(p.numel() for p in res.model.parameters()),
                **{f"longest_90_{s}": longest_generalized(ms) for s, ms in more.items()},
                **({"horizons": horizons} if horizons else {})}
@@ -170,6 +173,15 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
              "study": study, "label": label, **({"plugins": config["plugins"]} if "plugins" in config else {})}
     return _record(store, run_id, res, metrics, lm, summary, t0, lambda: save_run_checkpoint(
         res.model, train_cfg.model_dump(), path, extra), more)
+
+
+def _load_average() -> float | None:
+    """The machine's 1-minute load average at the run's end (None where the system does not give one): beside
+    a run's wall time, what says how much of it was waiting for a core."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
 
 
 def _record(store: Store, run_id: int, res, metrics, lm, summary: dict, t0: float, write_checkpoint,
@@ -216,10 +228,26 @@ def _remove(path) -> None:
         Path(path).unlink()
 
 
-def rerun(run_id: int, db: str | Path = DEFAULT_DB, **progress) -> tuple[RunResult, dict]:
+def rerun_label(store: Store, label: str | None) -> str | None:
+    """A label of its own for a rerun of a run labelled ``label``: ``LABEL-rerun-K`` with the smallest
+    K >= 2 that no run of the database has (``s3`` -> ``s3-rerun-2``; a rerun of ``s3-rerun-2`` ->
+    ``s3-rerun-3``); None for an unlabelled run."""
+    if not label:
+        return None
+    base = re.sub(r"-rerun-\d+$", "", label)
+    taken = {r["label"] for r in store.runs() if r["label"]}
+    k = 2
+    while f"{base}-rerun-{k}" in taken:
+        k += 1
+    return f"{base}-rerun-{k}"
+
+
+def rerun(run_id: int, db: str | Path = DEFAULT_DB, label: str | None = None, **progress) -> tuple[RunResult, dict]:
     """Run a stored run again from its stored config alone; returns (new result, differences).
 
-    The plugin modules the run recorded are imported first; ``progress``: ``run``'s callbacks.
+    The new run gets ``label``, or, by default, a label of its own (``rerun_label``: ``s3`` ->
+    ``s3-rerun-2``), so that a label names one run. The plugin modules the run recorded are imported
+    first; ``progress``: ``run``'s callbacks.
 
     ``differences`` maps each test length whose metrics differ to (old, new); empty when the rerun
     reproduces the stored numbers exactly.
@@ -230,7 +258,8 @@ def rerun(run_id: int, db: str | Path = DEFAULT_DB, **progress) -> tuple[RunResu
     load_plugins(flat.get("plugins", []), f"recorded with run {run_id}")
     tcfg, ecfg = run_configs(flat)
     threads = (old["versions"] or {}).get("threads")  # reductions can depend on the thread count
-    new = run(tcfg, ecfg, db=db, study=old["study"], label=old["label"], reuse=False, threads=threads, **progress)
+    label = label or rerun_label(store, old["label"])
+    new = run(tcfg, ecfg, db=db, study=old["study"], label=label, reuse=False, threads=threads, **progress)
     before = {m["length"]: {k: m[k] for k in ("accuracy", "token_accuracy", "sequence_accuracy")}
               for m in store.metrics(run_id)}
     after = {m.length: {k: getattr(m, k) for k in ("accuracy", "token_accuracy", "sequence_accuracy")}

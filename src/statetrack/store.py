@@ -41,7 +41,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from statetrack.errors import UserError
+from statetrack.errors import UserError, did_you_mean
 from statetrack.files import check_writable, place_new, reason, sha256_file, sync_dir
 from statetrack.untrusted import load_json
 from statetrack.version import __version__
@@ -441,6 +441,25 @@ class Store:
         if r is None:
             raise UserError(f"no run with id {run_id} in {str(self.path)!r}")
         return self._row(r)
+
+    def find(self, ref: str | int) -> tuple[dict, list[int]]:
+        """The run that ``ref`` names: its id, ``last`` (the latest complete run) or its label (the latest
+        complete run so labelled); and the ids of every complete run with that label (more than one: the
+        label is ambiguous, and the caller says so). A UserError names a bad reference."""
+        ref = str(ref).strip()
+        if ref.isdigit():
+            return self.run(int(ref)), []
+        done = self.runs(status=RunStatus.COMPLETE)
+        if ref == "last":
+            if not done:
+                raise UserError(f"no complete run in {str(self.path)!r} yet, so 'last' names none")
+            return done[-1], []
+        labelled = [r for r in done if r["label"] == ref]
+        if not labelled:
+            labels = sorted({r["label"] for r in done if r["label"]})
+            raise UserError(f"no complete run labelled {ref!r} in {str(self.path)!r}{did_you_mean(ref, labels)}; name "
+                            f"a run by its id, 'last' or a label: {', '.join(labels) or 'no run has a label'}")
+        return labelled[-1], [r["id"] for r in labelled]
 
     def metrics(self, run_id: int) -> list[dict]:
         with self.transaction() as c:

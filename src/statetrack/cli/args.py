@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import sys
 
 from statetrack.config import MAX_PARAMS
 from statetrack.errors import UserError, did_you_mean
@@ -115,22 +116,14 @@ RUN_REF = "a run: its id, 'last' (the latest complete run) or its --label (the l
 
 
 def find_run(db: str, ref: str) -> dict:
-    """The stored run that ``ref`` names in ``db`` (see RUN_REF); a UserError names a bad one."""
-    store = Store(db, readonly=True)  # it only reads
-    ref = str(ref).strip()
-    if ref.isdigit():
-        return store.run(int(ref))
-    done = store.runs(status=RunStatus.COMPLETE)
-    if ref == "last":
-        if not done:
-            raise UserError(f"no complete run in {db!r} yet, so 'last' names none")
-        return done[-1]
-    labelled = [r for r in done if r["label"] == ref]
-    if not labelled:
-        labels = sorted({r["label"] for r in done if r["label"]})
-        raise UserError(f"no complete run labelled {ref!r} in {db!r}{did_you_mean(ref, labels)}; name a run by its "
-                        f"id, 'last' or a label: {', '.join(labels) or 'no run has a label'}")
-    return labelled[-1]
+    """The stored run that ``ref`` names in ``db`` (see RUN_REF; ``Store.find``); a UserError names a bad
+    one, and a label that several complete runs share is said on stderr (the latest is taken)."""
+    run, same = Store(db, readonly=True).find(ref)  # it only reads
+    if len(same) > 1:  # said, not chosen silently
+        print(f"note: {len(same)} complete runs are labelled {str(ref).strip()!r} in {db!r} (ids "
+              f"{', '.join(map(str, same))}); this is the latest, run {run['id']} (name another by its id)",
+              file=sys.stderr)
+    return run
 
 
 def add_checkpoint(q, what: str = "a checkpoint (.safetensors) of train, sweep or construct") -> None:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
+from typing import Any
 
 from statetrack.cli.args import (
     RUN_REF,
@@ -35,19 +37,22 @@ from statetrack.store import RunStatus
 def train_configs(a):
     """(TrainConfig, EvalConfig) of ``statetrack train``: the config file, then the options given, then
     ``--set``, over the configs' defaults. The plugins a config file names are imported."""
-    from statetrack.config import load_run_config, parse_override, run_configs
+    from statetrack.config import ConfigError, load_run_config, parse_override, run_configs
     from statetrack.plugins import load_plugins
 
     flat = load_run_config(a.config) if a.config else {}
+    source = dict.fromkeys(flat, f"config file {a.config!r}")  # where each key's value comes from
     opts = given(a)
     if a.train_lengths is not None:
         if {"train_min_len", "train_max_len"} & set(opts):
             raise UserError("give --train-lengths or --train-min-len/--train-max-len, not both")
         opts["train_min_len"], opts["train_max_len"] = parse_range(a.train_lengths)
     flat.update(opts)
+    source.update(dict.fromkeys(opts, ""))  # an option's error names the option's value already
     for text in a.set:
         key, value = parse_override(text)
         flat[key] = value
+        source[key] = f"--set {text}"
     load_plugins(flat.get("plugins", []), f"named in {'--set' if 'plugins' in opts else 'the config file'}")
     if flat.get("init"):  # the construction fixes the model (statetrack construct --list)
         from statetrack.theory.constructions import init_config, init_task
@@ -59,10 +64,17 @@ def train_configs(a):
                             **{k.split(".", 1)[1]: v for k, v in flat.items() if k.startswith("model.")})
         flat = {**flat, **{f"model.{k}": v for k, v in model.model_dump().items()}}
     elif "model.layers" not in flat:
+        if "task" in flat:  # a mistyped task is said first: it is the mistake the user sees
+            from statetrack.tasks import get_task
+
+            get_task(str(flat["task"]))
         raise UserError("train needs --layers SPEC (or --init construction:NAME, or model.layers in --config)")
     if "device" in flat:  # the evaluation runs where the training ran, unless told otherwise
         flat.setdefault("eval.device", flat["device"])
-    return run_configs(flat)
+    try:
+        return run_configs(flat)
+    except ConfigError as e:  # a bad value from a file or --set: said with where it came from
+        raise e.within(source.get(e.key, "")) from None
 
 
 def _tensorboard(a):
@@ -209,16 +221,120 @@ def cmd_runs(a):
     from statetrack.records import run_object
     from statetrack.store import Store
 
+    if a.action != "export" and (a.format != "csv" or a.out):
+        raise UserError(f"--format and --out go with 'runs export', not 'runs {a.action}'")
+    if a.action in ("list", "export") and a.runs:
+        raise UserError(f"runs {a.action} takes no run names (got {' '.join(a.runs)}); --study and --status "
+                        "choose the runs")
+    if a.action == "compare":
+        return _compare(a)
+    if a.action == "export":
+        return _export(a)
     store = Store(a.db, readonly=True)
     if a.action == "show":
-        if a.run_id is None:
-            raise UserError("runs show needs a run: its id, 'last' or its label, e.g. 'statetrack runs show last'")
-        return _show(store, find_run(a.db, a.run_id), a.json)
+        if len(a.runs) != 1:
+            raise UserError("runs show needs one run: its id, 'last' or its label, e.g. 'statetrack runs show last'"
+                            + (f" (got {len(a.runs)}; 'runs compare' takes several)" if a.runs else ""))
+        return _show(store, find_run(a.db, a.runs[0]), a.json)
     runs = [run_object(r) for r in store.runs(study=a.study, status=a.status)]
     if a.json:
         emit_rows(runs)
         return 0
     print_table(f"runs in {a.db}", RUN_COLUMNS, runs)
+    return 0
+
+
+def _compare(a) -> int:
+    """``runs compare A B [C...]``: the configs side by side (differing keys marked), the accuracy at each
+    length with its interval, and whether the runs differ beyond their intervals."""
+    from statetrack.report.compare import compare_runs, summary
+
+    if len(a.runs) < 2:
+        raise UserError("runs compare needs two runs or more: ids, 'last' or labels, e.g. "
+                        "'statetrack runs compare s3 s3-rerun-2'")
+    for ref in a.runs:
+        find_run(a.db, ref)  # a label that several runs share is said
+    c = compare_runs(a.db, a.runs, a.split)
+    if a.json:
+        print(json.dumps(c.as_dict()))
+        return 0
+    heads = [r.header for r in c.runs]
+    con = console()
+    keys = list(c.config) if a.all else c.differs
+    rows = [(k, c.config[k]) for k in keys]
+    print_table(f"config: {len(c.differs)} of {len(c.config)} keys differ" + ("" if a.all else " (--all: every key)"),
+                [Col("key", lambda r: r[0] + (" *" if r[0] in c.differs else ""))]
+                + [Col(h, _nth(i, lambda v: show(v))) for i, h in enumerate(heads)], rows,
+                caption="* = differs between the runs" if a.all else None,
+                styles=lambda r, i: "bold yellow" if rows[r][0] in c.differs else None, con=con)
+    con.print()
+
+    def acc(r, n):
+        m = r.metrics.get(n)
+        if m is None:
+            return "-"
+        if m.accuracy is None:
+            return "n/a"
+        return f"{100 * m.accuracy:.1f} [{100 * m.accuracy_low:.1f}-{100 * m.accuracy_high:.1f}]"
+
+    print_table(f"accuracy (%) at each test length [95% interval], {a.split} draw",
+                [Col("length", lambda n: str(n), "right")]
+                + [Col(h, _of(r, acc), "right") for h, r in zip(heads, c.runs, strict=True)]
+                + [Col("beyond the intervals?", c.verdict)], c.lengths,
+                caption="beyond the intervals: the runs' 95% intervals do not overlap, so sampling the test "
+                        "sequences does not explain the difference" + ("; '3 > 5': run 3 above run 5"
+                                                                        if len(c.runs) > 2 else ""), con=con)
+    con.print()
+    sums = [summary(r) for r in c.runs]
+    labels = {"status": "status", "longest_90": "longest >=90%", "best_val_accuracy": "best val. accuracy",
+              "steps_run": "steps run", "wall_time": "wall time (s)", "params": "parameters"}
+
+    def value(k, v):
+        if v is None:
+            return "-"
+        return f"{100 * v:.1f}%" if k == "best_val_accuracy" else f"{v:.1f}" if k == "wall_time" else show(v)
+
+    print_table("summary", [Col("", lambda k: labels[k])]
+                + [Col(h, _of(sums[i], lambda s, k: value(k, s[k])), "right") for i, h in enumerate(heads)],
+                list(labels), con=con)
+    return 0
+
+
+def _nth(i: int, fmt: Callable[[Any], str]) -> Callable[[Any], str]:
+    """A column's cell: ``fmt`` of the i-th of a row's values (``row[1]``)."""
+    return lambda row: fmt(row[1][i])
+
+
+def _of(thing: Any, fmt: Callable[[Any, Any], str]) -> Callable[[Any], str]:
+    """A column's cell: ``fmt(thing, row)`` (a column per run)."""
+    return lambda row: fmt(thing, row)
+
+
+def _export(a) -> int:
+    """``runs export``: every run (of --study, with --status) as CSV (stdout or --out) or parquet (--out)."""
+    from statetrack.report.export import export_runs
+
+    out = export_runs(a.db, a.format, a.out, a.study, a.status)
+    if a.out is None:
+        sys.stdout.write(str(out))
+    else:
+        print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+def cmd_plot(a):
+    """``statetrack plot RUN... --out FILE``: accuracy against length and the learning curves of any runs."""
+    from statetrack.files import check_writable
+    from statetrack.report.compare import plot_runs
+
+    for ref in a.runs:
+        find_run(a.db, ref)  # a label that several runs share is said
+    if a.out.rpartition(".")[2].lower() in ("png", "svg", "pdf"):
+        from pathlib import Path
+
+        check_writable(Path(a.out).absolute().parent, f"cannot write the plot {a.out!r}")
+    path = plot_runs(a.db, a.runs, a.out, a.split)
+    say(f"wrote {path}: accuracy against test length and learning curves of {len(a.runs)} run(s)")
     return 0
 
 
@@ -238,14 +354,15 @@ def cmd_rerun(a):
     cfg = old["config"]
     with RunProgress(f"rerun {a.run_id}: {old['model']} on {old['task']}", cfg["steps"],
                      len(cfg["eval"]["lengths"])) as prog:
-        new, diffs = rerun(a.run_id, a.db, on_step=prog.validation, on_train_step=prog.step,
+        new, diffs = rerun(a.run_id, a.db, label=a.label, on_step=prog.validation, on_train_step=prog.step,
                            on_length=prog.length)
     if a.json:
         emit_rows(with_lm(split_rows(run_object(Store(a.db).run(new.run_id)), new.metrics, new.more,
                                      cfg["eval"].get("test_split", "test").split("+")[0]), new.lm))
     else:
         verdict = "identical metrics" if not diffs else f"DIFFERENT metrics at lengths {sorted(diffs)}"
-        say(f"run {a.run_id} rerun as run {new.run_id}: {verdict}")
+        label = Store(a.db, readonly=True).run(new.run_id)["label"]
+        say(f"run {a.run_id} rerun as run {new.run_id}{f' (label {label})' if label else ''}: {verdict}")
     return 0 if not diffs else 1
 
 
@@ -281,18 +398,39 @@ def add_commands(sub) -> None:
     add_max_params(q)
     q.set_defaults(fn=cmd_eval)
 
-    q = sub.add_parser("runs", help="list past runs, or show one: 'runs show ID'")
-    q.add_argument("action", nargs="?", default="list", choices=["list", "show"])
-    q.add_argument("run_id", nargs="?", metavar="RUN", help=f"with show: {RUN_REF}")
-    q.add_argument("--study", default=None, help="only the runs of this study")
+    q = sub.add_parser("runs", help="list past runs; 'runs show RUN', 'runs compare A B [C...]', 'runs export'",
+                       description="list: every run; show RUN: one run in full; compare A B [C...]: runs side by "
+                                   "side (configs, accuracy per length, differences beyond the 95% intervals); "
+                                   "export: every run as CSV or parquet, one row per run, draw and length.")
+    q.add_argument("action", nargs="?", default="list", choices=["list", "show", "compare", "export"])
+    q.add_argument("runs", nargs="*", metavar="RUN", help=f"with show (one) or compare (two or more): {RUN_REF}")
+    q.add_argument("--study", default=None, help="only the runs of this study (list, export)")
     q.add_argument("--status", default=None, choices=list(RunStatus),
-                   help="only the runs with this status")
+                   help="only the runs with this status (list, export)")
+    q.add_argument("--split", default="test", choices=["test", "long"],
+                   help="compare: the draw whose accuracy is compared (long: the long-range draw)")
+    q.add_argument("--all", action="store_true", help="compare: every config key, not only those that differ")
+    q.add_argument("--format", default="csv", choices=["csv", "parquet"],
+                   help="export: csv, or parquet (needs pyarrow)")
+    q.add_argument("--out", default=None, metavar="FILE",
+                   help="export: the file to write; parquet needs it (default: standard output, for csv)")
     add_db(q)
-    add_json(q, "one object per run; with show: one object with config, summary, curve and metrics")
+    add_json(q, "one object per run; with show: one object with config, summary, curve and metrics; with "
+                "compare: one object")
     q.set_defaults(fn=cmd_runs)
+
+    q = sub.add_parser("plot", help="accuracy against test length and learning curves of any stored runs")
+    q.add_argument("runs", nargs="+", metavar="RUN", help=RUN_REF)
+    q.add_argument("--out", required=True, metavar="FILE", help="the figure: .png, .svg or .pdf")
+    q.add_argument("--split", default="test", choices=["test", "long"],
+                   help="the draw whose accuracy is plotted (long: the long-range draw)")
+    add_db(q)
+    q.set_defaults(fn=cmd_plot)
 
     q = sub.add_parser("rerun", help="rerun a stored run from its stored config and compare the numbers")
     q.add_argument("run_id", metavar="RUN", help=RUN_REF)
+    q.add_argument("--label", default=None, help="the new run's label (default: the old one's with -rerun-K, "
+                                                 "e.g. s3-rerun-2, so that a label names one run)")
     add_db(q)
     add_json(q)
     q.set_defaults(fn=cmd_rerun)

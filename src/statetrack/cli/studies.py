@@ -166,12 +166,12 @@ def _write(rep, a, meta: dict) -> None:
     """The report files: markdown, CSV, LaTeX and figures; with --html the page and the index."""
     from statetrack.report.writer import write_report
 
-    path = write_report(rep, a.out, meta, figures=_figures(a.figures))
+    path = write_report(rep, a.out, meta, figures=_figures(a.figures), force=a.force)
     written = [str(path), ".csv", ".tex", f"{rep.study.name}/*.{{{a.figures}}}" if a.figures else ""]
     if a.html:
         from statetrack.report.html import write_html
 
-        written.append(str(write_html(rep, a.out, meta)))
+        written.append(str(write_html(rep, a.out, meta, force=a.force)))
     if not a.json:
         say(f"report written to {', '.join(w for w in written if w)}")
 
@@ -185,6 +185,17 @@ def _date() -> str:
     return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
 
 
+def _check_out(rep, a) -> None:
+    """Before anything is printed: --out can be written, and the report there holds no more than this one."""
+    if not a.out:
+        return
+    from statetrack.files import check_writable
+    from statetrack.report.folder import check_replace
+
+    check_writable(a.out, f"cannot write the report in {a.out!r}")
+    check_replace(a.out, rep.study.name, rep.extent(), a.force)
+
+
 def cmd_report(a):
     from statetrack.report.writer import check_reportable, collect
 
@@ -194,6 +205,7 @@ def cmd_report(a):
     study = load_part(a)
     rep = collect(study, a.db, a.scale, a.seeds, a.device, a.max_runs)
     check_reportable(rep, a.db)  # a grid with no complete run: one line, nothing printed or written
+    _check_out(rep, a)
     _print_report(rep, a)
     if a.out:
         _write(rep, a, {"Command": _command("report", a), "Date": _date(),
@@ -208,10 +220,15 @@ def cmd_reproduce(a):
 
     _check(a)
     _figures(a.figures)
-    if a.out:  # an unwritable report folder fails now, not after the sweep
+    if a.out:  # an unwritable folder, or a report there that holds more, fails now, not after the sweep
+        from statetrack.report.folder import Extent, check_replace
+
         check_writable(a.out, f"cannot write the report in {a.out!r}")
+        part = load_part(a)
+        check_replace(a.out, part.name, Extent(a.scale, a.seeds or part.scale(a.scale).seeds, None), a.force)
     study, results, wall = _sweep(a)
     rep = collect(study, a.db, a.scale, a.seeds, a.device, a.max_runs)
+    _check_out(rep, a)
     if a.json:
         _emit_runs(results, a.db, study)
     else:
@@ -267,6 +284,9 @@ def add_report_options(q):
                                                        "as SVG) and OUT/index.html")
     q.add_argument("--figures", default="png", metavar="FORMATS",
                    help="figure files to write, comma-separated: png, svg, pdf ('' for none)")
+    q.add_argument("--force", action="store_true",
+                   help="replace a report of the study in --out that holds more (another scale, more seeds per "
+                        "cell or more complete runs); without it such a report is kept and this one refused")
 
 
 def add_commands(sub) -> None:

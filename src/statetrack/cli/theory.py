@@ -168,21 +168,28 @@ def cmd_witnesses(a):
     return 0
 
 
-def cmd_horizon(a):
+def _checkpoint_on_task(a):
+    """The checkpoint the arguments name, its config and the regular task it is read on (--task or its own)."""
     from statetrack.checkpoint import check_task_fits, load_checkpoint
-    from statetrack.horizon import measure_horizons
     from statetrack.tasks import get_task
-    from statetrack.tasks.families import MAX_FAMILIES
 
-    a.max_families = MAX_FAMILIES if a.max_families is None else a.max_families
-    if a.max_len < 1 or a.max_families < 1:
-        raise UserError(f"--max-len and --max-families must be positive, got {a.max_len} and {a.max_families}")
     a.checkpoint = checkpoint_path(a)
     model, cfg, task, _ = load_checkpoint(a.checkpoint, max_params=a.max_params)
     if a.task:
         task = get_task(a.task)
         check_task_fits(model, task, a.checkpoint, cfg.task)
     _regular(task)
+    return model, cfg, task
+
+
+def cmd_horizon(a):
+    from statetrack.horizon import measure_horizons
+    from statetrack.tasks.families import MAX_FAMILIES
+
+    a.max_families = MAX_FAMILIES if a.max_families is None else a.max_families
+    if a.max_len < 1 or a.max_families < 1:
+        raise UserError(f"--max-len and --max-families must be positive, got {a.max_len} and {a.max_families}")
+    model, cfg, task = _checkpoint_on_task(a)
     h = measure_horizons(model, task, a.max_len, a.max_families, keep_families=a.json)
     if a.json:
         print(json.dumps({"checkpoint": str(a.checkpoint), "task": task.name, "layers": cfg.model.layers, **h}))
@@ -192,6 +199,45 @@ def cmd_horizon(a):
         return 0
     print_horizons(h, title=f"{a.checkpoint}: {cfg.model.layers} on {task.name}, every pair of states up to "
                             f"length {a.max_len}", rows=a.rows)
+    return 0
+
+
+def cmd_predict_horizon(a):
+    from statetrack.predict_horizon import MAX_FAMILIES, SAMPLES, predict_horizon
+
+    a.samples = SAMPLES if a.samples is None else a.samples
+    a.max_families = MAX_FAMILIES if a.max_families is None else a.max_families
+    if a.samples < 2 or a.max_families < 1:
+        raise UserError(f"--samples must be at least 2 and --max-families at least 1, got {a.samples} and "
+                        f"{a.max_families}")
+    model, cfg, task = _checkpoint_on_task(a)
+    train_max = a.train_max_len or cfg.train_max_len
+    p = predict_horizon(model, task, train_max, a.samples, a.max_families, a.seed)
+    if a.json:
+        print(json.dumps({"checkpoint": str(a.checkpoint), "task": task.name, "layers": cfg.model.layers,
+                          "train_max_len": train_max, **p}))
+        return 0
+
+    def num(v):
+        return "none" if v is None else str(v)
+    rows = sorted(p["pairs"], key=lambda r: (r["horizon"] is None, r["horizon"] or 0))[:a.rows]
+    verdict = (f"predicted failure horizon {p['horizon']} [{num(p['low'])}-{num(p['high'])}]: first the pair "
+               f"{' and '.join(p['pair'])}" + (" (already wrong within the training lengths)" if p["seen"] else "")
+               if p["horizon"] is not None else
+               "no predicted failure: on every pair the read-out's margin stays positive as it is extrapolated")
+    print_table(f"{a.checkpoint}: {cfg.model.layers} on {task.name}, predicted from its read-out on strings up to "
+                f"length {train_max}", [
+        Col("pair of states", lambda r: " | ".join(r["pair"])),
+        Col("predicted", lambda r: num(r["horizon"]) if r["reason"] is None else "-", "right"),
+        Col("interval", lambda r: f"{num(r['low'])}-{num(r['high'])}" if r["reason"] is None else "-", "right"),
+        Col("separation", lambda r: f"{r['separation']:.2f}" if r["reason"] is None else "-", "right", optional=True),
+        Col("spread", lambda r: f"{r['spread']:.2f}" if r["reason"] is None else "-", "right", optional=True),
+        Col("family", lambda r: r["family"] if r["reason"] is None else r["reason"], optional=True)], rows,
+        caption=f"{verdict}; {p['families_predicted']} witness families of {len(p['pairs'])} of {p['pairs_total']} "
+                "pairs of states (round robin over the pairs); per pair the family predicted to fail first; "
+                "interval: 10th-90th percentile over resamplings of the "
+                "strings; separation and spread: the between-class margin sum and within-class deviation of the "
+                "read-out at the longest training length")
     return 0
 
 
@@ -240,6 +286,23 @@ def add_commands(sub) -> None:
     add_max_params(q)
     add_json(q, "one object: the horizon, one entry per pair of states and one per family")
     q.set_defaults(fn=cmd_horizon)
+
+    q = sub.add_parser("predict-horizon", help="a checkpoint's failure horizon predicted from its read-out on "
+                                               "training-length strings, per pair of states of its task")
+    add_checkpoint(q)
+    q.add_argument("--task", default=None, help="a regular task (default: the one it was trained on)")
+    q.add_argument("--train-max-len", type=int, default=None,
+                   help="longest string read (default: the checkpoint's longest training length)")
+    q.add_argument("--samples", type=int, default=None,
+                   help="strings per state of a pair (default: predict_horizon.SAMPLES)")
+    q.add_argument("--max-families", type=int, default=None,
+                   help="witness families predicted, round robin over the pairs "
+                        "(default: predict_horizon.MAX_FAMILIES)")
+    q.add_argument("--seed", type=int, default=0, help="seed of the strings (default 0)")
+    q.add_argument("--rows", type=int, default=20, help="pairs shown, those predicted to fail first first")
+    add_max_params(q)
+    add_json(q, "one object: the predicted horizon, its interval and one entry per pair of states")
+    q.set_defaults(fn=cmd_predict_horizon)
 
     q = sub.add_parser("spectrum", help="eigenvalues of A(x) per layer and token, on the complex plane")
     add_checkpoint(q)

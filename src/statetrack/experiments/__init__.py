@@ -137,7 +137,8 @@ class StudyModel(_Strict):
     label: str
     model: dict
     train_lengths: tuple[int, int] | None = None
-    train: dict = Field(default_factory=dict, description="TrainConfig overrides for this model")
+    train: dict = Field(default_factory=dict, description="TrainConfig overrides for this model (an lr here is "
+                                                          "the model's one learning rate, over the scale's grid)")
     tasks: list[str] | None = Field(None, description="labels of the tasks this model runs on (default all)")
     published: dict[str, Published] = Field(default_factory=dict,
                                             description="published value per task label / published column")
@@ -418,10 +419,11 @@ class Study(_Strict):
                                         f"task {t.label!r} (set train_lengths on the study, task or model)")
                     base = {**self.train, **t.train, **m.train, **sc.train}
                     over = dict(sc.task_train.get(t.label, {}))
-                    # the task's own grid (lrs), or its one learning rate (lr), over the scale's grid
+                    # the task's own grid (lrs), or its one learning rate (lr), over the scale's grid; a model
+                    # that sets its own lr (e.g. fine-tuning from a construction) trains at that one rate
                     task_lrs = over.pop("lrs", None)
-                    lrs = ([over["lr"]] if "lr" in over else
-                           task_lrs or sc.lrs or self.lrs or [base.get("lr", TrainConfig.model_fields["lr"].default)])
+                    lrs = ([over["lr"]] if "lr" in over else task_lrs or ([m.train["lr"]] if "lr" in m.train else
+                           sc.lrs or self.lrs or [base.get("lr", TrainConfig.model_fields["lr"].default)]))
                     ecfg = validated(EvalConfig, **{"lengths": sc.test_lengths, "batch_size": sc.eval_batch,
                                                     "device": device, "tokens": sc.eval_tokens,
                                                     "windows": sc.eval_windows, "test_split": sc.test_split,

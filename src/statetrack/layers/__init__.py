@@ -1,70 +1,120 @@
-"""Mixers by name. Each mixer declares its properties (input dependence, eigenvalues, structure)."""
+"""Mixers by name. Each mixer declares its properties (input dependence, eigenvalues, structure).
+
+Importing this package is light: the mixers' declarations (``layers.properties``, ``layers.declarations``)
+need no torch, so ``statetrack models`` and the oracle start without it. The classes (``MIXERS``,
+``Mixer``, ``build_mixer``) are loaded on first use (PEP 562): the built-in mixers are the modules of this
+package, and ``register`` adds a plugin's.
+"""
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
 
 from statetrack import plugins
 from statetrack.errors import allowed
-from statetrack.layers.aussm import AUSSM, DCD, SimpleAUSSM
-from statetrack.layers.base import Mixer, Properties, check_options
-from statetrack.layers.deltanet import DeltaNet, DeltaProduct
-from statetrack.layers.gateddeltanet import GatedDeltaNet
-from statetrack.layers.gateddeltaproduct import GatedDeltaProduct
-from statetrack.layers.gla import GLA
-from statetrack.layers.kda import KDA
-from statetrack.layers.lru import LRU
-from statetrack.layers.mamba import Mamba, NegativeMamba
-from statetrack.layers.mamba2 import Mamba2
-from statetrack.layers.mamba3 import Mamba3
-from statetrack.layers.mlstm import MLSTM
-from statetrack.layers.pdssm import PDSSM
-from statetrack.layers.rnn import GRU, LSTM, RNN
-from statetrack.layers.rwkv7 import RWKV7
-from statetrack.layers.s4d import S4D
-from statetrack.layers.slstm import SLSTM
-from statetrack.layers.transformer import Transformer
+from statetrack.layers import declarations as _declarations  # noqa: F401  (the built-ins' declarations)
+from statetrack.layers.properties import (
+    DECLARED,
+    ORIGIN,
+    Declared,
+    EigenvalueDomain,
+    Properties,
+    Structure,
+    check_options,
+    declaration,
+    declare,
+    declared_properties,
+)
 from statetrack.spec import LayerSpec
 
-MIXERS: dict[str, type[Mixer]] = {}
-#: mixer name -> the plugin module that registered it (mixers of statetrack itself are absent)
-ORIGIN: dict[str, str] = {}
+if TYPE_CHECKING:
+    from statetrack.layers.base import Mixer
+
+#: mixer name -> class, the built-ins first (filled by ``mixers()``, the first time a class is needed)
+_MIXERS: dict[str, type] = {}
+#: the built-in mixers' classes: module, class names
+_BUILTIN = {"rnn": ("RNN", "LSTM", "GRU"), "s4d": ("S4D",), "mamba": ("Mamba", "NegativeMamba"),
+            "aussm": ("AUSSM", "SimpleAUSSM", "DCD"), "deltanet": ("DeltaNet", "DeltaProduct"),
+            "transformer": ("Transformer",), "mamba2": ("Mamba2",), "mamba3": ("Mamba3",),
+            "gateddeltanet": ("GatedDeltaNet",), "rwkv7": ("RWKV7",), "mlstm": ("MLSTM",), "slstm": ("SLSTM",),
+            "lru": ("LRU",), "gla": ("GLA",), "gateddeltaproduct": ("GatedDeltaProduct",), "kda": ("KDA",),
+            "pdssm": ("PDSSM",)}
+
+
+_loaded: list[bool] = []  # whether the built-in classes are in _MIXERS
+
+
+def mixers() -> dict[str, type[Mixer]]:
+    """Every registered mixer class by name, in the order of the declarations (imports torch)."""
+    if not _loaded:
+        _loaded.append(True)
+        found = {}
+        for module, names in _BUILTIN.items():
+            mod = importlib.import_module(f"statetrack.layers.{module}")  # heavy (torch): classes on first use
+            for cls_name in names:
+                cls = getattr(mod, cls_name)
+                found[cls.name] = cls
+        plugged = dict(_MIXERS)
+        _MIXERS.clear()
+        _MIXERS.update({n: found[n] for n in DECLARED if n in found})
+        _MIXERS.update(plugged)
+    return _MIXERS  # type: ignore[return-value]
 
 
 def register(cls: type[Mixer]) -> type[Mixer]:
-    """Register a Mixer subclass under its ``name`` (usable as a class decorator)."""
-    MIXERS[cls.name] = cls
+    """Register a Mixer subclass under its ``name`` (usable as a class decorator): its class, and its
+    declaration (description, options, and properties read from an instance built at small sizes)."""
+    from statetrack.layers.base import Mixer  # heavy (torch): a class to register has imported it anyway
+
+    mixers()[cls.name] = cls
     if plugins.origin(cls):
         ORIGIN[cls.name] = plugins.origin(cls)
+    own = cls.properties is not Mixer.properties  # a plugin's class computes its own
+
+    def props(o: dict, cls=cls) -> Properties:
+        return cls(8, 4, **{k: v for k, v in o.items() if k in cls.options}).properties
+
+    if own or cls.name not in DECLARED:
+        declare(Declared(cls.name, cls.description, dict(cls.options), props if own else None,
+                         dict(cls.fixed_options)))
     return cls
 
 
-for _cls in (RNN, LSTM, GRU, S4D, Mamba, NegativeMamba, AUSSM, SimpleAUSSM, DCD, DeltaNet, DeltaProduct,
-             Transformer, Mamba2, Mamba3, GatedDeltaNet, RWKV7, MLSTM, SLSTM, LRU, GLA, GatedDeltaProduct, KDA, PDSSM):
-    register(_cls)
-
-
 def build_mixer(spec: LayerSpec, d_model: int, d_state: int) -> Mixer:
-    if spec.name not in MIXERS:
-        plugins.autoload()
-    if spec.name not in MIXERS:
-        raise allowed("mixer", spec.name, MIXERS)
-    cls = MIXERS[spec.name]
+    cls = mixers().get(spec.name)
+    if cls is None:
+        declaration(spec.name)  # an unknown name: the allowed ones (plugins loaded first)
+        cls = mixers().get(spec.name)
+    if cls is None:
+        raise allowed("mixer", spec.name, mixers())
     return cls(d_model, d_state, **check_options(cls, spec.options))
 
 
 def models_table() -> list[dict]:
-    """One row per registered mixer, built with its default options (for ``statetrack models``).
+    """One row per declared mixer (for ``statetrack models``), read from the declarations: no torch.
 
     Keys: name, description, input_dependent, eigenvalues, structure, n_h, linear, rounding (how float32
     rounding reaches modulus 1, or ""), options (the defaults). Properties that depend on an option
-    (mamba's and deltanet's ``neg``, s4d's ``init``)
-    are those of the defaults; the description names the switch."""
+    (mamba's and deltanet's ``neg``, s4d's ``init``) are those of the defaults; the description names the
+    switch."""
     rows = []
-    for name, cls in MIXERS.items():
-        p = cls(8, 4, **check_options(cls, {})).properties
-        rows.append({"name": name, "description": cls.description, "input_dependent": p.input_dependent,
+    for name, d in DECLARED.items():
+        p = d.properties_of()
+        rows.append({"name": name, "description": d.description, "input_dependent": p.input_dependent,
                      "eigenvalues": p.eigenvalues, "structure": p.structure, "n_h": p.n_h, "linear": p.linear,
-                     "rounding": p.rounding,
-                     "options": dict(cls.options)})
+                     "rounding": p.rounding, "options": dict(d.options)})
     return rows
 
 
-__all__ = ["MIXERS", "ORIGIN", "Mixer", "Properties", "build_mixer", "models_table", "register"]
+def __getattr__(name: str):
+    if name == "MIXERS":  # the classes, loaded on first use
+        return mixers()
+    if name == "Mixer":
+        from statetrack.layers.base import Mixer  # heavy (torch): the class on first use
+
+        return Mixer
+    raise AttributeError(f"module 'statetrack.layers' has no attribute {name!r}")
+
+
+__all__ = ["DECLARED", "MIXERS", "ORIGIN", "Declared", "EigenvalueDomain", "Mixer", "Properties", "Structure",
+           "build_mixer", "declaration", "declared_properties", "mixers", "models_table", "register"]

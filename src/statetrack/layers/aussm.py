@@ -27,14 +27,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.layers.base import (
-    EigenvalueDomain,
     MambaInput,
     Mixer,
-    Properties,
-    Structure,
     check_conv,
     check_expand,
-    exp_rounding,
     init_dt_bias,
 )
 from statetrack.ops import polar, selective_scan, unit_phase
@@ -127,15 +123,10 @@ class _ComplexSelective(MambaInput, Mixer):
 
 class AUSSM(_ComplexSelective):
     name = "aussm"
-    description = "adaptive unitary SSM: A_bar = exp(i theta(x)), theta = W_A u + b_A, |A_bar| = 1"
     uses_theta = True
 
     def __init__(self, d_model, d_state, conv=4, expand=2):  # no Delta: no dt range
         super().__init__(d_model, d_state, conv=conv, expand=expand)
-
-    @property
-    def properties(self):
-        return Properties(input_dependent=True, eigenvalues=EigenvalueDomain.UNIT_CIRCLE, structure=Structure.DIAGONAL)
 
     def _ab(self, low):
         return unit_phase(self._theta(low)), torch.ones((), dtype=low.dtype, device=low.device)
@@ -143,17 +134,12 @@ class AUSSM(_ComplexSelective):
 
 class SimpleAUSSM(_ComplexSelective):
     name = "saussm"
-    description = "simple AUSSM: A_bar = exp(i Delta(x) Lambda), Lambda a learned per-channel constant"
     uses_dt = True
 
     def __init__(self, d_model, d_state, **kw):
         super().__init__(d_model, d_state, **kw)
         n = torch.arange(1, d_state + 1, dtype=torch.get_default_dtype())
         self.Lambda = nn.Parameter((math.pi * n).repeat(self.d_inner, 1))
-
-    @property
-    def properties(self):
-        return Properties(input_dependent=True, eigenvalues=EigenvalueDomain.UNIT_CIRCLE, structure=Structure.DIAGONAL)
 
     def _ab(self, low):
         dt = self._dt(low)
@@ -162,7 +148,6 @@ class SimpleAUSSM(_ComplexSelective):
 
 class DCD(_ComplexSelective):
     name = "dcd"
-    description = "input-dependent complex diagonal SSM: A_bar = r(x) exp(i theta(x)), r in (0, 1]"
     uses_dt = True
     uses_theta = True
 
@@ -170,11 +155,6 @@ class DCD(_ComplexSelective):
         super().__init__(d_model, d_state, **kw)
         self.A_log = nn.Parameter(
             torch.log(torch.arange(1, d_state + 1, dtype=torch.get_default_dtype())).repeat(self.d_inner, 1))
-
-    @property
-    def properties(self):
-        return Properties(input_dependent=True, eigenvalues=EigenvalueDomain.COMPLEX_DISC, structure=Structure.DIAGONAL,
-                          rounding=exp_rounding("the modulus r = exp(-Delta exp(A_log))", False))
 
     def _ab(self, low):
         dt = self._dt(low)

@@ -26,24 +26,16 @@ from torch import nn
 
 from statetrack.errors import UserError
 from statetrack.layers.base import (
-    ROUND_SIGMOID,
-    EigenvalueDomain,
     Mixer,
-    Properties,
-    Structure,
     causal_conv_step,
     check_conv,
 )
 from statetrack.ops import causal_conv, delta_rule, delta_step, householder_product, interleave
 from statetrack.ops.householder import CHUNK
 
-#: how float32 rounding gives a reflection (Properties.rounding of the neg=true forms)
-NEG_ROUNDING = f"beta = 2 sigmoid(z) = 2 (a reflection, eigenvalue -1) only through float32 rounding ({ROUND_SIGMOID})"
-
 
 class DeltaProduct(Mixer):
     name = "deltaproduct"
-    description = "DeltaProduct: n_h generalized Householder steps per token, A(x) = prod_j (I - beta_j k_j k_j^T)"
 
     def __init__(self, d_model, d_state, nh=2, heads=1, neg=False, conv=4, chunk=CHUNK):
         super().__init__(d_model, d_state)
@@ -63,24 +55,6 @@ class DeltaProduct(Mixer):
         self.conv = nn.Conv1d(sum(self.sizes), sum(self.sizes), conv, groups=sum(self.sizes)) if conv > 0 else None
         self.o_norm = nn.RMSNorm(dv, eps=1e-5)  # flash-linear-attention's norm_eps
         self.o_proj = nn.Linear(H * dv, d_model, bias=False)
-
-    @property
-    def properties(self):
-        # each factor has eigenvalues 1 and 1 - beta_j; the PRODUCT's eigenvalues are real only for n_h = 1,
-        # or n_h = 2 with beta in [0, 1] (two PSD factors: AB ~ A^1/2 B A^1/2). Otherwise they are complex
-        # (two reflections make a rotation), with modulus <= 1 since every factor has norm <= 1.
-        if self.nh == 1 or (self.nh == 2 and not self.neg):
-            dom = EigenvalueDomain.REAL if self.neg else EigenvalueDomain.NONNEG
-        else:
-            dom = EigenvalueDomain.COMPLEX_DISC
-        # the eigenvalue 1 (off the keys) is exact; -1 and the rotations need beta = 2
-        return Properties(input_dependent=True, eigenvalues=dom, structure=Structure.HOUSEHOLDER, n_h=self.nh,
-                          rounding=NEG_ROUNDING if self.neg else "", factor_eigenvalues=self.factor_domain)
-
-    @property
-    def factor_domain(self) -> EigenvalueDomain:
-        """Each factor's eigenvalues 1 and 1 - beta: [-1,1] with neg=true, else [0,1]."""
-        return EigenvalueDomain.REAL if self.neg else EigenvalueDomain.NONNEG
 
     def activation_bytes(self):
         # per delta-rule step (n_h per token): q, k, v and the chunk's W, U_v, U, o (d_k or d_v each), the
@@ -146,7 +120,6 @@ class DeltaProduct(Mixer):
 
 class DeltaNet(DeltaProduct):
     name = "deltanet"
-    description = "DeltaNet: S_t = (I - beta k k^T) S_{t-1} + beta k v^T, beta in [0,1] ([0,2] with neg=true)"
     fixed_options = {"nh": 1}
 
     def __init__(self, d_model, d_state, **kw):

@@ -22,13 +22,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import ROUND_EXP, Mixer, Properties, causal_conv_step, check_conv, dt_bias_init
-from statetrack.layers.deltanet import NEG_ROUNDING
+from statetrack.layers.base import Mixer, causal_conv_step, check_conv, dt_bias_init
 from statetrack.ops import causal_conv
 from statetrack.ops.dplr import CHUNK, dplr_step, dplr_transition, gated_delta_rule, gated_delta_terms
-
-#: how float32 rounding gives the gate alpha = 1 (Properties.rounding)
-GATE_ROUNDING = f"the gate alpha = exp(-exp(A_log) softplus(.)) = 1 only through float32 rounding ({ROUND_EXP})"
 
 
 def decay_gate_init(mixer: str, n: int) -> tuple[nn.Parameter, nn.Parameter]:
@@ -93,8 +89,6 @@ class DeltaInput:
 
 class GatedDeltaNet(DeltaInput, Mixer):
     name = "gateddeltanet"
-    description = ("Gated DeltaNet: S_t = alpha_t (I - beta_t k k^T) S_{t-1} + beta_t k v^T, alpha in (0, 1], "
-                   "beta in [0,1] ([0,2] with neg=true)")
 
     def __init__(self, d_model, d_state, heads=1, neg=False, conv=4, chunk=CHUNK):
         super().__init__(d_model, d_state)
@@ -105,12 +99,6 @@ class GatedDeltaNet(DeltaInput, Mixer):
         self.g_proj = nn.Linear(d_model, H * self.dv, bias=False)
         self.o_norm = nn.RMSNorm(self.dv, eps=1e-5)
         self.o_proj = nn.Linear(H * self.dv, d_model, bias=False)
-
-    @property
-    def properties(self):
-        return Properties(input_dependent=True, eigenvalues="[-1,1]" if self.neg else "[0,1]", structure="householder",
-                          n_h=1, rounding=GATE_ROUNDING + ("; " + NEG_ROUNDING if self.neg else ""),
-                          factor_eigenvalues="[-1,1]" if self.neg else "[0,1]")
 
     def activation_bytes(self):
         C = max(1, self.chunk)

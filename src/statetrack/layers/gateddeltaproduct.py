@@ -25,17 +25,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from statetrack.layers.base import Properties
 from statetrack.layers.deltanet import DeltaProduct
-from statetrack.layers.gateddeltanet import GATE_ROUNDING, decay_gate_init, gated_output
+from statetrack.layers.gateddeltanet import decay_gate_init, gated_output
 from statetrack.ops import delta_step, householder_product
 from statetrack.ops.dplr import gated_delta_product
 
 
 class GatedDeltaProduct(DeltaProduct):
     name = "gateddeltaproduct"
-    description = ("Gated DeltaProduct: A(x) = alpha(x) prod_j (I - beta_j k_j k_j^T), n_h steps per token, alpha in "
-                   "(0, 1], beta in [0,1] ([0,2] with neg=true)")
 
     def __init__(self, d_model, d_state, **kw):
         super().__init__(d_model, d_state, **kw)
@@ -43,13 +40,6 @@ class GatedDeltaProduct(DeltaProduct):
         self.a_proj = nn.Linear(d_model, H, bias=False)
         self.A_log, self.dt_bias = decay_gate_init(self.name, H)
         self.g_proj = nn.Linear(d_model, H * self.dv, bias=False)
-
-    @property
-    def properties(self):
-        p = super().properties  # a scalar gate in (0, 1] keeps the product's domain
-        return Properties(input_dependent=True, eigenvalues=p.eigenvalues, structure=p.structure, n_h=p.n_h,
-                          rounding=GATE_ROUNDING + ("; " + p.rounding if p.rounding else ""),
-                          factor_eigenvalues=p.factor_eigenvalues)
 
     def _gate(self, x):
         """The log-gate g (..., H) <= 0."""

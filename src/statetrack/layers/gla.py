@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import ROUND_SIGMOID, Mixer, Properties
+from statetrack.layers.base import Mixer
 from statetrack.ops.dplr import dplr_step, gla_rule
 
 GATE_RANK = 16
@@ -32,7 +32,6 @@ CHUNK = 8
 
 class GLA(Mixer):
     name = "gla"
-    description = "gated linear attention: S_t = diag(w(x)) S_{t-1} + k v^T, w in (0, 1) per key channel"
 
     def __init__(self, d_model, d_state, heads=1, chunk=CHUNK):
         super().__init__(d_model, d_state)
@@ -48,11 +47,6 @@ class GLA(Mixer):
         self.gk = nn.Sequential(nn.Linear(d_model, GATE_RANK, bias=False), nn.Linear(GATE_RANK, K))
         self.o_norm = nn.RMSNorm(self.dv, eps=1e-5)
         self.o_proj = nn.Linear(V, d_model, bias=False)
-
-    @property
-    def properties(self):
-        return Properties(input_dependent=True, eigenvalues="[0,1]", structure="diagonal",
-                          rounding=f"w = sigmoid(.)^(1/16) = 1 only through float32 rounding ({ROUND_SIGMOID})")
 
     def activation_bytes(self):
         C = max(1, self.chunk)

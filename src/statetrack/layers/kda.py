@@ -24,9 +24,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from statetrack.layers.base import Mixer, Properties, dt_bias_init
-from statetrack.layers.deltanet import NEG_ROUNDING
-from statetrack.layers.gateddeltanet import GATE_ROUNDING, DeltaInput, gated_output
+from statetrack.layers.base import Mixer, dt_bias_init
+from statetrack.layers.gateddeltanet import DeltaInput, gated_output
 from statetrack.ops.dplr import dplr_step, dplr_transition, kda_rule, kda_terms
 
 #: steps per chunk of the chunked form: a decay per key channel, as RWKV-7 (whose measured best is 8)
@@ -35,8 +34,6 @@ CHUNK = 8
 
 class KDA(DeltaInput, Mixer):
     name = "kda"
-    description = ("Kimi Delta Attention: A(x) = (I - beta k k^T) diag(alpha), a per-channel gate alpha in (0, 1], "
-                   "beta in [0,1] ([0,2] with neg=true)")
 
     def __init__(self, d_model, d_state, heads=1, neg=False, conv=4, chunk=CHUNK):
         super().__init__(d_model, d_state)
@@ -49,12 +46,6 @@ class KDA(DeltaInput, Mixer):
         self.g_proj = nn.Sequential(nn.Linear(d_model, dv, bias=False), nn.Linear(dv, H * dv))
         self.o_norm = nn.RMSNorm(dv, eps=1e-5)
         self.o_proj = nn.Linear(H * dv, d_model, bias=False)
-
-    @property
-    def properties(self):
-        return Properties(input_dependent=True, eigenvalues="[-1,1]" if self.neg else "[0,1]", structure="householder",
-                          n_h=1, rounding=GATE_ROUNDING + ("; " + NEG_ROUNDING if self.neg else ""),
-                          factor_eigenvalues="[-1,1]" if self.neg else "[0,1]")
 
     def activation_bytes(self):
         C = max(1, self.chunk)

@@ -19,18 +19,12 @@ import torch
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import ROUND_EXP, Mixer, Properties
+from statetrack.layers.base import Mixer
 from statetrack.ops import diag_scan, polar
-
-#: how float32 rounding gives modulus 1 (Properties.rounding): far outside the initialisation (nu in [-6.9, -2.3]
-#: for r_max = 0.999, r_min = 0.9)
-ROUNDING = "|lambda| = exp(-exp(nu)) = 1 only through float32 rounding, at nu < -17.4 (" + ROUND_EXP + ")"
 
 
 class LRU(Mixer):
     name = "lru"
-    description = ("linear recurrent unit: time-invariant complex diagonal, lambda = exp(-exp(nu) + i exp(theta)), "
-                   "|lambda| < 1")
 
     def __init__(self, d_model, d_state, r_min=0.9, r_max=0.999, max_phase=2 * math.pi):
         super().__init__(d_model, d_state)
@@ -50,10 +44,6 @@ class LRU(Mixer):
         self.C_re = nn.Parameter(torch.randn(d, N) / math.sqrt(N))
         self.C_im = nn.Parameter(torch.randn(d, N) / math.sqrt(N))
         self.D = nn.Parameter(torch.randn(d))
-
-    @property
-    def properties(self):
-        return Properties(input_dependent=False, eigenvalues="complex", structure="diagonal", rounding=ROUNDING)
 
     def activation_bytes(self):
         return 8 * 3 * self.d_state + 4 * 4 * self.d_model

@@ -16,14 +16,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.layers.base import (
-    EigenvalueDomain,
     MambaInput,
     Mixer,
-    Properties,
-    Structure,
     check_conv,
     check_expand,
-    exp_rounding,
     init_dt_bias,
 )
 from statetrack.ops import mamba_scan
@@ -32,7 +28,6 @@ from statetrack.ops.mamba import mamba_transition
 
 class Mamba(MambaInput, Mixer):
     name = "mamba"
-    description = "selective diagonal SSM, eigenvalues exp(Delta(x) A) in (0, 1]"
 
     def __init__(self, d_model, d_state, conv=4, expand=2, neg=False, dt_min=1e-3, dt_max=1e-1):
         super().__init__(d_model, d_state)
@@ -49,12 +44,6 @@ class Mamba(MambaInput, Mixer):
         self.D = nn.Parameter(torch.ones(E))
         self.out_proj = nn.Linear(E, d_model, bias=False)
         self.R = R
-
-    @property
-    def properties(self):
-        domain = EigenvalueDomain.REAL if self.neg else EigenvalueDomain.NONNEG
-        return Properties(input_dependent=True, eigenvalues=domain, structure=Structure.DIAGONAL,
-                          rounding=exp_rounding("A_bar = exp(-Delta |A|)", self.neg))
 
     def activation_bytes(self):
         # without gradients the scan keeps no (T, E, N) tensor (a ring of states); the per-step tensors
@@ -104,7 +93,6 @@ class Mamba(MambaInput, Mixer):
 
 class NegativeMamba(Mamba):
     name = "negmamba"
-    description = "Mamba with A_bar = 2 exp(Delta(x) A) - 1 in [-1, 1] (Grazzi2024)"
     fixed_options = {"neg": True}
 
     def __init__(self, d_model, d_state, **kw):

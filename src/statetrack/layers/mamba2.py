@@ -21,12 +21,10 @@ from torch import nn
 from statetrack.errors import UserError
 from statetrack.layers.base import (
     Mixer,
-    Properties,
     causal_conv_step,
     check_conv,
     check_expand,
     dt_bias_init,
-    exp_rounding,
 )
 from statetrack.ops import causal_conv
 from statetrack.ops.mamba import mamba_transition
@@ -38,7 +36,6 @@ A_INIT = (1.0, 16.0)
 
 class Mamba2(Mixer):
     name = "mamba2"
-    description = "Mamba-2: a scalar transition per head, A(x) = exp(Delta(x) A) I in (0, 1] ([-1, 1] with neg=true)"
 
     def __init__(self, d_model, d_state, conv=4, expand=2, headdim=8, neg=False, dt_min=1e-3, dt_max=1e-1):
         super().__init__(d_model, d_state)
@@ -57,11 +54,6 @@ class Mamba2(Mixer):
         self.D = nn.Parameter(torch.ones(H))
         self.norm = nn.RMSNorm(E, eps=1e-5)
         self.out_proj = nn.Linear(E, d_model, bias=False)
-
-    @property
-    def properties(self):
-        return Properties(input_dependent=True, eigenvalues="[-1,1]" if self.neg else "[0,1]", structure="scalar",
-                          rounding=exp_rounding("a_t = exp(Delta_t A)", self.neg))
 
     def activation_bytes(self):
         return 4 * (10 * self.d_inner + 6 * self.d_state)

@@ -41,7 +41,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, Properties, check_expand, dt_bias_init, exp_rounding
+from statetrack.layers.base import Mixer, check_expand, dt_bias_init
 from statetrack.ops.mamba3 import mamba3_scan, mamba3_step, mamba3_transition, mamba3_zero_state
 
 #: the base of standard RoPE's frequencies (``data_angles=false``)
@@ -50,8 +50,6 @@ ROPE_BASE = 10000.0
 
 class Mamba3(Mixer):
     name = "mamba3"
-    description = ("Mamba-3: A(x) = exp(Delta A(x)) exp(i Delta theta(x)) per state pair (complex disc), "
-                   "exponential-trapezoidal")
 
     def __init__(self, d_model, d_state, expand=2, headdim=8, trap=True, rope=True, data_angles=True, a_floor=0.0,
                  dt_min=1e-3, dt_max=1e-1):
@@ -77,13 +75,6 @@ class Mamba3(Mixer):
         self.out_proj = nn.Linear(E, d_model, bias=False)
         # data_angles=false: standard RoPE's fixed frequencies, 10000^(-n / (N/2)) radians per step for slot n
         self.register_buffer("freqs", ROPE_BASE ** (-torch.arange(self.N2) / self.N2), persistent=False)
-
-    @property
-    def properties(self):
-        dom = ("[0,1]" if not self.rope else "fixed-phase rotations" if not self.data_angles else
-               "damped rotations" if self.a_floor > 0 else "complex disc")
-        return Properties(input_dependent=True, eigenvalues=dom, structure="diagonal",
-                          rounding=exp_rounding("the decay exp(Delta_t A_t)", False))
 
     def activation_bytes(self):
         # per step: the projections, and per (head, channel, slot) a, the input term and h (complex64)

@@ -23,9 +23,7 @@ from torch import nn
 
 from statetrack.errors import UserError
 from statetrack.layers.base import (
-    ROUND_SIGMOID,
     Mixer,
-    Properties,
     causal_conv_step,
     check_conv,
     check_expand,
@@ -36,7 +34,6 @@ from statetrack.ops.mlstm import CHUNK, mlstm, mlstm_step, mlstm_transition, mls
 
 class MLSTM(Mixer):
     name = "mlstm"
-    description = "mLSTM (xLSTM): C_t = f_t C_{t-1} + i_t k v^T, f = sigmoid in [0,1], i = exp, normalised read-out"
 
     def __init__(self, d_model, d_state, heads=1, expand=2, conv=4, chunk=CHUNK):
         super().__init__(d_model, d_state)
@@ -62,11 +59,6 @@ class MLSTM(Mixer):
         self.o_norm = nn.LayerNorm(self.dv, elementwise_affine=True, bias=False)
         self.skip = nn.Parameter(torch.ones(E))
         self.down = nn.Linear(E, d_model, bias=False)
-
-    @property
-    def properties(self):
-        return Properties(input_dependent=True, eigenvalues="[0,1]", structure="scalar",
-                          rounding=f"the forget gate sigmoid(.) = 1 only through float32 rounding ({ROUND_SIGMOID})")
 
     def activation_bytes(self):
         C = max(1, self.chunk)

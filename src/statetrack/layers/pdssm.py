@@ -35,12 +35,9 @@ import torch
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import ROUND_SIGMOID, EigenvalueDomain, Mixer, Properties, Structure, check_expand
+from statetrack.layers.base import Mixer, check_expand
 from statetrack.ops import polar
 from statetrack.ops.pdssm import CHUNK, pd_matrix, pd_scan, pd_step
-
-#: how float32 rounding gives modulus 1 (Properties.rounding)
-ROUNDING = f"|d| = sigmoid(f) = 1 only through float32 rounding ({ROUND_SIGMOID})"
 
 
 def _mlp(d_in: int, width: int, d_out: int) -> nn.Sequential:
@@ -49,8 +46,6 @@ def _mlp(d_in: int, width: int, d_out: int) -> nn.Sequential:
 
 class PDSSM(Mixer):
     name = "pdssm"
-    description = ("PD-SSM: A(x) = P(x) D(x), P a column one-hot matrix selected from a learned dictionary, D "
-                   "complex diagonal with modulus in (0, 1) (rows=true: the public code's row one-hot D P)")
 
     def __init__(self, d_model, d_state, dict_size=8, expand=2, rows=False, chunk=CHUNK):
         super().__init__(d_model, d_state)
@@ -69,11 +64,6 @@ class PDSSM(Mixer):
         self.B_im = nn.Parameter(torch.randn(N, d) / math.sqrt(2 * N))
         self.D = nn.Parameter(torch.randn(d) / math.sqrt(d))
         self.readout = nn.Linear(2 * N, d)
-
-    @property
-    def properties(self):
-        return Properties(input_dependent=True, eigenvalues=EigenvalueDomain.COMPLEX_DISC,
-                          structure=Structure.PD_ROWS if self.rows else Structure.PD, rounding=ROUNDING)
 
     def activation_bytes(self):
         N = self.d_state

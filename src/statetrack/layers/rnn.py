@@ -8,10 +8,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from statetrack.layers.base import EigenvalueDomain, Mixer, Properties, Structure
-
-_NONLINEAR = Properties(input_dependent=True, eigenvalues=EigenvalueDomain.NOT_LINEAR, structure=Structure.NONLINEAR,
-                        linear=False)
+from statetrack.layers.base import Mixer
 
 
 class _TorchCell(Mixer):
@@ -22,10 +19,6 @@ class _TorchCell(Mixer):
         kwargs = {"nonlinearity": "tanh"} if self.cell is nn.RNN else {}
         self.rnn = self.cell(d_model, d_state, batch_first=True, **kwargs)
         self.out = nn.Linear(d_state, d_model)
-
-    @property
-    def properties(self):
-        return _NONLINEAR
 
     def activation_bytes(self):
         # the cell's gates (up to 4 x d_state), its outputs and the output projection
@@ -47,7 +40,6 @@ class _TorchCell(Mixer):
 
 class RNN(_TorchCell):
     name = "rnn"
-    description = "Elman RNN, h_t = tanh(W h_{t-1} + U x_t + b)"
     cell = nn.RNN
 
     def step(self, x, state):
@@ -58,7 +50,6 @@ class RNN(_TorchCell):
 
 class GRU(_TorchCell):
     name = "gru"
-    description = "GRU cell (PyTorch's equations)"
     cell = nn.GRU
 
     def step(self, x, state):
@@ -73,16 +64,11 @@ class GRU(_TorchCell):
 
 class LSTM(Mixer):
     name = "lstm"
-    description = "LSTM cell (PyTorch's equations); state = (h, c)"
 
     def __init__(self, d_model, d_state, **_):
         super().__init__(d_model, d_state)
         self.rnn = nn.LSTM(d_model, d_state, batch_first=True)
         self.out = nn.Linear(d_state, d_model)
-
-    @property
-    def properties(self):
-        return _NONLINEAR
 
     def init_state(self, batch, device=None, dtype=None):
         z = torch.zeros(batch, self.d_state, device=device, dtype=dtype)

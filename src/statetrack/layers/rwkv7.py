@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import ROUND_EXP, Mixer, Properties
+from statetrack.layers.base import Mixer
 from statetrack.ops.dplr import dplr_step, dplr_transition, rwkv7_rule, rwkv7_terms
 
 #: the decay's floor: log w >= -e^(-1/2) (w > 0.545), as in the paper
@@ -47,8 +47,6 @@ CHUNK = 8
 
 class RWKV7(Mixer):
     name = "rwkv7"
-    description = ("RWKV-7: A(x) = diag(w) - (kappa (.) a) kappa^T, w in (0.545, 1), a in (0, 1): real eigenvalues "
-                   "in (-1/2, 1]")
 
     def __init__(self, d_model, d_state, heads=1, lora=8, chunk=CHUNK):
         super().__init__(d_model, d_state)
@@ -76,12 +74,6 @@ class RWKV7(Mixer):
         self.r_k = nn.Parameter(0.1 * torch.randn(heads, self.dk))
         self.o_norm = nn.LayerNorm(self.dv, eps=64e-5)
         self.o_proj = nn.Linear(V, d, bias=False)
-
-    @property
-    def properties(self):
-        return Properties(input_dependent=True, eigenvalues="(-1/2,1]", structure="dplr", n_h=1,
-                          rounding=f"the decay w = exp(-e^-1/2 sigmoid(.)) = 1 only through float32 rounding "
-                                   f"({ROUND_EXP})")
 
     def activation_bytes(self):
         C = max(1, self.chunk)

@@ -18,11 +18,7 @@ from torch import Tensor, nn
 
 from statetrack.errors import UserError
 from statetrack.layers.base import (
-    EigenvalueDomain,
     Mixer,
-    Properties,
-    Structure,
-    exp_rounding,
     log_uniform_dt,
 )
 from statetrack.ops import diag_scan
@@ -30,7 +26,6 @@ from statetrack.ops import diag_scan
 
 class S4D(Mixer):
     name = "s4d"
-    description = "time-invariant diagonal SSM (S4D), complex eigenvalues exp(Delta a_n)"
 
     def __init__(self, d_model, d_state, init="lin", disc="zoh", dt_min=1e-3, dt_max=1e-1):
         super().__init__(d_model, d_state)
@@ -60,17 +55,6 @@ class S4D(Mixer):
         self.C_im = nn.Parameter(torch.randn(H, M) * 0.5 ** 0.5)
         self.D = nn.Parameter(torch.randn(H))
         self.out = nn.Linear(H, 2 * H)
-
-    @property
-    def properties(self):
-        # real modes: exp(dt a) in (0, 1) under ZOH; (1 + dt a/2)/(1 - dt a/2) in (-1, 1) under bilinear, both
-        # ends reached only where float32 rounds them
-        dom = (EigenvalueDomain.COMPLEX_FIXED if self.init != "real" else
-               EigenvalueDomain.NONNEG if self.disc == "zoh" else EigenvalueDomain.REAL)
-        rounding = (exp_rounding("|A_bar| = exp(Delta Re a)", False) if self.disc == "zoh" else
-                    "|A_bar| = |1 + Delta a/2| / |1 - Delta a/2| = 1 only through float32 rounding (Delta |Re a| "
-                    "below 6e-8; a real mode is -1 for Delta |a| above 3.4e7)")
-        return Properties(input_dependent=False, eigenvalues=dom, structure=Structure.DIAGONAL, rounding=rounding)
 
     def discrete(self) -> tuple[Tensor, Tensor]:
         """(A_bar, B_bar), each (H, M) complex."""

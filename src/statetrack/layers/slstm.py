@@ -22,14 +22,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, Properties, causal_conv_step, check_conv
+from statetrack.layers.base import Mixer, causal_conv_step, check_conv
 from statetrack.ops import causal_conv
 from statetrack.ops.slstm import slstm_recurrent, slstm_step, slstm_zero_state
 
 
 class SLSTM(Mixer):
     name = "slstm"
-    description = "sLSTM (xLSTM): scalar cells, exponential input gate, gates recurrent in h (non-linear)"
 
     def __init__(self, d_model, d_state, heads=1, conv=4):
         super().__init__(d_model, d_state)
@@ -46,10 +45,6 @@ class SLSTM(Mixer):
             self.w_if.bias[d:] = torch.linspace(3.0, 6.0, d)
         self.o_norm = nn.LayerNorm(dh, bias=False)
         self.out = nn.Linear(d, d, bias=False)
-
-    @property
-    def properties(self):
-        return Properties(input_dependent=True, eigenvalues="n/a", structure="nonlinear", linear=False)
 
     def activation_bytes(self):
         return 4 * 16 * self.d_model

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import EigenvalueDomain, Mixer, Properties, Structure
+from statetrack.layers.base import Mixer
 
 
 def sinusoids(pos, d: int, dtype=None):
@@ -46,7 +46,6 @@ def rope(x, pos):
 
 class Transformer(Mixer):
     name = "transformer"
-    description = "causal softmax self-attention (state = KV cache, grows with length)"
 
     def __init__(self, d_model, d_state, heads=1, pos="rope"):
         super().__init__(d_model, d_state)
@@ -60,11 +59,6 @@ class Transformer(Mixer):
                             "use pos=sinusoidal or pos=none, or another heads")
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.out = nn.Linear(d_model, d_model)
-
-    @property
-    def properties(self):
-        return Properties(input_dependent=True, eigenvalues=EigenvalueDomain.NOT_LINEAR, structure=Structure.ATTENTION,
-                          linear=False)
 
     def init_state(self, batch, device=None, dtype=None):
         dtype = dtype or self.qkv.weight.dtype

@@ -1,36 +1,45 @@
 """A study's report as one self-contained HTML page, and an index of the studies of a folder.
 
-The page holds what the markdown report holds: the header (command, machine, date), the tables with the
-same headers and cell texts (``report.render``; the paper's columns shaded, cells that differ from the
-paper marked by their ``differs`` flag), the differences, the figures inline as SVG (matplotlib's SVG
-backend, glyphs as paths) with a caption saying what each shows, the probes and the study's notes. No
-script, no stylesheet or font from elsewhere: the file is the page.
+The page answers "what did it find?" first: under the title, a headline block (``report.finding``): how
+many cells with a published number agree with the paper, each cell that differs, how far each model
+holds, the theory's count, and why differences are expected at this scale. Then the tables, our number
+beside the paper's in each published column (``report.html_grid``: the window's width is used; a table
+folds into parts only in a window too narrow for it), the figures inline as SVG (matplotlib's SVG
+backend, glyphs as paths) with captions, the probes, the theory's verdicts and every run's accuracy with
+its 95% interval (intervals shown where they change a reading, the others on hover or with a toggle);
+last, how the report was made (command, machine, date) and the study's notes. No script, no
+stylesheet or font from elsewhere: the file is the page. A report with no complete run, or only some,
+says so at its top.
 
-The page takes the window's width. A table wider than a 1,280-pixel window is split into parts that fit,
-each repeating the model column (as a terminal folds a wide table), so that no column, the paper's least
-of all, hides behind a scroll bar. A report with no complete run, or only some, says so at its top.
-
-``index.html`` summarises every study written to the folder: runs complete and missing, cells that agree
-with the paper, run time, device, a thumbnail of its first figure, and a link to its page. It is built
-from ``index.json`` beside it (one record per study, updated by each ``write_html``), not from the pages.
+``index.html`` summarises every study written to the folder, one card per study as wide as the window
+allows: the finding's first sentence, runs complete and missing, run time, device, its first figure
+large enough to read, and links to its page (only pages written to that folder). It is built from
+``index.json`` beside it (one record per study, updated by each report written there), not from the pages.
 """
 from __future__ import annotations
 
-import html
-import json
 from pathlib import Path
 
 from statetrack.files import ensure_dir, write_file
-from statetrack.report.leaderboard import write_leaderboard
+from statetrack.report.finding import Finding
+from statetrack.report.folder import check_replace, read_index, update_record
+from statetrack.report.html_grid import (
+    Grid,
+    HCell,
+    esc,
+    grid_html,
+    plain_grid,
+    study_grid,
+)
+from statetrack.report.leaderboard import COLOURS, cell_inner, write_leaderboard
 from statetrack.report.plots import close, save, svg_text
-from statetrack.report.render import Cell
 from statetrack.report.verdicts import CAPTION as VERDICTS_CAPTION
 from statetrack.report.writer import (
     INTERVALS_CAPTION,
     LONG_INTERVALS_CAPTION,
     PROBE_HEADERS,
+    Interval,
     Report,
-    difference_items,
     interval_tables,
     probe_cells,
     report_figures,
@@ -42,8 +51,14 @@ from statetrack.version import __version__
 CSS = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; padding: 1.2em 2em 2em;
        color: #1d1d1f; }
-h1 { font-size: 1.5em; margin-top: 0; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; }
+h1 { font-size: 1.5em; margin: 0 0 .2em; } h2 { font-size: 1.2em; margin-top: 1.8em; border-bottom: 1px solid #ddd; }
+p.sub { color: #555; margin: 0 0 .8em; }
 code { background: #f3f3f3; padding: 0 .25em; border-radius: 3px; overflow-wrap: anywhere; }
+section.finding { border: 1px solid #c9d6e8; background: #f4f8fd; border-radius: 6px; padding: .5em 1.2em .7em;
+                  margin: .6em 0 1em; max-width: 90em; }
+section.finding h2 { margin: .2em 0 .4em; border: 0; font-size: 1.15em; }
+section.finding p { margin: .35em 0; } section.finding ul { margin: .2em 0 .4em; padding-left: 1.4em; }
+p.agreement { font-size: 1.1em; font-weight: 600; } p.why { color: #444; font-size: .93em; }
 dl.meta { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: .2em 1em; }
 dl.meta dt { font-weight: 600; } dl.meta dd { margin: 0; overflow-wrap: anywhere; }
 .status { padding: .6em 1em; border-radius: 4px; border: 1px solid; margin: 1em 0; font-weight: 600; }
@@ -53,94 +68,44 @@ dl.meta dt { font-weight: 600; } dl.meta dd { margin: 0; overflow-wrap: anywhere
 .scroll { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; margin: 1em 0; font-size: 14px; font-variant-numeric: tabular-nums; }
 th, td { border: 1px solid #d0d0d0; padding: .25em .6em; text-align: right; white-space: nowrap; }
+td small { display: block; color: #666; font-size: .8em; }
 thead th { background: #eef1f5; white-space: normal; vertical-align: bottom; }
+thead th.group { text-align: center; }
 th:first-child, td:first-child { text-align: left; position: sticky; left: 0; background: #fff; }
 thead th:first-child { background: #eef1f5; }
 th.paper, td.paper { background: #f7f4ea; color: #555; }
 td.differs { color: #a40000; font-weight: 600; }
+table.wrap td { white-space: normal; text-align: left; vertical-align: top; max-width: 22em; }
+td.verdict { font-size: .86em; min-width: 10em; } td.verdict .acc { font-weight: 600; }
+td.verdict .outcome { font-style: italic; }
+""" + "".join(f"td.verdict.{k} {{ background: {v}; }}\n" for k, v in COLOURS.items()) + """
 caption { caption-side: bottom; text-align: left; font-size: .85em; color: #555; padding-top: .4em;
-          white-space: normal; }
-figure { margin: 1.5em 0; } figure svg { max-width: min(100%, 62em); height: auto; display: block; }
-figcaption { font-size: .85em; color: #444; max-width: 62em; }
+          white-space: normal; max-width: 90em; }
+.figures { display: flex; flex-wrap: wrap; gap: 0 2em; align-items: flex-start; }
+figure { margin: 1.2em 0; flex: 1 1 36em; max-width: 62em; }
+figure svg { max-width: 100%; height: auto; display: block; }
+figcaption { font-size: .85em; color: #444; }
 .notes { white-space: pre-wrap; max-width: 62em; }
-table.index td { vertical-align: middle; white-space: normal; }
-table.index img { width: 220px; height: auto; display: block; }
+td:first-child { white-space: normal; min-width: 8em; }
+td small.more { display: none; } input.ci-all:checked ~ * td small.more { display: block; }
+label.ci-all { font-size: .9em; color: #333; }
+div.cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 34em), 1fr)); gap: 1.2em; }
+div.card { border: 1px solid #d8dde5; border-radius: 6px; padding: .7em 1em; }
+div.card h2 { margin: 0 0 .3em; border: 0; font-size: 1.1em; } div.card p { margin: .3em 0; }
+div.card img { width: 100%; height: auto; display: block; margin-top: .5em; }
+div.card dl { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: .1em .8em; margin: .4em 0;
+              font-size: .92em; } div.card dt { color: #555; } div.card dd { margin: 0; }
 footer { margin-top: 3em; font-size: .8em; color: #777; }
 """
-
-#: the window width a table must fit without scrolling, in CSS pixels
-PAGE_WIDTH = 1280
-#: room for the table inside it: the body's padding (2 x 2em of 15 px) and a vertical scroll bar, with a margin
-TABLE_ROOM = PAGE_WIDTH - 2 * 30 - 20 - 60
-#: an upper estimate of a character's width at the tables' 14 px (measured in Chromium: 7.1 px for cells of
-#: digits, 7.5 for a model's label), and of a cell's padding and border
-CHAR_PX, CELL_PX = 7.6, 19
-
-
-def esc(s) -> str:
-    return html.escape(str(s), quote=True)
-
-
-def _cls(names: list[str]) -> str:
-    return f' class="{" ".join(names)}"' if names else ""
-
-
-def _width(header: str, texts: list[str]) -> float:
-    """A column's width in pixels, at most: headers wrap at spaces, cells do not."""
-    longest = max([len(w) for w in header.split()] + [len(t) for t in texts] + [1])
-    return longest * CHAR_PX + CELL_PX
-
-
-def column_parts(headers: list[str], rows: list[list[Cell]], room: float = TABLE_ROOM) -> list[list[int]]:
-    """The table's columns in parts that each fit ``room`` pixels with the first (model) column repeated:
-    one part if the whole table fits. A part never starts with a paper column, so each paper column
-    stays beside ours."""
-    widths = [_width(h, [r[i].text for r in rows]) for i, h in enumerate(headers)]
-    if sum(widths) <= room:
-        return [list(range(len(headers)))]
-    parts, cur = [], [0]
-    for i in range(1, len(headers)):
-        if sum(widths[j] for j in cur) + widths[i] > room and len(cur) > 1:
-            keep = []  # a paper column pulls the columns it follows into the next part
-            while headers[i].startswith("paper") and len(cur) > 2 and headers[cur[-1]].startswith("paper"):
-                keep.insert(0, cur.pop())
-            if headers[i].startswith("paper") and len(cur) > 2:
-                keep.insert(0, cur.pop())
-            parts.append(cur)
-            cur = [0, *keep]
-        cur.append(i)
-    parts.append(cur)
-    return parts
-
-
-def table_html(headers: list[str], rows: list[list[Cell]], caption: str = "", css: str = "") -> str:
-    """The table, split into parts that fit the page (``column_parts``); the caption under the last."""
-    paper = [h.startswith("paper") for h in headers]
-    parts = column_parts(headers, rows)
-    out = []
-    for k, idx in enumerate(parts):
-        if len(parts) > 1:
-            out.append(f'<p class="part">part {k + 1} of {len(parts)} (the columns do not fit one table):'
-                       f" {esc(', '.join(headers[i] for i in idx[1:]))}</p>")
-        out.append(f'<div class="scroll"><table{_cls([css] if css else [])}>')
-        if caption and k == len(parts) - 1:
-            out.append(f"<caption>{esc(caption)}</caption>")
-        out.append("<thead><tr>" + "".join(f"<th{_cls(['paper'] if paper[i] else [])}>{esc(headers[i])}</th>"
-                                           for i in idx) + "</tr></thead><tbody>")
-        for row in rows:
-            out.append("<tr>" + "".join(
-                f"<td{_cls([c for c, on in (('paper', paper[i]), ('differs', row[i].differs)) if on])}>"
-                f"{esc(row[i].text)}</td>" for i in idx) + "</tr>")
-        out.append("</tbody></table></div>")
-    return "\n".join(out)
-
-
-def _plain(rows: list[list[str]]) -> list[list[Cell]]:
-    return [[Cell(x) for x in r] for r in rows]
 
 
 def figure_html(svg: str, caption: str, stem: str) -> str:
     return f'<figure id="{esc(stem)}">{svg}<figcaption>{esc(caption or stem)}</figcaption></figure>'
+
+
+def figures_html(items: list[str]) -> str:
+    """Figures side by side where the window allows."""
+    return f'<div class="figures">{"".join(items)}</div>' if items else ""
 
 
 def status_html(rep: Report) -> str:
@@ -156,84 +121,146 @@ def status_html(rep: Report) -> str:
     return ""
 
 
+def finding_html(f: Finding) -> str:
+    """The headline block: the agreement, the cells that differ, how far each model holds, the theory's
+    count, why differences are expected."""
+    out = ['<section class="finding"><h2>What this study found</h2>',
+           f'<p class="agreement">{esc(f.agreement)}</p>']
+    if f.differs:
+        out.append("<p>Cells that differ (ours, then the paper's; marked * in the tables):</p><ul>"
+                   + "".join(f"<li>{esc(x)}</li>" for x in f.shown_differs()) + "</ul>")
+    out += [f"<p>{esc(h)}</p>" for h in f.holds]
+    if f.theory:
+        out.append(f"<p>{esc(f.theory)}</p>")
+    if f.why:
+        out.append(f'<p class="why">{esc(f.why)} The study\'s notes (at the end) say what each choice '
+                   "changes.</p>")
+    out.append("</section>")
+    return "".join(out)
+
+
+def interval_cell(x) -> HCell:
+    """A cell of the all-runs table: the accuracy, with its 95% interval on a second line where it changes
+    a reading (it holds 90% or chance), else on hover and with the page's toggle."""
+    if not isinstance(x, Interval):
+        return HCell(str(x))
+    lo, hi = f"{100 * x.low:.1f}", f"{100 * x.high:.1f}"
+    return HCell(f"{100 * x.accuracy:.1f}", f"({lo}-{hi})", f"95% interval {lo}-{hi}", telling=x.telling)
+
+
+def verdict_grid(vt) -> Grid:
+    """The theory's verdict beside every cell: compact cells coloured by their outcome, the oracle's
+    reason on hover."""
+    rows = []
+    for label, cells in vt.rows:
+        row = [HCell(label)]
+        for c in cells:
+            row.append(HCell("-") if c is None else
+                       HCell(c.text(), title=c.reason, classes=("verdict", str(c.outcome)), markup=cell_inner(c)))
+        rows.append(row)
+    return plain_grid(["model", *vt.columns], rows, VERDICTS_CAPTION, wrap=True)
+
+
+class _Page:
+    """The page's parts and the CSS rules its tables need (their fold)."""
+
+    def __init__(self):
+        self.parts: list[str] = []
+        self.css: list[str] = []
+
+    def table(self, g: Grid) -> None:
+        r = grid_html(g, f"t{len(self.css)}")
+        self.parts.append(r.html)
+        self.css.append(r.css)
+
+
 def page(rep: Report, meta: dict, svgs: list[tuple[str, str, str, str]]) -> str:
     """The HTML text; ``svgs``: (section, stem, svg text, caption) of each figure."""
     study = rep.study
-    parts = [f"<h1>{esc(study.title)}</h1>", status_html(rep), '<dl class="meta">']
-    for k, v in meta.items():
-        parts.append(f"<dt>{esc(k)}</dt><dd>{f'<code>{esc(v)}</code>' if k == 'Command' else esc(v)}</dd>")
-    parts.append(f"<dt>Study</dt><dd><code>{esc(study.name)}</code>, scale <code>{esc(rep.scale)}</code></dd>"
-                 f"<dt>Source</dt><dd>{esc(study.source)}</dd></dl>")
-    for text in (scale_note(rep), runs_line(rep)):
-        if text:
-            parts.append(f"<p>{esc(text.replace('`', ''))}</p>")
+    p = _Page()
+    written = f"; written {esc(meta['Date'])}" if meta.get("Date") else ""
+    sub = (f'<p class="sub">Study <code>{esc(study.name)}</code>, scale <code>{esc(rep.scale)}</code>, '
+           f"{rep.complete} of {len(rep.results)} runs ({rep.seeds} seed{'s' if rep.seeds > 1 else ''} per "
+           f"cell){written}. Source: {esc(study.source)}.</p>")
+    p.parts += [f"<h1>{esc(study.title)}</h1>", sub, status_html(rep)]
+    if study.kind != "lm":
+        p.parts.append(finding_html(rep.finding()))
+    # one toggle for every interval and seeds' range of the page: those that change no reading are hidden
+    p.parts.append('<input type="checkbox" id="ci-all" class="ci-all"> <label for="ci-all" class="ci-all">show '
+                   "every seeds' range and 95% interval (by default only those that hold the 90% threshold or "
+                   "chance are shown; hover a cell for its own)</label>")
     for t in rep.tables:
-        parts.append(f"<h2>{esc(t.title)}" + (f" (table <code>{esc(t.name)}</code>)" if t.name != "main" else "")
-                     + "</h2>")
-        parts.append(table_html(t.headers(), t.cells(), t.caption))
-        head, items = difference_items(t, study)
-        if head:
-            parts.append(f"<p><strong>{esc(head)}</strong></p>")
-        if items:
-            parts.append("<ul>" + "".join(f"<li>{esc(x)}</li>" for x in items) + "</ul>")
-        parts += [figure_html(svg, caption, stem) for section, stem, svg, caption in svgs if section == t.name]
+        p.parts.append(f"<h2>{esc(t.title)}" + (f" (table <code>{esc(t.name)}</code>)" if t.name != "main" else "")
+                       + "</h2>")
+        if t.kind == "lm":
+            p.table(plain_grid(t.headers(), t.cell_texts(), t.caption))
+            p.parts += [f"<p>{esc(x)}</p>" for x in t.notes]
+        else:
+            p.table(study_grid(t, study.score.threshold))
+        p.parts.append(figures_html([figure_html(svg, caption, stem)
+                                     for section, stem, svg, caption in svgs if section == t.name]))
     probes = rep.probe_rows()
     if probes:
-        parts.append("<h2>Probes</h2>")
-        parts.append(table_html(["model", "probe", "runs", *PROBE_HEADERS],
-                                _plain([[r["model"], r["probe"], str(r["runs"]), *probe_cells(r)] for r in probes]),
-                                "accuracy (%) of the trained models on fixed inputs (median over runs); traces: "
-                                "one seeded sequence per probe: input, target and the model's P(1) over time"))
-        parts += [figure_html(svg, caption, stem) for section, stem, svg, caption in svgs if section == "probes"]
+        p.parts.append("<h2>Probes</h2>")
+        p.table(plain_grid(["model", "probe", "runs", *PROBE_HEADERS],
+                           [[r["model"], r["probe"], str(r["runs"]), *probe_cells(r)] for r in probes],
+                           "accuracy (%) of the trained models on fixed inputs (median over runs); traces: one "
+                           "seeded sequence per probe: input, target and the model's P(1) over time"))
+        p.parts.append(figures_html([figure_html(svg, caption, stem)
+                                     for section, stem, svg, caption in svgs if section == "probes"]))
     if rep.verdicts is not None:
         vt = rep.verdicts
-        parts.append("<h2>The theory's verdict beside every cell</h2>")
-        parts.append(f"<p>{esc(vt.summary())} The <a href=\"{esc(study.name)}-leaderboard.html\">leaderboard</a> "
-                     "ranks the models.</p>")
-        rows = [[label, *("-" if c is None else c.text() for c in cells)] for label, cells in vt.rows]
-        parts.append(table_html(["model", *vt.columns], _plain(rows), VERDICTS_CAPTION))
+        p.parts.append("<h2>The theory's verdict beside every cell</h2>")
+        p.parts.append(f"<p>{esc(vt.summary())} The <a href=\"{esc(study.name)}-leaderboard.html\">leaderboard</a> "
+                       "ranks the models.</p>")
+        p.table(verdict_grid(vt))
     for split, title, caption in (("test", "Accuracy of every run, with 95% intervals", INTERVALS_CAPTION),
                                   ("long", "Accuracy of every run on the long-range draw, with 95% intervals",
                                    LONG_INTERVALS_CAPTION)):
         intervals = interval_tables(rep, split)
-        if intervals:
-            parts.append(f"<h2>{title}</h2>")
-            for name, head, rows in intervals:
-                parts.append(table_html(head, _plain(rows),
-                                        caption if len(intervals) == 1 else f"table {name}: {caption}"))
+        if not intervals:
+            continue
+        p.parts.append(f"<h2>{title}</h2>")
+        p.parts.append("<div>")
+        for name, head, rows in intervals:
+            p.table(plain_grid(head, [[interval_cell(x) for x in r] for r in rows],
+                               caption if len(intervals) == 1 else f"table {name}: {caption}"))
+        p.parts.append("</div>")
+    p.parts.append("<h2>How this report was made</h2>")
+    dl = ['<dl class="meta">']
+    for k, v in meta.items():
+        dl.append(f"<dt>{esc(k)}</dt><dd>{f'<code>{esc(v)}</code>' if k == 'Command' else esc(v)}</dd>")
+    dl.append(f"<dt>Study</dt><dd><code>{esc(study.name)}</code>, scale <code>{esc(rep.scale)}</code></dd>"
+              f"<dt>Source</dt><dd>{esc(study.source)}</dd></dl>")
+    p.parts.append("".join(dl))
+    for text in (scale_note(rep), runs_line(rep)):
+        if text:
+            p.parts.append(f"<p>{esc(text.replace('`', ''))}</p>")
     if study.notes:
-        parts += ["<h2>Notes (from the study file)</h2>", f'<p class="notes">{esc(study.notes.strip())}</p>']
-    parts.append(f'<footer>statetrack {esc(__version__)}; <a href="index.html">all reports</a></footer>')
-    return _document(study.title, "\n".join(p for p in parts if p))
+        p.parts += ["<h2>Notes (from the study file)</h2>", f'<p class="notes">{esc(study.notes.strip())}</p>']
+    p.parts.append(f'<footer>statetrack {esc(__version__)}; <a href="index.html">all reports</a></footer>')
+    return _document(study.title, "\n".join(x for x in p.parts if x), "".join(p.css))
 
 
-def _document(title: str, body: str) -> str:
+def _document(title: str, body: str, css: str = "") -> str:
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{esc(title)}</title><style>{CSS}</style></head>\n<body>\n{body}\n</body></html>\n")
+            f"<title>{esc(title)}</title><style>{CSS}{css}</style></head>\n<body>\n{body}\n</body></html>\n")
 
 
-def summary(rep: Report, meta: dict, page_name: str, thumbnail: str | None) -> dict:
-    """The index's record of one study (index.json)."""
-    compared, agree = rep.agreement()
-    return {"study": rep.study.name, "title": rep.study.title, "scale": rep.scale, "page": page_name,
-            "runs": len(rep.results), "complete": rep.complete, "missing": rep.missing,
-            "cells_compared": compared, "cells_agree": agree, "run_time_s": round(rep.wall_time, 1),
-            "devices": rep.devices, "machines": rep.machines, "thumbnail": thumbnail,
-            "leaderboard": f"{rep.study.name}-leaderboard.html" if rep.verdicts is not None else None,
-            "date": meta.get("Date"), "command": meta.get("Command")}
-
-
-def write_html(rep: Report, out, meta: dict | None = None) -> Path:
+def write_html(rep: Report, out, meta: dict | None = None, force: bool = False) -> Path:
     """Write ``out``/<study>.html and its record in ``out``/index.json, then ``out``/index.html from that
-    file; returns the page's path."""
+    file; returns the page's path. A report of the study already in ``out`` that holds more (another
+    scale, more seeds or more complete runs) is not replaced: ``report.folder.ReportExists``, unless
+    ``force``."""
     meta = meta or {}
     out = ensure_dir(out, f"cannot write the report in {str(out)!r}")
+    check_replace(out, rep.study.name, rep.extent(), force)
     figs = report_figures(rep)
     thumbnail = None
     try:
         svgs = [(f.section, f.stem, svg_text(f.fig), f.caption) for f in figs]
-        if figs:  # the index's thumbnail: the first figure, small
+        if figs:  # the index's thumbnail: the first figure, at a size its words can be read
             folder = ensure_dir(out / rep.study.name, f"cannot write the report in {str(out)!r}")
             thumb = save(figs[0].fig, folder, "thumbnail", ("png",))[0]
             thumbnail = f"{rep.study.name}/{thumb.name}"
@@ -243,20 +270,11 @@ def write_html(rep: Report, out, meta: dict | None = None) -> Path:
     path = write_file(out / f"{rep.study.name}.html", page(rep, meta, svgs), what="report")
     if rep.verdicts is not None:
         write_leaderboard(rep.verdicts, rep.study.title, out, meta)
-    records = read_index(out)
-    records[rep.study.name] = summary(rep, meta, path.name, thumbnail)
-    write_file(out / "index.json", json.dumps(records, indent=1, sort_keys=True) + "\n", what="report")
+    records = update_record(out, rep.study.name, {
+        **rep.record(meta), "page": path.name, "thumbnail": thumbnail,
+        "leaderboard": f"{rep.study.name}-leaderboard.html" if rep.verdicts is not None else None})
     write_index(out, records)
     return path
-
-
-def read_index(folder) -> dict[str, dict]:
-    """The records of ``folder``/index.json (an unreadable or absent file: none)."""
-    try:
-        data = json.loads((Path(folder) / "index.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    return {k: v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
 
 
 def _duration(s: float) -> str:
@@ -266,32 +284,52 @@ def _duration(s: float) -> str:
     return f"{s} s" if s < 120 else f"{s // 60} min {s % 60:02d} s" if s < 7200 else f"{s / 3600:.1f} h"
 
 
-def index_row(r: dict) -> list[str]:
-    """One study's row of the index, as HTML cells."""
-    thumb = (f'<a href="{esc(r["page"])}"><img src="{esc(r["thumbnail"])}" alt="first figure of '
-             f'{esc(r["study"])}"></a>' if r.get("thumbnail") else "")
-    compared, agree = r.get("cells_compared", 0), r.get("cells_agree", 0)
-    paper = f"{agree} of {compared}" if compared else "no published numbers"
-    runs = f"{r['complete']} of {r['runs']} complete" + (f", <strong>{r['missing']} missing</strong>"
-                                                          if r.get("missing") else "")
-    board = f'<br><a href="{esc(r["leaderboard"])}">leaderboard</a>' if r.get("leaderboard") else ""
-    return [f'<a href="{esc(r["page"])}"><strong>{esc(r["study"])}</strong></a><br>{esc(r["title"])}{board}',
-            esc(r["scale"]), runs, paper, esc(_duration(r.get("run_time_s") or 0.0)),
-            esc(", ".join(r.get("devices") or []) or "-"), esc(r.get("date") or "-"), thumb]
+def _link(folder: Path, name) -> str | None:
+    """``name`` if it names a plain file inside ``folder`` (a record's link that would lead nowhere, out of
+    the folder or through a symbolic link is left out)."""
+    if not isinstance(name, str) or not name:
+        return None
+    p = Path(name)
+    if p.is_absolute() or ".." in p.parts or (folder / p).is_symlink() or not (folder / p).is_file():
+        return None
+    return name
+
+
+def index_card(r: dict, folder: Path) -> str:
+    """One study's card in the index: its finding, runs, time, device, its first figure, its links."""
+    page = _link(folder, r.get("page")) or _link(folder, r.get("markdown"))
+    name = esc(r.get("study", "?"))
+    title = f'<a href="{esc(page)}">{name}</a>' if page else name
+    compared, agree = r.get("cells_compared") or 0, r.get("cells_agree") or 0
+    finding = r.get("finding") or (f"{agree} of {compared} cells with a published number agree with the paper."
+                                   if compared else "")
+    runs = f"{r.get('complete', '?')} of {r.get('runs', '?')} complete" + (
+        f", <strong>{esc(r['missing'])} missing</strong>" if r.get("missing") else "")
+    n = r.get("seeds")
+    seeds = f", {n} seed{'s' if n != 1 else ''} per cell" if isinstance(n, int) else ""
+    links = [f'<a href="{esc(x)}">{what}</a>' for what, x in (
+        ("the page", _link(folder, r.get("page"))), ("markdown", _link(folder, r.get("markdown"))),
+        ("leaderboard", _link(folder, r.get("leaderboard")))) if x]
+    thumb = _link(folder, r.get("thumbnail"))
+    img = (f'<a href="{esc(page or thumb)}"><img src="{esc(thumb)}" alt="first figure of {name}" loading="lazy"></a>'
+           if thumb else "")
+    dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in (
+        ("scale", esc(r.get("scale", "-")) + seeds), ("runs", runs),
+        ("run time", esc(_duration(r.get("run_time_s") or 0.0)) + " (sum over runs)"),
+        ("device", esc(", ".join(r.get("devices") or []) or "-")), ("written", esc(r.get("date") or "-"))))
+    return (f'<div class="card"><h2>{title}</h2><p>{esc(r.get("title", ""))}</p>'
+            + (f"<p><strong>{esc(finding)}</strong></p>" if finding else "")
+            + f"<dl>{dl}</dl><p>{' · '.join(links)}</p>{img}</div>")
 
 
 def write_index(folder, records: dict[str, dict] | None = None) -> Path:
     """``folder``/index.html from the studies' records (``read_index`` when not given)."""
     folder = Path(folder)
     records = read_index(folder) if records is None else records
-    head = ["study", "scale", "runs", "cells agreeing with the paper", "run time (sum over runs)", "device",
-            "written", "first figure"]
-    rows = [index_row(records[k]) for k in sorted(records)]
-    body = [f"<h1>statetrack reports ({len(rows)} stud{'y' if len(rows) == 1 else 'ies'})</h1>",
-            ("<p>Each study's page holds its tables beside the paper's numbers, its figures and its notes. "
-             "Cells agreeing with the paper: the cells with a published number whose value is within the "
-             "study's tolerance.</p>"),
-            '<table class="index"><thead><tr>' + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>"]
-    body += ["<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows]
-    body.append(f"</tbody></table><footer>statetrack {esc(__version__)}</footer>")
+    cards = [index_card(records[k], folder) for k in sorted(records)]
+    body = [f"<h1>statetrack reports ({len(cards)} stud{'y' if len(cards) == 1 else 'ies'})</h1>",
+            ("<p class=\"sub\">Each study's page starts with what it found, then its tables (our numbers beside "
+             "the paper's), its figures and its notes. Cells agreeing with the paper: the cells with a published "
+             "number whose value is within the study's tolerance.</p>"),
+            f'<div class="cards">{"".join(cards)}</div>', f"<footer>statetrack {esc(__version__)}</footer>"]
     return write_file(folder / "index.html", _document("statetrack reports", "\n".join(body)), what="report")

@@ -39,19 +39,24 @@ def esc(s) -> str:
     return html.escape(str(s), quote=True)
 
 
-def _cell(c: VerdictCell | None) -> str:
-    if c is None:
-        return '<td class="cell">-</td>'
+def cell_inner(c: VerdictCell) -> str:
+    """A verdict cell's content as HTML: the median seed's accuracy and interval, the seeds that track the
+    task and those above chance, the verdict and the outcome."""
     m = c.median()
-    verdict = c.verdict_text()
     if m is None:
         acc = "no complete run"
     else:
         n = len(c.scored)
         acc = (f'<span class="acc">{100 * m.accuracy:.0f}%</span> [{100 * m.low:.0f}-{100 * m.high:.0f}]<br>'
                f"tracked {c.tracked}/{n}, above chance {c.above}/{n} ({100 * m.chance:.0f}%)")
-    return (f'<td class="cell" style="background:{COLOURS[c.outcome]}" title="{esc(c.reason)}">{acc}<br>'
-            f'<span class="verdict">{esc(verdict)}</span>: <span class="outcome">{esc(c.outcome)}</span></td>')
+    return (f'{acc}<br><span class="verdict">{esc(c.verdict_text())}</span>: '
+            f'<span class="outcome">{esc(c.outcome)}</span>')
+
+
+def _cell(c: VerdictCell | None) -> str:
+    if c is None:
+        return '<td class="cell">-</td>'
+    return f'<td class="cell" style="background:{COLOURS[c.outcome]}" title="{esc(c.reason)}">{cell_inner(c)}</td>'
 
 
 def leaderboard_html(vt: VerdictTable, title: str, meta: dict | None = None) -> str:

@@ -25,7 +25,11 @@ STYLES = ("-", "--", "-.", ":")
 def pyplot():
     import matplotlib  # heavy: only drawing a figure needs it
 
-    matplotlib.use("Agg")
+    # the backend as set, not resolved (resolving it would pick a window system): a notebook's inline
+    # backend is kept, so that figures show in the notebook; anything else draws into files (Agg)
+    chosen = dict.__getitem__(matplotlib.rcParams, "backend")
+    if "inline" not in str(chosen):
+        matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # heavy: only drawing a figure needs it
 
     # reproducible vector output: no dates, ids from a fixed salt
@@ -93,7 +97,7 @@ def slug(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", s).strip("-").lower() or "x"
 
 
-def _length_ticks(ax, lengths: list[int]) -> None:
+def length_ticks(ax, lengths: list[int]) -> None:
     """Plain-number ticks at the lengths (thinned so labels do not overlap), no minor labels."""
     from matplotlib.ticker import (  # heavy: only drawing a figure needs it
         FixedLocator,
@@ -133,7 +137,9 @@ def length_figures(study, table, results) -> list[tuple[str, object, str]]:
     tdef = next(t for t in study.tables if t.name == table.name)
     for col in [t.label for t in tdef.tasks]:
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
-        spans, chances, drawn = set(), {}, 0
+        spans, chances, drawn, banded = set(), {}, 0, False
+        band_label = ("band: seeds' range and 95% intervals" if study.metric in ("accuracy", "scaled_accuracy")
+                      else "band: seeds' range")
         for row in table.rows:
             runs = [(j, r) for j, r in results if j.table == table.name and j.label == row["label"]
                     and (j.column or tdef.tasks[0].label) == col and r is not None and r.status == RunStatus.COMPLETE]
@@ -157,6 +163,7 @@ def length_figures(study, table, results) -> list[tuple[str, object, str]]:
                       + [ci[1] for m in at[n] if (ci := m.interval(study.metric))]) for n in lengths]
             if lo != hi:
                 ax.fill_between(lengths, lo, hi, color=line.get_color(), alpha=0.15, lw=0)
+                banded = True
             j = runs[0][0]
             spans.add((j.train.train_min_len, j.train.train_max_len))
             if study.metric == "accuracy":
@@ -171,8 +178,11 @@ def length_figures(study, table, results) -> list[tuple[str, object, str]]:
         if not drawn:
             plt.close(fig)
             continue
-        for lo, hi in spans:
-            ax.axvspan(lo, max(hi, lo * 1.05), color="grey", alpha=0.15, lw=0)
+        for k, (lo, hi) in enumerate(sorted(spans)):
+            ax.axvspan(lo, max(hi, lo * 1.05), color="grey", alpha=0.15, lw=0,
+                       label="training lengths" if k == 0 else None)
+        if banded:  # one key entry for the bands of every model (each in its line's colour)
+            ax.fill_between([], [], [], color="grey", alpha=0.3, lw=0, label=band_label)
         if study.metric == "scaled_accuracy":
             ax.axhline(0.0, color="black", ls=":", lw=1, label="chance")
         elif chances:
@@ -180,7 +190,7 @@ def length_figures(study, table, results) -> list[tuple[str, object, str]]:
             ax.plot(xs, [statistics.median(c for c in chances[n] if c is not None) for n in xs], color="black",
                     ls=":", lw=1, label="chance (per length)")
         ax.set_xscale("log")
-        _length_ticks(ax, sorted({n for j, _ in results if j.table == table.name for n in j.eval.lengths}
+        length_ticks(ax, sorted({n for j, _ in results if j.table == table.name for n in j.eval.lengths}
                                  | {x for span in spans for x in span}))
         ax.set_xlabel("test length")
         ax.set_ylabel(study.metric.replace("_", " "))
@@ -229,17 +239,24 @@ def curve_figures(study, table, results, curves: dict[int, list[dict]]) -> list[
             ax.set_title(label, fontsize=9)
             ax.set_ylim(-0.02, 1.02)
             ax.grid(alpha=0.3)
-        widest = max(axes.flat[:len(panels)], key=lambda a: len(a.get_lines()))
-        if len(widest.get_lines()) > 1:  # the runs' key, once, beside the panels
-            outside_legend(widest, fig, fontsize=7)
+        # the runs' key, once, beside the panels: every (learning rate, seed) drawn in any panel
+        key: dict[str, object] = {}
+        for ax in axes.flat[:len(panels)]:
+            for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+                key.setdefault(lab, h)
+        order = sorted(key, key=lambda lab: tuple(float(x.split()[-1]) for x in lab.split(", ")))
+        leg = fig.legend([key[k] for k in order], order, loc="upper left", bbox_to_anchor=(1.0, 0.92),
+                         borderaxespad=0.0, frameon=False, fontsize=7, title="run", title_fontsize=7)
+        leg.set_in_layout(False)
         for ax in axes.flat[len(panels):]:
             ax.set_visible(False)
         for ax in axes[-1]:
             ax.set_xlabel("training step", fontsize=8)
         for ax in axes[:, 0]:
             ax.set_ylabel("val. accuracy", fontsize=8)
+        # above the top row (the saved area grows to hold it), never over its panels' titles
         fig.suptitle(f"{study.name}: learning curves, {col} (validation accuracy: in-distribution, token)",
-                     fontsize=10)
+                     fontsize=10, y=1.0, va="bottom")
         caption = (f"Learning curves on {col}: validation accuracy (in-distribution lengths) against the training "
                    "step, one panel per model and one line per run (colour: learning rate, line style: seed).")
         figs.append((f"curves-{slug(table.name)}-{slug(col)}", fig, caption))

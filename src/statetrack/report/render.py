@@ -59,9 +59,10 @@ def fmt_cell(cell: TableCell, study) -> str:
     s = fmt_value(cell.selected, study)
     if cell.capped:
         s = ">=" + s
-    if len(cell.values) > 1:
-        med = statistics.median(cell.values)
-        rng = f"[{fmt_value(min(cell.values), study)}-{fmt_value(max(cell.values), study)}]"
+    lo, hi = (fmt_value(min(cell.values), study), fmt_value(max(cell.values), study)) if cell.values else ("", "")
+    if len(cell.values) > 1 and lo != hi:  # seeds that agree to the shown digits: one number says it all
+        med = median_tested(cell.values) if study.score.kind == "longest" else statistics.median(cell.values)
+        rng = f"[{lo} to {hi}]" if (lo + hi).count("-") else f"[{lo}-{hi}]"  # -0.022 to -0.020, not -0.022--0.020
         s += f" {rng}" if abs(med - cell.selected) < 1e-12 else f" ({fmt_value(med, study)} {rng})"
     if cell.uncertain:
         s += " " + UNSURE
@@ -81,16 +82,23 @@ def fmt(values) -> str:
     if not values:
         return "-"
     med = statistics.median(values)
-    if len(values) == 1:
+    lo, hi = f"{100 * min(values):.1f}", f"{100 * max(values):.1f}"
+    if len(values) == 1 or lo == hi:  # seeds that agree to the shown digits: one number
         return f"{100 * med:.1f}"
-    return f"{100 * med:.1f} [{100 * min(values):.0f}-{100 * max(values):.0f}]"
+    return f"{100 * med:.1f} [{lo}-{hi}]"
+
+
+def median_tested(values):
+    """The median of lengths that is itself one of them (the lower middle one of an even count): a length
+    that was tested, never the mean of two (32 and 256 give 32, not 144)."""
+    return statistics.median_low(values)
 
 
 def fmt_len(values, uncertain: bool = False) -> str:
     vals = [v if v is not None else 0 for v in values]
     if not vals:
         return "-"
-    med = statistics.median(vals)
+    med = median_tested(vals)
     s = "x" if med == 0 else f"{med:g}"
     if len(vals) > 1 and min(vals) != max(vals):
         s += f" [{min(vals) or 'x'}-{max(vals) or 'x'}]"

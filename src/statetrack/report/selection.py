@@ -53,7 +53,11 @@ def run_score(study, res, column_length: int | None = None) -> float | None:
     return float(longest_above(by_len, sc.threshold))
 
 
-def _reduce(vals: list[float], how: str) -> float:
+def _reduce(vals: list[float], how: str, lengths: bool = False) -> float:
+    """``vals`` reduced by ``how``; ``lengths``: the values are test lengths, whose median or mean is the
+    lower middle one, a length that was tested (32 and 256 give 32, never 144)."""
+    if lengths and how in ("median", "mean"):
+        return statistics.median_low(vals)
     return {"median": statistics.median, "mean": statistics.fmean, "max": max, "min": min}[how](vals)
 
 
@@ -81,12 +85,14 @@ def select(study, entries: list[tuple[float, float | None, float | None, float |
                                              vl if vl is not None else float("inf")))
     if not by_lr:
         return TableCell()
+    lengths = study.score.kind == "longest"
     if sel.using == "test":
-        agg = {lr: _reduce([s for s, _, _ in v], sel.seeds) for lr, v in by_lr.items()}
+        agg = {lr: _reduce([s for s, _, _ in v], sel.seeds, lengths) for lr, v in by_lr.items()}
         if sel.lrs == "max":
             lr = max(agg, key=lambda k: (agg[k], -k))
             return TableCell(agg[lr], [s for s, _, _ in by_lr[lr]], lr)
-        return TableCell(_reduce(list(agg.values()), sel.lrs), [s for v in by_lr.values() for s, _, _ in v], None)
+        return TableCell(_reduce(list(agg.values()), sel.lrs, lengths), [s for v in by_lr.values() for s, _, _ in v],
+                         None)
     # on validation: never look at the test scores to choose
     how = sel.seeds if sel.seeds in ("median", "mean") else "max"
     vagg = {lr: (_reduce([a for _, a, _ in v], how), -_reduce([l for _, _, l in v], "mean")) for lr, v in by_lr.items()}
@@ -97,7 +103,7 @@ def select(study, entries: list[tuple[float, float | None, float | None, float |
         order = sorted(runs, key=lambda r: (r[1], -r[2]))
         value = (order[-1] if sel.seeds == "max" else order[0])[0]
     else:
-        value = _reduce(scores, sel.seeds)
+        value = _reduce(scores, sel.seeds, lengths)
     return TableCell(value, scores, lr)
 
 

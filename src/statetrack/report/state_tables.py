@@ -24,7 +24,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import replace
 
-from statetrack.report.render import fmt_cell
+from statetrack.report.render import fmt_cell, median_tested
 from statetrack.report.selection import TableCell
 from statetrack.report.table import StudyTable, study_tables
 from statetrack.store import RunStatus
@@ -161,7 +161,7 @@ def _horizon_table(main: StudyTable, results: list) -> StudyTable:
             cap = max(h["horizon_max"] for h in hs)
             # a seed without a failure counts as beyond the longest length tested
             vals = [h["horizon"] if h["horizon"] is not None else float("inf") for h in hs]
-            med = statistics.median(vals)
+            med = median_tested(vals)  # a length some seed failed at, never between two
             # numbers in every cell: a horizon beyond the longest length tested is that length, flagged
             # as a lower bound (capped: '>=N', the CSV's capped column)
             cell = TableCell(min(med, cap), [min(v, cap) for v in vals], _selected_lr(mrow, col), runs=len(hs),

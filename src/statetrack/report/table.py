@@ -142,7 +142,9 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
                    "longest_uncertain": any(uncertain_judgement(r.metrics) for _, r in done),
                    "acc": {n: [mm.accuracy for _, r in done for mm in r.metrics if mm.length == n] for n in lengths},
                    "published": m.published, "failed": len(runs) - len(done),
-                   "cells": {}, "text": {}, "published_text": {}, "differs": {}}
+                   "cells": {}, "text": {}, "published_text": {}, "differs": {},
+                   # per_length: our number for each published column, and how it is computed
+                   "ours": {}, "ours_text": {}, "ours_title": {}, "compare": {}}
             if kind == "per_length":
                 for n in lengths:
                     entries = [(j.train.lr, run_score(study, r, n), r.summary.get("best_val_accuracy"),
@@ -155,11 +157,14 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
                 for key in tdef.published_columns:
                     pub = m.published.get(key)
                     spec = tdef.compare.get(key)
+                    row["compare"][key] = spec
                     if isinstance(spec, str) and spec.startswith("probe:"):  # filled in by report.collect
                         row["differs"][key] = None
                         row["published_text"][key] = pub if isinstance(pub, str) else pct(pub)
                         continue
                     ours = _compare_value(study, spec, done)
+                    row["ours"][key], row["ours_text"][key] = ours, pct(ours)
+                    row["ours_title"][key] = _compare_what(study, spec)
                     differs = None if pub is None or ours is None or isinstance(pub, str) else \
                         abs(ours - float(pub)) > study.tolerance
                     row["differs"][key] = differs
@@ -210,6 +215,17 @@ def _compare_value(study, spec, done) -> float | None:
                 vals.append(statistics.fmean(xs))
     vals = [v for v in vals if v is not None]
     return statistics.median(vals) if vals else None
+
+
+def _compare_what(study, spec) -> str:
+    """How our number beside a published column is computed (its hover text in the HTML report)."""
+    if spec is None:
+        return "no number of ours is compared with this column"
+    metric = study.metric.replace("_", " ")
+    if spec == "validation":
+        return "ours: the best validation accuracy (in-distribution lengths), median over seeds"
+    lo, hi = spec
+    return f"ours: {metric} averaged over the test lengths {lo}-{hi}, median over seeds"
 
 
 def study_table(study, results) -> StudyTable:

@@ -12,11 +12,12 @@ from statetrack.files import ensure_dir, write_file
 from statetrack.jobs import MAX_RUNS
 from statetrack.probes import read_traces
 from statetrack.report.evidence import evidence_markdown
+from statetrack.report.finding import Finding, difference_items, finding
+from statetrack.report.folder import Extent, check_replace, update_record
 from statetrack.report.lm import lm_tables
 from statetrack.report.lm import scale_note as lm_note
 from statetrack.report.lm_figures import lm_figures
 from statetrack.report.plots import close, curve_figures, length_figures, save, slug, trace_figure
-from statetrack.report.render import fmt_published
 from statetrack.report.selection import MARK
 from statetrack.report.state_tables import on_split, state_tables
 from statetrack.report.table import StudyTable, study_tables
@@ -40,6 +41,28 @@ class Report:
     db: str = ""  # the database the runs were read from
     wall_time: float = 0.0  # seconds, summed over the complete runs of the grid (as each run recorded it)
     devices: list[str] = field(default_factory=list)  # the devices the complete runs trained on
+    cpu_time: float = 0.0  # CPU seconds, summed over the complete runs that recorded theirs
+    cpu_runs: int = 0  # how many complete runs recorded their CPU time
+    seeds: int = 1  # seeds per cell of the grid reported
+
+    def extent(self) -> Extent:
+        """How much the report holds: scale, seeds per cell, complete runs (``report.folder``)."""
+        return Extent(self.scale, self.seeds, self.complete)
+
+    def record(self, meta: dict | None = None) -> dict:
+        """The report's record in its folder's index.json (``report.folder``)."""
+        meta = meta or {}
+        compared, agree = self.agreement()
+        return {"study": self.study.name, "title": self.study.title, "scale": self.scale, "seeds": self.seeds,
+                "runs": len(self.results), "complete": self.complete, "missing": self.missing,
+                "cells_compared": compared, "cells_agree": agree,
+                "finding": self.finding().agreement if self.study.kind != "lm" else None,
+                "run_time_s": round(self.wall_time, 1), "devices": self.devices, "machines": self.machines,
+                "date": meta.get("Date"), "command": meta.get("Command")}
+
+    def finding(self) -> Finding:
+        """What the study found: the headline of its report (``report.finding``)."""
+        return finding(self)
 
     @property
     def complete(self) -> int:
@@ -82,6 +105,7 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None, device: s
     jobs = study.grid(scale, seeds, device, max_runs)  # refused above max_runs before the database is opened
     store = Store(db, readonly=True)
     results, traces, curves, unfinished, machines, wall, devices = [], {}, {}, 0, {}, 0.0, {}
+    cpu_time, cpu_runs = 0.0, 0
     for job in jobs:
         res = complete_result(store, job.key)
         results.append((job, res))
@@ -91,6 +115,9 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None, device: s
             row = next((r for r in rows if r["id"] == res.run_id), {})
             v = row.get("versions") or {}
             wall += row.get("wall_time") or 0.0
+            cpu = (row.get("summary") or {}).get("cpu_time")
+            if isinstance(cpu, (int, float)):
+                cpu_time, cpu_runs = cpu_time + cpu, cpu_runs + 1
             dev = (row.get("config") or {}).get("device")
             if dev:
                 devices[dev] = None
@@ -106,7 +133,8 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None, device: s
         tables = state_tables(study, results, scale, study_tables(study, results, scale))
     rep = Report(study, scale, tables, results, traces, curves, unfinished,
                  [f"{m} ({n} run{'s' if n > 1 else ''})" for m, n in machines.items()], db=str(db),
-                 wall_time=wall, devices=list(devices))
+                 wall_time=wall, devices=list(devices), cpu_time=cpu_time, cpu_runs=cpu_runs,
+                 seeds=study.scale(scale).seeds if seeds is None else seeds)
     if study.kind != "lm":
         _compare_probes(rep)
     if getattr(study, "oracle", False):
@@ -138,6 +166,9 @@ def _compare_probes(rep: Report) -> None:
                 ours = "yes" if off > thr and hold > thr else "no"
                 differs = isinstance(pub, str) and pub.strip().lower() != ours
                 row["differs"][key] = differs
+                row["ours_text"][key] = ours
+                row["ours_title"][key] = (f"ours on the probe {probe}: offsets {100 * off:.0f}%, holds "
+                                          f"{100 * hold:.0f}% (yes: both above {100 * thr:g}%)")
                 row["published_text"][key] = (f"{pub if pub is not None else '-'} (ours: {ours}; offsets "
                                               f"{100 * off:.0f}%, holds {100 * hold:.0f}%"
                                               f"{'; ' + MARK if differs else ''})")
@@ -162,29 +193,6 @@ def probe_cells(r: dict) -> list[str]:
             for k in ("token_accuracy", "accuracy_input1", "offset_accuracy", "hold_accuracy")]
 
 
-def difference_items(t: StudyTable, study) -> tuple[str, list[str]]:
-    """(headline, one item per cell that differs from the paper beyond the tolerance). An LM table has no
-    published cells: its items are its verdict lines, with no headline."""
-    if t.kind == "lm":
-        return "", list(t.notes)
-    out = []
-    for r in t.rows:
-        for col, d in r["differs"].items():
-            if not d:
-                continue
-            cell = r["cells"].get(col)
-            if cell is not None and t.kind != "per_length":
-                out.append(f"{r['label']}, {col}: ours {r['text'][col].removesuffix(' *')}, paper "
-                           f"{fmt_published(cell.published, study)}")
-            else:
-                out.append(f"{r['label']}, {t.columns.get(col, col)}: paper {r['published_text'][col]}")
-    if not out:
-        n = sum(1 for r in t.rows for d in r["differs"].values() if d is False)
-        return (f"Every cell with a published number ({n}) agrees with the paper within the tolerance."
-                if n else ""), []
-    return f"{len(out)} cell(s) differ from the paper beyond the tolerance (marked *):", out
-
-
 INTERVALS_CAPTION = ("Accuracy (%) of the final label at each test length, with its Wilson 95% interval over the "
                      "test sequences; 'chance' rows: the majority share of the final label's distribution in that "
                      "length's test draw (exact where the task computes it, else over 10,000 draws; n/a: no test "
@@ -196,24 +204,48 @@ LONG_INTERVALS_CAPTION = ("The same on the long-range draw (docs/long-range.md):
                           "over the labels of the length (n/a: no long-range draw at that length).")
 
 
-def interval_tables(rep: Report, split: str = "test") -> list[tuple[str, list[str], list[list[str]]]]:
-    """(table name, headers, rows) per study table: every complete run's accuracy (%) at each test length
-    with its 95% (Wilson) interval, then one 'chance' row per task column (the majority share of the final
-    label's distribution in that length's draw); n/a: no test set at that length. ``split``: the draw
+@dataclass(frozen=True)
+class Interval:
+    """One run's accuracy at one length with its 95% (Wilson) interval and that length's chance; as text
+    ``acc (low-high)`` in percent. ``telling``: whether the interval changes a reading of the number: it
+    holds the 90% threshold, or chance (so the run cannot be told from a constant there)."""
+
+    accuracy: float
+    low: float
+    high: float
+    chance: float | None = None
+    threshold: float = 0.9
+
+    def __str__(self) -> str:
+        return f"{100 * self.accuracy:.1f} ({100 * self.low:.1f}-{100 * self.high:.1f})"
+
+    @property
+    def telling(self) -> bool:
+        return self.low <= self.threshold <= self.high or (
+            self.chance is not None and self.low <= self.chance <= self.high)
+
+
+def interval_tables(rep: Report, split: str = "test") -> list[tuple[str, list[str], list[list]]]:
+    """(table name, headers, rows) per study table: every complete run's accuracy at each test length
+    with its 95% (Wilson) interval (an ``Interval``; its text is ``acc (low-high)`` in percent), then one
+    'chance' row per task column (the majority share of the final label's distribution in that length's
+    draw); '-': no such run at that length, n/a: no test set at that length. ``split``: the draw
     (``test``, or ``long`` for the long-range draw, where the runs scored it)."""
     out = []
     results = on_split(rep.results, split)
+    thr = rep.study.score.threshold
     for tdef in rep.study.tables:
         runs = [(j, r) for j, r in results
                 if r is not None and r.status == RunStatus.COMPLETE and j.table == tdef.name and r.metrics]
         if not runs:
             continue
         lengths = sorted({m.length for _, r in runs for m in r.metrics})
-        rows, chance = [], {}
+        rows: list[list] = []
+        chance: dict = {}
         for j, r in runs:
             col = j.column or tdef.tasks[0].label
             at = {m.length: m for m in r.metrics}
-            cells = []
+            cells: list = []
             for n in lengths:
                 m = at.get(n)
                 if m is None:
@@ -221,7 +253,7 @@ def interval_tables(rep: Report, split: str = "test") -> list[tuple[str, list[st
                 elif m.accuracy is None:
                     cells.append("n/a")
                 else:
-                    cells.append(f"{100 * m.accuracy:.1f} ({100 * m.accuracy_low:.1f}-{100 * m.accuracy_high:.1f})")
+                    cells.append(Interval(m.accuracy, m.accuracy_low, m.accuracy_high, m.chance, thr))
                     chance.setdefault(col, {}).setdefault(n, m.chance)
             rows.append([j.label, col, f"{j.train.lr:g}", str(j.seed), *cells])
         rows += [["chance", col, "", "", *(f"{100 * by[n]:.1f}" if n in by else "-" for n in lengths)]
@@ -236,7 +268,7 @@ def intervals_markdown(rep: Report, split: str = "test") -> str:
         if len(rep.study.tables) > 1:
             lines += [f"Table `{name}`:", ""]
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        lines += ["| " + " | ".join(r) + " |" for r in rows] + [""]
+        lines += ["| " + " | ".join(map(str, r)) + " |" for r in rows] + [""]
     return "\n".join(lines)
 
 
@@ -309,13 +341,25 @@ def runs_line(rep: Report) -> str:
     """How many runs of the grid the report holds; when some are missing, which (the report's first line
     after its header)."""
     line = (f"Runs of the grid: {len(rep.results)}; complete: {len(rep.results) - rep.missing}; missing: "
-            f"{rep.missing}; unfinished records of these runs (killed, not counted): {rep.interrupted}.")
+            f"{rep.missing}; unfinished records of these runs (killed, not counted): {rep.interrupted}. "
+            f"{time_line(rep)}")
     missing = missing_runs(rep)
     if missing:
         line = (f"This report is incomplete: {rep.missing} of the grid's {len(rep.results)} runs are not complete "
                 f"in the database (not run yet, failed or killed), and its numbers leave them out: "
                 f"{'; '.join(missing)}. {line}")
     return line
+
+
+def time_line(rep: Report) -> str:
+    """What the complete runs cost: their wall times summed and, where they recorded it, their CPU time (on a
+    shared machine the wall time includes waiting for a core; the CPU time does not)."""
+    done = len(rep.results) - rep.missing
+    line = f"Wall time of the complete runs, summed: {rep.wall_time / 3600:.2f} h"
+    if rep.cpu_runs:
+        some = "" if rep.cpu_runs == done else f" (recorded by {rep.cpu_runs} of the {done} runs)"
+        line += f"; their CPU time: {rep.cpu_time / 3600:.2f} h{some}"
+    return line + "."
 
 
 def missing_runs(rep: Report, at_most: int = 20) -> list[str]:
@@ -348,17 +392,23 @@ def _figure_md(f: Figure, folder: str, links: dict) -> str:
         f"![{f.stem}]({folder}/{links[f.stem]})\n"
 
 
-def write_report(rep: Report, out: str | Path, meta: dict | None = None, figures=("png",)) -> Path:
+def write_report(rep: Report, out: str | Path, meta: dict | None = None, figures=("png",),
+                 force: bool = False) -> Path:
     """``out``/<study>.md, .csv, .tex and ``out``/<study>/<figure>.<format> for each of ``figures``
-    (png, svg, pdf; the markdown shows the first). ``meta``: the header's lines, e.g. {"Command": ...,
-    "Machine": ..., "Date": ...}. Returns the markdown path. (The HTML page: ``report.html.write_html``.)"""
+    (png, svg, pdf; the markdown shows the first), and the report's record in ``out``/index.json.
+    ``meta``: the header's lines, e.g. {"Command": ..., "Machine": ..., "Date": ...}. A report of the study
+    already in ``out`` that holds more (another scale, more seeds or more complete runs) is not replaced:
+    ``report.folder.ReportExists`` (one line), unless ``force``. Returns the markdown path. (The HTML page:
+    ``report.html.write_html``.)"""
     study = rep.study
     check_reportable(rep, rep.db)
     out = Path(out)
+    check_replace(out, study.name, rep.extent(), force)
     figdir = ensure_dir(out / study.name, f"cannot write the report in {str(out)!r}")
     meta = meta or {}
     header = [f"- {k}: `{v}`" if k == "Command" else f"- {k}: {v}" for k, v in meta.items()]
-    md = [f"# {study.title}", "", *header, "", runs_line(rep), "", scale_note(rep), "",
+    found = [] if study.kind == "lm" else ["## What this study found", "", *rep.finding().lines_md(), ""]
+    md = [f"# {study.title}", "", *header, "", *found, runs_line(rep), "", scale_note(rep), "",
           f"Study `{study.name}` (scale `{rep.scale}`). Source: {study.source}.", ""]
     figs = report_figures(rep)
     try:
@@ -407,4 +457,5 @@ def write_report(rep: Report, out: str | Path, meta: dict | None = None, figures
             w.writeheader()
             w.writerows(rows)
         write_file(out / f"{study.name}-verdicts.csv", f.getvalue(), what="report")
+    update_record(out, study.name, {**rep.record(meta), "markdown": path.name})
     return path

@@ -11,9 +11,31 @@
   from a model's weights.
 * :func:`spectrum` (module :mod:`statetrack.theory.spectra`): eigenvalues of A(x) per layer and token.
 """
-from statetrack.theory.constructions import build as build_construction
-from statetrack.theory.spectra import spectrum
-from statetrack.theory.verdicts import Verdict, oracle, oracle_table
-from statetrack.theory.witness import counterexample
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from statetrack.theory.constructions import build as build_construction
+    from statetrack.theory.spectra import spectrum
+    from statetrack.theory.verdicts import Verdict, oracle, oracle_table
+    from statetrack.theory.witness import counterexample
+
+#: public name -> (module, its name there): loaded on first use (PEP 562), so that the oracle, which needs
+#: no torch, starts without it
+_API = {"Verdict": ("verdicts", "Verdict"), "oracle": ("verdicts", "oracle"),
+        "oracle_table": ("verdicts", "oracle_table"), "build_construction": ("constructions", "build"),
+        "counterexample": ("witness", "counterexample"), "spectrum": ("spectra", "spectrum")}
+
+
+def __getattr__(name: str):
+    if name in _API:
+        module, attr = _API[name]
+        value = getattr(importlib.import_module(f"statetrack.theory.{module}"), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'statetrack.theory' has no attribute {name!r}")
+
 
 __all__ = ["Verdict", "oracle", "oracle_table", "build_construction", "counterexample", "spectrum"]

@@ -27,9 +27,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from statetrack.errors import allowed
-from statetrack.layers import MIXERS, build_mixer
-from statetrack.layers.base import EigenvalueDomain, Properties, Structure
+from statetrack.layers.properties import (
+    EigenvalueDomain,
+    Properties,
+    Structure,
+    declared_properties,
+    option_values,
+)
 from statetrack.spec import parse_layers
 
 NONNEG = {EigenvalueDomain.NONNEG}
@@ -80,8 +84,11 @@ class LayerInfo:
         return self.props.eigenvalues
 
 
-def classify(spec, mixer) -> LayerInfo:
-    p: Properties = mixer.properties
+def classify(spec, mixer=None) -> LayerInfo:
+    """The class of one layer of a spec, from its declared properties (``mixer``: a built layer, whose
+    properties and ``neg`` are read instead: a plugin's mixer built by a model)."""
+    p: Properties = mixer.properties if mixer is not None else declared_properties(spec)
+    neg = getattr(mixer, "neg", None) if mixer is not None else option_values(spec).get("neg")
     if not p.linear:
         return LayerInfo(str(spec), p, LayerClass.ATTENTION if p.structure == Structure.ATTENTION else
                          LayerClass.NONLINEAR if p.structure == Structure.NONLINEAR else LayerClass.OTHER)
@@ -108,8 +115,8 @@ def classify(spec, mixer) -> LayerInfo:
         if fd is None and (p.n_h in (None, 1) or p.eigenvalues in NONNEG | REAL_NEG):
             fd = (EigenvalueDomain.REAL if p.eigenvalues in REAL_NEG else
                   EigenvalueDomain.NONNEG if p.eigenvalues in NONNEG else None)
-        if fd is None and isinstance(getattr(mixer, "neg", None), bool):
-            fd = EigenvalueDomain.REAL if mixer.neg else EigenvalueDomain.NONNEG
+        if fd is None and isinstance(neg, bool):
+            fd = EigenvalueDomain.REAL if neg else EigenvalueDomain.NONNEG
         return LayerInfo(str(spec), p, LayerClass.HOUSEHOLDER, fd)
     if p.structure == Structure.DPLR and p.input_dependent:
         return LayerInfo(str(spec), p, LayerClass.DPLR)
@@ -121,11 +128,10 @@ def classify(spec, mixer) -> LayerInfo:
 
 
 def layer_infos(layers: str) -> list[LayerInfo]:
-    """Build each layer of the spec (small sizes) and read its declared properties."""
+    """Each layer of the spec with its declared properties (``statetrack.layers.declarations``: nothing is
+    built, no torch imported)."""
     out = []
     for n, spec in enumerate(parse_layers(layers)):
-        if spec.name not in MIXERS:
-            raise allowed("mixer", spec.name, MIXERS)
-        info = classify(spec, build_mixer(spec, 8, 4))
+        info = classify(spec)
         out.append(LayerInfo(info.spec, info.props, info.cls, info.factor_domain, n))
     return out

@@ -70,8 +70,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
 from statetrack.errors import UserError
-from statetrack.layers import MIXERS
-from statetrack.layers.base import EigenvalueDomain, Structure
+from statetrack.layers.properties import DECLARED, EigenvalueDomain, Structure
 from statetrack.spec import parse_layers
 from statetrack.theory.algebra import TaskAlgebra, task_algebra
 from statetrack.theory.layer_classes import (
@@ -750,7 +749,7 @@ DEFAULT_TABLE_TASKS = ("parity", "modcount:3", "offset", "group:C6", "group:V4",
 def oracle_table(layers: list[str] | None = None, tasks: list[str] | None = None) -> list[dict]:
     """One row per (layers, task). Default layers: those of the default list whose mixers exist."""
     if layers is None:
-        layers = [s for s in DEFAULT_TABLE_LAYERS if all(l.name in MIXERS for l in parse_layers(s))]
+        layers = [s for s in DEFAULT_TABLE_LAYERS if all(l.name in DECLARED for l in parse_layers(s))]
     tasks = list(tasks or DEFAULT_TABLE_TASKS)
     rows = []
     for spec in layers:

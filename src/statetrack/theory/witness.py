@@ -34,7 +34,7 @@ import torch
 
 from statetrack.checkpoint import load_checkpoint
 from statetrack.errors import UserError
-from statetrack.layers.base import EigenvalueDomain
+from statetrack.layers.properties import EigenvalueDomain
 from statetrack.spec import parse_layers
 from statetrack.theory.layer_classes import LayerClass, classify
 

@@ -30,7 +30,7 @@ import torch
 from statetrack.checkpoint import save_checkpoint
 from statetrack.config import ModelConfig, TrainConfig
 from statetrack.errors import UserError, allowed, did_you_mean
-from statetrack.layers import MIXERS
+from statetrack.layers.properties import DECLARED as MIXERS  # the mixers of this build, by name
 from statetrack.model import Model
 from statetrack.spec import format_layers, parse_layers
 from statetrack.tasks import get_task
