@@ -249,7 +249,8 @@ def test_a_plugin_that_exits_or_interrupts_at_import(plugin_dir, capsys, code, s
     assert err.count("\n") == 1 and "interrupted" not in err
 
 
-SHADOW_MIXER = "from statetrack.layers import register\nfrom statetrack.layers.rnn import RNN\n\nclass Mine(RNN):\n    name = 'NAME'\n\nregister(Mine)\n"
+SHADOW_MIXER = ("from statetrack.layers import register\nfrom statetrack.layers.rnn import RNN\n\n"
+                "class Mine(RNN):\n    name = 'NAME'\n\nregister(Mine)\n")
 SHADOW_TASK = ("from statetrack.tasks import get_task, register\n\n@register('NAME', 'mine')\n"
                "def mine(arg):\n    return get_task('parity')\n")
 
