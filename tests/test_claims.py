@@ -171,3 +171,48 @@ def test_heartbeat_failures_are_logged_and_counted(db, caplog):
     assert caplog.records[1].levelname == "ERROR" and caplog.records[1].exc_info[0] is ZeroDivisionError
     with pytest.raises(RuntimeError, match="heartbeat failed 2 times.*a bug"), hb:
         pass
+
+
+def test_a_heartbeat_in_the_future_is_taken_over_after_the_timeout(db):
+    """A crashed machine whose clock ran an hour ahead left a claim whose heartbeat lies in the future: it
+    used to look live forever and block every sweep. A heartbeat that does not move for the timeout, as
+    this process sees it, is dead whatever its time stamp says."""
+    store = Store(db)
+    rid = store.start_run(CFG, key="k", owner="fast:1:clock")
+    with store.transaction() as c:
+        c.execute("INSERT INTO claims VALUES ('k', 'fast:1:clock', NULL, ?, ?)", (time.time(), time.time() + 3600))
+    b = Claims(store, me="b", timeout=0.5)
+    assert b.claim("k").state == "taken" and b.held_by_others() == {"k"}
+    [w] = b.waits(["k"])
+    assert w["run_id"] == rid and w["age"] < -3500 and w["owner"] == "fast:1:clock"
+    time.sleep(0.7)
+    assert b.held_by_others() == set()
+    assert b.claim("k").state == "claimed" and store.run(rid)["status"] == "interrupted"
+
+
+def test_a_sweep_says_what_it_waits_for_and_ends(tmp_path, rnn_study, monkeypatch):
+    """The sweep that waits on a claim with a future heartbeat names the run it waits for (its id, its
+    sweep, how far in the future) every few seconds, then takes the claim over and finishes."""
+    from statetrack.experiments import load_study
+    from statetrack.reproduce import sweep
+    from statetrack.runs import sweep as sweep_mod
+
+    monkeypatch.setenv("STATETRACK_CLAIM_TIMEOUT", "2")
+    monkeypatch.setattr(sweep_mod, "WAIT_EVERY", 0.5)
+    db, path = str(tmp_path / "r.db"), rnn_study()
+    [job] = list(load_study(path).grid("quick"))
+    store = Store(db)
+    rid = store.start_run(CFG, key=job.key, owner="fast:1:clock")
+    with store.transaction() as c:
+        c.execute("INSERT INTO claims VALUES (?, 'fast:1:clock', NULL, ?, ?)",
+                  (job.key, time.time(), time.time() + 3600))
+    said, t = [], time.time()
+    _, results = sweep(path, db=db, workers=1, on_wait=said.append, progress=False)
+    assert time.time() - t < 60 and [r.status for _, r in results] == ["complete"]
+    assert said and all(w["run_id"] == rid for waits in said for w in waits)
+    text = sweep_mod.describe_waits(said[0])
+    assert text.startswith(f"waiting for 1 run(s) that other sweeps hold: run {rid} (sweep fast:1:clock, heartbeat ")
+    assert "s in the future (its clock is ahead); taken over if it stays unchanged for 2 s" in text
+    assert store.run(rid)["status"] == "interrupted"
+    with store.transaction() as c:
+        assert c.execute("SELECT COUNT(*) FROM claims").fetchone()[0] == 0

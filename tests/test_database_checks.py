@@ -3,6 +3,7 @@ missing, a page is corrupt), one written by a newer statetrack, or a foreign one
 left byte for byte as it was; read-only commands never write to a database; a database the user cannot
 write (a read-only file or folder) is opened read-only, so that ``runs`` and ``report`` work and leave no
 file behind."""
+import json
 import os
 import shutil
 import sqlite3
@@ -189,3 +190,102 @@ def test_a_database_that_cannot_be_written_is_read(copy, file_mode, folder_mode)
     assert write["code"] == 2 and "Traceback" not in write["err"], write
     assert "cannot be written" in err and "read-only" in err and write["files"] == files, write
     assert db.read_bytes() == before and _files(db.parent) == files
+
+
+@pytest.mark.parametrize("column, value, problem", [
+    ("config", "not json", "its config is not valid JSON"),
+    ("config", "[1, 2]", "its config is list '[1, 2]', not a JSON object"),
+    ("summary", "{", "its summary is not valid JSON"),
+    ("versions", "7", "its versions is int '7', not a JSON object"),
+    ("status", "bogus", "its status is 'bogus'; allowed: running, complete, failed, interrupted"),
+    ("seed", "x", "its seed is str 'x'"),
+])
+def test_a_damaged_row_leaves_every_other_row_usable(copy, capsys, column, value, problem):
+    """`runs.config = 'not json'` in one row used to end runs, report, sweep and rerun in a JSONDecodeError
+    traceback (runs show in an AttributeError). Now the row is named and left out; the others work."""
+    db, study = copy
+    _alter(db, f"UPDATE runs SET {column}='{value}' WHERE id=2")
+    said = f"run 2 of {str(db)!r} is damaged: {problem}"
+    capsys.readouterr()
+    assert main(["runs", "--db", str(db), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert [r["run_id"] for r in map(json.loads, out.splitlines())] == [1, 3]
+    assert said in err and err.count("\n") == 1 and "Traceback" not in err, err
+    assert main(["runs", "show", "1", "--db", str(db)]) == 0
+    _one_line(capsys, ["runs", "show", "2", "--db", str(db)], said)
+    _one_line(capsys, ["rerun", "2", "--db", str(db)], said)
+    capsys.readouterr()
+    assert main(["report", str(study), "--db", str(db), "--out", "", "--json"]) == 0  # two of the three seeds
+    assert said in capsys.readouterr().err
+    assert main(["runs", "--check", "--db", str(db)]) == 1
+    out = capsys.readouterr().out
+    assert "runs" in out and problem.split(" (")[0][:30] in " ".join(out.split())
+    # the sweep redoes the run it cannot read, and reuses the two others
+    assert main(["sweep", str(study), "--db", str(db), "--workers", "1", "--json"]) == 0
+    assert sorted({r["run_id"] for r in map(json.loads, capsys.readouterr().out.splitlines())}) == [1, 3, 4]
+
+
+def test_a_damaged_metrics_row_or_curve_is_listed_by_check(copy, capsys):
+    db, study = copy
+    _alter(db, "UPDATE metrics SET accuracy='high' WHERE run_id=1; UPDATE curves SET data='{' WHERE run_id=3")
+    assert main(["runs", "--check", "--db", str(db), "--json"]) == 1
+    rows = [json.loads(l) for l in capsys.readouterr().out.splitlines()]
+    assert {(r["run_id"], r["table"]) for r in rows} == {(1, "metrics"), (3, "curves")}, rows
+    assert main(["report", str(study), "--db", str(db), "--out", "", "--json"]) == 0
+    assert "run 1 of" in capsys.readouterr().err  # left out of the report, which the others make
+
+
+def test_check_on_a_sound_database(copy, capsys):
+    db, _ = copy
+    assert main(["runs", "--check", "--db", str(db)]) == 0
+    assert " ".join(capsys.readouterr().out.split()) == f"no damaged row in {db} (3 runs)"
+
+
+def test_labels_of_any_bytes_are_read(copy, capsys):
+    """Another program may store text that is not UTF-8 in a label: it reads with U+FFFD, not an error."""
+    db, _ = copy
+    con = sqlite3.connect(db)
+    con.execute("UPDATE runs SET label=CAST(X'626164FF' AS TEXT) WHERE id=1")
+    con.commit()
+    con.close()
+    assert main(["runs", "--db", str(db)]) == 0
+    assert "bad\ufffd" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kind", ["/dev/null", "zero-byte file", "folder", "fifo"])
+@pytest.mark.parametrize("command", [["runs"], ["train", "--layers", "rnn", "--steps", "1"]])
+def test_db_must_be_a_regular_file_or_a_new_path(tmp_path, capsys, kind, command):
+    """`--db /dev/null` said 'disk I/O error' and left /dev/null-journal; a zero-byte file read 'You can only
+    execute one statement at a time' and train adopted it."""
+    path = {"/dev/null": Path("/dev/null"), "zero-byte file": tmp_path / "empty.db",
+            "folder": tmp_path / "dir.db", "fifo": tmp_path / "pipe.db"}[kind]
+    if kind == "zero-byte file":
+        path.write_bytes(b"")
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    before = sorted(os.listdir(path.parent))
+    what = {"/dev/null": "is a character device, not a database file", "zero-byte file": "is an empty file (0 bytes)",
+            "folder": "is a folder, not a database file", "fifo": "is a FIFO (named pipe), not a database file"}[kind]
+    _one_line(capsys, [*command, "--db", str(path)], f"results database {str(path)!r} {what}")
+    assert sorted(os.listdir(path.parent)) == before
+    if kind == "zero-byte file":
+        assert path.read_bytes() == b""
+
+
+def test_a_database_reached_through_a_link_is_known_by_its_real_path(tmp_path, capsys):
+    """`--db other/link.db` (a link to real/st.db) put checkpoints in other/link.checkpoints/, and through the
+    real path `eval run:LABEL` said 'not found'."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "other").mkdir()
+    real, link = tmp_path / "real" / "st.db", tmp_path / "other" / "link.db"
+    link.symlink_to(real)
+    assert main(["train", "--layers", "rnn", "--d-model", "2", "--steps", "2", "--eval-every", "2",
+                 "--test-lengths", "8", "--eval-batch", "4", "--label", "mine", "--db", str(link)]) == 0
+    assert os.listdir(tmp_path / "other") == ["link.db"] and real.is_file()
+    assert [p.name for p in (tmp_path / "real" / "st.checkpoints").iterdir()][0].startswith("run1-")
+    for db in (real, link):
+        capsys.readouterr()
+        assert main(["eval", "run:mine", "--db", str(db), "--lengths", "8"]) == 0, capsys.readouterr().err
+        assert "warning" not in capsys.readouterr().err

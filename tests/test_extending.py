@@ -98,7 +98,7 @@ def test_documented_commands(documented):
     assert show["task"] == "flipflop:0.8" and show["config"]["plugins"] == ["mystuff"]
     page = (d / "runs" / "reports" / "mystudy.html").read_text()
     assert page.count("<svg") >= 2 and "signeddiag(neg=false)" in page
-    assert "1000" in _one(out, "statetrack eval").stdout  # without STATETRACK_PLUGINS: the recorded one
+    assert "1000" in _one(out, "statetrack --plugin mystuff eval").stdout  # the plugin given, not recorded
 
 
 def test_own_module_as_a_mixer(documented):
@@ -147,14 +147,23 @@ def test_blocks_that_need_a_package(needs, code, tmp_path):
     assert "complete" in p.stdout
 
 
-def test_missing_recorded_plugin_is_named(documented, tmp_path):
-    d, _ = documented  # run from elsewhere, so that mystuff cannot be imported
+def test_a_recorded_plugin_is_named_never_imported(documented, tmp_path):
+    """eval and rerun name the plugin module a run recorded and say how to load it; they import nothing,
+    even where the module could be imported (its folder on PYTHONPATH)."""
+    d, _ = documented
     [ck] = (d / "runs" / "plugin.checkpoints").glob("run1-*.safetensors")
-    p = statetrack(["eval", str(ck), "--lengths", "64"], base_env(), tmp_path)
-    assert p.returncode == 2 and p.stderr.count("\n") == 1
-    assert "plugin module 'mystuff' (recorded in checkpoint" in p.stderr and "not found" in p.stderr
-    p = statetrack(["rerun", "1", "--db", str(d / "runs/plugin.db")], base_env(), tmp_path)
-    assert p.returncode == 2 and "plugin module 'mystuff' (recorded with run 1) not found" in p.stderr
+    env = {**base_env(), "PYTHONPATH": os.pathsep.join([str(d), base_env()["PYTHONPATH"]])}
+    p = statetrack(["eval", str(ck), "--lengths", "64"], env, tmp_path)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert (f"checkpoint {str(ck)!r} names plugin module 'mystuff', not loaded; data never imports code: "
+            "if you trust it, pass --plugin mystuff") in p.stderr
+    p = statetrack(["rerun", "1", "--db", str(d / "runs/plugin.db")], env, tmp_path)
+    assert p.returncode == 2 and "run 1 of " in p.stderr and "pass --plugin mystuff" in p.stderr, p.stderr
+    config = tmp_path / "run.yaml"
+    config.write_text("plugins: [mystuff]\ntask: flipflop:0.8\nmodel: {layers: signeddiag}\n")
+    p = statetrack(["train", "--config", str(config), "--db", str(tmp_path / "c.db")], env, tmp_path)
+    assert p.returncode == 2 and f"config file {str(config)!r} names plugin module 'mystuff'" in p.stderr
+    assert not (tmp_path / "c.db").exists()
 
 
 def test_bad_plugin_names(tmp_path, capsys, monkeypatch):
@@ -204,3 +213,95 @@ def test_ray_workers_import_the_plugins(documented, tmp_path):
     assert p.returncode == 0, p.stderr[-2000:]
     rows = [json.loads(l) for l in p.stdout.splitlines()]
     assert {r["model"] for r in rows} == {"signeddiag", "signeddiag(neg=false)", "mamba(conv=0)"}
+
+
+@pytest.fixture
+def plugin_dir(tmp_path, monkeypatch):
+    """write(name, code) -> a plugin module on the path; the registries and the loaded plugins are restored
+    after the test."""
+    from statetrack import layers, plugins
+    from statetrack.tasks import registry
+
+    for mod, name in ((layers, "MIXERS"), (layers, "ORIGIN"), (registry, "FAMILIES"), (registry, "ORIGIN"),
+                      (plugins, "_loaded")):
+        monkeypatch.setattr(mod, name, dict(getattr(mod, name)))
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def write(name: str, code: str) -> str:
+        (tmp_path / f"{name}.py").write_text(code)
+        monkeypatch.delitem(sys.modules, name, raising=False)
+        return name
+    yield write
+
+
+@pytest.mark.parametrize("code, said", [
+    ("import sys\nsys.exit(0)\n", "exits_0.py:2: it called sys.exit(0) while being imported"),
+    ("raise SystemExit('bye')\n", "it called sys.exit('bye') while being imported"),
+    ("raise KeyboardInterrupt\n", "KeyboardInterrupt"),
+])
+def test_a_plugin_that_exits_or_interrupts_at_import(plugin_dir, capsys, code, said):
+    """An exit or a KeyboardInterrupt raised by a plugin's own code is its failure to import: one line, exit
+    2, never a silent exit 0 or a fake 'interrupted by SIGINT'."""
+    name = plugin_dir("exits_0", code)
+    assert main_cli(["--plugin", name, "train", "--layers", "rnn"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: plugin module {name!r} (--plugin) failed to import: ") and said in err, err
+    assert err.count("\n") == 1 and "interrupted" not in err
+
+
+SHADOW_MIXER = ("from statetrack.layers import register\nfrom statetrack.layers.rnn import RNN\n\n"
+                "class Mine(RNN):\n    name = 'NAME'\n\nregister(Mine)\n")
+SHADOW_TASK = ("from statetrack.tasks import get_task, register\n\n@register('NAME', 'mine')\n"
+               "def mine(arg):\n    return get_task('parity')\n")
+
+
+@pytest.mark.parametrize("kind, code, name", [("mixer", SHADOW_MIXER, "rnn"), ("task family", SHADOW_TASK, "parity")])
+def test_a_plugin_cannot_replace_a_built_in_name(plugin_dir, capsys, kind, code, name):
+    from statetrack.layers import MIXERS
+    from statetrack.tasks.registry import FAMILIES
+
+    before = MIXERS.get(name) or FAMILIES[name]
+    mod = plugin_dir("shadow", code.replace("NAME", name))
+    assert main_cli(["--plugin", mod, "models"]) == 2
+    err = capsys.readouterr().err
+    assert (f"{kind} {name!r} is already registered by statetrack itself; module 'shadow' cannot replace it: "
+            "register yours under another name") in err and err.count("\n") == 1, err
+    from statetrack.layers import MIXERS as after_m
+    from statetrack.tasks.registry import FAMILIES as after_f
+    assert (after_m.get(name) or after_f[name]) is before
+
+
+def test_a_plugin_cannot_take_another_plugins_name(plugin_dir, capsys):
+    first = plugin_dir("first_plugin", SHADOW_MIXER.replace("NAME", "ourmix"))
+    second = plugin_dir("second_plugin", SHADOW_MIXER.replace("NAME", "ourmix"))
+    assert main_cli(["--plugin", first, "--plugin", second, "models"]) == 2
+    assert ("mixer 'ourmix' is already registered by plugin module 'first_plugin'; module 'second_plugin' cannot "
+            "replace it") in capsys.readouterr().err
+
+
+def test_a_runs_key_names_the_plugins_of_its_mixer_and_task(monkeypatch):
+    """Two plugins' mixers of one name never share a key, so a sweep never reuses one's runs as the other's;
+    runs of statetrack's own mixers keep the keys they had (a database's complete runs are still reused)."""
+    import hashlib
+
+    from statetrack import EvalConfig, ModelConfig, TrainConfig
+    from statetrack.layers import ORIGIN
+    from statetrack.runs.runner import run_key
+
+    plain = TrainConfig(model=ModelConfig(layers="rnn"))
+    ecfg = EvalConfig()
+    legacy = json.dumps({"train": plain.key_dict(), "eval": ecfg.key_dict(), "study": "s", "label": "RNN"},
+                        sort_keys=True)
+    assert run_key(plain, ecfg, "s", "RNN") == hashlib.sha256(legacy.encode()).hexdigest()[:16]
+    cfg = TrainConfig(model=ModelConfig(layers="rnn,ourmix"))
+    keys = set()
+    for module in ("first_plugin", "second_plugin"):
+        monkeypatch.setitem(ORIGIN, "ourmix", module)
+        keys.add(run_key(cfg, ecfg, "s", "RNN"))
+    assert len(keys) == 2
+
+
+def main_cli(argv):
+    from statetrack.cli import main
+
+    return main(argv)

@@ -191,3 +191,71 @@ def test_fuzzed_checkpoint_metadata(tmp_path_factory, config, extra):
         load_checkpoint(p)
     except UserError as e:
         assert str(e) and "\n" not in str(e)
+
+
+def _naming(tmp_path, plugins):
+    """A good checkpoint whose metadata records ``plugins``."""
+    model, cfg, _ = _good(tmp_path)
+    return save_checkpoint(model, cfg.model_dump(), tmp_path / "p.safetensors", extra={"plugins": plugins})
+
+
+SENTINEL = "import pathlib\npathlib.Path(__file__).with_name('IMPORTED').write_text('code from a checkpoint ran')\n"
+
+
+@pytest.mark.parametrize("module", ["st_sentinel", "st_sentinel.sub", "this", "venv.__main__"])
+@pytest.mark.parametrize("cmd", COMMANDS)
+def test_a_checkpoint_naming_a_module_imports_nothing(tmp_path, capsys, monkeypatch, module, cmd):
+    """A checkpoint records the plugin modules that made it; loading it names them and imports none (a
+    sentinel module on the path would write a file; 'this' would print the Zen of Python, 'venv.__main__'
+    make a virtualenv in the working folder)."""
+    pkg = tmp_path / "st_sentinel"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(SENTINEL)
+    (pkg / "sub.py").write_text(SENTINEL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    p = _naming(tmp_path, [module])
+    before = set(os.listdir(tmp_path))
+    assert main(cmd + [str(p)]) == 2
+    out, err = capsys.readouterr()
+    assert err == (f"error: checkpoint {str(p)!r} names plugin module {module!r}, not loaded; data never imports "
+                   f"code: if you trust it, pass --plugin {module}\n")
+    assert "Beautiful is better" not in out and set(os.listdir(tmp_path)) == before
+    assert not (pkg / "IMPORTED").exists() and "st_sentinel" not in sys.modules
+
+
+@pytest.mark.parametrize("module", ["../st_sentinel", "os; import st_sentinel", "st_sentinel\nx", ""])
+def test_a_recorded_plugin_that_is_not_a_module_name(tmp_path, capsys, module):
+    p = _naming(tmp_path, [module])
+    if module:
+        _one_line_exit_2(capsys, ["eval", str(p)], f"names plugin module {module!r}, which is not a module name")
+    else:  # an empty name names nothing
+        assert main(["eval", str(p), "--lengths", "8"]) == 0
+
+
+def test_a_sentinel_checkpoint_in_a_fresh_process(tmp_path):
+    """As a user runs it: `statetrack eval FILE` with the module importable from the working folder."""
+    (tmp_path / "st_sentinel.py").write_text(SENTINEL)
+    p = _naming(tmp_path, ["st_sentinel"])
+    r = subprocess.run([sys.executable, "-m", "statetrack.cli", "eval", str(p)], capture_output=True, text=True,
+                       cwd=tmp_path, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), SRC])},
+                       timeout=120)
+    assert r.returncode == 2 and "pass --plugin st_sentinel" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not (tmp_path / "IMPORTED").exists()
+    # trusted on the command line, it is imported (and registers nothing this checkpoint needs: it loads)
+    r = subprocess.run([sys.executable, "-m", "statetrack.cli", "--plugin", "st_sentinel", "eval", str(p),
+                        "--lengths", "8"], capture_output=True, text=True, cwd=tmp_path,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), SRC])}, timeout=120)
+    assert r.returncode == 0 and (tmp_path / "IMPORTED").exists(), r.stderr
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo"])
+@pytest.mark.parametrize("cmd", COMMANDS)
+def test_a_folder_or_fifo_given_as_a_checkpoint_is_named_as_such(tmp_path, capsys, kind, cmd):
+    p = tmp_path / f"x.{kind}"
+    if kind == "folder":
+        p.mkdir()
+    else:
+        os.mkfifo(p)
+    what = "a folder" if kind == "folder" else "a FIFO (named pipe)"
+    _one_line_exit_2(capsys, cmd + [str(p)], f"checkpoint {str(p)!r} is {what}, not a checkpoint file")

@@ -215,6 +215,12 @@ def test_models_table():
     assert by["deltaproduct"]["n_h"] == 2 and by["deltanet"]["n_h"] == 1
     assert by["transformer"]["structure"] == "attention" and by["transformer"]["eigenvalues"] == "n/a"
     assert by["s4d"]["input_dependent"] is False
+    # the mixers of 2025-26, with the properties the oracle reads
+    assert (by["pdssm"]["structure"], by["pdssm"]["eigenvalues"]) == ("pd", "complex disc")
+    assert (by["gateddeltaproduct"]["structure"], by["gateddeltaproduct"]["n_h"]) == ("householder", 2)
+    assert (by["kda"]["structure"], by["kda"]["eigenvalues"], by["kda"]["n_h"]) == ("householder", "[0,1]", 1)
+    assert all(by[n]["rounding"] for n in ("pdssm", "gateddeltaproduct", "kda", "negmamba", "lru"))
+    assert by["aussm"]["rounding"] == "" and by["deltanet"]["rounding"] == ""
 
 
 def test_neg_switch_domains():
@@ -237,6 +243,18 @@ def test_negmamba_reaches_minus_one():
     m = make("negmamba", dtype=torch.float32)
     ev = m.eigenvalues(300 * torch.randn(2, 40, D_MODEL))
     assert (ev.real == -1).any() and (ev.real >= -1).all()
+
+
+@pytest.mark.parametrize("spec", [v for v in VARIANTS if make(v).properties.linear and not make(v).properties.rounding])
+def test_declared_exact_modulus_one_is_reached_in_float64(spec):
+    """A linear mixer that declares no rounding reaches modulus 1 in exact arithmetic: in float64, with every
+    weight moved off its init and moderate inputs, some eigenvalue has modulus 1 to 1e-12 (AUSSM's exp(i
+    theta); DeltaNet's and DeltaProduct's eigenvalue 1 off the keys)."""
+    m = make(spec)
+    _perturb(m)
+    torch.manual_seed(4)
+    ev = m.eigenvalues(torch.randn(2, 6, D_MODEL, dtype=torch.float64))
+    assert ((ev.abs() - 1).abs() < 1e-12).any(-1).all(), spec
 
 
 @pytest.mark.parametrize("spec", ["pdssm", "lru"])

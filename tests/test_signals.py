@@ -23,8 +23,9 @@ def _rows(db):
         con.close()
 
 
-@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_a_signal_during_train_records_the_run_interrupted(tmp_path, cli, sig, code):
+    """SIGHUP (the terminal closed) used to end train with 129 and leave its run `running` for good."""
     db = str(tmp_path / "r.db")
     p = cli.start("train", *LONG, "--db", db)
     cli.wait_until(db, "status='running'", 1, [p])
@@ -43,6 +44,7 @@ def test_a_signal_during_train_records_the_run_interrupted(tmp_path, cli, sig, c
     (signal.SIGINT, True, 2),    # Ctrl-C in a terminal: the whole process group, workers included
     (signal.SIGTERM, False, 2),  # kill PID: the parent only, which tells its workers
     (signal.SIGTERM, False, 1),  # runs in the sweep's own process
+    (signal.SIGHUP, True, 2),    # the terminal closed: it used to leave the sweep's claims behind
 ])
 def test_a_signal_stops_the_whole_sweep(tmp_path, cli, grid8, sig, to_group, workers):
     db = str(tmp_path / "r.db")

@@ -1,10 +1,16 @@
 """Terminal output a person reads: markers stay with their cell, long samples are abbreviated with their
 length, runs show prints plain values, a --db in a missing folder is named, and the mark of a difference
 from the paper is explained only where a table has published numbers."""
+import json
+import os
 import re
+import sqlite3
+import subprocess
+import sys
 
 import pytest
 
+from conftest import Cli
 from statetrack.cli import main
 from statetrack.cli.catalog import abbreviate
 from statetrack.cli.output import Col, print_table, wrap
@@ -71,3 +77,73 @@ def test_differs_legend_only_with_published_numbers(published):
         select, score, metric, tolerance, length_factor = Select(), Score(), "accuracy", 0.1, 2.0
 
     assert ("* = differs from the paper" in _caption(Study(), "per_length", published)) is published
+
+
+@pytest.fixture(scope="module")
+def labelled(tmp_path_factory):
+    """A database with one run labelled 'café | Ω' (text an ASCII terminal lacks, a markdown pipe)."""
+    db = str(tmp_path_factory.mktemp("labelled") / "r.db")
+    assert main(["train", "--layers", "rnn", "--d-model", "2", "--steps", "2", "--eval-every", "2",
+                 "--test-lengths", "8", "--eval-batch", "4", "--label", "caf\u00e9 | \u03a9", "--db", db]) == 0
+    return db
+
+
+def _statetrack(*args, env=None, **kw):
+    kw.setdefault("encoding", "utf-8")
+    return subprocess.run([sys.executable, "-m", "statetrack.cli", *args], env={**Cli.env, **(env or {})},
+                          stderr=subprocess.PIPE, timeout=300, **kw)
+
+
+@pytest.mark.parametrize("stdout", ["closed", "/dev/full"])
+def test_a_closed_or_full_stdout_is_one_line(labelled, tmp_path, stdout):
+    """`runs >&-` and `runs >/dev/full` ended in tracebacks; `train >/dev/full` too, its run recorded.
+    Now: the work is done, one line says the output could not be written, exit 2."""
+
+    def run(*args):
+        if stdout == "closed":
+            return _statetrack(*args, preexec_fn=lambda: os.close(1))
+        with open("/dev/full", "w") as full:
+            return _statetrack(*args, stdout=full)
+
+    why = "it is closed" if stdout == "closed" else "No space left on device"
+    for args in (["runs", "--db", labelled], ["runs", "show", "1", "--db", labelled]):
+        p = run(*args)
+        assert p.returncode == 2 and "Traceback" not in p.stderr and "Exception ignored" not in p.stderr, p.stderr
+        assert p.stderr == (f"error: cannot write to standard output: {why}; the command's work is done, its output "
+                            "lost\n")
+    db = str(tmp_path / "t.db")
+    p = run("train", "--layers", "rnn", "--d-model", "2", "--steps", "2", "--eval-every", "2", "--test-lengths", "8",
+            "--eval-batch", "4", "--db", db)
+    assert p.returncode == 2 and "Traceback" not in p.stderr and p.stderr.endswith("its output lost\n"), p.stderr
+    assert sqlite3.connect(db).execute("SELECT status FROM runs").fetchall() == [("complete",)]
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_any_output_encoding(labelled, encoding):
+    """An ASCII-only terminal (or any encoding without the label's letters) used to crash `runs`."""
+
+    for args in (["runs", "--db", labelled], ["runs", "show", "1", "--db", labelled], ["models"]):
+        p = _statetrack(*args, env={"PYTHONIOENCODING": encoding, "COLUMNS": "200"}, stdout=subprocess.PIPE,
+                        encoding=encoding)
+        assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+        if args[0] == "runs":
+            assert ("caf\u00e9" if encoding == "latin-1" else "caf\\xe9") in p.stdout
+            assert "\\u03a9" in p.stdout
+
+
+@pytest.mark.parametrize("columns", ["5", "1", "12"])
+def test_a_very_narrow_terminal_never_cuts_a_value(labelled, capsys, monkeypatch, columns):
+    """COLUMNS=5 folded every value mid-word ('statu' / 's: c' / 'o' ...): a word wider than the terminal
+    is printed whole, on a line of its own."""
+
+    monkeypatch.setenv("COLUMNS", columns)
+    for args in (["runs", "--db", labelled], ["runs", "show", "1", "--db", labelled]):
+        capsys.readouterr()
+        assert main(args) == 0
+        out = capsys.readouterr().out
+        words = set(out.split())
+        assert main(args + ["--json"]) == 0
+        row = json.loads(capsys.readouterr().out.splitlines()[0])
+        for key in ("status", "model", "task") + (("checkpoint",) if "show" in args else ()):
+            assert str(row[key]) in words, (key, row[key], out[:500])
+    assert wrap("complete", 3) == ["complete"] and wrap("a complete run", 5) == ["a", "complete", "run"]

@@ -184,3 +184,10 @@ def test_dfa_pdssm_on_a_dfa_file(tmp_path):
     task = f"dfa:{path}"
     c = build(f"dfa-pdssm:{task}")
     assert _acc(c.model, get_task(task), batch=4).token_accuracy == 1.0
+    from statetrack.theory.algebra import automaton_states
+    from statetrack.theory.verdicts import oracle
+
+    v = oracle("pdssm", task)
+    n = automaton_states(task)  # 5: the b count mod 3, and for a count of 0 the trailing a's (0, 1, 2+)
+    assert (v.verdict, v.basis, v.condition, v.facts["state_size_needed"], c.notes["states"]) == \
+        ("possible", "P5", "rounding", n, n) and n == 5

@@ -245,7 +245,8 @@ def validated(cls, **kwargs):
 
 # -- a run's config as one mapping: config files, --set overrides, stored runs -----------------------
 #: The mapping holds TrainConfig's fields at the top level, ModelConfig's under ``model``, EvalConfig's
-#: under ``eval``, and optionally ``plugins`` (modules to import first: statetrack.plugins). It is the
+#: under ``eval``, and optionally ``plugins`` (the modules that register its task or mixers, which must be
+#: loaded: a file names them, never imports them; statetrack.plugins). It is the
 #: format of ``statetrack train --config FILE.yaml`` and of a stored run's ``config``.
 SECTIONS: dict[str, type[BaseModel]] = {"model": ModelConfig, "eval": EvalConfig}
 

@@ -1,4 +1,5 @@
-"""The one exception type for bad user input: the CLI turns it into one line and exit code 2.
+"""The one exception type for bad user input: the CLI turns it into one line and exit code 2; and
+:class:`Interrupted`, a signal received (raised by ``statetrack.runs.signals``), which every layer lets pass.
 
 A name that is not one of the allowed ones gets the closest allowed names ("did you mean"), as git and
 cargo do: by edit distance (insertions, deletions, substitutions and swaps of two neighbours, case
@@ -6,11 +7,23 @@ ignored), within a third of the name's length.
 """
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterable
 
 
 class UserError(ValueError):
     """Input the user can fix: an unknown name, a malformed spec, a missing file, a bad number."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """A SIGINT, SIGTERM or SIGHUP received by this process."""
+
+    def __init__(self, signum: int = signal.SIGINT):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = int(signum)
+
+    def __reduce__(self):  # from a worker process to its parent
+        return (type(self), (self.signum,))
 
 
 def edit_distance(a: str, b: str) -> int:

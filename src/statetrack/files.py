@@ -13,6 +13,7 @@ import contextlib
 import errno
 import hashlib
 import os
+import stat
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -39,6 +40,26 @@ def ensure_dir(folder: str | os.PathLike, action: str | None = None) -> Path:
     if not folder.is_dir():
         raise UserError(f"{action}: a file is in the way of the folder {str(folder)!r}")
     return folder
+
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def file_kind(path: str | os.PathLike) -> str | None:
+    """What ``path`` is (links followed): None for a regular file, else ``"a folder"``, ``"a FIFO (named
+    pipe)"``, ``"a character device"`` ...; ``"missing"`` when nothing is there (or a file is where a
+    folder of its path should be); None too when it cannot be looked at (no permission: opening it says
+    so). Looked at without opening it (opening a FIFO would wait for a writer)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing"
+    except OSError:  # no permission to look: the reader that opens it says why
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return next((what for test, what in _KINDS if test(mode)), "not a regular file")
 
 
 def check_writable(folder: str | os.PathLike, action: str) -> None:

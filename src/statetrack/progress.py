@@ -5,7 +5,8 @@ Each of them takes ``progress``:
 * ``None`` (the default): log lines, unless the caller passed callbacks of its own (``on_step``,
   ``on_done``: then they are the progress, as in the command line and the sweep's workers);
 * ``True``: log lines; ``False``: nothing;
-* a callable: called with one dict per event (``event``: ``validation`` or ``run done``, the numbers,
+* a callable: called with one dict per event (``event``: ``validation``, ``run done`` or ``waiting``
+  (for runs that other sweeps hold: their run ids), the numbers,
   ``elapsed`` and ``eta`` in seconds, and ``message``: the log line).
 
 The log lines go to the ``statetrack`` logger at INFO, one per validation and one per finished run::
@@ -33,15 +34,55 @@ def duration(s: float) -> str:
     return f"{s}s" if s < 60 else f"{s // 60}m{s % 60:02d}s" if s < 3600 else f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
+class _Stderr(logging.StreamHandler):
+    """Bare lines on ``sys.stderr`` as it is when each line is written (redirected, or captured)."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
 def _default_handler() -> None:
     """A stderr handler of bare lines on the statetrack logger, unless logging is configured already."""
     if LOGGER.handlers or logging.getLogger().handlers:
         return
-    h = logging.StreamHandler(sys.stderr)
+    h = _Stderr()
     h.setFormatter(logging.Formatter("%(message)s"))
     LOGGER.addHandler(h)
     if LOGGER.level == logging.NOTSET:
         LOGGER.setLevel(logging.INFO)
+
+
+def to_stderr() -> None:
+    """Warnings of the ``statetrack`` logger as bare lines on stderr, whatever logging is configured (the
+    command line's choice: one handler, added once)."""
+    if not any(isinstance(h, _Stderr) for h in LOGGER.handlers):
+        LOGGER.addHandler(_Stderr())
+
+
+def warn(text: str) -> None:
+    """A warning line on the ``statetrack`` logger (on stderr where the program configured no logging)."""
+    _default_handler()
+    LOGGER.warning(text)
+
+
+def describe_waits(waits: list[dict]) -> str:
+    """One line naming the runs a sweep waits for (``Claims.waits``): their run ids, their sweeps, and
+    how old their heartbeats are (one in the future: that machine's clock is ahead, and the claim is
+    taken over once its heartbeat stays unchanged for the timeout)."""
+    def one(w: dict) -> str:
+        run = f"run {w['run_id']}" if w["run_id"] is not None else f"key {w['key']} (no row yet)"
+        if w["age"] < -1:
+            beat = (f"heartbeat {-w['age']:.0f} s in the future (its clock is ahead); taken over if it stays "
+                    f"unchanged for {w['timeout']:.0f} s (unchanged for {w['unchanged']:.0f} s)")
+        else:
+            beat = f"heartbeat {max(0.0, w['age']):.0f} s ago"
+        return f"{run} (sweep {w['owner']}, {beat})"
+    return f"waiting for {len(waits)} run(s) that other sweeps hold: " + "; ".join(map(one, waits))
 
 
 def sink(progress: Progress, callbacks: bool) -> Callable[[dict], None] | None:
@@ -88,6 +129,10 @@ class SweepProgress:
                f"{100 * info['val_accuracy']:.1f}%  elapsed {duration(el)}")
         self.out({"event": "validation", "run": self.name(job), **info, "steps": job.train.steps, "elapsed": el,
                   "message": msg})
+
+    def on_wait(self, waits: list[dict]) -> None:
+        self.out({"event": "waiting", "runs": waits, "elapsed": time.time() - self.t0,
+                  "message": f"{self.title}: {describe_waits(waits)}"})
 
     def on_done(self, job, res) -> None:
         self.finished += 1

@@ -19,9 +19,10 @@ from statetrack.runs.sweep import run_jobs
 def sweep(name: str | Study, scale: str = "quick", seeds: int | None = None, db: str | Path = DEFAULT_DB,
           workers: int = 1, fresh: bool = False, device: str = "auto", on_done=None, executor: str = "local",
           address: str | None = None, on_step=None, progress: Progress = None,
-          max_runs: int = MAX_RUNS) -> tuple[Study, list]:
+          max_runs: int = MAX_RUNS, on_wait=None) -> tuple[Study, list]:
     """Run study ``name``'s grid at ``scale``; returns (study, [(job, result)]). ``on_done(job, result)``
-    after each run, ``on_step(job, step, info)`` after each validation (sweep.run_jobs). ``progress``: a
+    after each run, ``on_step(job, step, info)`` after each validation, ``on_wait(waits)`` while it waits
+    for runs other sweeps hold (sweep.run_jobs). ``progress``: a
     log line per validation and per finished run by default, unless ``on_done`` or ``on_step`` is given
     (:mod:`statetrack.progress`). A grid of more than ``max_runs`` runs is refused before anything runs
     (``jobs.MAX_RUNS`` by default)."""
@@ -32,8 +33,9 @@ def sweep(name: str | Study, scale: str = "quick", seeds: int | None = None, db:
         log = SweepProgress(out, f"{study.name} ({scale})", len(jobs))
         on_step = _both(on_step, log.on_step)
         on_done = _both(on_done, log.on_done)
+        on_wait = _both(on_wait, log.on_wait)
     results = run_jobs(jobs, db, workers=workers, reuse=not fresh, on_done=on_done, executor=executor,
-                       address=address, on_step=on_step)
+                       address=address, on_step=on_step, on_wait=on_wait)
     return study, results
 
 

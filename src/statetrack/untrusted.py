@@ -8,11 +8,17 @@ nested deeper than ``MAX_DEPTH`` after it is parsed (a parser that gives up earl
 recursion limit, is reported the same way). Each is one :class:`UserError` line naming the document.
 No file statetrack writes comes near either limit: a study file is a few KB, a run's config under 2 KB,
 and a document needs no more than a few levels.
+
+Names and labels read from such documents are checked too: a name that becomes part of a file name (a
+study's, :func:`name_problem`) is an identifier, so that no name makes a command write outside the folder
+the user chose; a label (a run's, a study's model or task label: :func:`label_problem`) is printable text
+of at most ``MAX_LABEL`` characters.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +31,33 @@ MAX_JSON_BYTES = 8 << 20
 MAX_YAML_BYTES = 256 << 10
 #: the deepest nesting of lists and objects accepted
 MAX_DEPTH = 64
+#: the longest label (a run's ``--label``, a study's model and task labels, a table's name)
+MAX_LABEL = 200
+#: a name that becomes part of a file name: a letter or digit, then letters, digits, '.', '_' or '-'
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", re.ASCII)
+NAME_RULE = "a letter or digit, then up to 99 letters, digits, '.', '_' or '-'"
+
+
+def name_problem(name) -> str | None:
+    """Why ``name`` cannot name files (a study's report, its figure folder), or None: it must match
+    :data:`NAME`, so it holds no folder separator, no '..' of its own and is never absolute."""
+    if isinstance(name, str) and NAME.fullmatch(name):
+        return None
+    return f"{name!r} is not a name: use {NAME_RULE} (it names the report's files)"
+
+
+def label_problem(label) -> str | None:
+    """Why ``label`` cannot label a run, or None: printable text (no control character, no line break, no
+    undecodable byte) of 1 to :data:`MAX_LABEL` characters."""
+    if not isinstance(label, str) or not label.strip():
+        return f"{label!r} is not a label: give some printable text"
+    if len(label) > MAX_LABEL:
+        return f"a label of {len(label):,} characters is over the limit of {MAX_LABEL}"
+    if not label.isprintable():
+        bad = next(c for c in label if not c.isprintable())
+        return (f"{label!r} is not a label: it holds {bad!r}, which is not printable (labels are printable text, "
+                f"without control characters, line breaks or undecodable bytes)")
+    return None
 
 
 def _size(text: str | bytes) -> int:
@@ -77,10 +110,35 @@ def load_json(text: str | bytes, what: str, max_bytes: int = MAX_JSON_BYTES) -> 
 
 
 def load_yaml(text: str, what: str, max_bytes: int = MAX_YAML_BYTES) -> Any:
-    """``yaml.safe_load(text)`` within the size and depth limits (``yaml.YAMLError`` passes through)."""
+    """``yaml.safe_load(text)`` within the size and depth limits, with a key given twice in one mapping an
+    error naming the key and both lines (YAML parsers otherwise keep the last silently: two ``models:``
+    would drop a model from the grid). ``yaml.YAMLError`` passes through."""
     import yaml  # the study and config readers' dependency, not needed for JSON
 
-    return _parse(yaml.safe_load, text, what, max_bytes)
+    class Loader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":  # '<<: *base' merges on purpose
+                    continue
+                key, line = self.construct_object(key_node, deep=True), key_node.start_mark.line + 1
+                try:
+                    if key in seen:
+                        where = f"line {line}" if seen[key] == line else f"lines {seen[key]} and {line}"
+                        raise UserError(f"{what}: key {key!r} is given twice ({where}); keep one")
+                    seen[key] = line
+                except TypeError:  # an unhashable key: SafeLoader's own error says so
+                    continue
+            return super().construct_mapping(node, deep)
+
+    def parse(t):
+        loader = Loader(t)
+        try:
+            return loader.get_single_data()
+        finally:
+            loader.dispose()
+
+    return _parse(parse, text, what, max_bytes)
 
 
 def read_json(path: str | os.PathLike, what: str) -> Any:

@@ -2,7 +2,7 @@
 
 Every command parses its arguments, calls one library function, and prints a table (or JSON Lines
 with ``--json``). Bad input ends with one line on stderr and exit code 2; nothing is written first.
-Ctrl-C and SIGTERM stop the command (its runs recorded ``interrupted``) with exit code 130 / 143.
+Ctrl-C, SIGTERM and SIGHUP stop the command (its runs recorded ``interrupted``) with exit code 130 / 143 / 129.
 
 One module per area, each adding its subcommands (``add_commands``): ``run`` (train, eval, runs, rerun),
 ``studies`` (reproduce, sweep, report), ``theory`` (oracle, construct, counterexample, spectrum),
@@ -13,12 +13,15 @@ One module per area, each adding its subcommands (``add_commands``): ``run`` (tr
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 
 from statetrack.cli import catalog, lm, run, studies, theory
 from statetrack.cli.args import Parser
+from statetrack.cli.output import guarded_output
 from statetrack.errors import UserError
+from statetrack.files import reason
 from statetrack.version import __version__
 
 PLUGIN_HELP = "import MODULE first: a plugin registering tasks, mixers (repeatable; also STATETRACK_PLUGINS=a,b)"
@@ -39,10 +42,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from statetrack import progress
+    from statetrack.runs import store
+    from statetrack.training import memory
+
+    memory.configure()
+    progress.to_stderr()  # warnings (a damaged row left out, --workers capped) are lines on stderr
+    store.warned.clear()  # each command says once which damaged rows it leaves out
+    with guarded_output() as out:
+        code = _run(argv)
+    if out.error is not None and code != 2:  # the work is done; its output could not be written
+        print(f"error: cannot write to standard output: {reason(out.error)}; the command's work is done, its "
+              "output lost", file=sys.stderr)
+        return 2
+    return code
+
+
+def _run(argv: list[str] | None) -> int:
     from statetrack import plugins
     from statetrack.runs import signals
-    from statetrack.training import memory
-    memory.configure()
+
     try:
         with signals.handled():
             parser = build_parser()
@@ -60,5 +79,6 @@ def main(argv: list[str] | None = None) -> int:
         print(signals.describe(e), file=sys.stderr)
         return signals.exit_code(e)
     except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno() if sys.__stdout__ else 1)
         return 0

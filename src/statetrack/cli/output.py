@@ -8,14 +8,94 @@ lines (as psql's expanded display).
 """
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import re
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
+
+
+class Guarded:
+    """Standard output that never ends a command in a traceback: a character its encoding lacks is written
+    as a backslash escape (an ASCII-only terminal), and the first failed write (a full disk: ``>/dev/full``;
+    a closed descriptor) is kept in ``error`` while the command goes on, its output dropped, so that its
+    work (a run recorded) is done and the failure is said once at the end. A closed pipe (``| head``) is
+    passed on as BrokenPipeError: the reader wants no more."""
+
+    def __init__(self, inner, error: OSError | None = None):
+        self.inner, self.error = inner, error
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self.inner, "encoding", None) or "utf-8"
+
+    @property
+    def errors(self) -> str:
+        return "backslashreplace"
+
+    def isatty(self) -> bool:
+        try:
+            return self.error is None and self.inner.isatty()
+        except (OSError, ValueError):
+            return False
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return int(self.inner.fileno())
+
+    def _guard(self, op):
+        if self.error is not None:
+            return None
+        try:
+            return op()
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            self.error = e
+        except ValueError as e:  # written after the stream was closed
+            self.error = OSError(errno.EBADF, str(e))
+        return None
+
+    def write(self, text: str) -> int:
+        def write():
+            try:
+                self.inner.write(text)
+            except UnicodeEncodeError:
+                self.inner.write(text.encode(self.encoding, "backslashreplace").decode(self.encoding))
+        self._guard(write)
+        return len(text)
+
+    def flush(self) -> None:
+        self._guard(self.inner.flush)
+
+
+@contextlib.contextmanager
+def guarded_output() -> Iterator[Guarded]:
+    """Around a command: ``sys.stdout`` as a :class:`Guarded` stream (a closed one, ``>&-``, counts as a
+    failed write), and a closed stderr (``2>&-``) replaced by the null device, so that progress and
+    error lines never land on stdout."""
+    old_out, old_err = sys.stdout, sys.stderr
+    closed = OSError(errno.EBADF, "it is closed") if old_out is None else None
+    out = Guarded(old_out if old_out is not None else open(os.devnull, "w"), closed)  # noqa: SIM115 (a stream)
+    sys.stdout = out
+    if old_err is None:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (the process's stream)
+    try:
+        yield out
+        out.flush()
+    finally:
+        sys.stdout, sys.stderr = old_out, old_err
+        if out.error is not None and old_out is not None:
+            with contextlib.suppress(OSError, ValueError):  # the interpreter's own flush at exit finds no error
+                os.dup2(os.open(os.devnull, os.O_WRONLY), old_out.fileno())
+
 
 #: the width of piped output when COLUMNS is not set
 PIPE_WIDTH = 80
@@ -40,7 +120,16 @@ def console(stderr: bool = False):
 
 def say(text: str) -> None:
     """A line of prose on stdout, wrapped at the width (words kept whole, no markup read)."""
-    console().print(text, markup=False)
+    prose(console(), text)
+
+
+def prose(con, text: str, style: str | None = None) -> None:
+    """``text`` wrapped at the console's width by :func:`wrap` (a word wider than the width on a line of
+    its own, whole), never markup, never cut."""
+    from rich.text import Text
+
+    for line in wrap(str(text), con.width):
+        con.print(Text(line, style=style or ""), soft_wrap=True)
 
 
 def emit_rows(rows):
@@ -78,8 +167,8 @@ def pieces(text: str) -> list[str]:
 
 
 def wrap(text: str, w: int) -> list[str]:
-    """Lines of at most ``w`` cells, broken at spaces and after commas; a piece wider than ``w`` (only
-    in a column narrower than its longest word) is folded, never cut."""
+    """Lines of at most ``w`` cells, broken at spaces and after commas; a piece wider than ``w`` (a
+    terminal narrower than a word: ``COLUMNS=5``) stands whole on a line of its own, never cut."""
     lines = []
     for para in str(text).split("\n"):
         line, space = "", ""
@@ -92,9 +181,6 @@ def wrap(text: str, w: int) -> list[str]:
             else:
                 if line:
                     lines.append(line)
-                while _len(p) > w:
-                    lines.append(p[:w])
-                    p = p[w:]
                 line = p
             space = ""
         lines.append(line)
@@ -161,7 +247,6 @@ def print_table(title: str | None, columns, rows, caption: str | None = None,
     the whole table if the longest word of every column fits side by side; else without its optional
     columns (a note names them); else folded into groups of columns, the first column repeated in each;
     else one block per row. ``styles(row_index, column_index)``: an optional rich style for a cell."""
-    from rich.text import Text
 
     con = con or console()
     total = con.width
@@ -192,19 +277,18 @@ def print_table(title: str | None, columns, rows, caption: str | None = None,
             return print_blocks(title, [c.header for c in cols], texts, caption, styles, con)
         parts = chunks
     if title:  # title and caption wrap at the width, not at the table's
-        con.print(Text(title, style="bold"))
+        prose(con, title, "bold")
     for k, idx in enumerate(parts):
         if len(parts) > 1:
-            con.print(Text(f"({k + 1}/{len(parts)}: the columns do not fit in {total} columns side by side)",
-                           style="dim"))
+            prose(con, f"({k + 1}/{len(parts)}: the columns do not fit in {total} columns side by side)", "dim")
         low = roomy if len(parts) > 1 and sum(roomy[i] for i in idx) + GAP * (len(idx) - 1) <= total else mins
         con.print(_table(cols, idx, texts, _allocate([low[i] for i in idx], [maxs[i] for i in idx],
                                                      total - GAP * (len(idx) - 1)), styles))
     if caption:
-        con.print(Text(caption, style="dim"))
+        prose(con, caption, "dim")
     if dropped:
-        con.print(Text(f"(not shown, too wide for {total} columns: {', '.join(cols[i].header for i in dropped)}; "
-                       "a wider COLUMNS or --json shows them)", style="dim"))
+        prose(con, f"(not shown, too wide for {total} columns: {', '.join(cols[i].header for i in dropped)}; "
+                   "a wider COLUMNS or --json shows them)", "dim")
 
 
 def _table(cols: list[Col], idx: list[int], texts, widths: list[int], styles):
@@ -240,14 +324,17 @@ def print_blocks(title: str | None, headers: list[str], texts: list[list[str]], 
             key = wrap(h + ":", keyw - 1)
             for k in range(max(len(lines), len(key))):
                 kt = key[k] if k < len(key) else ""
-                out.append((kt.ljust(keyw) + (lines[k] if k < len(lines) else ""), style))
+                kt = (kt + " ").ljust(keyw) if kt else " " * keyw  # a key wider than its column keeps a space
+                out.append((kt + (lines[k] if k < len(lines) else ""), style))
         out.append("")
     if caption:
         out.append(caption)
     for line in out:
         text, style = line if isinstance(line, tuple) else (line, None)
-        for part in wrap(text, total) if _len(text) > total else [text]:
-            con.print(Text(part, style=style or ""), soft_wrap=True)
+        if _len(text) > total:
+            prose(con, text, style)
+        else:
+            con.print(Text(text, style=style or ""), soft_wrap=True)
 
 
 def print_record(title: str, pairs: list[tuple[str, str]], con=None) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 import time
 
-from statetrack.progress import duration
+from statetrack.progress import describe_waits, duration
 
 
 class _Reporter:
@@ -49,7 +49,10 @@ class _Reporter:
         return False
 
     def log(self, text: str) -> None:
-        print(text, file=self.stream, flush=True)
+        if self.bar is not None:  # above the bar, which stays at the bottom
+            self.bar.console.print(text, markup=False, highlight=False)
+        else:
+            print(text, file=self.stream, flush=True)
 
     def times(self, done: float, total: float) -> str:
         el = time.time() - self.t0
@@ -124,6 +127,10 @@ class SweepProgress(_Reporter):
             self.bar.update(self.task, info=text)
         else:
             self.log(f"{self.title}: {text}  elapsed {duration(time.time() - self.t0)}")
+
+    def waiting(self, waits: list[dict]) -> None:
+        """A sweep with nothing of its own to run says which runs of other sweeps it waits for."""
+        self.log(f"{self.title}: {describe_waits(waits)}")
 
     def done(self, job, res) -> None:
         self.finished += 1

@@ -36,11 +36,14 @@ from statetrack.runs.store import RunStatus
 
 def train_configs(a):
     """(TrainConfig, EvalConfig) of ``statetrack train``: the config file, then the options given, then
-    ``--set``, over the configs' defaults. The plugins a config file names are imported."""
+    ``--set``, over the configs' defaults. The plugins ``--set plugins=...`` names are imported; those a
+    config file names must be loaded already (data never imports code: ``plugins.require``)."""
     from statetrack.config import ConfigError, load_run_config, parse_override, run_configs
-    from statetrack.plugins import load_plugins
+    from statetrack.plugins import load_plugins, require
 
     flat = load_run_config(a.config) if a.config else {}
+    if a.config:
+        require(flat.get("plugins", []), f"config file {a.config!r}")
     source = dict.fromkeys(flat, f"config file {a.config!r}")  # where each key's value comes from
     opts = given(a)
     if a.train_lengths is not None:
@@ -53,7 +56,8 @@ def train_configs(a):
         key, value = parse_override(text)
         flat[key] = value
         source[key] = f"--set {text}"
-    load_plugins(flat.get("plugins", []), f"named in {'--set' if 'plugins' in opts else 'the config file'}")
+        if key == "plugins":  # typed on the command line: as --plugin
+            load_plugins(value, "named in --set")
     if flat.get("init"):  # the construction fixes the model (statetrack construct --list)
         from statetrack.theory.constructions import init_config, init_task
 
@@ -231,6 +235,8 @@ def cmd_runs(a):
     if a.action == "export":
         return _export(a)
     store = Store(a.db, readonly=True)
+    if a.check:
+        return _check(store, a)
     if a.action == "show":
         if len(a.runs) != 1:
             raise UserError("runs show needs one run: its id, 'last' or its label, e.g. 'statetrack runs show last'"
@@ -336,6 +342,18 @@ def cmd_plot(a):
     path = plot_runs(a.db, a.runs, a.out, a.split)
     say(f"wrote {path}: accuracy against test length and learning curves of {len(a.runs)} run(s)")
     return 0
+def _check(store, a) -> int:
+    """``runs --check``: every damaged row (``Store.check``); exit 1 when there is any."""
+    damaged = store.check()
+    if a.json:
+        emit_rows(damaged)
+    elif damaged:
+        print_table(f"damaged rows in {a.db} (listings leave their runs out)",
+                    [Col("run", lambda r: str(r["run_id"]), "right"), Col("table", lambda r: r["table"]),
+                     Col("problem", lambda r: r["problem"])], damaged)
+    else:
+        say(f"no damaged row in {a.db} ({store.counts()['runs']} runs)")
+    return 1 if damaged else 0
 
 
 def cmd_rerun(a):
@@ -414,6 +432,9 @@ def add_commands(sub) -> None:
                    help="export: csv, or parquet (needs pyarrow)")
     q.add_argument("--out", default=None, metavar="FILE",
                    help="export: the file to write; parquet needs it (default: standard output, for csv)")
+    q.add_argument("--check", action="store_true",
+                   help="list the damaged rows of the database instead (rows that listings leave out: JSON that "
+                        "does not parse, wrong types); exit 1 when there is any")
     add_db(q)
     add_json(q, "one object per run; with show: one object with config, summary, curve and metrics; with "
                 "compare: one object")

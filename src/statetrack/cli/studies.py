@@ -12,7 +12,7 @@ from operator import itemgetter
 
 from statetrack.cli.args import add_db, add_json
 from statetrack.cli.options import add_device
-from statetrack.cli.output import Col, console, emit_rows, print_table, say
+from statetrack.cli.output import Col, console, emit_rows, print_table, prose, say
 from statetrack.cli.progress import SweepProgress
 from statetrack.errors import UserError
 from statetrack.runs.store import RunStatus
@@ -64,10 +64,16 @@ def part_note(a) -> dict:
 
 def _sweep(a):
     """Run the grid with progress on stderr; returns (study, results, wall seconds)."""
+    from statetrack.progress import warn
     from statetrack.reproduce import sweep
+    from statetrack.runs.executors import worker_limit
 
     study = load_part(a)
-    n_jobs = len(study.grid(a.scale, a.seeds, a.device, a.max_runs))  # counted, capped: nothing built yet
+    grid = study.grid(a.scale, a.seeds, a.device, a.max_runs)  # counted, capped: only each cell's first run built
+    a.workers, why = worker_limit(a.workers, grid.heads, a.executor, a.address)
+    if why:  # said once, here; the summary then names the workers that ran
+        warn(why)
+    n_jobs = len(grid)
     t0 = time.time()
 
     def done(job, res):
@@ -80,7 +86,7 @@ def _sweep(a):
     with SweepProgress(f"{study.name} ({a.scale})", n_jobs) as prog:
         study, results = sweep(study, a.scale, a.seeds, db=a.db, workers=a.workers, fresh=a.fresh, device=a.device,
                                executor=a.executor, address=a.address, on_done=done, on_step=prog.validation,
-                               max_runs=a.max_runs)
+                               max_runs=a.max_runs, on_wait=prog.waiting)
     return study, results, time.time() - t0
 
 
@@ -132,7 +138,7 @@ def _print_report(rep, a):
     if rep.missing:  # said first: the tables below leave these runs out
         from statetrack.report.writer import runs_line
 
-        con.print(runs_line(rep), style="yellow", markup=False)
+        prose(con, runs_line(rep), "yellow")
         con.print()
     for t in rep.tables:
         headers = t.headers()
@@ -148,7 +154,7 @@ def _print_report(rep, a):
                     [Col(h, itemgetter(i), "left") for i, h in enumerate(("model", *vt.columns))],
                     [[label, *("-" if c is None else c.text() for c in cells)] for label, cells in vt.rows],
                     caption=CAPTION, con=con)
-        con.print(vt.summary(), markup=False)
+        prose(con, vt.summary())
         con.print()
     probes = rep.probe_rows()
     if probes:
@@ -157,10 +163,10 @@ def _print_report(rep, a):
         print_table("probes: accuracy (%) of the trained models on fixed inputs (median over runs)",
                     [Col(h, itemgetter(i)) for i, h in enumerate(("model", "probe", "runs") + PROBE_HEADERS)],
                     [[r["model"], r["probe"], str(r["runs"]), *probe_cells(r)] for r in probes], con=con)
-    con.print(f"{rep.study.source}. Database: {a.db}; {len(rep.results) - rep.missing} of {len(rep.results)} runs "
-              f"of the grid complete; {rep.interrupted} unfinished records not counted.", style="dim", markup=False)
+    prose(con, f"{rep.study.source}. Database: {a.db}; {len(rep.results) - rep.missing} of {len(rep.results)} runs "
+               f"of the grid complete; {rep.interrupted} unfinished records not counted.", "dim")
     if rep.study.notes:
-        con.print(rep.study.notes.strip(), style="dim", markup=False)
+        prose(con, rep.study.notes.strip(), "dim")
 
 
 def _write(rep, a, meta: dict) -> None:

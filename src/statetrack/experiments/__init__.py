@@ -28,16 +28,24 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from statetrack import plugins
 from statetrack.config import EvalConfig, ModelConfig, TrainConfig, validated
 from statetrack.errors import UserError, did_you_mean
 from statetrack.runs.jobs import MAX_RUNS, Grid, Job
-from statetrack.untrusted import MAX_YAML_BYTES, load_yaml, read_text
+from statetrack.untrusted import MAX_YAML_BYTES, label_problem, load_yaml, name_problem, read_text
 
 HERE = Path(__file__).parent
 
@@ -117,8 +125,23 @@ class Selection(_Strict):
     using: Literal["validation", "test"] = "validation"
 
 
+def _checked(problem):
+    def check(value: str) -> str:
+        why = problem(value)
+        if why:
+            raise ValueError(why)
+        return value
+    return AfterValidator(check)
+
+
+#: a study's name: it names the report's files, so it is an identifier (untrusted.name_problem)
+Name = Annotated[str, _checked(name_problem)]
+#: a model's or task's label, a table's name: printable text of bounded length (untrusted.label_problem)
+Label = Annotated[str, _checked(label_problem)]
+
+
 class StudyTask(_Strict):
-    label: str
+    label: Label
     task: str
     train_lengths: tuple[int, int] | None = None
     train: dict = Field(default_factory=dict, description="TrainConfig overrides for this task")
@@ -143,7 +166,7 @@ class StudyTask(_Strict):
 
 
 class StudyModel(_Strict):
-    label: str
+    label: Label
     model: dict
     train_lengths: tuple[int, int] | None = None
     train: dict = Field(default_factory=dict, description="TrainConfig overrides for this model (an lr here is "
@@ -161,7 +184,7 @@ class StudyModel(_Strict):
 
 
 class Table(_Strict):
-    name: str = "main"
+    name: Label = "main"
     title: str = ""
     tasks: list[StudyTask]
     models: list[StudyModel]
@@ -280,7 +303,7 @@ class _Cell:
 
 
 class Study(_Strict):
-    name: str
+    name: Name
     title: str
     source: str
     notes: str = ""

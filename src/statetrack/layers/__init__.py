@@ -63,10 +63,13 @@ def mixers() -> dict[str, type[Mixer]]:
 
 def register(cls: type[Mixer]) -> type[Mixer]:
     """Register a Mixer subclass under its ``name`` (usable as a class decorator): its class, and its
-    declaration (description, options, and properties read from an instance built at small sizes)."""
+    declaration (description, options, and properties read from an instance built at small sizes). A name
+    registered by another module (statetrack's own mixers included) is not replaced: a UserError says so."""
     from statetrack.layers.base import Mixer  # heavy (torch): a class to register has imported it anyway
 
-    mixers()[cls.name] = cls
+    registry = mixers()  # the built-ins first, so that a plugin cannot take one of their names
+    plugins.check_replacement("mixer", cls.name, registry.get(cls.name), cls)
+    registry[cls.name] = cls
     if plugins.origin(cls):
         ORIGIN[cls.name] = plugins.origin(cls)
     own = cls.properties is not Mixer.properties  # a plugin's class computes its own

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from torch import Tensor, nn
 
 from statetrack.errors import UserError
 from statetrack.layers.base import Mixer, causal_conv_step, check_conv, dt_bias_init
@@ -34,11 +34,29 @@ def decay_gate_init(mixer: str, n: int) -> tuple[nn.Parameter, nn.Parameter]:
             nn.Parameter(dt_bias_init(mixer, n, 1e-3, 1e-1)))
 
 
-class GatedDeltaNet(Mixer):
-    name = "gateddeltanet"
+def gated_output(mixer, o: Tensor, x: Tensor, act) -> Tensor:
+    """The head outputs o (..., H, d_v) through the per-head RMSNorm ``mixer.o_norm``, times act(``mixer.g_proj``(x)),
+    then ``mixer.o_proj``: the output of Gated DeltaNet (act silu), Gated DeltaProduct (silu) and KDA (sigmoid)."""
+    gate = act(mixer.g_proj(x)).unflatten(-1, (mixer.H, mixer.dv))
+    return mixer.o_proj((mixer.o_norm(o) * gate).flatten(-2))
 
-    def __init__(self, d_model, d_state, heads=1, neg=False, conv=4, chunk=CHUNK):
-        super().__init__(d_model, d_state)
+
+class DeltaInput:
+    """The q, k, v branch of Gated DeltaNet and KDA: one linear map of x_t to (q, k, v) for ``heads`` heads (key dim
+    d_state, value dim d_model / heads), an optional short depthwise causal conv (``conv``) and silu, q and k
+    L2-normalised per head. Attributes set by :meth:`_init_qkv`: ``H``, ``dk``, ``dv``, ``k`` (the conv's kernel),
+    ``chunk``, ``neg``, ``sizes``, ``qkv``, ``conv``. State: (S (B, H, d_k, d_v), the conv's history)."""
+
+    name: str
+    H: int
+    dk: int
+    dv: int
+    k: int
+    sizes: list[int]
+    qkv: nn.Linear
+    conv: nn.Conv1d | None
+
+    def _init_qkv(self, d_model: int, d_state: int, heads: int, neg: bool, conv: int, chunk: int) -> None:
         if heads < 1 or d_model % heads:
             raise UserError(f"{self.name} heads={heads} must be >= 1 and divide d_model={d_model}")
         check_conv(self.name, conv)
@@ -50,6 +68,32 @@ class GatedDeltaNet(Mixer):
         self.sizes = [H * self.dk, H * self.dk, H * self.dv]
         self.qkv = nn.Linear(d_model, sum(self.sizes), bias=False)
         self.conv = nn.Conv1d(sum(self.sizes), sum(self.sizes), conv, groups=sum(self.sizes)) if conv > 0 else None
+
+    def init_state(self, batch, device=None, dtype=None):
+        dtype = dtype or self.qkv.weight.dtype
+        S = torch.zeros(batch, self.H, self.dk, self.dv, device=device, dtype=dtype)
+        buf = torch.zeros(batch, sum(self.sizes), max(self.k - 1, 0), device=device, dtype=dtype)
+        return (S, buf)
+
+    def _qkv(self, x, buf, chunk: bool):
+        """x (..., d_model) -> q, k (..., H, d_k), v (..., H, d_v), buf."""
+        qkv = self.qkv(x)
+        if self.conv is not None:
+            qkv, buf = (causal_conv if chunk else causal_conv_step)(self.conv, qkv, buf)
+        q, k, v = F.silu(qkv).split(self.sizes, dim=-1)
+        H = self.H
+        q = F.normalize(q.unflatten(-1, (H, self.dk)), dim=-1)
+        k = F.normalize(k.unflatten(-1, (H, self.dk)), dim=-1)
+        return q, k, v.unflatten(-1, (H, self.dv)), buf
+
+
+class GatedDeltaNet(DeltaInput, Mixer):
+    name = "gateddeltanet"
+
+    def __init__(self, d_model, d_state, heads=1, neg=False, conv=4, chunk=CHUNK):
+        super().__init__(d_model, d_state)
+        self._init_qkv(d_model, d_state, heads, neg, conv, chunk)
+        H = heads
         self.ab_proj = nn.Linear(d_model, 2 * H, bias=False)  # beta and the gate's Delta
         self.A_log, self.dt_bias = decay_gate_init(self.name, H)
         self.g_proj = nn.Linear(d_model, H * self.dv, bias=False)
@@ -61,30 +105,17 @@ class GatedDeltaNet(Mixer):
         per_step = 4 * C + 4 * (self.dk + self.dv) + self.dk * self.dv // C
         return 4 * (self.H * per_step + 2 * sum(self.sizes) + 4 * self.d_model)
 
-    def init_state(self, batch, device=None, dtype=None):
-        dtype = dtype or self.qkv.weight.dtype
-        S = torch.zeros(batch, self.H, self.dk, self.dv, device=device, dtype=dtype)
-        buf = torch.zeros(batch, sum(self.sizes), max(self.k - 1, 0), device=device, dtype=dtype)
-        return (S, buf)
-
     def _terms(self, x, buf, chunk: bool):
         """x (..., d_model) -> q, k (..., H, d_k), v (..., H, d_v), beta, g (..., H), buf."""
-        qkv = self.qkv(x)
-        if self.conv is not None:
-            qkv, buf = (causal_conv if chunk else causal_conv_step)(self.conv, qkv, buf)
-        q, k, v = F.silu(qkv).split(self.sizes, dim=-1)
+        q, k, v, buf = self._qkv(x, buf, chunk)
         H = self.H
-        q = F.normalize(q.unflatten(-1, (H, self.dk)), dim=-1)
-        k = F.normalize(k.unflatten(-1, (H, self.dk)), dim=-1)
-        v = v.unflatten(-1, (H, self.dv))
         b, a = self.ab_proj(x).split([H, H], dim=-1)
         beta = torch.sigmoid(b) * (2.0 if self.neg else 1.0)
         g = -torch.exp(self.A_log) * F.softplus(a + self.dt_bias)
         return q, k, v, beta, g, buf
 
     def _out(self, o, x):
-        gate = F.silu(self.g_proj(x)).unflatten(-1, (self.H, self.dv))
-        return self.o_proj((self.o_norm(o) * gate).flatten(-2))
+        return gated_output(self, o, x, F.silu)
 
     def forward(self, x, state=None):
         if state is None:

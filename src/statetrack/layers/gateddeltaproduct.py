@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.layers.deltanet import DeltaProduct
-from statetrack.layers.gateddeltanet import decay_gate_init
+from statetrack.layers.gateddeltanet import decay_gate_init, gated_output
 from statetrack.ops import delta_step, householder_product
 from statetrack.ops.dplr import gated_delta_product
 
@@ -46,8 +46,7 @@ class GatedDeltaProduct(DeltaProduct):
         return -torch.exp(self.A_log) * F.softplus(self.a_proj(x) + self.dt_bias)
 
     def _gated_out(self, o, x):
-        gate = F.silu(self.g_proj(x)).unflatten(-1, (self.H, self.dv))
-        return self.o_proj((self.o_norm(o) * gate).flatten(-2))
+        return gated_output(self, o, x, F.silu)
 
     def forward(self, x, state=None):
         if state is None:

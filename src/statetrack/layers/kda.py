@@ -24,31 +24,21 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, causal_conv_step, check_conv, dt_bias_init
-from statetrack.ops import causal_conv
+from statetrack.layers.base import Mixer, dt_bias_init
+from statetrack.layers.gateddeltanet import DeltaInput, gated_output
 from statetrack.ops.dplr import dplr_step, dplr_transition, kda_rule, kda_terms
 
 #: steps per chunk of the chunked form: a decay per key channel, as RWKV-7 (whose measured best is 8)
 CHUNK = 8
 
 
-class KDA(Mixer):
+class KDA(DeltaInput, Mixer):
     name = "kda"
 
     def __init__(self, d_model, d_state, heads=1, neg=False, conv=4, chunk=CHUNK):
         super().__init__(d_model, d_state)
-        if heads < 1 or d_model % heads:
-            raise UserError(f"{self.name} heads={heads} must be >= 1 and divide d_model={d_model}")
-        check_conv(self.name, conv)
-        if chunk < 0:
-            raise UserError(f"{self.name} chunk={chunk} must be >= 0 (0 = step loop)")
-        self.H, self.neg, self.k, self.chunk = heads, bool(neg), conv, chunk
-        self.dk, self.dv = d_state, d_model // heads
+        self._init_qkv(d_model, d_state, heads, neg, conv, chunk)
         H, dk, dv = heads, self.dk, self.dv
-        self.sizes = [H * dk, H * dk, H * dv]
-        self.qkv = nn.Linear(d_model, sum(self.sizes), bias=False)
-        self.conv = nn.Conv1d(sum(self.sizes), sum(self.sizes), conv, groups=sum(self.sizes)) if conv > 0 else None
         self.b_proj = nn.Linear(d_model, H, bias=False)
         self.f_proj = nn.Sequential(nn.Linear(d_model, dv, bias=False), nn.Linear(dv, H * dk, bias=False))
         self.A_log = nn.Parameter(torch.log(torch.empty(H).uniform_(1, 16)))
@@ -62,30 +52,13 @@ class KDA(Mixer):
         per_step = 6 * C * self.dk + 6 * self.dk + 3 * self.dv + self.dk * (self.dk + self.dv) // C
         return 4 * (self.H * per_step + 2 * sum(self.sizes) + 6 * self.d_model)
 
-    def init_state(self, batch, device=None, dtype=None):
-        dtype = dtype or self.qkv.weight.dtype
-        S = torch.zeros(batch, self.H, self.dk, self.dv, device=device, dtype=dtype)
-        buf = torch.zeros(batch, sum(self.sizes), max(self.k - 1, 0), device=device, dtype=dtype)
-        return (S, buf)
-
     def _terms(self, x, buf, chunk: bool):
         """x (..., d_model) -> q, k, log_w (..., H, d_k), v (..., H, d_v), beta (..., H), buf."""
-        qkv = self.qkv(x)
-        if self.conv is not None:
-            qkv, buf = (causal_conv if chunk else causal_conv_step)(self.conv, qkv, buf)
-        q, k, v = F.silu(qkv).split(self.sizes, dim=-1)
-        H, dk = self.H, self.dk
-        q = F.normalize(q.unflatten(-1, (H, dk)), dim=-1)
-        k = F.normalize(k.unflatten(-1, (H, dk)), dim=-1)
-        v = v.unflatten(-1, (H, self.dv))
+        q, k, v, buf = self._qkv(x, buf, chunk)
         beta = torch.sigmoid(self.b_proj(x)) * (2.0 if self.neg else 1.0)
-        f = (self.f_proj(x) + self.dt_bias).unflatten(-1, (H, dk))
+        f = (self.f_proj(x) + self.dt_bias).unflatten(-1, (self.H, self.dk))
         log_w = -torch.exp(self.A_log).unsqueeze(-1) * F.softplus(f)
         return q, k, v, beta, log_w, buf
-
-    def _out(self, o, x):
-        gate = torch.sigmoid(self.g_proj(x)).unflatten(-1, (self.H, self.dv))
-        return self.o_proj((self.o_norm(o) * gate).flatten(-2))
 
     def forward(self, x, state=None):
         if state is None:
@@ -93,14 +66,14 @@ class KDA(Mixer):
         S, buf = state
         q, k, v, beta, log_w, buf = self._terms(x, buf, chunk=True)
         o, S = kda_rule(q, k, v, beta, log_w, S, self.chunk, self.neg)
-        return self._out(o, x), (S, buf)
+        return gated_output(self, o, x, torch.sigmoid), (S, buf)
 
     def step(self, x, state):
         S, buf = state
         q, k, v, beta, log_w, buf = self._terms(x, buf, chunk=False)
         bk, a, b = kda_terms(k, beta, log_w)
         o, S = dplr_step(q, bk, v, a, b, log_w, S)
-        return self._out(o, x), (S, buf)
+        return gated_output(self, o, x, torch.sigmoid), (S, buf)
 
     def transition(self, x):
         """A(x_t) per token and head, conv history from zeros: (B, T, H, d_k, d_k)."""

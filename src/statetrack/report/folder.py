@@ -23,6 +23,7 @@ from pathlib import Path
 
 from statetrack.errors import UserError
 from statetrack.files import write_file
+from statetrack.untrusted import name_problem, read_json
 
 INDEX = "index.json"
 
@@ -32,12 +33,16 @@ class ReportExists(UserError):
 
 
 def read_index(folder) -> dict[str, dict]:
-    """The records of ``folder``/index.json (an unreadable or absent file: none)."""
+    """The records of ``folder``/index.json (an unreadable, damaged or absent file: none), keyed by study
+    name; a record under a key that is not a study name (``untrusted.name_problem``) is dropped: the file
+    may come from others, and the index builds its links from these names."""
     try:
-        data = json.loads((Path(folder) / INDEX).read_text())
-    except (OSError, ValueError):
+        data = read_json(Path(folder) / INDEX, "report index")
+    except (OSError, ValueError, UserError):
         return {}
-    return {k: v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, dict) and name_problem(k) is None}
 
 
 def update_record(folder, study: str, record: dict) -> dict[str, dict]:

@@ -15,6 +15,10 @@ says so at its top.
 allows: the finding's first sentence, runs complete and missing, run time, device, its first figure
 large enough to read, and links to its page (only pages written to that folder). It is built from
 ``index.json`` beside it (one record per study, updated by each report written there), not from the pages.
+That file may come from others (a shared folder, a copied report): its records are read as text, every
+value escaped, and every link is built from the study's name (``NAME.html``, ``NAME.md``,
+``NAME-leaderboard.html``, ``NAME/thumbnail.png``, each only where that plain file exists in the folder),
+never copied from the file; a record whose key is not a study name is dropped.
 """
 from __future__ import annotations
 
@@ -48,6 +52,7 @@ from statetrack.report.writer import (
     runs_line,
     scale_note,
 )
+from statetrack.untrusted import name_problem
 from statetrack.version import __version__
 
 CSS = """
@@ -286,49 +291,53 @@ def _duration(s: float) -> str:
     return f"{s} s" if s < 120 else f"{s // 60} min {s % 60:02d} s" if s < 7200 else f"{s / 3600:.1f} h"
 
 
-def _link(folder: Path, name) -> str | None:
-    """``name`` if it names a plain file inside ``folder`` (a record's link that would lead nowhere, out of
-    the folder or through a symbolic link is left out)."""
-    if not isinstance(name, str) or not name:
-        return None
-    p = Path(name)
-    if p.is_absolute() or ".." in p.parts or (folder / p).is_symlink() or not (folder / p).is_file():
-        return None
-    return name
+def _link(folder: Path, name: str) -> str | None:
+    """``name`` (built from a study's name) if it names a plain file inside ``folder``, not a link."""
+    p = folder / name
+    return name if not p.is_symlink() and p.is_file() else None
 
 
-def index_card(r: dict, folder: Path) -> str:
-    """One study's card in the index: its finding, runs, time, device, its first figure, its links."""
-    page = _link(folder, r.get("page")) or _link(folder, r.get("markdown"))
-    name = esc(r.get("study", "?"))
-    title = f'<a href="{esc(page)}">{name}</a>' if page else name
-    compared, agree = r.get("cells_compared") or 0, r.get("cells_agree") or 0
-    finding = r.get("finding") or (f"{agree} of {compared} cells with a published number agree with the paper."
-                                   if compared else "")
-    runs = f"{r.get('complete', '?')} of {r.get('runs', '?')} complete" + (
-        f", <strong>{esc(r['missing'])} missing</strong>" if r.get("missing") else "")
+def index_card(name: str, r: dict, folder: Path) -> str:
+    """One study's card in the index: its finding, runs, time, device, its first figure, its links. The
+    links are built from ``name`` alone; the record's values (``r`` may come from another program's
+    index.json) are escaped and type-checked."""
+    page = _link(folder, f"{name}.html") or _link(folder, f"{name}.md")
+    title = f'<a href="{esc(page)}">{esc(name)}</a>' if page else esc(name)
+    compared, agree = _count(r.get("cells_compared")), _count(r.get("cells_agree"))
+    finding = r.get("finding") if isinstance(r.get("finding"), str) else (
+        f"{agree} of {compared} cells with a published number agree with the paper." if compared else "")
+    missing = _count(r.get("missing"))
+    runs = f"{_count(r.get('complete'))} of {_count(r.get('runs'))} complete" + (
+        f", <strong>{missing} missing</strong>" if missing else "")
     n = r.get("seeds")
-    seeds = f", {n} seed{'s' if n != 1 else ''} per cell" if isinstance(n, int) else ""
+    seeds = f", {n} seed{'s' if n != 1 else ''} per cell" if isinstance(n, int) and not isinstance(n, bool) else ""
     links = [f'<a href="{esc(x)}">{what}</a>' for what, x in (
-        ("the page", _link(folder, r.get("page"))), ("markdown", _link(folder, r.get("markdown"))),
-        ("leaderboard", _link(folder, r.get("leaderboard")))) if x]
-    thumb = _link(folder, r.get("thumbnail"))
-    img = (f'<a href="{esc(page or thumb)}"><img src="{esc(thumb)}" alt="first figure of {name}" loading="lazy"></a>'
-           if thumb else "")
+        ("the page", _link(folder, f"{name}.html")), ("markdown", _link(folder, f"{name}.md")),
+        ("leaderboard", _link(folder, f"{name}-leaderboard.html"))) if x]
+    thumb = _link(folder, f"{name}/thumbnail.png")
+    img = (f'<a href="{esc(page or thumb)}"><img src="{esc(thumb)}" alt="first figure of {esc(name)}" '
+           'loading="lazy"></a>' if thumb else "")
+    run_time = r.get("run_time_s") if isinstance(r.get("run_time_s"), (int, float)) else 0.0
+    devices = r.get("devices") if isinstance(r.get("devices"), list) else []
     dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in (
-        ("scale", esc(r.get("scale", "-")) + seeds), ("runs", runs),
-        ("run time", esc(_duration(r.get("run_time_s") or 0.0)) + " (sum over runs)"),
-        ("device", esc(", ".join(r.get("devices") or []) or "-")), ("written", esc(r.get("date") or "-"))))
-    return (f'<div class="card"><h2>{title}</h2><p>{esc(r.get("title", ""))}</p>'
+        ("scale", esc(r.get("scale") or "-") + seeds), ("runs", runs),
+        ("run time", esc(_duration(run_time)) + " (sum over runs)"),
+        ("device", esc(", ".join(map(str, devices)) or "-")), ("written", esc(r.get("date") or "-"))))
+    return (f'<div class="card"><h2>{title}</h2><p>{esc(r.get("title") or "")}</p>'
             + (f"<p><strong>{esc(finding)}</strong></p>" if finding else "")
             + f"<dl>{dl}</dl><p>{' · '.join(links)}</p>{img}</div>")
+
+
+def _count(v) -> int:
+    """A count of a record read from index.json (anything else: 0)."""
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
 
 
 def write_index(folder, records: dict[str, dict] | None = None) -> Path:
     """``folder``/index.html from the studies' records (``read_index`` when not given)."""
     folder = Path(folder)
     records = read_index(folder) if records is None else records
-    cards = [index_card(records[k], folder) for k in sorted(records)]
+    cards = [index_card(k, records[k], folder) for k in sorted(records) if name_problem(k) is None]
     body = [f"<h1>statetrack reports ({len(cards)} stud{'y' if len(cards) == 1 else 'ies'})</h1>",
             ("<p class=\"sub\">Each study's page starts with what it found, then its tables (our numbers beside "
              "the paper's), its figures and its notes. Cells agreeing with the paper: the cells with a published "

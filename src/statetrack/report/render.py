@@ -157,10 +157,16 @@ def markdown(t: Table) -> str:
     return grid_markdown(headers(t), cell_texts(t))
 
 
+def md_cell(text) -> str:
+    """A markdown table cell's text: a ``|`` escaped (else it starts a column), a line break a space (else
+    it ends the row). Labels come from study files, and may hold either."""
+    return " ".join(str(text).replace("|", "\\|").splitlines())
+
+
 def grid_markdown(header: list[str], rows: list[list[str]]) -> str:
     """A markdown table of text cells (every table kind renders through these grid_* functions)."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(c) + " |" for c in rows]
+    lines = ["| " + " | ".join(map(md_cell, header)) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(map(md_cell, c)) + " |" for c in rows]
     return "\n".join(lines)
 
 

@@ -30,7 +30,10 @@ def summary_writer():
 
 
 def run_dir(log_dir, row: dict) -> Path:
-    return Path(log_dir) / f"run{row['id']}-{slug(row['model'])}-{slug(row['task'])}-seed{row['seed']}"
+    """The run's folder under ``log_dir``: every part of its name read from the row is slugged, so that no
+    value of a database (which may come from others) makes a path outside ``log_dir``."""
+    return Path(log_dir) / (f"run{slug(str(row['id']))}-{slug(str(row['model']))}-{slug(str(row['task']))}"
+                            f"-seed{slug(str(row['seed']))}")
 
 
 def write_run(log_dir, db, run_id: int) -> Path:

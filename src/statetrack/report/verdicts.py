@@ -36,6 +36,7 @@ from enum import StrEnum
 
 import numpy as np
 
+from statetrack.report.render import grid_markdown
 from statetrack.runs.store import RunStatus
 from statetrack.tasks import draws, get_task
 from statetrack.theory.algebra import task_algebra
@@ -226,10 +227,8 @@ class VerdictTable:
         return sorted(out, key=lambda r: (-r[1], -r[2], r[0]))
 
     def markdown(self) -> str:
-        lines = ["| model | " + " | ".join(self.columns) + " |", "|---|" + "---|" * len(self.columns)]
-        for label, cells in self.rows:
-            lines.append(f"| {label} | " + " | ".join("-" if c is None else c.text() for c in cells) + " |")
-        return "\n".join(lines)
+        return grid_markdown(["model", *self.columns],
+                             [[label, *("-" if c is None else c.text() for c in cells)] for label, cells in self.rows])
 
     def csv_rows(self) -> list[dict]:
         rows = []

@@ -17,6 +17,7 @@ from statetrack.report.lm import lm_tables
 from statetrack.report.lm import scale_note as lm_note
 from statetrack.report.lm_figures import lm_figures
 from statetrack.report.plots import close, curve_figures, length_figures, save, slug, trace_figure
+from statetrack.report.render import grid_markdown
 from statetrack.report.selection import MARK
 from statetrack.report.state_tables import on_split, state_tables
 from statetrack.report.table import StudyTable, study_tables
@@ -25,7 +26,7 @@ from statetrack.report.verdicts import VerdictTable, verdict_table
 from statetrack.runs.jobs import MAX_RUNS
 from statetrack.runs.probes import read_traces
 from statetrack.runs.runner import complete_result
-from statetrack.runs.store import RunStatus, Store
+from statetrack.runs.store import Damaged, RunStatus, Store, warn_damaged
 
 
 @dataclass
@@ -124,7 +125,10 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None, device: s
                 devices[dev] = None
             m = f"{v.get('platform', '?')}, torch {v.get('torch', '?')}, {v.get('threads', '?')} thread(s)"
             machines[m] = machines.get(m, 0) + 1
-            curves[res.run_id] = store.curve(res.run_id)
+            try:
+                curves[res.run_id] = store.curve(res.run_id)
+            except Damaged as e:  # the figure of learning curves leaves it out; its numbers stay
+                warn_damaged(store.path, e)
             if job.probes:
                 traces[res.run_id] = read_traces(db, res.run_id)
     if study.kind is StudyKind.LM:  # a language-modelling study: bpb tables (statetrack.report.lm)
@@ -179,11 +183,8 @@ def _probe_markdown(rep: Report) -> str:
     rows = rep.probe_rows()
     if not rows:
         return ""
-    lines = ["| model | probe | runs | " + " | ".join(PROBE_HEADERS) + " |",
-             "|---|---|---|" + "---|" * len(PROBE_HEADERS)]
-    for r in rows:
-        lines.append(f"| {r['model']} | {r['probe']} | {r['runs']} | " + " | ".join(probe_cells(r)) + " |")
-    return "\n".join(lines)
+    return grid_markdown(["model", "probe", "runs", *PROBE_HEADERS],
+                         [[r["model"], r["probe"], str(r["runs"]), *probe_cells(r)] for r in rows])
 
 
 PROBE_HEADERS = ("token acc", "acc, input-1 steps", "offsets (in 1, target 0)", "holds (in 1, target 1)")
@@ -268,8 +269,7 @@ def intervals_markdown(rep: Report, split: str = "test") -> str:
     for name, head, rows in interval_tables(rep, split):
         if len(rep.study.tables) > 1:
             lines += [f"Table `{name}`:", ""]
-        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        lines += ["| " + " | ".join(map(str, r)) + " |" for r in rows] + [""]
+        lines += [grid_markdown(head, rows), ""]
     return "\n".join(lines)
 
 

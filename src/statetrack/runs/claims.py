@@ -8,7 +8,11 @@ its claim. While it holds claims a heartbeat thread (:class:`Heartbeat`) stamps 
 ``heartbeat_interval(timeout)`` seconds (5 s for the default timeout).
 
 A claim is live while its heartbeat is younger than the timeout (``STATETRACK_CLAIM_TIMEOUT`` seconds,
-default 60). On the same machine a claim whose process is gone (checked by pid and process start
+default 60) and still moves: a sweep also notes, on its own monotonic clock, when it first saw each
+claim's heartbeat value, and a heartbeat that has not changed for longer than the timeout is dead however
+young its time stamp says it is. So a claim left by a crashed machine whose clock ran ahead (a heartbeat
+in the future) is taken over after the timeout like any other; a live owner stamps a new value every
+few seconds. On the same machine a claim whose process is gone (checked by pid and process start
 time, in the same pid namespace and boot) is dead at once, so a sweep restarted after a kill -9 does
 not wait. A sweep that finds a dead claim takes it over and marks the dead owner's ``running`` row of
 that key ``interrupted``; if the old owner was only paused (a suspended laptop) and comes back, the
@@ -21,9 +25,11 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import sqlite3
 import threading
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -130,29 +136,49 @@ class Claims:
         self.store, self.me = store, me or owner()
         self.timeout = timeout_from_env() if timeout is None else timeout
         self.process = process_id()
+        #: (key, owner) -> (its heartbeat, when this process first saw that value: time.monotonic())
+        self._seen: dict[tuple[str, str], tuple[float, float]] = {}
 
-    def claim(self, key: str, complete_since: float = 0.0, failed_since: float | None = None) -> Outcome:
+    def unchanged_for(self, row: sqlite3.Row) -> float:
+        """Seconds (on this process's monotonic clock) since the heartbeat of claim ``row`` last changed,
+        as far as this process has seen it (0 the first time it looks)."""
+        ident, now = (row["key"], row["owner"]), time.monotonic()
+        beat, since = self._seen.get(ident, (None, now))
+        if beat != row["heartbeat"]:
+            self._seen[ident] = (row["heartbeat"], now)
+            return 0.0
+        return now - since
+
+    def dead(self, row: sqlite3.Row, now: float) -> bool:
+        """Claim ``row`` is another owner's that stopped: its process ended on this machine, its heartbeat
+        is older than the timeout, or it has not moved for longer than the timeout (a time stamp in the
+        future, from a machine whose clock is ahead, never keeps a claim alive by itself)."""
+        stalled = self.unchanged_for(row) > self.timeout  # looked at first: it notes the value seen
+        return now - row["heartbeat"] > self.timeout or stalled or process_gone(row["process"])
+
+    def claim(self, key: str, complete_since: float = 0.0, failed_since: float | None = None,
+              ignore: tuple[int, ...] = ()) -> Outcome:
         """Claim ``key`` unless it has a run completed at or after ``complete_since``, a run another owner
         failed at or after ``failed_since``, or a live claim of another owner. A dead owner's claim is
-        taken over."""
+        taken over. Runs of ``ignore`` (damaged rows: ``store.Damaged``) count as not there."""
         now = time.time()
+        skip = f" AND id NOT IN ({','.join('?' * len(ignore))})" if ignore else ""
         with self.store.transaction(immediate=True) as c:
-            done = c.execute("SELECT id FROM runs WHERE key=? AND status=? AND COALESCE(finished, 0)>=? "
-                             "ORDER BY id DESC LIMIT 1", (key, RunStatus.COMPLETE, complete_since)).fetchone()
+            done = c.execute(f"SELECT id FROM runs WHERE key=? AND status=? AND COALESCE(finished, 0)>=?{skip} "
+                             "ORDER BY id DESC LIMIT 1", (key, RunStatus.COMPLETE, complete_since, *ignore)).fetchone()
             if done:
                 return Outcome(ClaimState.COMPLETE, done["id"])
             held = c.execute("SELECT * FROM claims WHERE key=?", (key,)).fetchone()
             if held is not None and held["owner"] != self.me:
-                stale = now - held["heartbeat"] > self.timeout
-                if not stale and not process_gone(held["process"]):
+                if not self.dead(held, now):
                     return Outcome(ClaimState.TAKEN, by=held["owner"])
                 c.execute("UPDATE runs SET status=?, error=?, finished=? WHERE key=? AND status=? AND owner=?",
                           (RunStatus.INTERRUPTED,
                            f"interrupted: its sweep {held['owner']} stopped (claim taken over by {self.me})",
                            now, key, RunStatus.RUNNING, held["owner"]))
             elif held is None and failed_since is not None:
-                last = c.execute("SELECT id, status, owner FROM runs WHERE key=? AND COALESCE(finished, 0)>=? "
-                                 "ORDER BY id DESC LIMIT 1", (key, failed_since)).fetchone()
+                last = c.execute(f"SELECT id, status, owner FROM runs WHERE key=? AND COALESCE(finished, 0)>=?{skip} "
+                                 "ORDER BY id DESC LIMIT 1", (key, failed_since, *ignore)).fetchone()
                 if last is not None and last["status"] == RunStatus.FAILED and last["owner"] != self.me:
                     return Outcome(ClaimState.FAILED, last["id"])
             c.execute("INSERT OR REPLACE INTO claims VALUES (?,?,?,?,?)", (key, self.me, self.process, now, now))
@@ -165,7 +191,7 @@ class Claims:
         now = time.time()
         with self.store.transaction(immediate=True) as c:
             rows = c.execute("SELECT key, owner, process, heartbeat FROM claims WHERE owner!=?", (self.me,)).fetchall()
-            dead = [r for r in rows if now - r["heartbeat"] > self.timeout or process_gone(r["process"])]
+            dead = [r for r in rows if self.dead(r, now)]
             for r in dead:
                 c.execute("UPDATE runs SET status=?, error=?, finished=? WHERE key=? AND status=? AND owner=?",
                           (RunStatus.INTERRUPTED,
@@ -179,7 +205,29 @@ class Claims:
         now = time.time()
         with self.store.transaction() as c:
             rows = c.execute("SELECT key, owner, process, heartbeat FROM claims WHERE owner!=?", (self.me,)).fetchall()
-        return {r["key"] for r in rows if now - r["heartbeat"] <= self.timeout and not process_gone(r["process"])}
+        return {r["key"] for r in rows if not self.dead(r, now)}
+
+    def waits(self, keys: Iterable[str]) -> list[dict]:
+        """What a sweep waits for: per key of ``keys`` that another owner claims, ``key``, ``owner``,
+        ``run_id`` (its row still running, or None before the row exists), ``age`` (seconds since its
+        heartbeat by the time stamp: negative for one in the future), ``unchanged`` (seconds this process
+        has seen the same heartbeat) and ``timeout``."""
+        keys = list(keys)
+        if not keys:
+            return []
+        now = time.time()
+        with self.store.transaction() as c:
+            out = []
+            for k in keys:
+                r = c.execute("SELECT key, owner, heartbeat FROM claims WHERE key=? AND owner!=?",
+                              (k, self.me)).fetchone()
+                if r is None:
+                    continue
+                run = c.execute("SELECT id FROM runs WHERE key=? AND owner=? AND status=? ORDER BY id DESC LIMIT 1",
+                                (k, r["owner"], RunStatus.RUNNING)).fetchone()
+                out.append({"key": k, "owner": r["owner"], "run_id": run["id"] if run else None,
+                            "age": now - r["heartbeat"], "unchanged": self.unchanged_for(r), "timeout": self.timeout})
+        return out
 
     def release(self, key: str, interrupted: str | None = None) -> None:
         """Give ``key`` back; with ``interrupted`` (the reason), first end our run of it still running."""

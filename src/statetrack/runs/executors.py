@@ -22,6 +22,7 @@ import multiprocessing as mp
 import os
 import queue
 import signal
+import socket
 import sys
 import tempfile
 import time
@@ -31,7 +32,7 @@ from typing import Any
 
 from statetrack import plugins
 from statetrack.errors import UserError
-from statetrack.files import sha256_bytes, write_file
+from statetrack.files import reason, sha256_bytes, write_file
 from statetrack.runs import signals
 from statetrack.runs.jobs import Job
 from statetrack.runs.probes import read_traces, traces_from_checkpoint, write_traces
@@ -43,6 +44,49 @@ from statetrack.training.evaluation import LengthMetrics
 
 #: seconds worker processes get, after a signal, to record their runs interrupted before they are killed
 GRACE = 5.0
+#: seconds a Ray cluster named by ``--address`` has to accept a connection before the sweep gives up
+RAY_CONNECT_TIMEOUT = 10.0
+
+
+def worker_limit(workers: int, jobs, executor: str = "local", address: str | None = None) -> tuple[int, str | None]:
+    """(workers to use, the line that says why fewer than asked, or None). On this machine (the local
+    executor, or a local Ray instance) at most one run per CPU core (each run uses one thread), and no
+    more than its available memory holds: each worker's process (``memory.WORKER_BYTES``) and the largest
+    run of ``jobs`` (``runner.memory_needed``). A Ray cluster's own resources decide there."""
+    from statetrack.runs.runner import memory_needed
+    from statetrack.tasks import get_task
+
+    if executor == "ray" and address is not None:
+        return workers, None
+    n_cores = memory.cores()
+    need = memory.WORKER_BYTES + max((memory_needed(j.train, get_task(j.train.task))[0] for j in jobs), default=0)
+    free, where = memory.available()
+    by_memory = max(1, free // need)
+    n = min(workers, n_cores, by_memory)
+    if n >= workers:
+        return workers, None
+    why = (f"this machine has {n_cores} CPU core{'s' if n_cores > 1 else ''} (each run uses one)" if n == n_cores else
+           f"each worker needs about {memory.gib(need)} (its process and its largest run) and {memory.gib(free)} is "
+           f"{where}")
+    return n, f"--workers {workers} capped at {n}: {why}"
+
+
+def check_ray_address(address: str | None) -> None:
+    """A UserError when the Ray cluster at ``address`` (``host:port`` or ``ray://host:port``) does not
+    accept a connection within :data:`RAY_CONNECT_TIMEOUT` seconds (``ray.init`` would wait for it for
+    good). Other forms (``auto``, none: a local instance) are left to Ray."""
+    if not address:
+        return
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        return
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=RAY_CONNECT_TIMEOUT):
+            pass
+    except OSError as e:
+        why = "timed out" if isinstance(e, TimeoutError) else reason(e)
+        raise UserError(f"no Ray cluster answers at --address {address} ({why}, within {RAY_CONNECT_TIMEOUT:g} s); "
+                        "start one there (ray start --head) or give its address") from None
 
 
 # -- helpers shared by the executors ----------------------------------------------------------------

@@ -30,19 +30,22 @@ from statetrack.config import EvalConfig, Supervision, TrainConfig, flatten, run
 from statetrack.errors import UserError
 from statetrack.layers import ORIGIN as MIXER_ORIGIN
 from statetrack.lm.metrics import LMMetrics
-from statetrack.plugins import load_plugins
+from statetrack.plugins import require
 from statetrack.runs import signals
 from statetrack.runs.claims import owner as this_process
-from statetrack.runs.store import DEFAULT_DB, RunStatus, Store
+from statetrack.runs.store import DEFAULT_DB, Damaged, RunStatus, Store, warn_damaged
 from statetrack.spec import parse_layers
 from statetrack.tasks import get_task
 from statetrack.tasks.base import CorpusTask, Scoring
 from statetrack.tasks.registry import ORIGIN as TASK_ORIGIN
 from statetrack.theory.constructions import init_model
-from statetrack.training.checkpoint import meta_model, save_run_checkpoint
+from statetrack.training import memory
+from statetrack.training.checkpoint import declared_params, meta_model, save_run_checkpoint
 from statetrack.training.device import resolve_device
 from statetrack.training.evaluation import LengthMetrics, evaluate_more, evaluate_run, longest_generalized
 from statetrack.training.loop import TrainingDiverged, train
+from statetrack.training.memory import gib
+from statetrack.untrusted import label_problem
 
 
 @dataclass
@@ -63,27 +66,73 @@ class RunResult:
 
 
 def run_key(train_cfg: TrainConfig, eval_cfg: EvalConfig, study: str | None, label: str | None) -> str:
-    """Identity of a run: same key = same numbers, so a complete run with this key can be reused."""
-    blob = json.dumps({"train": train_cfg.key_dict(), "eval": eval_cfg.key_dict(), "study": study,
-                       "label": label}, sort_keys=True)
+    """Identity of a run: same key = same numbers, so a complete run with this key can be reused. The
+    plugin modules that provide its task and mixers are part of it (when it has any), so a run of one
+    plugin's mixer is never reused for another plugin's mixer of the same name."""
+    parts: dict[str, object] = {"train": train_cfg.key_dict(), "eval": eval_cfg.key_dict(), "study": study,
+                               "label": label}
+    plugins = required_plugins(train_cfg)
+    if plugins:  # runs of statetrack's own tasks and mixers keep the keys they always had
+        parts["plugins"] = plugins
+    blob = json.dumps(parts, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def complete_result(store: Store, key: str) -> RunResult | None:
-    """The complete run with this key (the latest if there are several), as a reused RunResult."""
+    """The complete run with this key (the latest if there are several), as a reused RunResult. A run
+    whose rows are damaged (``store.Damaged``) is left out with a warning, as if it had not run."""
     done = store.runs(key=key, status=RunStatus.COMPLETE)
     if not done:
         return None
     r = done[-1]
-
-    ms = [LengthMetrics.from_row(m) for m in store.metrics(r["id"])]
-    lm = [LMMetrics.from_row(m) for m in store.lm_metrics(r["id"])]
-    more = {s: [LengthMetrics.from_row(m) for m in rows] for s, rows in store.split_metrics(r["id"]).items()}
+    try:
+        ms = [LengthMetrics.from_row(m) for m in store.metrics(r["id"])]
+        lm = [LMMetrics.from_row(m) for m in store.lm_metrics(r["id"])]
+        more = {s: [LengthMetrics.from_row(m) for m in rows] for s, rows in store.split_metrics(r["id"]).items()}
+    except Damaged as e:
+        warn_damaged(store.path, e)
+        return None
     return RunResult(r["id"], RunStatus.COMPLETE, ms, r["summary"], r["checkpoint"], reused=True, lm=lm, more=more)
 
 
+def memory_needed(cfg: TrainConfig, task) -> tuple[int, str]:
+    """(bytes, what they are) a training run of ``cfg`` holds at least, from its model and batch, before
+    anything is allocated: float32 weights, gradients and AdamW's two moments (16 bytes per parameter,
+    counted on the meta device), and the activations a step keeps for its backward pass, batch x longest
+    training length x (four vectors of width d_model per block, the block's input, normed input, mixer
+    output and sum, and the embedding, the logits and their gradient). A lower bound: each mixer keeps more
+    of its own (the peak of two training steps measured at width 128, batch 64 x length 64: 5 to 21 times
+    the estimate for rnn, lstm, mamba, mamba2, s4d and transformer; rnn*4 at width 512, batch 256: 1.1
+    times), so a run refused on it cannot fit, and one let through may still run out (it then ends in one
+    line: :func:`out_of_memory`)."""
+    params = declared_params(cfg.model, task)
+    n_blocks = len(parse_layers(cfg.model.layers))
+    d = cfg.model.d_model
+    per_token = 4 * (4 * d * n_blocks + 2 * d + 3 * task.num_classes)
+    tokens = cfg.batch_size * cfg.train_max_len
+    weights, acts = 16 * params, tokens * per_token
+    return weights + acts, (f"{gib(weights)} for the weights, gradients and optimiser state of {params:,} parameters, "
+                            f"{gib(acts)} of activations for batch {cfg.batch_size:,} x length {cfg.train_max_len:,}")
+
+
+def check_memory(cfg: TrainConfig, task) -> None:
+    """A UserError when the memory the run needs at least (:func:`memory_needed`) exceeds what is
+    available where it trains (``memory.available``; a GPU's free memory on cuda): refused before it
+    starts."""
+    need, what = memory_needed(cfg, task)
+    device = resolve_device(cfg.device)
+    if device.type == "cuda":
+        free, where = torch.cuda.mem_get_info(device)[0], "free on the GPU"
+    else:
+        free, where = memory.available()
+    if need > free:
+        raise UserError(f"this run needs at least {gib(need)} ({what}) and {gib(free)} is {where}; lower --batch-size, "
+                        "--train-max-len, --d-model or the layers")
+
+
 def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
-    """Everything that can be wrong with the input, before anything is written. Returns the task."""
+    """Everything that can be wrong with the input, before anything is written: the task, the model, the
+    devices, the lengths, and whether the run fits in memory. Returns the task."""
     task = get_task(train_cfg.task)
     meta_model(train_cfg.model, task)  # unknown mixer / bad option -> UserError, without allocating weights
     resolve_device(train_cfg.device)  # 'cuda' without a GPU -> UserError, before the database exists
@@ -91,6 +140,7 @@ def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
     if train_cfg.supervision == Supervision.EVERY and task.scoring != Scoring.EVERY and not task.prefix_labels:
         raise UserError(f"supervision 'every' needs a task whose every position is labelled with its prefix's "
                         f"answer; {task.name} labels only its final position (allowed: supervision 'task')")
+    check_memory(train_cfg, task)
     short = [n for n in eval_cfg.lengths if n < train_cfg.train_min_len]
     if short:
         raise UserError(f"test length {short[0]} is shorter than the training range "
@@ -131,6 +181,8 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
     length (progress); ``reuse``: return the complete run with the same key instead of training.
     ``owner``: the sweep whose claim this run runs under (``statetrack.runs.claims``; default this process)."""
     task = check_run(train_cfg, eval_cfg)
+    if label is not None and (why := label_problem(label)):
+        raise UserError(f"bad --label: {why}")
     start = initial_model(train_cfg)  # a bad --init fails here, before anything is written
     store = Store(db)
     key = run_key(train_cfg, eval_cfg, study, label)
@@ -156,6 +208,10 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
         raise
     except BaseException as e:  # recorded, then re-raised: crashes leave a trace
         store.fail_run(run_id, f"{type(e).__name__}: {e}", time.time() - t0)
+        if out_of_memory(e):  # beyond the estimate checked before: one line, not a traceback
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+            raise UserError(f"run {run_id} ran out of memory ({first}); it is recorded failed; lower --batch-size, "
+                            "--train-max-len, --d-model or the layers") from None
         raise
     summary = {"best_step": res.best_step, "best_val_accuracy": res.best_val_accuracy,
                "best_val_loss": res.best_val_loss, "train_accuracy": res.train_accuracy,
@@ -170,7 +226,7 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
         summary["corpus"] = task.provenance()
     path = Path(checkpoint_dir) / f"run{run_id}-{run_uuid[:8]}.safetensors" if checkpoint_dir else \
         store.checkpoint_name(run_id, run_uuid)
-    extra = {"run_id": run_id, "run_uuid": run_uuid, "db": str(Path(db).absolute()), "db_name": Path(db).name,
+    extra = {"run_id": run_id, "run_uuid": run_uuid, "db": str(store.path.absolute()), "db_name": store.path.name,
              "study": study, "label": label, **({"plugins": config["plugins"]} if "plugins" in config else {})}
     return _record(store, run_id, res, metrics, lm, summary, t0, lambda: save_run_checkpoint(
         res.model, train_cfg.model_dump(), path, extra), more)
@@ -218,6 +274,15 @@ def _record(store: Store, run_id: int, res, metrics, lm, summary: dict, t0: floa
     return RunResult(run_id, RunStatus.COMPLETE, metrics, summary, str(ckpt), lm=lm, more=more or {})
 
 
+def out_of_memory(e: BaseException) -> bool:
+    """``e`` says an allocation failed (CPU or GPU), whichever way torch or Python words it."""
+    if isinstance(e, (MemoryError, torch.OutOfMemoryError)):
+        return True
+    text = str(e).lower()
+    return isinstance(e, RuntimeError) and any(w in text for w in ("out of memory", "can't allocate memory",
+                                                                   "not enough memory", "cannot allocate memory"))
+
+
 def store_status(store: Store, run_id: int) -> str | None:
     try:
         status: str = store.run(run_id)["status"]
@@ -249,8 +314,9 @@ def rerun(run_id: int, db: str | Path = DEFAULT_DB, label: str | None = None, **
     """Run a stored run again from its stored config alone; returns (new result, differences).
 
     The new run gets ``label``, or, by default, a label of its own (``rerun_label``: ``s3`` ->
-    ``s3-rerun-2``), so that a label names one run. The plugin modules the run recorded are imported
-    first; ``progress``: ``run``'s callbacks.
+    ``s3-rerun-2``), so that a label names one run. The plugin modules the run recorded must be imported
+    already (a database names them, never imports them: ``plugins.require``); ``progress``: ``run``'s
+    callbacks.
 
     ``differences`` maps each test length whose metrics differ to (old, new); empty when the rerun
     reproduces the stored numbers exactly.
@@ -258,7 +324,7 @@ def rerun(run_id: int, db: str | Path = DEFAULT_DB, label: str | None = None, **
     store = Store(db, create=False)
     old = store.run(run_id)
     flat = flatten(old["config"], f"run {run_id}'s config")
-    load_plugins(flat.get("plugins", []), f"recorded with run {run_id}")
+    require(flat.get("plugins", []), f"run {run_id} of {str(store.path)!r}")
     tcfg, ecfg = run_configs(flat)
     threads = (old["versions"] or {}).get("threads")  # reductions can depend on the thread count
     label = label or rerun_label(store, old["label"])

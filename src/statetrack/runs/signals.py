@@ -1,10 +1,11 @@
-"""Ctrl-C and SIGTERM stop the whole job, and every run they stop is recorded ``interrupted``.
+"""Ctrl-C, SIGTERM and SIGHUP stop the whole job, and every run they stop is recorded ``interrupted``.
 
-:func:`handled` (used by the command line around every command) turns SIGINT and SIGTERM into
-:class:`Interrupted`, a ``KeyboardInterrupt`` that remembers its signal: the runner marks its run
-``interrupted``, a sweep starts no new run and stops its workers, and the command exits with 128 + the
-signal number (130 for SIGINT, 143 for SIGTERM). The first signal is raised; later ones are ignored
-while the first is being handled, so the clean-up itself is not cut short.
+:func:`handled` (used by the command line around every command) turns SIGINT, SIGTERM and SIGHUP (the
+terminal closed) into :class:`Interrupted`, a ``KeyboardInterrupt`` that remembers its signal: the runner
+marks its run ``interrupted``, a sweep starts no new run, stops its workers and releases its claims, and
+the command exits with 128 + the signal number (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP). A
+signal the process was started with ignored (``nohup``) stays ignored. The first signal is raised; later
+ones are ignored while the first is being handled, so the clean-up itself is not cut short.
 
 Worker processes of a sweep (:func:`install_in_worker`) raise only while a run is in progress
 (:func:`job`): a worker that waits for work when the terminal's Ctrl-C reaches it stays quiet and is
@@ -21,22 +22,13 @@ import threading
 import time
 from contextlib import contextmanager
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
+from statetrack.errors import Interrupted  # here too: signals.Interrupted is what this module raises
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 #: the signal a worker receives when the sweep's process ends
 PARENT_DIED = signal.SIGUSR1
 #: seconds an orphaned worker gets to record its run interrupted before it is killed (SIGALRM)
 ORPHAN_GRACE = 10
-
-
-class Interrupted(KeyboardInterrupt):
-    """A SIGINT or SIGTERM received by this process."""
-
-    def __init__(self, signum: int = signal.SIGINT):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = int(signum)
-
-    def __reduce__(self):  # from a worker process to its parent
-        return (type(self), (self.signum,))
 
 
 class Orphaned(Interrupted):
@@ -46,12 +38,13 @@ class Orphaned(Interrupted):
 
 
 def exit_code(exc: BaseException) -> int:
-    """128 + the signal number: 130 for Ctrl-C (and a plain KeyboardInterrupt), 143 for SIGTERM."""
+    """128 + the signal number: 130 for Ctrl-C (and a plain KeyboardInterrupt), 143 for SIGTERM, 129 for
+    SIGHUP."""
     return 128 + getattr(exc, "signum", signal.SIGINT)
 
 
 def describe(exc: BaseException) -> str:
-    """'interrupted by SIGTERM' (or SIGINT) for the error column of an interrupted run."""
+    """'interrupted by SIGTERM' (or SIGINT, SIGHUP) for the error column of an interrupted run."""
     reason = getattr(exc, "reason", None)  # Orphaned says why
     return reason or f"interrupted by {signal.Signals(getattr(exc, 'signum', signal.SIGINT)).name}"
 
@@ -77,8 +70,8 @@ def _handler(signum, _frame):
 
 @contextmanager
 def handled():
-    """SIGINT and SIGTERM raise :class:`Interrupted` inside the block (main thread only; elsewhere the
-    block runs with the handlers it had)."""
+    """SIGINT, SIGTERM and SIGHUP raise :class:`Interrupted` inside the block (main thread only; elsewhere
+    the block runs with the handlers it had)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -172,7 +165,7 @@ def _orphaned(signum: int) -> None:
 
 @contextmanager
 def spawning():
-    """Around starting worker processes: they start with SIGINT and SIGTERM ignored (until
+    """Around starting worker processes: they start with SIGINT, SIGTERM and SIGHUP ignored (until
     :func:`install_in_worker`), so a Ctrl-C that reaches them while they import is no traceback; this
     process holds the signals back meanwhile and receives them when the block ends."""
     if threading.current_thread() is not threading.main_thread():

@@ -21,6 +21,16 @@ an older file is not migrated, the tables it lacks read as empty), and a file or
 write is opened read-only (``mode=ro``, or ``immutable`` when no -wal file shows a writer), so no -wal or
 -shm file is left behind.
 
+``--db`` must name a regular file or a new path (a folder, a FIFO, ``/dev/null`` or a zero-byte file is
+refused in one line), and a database reached through a symbolic link is known by its real path (as SQLite
+itself finds its -wal file): its checkpoints live beside the real file, and its runs' rows name it.
+
+A database may come from others, so every row is read as data: a row whose JSON columns do not parse, are
+not objects, or whose status or numbers have the wrong type is *damaged*. Listings (:meth:`Store.runs`,
+hence ``runs``, ``report``, a sweep's reuse) leave it out with one warning line naming its run id;
+reading that run alone (:meth:`Store.run`, ``runs show``, ``rerun``) is one error line naming it; and
+:meth:`Store.check` (``statetrack runs --check``) lists every damaged row of every table.
+
 Checkpoints live beside the database, in ``<name>.checkpoints/`` (``runs/statetrack.db`` ->
 ``runs/statetrack.checkpoints/``), one file per run named by its id and a random id of its own
 (``run3-1f0c9a2e.safetensors``), so no two runs of any two databases share a file; the row keeps the
@@ -42,7 +52,8 @@ from pathlib import Path
 from typing import Any
 
 from statetrack.errors import UserError, did_you_mean
-from statetrack.files import check_writable, place_new, reason, sha256_file, sync_dir
+from statetrack.files import check_writable, file_kind, place_new, reason, sha256_file, sync_dir
+from statetrack.progress import warn
 from statetrack.untrusted import load_json
 from statetrack.version import __version__
 
@@ -171,9 +182,16 @@ class Store:
     max_pages: int | None = None
 
     def __init__(self, path: str | os.PathLike = DEFAULT_DB, create: bool = True, readonly: bool = False):
-        self.path = Path(path)
+        self.path = real_path(path)
         self.readonly = readonly
         created = None
+        kind = file_kind(self.path)
+        if kind not in (None, "missing"):
+            raise UserError(f"results database {str(path)!r} is {kind}, not a database file; give --db a database "
+                            "file or a new path")
+        if kind is None and _size(self.path) == 0:
+            raise UserError(f"results database {str(path)!r} is an empty file (0 bytes), not a statetrack database; "
+                            "it was left untouched (remove it, or give --db another path)")
         if not self.path.exists():
             if not create or readonly:
                 raise UserError(f"results database {str(self.path)!r} not found")
@@ -279,6 +297,7 @@ class Store:
             raise UserError(f"results database {str(self.path)!r} cannot be opened: "
                             f"{_db_reason(self.path, e)}") from None
         con.row_factory = sqlite3.Row
+        con.text_factory = _text  # text that is not UTF-8 (another program's) reads with U+FFFD, not an error
         try:
             con.execute("PRAGMA busy_timeout=60000")
             if self.readonly:
@@ -418,7 +437,7 @@ class Store:
 
     def traces(self, run_id: int) -> dict[str, dict]:
         with self.transaction() as c:
-            return {r["probe"]: self._json(r["data"], f"run {run_id}'s trace {r['probe']!r}") for r in
+            return {r["probe"]: self._json(r["data"], f"trace {r['probe']!r}", run_id) for r in
                     c.execute("SELECT probe, data FROM traces WHERE run_id=?", (run_id,))}
 
     # -- reading -----------------------------------------------------------------------------
@@ -433,9 +452,17 @@ class Store:
         if limit:
             q += f" LIMIT {int(limit)}"
         with self.transaction() as c:
-            return [self._row(r) for r in c.execute(q, args)]
+            rows = c.execute(q, args).fetchall()
+        out = []
+        for r in rows:
+            try:
+                out.append(self._row(r))
+            except Damaged as e:  # one damaged row never hides the others: said once, left out
+                warn_damaged(self.path, e)
+        return out
 
     def run(self, run_id: int) -> dict:
+        """Run ``run_id``'s row; a UserError (:class:`Damaged`) names it when it is damaged."""
         with self.transaction() as c:
             r = c.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
         if r is None:
@@ -463,7 +490,10 @@ class Store:
 
     def metrics(self, run_id: int) -> list[dict]:
         with self.transaction() as c:
-            return [dict(r) for r in c.execute("SELECT * FROM metrics WHERE run_id=? ORDER BY length", (run_id,))]
+            rows = [dict(r) for r in c.execute("SELECT * FROM metrics WHERE run_id=? ORDER BY length", (run_id,))]
+        for r in rows:
+            self._check_metrics(r, run_id, "metrics")
+        return rows
 
     def split_metrics(self, run_id: int) -> dict[str, list[dict]]:
         """The run's metrics on its draws beside the headline one: split -> rows by length."""
@@ -471,7 +501,8 @@ class Store:
         with self.transaction() as c:
             for r in c.execute("SELECT * FROM split_metrics WHERE run_id=? ORDER BY split, length", (run_id,)):
                 row = dict(r)
-                out.setdefault(row.pop("split"), []).append(row)
+                self._check_metrics(row, run_id, "split_metrics")
+                out.setdefault(str(row.pop("split")), []).append(row)
         return out
 
     def lm_metrics(self, run_id: int) -> list[dict]:
@@ -479,7 +510,7 @@ class Store:
         with self.transaction() as c:
             rows = [dict(r) for r in c.execute("SELECT * FROM lm_metrics WHERE run_id=? ORDER BY length", (run_id,))]
         for r in rows:
-            r["buckets"] = self._json(r["buckets"], f"run {run_id}'s buckets") if r["buckets"] else []
+            r["buckets"] = self._json(r["buckets"], "buckets", run_id) if r["buckets"] else []
         return rows
 
     def schema_version(self) -> int:
@@ -488,7 +519,7 @@ class Store:
 
     def curve(self, run_id: int) -> list[dict]:
         with self.transaction() as c:
-            return [self._json(r["data"], f"run {run_id}'s curve") for r in
+            return [self._json(r["data"], "curve", run_id) for r in
                     c.execute("SELECT data FROM curves WHERE run_id=? ORDER BY step", (run_id,))]
 
     def counts(self) -> dict:
@@ -496,18 +527,128 @@ class Store:
             return {t: c.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("runs", "metrics", "curves")}
 
 
-    def _json(self, text: str, what: str) -> Any:
-        """A JSON column of this database, parsed within the limits of ``statetrack.untrusted``."""
-        return load_json(text, f"results database {str(self.path)!r}: {what}")
+    def _json(self, text: str, what: str, run_id: object = None) -> Any:
+        """A JSON column of this database, parsed within the limits of ``statetrack.untrusted``; text that
+        is not JSON is a :class:`Damaged` row of run ``run_id``."""
+        try:
+            return load_json(text, f"results database {str(self.path)!r}: {what}")
+        except (json.JSONDecodeError, TypeError) as e:
+            raise Damaged(self.path, run_id, f"its {what} is not valid JSON ({e})") from None
 
     def _row(self, r: sqlite3.Row) -> dict:
+        """A ``runs`` row as a dict, its JSON columns parsed and its types checked (:class:`Damaged`)."""
         d = dict(r)
-        for k in ("config", "versions", "summary"):
-            if d.get(k):
-                d[k] = self._json(d[k], f"run {d.get('id')}'s {k}")
+        run_id = d.get("id")
+        for k, required in (("config", True), ("versions", False), ("summary", False)):
+            if d.get(k) is None and not required:
+                continue
+            d[k] = self._json(d[k], k, run_id) if isinstance(d.get(k), str) else d.get(k)
+            if not isinstance(d[k], dict):
+                raise Damaged(self.path, run_id, f"its {k} is {_kind(d[k])}, not a JSON object")
+        if d.get("status") not in set(RunStatus):
+            raise Damaged(self.path, run_id, f"its status is {d.get('status')!r}; allowed: {', '.join(RunStatus)}")
+        for k, types in _RUN_TYPES.items():
+            if k in d and not isinstance(d[k], types):
+                raise Damaged(self.path, run_id, f"its {k} is {_kind(d[k])}")
         if d.get("checkpoint") and d.get("checkpoint_sha256") and not os.path.isabs(d["checkpoint"]):
             d["checkpoint"] = str(self.path.parent / d["checkpoint"])  # kept relative to the database
         return d
+
+    def _check_metrics(self, row: dict, run_id: int, table: str) -> None:
+        """A metrics row's numbers are numbers (or NULL): else the run is :class:`Damaged`."""
+        for k, v in row.items():
+            if k in ("run_id", "split", "note"):
+                continue
+            if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool)):
+                raise Damaged(self.path, run_id, f"its {table} row at length {row.get('length')!r} has {k} "
+                                                 f"{_kind(v)}, not a number")
+
+    def check(self) -> list[dict]:
+        """Every damaged row of the database: ``{"run_id", "table", "problem"}`` per row (an empty list for a
+        database whose rows all read). What ``statetrack runs --check`` lists."""
+        out = []
+
+        def add(run_id, table, problem):
+            out.append({"run_id": run_id, "table": table, "problem": problem})
+
+        with self.transaction() as c:
+            runs = c.execute("SELECT * FROM runs ORDER BY id").fetchall()
+            metrics = {t: c.execute(f"SELECT * FROM {t} ORDER BY run_id").fetchall()
+                       for t in ("metrics", "split_metrics")}
+            blobs = {t: c.execute(f"SELECT run_id, {col} AS data FROM {t} ORDER BY run_id").fetchall()
+                     for t, col in (("curves", "data"), ("traces", "data"), ("lm_metrics", "buckets"))}
+        for r in runs:
+            try:
+                self._row(r)
+            except Damaged as e:
+                add(e.run_id, "runs", e.problem)
+        for t, rows in metrics.items():
+            for r in rows:
+                try:
+                    self._check_metrics(dict(r), r["run_id"], t)
+                except Damaged as e:
+                    add(e.run_id, t, e.problem)
+        for t, rows in blobs.items():
+            for r in rows:
+                if r["data"] is None and t == "lm_metrics":
+                    continue
+                try:
+                    self._json(r["data"], f"{t} data", r["run_id"])
+                except Damaged as e:
+                    add(e.run_id, t, e.problem)
+        return out
+
+
+class Damaged(UserError):
+    """A row of a results database that cannot be read as what statetrack wrote (another program's, or a
+    damaged file's): its run id and what is wrong."""
+
+    def __init__(self, path: Path, run_id: object, problem: str) -> None:
+        super().__init__(f"run {run_id} of {str(path)!r} is damaged: {problem} (statetrack runs --check lists "
+                         "every damaged row)")
+        self.run_id, self.problem = run_id, problem
+
+
+#: the columns of a ``runs`` row and the types they must have (text where SQLite let other text in)
+_RUN_TYPES: dict[str, type | tuple[type, ...]] = {
+    "id": int, "model": str, "task": str, "seed": int, "key": (str, type(None)), "study": (str, type(None)),
+    "label": (str, type(None)), "train_min_len": (int, type(None)), "train_max_len": (int, type(None)),
+    "checkpoint": (str, type(None)), "checkpoint_sha256": (str, type(None)), "uuid": (str, type(None)),
+    "owner": (str, type(None)), "wall_time": (int, float, type(None)), "created": (int, float),
+    "finished": (int, float, type(None)), "error": (str, type(None))}
+#: the damaged rows warned of in this command (the command line starts each command with it empty)
+warned: set[tuple[str, object]] = set()
+
+
+def _kind(v: object) -> str:
+    """A value's type in words, for a damaged row's message."""
+    return "null" if v is None else f"{type(v).__name__} {str(v)[:40]!r}"
+
+
+def warn_damaged(path: Path, e: Damaged) -> None:
+    """One warning line per damaged row and process (a listing, a report or a sweep leaves the run out)."""
+    if (str(path), e.run_id) not in warned:
+        warned.add((str(path), e.run_id))
+        warn(f"warning: {e}; left out")
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def real_path(path: str | os.PathLike) -> Path:
+    """The database's path with symbolic links resolved when there are any (as SQLite finds the -wal file
+    of a linked database beside the real file); the path as given otherwise."""
+    given = Path(path)
+    real = Path(os.path.realpath(given))
+    return given if real == Path(os.path.abspath(given)) else real
 
 
 def checkpoint_of_run_problem(path: str | Path, extra: dict) -> str | None:

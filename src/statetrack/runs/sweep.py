@@ -14,10 +14,10 @@ claim whose owner died (kill -9, a lost machine) is taken over after the claim t
 same machine), and the dead owner's ``running`` row is marked ``interrupted``. Reports only ever read
 ``complete`` rows, one per key, so an unfinished record is never counted.
 
-Ctrl-C and SIGTERM (``statetrack.runs.signals``) stop the whole sweep: no run starts after the signal, the
-running ones are marked ``interrupted`` (worker processes are told and get ``executors.GRACE`` seconds to record
-it, then are killed; Ray tasks are cancelled), the claims are released, and the interrupt is passed on
-(the command exits 130 or 143).
+Ctrl-C, SIGTERM and SIGHUP (``statetrack.runs.signals``) stop the whole sweep: no run starts after the
+signal, the running ones are marked ``interrupted`` (worker processes are told and get ``executors.GRACE``
+seconds to record it, then are killed; Ray tasks are cancelled), the claims are released, and the interrupt
+is passed on (the command exits 130, 143 or 129).
 
 The executors (``local``: worker processes on this machine; ``ray``: tasks on a Ray instance or
 cluster) live in ``statetrack.runs.executors``. Each run seeds itself from its config and uses one thread,
@@ -31,27 +31,41 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from statetrack.errors import UserError
+from statetrack.progress import describe_waits, warn
 from statetrack.runs import signals
 from statetrack.runs.claims import Claims, ClaimState, Heartbeat
-from statetrack.runs.executors import InProcess, Pool, RayExecutor, ensure_traces, import_ray, result_of
+from statetrack.runs.executors import (
+    InProcess,
+    Pool,
+    RayExecutor,
+    check_ray_address,
+    ensure_traces,
+    import_ray,
+    result_of,
+    worker_limit,
+)
 from statetrack.runs.jobs import Grid, Job
 from statetrack.runs.runner import RunResult, check_run, complete_result
-from statetrack.runs.store import Store
+from statetrack.runs.store import Damaged, Store, warn_damaged
 from statetrack.tasks import get_task
 
 __all__ = ["Job", "POLL", "run_jobs"]
 
 #: seconds between looks at runs that other sweeps have claimed
 POLL = 1.0
+#: seconds between two lines saying which runs a sweep with nothing of its own to run waits for
+WAIT_EVERY = 5.0
 
 
 # -- the schedule: claim, run, wait for the others ---------------------------------------------------
 def _schedule(jobs: Iterable[Job], store: Store, executor, reuse: bool, on_done, results: dict,
-              claims: Claims) -> None:
+              claims: Claims, on_wait) -> None:
     """Go through the grid in order, expanding it as the sweep reaches it (a run is built when a slot is
     free for it, so memory does not grow with the grid): a complete run is reused, a run another live
-    sweep has claimed waits, the others are claimed and started."""
+    sweep has claimed waits, the others are claimed and started. While it only waits, ``on_wait`` is
+    told what for every ``WAIT_EVERY`` seconds."""
     t0 = time.time()
+    said = time.monotonic()
     pending = enumerate(jobs)
     more = True
     waiting: dict[int, Job] = {}  # claimed by another live sweep: looked at again each round
@@ -62,17 +76,27 @@ def _schedule(jobs: Iterable[Job], store: Store, executor, reuse: bool, on_done,
         if on_done:
             on_done(job, res)
 
+    damaged: set[int] = set()  # runs whose rows cannot be read: as if they were not there
+
     def start(i: int, job: Job) -> None:
-        got = claims.claim(job.key, complete_since=0.0 if reuse else t0, failed_since=t0)
-        if got.state == ClaimState.TAKEN:
-            waiting[i] = job
-        elif got.state == ClaimState.CLAIMED:
-            running[executor.submit(job, i)] = (i, job)
-        else:  # complete or failed by another sweep meanwhile
-            assert got.run_id is not None  # a complete or failed claim names its run
-            res = result_of(store, got.run_id)
-            ensure_traces(str(store.path), job, res)
-            done(i, job, res)
+        while True:
+            got = claims.claim(job.key, complete_since=0.0 if reuse else t0, failed_since=t0,
+                               ignore=tuple(sorted(damaged)))
+            if got.state == ClaimState.TAKEN:
+                waiting[i] = job
+            elif got.state == ClaimState.CLAIMED:
+                running[executor.submit(job, i)] = (i, job)
+            else:  # complete or failed by another sweep meanwhile
+                assert got.run_id is not None  # a complete or failed claim names its run
+                try:
+                    res = result_of(store, got.run_id)
+                except Damaged as e:
+                    warn_damaged(store.path, e)
+                    damaged.add(got.run_id)
+                    continue
+                ensure_traces(str(store.path), job, res)
+                done(i, job, res)
+            return
 
     while more or waiting or running:
         busy = claims.held_by_others()  # read first: no write lock for a key another sweep is running
@@ -96,6 +120,11 @@ def _schedule(jobs: Iterable[Job], store: Store, executor, reuse: bool, on_done,
                 waiting[i] = job
             else:
                 start(i, job)
+        if waiting and not running and time.monotonic() - said >= WAIT_EVERY:
+            said = time.monotonic()
+            waits = claims.waits({job.key for job in waiting.values()})
+            if waits:
+                on_wait(waits)
         for handle, res in executor.wait(running, POLL):
             i, job = running.pop(handle)
             claims.release(job.key)
@@ -106,14 +135,21 @@ def _schedule(jobs: Iterable[Job], store: Store, executor, reuse: bool, on_done,
 def run_jobs(jobs: Grid | list[Job], db: str | Path, workers: int = 1, reuse: bool = True,
              on_done: Callable[[Job, RunResult], None] | None = None, executor: str = "local",
              address: str | None = None,
-             on_step: Callable[[Job, int, dict], None] | None = None) -> list[tuple[Job, RunResult]]:
+             on_step: Callable[[Job, int, dict], None] | None = None,
+             on_wait: Callable[[list[dict]], None] | None = None) -> list[tuple[Job, RunResult]]:
     """Run every job of ``jobs`` (a :class:`Grid`, expanded as the sweep goes, or a list); returns (job,
     result) in their order. Runs that another sweep left behind (its process ended, or its heartbeat
     stopped for longer than the claim timeout) lose their claims and are marked interrupted first.
 
     ``on_done(job, result)`` after each run; ``on_step(job, step, info)`` after each validation of a
     running run (local executor; from worker processes through a queue). Worker processes import the
-    plugin modules this process has loaded (statetrack.plugins)."""
+    plugin modules this process has loaded (statetrack.plugins). ``on_wait(waits)`` every ``WAIT_EVERY``
+    seconds while the sweep only waits for runs that other sweeps hold (``Claims.waits``; by default a
+    warning line, ``progress.describe_waits``).
+
+    ``workers`` above this machine's CPU cores, or above what its memory holds (each run's estimate,
+    ``runner.memory_needed``), is capped with a warning line (``executors.worker_limit``); a Ray cluster
+    given by ``address`` is asked first and must answer within ``executors.RAY_CONNECT_TIMEOUT`` seconds."""
     if executor not in ("local", "ray"):
         raise UserError(f"unknown executor {executor!r}; allowed: local, ray")
     if address is not None and executor != "ray":
@@ -126,6 +162,10 @@ def run_jobs(jobs: Grid | list[Job], db: str | Path, workers: int = 1, reuse: bo
             get_task(p)
     if executor == "ray":
         import_ray()
+        check_ray_address(address)  # before the database is created: an unreachable cluster leaves nothing
+    workers, why = worker_limit(workers, jobs.heads if isinstance(jobs, Grid) else jobs, executor, address)
+    if why:
+        warn(why)
     db = str(db)
     # create (or check) the database here, once: workers that open a new file at the same moment would
     # otherwise race on its creation
@@ -142,7 +182,8 @@ def run_jobs(jobs: Grid | list[Job], db: str | Path, workers: int = 1, reuse: bo
         ex = Pool(db, claims.me, workers, on_step)
     try:
         with Heartbeat(claims):
-            _schedule(jobs, store, ex, reuse, on_done, results, claims)
+            _schedule(jobs, store, ex, reuse, on_done, results, claims,
+                      on_wait or (lambda waits: warn(describe_waits(waits))))
     except BaseException as e:
         ex.stop()
         why = signals.describe(e) if isinstance(e, KeyboardInterrupt) else f"the sweep stopped: {e}"

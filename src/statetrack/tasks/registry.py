@@ -25,8 +25,11 @@ Factory = Callable[[str | None], "Task"]
 
 def register(family: str, description: str) -> Callable[[Factory], Factory]:
     """Register a task family: ``@register("mytask", "one line")`` on a factory that receives the text
-    after ``mytask:`` (or None) and returns a Task, raising UserError on a bad argument."""
+    after ``mytask:`` (or None) and returns a Task, raising UserError on a bad argument. A family registered
+    by another module (statetrack's own included) is not replaced: a UserError says so."""
     def deco(factory: Factory) -> Factory:
+        plugins.check_replacement("task family", family, FAMILIES[family][0] if family in FAMILIES else None,
+                                  factory)
         FAMILIES[family] = (factory, description)
         module = plugins.origin(factory)
         if module:

@@ -1,4 +1,5 @@
-"""Checkpoints as safetensors: tensors plus the run's config as JSON metadata. Loading runs no code.
+"""Checkpoints as safetensors: tensors plus the run's config as JSON metadata. Loading runs no code: the
+plugin modules a checkpoint records are named, never imported (``plugins.require``).
 
 A checkpoint is checked before anything is built from it (:func:`inspect_checkpoint`): the header's
 metadata must have the right types (``config`` and ``extra`` JSON objects), the config must be a valid
@@ -22,9 +23,9 @@ from safetensors.torch import load, save
 
 from statetrack.config import MAX_PARAMS, TrainConfig, validated
 from statetrack.errors import UserError
-from statetrack.files import sha256_bytes, write_file
+from statetrack.files import file_kind, sha256_bytes, write_file
 from statetrack.model import build_model
-from statetrack.plugins import load_plugins
+from statetrack.plugins import require
 from statetrack.spec import parse_layers
 from statetrack.tasks import get_task
 from statetrack.untrusted import load_json
@@ -137,8 +138,11 @@ def inspect_checkpoint(path: str | Path, max_params: int | None = None) -> Inspe
     allocating the model; a UserError line for anything wrong (see the module docstring)."""
     path = Path(path)
     max_params = MAX_PARAMS if max_params is None else max_params
-    if not path.is_file():
+    kind = file_kind(path)
+    if kind == "missing":
         raise UserError(f"checkpoint {str(path)!r} not found")
+    if kind is not None:  # a folder, a FIFO (reading it would wait for a writer), a device
+        raise UserError(f"checkpoint {str(path)!r} is {kind}, not a checkpoint file")
     try:
         with safe_open(str(path), framework="pt") as f:
             meta = f.metadata() or {}
@@ -153,7 +157,7 @@ def inspect_checkpoint(path: str | Path, max_params: int | None = None) -> Inspe
     plugins = extra.get("plugins") or []
     if not isinstance(plugins, list) or not all(isinstance(m, str) for m in plugins):
         raise _bad(path, "has damaged metadata ('plugins' is not a list of module names)")
-    load_plugins(plugins, f"recorded in checkpoint {str(path)!r}")  # they register its task or mixers
+    require(plugins, f"checkpoint {str(path)!r}")  # they register its task or mixers: named, never imported
     try:
         cfg = validated(TrainConfig, **config)
         task = get_task(cfg.task)
@@ -207,8 +211,9 @@ def read_checkpoint(path: str | Path, max_params: int | None = None) -> tuple[di
 def load_checkpoint(path: str | Path, device="cpu", max_params: int | None = None):
     """Rebuild the model a checkpoint describes. Returns (model, TrainConfig, task, extra).
 
-    The plugin modules recorded in the checkpoint (``extra["plugins"]``) are imported first."""
-    tensors, config, extra = read_checkpoint(path, max_params)  # loads the plugins it records
+    The plugin modules recorded in the checkpoint (``extra["plugins"]``) must be imported already: a
+    checkpoint names them but never imports them (``plugins.require``)."""
+    tensors, config, extra = read_checkpoint(path, max_params)
     cfg = validated(TrainConfig, **config)
     task = get_task(cfg.task)
     model = build_model(cfg.model, task)

@@ -1,4 +1,5 @@
-"""CPU memory settings that the scans and mixers depend on for speed, in one place.
+"""CPU memory settings that the scans and mixers depend on for speed, and how much memory and how many
+cores there are (what a run or a sweep's workers may use: :func:`available`, :func:`cores`), in one place.
 
 Three facts measured on this project's 2-core machine (docs/benchmarks.md, "Memory"):
 
@@ -64,3 +65,70 @@ def release_free_memory() -> None:
     """Hand the heap's free memory back to the OS (glibc ``malloc_trim``; a no-op elsewhere)."""
     if _LIBC is not None:
         _LIBC.malloc_trim(0)
+
+
+# -- how much memory there is: what a run or a sweep's workers may use ---------------------------------
+#: the resident memory of a sweep's worker process before its run starts (Python, torch and statetrack
+#: imported): about 325 MiB measured on this project's machine; a worker's run needs this beside its own
+WORKER_BYTES = 350 << 20
+
+
+def _meminfo(key: str) -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+        return None if text == "max" else int(text)
+    except (OSError, ValueError):
+        return None
+
+
+def _vm_size() -> int:
+    """This process's virtual memory size (the quantity ``ulimit -v`` limits)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def available() -> tuple[int, str]:
+    """(bytes, where the figure comes from) that a new allocation of this process may still take: the
+    least of the machine's available memory (``MemAvailable``), the room left under its cgroup's limit (a
+    container's), and the room left under ``ulimit -v`` (RLIMIT_AS); ``(2**62, ...)`` where none is known."""
+    import resource
+
+    limits = []
+    if (free := _meminfo("MemAvailable")) is not None:
+        limits.append((free, "available on this machine"))
+    limit = _read_int("/sys/fs/cgroup/memory.max") or _read_int("/sys/fs/cgroup/memory/memory.limit_in_bytes")
+    used = _read_int("/sys/fs/cgroup/memory.current") or _read_int("/sys/fs/cgroup/memory/memory.usage_in_bytes")
+    if limit is not None and used is not None and limit < 1 << 60:
+        limits.append((max(0, limit - used), "left under this container's memory limit"))
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        limits.append((max(0, soft - _vm_size()), "left under ulimit -v"))
+    return min(limits) if limits else (1 << 62, "no limit known")
+
+
+def cores() -> int:
+    """The CPU cores this process may run on (its affinity: a container's or ``taskset``'s share)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def gib(n: float) -> str:
+    """Bytes in GiB for a message: ``3.2 GiB`` (``0.25 GiB`` below one)."""
+    return f"{n / (1 << 30):.{1 if n >= 1 << 30 else 2}f} GiB"
