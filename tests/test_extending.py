@@ -220,11 +220,14 @@ def plugin_dir(tmp_path, monkeypatch):
     """write(name, code) -> a plugin module on the path; the registries and the loaded plugins are restored
     after the test."""
     from statetrack import layers, plugins
+    from statetrack.layers import properties
     from statetrack.tasks import registry
 
-    for mod, name in ((layers, "MIXERS"), (layers, "ORIGIN"), (registry, "FAMILIES"), (registry, "ORIGIN"),
-                      (plugins, "_loaded")):
-        monkeypatch.setattr(mod, name, dict(getattr(mod, name)))
+    layers.mixers()  # the built-in classes first, so that the copies hold them
+    # restored in place: other modules hold these very dicts (the classes, the declarations the models table
+    # reads, the modules that registered them, the task families, the plugins loaded)
+    saved = [(d, dict(d)) for d in (layers._MIXERS, properties.DECLARED, properties.ORIGIN, registry.FAMILIES,
+                                    registry.ORIGIN, plugins._loaded)]
     monkeypatch.syspath_prepend(str(tmp_path))
 
     def write(name: str, code: str) -> str:
@@ -232,6 +235,9 @@ def plugin_dir(tmp_path, monkeypatch):
         monkeypatch.delitem(sys.modules, name, raising=False)
         return name
     yield write
+    for d, copy in saved:
+        d.clear()
+        d.update(copy)
 
 
 @pytest.mark.parametrize("code, said", [

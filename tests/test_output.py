@@ -102,6 +102,7 @@ def test_wrap_never_cuts():
     assert wrap("conv=4, expand=2, dt_min=0.001", 14) == ["conv=4,", "expand=2,", "dt_min=0.001"]
     assert wrap("mamba(conv=0),s4d", 14) == ["mamba(conv=0),", "s4d"]
     assert wrap("abcdefgh", 3) == ["abcdefgh"]  # a word wider than its column stands whole on its line
+    assert wrap("/tmp/some/run.db x", 10) == ["/tmp/some/", "run.db x"]  # a path wraps at its folders
 
 
 def test_progress_lines_without_a_terminal(tmp_path, capsys):

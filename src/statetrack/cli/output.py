@@ -167,12 +167,15 @@ def pieces(text: str) -> list[str]:
 
 
 def wrap(text: str, w: int) -> list[str]:
-    """Lines of at most ``w`` cells, broken at spaces and after commas; a piece wider than ``w`` (a
+    """Lines of at most ``w`` cells, broken at spaces and after commas; a piece wider than ``w`` is broken
+    after its slashes (a long path wraps at its folders); a piece still wider than ``w`` (a
     terminal narrower than a word: ``COLUMNS=5``) stands whole on a line of its own, never cut."""
     lines = []
     for para in str(text).split("\n"):
         line, space = "", ""
-        for p in _PIECE.findall(para):
+        pieces = [q for p in _PIECE.findall(para)
+                  for q in (re.findall(r"[^/]*/|[^/]+", p) if _len(p) > w and "/" in p else [p])]
+        for p in pieces:
             if p.isspace():
                 space = " " if line else ""
                 continue

@@ -409,7 +409,9 @@ def write_report(rep: Report, out: str | Path, meta: dict | None = None, figures
     meta = meta or {}
     header = [f"- {k}: `{v}`" if k == "Command" else f"- {k}: {v}" for k, v in meta.items()]
     found = [] if study.kind is StudyKind.LM else ["## What this study found", "", *rep.finding().lines_md(), ""]
-    md = [f"# {study.title}", "", *header, "", *found, runs_line(rep), "", scale_note(rep), "",
+    runs = [runs_line(rep), ""]  # an incomplete report says so before anything it found
+    md = [f"# {study.title}", "", *header, "", *(runs if rep.missing else []), *found,
+          *([] if rep.missing else runs), scale_note(rep), "",
           f"Study `{study.name}` (scale `{rep.scale}`). Source: {study.source}.", ""]
     figs = report_figures(rep)
     try:

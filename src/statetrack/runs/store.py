@@ -530,10 +530,13 @@ class Store:
     def _json(self, text: str, what: str, run_id: object = None) -> Any:
         """A JSON column of this database, parsed within the limits of ``statetrack.untrusted``; text that
         is not JSON is a :class:`Damaged` row of run ``run_id``."""
+        prefix = f"results database {str(self.path)!r}: "
         try:
-            return load_json(text, f"results database {str(self.path)!r}: {what}")
+            return load_json(text, f"{prefix}{what}")
         except (json.JSONDecodeError, TypeError) as e:
             raise Damaged(self.path, run_id, f"its {what} is not valid JSON ({e})") from None
+        except UserError as e:  # over the limits for a document (nesting, size): damaged too, not fatal
+            raise Damaged(self.path, run_id, f"its {str(e).removeprefix(prefix)}") from None
 
     def _row(self, r: sqlite3.Row) -> dict:
         """A ``runs`` row as a dict, its JSON columns parsed and its types checked (:class:`Damaged`)."""
