@@ -26,6 +26,7 @@ import socket
 import sys
 import tempfile
 import time
+from multiprocessing import resource_tracker
 from pathlib import Path
 
 from statetrack import memory, plugins, signals
@@ -177,6 +178,11 @@ class Pool:
     def __init__(self, db: str, owner: str, workers: int, on_step=None):
         self.db, self.owner, self.slots, self.on_step = db, owner, workers, on_step
         ctx = mp.get_context("spawn")
+        # multiprocessing's resource tracker (started by the first queue) ignores SIGINT and SIGTERM but
+        # not SIGHUP: started inside spawning() it ignores that too, so closing the terminal cannot end
+        # it before the sweep has released its queues (a tracker started again prints tracebacks)
+        with signals.spawning():
+            resource_tracker.ensure_running()
         self.queue = ctx.Queue() if on_step else None
         self.pool = cf.ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
                                            initargs=(plugins.loaded(), self.queue, signals.ignored(), os.getpid()))
