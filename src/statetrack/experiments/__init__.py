@@ -519,6 +519,9 @@ def load_study(name_or_path: str) -> Study:
         raise UserError(f"study file {str(path)!r} is not valid YAML: {line}") from None
     if not isinstance(data, dict):
         raise UserError(f"study file {str(path)!r} must hold a mapping, got {type(data).__name__}")
+    bad = next((k for k in data if not isinstance(k, str)), "")
+    if bad != "":
+        raise UserError(f"study file {str(path)!r}: every key must be text, got {bad!r}")
     try:
         return Study(**data)
     except ValidationError as e:

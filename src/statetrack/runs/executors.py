@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +183,11 @@ class Pool:
     def __init__(self, db: str, owner: str, workers: int, on_step=None):
         self.db, self.owner, self.slots, self.on_step = db, owner, workers, on_step
         ctx = mp.get_context("spawn")
+        # multiprocessing's resource tracker (started by the first queue) ignores SIGINT and SIGTERM but
+        # not SIGHUP: started inside spawning() it ignores that too, so closing the terminal cannot end
+        # it before the sweep has released its queues (a tracker started again prints tracebacks)
+        with signals.spawning():
+            resource_tracker.ensure_running()
         self.queue = ctx.Queue() if on_step else None
         self.pool = cf.ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
                                            initargs=(plugins.loaded(), self.queue, signals.ignored(), os.getpid()))
