@@ -58,14 +58,18 @@ def test_config_file_mistakes_name_the_file_and_key(tmp_path, capsys, monkeypatc
     (tmp_path / "run.yaml").write_text("task: group:S3\nmodel: {layers: rnn}\nsteps: three hundred\n")
     assert main(["train", "--config", "run.yaml", "--db", "r.db"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: config file 'run.yaml': bad steps: Input should be a valid integer") \
+    assert err.startswith("error: config file 'run.yaml': key 'steps' expects int: Input should be a valid "
+                          "integer") \
         and "(got 'three hundred')" in err and err.count("\n") == 1, err
     (tmp_path / "run.yaml").write_text("task: group:S3\nmodel: {layers: rnn}\neval: {batch_size: 0}\n")
     assert main(["train", "--config", "run.yaml", "--db", "r.db"]) == 2
-    assert "config file 'run.yaml': bad eval.batch_size:" in capsys.readouterr().err
-    assert main(["train", "--config", "run.yaml", "--set", "eval.batch_size=2", "--set", "steps=x",
+    assert ("config file 'run.yaml': key 'eval.batch_size' expects int: Input should be greater than or equal "
+            "to 1 (got 0)") in capsys.readouterr().err
+    # a file's value is checked as the file is read (a --set of the same key does not hide the file's mistake)
+    (tmp_path / "run.yaml").write_text("task: group:S3\nmodel: {layers: rnn}\neval: {batch_size: 2}\n")
+    assert main(["train", "--config", "run.yaml", "--set", "eval.batch_size=3", "--set", "steps=x",
                  "--db", "r.db"]) == 2
-    assert "--set steps=x: bad steps:" in capsys.readouterr().err
+    assert "--set: key 'steps' expects int:" in capsys.readouterr().err
     assert not (tmp_path / "r.db").exists()
 
 
