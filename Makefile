@@ -27,6 +27,7 @@ test: install
 
 lint: install
 	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
 	$(VENV)/bin/mypy
 
 clean:

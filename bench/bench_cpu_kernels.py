@@ -11,6 +11,7 @@ PyTorch loops of ops/mamba.py), one torch thread, float32, minimum over ``--reps
   width 180, BPE vocabulary 2,048, batch 16 x 256 tokens;
 * eval: ``mamba_scan`` without gradients, batch 32 x length 1,024 (the evaluation loop).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,6 +57,7 @@ def scan_ms(neg: bool, reps: int) -> float:
     def run():
         y, _ = mamba_scan(*ins, neg=neg)
         torch.autograd.grad((y * w).sum(), ins)
+
     return _best(run, reps)
 
 
@@ -65,6 +67,7 @@ def eval_ms(neg: bool, reps: int) -> float:
     def run():
         with torch.no_grad():
             mamba_scan(*ins, neg=neg)
+
     return _best(run, reps)
 
 
@@ -80,6 +83,7 @@ def step_ms(neg: bool, reps: int) -> float:
         F.cross_entropy(logits.flatten(0, 1), x.flatten()).backward()
         opt.step()
         opt.zero_grad()
+
     return _best(run, reps)
 
 
@@ -90,11 +94,16 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     rows = []
-    print(f"{platform.processor() or platform.machine()}, nproc {os.cpu_count()}, torch {torch.__version__}, "
-          f"load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"{platform.processor() or platform.machine()}, nproc {os.cpu_count()}, torch {torch.__version__}, "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
     print("| row | domain | C kernel ms | PyTorch forms ms | x faster |\n|---|---|---:|---:|---:|")
-    for name, fn in (("scan fwd+bwd (16, 256, 360, 16)", scan_ms), ("training step, 2 layers, width 180", step_ms),
-                     ("scan, no gradients (32, 1024, 360, 16)", eval_ms)):
+    for name, fn in (
+        ("scan fwd+bwd (16, 256, 360, 16)", scan_ms),
+        ("training step, 2 layers, width 180", step_ms),
+        ("scan, no gradients (32, 1024, 360, 16)", eval_ms),
+    ):
         for neg in (False, True):
             ms = {}
             for flag in ("1", "0"):
@@ -102,8 +111,11 @@ def main() -> None:
                 ms[flag] = fn(neg, args.reps)
             os.environ.pop("STATETRACK_KERNELS")
             rows.append({"row": name, "neg": neg, "c_ms": ms["1"], "pytorch_ms": ms["0"]})
-            print(f"| {name} | {'[-1,1]' if neg else '[0,1]'} | {ms['1']:.0f} | {ms['0']:.0f} | "
-                  f"{ms['0'] / ms['1']:.1f}x |", flush=True)
+            print(
+                f"| {name} | {'[-1,1]' if neg else '[0,1]'} | {ms['1']:.0f} | {ms['0']:.0f} | "
+                f"{ms['0'] / ms['1']:.1f}x |",
+                flush=True,
+            )
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"rows": rows, "torch": torch.__version__, "nproc": os.cpu_count()}, f, indent=1)

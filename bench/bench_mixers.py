@@ -18,6 +18,7 @@ Times are the minimum over a few repeats, in milliseconds. Peers: ``mambapy`` (p
 Blelloch pscan) and fla-core's naive delta-rule functions, loaded from their file because the fla
 package itself imports triton.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -72,6 +73,7 @@ def timeit(fn, dev, reps=3, warmup=1, budget=None):
 
 # ------------------------------------------------------------------ peers
 
+
 def mambapy_block(dev, d_model=D_MODEL):
     try:
         from mambapy.mamba import MambaBlock, MambaConfig
@@ -113,7 +115,7 @@ def fla_delta_peer(name, dev):
 
     def op(q, k, v, beta, S0=None, chunk=0):  # noqa: ARG001 - the signature of the op it stands in for
         dk = q.shape[-1]  # fla scales q by dk^-1/2; ours is only L2-normalised: undo the scaling
-        tq, tk, tv, tb = (t.transpose(1, 2) for t in (q * dk ** 0.5, k, v, beta))
+        tq, tk, tv, tb = (t.transpose(1, 2) for t in (q * dk**0.5, k, v, beta))
         o, S = fla.delta_rule_recurrence(tq, tk, tv, tb, initial_state=S0)
         return o.transpose(1, 2), S
 
@@ -157,11 +159,13 @@ def build(name, dev, d_model=D_MODEL):
 
 def train_step(m, x):
     """One forward + backward of layer m on x (loss: mean square of the output)."""
+
     def fb():
         xx = x.detach().requires_grad_()
         y = m(xx)
         y = y[0] if isinstance(y, tuple) else y
         y.float().square().mean().backward()
+
     return fb
 
 
@@ -190,10 +194,12 @@ def section_train(dev, B, T, reps):
 def streamer(m, x, length, dev):
     """A function that runs mixer m over ``length`` steps, the chunk x (B, chunk, d) at a time, with the
     state carried from chunk to chunk (call it under no_grad)."""
+
     def run():
         s = m.init_state(x.shape[0], dev, x.dtype)
         for _ in range(length // x.shape[1]):
             _, s = m(x, s)
+
     return run
 
 
@@ -208,7 +214,10 @@ def section_stream(dev, B, T, chunk, reps):
             length = min(T, 2000)
         ms = timeit(streamer(m, x, length, dev), dev, reps=reps, warmup=0, budget=30)
         rows.append({"mixer": name, "length": length, "ms": ms, "us_per_step": ms * 1e3 / length})
-        print(f"  stream B={B} T={length} {name:16s} {ms:10.1f} ms  {ms * 1e3 / length:8.1f} us/step", flush=True)
+        print(
+            f"  stream B={B} T={length} {name:16s} {ms:10.1f} ms  {ms * 1e3 / length:8.1f} us/step",
+            flush=True,
+        )
     return rows
 
 
@@ -273,12 +282,15 @@ def _diag_scans(dev, lengths, reps, pscan):
     rows = []
     for shape_name, (B, S) in {"wide (8, T, 256)": (8, (256,)), "thin (1, T, 16)": (1, (16,))}.items():
         for T in lengths:
-            a = (torch.rand((B, T) + S, device=dev) * 2 - 1)
+            a = torch.rand((B, T) + S, device=dev) * 2 - 1
             b = torch.randn((B, T) + S, device=dev)
             h0 = torch.zeros((B,) + S, device=dev)
-            forms = {"diag_scan": lambda: diag_scan(a, b, h0), "in-place loop": lambda: scan_loop(a, b, h0),
-                     "chunked": lambda: scan_chunked(a, b, h0),
-                     "list+stack loop (old)": lambda: _old_list_loop(a, b, h0)}
+            forms = {
+                "diag_scan": lambda: diag_scan(a, b, h0),
+                "in-place loop": lambda: scan_loop(a, b, h0),
+                "chunked": lambda: scan_chunked(a, b, h0),
+                "list+stack loop (old)": lambda: _old_list_loop(a, b, h0),
+            }
             if T <= 1024:
                 forms["Hillis-Steele"] = lambda: _hillis(a, b, h0)
             if pscan is not None and a.dim() == 3:
@@ -294,9 +306,11 @@ def _diag_scans(dev, lengths, reps, pscan):
             if pscan is not None:
                 fb["mambapy pscan (peer)"] = lambda a, b, _h0: pscan(a.unsqueeze(-1), b.unsqueeze(-1))
             for fname, f in fb.items():
+
                 def run():
                     aa, bb = a.detach().requires_grad_(), b.detach().requires_grad_()
                     f(aa, bb, h0).sum().backward()
+
                 ms = timeit(run, dev, reps=reps, budget=10)
                 rows.append({"scan": "diag fwd+bwd", "shape": shape_name, "T": T, "form": fname, "ms": ms})
                 print(f"  diag f+b {shape_name} T={T} {fname:24s} {ms:9.2f} ms", flush=True)
@@ -312,28 +326,38 @@ def _delta_scans(dev, lengths, reps, fla):
         k = F.normalize(torch.randn(B, T, H, dk, device=dev), dim=-1)
         v = torch.randn(B, T, H, dv, device=dev)
         beta = torch.rand(B, T, H, device=dev)
-        forms = {"recurrent": lambda: delta_rule_recurrent(q, k, v, beta),
-                 "chunked UT (C=64)": lambda: delta_rule_chunked(q, k, v, beta, chunk=64),
-                 "chunked UT (C=32)": lambda: delta_rule_chunked(q, k, v, beta, chunk=32),
-                 "chunked UT (C=16)": lambda: delta_rule_chunked(q, k, v, beta, chunk=16)}
+        forms = {
+            "recurrent": lambda: delta_rule_recurrent(q, k, v, beta),
+            "chunked UT (C=64)": lambda: delta_rule_chunked(q, k, v, beta, chunk=64),
+            "chunked UT (C=32)": lambda: delta_rule_chunked(q, k, v, beta, chunk=32),
+            "chunked UT (C=16)": lambda: delta_rule_chunked(q, k, v, beta, chunk=16),
+        }
         if fla is not None:
             tq, tk, tv, tb = (t.transpose(1, 2).contiguous() for t in (q, k, v, beta))
             forms["fla naive recurrence (peer)"] = lambda: fla.delta_rule_recurrence(tq, tk, tv, tb)
             if T % 16 == 0:
-                forms["fla naive chunkwise C=16 (peer)"] = lambda: fla.delta_rule_chunkwise(tq, tk, tv, tb, 16)
+                forms["fla naive chunkwise C=16 (peer)"] = lambda: fla.delta_rule_chunkwise(
+                    tq, tk, tv, tb, 16
+                )
         for fname, f in forms.items():
             ms = timeit(f, dev, reps=reps, budget=15)
             rows.append({"scan": "delta fwd", "shape": "(8, T, 2, 16, 32)", "T": T, "form": fname, "ms": ms})
             print(f"  delta fwd T={T} {fname:30s} {ms:9.2f} ms", flush=True)
         if T <= 1024:
-            for fname, f in {"recurrent": delta_rule_recurrent,
-                             "chunked UT (C=64)": lambda *z: delta_rule_chunked(*z, chunk=64),
-                             "chunked UT (C=16)": lambda *z: delta_rule_chunked(*z, chunk=16)}.items():
+            for fname, f in {
+                "recurrent": delta_rule_recurrent,
+                "chunked UT (C=64)": lambda *z: delta_rule_chunked(*z, chunk=64),
+                "chunked UT (C=16)": lambda *z: delta_rule_chunked(*z, chunk=16),
+            }.items():
+
                 def run():
                     ins = [t.detach().requires_grad_() for t in (q, k, v, beta)]
                     f(*ins)[0].sum().backward()
+
                 ms = timeit(run, dev, reps=reps, budget=15)
-                rows.append({"scan": "delta fwd+bwd", "shape": "(8, T, 2, 16, 32)", "T": T, "form": fname, "ms": ms})
+                rows.append(
+                    {"scan": "delta fwd+bwd", "shape": "(8, T, 2, 16, 32)", "T": T, "form": fname, "ms": ms}
+                )
                 print(f"  delta f+b T={T} {fname:30s} {ms:9.2f} ms", flush=True)
     return rows
 
@@ -360,9 +384,17 @@ def section_copy(dev, reps, T=10_000, chunk=250):
     threads = torch.get_num_threads()
     print(f"  {threads} thread(s)", flush=True)
     floor_s = T * B * E * N * 12 / (bw * 1e9)
-    out = {"threads": threads, "copy_GBps": bw, "floor_s": floor_s,
-           "shape": f"batch {B}, {E} channels x state {N}, length {T}", "chunk": chunk, "forms": []}
-    print(f"  copy {bw:.1f} GB/s; floor for batch {B}, {E} x {N} state, {T} steps: {floor_s:.3f} s", flush=True)
+    out = {
+        "threads": threads,
+        "copy_GBps": bw,
+        "floor_s": floor_s,
+        "shape": f"batch {B}, {E} channels x state {N}, length {T}",
+        "chunk": chunk,
+        "forms": [],
+    }
+    print(
+        f"  copy {bw:.1f} GB/s; floor for batch {B}, {E} x {N} state, {T} steps: {floor_s:.3f} s", flush=True
+    )
     g = torch.Generator(device=dev).manual_seed(0)
     a = torch.rand(B, chunk, E * N, device=dev, generator=g) * 2 - 1
     b = torch.randn(B, chunk, E * N, device=dev, generator=g)
@@ -377,7 +409,10 @@ def section_copy(dev, reps, T=10_000, chunk=250):
     dt = torch.rand(B, chunk, E, device=dev, generator=g) * 0.1
     A = -torch.arange(1, N + 1, device=dev, dtype=torch.float32).repeat(E, 1)
     u = torch.randn(B, chunk, E, device=dev, generator=g)
-    Bm, Cm = torch.randn(B, chunk, N, device=dev, generator=g), torch.randn(B, chunk, N, device=dev, generator=g)
+    Bm, Cm = (
+        torch.randn(B, chunk, N, device=dev, generator=g),
+        torch.randn(B, chunk, N, device=dev, generator=g),
+    )
 
     def mamba_op_stream():
         h = None
@@ -389,11 +424,16 @@ def section_copy(dev, reps, T=10_000, chunk=250):
     def mixer_stream(spec):
         return streamer(build(spec, dev).eval(), xin, T, dev)
 
-    forms = [("diag_scan, a_t and b_t given (streaming form, out= buffer)", 1, scan_stream),
-             ("mamba_scan (Negative Mamba), a_t = 2 exp(Delta_t A) - 1 formed inside", 1, mamba_op_stream),
-             ("negmamba(expand=1) mixer: 64 channels, with projections and conv", 1,
-              mixer_stream("negmamba(expand=1)")),
-             ("negmamba mixer, default expand 2: 128 channels (floor x 2)", 2, mixer_stream("negmamba"))]
+    forms = [
+        ("diag_scan, a_t and b_t given (streaming form, out= buffer)", 1, scan_stream),
+        ("mamba_scan (Negative Mamba), a_t = 2 exp(Delta_t A) - 1 formed inside", 1, mamba_op_stream),
+        (
+            "negmamba(expand=1) mixer: 64 channels, with projections and conv",
+            1,
+            mixer_stream("negmamba(expand=1)"),
+        ),
+        ("negmamba mixer, default expand 2: 128 channels (floor x 2)", 2, mixer_stream("negmamba")),
+    ]
     with torch.no_grad():
         for name, scale, fn in forms:
             ms_f = timeit(fn, dev, reps=max(1, reps - 1), warmup=1)
@@ -459,31 +499,55 @@ def section_gpu_mamba(dev, reps, shapes=GPU_MAMBA_SHAPES):
     for B, T, d in shapes:
         E, N = 2 * d, D_STATE
         g = torch.Generator(device=dev).manual_seed(0)
-        ins = [torch.rand(B, T, E, device=dev, generator=g) * 0.1,
-               -torch.arange(1, N + 1, device=dev, dtype=torch.float32).repeat(E, 1)]
+        ins = [
+            torch.rand(B, T, E, device=dev, generator=g) * 0.1,
+            -torch.arange(1, N + 1, device=dev, dtype=torch.float32).repeat(E, 1),
+        ]
         ins += [torch.randn(*s, device=dev, generator=g) for s in ((B, T, E), (B, T, N), (B, T, N))]
         for neg in (False, True):
+
             def scan_fb(neg=neg):
                 xs = [t.detach().requires_grad_() for t in ins]
                 y, h = mamba_scan(*xs, neg=neg)
                 (y.square().mean() + h.square().mean()).backward()
-            _timed(rows, {"layer": "negmamba" if neg else "mamba", "form": "mamba_scan op alone (Triton)",
-                          "B": B, "T": T, "d": d}, scan_fb, dev, reps)
+
+            _timed(
+                rows,
+                {
+                    "layer": "negmamba" if neg else "mamba",
+                    "form": "mamba_scan op alone (Triton)",
+                    "B": B,
+                    "T": T,
+                    "d": d,
+                },
+                scan_fb,
+                dev,
+                reps,
+            )
         x = torch.randn(B, T, d, device=dev)
-        forms = [("mamba", "Triton kernels", build("mamba", dev, d), False),
-                 ("negmamba", "Triton kernels", build("negmamba", dev, d), False)]
+        forms = [
+            ("mamba", "Triton kernels", build("mamba", dev, d), False),
+            ("negmamba", "Triton kernels", build("negmamba", dev, d), False),
+        ]
         if T <= GPU_PYTORCH_MAX_T:
-            forms += [("mamba", "PyTorch ops (STATETRACK_KERNELS=0)", build("mamba", dev, d), True),
-                      ("negmamba", "PyTorch ops (STATETRACK_KERNELS=0)", build("negmamba", dev, d), True)]
+            forms += [
+                ("mamba", "PyTorch ops (STATETRACK_KERNELS=0)", build("mamba", dev, d), True),
+                ("negmamba", "PyTorch ops (STATETRACK_KERNELS=0)", build("negmamba", dev, d), True),
+            ]
         for peer, make in (("mambapy (peer)", mambapy_block), ("mamba_ssm (peer)", mamba_ssm_block)):
             m = make(dev, d)
             if m is not None:
                 forms.append((peer, "", m, False))
         for name, form, m, off in forms:
-            _timed(rows, {"layer": name, "form": form, "B": B, "T": T, "d": d}, train_step(m, x), dev, reps, off)
+            _timed(
+                rows, {"layer": name, "form": form, "B": B, "T": T, "d": d}, train_step(m, x), dev, reps, off
+            )
             if not off and dev.type == "cuda":
                 rows[-1]["gpu_busy_ms"], rows[-1]["kernels"] = gpu_profile(train_step(m, x))
-                print(f"    GPU busy {rows[-1]['gpu_busy_ms']:.2f} ms in {rows[-1]['kernels']} kernels", flush=True)
+                print(
+                    f"    GPU busy {rows[-1]['gpu_busy_ms']:.2f} ms in {rows[-1]['kernels']} kernels",
+                    flush=True,
+                )
     return rows
 
 
@@ -504,10 +568,12 @@ def section_gpu_delta(dev, reps, shapes=GPU_DELTA_SHAPES):
     if fla_ok:
         from fla.ops.delta_rule import chunk_delta_rule, fused_recurrent_delta_rule
     for B, T, H, K in shapes:
+
         def step(fn, ins, dtype=None):
             def run():
                 xs = [t.detach().to(dtype or t.dtype).requires_grad_() for t in ins]
                 fn(*xs)[0].float().square().mean().backward()
+
             return run
 
         for neg in (False, True):
@@ -520,16 +586,32 @@ def section_gpu_delta(dev, reps, shapes=GPU_DELTA_SHAPES):
                 form = f"ours: delta_rule (fla {default_kernel(neg)})"
                 _timed(rows, dict(shape, form=form), step(lambda *z: delta_rule(*z, neg=neg), ins), dev, reps)
             if T <= GPU_PYTORCH_MAX_T:
-                _timed(rows, dict(shape, form="ours: PyTorch chunked (STATETRACK_KERNELS=0)"),
-                       step(lambda *z: delta_rule(*z, neg=neg), ins), dev, reps, off=True)
+                _timed(
+                    rows,
+                    dict(shape, form="ours: PyTorch chunked (STATETRACK_KERNELS=0)"),
+                    step(lambda *z: delta_rule(*z, neg=neg), ins),
+                    dev,
+                    reps,
+                    off=True,
+                )
             if fla_ok:
                 q, k, v, beta = ins
-                _timed(rows, dict(shape, form="fla chunk_delta_rule, bf16 (peer)"),
-                       step(lambda q, k, v: chunk_delta_rule(q, k, v, beta, scale=1.0), (q, k, v), torch.bfloat16),
-                       dev, reps)
-                _timed(rows, dict(shape, form="fla fused_recurrent_delta_rule, fp32 (peer)"),
-                       step(lambda q, k, v: fused_recurrent_delta_rule(q, k, v, beta, scale=1.0), (q, k, v)),
-                       dev, reps)
+                _timed(
+                    rows,
+                    dict(shape, form="fla chunk_delta_rule, bf16 (peer)"),
+                    step(
+                        lambda q, k, v: chunk_delta_rule(q, k, v, beta, scale=1.0), (q, k, v), torch.bfloat16
+                    ),
+                    dev,
+                    reps,
+                )
+                _timed(
+                    rows,
+                    dict(shape, form="fla fused_recurrent_delta_rule, fp32 (peer)"),
+                    step(lambda q, k, v: fused_recurrent_delta_rule(q, k, v, beta, scale=1.0), (q, k, v)),
+                    dev,
+                    reps,
+                )
     return rows
 
 
@@ -541,7 +623,14 @@ def section_gpu_complex(dev, reps, B=32, T=1024):
     for name in ("aussm", "saussm", "dcd"):
         m = build(name, dev)
         for form, off in (("Triton kernels", False), ("PyTorch ops (STATETRACK_KERNELS=0)", True)):
-            _timed(rows, {"layer": name, "form": form, "B": B, "T": T, "d": D_MODEL}, train_step(m, x), dev, reps, off)
+            _timed(
+                rows,
+                {"layer": name, "form": form, "B": B, "T": T, "d": D_MODEL},
+                train_step(m, x),
+                dev,
+                reps,
+                off,
+            )
     return rows
 
 
@@ -563,22 +652,35 @@ def section_reflections(dev, lengths=(1024, 16384), B=2, H=4, K=64):
         S0 = torch.randn(B, H, K, K, device=dev, generator=g)
         _, Sref = delta_rule_chunked(*(t.double() for t in (q, k, v, beta, S0)))
         n0 = S0.double().norm()
-        forms = {f"fla {kern}": (lambda kern=kern: delta_rule_fla(q, k, v, beta, S0, kern))
-                 for kern in ("chunk", "recurrent")}
+        forms = {
+            f"fla {kern}": (lambda kern=kern: delta_rule_fla(q, k, v, beta, S0, kern))
+            for kern in ("chunk", "recurrent")
+        }
         forms["ours: PyTorch chunked, float32"] = lambda: delta_rule_chunked(q, k, v, beta, S0)
         for form, fn in forms.items():
             with torch.no_grad():
                 S = fn()[1].double()
-            row = {"T": T, "form": form, "norm_drift": float((S.norm() / n0 - 1).abs()),
-                   "rel_err": float((S - Sref).norm() / Sref.norm())}
+            row = {
+                "T": T,
+                "form": form,
+                "norm_drift": float((S.norm() / n0 - 1).abs()),
+                "rel_err": float((S - Sref).norm() / Sref.norm()),
+            }
             rows.append(row)
-            print(f"  reflections T={T} {form:32s} |S_T|/|S_0| - 1 = {row['norm_drift']:.2e}  "
-                  f"error vs float64 {row['rel_err']:.2e}", flush=True)
+            print(
+                f"  reflections T={T} {form:32s} |S_T|/|S_0| - 1 = {row['norm_drift']:.2e}  "
+                f"error vs float64 {row['rel_err']:.2e}",
+                flush=True,
+            )
     return rows
 
 
-def section_tiles(dev, reps, shapes=((32, 1024, 128), (4, 16384, 512)),
-                  configs=((16, 8), (16, 16), (16, 32), (32, 8), (32, 16), (8, 16))):
+def section_tiles(
+    dev,
+    reps,
+    shapes=((32, 1024, 128), (4, 16384, 512)),
+    configs=((16, 8), (16, 16), (16, 32), (32, 8), (32, 16), (8, 16)),
+):
     """Tile sizes of the Triton scans: (chunk, block_e) for the Mamba scan and the complex scan alone,
     forward + backward, at (batch, length, channels) with state 16."""
     from statetrack.ops.triton_scans import mamba_scan_triton, selective_scan_triton
@@ -590,8 +692,11 @@ def section_tiles(dev, reps, shapes=((32, 1024, 128), (4, 16384, 512)),
         dt = torch.rand(B, T, E, device=dev, generator=g) * 0.1
         A = -torch.arange(1, N + 1, device=dev, dtype=torch.float32).repeat(E, 1)
         u, Bm, Cm = (torch.randn(*s, device=dev, generator=g) for s in ((B, T, E), (B, T, N), (B, T, N)))
-        a = torch.polar(torch.ones(B, T, E, N, device=dev), torch.rand(B, T, E, N, device=dev, generator=g) * 6)
+        a = torch.polar(
+            torch.ones(B, T, E, N, device=dev), torch.rand(B, T, E, N, device=dev, generator=g) * 6
+        )
         for chunk, block_e in configs:
+
             def fb_mamba():
                 ins = [t.detach().requires_grad_() for t in (dt, A, u, Bm, Cm)]
                 y, h = mamba_scan_triton(*ins, neg=True, chunk=chunk, block_e=block_e)
@@ -611,8 +716,14 @@ def section_tiles(dev, reps, shapes=((32, 1024, 128), (4, 16384, 512)),
 def machine():
     from statetrack.training.device import cpu_model
 
-    m = {"nproc": os.cpu_count(), "cpu": cpu_model(), "torch": torch.__version__, "threads": torch.get_num_threads(),
-         "python": platform.python_version(), "loadavg": os.getloadavg()}
+    m = {
+        "nproc": os.cpu_count(),
+        "cpu": cpu_model(),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "loadavg": os.getloadavg(),
+    }
     if torch.cuda.is_available():
         m["gpu"] = torch.cuda.get_device_name()
         m["triton"] = triton_version()
@@ -630,18 +741,32 @@ def triton_version():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--only", nargs="*", default=["train64", "train1024", "deltaops", "stream", "scans", "copy"])
+    ap.add_argument(
+        "--only", nargs="*", default=["train64", "train1024", "deltaops", "stream", "scans", "copy"]
+    )
     ap.add_argument("--batch1024", type=int, default=32)
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=1,
-                    help="torch threads (default 1: on a shared 2-core machine, 2 OpenMP threads stall on each other)")
-    ap.add_argument("--copy-threads", type=int, default=os.cpu_count(),
-                    help="torch threads for the copy section, the floor and the forms alike (default: every "
-                         "core, as a single `statetrack evaluate` runs)")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads (default 1: on a shared 2-core machine, 2 OpenMP threads stall on each other)",
+    )
+    ap.add_argument(
+        "--copy-threads",
+        type=int,
+        default=os.cpu_count(),
+        help="torch threads for the copy section, the floor and the forms alike (default: every "
+        "core, as a single `statetrack evaluate` runs)",
+    )
     ap.add_argument("--quick", action="store_true", help="smaller shapes (smoke run)")
     ap.add_argument("--json", default=None, help="write the results here")
-    ap.add_argument("--mixers", nargs="*", default=None,
-                    help="only these mixers (and the peers 'mambapy', 'deltanet-fla', 'deltaproduct-fla')")
+    ap.add_argument(
+        "--mixers",
+        nargs="*",
+        default=None,
+        help="only these mixers (and the peers 'mambapy', 'deltanet-fla', 'deltaproduct-fla')",
+    )
     args = ap.parse_args()
     global SELECTED
     SELECTED = args.mixers
@@ -662,8 +787,12 @@ def main():
         res["deltaops"] = section_delta_ops(dev, args.reps, shapes)
     if "scans" in args.only:
         res["scans"] = section_scans(dev, [64, 1024] if q else [64, 1024, 10_000], args.reps)
-    gpu = {"gpu-mamba": section_gpu_mamba, "gpu-delta": section_gpu_delta, "gpu-complex": section_gpu_complex,
-           "tiles": section_tiles}
+    gpu = {
+        "gpu-mamba": section_gpu_mamba,
+        "gpu-delta": section_gpu_delta,
+        "gpu-complex": section_gpu_complex,
+        "tiles": section_tiles,
+    }
     for name, fn in gpu.items():
         if name in args.only:
             if dev.type != "cuda":

@@ -12,6 +12,7 @@ at lengths drawn from 3-40 as in training (the same draws for every row), and th
 second it makes. ``torch.compile`` is timed for one model where ``--compile`` is given (its compile time is
 reported apart: lengths vary per step, so each new length compiles again).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,9 +54,17 @@ def time_steps(label: str, batch: int, threads: int, steps: int, compile_model: 
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     task = get_task(task_name)
-    cfg = TrainConfig(task=task_name, model=ModelConfig(layers=layers, d_model=d, d_state=n), train_min_len=3,
-                      train_max_len=40, steps=10 ** 6, batch_size=batch, lr=1e-3, device="cpu",
-                      supervision="every" if task.scoring != "every" else "task")
+    cfg = TrainConfig(
+        task=task_name,
+        model=ModelConfig(layers=layers, d_model=d, d_state=n),
+        train_min_len=3,
+        train_max_len=40,
+        steps=10**6,
+        batch_size=batch,
+        lr=1e-3,
+        device="cpu",
+        supervision="every" if task.scoring != "every" else "task",
+    )
     model = build_model(cfg.model, task).train()
     if label in MLP:
         model = build_model(cfg.model.model_copy(update={"mlp": True}), task).train()
@@ -80,14 +89,28 @@ def time_steps(label: str, batch: int, threads: int, steps: int, compile_model: 
         tokens += x.numel()
     per_step = statistics.median(times)
     mean_len = tokens / steps / batch
-    row = {"model": label, "layers": layers, "d_model": d, "d_state": n, "batch": batch, "threads": threads,
-           "ms_per_step": 1e3 * per_step, "cpu_ms_per_step": 1e3 * statistics.median(cpu),
-           "kernels": os.environ.get("STATETRACK_KERNELS", "1"), "sequences_per_s": batch / per_step,
-           "tokens_per_s": batch * mean_len / per_step, "compiled": compile_model, "compile_s": t_compile}
-    print(f"{label:32s} batch {batch:4d} threads {threads}: {1e3 * per_step:7.1f} ms/step "
-          f"({1e3 * statistics.median(cpu):7.1f} ms of CPU), "
-          f"{batch / per_step:7.0f} sequences/s" + (f" (compiled; {t_compile:.0f} s to compile)" if compile_model
-                                                     else ""), flush=True)
+    row = {
+        "model": label,
+        "layers": layers,
+        "d_model": d,
+        "d_state": n,
+        "batch": batch,
+        "threads": threads,
+        "ms_per_step": 1e3 * per_step,
+        "cpu_ms_per_step": 1e3 * statistics.median(cpu),
+        "kernels": os.environ.get("STATETRACK_KERNELS", "1"),
+        "sequences_per_s": batch / per_step,
+        "tokens_per_s": batch * mean_len / per_step,
+        "compiled": compile_model,
+        "compile_s": t_compile,
+    }
+    print(
+        f"{label:32s} batch {batch:4d} threads {threads}: {1e3 * per_step:7.1f} ms/step "
+        f"({1e3 * statistics.median(cpu):7.1f} ms of CPU), "
+        f"{batch / per_step:7.0f} sequences/s"
+        + (f" (compiled; {t_compile:.0f} s to compile)" if compile_model else ""),
+        flush=True,
+    )
     return row
 
 
@@ -107,9 +130,14 @@ def main() -> None:
                 rows.append(time_steps(label, batch, threads, a.steps))
     if a.compile:
         rows.append(time_steps(a.models[0], 64, 1, a.steps, compile_model=True))
-    out = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": platform.processor() or
-           platform.machine(), "cores": os.cpu_count(), "load_average": os.getloadavg(), "torch": torch.__version__,
-           "rows": rows}
+    out = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+        "load_average": os.getloadavg(),
+        "torch": torch.__version__,
+        "rows": rows,
+    }
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)

@@ -15,6 +15,7 @@ Sections:
   second in all; the protocol projected from the best N.
 Times are medians over repeats after warm-up, synchronised with the device.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,23 +38,42 @@ memory.configure()  # the allocator settings statetrack's entry points use (stat
 
 
 def _cfg(layers, d, steps, batch, lo, hi, **kw):
-    return TrainConfig(task="parity", model=ModelConfig(layers=layers, d_model=d, d_state=16), train_min_len=lo,
-                       train_max_len=hi, steps=steps, batch_size=batch, lr=kw.pop("lr", 3e-3),
-                       eval_every=max(1, steps // 4), patience=1000, val_sequences=kw.pop("val", 256), **kw)
+    return TrainConfig(
+        task="parity",
+        model=ModelConfig(layers=layers, d_model=d, d_state=16),
+        train_min_len=lo,
+        train_max_len=hi,
+        steps=steps,
+        batch_size=batch,
+        lr=kw.pop("lr", 3e-3),
+        eval_every=max(1, steps // 4),
+        patience=1000,
+        val_sequences=kw.pop("val", 256),
+        **kw,
+    )
 
 
 def section_check(steps):
     out = []
     for layers in ("negmamba(conv=0)", "deltanet(neg=true)", "aussm"):
         curves = {}
-        for name, kw in (("cpu", {"device": "cpu"}), ("cuda-eager", {"device": "cuda", "cuda_graphs": False}),
-                         ("cuda-graphs", {"device": "cuda", "cuda_graphs": True})):
+        for name, kw in (
+            ("cpu", {"device": "cpu"}),
+            ("cuda-eager", {"device": "cuda", "cuda_graphs": False}),
+            ("cuda-graphs", {"device": "cuda", "cuda_graphs": True}),
+        ):
             r = train(_cfg(layers, 16, steps, 64, 1, 40, **kw))
             curves[name] = [(c.train_loss, c.val_loss, c.val_accuracy) for c in r.curve]
         same = curves["cuda-eager"] == curves["cuda-graphs"]
         gap = max(abs(a[1] - b[1]) for a, b in zip(curves["cpu"], curves["cuda-graphs"], strict=True))
-        out.append({"layers": layers, "graphs_equal_eager": same, "max_val_loss_gap_cpu_vs_cuda": gap,
-                    "curves": curves})
+        out.append(
+            {
+                "layers": layers,
+                "graphs_equal_eager": same,
+                "max_val_loss_gap_cpu_vs_cuda": gap,
+                "curves": curves,
+            }
+        )
         print(f"check {layers}: graphs == eager CUDA: {same}; |val loss CPU - CUDA| <= {gap:.2e}")
     return out
 
@@ -102,13 +122,22 @@ def _replay_ms(stepper, n):
 def section_small(n):
     out = []
     for layers in ("negmamba", "deltanet(neg=true)", "aussm"):
-        eager, _, _ = _loop_ms(_cfg(layers, 16, 10 ** 6, 256, 40, 40, device="cuda", cuda_graphs=False), n)
-        loop, stepper, _ = _loop_ms(_cfg(layers, 16, 10 ** 6, 256, 40, 40, device="cuda"), n)
+        eager, _, _ = _loop_ms(_cfg(layers, 16, 10**6, 256, 40, 40, device="cuda", cuda_graphs=False), n)
+        loop, stepper, _ = _loop_ms(_cfg(layers, 16, 10**6, 256, 40, 40, device="cuda"), n)
         replay = _replay_ms(stepper, n)
-        out.append({"layers": layers, "eager_ms": eager, "loop_ms": loop, "replay_ms": replay,
-                    "loop_over_replay": loop / replay})
-        print(f"small {layers}: eager {eager:.2f} ms, training loop with graphs {loop:.2f} ms, bare replay "
-              f"{replay:.2f} ms ({loop / replay:.2f}x)")
+        out.append(
+            {
+                "layers": layers,
+                "eager_ms": eager,
+                "loop_ms": loop,
+                "replay_ms": replay,
+                "loop_over_replay": loop / replay,
+            }
+        )
+        print(
+            f"small {layers}: eager {eager:.2f} ms, training loop with graphs {loop:.2f} ms, bare replay "
+            f"{replay:.2f} ms ({loop / replay:.2f}x)"
+        )
     return out
 
 
@@ -118,16 +147,20 @@ GRAZZI = (("Mamba [-1,1]", "negmamba*2"), ("DeltaNet [-1,1]", "deltanet(neg=true
 def section_grazzi(n):
     out = []
     for label, layers in GRAZZI:
-        ms, _, _ = _loop_ms(_cfg(layers, 128, 10 ** 6, 1024, 3, 40, device="cuda"), n)
+        ms, _, _ = _loop_ms(_cfg(layers, 128, 10**6, 1024, 3, 40, device="cuda"), n)
         hours = 54 * 100_000 * ms / 1e3 / 3600
-        out.append({"model": label, "layers": layers, "ms_per_step": ms, "protocol_hours_one_at_a_time": hours})
-        print(f"grazzi {label}: {ms:.2f} ms/step (lengths 3-40) -> 54 runs x 100k steps = {hours:.1f} h one at a time")
+        out.append(
+            {"model": label, "layers": layers, "ms_per_step": ms, "protocol_hours_one_at_a_time": hours}
+        )
+        print(
+            f"grazzi {label}: {ms:.2f} ms/step (lengths 3-40) -> 54 runs x 100k steps = {hours:.1f} h one at a time"
+        )
     return out
 
 
 def _packed_worker(layers, n, barrier, q):
     torch.set_num_threads(1)
-    cfg = _cfg(layers, 128, 10 ** 6, 1024, 3, 40, device="cuda")
+    cfg = _cfg(layers, 128, 10**6, 1024, 3, 40, device="cuda")
     task, dev = get_task(cfg.task), torch.device("cuda")
     model = build_model(cfg.model, task).to(dev).train()
     stepper = DeviceStep(model, cfg, lr_lambda(cfg), dev)

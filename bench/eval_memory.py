@@ -5,6 +5,7 @@
 Prints, per length, the process's peak resident memory and its growth over a warm-up evaluation at
 length 16 in the same process (what the evaluation itself added).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,12 @@ print(json.dumps({"length": length, "peak_kib": peak, "growth_kib": peak - base,
 
 
 def measure(layers: str, length: int, batch: int, chunk: int, width: int = 64) -> dict:
-    out = subprocess.run([sys.executable, "-c", CHILD, layers, str(length), str(batch), str(chunk), str(width)],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, layers, str(length), str(batch), str(chunk), str(width)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -48,8 +53,10 @@ def main(argv=None):
     a = p.parse_args(argv)
     rows = [measure(a.layers, int(n), a.batch, a.chunk, a.width) for n in a.lengths.split(",")]
     for r in rows:
-        print(f"{a.layers:24s} L={r['length']:>7d}  peak {r['peak_kib'] / 1024:8.1f} MiB  "
-              f"growth {r['growth_kib'] / 1024:7.1f} MiB  {r['seconds']:.1f}s")
+        print(
+            f"{a.layers:24s} L={r['length']:>7d}  peak {r['peak_kib'] / 1024:8.1f} MiB  "
+            f"growth {r['growth_kib'] / 1024:7.1f} MiB  {r['seconds']:.1f}s"
+        )
     if len(rows) > 1:
         print(f"peak ratio longest/shortest: {rows[-1]['peak_kib'] / rows[0]['peak_kib']:.3f}")
     return rows

@@ -25,6 +25,7 @@ the JSON is rewritten after every section, so whatever finished survives a kill)
 Without CUDA (``torch.cuda.is_available()`` false) it writes ``{"skipped": REASON}`` and exits 0; with
 ``--device cpu`` the equivalence section runs on the CPU in float32 (how the tests check the machinery).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,9 +50,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: the variants beside each mixer's defaults whose kernels differ (the eigenvalue range switches the
 #: delta rule's kernel; heads and chunks change the tiling)
-VARIANTS = ["mamba(neg=true)", "negmamba(conv=0)", "deltanet(neg=true)", "deltanet(heads=2)",
-            "deltaproduct(neg=true)", "gateddeltanet(neg=true)", "gateddeltanet(heads=2)", "mamba2(neg=true)",
-            "mamba3(rope=false)", "rwkv7(heads=2)"]
+VARIANTS = [
+    "mamba(neg=true)",
+    "negmamba(conv=0)",
+    "deltanet(neg=true)",
+    "deltanet(heads=2)",
+    "deltaproduct(neg=true)",
+    "gateddeltanet(neg=true)",
+    "gateddeltanet(heads=2)",
+    "mamba2(neg=true)",
+    "mamba3(rope=false)",
+    "rwkv7(heads=2)",
+]
 #: mixers whose CUDA path runs fla's bfloat16 chunk kernels (q, k, v rounded to 8 significant bits)
 BF16_MIXERS = ("deltanet", "deltaproduct", "gateddeltanet", "rwkv7", "gla")
 F32_TOL, BF16_TOL = 1e-4, 5e-2
@@ -66,8 +76,13 @@ class Budget:
 
 
 def section_env(device: str) -> dict:
-    out = {"torch": torch.__version__, "python": platform.python_version(), "device": device,
-           "cuda": torch.version.cuda, "cpu_count": os.cpu_count()}
+    out = {
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "device": device,
+        "cuda": torch.version.cuda,
+        "cpu_count": os.cpu_count(),
+    }
     if device == "cuda":
         out["gpu"] = torch.cuda.get_device_name()
     for mod in ("triton", "fla"):
@@ -80,7 +95,17 @@ def section_env(device: str) -> dict:
 
 def section_cuda_tests(seconds: float) -> dict:
     env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
-    cmd = [sys.executable, "-m", "pytest", "-q", "-m", "kernels", "-p", "no:cacheprovider", "tests/test_kernels.py"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-m",
+        "kernels",
+        "-p",
+        "no:cacheprovider",
+        "tests/test_kernels.py",
+    ]
     try:
         p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=max(10.0, seconds))
     except subprocess.TimeoutExpired:
@@ -122,14 +147,22 @@ def equivalence_row(spec: str, device: str) -> dict:
     try:
         y_ref, g_ref = _forward_backward(ref, x)
     finally:
-        os.environ.pop("STATETRACK_KERNELS") if old is None else os.environ.__setitem__("STATETRACK_KERNELS", old)
+        os.environ.pop("STATETRACK_KERNELS") if old is None else os.environ.__setitem__(
+            "STATETRACK_KERNELS", old
+        )
     y, g = _forward_backward(dev, x.float().to(device))
     grad_err = max((rel(g[n], g_ref[n]) for n in g_ref if n in g), default=0.0)
     missing = sorted(set(g_ref) - set(g))
     tol = BF16_TOL if device == "cuda" and layer.name in BF16_MIXERS else F32_TOL
     err = max(rel(y, y_ref), grad_err)
-    return {"mixer": spec, "output_err": rel(y, y_ref), "grad_err": grad_err, "tolerance": tol,
-            "ok": err <= tol and not missing, "missing_grads": missing}
+    return {
+        "mixer": spec,
+        "output_err": rel(y, y_ref),
+        "grad_err": grad_err,
+        "tolerance": tol,
+        "ok": err <= tol and not missing,
+        "missing_grads": missing,
+    }
 
 
 def section_equivalence(device: str, budget: Budget, specs: list[str] | None = None) -> dict:
@@ -140,11 +173,20 @@ def section_equivalence(device: str, budget: Budget, specs: list[str] | None = N
         try:
             rows.append(equivalence_row(spec, device))
         except Exception as e:
-            rows.append({"mixer": spec, "ok": False, "error": f"{type(e).__name__}: {str(e).splitlines()[0]}"})
+            rows.append(
+                {"mixer": spec, "ok": False, "error": f"{type(e).__name__}: {str(e).splitlines()[0]}"}
+            )
         r = rows[-1]
-        print(f"equivalence {spec}: " + (f"output {r['output_err']:.1e}, gradients {r['grad_err']:.1e}"
-                                         if "error" not in r else r["error"]) + ("" if r["ok"] else "  FAILED"),
-              flush=True)
+        print(
+            f"equivalence {spec}: "
+            + (
+                f"output {r['output_err']:.1e}, gradients {r['grad_err']:.1e}"
+                if "error" not in r
+                else r["error"]
+            )
+            + ("" if r["ok"] else "  FAILED"),
+            flush=True,
+        )
     return {"rows": rows, "failed": [r["mixer"] for r in rows if not r["ok"]]}
 
 
@@ -161,11 +203,22 @@ def section_paper_cell(seconds: float) -> dict:
     from statetrack.training.evaluation import evaluate
     from statetrack.training.loop import train
 
-    cfg = TrainConfig(task="modarith:5", model=ModelConfig(layers="deltanet(neg=true,heads=4)*3", d_model=128,
-                                                           d_state=32, mlp=True),
-                      train_min_len=3, train_max_len=40, steps=100_000, batch_size=1024, lr=1e-3, weight_decay=0.1,
-                      warmup_frac=0.1, eval_every=500, patience=10 ** 6, val_sequences=2048, device="cuda",
-                      stop_when_learned=True)
+    cfg = TrainConfig(
+        task="modarith:5",
+        model=ModelConfig(layers="deltanet(neg=true,heads=4)*3", d_model=128, d_state=32, mlp=True),
+        train_min_len=3,
+        train_max_len=40,
+        steps=100_000,
+        batch_size=1024,
+        lr=1e-3,
+        weight_decay=0.1,
+        warmup_frac=0.1,
+        eval_every=500,
+        patience=10**6,
+        val_sequences=2048,
+        device="cuda",
+        stop_when_learned=True,
+    )
     t0 = time.monotonic()
     deadline = t0 + seconds - 40  # the evaluation's share
 
@@ -175,18 +228,35 @@ def section_paper_cell(seconds: float) -> dict:
 
     curve: list = []
     try:
-        res = train(cfg, on_step=lambda s, i: (curve.append({k: i[k] for k in ("step", "val_accuracy", "val_loss")}),
-                                                on_step(s, i)), progress=False)
+        res = train(
+            cfg,
+            on_step=lambda s, i: (
+                curve.append({k: i[k] for k in ("step", "val_accuracy", "val_loss")}),
+                on_step(s, i),
+            ),
+            progress=False,
+        )
         model, learned, cut = res.model, res.learned_at_step, None
     except TimeoutError as e:
-        return {"layers": cfg.model.layers, "cut_at_step": e.args[0], "curve": curve,
-                "steps_per_s": e.args[0] / (time.monotonic() - t0)}
-    ms = evaluate(model, model_task(cfg.task), EvalConfig(lengths=[40, 64, 128, 256], batch_size=512,
-                                                          device="cuda"))
+        return {
+            "layers": cfg.model.layers,
+            "cut_at_step": e.args[0],
+            "curve": curve,
+            "steps_per_s": e.args[0] / (time.monotonic() - t0),
+        }
+    ms = evaluate(
+        model, model_task(cfg.task), EvalConfig(lengths=[40, 64, 128, 256], batch_size=512, device="cuda")
+    )
     scaled = [m.scaled_accuracy for m in ms if m.scaled_accuracy is not None]
-    return {"layers": cfg.model.layers, "learned_at_step": learned, "cut": cut, "curve": curve,
-            "scaled_accuracy_40_256": sum(scaled) / len(scaled) if scaled else None,
-            "per_length": {m.length: m.accuracy for m in ms}, "seconds": time.monotonic() - t0}
+    return {
+        "layers": cfg.model.layers,
+        "learned_at_step": learned,
+        "cut": cut,
+        "curve": curve,
+        "scaled_accuracy_40_256": sum(scaled) / len(scaled) if scaled else None,
+        "per_length": {m.length: m.accuracy for m in ms},
+        "seconds": time.monotonic() - t0,
+    }
 
 
 def model_task(name: str):
@@ -212,8 +282,10 @@ def main(argv: list[str] | None = None) -> int:
         tmp.replace(out_path)
 
     if a.device == "cuda" and not torch.cuda.is_available():
-        result["skipped"] = ("no CUDA device: torch.cuda.is_available() is False on this machine "
-                             f"(torch {torch.__version__}, CUDA build {torch.version.cuda})")
+        result["skipped"] = (
+            "no CUDA device: torch.cuda.is_available() is False on this machine "
+            f"(torch {torch.__version__}, CUDA build {torch.version.cuda})"
+        )
         write()
         print(f"gpu_check: skipped: {result['skipped']}")
         return 0

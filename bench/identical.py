@@ -13,6 +13,7 @@ are written with ``repr``, so equal text means equal bits. ``compare`` prints ea
 when there is one (0 when every row is identical). It reads the database with ``sqlite3`` alone, so the
 same script checks any two versions of the package, however their modules are laid out.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,18 @@ from pathlib import Path
 
 STUDIES = ("deletang2023", "khavari2025-parity")
 #: summary fields that measure the machine, not the computation
-TIMING = {"wall_time", "train_time", "cpu_time", "load_average", "seconds", "steps_per_s", "time", "elapsed",
-          "tokens_per_s", "eval_seconds"}
+TIMING = {
+    "wall_time",
+    "train_time",
+    "cpu_time",
+    "load_average",
+    "seconds",
+    "steps_per_s",
+    "time",
+    "elapsed",
+    "tokens_per_s",
+    "eval_seconds",
+}
 
 
 def _clean(value):
@@ -70,15 +81,20 @@ def dump(db: Path) -> dict:
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     out = {}
     for run_id, key, study, label, model, task, seed, config, status, summary in con.execute(
-            "SELECT id, key, study, label, model, task, seed, config, status, summary FROM runs ORDER BY id"):
+        "SELECT id, key, study, label, model, task, seed, config, status, summary FROM runs ORDER BY id"
+    ):
         cfg = json.loads(config)
         lr = cfg.get("lr", cfg.get("train", {}).get("lr") if isinstance(cfg.get("train"), dict) else None)
         name = f"{study} | {label} | {model} | {task} | seed {seed} | lr {lr!r}"
         out[name] = {
-            "key": key, "status": status, "config": _clean(cfg),
+            "key": key,
+            "status": status,
+            "config": _clean(cfg),
             "summary": _clean(json.loads(summary)) if summary else None,
-            "metrics": _rows(con, "metrics", run_id), "split_metrics": _rows(con, "split_metrics", run_id),
-            "lm_metrics": _rows(con, "lm_metrics", run_id), "curves": _rows(con, "curves", run_id),
+            "metrics": _rows(con, "metrics", run_id),
+            "split_metrics": _rows(con, "split_metrics", run_id),
+            "lm_metrics": _rows(con, "lm_metrics", run_id),
+            "curves": _rows(con, "curves", run_id),
             "traces": _rows(con, "traces", run_id),
         }
     con.close()
@@ -92,8 +108,20 @@ def run(out: Path, studies: list[str], scale: str, only: list[str]) -> None:
         sys.exit(f"{db} exists: give a fresh folder")
     exe = [sys.executable, "-m", "statetrack.cli"]
     for study in studies:
-        cmd = [*exe, "sweep", study, "--scale", scale, "--db", str(db), "--workers", "1", "--device", "cpu",
-               *only]
+        cmd = [
+            *exe,
+            "sweep",
+            study,
+            "--scale",
+            scale,
+            "--db",
+            str(db),
+            "--workers",
+            "1",
+            "--device",
+            "cpu",
+            *only,
+        ]
         print("+", " ".join(cmd), flush=True)
         subprocess.run(cmd, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
     rows = dump(db)
@@ -116,9 +144,11 @@ def compare(a: Path, b: Path, config: bool) -> int:
                 print(f"differs: {name}: {part}")
                 bad += 1
     fields = sum(len(v[t]) for v in ra.values() for t in ("metrics", "split_metrics", "lm_metrics", "curves"))
-    print(f"{len(ra)} runs, {fields} rows of metrics, splits, LM metrics and curves compared: "
-          f"{'identical' if not bad else f'{bad} differences'}"
-          f"{'' if config else ' (configs and keys not compared)'}")
+    print(
+        f"{len(ra)} runs, {fields} rows of metrics, splits, LM metrics and curves compared: "
+        f"{'identical' if not bad else f'{bad} differences'}"
+        f"{'' if config else ' (configs and keys not compared)'}"
+    )
     return 1 if bad else 0
 
 
@@ -134,7 +164,9 @@ def main() -> None:
     c = sub.add_parser("compare")
     c.add_argument("a", type=Path)
     c.add_argument("b", type=Path)
-    c.add_argument("--no-config", action="store_true", help="compare numbers only, not stored configs and keys")
+    c.add_argument(
+        "--no-config", action="store_true", help="compare numbers only, not stored configs and keys"
+    )
     args = p.parse_args()
     if args.command == "run":
         only = [x for m in args.model for x in ("--model", m)] + [x for t in args.task for x in ("--task", t)]

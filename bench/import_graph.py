@@ -7,6 +7,7 @@ Prints the units from the top down with what each imports, the number of root mo
 any cycle; ``--out`` draws the graph (svg, png or pdf, by matplotlib). ``--modules`` draws one box per
 module instead of per unit. Read from the source with ``ast``: nothing is imported.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -113,12 +114,28 @@ def draw(graph: dict[str, set[str]], out: Path, title: str) -> None:
     for v, ws in graph.items():
         for w in ws:
             (x0, y0), (x1, y1) = pos[v], pos[w]
-            ax.annotate("", (x1, y1 + 0.15), (x0, y0 - 0.15),
-                        arrowprops={"arrowstyle": "->", "color": "red" if depth[w] >= depth[v] else "0.6",
-                                    "lw": 0.6, "shrinkA": 0, "shrinkB": 0})
+            ax.annotate(
+                "",
+                (x1, y1 + 0.15),
+                (x0, y0 - 0.15),
+                arrowprops={
+                    "arrowstyle": "->",
+                    "color": "red" if depth[w] >= depth[v] else "0.6",
+                    "lw": 0.6,
+                    "shrinkA": 0,
+                    "shrinkB": 0,
+                },
+            )
     for v, (x, y) in pos.items():
-        ax.text(x, y, v, ha="center", va="center", fontsize=7,
-                bbox={"boxstyle": "round", "fc": "#eef3fb", "ec": "#4a6fa5"})
+        ax.text(
+            x,
+            y,
+            v,
+            ha="center",
+            va="center",
+            fontsize=7,
+            bbox={"boxstyle": "round", "fc": "#eef3fb", "ec": "#4a6fa5"},
+        )
     ax.set_xlim(-0.5, width + 0.5)
     ax.set_ylim(-0.7, max(rows) + 0.7)
     ax.set_title(title, fontsize=9)
@@ -144,7 +161,9 @@ def main() -> None:
     root = [p for m, p in known.items() if m.count(".") == 1 and p.name != "__init__.py"]
     packages = [m for m, p in known.items() if m.count(".") == 1 and p.name == "__init__.py"]
     lines = sum(len(p.read_text().splitlines()) for p in root)
-    print(f"{len(known)} modules; the root: {len(root)} modules ({lines} lines) beside {len(packages)} packages")
+    print(
+        f"{len(known)} modules; the root: {len(root)} modules ({lines} lines) beside {len(packages)} packages"
+    )
     for v in sorted(graph, key=lambda v: (-depth[v], v)):
         print(f"  [{depth[v]:2d}] {v} -> {', '.join(sorted(graph[v])) or '-'}")
     found = cycles(graph)

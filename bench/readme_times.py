@@ -16,6 +16,7 @@ Times depend on the load: on idle cores the load average printed beside them is 
 machine it says how far from idle they are (the CPU seconds are what idle cores would show, for commands
 that run one process).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "readme_times.json"
-IGNORE = shutil.ignore_patterns(".venv", "runs", ".git", "__pycache__", "*.egg-info", ".pytest_cache",
-                                ".mypy_cache", ".ruff_cache")
+IGNORE = shutil.ignore_patterns(
+    ".venv", "runs", ".git", "__pycache__", "*.egg-info", ".pytest_cache", ".mypy_cache", ".ruff_cache"
+)
 
 
 def blocks(text: str) -> list[tuple[str, str]]:
@@ -149,11 +151,13 @@ def run_readme(clone: Path, env: dict, log=print) -> list[dict]:
 
     def shell(cmds: list[str], names: list[str]) -> str:
         times.unlink(missing_ok=True)
-        p = subprocess.run(["bash", "-c", instrumented(cmds, times)], cwd=clone, env=env, capture_output=True,
-                           text=True)
+        p = subprocess.run(
+            ["bash", "-c", instrumented(cmds, times)], cwd=clone, env=env, capture_output=True, text=True
+        )
         if p.returncode != 0:
-            raise RuntimeError(f"a README command failed (exit {p.returncode}):\n{p.stdout[-3000:]}\n"
-                               f"{p.stderr[-3000:]}")
+            raise RuntimeError(
+                f"a README command failed (exit {p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
+            )
         for k, wall, cpu in timings(times.read_text()):
             record.append({"command": names[k], "wall_s": round(wall, 2), "cpu_s": round(cpu, 2)})
             log(f"{wall:8.1f} {cpu:8.1f}  {names[k]}")
@@ -165,8 +169,9 @@ def run_readme(clone: Path, env: dict, log=print) -> list[dict]:
     python = [b for lang, b in blocks(readme) if lang == "python"]
     (clone / "readme_api.py").write_text(python[0])
     t0, c0 = time.time(), os.times()
-    p = subprocess.run([str(clone / ".venv/bin/python"), "readme_api.py"], cwd=clone, env=env, capture_output=True,
-                       text=True)
+    p = subprocess.run(
+        [str(clone / ".venv/bin/python"), "readme_api.py"], cwd=clone, env=env, capture_output=True, text=True
+    )
     if p.returncode != 0:
         raise RuntimeError(f"the README's Python block failed:\n{p.stderr[-3000:]}")
     c1 = os.times()
@@ -199,9 +204,13 @@ def update_readme(text: str, data: dict) -> str:
         else:
             new = f"{last}  # ({t})" if "  # " not in last else f"{last}  ({t})"
         text = text.replace(last, new, 1)
-    return re.sub(r"(writes bench/readme_times\.json\) on\n?)[^;]*;",
-                  lambda m: f"{m[1]}{data['machine']}, {data['date']}, {load_sentence(data)};", text, count=1,
-                  flags=re.S)
+    return re.sub(
+        r"(writes bench/readme_times\.json\) on\n?)[^;]*;",
+        lambda m: f"{m[1]}{data['machine']}, {data['date']}, {load_sentence(data)};",
+        text,
+        count=1,
+        flags=re.S,
+    )
 
 
 def load_sentence(data: dict) -> str:
@@ -222,18 +231,25 @@ def machine() -> str:
     sys.path.insert(0, str(ROOT / "src"))
     from statetrack.training.device import cpu_model
 
-    return (f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPU cores ({cpu_model()}), Python "
-            f"{platform.python_version()}, torch {torch.__version__}")
+    return (
+        f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPU cores ({cpu_model()}), Python "
+        f"{platform.python_version()}, torch {torch.__version__}"
+    )
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default=str(OUT), help="the JSON file written (default: bench/readme_times.json)")
     p.add_argument("--venv", default=str(Path(sys.prefix)), help="the virtualenv the copy links")
-    p.add_argument("--keep", default=None, metavar="DIR",
-                   help="copy the copy's runs/reports (the pages the README's commands wrote) into DIR")
-    p.add_argument("--readme", action="store_true",
-                   help="only set the README's stated times from --out (no measuring)")
+    p.add_argument(
+        "--keep",
+        default=None,
+        metavar="DIR",
+        help="copy the copy's runs/reports (the pages the README's commands wrote) into DIR",
+    )
+    p.add_argument(
+        "--readme", action="store_true", help="only set the README's stated times from --out (no measuring)"
+    )
     a = p.parse_args(argv)
     if a.readme:
         readme = ROOT / "README.md"
@@ -261,13 +277,26 @@ def main(argv=None) -> int:
             shutil.copytree(clone / "runs" / "reports", a.keep, dirs_exist_ok=True)
     stop.set()
     load_after = os.getloadavg()
-    during = {"min": round(min(samples), 2), "median": round(statistics.median(samples), 2),
-              "max": round(max(samples), 2), "samples": len(samples)} if samples else None
-    result = {"nice": os.nice(0), "load_1min_during": during,
-              "machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-              "load_average_before": [round(x, 2) for x in load_before],
-              "load_average_after": [round(x, 2) for x in load_after],
-              "total_wall_s": round(time.time() - t0, 1), "commands": record}
+    during = (
+        {
+            "min": round(min(samples), 2),
+            "median": round(statistics.median(samples), 2),
+            "max": round(max(samples), 2),
+            "samples": len(samples),
+        }
+        if samples
+        else None
+    )
+    result = {
+        "nice": os.nice(0),
+        "load_1min_during": during,
+        "machine": machine(),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in load_after],
+        "total_wall_s": round(time.time() - t0, 1),
+        "commands": record,
+    }
     Path(a.out).write_text(json.dumps(result, indent=1) + "\n")
     print(f"load average after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}; wrote {a.out}")
     return 0

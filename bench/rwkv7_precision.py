@@ -16,6 +16,7 @@
    float32 near T = 800). Error = max |o - o_ref| / max |o_ref| over the outputs, with the growth of the
    state's largest entry beside it.
 """
+
 from __future__ import annotations
 
 import torch
@@ -60,8 +61,15 @@ def norms(seed=0, n=200_000, d=2):
     A = transition(w, a, kap)
     one = torch.linalg.matrix_norm(A[:, 0], 2).max().item()
     ev = torch.linalg.eigvals(A[:, 1] @ A[:, 0])
-    return pair, one, (ev.abs().max().item(), float((ev.imag.abs() > 1e-9).any(-1).double().mean()),
-                       ev.imag.abs().max().item())
+    return (
+        pair,
+        one,
+        (
+            ev.abs().max().item(),
+            float((ev.imag.abs() > 1e-9).any(-1).double().mean()),
+            ev.imag.abs().max().item(),
+        ),
+    )
 
 
 def bf16(x):
@@ -111,16 +119,23 @@ def alternating_terms(T):
 
 def main():
     pair, one, two = norms()
-    print(f"norms: the pair a = (0.01, 0.99), (0.99, 0.01), w = 0.999: |A1|_2 = {pair[0]:.3f}, max rho(A2 A1) "
-          f"over the removal keys = {pair[1]:.3f} (eigenvalues {pair[2].numpy().round(3)}); over 200,000 draws "
-          f"(d = 2, a weighted to the ends): max |A|_2 = {one:.3f}, max rho(A2 A1) = {two[0]:.3f}, complex "
-          f"eigenvalues in {100 * two[1]:.1f}% of the products (largest imaginary part {two[2]:.3f})")
+    print(
+        f"norms: the pair a = (0.01, 0.99), (0.99, 0.01), w = 0.999: |A1|_2 = {pair[0]:.3f}, max rho(A2 A1) "
+        f"over the removal keys = {pair[1]:.3f} (eigenvalues {pair[2].numpy().round(3)}); over 200,000 draws "
+        f"(d = 2, a weighted to the ends): max |A|_2 = {one:.3f}, max rho(A2 A1) = {two[0]:.3f}, complex "
+        f"eigenvalues in {100 * two[1]:.1f}% of the products (largest imaginary part {two[2]:.3f})"
+    )
     for T in (200, 1_000, 10_000):
-        cases = [("alternating pair", alternating_terms(T))] if T == 200 else \
-            [("layer at init", layer_terms(T)), ("uniform ranges", uniform_terms(T))]
+        cases = (
+            [("alternating pair", alternating_terms(T))]
+            if T == 200
+            else [("layer at init", layer_terms(T)), ("uniform ranges", uniform_terms(T))]
+        )
         for name, terms in cases:
             e32, ebf, s = errors(*terms)
-            print(f"T={T:>6,} {name:>16}: float32 chunked {e32:.1e}, bfloat16 inputs {ebf:.1e}, max |S_T| {s:.2e}")
+            print(
+                f"T={T:>6,} {name:>16}: float32 chunked {e32:.1e}, bfloat16 inputs {ebf:.1e}, max |S_T| {s:.2e}"
+            )
 
 
 if __name__ == "__main__":

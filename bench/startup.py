@@ -12,6 +12,7 @@ The target (docs/benchmarks.md): ``--version`` and ``train --help`` under 0.3 s 
 machine. Wall times depend on the load: run it under ``flock /work/notes/cpu.lock`` or on an idle
 machine, and read the load average printed first.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,19 +26,45 @@ import sys
 import time
 
 #: the commands a newcomer runs first, and that must not wait for torch
-COMMANDS = [["--version"], ["--help"], ["train", "--help"], ["eval", "--help"], ["models"], ["tasks"],
-            ["groups"], ["oracle", "--layers", "mamba,s4d", "--task", "parity"]]
+COMMANDS = [
+    ["--version"],
+    ["--help"],
+    ["train", "--help"],
+    ["eval", "--help"],
+    ["models"],
+    ["tasks"],
+    ["groups"],
+    ["oracle", "--layers", "mamba,s4d", "--task", "parity"],
+]
 #: the packages that take long to import, or that only some commands need
-HEAVY = ("torch", "numpy", "matplotlib", "safetensors", "tokenizers", "ray", "triton", "fla", "sympy",
-         "pydantic", "rich", "yaml")
+HEAVY = (
+    "torch",
+    "numpy",
+    "matplotlib",
+    "safetensors",
+    "tokenizers",
+    "ray",
+    "triton",
+    "fla",
+    "sympy",
+    "pydantic",
+    "rich",
+    "yaml",
+)
 #: the target of docs/benchmarks.md, seconds
 TARGET = 0.3
 
 
 def heavy_imports(cmd: list[str], env: dict) -> list[str]:
     """The heavy top-level packages that ``-X importtime`` reports for one run of ``cmd``."""
-    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "statetrack.cli", *cmd], env=env,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+    p = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "statetrack.cli", *cmd],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
     seen = set()
     for line in p.stderr.splitlines():
         m = re.match(r"import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", line)
@@ -53,8 +80,13 @@ def wall_times(cmd: list[str], env: dict, runs: int) -> tuple[list[float], list[
     for _ in range(runs):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "statetrack.cli", *cmd], env=env, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, check=False)
+        subprocess.run(
+            [sys.executable, "-m", "statetrack.cli", *cmd],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
         walls.append(time.perf_counter() - t0)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
@@ -63,7 +95,9 @@ def wall_times(cmd: list[str], env: dict, runs: int) -> tuple[list[float], list[
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--src", default=None, help="the src/ folder whose statetrack to time (default: the installed)")
+    p.add_argument(
+        "--src", default=None, help="the src/ folder whose statetrack to time (default: the installed)"
+    )
     p.add_argument("--runs", type=int, default=10, help="runs per command")
     p.add_argument("--json", default=None, help="also write the rows to this file")
     a = p.parse_args(argv)
@@ -71,8 +105,10 @@ def main(argv=None) -> int:
     if a.src:
         env["PYTHONPATH"] = os.path.abspath(a.src)
     load = os.getloadavg()
-    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {os.cpu_count()} cores; python "
-          f"{sys.version.split()[0]}; code: {a.src or 'installed'}")
+    print(
+        f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {os.cpu_count()} cores; python "
+        f"{sys.version.split()[0]}; code: {a.src or 'installed'}"
+    )
     t0 = time.perf_counter()
     for _ in range(a.runs):
         subprocess.run([sys.executable, "-c", "pass"], env=env, check=False)
@@ -83,15 +119,27 @@ def main(argv=None) -> int:
     for cmd in COMMANDS:
         times, cpu = wall_times(cmd, env, a.runs)
         heavy = heavy_imports(cmd, env)
-        rows.append({"command": " ".join(cmd), "median_s": statistics.median(times), "min_s": min(times),
-                     "cpu_median_s": statistics.median(cpu), "runs": a.runs, "heavy_imports": heavy})
-        print(f"{' '.join(cmd):<40} {statistics.median(times):>12.3f} {min(times):>8.3f} "
-              f"{statistics.median(cpu):>12.3f}  {', '.join(heavy) or '-'}")
+        rows.append(
+            {
+                "command": " ".join(cmd),
+                "median_s": statistics.median(times),
+                "min_s": min(times),
+                "cpu_median_s": statistics.median(cpu),
+                "runs": a.runs,
+                "heavy_imports": heavy,
+            }
+        )
+        print(
+            f"{' '.join(cmd):<40} {statistics.median(times):>12.3f} {min(times):>8.3f} "
+            f"{statistics.median(cpu):>12.3f}  {', '.join(heavy) or '-'}"
+        )
     load = os.getloadavg()
     print(f"load average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"load_average": list(os.getloadavg()), "bare_interpreter_s": bare, "rows": rows}, f, indent=1)
+            json.dump(
+                {"load_average": list(os.getloadavg()), "bare_interpreter_s": bare, "rows": rows}, f, indent=1
+            )
     return 0
 
 

@@ -48,7 +48,11 @@ class Cli:
     """``statetrack`` in a child process (signals, kill -9, concurrent sweeps), with the checkout's source
     first on its path, and helpers that watch its results database."""
 
-    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""), "OMP_NUM_THREADS": "1"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        "OMP_NUM_THREADS": "1",
+    }
 
     def __init__(self):
         self.procs = []
@@ -63,8 +67,14 @@ class Cli:
         # a shell's background job starts with SIGINT ignored, and statetrack keeps an ignored signal ignored
         # (as nohup means it): the command under test gets the default Ctrl-C, wherever pytest was started
         kw.setdefault("preexec_fn", _default_sigint)
-        p = subprocess.Popen([sys.executable, "-m", "statetrack.cli", *map(str, args)], env={**self.env, **(env or {})},
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+        p = subprocess.Popen(
+            [sys.executable, "-m", "statetrack.cli", *map(str, args)],
+            env={**self.env, **(env or {})},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            **kw,
+        )
         self.procs.append(p)
         return p
 
@@ -132,10 +142,12 @@ scales:
 @pytest.fixture
 def grid8(tmp_path):
     """grid8(steps) -> the path of a study file of eight runs of ``steps`` steps."""
+
     def write(steps: int) -> str:
         p = tmp_path / f"grid8-{steps}.yaml"
         p.write_text(GRID.replace("STEPS", str(steps)))
         return str(p)
+
     return write
 
 
@@ -146,29 +158,41 @@ def dfa_task(tmp_path):
     import json
 
     def make(name, states, alphabet, start, accept, rows):
-        spec = {"states": states, "alphabet": alphabet, "start": start, "accept": accept,
-                "transitions": {s: dict(zip(alphabet, r, strict=True)) for s, r in zip(states, rows, strict=True)}}
+        spec = {
+            "states": states,
+            "alphabet": alphabet,
+            "start": start,
+            "accept": accept,
+            "transitions": {
+                s: dict(zip(alphabet, r, strict=True)) for s, r in zip(states, rows, strict=True)
+            },
+        }
         p = tmp_path / f"{name}.json"
         p.write_text(json.dumps(spec))
         return f"dfa:{p}"
+
     return make
 
 
 def rnn_study_text(seeds: int = 1, steps: int = 5, lr: float = 0.01) -> str:
     """A one-model study (an RNN on parity, named ``s``) that runs in seconds."""
-    return ("name: s\ntitle: s\nsource: test\ntask: parity\n"
-            f"train: {{batch_size: 8, eval_every: 5, val_sequences: 16, lr: {lr}}}\n"
-            "models: [{label: RNN, model: {layers: rnn, d_model: 2, d_state: 4}, train_lengths: [4, 4]}]\n"
-            f"scales: {{quick: {{seeds: {seeds}, steps: {steps}, eval_batch: 8, test_lengths: [8]}}}}\n")
+    return (
+        "name: s\ntitle: s\nsource: test\ntask: parity\n"
+        f"train: {{batch_size: 8, eval_every: 5, val_sequences: 16, lr: {lr}}}\n"
+        "models: [{label: RNN, model: {layers: rnn, d_model: 2, d_state: 4}, train_lengths: [4, 4]}]\n"
+        f"scales: {{quick: {{seeds: {seeds}, steps: {steps}, eval_batch: 8, test_lengths: [8]}}}}\n"
+    )
 
 
 @pytest.fixture
 def rnn_study(tmp_path):
     """make(seeds, steps, lr) -> the path of a one-model study (an RNN on parity) that runs in seconds."""
+
     def make(seeds: int = 1, steps: int = 5, lr: float = 0.01) -> str:
         path = tmp_path / f"s-{seeds}-{steps}-{lr:g}.yaml"
         path.write_text(rnn_study_text(seeds, steps, lr))
         return str(path)
+
     return make
 
 

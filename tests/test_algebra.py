@@ -1,4 +1,5 @@
 """The group engine: conventions checked against sympy, structure against known facts."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,8 +18,34 @@ from statetrack.algebra import (
 )
 from statetrack.errors import UserError
 
-SMALL = ["C1", "C2", "C3", "C5", "C6", "Z4", "D1", "D2", "D3", "D4", "D5", "S1", "S2", "S3", "S4",
-         "A3", "A4", "A5", "Q8", "V4", "C2xC4", "C2xS3", "S3xC3", "Q8xC2", "C2xC2xC2", "A4xC5"]
+SMALL = [
+    "C1",
+    "C2",
+    "C3",
+    "C5",
+    "C6",
+    "Z4",
+    "D1",
+    "D2",
+    "D3",
+    "D4",
+    "D5",
+    "S1",
+    "S2",
+    "S3",
+    "S4",
+    "A3",
+    "A4",
+    "A5",
+    "Q8",
+    "V4",
+    "C2xC4",
+    "C2xS3",
+    "S3xC3",
+    "Q8xC2",
+    "C2xC2xC2",
+    "A4xC5",
+]
 HYP = settings(max_examples=60, deadline=None)
 
 
@@ -66,15 +93,33 @@ def test_elements_ids_and_order(name):
 
 
 def test_named_orders_and_ids():
-    expected = {"C7": 7, "D4": 8, "D6": 12, "S4": 24, "A5": 60, "S5": 120, "Q8": 8, "V4": 4,
-                "C2xC4": 8, "A4xC5": 60, "C2xC2xC2": 8, "S1": 1, "A2": 1}
+    expected = {
+        "C7": 7,
+        "D4": 8,
+        "D6": 12,
+        "S4": 24,
+        "A5": 60,
+        "S5": 120,
+        "Q8": 8,
+        "V4": 4,
+        "C2xC4": 8,
+        "A4xC5": 60,
+        "C2xC2xC2": 8,
+        "S1": 1,
+        "A2": 1,
+    }
     for name, order in expected.items():
         assert get_group(name).order == order
     c = get_group("C12")
     assert all(c.mul(i, j) == (i + j) % 12 for i in range(12) for j in range(12))
     p = get_group("C2xC4")
-    assert all(p.mul(4 * a + b, 4 * c + d) == 4 * ((a + c) % 2) + (b + d) % 4
-               for a in range(2) for b in range(4) for c in range(2) for d in range(4))
+    assert all(
+        p.mul(4 * a + b, 4 * c + d) == 4 * ((a + c) % 2) + (b + d) % 4
+        for a in range(2)
+        for b in range(4)
+        for c in range(2)
+        for d in range(4)
+    )
     assert get_group("a4 x c5") is get_group("A4xC5")
     assert get_group("Z60").name == "C60"
 
@@ -100,8 +145,26 @@ def test_from_generators():
         group_from_generators([[1, 0, 2, 3, 4, 5, 6, 7], [1, 2, 3, 4, 5, 6, 7, 0]])  # S8
 
 
-@pytest.mark.parametrize("bad", ["S0", "Q7", "C0", "X3", "C2x", "", "xC2", "S3xX", "Q", "A-1", "D",
-                                 "S8", "C5041", "A4xA4xA4xA4", "S100000000"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "S0",
+        "Q7",
+        "C0",
+        "X3",
+        "C2x",
+        "",
+        "xC2",
+        "S3xX",
+        "Q",
+        "A-1",
+        "D",
+        "S8",
+        "C5041",
+        "A4xA4xA4xA4",
+        "S100000000",
+    ],
+)
 def test_bad_names(bad):
     with pytest.raises(UserError) as e:
         get_group(bad)
@@ -114,6 +177,7 @@ def test_bad_names(bad):
 def test_cap_is_documented_and_s7_allowed():
     assert MAX_ORDER == 5040
     from statetrack.algebra import group_order_from_name
+
     assert group_order_from_name("S7") == 5040 and group_order_from_name("S8") == 40320
     s7 = get_group("S7")
     assert s7.order == 5040 and s7.table.dtype == np.int16
@@ -123,7 +187,7 @@ def test_cap_is_documented_and_s7_allowed():
 @pytest.mark.parametrize("k", [3, 8])  # 8: elements found by hashed base images, 3: dense lookup
 def test_elementary_abelian_ids_are_bit_vectors(k):
     g = get_group("x".join(["C2"] * k))
-    assert g.order == 2 ** k
+    assert g.order == 2**k
     ids = np.arange(g.order)
     assert (g.table == (ids[:, None] ^ ids[None, :])).all()
 
@@ -163,9 +227,23 @@ def test_structure_table_known_values():
     assert s4["derived_series"] == [24, 12, 4, 1]
 
 
-@pytest.mark.parametrize("name,e2", [("C1", 0), ("C2", 1), ("C3", None), ("C4", 2), ("C8", 3),
-                                     ("C2xC2", 1), ("Q8", 2), ("D4", 2), ("C2xC4", 2), ("S3", None),
-                                     ("Q8xC2", 2), ("D8", 3)])
+@pytest.mark.parametrize(
+    "name,e2",
+    [
+        ("C1", 0),
+        ("C2", 1),
+        ("C3", None),
+        ("C4", 2),
+        ("C8", 3),
+        ("C2xC2", 1),
+        ("Q8", 2),
+        ("D4", 2),
+        ("C2xC4", 2),
+        ("S3", None),
+        ("Q8xC2", 2),
+        ("D8", 3),
+    ],
+)
 def test_elementary_2_series(name, e2):
     assert structure_of(get_group(name))["elementary_2_series_length"] == e2
 
@@ -185,8 +263,7 @@ def test_perfect_non_simple_group():
     idx = {v: i for i, v in enumerate(vecs)}
 
     def act(m):
-        return [idx[((m[0][0] * a + m[0][1] * b) % 5, (m[1][0] * a + m[1][1] * b) % 5)]
-                for a, b in vecs]
+        return [idx[((m[0][0] * a + m[0][1] * b) % 5, (m[1][0] * a + m[1][1] * b) % 5)] for a, b in vecs]
 
     g = group_from_generators([act([[1, 1], [0, 1]]), act([[0, 4], [1, 0]])], name="SL(2,5)")
     r = structure_of(g)

@@ -1,5 +1,6 @@
 """The package's architecture, read from its source with ``ast``: no import cycle, imports flow one way
 (from the command line down to the ops), and no package attribute hides the module of the same name."""
+
 from __future__ import annotations
 
 import ast
@@ -53,9 +54,16 @@ def _imports(name: str, path: Path, typing: bool = False) -> set[str]:
     """Modules of the package that ``name`` imports anywhere (functions included); those under
     ``if TYPE_CHECKING:`` only with ``typing``."""
     tree = ast.parse(path.read_text())
-    hidden = set() if typing else {
-        id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-        for n in ast.walk(node)}
+    hidden = (
+        set()
+        if typing
+        else {
+            id(n)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+            for n in ast.walk(node)
+        }
+    )
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out = set()
     for node in ast.walk(tree):

@@ -2,6 +2,7 @@
 length is the majority share of the final label's distribution in that length's draw (exact where the task
 computes it, else over 10,000 draws of the same draw), while the accuracy's interval stays on the sequences
 scored."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,11 +17,21 @@ from statetrack.training.evaluation import evaluate, wilson
 
 #: one task string per family whose tasks have more than two classes (language modelling aside: its chance is
 #: the most frequent next token among the tokens scored, docs/lm.md)
-MULTICLASS = {"group": ["group:S3", "group:S5/transpositions", "group:C6/generators+identity"],
-              "modarith": ["modarith:5"], "modarith-brackets": ["modarith-brackets:5"],
-              "cycle": ["cycle:5"], "modcount": ["modcount:3"]}
-BINARY_EXAMPLES = {"parity": "parity", "evenpairs": "evenpairs", "tomita": "tomita:3", "offset": "offset",
-                   "witness": "witness:ones", "dfa": None}
+MULTICLASS = {
+    "group": ["group:S3", "group:S5/transpositions", "group:C6/generators+identity"],
+    "modarith": ["modarith:5"],
+    "modarith-brackets": ["modarith-brackets:5"],
+    "cycle": ["cycle:5"],
+    "modcount": ["modcount:3"],
+}
+BINARY_EXAMPLES = {
+    "parity": "parity",
+    "evenpairs": "evenpairs",
+    "tomita": "tomita:3",
+    "offset": "offset",
+    "witness": "witness:ones",
+    "dfa": None,
+}
 
 
 def independent_majority(task, length, n=20_000, seed=777):
@@ -57,8 +68,18 @@ def test_stored_chance_is_the_label_distributions_majority(name):
 
 def test_modarith5_trained_at_64_sequences_stores_the_distribution(db):
     """modarith:5 trained and evaluated at 64 sequences: the stored chance is the distribution's majority."""
-    tc = TrainConfig(task="modarith:5", model=ModelConfig(layers="rnn", d_model=4, d_state=4), train_min_len=3,
-                     train_max_len=9, steps=5, batch_size=8, eval_every=5, val_sequences=16, seed=0, device="cpu")
+    tc = TrainConfig(
+        task="modarith:5",
+        model=ModelConfig(layers="rnn", d_model=4, d_state=4),
+        train_min_len=3,
+        train_max_len=9,
+        steps=5,
+        batch_size=8,
+        eval_every=5,
+        val_sequences=16,
+        seed=0,
+        device="cpu",
+    )
     ec = EvalConfig(lengths=[40, 64, 128, 256], batch_size=64, device="cpu")
     res = run(tc, ec, db=db)
     stored = complete_result(Store(db), Store(db).runs()[0]["key"]).metrics
@@ -74,14 +95,18 @@ def test_estimated_chance_uses_ten_thousand_draws_of_the_same_draw():
     assert draws.exact_label_distribution(task, "test", 30) is None
     dist, exact = draws.label_distribution(task, "test", 30)
     assert not exact and abs(dist.sum() - 1) < 1e-12
-    counts = draws.final_label_counts(task, "test", 30, draws.CHANCE_DRAWS, np.random.default_rng(draws.CHANCE_SEED))
+    counts = draws.final_label_counts(
+        task, "test", 30, draws.CHANCE_DRAWS, np.random.default_rng(draws.CHANCE_SEED)
+    )
     assert np.allclose(dist, counts / counts.sum())
 
 
 def test_exact_distributions():
     assert draws.exact_label_distribution(get_task("tomita:3"), "test", 50).tolist() == [0.5, 0.5]
-    assert draws.exact_label_distribution(get_task("group:S3"), "test", 50) == pytest.approx(np.full(6, 1 / 6))
+    assert draws.exact_label_distribution(get_task("group:S3"), "test", 50) == pytest.approx(
+        np.full(6, 1 / 6)
+    )
     assert draws.exact_label_distribution(get_task("modcount:3"), "test", 10).tolist() == [0, 1, 0]
     # the training draw of Tomita 1 at length 20: one accepted string among 2^20
     d = draws.exact_label_distribution(get_task("tomita:1"), "train", 20)
-    assert d[1] == pytest.approx(2.0 ** -20)
+    assert d[1] == pytest.approx(2.0**-20)

@@ -1,5 +1,6 @@
 """Runs claimed exactly once: any number of sweeps of one study on one database complete every run once
 and split the work; a claim whose owner died is taken over and its running row marked interrupted."""
+
 import os
 import re
 import signal
@@ -76,7 +77,10 @@ def test_the_outcome_of_a_run_another_sweep_finished(db):
     rid = store.start_run(CFG, key="failing", owner="a")
     store.fail_run(rid, "diverged")
     a.release("failing")
-    assert (b.claim("failing", failed_since=t0).state, b.claim("x", failed_since=t0).state) == ("failed", "claimed")
+    assert (b.claim("failing", failed_since=t0).state, b.claim("x", failed_since=t0).state) == (
+        "failed",
+        "claimed",
+    )
     assert b.claim("failing").state == "claimed"  # a failure before this sweep started is redone
     done = store.start_run(CFG, key="done", owner="a")
     store.finish_run(done, [], None, 1.0, {})
@@ -180,7 +184,9 @@ def test_a_heartbeat_in_the_future_is_taken_over_after_the_timeout(db):
     store = Store(db)
     rid = store.start_run(CFG, key="k", owner="fast:1:clock")
     with store.transaction() as c:
-        c.execute("INSERT INTO claims VALUES ('k', 'fast:1:clock', NULL, ?, ?)", (time.time(), time.time() + 3600))
+        c.execute(
+            "INSERT INTO claims VALUES ('k', 'fast:1:clock', NULL, ?, ?)", (time.time(), time.time() + 3600)
+        )
     b = Claims(store, me="b", timeout=0.5)
     assert b.claim("k").state == "taken" and b.held_by_others() == {"k"}
     [w] = b.waits(["k"])
@@ -204,14 +210,18 @@ def test_a_sweep_says_what_it_waits_for_and_ends(tmp_path, rnn_study, monkeypatc
     store = Store(db)
     rid = store.start_run(CFG, key=job.key, owner="fast:1:clock")
     with store.transaction() as c:
-        c.execute("INSERT INTO claims VALUES (?, 'fast:1:clock', NULL, ?, ?)",
-                  (job.key, time.time(), time.time() + 3600))
+        c.execute(
+            "INSERT INTO claims VALUES (?, 'fast:1:clock', NULL, ?, ?)",
+            (job.key, time.time(), time.time() + 3600),
+        )
     said, t = [], time.time()
     _, results = sweep(path, db=db, workers=1, on_wait=said.append, progress=False)
     assert time.time() - t < 60 and [r.status for _, r in results] == ["complete"]
     assert said and all(w["run_id"] == rid for waits in said for w in waits)
     text = sweep_mod.describe_waits(said[0])
-    assert text.startswith(f"waiting for 1 run(s) that other sweeps hold: run {rid} (sweep fast:1:clock, heartbeat ")
+    assert text.startswith(
+        f"waiting for 1 run(s) that other sweeps hold: run {rid} (sweep fast:1:clock, heartbeat "
+    )
     assert "s in the future (its clock is ahead); taken over if it stays unchanged for 2 s" in text
     assert store.run(rid)["status"] == "interrupted"
     with store.transaction() as c:

@@ -1,4 +1,5 @@
 """The CLI: each command works end to end; bad input is one line, exit code 2, database untouched."""
+
 import hashlib
 import json
 import os
@@ -10,8 +11,23 @@ import pytest
 from statetrack.cli import main
 from statetrack.runs.records import LENGTH_KEYS
 
-TRAIN = ["train", "--layers", "rnn", "--d-model", "2", "--d-state", "8", "--steps", "30", "--eval-every", "10",
-         "--test-lengths", "8,20", "--eval-batch", "16"]
+TRAIN = [
+    "train",
+    "--layers",
+    "rnn",
+    "--d-model",
+    "2",
+    "--d-state",
+    "8",
+    "--steps",
+    "30",
+    "--eval-every",
+    "10",
+    "--test-lengths",
+    "8,20",
+    "--eval-batch",
+    "16",
+]
 
 
 def _digest(path):
@@ -53,8 +69,10 @@ BAD = [
     (["train", "--layers", "rnn", "--train-lengths", "9-4"], "bad training lengths"),
     (["train", "--layers", "rnn", "--test-lengths", ""], "empty test lengths"),
     (["train", "--layers", "rnn", "--test-lengths", "0,5"], "bad test length 0"),
-    (["train", "--layers", "rnn", "--train-lengths", "8", "--test-lengths", "4,100"],
-     "shorter than the training range"),
+    (
+        ["train", "--layers", "rnn", "--train-lengths", "8", "--test-lengths", "4,100"],
+        "shorter than the training range",
+    ),
     (["train", "--layers", "mamba(cov=1)"], "unknown option 'cov'"),
     (["train", "--layers", "rnn", "--task", "nope"], "unknown task family 'nope'"),
     (["train", "--layers", "rnn", "--steps", "0"], "bad steps"),
@@ -79,7 +97,12 @@ def test_bad_input_one_line_exit_2_db_untouched(trained, capsys, argv, needle):
 
 def test_console_script_exit_code(tmp_path):
     env = dict(os.environ)
-    p = subprocess.run([sys.executable, "-m", "statetrack.cli", "train", "--layers", "bogus"],
-                       capture_output=True, text=True, cwd=tmp_path, env=env)
+    p = subprocess.run(
+        [sys.executable, "-m", "statetrack.cli", "train", "--layers", "bogus"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    )
     assert p.returncode == 2 and p.stderr.startswith("error: unknown mixer") and p.stderr.count("\n") == 1
     assert not (tmp_path / "runs").exists()

@@ -1,5 +1,6 @@
 """The command line derived from the typed configs: one set of defaults, help showing each of them,
 --config and --set, no abbreviations, --version, a bare 'statetrack'."""
+
 import json
 import re
 import subprocess
@@ -33,7 +34,18 @@ def test_version_and_bare_command(capsys):
     assert e.value.code == 0 and capsys.readouterr().out == f"statetrack {__version__}\n"
     assert main([]) == 0
     out = capsys.readouterr().out
-    for cmd in ("train", "eval", "runs", "rerun", "reproduce", "sweep", "report", "models", "tasks", "oracle"):
+    for cmd in (
+        "train",
+        "eval",
+        "runs",
+        "rerun",
+        "reproduce",
+        "sweep",
+        "report",
+        "models",
+        "tasks",
+        "oracle",
+    ):
         assert re.search(rf"^\s+{cmd}\s", out, re.M), cmd
 
 
@@ -48,18 +60,23 @@ def test_no_abbreviations(capsys):
     assert main(["runs", "--stat", "complete"]) == 2
 
 
-@pytest.mark.parametrize("command", ["train", "eval", "runs", "sweep", "reproduce", "report", "sample", "oracle"])
+@pytest.mark.parametrize(
+    "command", ["train", "eval", "runs", "sweep", "reproduce", "report", "sample", "oracle"]
+)
 def test_every_option_shows_its_default(command):
     for opt, text in _help(command).items():
         assert "(default: " in text, (command, opt, text)
 
 
 def test_train_defaults_are_the_configs():
-    fields = {**{f"--{k.replace('_', '-')}": f for k, f in TrainConfig.model_fields.items() if k != "model"},
-              **{f"--{k.replace('_', '-')}": f for k, f in ModelConfig.model_fields.items()},
-              "--test-lengths": EvalConfig.model_fields["lengths"],
-              "--eval-batch": EvalConfig.model_fields["batch_size"],
-              "--eval-chunk": EvalConfig.model_fields["chunk"], "--eval-seed": EvalConfig.model_fields["seed"]}
+    fields = {
+        **{f"--{k.replace('_', '-')}": f for k, f in TrainConfig.model_fields.items() if k != "model"},
+        **{f"--{k.replace('_', '-')}": f for k, f in ModelConfig.model_fields.items()},
+        "--test-lengths": EvalConfig.model_fields["lengths"],
+        "--eval-batch": EvalConfig.model_fields["batch_size"],
+        "--eval-chunk": EvalConfig.model_fields["chunk"],
+        "--eval-seed": EvalConfig.model_fields["seed"],
+    }
     helps = _help("train")
     for opt, f in fields.items():
         shown = re.search(r"\(default: ([^)]*)\)$", helps[opt])[1]
@@ -67,8 +84,13 @@ def test_train_defaults_are_the_configs():
             assert shown == "required"
             continue
         d = f.get_default(call_default_factory=True)
-        want = {True: "on", False: "off", None: "none"}.get(d, d) if isinstance(d, (bool, type(None))) else \
-            ",".join(map(str, d)) if isinstance(d, list) else str(d)
+        want = (
+            {True: "on", False: "off", None: "none"}.get(d, d)
+            if isinstance(d, (bool, type(None)))
+            else ",".join(map(str, d))
+            if isinstance(d, list)
+            else str(d)
+        )
         assert shown == want, opt
         assert f.description and helps[opt].startswith(f.description.split(",")[0]), opt
     # and what the command builds from no options is what the configs build
@@ -78,11 +100,30 @@ def test_train_defaults_are_the_configs():
 
 def test_config_file_options_and_set(tmp_path):
     f = tmp_path / "run.yaml"
-    f.write_text("task: group:S3\nmodel: {layers: aussm, d_model: 16}\nlr: 0.003\nsteps: 500\n"
-                 "eval: {lengths: [16, 64], batch_size: 32}\n")
-    tcfg, ecfg = train_configs(_train_args("--config", str(f), "--steps", "700", "--train-lengths", "1-40",
-                                           "--set", "model.d_state=4", "--set", "lr=3e-3", "--set", "steps=900",
-                                           "--set", "eval.lengths=100,1000", "--device", "cpu"))
+    f.write_text(
+        "task: group:S3\nmodel: {layers: aussm, d_model: 16}\nlr: 0.003\nsteps: 500\n"
+        "eval: {lengths: [16, 64], batch_size: 32}\n"
+    )
+    tcfg, ecfg = train_configs(
+        _train_args(
+            "--config",
+            str(f),
+            "--steps",
+            "700",
+            "--train-lengths",
+            "1-40",
+            "--set",
+            "model.d_state=4",
+            "--set",
+            "lr=3e-3",
+            "--set",
+            "steps=900",
+            "--set",
+            "eval.lengths=100,1000",
+            "--device",
+            "cpu",
+        )
+    )
     assert tcfg.task == "group:S3" and tcfg.model == ModelConfig(layers="aussm", d_model=16, d_state=4)
     assert (tcfg.lr, tcfg.steps, tcfg.train_lengths) == (3e-3, 900, (1, 40))  # file < options < --set
     assert ecfg.lengths == [100, 1000] and ecfg.batch_size == 32
@@ -93,25 +134,65 @@ def test_config_file_options_and_set(tmp_path):
 @pytest.mark.parametrize("null", ["null", "None", "~", ""])
 def test_set_null_wherever_a_field_is_optional(null):
     """An optional field of any type takes null: eval.tokens (int | None) as init (str | None) does."""
-    tcfg, ecfg = train_configs(_train_args("--layers", "rnn", "--set", "eval.tokens=64", "--set",
-                                           f"eval.tokens={null}", "--set", f"curriculum_start={null}"))
+    tcfg, ecfg = train_configs(
+        _train_args(
+            "--layers",
+            "rnn",
+            "--set",
+            "eval.tokens=64",
+            "--set",
+            f"eval.tokens={null}",
+            "--set",
+            f"curriculum_start={null}",
+        )
+    )
     assert ecfg.tokens is None and tcfg.curriculum_start is None and ecfg == EvalConfig()
 
 
 def test_train_with_set_null(tmp_path, capsys):
-    assert main(["train", "--layers", "rnn", "--d-model", "2", "--steps", "2", "--eval-every", "2", "--test-lengths",
-                 "8", "--eval-batch", "4", "--set", "eval.tokens=null", "--db", str(tmp_path / "x.db")]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--layers",
+                "rnn",
+                "--d-model",
+                "2",
+                "--steps",
+                "2",
+                "--eval-every",
+                "2",
+                "--test-lengths",
+                "8",
+                "--eval-batch",
+                "4",
+                "--set",
+                "eval.tokens=null",
+                "--db",
+                str(tmp_path / "x.db"),
+            ]
+        )
+        == 0
+    )
     assert "error" not in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("text,key,expected,got", [
-    ("steps: many\nmodel: {layers: rnn}\n", "steps", "int", "'many'"),
-    ("model: {layers: rnn, d_model: 2.5}\n", "model.d_model", "int", "2.5"),
-    ("model: {layers: rnn, mlp: maybe}\n", "model.mlp", "bool", "'maybe'"),
-    ("model: {layers: rnn}\neval: {lengths: [8, x]}\n", "eval.lengths", "list[int]", "[8, 'x']"),
-    ("model: {layers: rnn}\neval: {tokens: lots}\n", "eval.tokens", "int | None", "'lots'"),
-    ("model: {layers: rnn, norm: batch}\n", "model.norm", "one of 'rmsnorm', 'layernorm', 'none'", "'batch'"),
-])
+@pytest.mark.parametrize(
+    "text,key,expected,got",
+    [
+        ("steps: many\nmodel: {layers: rnn}\n", "steps", "int", "'many'"),
+        ("model: {layers: rnn, d_model: 2.5}\n", "model.d_model", "int", "2.5"),
+        ("model: {layers: rnn, mlp: maybe}\n", "model.mlp", "bool", "'maybe'"),
+        ("model: {layers: rnn}\neval: {lengths: [8, x]}\n", "eval.lengths", "list[int]", "[8, 'x']"),
+        ("model: {layers: rnn}\neval: {tokens: lots}\n", "eval.tokens", "int | None", "'lots'"),
+        (
+            "model: {layers: rnn, norm: batch}\n",
+            "model.norm",
+            "one of 'rmsnorm', 'layernorm', 'none'",
+            "'batch'",
+        ),
+    ],
+)
 def test_config_file_wrong_type_names_file_key_and_type(tmp_path, capsys, text, key, expected, got):
     f = tmp_path / "c.yaml"
     f.write_text(text)
@@ -124,8 +205,28 @@ def test_config_file_wrong_type_names_file_key_and_type(tmp_path, capsys, text, 
 
 def test_stored_config_trains_again(tmp_path, db, capsys):
     """``runs show ID --json | jq .config`` is a config file."""
-    assert main(["train", "--layers", "rnn", "--d-model", "2", "--steps", "4", "--eval-every", "2",
-                 "--test-lengths", "8", "--eval-batch", "4", "--db", db]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--layers",
+                "rnn",
+                "--d-model",
+                "2",
+                "--steps",
+                "4",
+                "--eval-every",
+                "2",
+                "--test-lengths",
+                "8",
+                "--eval-batch",
+                "4",
+                "--db",
+                db,
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main(["runs", "show", "1", "--db", db, "--json"]) == 0
     cfg = json.loads(capsys.readouterr().out)["config"]
@@ -136,15 +237,24 @@ def test_stored_config_trains_again(tmp_path, db, capsys):
 
 
 BAD = [
-    (["--set", "model.d_modl=3"],
-     "--set: unknown key 'model.d_modl' (did you mean 'model.d_model'?); allowed: plugins, task, model.layers"),
+    (
+        ["--set", "model.d_modl=3"],
+        "--set: unknown key 'model.d_modl' (did you mean 'model.d_model'?); allowed: plugins, task, model.layers",
+    ),
     (["--set", "lr"], "bad --set 'lr'; give KEY=VALUE"),
     (["--set", "lr=-1"], "--set: key 'lr' expects float: Input should be greater than 0 (got '-1')"),
     (["--set", "steps=many"], "--set: key 'steps' expects int: Input should be a valid integer"),
-    (["--set", "eval.tokens=0"], "--set: key 'eval.tokens' expects int | None: Input should be greater than or equal"),
-    (["--set", "supervision=evry"],
-     ("--set: key 'supervision' expects one of 'task', 'every': Input should be 'task' or 'every' (got 'evry') (did "
-     "you mean 'every'?)")),
+    (
+        ["--set", "eval.tokens=0"],
+        "--set: key 'eval.tokens' expects int | None: Input should be greater than or equal",
+    ),
+    (
+        ["--set", "supervision=evry"],
+        (
+            "--set: key 'supervision' expects one of 'task', 'every': Input should be 'task' or 'every' "
+            "(got 'evry') (did you mean 'every'?)"
+        ),
+    ),
     (["--train-lengths", "1-4", "--train-max-len", "9"], "not both"),
     (["--config", "missing.yaml"], "config file 'missing.yaml' not found"),
     (["--norm", "batchnorm"], "argument --norm: invalid choice: 'batchnorm'"),

@@ -1,4 +1,5 @@
 """The CPU's C kernels (ops/csrc, built by ops.cpu_kernels) against their float64 references."""
+
 from __future__ import annotations
 
 import os
@@ -121,9 +122,15 @@ def _mamba3_inputs(B, T, H, P, N2, seed, decay=0.3):
     g = torch.Generator().manual_seed(seed)
     f64 = {"dtype": torch.float64, "generator": g}
     c = {"dtype": torch.complex128, "generator": g}
-    ins = [-torch.rand(B, T, H, **f64) * decay, torch.randn(B, T, H, N2, **f64) * 2, torch.randn(B, T, H, P, **f64),
-           torch.randn(B, T, H, N2, **c), torch.randn(B, T, H, N2, **c), torch.rand(B, T, H, **f64),
-           torch.rand(B, T, H, **f64)]
+    ins = [
+        -torch.rand(B, T, H, **f64) * decay,
+        torch.randn(B, T, H, N2, **f64) * 2,
+        torch.randn(B, T, H, P, **f64),
+        torch.randn(B, T, H, N2, **c),
+        torch.randn(B, T, H, N2, **c),
+        torch.rand(B, T, H, **f64),
+        torch.rand(B, T, H, **f64),
+    ]
     state = (torch.randn(B, H, P, N2, **c), torch.randn(B, H, P, N2, **c))
     return ins, state, mamba3_zero_state
 
@@ -139,8 +146,9 @@ def _lowered(ts):
 
 def _mamba3_loss(y, state, w):
     wy, wh, wu = w
-    return (y * wy.to(y.dtype)).sum() + sum((s.conj() * ww.to(s.dtype)).real.sum() for s, ww in zip(state, (wh, wu),
-                                                                                                 strict=True))
+    return (y * wy.to(y.dtype)).sum() + sum(
+        (s.conj() * ww.to(s.dtype)).real.sum() for s, ww in zip(state, (wh, wu), strict=True)
+    )
 
 
 @pytest.mark.parametrize("shape", [(2, 37, 3, 4, 5), (1, 1, 1, 1, 1), (3, 50, 2, 8, 32), (2, 16, 4, 16, 8)])
@@ -151,16 +159,19 @@ def test_mamba3_kernel_matches_reference_with_gradients(shape):
     ref_in = [t.clone().requires_grad_() for t in (*ins, *state)]
     y, st = mamba3_scan_ref(*ref_in[:7], tuple(ref_in[7:]))
     g = torch.Generator().manual_seed(1)
-    w = (torch.randn(y.shape, dtype=torch.float64, generator=g),
-         *(torch.randn(s.shape, dtype=torch.complex128, generator=g) for s in st))
+    w = (
+        torch.randn(y.shape, dtype=torch.float64, generator=g),
+        *(torch.randn(s.shape, dtype=torch.complex128, generator=g) for s in st),
+    )
     ref_grads = torch.autograd.grad(_mamba3_loss(y, st, w), ref_in)
     low = _lowered((*ins, *state))
     y32, st32 = mamba3_scan(*low[:7], tuple(low[7:]))
     assert "Mamba3ScanC" in type(y32.grad_fn).__name__
     assert crel(y32, y) <= 1e-5 and all(crel(a, b) <= 1e-5 for a, b in zip(st32, st, strict=True))
     grads = torch.autograd.grad(_mamba3_loss(y32, st32, w), low)
-    for name, a, b in zip(["log_decay", "phi", "x", "B", "C", "gamma", "beta", "h0", "u0"], grads, ref_grads,
-                          strict=True):
+    for name, a, b in zip(
+        ["log_decay", "phi", "x", "B", "C", "gamma", "beta", "h0", "u0"], grads, ref_grads, strict=True
+    ):
         assert crel(a, b) <= 1e-5, name
 
 

@@ -1,5 +1,6 @@
 """Checks of data (a task's batch, a mixer's declared properties, a matrix given to the theory) raise
 exceptions that ``python -O`` keeps; ``assert`` is left for invariants of the code itself."""
+
 import subprocess
 import sys
 
@@ -33,8 +34,10 @@ def test_householder_factors_refuse_a_matrix_that_is_not_orthogonal():
 
 
 def test_the_checks_hold_under_python_optimised():
-    code = ("import numpy as np\nfrom statetrack.tasks.base import Batch\n"
-            "x = np.zeros((2, 5), dtype=np.int64)\n"
-            "try:\n    Batch(x, x[:, :4], x.astype(bool))\nexcept ValueError:\n    print('refused')\n")
+    code = (
+        "import numpy as np\nfrom statetrack.tasks.base import Batch\n"
+        "x = np.zeros((2, 5), dtype=np.int64)\n"
+        "try:\n    Batch(x, x[:, :4], x.astype(bool))\nexcept ValueError:\n    print('refused')\n"
+    )
     out = subprocess.run([sys.executable, "-O", "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "refused", out.stderr

@@ -3,6 +3,7 @@ missing, a page is corrupt), one written by a newer statetrack, or a foreign one
 left byte for byte as it was; read-only commands never write to a database; a database the user cannot
 write (a read-only file or folder) is opened read-only, so that ``runs`` and ``report`` work and leave no
 file behind."""
+
 import json
 import os
 import shutil
@@ -64,9 +65,12 @@ def _alter(db, sql):
 
 
 def _commands(db, study):
-    return [["runs", "--db", str(db)], ["runs", "show", "1", "--db", str(db)],
-            ["report", str(study), "--db", str(db), "--out", ""],
-            ["sweep", str(study), "--db", str(db), "--workers", "1"]]
+    return [
+        ["runs", "--db", str(db)],
+        ["runs", "show", "1", "--db", str(db)],
+        ["report", str(study), "--db", str(db), "--out", ""],
+        ["sweep", str(study), "--db", str(db), "--workers", "1"],
+    ]
 
 
 # -- damaged databases ----------------------------------------------------------------------------------
@@ -95,7 +99,7 @@ def test_a_corrupt_page_is_named(copy, capsys):
     page = con.execute("PRAGMA page_size").fetchone()[0]
     con.close()
     data = bytearray(db.read_bytes())
-    data[(root - 1) * page:(root - 1) * page + 64] = b"\xff" * 64  # the curves table's root page
+    data[(root - 1) * page : (root - 1) * page + 64] = b"\xff" * 64  # the curves table's root page
     db.write_bytes(bytes(data))
     for argv in _commands(db, study):
         _one_line(capsys, argv, str(db), "damaged")
@@ -107,16 +111,26 @@ def test_a_database_of_a_newer_schema_is_refused_with_both_versions(copy, capsys
     _alter(db, "UPDATE meta SET value='999' WHERE key='schema_version'")
     before = db.read_bytes()
     for argv in _commands(db, study) + [["train", "--layers", "rnn", "--steps", "2", "--db", str(db)]]:
-        _one_line(capsys, argv, str(db), "schema version 999", f"versions up to {SCHEMA_VERSION}", "newer statetrack")
+        _one_line(
+            capsys,
+            argv,
+            str(db),
+            "schema version 999",
+            f"versions up to {SCHEMA_VERSION}",
+            "newer statetrack",
+        )
     assert db.read_bytes() == before
 
 
 def test_a_version_1_database_is_read_by_read_only_commands_without_a_write(copy, capsys):
     """An older database is migrated by the first command that writes, never by one that only reads."""
     db, study = copy
-    _alter(db, "DROP TABLE claims; DROP TABLE lm_metrics; DROP TABLE split_metrics; DROP TABLE curves;"
-               "ALTER TABLE metrics DROP COLUMN note;"
-               "UPDATE meta SET value='1' WHERE key='schema_version'")
+    _alter(
+        db,
+        "DROP TABLE claims; DROP TABLE lm_metrics; DROP TABLE split_metrics; DROP TABLE curves;"
+        "ALTER TABLE metrics DROP COLUMN note;"
+        "UPDATE meta SET value='1' WHERE key='schema_version'",
+    )
     before = db.read_bytes()
     assert main(["runs", "--db", str(db)]) == 0
     assert main(["report", str(study), "--db", str(db), "--out", ""]) == 0
@@ -163,14 +177,23 @@ def _as_user_without_write_access(db, study):
         if not shutil.which("setpriv"):
             pytest.skip("root without setpriv: file permissions cannot be made to apply")
         prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner"]
-    r = subprocess.run(prefix + [sys.executable, "-c", CHILD, str(db), str(study)], cwd=db.parent.parent,
-                       env={**Cli.env, "COLUMNS": "200"}, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        prefix + [sys.executable, "-c", CHILD, str(db), str(study)],
+        cwd=db.parent.parent,
+        env={**Cli.env, "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout.splitlines()[-1])
 
 
-@pytest.mark.parametrize("file_mode, folder_mode", [(0o444, 0o755), (0o444, 0o555), (0o644, 0o555)],
-                         ids=["read-only-file", "read-only-file-and-folder", "read-only-folder"])
+@pytest.mark.parametrize(
+    "file_mode, folder_mode",
+    [(0o444, 0o755), (0o444, 0o555), (0o644, 0o555)],
+    ids=["read-only-file", "read-only-file-and-folder", "read-only-folder"],
+)
 def test_a_database_that_cannot_be_written_is_read(copy, file_mode, folder_mode):
     db, study = copy
     before, files = db.read_bytes(), _files(db.parent)
@@ -192,14 +215,17 @@ def test_a_database_that_cannot_be_written_is_read(copy, file_mode, folder_mode)
     assert db.read_bytes() == before and _files(db.parent) == files
 
 
-@pytest.mark.parametrize("column, value, problem", [
-    ("config", "not json", "its config is not valid JSON"),
-    ("config", "[1, 2]", "its config is list '[1, 2]', not a JSON object"),
-    ("summary", "{", "its summary is not valid JSON"),
-    ("versions", "7", "its versions is int '7', not a JSON object"),
-    ("status", "bogus", "its status is 'bogus'; allowed: running, complete, failed, interrupted"),
-    ("seed", "x", "its seed is str 'x'"),
-])
+@pytest.mark.parametrize(
+    "column, value, problem",
+    [
+        ("config", "not json", "its config is not valid JSON"),
+        ("config", "[1, 2]", "its config is list '[1, 2]', not a JSON object"),
+        ("summary", "{", "its summary is not valid JSON"),
+        ("versions", "7", "its versions is int '7', not a JSON object"),
+        ("status", "bogus", "its status is 'bogus'; allowed: running, complete, failed, interrupted"),
+        ("seed", "x", "its seed is str 'x'"),
+    ],
+)
 def test_a_damaged_row_leaves_every_other_row_usable(copy, capsys, column, value, problem):
     """`runs.config = 'not json'` in one row used to end runs, report, sweep and rerun in a JSONDecodeError
     traceback (runs show in an AttributeError). Now the row is named and left out; the others work."""
@@ -257,8 +283,12 @@ def test_labels_of_any_bytes_are_read(copy, capsys):
 def test_db_must_be_a_regular_file_or_a_new_path(tmp_path, capsys, kind, command):
     """`--db /dev/null` said 'disk I/O error' and left /dev/null-journal; a zero-byte file read 'You can only
     execute one statement at a time' and train adopted it."""
-    path = {"/dev/null": Path("/dev/null"), "zero-byte file": tmp_path / "empty.db",
-            "folder": tmp_path / "dir.db", "fifo": tmp_path / "pipe.db"}[kind]
+    path = {
+        "/dev/null": Path("/dev/null"),
+        "zero-byte file": tmp_path / "empty.db",
+        "folder": tmp_path / "dir.db",
+        "fifo": tmp_path / "pipe.db",
+    }[kind]
     if kind == "zero-byte file":
         path.write_bytes(b"")
     elif kind == "folder":
@@ -266,8 +296,12 @@ def test_db_must_be_a_regular_file_or_a_new_path(tmp_path, capsys, kind, command
     elif kind == "fifo":
         os.mkfifo(path)
     before = sorted(os.listdir(path.parent))
-    what = {"/dev/null": "is a character device, not a database file", "zero-byte file": "is an empty file (0 bytes)",
-            "folder": "is a folder, not a database file", "fifo": "is a FIFO (named pipe), not a database file"}[kind]
+    what = {
+        "/dev/null": "is a character device, not a database file",
+        "zero-byte file": "is an empty file (0 bytes)",
+        "folder": "is a folder, not a database file",
+        "fifo": "is a FIFO (named pipe), not a database file",
+    }[kind]
     _one_line(capsys, [*command, "--db", str(path)], f"results database {str(path)!r} {what}")
     assert sorted(os.listdir(path.parent)) == before
     if kind == "zero-byte file":
@@ -281,8 +315,30 @@ def test_a_database_reached_through_a_link_is_known_by_its_real_path(tmp_path, c
     (tmp_path / "other").mkdir()
     real, link = tmp_path / "real" / "st.db", tmp_path / "other" / "link.db"
     link.symlink_to(real)
-    assert main(["train", "--layers", "rnn", "--d-model", "2", "--steps", "2", "--eval-every", "2",
-                 "--test-lengths", "8", "--eval-batch", "4", "--label", "mine", "--db", str(link)]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--layers",
+                "rnn",
+                "--d-model",
+                "2",
+                "--steps",
+                "2",
+                "--eval-every",
+                "2",
+                "--test-lengths",
+                "8",
+                "--eval-batch",
+                "4",
+                "--label",
+                "mine",
+                "--db",
+                str(link),
+            ]
+        )
+        == 0
+    )
     assert os.listdir(tmp_path / "other") == ["link.db"] and real.is_file()
     assert [p.name for p in (tmp_path / "real" / "st.checkpoints").iterdir()][0].startswith("run1-")
     for db in (real, link):

@@ -1,4 +1,5 @@
 """A misspelt name gets one line with the closest allowed names ("did you mean"), exit code 2."""
+
 import pytest
 
 from statetrack.cli import main
@@ -6,19 +7,32 @@ from statetrack.errors import closest, edit_distance
 
 MISTAKES = [
     (["train", "--layers", "mamab"], "unknown mixer 'mamab' (did you mean 'mamba'?)"),
-    (["train", "--layers", "rnn", "--task", "partiy"], "unknown task family 'partiy' (did you mean 'parity'?)"),
+    (
+        ["train", "--layers", "rnn", "--task", "partiy"],
+        "unknown task family 'partiy' (did you mean 'parity'?)",
+    ),
     (["train", "--layers", "rnn", "--d_model", "8"], "--d_model 8 (did you mean '--d-model'?)"),
-    (["reproduce", "khavari2025-parityy"],
-     "unknown study 'khavari2025-parityy' (did you mean 'khavari2025-parity'?)"),
+    (
+        ["reproduce", "khavari2025-parityy"],
+        "unknown study 'khavari2025-parityy' (did you mean 'khavari2025-parity'?)",
+    ),
     (["train", "--layers", "mamba(cnv=0)"], "unknown option 'cnv' (did you mean 'conv'?) for mixer 'mamba'"),
-    (["train", "--layers", "rnn", "--set", "model.dmodel=3"],
-     "unknown key 'model.dmodel' (did you mean 'model.d_model'?)"),
+    (
+        ["train", "--layers", "rnn", "--set", "model.dmodel=3"],
+        "unknown key 'model.dmodel' (did you mean 'model.d_model'?)",
+    ),
     (["train", "--layers", "rnn", "--step", "5"], "--step 5 (did you mean '--steps'?)"),
     (["trian"], "invalid choice: 'trian' (did you mean 'train'?)"),
-    (["construct", "s3-asusm", "--out", "x.safetensors"], "unknown construction 's3-asusm' (did you mean 's3-aussm'?)"),
+    (
+        ["construct", "s3-asusm", "--out", "x.safetensors"],
+        "unknown construction 's3-asusm' (did you mean 's3-aussm'?)",
+    ),
     (["report", "khavari2025-parity", "--scale", "quik"], "unknown scale 'quik' (did you mean 'quick'?)"),
     (["runs", "--status", "complet"], "invalid choice: 'complet' (did you mean 'complete'?)"),
-    (["oracle", "--layers", "negmaba", "--task", "parity"], "unknown mixer 'negmaba' (did you mean 'negmamba'?)"),
+    (
+        ["oracle", "--layers", "negmaba", "--task", "parity"],
+        "unknown mixer 'negmaba' (did you mean 'negmamba'?)",
+    ),
 ]
 
 
@@ -45,9 +59,14 @@ def test_config_file_mistakes_name_the_file_and_key(tmp_path, capsys, monkeypatc
     monkeypatch.chdir(tmp_path)
     (tmp_path / "run.yaml").write_text("task: group:S3\nmodel: rnn\n")
     cases = [
-        (["--config", "run.yaml"], ("config file 'run.yaml': key 'model' must be a mapping of ModelConfig's "
-                                    "fields, e.g. 'model: {layers: ...}', got str 'rnn' (did you mean "
-                                    "'model: {layers: rnn}'?)")),
+        (
+            ["--config", "run.yaml"],
+            (
+                "config file 'run.yaml': key 'model' must be a mapping of ModelConfig's "
+                "fields, e.g. 'model: {layers: ...}', got str 'rnn' (did you mean "
+                "'model: {layers: rnn}'?)"
+            ),
+        ),
         (["--config", "runn.yaml"], "config file 'runn.yaml' not found (did you mean 'run.yaml'?)"),
         (["--task", "partiy"], "unknown task family 'partiy' (did you mean 'parity'?)"),
     ]
@@ -58,17 +77,37 @@ def test_config_file_mistakes_name_the_file_and_key(tmp_path, capsys, monkeypatc
     (tmp_path / "run.yaml").write_text("task: group:S3\nmodel: {layers: rnn}\nsteps: three hundred\n")
     assert main(["train", "--config", "run.yaml", "--db", "r.db"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: config file 'run.yaml': key 'steps' expects int: Input should be a valid "
-                          "integer") \
-        and "(got 'three hundred')" in err and err.count("\n") == 1, err
+    assert (
+        err.startswith(
+            "error: config file 'run.yaml': key 'steps' expects int: Input should be a valid integer"
+        )
+        and "(got 'three hundred')" in err
+        and err.count("\n") == 1
+    ), err
     (tmp_path / "run.yaml").write_text("task: group:S3\nmodel: {layers: rnn}\neval: {batch_size: 0}\n")
     assert main(["train", "--config", "run.yaml", "--db", "r.db"]) == 2
-    assert ("config file 'run.yaml': key 'eval.batch_size' expects int: Input should be greater than or equal "
-            "to 1 (got 0)") in capsys.readouterr().err
+    assert (
+        "config file 'run.yaml': key 'eval.batch_size' expects int: Input should be greater than or equal "
+        "to 1 (got 0)"
+    ) in capsys.readouterr().err
     # a file's value is checked as the file is read (a --set of the same key does not hide the file's mistake)
     (tmp_path / "run.yaml").write_text("task: group:S3\nmodel: {layers: rnn}\neval: {batch_size: 2}\n")
-    assert main(["train", "--config", "run.yaml", "--set", "eval.batch_size=3", "--set", "steps=x",
-                 "--db", "r.db"]) == 2
+    assert (
+        main(
+            [
+                "train",
+                "--config",
+                "run.yaml",
+                "--set",
+                "eval.batch_size=3",
+                "--set",
+                "steps=x",
+                "--db",
+                "r.db",
+            ]
+        )
+        == 2
+    )
     assert "--set: key 'steps' expects int:" in capsys.readouterr().err
     assert not (tmp_path / "r.db").exists()
 

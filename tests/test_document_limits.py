@@ -1,6 +1,7 @@
 """Every JSON or YAML document read from a file has a size and a depth limit (``statetrack.untrusted``):
 a checkpoint whose metadata nests 200,000 brackets, a DFA file, a study or run config, a database row,
 each over a limit, is one line naming the document, exit 2, never a RecursionError or a wait."""
+
 import json
 import sqlite3
 import time
@@ -17,8 +18,11 @@ DEEP = "[" * 200_000 + "]" * 200_000
 
 
 def _craft(path, config, extra="{}"):
-    save_file({"embed.weight": torch.zeros(2, 2)}, str(path),
-              metadata={"format": FORMAT, "config": config, "extra": extra})
+    save_file(
+        {"embed.weight": torch.zeros(2, 2)},
+        str(path),
+        metadata={"format": FORMAT, "config": config, "extra": extra},
+    )
     return str(path)
 
 
@@ -39,7 +43,9 @@ def _one_line(capsys, argv, *needles, within: float = 5.0):
 @pytest.mark.parametrize("where", ["config", "extra"])
 def test_a_checkpoint_whose_metadata_nests_200000_brackets(tmp_path, capsys, cmd, where):
     ok = json.dumps({"task": "parity"})
-    p = _craft(tmp_path / "deep.safetensors", DEEP if where == "config" else ok, DEEP if where == "extra" else "{}")
+    p = _craft(
+        tmp_path / "deep.safetensors", DEEP if where == "config" else ok, DEEP if where == "extra" else "{}"
+    )
     _one_line(capsys, cmd + [p], p, f"more than {MAX_DEPTH} levels deep")
 
 
@@ -61,8 +67,12 @@ def test_nesting_up_to_the_limit_is_read(tmp_path, capsys):
 def test_a_dfa_file_that_nests_too_deep_or_is_too_big(tmp_path, capsys):
     deep = tmp_path / "deep.json"
     deep.write_text('{"states": ' + DEEP + "}")
-    _one_line(capsys, ["train", "--layers", "rnn", "--task", f"dfa:{deep}", "--steps", "1",
-                       "--db", str(tmp_path / "r.db")], str(deep), "levels deep")
+    _one_line(
+        capsys,
+        ["train", "--layers", "rnn", "--task", f"dfa:{deep}", "--steps", "1", "--db", str(tmp_path / "r.db")],
+        str(deep),
+        "levels deep",
+    )
     big = tmp_path / "big.json"
     big.write_text(json.dumps({"states": ["q"] * (MAX_JSON_BYTES // 5)}))
     _one_line(capsys, ["sample", f"dfa:{big}"], str(big), "over the limit")
@@ -71,20 +81,51 @@ def test_a_dfa_file_that_nests_too_deep_or_is_too_big(tmp_path, capsys):
 
 def test_a_study_or_config_file_that_nests_too_deep_or_is_too_big(tmp_path, capsys):
     deep = tmp_path / "deep.yaml"
-    deep.write_text("name: x\ntitle: x\nsource: x\ntask: parity\ntrain: " + "[" * 20_000 + "]" * 20_000 + "\n")
+    deep.write_text(
+        "name: x\ntitle: x\nsource: x\ntask: parity\ntrain: " + "[" * 20_000 + "]" * 20_000 + "\n"
+    )
     _one_line(capsys, ["sweep", str(deep), "--db", str(tmp_path / "r.db")], str(deep), "levels deep")
-    _one_line(capsys, ["train", "--config", str(deep), "--db", str(tmp_path / "r.db")], str(deep), "levels deep")
+    _one_line(
+        capsys, ["train", "--config", str(deep), "--db", str(tmp_path / "r.db")], str(deep), "levels deep"
+    )
     big = tmp_path / "lrs.yaml"
-    big.write_text("name: x\ntitle: x\nsource: x\ntask: parity\nlrs: [" +
-                   ", ".join(f"{1e-3 * (1 + i / 1e6):.9f}" for i in range(MAX_YAML_BYTES // 10)) + "]\n")
-    _one_line(capsys, ["sweep", str(big), "--db", str(tmp_path / "r.db")], str(big), "over the limit", within=2)
+    big.write_text(
+        "name: x\ntitle: x\nsource: x\ntask: parity\nlrs: ["
+        + ", ".join(f"{1e-3 * (1 + i / 1e6):.9f}" for i in range(MAX_YAML_BYTES // 10))
+        + "]\n"
+    )
+    _one_line(
+        capsys, ["sweep", str(big), "--db", str(tmp_path / "r.db")], str(big), "over the limit", within=2
+    )
     assert not (tmp_path / "r.db").exists()
 
 
 def test_a_database_row_that_nests_too_deep(tmp_path, capsys):
     db = str(tmp_path / "r.db")
-    assert main(["train", "--layers", "rnn", "--d-model", "2", "--d-state", "4", "--steps", "2", "--eval-every", "1",
-                 "--test-lengths", "8", "--eval-batch", "8", "--db", db]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--layers",
+                "rnn",
+                "--d-model",
+                "2",
+                "--d-state",
+                "4",
+                "--steps",
+                "2",
+                "--eval-every",
+                "1",
+                "--test-lengths",
+                "8",
+                "--eval-batch",
+                "8",
+                "--db",
+                db,
+            ]
+        )
+        == 0
+    )
     con = sqlite3.connect(db)
     con.execute("UPDATE runs SET summary=? WHERE id=1", ('{"a": ' + DEEP + "}",))
     con.commit()
@@ -93,5 +134,7 @@ def test_a_database_row_that_nests_too_deep(tmp_path, capsys):
     # a damaged row: the listing goes on without it and names it; reading that run alone is one line
     assert main(["runs", "--db", db]) == 0
     err = capsys.readouterr().err
-    assert "Traceback" not in err and "run 1 of " in err and "summary is nested" in err and "levels deep" in err
+    assert (
+        "Traceback" not in err and "run 1 of " in err and "summary is nested" in err and "levels deep" in err
+    )
     _one_line(capsys, ["runs", "show", "1", "--db", db], db, "levels deep")

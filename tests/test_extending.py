@@ -1,5 +1,6 @@
 """docs/extending.md, run as written: its files are extracted into a folder outside the package and its
 commands run there, in new processes; then the plugin through an installed distribution's entry points."""
+
 import json
 import os
 import re
@@ -40,8 +41,14 @@ def needing_blocks() -> list[tuple[list[str], str]]:
 
 
 def statetrack(args, env, cwd):
-    return subprocess.run([sys.executable, "-m", "statetrack.cli", *args], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "statetrack.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=600,
+    )
 
 
 def base_env():
@@ -73,14 +80,23 @@ def documented(tmp_path_factory):
             env.pop(words[1], None)
         else:
             assert words[0] == "statetrack", line
-            words = [x for w in words for x in (sorted(str(q.relative_to(d)) for q in d.glob(w)) or [w]
-                                                 if "*" in w else [w])]  # as the shell expands a glob
+            words = [
+                x
+                for w in words
+                for x in (sorted(str(q.relative_to(d)) for q in d.glob(w)) or [w] if "*" in w else [w])
+            ]  # as the shell expands a glob
             p = statetrack(words[1:], env, d)
             assert p.returncode == 0, (line, p.stdout[-2000:], p.stderr[-2000:])
             out[line.split("#")[0].strip()] = p
     for code in snippets:  # the page's Python, in the same folder
-        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=d, timeout=600,
-                           env={**base_env(), "PYTHONPATH": os.pathsep.join([str(d), base_env()["PYTHONPATH"]])})
+        p = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            cwd=d,
+            timeout=600,
+            env={**base_env(), "PYTHONPATH": os.pathsep.join([str(d), base_env()["PYTHONPATH"]])},
+        )
         assert p.returncode == 0, (code, p.stderr[-2000:])
     return d, out
 
@@ -110,23 +126,29 @@ def test_own_module_as_a_mixer(documented):
     show = statetrack(["runs", "show", "2", "--db", str(d / "runs/plugin.db"), "--json"], base_env(), d)
     assert json.loads(show.stdout)["config"]["plugins"] == ["mystuff"]
     env = {**base_env(), "PYTHONPATH": os.pathsep.join([str(d), base_env()["PYTHONPATH"]])}
-    code = ("import torch, mystuff\n"
-            "from statetrack.layers import build_mixer\nfrom statetrack.spec import parse_layers\n"
-            "from statetrack.theory import oracle\n"
-            "m = build_mixer(parse_layers('stackedgru(layers=2)')[0], 8, 4).double()\n"
-            "x = torch.randn(3, 50, 8, dtype=torch.float64)\n"
-            "whole, _ = m(x)\n"
-            "s = m.init_state(3, dtype=torch.float64); parts = []\n"
-            "for c in x.split(16, dim=1):\n    y, s = m(c, s); parts.append(y)\n"
-            "y1, s = m.step(torch.randn(3, 8, dtype=torch.float64), s)\n"
-            "assert torch.allclose(torch.cat(parts, 1), whole, atol=1e-12) and y1.shape == (3, 8)\n"
-            "print(oracle('stackedgru', 'parity').basis)\n")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=d, timeout=300)
+    code = (
+        "import torch, mystuff\n"
+        "from statetrack.layers import build_mixer\nfrom statetrack.spec import parse_layers\n"
+        "from statetrack.theory import oracle\n"
+        "m = build_mixer(parse_layers('stackedgru(layers=2)')[0], 8, 4).double()\n"
+        "x = torch.randn(3, 50, 8, dtype=torch.float64)\n"
+        "whole, _ = m(x)\n"
+        "s = m.init_state(3, dtype=torch.float64); parts = []\n"
+        "for c in x.split(16, dim=1):\n    y, s = m(c, s); parts.append(y)\n"
+        "y1, s = m.step(torch.randn(3, 8, dtype=torch.float64), s)\n"
+        "assert torch.allclose(torch.cat(parts, 1), whole, atol=1e-12) and y1.shape == (3, 8)\n"
+        "print(oracle('stackedgru', 'parity').basis)\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=d, timeout=300
+    )
     assert p.returncode == 0, p.stderr[-2000:]
     assert p.stdout.strip() == "NL"  # declared a non-linear recurrence
 
 
-@pytest.mark.parametrize("needs,code", needing_blocks(), ids=lambda x: ",".join(x) if isinstance(x, list) else "")
+@pytest.mark.parametrize(
+    "needs,code", needing_blocks(), ids=lambda x: ",".join(x) if isinstance(x, list) else ""
+)
 def test_blocks_that_need_a_package(needs, code, tmp_path):
     """The fla and Hugging Face blocks run where their packages are installed (tiny random configs: nothing
     is downloaded), and are skipped, saying why, elsewhere."""
@@ -141,8 +163,9 @@ def test_blocks_that_need_a_package(needs, code, tmp_path):
         elif importlib.util.find_spec(need) is None:
             pytest.skip(f"this block needs the package {need!r}, which is not installed")
     env = {**base_env(), "HF_HUB_OFFLINE": "1"}  # nothing fetched: the models are built from their configs
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=900,
-                       env=env)
+    p = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=900, env=env
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     assert "complete" in p.stdout
 
@@ -155,8 +178,10 @@ def test_a_recorded_plugin_is_named_never_imported(documented, tmp_path):
     env = {**base_env(), "PYTHONPATH": os.pathsep.join([str(d), base_env()["PYTHONPATH"]])}
     p = statetrack(["eval", str(ck), "--lengths", "64"], env, tmp_path)
     assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
-    assert (f"checkpoint {str(ck)!r} names plugin module 'mystuff', not loaded; data never imports code: "
-            "if you trust it, pass --plugin mystuff") in p.stderr
+    assert (
+        f"checkpoint {str(ck)!r} names plugin module 'mystuff', not loaded; data never imports code: "
+        "if you trust it, pass --plugin mystuff"
+    ) in p.stderr
     p = statetrack(["rerun", "1", "--db", str(d / "runs/plugin.db")], env, tmp_path)
     assert p.returncode == 2 and "run 1 of " in p.stderr and "pass --plugin mystuff" in p.stderr, p.stderr
     config = tmp_path / "run.yaml"
@@ -172,8 +197,10 @@ def test_bad_plugin_names(tmp_path, capsys, monkeypatch):
 
     for argv in (["--plugin", "no_such_module", "models"], ["models", "--plugin", "no_such_module"]):
         assert main(argv) == 2
-        assert capsys.readouterr().err == ("error: plugin module 'no_such_module' (--plugin) not found; "
-                                           "install it or add its folder to PYTHONPATH\n")
+        assert capsys.readouterr().err == (
+            "error: plugin module 'no_such_module' (--plugin) not found; "
+            "install it or add its folder to PYTHONPATH\n"
+        )
     (tmp_path / "broken.py").write_text("x = 1\nraise RuntimeError('boom')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("STATETRACK_PLUGINS", "broken")
@@ -181,8 +208,10 @@ def test_bad_plugin_names(tmp_path, capsys, monkeypatch):
     assert main(["tasks"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert ("plugin module 'broken' (environment variable STATETRACK_PLUGINS) failed to import: broken.py:2: "
-            "RuntimeError: boom") in err
+    assert (
+        "plugin module 'broken' (environment variable STATETRACK_PLUGINS) failed to import: broken.py:2: "
+        "RuntimeError: boom"
+    ) in err
 
 
 def test_entry_points(documented, tmp_path):
@@ -191,15 +220,22 @@ def test_entry_points(documented, tmp_path):
     dist = tmp_path / "mystuff-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: mystuff\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[statetrack.tasks]\nmystuff = mystuff\n\n"
-                                           "[statetrack.studies]\nmystudy = mystuff:STUDY\n")
+    (dist / "entry_points.txt").write_text(
+        "[statetrack.tasks]\nmystuff = mystuff\n\n[statetrack.studies]\nmystudy = mystuff:STUDY\n"
+    )
     env = base_env()
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(d), env["PYTHONPATH"]])
     p = statetrack(["models", "--json"], env, tmp_path)
     assert p.returncode == 0 and "signeddiag" in p.stdout
-    p = statetrack(["report", "mystudy", "--db", str(d / "runs" / "plugin.db"), "--out", "", "--json"], env, tmp_path)
+    p = statetrack(
+        ["report", "mystudy", "--db", str(d / "runs" / "plugin.db"), "--out", "", "--json"], env, tmp_path
+    )
     assert p.returncode == 0, p.stderr
-    assert {json.loads(l)["model"] for l in p.stdout.splitlines()} == {"signeddiag", "signeddiag(neg=false)", "Mamba"}
+    assert {json.loads(l)["model"] for l in p.stdout.splitlines()} == {
+        "signeddiag",
+        "signeddiag(neg=false)",
+        "Mamba",
+    }
 
 
 @pytest.mark.slow
@@ -208,8 +244,23 @@ def test_ray_workers_import_the_plugins(documented, tmp_path):
     d, _ = documented
     env = base_env()
     env["PYTHONPATH"] = os.pathsep.join([str(d), env["PYTHONPATH"]])
-    p = statetrack(["sweep", str(d / "mystudy.yaml"), "--plugin", "mystuff", "--executor", "ray", "--workers", "2",
-                    "--db", str(tmp_path / "ray.db"), "--json"], env, tmp_path)
+    p = statetrack(
+        [
+            "sweep",
+            str(d / "mystudy.yaml"),
+            "--plugin",
+            "mystuff",
+            "--executor",
+            "ray",
+            "--workers",
+            "2",
+            "--db",
+            str(tmp_path / "ray.db"),
+            "--json",
+        ],
+        env,
+        tmp_path,
+    )
     assert p.returncode == 0, p.stderr[-2000:]
     rows = [json.loads(l) for l in p.stdout.splitlines()]
     assert {r["model"] for r in rows} == {"signeddiag", "signeddiag(neg=false)", "mamba(conv=0)"}
@@ -226,25 +277,38 @@ def plugin_dir(tmp_path, monkeypatch):
     layers.mixers()  # the built-in classes first, so that the copies hold them
     # restored in place: other modules hold these very dicts (the classes, the declarations the models table
     # reads, the modules that registered them, the task families, the plugins loaded)
-    saved = [(d, dict(d)) for d in (layers._MIXERS, properties.DECLARED, properties.ORIGIN, registry.FAMILIES,
-                                    registry.ORIGIN, plugins._loaded)]
+    saved = [
+        (d, dict(d))
+        for d in (
+            layers._MIXERS,
+            properties.DECLARED,
+            properties.ORIGIN,
+            registry.FAMILIES,
+            registry.ORIGIN,
+            plugins._loaded,
+        )
+    ]
     monkeypatch.syspath_prepend(str(tmp_path))
 
     def write(name: str, code: str) -> str:
         (tmp_path / f"{name}.py").write_text(code)
         monkeypatch.delitem(sys.modules, name, raising=False)
         return name
+
     yield write
     for d, copy in saved:
         d.clear()
         d.update(copy)
 
 
-@pytest.mark.parametrize("code, said", [
-    ("import sys\nsys.exit(0)\n", "exits_0.py:2: it called sys.exit(0) while being imported"),
-    ("raise SystemExit('bye')\n", "it called sys.exit('bye') while being imported"),
-    ("raise KeyboardInterrupt\n", "KeyboardInterrupt"),
-])
+@pytest.mark.parametrize(
+    "code, said",
+    [
+        ("import sys\nsys.exit(0)\n", "exits_0.py:2: it called sys.exit(0) while being imported"),
+        ("raise SystemExit('bye')\n", "it called sys.exit('bye') while being imported"),
+        ("raise KeyboardInterrupt\n", "KeyboardInterrupt"),
+    ],
+)
 def test_a_plugin_that_exits_or_interrupts_at_import(plugin_dir, capsys, code, said):
     """An exit or a KeyboardInterrupt raised by a plugin's own code is its failure to import: one line, exit
     2, never a silent exit 0 or a fake 'interrupted by SIGINT'."""
@@ -255,13 +319,19 @@ def test_a_plugin_that_exits_or_interrupts_at_import(plugin_dir, capsys, code, s
     assert err.count("\n") == 1 and "interrupted" not in err
 
 
-SHADOW_MIXER = ("from statetrack.layers import register\nfrom statetrack.layers.rnn import RNN\n\n"
-                "class Mine(RNN):\n    name = 'NAME'\n\nregister(Mine)\n")
-SHADOW_TASK = ("from statetrack.tasks import get_task, register\n\n@register('NAME', 'mine')\n"
-               "def mine(arg):\n    return get_task('parity')\n")
+SHADOW_MIXER = (
+    "from statetrack.layers import register\nfrom statetrack.layers.rnn import RNN\n\n"
+    "class Mine(RNN):\n    name = 'NAME'\n\nregister(Mine)\n"
+)
+SHADOW_TASK = (
+    "from statetrack.tasks import get_task, register\n\n@register('NAME', 'mine')\n"
+    "def mine(arg):\n    return get_task('parity')\n"
+)
 
 
-@pytest.mark.parametrize("kind, code, name", [("mixer", SHADOW_MIXER, "rnn"), ("task family", SHADOW_TASK, "parity")])
+@pytest.mark.parametrize(
+    "kind, code, name", [("mixer", SHADOW_MIXER, "rnn"), ("task family", SHADOW_TASK, "parity")]
+)
 def test_a_plugin_cannot_replace_a_built_in_name(plugin_dir, capsys, kind, code, name):
     from statetrack.layers import MIXERS
     from statetrack.tasks.registry import FAMILIES
@@ -270,10 +340,13 @@ def test_a_plugin_cannot_replace_a_built_in_name(plugin_dir, capsys, kind, code,
     mod = plugin_dir("shadow", code.replace("NAME", name))
     assert main_cli(["--plugin", mod, "models"]) == 2
     err = capsys.readouterr().err
-    assert (f"{kind} {name!r} is already registered by statetrack itself; module 'shadow' cannot replace it: "
-            "register yours under another name") in err and err.count("\n") == 1, err
+    assert (
+        f"{kind} {name!r} is already registered by statetrack itself; module 'shadow' cannot replace it: "
+        "register yours under another name"
+    ) in err and err.count("\n") == 1, err
     from statetrack.layers import MIXERS as after_m
     from statetrack.tasks.registry import FAMILIES as after_f
+
     assert (after_m.get(name) or after_f[name]) is before
 
 
@@ -281,8 +354,10 @@ def test_a_plugin_cannot_take_another_plugins_name(plugin_dir, capsys):
     first = plugin_dir("first_plugin", SHADOW_MIXER.replace("NAME", "ourmix"))
     second = plugin_dir("second_plugin", SHADOW_MIXER.replace("NAME", "ourmix"))
     assert main_cli(["--plugin", first, "--plugin", second, "models"]) == 2
-    assert ("mixer 'ourmix' is already registered by plugin module 'first_plugin'; module 'second_plugin' cannot "
-            "replace it") in capsys.readouterr().err
+    assert (
+        "mixer 'ourmix' is already registered by plugin module 'first_plugin'; module 'second_plugin' cannot "
+        "replace it"
+    ) in capsys.readouterr().err
 
 
 def test_a_runs_key_names_the_plugins_of_its_mixer_and_task(monkeypatch):
@@ -296,8 +371,9 @@ def test_a_runs_key_names_the_plugins_of_its_mixer_and_task(monkeypatch):
 
     plain = TrainConfig(model=ModelConfig(layers="rnn"))
     ecfg = EvalConfig()
-    legacy = json.dumps({"train": plain.key_dict(), "eval": ecfg.key_dict(), "study": "s", "label": "RNN"},
-                        sort_keys=True)
+    legacy = json.dumps(
+        {"train": plain.key_dict(), "eval": ecfg.key_dict(), "study": "s", "label": "RNN"}, sort_keys=True
+    )
     assert run_key(plain, ecfg, "s", "RNN") == hashlib.sha256(legacy.encode()).hexdigest()[:16]
     cfg = TrainConfig(model=ModelConfig(layers="rnn,ourmix"))
     keys = set()

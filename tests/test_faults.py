@@ -1,4 +1,5 @@
 """Faults: a diverging run is recorded as failed with its step and reason; the database keeps all."""
+
 import contextlib
 
 import torch
@@ -11,8 +12,16 @@ from statetrack.runs.store import Store
 
 
 def _cfg(layers="mamba(conv=0)", **kw):
-    return TrainConfig(model=ModelConfig(layers=layers, d_model=4, d_state=2), train_min_len=4,
-                       train_max_len=6, steps=kw.pop("steps", 20), eval_every=5, batch_size=8, val_sequences=16, **kw)
+    return TrainConfig(
+        model=ModelConfig(layers=layers, d_model=4, d_state=2),
+        train_min_len=4,
+        train_max_len=6,
+        steps=kw.pop("steps", 20),
+        eval_every=5,
+        batch_size=8,
+        val_sequences=16,
+        **kw,
+    )
 
 
 class Tapped(Mamba):
@@ -40,8 +49,12 @@ def test_nan_loss_fails_the_run_at_that_step(db, monkeypatch):
                     p.fill_(float("nan"))
 
     good = run(_cfg(seed=1), EvalConfig(lengths=[8], batch_size=4), db=db)
-    bad = run(_cfg(seed=2, layers="tapped(conv=0)"), EvalConfig(lengths=[8], batch_size=4), db=db,
-              on_train_step=poison)
+    bad = run(
+        _cfg(seed=2, layers="tapped(conv=0)"),
+        EvalConfig(lengths=[8], batch_size=4),
+        db=db,
+        on_train_step=poison,
+    )
     assert bad.status == "failed" and bad.summary["failed_step"] == 7 and "nan" in bad.summary["reason"]
     store = Store(db)
     rows = {r["id"]: r for r in store.runs()}
@@ -65,7 +78,9 @@ def test_interrupted_run_is_recorded_and_redone(db, monkeypatch):
     [r] = Store(db).runs()
     assert r["status"] == "interrupted" and r["error"] == "interrupted by SIGINT"
     monkeypatch.undo()
-    res = run(_cfg(seed=5), EvalConfig(lengths=[8], batch_size=4), db=db)  # not reused: only complete runs are
+    res = run(
+        _cfg(seed=5), EvalConfig(lengths=[8], batch_size=4), db=db
+    )  # not reused: only complete runs are
     assert res.status == "complete" and not res.reused
 
 
@@ -99,8 +114,13 @@ def test_a_diverging_run_is_failed_not_complete(db):
 
     from statetrack.training.loop import diverged_limit
 
-    cfg = TrainConfig(model=ModelConfig(layers="rnn", d_model=8, d_state=16), lr=1e9, weight_decay=0.0, steps=50,
-                      eval_every=50)  # the command line's defaults otherwise
+    cfg = TrainConfig(
+        model=ModelConfig(layers="rnn", d_model=8, d_state=16),
+        lr=1e9,
+        weight_decay=0.0,
+        steps=50,
+        eval_every=50,
+    )  # the command line's defaults otherwise
     res = run(cfg, EvalConfig(lengths=[16], batch_size=8), db=db)
     assert res.status == "failed" and "training diverged" in res.summary["reason"]
     [r] = Store(db).runs()

@@ -1,5 +1,6 @@
 """bench/gpu_check.sh, the prepared check for a lent GPU, in its no-GPU mode (CI has no GPU), and its
 equivalence section's machinery on the CPU (float32 with kernels against the float64 references)."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,9 @@ import gpu_check  # noqa: E402 (bench/ is not a package)
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU: the check would run for real")
 def test_without_cuda_it_skips_saying_why(tmp_path):
     env = {**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable}
-    p = subprocess.run(["bash", str(ROOT / "bench" / "gpu_check.sh")], env=env, capture_output=True, text=True,
-                       timeout=120)
+    p = subprocess.run(
+        ["bash", str(ROOT / "bench" / "gpu_check.sh")], env=env, capture_output=True, text=True, timeout=120
+    )
     assert p.returncode == 0, p.stderr
     out = json.loads((tmp_path / "gpu_check.json").read_text())
     assert "torch.cuda.is_available() is False" in out["skipped"]
@@ -29,11 +31,15 @@ def test_without_cuda_it_skips_saying_why(tmp_path):
 
 
 def test_equivalence_section_runs_and_judges_each_mixer():
-    res = gpu_check.section_equivalence("cpu", gpu_check.Budget(120), ["negmamba", "deltanet(neg=true)", "aussm"])
+    res = gpu_check.section_equivalence(
+        "cpu", gpu_check.Budget(120), ["negmamba", "deltanet(neg=true)", "aussm"]
+    )
     assert [r["mixer"] for r in res["rows"]] == ["negmamba", "deltanet(neg=true)", "aussm"]
     assert res["failed"] == []
     for r in res["rows"]:
-        assert 0 < r["output_err"] < 1e-4 and 0 < r["grad_err"] < 1e-4  # float32 against float64: small, not 0
+        assert (
+            0 < r["output_err"] < 1e-4 and 0 < r["grad_err"] < 1e-4
+        )  # float32 against float64: small, not 0
 
 
 def test_a_wrong_path_is_reported_not_passed(monkeypatch):

@@ -1,6 +1,7 @@
 """A grid is counted before it is expanded: above ``--max-runs`` (default ``jobs.MAX_RUNS``) it is refused in
 one line before anything is built or written; below it, it is expanded one run at a time, so a sweep of a
 million runs starts its first run at once, with the memory of a small one."""
+
 import contextlib
 import os
 import signal
@@ -38,8 +39,14 @@ def _study(tmp_path, seeds=1_000_000, lrs=None):
 
 def _run(*argv, timeout=60):
     """``statetrack ARGV`` in a child process; a command that does not end in ``timeout`` s fails the test."""
-    p = subprocess.Popen([sys.executable, "-m", "statetrack.cli", *map(str, argv)], env=Cli.env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "statetrack.cli", *map(str, argv)],
+        env=Cli.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -53,8 +60,14 @@ def _run(*argv, timeout=60):
 def test_a_grid_of_a_million_runs_is_refused_in_one_line(tmp_path, command):
     db = tmp_path / "r.db"
     t0 = time.time()
-    code, out, err = _run(command, _study(tmp_path), "--db", db, "--out" if command != "sweep" else "--workers",
-                          tmp_path / "rep" if command != "sweep" else 1)
+    code, out, err = _run(
+        command,
+        _study(tmp_path),
+        "--db",
+        db,
+        "--out" if command != "sweep" else "--workers",
+        tmp_path / "rep" if command != "sweep" else 1,
+    )
     assert time.time() - t0 < 30
     assert code == 2 and "Traceback" not in err, err
     line = err.strip().splitlines()[-1]
@@ -87,9 +100,25 @@ def test_the_cap_is_raised_by_the_option_and_counted_without_expanding(tmp_path)
 def test_a_sweep_of_a_million_runs_starts_at_once_with_little_memory(tmp_path):
     """The issue this guards against: after 120 s no run had started and the process held 4.6-6.3 GB."""
     db = tmp_path / "r.db"
-    p = subprocess.Popen([sys.executable, "-m", "statetrack.cli", "sweep", _study(tmp_path), "--db", str(db),
-                          "--workers", "1", "--max-runs", "2000000"], env=Cli.env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, start_new_session=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "statetrack.cli",
+            "sweep",
+            _study(tmp_path),
+            "--db",
+            str(db),
+            "--workers",
+            "1",
+            "--max-runs",
+            "2000000",
+        ],
+        env=Cli.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
         t0 = time.time()
         done = 0

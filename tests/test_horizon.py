@@ -1,6 +1,7 @@
 """Witness families from any DFA and the failure horizon: a model that reads a window of w symbols errs
 exactly where the families say; a construction that tracks the state has no horizon; runs record the
 long-range draw and the horizons beside the test draw; the commands print them."""
+
 from __future__ import annotations
 
 import itertools
@@ -18,7 +19,13 @@ from statetrack.tasks import get_task
 from statetrack.tasks.families import witness_families
 from statetrack.training.horizon import failure_horizons, horizon_summary
 
-ABA = (["n", "a", "ab", "aba"], ["a", "b"], "n", ["aba"], [["a", "n"], ["a", "ab"], ["aba", "n"], ["aba", "aba"]])
+ABA = (
+    ["n", "a", "ab", "aba"],
+    ["a", "b"],
+    "n",
+    ["aba"],
+    [["a", "n"], ["a", "ab"], ["aba", "n"], ["aba", "aba"]],
+)
 
 
 def _label(task, tokens) -> int:
@@ -26,8 +33,23 @@ def _label(task, tokens) -> int:
     return int(a.labels[a.run(np.asarray([tokens]))[0, -1]])
 
 
-@pytest.mark.parametrize("name", ["tomita:1", "tomita:2", "tomita:3", "tomita:4", "tomita:5", "tomita:6",
-                                  "tomita:7", "parity", "evenpairs", "cycle:5", "group:S3", "modarith:5"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "tomita:1",
+        "tomita:2",
+        "tomita:3",
+        "tomita:4",
+        "tomita:5",
+        "tomita:6",
+        "tomita:7",
+        "parity",
+        "evenpairs",
+        "cycle:5",
+        "group:S3",
+        "modarith:5",
+    ],
+)
 def test_families_keep_their_labels_at_every_n(name):
     task = get_task(name)
     auto = task.automaton()
@@ -55,8 +77,9 @@ def test_known_families(dfa_task):
     texts = [f.text(aba.symbols) for f in witness_families(aba)]
     assert "(b)^n vs aba (b)^n" in texts
     # a window language has none
-    ends_ab = get_task(dfa_task("endsab", ["x", "a", "ab"], ["a", "b"], "x", ["ab"],
-                                [["a", "x"], ["a", "ab"], ["a", "x"]])).automaton()
+    ends_ab = get_task(
+        dfa_task("endsab", ["x", "a", "ab"], ["a", "b"], "x", ["ab"], [["a", "x"], ["a", "ab"], ["a", "x"]])
+    ).automaton()
     assert witness_families(ends_ab) == []
 
 
@@ -78,7 +101,7 @@ class Window(nn.Module):
         logits = torch.zeros(*tokens.shape, 2)
         buf = state.clone()
         for t in range(tokens.shape[1]):
-            buf = torch.cat([buf[:, 1:], tokens[:, t:t + 1]], dim=1)
+            buf = torch.cat([buf[:, 1:], tokens[:, t : t + 1]], dim=1)
             for b in range(tokens.shape[0]):
                 s = "".join("x" if v < 0 else "ab"[v] for v in buf[b].tolist())
                 logits[b, t, int("aba" in s)] = 1.0
@@ -108,9 +131,17 @@ def test_a_construction_that_tracks_parity_has_no_horizon(tmp_path):
 
 
 def test_a_run_records_the_long_draw_and_the_horizons(db, dfa_task):
-    tc = TrainConfig(task=dfa_task("aba", *ABA), model=ModelConfig(layers="rnn", d_model=4, d_state=8),
-                     train_min_len=1, train_max_len=8, steps=5, batch_size=8, eval_every=5, val_sequences=16,
-                     device="cpu")
+    tc = TrainConfig(
+        task=dfa_task("aba", *ABA),
+        model=ModelConfig(layers="rnn", d_model=4, d_state=8),
+        train_min_len=1,
+        train_max_len=8,
+        steps=5,
+        batch_size=8,
+        eval_every=5,
+        val_sequences=16,
+        device="cpu",
+    )
     ec = EvalConfig(lengths=[8, 30], batch_size=16, test_split="test+long", horizons=True, device="cpu")
     res = run(tc, ec, db=db)
     assert [m.length for m in res.more["long"]] == [8, 30] and all(m.chance == 0.5 for m in res.more["long"])
@@ -118,7 +149,9 @@ def test_a_run_records_the_long_draw_and_the_horizons(db, dfa_task):
     # contains aba: 4 states, 6 pairs, each with a family
     assert h["horizon_max"] == 30 and len(h["pairs"]) == 6 == h["pairs_total"] and h["families_tested"] >= 6
     again = complete_result(Store(db), Store(db).runs()[0]["key"])
-    assert [(m.length, m.accuracy) for m in again.more["long"]] == [(m.length, m.accuracy) for m in res.more["long"]]
+    assert [(m.length, m.accuracy) for m in again.more["long"]] == [
+        (m.length, m.accuracy) for m in res.more["long"]
+    ]
     assert again.summary["horizons"] == json.loads(json.dumps(h))
     # a default evaluation's key is unchanged by the new fields: old runs are reused
     assert "test_split" not in EvalConfig().key_dict() and "horizons" not in EvalConfig().key_dict()
@@ -155,8 +188,25 @@ def test_not_measurable_at_any_length(cli, tmp_path, dfa_task):
     """A language whose strings of one length all share a label (even length) at every test length: the
     summary says so instead of 'none'."""
     even = dfa_task("even", ["e", "o"], ["a"], "e", ["e"], [["o"], ["e"]])
-    p = cli.start("train", "--task", even, "--layers", "rnn", "--d-model", "2", "--d-state", "2", "--steps", "3",
-                  "--train-lengths", "1-4", "--test-lengths", "5,9,13", "--db", tmp_path / "x.db")
+    p = cli.start(
+        "train",
+        "--task",
+        even,
+        "--layers",
+        "rnn",
+        "--d-model",
+        "2",
+        "--d-state",
+        "2",
+        "--steps",
+        "3",
+        "--train-lengths",
+        "1-4",
+        "--test-lengths",
+        "5,9,13",
+        "--db",
+        tmp_path / "x.db",
+    )
     out, err = p.communicate(timeout=300)
     assert p.returncode == 0, err
     assert "not measurable at any length" in " ".join(out.split()) and "none" not in out.split("length:")[-1]
@@ -173,12 +223,23 @@ def test_balanced_dfa_training(dfa_task):
 
 # "the last c is followed by no b" over a, b, c: the states N (no c yet), C (a c, no b since) and B (a b
 # after the last c); C and B are reached only after a c, and c a^n against cb a^n tells them apart
-LASTC = (["N", "C", "B"], ["a", "b", "c"], "N", ["N", "C"], [["N", "N", "C"], ["C", "B", "C"], ["B", "B", "C"]])
+LASTC = (
+    ["N", "C", "B"],
+    ["a", "b", "c"],
+    "N",
+    ["N", "C"],
+    [["N", "N", "C"], ["C", "B", "C"], ["B", "B", "C"]],
+)
 
 
 def _spec(states, alphabet, start, accept, rows) -> dict:
-    return {"states": states, "alphabet": alphabet, "start": start, "accept": accept,
-            "transitions": {s: dict(zip(alphabet, r, strict=True)) for s, r in zip(states, rows, strict=True)}}
+    return {
+        "states": states,
+        "alphabet": alphabet,
+        "start": start,
+        "accept": accept,
+        "transitions": {s: dict(zip(alphabet, r, strict=True)) for s, r in zip(states, rows, strict=True)},
+    }
 
 
 def _brute_pairs(spec: dict):
@@ -261,8 +322,9 @@ def exhaustive_horizon(spec: dict, model, max_len: int, max_loop: int, max_pump:
     first: dict[int, tuple[int, int]] = {}  # family -> (n, shortest wrong length) at its first wrong n
     for s, uses in strings.items():
         for fam, m, n in uses:
-            if answer[s] != fams[fam][1][m] and (fam not in first or n < first[fam][0] or
-                                                 (n == first[fam][0] and len(s) < first[fam][1])):
+            if answer[s] != fams[fam][1][m] and (
+                fam not in first or n < first[fam][0] or (n == first[fam][0] and len(s) < first[fam][1])
+            ):
                 first[fam] = (n, len(s))
     per_pair: dict[tuple, int | None] = dict.fromkeys(itertools.combinations(reps, 2))
     for fam, (_, length) in first.items():
@@ -278,8 +340,13 @@ def test_every_pair_of_states_has_its_families(dfa_task):
     keeps them apart."""
     from statetrack.tasks.families import witness_pairs
 
-    doubled = (["N", "N2", "C", "B"], ["a", "b", "c"], "N", ["N", "N2", "C"],
-               [["N2", "N", "C"], ["N", "N2", "C"], ["C", "B", "C"], ["B", "B", "C"]])  # N2 duplicates N
+    doubled = (
+        ["N", "N2", "C", "B"],
+        ["a", "b", "c"],
+        "N",
+        ["N", "N2", "C"],
+        [["N2", "N", "C"], ["N", "N2", "C"], ["C", "B", "C"], ["B", "B", "C"]],
+    )  # N2 duplicates N
     for states in (LASTC, doubled, ABA):
         task = get_task(dfa_task("x", *states))
         spec = _spec(*states)
@@ -300,9 +367,14 @@ def test_every_pair_of_states_has_its_families(dfa_task):
     assert ("N=N2", "C") in names
     last = {p.names: p for p in witness_pairs(get_task(dfa_task("l", *LASTC)).automaton()).pairs}
     assert last[("C", "B")].families[0].text("abc") == "c (a)^n vs cb (a)^n"  # the pair after a c
-    ends = witness_pairs(get_task(dfa_task("e", ["x", "a", "ab"], ["a", "b"], "x", ["ab"],
-                                           [["a", "x"], ["a", "ab"], ["a", "x"]])).automaton())
-    assert ends.pairs and all(not p.families and p.reason.startswith("no loop keeps them apart") for p in ends.pairs)
+    ends = witness_pairs(
+        get_task(
+            dfa_task("e", ["x", "a", "ab"], ["a", "b"], "x", ["ab"], [["a", "x"], ["a", "ab"], ["a", "x"]])
+        ).automaton()
+    )
+    assert ends.pairs and all(
+        not p.families and p.reason.startswith("no loop keeps them apart") for p in ends.pairs
+    )
 
 
 @pytest.mark.slow
@@ -318,9 +390,19 @@ def test_horizon_equals_an_exhaustive_search_on_trained_checkpoints(dfa_task):
     spec = _spec(*LASTC)
     broken = 0
     for layers in ("mamba", "negmamba", "lstm"):
-        cfg = TrainConfig(task=name + "/balanced", model=ModelConfig(layers=layers, d_model=16, d_state=16),
-                          train_min_len=4, train_max_len=40, steps=500, batch_size=32, lr=0.01, eval_every=50,
-                          val_sequences=64, device="cpu", seed=0)
+        cfg = TrainConfig(
+            task=name + "/balanced",
+            model=ModelConfig(layers=layers, d_model=16, d_state=16),
+            train_min_len=4,
+            train_max_len=40,
+            steps=500,
+            batch_size=32,
+            lr=0.01,
+            eval_every=50,
+            val_sequences=64,
+            device="cpu",
+            seed=0,
+        )
         model = train(cfg, progress=False).model.eval()
         task = get_task(name)
         h = measure_horizons(model, task, 60)
@@ -353,7 +435,9 @@ def test_predicted_horizon(cli, tmp_path, dfa_task):
     out, err = p.communicate(timeout=300)
     assert p.returncode == 0, err
     r = json.loads(out)
-    assert r["horizon"] is None and r["pairs"][0]["pair"] == ["even", "odd"] and r["pairs"][0]["separation"] > 0
+    assert (
+        r["horizon"] is None and r["pairs"][0]["pair"] == ["even", "odd"] and r["pairs"][0]["separation"] > 0
+    )
     p = cli.start("predict-horizon", ck, "--task", "modarith-brackets:5")
     out, err = p.communicate(timeout=120)
     assert p.returncode == 2 and len(err.strip().splitlines()) == 1
@@ -367,7 +451,7 @@ def test_the_margin_is_extrapolated_to_the_boundary():
     from statetrack.training.predict_horizon import _crossing
 
     n = np.arange(21)
-    g = np.vstack([-1 + 3 * 0.95 ** n, 2 - 0.1 * n, 1 + 2 * 0.9 ** n, 0.5 - 0.1 * n, 10 * 0.5 ** n - 1e-6])
+    g = np.vstack([-1 + 3 * 0.95**n, 2 - 0.1 * n, 1 + 2 * 0.9**n, 0.5 - 0.1 * n, 10 * 0.5**n - 1e-6])
     got = _crossing(g, n)
     assert got[0] == pytest.approx(np.log(1 / 3) / np.log(0.95), abs=0.3)  # 21.4, past the measured 20
     assert got[1] == pytest.approx(20) and got[2] == np.inf and got[3] == 5
@@ -388,9 +472,19 @@ def test_predicted_horizon_on_trained_checkpoints():
 
     cases = []
     for task, layers in (("group:S3", "mamba"), ("tomita:4/balanced", "lstm")):
-        cfg = TrainConfig(task=task, model=ModelConfig(layers=layers, d_model=8, d_state=8), train_min_len=1,
-                          train_max_len=16, steps=60, batch_size=16, lr=0.01, eval_every=60, val_sequences=16,
-                          device="cpu", seed=0)
+        cfg = TrainConfig(
+            task=task,
+            model=ModelConfig(layers=layers, d_model=8, d_state=8),
+            train_min_len=1,
+            train_max_len=16,
+            steps=60,
+            batch_size=16,
+            lr=0.01,
+            eval_every=60,
+            val_sequences=16,
+            device="cpu",
+            seed=0,
+        )
         cases.append((train(cfg, progress=False).model.eval(), get_task(task.split("/")[0]), 16))
     torch.manual_seed(0)
     s5 = get_task("group:S5")

@@ -1,6 +1,7 @@
 """Checkpoints are checked before anything is built: metadata types, the declared model and its size,
 tensor names, shapes and dtypes, finite weights, and whether a task fits. Each problem is one line,
 exit 2, for every command that reads a checkpoint (eval, counterexample, spectrum)."""
+
 import json
 import os
 import subprocess
@@ -34,8 +35,14 @@ COMMANDS = [["eval"], ["counterexample"], ["spectrum"]]
 
 def _craft(path, config, tensors=None, extra="{}"):
     """A safetensors file with statetrack's metadata and whatever config and tensors we like."""
-    meta = {"format": FORMAT, "config": config if isinstance(config, str) else json.dumps(config), "extra": extra}
-    save_file(tensors if tensors is not None else {"embed.weight": torch.zeros(2, 2)}, str(path), metadata=meta)
+    meta = {
+        "format": FORMAT,
+        "config": config if isinstance(config, str) else json.dumps(config),
+        "extra": extra,
+    }
+    save_file(
+        tensors if tensors is not None else {"embed.weight": torch.zeros(2, 2)}, str(path), metadata=meta
+    )
     return path
 
 
@@ -66,13 +73,16 @@ def test_extra_metadata_that_is_not_an_object(tmp_path, capsys, extra):
     _one_line_exit_2(capsys, ["eval", str(p)], "damaged metadata")
 
 
-@pytest.mark.parametrize("config, needle", [
-    ({"task": "parity"}, "bad config"),                                                   # no model
-    ({"task": "parity", "model": {"layers": "nosuch"}}, "unknown mixer"),
-    ({"task": "parity", "model": {"layers": "rnn", "d_model": "wide"}}, "bad config"),
-    ({"task": "no-such-task", "model": {"layers": "rnn"}}, "unknown task"),
-    ({"task": "parity", "model": {"layers": "rnn"}, "steps": -1}, "bad config"),
-])
+@pytest.mark.parametrize(
+    "config, needle",
+    [
+        ({"task": "parity"}, "bad config"),  # no model
+        ({"task": "parity", "model": {"layers": "nosuch"}}, "unknown mixer"),
+        ({"task": "parity", "model": {"layers": "rnn", "d_model": "wide"}}, "bad config"),
+        ({"task": "no-such-task", "model": {"layers": "rnn"}}, "unknown task"),
+        ({"task": "parity", "model": {"layers": "rnn"}, "steps": -1}, "bad config"),
+    ],
+)
 def test_declared_config_is_validated(tmp_path, capsys, config, needle):
     p = _craft(tmp_path / "d.safetensors", config)
     _one_line_exit_2(capsys, ["eval", str(p)], needle)
@@ -81,8 +91,11 @@ def test_declared_config_is_validated(tmp_path, capsys, config, needle):
 def _huge(tmp_path):
     """1.9 KB: a config declaring transformer*64 at width 4096 (4.3 billion parameters), two tiny tensors."""
     cfg = {"task": "parity", "model": {"layers": "transformer*64", "d_model": 4096, "d_state": 16}}
-    return _craft(tmp_path / "huge.safetensors", cfg,
-                  {"embed.weight": torch.zeros(2, 4), "head.weight": torch.zeros(2, 4)})
+    return _craft(
+        tmp_path / "huge.safetensors",
+        cfg,
+        {"embed.weight": torch.zeros(2, 4), "head.weight": torch.zeros(2, 4)},
+    )
 
 
 def test_huge_declared_model_is_refused_before_it_is_built(tmp_path):
@@ -92,11 +105,13 @@ def test_huge_declared_model_is_refused_before_it_is_built(tmp_path):
         inspect_checkpoint(p)
     # in a fresh process: refused in under 1 s (the whole eval command in under 2 s, its argument parser
     # included) and under 1 GB of memory for the whole process
-    code = ("import resource, sys, time\nfrom statetrack.training.checkpoint import load_checkpoint\n"
-            "from statetrack.cli import main\nfrom statetrack.errors import UserError\n"
-            f"t = time.perf_counter()\ntry:\n    load_checkpoint({str(p)!r})\nexcept UserError:\n    pass\n"
-            f"refused = time.perf_counter() - t\nt = time.perf_counter()\ncode = main(['eval', {str(p)!r}])\n"
-            "print(code, refused, time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    code = (
+        "import resource, sys, time\nfrom statetrack.training.checkpoint import load_checkpoint\n"
+        "from statetrack.cli import main\nfrom statetrack.errors import UserError\n"
+        f"t = time.perf_counter()\ntry:\n    load_checkpoint({str(p)!r})\nexcept UserError:\n    pass\n"
+        f"refused = time.perf_counter() - t\nt = time.perf_counter()\ncode = main(['eval', {str(p)!r}])\n"
+        "print(code, refused, time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    )
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     rc, refused, command, kib = r.stdout.split()
@@ -139,10 +154,14 @@ def test_non_finite_weights_are_refused(tmp_path, capsys, value, cmd):
 
 def test_task_that_does_not_fit_the_checkpoint(tmp_path, capsys):
     _, _, p = _good(tmp_path)
-    _one_line_exit_2(capsys, ["eval", str(p), "--task", "group:S3", "--lengths", "8"],
-                     f"task group:S3 has 6 input tokens; checkpoint {str(p)!r} was built for 2 (parity)")
-    _one_line_exit_2(capsys, ["eval", str(p), "--task", "modcount:3", "--lengths", "8"],
-                     "task modcount:3 has 3 classes")
+    _one_line_exit_2(
+        capsys,
+        ["eval", str(p), "--task", "group:S3", "--lengths", "8"],
+        f"task group:S3 has 6 input tokens; checkpoint {str(p)!r} was built for 2 (parity)",
+    )
+    _one_line_exit_2(
+        capsys, ["eval", str(p), "--task", "modcount:3", "--lengths", "8"], "task modcount:3 has 3 classes"
+    )
     assert main(["eval", str(p), "--task", "parity:final", "--lengths", "8"]) == 0
 
 
@@ -154,11 +173,15 @@ def test_every_mixer_builds_on_the_meta_device(mixer):
     meta = meta_model(cfg, get_task("parity")).state_dict()
     assert all(v.is_meta for v in meta.values())
     real = build_model(cfg, get_task("parity")).state_dict()
-    assert {k: (v.shape, v.dtype) for k, v in meta.items()} == {k: (v.shape, v.dtype) for k, v in real.items()}
+    assert {k: (v.shape, v.dtype) for k, v in meta.items()} == {
+        k: (v.shape, v.dtype) for k, v in real.items()
+    }
 
 
-@pytest.mark.parametrize("layers, mlp", [("mamba,s4d,mamba", False), ("rnn*3,lstm", True),
-                                         ("negmamba(conv=0)*2,transformer", True)])
+@pytest.mark.parametrize(
+    "layers, mlp",
+    [("mamba,s4d,mamba", False), ("rnn*3,lstm", True), ("negmamba(conv=0)*2,transformer", True)],
+)
 def test_the_size_check_counts_every_layer(layers, mlp):
     cfg, task = MC(layers=layers, d_model=4, d_state=6, mlp=mlp), get_task("group:S3")
     assert declared_params(cfg, task) == sum(v.numel() for v in build_model(cfg, task).state_dict().values())
@@ -173,13 +196,28 @@ def test_a_good_checkpoint_still_loads(tmp_path):
 _json = st.recursive(
     st.none() | st.booleans() | st.integers(-5, 5000) | st.floats(allow_nan=True) | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
-    max_leaves=8)
-_model = st.fixed_dictionaries({}, optional={"layers": st.sampled_from(["rnn", "mamba", "transformer*64", "s4d*2", "x",
-                                                                        3]),
-                                             "d_model": _json | st.integers(1, 4096), "d_state": _json,
-                                             "mlp": _json, "norm": _json})
-_config = st.fixed_dictionaries({}, optional={"task": st.sampled_from(["parity", "group:S3", "nope"]) | _json,
-                                              "model": _model | _json, "seed": _json, "steps": _json, "init": _json})
+    max_leaves=8,
+)
+_model = st.fixed_dictionaries(
+    {},
+    optional={
+        "layers": st.sampled_from(["rnn", "mamba", "transformer*64", "s4d*2", "x", 3]),
+        "d_model": _json | st.integers(1, 4096),
+        "d_state": _json,
+        "mlp": _json,
+        "norm": _json,
+    },
+)
+_config = st.fixed_dictionaries(
+    {},
+    optional={
+        "task": st.sampled_from(["parity", "group:S3", "nope"]) | _json,
+        "model": _model | _json,
+        "seed": _json,
+        "steps": _json,
+        "init": _json,
+    },
+)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
@@ -199,7 +237,9 @@ def _naming(tmp_path, plugins):
     return save_checkpoint(model, cfg.model_dump(), tmp_path / "p.safetensors", extra={"plugins": plugins})
 
 
-SENTINEL = "import pathlib\npathlib.Path(__file__).with_name('IMPORTED').write_text('code from a checkpoint ran')\n"
+SENTINEL = (
+    "import pathlib\npathlib.Path(__file__).with_name('IMPORTED').write_text('code from a checkpoint ran')\n"
+)
 
 
 @pytest.mark.parametrize("module", ["st_sentinel", "st_sentinel.sub", "this", "venv.__main__"])
@@ -218,8 +258,10 @@ def test_a_checkpoint_naming_a_module_imports_nothing(tmp_path, capsys, monkeypa
     before = set(os.listdir(tmp_path))
     assert main(cmd + [str(p)]) == 2
     out, err = capsys.readouterr()
-    assert err == (f"error: checkpoint {str(p)!r} names plugin module {module!r}, not loaded; data never imports "
-                   f"code: if you trust it, pass --plugin {module}\n")
+    assert err == (
+        f"error: checkpoint {str(p)!r} names plugin module {module!r}, not loaded; data never imports "
+        f"code: if you trust it, pass --plugin {module}\n"
+    )
     assert "Beautiful is better" not in out and set(os.listdir(tmp_path)) == before
     assert not (pkg / "IMPORTED").exists() and "st_sentinel" not in sys.modules
 
@@ -228,7 +270,9 @@ def test_a_checkpoint_naming_a_module_imports_nothing(tmp_path, capsys, monkeypa
 def test_a_recorded_plugin_that_is_not_a_module_name(tmp_path, capsys, module):
     p = _naming(tmp_path, [module])
     if module:
-        _one_line_exit_2(capsys, ["eval", str(p)], f"names plugin module {module!r}, which is not a module name")
+        _one_line_exit_2(
+            capsys, ["eval", str(p)], f"names plugin module {module!r}, which is not a module name"
+        )
     else:  # an empty name names nothing
         assert main(["eval", str(p), "--lengths", "8"]) == 0
 
@@ -237,15 +281,27 @@ def test_a_sentinel_checkpoint_in_a_fresh_process(tmp_path):
     """As a user runs it: `statetrack eval FILE` with the module importable from the working folder."""
     (tmp_path / "st_sentinel.py").write_text(SENTINEL)
     p = _naming(tmp_path, ["st_sentinel"])
-    r = subprocess.run([sys.executable, "-m", "statetrack.cli", "eval", str(p)], capture_output=True, text=True,
-                       cwd=tmp_path, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), SRC])},
-                       timeout=120)
-    assert r.returncode == 2 and "pass --plugin st_sentinel" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    r = subprocess.run(
+        [sys.executable, "-m", "statetrack.cli", "eval", str(p)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), SRC])},
+        timeout=120,
+    )
+    assert r.returncode == 2 and "pass --plugin st_sentinel" in r.stderr and "Traceback" not in r.stderr, (
+        r.stderr
+    )
     assert not (tmp_path / "IMPORTED").exists()
     # trusted on the command line, it is imported (and registers nothing this checkpoint needs: it loads)
-    r = subprocess.run([sys.executable, "-m", "statetrack.cli", "--plugin", "st_sentinel", "eval", str(p),
-                        "--lengths", "8"], capture_output=True, text=True, cwd=tmp_path,
-                       env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), SRC])}, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "statetrack.cli", "--plugin", "st_sentinel", "eval", str(p), "--lengths", "8"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), SRC])},
+        timeout=120,
+    )
     assert r.returncode == 0 and (tmp_path / "IMPORTED").exists(), r.stderr
 
 

@@ -4,6 +4,7 @@ replaced by a smaller one, committed pages that link only to committed files; lo
 in headless Chromium (Debian's
 ``chromium``, which .ci/run installs; skipped, with the reason, where /usr/bin/chromium is absent), with
 screenshots kept (in STATETRACK_SCREENSHOTS when set). Also the plots' fixed defects."""
+
 import json
 import os
 import re
@@ -39,11 +40,18 @@ STUDY = textwrap.dedent("""
       quick: {seeds: 2, steps: 20, eval_batch: 8, test_lengths: [8, 30]}
 """)
 #: a study whose table is wider than a 1,280-pixel window: many test lengths and two paper columns
-WIDE = STUDY.replace("name: tiny", "name: wide").replace("title: tiny study", "title: a wide table") \
-    .replace('{extrapolation: "extrap."}', '{extrapolation: "extrapolation (8-30)", validation: "validation"}') \
-    .replace("compare: {extrapolation: [8, 30]}", "compare: {extrapolation: [8, 30], validation: validation}") \
-    .replace("published: {extrapolation: 1.0}", "published: {extrapolation: 1.0, validation: 1.0}") \
-    .replace("test_lengths: [8, 30]", "test_lengths: [8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32, 34, 36]")
+WIDE = (
+    STUDY.replace("name: tiny", "name: wide")
+    .replace("title: tiny study", "title: a wide table")
+    .replace(
+        '{extrapolation: "extrap."}', '{extrapolation: "extrapolation (8-30)", validation: "validation"}'
+    )
+    .replace("compare: {extrapolation: [8, 30]}", "compare: {extrapolation: [8, 30], validation: validation}")
+    .replace("published: {extrapolation: 1.0}", "published: {extrapolation: 1.0, validation: 1.0}")
+    .replace(
+        "test_lengths: [8, 30]", "test_lengths: [8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32, 34, 36]"
+    )
+)
 
 CHECK = """<script>
 window.addEventListener("load", () => {
@@ -76,14 +84,35 @@ def report(tmp_path_factory):
     (d / "tiny.yaml").write_text(STUDY)
     (d / "wide.yaml").write_text(WIDE)
     db, out = str(d / "runs.db"), d / "reports"
-    assert main(["reproduce", str(d / "tiny.yaml"), "--db", db, "--workers", "1", "--out", "",
-                 "--json"]) == 0
-    assert main(["report", str(d / "tiny.yaml"), "--db", db, "--out", str(out), "--html",
-                 "--figures", "svg,pdf"]) == 0
+    assert main(["reproduce", str(d / "tiny.yaml"), "--db", db, "--workers", "1", "--out", "", "--json"]) == 0
+    assert (
+        main(
+            ["report", str(d / "tiny.yaml"), "--db", db, "--out", str(out), "--html", "--figures", "svg,pdf"]
+        )
+        == 0
+    )
     # the wide study: only the RNN row is run, so its page is a partial report
-    assert main(["reproduce", str(d / "wide.yaml"), "--db", db, "--workers", "1", "--out", "", "--json",
-                 "--model", "RNN"]) == 0
-    assert main(["report", str(d / "wide.yaml"), "--db", db, "--out", str(out), "--html", "--figures", ""]) == 0
+    assert (
+        main(
+            [
+                "reproduce",
+                str(d / "wide.yaml"),
+                "--db",
+                db,
+                "--workers",
+                "1",
+                "--out",
+                "",
+                "--json",
+                "--model",
+                "RNN",
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(["report", str(d / "wide.yaml"), "--db", db, "--out", str(out), "--html", "--figures", ""]) == 0
+    )
     return out
 
 
@@ -97,20 +126,28 @@ def test_page_and_index(report):
     assert "<td>RNN</td>" in page and "<td>Negative Mamba (trained on lengths 1-40)</td>" in page
     # ours beside the paper's under the published column's name
     assert '<th colspan="2" class="group">extrap.</th>' in page
-    assert "<th>ours</th><th class=\"paper\">paper</th>" in page
+    assert '<th>ours</th><th class="paper">paper</th>' in page
     assert '<td class="differs"' in page  # RNN is far from the paper's 100% on this tiny budget
     assert "Notes &lt;with&gt; markup-like text &amp; an ampersand." in page
     assert "<dt>Command</dt><dd><code>statetrack report " in page and "<dt>Runs ran on</dt>" in page
     assert "<figcaption>Accuracy of each model on parity against the test length" in page
     assert 'class="status' not in page  # complete: no warning
     # intervals that change no reading are shown on hover and with the toggle, not in the cell
-    assert 'id="ci-all"' in page and 'title="95% interval' in page and re.search(r'<small( class="more")?>\(', page)
+    assert (
+        'id="ci-all"' in page
+        and 'title="95% interval' in page
+        and re.search(r'<small( class="more")?>\(', page)
+    )
     # self-contained: nothing is fetched (the SVG namespaces are names, not requests)
     assert not re.search(r"""(src|href)=["']?(https?:|//)""", page) and "<link" not in page
     assert not re.search(r"url\((?!#)", page)
     assert sorted(p.name for p in (report / "tiny").iterdir()) == [
-        "curves-main-parity.pdf", "curves-main-parity.svg", "length-main-parity.pdf", "length-main-parity.svg",
-        "thumbnail.png"]
+        "curves-main-parity.pdf",
+        "curves-main-parity.svg",
+        "length-main-parity.pdf",
+        "length-main-parity.svg",
+        "thumbnail.png",
+    ]
     md = (report / "tiny.md").read_text()
     assert "![length-main-parity](tiny/length-main-parity.svg)" in md
     assert md.index("## What this study found") < md.index("| model |")
@@ -148,14 +185,14 @@ def test_partial_and_wide_tables(report):
     # media query; the model column repeated, ours and the paper's kept side by side in one part
     need = int(re.search(r"@media \(min-width: (\d+)px\) \{ div\.folded\.t0", page)[1])
     assert 1280 < need <= 1920, need
-    whole = page[page.index('<div class="whole t0">'):page.index('<div class="folded t0">')]
+    whole = page[page.index('<div class="whole t0">') : page.index('<div class="folded t0">')]
     assert "part 1 of" not in whole and whole.count("<table") == 1
-    folded = page[page.index('<div class="folded t0">'):]
+    folded = page[page.index('<div class="folded t0">') :]
     parts = int(re.search(r"part 1 of (\d+)", folded)[1])
     assert parts >= 2
     for k in range(1, parts + 1):
-        part = folded[folded.index(f"part {k} of {parts}"):]
-        part = part[:part.index("</table>")]
+        part = folded[folded.index(f"part {k} of {parts}") :]
+        part = part[: part.index("</table>")]
         assert "<td>RNN</td>" in part
         for group in ("extrapolation (8-30)", "validation"):  # a pair is never split
             assert (f'colspan="2" class="group">{group}<' in part) or (f">{group}<" not in part)
@@ -183,8 +220,21 @@ def test_a_smaller_report_is_not_written_over_a_larger_one(report, tmp_path, cap
     refuses in the same words."""
     d = report.parent
     before = {p.name: p.read_bytes() for p in report.iterdir() if p.is_file()}
-    code = main(["report", str(d / "tiny.yaml"), "--db", str(d / "runs.db"), "--out", str(report), "--html",
-                 "--seeds", "1", "--figures", ""])
+    code = main(
+        [
+            "report",
+            str(d / "tiny.yaml"),
+            "--db",
+            str(d / "runs.db"),
+            "--out",
+            str(report),
+            "--html",
+            "--seeds",
+            "1",
+            "--figures",
+            "",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, (out, err)
     assert "not replacing the report of tiny" in err and "2 seeds per cell" in err and "--force" in err
@@ -193,8 +243,26 @@ def test_a_smaller_report_is_not_written_over_a_larger_one(report, tmp_path, cap
     from statetrack.runs.store import Store
 
     runs = len(Store(str(d / "runs.db")).runs())
-    assert main(["reproduce", str(d / "tiny.yaml"), "--db", str(d / "runs.db"), "--out", str(report), "--seeds", "1",
-                 "--scale", "quick", "--workers", "1", "--fresh"]) == 2
+    assert (
+        main(
+            [
+                "reproduce",
+                str(d / "tiny.yaml"),
+                "--db",
+                str(d / "runs.db"),
+                "--out",
+                str(report),
+                "--seeds",
+                "1",
+                "--scale",
+                "quick",
+                "--workers",
+                "1",
+                "--fresh",
+            ]
+        )
+        == 2
+    )
     assert "not replacing the report of tiny" in capsys.readouterr().err
     assert len(Store(str(d / "runs.db")).runs()) == runs
     from statetrack.experiments import load_study
@@ -207,14 +275,46 @@ def test_a_smaller_report_is_not_written_over_a_larger_one(report, tmp_path, cap
         with pytest.raises(ReportExists, match="fewer seeds per cell"):
             write()
     # elsewhere, or forced: written
-    assert main(["report", str(d / "tiny.yaml"), "--db", str(d / "runs.db"), "--out", str(tmp_path / "one"),
-                 "--seeds", "1", "--figures", ""]) == 0
+    assert (
+        main(
+            [
+                "report",
+                str(d / "tiny.yaml"),
+                "--db",
+                str(d / "runs.db"),
+                "--out",
+                str(tmp_path / "one"),
+                "--seeds",
+                "1",
+                "--figures",
+                "",
+            ]
+        )
+        == 0
+    )
     forced = tmp_path / "forced"
     import shutil
 
     shutil.copytree(report, forced)
-    assert main(["report", str(d / "tiny.yaml"), "--db", str(d / "runs.db"), "--out", str(forced), "--html",
-                 "--seeds", "1", "--figures", "", "--force"]) == 0
+    assert (
+        main(
+            [
+                "report",
+                str(d / "tiny.yaml"),
+                "--db",
+                str(d / "runs.db"),
+                "--out",
+                str(forced),
+                "--html",
+                "--seeds",
+                "1",
+                "--figures",
+                "",
+                "--force",
+            ]
+        )
+        == 0
+    )
     assert json.loads((forced / "index.json").read_text())["tiny"]["seeds"] == 1
 
 
@@ -223,7 +323,11 @@ def test_an_unwritable_out_prints_nothing_first(report, capsys):
     d = report.parent
     assert main(["report", str(d / "tiny.yaml"), "--db", str(d / "runs.db"), "--out", "/proc/nope"]) == 2
     out, err = capsys.readouterr()
-    assert out == "" and err.startswith("error: cannot write the report in '/proc/nope'") and err.count("\n") == 1
+    assert (
+        out == ""
+        and err.startswith("error: cannot write the report in '/proc/nope'")
+        and err.count("\n") == 1
+    )
 
 
 def test_replacement_rules_and_reports_written_before_records(tmp_path):
@@ -235,8 +339,9 @@ def test_replacement_rules_and_reports_written_before_records(tmp_path):
     assert "fewer seeds" in smaller(old, Extent("quick", 1, 6))
     assert "fewer complete runs" in smaller(old, Extent("quick", 2, 11))
     # a folder written before index.json: the markdown's line and the CSV's seeds say what it holds
-    (tmp_path / "s.md").write_text("# s\n\nRuns of the grid: 12; complete: 12; missing: 0\n\n"
-                                   "Study `s` (scale `quick`).\n")
+    (tmp_path / "s.md").write_text(
+        "# s\n\nRuns of the grid: 12; complete: 12; missing: 0\n\nStudy `s` (scale `quick`).\n"
+    )
     (tmp_path / "s.csv").write_text("study,model,seeds\ns,RNN,2\ns,S4D,2\n")
     assert existing(tmp_path, "s") == Extent("quick", 2, 12)
     with pytest.raises(ReportExists, match="it holds 12 complete runs, 2 seeds per cell, scale quick"):
@@ -288,14 +393,27 @@ CHROMIUM = "/usr/bin/chromium"
 @pytest.fixture(scope="module")
 def chromium():
     if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} is absent (.ci/run installs the Debian packages chromium and chromium-driver)")
+        pytest.skip(
+            f"{CHROMIUM} is absent (.ci/run installs the Debian packages chromium and chromium-driver)"
+        )
     return CHROMIUM
 
 
 def _run_chromium(chromium, tmp_path, *args):
-    cmd = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           "--hide-scrollbars", f"--user-data-dir={tmp_path / 'profile'}", *args]
+    cmd = [
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        *args,
+    ]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-2000:]
     return p.stdout
@@ -316,15 +434,23 @@ def test_pages_in_chromium(report, chromium, tmp_path, name, width):
     probe = report / f"probe-{name}.html"  # the page, with a script that measures what Chromium laid out
     probe.write_text((report / f"{name}.html").read_text().replace("</body>", CHECK))
     try:
-        dom = _run_chromium(chromium, tmp_path, f"--window-size={width},1000", "--virtual-time-budget=5000",
-                            "--dump-dom", probe.as_uri())
+        dom = _run_chromium(
+            chromium,
+            tmp_path,
+            f"--window-size={width},1000",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+            probe.as_uri(),
+        )
     finally:
         probe.unlink()
     check = json.loads(re.search(r'data-check="([^"]*)"', dom)[1].replace("&quot;", '"'))
     assert check["width"] == width, check
     assert check["scrolled"] == 0 and not check["page"], check  # no table, nor the page, scrolls sideways
     assert all(ok for ok, _, _ in check["images"]), check["images"]  # every image loads
-    for href, anchored in check["links"]:  # every link as Chromium resolved it: a file there, an anchor on the page
+    for href, anchored in check[
+        "links"
+    ]:  # every link as Chromium resolved it: a file there, an anchor on the page
         assert href.startswith("file://"), href
         target = Path(url2pathname(urlsplit(href).path))
         if target.name.startswith("probe-"):
@@ -344,8 +470,13 @@ def test_pages_in_chromium(report, chromium, tmp_path, name, width):
     if name == "wide":
         assert (check["parts"] > 0) == (width == 1280), check  # folded at 1,280 px, whole at 1,920
     shot = _shots_dir(tmp_path) / f"{name}-{width}.png"
-    _run_chromium(chromium, tmp_path, f"--screenshot={shot}", f"--window-size={width},1600",
-                  (report / f"{name}.html").as_uri())
+    _run_chromium(
+        chromium,
+        tmp_path,
+        f"--screenshot={shot}",
+        f"--window-size={width},1600",
+        (report / f"{name}.html").as_uri(),
+    )
     from matplotlib.image import imread
 
     img = imread(shot)[..., :3]
@@ -357,9 +488,14 @@ def test_pages_in_chromium(report, chromium, tmp_path, name, width):
 def test_spectrum_and_curve_figures():
     from statetrack.report.plots import close, spectrum_figure
 
-    layer = {"layer": 1, "mixer": "negmamba", "min_real": -0.9, "sample_tokens": [0, 1, 0, 1],
-             "samples": np.array([[0.5 + 0j], [-0.9 + 0j], [0.4 + 0j], [-0.8 + 0j]]),
-             "per_token": {"0": [[0.5, 0.0]], "1": [[-0.9, 0.0]]}}
+    layer = {
+        "layer": 1,
+        "mixer": "negmamba",
+        "min_real": -0.9,
+        "sample_tokens": [0, 1, 0, 1],
+        "samples": np.array([[0.5 + 0j], [-0.9 + 0j], [0.4 + 0j], [-0.8 + 0j]]),
+        "per_token": {"0": [[0.5, 0.0]], "1": [[-0.9, 0.0]]},
+    }
     fig = spectrum_figure({"layers": [layer], "layers_spec": "negmamba", "task": "parity"})
     ax = fig.axes[0]
     assert ax.get_xlabel() == "Re λ" and ax.get_ylabel() == "Im λ"
@@ -391,5 +527,7 @@ def test_the_finding_states_the_reports_seeds():
     scale = lambda steps, seeds: SimpleNamespace(steps=steps, seeds=seeds, test_lengths=[16, 10_000])  # noqa: E731
     study = SimpleNamespace(scales={"quick": scale(1500, 1), "paper": scale(3000, 3)})
     assert "(1,500 training steps, 2 seeds per cell, test lengths up to 10,000)" in why(study, "quick", 2)
-    assert "1 seed per cell" in why(study, "quick") and "has 3,000 training steps, 3 seeds" in why(study, "quick", 2)
+    assert "1 seed per cell" in why(study, "quick") and "has 3,000 training steps, 3 seeds" in why(
+        study, "quick", 2
+    )
     assert why(study, "paper", 3) == ""

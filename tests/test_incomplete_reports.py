@@ -1,6 +1,7 @@
 """A report never replaces measured numbers with nothing: a study with no complete run in the database is
 refused in one line (exit 2) and no file is written; a report with runs missing is written and says at
 its top which runs are missing."""
+
 from pathlib import Path
 
 from statetrack.cli import main
@@ -13,8 +14,30 @@ def _snapshot(folder: Path) -> dict:
 def test_a_report_with_no_complete_run_is_refused_and_writes_nothing(tmp_path, capsys, rnn_study):
     study, db = rnn_study(seeds=2), tmp_path / "r.db"
     # the database holds runs, but none of this study
-    assert main(["train", "--layers", "rnn", "--d-model", "2", "--d-state", "4", "--steps", "2", "--eval-every", "1",
-                 "--test-lengths", "8", "--eval-batch", "8", "--db", str(db)]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--layers",
+                "rnn",
+                "--d-model",
+                "2",
+                "--d-state",
+                "4",
+                "--steps",
+                "2",
+                "--eval-every",
+                "1",
+                "--test-lengths",
+                "8",
+                "--eval-batch",
+                "8",
+                "--db",
+                str(db),
+            ]
+        )
+        == 0
+    )
     out = tmp_path / "results"
     out.mkdir()
     for ext in ("md", "csv", "tex"):  # a report measured earlier

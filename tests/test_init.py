@@ -1,5 +1,6 @@
 """Training from a construction: the starting weights are validated (step 0) and kept unless beaten,
 the construction defines the model, and the S3 construction survives training."""
+
 from __future__ import annotations
 
 import copy
@@ -15,16 +16,37 @@ from statetrack.theory.constructions import build, init_config, init_model
 
 def _s3_cfg(**kw):
     c = build("s3-aussm")
-    base = {"task": "group:S3", "model": c.config.model, "train_min_len": 1, "train_max_len": 16, "steps": 20,
-            "eval_every": 10, "lr": 0.01, "weight_decay": 0.0, "seed": 0, "val_sequences": 128, "batch_size": 32,
-            "init": "construction:s3-aussm"}
+    base = {
+        "task": "group:S3",
+        "model": c.config.model,
+        "train_min_len": 1,
+        "train_max_len": 16,
+        "steps": 20,
+        "eval_every": 10,
+        "lr": 0.01,
+        "weight_decay": 0.0,
+        "seed": 0,
+        "val_sequences": 128,
+        "batch_size": 32,
+        "init": "construction:s3-aussm",
+    }
     base.update(kw)
     return TrainConfig(**base)
 
 
 def test_step_zero_is_validated_and_kept_unless_beaten():
-    cfg = TrainConfig(model=ModelConfig(layers="rnn", d_model=2, d_state=8), train_min_len=8, train_max_len=8,
-                      steps=30, eval_every=10, lr=1.0, clip=100.0, weight_decay=0.0, seed=1, val_sequences=64)
+    cfg = TrainConfig(
+        model=ModelConfig(layers="rnn", d_model=2, d_state=8),
+        train_min_len=8,
+        train_max_len=8,
+        steps=30,
+        eval_every=10,
+        lr=1.0,
+        clip=100.0,
+        weight_decay=0.0,
+        seed=1,
+        val_sequences=64,
+    )
     from statetrack.model import build_model
 
     torch.manual_seed(cfg.seed)
@@ -57,7 +79,9 @@ def test_construction_readout_is_a_fixed_point():
     opt.zero_grad()
     loss.backward()
     opt.step()
-    assert max(float((p.detach() - q).abs().max()) for p, q in zip(m.parameters(), before, strict=True)) < 1e-6
+    assert (
+        max(float((p.detach() - q).abs().max()) for p, q in zip(m.parameters(), before, strict=True)) < 1e-6
+    )
 
 
 def test_training_from_the_s3_construction_keeps_it():
@@ -83,16 +107,43 @@ def test_init_config_checks_given_fields():
 
 def test_cli_init_fields_must_agree(tmp_path, capsys):
     db = str(tmp_path / "r.db")
-    assert main(["train", "--task", "group:S3", "--init", "construction:s3-aussm", "--d-model", "8", "--db", db]) == 2
+    assert (
+        main(["train", "--task", "group:S3", "--init", "construction:s3-aussm", "--d-model", "8", "--db", db])
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "d_model 8" in err and "16" in err
     argv = ["train", "--task", "group:S3", "--init", "construction:s3-aussm", "--norm", "rmsnorm", "--db", db]
     assert main(argv) == 2
     assert "norm 'rmsnorm'" in capsys.readouterr().err
     assert not (tmp_path / "r.db").exists()
-    assert main(["train", "--task", "group:S3", "--init", "construction:s3-aussm", "--layers", "aussm*2",
-                 "--d-state", "1", "--steps", "2", "--eval-every", "1", "--train-lengths", "1-8",
-                 "--test-lengths", "16", "--db", db, "--json"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--task",
+                "group:S3",
+                "--init",
+                "construction:s3-aussm",
+                "--layers",
+                "aussm*2",
+                "--d-state",
+                "1",
+                "--steps",
+                "2",
+                "--eval-every",
+                "1",
+                "--train-lengths",
+                "1-8",
+                "--test-lengths",
+                "16",
+                "--db",
+                db,
+                "--json",
+            ]
+        )
+        == 0
+    )
     from statetrack.runs.store import Store
 
     run = Store(db).runs()[-1]
@@ -102,8 +153,27 @@ def test_cli_init_fields_must_agree(tmp_path, capsys):
 
 def test_cli_init_without_a_task_trains_on_the_construction_s(tmp_path, capsys):
     db = str(tmp_path / "r.db")
-    assert main(["train", "--init", "construction:s3-aussm", "--steps", "2", "--eval-every", "1",
-                 "--train-lengths", "1-8", "--test-lengths", "16", "--db", db, "--json"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--init",
+                "construction:s3-aussm",
+                "--steps",
+                "2",
+                "--eval-every",
+                "1",
+                "--train-lengths",
+                "1-8",
+                "--test-lengths",
+                "16",
+                "--db",
+                db,
+                "--json",
+            ]
+        )
+        == 0
+    )
     from statetrack.runs.store import Store
 
     assert Store(db).runs()[-1]["task"] == build("s3-aussm").config.task == "group:S3"

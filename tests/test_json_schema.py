@@ -1,5 +1,6 @@
 """One JSON schema for a run across train, eval, runs, runs show, rerun, sweep (statetrack.runs.records), as
 docs/json.md documents it."""
+
 import json
 import re
 from pathlib import Path
@@ -9,8 +10,26 @@ import pytest
 from statetrack.cli import main
 from statetrack.runs.records import DETAIL_KEYS, GRID_KEYS, LENGTH_KEYS, METRIC_KEYS, RUN_KEYS
 
-TRAIN = ["train", "--layers", "rnn", "--d-model", "2", "--d-state", "4", "--steps", "20", "--eval-every", "10",
-         "--test-lengths", "8,20", "--eval-batch", "16", "--label", "tiny rnn", "--json"]
+TRAIN = [
+    "train",
+    "--layers",
+    "rnn",
+    "--d-model",
+    "2",
+    "--d-state",
+    "4",
+    "--steps",
+    "20",
+    "--eval-every",
+    "10",
+    "--test-lengths",
+    "8,20",
+    "--eval-batch",
+    "16",
+    "--label",
+    "tiny rnn",
+    "--json",
+]
 
 
 def _lines(capsys):
@@ -57,12 +76,19 @@ def test_sweep_rows(db, rnn_study, capsys):
     assert main(["sweep", rnn_study(), "--db", db, "--workers", "1", "--json"]) == 0
     rows = _lines(capsys)
     assert [tuple(r) for r in rows] == [LENGTH_KEYS + GRID_KEYS]
-    assert (rows[0]["study"], rows[0]["label"], rows[0]["table"], rows[0]["column"]) == ("s", "RNN", "main", "parity")
+    assert (rows[0]["study"], rows[0]["label"], rows[0]["table"], rows[0]["column"]) == (
+        "s",
+        "RNN",
+        "main",
+        "parity",
+    )
 
 
 def test_docs_json_md_names_every_key():
     doc = (Path(__file__).resolve().parents[1] / "docs" / "json.md").read_text()
     documented = set(re.findall(r"^\| `(\w+)` \|", doc, re.M))
-    assert set(DETAIL_KEYS) | set(LENGTH_KEYS) <= documented, sorted((set(DETAIL_KEYS) | set(LENGTH_KEYS)) - documented)
+    assert set(DETAIL_KEYS) | set(LENGTH_KEYS) <= documented, sorted(
+        (set(DETAIL_KEYS) | set(LENGTH_KEYS)) - documented
+    )
     for k in GRID_KEYS:
         assert f"`{k}`" in doc

@@ -10,6 +10,7 @@ flash-linear-attention's delta rule (where ``fla`` is installed) against the ref
 ``pytest`` run leaves these out (``-m 'not slow and not kernels'`` in pyproject.toml); CI runs them as
 a separate step (.ci/run).
 """
+
 from __future__ import annotations
 
 import math
@@ -43,7 +44,9 @@ INTERPRET = os.environ["TRITON_INTERPRET"] == "1"
 DEV = "cpu" if INTERPRET else "cuda"
 if not INTERPRET and not torch.cuda.is_available():
     pytest.skip("TRITON_INTERPRET=0 needs a CUDA device", allow_module_level=True)
-cuda_only = pytest.mark.skipif(DEV != "cuda", reason="needs CUDA (run with TRITON_INTERPRET=0 on a GPU machine)")
+cuda_only = pytest.mark.skipif(
+    DEV != "cuda", reason="needs CUDA (run with TRITON_INTERPRET=0 on a GPU machine)"
+)
 #: (chunk, block_e): tiny tiles everywhere (several tiles and channel blocks, ragged ends); the
 #: kernels' defaults where compiled
 CONFIGS = [(4, 4)] if INTERPRET else [(4, 4), (None, None)]
@@ -53,13 +56,17 @@ BF16_TOL = 5e-2
 
 def rel_err(x, ref):
     """Max error over the max of the reference (per whole tensor)."""
-    return float((x.detach().to(ref.dtype) - ref.detach()).abs().max() / ref.detach().abs().max().clamp_min(1e-30))
+    return float(
+        (x.detach().to(ref.dtype) - ref.detach()).abs().max() / ref.detach().abs().max().clamp_min(1e-30)
+    )
 
 
 def grads(out, ws, ins):
     """Gradients of sum_i <out_i, w_i> (real part for complex outputs) with respect to ins."""
-    loss = sum((o * w.to(o.dtype).conj()).real.sum() if o.is_complex() else (o * w.to(o.dtype)).sum()
-               for o, w in zip(out, ws, strict=True))
+    loss = sum(
+        (o * w.to(o.dtype).conj()).real.sum() if o.is_complex() else (o * w.to(o.dtype)).sum()
+        for o, w in zip(out, ws, strict=True)
+    )
     return torch.autograd.grad(loss, [x for x in ins if x is not None])
 
 
@@ -73,6 +80,7 @@ def leaf(x):
 
 
 # ---------------------------------------------------------------- Mamba / Negative Mamba
+
 
 def mamba_inputs(B, T, E, N, h0: bool, seed=0, dt_scale=0.5):
     g = torch.Generator().manual_seed(seed)
@@ -135,6 +143,7 @@ def test_mamba_kernel_long(neg):
 
 # ---------------------------------------------------------------- complex selective scan
 
+
 def complex_inputs(B, T, E, N, kind, h0: bool, seed=0):
     g = torch.Generator().manual_seed(seed)
     if kind == "circle":  # angles at and near +-pi, where a float32 angle is least exact
@@ -186,6 +195,7 @@ def test_selective_kernel_long():
 
 # ---------------------------------------------------------------- dispatch
 
+
 def test_kernels_env(monkeypatch):
     x = torch.zeros(2, device=DEV)
     monkeypatch.setenv(dispatch.ENV, "0")
@@ -195,16 +205,29 @@ def test_kernels_env(monkeypatch):
         dispatch.kernels_enabled()
     monkeypatch.setenv(dispatch.ENV, "1")
     assert dispatch.kernels_enabled()
-    assert not dispatch.use_triton(torch.zeros(2)) and not dispatch.use_fla(torch.zeros(2))  # CPU: PyTorch forms
+    assert not dispatch.use_triton(torch.zeros(2)) and not dispatch.use_fla(
+        torch.zeros(2)
+    )  # CPU: PyTorch forms
     # float64: the references' precision
     assert not dispatch.use_triton(torch.zeros(2, dtype=torch.float64, device=DEV))
     assert dispatch.use_triton(x) == (DEV == "cuda")
 
 
 @cuda_only
-@pytest.mark.parametrize("name", ["mamba", "negmamba", "aussm", "saussm", "dcd", "deltanet(heads=4)",
-                                  "deltaproduct(heads=4)", "deltanet(heads=4,neg=true)",
-                                  "deltaproduct(heads=4,neg=true)"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "mamba",
+        "negmamba",
+        "aussm",
+        "saussm",
+        "dcd",
+        "deltanet(heads=4)",
+        "deltaproduct(heads=4)",
+        "deltanet(heads=4,neg=true)",
+        "deltaproduct(heads=4,neg=true)",
+    ],
+)
 def test_mixer_cuda_kernels_match_pytorch_forms(name, monkeypatch):
     """Each mixer on CUDA: output and every parameter gradient with the kernels against STATETRACK_KERNELS=0."""
     from statetrack.layers import build_mixer
@@ -264,6 +287,7 @@ def test_fla_delta_rule_matches_reference(kernel):
 
 
 # ---------------------------------------------------------------- fla: gated delta rule, RWKV-7, GLA
+
 
 def _fla_inputs(B=2, T=24, H=2, dk=16, dv=16, seed=11):
     g = torch.Generator().manual_seed(seed)
@@ -326,7 +350,9 @@ def test_fla_gla_matches_reference(kernel):
     log_w = F.logsigmoid(torch.randn(q.shape, generator=g)) / 16
     ins = [leaf(x) for x in (q, k, v, log_w, S0)]
     o, S = gla_fla(*ins, kernel=kernel)
-    orf, Sr = dplr_ref(ins[0].double(), ins[1].double(), ins[2].double(), None, None, ins[3].double(), ins[4].double())
+    orf, Sr = dplr_ref(
+        ins[0].double(), ins[1].double(), ins[2].double(), None, None, ins[3].double(), ins[4].double()
+    )
     tol = 1e-4 if kernel == "recurrent" else BF16_TOL
     assert rel_err(o, orf) < tol and rel_err(S, Sr) < tol
     ws = [torch.randn_like(o), torch.randn_like(S)]
@@ -348,7 +374,9 @@ def test_fla_rwkv7_matches_reference():
     ins = [leaf(x) for x in (q, k, v, log_w, kappa, a_lr, S0)]
     o, S = rwkv7_fla(*ins)
     a, b = rwkv7_terms(ins[4].double(), ins[5].double())
-    orf, Sr = dplr_ref(ins[0].double(), ins[1].double(), ins[2].double(), a, b, ins[3].double(), ins[6].double())
+    orf, Sr = dplr_ref(
+        ins[0].double(), ins[1].double(), ins[2].double(), a, b, ins[3].double(), ins[6].double()
+    )
     assert rel_err(o, orf) < BF16_TOL and rel_err(S, Sr) < BF16_TOL
     ws = [torch.randn_like(o), torch.randn_like(S)]
     for name, gk, gr in zip("qkvwKaS", grads((o, S), ws, ins), grads((orf, Sr), ws, ins), strict=True):
@@ -356,10 +384,21 @@ def test_fla_rwkv7_matches_reference():
 
 
 @cuda_only
-@pytest.mark.parametrize("name", ["mamba2", "mamba2(neg=true)", "gateddeltanet(heads=4)",
-                                  "gateddeltanet(heads=4,neg=true)", "rwkv7(heads=4)", "gla(heads=4)",
-                                  "gateddeltaproduct(heads=4)", "gateddeltaproduct(heads=4,neg=true)", "kda(heads=4)",
-                                  "kda(heads=4,neg=true)"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "mamba2",
+        "mamba2(neg=true)",
+        "gateddeltanet(heads=4)",
+        "gateddeltanet(heads=4,neg=true)",
+        "rwkv7(heads=4)",
+        "gla(heads=4)",
+        "gateddeltaproduct(heads=4)",
+        "gateddeltaproduct(heads=4,neg=true)",
+        "kda(heads=4)",
+        "kda(heads=4,neg=true)",
+    ],
+)
 def test_frontier_mixers_cuda_kernels_match_pytorch_forms(name, monkeypatch):
     """Each frontier mixer on CUDA: output and every parameter gradient with the kernels (Triton for
     Mamba-2, fla for the others) against STATETRACK_KERNELS=0."""

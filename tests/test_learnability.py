@@ -1,5 +1,6 @@
 """Learnability as a measurement: the stop criterion, learned_at_step, per-position supervision and the
 length curriculum (statetrack.training.loop, statetrack.training.steps.batches)."""
+
 from __future__ import annotations
 
 import os
@@ -17,15 +18,34 @@ from statetrack.training.steps import batches
 
 
 def _cfg(**kw) -> TrainConfig:
-    base = {"task": "parity", "model": ModelConfig(layers="rnn", d_model=8, d_state=8), "steps": 200,
-            "batch_size": 16, "lr": 0.03, "eval_every": 10, "val_sequences": 64, "device": "cpu"}
+    base = {
+        "task": "parity",
+        "model": ModelConfig(layers="rnn", d_model=8, d_state=8),
+        "steps": 200,
+        "batch_size": 16,
+        "lr": 0.03,
+        "eval_every": 10,
+        "val_sequences": 64,
+        "device": "cpu",
+    }
     return TrainConfig(**{**base, **kw})
 
 
 def test_learning_needs_the_streak_and_records_its_first_step():
     learning = Learning(_cfg(learned_accuracy=0.99, learned_validations=3))
-    seen = [learning.see(s, a) for s, a in [(0, 0.5), (10, 0.995), (20, 1.0), (30, 0.9), (40, 0.99), (50, 1.0),
-                                            (60, 0.999), (70, 0.5)]]
+    seen = [
+        learning.see(s, a)
+        for s, a in [
+            (0, 0.5),
+            (10, 0.995),
+            (20, 1.0),
+            (30, 0.9),
+            (40, 0.99),
+            (50, 1.0),
+            (60, 0.999),
+            (70, 0.5),
+        ]
+    ]
     assert seen == [False, False, False, False, False, False, True, True]  # learnt stays learnt
     assert learning.learned_at == 40  # the streak's first validation, not the one that completed it
 
@@ -56,8 +76,17 @@ def test_a_run_that_learns_stops_there_and_records_the_step(tmp_path):
 
 def test_a_run_that_does_not_learn_records_none():
     # a time-invariant stack cannot track parity: its in-distribution accuracy stays below 99%
-    res = train(_cfg(model=ModelConfig(layers="s4d", d_model=8, d_state=8), task="parity:final",
-                     train_min_len=20, train_max_len=40, steps=60, stop_when_learned=True), progress=False)
+    res = train(
+        _cfg(
+            model=ModelConfig(layers="s4d", d_model=8, d_state=8),
+            task="parity:final",
+            train_min_len=20,
+            train_max_len=40,
+            steps=60,
+            stop_when_learned=True,
+        ),
+        progress=False,
+    )
     assert res.learned_at_step is None
     assert res.stop_reason == StopReason.BUDGET and res.steps_run == 60
 
@@ -68,8 +97,13 @@ def test_curriculum_raises_the_longest_length_by_stages():
     assert tops[:25] == [10] * 25 and tops[-25:] == [40] * 25
     assert sorted(set(tops)) == [10, 20, 30, 40]
     assert _cfg(train_min_len=3, train_max_len=40).max_length_at(1) == 40
-    drawn = [x.shape[1] for x, _, _ in (next(it) for it in [batches(get_task("parity"), np.random.default_rng(0),
-                                                                    cfg, torch.device("cpu"))] * 100)]
+    drawn = [
+        x.shape[1]
+        for x, _, _ in (
+            next(it)
+            for it in [batches(get_task("parity"), np.random.default_rng(0), cfg, torch.device("cpu"))] * 100
+        )
+    ]
     assert all(3 <= n <= cfg.max_length_at(i + 1) for i, n in enumerate(drawn))
     assert max(drawn[:25]) <= 10 and max(drawn[75:]) > 30
     with pytest.raises(ValueError, match="curriculum_start 50 is outside"):
@@ -97,8 +131,14 @@ def test_every_position_supervision_reads_every_prefix_label():
     for row_x, row_y in zip(x.tolist(), y.tolist(), strict=True):
         for t in range(0, 9, 2):  # after each digit
             assert _value([task.symbols[i] for i in row_x[: t + 1]]) % 5 == row_y[t]
-    x2, y2, m2 = next(batches(task, np.random.default_rng(0), _cfg(task="modarith:5", train_min_len=9,
-                                                                   train_max_len=9), torch.device("cpu")))
+    x2, y2, m2 = next(
+        batches(
+            task,
+            np.random.default_rng(0),
+            _cfg(task="modarith:5", train_min_len=9, train_max_len=9),
+            torch.device("cpu"),
+        )
+    )
     assert torch.equal(x, x2) and torch.equal(y, y2) and int(m2.sum()) == m2.shape[0]  # the same data
 
 
@@ -156,7 +196,7 @@ def test_a_learnability_cell_carries_its_evidence(tmp_path):
     ctrl = rep.verdicts.controls[("Mamba-3", "parity")]
     assert ctrl.tracked == 2  # the construction holds at length 100 after training
     md = write_report(rep, tmp_path / "out").read_text()
-    section = md[md.index("## Learnability cells: the evidence"):]
+    section = md[md.index("## Learnability cells: the evidence") :]
     assert "### Mamba-3 on parity (yes T5" in section
     assert "learnt in distribution by 0/2 seeds" in section
     assert "Spectrum of the best seed" in section and "per input symbol, min Re 0:" in section

@@ -1,4 +1,5 @@
 """Language modelling: corpora and their splits, tokens, the lm task, metrics, baselines, generation."""
+
 from __future__ import annotations
 
 import hashlib
@@ -36,7 +37,14 @@ def _fake_stdlib(root):
         sub.parent.mkdir(parents=True, exist_ok=True)
         n = rng.randrange(5, 60)
         sub.write_text("".join(f"def f{j}(x):\n    return x + {rng.randrange(100)}\n" for j in range(n)))
-    for d in ("site-packages/thirdparty", "test", "idlelib/idle_test", "encodings", "pydoc_data", "config-3.11-x"):
+    for d in (
+        "site-packages/thirdparty",
+        "test",
+        "idlelib/idle_test",
+        "encodings",
+        "pydoc_data",
+        "config-3.11-x",
+    ):
         (root / d).mkdir(parents=True, exist_ok=True)
         (root / d / "excluded.py").write_text("x = 1\n")
     (root / "_sysconfigdata_x.py").write_text("build = {}\n")
@@ -71,7 +79,11 @@ def test_split_reproducible_from_its_seed(fake_source, tmp_path):
     # each split's token file: BOS + document + EOS, document by document
     split = a.split("test")
     toks = np.asarray(split.tokens)
-    assert toks[0] == BOS and toks[-1] == EOS and (toks == BOS).sum() == len(a.manifest["splits"]["test"]["files"])
+    assert (
+        toks[0] == BOS
+        and toks[-1] == EOS
+        and (toks == BOS).sum() == len(a.manifest["splits"]["test"]["files"])
+    )
     first = a.manifest["splits"]["test"]["files"][0]
     assert next(a.documents("test")) == (fake_source / first).read_bytes()
 
@@ -144,12 +156,12 @@ def test_synthetic_programs_run_and_answers_need_far_state():
         _check_answers(data, answers, synthetic.FAR, b"0123456789TF")
         text = data.decode()
         for a in answers:
-            assert text[a.offset - 3:a.offset] in ("== ", "is ")
+            assert text[a.offset - 3 : a.offset] in ("== ", "is ")
             assert a.k == (2 if text[a.offset] in "TF" else 10)
             # nothing between the decisive statement and the answer reveals the value: no assignment of a
             # constant to, and no check of, the answer's variable (followed back through the swaps)
-            var = text[a.offset - 5] if text[a.offset - 3:a.offset] == "== " else "p"
-            for line in reversed(text[a.decisive + 2:text.rfind("\n", 0, a.offset) + 1].splitlines()):
+            var = text[a.offset - 5] if text[a.offset - 3 : a.offset] == "== " else "p"
+            for line in reversed(text[a.decisive + 2 : text.rfind("\n", 0, a.offset) + 1].splitlines()):
                 if line.startswith(f"{var}, ") or (", " + var + " =") in line:  # a swap moves the value
                     x, y = line.split(" = ")[0].split(", ")
                     var = y if var == x else x
@@ -167,13 +179,17 @@ def test_traces_run_as_doctests_and_answers_need_far_state():
     for _ in range(40):
         data, answers = session(r)
         test = doctest.DocTestParser().get_doctest(data.decode(), {}, "session", None, 0)
-        assert doctest.DocTestRunner().run(test, out=lambda _s: None).failed == 0  # every printed list is right
+        assert (
+            doctest.DocTestRunner().run(test, out=lambda _s: None).failed == 0
+        )  # every printed list is right
         _check_answers(data, answers, traces.FAR, b"012")
         assert [a.k for a in answers] == [3, 2] * (len(answers) // 2)
         for a in answers[::2]:  # the first digit of each print; no other reveal since the decisive one
-            between = data[a.decisive + 2:a.offset].decode()
+            between = data[a.decisive + 2 : a.offset].decode()
             lines = between.split("\n")
-            assert lines[-2:] == [">>> s", "["] and not any(x.startswith(("[", ">>> s = [")) for x in lines[:-2])
+            assert lines[-2:] == [">>> s", "["] and not any(
+                x.startswith(("[", ">>> s = [")) for x in lines[:-2]
+            )
 
 
 @pytest.mark.parametrize("name", ["synthetic", "traces"])
@@ -199,9 +215,9 @@ def test_answer_buckets_and_the_state_blind_level():
     L = 64
     k = np.zeros((2, L), int)
     dist = np.zeros((2, L), int)
-    k[0, 40], dist[0, 40] = 10, 20       # decisive statement at position 40 - 20 + 1 = 21: in context
-    k[0, 10], dist[0, 10] = 2, 30        # decisive statement before the window: outside
-    k[1, 63], dist[1, 63] = 4, 40        # in context, bucket 32-63
+    k[0, 40], dist[0, 40] = 10, 20  # decisive statement at position 40 - 20 + 1 = 21: in context
+    k[0, 10], dist[0, 10] = 2, 30  # decisive statement before the window: outside
+    k[1, 63], dist[1, 63] = 4, 40  # in context, bucket 32-63
     nats = np.full((2, L), math.log(2))  # one bit per token
     hits = np.zeros((2, L), bool)
     hits[1, 63] = True
@@ -212,7 +228,9 @@ def test_answer_buckets_and_the_state_blind_level():
     inside = merge_buckets(bs, lambda b: b["hi"] is not None)
     s = bucket_summary(inside)
     assert s["n"] == 2 and s["bpb"] == 1 and s["accuracy"] == 0.5
-    assert s["blind_bpb"] == pytest.approx((math.log2(10) + 2) / 2) and s["blind_accuracy"] == pytest.approx(0.175)
+    assert s["blind_bpb"] == pytest.approx((math.log2(10) + 2) / 2) and s["blind_accuracy"] == pytest.approx(
+        0.175
+    )
     lo, hi = wilson(5, 10)
     assert lo < 0.5 < hi and wilson(0, 10)[0] == 0
 
@@ -246,7 +264,7 @@ def test_lm_batches_are_shifted_windows(fake_task):
     for row_in, row_out in zip(b.inputs, b.targets, strict=True):  # each row is a window of the train file
         window = np.concatenate([row_in, row_out[-1:]])
         starts = np.flatnonzero(toks[: len(toks) - 32] == window[0])
-        assert any((toks[s:s + 33] == window).all() for s in starts)
+        assert any((toks[s : s + 33] == window).all() for s in starts)
     assert t.heldout("test").split.path.name == "test.u16"
     assert t.heldout("validation").split_name == "validation"
     assert 0.05 < t.chance_level() < 0.5  # the most frequent byte's rate (a space, here)
@@ -331,7 +349,9 @@ def test_a_constant_answer_scores_chance(fake_task):
         windows, _ = eval_windows(split, n, n_windows_for(n, 640, 4), cfg.seed)
         top = int(np.bincount(windows[:, -1]).argmax())
         [best], _ = evaluate_run(_Always(top), fake_task, EvalConfig(lengths=[n], batch_size=4, tokens=640))
-        [other], _ = evaluate_run(_Always((top + 1) % V), fake_task, EvalConfig(lengths=[n], batch_size=4, tokens=640))
+        [other], _ = evaluate_run(
+            _Always((top + 1) % V), fake_task, EvalConfig(lengths=[n], batch_size=4, tokens=640)
+        )
         assert best.accuracy == best.chance == m.chance and best.scaled_accuracy == 0.0
         assert other.accuracy <= other.chance and other.scaled_accuracy <= 0.0
         assert 0 < m.token_majority < 1
@@ -341,7 +361,11 @@ def test_bpb_counts_bytes_not_tokens():
     nats = np.full((2, 4), math.log(2))  # one bit per token
     m1 = summarize(nats, np.zeros((2, 4), bool), np.ones((2, 4), int))
     m2 = summarize(nats, np.zeros((2, 4), bool), np.full((2, 4), 2))  # tokens of two bytes each
-    assert m1.bpb == pytest.approx(1.0) and m2.bpb == pytest.approx(0.5) and m1.loss == pytest.approx(math.log(2))
+    assert (
+        m1.bpb == pytest.approx(1.0)
+        and m2.bpb == pytest.approx(0.5)
+        and m1.loss == pytest.approx(math.log(2))
+    )
     assert position_buckets(8) == [(0, 1), (1, 2), (2, 4), (4, 8)]
     assert position_buckets(6) == [(0, 1), (1, 2), (2, 4), (4, 6)]
 
@@ -352,7 +376,9 @@ def test_baselines_against_a_hand_computation(monkeypatch):
         monkeypatch.setattr(bl, "CHUNK", chunk)
         c = bl.count_ngrams(train, 3)
         assert c.unigram.tolist() == [2, 3, 1]
-        pairs = {(code // 3, code % 3): n for code, n in zip(c.codes.tolist(), c.pair_counts.tolist(), strict=True)}
+        pairs = {
+            (code // 3, code % 3): n for code, n in zip(c.codes.tolist(), c.pair_counts.tolist(), strict=True)
+        }
         assert pairs == {(0, 1): 2, (1, 0): 1, (1, 1): 1, (1, 2): 1}
         assert c.prev.tolist() == [2, 3, 0]
     w = np.array([[1, 0, 2, 2]])  # targets 0, 2, 2 after 1, 0, 2
@@ -360,7 +386,9 @@ def test_baselines_against_a_hand_computation(monkeypatch):
     assert np.allclose(uni, -np.log([[(2 + 1) / 9, (1 + 1) / 9, (1 + 1) / 9]]))
     bi = bl.baseline_nats(c, w, "bigram")
     assert np.allclose(bi, -np.log([[(1 + 1) / (3 + 3), (0 + 1) / (2 + 3), (0 + 1) / (0 + 3)]]))
-    assert bl.baseline_hits(c, w, "bigram").tolist() == [[False, False, False]]  # argmax: 1->1 (tie by count), 0->1
+    assert bl.baseline_hits(c, w, "bigram").tolist() == [
+        [False, False, False]
+    ]  # argmax: 1->1 (tie by count), 0->1
 
 
 @pytest.mark.slow  # xz -9e over a real corpus's test split
@@ -377,7 +405,9 @@ def test_compressor_baselines(capsys):
     assert res["gzip"].compressed_bytes == len(gzip.compress(text, 9, mtime=0))
     assert res["bz2"].compressed_bytes == len(bz2.compress(text, 9))
     assert res["xz"].compressed_bytes == len(lzma.compress(text, preset=9 | lzma.PRESET_EXTREME))
-    assert res["xz_train"].context_bytes == len(train) and res["xz_train"].bpb < res["xz"].bpb  # the train split helps
+    assert (
+        res["xz_train"].context_bytes == len(train) and res["xz_train"].bpb < res["xz"].bpb
+    )  # the train split helps
     assert res["gzip"].bpb == pytest.approx(8 * res["gzip"].compressed_bytes / len(text))
     assert "xz_train" not in compressors.compressed_sizes(text)
     # on a corpus: the test split's bytes, cached in its folder, and printed by `statetrack corpus`
@@ -395,9 +425,31 @@ def test_compressor_baselines(capsys):
 
 
 # -- training, the store, generation ----------------------------------------------------------------
-LM_TRAIN = ["train", "--task", "lm:synthetic", "--layers", "lstm", "--d-model", "16", "--d-state", "32",
-            "--steps", "40", "--eval-every", "20", "--train-lengths", "32", "--test-lengths", "32,64",
-            "--batch-size", "16", "--eval-batch", "8", "--lr", "0.01"]
+LM_TRAIN = [
+    "train",
+    "--task",
+    "lm:synthetic",
+    "--layers",
+    "lstm",
+    "--d-model",
+    "16",
+    "--d-state",
+    "32",
+    "--steps",
+    "40",
+    "--eval-every",
+    "20",
+    "--train-lengths",
+    "32",
+    "--test-lengths",
+    "32,64",
+    "--batch-size",
+    "16",
+    "--eval-batch",
+    "8",
+    "--lr",
+    "0.01",
+]
 
 
 @pytest.fixture(scope="module")
@@ -446,8 +498,10 @@ def test_store_migrates_a_version_1_database(tmp_path):
     con = sqlite3.connect(path)
     con.execute("DROP TABLE lm_metrics")
     con.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
-    con.execute("INSERT INTO runs (model, task, seed, config, versions, status, created) "
-                "VALUES ('rnn', 'parity', 0, '{}', '{}', 'complete', 0)")
+    con.execute(
+        "INSERT INTO runs (model, task, seed, config, versions, status, created) "
+        "VALUES ('rnn', 'parity', 0, '{}', '{}', 'complete', 0)"
+    )
     con.commit()
     con.close()
     s = Store(path)
@@ -476,11 +530,14 @@ def test_generate_prints_text(lm_run, capsys):
     assert "continuation" in json.loads(capsys.readouterr().out)
 
 
-@pytest.mark.parametrize("extra,needle", [
-    (["--tokens", "0"], "bad number of tokens 0; allowed: an integer >= 1"),
-    (["--temperature", "-1"], "bad temperature -1.0; allowed"),
-    (["--top-k", "0"], "bad top-k 0; allowed"),
-])
+@pytest.mark.parametrize(
+    "extra,needle",
+    [
+        (["--tokens", "0"], "bad number of tokens 0; allowed: an integer >= 1"),
+        (["--temperature", "-1"], "bad temperature -1.0; allowed"),
+        (["--top-k", "0"], "bad top-k 0; allowed"),
+    ],
+)
 def test_generate_bad_input(lm_run, capsys, extra, needle):
     assert main(["generate", lm_run[1]["checkpoint"]] + extra) == 2
     err = capsys.readouterr().err
@@ -490,8 +547,27 @@ def test_generate_bad_input(lm_run, capsys, extra, needle):
 def test_generate_needs_a_language_model(db, capsys, tmp_path):
     assert main(["generate", str(tmp_path / "missing.safetensors")]) == 2
     assert "not found" in capsys.readouterr().err
-    assert main(["train", "--layers", "rnn", "--d-model", "2", "--steps", "2", "--test-lengths", "8",
-                 "--eval-batch", "4", "--db", db, "--json"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--layers",
+                "rnn",
+                "--d-model",
+                "2",
+                "--steps",
+                "2",
+                "--test-lengths",
+                "8",
+                "--eval-batch",
+                "4",
+                "--db",
+                db,
+                "--json",
+            ]
+        )
+        == 0
+    )
     from statetrack.runs.store import Store
 
     ck = Store(db).runs()[0]["checkpoint"]
@@ -512,7 +588,11 @@ def test_grazzi2024_lm_parameter_counts_match():
         jobs = [j for j in study.cells(scale) if j.seed == 0]
         for column in {j.column for j in jobs}:  # every corpus: their vocabularies (bytes, BPE) differ
             counts = {j.label: model_params(j) for j in jobs if j.column == column}
-            assert len(counts) == 6 and max(counts.values()) <= 1.1 * min(counts.values()), (scale, column, counts)
+            assert len(counts) == 6 and max(counts.values()) <= 1.1 * min(counts.values()), (
+                scale,
+                column,
+                counts,
+            )
             assert counts["Mamba [0,1]"] == counts["Mamba [-1,1]"]
             assert counts["DeltaNet [0,1]"] == counts["DeltaNet [-1,1]"]
     medium = study.cells("medium")
@@ -544,27 +624,51 @@ def test_lm_study_report_and_json(tmp_path, db, capsys):
     path = tmp_path / "lm-tiny.yaml"
     path.write_text(TINY_LM)
     out = tmp_path / "rep"
-    assert main(["reproduce", str(path), "--db", db, "--workers", "1", "--json", "--out", str(out), "--html"]) == 0
+    assert (
+        main(["reproduce", str(path), "--db", db, "--workers", "1", "--json", "--out", str(out), "--html"])
+        == 0
+    )
     rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     runs = [r for r in rows if "baseline" not in r]
     base = {r["model"]: r for r in rows if "baseline" in r}
     assert len(runs) == 4 and {r["model"] for r in runs} == {"Mamba [0,1]", "Mamba [-1,1]"}
     for r in runs:
         assert r["length"] == 48 and 0 < r["bpb"] < math.log2(V) and set(r["bpb_by_length"]) == {"48", "96"}
-    assert set(base) == {"unigram (add-one)", "bigram (add-one)", "gzip -9", "bz2 -9", "xz -9e", "xz -9e after train"}
+    assert set(base) == {
+        "unigram (add-one)",
+        "bigram (add-one)",
+        "gzip -9",
+        "bz2 -9",
+        "xz -9e",
+        "xz -9e after train",
+    }
     assert base["bigram (add-one)"]["bpb"] < base["unigram (add-one)"]["bpb"] < math.log2(V)
     assert base["xz -9e after train"]["bpb"] < base["xz -9e"]["bpb"] < base["gzip -9"]["bpb"] < 8
     test_bytes = get_corpus("synthetic", 0).describe()["splits"]["test"]["bytes"]
     assert base["gzip -9"]["test_bytes"] == test_bytes
     md = (out / "lm-tiny.md").read_text()
-    for needle in ("| bigram (add-one) |", "| gzip -9 |", "| xz -9e after train |", "| Mamba: [-1,1] - [0,1] |",
-                   "parity (grazzi2024)", "0 complete runs found", "answer bits per byte by distance to the decisive",
-                   "| state-blind level (exact) |", "answers in context: [-1,1] minus [0,1] =", "(table `training`)",
-                   "positions-synthetic.png", "curves-synthetic.png", "context-synthetic.png", "answers-synthetic.png"):
+    for needle in (
+        "| bigram (add-one) |",
+        "| gzip -9 |",
+        "| xz -9e after train |",
+        "| Mamba: [-1,1] - [0,1] |",
+        "parity (grazzi2024)",
+        "0 complete runs found",
+        "answer bits per byte by distance to the decisive",
+        "| state-blind level (exact) |",
+        "answers in context: [-1,1] minus [0,1] =",
+        "(table `training`)",
+        "positions-synthetic.png",
+        "curves-synthetic.png",
+        "context-synthetic.png",
+        "answers-synthetic.png",
+    ):
         assert needle in md, needle
     # the corpus's own grid of two rates: each model's rate is read from its validation loss, and said
     assert {r["lr"] for r in runs} == {0.01, 0.02}
-    said = "synthetic: the learning rate of each model is the one with the lowest median validation loss among "
+    said = (
+        "synthetic: the learning rate of each model is the one with the lowest median validation loss among "
+    )
     assert said + "0.01, 0.02: Mamba [0,1] 0.0" in md
     for r in runs:
         labels = [b["label"] for b in r["answer_buckets"]]
@@ -582,8 +686,17 @@ def test_lm_run_on_the_ray_executor(tmp_path):
     from statetrack.runs.store import Store
     from statetrack.runs.sweep import Job, run_jobs
 
-    tc = TrainConfig(task="lm:synthetic", model=ModelConfig(layers="lstm", d_model=8, d_state=8), train_min_len=16,
-                     train_max_len=16, steps=5, batch_size=4, eval_every=5, val_sequences=4, device="cpu")
+    tc = TrainConfig(
+        task="lm:synthetic",
+        model=ModelConfig(layers="lstm", d_model=8, d_state=8),
+        train_min_len=16,
+        train_max_len=16,
+        steps=5,
+        batch_size=4,
+        eval_every=5,
+        val_sequences=4,
+        device="cpu",
+    )
     job = Job("LSTM", 0, tc, EvalConfig(lengths=[16, 32], batch_size=4, tokens=128, device="cpu"), "ray-lm")
     db = str(tmp_path / "ray.db")
     [(_, res)] = run_jobs([job], db, executor="ray", workers=1)

@@ -3,6 +3,7 @@ symbols leave both labels possible, the label is balanced and independent of the
 is as likely as the definition says. Also: the automata behind the regular tasks agree with the tasks'
 own draws, window languages are named (one line, exit 2), and multi-class tasks get a draw whose suffix
 leaves every label possible."""
+
 from __future__ import annotations
 
 import itertools
@@ -19,17 +20,37 @@ from statetrack.tasks.long_range import default_suffix
 # languages of our own: star-free and not, 2-3 letters, up to 10 states
 LANGS = {
     # contains aba (star-free)
-    "aba": (["n", "a", "ab", "aba"], ["a", "b"], "n", ["aba"],
-            [["a", "n"], ["a", "ab"], ["aba", "n"], ["aba", "aba"]]),
+    "aba": (
+        ["n", "a", "ab", "aba"],
+        ["a", "b"],
+        "n",
+        ["aba"],
+        [["a", "n"], ["a", "ab"], ["aba", "n"], ["aba", "aba"]],
+    ),
     # at most two c (star-free, 3 letters)
-    "c2": (["0", "1", "2", "x"], ["a", "b", "c"], "0", ["0", "1", "2"],
-           [["0", "0", "1"], ["1", "1", "2"], ["2", "2", "x"], ["x", "x", "x"]]),
+    "c2": (
+        ["0", "1", "2", "x"],
+        ["a", "b", "c"],
+        "0",
+        ["0", "1", "2"],
+        [["0", "0", "1"], ["1", "1", "2"], ["2", "2", "x"], ["x", "x", "x"]],
+    ),
     # no bb and starts with a (star-free)
-    "nobb": (["s", "la", "lb", "x"], ["a", "b"], "s", ["la", "lb"],
-             [["la", "x"], ["la", "lb"], ["la", "x"], ["x", "x"]]),
+    "nobb": (
+        ["s", "la", "lb", "x"],
+        ["a", "b"],
+        "s",
+        ["la", "lb"],
+        [["la", "x"], ["la", "lb"], ["la", "x"], ["x", "x"]],
+    ),
     # number of a's mod 3 equals number of c's mod 2 (not star-free: groups C3 and C2), 6 states
-    "mod": ([f"{i}{j}" for i in range(3) for j in range(2)], ["a", "b", "c"], "00", ["00", "11"],
-            [[f"{(i + 1) % 3}{j}", f"{i}{j}", f"{i}{1 - j}"] for i in range(3) for j in range(2)]),
+    "mod": (
+        [f"{i}{j}" for i in range(3) for j in range(2)],
+        ["a", "b", "c"],
+        "00",
+        ["00", "11"],
+        [[f"{(i + 1) % 3}{j}", f"{i}{j}", f"{i}{1 - j}"] for i in range(3) for j in range(2)],
+    ),
     # a 10-state DFA drawn at random (3 letters)
     "rand10": None,
     # every c is eventually followed by an a: at every length only one suffix (b^k) leaves both labels possible
@@ -55,11 +76,19 @@ LANGS["rand10"] = _rand10()
 def lang(tmp_path):
     def make(name):
         states, alphabet, start, accept, rows = LANGS[name]
-        spec = {"states": states, "alphabet": alphabet, "start": start, "accept": accept,
-                "transitions": {s: dict(zip(alphabet, r, strict=True)) for s, r in zip(states, rows, strict=True)}}
+        spec = {
+            "states": states,
+            "alphabet": alphabet,
+            "start": start,
+            "accept": accept,
+            "transitions": {
+                s: dict(zip(alphabet, r, strict=True)) for s, r in zip(states, rows, strict=True)
+            },
+        }
         p = tmp_path / f"{name}.json"
         p.write_text(json.dumps(spec))
         return f"dfa:{p}", spec
+
     return make
 
 
@@ -108,7 +137,7 @@ def test_draw_matches_a_brute_force_count(lang, name, length):
     for w, p in prob.items():
         expected = n * p
         assert abs(drawn.get(w, 0) - expected) < 5 * np.sqrt(expected) + 2, (w, drawn.get(w, 0), expected)
-    assert all(w[length - k:] in qualifying for w in drawn)
+    assert all(w[length - k :] in qualifying for w in drawn)
     assert all(bool(y) == label[w] for w, y in zip(words, b.targets[:, -1], strict=True))
     assert abs(b.targets[:, -1].mean() - 0.5) <= 1 / n
 
@@ -188,8 +217,9 @@ def test_not_regular_and_not_measurable():
     assert "same label" in draws.unavailable(get_task("modcount:3"), "long", 30)
 
 
-@pytest.mark.parametrize("name", ["cycle:5", "group:S3", "group:S5/transpositions", "modarith:5", "evenpairs",
-                                  "parity:final"])
+@pytest.mark.parametrize(
+    "name", ["cycle:5", "group:S3", "group:S5/transpositions", "modarith:5", "evenpairs", "parity:final"]
+)
 def test_multiclass_suffix_leaves_every_label_possible(name):
     task = get_task(name)
     auto = task.automaton()
@@ -200,15 +230,27 @@ def test_multiclass_suffix_leaves_every_label_possible(name):
     assert counts[p.labels].max() - counts[p.labels].min() <= 1  # balanced over the labels of this length
     reach = np.flatnonzero(auto.reachable(length - p.suffix))
     for row in b.inputs[:50]:
-        ends = auto.apply(auto.symbol_index(row[length - p.suffix:]), reach)
+        ends = auto.apply(auto.symbol_index(row[length - p.suffix :]), reach)
         assert set(p.labels) <= set(auto.labels[ends])
     # the targets are the task's own: its label at every position, from the automaton of its draw
     states = auto.run(b.inputs)
     assert (auto.labels[states[:, -1]] == b.targets[:, -1]).all()
 
 
-REGULAR = ["tomita:3", "parity", "parity:final", "evenpairs", "evenpairs:every", "cycle:5", "cycle:5/every",
-           "modcount:3", "group:S3", "group:S5/transpositions", "group:C6/generators+identity", "modarith:5"]
+REGULAR = [
+    "tomita:3",
+    "parity",
+    "parity:final",
+    "evenpairs",
+    "evenpairs:every",
+    "cycle:5",
+    "cycle:5/every",
+    "modcount:3",
+    "group:S3",
+    "group:S5/transpositions",
+    "group:C6/generators+identity",
+    "modarith:5",
+]
 
 
 @pytest.mark.parametrize("name", REGULAR)
@@ -222,8 +264,12 @@ def test_automaton_is_the_tasks_own(name):
         assert (a.outputs[st] == b.targets).all()
         assert (a.labels[st[:, -1]] == b.targets[:, -1]).all()
     dist = a.label_distribution(30)
-    emp = np.bincount(t.sample_batch(np.random.default_rng(9), 20_000, 30).targets[:, -1],
-                      minlength=t.num_classes) / 20_000
+    emp = (
+        np.bincount(
+            t.sample_batch(np.random.default_rng(9), 20_000, 30).targets[:, -1], minlength=t.num_classes
+        )
+        / 20_000
+    )
     assert np.abs(dist - emp).max() < 0.015
 
 
@@ -245,7 +291,9 @@ def test_rejection_path_matches_the_brute_force_count(lang):
     assert p.rejection and p.reason is None
     prob, _, _ = brute(spec, length, default_suffix(length))
     n = 40_000
-    drawn = Counter("".join(spec["alphabet"][a] for a in row) for row in draw(auto, p, np.random.default_rng(5), n))
+    drawn = Counter(
+        "".join(spec["alphabet"][a] for a in row) for row in draw(auto, p, np.random.default_rng(5), n)
+    )
     assert set(drawn) <= set(prob)
     for w, q in prob.items():
         assert abs(drawn.get(w, 0) - n * q) < 5 * np.sqrt(n * q) + 2, w
@@ -266,7 +314,9 @@ def test_one_suffix_is_named(lang, cli):
     p = cli.start("sample", task_name, "--split", "long", "--length", "200", "--n", "1")
     out, err = p.communicate(timeout=120)
     assert p.returncode == 0 and "one suffix: only b^100" in " ".join((out + err).split())
-    m = evaluate(Constant(2, 0), task, EvalConfig(lengths=[200], batch_size=8, test_split="long", device="cpu"))[0]
+    m = evaluate(
+        Constant(2, 0), task, EvalConfig(lengths=[200], batch_size=8, test_split="long", device="cpu")
+    )[0]
     assert m.accuracy == 0.5 and "one suffix" in m.note
 
 
@@ -279,8 +329,13 @@ def test_nothing_left_to_decide_and_label_names(lang):
     assert "nothing is left before it to decide" in reason and "window" not in reason
     assert draws.unavailable(task, "long", 20) is None  # ceil(L/2): a draw
     assert "window" in draws.unavailable(get_task(lang("endsab")[0]), "long", 200)
-    even = {"states": ["e", "o"], "alphabet": ["a"], "start": "e", "accept": ["e"],
-            "transitions": {"e": {"a": "o"}, "o": {"a": "e"}}}
+    even = {
+        "states": ["e", "o"],
+        "alphabet": ["a"],
+        "start": "e",
+        "accept": ["e"],
+        "transitions": {"e": {"a": "o"}, "o": {"a": "e"}},
+    }
     assert get_task("group:S3").automaton().label_name(3) == "(1 2 3)"
     from statetrack.tasks.dfa import DFA, DFATask
 

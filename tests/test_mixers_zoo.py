@@ -1,5 +1,6 @@
 """Every registered mixer: declared properties checked against the actual transitions, and the step
 path, the training path and a chunked forward (state carried) agreeing in float64."""
+
 from __future__ import annotations
 
 import math
@@ -16,19 +17,53 @@ D_MODEL, D_STATE = 8, 4
 
 # every registered mixer with its defaults, plus the option variants that change the maths
 VARIANTS = list(MIXERS) + [
-    "mamba(neg=true)", "mamba(conv=0)", "s4d(init=inv)", "s4d(init=real)", "s4d(disc=bilinear)",
-    "deltanet(neg=true)", "deltanet(heads=2,chunk=0)", "deltanet(chunk=3)", "deltaproduct(neg=true)",
-    "deltaproduct(nh=3)", "deltaproduct(nh=3,neg=true,heads=2,chunk=2)", "aussm(conv=0)", "dcd(conv=0)",
-    "saussm(expand=1)", "transformer(pos=sinusoidal)", "transformer(pos=none,heads=2)", "transformer(pos=rope,heads=2)",
-    "mamba2(neg=true)", "mamba2(conv=0,headdim=4)", "mamba3(trap=false)", "mamba3(rope=false)", "mamba3(headdim=16)",
-    "mamba3(a_floor=0.0001)", "mamba3(data_angles=false)",
-    "gateddeltanet(neg=true)", "gateddeltanet(heads=2,chunk=0)", "gateddeltanet(chunk=3,conv=0)",
-    "rwkv7(heads=2)", "rwkv7(chunk=0)", "rwkv7(chunk=5)", "mlstm(heads=2)", "mlstm(chunk=0,conv=0)",
-    "mlstm(chunk=5)", "slstm(heads=2)", "slstm(conv=0)", "lru(r_min=0.1,max_phase=0.5)", "gla(heads=2)",
-    "gla(chunk=0)", "gla(chunk=7)",
-    "gateddeltaproduct(neg=true)", "gateddeltaproduct(nh=3,neg=true,heads=2,chunk=2)",
+    "mamba(neg=true)",
+    "mamba(conv=0)",
+    "s4d(init=inv)",
+    "s4d(init=real)",
+    "s4d(disc=bilinear)",
+    "deltanet(neg=true)",
+    "deltanet(heads=2,chunk=0)",
+    "deltanet(chunk=3)",
+    "deltaproduct(neg=true)",
+    "deltaproduct(nh=3)",
+    "deltaproduct(nh=3,neg=true,heads=2,chunk=2)",
+    "aussm(conv=0)",
+    "dcd(conv=0)",
+    "saussm(expand=1)",
+    "transformer(pos=sinusoidal)",
+    "transformer(pos=none,heads=2)",
+    "transformer(pos=rope,heads=2)",
+    "mamba2(neg=true)",
+    "mamba2(conv=0,headdim=4)",
+    "mamba3(trap=false)",
+    "mamba3(rope=false)",
+    "mamba3(headdim=16)",
+    "mamba3(a_floor=0.0001)",
+    "mamba3(data_angles=false)",
+    "gateddeltanet(neg=true)",
+    "gateddeltanet(heads=2,chunk=0)",
+    "gateddeltanet(chunk=3,conv=0)",
+    "rwkv7(heads=2)",
+    "rwkv7(chunk=0)",
+    "rwkv7(chunk=5)",
+    "mlstm(heads=2)",
+    "mlstm(chunk=0,conv=0)",
+    "mlstm(chunk=5)",
+    "slstm(heads=2)",
+    "slstm(conv=0)",
+    "lru(r_min=0.1,max_phase=0.5)",
+    "gla(heads=2)",
+    "gla(chunk=0)",
+    "gla(chunk=7)",
+    "gateddeltaproduct(neg=true)",
+    "gateddeltaproduct(nh=3,neg=true,heads=2,chunk=2)",
     "gateddeltaproduct(nh=1,chunk=0)",
-    "kda(neg=true)", "kda(heads=2,chunk=0)", "kda(chunk=3,conv=0)", "pdssm(rows=true)", "pdssm(chunk=0)",
+    "kda(neg=true)",
+    "kda(heads=2,chunk=0)",
+    "kda(chunk=3,conv=0)",
+    "pdssm(rows=true)",
+    "pdssm(chunk=0)",
     "pdssm(chunk=3,dict_size=2)",
 ]
 
@@ -78,8 +113,11 @@ def probed_transition(m, x_t, state) -> torch.Tensor:
     A e_j = h_new(e_j) - h_new(0). Returns (n, n) for batch element 0 (the conv buffer stays as given)."""
     h = _flat_state(state)
     zero = torch.zeros_like(h[:1])
-    base = _flat_state(m.step(x_t[:1], _with_state(tuple(s[:1] for s in state) if isinstance(state, tuple)
-                                                   else state[:1], zero))[1])
+    base = _flat_state(
+        m.step(
+            x_t[:1], _with_state(tuple(s[:1] for s in state) if isinstance(state, tuple) else state[:1], zero)
+        )[1]
+    )
     n = zero.numel()
     cols = []
     for j in range(n):
@@ -103,7 +141,10 @@ def test_declared_properties(spec):
     assert p.eigenvalues in DOMAINS and p.structure in STRUCTURES
     assert m.name in MIXERS
     torch.manual_seed(1)
-    x1, x2 = torch.randn(3, 9, D_MODEL, dtype=torch.float64), 3 * torch.randn(3, 9, D_MODEL, dtype=torch.float64)
+    x1, x2 = (
+        torch.randn(3, 9, D_MODEL, dtype=torch.float64),
+        3 * torch.randn(3, 9, D_MODEL, dtype=torch.float64),
+    )
     ev = m.eigenvalues(x1)
     if not p.linear:
         assert ev is None and p.eigenvalues == "n/a"
@@ -118,8 +159,9 @@ def test_declared_properties(spec):
         if p.input_dependent:
             # some pair of inputs must move A(x); a stabilised cell (mlstm) can keep a factor at exactly 1
             # over a whole sequence of moderate inputs, since its scale state absorbs the forget gate
-            assert not (torch.allclose(e1, e2) and torch.allclose(e1, e3)), \
+            assert not (torch.allclose(e1, e2) and torch.allclose(e1, e3)), (
                 "declared input-dependent but A(x) does not change with x"
+            )
         else:
             assert torch.allclose(e1, e2) and torch.allclose(e1, e1[:1, :1].expand_as(e1))
 
@@ -199,8 +241,15 @@ def test_a_class_must_keep_its_declared_options():
     from statetrack.layers.base import Mixer
 
     with pytest.raises(TypeError, match="declaration"):
-        type("Drifted", (Mixer,), {"name": "gla", "__module__": "statetrack.layers.gla",
-                                   "__init__": lambda self, d_model, d_state, heads=2, chunk=8: None})
+        type(
+            "Drifted",
+            (Mixer,),
+            {
+                "name": "gla",
+                "__module__": "statetrack.layers.gla",
+                "__init__": lambda self, d_model, d_state, heads=2, chunk=8: None,
+            },
+        )
 
 
 def test_models_table():
@@ -209,7 +258,15 @@ def test_models_table():
     need = {"aussm", "saussm", "dcd", "deltanet", "deltaproduct", "transformer", "mamba", "negmamba", "s4d"}
     assert need <= {r["name"] for r in rows}
     for r in rows:
-        assert set(r) >= {"name", "description", "input_dependent", "eigenvalues", "structure", "n_h", "options"}
+        assert set(r) >= {
+            "name",
+            "description",
+            "input_dependent",
+            "eigenvalues",
+            "structure",
+            "n_h",
+            "options",
+        }
         assert r["eigenvalues"] in DOMAINS and r["description"]
     by = {r["name"]: r for r in rows}
     assert by["deltaproduct"]["n_h"] == 2 and by["deltanet"]["n_h"] == 1
@@ -228,8 +285,14 @@ def test_neg_switch_domains():
     assert make("deltanet(neg=true)").properties.eigenvalues == "[-1,1]"
     assert make("mamba(neg=true)").properties.eigenvalues == "[-1,1]"
     # one notation for the [-1,1] forms: each reaches -1 only through float32 rounding, and says so
-    for spec in ("mamba(neg=true)", "mamba2(neg=true)", "deltanet(neg=true)", "gateddeltanet(neg=true)",
-                 "kda(neg=true)", "gateddeltaproduct(neg=true,nh=1)"):
+    for spec in (
+        "mamba(neg=true)",
+        "mamba2(neg=true)",
+        "deltanet(neg=true)",
+        "gateddeltanet(neg=true)",
+        "kda(neg=true)",
+        "gateddeltaproduct(neg=true,nh=1)",
+    ):
         p = make(spec).properties
         assert p.eigenvalues == "[-1,1]" and "rounding" in p.rounding and "-1" in p.rounding, spec
     # neg=true reaches below zero (beta > 1 happens for inputs with w^T x > 0)
@@ -245,7 +308,9 @@ def test_negmamba_reaches_minus_one():
     assert (ev.real == -1).any() and (ev.real >= -1).all()
 
 
-@pytest.mark.parametrize("spec", [v for v in VARIANTS if make(v).properties.linear and not make(v).properties.rounding])
+@pytest.mark.parametrize(
+    "spec", [v for v in VARIANTS if make(v).properties.linear and not make(v).properties.rounding]
+)
 def test_declared_exact_modulus_one_is_reached_in_float64(spec):
     """A linear mixer that declares no rounding reaches modulus 1 in exact arithmetic: in float64, with every
     weight moved off its init and moderate inputs, some eigenvalue has modulus 1 to 1e-12 (AUSSM's exp(i
@@ -285,8 +350,17 @@ def test_deltaproduct_neg_has_rotations():
     assert make("deltaproduct(neg=true)").properties.eigenvalues == "complex disc"
 
 
-@pytest.mark.parametrize("bad", ["deltanet(heads=3)", "transformer(pos=alibi)", "deltaproduct(nh=0)",
-                                 "aussm(neg=true)", "transformer(pos=rope,heads=8)", "saussm(conv=-1)"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "deltanet(heads=3)",
+        "transformer(pos=alibi)",
+        "deltaproduct(nh=0)",
+        "aussm(neg=true)",
+        "transformer(pos=rope,heads=8)",
+        "saussm(conv=-1)",
+    ],
+)
 def test_bad_options(bad):
     with pytest.raises(UserError):
         make(bad)
@@ -304,8 +378,11 @@ def test_model_with_zoo_layers():
     from statetrack.config import ModelConfig
     from statetrack.model import Model
 
-    cfg = ModelConfig(layers="aussm,deltanet(neg=true),transformer(pos=rope,heads=2),dcd,saussm,deltaproduct",
-                      d_model=8, d_state=4)
+    cfg = ModelConfig(
+        layers="aussm,deltanet(neg=true),transformer(pos=rope,heads=2),dcd,saussm,deltaproduct",
+        d_model=8,
+        d_state=4,
+    )
     model = Model(cfg, vocab_size=3, num_classes=2).double()
     tok = torch.randint(0, 3, (2, 11))
     logits, states = model(tok)
@@ -341,6 +418,7 @@ def test_options_are_the_keyword_arguments_of_init():
 
     assert Declared.options == {"k": 3}
     with pytest.raises(TypeError, match="not the keyword arguments"):
+
         class Wrong(Mixer):
             name = "wrong"
             options = {"k": 4}
@@ -349,8 +427,19 @@ def test_options_are_the_keyword_arguments_of_init():
                 super().__init__(d_model, d_state)
 
 
-FRONTIER = ("mamba2", "mamba3", "gateddeltanet", "rwkv7", "mlstm", "slstm", "lru", "gla", "pdssm", "gateddeltaproduct",
-            "kda")
+FRONTIER = (
+    "mamba2",
+    "mamba3",
+    "gateddeltanet",
+    "rwkv7",
+    "mlstm",
+    "slstm",
+    "lru",
+    "gla",
+    "pdssm",
+    "gateddeltaproduct",
+    "kda",
+)
 
 
 @pytest.mark.parametrize("name", FRONTIER)
@@ -362,14 +451,27 @@ def test_frontier_mixer_trains_on_parity_and_evaluates_to_10000(name):
     from statetrack.training.evaluation import evaluate
     from statetrack.training.loop import train
 
-    cfg = TrainConfig(task="parity", model=ModelConfig(layers=name, d_model=8, d_state=4), train_min_len=1,
-                      train_max_len=12, steps=60, batch_size=16, lr=0.01, eval_every=30, patience=10,
-                      val_sequences=32, seed=0, device="cpu")
+    cfg = TrainConfig(
+        task="parity",
+        model=ModelConfig(layers=name, d_model=8, d_state=4),
+        train_min_len=1,
+        train_max_len=12,
+        steps=60,
+        batch_size=16,
+        lr=0.01,
+        eval_every=30,
+        patience=10,
+        val_sequences=32,
+        seed=0,
+        device="cpu",
+    )
     result = train(cfg)
     curve = result.curve
     assert curve[-1].val_loss < curve[0].val_loss, (name, curve)
     (m,) = evaluate(result.model, get_task("parity"), EvalConfig(lengths=[10_000], batch_size=2, chunk=1000))
     # the state is carried from chunk to chunk: ten chunks score as one whole pass over the same sequences
-    (whole,) = evaluate(result.model, get_task("parity"), EvalConfig(lengths=[10_000], batch_size=2, chunk=10_000))
+    (whole,) = evaluate(
+        result.model, get_task("parity"), EvalConfig(lengths=[10_000], batch_size=2, chunk=10_000)
+    )
     assert (m.length, m.n_sequences, m.accuracy) == (10_000, whole.n_sequences, whole.accuracy), name
     assert m.token_accuracy == pytest.approx(whole.token_accuracy, abs=1e-3), name

@@ -1,5 +1,6 @@
 """docs/tutorial.ipynb: committed without outputs, and executed top to bottom in a fresh folder (slow:
 it trains two small models; nbclient and ipykernel are test requirements)."""
+
 import json
 import os
 import re
@@ -18,8 +19,15 @@ def test_notebook_is_committed_without_outputs():
     assert len(code) >= 6
     assert all(c["outputs"] == [] and c["execution_count"] is None for c in code)
     text = "\n".join("".join(c["source"]) for c in code)
-    for needle in ("run(", "oracle(", "counterexample(", "spectrum(", 'test_split="long"', "compare_runs(",
-                   "runs_figure("):
+    for needle in (
+        "run(",
+        "oracle(",
+        "counterexample(",
+        "spectrum(",
+        'test_split="long"',
+        "compare_runs(",
+        "runs_figure(",
+    ):
         assert needle in text, needle
 
 
@@ -33,12 +41,19 @@ def test_notebook_runs_top_to_bottom(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     nb = nbformat.read(tmp_path / NOTEBOOK.name, as_version=4)
-    nbclient.NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
-                            ).execute()
-    outputs = ["".join(o.get("text", "")) + json.dumps(o.get("data", {}))
-               for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    nbclient.NotebookClient(
+        nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    outputs = [
+        "".join(o.get("text", "")) + json.dumps(o.get("data", {}))
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+    ]
     text = "\n".join(outputs)
-    assert not any(o.get("output_type") == "error" for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert not any(
+        o.get("output_type") == "error" for c in nb.cells if c.cell_type == "code" for o in c.outputs
+    )
     assert re.search(r"mamba,s4d +impossible", text) and re.search(r"negmamba +possible", text)  # the oracle
     assert text.count('"image/png"') == 2  # the spectrum and the comparison figure, drawn inline
     assert "beyond the intervals" in text and (tmp_path / "runs" / "tutorial.db").is_file()

@@ -1,4 +1,5 @@
 """Scan engine: every fast form against its float64 step-by-step reference."""
+
 from __future__ import annotations
 
 import math
@@ -34,6 +35,7 @@ def rel_err(x, ref):
 
 
 # ---------------------------------------------------------------- diagonal scan
+
 
 @pytest.mark.parametrize("form", [scan_loop, scan_chunked, diag_scan])
 @pytest.mark.parametrize("kind", ["real", "circle"])
@@ -112,8 +114,11 @@ def test_diag_scan_gradcheck(dtype, T, chunked, monkeypatch):
 @pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
 def test_diag_scan_gradgradcheck(dtype):
     torch.manual_seed(3)
-    ins = [(0.9 * torch.randn(2, 5, 3, dtype=dtype)).requires_grad_(), torch.randn(2, 5, 3, dtype=dtype,
-           requires_grad=True), torch.randn(2, 3, dtype=dtype, requires_grad=True)]
+    ins = [
+        (0.9 * torch.randn(2, 5, 3, dtype=dtype)).requires_grad_(),
+        torch.randn(2, 5, 3, dtype=dtype, requires_grad=True),
+        torch.randn(2, 3, dtype=dtype, requires_grad=True),
+    ]
     assert torch.autograd.gradgradcheck(diag_scan, ins)
 
 
@@ -137,7 +142,7 @@ def test_diag_scan_streamed_in_chunks_into_one_buffer(S):
     ref = diag_scan_ref(a, b)
     buf, h, got = None, None, []
     for i in range(0, T, C):
-        ac, bc = a[:, i:i + C], b[:, i:i + C]
+        ac, bc = a[:, i : i + C], b[:, i : i + C]
         if buf is None or buf.shape != ac.shape:
             buf = torch.empty_like(ac)
         diag_scan(ac, bc, h, out=buf)
@@ -233,6 +238,7 @@ def test_mamba_scan_gradients_float32_agree_with_reference():
 
 # ---------------------------------------------------------------- delta rule
 
+
 def _delta_inputs(B, T, H, dk, dv, kind, dtype=torch.float32, seed=0):
     g = torch.Generator().manual_seed(seed)
     q = F.normalize(torch.randn(B, T, H, dk, generator=g), dim=-1)
@@ -316,6 +322,7 @@ def test_deltaproduct_interleave_is_product_of_householders():
 
 
 # ---------------------------------------------------------------- causal conv
+
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_causal_conv_matches_conv1d(dtype):

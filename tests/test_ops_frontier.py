@@ -1,6 +1,7 @@
 """The recurrences of Mamba-2, Mamba-3, Gated DeltaNet, RWKV-7, GLA, mLSTM and sLSTM: every fast form
 against its float64 step-by-step reference, forward and gradients; float32 over long sequences; and,
 where flash-linear-attention is installed, against fla's own PyTorch references."""
+
 from __future__ import annotations
 
 import pytest
@@ -31,15 +32,19 @@ def rel_err(x, ref):
 
 
 def grads(outs, weights, ins):
-    loss = sum((o * w).sum() if not o.is_complex() else (torch.view_as_real(o) * w).sum()
-               for o, w in zip(outs, weights, strict=True))
+    loss = sum(
+        (o * w).sum() if not o.is_complex() else (torch.view_as_real(o) * w).sum()
+        for o, w in zip(outs, weights, strict=True)
+    )
     return torch.autograd.grad(loss, [x for x in ins if x is not None and x.requires_grad])
 
 
 def weights_like(outs, seed=5):
     g = torch.Generator().manual_seed(seed)
-    return [torch.randn(torch.view_as_real(o).shape if o.is_complex() else o.shape, generator=g, dtype=D64)
-            for o in outs]
+    return [
+        torch.randn(torch.view_as_real(o).shape if o.is_complex() else o.shape, generator=g, dtype=D64)
+        for o in outs
+    ]
 
 
 def dplr_inputs(B=2, T=37, H=2, dk=5, dv=3, per_channel=True, low_rank=True, dtype=D64, seed=0):
@@ -53,6 +58,7 @@ def dplr_inputs(B=2, T=37, H=2, dk=5, dv=3, per_channel=True, low_rank=True, dty
 
 
 # ---------------------------------------------------------------- diagonal plus low rank
+
 
 @pytest.mark.parametrize("per_channel", [True, False])
 @pytest.mark.parametrize("low_rank", [True, False])
@@ -123,11 +129,19 @@ def test_dplr_strong_decay_stays_finite():
 
 # ---------------------------------------------------------------- mLSTM, sLSTM
 
+
 def mlstm_inputs(B=2, T=37, H=2, dk=5, dv=3, scale=3.0, dtype=D64, seed=3):
     g = torch.Generator().manual_seed(seed)
     r = lambda *s: torch.randn(*s, generator=g, dtype=dtype)  # noqa: E731
     state = (r(B, H, dk, dv), r(B, H, dk), r(B, H))
-    return r(B, T, H, dk), r(B, T, H, dk), r(B, T, H, dv), scale * r(B, T, H), F.logsigmoid(scale * r(B, T, H)), state
+    return (
+        r(B, T, H, dk),
+        r(B, T, H, dk),
+        r(B, T, H, dv),
+        scale * r(B, T, H),
+        F.logsigmoid(scale * r(B, T, H)),
+        state,
+    )
 
 
 @pytest.mark.parametrize("chunk", [1, 4, 16, 64])
@@ -168,11 +182,13 @@ def test_slstm_loop_float32_and_gradcheck():
     R = 0.5 * torch.randn(4, 2, 3, 3, generator=g, dtype=D64)
     h, _ = slstm_recurrent(w.float(), R.float())
     assert rel_err(h, slstm_ref(w, R)[0]) < 1e-5
-    assert torch.autograd.gradcheck(lambda w_, R_: slstm_recurrent(w_, R_)[0],
-                                    (w[:, :6].requires_grad_(), R.requires_grad_()))
+    assert torch.autograd.gradcheck(
+        lambda w_, R_: slstm_recurrent(w_, R_)[0], (w[:, :6].requires_grad_(), R.requires_grad_())
+    )
 
 
 # ---------------------------------------------------------------- Mamba-2, Mamba-3
+
 
 @pytest.mark.parametrize("neg", [False, True])
 def test_ssd_scan_matches_reference_forward_and_gradients(neg):
@@ -196,8 +212,15 @@ def mamba3_inputs(B=2, T=29, H=2, P=3, N2=3, dtype=D64, seed=6):
     g = torch.Generator().manual_seed(seed)
     r = lambda *s: torch.randn(*s, generator=g, dtype=dtype)  # noqa: E731
     c = lambda *s: torch.complex(r(*s), r(*s))  # noqa: E731
-    ins = (-F.softplus(r(B, T, H)), r(B, T, H, N2), r(B, T, H, P), c(B, T, H, N2), c(B, T, H, N2),
-           torch.rand(B, T, H, generator=g, dtype=dtype), torch.rand(B, T, H, generator=g, dtype=dtype))
+    ins = (
+        -F.softplus(r(B, T, H)),
+        r(B, T, H, N2),
+        r(B, T, H, P),
+        c(B, T, H, N2),
+        c(B, T, H, N2),
+        torch.rand(B, T, H, generator=g, dtype=dtype),
+        torch.rand(B, T, H, generator=g, dtype=dtype),
+    )
     return ins, (c(B, H, P, N2), c(B, H, P, N2))
 
 
@@ -227,6 +250,7 @@ def test_mamba3_pure_rotation_float32_long():
 
 # ---------------------------------------------------------------- against flash-linear-attention's references
 
+
 def _fla():
     if not dispatch.installed("fla"):
         pytest.skip("flash-linear-attention (fla-core) is not installed")
@@ -242,8 +266,9 @@ def test_gated_delta_rule_matches_fla_naive():
     k = F.normalize(torch.randn(B, T, H, dk, generator=g), dim=-1)
     beta, gate = 2 * torch.rand(B, T, H, generator=g), -torch.rand(B, T, H, generator=g)
     S0 = torch.randn(B, H, dk, dv, generator=g)
-    o_fla, S_fla = naive_recurrent_gated_delta_rule(q, k, v, beta, gate, scale=1.0, initial_state=S0,
-                                                    output_final_state=True)
+    o_fla, S_fla = naive_recurrent_gated_delta_rule(
+        q, k, v, beta, gate, scale=1.0, initial_state=S0, output_final_state=True
+    )
     o, S = gated_delta_rule(q, k, v, beta, gate, S0)
     assert rel_err(o, o_fla.double()) < 1e-5 and rel_err(S, S_fla.double()) < 1e-5
 
@@ -257,22 +282,28 @@ def test_dplr_and_gla_match_fla_naive():
     dk = q.shape[-1]
     hf = lambda x: x.transpose(1, 2)  # noqa: E731  fla's dplr reference is head-first
     o_fla, S_fla = dplr_recurrence(hf(q), hf(k), hf(v), hf(a), hf(b), hf(log_w), initial_state=S0)
-    o, S = dplr_chunked(q * dk ** -0.5, k, v, a, b, log_w, S0)
+    o, S = dplr_chunked(q * dk**-0.5, k, v, a, b, log_w, S0)
     assert rel_err(o, hf(o_fla)) < 1e-5 and rel_err(S, S_fla) < 1e-5
     o_fla, S_fla = naive_recurrent_gla(q, k, v, log_w, initial_state=S0, output_final_state=True)
-    o, S = gla_rule(q * dk ** -0.5, k, v, log_w, S0)
+    o, S = gla_rule(q * dk**-0.5, k, v, log_w, S0)
     assert rel_err(o, o_fla) < 1e-5 and rel_err(S, S_fla) < 1e-5
 
 
 # ---------------------------------------------------------------- PD-SSM, Gated DeltaProduct, KDA
 
+
 def pd_inputs(B=2, T=37, N=5, dtype=torch.complex128, seed=0, unit=False):
     g = torch.Generator().manual_seed(seed)
     idx = torch.randint(0, N, (B, T, N), generator=g)
-    mod = torch.ones(B, T, N, dtype=torch.float64) if unit else torch.rand(B, T, N, generator=g, dtype=torch.float64)
+    mod = (
+        torch.ones(B, T, N, dtype=torch.float64)
+        if unit
+        else torch.rand(B, T, N, generator=g, dtype=torch.float64)
+    )
     d = torch.polar(mod, 6.3 * torch.rand(B, T, N, generator=g, dtype=torch.float64)).to(dtype)
-    b = torch.randn(B, T, N, generator=g, dtype=torch.float64) + 1j * torch.randn(B, T, N, generator=g,
-                                                                                   dtype=torch.float64)
+    b = torch.randn(B, T, N, generator=g, dtype=torch.float64) + 1j * torch.randn(
+        B, T, N, generator=g, dtype=torch.float64
+    )
     h0 = torch.randn(B, N, generator=g, dtype=torch.float64) * (1 + 0j)
     return idx, d, b.to(dtype), h0.to(dtype)
 
@@ -318,7 +349,9 @@ def test_pd_scan_keeps_one_hot_states_exactly_float32(rows):
 
     B, T, N = 3, 10_000, 6
     g = torch.Generator().manual_seed(4)
-    idx = (torch.rand(B, T, N, generator=g).argsort(-1) if rows else torch.randint(0, N, (B, T, N), generator=g))
+    idx = (
+        torch.rand(B, T, N, generator=g).argsort(-1) if rows else torch.randint(0, N, (B, T, N), generator=g)
+    )
     d = torch.ones(idx.shape, dtype=torch.complex64)
     h0 = torch.zeros(B, N, dtype=torch.complex64)
     h0[:, 2] = 1
@@ -338,7 +371,9 @@ def _gdp_naive(q, k, v, beta, g, S0):
         S = S * torch.exp(g[:, t])[..., None, None]
         for j in range(k.shape[2]):
             kj, vj, bj = k[:, t, j], v[:, t, j], beta[:, t, j]
-            S = S + bj[..., None, None] * kj[..., None] * (vj - torch.einsum("bhk,bhkv->bhv", kj, S)).unsqueeze(-2)
+            S = S + bj[..., None, None] * kj[..., None] * (
+                vj - torch.einsum("bhk,bhkv->bhv", kj, S)
+            ).unsqueeze(-2)
         out.append(torch.einsum("bhk,bhkv->bhv", q[:, t], S))
     return torch.stack(out, 1), S
 
@@ -380,8 +415,10 @@ def kda_inputs(B=2, T=29, H=2, dk=5, dv=3, dtype=D64, seed=1):
     g = torch.Generator().manual_seed(seed)
     r = lambda *s: torch.randn(*s, generator=g, dtype=dtype)  # noqa: E731
     q, k = F.normalize(r(B, T, H, dk), dim=-1), F.normalize(r(B, T, H, dk), dim=-1)
-    beta, log_w = 2 * torch.rand(B, T, H, generator=g, dtype=dtype), -2 * torch.rand(B, T, H, dk, generator=g,
-                                                                                       dtype=dtype)
+    beta, log_w = (
+        2 * torch.rand(B, T, H, generator=g, dtype=dtype),
+        -2 * torch.rand(B, T, H, dk, generator=g, dtype=dtype),
+    )
     return q, k, r(B, T, H, dv), beta, log_w, r(B, H, dk, dv)
 
 
@@ -424,13 +461,24 @@ def test_gated_delta_product_and_kda_match_fla_naive():
     q, k, v, beta, g, S0 = (x.float() for x in gdp_inputs())
     B, T, nh, H, dk = k.shape
     flat = lambda x: x.reshape(B, T * nh, *x.shape[3:])  # noqa: E731
-    o_fla, S_fla = naive_recurrent_gated_delta_product(q, flat(k), flat(v), g, flat(beta), 1.0, None,
-                                                       initial_state=S0, output_final_state=True,
-                                                       num_householder=nh)
+    o_fla, S_fla = naive_recurrent_gated_delta_product(
+        q,
+        flat(k),
+        flat(v),
+        g,
+        flat(beta),
+        1.0,
+        None,
+        initial_state=S0,
+        output_final_state=True,
+        num_householder=nh,
+    )
     o, S = gated_delta_product(q, k, v, beta, g, S0, neg=True)
     assert rel_err(o, o_fla.double()) < 1e-5 and rel_err(S, S_fla.double()) < 1e-5
     q, k, v, beta, log_w, S0 = (x.float() for x in kda_inputs())
-    o_fla, S_fla = naive_recurrent_kda(q, k, v, log_w, beta, scale=1.0, initial_state=S0, output_final_state=True)
+    o_fla, S_fla = naive_recurrent_kda(
+        q, k, v, log_w, beta, scale=1.0, initial_state=S0, output_final_state=True
+    )
     o, S = kda_rule(q, k, v, beta, log_w, S0, neg=True)
     assert rel_err(o, o_fla.double()) < 1e-5 and rel_err(S, S_fla.double()) < 1e-5
 
@@ -446,6 +494,7 @@ def _fake_fla(monkeypatch, calls):
         def wrapped(*args, **kw):
             calls.append((name, args[0].dtype, torch.is_grad_enabled()))
             return fn(*args, **kw)
+
         return wrapped
 
     def gdr(q, k, v, g, beta, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel):
@@ -456,12 +505,20 @@ def _fake_fla(monkeypatch, calls):
     def gdr_recurrent(q, k, v, g, beta, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel):
         return gdr(q, k, v, g, beta, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel)
 
-    def gdp(q, k, v, g, beta, num_householder, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel):
+    def gdp(
+        q, k, v, g, beta, num_householder, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel
+    ):
         assert scale == 1.0 and output_final_state and not use_qk_l2norm_in_kernel
         B, TN, H, _ = k.shape
         n = num_householder
-        o, S = _gdp_naive(q, k.reshape(B, TN // n, n, H, -1), v.reshape(B, TN // n, n, H, -1),
-                          beta.reshape(B, TN // n, n, H), g, initial_state)
+        o, S = _gdp_naive(
+            q,
+            k.reshape(B, TN // n, n, H, -1),
+            v.reshape(B, TN // n, n, H, -1),
+            beta.reshape(B, TN // n, n, H),
+            g,
+            initial_state,
+        )
         return o.float(), S.float()
 
     def kda(q, k, v, g, beta, scale, initial_state, output_final_state):
@@ -469,13 +526,21 @@ def _fake_fla(monkeypatch, calls):
         o, S = _kda_naive(q, k, v, beta, g, initial_state)
         return o.float(), S.float()
 
-    mods = {"fla": {}, "fla.ops": {},
-            "fla.ops.gated_delta_rule": {"chunk_gated_delta_rule": kernel("chunk_gated_delta_rule", gdr),
-                                         "fused_recurrent_gated_delta_rule":
-                                             kernel("fused_recurrent_gated_delta_rule", gdr_recurrent)},
-            "fla.ops.gated_delta_product": {"chunk_gated_delta_product": kernel("chunk_gated_delta_product", gdp)},
-            "fla.ops.kda": {"chunk_kda": kernel("chunk_kda", kda),
-                            "fused_recurrent_kda": kernel("fused_recurrent_kda", kda)}}
+    mods = {
+        "fla": {},
+        "fla.ops": {},
+        "fla.ops.gated_delta_rule": {
+            "chunk_gated_delta_rule": kernel("chunk_gated_delta_rule", gdr),
+            "fused_recurrent_gated_delta_rule": kernel("fused_recurrent_gated_delta_rule", gdr_recurrent),
+        },
+        "fla.ops.gated_delta_product": {
+            "chunk_gated_delta_product": kernel("chunk_gated_delta_product", gdp)
+        },
+        "fla.ops.kda": {
+            "chunk_kda": kernel("chunk_kda", kda),
+            "fused_recurrent_kda": kernel("fused_recurrent_kda", kda),
+        },
+    }
     for name, fns in mods.items():
         m = types.ModuleType(name)
         m.__dict__.update(fns)
@@ -495,8 +560,10 @@ def test_fla_dispatch_of_gated_delta_product_and_kda(monkeypatch, neg, grad):
     calls: list = []
     _fake_fla(monkeypatch, calls)
     scale = 1.0 if neg else 0.5
-    for op, inputs, naive, beta_at in ((gated_delta_product, gdp_inputs, _gdp_naive, 3),
-                                       (kda_rule, kda_inputs, _kda_naive, 3)):
+    for op, inputs, naive, beta_at in (
+        (gated_delta_product, gdp_inputs, _gdp_naive, 3),
+        (kda_rule, kda_inputs, _kda_naive, 3),
+    ):
         ins = [x.float() for x in inputs()]
         ins[beta_at] = ins[beta_at] * scale  # beta in [0, 1] unless neg
         if grad:
@@ -510,13 +577,19 @@ def test_fla_dispatch_of_gated_delta_product_and_kda(monkeypatch, neg, grad):
             assert calls == [], "training with neg=true must run the PyTorch form"
             tol = 1e-5
         elif neg:
-            assert [c[0] for c in calls] == [{gated_delta_product: "fused_recurrent_gated_delta_rule",
-                                              kda_rule: "fused_recurrent_kda"}[op]]
+            assert [c[0] for c in calls] == [
+                {gated_delta_product: "fused_recurrent_gated_delta_rule", kda_rule: "fused_recurrent_kda"}[op]
+            ]
             assert calls[0][1] == torch.float32
             tol = 1e-5
         else:
-            assert [c[0] for c in calls] == [{gated_delta_product: "chunk_gated_delta_product",
-                                              kda_rule: "chunk_kda"}[op]]
+            assert [c[0] for c in calls] == [
+                {gated_delta_product: "chunk_gated_delta_product", kda_rule: "chunk_kda"}[op]
+            ]
             assert calls[0][1] == torch.bfloat16
             tol = 3e-2
-        assert rel_err(o.detach(), ref[0]) < tol and rel_err(S.detach(), ref[1]) < tol, (op.__name__, neg, grad)
+        assert rel_err(o.detach(), ref[0]) < tol and rel_err(S.detach(), ref[1]) < tol, (
+            op.__name__,
+            neg,
+            grad,
+        )

@@ -1,6 +1,7 @@
 """Output that fits: tables within COLUMNS (piped too, 80 without it), no value cut (every word of every
 value, as --json gives it, is printed whole); progress as one log line per validation without a
 terminal."""
+
 import json
 import textwrap
 
@@ -15,7 +16,8 @@ from statetrack.cli.output import Col, pieces, print_table, show, wrap
 def db(tmp_path_factory):
     d = tmp_path_factory.mktemp("out")
     study = d / "study.yaml"
-    study.write_text(textwrap.dedent("""
+    study.write_text(
+        textwrap.dedent("""
         name: a-study-with-a-rather-long-name-2026
         title: t
         source: test
@@ -25,12 +27,34 @@ def db(tmp_path_factory):
           - {label: "Negative Mamba [-1,1] (trained on 1-40)", model: {layers: "negmamba(conv=0),negmamba(conv=0)",
              d_model: 2, d_state: 2}, train_lengths: [1, 40]}
         scales: {quick: {seeds: 1, steps: 5, eval_batch: 4, test_lengths: [40]}}
-    """))
+    """)
+    )
     db = str(d / "runs.db")
     assert main(["sweep", str(study), "--db", db, "--workers", "1"]) == 0
-    assert main(["train", "--layers", "rnn", "--d-model", "2", "--steps", "5", "--eval-every", "5",
-                 "--test-lengths", "8", "--eval-batch", "4", "--label", "a label with, commas and spaces",
-                 "--db", db]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--layers",
+                "rnn",
+                "--d-model",
+                "2",
+                "--steps",
+                "5",
+                "--eval-every",
+                "5",
+                "--test-lengths",
+                "8",
+                "--eval-batch",
+                "4",
+                "--label",
+                "a label with, commas and spaces",
+                "--db",
+                db,
+            ]
+        )
+        == 0
+    )
     return db
 
 
@@ -86,9 +110,19 @@ def test_fits_and_nothing_cut(db, capsys, monkeypatch, case, columns):
 
 def test_columns_wider_than_the_terminal_are_folded_or_dropped(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "40")
-    rows = [{"a": "alpha", "b": "a long text that wraps at spaces, and, commas", "c": "x" * 12, "d": "optional"}]
-    print_table("t", [Col("a", lambda r: r["a"]), Col("b", lambda r: r["b"]), Col("c", lambda r: r["c"]),
-                      Col("d", lambda r: r["d"], optional=True)], rows)
+    rows = [
+        {"a": "alpha", "b": "a long text that wraps at spaces, and, commas", "c": "x" * 12, "d": "optional"}
+    ]
+    print_table(
+        "t",
+        [
+            Col("a", lambda r: r["a"]),
+            Col("b", lambda r: r["b"]),
+            Col("c", lambda r: r["c"]),
+            Col("d", lambda r: r["d"], optional=True),
+        ],
+        rows,
+    )
     out = capsys.readouterr().out
     assert all(cell_len(l.rstrip()) <= 40 for l in out.splitlines())
     assert "x" * 12 in out and "(not shown, too wide for 40 columns: d;" in out
@@ -106,21 +140,44 @@ def test_wrap_never_cuts():
 
 
 def test_progress_lines_without_a_terminal(tmp_path, capsys):
-    assert main(["train", "--layers", "rnn", "--d-model", "2", "--steps", "30", "--eval-every", "10",
-                 "--test-lengths", "8,16", "--eval-batch", "4", "--db", str(tmp_path / "p.db")]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--layers",
+                "rnn",
+                "--d-model",
+                "2",
+                "--steps",
+                "30",
+                "--eval-every",
+                "10",
+                "--test-lengths",
+                "8,16",
+                "--eval-batch",
+                "4",
+                "--db",
+                str(tmp_path / "p.db"),
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err.splitlines()
     steps = [l for l in err if " step " in l]
     # step 0: the starting weights are validated before any training step (no training loss yet)
     assert [l.split(" step ")[1].split()[0] for l in steps] == ["0/30", "10/30", "20/30", "30/30"]
     assert "val acc " in steps[0] and "loss " not in steps[0]
     for l in steps[1:]:
-        assert l.startswith("train rnn on parity: step ") and all(w in l for w in ("loss ", "val acc ", "%",
-                                                                                    "elapsed ", "ETA "))
+        assert l.startswith("train rnn on parity: step ") and all(
+            w in l for w in ("loss ", "val acc ", "%", "elapsed ", "ETA ")
+        )
     assert len([l for l in err if "test length" in l]) == 2
 
 
 def test_sweep_progress_lines(tmp_path, rnn_study, capsys):
-    assert main(["sweep", rnn_study(seeds=2, steps=10), "--db", str(tmp_path / "s.db"), "--workers", "2"]) == 0
+    assert (
+        main(["sweep", rnn_study(seeds=2, steps=10), "--db", str(tmp_path / "s.db"), "--workers", "2"]) == 0
+    )
     err = capsys.readouterr().err.splitlines()
     done = [l for l in err if " done: " in l]
     assert sorted(l.split(" done: ")[0] for l in done) == ["s (quick): run 1/2", "s (quick): run 2/2"]

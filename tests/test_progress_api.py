@@ -1,4 +1,5 @@
 """The Python API reports progress as the command line does: log lines by default, a callback, or none."""
+
 import logging
 import subprocess
 import sys
@@ -7,8 +8,15 @@ import textwrap
 from statetrack import ModelConfig, TrainConfig, train
 from statetrack.reproduce import sweep
 
-CFG = TrainConfig(task="parity", model=ModelConfig(layers="rnn", d_model=2, d_state=4), steps=20, eval_every=10,
-                  batch_size=8, val_sequences=16, device="cpu")
+CFG = TrainConfig(
+    task="parity",
+    model=ModelConfig(layers="rnn", d_model=2, d_state=4),
+    steps=20,
+    eval_every=10,
+    batch_size=8,
+    val_sequences=16,
+    device="cpu",
+)
 STUDY = textwrap.dedent("""
     name: tiny-progress
     title: tiny
@@ -46,15 +54,19 @@ def test_sweep_logs_each_finished_run(tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="statetrack"):
         sweep(str(tmp_path / "s.yaml"), db=str(tmp_path / "r.db"))
     done = [r.getMessage() for r in caplog.records if "done:" in r.getMessage()]
-    assert len(done) == 2 and done[0].startswith("tiny-progress (quick): run 1/2 done: RNN / parity lr 0.01 seed 0")
+    assert len(done) == 2 and done[0].startswith(
+        "tiny-progress (quick): run 1/2 done: RNN / parity lr 0.01 seed 0"
+    )
     events = []
     sweep(str(tmp_path / "s.yaml"), db=str(tmp_path / "r.db"), progress=events.append)  # reused: 2 events
     assert [e["event"] for e in events] == ["run done", "run done"] and all(e["reused"] for e in events)
 
 
 def test_a_plain_script_prints_progress_on_stderr():
-    code = ("from statetrack import ModelConfig, TrainConfig, train\n"
-            "train(TrainConfig(task='parity', model=ModelConfig(layers='rnn', d_model=2, d_state=4), steps=10,"
-            " eval_every=5, batch_size=8, val_sequences=16, device='cpu'))\n")
+    code = (
+        "from statetrack import ModelConfig, TrainConfig, train\n"
+        "train(TrainConfig(task='parity', model=ModelConfig(layers='rnn', d_model=2, d_state=4), steps=10,"
+        " eval_every=5, batch_size=8, val_sequences=16, device='cpu'))\n"
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert p.stdout == "" and p.stderr.count("train rnn on parity: step ") == 3, p.stderr

@@ -3,6 +3,7 @@ for a second node with its own resources), through ``--executor ray --address``:
 one database; the second node is stopped (SIGKILL of all its processes, as a crashed machine) while runs
 are on it. Those runs are recorded failed with the reason, never lost or duplicated; the sweep run again
 re-runs them, and every run of the grid is complete exactly once. No process outlives the test."""
+
 import contextlib
 import json
 import os
@@ -36,13 +37,23 @@ class Node:
 
     def __init__(self, args: list[str], log: Path):
         ray = str(Path(sys.executable).with_name("ray"))
-        ports = ["--node-manager-port", "--object-manager-port", "--dashboard-agent-listen-port",
-                 "--dashboard-agent-grpc-port", "--metrics-export-port", "--runtime-env-agent-port"]
+        ports = [
+            "--node-manager-port",
+            "--object-manager-port",
+            "--dashboard-agent-listen-port",
+            "--dashboard-agent-grpc-port",
+            "--metrics-export-port",
+            "--runtime-env-agent-port",
+        ]
         args += [x for p in ports for x in (p, str(_free_port()))]
         self.log = open(log, "w")  # noqa: SIM115 (open while the node runs, closed by stop())
-        self.proc = subprocess.Popen([ray, "start", "--block", "--disable-usage-stats", "--object-store-memory",
-                                      str(80 << 20), *args], env={**os.environ, **RAY_ENV}, stdout=self.log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [ray, "start", "--block", "--disable-usage-stats", "--object-store-memory", str(80 << 20), *args],
+            env={**os.environ, **RAY_ENV},
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def processes(self) -> list[tuple[int, str]]:
         return live_processes(sid=self.proc.pid)
@@ -74,13 +85,32 @@ def cluster():
     port = _free_port()
     nodes = []
     try:
-        nodes.append(Node(["--head", "--port", str(port), "--num-cpus", "1", "--temp-dir", str(tmp),
-                           "--include-dashboard", "false", "--ray-client-server-port", str(_free_port())],
-                          tmp / "head.log"))
+        nodes.append(
+            Node(
+                [
+                    "--head",
+                    "--port",
+                    str(port),
+                    "--num-cpus",
+                    "1",
+                    "--temp-dir",
+                    str(tmp),
+                    "--include-dashboard",
+                    "false",
+                    "--ray-client-server-port",
+                    str(_free_port()),
+                ],
+                tmp / "head.log",
+            )
+        )
         address = f"127.0.0.1:{port}"
         _wait_for_nodes(address, 1, tmp / "head.log")
-        nodes.append(Node(["--address", address, "--num-cpus", "2", "--resources", json.dumps({"second": 2})],
-                          tmp / "second.log"))
+        nodes.append(
+            Node(
+                ["--address", address, "--num-cpus", "2", "--resources", json.dumps({"second": 2})],
+                tmp / "second.log",
+            )
+        )
         _wait_for_nodes(address, 2, tmp / "second.log")
         yield address, nodes[0], nodes[1]
     finally:
@@ -92,12 +122,19 @@ def cluster():
 
 
 def _wait_for_nodes(address: str, n: int, log: Path, timeout: float = 120) -> None:
-    code = ("import ray, sys; ray.init(address=sys.argv[1], log_to_driver=False); "
-            "print(sum(x['Alive'] for x in ray.nodes()))")
+    code = (
+        "import ray, sys; ray.init(address=sys.argv[1], log_to_driver=False); "
+        "print(sum(x['Alive'] for x in ray.nodes()))"
+    )
     t0 = time.time()
     while time.time() - t0 < timeout:
-        r = subprocess.run([sys.executable, "-c", code, address], env={**os.environ, **RAY_ENV},
-                           capture_output=True, text=True, timeout=120)
+        r = subprocess.run(
+            [sys.executable, "-c", code, address],
+            env={**os.environ, **RAY_ENV},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         if r.returncode == 0 and r.stdout.strip().splitlines()[-1] == str(n):
             return
         time.sleep(1)
@@ -117,10 +154,14 @@ def test_a_sweep_on_two_nodes_loses_the_second_one(tmp_path, cli, grid8, cluster
     db, path = str(tmp_path / "r.db"), grid8(600)
     env = {**RAY_ENV, "OMP_NUM_THREADS": "1"}
     t0 = time.time()
-    p = cli.start("sweep", path, "--db", db, "--executor", "ray", "--address", address, "--workers", 3, env=env)
+    p = cli.start(
+        "sweep", path, "--db", db, "--executor", "ray", "--address", address, "--workers", 3, env=env
+    )
 
     def on_second():
-        return [pid for pid, name in second.processes() if name.startswith("ray::_ray_pay")]  # comm: 15 characters
+        return [
+            pid for pid, name in second.processes() if name.startswith("ray::_ray_pay")
+        ]  # comm: 15 characters
 
     while len(on_second()) < 2:  # both of the second node's CPUs run a run of the sweep
         assert p.poll() is None, p.communicate()
@@ -133,8 +174,10 @@ def test_a_sweep_on_two_nodes_loses_the_second_one(tmp_path, cli, grid8, cluster
     wall = time.time() - t0
     rows = _rows(db)
     failed = [r for r in rows if r[2] == "failed"]
-    print(f"\ntwo-node sweep: wall {wall:.1f} s, node stopped after {t_kill - t0:.1f} s; exit {p.returncode}; "
-          f"rows {[(r[0], r[2], (r[3] or '')[:90]) for r in rows]}")
+    print(
+        f"\ntwo-node sweep: wall {wall:.1f} s, node stopped after {t_kill - t0:.1f} s; exit {p.returncode}; "
+        f"rows {[(r[0], r[2], (r[3] or '')[:90]) for r in rows]}"
+    )
     assert p.returncode == 1 and "Traceback" not in err, err  # some runs failed: exit 1, no traceback
     assert "2 failed" in " ".join(out.split()), out
     assert len(failed) == 2 and all("node" in r[3] and "dead" in r[3] for r in failed), rows
@@ -144,7 +187,9 @@ def test_a_sweep_on_two_nodes_loses_the_second_one(tmp_path, cli, grid8, cluster
     assert len({r[4] for r in rows}) == 1  # one owner wrote every row: the driver
 
     # the same sweep again, on what is left of the cluster: the failed runs are re-run, the rest reused
-    again = cli.start("sweep", path, "--db", db, "--executor", "ray", "--address", address, "--workers", 1, env=env)
+    again = cli.start(
+        "sweep", path, "--db", db, "--executor", "ray", "--address", address, "--workers", 1, env=env
+    )
     out, err = again.communicate(timeout=600)
     assert again.returncode == 0, err
     assert "2 run now, 6 reused" in " ".join(out.split()), out

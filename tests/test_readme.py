@@ -3,6 +3,7 @@ block of the README from top to bottom in one shell (the ``make`` block aside), 
 (slow: several minutes on 2 cores). Each command's wall time is written to STATETRACK_README_TIMES when set;
 the times the README states are those of bench/readme_times.py, which runs the same way (a fast test checks
 that each stated time is its measurement)."""
+
 import json
 import os
 import re
@@ -67,7 +68,9 @@ def test_readme_runs_as_written(tmp_path):
         times.unlink(missing_ok=True)
         t0 = time.time()
         p = subprocess.run(["bash", "-c", script], cwd=clone, env=env, capture_output=True, text=True)
-        assert p.returncode == 0, f"{what} failed (exit {p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
+        assert p.returncode == 0, (
+            f"{what} failed (exit {p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
+        )
         if times.exists():
             record.extend((what, k, wall, cpu) for k, wall, cpu in timings(times.read_text()))
         else:
@@ -83,8 +86,13 @@ def test_readme_runs_as_written(tmp_path):
     out = run(instrumented(cmds, tmp_path / "times.tsv"), "bash")
     assert "impossible (T4)" in out and "identical metrics" in out
     # the config example learns what the README says: S3 tracked at 16 and 64 (chance 16.7%)
-    p = subprocess.run([str(clone / ".venv/bin/statetrack"), "runs", "show", "s3", "--json"], cwd=clone, env=env,
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [str(clone / ".venv/bin/statetrack"), "runs", "show", "s3", "--json"],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     s3 = {m["length"]: m["accuracy"] for m in json.loads(p.stdout)["metrics"]}
     assert s3[16] >= 0.9 and s3[64] >= 0.9, s3
     assert (clone / "spectrum.png").is_file() and (clone / "runs/reports/index.html").is_file()
@@ -92,8 +100,9 @@ def test_readme_runs_as_written(tmp_path):
     assert len(python) == 1
     (clone / "readme_api.py").write_text(python[0])
     t0 = time.time()
-    p = subprocess.run([str(clone / ".venv/bin/python"), "readme_api.py"], cwd=clone, env=env,
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [str(clone / ".venv/bin/python"), "readme_api.py"], cwd=clone, env=env, capture_output=True, text=True
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     record.append(("python block", 0, time.time() - t0, float("nan")))
     assert "possible P3 S3 has derived length 2" in p.stdout

@@ -1,6 +1,7 @@
 """docs/reliability.md links each promise and each fault to the tests that hold it: every test it names
 exists. A name is ``tests/FILE.py::TEST``, or ``::TEST`` after such a file in the same paragraph or
 table row."""
+
 import ast
 import re
 from pathlib import Path
@@ -25,8 +26,13 @@ def named_tests(text: str) -> list[tuple[str | None, str | None]]:
 
 def test_named_tests_parse_rows_and_paragraphs():
     text = "| a | `tests/x.py::t1`, `::t2` |\n| b | `::t3` |\n\nSee `tests/y.py`,\n`::t4`."
-    assert named_tests(text) == [("tests/x.py", "t1"), ("tests/x.py", "t2"), (None, "t3"),
-                                 ("tests/y.py", None), ("tests/y.py", "t4")]
+    assert named_tests(text) == [
+        ("tests/x.py", "t1"),
+        ("tests/x.py", "t2"),
+        (None, "t3"),
+        ("tests/y.py", None),
+        ("tests/y.py", "t4"),
+    ]
 
 
 def _tests_in(path: Path) -> set[str]:
@@ -36,6 +42,9 @@ def _tests_in(path: Path) -> set[str]:
 def test_every_test_the_reliability_doc_names_exists():
     named = named_tests(DOC.read_text())
     assert len(named) > 50  # the doc's tables and paragraphs were read
-    missing = [f"{file}::{test}" for file, test in named
-               if file is None or not (ROOT / file).is_file() or (test and test not in _tests_in(ROOT / file))]
+    missing = [
+        f"{file}::{test}"
+        for file, test in named
+        if file is None or not (ROOT / file).is_file() or (test and test not in _tests_in(ROOT / file))
+    ]
     assert not missing, f"docs/reliability.md names tests that do not exist: {missing}"

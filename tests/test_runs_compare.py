@@ -1,5 +1,6 @@
 """Any stored runs side by side (runs compare), in one figure (plot), as one table (runs export); a rerun's
 label of its own, and a label that names several runs said so."""
+
 import csv
 import io
 import json
@@ -13,8 +14,16 @@ from statetrack.runs.store import Store
 
 
 def _cfg(layers: str, steps: int, lr: float = 0.03):
-    return TrainConfig(task="parity", model=ModelConfig(layers=layers, d_model=2, d_state=8, norm="none"),
-                       steps=steps, lr=lr, batch_size=32, eval_every=20, val_sequences=64, device="cpu")
+    return TrainConfig(
+        task="parity",
+        model=ModelConfig(layers=layers, d_model=2, d_state=8, norm="none"),
+        steps=steps,
+        lr=lr,
+        batch_size=32,
+        eval_every=20,
+        val_sequences=64,
+        device="cpu",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +77,9 @@ def test_plot(runs, tmp_path, capsys, suffix):
         labels = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
         assert sum(lab.startswith("run ") for lab in labels) == 3 and "chance (per length)" in labels
         assert "band: 95% interval" in labels
-        drawn = {ln.get_label() for ax in fig.axes for ln in ax.get_lines() if not ln.get_label().startswith("_")}
+        drawn = {
+            ln.get_label() for ax in fig.axes for ln in ax.get_lines() if not ln.get_label().startswith("_")
+        }
         assert drawn <= set(labels)
     finally:
         close(fig)
@@ -93,14 +104,22 @@ def test_export_csv_and_parquet(runs, tmp_path, capsys, monkeypatch):
         import pyarrow.parquet as pq
     except ImportError:
         # one clear line, nothing written
-        assert main(["runs", "export", "--format", "parquet", "--out", str(tmp_path / "r.parquet"), "--db", db]) == 2
+        assert (
+            main(["runs", "export", "--format", "parquet", "--out", str(tmp_path / "r.parquet"), "--db", db])
+            == 2
+        )
         err = capsys.readouterr().err
         assert "needs pyarrow" in err and err.count("\n") == 1 and not (tmp_path / "r.parquet").exists()
     else:
-        assert main(["runs", "export", "--format", "parquet", "--out", str(tmp_path / "r.parquet"), "--db", db]) == 0
+        assert (
+            main(["runs", "export", "--format", "parquet", "--out", str(tmp_path / "r.parquet"), "--db", db])
+            == 0
+        )
         assert pq.read_table(tmp_path / "r.parquet").num_rows == 6
     monkeypatch.setitem(__import__("sys").modules, "pyarrow", None)  # as where it is not installed
-    assert main(["runs", "export", "--format", "parquet", "--out", str(tmp_path / "n.parquet"), "--db", db]) == 2
+    assert (
+        main(["runs", "export", "--format", "parquet", "--out", str(tmp_path / "n.parquet"), "--db", db]) == 2
+    )
     assert "needs pyarrow" in capsys.readouterr().err and not (tmp_path / "n.parquet").exists()
 
 

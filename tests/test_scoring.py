@@ -1,6 +1,7 @@
 """Scoring: chance per length from the labels scored, Wilson intervals, lengths that are not scored,
 the metrics table's in-place migration, and a constant answer scoring no better than chance on every
 registered task family."""
+
 from __future__ import annotations
 
 import json
@@ -59,8 +60,12 @@ class Constant(torch.nn.Module):
 def test_wilson_known_values():
     # Newcombe (1998), Statistics in Medicine 17:857, Table I, method 3 (score interval without
     # continuity correction)
-    for (k, n), (lo, hi) in {(81, 263): (0.2553, 0.3662), (15, 148): (0.0624, 0.1605),
-                             (0, 20): (0.0, 0.1611), (1, 29): (0.0061, 0.1718)}.items():
+    for (k, n), (lo, hi) in {
+        (81, 263): (0.2553, 0.3662),
+        (15, 148): (0.0624, 0.1605),
+        (0, 20): (0.0, 0.1611),
+        (1, 29): (0.0061, 0.1718),
+    }.items():
         got = wilson(k, n)
         assert got[0] == pytest.approx(lo, abs=5e-5) and got[1] == pytest.approx(hi, abs=5e-5)
     assert wilson(10, 10)[1] == 1.0 and wilson(0, 0) == (0.0, 1.0)
@@ -70,8 +75,20 @@ def test_wilson_known_values():
 def test_metrics_fill_in_the_interval():
     m = LengthMetrics(100, 0.5, 0.5, 0.0, 0.0, 0.5, 100)
     assert (m.accuracy_low, m.accuracy_high) == pytest.approx(wilson(50, 100))
-    assert LengthMetrics.from_row({"length": 5, "accuracy": 1.0, "token_accuracy": 1.0, "sequence_accuracy": 1.0,
-                                   "scaled_accuracy": 1.0, "chance": 0.5, "n_sequences": 64}).accuracy_low > 0.94
+    assert (
+        LengthMetrics.from_row(
+            {
+                "length": 5,
+                "accuracy": 1.0,
+                "token_accuracy": 1.0,
+                "sequence_accuracy": 1.0,
+                "scaled_accuracy": 1.0,
+                "chance": 0.5,
+                "n_sequences": 64,
+            }
+        ).accuracy_low
+        > 0.94
+    )
 
 
 def test_uncertain_judgement():
@@ -79,8 +96,9 @@ def test_uncertain_judgement():
     assert not uncertain_judgement(sure)
     assert uncertain_judgement(sure + [LengthMetrics(1000, 0.91, 1, 1, 1, 0.5, 256)])
     # beyond the first failing length nothing is read
-    assert not uncertain_judgement(sure + [LengthMetrics(1000, 0.5, 1, 1, 0, 0.5, 256),
-                                           LengthMetrics(2000, 0.91, 1, 1, 0, 0.5, 256)])
+    assert not uncertain_judgement(
+        sure + [LengthMetrics(1000, 0.5, 1, 1, 0, 0.5, 256), LengthMetrics(2000, 0.91, 1, 1, 0, 0.5, 256)]
+    )
     na = LengthMetrics(7, None, None, None, None, None, 0, note="no accepted string of length 7")
     assert longest_generalized(sure + [na]) == 100
 
@@ -90,7 +108,9 @@ def _family_tasks(tmp_path) -> list[str]:
     dfa.write_text(json.dumps(PARITY_DFA))
     out = []
     for family in FAMILIES:
-        if family == "lm":  # a corpus, scored by evaluate_run: test_lm.py::test_a_constant_answer_scores_chance
+        if (
+            family == "lm"
+        ):  # a corpus, scored by evaluate_run: test_lm.py::test_a_constant_answer_scores_chance
             continue
         names = [n.replace("{tmp}", str(dfa)) for n in EXAMPLES.get(family, [family])]
         for n in names:
@@ -144,7 +164,9 @@ def test_chance_is_measured_per_length():
     m = evaluate(Constant(2, 1), task, EvalConfig(lengths=[8, 9, 100], batch_size=100))
     assert m[0].chance == 0.5 and m[0].accuracy == 0.5 and m[0].scaled_accuracy == 0.0
     assert m[1].accuracy is None and m[1].note == "no accepted string of length 9" and m[1].n_sequences == 0
-    assert 0.5 < m[2].token_majority < 1  # prefix labels are not balanced: the batch's majority over positions
+    assert (
+        0.5 < m[2].token_majority < 1
+    )  # prefix labels are not balanced: the batch's majority over positions
 
 
 def test_per_length_chance_from_an_imbalanced_draw():
@@ -187,12 +209,21 @@ def test_store_migrates_a_version_1_file(tmp_path):
     m = LengthMetrics.from_row(rows[0])
     assert (m.accuracy_low, m.accuracy_high) == pytest.approx(wilson(96, 128))
     rid = store.start_run({"model": {"layers": "rnn"}, "task": "tomita:2", "seed": 0})
-    store.finish_run(rid, [m, LengthMetrics(7, None, None, None, None, None, 0, note="no accepted string of length 7")],
-                     None, 1.0, {})
+    store.finish_run(
+        rid,
+        [m, LengthMetrics(7, None, None, None, None, None, 0, note="no accepted string of length 7")],
+        None,
+        1.0,
+        {},
+    )
     back = {r["length"]: r for r in store.metrics(rid)}
-    assert back[7]["note"] == "no accepted string of length 7" and back[16]["accuracy_high"] == m.accuracy_high
+    assert (
+        back[7]["note"] == "no accepted string of length 7" and back[16]["accuracy_high"] == m.accuracy_high
+    )
     con = sqlite3.connect(db)
-    assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+    assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(
+        SCHEMA_VERSION
+    )
     con.close()
     Store(db)  # opening a migrated file again changes nothing
 
@@ -200,11 +231,22 @@ def test_store_migrates_a_version_1_file(tmp_path):
 def test_json_rows_carry_interval_and_note():
     from statetrack.runs.records import length_rows
 
-    rows = length_rows({"run_id": 1}, [LengthMetrics(8, 1.0, 1, 1, 1, 0.5, 64),
-                                       LengthMetrics(9, None, None, None, None, None, 0, note="n/a"),
-                                       {"length": 10, "accuracy": 1.0, "token_accuracy": 1.0,  # an old row
-                                        "sequence_accuracy": 1.0, "scaled_accuracy": 1.0, "chance": 0.5,
-                                        "n_sequences": 64}])
+    rows = length_rows(
+        {"run_id": 1},
+        [
+            LengthMetrics(8, 1.0, 1, 1, 1, 0.5, 64),
+            LengthMetrics(9, None, None, None, None, None, 0, note="n/a"),
+            {
+                "length": 10,
+                "accuracy": 1.0,
+                "token_accuracy": 1.0,  # an old row
+                "sequence_accuracy": 1.0,
+                "scaled_accuracy": 1.0,
+                "chance": 0.5,
+                "n_sequences": 64,
+            },
+        ],
+    )
     assert rows[0]["accuracy_high"] == 1.0 and rows[0]["accuracy_low"] > 0.94
     assert rows[1]["accuracy"] is None and rows[1]["note"] == "n/a" and rows[1]["accuracy_low"] is None
     assert rows[2]["accuracy_low"] == rows[0]["accuracy_low"] and rows[2]["note"] is None
@@ -219,8 +261,14 @@ def test_report_marks_judgements_an_interval_could_change(tmp_path):
 
     na = "no accepted string of length 11"
     empty = LengthMetrics(11, None, None, None, None, None, 0, note=na)
-    metrics = {"A": [LengthMetrics(10, 1.0, 1, 1, 1, 0.5, 128), empty, LengthMetrics(100, 0.93, 1, 1, 0.86, 0.5, 128)],
-               "B": [LengthMetrics(10, 1.0, 1, 1, 1, 0.5, 128), empty, LengthMetrics(100, 0.5, 1, 1, 0, 0.5, 128)]}
+    metrics = {
+        "A": [
+            LengthMetrics(10, 1.0, 1, 1, 1, 0.5, 128),
+            empty,
+            LengthMetrics(100, 0.93, 1, 1, 0.86, 0.5, 128),
+        ],
+        "B": [LengthMetrics(10, 1.0, 1, 1, 1, 0.5, 128), empty, LengthMetrics(100, 0.5, 1, 1, 0, 0.5, 128)],
+    }
     for kind in ("longest", "per_length"):
         p = tmp_path / f"{kind}.yaml"
         p.write_text(f"""
@@ -238,9 +286,19 @@ scales:
   quick: {{seeds: 1, steps: 1, test_lengths: [10, 11, 100]}}
 """)
         study = load_study(str(p))
-        results = [(j, RunResult(i, "complete", metrics[j.label], {"longest_90": 100 if j.label == "A" else 10,
-                                                                     "best_val_accuracy": 1.0}, None))
-                   for i, j in enumerate(study.cells("quick"))]
+        results = [
+            (
+                j,
+                RunResult(
+                    i,
+                    "complete",
+                    metrics[j.label],
+                    {"longest_90": 100 if j.label == "A" else 10, "best_val_accuracy": 1.0},
+                    None,
+                ),
+            )
+            for i, j in enumerate(study.cells("quick"))
+        ]
         t = study_tables(study, results, "quick")[0]
         a, b = t.rows
         if kind == "longest":
@@ -282,10 +340,21 @@ def test_test_sets_of_two_lengths_are_independent(tmp_path):
     from statetrack.tasks import sample_json
 
     dfa = tmp_path / "lastc.json"
-    dfa.write_text(json.dumps({"states": ["N", "C", "B"], "alphabet": ["a", "b", "c"], "start": "N",
-                               "accept": ["N", "C"], "transitions": {
-                                   "N": {"a": "N", "b": "N", "c": "C"}, "C": {"a": "C", "b": "B", "c": "C"},
-                                   "B": {"a": "B", "b": "B", "c": "C"}}}))
+    dfa.write_text(
+        json.dumps(
+            {
+                "states": ["N", "C", "B"],
+                "alphabet": ["a", "b", "c"],
+                "start": "N",
+                "accept": ["N", "C"],
+                "transitions": {
+                    "N": {"a": "N", "b": "N", "c": "C"},
+                    "C": {"a": "C", "b": "B", "c": "C"},
+                    "B": {"a": "B", "b": "B", "c": "C"},
+                },
+            }
+        )
+    )
     task = get_task(f"dfa:{dfa}")
     seed = EvalConfig().seed
     short = draws.batch(task, "long", draws.test_rng(seed, "long", 61), 200, 61).inputs[:, 30:]

@@ -1,5 +1,6 @@
 """Ctrl-C and SIGTERM stop the whole job: the runs they stop are recorded ``interrupted``, no run starts
 after them, and the command exits 130 (SIGINT) or 143 (SIGTERM) within seconds, without a traceback."""
+
 import os
 import signal
 import sqlite3
@@ -12,8 +13,25 @@ from statetrack.reproduce import sweep
 from statetrack.runs.store import Store
 
 # never stops early (patience): a run that ended before the signal arrived would exit 0
-LONG = ["--layers", "rnn", "--d-model", "2", "--d-state", "4", "--steps", "100000", "--eval-every", "20",
-        "--patience", "100000", "--test-lengths", "8", "--eval-batch", "8"]
+LONG = [
+    "--layers",
+    "rnn",
+    "--d-model",
+    "2",
+    "--d-state",
+    "4",
+    "--steps",
+    "100000",
+    "--eval-every",
+    "20",
+    "--patience",
+    "100000",
+    "--test-lengths",
+    "8",
+    "--eval-batch",
+    "8",
+]
+
 
 def _rows(db):
     con = sqlite3.connect(db)
@@ -34,18 +52,23 @@ def test_a_signal_during_train_records_the_run_interrupted(tmp_path, cli, sig, c
     p.send_signal(sig)
     out, err = p.communicate(timeout=60)
     assert p.returncode == code and time.time() - t < 10
-    assert err.splitlines()[-1] == f"interrupted by {signal.Signals(sig).name}" and "Traceback" not in err, err
+    assert err.splitlines()[-1] == f"interrupted by {signal.Signals(sig).name}" and "Traceback" not in err, (
+        err
+    )
     [(_, status, error, _)] = _rows(db)
     assert (status, error) == ("interrupted", f"interrupted by {signal.Signals(sig).name}")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig, to_group, workers", [
-    (signal.SIGINT, True, 2),    # Ctrl-C in a terminal: the whole process group, workers included
-    (signal.SIGTERM, False, 2),  # kill PID: the parent only, which tells its workers
-    (signal.SIGTERM, False, 1),  # runs in the sweep's own process
-    (signal.SIGHUP, True, 2),    # the terminal closed: it used to leave the sweep's claims behind
-])
+@pytest.mark.parametrize(
+    "sig, to_group, workers",
+    [
+        (signal.SIGINT, True, 2),  # Ctrl-C in a terminal: the whole process group, workers included
+        (signal.SIGTERM, False, 2),  # kill PID: the parent only, which tells its workers
+        (signal.SIGTERM, False, 1),  # runs in the sweep's own process
+        (signal.SIGHUP, True, 2),  # the terminal closed: it used to leave the sweep's claims behind
+    ],
+)
 def test_a_signal_stops_the_whole_sweep(tmp_path, cli, grid8, sig, to_group, workers):
     db = str(tmp_path / "r.db")
     p = cli.start("sweep", grid8(100000), "--db", db, "--workers", workers, start_new_session=True)
@@ -119,8 +142,12 @@ def test_workers_die_with_a_sweep_killed_with_sigkill(tmp_path, cli, grid8):
     assert again.returncode == 0, err
     con = sqlite3.connect(db)
     try:
-        assert con.execute("SELECT COUNT(*) FROM claims").fetchone()[0] == 0  # no claim of the dead sweep left
-        per_key = con.execute("SELECT key, COUNT(*) FROM runs WHERE status='complete' GROUP BY key").fetchall()
+        assert (
+            con.execute("SELECT COUNT(*) FROM claims").fetchone()[0] == 0
+        )  # no claim of the dead sweep left
+        per_key = con.execute(
+            "SELECT key, COUNT(*) FROM runs WHERE status='complete' GROUP BY key"
+        ).fetchall()
         assert len(per_key) == 8 and all(n == 1 for _, n in per_key)
         assert con.execute("SELECT COUNT(*) FROM runs WHERE status='running'").fetchone()[0] == 0
     finally:

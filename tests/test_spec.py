@@ -13,8 +13,24 @@ def test_parse_simple_and_repeat():
     assert format_layers(layers) == "mamba(conv=0,neg=true),s4d(init=inv),s4d(init=inv)"
 
 
-@pytest.mark.parametrize("bad", ["", " ", ",", "mamba,", "mamba((", "mamba(conv)", "mamba(=1)", "1abc",
-                                 "mamba*0", "mamba*65", "mamba)", "ma mba(x=1", "mamba(a=(1))"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "",
+        " ",
+        ",",
+        "mamba,",
+        "mamba((",
+        "mamba(conv)",
+        "mamba(=1)",
+        "1abc",
+        "mamba*0",
+        "mamba*65",
+        "mamba)",
+        "ma mba(x=1",
+        "mamba(a=(1))",
+    ],
+)
 def test_malformed(bad):
     with pytest.raises(UserError) as e:
         parse_layers(bad)

@@ -1,5 +1,6 @@
 """The commands a newcomer runs first import no heavy package they do not compute with (the times are
 measured by bench/startup.py, not here)."""
+
 import re
 import subprocess
 import sys
@@ -27,8 +28,12 @@ LIGHT = {
 
 
 def imported(argv) -> set[str]:
-    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "statetrack.cli", *argv],
-                       capture_output=True, text=True, env={**ENV, "COLUMNS": "100"})
+    p = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "statetrack.cli", *argv],
+        capture_output=True,
+        text=True,
+        env={**ENV, "COLUMNS": "100"},
+    )
     assert p.returncode == 0, p.stderr[-2000:]
     return {m.group(1).split(".")[0] for m in re.finditer(r"^import time:.*\|\s*(\S+)$", p.stderr, re.M)}
 
@@ -39,8 +44,10 @@ def test_light_commands_import_no_heavy_package(argv):
 
 
 def test_package_import_is_light():
-    code = ("import statetrack, sys; print(statetrack.__version__); "
-            "print(sorted(m for m in ('torch', 'numpy') if m in sys.modules))")
+    code = (
+        "import statetrack, sys; print(statetrack.__version__); "
+        "print(sorted(m for m in ('torch', 'numpy') if m in sys.modules))"
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=ENV)
     assert p.stdout.splitlines()[1] == "[]"
     code = "from statetrack import train, get_task, ModelConfig; print(train.__module__)"

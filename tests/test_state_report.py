@@ -1,6 +1,7 @@
 """A study's report on the long-range draw and the failure horizons, beside its tables: the same cells on
 the long-range draw (n/a with the reason where a task has none), the horizons per model and task, and
 the per-run intervals on the long-range draw; the main table and its published numbers unchanged."""
+
 from __future__ import annotations
 
 import csv
@@ -36,17 +37,31 @@ scales:
 
 
 def _dfa(tmp_path, name, states, alphabet, start, accept, rows):
-    spec = {"states": states, "alphabet": alphabet, "start": start, "accept": accept,
-            "transitions": {s: dict(zip(alphabet, r, strict=True)) for s, r in zip(states, rows, strict=True)}}
+    spec = {
+        "states": states,
+        "alphabet": alphabet,
+        "start": start,
+        "accept": accept,
+        "transitions": {s: dict(zip(alphabet, r, strict=True)) for s, r in zip(states, rows, strict=True)},
+    }
     p = tmp_path / f"{name}.json"
     p.write_text(json.dumps(spec))
     return str(p)
 
 
 def test_report_has_long_range_and_horizon_tables(tmp_path, db):
-    aba = _dfa(tmp_path, "aba", ["n", "a", "ab", "aba"], ["a", "b"], "n", ["aba"],
-               [["a", "n"], ["a", "ab"], ["aba", "n"], ["aba", "aba"]])
-    ends = _dfa(tmp_path, "ends", ["x", "a", "ab"], ["a", "b"], "x", ["ab"], [["a", "x"], ["a", "ab"], ["a", "x"]])
+    aba = _dfa(
+        tmp_path,
+        "aba",
+        ["n", "a", "ab", "aba"],
+        ["a", "b"],
+        "n",
+        ["aba"],
+        [["a", "n"], ["a", "ab"], ["aba", "n"], ["aba", "aba"]],
+    )
+    ends = _dfa(
+        tmp_path, "ends", ["x", "a", "ab"], ["a", "b"], "x", ["ab"], [["a", "x"], ["a", "ab"], ["a", "x"]]
+    )
     path = tmp_path / "s.yaml"
     path.write_text(STUDY.replace("ABA", aba).replace("ENDS", ends))
     assert main(["sweep", str(path), "--db", db, "--workers", "1"]) == 0
@@ -66,12 +81,18 @@ def test_report_has_long_range_and_horizon_tables(tmp_path, db):
     assert h["ends ab"] == "n/a" and h["brackets"] == "n/a"  # a window language; not regular
     horizon = [r.summary["horizons"]["horizon"] for j, r in rep.results if j.column == "aba"]
     assert len(horizon) == 2 and all(x is None or 1 <= x <= 20 for x in horizon)
-    assert h["aba"].split()[0] in {">=20"} | {f"{x:g}" for x in range(1, 21)} | {f"{x + 0.5:g}" for x in range(1, 21)}
+    assert h["aba"].split()[0] in {">=20"} | {f"{x:g}" for x in range(1, 21)} | {
+        f"{x + 0.5:g}" for x in range(1, 21)
+    }
     md = (out / "tiny-long.md").read_text()
     assert "on the long-range draw" in md and "failure horizons" in md
     assert "## Accuracy of every run on the long-range draw, with 95% intervals" in md
     # the CSV writes every horizon as a number, with capped flagging a lower bound ('>=N' in the table)
-    rows = [r for r in csv.DictReader(io.StringIO((out / "tiny-long.csv").read_text())) if r["table"] == "main-horizon"]
+    rows = [
+        r
+        for r in csv.DictReader(io.StringIO((out / "tiny-long.csv").read_text()))
+        if r["table"] == "main-horizon"
+    ]
     by = {r["column"]: r for r in rows}
     for col in ("aba", "parity"):
         assert float(by[col]["selected"]) > 0 and int(by[col]["seeds"]) == 2

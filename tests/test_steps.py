@@ -1,5 +1,6 @@
 """The training step: the device form (no host reads; what CUDA runs, with or without graphs) computes
 what the eager CPU form computes; a non-finite loss is found at its step; batches and chunk sizes."""
+
 import copy
 
 import numpy as np
@@ -16,8 +17,16 @@ CPU = torch.device("cpu")
 
 
 def _cfg(layers="negmamba(conv=0)", **kw):
-    return TrainConfig(task="parity", model=ModelConfig(layers=layers, d_model=8, d_state=4), train_min_len=2,
-                       train_max_len=9, steps=30, batch_size=8, lr=0.01, **kw)
+    return TrainConfig(
+        task="parity",
+        model=ModelConfig(layers=layers, d_model=8, d_state=4),
+        train_min_len=2,
+        train_max_len=9,
+        steps=30,
+        batch_size=8,
+        lr=0.01,
+        **kw,
+    )
 
 
 @pytest.mark.parametrize("layers", ["negmamba(conv=0)", "deltanet(neg=true)", "aussm"])
@@ -38,7 +47,10 @@ def test_device_step_computes_the_eager_step(layers):
             assert rb.loss == pytest.approx(ra.loss, rel=1e-5)
             assert rb.total > 0
     assert dev.lr() == pytest.approx(eager.lr())
-    assert max(float((p - q).detach().abs().max()) for p, q in zip(a.parameters(), b.parameters(), strict=True)) < 1e-5
+    assert (
+        max(float((p - q).detach().abs().max()) for p, q in zip(a.parameters(), b.parameters(), strict=True))
+        < 1e-5
+    )
 
 
 @pytest.mark.parametrize("scored", ["all", "some", "last"])
@@ -76,7 +88,9 @@ def test_the_masked_loss_is_the_mean_over_scored_positions_and_reads_nothing_bac
     assert float(got) == pytest.approx(float(torch.nn.functional.cross_entropy(logits[m], y[m])), rel=1e-6)
     assert float(masked_loss(logits, y, torch.zeros_like(m))) == 0.0  # nothing scored: no NaN
     every = torch.ones_like(m)  # every position scored: exactly the plain mean
-    assert torch.equal(masked_loss(logits, y, every), torch.nn.functional.cross_entropy(logits[every], y[every]))
+    assert torch.equal(
+        masked_loss(logits, y, every), torch.nn.functional.cross_entropy(logits[every], y[every])
+    )
     # its gradient is that of the mean over the selected positions, exactly
     la, lb = logits.clone().requires_grad_(), logits.clone().requires_grad_()
     masked_loss(la, y, m).backward()

@@ -18,7 +18,7 @@ def test_run_lifecycle(db):
     s = Store(db)
     rid = s.start_run(_cfg().model_dump(), study="x", label="y", key="k")
     assert s.run(rid)["status"] == "running"
-    s.finish_run(rid, [LengthMetrics(16, 1, 1, 1, 1, .5, 4)], "ck", 1.5, {"a": 1}, [{"step": 1, "v": 2}])
+    s.finish_run(rid, [LengthMetrics(16, 1, 1, 1, 1, 0.5, 4)], "ck", 1.5, {"a": 1}, [{"step": 1, "v": 2}])
     r = s.run(rid)
     assert r["status"] == "complete" and r["config"]["model"]["layers"] == "mamba,s4d"
     assert r["versions"]["torch"] == torch.__version__
@@ -65,13 +65,13 @@ def test_checkpoint_roundtrip_and_bad_files(tmp_path):
 def test_full_database_loses_one_transaction_only(db, monkeypatch):
     s = Store(db)
     rid = s.start_run(_cfg().model_dump())
-    s.finish_run(rid, [LengthMetrics(16, 1, 1, 1, 1, .5, 4)], "ck", 1.0, {})
+    s.finish_run(rid, [LengthMetrics(16, 1, 1, 1, 1, 0.5, 4)], "ck", 1.0, {})
     other = s.start_run(_cfg().model_dump())
     pages = sqlite3.connect(db).execute("PRAGMA page_count").fetchone()[0]
     monkeypatch.setattr(Store, "max_pages", pages)  # the disk is now full
     big = [{"step": i, "pad": "x" * 4000} for i in range(200)]
     with pytest.raises(UserError, match="rolled back"):
-        s.finish_run(other, [LengthMetrics(n, 1, 1, 1, 1, .5, 4) for n in range(20, 60)], "ck", 1.0, {}, big)
+        s.finish_run(other, [LengthMetrics(n, 1, 1, 1, 1, 0.5, 4) for n in range(20, 60)], "ck", 1.0, {}, big)
     monkeypatch.undo()
     assert [m["length"] for m in s.metrics(rid)] == [16] and s.curve(rid) == []
     assert s.run(rid)["status"] == "complete"
@@ -107,8 +107,12 @@ def test_concurrent_creation_is_safe(tmp_path):
 
     path = tmp_path / "race.db"
     package = str(Path(statetrack.__file__).parent)
-    procs = [subprocess.Popen([sys.executable, "-c", _CREATE_AND_WRITE, package, str(path)], stderr=subprocess.PIPE)
-             for _ in range(8)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CREATE_AND_WRITE, package, str(path)], stderr=subprocess.PIPE
+        )
+        for _ in range(8)
+    ]
     errors = [p.communicate(timeout=120)[1].decode() for p in procs]
     assert [p.returncode for p in procs] == [0] * 8, errors
     with Store(path).transaction() as c:
@@ -116,8 +120,22 @@ def test_concurrent_creation_is_safe(tmp_path):
 
 
 # -- a checkpoint belongs to one run -----------------------------------------------------------------
-TRAIN = ["train", "--d-model", "2", "--d-state", "4", "--steps", "10", "--eval-every", "5", "--test-lengths", "8",
-         "--eval-batch", "8", "--json"]
+TRAIN = [
+    "train",
+    "--d-model",
+    "2",
+    "--d-state",
+    "4",
+    "--steps",
+    "10",
+    "--eval-every",
+    "5",
+    "--test-lengths",
+    "8",
+    "--eval-batch",
+    "8",
+    "--json",
+]
 
 
 def test_two_databases_in_one_folder_keep_their_own_checkpoints(tmp_path):
@@ -134,7 +152,12 @@ def test_two_databases_in_one_folder_keep_their_own_checkpoints(tmp_path):
     assert load_checkpoint(rb["checkpoint"])[1].model.layers == "lstm"
     for store, r in ((Store(a), ra), (Store(b), rb)):
         assert sha256_file(r["checkpoint"]) == r["checkpoint_sha256"] and store.checkpoint_problem(r) is None
-    assert sorted(p.name for p in (tmp_path / "x").iterdir()) == ["a.checkpoints", "a.db", "b.checkpoints", "b.db"]
+    assert sorted(p.name for p in (tmp_path / "x").iterdir()) == [
+        "a.checkpoints",
+        "a.db",
+        "b.checkpoints",
+        "b.db",
+    ]
 
 
 def test_a_run_checkpoint_never_replaces_a_file(tmp_path):
@@ -161,6 +184,7 @@ def test_a_checkpoint_that_is_not_the_runs_is_named(tmp_path, capsys):
     other = build_model(ModelConfig(layers="rnn", d_model=2, d_state=4), get_task("parity"))
     save_checkpoint(other, config, ck, extra=extra)  # other weights, under the run's name and metadata
     capsys.readouterr()
+
     def warnings():  # stderr also carries the progress lines
         return [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
 
@@ -168,7 +192,9 @@ def test_a_checkpoint_that_is_not_the_runs_is_named(tmp_path, capsys):
         assert main(argv) == 0
         [w] = warnings()
         assert "sha256" in w and "run 1" in w, w
-    assert main(["rerun", "1", "--db", db]) == 0  # trains from the stored config; says the file is not the run's
+    assert (
+        main(["rerun", "1", "--db", db]) == 0
+    )  # trains from the stored config; says the file is not the run's
     [w] = warnings()
     assert "sha256" in w
     os.unlink(ck)
@@ -198,11 +224,14 @@ def test_a_version_1_database_gains_the_new_columns_in_place(tmp_path):
 
     p = tmp_path / "old.db"
     con = sqlite3.connect(p)
-    con.executescript(store_mod.SCHEMA.replace(",\n  uuid TEXT,\n  owner TEXT,\n  checkpoint_sha256 TEXT", "")
-                      .split("CREATE TABLE IF NOT EXISTS claims")[0] +
-                      "INSERT INTO meta VALUES ('application', 'statetrack'), ('schema_version', '1');"
-                      "INSERT INTO runs (model, task, seed, config, versions, status, checkpoint, created) VALUES "
-                      "('rnn', 'parity', 0, '{}', '{}', 'complete', 'runs/checkpoints/run1.safetensors', 1.0);")
+    con.executescript(
+        store_mod.SCHEMA.replace(",\n  uuid TEXT,\n  owner TEXT,\n  checkpoint_sha256 TEXT", "").split(
+            "CREATE TABLE IF NOT EXISTS claims"
+        )[0]
+        + "INSERT INTO meta VALUES ('application', 'statetrack'), ('schema_version', '1');"
+        "INSERT INTO runs (model, task, seed, config, versions, status, checkpoint, created) VALUES "
+        "('rnn', 'parity', 0, '{}', '{}', 'complete', 'runs/checkpoints/run1.safetensors', 1.0);"
+    )
     con.commit()
     con.close()
     s = Store(p)
@@ -210,8 +239,11 @@ def test_a_version_1_database_gains_the_new_columns_in_place(tmp_path):
     assert old["checkpoint"] == "runs/checkpoints/run1.safetensors" and old["uuid"] is None
     assert s.checkpoint_problem(old) is None  # recorded before hashes: not checked
     rid = s.start_run(_cfg().model_dump(), key="k")
-    assert s.run(rid)["uuid"] and sqlite3.connect(p).execute(
-        "SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "2"
+    assert (
+        s.run(rid)["uuid"]
+        and sqlite3.connect(p).execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
+        == "2"
+    )
 
 
 def test_a_transaction_is_all_or_nothing_and_an_immediate_one_holds_the_write_lock(db):

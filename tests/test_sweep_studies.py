@@ -1,4 +1,5 @@
 """Study files, sweeps (resume after SIGKILL, Ray = local), selection rules and reports."""
+
 import os
 import signal
 import sqlite3
@@ -83,15 +84,23 @@ def _numbers(db, study):
         if r["status"] != "complete":
             continue
         per_key[r["key"]] = per_key.get(r["key"], 0) + 1
-        ms = [(m["length"], m["accuracy"], m["token_accuracy"], m["scaled_accuracy"]) for m in store.metrics(r["id"])]
+        ms = [
+            (m["length"], m["accuracy"], m["token_accuracy"], m["scaled_accuracy"])
+            for m in store.metrics(r["id"])
+        ]
         out[(r["label"], r["seed"], r["config"]["lr"])] = (ms, r["summary"]["best_val_accuracy"])
     return out, per_key
 
 
 # -- the schema ------------------------------------------------------------------------------------
 def test_builtin_studies_have_quick_and_paper_scales():
-    assert {"khavari2025-parity", "khavari2025-offset", "diag-limits-2026", "grazzi2024",
-            "deletang2023"} <= set(builtin_studies())
+    assert {
+        "khavari2025-parity",
+        "khavari2025-offset",
+        "diag-limits-2026",
+        "grazzi2024",
+        "deletang2023",
+    } <= set(builtin_studies())
     for name in builtin_studies():
         study = load_study(name)
         assert {"quick", "paper"} <= set(study.scales), name
@@ -107,25 +116,45 @@ def test_grid_expansion(tmp_path):
     assert len(quick) == (3 + 1) * 2
     assert {c.lr for c in quick} == {0.01} and quick[0].eval.lengths == [30, 50]
     by = {(c.table, c.label, c.column): c for c in quick}
-    assert by[("main", "RNN", "parity")].train.model.layers == "rnn,rnn"          # depth 2
-    assert by[("main", "RNN", "offsets")].train.train_lengths == (30, 30)         # the task's lengths
+    assert by[("main", "RNN", "parity")].train.model.layers == "rnn,rnn"  # depth 2
+    assert by[("main", "RNN", "offsets")].train.train_lengths == (30, 30)  # the task's lengths
     assert by[("main", "RNN", "offsets")].probes == ("offset:double-isi",)
     paper = study.cells("paper")
     assert len(paper) == 3 * 2 * 2 and {c.lr for c in paper} == {0.01, 0.003}
-    dense = load_study(_write(tmp_path, "d", GRID.replace(
-        'lrs: [0.01]}', 'lrs: [0.01], replace_tasks: {parity: "parity:final"}}')))
+    dense = load_study(
+        _write(
+            tmp_path,
+            "d",
+            GRID.replace("lrs: [0.01]}", 'lrs: [0.01], replace_tasks: {parity: "parity:final"}}'),
+        )
+    )
     assert {c.train.task for c in dense.cells("quick") if c.column == "parity"} == {"parity:final"}
     # a task's own overrides come last; an lr among them is that task's one rate, over the scale's grid
-    per_task = load_study(_write(tmp_path, "t", GRID.replace(
-        'tables: [main]}', 'tables: [main], task_train: {offsets: {lr: 0.02, steps: 7, batch_size: 4}}}')))
+    per_task = load_study(
+        _write(
+            tmp_path,
+            "t",
+            GRID.replace(
+                "tables: [main]}",
+                "tables: [main], task_train: {offsets: {lr: 0.02, steps: 7, batch_size: 4}}}",
+            ),
+        )
+    )
     paper = per_task.cells("paper")
     offsets = [c for c in paper if c.column == "offsets"]
     assert {c.lr for c in offsets} == {0.02} and len(offsets) == 2
     assert {(c.train.lr, c.train.steps, c.train.batch_size) for c in offsets} == {(0.02, 7, 4)}
     assert {c.lr for c in paper if c.column == "parity"} == {0.01, 0.003}
     # lrs among them is that task's own grid: every model of the task trains at each rate
-    own_grid = load_study(_write(tmp_path, "u", GRID.replace(
-        'tables: [main]}', 'tables: [main], task_train: {offsets: {lrs: [0.02, 0.05], steps: 7}}}')))
+    own_grid = load_study(
+        _write(
+            tmp_path,
+            "u",
+            GRID.replace(
+                "tables: [main]}", "tables: [main], task_train: {offsets: {lrs: [0.02, 0.05], steps: 7}}}"
+            ),
+        )
+    )
     paper = own_grid.cells("paper")
     offsets = [c for c in paper if c.column == "offsets"]
     assert sorted(c.lr for c in offsets) == [0.02, 0.02, 0.05, 0.05]
@@ -139,21 +168,29 @@ def test_grid_expansion(tmp_path):
     paper = load_study(_write(tmp_path, "m", own_rate_text)).cells("paper")
     assert {c.lr for c in paper if c.label == "Mamba"} == {0.0005}
     assert {c.lr for c in paper if c.label == "RNN" and c.column == "parity"} == {0.01, 0.003}
-    task_rate = load_study(_write(tmp_path, "n", own_rate_text.replace(
-        "tables: [main]}", "tables: [main], task_train: {parity: {lr: 0.02}}}"))).cells("paper")
+    task_rate = load_study(
+        _write(
+            tmp_path,
+            "n",
+            own_rate_text.replace("tables: [main]}", "tables: [main], task_train: {parity: {lr: 0.02}}}"),
+        )
+    ).cells("paper")
     assert {c.lr for c in task_rate if c.label == "Mamba"} == {0.02}
     assert parse_lengths("60..100/20") == [60, 80, 100] and parse_lengths("1..10/4") == [1, 5, 9, 10]
 
 
-@pytest.mark.parametrize("patch, msg", [
-    (("using: test", "using: best"), "select.using"),
-    (("tasks: [parity]\n", "tasks: [nope]\n"), "unknown task 'nope'"),
-    (("published: {parity: 0.0}", "published: {parityy: 0.0}"), "unknown column 'parityy'"),
-    (("test_lengths: \"30..50/20\"", "test_lengths: \"50..30\""), "bad length range"),
-    (("lrs: [0.01]}", "lrs: [0.01], models: [GRU]}"), "unknown model 'GRU'"),
-    (("lrs: [0.01]}", "lrs: [0.01], task_train: {parity: {lr: 0.1, lrs: [0.1]}}}"), "both lr and lrs"),
-    (("lrs: [0.01]}", "lrs: [0.01], task_train: {parity: {lrs: []}}}"), "non-empty list of positive"),
-])
+@pytest.mark.parametrize(
+    "patch, msg",
+    [
+        (("using: test", "using: best"), "select.using"),
+        (("tasks: [parity]\n", "tasks: [nope]\n"), "unknown task 'nope'"),
+        (("published: {parity: 0.0}", "published: {parityy: 0.0}"), "unknown column 'parityy'"),
+        (('test_lengths: "30..50/20"', 'test_lengths: "50..30"'), "bad length range"),
+        (("lrs: [0.01]}", "lrs: [0.01], models: [GRU]}"), "unknown model 'GRU'"),
+        (("lrs: [0.01]}", "lrs: [0.01], task_train: {parity: {lr: 0.1, lrs: [0.1]}}}"), "both lr and lrs"),
+        (("lrs: [0.01]}", "lrs: [0.01], task_train: {parity: {lrs: []}}}"), "non-empty list of positive"),
+    ],
+)
 def test_bad_study_files(tmp_path, patch, msg):
     text = GRID.replace(*patch)
     assert text != GRID
@@ -163,27 +200,42 @@ def test_bad_study_files(tmp_path, patch, msg):
 
 def test_selection_rules():
     def study(**sel):
-        return Study(name="s", title="t", source="s", scales={}, score={"kind": "mean"}, select=sel,
-                     tables=[{"tasks": ["parity"], "models": [{"label": "m", "model": {"layers": "rnn"}}]}])
+        return Study(
+            name="s",
+            title="t",
+            source="s",
+            scales={},
+            score={"kind": "mean"},
+            select=sel,
+            tables=[{"tasks": ["parity"], "models": [{"label": "m", "model": {"layers": "rnn"}}]}],
+        )
 
     # (lr, test score, validation accuracy, validation loss)
     entries = [(0.1, 0.9, 0.80, 1.0), (0.1, 0.2, 0.99, 0.5), (0.01, 0.6, 0.95, 0.7), (0.01, 0.4, 0.96, 0.6)]
     c = select(study(seeds="max", lrs="max", using="test"), entries)
-    assert (c.selected, c.lr) == (0.9, 0.1)                   # max over everything, on the test score
+    assert (c.selected, c.lr) == (0.9, 0.1)  # max over everything, on the test score
     c = select(study(seeds="median", lrs="max", using="test"), entries)
     assert (c.selected, c.lr) == (0.55, 0.1) and sorted(c.values) == [0.2, 0.9]
     c = select(study(seeds="max", using="validation"), entries)
-    assert (c.selected, c.lr) == (0.2, 0.1)                   # the best validated run, whatever its test score
+    assert (c.selected, c.lr) == (0.2, 0.1)  # the best validated run, whatever its test score
     c = select(study(seeds="median", using="validation"), entries)
-    assert (c.lr, c.selected) == (0.01, 0.5)                   # median validation 0.955 > 0.895
+    assert (c.lr, c.selected) == (0.01, 0.5)  # median validation 0.955 > 0.895
 
 
 # -- sweeps ----------------------------------------------------------------------------------------
 def _cli(args, **kw):
-    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
-           "OMP_NUM_THREADS": "1"}
-    return subprocess.Popen([sys.executable, "-m", "statetrack.cli", *args], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+    env = {
+        **os.environ,
+        "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        "OMP_NUM_THREADS": "1",
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "statetrack.cli", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        **kw,
+    )
 
 
 def _count(db, status):
@@ -238,6 +290,7 @@ def test_sigkill_mid_sweep_then_resume(tmp_path):
     # the report counts each run once and says the killed record was not counted
     main(["report", path, "--db", db, "--out", ""])
     from statetrack.report.writer import collect
+
     rep = collect(study, db)
     assert rep.missing == 0 and rep.interrupted == 1
     assert all(row["seeds"] == 2 for t in rep.tables for row in t.rows)
@@ -283,8 +336,12 @@ def test_report_from_database(tmp_path, db, capsys):
     assert "offset:double-isi" in md
     assert "## Accuracy of every run, with 95% intervals" in md and "| chance | parity |" in md
     figs = {p.name for p in (out / "tiny-grid").iterdir()}
-    assert {"length-main-parity.png", "curves-main-offsets.png", "curves-main-parity.png",
-            "length-layers-parity.png"} <= figs
+    assert {
+        "length-main-parity.png",
+        "curves-main-offsets.png",
+        "curves-main-parity.png",
+        "length-layers-parity.png",
+    } <= figs
     # offsets: all 4 test sequences end on label 0 at lengths 30 and 50, but chance comes from the final
     # label's distribution over 10,000 draws (below 1), so the scaled accuracy is defined and drawn
     assert "length-main-offsets.png" in figs
@@ -297,8 +354,9 @@ def test_report_from_database(tmp_path, db, capsys):
 
 
 def test_table_marks_disagreement(tmp_path, db):
-    study = load_study(_write(tmp_path, "g", GRID.replace("score: {kind: mean, lengths: [8, 20]}",
-                                                          "score: {kind: mean}")))
+    study = load_study(
+        _write(tmp_path, "g", GRID.replace("score: {kind: mean, lengths: [8, 20]}", "score: {kind: mean}"))
+    )
     _, results = sweep(study, db=db, workers=1)
     tables = study_tables(study, results, "quick")
     assert [t.name for t in tables] == ["main", "layers"]
@@ -311,7 +369,8 @@ def test_table_marks_disagreement(tmp_path, db):
 
 def test_longest_kind_and_capped(tmp_path, db):
     text = GRID.replace("metric: scaled_accuracy", "metric: accuracy").replace(
-        "score: {kind: mean, lengths: [8, 20]}", "score: {kind: longest, threshold: 0.0, fail_below: 10}")
+        "score: {kind: mean, lengths: [8, 20]}", "score: {kind: longest, threshold: 0.0, fail_below: 10}"
+    )
     study = load_study(_write(tmp_path, "g", text))
     _, results = sweep(study, db=db, workers=1)
     t = study_tables(study, results, "quick")[0]
@@ -328,5 +387,7 @@ def test_reproduce_writes_report_with_command_machine_and_wall_time(tmp_path, db
     text = capsys.readouterr().out
     assert "tiny sweep" in text and "4 run now" in text
     md = (out / "tiny-sweep.md").read_text()
-    assert "- Command: `statetrack reproduce" in md and "- Machine:" in md and "- Wall time of the sweep:" in md
+    assert (
+        "- Command: `statetrack reproduce" in md and "- Machine:" in md and "- Wall time of the sweep:" in md
+    )
     assert (out / "tiny-sweep" / "length-main-parity.png").is_file()

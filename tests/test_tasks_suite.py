@@ -1,4 +1,5 @@
 """The task suite: shapes, determinism, chance, labels checked against independent computations."""
+
 from __future__ import annotations
 
 import itertools
@@ -19,14 +20,45 @@ from statetrack.tasks.streaming import StreamingTask
 
 HYP = settings(max_examples=50, deadline=None)
 
-TASKS = ["group:S3", "group:A4xC5", "group:S5/transpositions", "group:S5/transpositions+3cycles",
-         "group:C6/generators+identity", "group:Q8", "group:D4/involutions", "modcount:3",
-         "modcount:2", "modarith:5", "modarith:7", "modarith-brackets:5", "modarith-brackets:5/mult",
-         "cycle:5", "cycle:5/every", "evenpairs", "evenpairs:every", "tomita:1", "tomita:3",
-         "tomita:7", "offset", "offset:two-isis", "offset:double-isi", "witness:ones", "witness:alt",
-         "witness:block:3:5", "witness:pulse:4"]
-FIXED = {"modcount:3", "modcount:2", "offset:two-isis", "offset:double-isi", "witness:ones",
-         "witness:alt", "witness:block:3:5", "witness:pulse:4"}
+TASKS = [
+    "group:S3",
+    "group:A4xC5",
+    "group:S5/transpositions",
+    "group:S5/transpositions+3cycles",
+    "group:C6/generators+identity",
+    "group:Q8",
+    "group:D4/involutions",
+    "modcount:3",
+    "modcount:2",
+    "modarith:5",
+    "modarith:7",
+    "modarith-brackets:5",
+    "modarith-brackets:5/mult",
+    "cycle:5",
+    "cycle:5/every",
+    "evenpairs",
+    "evenpairs:every",
+    "tomita:1",
+    "tomita:3",
+    "tomita:7",
+    "offset",
+    "offset:two-isis",
+    "offset:double-isi",
+    "witness:ones",
+    "witness:alt",
+    "witness:block:3:5",
+    "witness:pulse:4",
+]
+FIXED = {
+    "modcount:3",
+    "modcount:2",
+    "offset:two-isis",
+    "offset:double-isi",
+    "witness:ones",
+    "witness:alt",
+    "witness:block:3:5",
+    "witness:pulse:4",
+}
 
 
 def batch(name, length, n=16, seed=0):
@@ -91,7 +123,9 @@ def test_chance_values():
 @pytest.mark.parametrize("split", ["train", "test"])
 def test_stream_equals_sample(name, chunk, split):
     t = get_task(name)
-    whole, stream = (t.sample_batch, t.stream_batch) if split == "train" else (t.test_batch, t.stream_test_batch)
+    whole, stream = (
+        (t.sample_batch, t.stream_batch) if split == "train" else (t.test_batch, t.stream_test_batch)
+    )
     full = whole(np.random.default_rng(11), 8, 46)
     parts = list(stream(np.random.default_rng(11), 8, 46, chunk))
     assert all(p.inputs.shape[1] <= chunk for p in parts)
@@ -108,8 +142,11 @@ def test_default_stream_for_brackets_slices():
 
 # -- group word problems ------------------------------------------------------------------------
 @HYP
-@given(name=st.sampled_from(["S3", "A4", "Q8", "D4", "C2xC4", "S4", "C6", "V4", "A5", "C2xS3"]),
-       length=st.integers(1, 25), seed=st.integers(0, 2**32 - 1))
+@given(
+    name=st.sampled_from(["S3", "A4", "Q8", "D4", "C2xC4", "S4", "C6", "V4", "A5", "C2xS3"]),
+    length=st.integers(1, 25),
+    seed=st.integers(0, 2**32 - 1),
+)
 def test_group_labels_are_sympy_prefix_products(name, length, seed):
     t = get_task(f"group:{name}")
     g = t.group
@@ -171,8 +208,12 @@ def test_whole_group_labels_uniform():
 def test_modcount_and_witnesses():
     b = batch("modcount:3", 10, n=2)
     assert (b.inputs == 1).all() and b.targets[0].tolist() == [1, 2, 0, 1, 2, 0, 1, 2, 0, 1]
-    patterns = {"witness:ones": "1", "witness:alt": "01", "witness:block:2:3": "00111",
-                "witness:pulse:4": "1000"}
+    patterns = {
+        "witness:ones": "1",
+        "witness:alt": "01",
+        "witness:block:2:3": "00111",
+        "witness:pulse:4": "1000",
+    }
     for name, period in patterns.items():
         b = batch(name, 23, n=2)
         expect = [int(c) for c in (period * 23)[:23]]
@@ -256,11 +297,16 @@ def test_tomita_dfas(k):
     b = batch(f"tomita:{k}", 12, n=10)
     for x, y in zip(b.inputs, b.targets, strict=True):
         s = "".join(map(str, x))
-        assert y.tolist() == [int(pred(s[:i + 1])) for i in range(12)]
+        assert y.tolist() == [int(pred(s[: i + 1])) for i in range(12)]
 
 
-PARITY_DFA = {"states": ["even", "odd"], "alphabet": ["0", "1"], "start": "even", "accept": ["odd"],
-              "transitions": {"even": {"0": "even", "1": "odd"}, "odd": {"0": "odd", "1": "even"}}}
+PARITY_DFA = {
+    "states": ["even", "odd"],
+    "alphabet": ["0", "1"],
+    "start": "even",
+    "accept": ["odd"],
+    "transitions": {"even": {"0": "even", "1": "odd"}, "odd": {"0": "odd", "1": "even"}},
+}
 
 
 def test_dfa_file(tmp_path):
@@ -271,16 +317,19 @@ def test_dfa_file(tmp_path):
     assert (b.targets == np.cumsum(b.inputs, 1) % 2).all() and b.mask.all()
 
 
-@pytest.mark.parametrize("mutate,needle", [
-    (lambda d: d["transitions"]["odd"].pop("1"), "undefined transition from state 'odd' on symbol '1'"),
-    (lambda d: d["transitions"]["odd"].update({"2": "odd"}), "'2'"),
-    (lambda d: d["transitions"]["odd"].update({"1": "nowhere"}), "'nowhere'"),
-    (lambda d: d.update({"start": "s9"}), "'s9'"),
-    (lambda d: d.update({"accept": ["zz"]}), "'zz'"),
-    (lambda d: d.pop("alphabet"), "'alphabet'"),
-    (lambda d: d.update({"extra": 1}), "'extra'"),
-    (lambda d: d.update({"states": ["even", "odd", "odd"]}), "'odd'"),
-])
+@pytest.mark.parametrize(
+    "mutate,needle",
+    [
+        (lambda d: d["transitions"]["odd"].pop("1"), "undefined transition from state 'odd' on symbol '1'"),
+        (lambda d: d["transitions"]["odd"].update({"2": "odd"}), "'2'"),
+        (lambda d: d["transitions"]["odd"].update({"1": "nowhere"}), "'nowhere'"),
+        (lambda d: d.update({"start": "s9"}), "'s9'"),
+        (lambda d: d.update({"accept": ["zz"]}), "'zz'"),
+        (lambda d: d.pop("alphabet"), "'alphabet'"),
+        (lambda d: d.update({"extra": 1}), "'extra'"),
+        (lambda d: d.update({"states": ["even", "odd", "odd"]}), "'odd'"),
+    ],
+)
 def test_dfa_validation(tmp_path, mutate, needle):
     spec = json.loads(json.dumps(PARITY_DFA))
     mutate(spec)
@@ -330,13 +379,42 @@ def test_offset_probes():
 
 
 # -- bad task strings and the CLI API -----------------------------------------------------------
-@pytest.mark.parametrize("bad", ["group:S0", "group:Q7", "group:", "group", "group:S5/", "group:S5/foo",
-                                 "group:C3/transpositions", "group:S5/1cycles", "group:S8",
-                                 "modcount:-1", "modcount:x", "modcount", "modcount:1", "modarith:1",
-                                 "modarith:x", "modarith-brackets:5/div", "cycle:0", "cycle:5/sum",
-                                 "evenpairs:odd", "tomita:0", "tomita:8", "tomita", "offset:three",
-                                 "witness", "witness:foo", "witness:block:2:4", "witness:block:0:1",
-                                 "witness:pulse:0", "witness:ones:2", "dfa", "nosuchfamily:3"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "group:S0",
+        "group:Q7",
+        "group:",
+        "group",
+        "group:S5/",
+        "group:S5/foo",
+        "group:C3/transpositions",
+        "group:S5/1cycles",
+        "group:S8",
+        "modcount:-1",
+        "modcount:x",
+        "modcount",
+        "modcount:1",
+        "modarith:1",
+        "modarith:x",
+        "modarith-brackets:5/div",
+        "cycle:0",
+        "cycle:5/sum",
+        "evenpairs:odd",
+        "tomita:0",
+        "tomita:8",
+        "tomita",
+        "offset:three",
+        "witness",
+        "witness:foo",
+        "witness:block:2:4",
+        "witness:block:0:1",
+        "witness:pulse:0",
+        "witness:ones:2",
+        "dfa",
+        "nosuchfamily:3",
+    ],
+)
 def test_bad_task_strings(bad):
     one_line_user_error(get_task, bad)
 
@@ -351,8 +429,19 @@ def test_error_names_the_bad_value():
 def test_list_tasks():
     rows = list_tasks()
     assert {r["family"] for r in rows} == set(FAMILIES)
-    assert {"group", "modcount", "modarith", "modarith-brackets", "cycle", "evenpairs", "dfa",
-            "tomita", "offset", "witness", "parity"} <= set(FAMILIES)
+    assert {
+        "group",
+        "modcount",
+        "modarith",
+        "modarith-brackets",
+        "cycle",
+        "evenpairs",
+        "dfa",
+        "tomita",
+        "offset",
+        "witness",
+        "parity",
+    } <= set(FAMILIES)
     for r in rows:
         assert set(r) == {"family", "syntax", "description", "parameters"}
         assert r["syntax"].startswith(r["family"]) and r["description"]
@@ -402,8 +491,15 @@ def test_groups_given_by_generator_sets():
     t = get_task("group:A5/gens=(0 1)(2 3)+(0 2 4)")
     assert [a5.perm(i) for i in generator_set(a5, "(0 1)(2 3)+(0 2 4)")] == [[1, 0, 3, 2, 4], [2, 1, 4, 3, 0]]
     assert len(t.generated_subgroup()) == 60
-    for bad in ("group:A5/gens=1", "group:A5/gens=60", "group:A5/gens=(0 1)", "group:A5/gens=(0 9 1)",
-                "group:A5/gens=(0 1 2)+(0 1 2)", "group:A5/gens=x", "group:S5/transpositions+gens=2"):
+    for bad in (
+        "group:A5/gens=1",
+        "group:A5/gens=60",
+        "group:A5/gens=(0 1)",
+        "group:A5/gens=(0 9 1)",
+        "group:A5/gens=(0 1 2)+(0 1 2)",
+        "group:A5/gens=x",
+        "group:S5/transpositions+gens=2",
+    ):
         with pytest.raises(UserError):
             get_task(bad)
 

@@ -1,13 +1,27 @@
 """--tensorboard DIR: a run's curves and test metrics as TensorBoard event files; without the package,
 one error line before anything runs."""
+
 import sys
 
 import pytest
 
 from statetrack.cli import main
 
-TRAIN = ["train", "--layers", "rnn", "--d-model", "2", "--steps", "20", "--eval-every", "10",
-         "--test-lengths", "8,16", "--eval-batch", "4"]
+TRAIN = [
+    "train",
+    "--layers",
+    "rnn",
+    "--d-model",
+    "2",
+    "--steps",
+    "20",
+    "--eval-every",
+    "10",
+    "--test-lengths",
+    "8,16",
+    "--eval-batch",
+    "4",
+]
 
 
 def test_train_writes_event_files(tmp_path):

@@ -1,6 +1,7 @@
 """Terminal output a person reads: markers stay with their cell, long samples are abbreviated with their
 length, runs show prints plain values, a --db in a missing folder is named, and the mark of a difference
 from the paper is explained only where a table has published numbers."""
+
 import json
 import os
 import re
@@ -19,8 +20,15 @@ from statetrack.cli.output import Col, print_table, wrap
 def test_a_marker_stays_with_its_cell(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "40")
     rows = [["Negative Mamba (trained on lengths 1-40)", "95.3 [50.1-100.0] ?", "12.5 *"]] * 2
-    print_table("t", [Col("model", lambda r: r[0]), Col("8", lambda r: r[1], "right"),
-                      Col("paper", lambda r: r[2], "right")], rows)
+    print_table(
+        "t",
+        [
+            Col("model", lambda r: r[0]),
+            Col("8", lambda r: r[1], "right"),
+            Col("paper", lambda r: r[2], "right"),
+        ],
+        rows,
+    )
     out = capsys.readouterr().out
     assert not [line for line in out.splitlines() if line.strip() in ("?", "*")], out
     assert "[50.1-100.0] ?" in out and "12.5 *" in out
@@ -40,8 +48,30 @@ def test_long_samples_are_abbreviated(capsys, monkeypatch):
 def test_runs_show_prints_plain_values(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "100")
     db = str(tmp_path / "r.db")
-    assert main(["train", "--layers", "rnn", "--d-model", "2", "--steps", "4", "--eval-every", "2",
-                 "--test-lengths", "8", "--eval-batch", "4", "--db", db, "--label", "tiny"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--layers",
+                "rnn",
+                "--d-model",
+                "2",
+                "--steps",
+                "4",
+                "--eval-every",
+                "2",
+                "--test-lengths",
+                "8",
+                "--eval-batch",
+                "4",
+                "--db",
+                db,
+                "--label",
+                "tiny",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main(["runs", "show", "tiny", "--db", db]) == 0
     out = capsys.readouterr().out
@@ -49,8 +79,11 @@ def test_runs_show_prints_plain_values(tmp_path, capsys, monkeypatch):
         assert bad not in out, out
     values = [line.split(":", 1)[1].strip() for line in out.splitlines() if ":" in line]
     # at most 4 significant digits (0.5059, 1.082, 0.03261), not a float's full repr
-    assert not [v for v in values if "." in v and v.replace(".", "").isdigit()
-                and len(v.replace(".", "").lstrip("0")) > 4], out
+    assert not [
+        v
+        for v in values
+        if "." in v and v.replace(".", "").isdigit() and len(v.replace(".", "").lstrip("0")) > 4
+    ], out
     assert main(["runs", "show", "last", "--db", db, "--json"]) == 0
     assert re.search(r'"best_val_loss": \d\.\d{6,}', capsys.readouterr().out)  # --json: full precision
 
@@ -83,15 +116,42 @@ def test_differs_legend_only_with_published_numbers(published):
 def labelled(tmp_path_factory):
     """A database with one run labelled 'café | Ω' (text an ASCII terminal lacks, a markdown pipe)."""
     db = str(tmp_path_factory.mktemp("labelled") / "r.db")
-    assert main(["train", "--layers", "rnn", "--d-model", "2", "--steps", "2", "--eval-every", "2",
-                 "--test-lengths", "8", "--eval-batch", "4", "--label", "caf\u00e9 | \u03a9", "--db", db]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--layers",
+                "rnn",
+                "--d-model",
+                "2",
+                "--steps",
+                "2",
+                "--eval-every",
+                "2",
+                "--test-lengths",
+                "8",
+                "--eval-batch",
+                "4",
+                "--label",
+                "caf\u00e9 | \u03a9",
+                "--db",
+                db,
+            ]
+        )
+        == 0
+    )
     return db
 
 
 def _statetrack(*args, env=None, **kw):
     kw.setdefault("encoding", "utf-8")
-    return subprocess.run([sys.executable, "-m", "statetrack.cli", *args], env={**Cli.env, **(env or {})},
-                          stderr=subprocess.PIPE, timeout=300, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "statetrack.cli", *args],
+        env={**Cli.env, **(env or {})},
+        stderr=subprocess.PIPE,
+        timeout=300,
+        **kw,
+    )
 
 
 @pytest.mark.parametrize("stdout", ["closed", "/dev/full"])
@@ -108,13 +168,33 @@ def test_a_closed_or_full_stdout_is_one_line(labelled, tmp_path, stdout):
     why = "it is closed" if stdout == "closed" else "No space left on device"
     for args in (["runs", "--db", labelled], ["runs", "show", "1", "--db", labelled]):
         p = run(*args)
-        assert p.returncode == 2 and "Traceback" not in p.stderr and "Exception ignored" not in p.stderr, p.stderr
-        assert p.stderr == (f"error: cannot write to standard output: {why}; the command's work is done, its output "
-                            "lost\n")
+        assert p.returncode == 2 and "Traceback" not in p.stderr and "Exception ignored" not in p.stderr, (
+            p.stderr
+        )
+        assert p.stderr == (
+            f"error: cannot write to standard output: {why}; the command's work is done, its output lost\n"
+        )
     db = str(tmp_path / "t.db")
-    p = run("train", "--layers", "rnn", "--d-model", "2", "--steps", "2", "--eval-every", "2", "--test-lengths", "8",
-            "--eval-batch", "4", "--db", db)
-    assert p.returncode == 2 and "Traceback" not in p.stderr and p.stderr.endswith("its output lost\n"), p.stderr
+    p = run(
+        "train",
+        "--layers",
+        "rnn",
+        "--d-model",
+        "2",
+        "--steps",
+        "2",
+        "--eval-every",
+        "2",
+        "--test-lengths",
+        "8",
+        "--eval-batch",
+        "4",
+        "--db",
+        db,
+    )
+    assert p.returncode == 2 and "Traceback" not in p.stderr and p.stderr.endswith("its output lost\n"), (
+        p.stderr
+    )
     assert sqlite3.connect(db).execute("SELECT status FROM runs").fetchall() == [("complete",)]
 
 
@@ -123,8 +203,12 @@ def test_any_output_encoding(labelled, encoding):
     """An ASCII-only terminal (or any encoding without the label's letters) used to crash `runs`."""
 
     for args in (["runs", "--db", labelled], ["runs", "show", "1", "--db", labelled], ["models"]):
-        p = _statetrack(*args, env={"PYTHONIOENCODING": encoding, "COLUMNS": "200"}, stdout=subprocess.PIPE,
-                        encoding=encoding)
+        p = _statetrack(
+            *args,
+            env={"PYTHONIOENCODING": encoding, "COLUMNS": "200"},
+            stdout=subprocess.PIPE,
+            encoding=encoding,
+        )
         assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
         if args[0] == "runs":
             assert ("caf\u00e9" if encoding == "latin-1" else "caf\\xe9") in p.stdout

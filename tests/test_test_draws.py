@@ -1,6 +1,7 @@
 """Test draws: what ``evaluate`` scores. Regular languages get half accepted and half rejected strings,
 each uniform among the strings of its length and label (exact, by counting); parity, even pairs and
 whole-group word problems get balanced final labels; every other task is scored on its training draw."""
+
 from __future__ import annotations
 
 import itertools
@@ -34,7 +35,7 @@ def test_log_counts_are_exact(k):
                 for a in w:
                     s = dfa.delta[s, a]
                 acc += bool(dfa.accepting[s])
-            for label, n in ((1, acc), (0, 2 ** r - acc)):
+            for label, n in ((1, acc), (0, 2**r - acc)):
                 got = table[r, label, q]
                 assert (n == 0 and got == -np.inf) or np.exp(got) == pytest.approx(n, rel=1e-12)
 
@@ -68,7 +69,7 @@ def test_tomita_test_sets_are_balanced_and_match_the_grammar(k, length):
         s = "".join(map(str, x))
         assert y[-1] == TOMITA[k](s)
         every = max(1, length // 7)
-        assert y[::every].tolist() == [int(TOMITA[k](s[:i + 1])) for i in range(0, length, every)]
+        assert y[::every].tolist() == [int(TOMITA[k](s[: i + 1])) for i in range(0, length, every)]
     # the training draw is what the test draw replaces: nearly all "reject" at these lengths
     if k in (1, 2, 3, 7):
         train = t.sample_batch(np.random.default_rng(0), 2000, length)
@@ -105,8 +106,18 @@ def test_long_test_draw_is_fast_and_small():
     assert last.sum() == 32
 
 
-@pytest.mark.parametrize("name,k", [("parity", 2), ("parity:final", 2), ("evenpairs", 2), ("evenpairs:every", 2),
-                                    ("group:S3", 6), ("group:C2xC4", 8), ("group:A4", 12)])
+@pytest.mark.parametrize(
+    "name,k",
+    [
+        ("parity", 2),
+        ("parity:final", 2),
+        ("evenpairs", 2),
+        ("evenpairs:every", 2),
+        ("group:S3", 6),
+        ("group:C2xC4", 8),
+        ("group:A4", 12),
+    ],
+)
 @pytest.mark.parametrize("length", [2, 5, 40])
 def test_balanced_final_labels(name, k, length):
     t = get_task(name)
@@ -173,8 +184,9 @@ def test_balanced_training_variant():
     t = get_task("tomita:2/balanced")
     assert t.name == "tomita:2/balanced" and t.params()["balanced_training"]
     b = t.sample_batch(np.random.default_rng(0), 40, 50)
-    assert b.targets[:, -1].sum() == 20 and all(TOMITA[2]("".join(map(str, x))) == bool(y)
-                                                 for x, y in zip(b.inputs, b.targets[:, -1], strict=True))
+    assert b.targets[:, -1].sum() == 20 and all(
+        TOMITA[2]("".join(map(str, x))) == bool(y) for x, y in zip(b.inputs, b.targets[:, -1], strict=True)
+    )
     odd = t.sample_batch(np.random.default_rng(0), 40, 51)  # no accepted string: the uniform draw
     assert odd.targets[:, -1].sum() == 0
     assert get_task("tomita:2").sample_batch(np.random.default_rng(0), 40, 50).targets[:, -1].sum() == 0

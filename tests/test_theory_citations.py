@@ -1,5 +1,6 @@
 """Every name the code and the docs cite resolves in docs/science.md: the oracle's bases, the
 constructions' bases, and every reference key (Author2024 style) in src/, docs/ and README.md."""
+
 import re
 from pathlib import Path
 

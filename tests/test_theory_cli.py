@@ -1,4 +1,5 @@
 """The theory commands: oracle, construct, counterexample, spectrum, and train --init construction:NAME."""
+
 import json
 
 from statetrack.cli import main
@@ -14,8 +15,20 @@ def test_oracle_one_and_table(capsys):
     assert r["verdict"] == "impossible" and r["basis"] == "T4" and r["reason"]
     assert main(["oracle", "--layers", "negmamba", "--task", "parity"]) == 0
     assert capsys.readouterr().out.startswith("possible (T5 [rounding])")
-    assert main(["oracle", "--table", "--layers", "mamba;negmamba*2;s4d", "--tasks", "parity,group:C2xC4",
-                 "--json"]) == 0
+    assert (
+        main(
+            [
+                "oracle",
+                "--table",
+                "--layers",
+                "mamba;negmamba*2;s4d",
+                "--tasks",
+                "parity,group:C2xC4",
+                "--json",
+            ]
+        )
+        == 0
+    )
     rows = _json_lines(capsys)
     assert len(rows) == 6
     assert {(r["layers"], r["task"]): r["verdict"] for r in rows}[("negmamba*2", "group:C2xC4")] == "possible"
@@ -52,13 +65,58 @@ def test_construct_list_and_counterexample_and_spectrum(tmp_path, capsys):
 
 def test_train_from_a_construction_with_noise(tmp_path, capsys):
     db = str(tmp_path / "r.db")
-    assert main(["train", "--init", "construction:parity-negmamba", "--init-noise", "0.0", "--steps", "2",
-                 "--eval-every", "1", "--train-lengths", "4", "--test-lengths", "1000", "--eval-batch", "16",
-                 "--lr", "1e-6", "--db", db, "--json"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--init",
+                "construction:parity-negmamba",
+                "--init-noise",
+                "0.0",
+                "--steps",
+                "2",
+                "--eval-every",
+                "1",
+                "--train-lengths",
+                "4",
+                "--test-lengths",
+                "1000",
+                "--eval-batch",
+                "16",
+                "--lr",
+                "1e-6",
+                "--db",
+                db,
+                "--json",
+            ]
+        )
+        == 0
+    )
     rows = _json_lines(capsys)
     assert rows[0]["accuracy"] == 1.0  # still the construction after two tiny steps
-    assert main(["train", "--init", "construction:parity-negmamba", "--init-noise", "0.05", "--steps", "2",
-                 "--eval-every", "1", "--train-lengths", "4", "--test-lengths", "16", "--db", db, "--json"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--init",
+                "construction:parity-negmamba",
+                "--init-noise",
+                "0.05",
+                "--steps",
+                "2",
+                "--eval-every",
+                "1",
+                "--train-lengths",
+                "4",
+                "--test-lengths",
+                "16",
+                "--db",
+                db,
+                "--json",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main(["train", "--init", "bogus", "--db", db]) == 2
     assert main(["train", "--init", "construction:parity-negmamba", "--task", "group:S3", "--db", db]) == 2
@@ -71,10 +129,15 @@ def test_init_noise_is_seeded():
     from statetrack.theory.constructions import build, init_model
 
     c = build("parity-negmamba")
-    cfg = TrainConfig(task="parity", model=c.config.model, init="construction:parity-negmamba", init_noise=0.1, seed=3)
+    cfg = TrainConfig(
+        task="parity", model=c.config.model, init="construction:parity-negmamba", init_noise=0.1, seed=3
+    )
     a, b = init_model(cfg), init_model(cfg)
     for (n, p), (_, q) in zip(a.named_parameters(), b.named_parameters(), strict=True):
         assert torch.equal(p, q), n
-    d = [float((p - q).detach().std())
-         for p, q in zip(a.parameters(), c.model.parameters(), strict=True) if p.numel() > 4]
+    d = [
+        float((p - q).detach().std())
+        for p, q in zip(a.parameters(), c.model.parameters(), strict=True)
+        if p.numel() > 4
+    ]
     assert all(0.02 < x < 0.3 for x in d)

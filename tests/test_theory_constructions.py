@@ -1,4 +1,5 @@
 """Every construction reaches 100% at length 10,000 (no training: weights set by hand from the proofs)."""
+
 import pytest
 import torch
 
@@ -31,8 +32,16 @@ def test_construction_is_exact_at_length_10000(name, tmp_path):
 
 def test_every_registered_construction_is_listed():
     assert {r["name"].split(":")[0] for r in available()} == set(REGISTRY)
-    assert {"parity-negmamba", "modcount-s4d", "offset-s4d", "c2xc4-negmamba", "abelian-aussm", "s3-aussm",
-            "sn-deltaproduct", "orth-deltaproduct"} <= set(REGISTRY)
+    assert {
+        "parity-negmamba",
+        "modcount-s4d",
+        "offset-s4d",
+        "c2xc4-negmamba",
+        "abelian-aussm",
+        "s3-aussm",
+        "sn-deltaproduct",
+        "orth-deltaproduct",
+    } <= set(REGISTRY)
 
 
 def test_parity_needs_no_log_n_state():
@@ -123,8 +132,10 @@ def test_modcount_mamba3_other_moduli(m):
     assert _acc(c.model, get_task(c.config.task)).token_accuracy == 1.0
 
 
-@pytest.mark.parametrize("name,task", [("parity-mamba3", "parity"), ("modcount-mamba3:3", "modcount:3"),
-                                       ("parity-gateddeltanet", "parity")])
+@pytest.mark.parametrize(
+    "name,task",
+    [("parity-mamba3", "parity"), ("modcount-mamba3:3", "modcount:3"), ("parity-gateddeltanet", "parity")],
+)
 def test_frontier_constructions_realise_the_oracles_verdict_exactly(name, task):
     """The construction's layer is the one the oracle says can do it, and its transitions are exactly
     the unit-modulus numbers the proof uses, in float32: a rotation by pi (or 2 pi/m) with decay 1, or
@@ -147,8 +158,10 @@ def test_frontier_constructions_realise_the_oracles_verdict_exactly(name, task):
         assert torch.allclose(angle, torch.full_like(angle, 2 * math.pi / 3), atol=1e-6)
 
 
-@pytest.mark.parametrize("task", ["tomita:3", "tomita:5", "evenpairs", "cycle:5", "group:A5", "group:S5/transpositions",
-                                  "modarith:5"])
+@pytest.mark.parametrize(
+    "task",
+    ["tomita:3", "tomita:5", "evenpairs", "cycle:5", "group:A5", "group:S5/transpositions", "modarith:5"],
+)
 def test_dfa_pdssm_runs_the_minimal_automaton_exactly(task):
     """P5: one PD-SSM layer with the automaton's maps as column one-hot matrices and D = 1 (exact in float32:
     sigmoid(30) = 1, 2 pi sigmoid(-120) = 0) is exact at 10,000, and its transitions are the one-hot maps."""
@@ -164,7 +177,9 @@ def test_dfa_pdssm_runs_the_minimal_automaton_exactly(task):
     mx = c.model.blocks[0].mixer
     x = c.model.embed.weight[get_task(task).automaton().tokens][:, None, :]
     A = mx.transition(x)[:, 0]  # (symbols, N, N)
-    assert ((A == 0) | (A == 1)).all() and (A.abs().sum(-2) == 1).all()  # column one-hot, entries exactly 0 or 1
+    assert ((A == 0) | (A == 1)).all() and (
+        A.abs().sum(-2) == 1
+    ).all()  # column one-hot, entries exactly 0 or 1
     assert _acc(c.model, get_task(c.config.task), batch=4).sequence_accuracy == 1.0
 
 
@@ -179,8 +194,17 @@ def test_dfa_pdssm_on_a_dfa_file(tmp_path):
     # states (b count mod 3, trailing a's capped at 2): accept when the count is 0 and the string does not end in aa
     states = [f"{c}{a}" for c in range(3) for a in range(3)]
     tr = {f"{c}{a}": {"a": f"{c}{min(a + 1, 2)}", "b": f"{(c + 1) % 3}0"} for c in range(3) for a in range(3)}
-    path.write_text(json.dumps({"states": states, "alphabet": ["a", "b"], "start": "00", "accept": ["00", "01"],
-                                "transitions": tr}))
+    path.write_text(
+        json.dumps(
+            {
+                "states": states,
+                "alphabet": ["a", "b"],
+                "start": "00",
+                "accept": ["00", "01"],
+                "transitions": tr,
+            }
+        )
+    )
     task = f"dfa:{path}"
     c = build(f"dfa-pdssm:{task}")
     assert _acc(c.model, get_task(task), batch=4).token_accuracy == 1.0
@@ -189,5 +213,10 @@ def test_dfa_pdssm_on_a_dfa_file(tmp_path):
 
     v = oracle("pdssm", task)
     n = automaton_states(task)  # 5: the b count mod 3, and for a count of 0 the trailing a's (0, 1, 2+)
-    assert (v.verdict, v.basis, v.condition, v.facts["state_size_needed"], c.notes["states"]) == \
-        ("possible", "P5", "rounding", n, n) and n == 5
+    assert (v.verdict, v.basis, v.condition, v.facts["state_size_needed"], c.notes["states"]) == (
+        "possible",
+        "P5",
+        "rounding",
+        n,
+        n,
+    ) and n == 5

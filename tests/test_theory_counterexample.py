@@ -1,4 +1,5 @@
 """Counterexamples built from a model's weights: T1 (1^T), T2/T4 (W from the S4D phases), and the search."""
+
 import math
 
 import pytest

@@ -1,5 +1,6 @@
 """The oracle on the frontier mixers: one row per (layers), the verdict and its basis on parity, C3, S3
 and A5, at one and two layers, each checked against the theorem it names (docs/science.md)."""
+
 import pytest
 
 from statetrack.theory.layer_classes import layer_infos
@@ -62,20 +63,43 @@ def test_verdict_table(row):
 
 
 def test_layer_classes_of_the_frontier_mixers():
-    cls = {spec: layer_infos(spec)[0].cls for spec in
-           ("mamba2", "mamba2(neg=true)", "mamba3", "mamba3(rope=false)", "gateddeltanet", "rwkv7", "mlstm",
-            "slstm", "lru", "gla")}
-    assert cls == {"mamba2": "nonneg", "mamba2(neg=true)": "real", "mamba3": "complex",
-                   "mamba3(rope=false)": "nonneg", "gateddeltanet": "householder", "rwkv7": "dplr",
-                   "mlstm": "nonneg", "slstm": "nonlinear", "lru": "lti", "gla": "nonneg"}
+    cls = {
+        spec: layer_infos(spec)[0].cls
+        for spec in (
+            "mamba2",
+            "mamba2(neg=true)",
+            "mamba3",
+            "mamba3(rope=false)",
+            "gateddeltanet",
+            "rwkv7",
+            "mlstm",
+            "slstm",
+            "lru",
+            "gla",
+        )
+    }
+    assert cls == {
+        "mamba2": "nonneg",
+        "mamba2(neg=true)": "real",
+        "mamba3": "complex",
+        "mamba3(rope=false)": "nonneg",
+        "gateddeltanet": "householder",
+        "rwkv7": "dplr",
+        "mlstm": "nonneg",
+        "slstm": "nonlinear",
+        "lru": "lti",
+        "gla": "nonneg",
+    }
     (gdn,) = layer_infos("gateddeltanet(neg=true)")
     assert gdn.factor_domain == "[-1,1]" and gdn.props.n_h == 1
 
 
 def test_mamba3_without_rotations_loses_parity():
     # the paper's ablation: with theta = 0 the transitions are real decays in (0, 1]
-    assert (oracle("mamba3(rope=false)", "parity").verdict, oracle("mamba3(rope=false)", "parity").basis) == \
-        ("impossible", "T1")
+    assert (oracle("mamba3(rope=false)", "parity").verdict, oracle("mamba3(rope=false)", "parity").basis) == (
+        "impossible",
+        "T1",
+    )
 
 
 def test_rwkv7_reason_names_the_range_and_the_open_cases_say_what_would_decide():
@@ -84,7 +108,9 @@ def test_rwkv7_reason_names_the_range_and_the_open_cases_say_what_would_decide()
     assert "period 2" in r.reason and "would decide it" in r.reason
     c3 = oracle("rwkv7", "modcount:3")
     assert (c3.verdict, c3.basis) == ("impossible", "T1c") and c3.facts["period_bound"] == 2
-    assert oracle("mamba,rwkv7", "modcount:3").basis == "T1c"  # a non-negative layer first: still a constant input
+    assert (
+        oracle("mamba,rwkv7", "modcount:3").basis == "T1c"
+    )  # a non-negative layer first: still a constant input
     two = oracle("rwkv7*2", "modcount:3")
     assert two.verdict == "open" and "complex eigenvalues" in two.reason
     # a star-free language (Tomita 2, (10)*): no letter of period > 1, so T1c says nothing
@@ -102,13 +128,24 @@ def test_frontier_mixers_on_counting_and_star_free():
     assert oracle("mamba3*3", "tomita:2").basis == "SF"
 
 
-@pytest.mark.parametrize("layers,task,quotient", [
-    ("aussm", "group:S3", 2), ("mamba3", "group:S3", 2), ("negmamba", "group:S3", 2),
-    ("deltanet(neg=true)", "group:S3", 2), ("gateddeltanet(neg=true)", "group:S3", 2),
-    ("mamba", "group:S3", 1), ("lru", "group:S3", 1), ("rwkv7", "group:S3", 2),
-    ("aussm*3", "group:A5", 1), ("negmamba", "group:C2xC4", 4), ("aussm", "group:S4", 2),
-    ("aussm*2", "group:S4", 6), ("mamba", "parity", 1),
-])
+@pytest.mark.parametrize(
+    "layers,task,quotient",
+    [
+        ("aussm", "group:S3", 2),
+        ("mamba3", "group:S3", 2),
+        ("negmamba", "group:S3", 2),
+        ("deltanet(neg=true)", "group:S3", 2),
+        ("gateddeltanet(neg=true)", "group:S3", 2),
+        ("mamba", "group:S3", 1),
+        ("lru", "group:S3", 1),
+        ("rwkv7", "group:S3", 2),
+        ("aussm*3", "group:A5", 1),
+        ("negmamba", "group:C2xC4", 4),
+        ("aussm", "group:S4", 2),
+        ("aussm*2", "group:S4", 6),
+        ("mamba", "parity", 1),
+    ],
+)
 def test_impossible_verdicts_name_the_quotient_still_tracked(layers, task, quotient):
     """T5 applied to quotients: k complex layers track H / H^(k), real layers H / (squares)^k; non-negative
     and time-invariant layers none. The accuracy ceiling on uniform labels is 1 / |kernel|."""

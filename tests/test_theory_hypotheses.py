@@ -3,21 +3,49 @@ the maths), alone and stacked, on tasks of every kind, the layers a rule reads m
 meet the hypotheses the rule states (theory.verdicts.HYPOTHESES), and a construction that needs modulus-1
 eigenvalues a layer reaches only through float32 rounding must say so. The declared properties are checked
 against the measured transitions in tests/test_mixers_zoo.py; together the two make each verdict sound."""
+
 import pytest
 
 from statetrack.layers import MIXERS
 from statetrack.theory.verdicts import HYPOTHESES, Condition, check_hypotheses, oracle
 
 VARIANTS = sorted(MIXERS) + [
-    "mamba(neg=true)", "s4d(init=real)", "s4d(init=real,disc=bilinear)", "deltanet(neg=true)",
-    "deltaproduct(neg=true)", "deltaproduct(nh=3)", "deltaproduct(nh=3,neg=true)", "mamba2(neg=true)",
-    "mamba3(rope=false)", "mamba3(a_floor=0.0001)", "mamba3(data_angles=false)", "gateddeltanet(neg=true)",
+    "mamba(neg=true)",
+    "s4d(init=real)",
+    "s4d(init=real,disc=bilinear)",
+    "deltanet(neg=true)",
+    "deltaproduct(neg=true)",
+    "deltaproduct(nh=3)",
+    "deltaproduct(nh=3,neg=true)",
+    "mamba2(neg=true)",
+    "mamba3(rope=false)",
+    "mamba3(a_floor=0.0001)",
+    "mamba3(data_angles=false)",
+    "gateddeltanet(neg=true)",
     "gateddeltaproduct(neg=true)",
-    "gateddeltaproduct(neg=true,nh=1)", "gateddeltaproduct(neg=true,nh=3)", "kda(neg=true)", "pdssm(rows=true)",
+    "gateddeltaproduct(neg=true,nh=1)",
+    "gateddeltaproduct(neg=true,nh=3)",
+    "kda(neg=true)",
+    "pdssm(rows=true)",
 ]
-TASKS = ["parity", "modcount:3", "group:C6", "group:S3", "group:A5", "group:C2xC4", "tomita:1", "tomita:3",
-         "tomita:5", "evenpairs", "cycle:5", "offset", "witness:alt", "modarith:5", "group:A5/gens=2",
-         "group:S5/gens=4"]
+TASKS = [
+    "parity",
+    "modcount:3",
+    "group:C6",
+    "group:S3",
+    "group:A5",
+    "group:C2xC4",
+    "tomita:1",
+    "tomita:3",
+    "tomita:5",
+    "evenpairs",
+    "cycle:5",
+    "offset",
+    "witness:alt",
+    "modarith:5",
+    "group:A5/gens=2",
+    "group:S5/gens=4",
+]
 
 
 @pytest.mark.parametrize("spec", VARIANTS)

@@ -10,12 +10,26 @@ from statetrack.theory.monoid import monoid_facts
 from statetrack.theory.representations import best_representation, householder_factors, reflections_needed
 
 
-@pytest.mark.parametrize("k,size,aperiodic,groups,height", [
-    (1, 2, True, [], 1), (2, 6, True, [], 2), (3, 26, False, [2], 4), (4, 12, True, [], 3),
-    (5, 4, False, [4], 1), (6, 3, False, [3], 1), (7, 9, True, [], 5)])
+@pytest.mark.parametrize(
+    "k,size,aperiodic,groups,height",
+    [
+        (1, 2, True, [], 1),
+        (2, 6, True, [], 2),
+        (3, 26, False, [2], 4),
+        (4, 12, True, [], 3),
+        (5, 4, False, [4], 1),
+        (6, 3, False, [3], 1),
+        (7, 9, True, [], 5),
+    ],
+)
 def test_tomita_syntactic_monoids(k, size, aperiodic, groups, height):
     m = task_algebra(f"tomita:{k}").monoid
-    assert (m.size, m.aperiodic, [g.order for g in m.groups], m.holonomy_height) == (size, aperiodic, groups, height)
+    assert (m.size, m.aperiodic, [g.order for g in m.groups], m.holonomy_height) == (
+        size,
+        aperiodic,
+        groups,
+        height,
+    )
 
 
 def test_group_word_problems_read_the_group_itself():
@@ -45,18 +59,35 @@ def test_maximal_subgroup_inside_a_non_group_monoid():
 
 def test_one_letter_dfa_is_a_fixed_input_with_its_pre_period(dfa_task):
     # a^n accepted iff n = 1 or n = 0 mod 3 (n >= 3): the label at t = 1 comes before the period 3
-    task = dfa_task("pre", ["n0", "s1", "c2", "c0", "c1"], ["a"], "n0", ["s1", "c0"],
-                [["s1"], ["c2"], ["c0"], ["c1"], ["c2"]])
+    task = dfa_task(
+        "pre",
+        ["n0", "s1", "c2", "c0", "c1"],
+        ["a"],
+        "n0",
+        ["s1", "c0"],
+        [["s1"], ["c2"], ["c0"], ["c1"], ["c2"]],
+    )
     alg = task_algebra(task)
     assert alg.fixed_input and (alg.preperiod, alg.period) == (1, 3) and alg.monoid.size == 5
 
 
 # -- representations --------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name,n_h,dim,what", [
-    ("C2", 1, 1, "sign"), ("C5", 2, 2, "rotations"), ("D4", 2, 2, "4-gon"), ("S3", 2, 2, "3-gon"),
-    ("A4", 2, 3, "tetrahedron"), ("S4", 2, 3, "cube"), ("A5", 2, 3, "icosahedron"),
-    ("S5", 4, 4, "permutation"), ("Q8", 4, 4, "quaternion"), ("C2xC4", 3, 3, "direct sum"),
-    ("A4xC2", 3, 3, "-I adjoined")])
+@pytest.mark.parametrize(
+    "name,n_h,dim,what",
+    [
+        ("C2", 1, 1, "sign"),
+        ("C5", 2, 2, "rotations"),
+        ("D4", 2, 2, "4-gon"),
+        ("S3", 2, 2, "3-gon"),
+        ("A4", 2, 3, "tetrahedron"),
+        ("S4", 2, 3, "cube"),
+        ("A5", 2, 3, "icosahedron"),
+        ("S5", 4, 4, "permutation"),
+        ("Q8", 4, 4, "quaternion"),
+        ("C2xC4", 3, 3, "direct sum"),
+        ("A4xC2", 3, 3, "-I adjoined"),
+    ],
+)
 def test_best_representation(name, n_h, dim, what):
     g = get_group(name)
     rep = best_representation(g, np.arange(g.order), np.arange(g.order))

@@ -7,8 +7,10 @@ import statetrack.theory.verdicts as O
 from statetrack.layers import MIXERS
 from statetrack.theory.verdicts import oracle
 
-zoo = pytest.mark.skipif(not {"aussm", "saussm", "dcd", "deltanet", "deltaproduct", "transformer"} <= set(MIXERS),
-                         reason="needs the zoo mixers (branch zoo)")
+zoo = pytest.mark.skipif(
+    not {"aussm", "saussm", "dcd", "deltanet", "deltaproduct", "transformer"} <= set(MIXERS),
+    reason="needs the zoo mixers (branch zoo)",
+)
 
 
 def v(layers, task):
@@ -16,7 +18,9 @@ def v(layers, task):
 
 
 # -- T1: non-negative eigenvalues in every layer: parity fails at any depth ---------------------------------
-@pytest.mark.parametrize("layers", ["mamba", "mamba*2", "mamba*4", "mamba(conv=0),mamba", "s4d(init=real),mamba"])
+@pytest.mark.parametrize(
+    "layers", ["mamba", "mamba*2", "mamba*4", "mamba(conv=0),mamba", "s4d(init=real),mamba"]
+)
 def test_T1_nonnegative_stacks_fail_parity_at_any_depth(layers):
     r = v(layers, "parity")
     assert (r.verdict, r.basis) == ("impossible", "T1")
@@ -54,7 +58,9 @@ def test_T3_block_witness_defeats_nonnegative_stacks():
 
 
 # -- T4: S4D + Mamba stacks fail parity ----------------------------------------------------------------------
-@pytest.mark.parametrize("layers", ["mamba,s4d", "s4d,mamba", "mamba,s4d,mamba,s4d", "mamba(conv=0)*2,s4d(init=inv)"])
+@pytest.mark.parametrize(
+    "layers", ["mamba,s4d", "s4d,mamba", "mamba,s4d,mamba,s4d", "mamba(conv=0)*2,s4d(init=inv)"]
+)
 def test_T4_mixed_s4d_mamba_stacks_fail_parity(layers):
     r = v(layers, "parity")
     assert (r.verdict, r.basis) == ("impossible", "T4")
@@ -82,16 +88,32 @@ def test_P2_s4d_predicts_the_offset():
 
 # -- T5 and P3: input-dependent complex diagonal layers and derived length -----------------------------------
 @zoo
-@pytest.mark.parametrize("layers,group,verdict", [
-    ("aussm", "C2", "possible"), ("aussm", "C6", "possible"), ("aussm", "C60", "possible"),
-    ("aussm", "C2xC4", "possible"), ("aussm", "V4", "possible"),
-    ("aussm", "S3", "impossible"), ("aussm", "A4", "impossible"), ("aussm", "D4", "impossible"),
-    ("aussm", "Q8", "impossible"),
-    ("aussm*2", "S3", "possible"), ("aussm*2", "A4", "possible"), ("aussm*2", "D4", "possible"),
-    ("aussm*2", "Q8", "possible"), ("aussm*2", "A4xC5", "possible"), ("aussm*2", "S4", "impossible"),
-    ("aussm*3", "S4", "possible"), ("dcd*2", "S4", "impossible"), ("dcd*3", "S4", "possible"),
-    ("aussm*5", "A5", "impossible"), ("aussm*6", "S5", "impossible"), ("saussm", "C24", "possible"),
-])
+@pytest.mark.parametrize(
+    "layers,group,verdict",
+    [
+        ("aussm", "C2", "possible"),
+        ("aussm", "C6", "possible"),
+        ("aussm", "C60", "possible"),
+        ("aussm", "C2xC4", "possible"),
+        ("aussm", "V4", "possible"),
+        ("aussm", "S3", "impossible"),
+        ("aussm", "A4", "impossible"),
+        ("aussm", "D4", "impossible"),
+        ("aussm", "Q8", "impossible"),
+        ("aussm*2", "S3", "possible"),
+        ("aussm*2", "A4", "possible"),
+        ("aussm*2", "D4", "possible"),
+        ("aussm*2", "Q8", "possible"),
+        ("aussm*2", "A4xC5", "possible"),
+        ("aussm*2", "S4", "impossible"),
+        ("aussm*3", "S4", "possible"),
+        ("dcd*2", "S4", "impossible"),
+        ("dcd*3", "S4", "possible"),
+        ("aussm*5", "A5", "impossible"),
+        ("aussm*6", "S5", "impossible"),
+        ("saussm", "C24", "possible"),
+    ],
+)
 def test_T5_complex_diagonal_layers_track_groups_of_derived_length_at_most_k(layers, group, verdict):
     r = v(layers, f"group:{group}")
     assert r.verdict == verdict, r
@@ -189,6 +211,7 @@ def test_table_rows_and_bad_input():
     rows = O.oracle_table(["mamba", "negmamba"], ["parity", "group:S3"])
     assert len(rows) == 4 and {r["verdict"] for r in rows} <= {"possible", "impossible", "open"}
     from statetrack.errors import UserError
+
     with pytest.raises(UserError):
         oracle("nosuchmixer", "parity")
     with pytest.raises(UserError):
@@ -198,6 +221,7 @@ def test_table_rows_and_bad_input():
 def test_no_rule_contradicts_another():
     # possibility comes from constructions, impossibility from theorems: on a grid they never meet
     from statetrack.theory.algebra import task_algebra
+
     specs = [s for s in O.DEFAULT_TABLE_LAYERS if all(l.name in MIXERS for l in O.parse_layers(s))]
     for s in specs:
         infos = O.layer_infos(s)
@@ -206,10 +230,26 @@ def test_no_rule_contradicts_another():
             assert not (O._possible(infos, alg) and O._impossible(infos, alg)), (s, t)
 
 
-@pytest.mark.parametrize("task", ["parity:final", "group:S5/transpositions+3cycles", "group:C6/generators+identity",
-                                  "modcount:2", "modarith", "modarith-brackets", "cycle:5/every", "evenpairs",
-                                  "tomita:1", "tomita:2", "tomita:7", "offset:two-isis", "witness:ones",
-                                  "witness:pulse:6", "group:C1"])
+@pytest.mark.parametrize(
+    "task",
+    [
+        "parity:final",
+        "group:S5/transpositions+3cycles",
+        "group:C6/generators+identity",
+        "modcount:2",
+        "modarith",
+        "modarith-brackets",
+        "cycle:5/every",
+        "evenpairs",
+        "tomita:1",
+        "tomita:2",
+        "tomita:7",
+        "offset:two-isis",
+        "witness:ones",
+        "witness:pulse:6",
+        "group:C1",
+    ],
+)
 def test_every_task_family_gets_a_verdict(task):
     """Each verdict meets its rule's hypotheses on the layers' declared properties, and the non-linear RNN
     tracks every one of these tasks (the rule NL; group:C1's labels never change)."""
@@ -227,8 +267,13 @@ def test_evenpairs_is_star_free_and_dfa_files_work(tmp_path):
     import json
 
     assert oracle("mamba", "evenpairs").verdict == "open"  # star-free, SF depth 3
-    spec = {"states": ["e", "o"], "alphabet": ["0", "1"], "start": "e", "accept": ["e"],
-            "transitions": {"e": {"0": "e", "1": "o"}, "o": {"0": "o", "1": "e"}}}
+    spec = {
+        "states": ["e", "o"],
+        "alphabet": ["0", "1"],
+        "start": "e",
+        "accept": ["e"],
+        "transitions": {"e": {"0": "e", "1": "o"}, "o": {"0": "o", "1": "e"}},
+    }
     p = tmp_path / "par.json"
     p.write_text(json.dumps(spec))
     assert oracle("mamba,s4d", f"dfa:{p}").verdict == "impossible"
@@ -237,8 +282,10 @@ def test_evenpairs_is_star_free_and_dfa_files_work(tmp_path):
 
 # -- SF: star-free languages in non-negative stacks, with the depth of their holonomy cascade ----------------
 
-@pytest.mark.parametrize("task,depth", [("tomita:1", 1), ("tomita:2", 3), ("tomita:4", 4), ("tomita:7", 6),
-                                        ("evenpairs", 3)])
+
+@pytest.mark.parametrize(
+    "task,depth", [("tomita:1", 1), ("tomita:2", 3), ("tomita:4", 4), ("tomita:7", 6), ("evenpairs", 3)]
+)
 def test_SF_star_free_languages_are_possible_from_their_depth_on(task, depth):
     r = v(f"mamba*{depth}", task)
     assert (r.verdict, r.basis) == ("possible", "SF"), r
@@ -276,9 +323,25 @@ def test_KR_real_layers_on_tomita_3():
 
 
 # -- one language, one verdict -------------------------------------------------------------------------------
-_STACKS = ["rnn", "transformer", "s4d", "s4d(init=real)", "mamba", "mamba*3", "mamba,s4d", "negmamba", "negmamba*3",
-           "aussm", "aussm*2", "dcd*2", "deltanet", "deltanet(neg=true)", "deltanet(neg=true)*2",
-           "deltaproduct(nh=2,neg=true)", "aussm,negmamba"]
+_STACKS = [
+    "rnn",
+    "transformer",
+    "s4d",
+    "s4d(init=real)",
+    "mamba",
+    "mamba*3",
+    "mamba,s4d",
+    "negmamba",
+    "negmamba*3",
+    "aussm",
+    "aussm*2",
+    "dcd*2",
+    "deltanet",
+    "deltanet(neg=true)",
+    "deltanet(neg=true)*2",
+    "deltaproduct(nh=2,neg=true)",
+    "aussm,negmamba",
+]
 
 
 @zoo
@@ -294,8 +357,14 @@ def test_a_dfa_and_a_named_task_for_the_same_language_get_the_same_verdict(dfa_t
 
 def test_one_letter_languages_with_a_pre_period(dfa_task):
     # a^n accepted iff n = 1 or n = 0 mod 3 (n >= 3): pre-period 1, period 3
-    task = dfa_task("pre", ["n0", "s1", "c2", "c0", "c1"], ["a"], "n0", ["s1", "c0"],
-                [["s1"], ["c2"], ["c0"], ["c1"], ["c2"]])
+    task = dfa_task(
+        "pre",
+        ["n0", "s1", "c2", "c0", "c1"],
+        ["a"],
+        "n0",
+        ["s1", "c0"],
+        [["s1"], ["c2"], ["c0"], ["c1"], ["c2"]],
+    )
     assert (v("s4d", task).verdict, v("s4d", task).basis) == ("possible", "P1")
     assert v("mamba*3", task).verdict == "impossible"
     assert (v("negmamba*3", task).verdict, v("negmamba*3", task).basis) == ("impossible", "PD")
@@ -306,10 +375,20 @@ def test_one_letter_languages_with_a_pre_period(dfa_task):
 
 # -- T6 with lemma CD: the best orthogonal representation ----------------------------------------------------
 @zoo
-@pytest.mark.parametrize("group,n_h,dim,what", [
-    ("S4", 2, 3, "cube"), ("A5", 2, 3, "icosahedron"), ("A4", 2, 3, "tetrahedron"), ("D4", 2, 2, "4-gon"),
-    ("C5", 2, 2, "rotations"), ("D5", 2, 2, "5-gon"), ("C2xC4", 3, 3, "direct sum"), ("Q8", 4, 4, "quaternion"),
-    ("S5", 4, 4, "permutation")])
+@pytest.mark.parametrize(
+    "group,n_h,dim,what",
+    [
+        ("S4", 2, 3, "cube"),
+        ("A5", 2, 3, "icosahedron"),
+        ("A4", 2, 3, "tetrahedron"),
+        ("D4", 2, 2, "4-gon"),
+        ("C5", 2, 2, "rotations"),
+        ("D5", 2, 2, "5-gon"),
+        ("C2xC4", 3, 3, "direct sum"),
+        ("Q8", 4, 4, "quaternion"),
+        ("S5", 4, 4, "permutation"),
+    ],
+)
 def test_T6_needs_the_reflections_of_the_best_representation(group, n_h, dim, what):
     r = v(f"deltaproduct(nh={n_h},neg=true)", f"group:{group}")
     assert (r.verdict, r.basis) == ("possible", "T6"), r
@@ -330,7 +409,9 @@ def test_T6_reflection_letters_need_one_factor(dfa_task):
 
 # -- PD: period doubling (real diagonal layers; one real Householder factor on a constant input) -------------
 @zoo
-@pytest.mark.parametrize("task", ["group:C3", "group:S3", "group:A4", "modcount:3", "tomita:6", "cycle:3/every"])
+@pytest.mark.parametrize(
+    "task", ["group:C3", "group:S3", "group:A4", "modcount:3", "tomita:6", "cycle:3/every"]
+)
 def test_PD_one_householder_factor_cannot_count_mod_3(task):
     for layers in ("deltanet(neg=true)", "mamba,deltanet(neg=true)", "deltanet(neg=true),negmamba*2"):
         r = v(layers, task)
@@ -347,7 +428,9 @@ def test_P4_parity_then_one_reflection_per_token():
         for g in ("C5", "D4", "S3", "C60"):
             r = v(layers, f"group:{g}")
             assert (r.verdict, r.basis) == ("possible", "P4") and r.facts["dim"] == 2, (layers, g, r)
-    assert v("mamba,deltanet(neg=true)", "group:C3").basis == "PD"  # a non-negative layer cannot hold a parity
+    assert (
+        v("mamba,deltanet(neg=true)", "group:C3").basis == "PD"
+    )  # a non-negative layer cannot hold a parity
     assert v("deltanet(neg=true)*2", "group:Q8").verdict == "open"  # Q8 has no faithful 2-D representation
 
 
@@ -370,12 +453,18 @@ def test_verdicts_carry_the_facts_they_used(capsys):
 
     f = v("deltaproduct(nh=2,neg=true)", "group:A5").as_dict()["facts"]
     assert f["monoid_size"] == 60 and f["aperiodic"] is False and f["holonomy_height"] == 1
-    assert f["groups"] == [{"order": 60, "abelian": False, "solvable": False, "derived_length": None, "exponent": 30}]
+    assert f["groups"] == [
+        {"order": 60, "abelian": False, "solvable": False, "derived_length": None, "exponent": 30}
+    ]
     assert (f["dim"], f["n_h_needed"]) == (3, 2) and "icosahedron" in f["representation"]
     assert v("mamba*3", "evenpairs").facts["depth_needed"] == 3
     assert main(["oracle", "--layers", "mamba*4", "--task", "tomita:4", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["verdict"] == "possible" and out["facts"]["holonomy_height"] == 3 and out["facts"]["monoid_size"] == 12
+    assert (
+        out["verdict"] == "possible"
+        and out["facts"]["holonomy_height"] == 3
+        and out["facts"]["monoid_size"] == 12
+    )
 
 
 # -- consistency on a wider grid -----------------------------------------------------------------------------
@@ -383,9 +472,22 @@ def test_verdicts_carry_the_facts_they_used(capsys):
 def test_no_rule_contradicts_another_on_groups_and_languages(dfa_task):
     from statetrack.theory.algebra import task_algebra
 
-    tasks = ["parity", "modcount:4", "witness:pulse:3", "group:C8", "group:D4", "group:S4", "group:A5",
-             "group:S5/transpositions", "tomita:2", "tomita:3", "tomita:6", "tomita:7", "evenpairs",
-             dfa_task("r3", ["0", "1", "2"], ["a", "b"], "0", ["0"], [["1", "0"], ["2", "0"], ["0", "0"]])]
+    tasks = [
+        "parity",
+        "modcount:4",
+        "witness:pulse:3",
+        "group:C8",
+        "group:D4",
+        "group:S4",
+        "group:A5",
+        "group:S5/transpositions",
+        "tomita:2",
+        "tomita:3",
+        "tomita:6",
+        "tomita:7",
+        "evenpairs",
+        dfa_task("r3", ["0", "1", "2"], ["a", "b"], "0", ["0"], [["1", "0"], ["2", "0"], ["0", "0"]]),
+    ]
     for s in _STACKS + ["negmamba*5", "mamba*6", "dcd*5", "deltaproduct(nh=3,neg=true)"]:
         infos = O.layer_infos(s)
         for t in tasks:

@@ -8,8 +8,17 @@ from statetrack.training.evaluation import LengthMetrics, longest_generalized, s
 
 
 def _cfg(**kw):
-    base = {"model": ModelConfig(layers="rnn", d_model=2, d_state=8), "train_min_len": 8, "train_max_len": 8,
-                "steps": 120, "eval_every": 40, "lr": 0.01, "weight_decay": 0.0, "seed": 3, "val_sequences": 64}
+    base = {
+        "model": ModelConfig(layers="rnn", d_model=2, d_state=8),
+        "train_min_len": 8,
+        "train_max_len": 8,
+        "steps": 120,
+        "eval_every": 40,
+        "lr": 0.01,
+        "weight_decay": 0.0,
+        "seed": 3,
+        "val_sequences": 64,
+    }
     base.update(kw)
     return TrainConfig(**base)
 
@@ -45,8 +54,12 @@ def test_early_stop_and_best_checkpoint():
 
 
 def test_metrics_definitions():
-    m = [LengthMetrics(16, 1.0, 1, 1, 1, 0.5, 10), LengthMetrics(100, 0.95, 1, 1, 0.9, 0.5, 10),
-         LengthMetrics(1000, 0.5, 1, 1, 0, 0.5, 10), LengthMetrics(10000, 0.99, 1, 1, 0.98, 0.5, 10)]
+    m = [
+        LengthMetrics(16, 1.0, 1, 1, 1, 0.5, 10),
+        LengthMetrics(100, 0.95, 1, 1, 0.9, 0.5, 10),
+        LengthMetrics(1000, 0.5, 1, 1, 0, 0.5, 10),
+        LengthMetrics(10000, 0.99, 1, 1, 0.98, 0.5, 10),
+    ]
     assert longest_generalized(m) == 100
     assert scaled(0.75, 0.5) == pytest.approx(0.5)
 
@@ -101,11 +114,15 @@ def test_validation_loss_does_not_round_to_zero():
     g = torch.Generator().manual_seed(0)
     logits, y = torch.randn(64, 5, generator=g) * 4, torch.randint(0, 5, (64,), generator=g)
     mask = torch.ones(64, dtype=torch.bool)
-    assert validation_loss(logits, y, mask) == pytest.approx(float(F.cross_entropy(logits.double(), y)), rel=1e-12)
+    assert validation_loss(logits, y, mask) == pytest.approx(
+        float(F.cross_entropy(logits.double(), y)), rel=1e-12
+    )
     sure = torch.tensor([[30.0, 0.0, -5.0], [0.0, 50.0, 1.0]])
     target = torch.tensor([0, 1])
     assert float(F.cross_entropy(sure, target)) == 0.0
     loss = validation_loss(sure, target, torch.ones(2, dtype=torch.bool))
-    assert loss == pytest.approx((math.exp(-30) + math.exp(-35) + math.exp(-50) + math.exp(-49)) / 2, rel=1e-12)
+    assert loss == pytest.approx(
+        (math.exp(-30) + math.exp(-35) + math.exp(-50) + math.exp(-49)) / 2, rel=1e-12
+    )
     sharper = validation_loss(sure * 2, target, torch.ones(2, dtype=torch.bool))
     assert 0 < sharper < loss

@@ -4,6 +4,7 @@ A study's name is an identifier (no command writes outside --out, whatever the n
 in a YAML mapping is an error naming it, labels are printable text of bounded length, a '|' in a label
 stays inside its markdown cell, and the links of an HTML index are built from study names alone, never
 copied from an index.json found in the output folder."""
+
 import json
 import re
 from pathlib import Path
@@ -25,8 +26,9 @@ def _one_line(capsys, argv, needle) -> str:
     return err
 
 
-@pytest.mark.parametrize("name", ["/ABS/pwned", "../../escaped", "a/b", "..", ".hidden", "-rf", "x y", "",
-                                  "a" * 101, "caf\u00e9"])
+@pytest.mark.parametrize(
+    "name", ["/ABS/pwned", "../../escaped", "a/b", "..", ".hidden", "-rf", "x y", "", "a" * 101, "caf\u00e9"]
+)
 @pytest.mark.parametrize("command", ["report", "sweep", "reproduce"])
 def test_no_study_name_writes_outside_out(tmp_path, capsys, monkeypatch, name, command):
     """A study file named '/elsewhere/target/pwned' or '../../escaped' used to make `report --out abs/out
@@ -52,48 +54,75 @@ def test_a_study_name_error_says_what_a_name_is(tmp_path, capsys):
     study = tmp_path / "s.yaml"
     study.write_text(rnn_study_text().replace("name: s\n", 'name: "../../escaped"\n'))
     err = _one_line(capsys, ["sweep", str(study)], "")
-    assert err == (f"error: study file {str(study)!r}: name: '../../escaped' is not a name: use a letter or digit, "
-                   "then up to 99 letters, digits, '.', '_' or '-' (it names the report's files)\n")
+    assert err == (
+        f"error: study file {str(study)!r}: name: '../../escaped' is not a name: use a letter or digit, "
+        "then up to 99 letters, digits, '.', '_' or '-' (it names the report's files)\n"
+    )
 
 
-@pytest.mark.parametrize("old, new, key, where", [
-    ("models:", "models: []\nmodels:", "models", "lines 6 and 7"),  # a second `models:` (the first is lost)
-    ("lr: 0.01}", "lr: 0.01, lr: 0.2}", "lr", "line 5"),          # twice in one flow mapping
-])
+@pytest.mark.parametrize(
+    "old, new, key, where",
+    [
+        (
+            "models:",
+            "models: []\nmodels:",
+            "models",
+            "lines 6 and 7",
+        ),  # a second `models:` (the first is lost)
+        ("lr: 0.01}", "lr: 0.01, lr: 0.2}", "lr", "line 5"),  # twice in one flow mapping
+    ],
+)
 def test_a_key_given_twice_in_a_study_file(tmp_path, capsys, old, new, key, where):
     """YAML parsers keep the last of two equal keys silently: two `models:` dropped a model from the grid."""
     study = tmp_path / "dup.yaml"
     study.write_text(rnn_study_text().replace(old, new))
-    _one_line(capsys, ["sweep", str(study), "--db", str(tmp_path / "r.db")],
-              f"study file {str(study)!r}: key {key!r} is given twice ({where}); keep one")
+    _one_line(
+        capsys,
+        ["sweep", str(study), "--db", str(tmp_path / "r.db")],
+        f"study file {str(study)!r}: key {key!r} is given twice ({where}); keep one",
+    )
     assert not (tmp_path / "r.db").exists()
 
 
 def test_a_key_given_twice_in_a_config_file(tmp_path, capsys):
     config = tmp_path / "run.yaml"
     config.write_text("task: parity\nmodel:\n  layers: rnn\n  layers: lstm\n")
-    _one_line(capsys, ["train", "--config", str(config), "--db", str(tmp_path / "r.db")],
-              "key 'layers' is given twice (lines 3 and 4)")
+    _one_line(
+        capsys,
+        ["train", "--config", str(config), "--db", str(tmp_path / "r.db")],
+        "key 'layers' is given twice (lines 3 and 4)",
+    )
 
 
 def test_yaml_merge_keys_are_not_duplicates():
     from statetrack.untrusted import load_yaml
 
-    assert load_yaml("base: &b {lr: 1}\nrun:\n  <<: *b\n  steps: 2\n", "x") == {"base": {"lr": 1},
-                                                                               "run": {"lr": 1, "steps": 2}}
+    assert load_yaml("base: &b {lr: 1}\nrun:\n  <<: *b\n  steps: 2\n", "x") == {
+        "base": {"lr": 1},
+        "run": {"lr": 1, "steps": 2},
+    }
 
 
-@pytest.mark.parametrize("label, needle", [
-    ("bad\udcff", "'bad\\udcff' is not a label: it holds '\\udcff', which is not printable"),  # --label $'bad\xff'
-    ("two\nlines", "is not a label: it holds '\\n'"),
-    ("\x1b[31mred", "is not a label: it holds '\\x1b'"),
-    ("x" * 201, "a label of 201 characters is over the limit of 200"),
-    ("   ", "is not a label"),
-])
+@pytest.mark.parametrize(
+    "label, needle",
+    [
+        (
+            "bad\udcff",
+            "'bad\\udcff' is not a label: it holds '\\udcff', which is not printable",
+        ),  # --label $'bad\xff'
+        ("two\nlines", "is not a label: it holds '\\n'"),
+        ("\x1b[31mred", "is not a label: it holds '\\x1b'"),
+        ("x" * 201, "a label of 201 characters is over the limit of 200"),
+        ("   ", "is not a label"),
+    ],
+)
 def test_labels_are_printable_and_bounded(tmp_path, capsys, label, needle):
     db = tmp_path / "r.db"
-    err = _one_line(capsys, ["train", "--layers", "rnn", "--steps", "1", "--label", label, "--db", str(db)],
-                    "error: bad --label: ")
+    err = _one_line(
+        capsys,
+        ["train", "--layers", "rnn", "--steps", "1", "--label", label, "--db", str(db)],
+        "error: bad --label: ",
+    )
     assert needle in err
     assert not db.exists()
     study = tmp_path / "s.yaml"
@@ -108,14 +137,29 @@ def odd_labels(tmp_path_factory):
     program wrote with hostile links and values."""
     d = tmp_path_factory.mktemp("labels")
     study = d / "odd.yaml"
-    study.write_text(rnn_study_text().replace("name: s", "name: odd").replace("label: RNN", 'label: "RNN | <b>x</b>"'))
+    study.write_text(
+        rnn_study_text().replace("name: s", "name: odd").replace("label: RNN", 'label: "RNN | <b>x</b>"')
+    )
     out = d / "out"
     out.mkdir()
-    hostile = {"page": "javascript:alert(2)", "thumbnail": "javascript:alert(3)", "leaderboard": "javascript:alert(4)",
-               "title": "<script>alert(5)</script>", "scale": "<i>", "complete": "<script>", "runs": "x",
-               "missing": "<b>", "cells_compared": "<b>", "cells_agree": [], "run_time_s": "soon", "devices": "<x>",
-               "date": "<y>"}
-    (out / "index.json").write_text(json.dumps({"evil": hostile, "../up": hostile, "a b": hostile, "javascript:x": {}}))
+    hostile = {
+        "page": "javascript:alert(2)",
+        "thumbnail": "javascript:alert(3)",
+        "leaderboard": "javascript:alert(4)",
+        "title": "<script>alert(5)</script>",
+        "scale": "<i>",
+        "complete": "<script>",
+        "runs": "x",
+        "missing": "<b>",
+        "cells_compared": "<b>",
+        "cells_agree": [],
+        "run_time_s": "soon",
+        "devices": "<x>",
+        "date": "<y>",
+    }
+    (out / "index.json").write_text(
+        json.dumps({"evil": hostile, "../up": hostile, "a b": hostile, "javascript:x": {}})
+    )
     db = str(d / "r.db")
     assert main(["sweep", str(study), "--db", db, "--workers", "1"]) == 0
     assert main(["report", str(study), "--db", db, "--out", str(out), "--html", "--figures", ""]) == 0
@@ -136,8 +180,11 @@ def test_index_links_are_built_from_study_names(odd_labels):
     index = (odd_labels / "index.html").read_text()
     assert "javascript:" not in index and "<script" not in index and "<i>" not in index and "<b>" not in index
     hrefs = set(re.findall(r'(?:href|src)="([^"]*)"', index))
-    ours = {f"{n}{suffix}" for n in ("odd", "evil")
-            for suffix in (".html", ".md", "-leaderboard.html", "/thumbnail.png")}
+    ours = {
+        f"{n}{suffix}"
+        for n in ("odd", "evil")
+        for suffix in (".html", ".md", "-leaderboard.html", "/thumbnail.png")
+    }
     # links built from the names, and only to files the folder holds: evil's record keeps its card, no link
     assert "odd.html" in hrefs and hrefs <= ours and not any(h.startswith("evil") for h in hrefs), hrefs
     assert "<h2>evil</h2>" in index

@@ -1,6 +1,7 @@
 """The oracle beside a study's cells (report.verdicts): pooled scores, chance over consecutive lengths of
 a fixed input, the outcome rules, the report's sections and the leaderboard page; and the frontier-zoo
 study's grid."""
+
 from __future__ import annotations
 
 import pytest
@@ -19,8 +20,10 @@ def _jobs(model: str, column: str):
 
 
 def _result(job, correct_of_n: list[tuple[int, int]]) -> RunResult:
-    ms = [LengthMetrics(n, k / m, None, None, None, 0.5, m) for n, (k, m) in zip(job.eval.lengths, correct_of_n,
-                                                                                 strict=True)]
+    ms = [
+        LengthMetrics(n, k / m, None, None, None, 0.5, m)
+        for n, (k, m) in zip(job.eval.lengths, correct_of_n, strict=True)
+    ]
     return RunResult(1, "complete", ms, {}, None)
 
 
@@ -53,7 +56,9 @@ def test_fixed_input_counts_each_length_once_and_chance_pools_the_cycle():
     (job, *_) = _jobs("Mamba-3", "count mod 3")
     task = get_task("modcount:3")
     # a constant answer is right at one residue in three: 4 of the 12 lengths
-    s = seed_score(job, _result(job, [(1, 1) if n % 3 == 0 else (0, 1) for n in job.eval.lengths]), task, True)
+    s = seed_score(
+        job, _result(job, [(1, 1) if n % 3 == 0 else (0, 1) for n in job.eval.lengths]), task, True
+    )
     assert s.n == 12 and s.chance == pytest.approx(1 / 3) and s.accuracy == pytest.approx(1 / 3)
     assert s.judgement == "at"
     s = seed_score(job, _result(job, [(1, 1)] * 12), task, True)
@@ -63,19 +68,24 @@ def test_fixed_input_counts_each_length_once_and_chance_pools_the_cycle():
 def _cell(verdict, judgements):
     c = VerdictCell("m", "t", "mamba", "parity", verdict, "T1", "why")
     lo_hi = {"tracks": (0.9, 0.98), "above": (0.7, 0.9), "at": (0.4, 0.6), "below": (0.1, 0.3)}
-    c.seeds = [SeedScore(i, sum(lo_hi[j]) / 2, *lo_hi[j], 0.5, 100, [500], "long") for i, j in enumerate(judgements)]
+    c.seeds = [
+        SeedScore(i, sum(lo_hi[j]) / 2, *lo_hi[j], 0.5, 100, [500], "long") for i, j in enumerate(judgements)
+    ]
     return c
 
 
-@pytest.mark.parametrize("verdict,seeds,outcome", [
-    ("impossible", ["at", "at", "at"], "agrees"),
-    ("impossible", ["at", "above", "at"], "disagrees"),
-    ("impossible", ["below", "at", "at"], "disagrees"),  # off chance either way tells the label apart
-    ("possible", ["at", "tracks", "at"], "agrees"),
-    ("possible", ["at", "above", "below"], "learnability"),  # above chance, yet not tracking (< 90%)
-    ("open", ["above", "at", "at"], "open"),
-    ("possible", [], "missing"),
-])
+@pytest.mark.parametrize(
+    "verdict,seeds,outcome",
+    [
+        ("impossible", ["at", "at", "at"], "agrees"),
+        ("impossible", ["at", "above", "at"], "disagrees"),
+        ("impossible", ["below", "at", "at"], "disagrees"),  # off chance either way tells the label apart
+        ("possible", ["at", "tracks", "at"], "agrees"),
+        ("possible", ["at", "above", "below"], "learnability"),  # above chance, yet not tracking (< 90%)
+        ("open", ["above", "at", "at"], "open"),
+        ("possible", [], "missing"),
+    ],
+)
 def test_outcomes(verdict, seeds, outcome):
     assert _cell(verdict, seeds).outcome == outcome
 

@@ -2,6 +2,7 @@
 (missing folder, a file in the way, no permission, a read-only file system, a full disk) ends in one line
 naming the path and the reason, exit 2, no traceback; no empty or half-written file stays behind, no run
 stays ``running``; and a command that fails before it trains writes nothing at all."""
+
 import errno
 import os
 import subprocess
@@ -16,8 +17,23 @@ from statetrack.errors import UserError
 from statetrack.files import write_file
 from statetrack.runs.store import Store
 
-TRAIN = ["train", "--layers", "rnn", "--d-model", "2", "--d-state", "4", "--steps", "4", "--eval-every", "2",
-         "--test-lengths", "8", "--eval-batch", "8"]
+TRAIN = [
+    "train",
+    "--layers",
+    "rnn",
+    "--d-model",
+    "2",
+    "--d-state",
+    "4",
+    "--steps",
+    "4",
+    "--eval-every",
+    "2",
+    "--test-lengths",
+    "8",
+    "--eval-batch",
+    "8",
+]
 STUDY = textwrap.dedent("""
     name: tiny
     title: tiny
@@ -79,9 +95,13 @@ def mount_tmpfs(tmp_path):
         d = tmp_path / name
         d.mkdir()
         opts = f"size={size}" + (",ro" if ro else "")
-        r = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(d)], capture_output=True, text=True)
+        r = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(d)], capture_output=True, text=True
+        )
         if r.returncode != 0:
-            pytest.skip(f"needs root allowed to mount a tmpfs; the mount failed ({(r.stderr or r.stdout).strip()})")
+            pytest.skip(
+                f"needs root allowed to mount a tmpfs; the mount failed ({(r.stderr or r.stdout).strip()})"
+            )
         mounted.append(d)
         return d
 
@@ -107,15 +127,18 @@ def _fill(folder, keep: int = 0):
 
 
 # -- paths that cannot be written ---------------------------------------------------------------------
-@pytest.mark.parametrize("where, reason", [("/proc/x", "No such file or directory"),
-                                           ("FILE/x", "a file is in the way")])
+@pytest.mark.parametrize(
+    "where, reason", [("/proc/x", "No such file or directory"), ("FILE/x", "a file is in the way")]
+)
 def test_unwritable_outputs_are_one_line(tmp_path, capsys, study, ckpt, where, reason):
     (tmp_path / "FILE").write_text("in the way")
     out = where.replace("FILE", str(tmp_path / "FILE"))
     db = str(tmp_path / "r.db")
     _complete(capsys, study, db)  # a report with a complete run, so that only its output can fail
     before = _files(tmp_path)
-    _error(capsys, ["construct", "parity-negmamba", "--out", f"{out}.safetensors"], f"{out}.safetensors", reason)
+    _error(
+        capsys, ["construct", "parity-negmamba", "--out", f"{out}.safetensors"], f"{out}.safetensors", reason
+    )
     _error(capsys, ["report", study, "--db", db, "--out", out], reason)
     _error(capsys, ["spectrum", ckpt, "--out", f"{out}.png"], f"{out}.png", reason)
     _error(capsys, TRAIN + ["--db", f"{out}.db"], f"{out}.db", reason)
@@ -127,7 +150,9 @@ def test_a_read_only_file_system(tmp_path, capsys, study, ckpt, mount_tmpfs):
     ro = mount_tmpfs("ro", ro=True)
     db = str(tmp_path / "r.db")
     _complete(capsys, study, db)
-    _error(capsys, ["construct", "parity-negmamba", "--out", str(ro / "x.safetensors")], "Read-only file system")
+    _error(
+        capsys, ["construct", "parity-negmamba", "--out", str(ro / "x.safetensors")], "Read-only file system"
+    )
     _error(capsys, ["report", study, "--db", db, "--out", str(ro / "rep")], "Read-only file system")
     _error(capsys, ["spectrum", ckpt, "--out", str(ro / "s.png")], "Read-only file system")
     _error(capsys, TRAIN + ["--db", str(ro / "r.db")], str(ro / "r.db"), "Read-only file system")
@@ -143,14 +168,25 @@ def test_a_full_disk(capsys, ckpt, mount_tmpfs):
     capsys.readouterr()
     _fill(full)
     before = _files(full)
-    _error(capsys, ["construct", "parity-negmamba", "--out", str(full / "x.safetensors")], "No space left on device")
+    _error(
+        capsys,
+        ["construct", "parity-negmamba", "--out", str(full / "x.safetensors")],
+        "No space left on device",
+    )
     _error(capsys, ["spectrum", ckpt, "--out", str(full / "s.png")], "No space left on device")
-    _error(capsys, TRAIN + ["--db", str(full / "new.db")], "cannot create results database", "No space left on device")
+    _error(
+        capsys,
+        TRAIN + ["--db", str(full / "new.db")],
+        "cannot create results database",
+        "No space left on device",
+    )
     # an existing database on the full disk: named as such, never as damaged
     err = _error(capsys, TRAIN + ["--db", db], "No space left on device")
     assert "not a readable" not in err and "damaged" not in err
     after = _files(full)
-    assert [f for f in after if f not in before and not f.startswith("r.db-")] == []  # no new file, no 0-byte file
+    assert [
+        f for f in after if f not in before and not f.startswith("r.db-")
+    ] == []  # no new file, no 0-byte file
     assert not [f for f in after if f.endswith((".tmp", ".creating"))]
     Path(full / "filler").unlink()
     assert [r["status"] for r in Store(db).runs()] == ["complete"]
@@ -185,8 +221,11 @@ def test_a_full_disk_for_reports(tmp_path, capsys, study, mount_tmpfs):
     capsys.readouterr()
     _fill(full, keep=12_000)  # room for the folders and a little more, not for the report
     _error(capsys, ["report", study, "--db", db, "--out", str(full / "rep")], "No space left on device")
-    assert not [f for f in _files(full) if f.endswith(".tmp") or (full / f).is_file() and
-                (full / f).stat().st_size == 0]
+    assert not [
+        f
+        for f in _files(full)
+        if f.endswith(".tmp") or (full / f).is_file() and (full / f).stat().st_size == 0
+    ]
 
 
 def test_a_checkpoint_that_does_not_fit_keeps_the_runs_metrics(capsys, mount_tmpfs):
@@ -195,10 +234,31 @@ def test_a_checkpoint_that_does_not_fit_keeps_the_runs_metrics(capsys, mount_tmp
     Store(db)
     _fill(full, keep=1_000_000)
     # rnn with a state of 700: a 2 MB checkpoint
-    err = _error(capsys, ["train", "--layers", "rnn", "--d-model", "4", "--d-state", "700", "--steps", "2",
-                          "--eval-every", "1", "--test-lengths", "8", "--eval-batch", "4", "--db", db],
-                 "run 1 is recorded complete with its metrics but without a checkpoint",
-                 str(full / "r.checkpoints"), "No space left on device")
+    err = _error(
+        capsys,
+        [
+            "train",
+            "--layers",
+            "rnn",
+            "--d-model",
+            "4",
+            "--d-state",
+            "700",
+            "--steps",
+            "2",
+            "--eval-every",
+            "1",
+            "--test-lengths",
+            "8",
+            "--eval-batch",
+            "4",
+            "--db",
+            db,
+        ],
+        "run 1 is recorded complete with its metrics but without a checkpoint",
+        str(full / "r.checkpoints"),
+        "No space left on device",
+    )
     [r] = Store(db).runs()
     assert r["status"] == "complete" and r["checkpoint"] is None and Store(db).metrics(1)
     assert "No space left on device" in r["summary"]["checkpoint_error"] and "run1-" in err
@@ -237,6 +297,9 @@ def test_cuda_without_a_gpu_writes_nothing(tmp_path, capsys, study):
 def test_a_bad_init_writes_nothing(tmp_path, capsys):
     db = tmp_path / "runs" / "r.db"
     _error(capsys, TRAIN + ["--init", "construction:nope", "--db", str(db)], "unknown construction")
-    _error(capsys, ["train", "--init", "construction:parity-negmamba", "--task", "group:S3", "--db", str(db)],
-           "solves")
+    _error(
+        capsys,
+        ["train", "--init", "construction:parity-negmamba", "--task", "group:S3", "--db", str(db)],
+        "solves",
+    )
     assert not (tmp_path / "runs").exists()

@@ -7,6 +7,7 @@ The public API, in the order a notebook uses it::
 The names are loaded on first use (PEP 562), so that ``import statetrack`` and the command line's
 ``--version`` and ``--help`` do not import torch.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -24,11 +25,17 @@ if TYPE_CHECKING:
 
 #: public name -> the module that defines it
 _API = {
-    "get_task": "statetrack.tasks", "Task": "statetrack.tasks",
-    "ModelConfig": "statetrack.config", "TrainConfig": "statetrack.config", "EvalConfig": "statetrack.config",
-    "Model": "statetrack.model", "build_model": "statetrack.model",
-    "train": "statetrack.training.loop", "TrainResult": "statetrack.training.loop",
-    "evaluate": "statetrack.training.evaluation", "LengthMetrics": "statetrack.training.evaluation",
+    "get_task": "statetrack.tasks",
+    "Task": "statetrack.tasks",
+    "ModelConfig": "statetrack.config",
+    "TrainConfig": "statetrack.config",
+    "EvalConfig": "statetrack.config",
+    "Model": "statetrack.model",
+    "build_model": "statetrack.model",
+    "train": "statetrack.training.loop",
+    "TrainResult": "statetrack.training.loop",
+    "evaluate": "statetrack.training.evaluation",
+    "LengthMetrics": "statetrack.training.evaluation",
 }
 
 
@@ -44,5 +51,18 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_API])
 
 
-__all__ = ["UserError", "__version__", "get_task", "Task", "ModelConfig", "TrainConfig", "EvalConfig", "Model",
-           "build_model", "train", "TrainResult", "evaluate", "LengthMetrics"]
+__all__ = [
+    "UserError",
+    "__version__",
+    "get_task",
+    "Task",
+    "ModelConfig",
+    "TrainConfig",
+    "EvalConfig",
+    "Model",
+    "build_model",
+    "train",
+    "TrainResult",
+    "evaluate",
+    "LengthMetrics",
+]

@@ -1,4 +1,5 @@
 """Typed configs: every component is built from one of these, and every run stores them whole."""
+
 from __future__ import annotations
 
 import functools
@@ -63,13 +64,16 @@ class Supervision(StrEnum):
 class ModelConfig(_Config):
     """embedding -> blocks (norm, mixer, residual, optional MLP) -> norm -> head."""
 
-    layers: str = Field(description="layer spec: mixer names separated by commas, options in parentheses, "
-                                    "repeats with '*', e.g. 'mamba,s4d' or 'negmamba(conv=0)*2'")
+    layers: str = Field(
+        description="layer spec: mixer names separated by commas, options in parentheses, "
+        "repeats with '*', e.g. 'mamba,s4d' or 'negmamba(conv=0)*2'"
+    )
     d_model: int = Field(8, ge=1, le=4096, description="embedding / residual width")
     d_state: int = Field(16, ge=1, le=4096, description="state size per channel (hidden size for RNNs)")
     mlp: bool = Field(False, description="add an MLP sub-block after each mixer")
-    norm: Literal["rmsnorm", "layernorm", "none"] = Field("rmsnorm", description="normalisation before each "
-                                                                                  "sub-block and the head")
+    norm: Literal["rmsnorm", "layernorm", "none"] = Field(
+        "rmsnorm", description="normalisation before each sub-block and the head"
+    )
 
     @field_validator("layers")
     @classmethod
@@ -80,61 +84,96 @@ class ModelConfig(_Config):
 class TrainConfig(_Config):
     """One training run: task, model, optimiser, schedule, lengths, validation, seed."""
 
-    task: str = Field("parity", description="task string, e.g. parity, group:S3, modcount:3 (statetrack tasks)")
+    task: str = Field(
+        "parity", description="task string, e.g. parity, group:S3, modcount:3 (statetrack tasks)"
+    )
     model: ModelConfig
     train_min_len: int = Field(8, ge=1, description="shortest training sequence")
-    train_max_len: int = Field(8, ge=1, description="longest training sequence (each step draws a length "
-                                                   "uniformly from the range)")
+    train_max_len: int = Field(
+        8, ge=1, description="longest training sequence (each step draws a length uniformly from the range)"
+    )
     steps: int = Field(2000, ge=1, description="optimiser steps")
     batch_size: int = Field(64, ge=1, description="sequences per step")
     lr: float = Field(1e-2, gt=0, description="peak learning rate of AdamW")
     weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay")
-    warmup_frac: float = Field(0.1, ge=0, le=1, description="fraction of the steps in linear warm-up, then "
-                                                            "cosine decay")
+    warmup_frac: float = Field(
+        0.1, ge=0, le=1, description="fraction of the steps in linear warm-up, then cosine decay"
+    )
     clip: float = Field(1.0, gt=0, description="gradient norm clip")
     eval_every: int = Field(50, ge=1, description="steps between validations")
     patience: int = Field(20, ge=1, description="validations without improvement before early stop")
     val_sequences: int = Field(512, ge=1, description="validation sequences (fixed, in-distribution lengths)")
     seed: int = Field(0, description="seed of the initialisation, the training data and the validation set")
     device: Device = Field(
-        "auto", validate_default=True, description="cpu, cuda, or auto (cuda where present); stored resolved")
+        "auto", validate_default=True, description="cpu, cuda, or auto (cuda where present); stored resolved"
+    )
     precision: Literal["float32", "bfloat16"] = Field(
-        "float32", description="CUDA only: 'bfloat16' runs the forward pass under bf16 autocast")
-    cuda_graphs: bool = Field(True, description="CUDA only: capture each training length's step as a CUDA "
-                                                "graph and replay it")
-    init: str | None = Field(None, description="'construction:NAME' to start from a construction "
-                                               "(statetrack construct --list); the model is the "
-                                               "construction's, and so is the task on the command line "
-                                               "unless --task names it")
+        "float32", description="CUDA only: 'bfloat16' runs the forward pass under bf16 autocast"
+    )
+    cuda_graphs: bool = Field(
+        True, description="CUDA only: capture each training length's step as a CUDA graph and replay it"
+    )
+    init: str | None = Field(
+        None,
+        description="'construction:NAME' to start from a construction "
+        "(statetrack construct --list); the model is the "
+        "construction's, and so is the task on the command line "
+        "unless --task names it",
+    )
     init_noise: float = Field(0.0, ge=0, description="with init: add N(0, sigma^2) to every parameter")
     supervision: Supervision = Field(
-        Supervision.TASK, description="positions the training loss reads: 'task' (those the task scores) or "
-                                      "'every' (each prefix's answer, for tasks that define one; validation and "
-                                      "tests still score the task's own positions)")
+        Supervision.TASK,
+        description="positions the training loss reads: 'task' (those the task scores) or "
+        "'every' (each prefix's answer, for tasks that define one; validation and "
+        "tests still score the task's own positions)",
+    )
     curriculum_start: int | None = Field(
-        None, ge=1, description="length curriculum: the longest training length starts here and rises in "
-                                "equal stages (curriculum_stages) to train_max_len; none: the whole range from "
-                                "the first step")
-    curriculum_stages: int = Field(4, ge=2, description="stages of the length curriculum (equal shares of the "
-                                                        "steps)")
+        None,
+        ge=1,
+        description="length curriculum: the longest training length starts here and rises in "
+        "equal stages (curriculum_stages) to train_max_len; none: the whole range from "
+        "the first step",
+    )
+    curriculum_stages: int = Field(
+        4, ge=2, description="stages of the length curriculum (equal shares of the steps)"
+    )
     learned_accuracy: float = Field(
-        0.99, gt=0, le=1, description="a run has learnt the task once its in-distribution validation accuracy "
-                                      "is at least this for learned_validations validations in a row")
-    learned_validations: int = Field(3, ge=1, description="validations in a row at learned_accuracy that count "
-                                                          "as learnt")
-    stop_when_learned: bool = Field(False, description="end training once the task is learnt (steps is then "
-                                                       "a budget); the test lengths are scored as always")
+        0.99,
+        gt=0,
+        le=1,
+        description="a run has learnt the task once its in-distribution validation accuracy "
+        "is at least this for learned_validations validations in a row",
+    )
+    learned_validations: int = Field(
+        3, ge=1, description="validations in a row at learned_accuracy that count as learnt"
+    )
+    stop_when_learned: bool = Field(
+        False,
+        description="end training once the task is learnt (steps is then "
+        "a budget); the test lengths are scored as always",
+    )
 
-    LATE_FIELDS: ClassVar[tuple[str, ...]] = ("supervision", "curriculum_start", "curriculum_stages",
-                                              "learned_accuracy", "learned_validations", "stop_when_learned")
+    LATE_FIELDS: ClassVar[tuple[str, ...]] = (
+        "supervision",
+        "curriculum_start",
+        "curriculum_stages",
+        "learned_accuracy",
+        "learned_validations",
+        "stop_when_learned",
+    )
 
     @model_validator(mode="after")
     def _lengths(self):
         if self.train_min_len > self.train_max_len:
             raise ValueError(f"train_min_len {self.train_min_len} > train_max_len {self.train_max_len}")
-        if self.curriculum_start is not None and not self.train_min_len <= self.curriculum_start <= self.train_max_len:
-            raise ValueError(f"curriculum_start {self.curriculum_start} is outside the training lengths "
-                             f"{self.train_min_len}-{self.train_max_len}")
+        if (
+            self.curriculum_start is not None
+            and not self.train_min_len <= self.curriculum_start <= self.train_max_len
+        ):
+            raise ValueError(
+                f"curriculum_start {self.curriculum_start} is outside the training lengths "
+                f"{self.train_min_len}-{self.train_max_len}"
+            )
         return self
 
     def max_length_at(self, step: int) -> int:
@@ -158,27 +197,51 @@ class EvalConfig(_Config):
     lengths: list[int] = Field(default_factory=lambda: default_lengths(), description="test lengths")
     batch_size: int = Field(128, ge=1, description="fresh sequences per test length")
     chunk: int = Field(1024, ge=1, description="time steps per forward call; memory is flat in length")
-    seed: int = Field(12345, ge=0, description="seed of the test sequences (combined with the split and the length: "
-                                               "each length's test set is its own stream)")
-    doublings: int = Field(4, ge=0, le=8, description="a length whose accuracy interval contains 90% is scored again "
-                                                     "with twice the sequences, at most this many times (then marked "
-                                                     "undecided)")
+    seed: int = Field(
+        12345,
+        ge=0,
+        description="seed of the test sequences (combined with the split and the length: "
+        "each length's test set is its own stream)",
+    )
+    doublings: int = Field(
+        4,
+        ge=0,
+        le=8,
+        description="a length whose accuracy interval contains 90% is scored again "
+        "with twice the sequences, at most this many times (then marked "
+        "undecided)",
+    )
     device: Device = Field(
-        "auto", validate_default=True, description="cpu, cuda, or auto (cuda where present); stored resolved")
-    memory_mb: int = Field(2048, ge=1, description="chunks shrink so that no layer's activations for one "
-                                                   "chunk exceed this many MiB")
-    tokens: int | None = Field(None, ge=1, description="language models: test tokens scored at each length "
-                                                       "(windows = tokens / length); default batch_size windows")
+        "auto", validate_default=True, description="cpu, cuda, or auto (cuda where present); stored resolved"
+    )
+    memory_mb: int = Field(
+        2048,
+        ge=1,
+        description="chunks shrink so that no layer's activations for one chunk exceed this many MiB",
+    )
+    tokens: int | None = Field(
+        None,
+        ge=1,
+        description="language models: test tokens scored at each length "
+        "(windows = tokens / length); default batch_size windows",
+    )
     test_split: Literal["test", "long", "test+long"] = Field(
-        "test", description="the draws scored at every length: 'test' (the task's test draw), 'long' (the "
-                            "long-range draw of a regular task: the last half of each string leaves both labels "
-                            "possible), or 'test+long' (both; the first is the run's headline)")
-    horizons: bool = Field(False, description="also measure the failure horizon on each witness family of a "
-                                              "regular task, up to the longest test length")
+        "test",
+        description="the draws scored at every length: 'test' (the task's test draw), 'long' (the "
+        "long-range draw of a regular task: the last half of each string leaves both labels "
+        "possible), or 'test+long' (both; the first is the run's headline)",
+    )
+    horizons: bool = Field(
+        False,
+        description="also measure the failure horizon on each witness family of a "
+        "regular task, up to the longest test length",
+    )
     windows: Literal["random", "tile"] = Field(
-        "random", description="language models: test windows at seeded random offsets ('random', tokens per "
-                              "length), or laid end to end over the whole test split ('tile': every test token "
-                              "scored once, the bytes the compressor baselines are measured on)")
+        "random",
+        description="language models: test windows at seeded random offsets ('random', tokens per "
+        "length), or laid end to end over the whole test split ('tile': every test token "
+        "scored once, the bytes the compressor baselines are measured on)",
+    )
 
     LATE_FIELDS: ClassVar[tuple[str, ...]] = ("tokens", "test_split", "horizons", "windows")
 
@@ -209,7 +272,7 @@ def concrete_device(name: str) -> str:
 
 def default_lengths(lo: int = 16, hi: int = 10_000) -> list[int]:
     """Roughly log-spaced round lengths from lo to hi: 16, 32, ..., 512, 1000, 2000, 5000, 10000."""
-    grid = [2 ** k for k in range(4, 10)] + [m * 10 ** e for e in range(3, 7) for m in (1, 2, 5)]
+    grid = [2**k for k in range(4, 10)] + [m * 10**e for e in range(3, 7) for m in (1, 2, 5)]
     return sorted({n for n in grid if lo <= n <= hi} | {hi})
 
 
@@ -284,9 +347,11 @@ def flatten(data: dict, where: str) -> dict:
         elif k in SECTIONS:  # a known key that holds the fields of its config
             first = next(iter(SECTIONS[k].model_fields))
             hint = f" (did you mean '{k}: {{{first}: {v}}}'?)" if k == "model" and isinstance(v, str) else ""
-            raise UserError(f"{where}: key {k!r} must be a mapping of {SECTIONS[k].__name__}'s fields, e.g. "
-                            f"'{k}: {{{first}: ...}}', got {type(v).__name__} {v!r}{hint}; or give one field as "
-                            f"'{k}.{first}'")
+            raise UserError(
+                f"{where}: key {k!r} must be a mapping of {SECTIONS[k].__name__}'s fields, e.g. "
+                f"'{k}: {{{first}: ...}}', got {type(v).__name__} {v!r}{hint}; or give one field as "
+                f"'{k}.{first}'"
+            )
         else:
             out[check_key(str(k), where)] = v
     return {k: check_value(k, v, where) for k, v in out.items()}
@@ -323,10 +388,20 @@ def check_value(key: str, value: object, where: str) -> object:
         err = e.errors()[0]
         msg = err.get("msg", str(e)).removeprefix("Value error, ")
         ann = run_config_keys()[key].annotation
-        choices = [str(c) for c in (get_args(ann) if get_origin(ann) is Literal else ann if isinstance(ann, type)
-                                    and issubclass(ann, StrEnum) else ())]
+        choices = [
+            str(c)
+            for c in (
+                get_args(ann)
+                if get_origin(ann) is Literal
+                else ann
+                if isinstance(ann, type) and issubclass(ann, StrEnum)
+                else ()
+            )
+        ]
         hint = did_you_mean(str(value), choices) if choices else ""
-        raise UserError(f"{where}: key {key!r} expects {type_name(ann)}: {msg} (got {value!r}){hint}") from None
+        raise UserError(
+            f"{where}: key {key!r} expects {type_name(ann)}: {msg} (got {value!r}){hint}"
+        ) from None
 
 
 def parse_override(text: str) -> tuple[str, object]:
@@ -354,14 +429,23 @@ def load_run_config(path: str | os.PathLike) -> dict:
     p = Path(path)
     if not p.is_file():
         try:  # the config files beside it, for a did-you-mean
-            near = [q.name for q in (p.parent if str(p.parent) else Path(".")).iterdir()
-                    if q.suffix.lower() in (".yaml", ".yml", ".json") and q.is_file()]
+            near = [
+                q.name
+                for q in (p.parent if str(p.parent) else Path(".")).iterdir()
+                if q.suffix.lower() in (".yaml", ".yml", ".json") and q.is_file()
+            ]
         except OSError:
             near = []
         hint = did_you_mean(p.name, near)
-        raise UserError(f"config file {str(p)!r} not found{hint}"
-                        + (f"; config files in {str(p.parent)!r}: {', '.join(sorted(near)[:10])}"
-                           + (f" and {len(near) - 10} more" if len(near) > 10 else "") if near else ""))
+        raise UserError(
+            f"config file {str(p)!r} not found{hint}"
+            + (
+                f"; config files in {str(p.parent)!r}: {', '.join(sorted(near)[:10])}"
+                + (f" and {len(near) - 10} more" if len(near) > 10 else "")
+                if near
+                else ""
+            )
+        )
     what = f"config file {str(p)!r}"
     try:
         data = load_yaml(read_text(p, what, MAX_YAML_BYTES), what)

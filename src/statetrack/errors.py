@@ -5,6 +5,7 @@ A name that is not one of the allowed ones gets the closest allowed names ("did 
 cargo do: by edit distance (insertions, deletions, substitutions and swaps of two neighbours, case
 ignored), within a third of the name's length.
 """
+
 from __future__ import annotations
 
 import signal
@@ -65,4 +66,6 @@ def did_you_mean(value: str, choices: Iterable[str]) -> str:
 def allowed(name: str, value: object, choices: Iterable[object]) -> UserError:
     """A UserError naming the bad value, the closest allowed ones and all the allowed ones."""
     names = sorted(map(str, choices))
-    return UserError(f"unknown {name} {value!r}{did_you_mean(str(value), names)}; allowed: {', '.join(names)}")
+    return UserError(
+        f"unknown {name} {value!r}{did_you_mean(str(value), names)}; allowed: {', '.join(names)}"
+    )

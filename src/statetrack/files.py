@@ -7,6 +7,7 @@ A failure (no space left, permission denied, a read-only file system, a folder t
 created) removes the temporary file and ends in one :class:`UserError` line naming the path and the
 reason; no empty or half-written file is left behind.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -42,8 +43,13 @@ def ensure_dir(folder: str | os.PathLike, action: str | None = None) -> Path:
     return folder
 
 
-_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def file_kind(path: str | os.PathLike) -> str | None:
@@ -102,8 +108,9 @@ def atomic_write(path: str | os.PathLike, exclusive: bool = False, what: str = "
             os.close(fd)
         if exclusive:
             if not place_new(tmp, path):
-                raise UserError(f"cannot write {what} {str(path)!r}: a file of that name exists and is "
-                                "not replaced")
+                raise UserError(
+                    f"cannot write {what} {str(path)!r}: a file of that name exists and is not replaced"
+                )
         else:
             os.replace(tmp, path)
         sync_dir(path.parent)
@@ -114,7 +121,9 @@ def atomic_write(path: str | os.PathLike, exclusive: bool = False, what: str = "
             os.unlink(tmp)
 
 
-def write_file(path: str | os.PathLike, data: bytes | str, exclusive: bool = False, what: str = "file") -> Path:
+def write_file(
+    path: str | os.PathLike, data: bytes | str, exclusive: bool = False, what: str = "file"
+) -> Path:
     """Write ``data`` to ``path`` atomically (:func:`atomic_write`); returns the path."""
     if isinstance(data, str):
         data = data.encode()
@@ -123,7 +132,7 @@ def write_file(path: str | os.PathLike, data: bytes | str, exclusive: bool = Fal
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
     return Path(path)

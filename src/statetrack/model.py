@@ -4,6 +4,7 @@ A block is ``x + mixer(norm(x))``, optionally followed by ``x + mlp(norm(x))``. 
 takes and returns the list of per-layer states, so the same model trains on short sequences and
 evaluates on sequences of any length in fixed memory (``forward`` on chunks, or ``step`` per token).
 """
+
 from __future__ import annotations
 
 from typing import Any, TypeVar
@@ -19,8 +20,9 @@ M = TypeVar("M", bound=Mixer)
 
 
 def _norm(kind: str, d: int) -> nn.Module:
-    return {"rmsnorm": lambda: nn.RMSNorm(d), "layernorm": lambda: nn.LayerNorm(d),
-            "none": nn.Identity}[kind]()
+    return {"rmsnorm": lambda: nn.RMSNorm(d), "layernorm": lambda: nn.LayerNorm(d), "none": nn.Identity}[
+        kind
+    ]()
 
 
 class Block(nn.Module):
@@ -36,8 +38,11 @@ class Block(nn.Module):
         d = cfg.d_model
         self.norm = _norm(cfg.norm, d)
         self.mixer = mixer
-        self.mlp = nn.Sequential(_norm(cfg.norm, d), nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d)) \
-            if cfg.mlp else None
+        self.mlp = (
+            nn.Sequential(_norm(cfg.norm, d), nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+            if cfg.mlp
+            else None
+        )
 
     def forward(self, x: Tensor, state: Any = None) -> tuple[Tensor, Any]:
         y, state = self.mixer(self.norm(x), state)
@@ -60,7 +65,8 @@ class Model(nn.Module):
         self.cfg, self.vocab_size, self.num_classes = cfg, vocab_size, num_classes
         self.embed = nn.Embedding(vocab_size, cfg.d_model)
         self.blocks = nn.ModuleList(
-            Block(build_mixer(spec, cfg.d_model, cfg.d_state), cfg) for spec in parse_layers(cfg.layers))
+            Block(build_mixer(spec, cfg.d_model, cfg.d_state), cfg) for spec in parse_layers(cfg.layers)
+        )
         self.norm = _norm(cfg.norm, cfg.d_model)
         self.head = nn.Linear(cfg.d_model, num_classes)
 
@@ -128,7 +134,7 @@ class WholeModel(nn.Module):
         """tokens (B, T) -> logits (B, T, num_classes), new states."""
         seen = states[0] if states else None
         full = tokens if seen is None or seen.shape[1] == 0 else torch.cat([seen, tokens], dim=1)
-        h = self.body(full)[:, full.shape[1] - tokens.shape[1]:]
+        h = self.body(full)[:, full.shape[1] - tokens.shape[1] :]
         return self.head(h), [full]
 
     def step(self, token: Tensor, states: list) -> tuple[Tensor, list]:

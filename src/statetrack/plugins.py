@@ -17,6 +17,7 @@ before it, statetrack's own included (:func:`check_replacement`).
 
 This module only imports modules by name; it knows nothing of what they register.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -61,8 +62,10 @@ def check_replacement(kind: str, name: str, old, new) -> None:
     if old is None or old is new or provider(old) == provider(new):
         return
     who = "statetrack itself" if provider(old) == "statetrack" else f"plugin module {provider(old)!r}"
-    raise UserError(f"{kind} {name!r} is already registered by {who}; module {provider(new)!r} cannot replace it: "
-                    f"register yours under another name")
+    raise UserError(
+        f"{kind} {name!r} is already registered by {who}; module {provider(new)!r} cannot replace it: "
+        f"register yours under another name"
+    )
 
 
 def _import(name: str, how: str):
@@ -70,8 +73,9 @@ def _import(name: str, how: str):
         return importlib.import_module(name)
     except ModuleNotFoundError as e:
         if e.name and (name == e.name or name.startswith(e.name + ".")):
-            raise UserError(f"plugin module {name!r} ({how}) not found; install it or add its folder to "
-                            "PYTHONPATH") from None
+            raise UserError(
+                f"plugin module {name!r} ({how}) not found; install it or add its folder to PYTHONPATH"
+            ) from None
         raise UserError(f"plugin module {name!r} ({how}) failed to import: {_where(e)}") from None
     except Interrupted:  # Ctrl-C or SIGTERM while it imports: the command is interrupted
         raise
@@ -83,8 +87,13 @@ def _import(name: str, how: str):
 def _where(e: BaseException) -> str:
     tb = traceback.extract_tb(e.__traceback__)
     at = f"{os.path.basename(tb[-1].filename)}:{tb[-1].lineno}: " if tb else ""
-    what = (f"it called sys.exit({e.code!r}) while being imported" if isinstance(e, SystemExit) else
-            f"{type(e).__name__}: {e}" if str(e) else type(e).__name__)
+    what = (
+        f"it called sys.exit({e.code!r}) while being imported"
+        if isinstance(e, SystemExit)
+        else f"{type(e).__name__}: {e}"
+        if str(e)
+        else type(e).__name__
+    )
     return f"{at}{what}".replace("\n", " ")
 
 
@@ -114,14 +123,18 @@ def require(names: str | list[str] | None, what: str) -> list[str]:
     names = [n.strip() for n in names or [] if isinstance(n, str) and n.strip()]
     bad = [n for n in names if not MODULE_NAME.fullmatch(n)]
     if bad:
-        raise UserError(f"{what} names plugin module {bad[0]!r}, which is not a module name; nothing was imported")
+        raise UserError(
+            f"{what} names plugin module {bad[0]!r}, which is not a module name; nothing was imported"
+        )
     autoload()  # the user's own configuration: STATETRACK_PLUGINS and installed entry points
     missing = [n for n in dict.fromkeys(names) if n not in sys.modules]
     if missing:
         one = len(missing) == 1
-        raise UserError(f"{what} names plugin module{'' if one else 's'} "
-                        f"{', '.join(map(repr, missing))}, not loaded; data never imports code: if you trust "
-                        f"{'it' if one else 'them'}, pass {' '.join(f'--plugin {m}' for m in missing)}")
+        raise UserError(
+            f"{what} names plugin module{'' if one else 's'} "
+            f"{', '.join(map(repr, missing))}, not loaded; data never imports code: if you trust "
+            f"{'it' if one else 'them'}, pass {' '.join(f'--plugin {m}' for m in missing)}"
+        )
     return names
 
 
@@ -173,6 +186,7 @@ def study_path(name: str) -> str | None:
     obj = ep.load()
     path = obj() if callable(obj) else obj
     if not isinstance(path, (str, os.PathLike)):
-        raise UserError(f"{how} gives {type(path).__name__}; it must be a study file's path or a function "
-                        "returning one")
+        raise UserError(
+            f"{how} gives {type(path).__name__}; it must be a study file's path or a function returning one"
+        )
     return os.fspath(path)

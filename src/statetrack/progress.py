@@ -16,6 +16,7 @@ The log lines go to the ``statetrack`` logger at INFO, one per validation and on
 Where the program configured no logging, a handler printing the bare lines on stderr is added to that
 logger the first time; configure ``logging`` (or ``logging.getLogger("statetrack")``) to change it.
 """
+
 from __future__ import annotations
 
 import logging
@@ -31,7 +32,13 @@ Progress = bool | Callable[[dict], None] | None
 def duration(s: float) -> str:
     """``12s``, ``3m05s``, ``1h02m``."""
     s = int(round(s))
-    return f"{s}s" if s < 60 else f"{s // 60}m{s % 60:02d}s" if s < 3600 else f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return (
+        f"{s}s"
+        if s < 60
+        else f"{s // 60}m{s % 60:02d}s"
+        if s < 3600
+        else f"{s // 3600}h{s % 3600 // 60:02d}m"
+    )
 
 
 class _Stderr(logging.StreamHandler):
@@ -74,14 +81,18 @@ def describe_waits(waits: list[dict]) -> str:
     """One line naming the runs a sweep waits for (``Claims.waits``): their run ids, their sweeps, and
     how old their heartbeats are (one in the future: that machine's clock is ahead, and the claim is
     taken over once its heartbeat stays unchanged for the timeout)."""
+
     def one(w: dict) -> str:
         run = f"run {w['run_id']}" if w["run_id"] is not None else f"key {w['key']} (no row yet)"
         if w["age"] < -1:
-            beat = (f"heartbeat {-w['age']:.0f} s in the future (its clock is ahead); taken over if it stays "
-                    f"unchanged for {w['timeout']:.0f} s (unchanged for {w['unchanged']:.0f} s)")
+            beat = (
+                f"heartbeat {-w['age']:.0f} s in the future (its clock is ahead); taken over if it stays "
+                f"unchanged for {w['timeout']:.0f} s (unchanged for {w['unchanged']:.0f} s)"
+            )
         else:
             beat = f"heartbeat {max(0.0, w['age']):.0f} s ago"
         return f"{run} (sweep {w['owner']}, {beat})"
+
     return f"waiting for {len(waits)} run(s) that other sweeps hold: " + "; ".join(map(one, waits))
 
 
@@ -107,9 +118,13 @@ class TrainProgress:
         el = time.time() - self.t0
         eta = el / step * (self.steps - step) if step else 0.0
         loss = "" if info.get("train_loss") is None else f"loss {info['train_loss']:.3f}  "  # None: step 0
-        msg = (f"{self.title}: step {step}/{self.steps}  {loss}val acc {100 * info['val_accuracy']:.1f}%  "
-               f"elapsed {duration(el)}  ETA {duration(eta)}")
-        self.out({"event": "validation", **info, "steps": self.steps, "elapsed": el, "eta": eta, "message": msg})
+        msg = (
+            f"{self.title}: step {step}/{self.steps}  {loss}val acc {100 * info['val_accuracy']:.1f}%  "
+            f"elapsed {duration(el)}  ETA {duration(eta)}"
+        )
+        self.out(
+            {"event": "validation", **info, "steps": self.steps, "elapsed": el, "eta": eta, "message": msg}
+        )
 
 
 class SweepProgress:
@@ -125,14 +140,30 @@ class SweepProgress:
     def on_step(self, job, step: int, info: dict) -> None:
         loss = "" if info.get("train_loss") is None else f"loss {info['train_loss']:.3f}  "
         el = time.time() - self.t0
-        msg = (f"{self.title}: {self.name(job)}: step {step}/{job.train.steps}  {loss}val acc "
-               f"{100 * info['val_accuracy']:.1f}%  elapsed {duration(el)}")
-        self.out({"event": "validation", "run": self.name(job), **info, "steps": job.train.steps, "elapsed": el,
-                  "message": msg})
+        msg = (
+            f"{self.title}: {self.name(job)}: step {step}/{job.train.steps}  {loss}val acc "
+            f"{100 * info['val_accuracy']:.1f}%  elapsed {duration(el)}"
+        )
+        self.out(
+            {
+                "event": "validation",
+                "run": self.name(job),
+                **info,
+                "steps": job.train.steps,
+                "elapsed": el,
+                "message": msg,
+            }
+        )
 
     def on_wait(self, waits: list[dict]) -> None:
-        self.out({"event": "waiting", "runs": waits, "elapsed": time.time() - self.t0,
-                  "message": f"{self.title}: {describe_waits(waits)}"})
+        self.out(
+            {
+                "event": "waiting",
+                "runs": waits,
+                "elapsed": time.time() - self.t0,
+                "message": f"{self.title}: {describe_waits(waits)}",
+            }
+        )
 
     def on_done(self, job, res) -> None:
         self.finished += 1
@@ -140,8 +171,21 @@ class SweepProgress:
         eta = el / self.finished * (self.runs - self.finished)
         longest = (res.summary or {}).get("longest_90")
         what = ("reused" if res.reused else res.status) + (f", longest >=90% {longest}" if longest else "")
-        msg = (f"{self.title}: run {self.finished}/{self.runs} done: {self.name(job)} ({what})  "
-               f"elapsed {duration(el)}  ETA {duration(eta)}")
-        self.out({"event": "run done", "run": self.name(job), "run_id": res.run_id, "status": res.status,
-                  "reused": res.reused, "finished": self.finished, "runs": self.runs, "elapsed": el, "eta": eta,
-                  "message": msg})
+        msg = (
+            f"{self.title}: run {self.finished}/{self.runs} done: {self.name(job)} ({what})  "
+            f"elapsed {duration(el)}  ETA {duration(eta)}"
+        )
+        self.out(
+            {
+                "event": "run done",
+                "run": self.name(job),
+                "run_id": res.run_id,
+                "status": res.status,
+                "reused": res.reused,
+                "finished": self.finished,
+                "runs": self.runs,
+                "elapsed": el,
+                "eta": eta,
+                "message": msg,
+            }
+        )

@@ -3,6 +3,7 @@
 The tables can also be rebuilt from the database alone (``report.collect`` / ``statetrack report``):
 the grid is regenerated from the study file and each run is looked up by its key.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,10 +17,22 @@ from statetrack.runs.store import DEFAULT_DB
 from statetrack.runs.sweep import run_jobs
 
 
-def sweep(name: str | Study, scale: str = "quick", seeds: int | None = None, db: str | Path = DEFAULT_DB,
-          workers: int = 1, fresh: bool = False, device: str = "auto", on_done=None, executor: str = "local",
-          address: str | None = None, on_step=None, progress: Progress = None,
-          max_runs: int = MAX_RUNS, on_wait=None) -> tuple[Study, list]:
+def sweep(
+    name: str | Study,
+    scale: str = "quick",
+    seeds: int | None = None,
+    db: str | Path = DEFAULT_DB,
+    workers: int = 1,
+    fresh: bool = False,
+    device: str = "auto",
+    on_done=None,
+    executor: str = "local",
+    address: str | None = None,
+    on_step=None,
+    progress: Progress = None,
+    max_runs: int = MAX_RUNS,
+    on_wait=None,
+) -> tuple[Study, list]:
     """Run study ``name``'s grid at ``scale``; returns (study, [(job, result)]). ``on_done(job, result)``
     after each run, ``on_step(job, step, info)`` after each validation, ``on_wait(waits)`` while it waits
     for runs other sweeps hold (sweep.run_jobs). ``progress``: a
@@ -34,8 +47,17 @@ def sweep(name: str | Study, scale: str = "quick", seeds: int | None = None, db:
         on_step = _both(on_step, log.on_step)
         on_done = _both(on_done, log.on_done)
         on_wait = _both(on_wait, log.on_wait)
-    results = run_jobs(jobs, db, workers=workers, reuse=not fresh, on_done=on_done, executor=executor,
-                       address=address, on_step=on_step, on_wait=on_wait)
+    results = run_jobs(
+        jobs,
+        db,
+        workers=workers,
+        reuse=not fresh,
+        on_done=on_done,
+        executor=executor,
+        address=address,
+        on_step=on_step,
+        on_wait=on_wait,
+    )
     return study, results
 
 
@@ -46,16 +68,26 @@ def _both(first, second):
     return lambda *a: (first(*a), second(*a))
 
 
-def reproduce(name: str, scale: str = "quick", seeds: int | None = None, db: str | Path = DEFAULT_DB,
-              workers: int = 1, fresh: bool = False, device: str = "auto",
-              on_done=None, executor: str = "local", address: str | None = None,
-              progress: Progress = None) -> tuple[Study, list, StudyTable | LMTable]:
+def reproduce(
+    name: str,
+    scale: str = "quick",
+    seeds: int | None = None,
+    db: str | Path = DEFAULT_DB,
+    workers: int = 1,
+    fresh: bool = False,
+    device: str = "auto",
+    on_done=None,
+    executor: str = "local",
+    address: str | None = None,
+    progress: Progress = None,
+) -> tuple[Study, list, StudyTable | LMTable]:
     """Run study ``name`` at ``scale``; returns (study, [(job, result)], its first table). ``progress``: as
     ``sweep``'s.
 
     ``report.study_tables(study, results, scale)`` gives every table of a study with several."""
-    study, results = sweep(name, scale, seeds, db, workers, fresh, device, on_done, executor, address,
-                           progress=progress)
+    study, results = sweep(
+        name, scale, seeds, db, workers, fresh, device, on_done, executor, address, progress=progress
+    )
     if study.kind is StudyKind.LM:
         return study, results, lm_tables(study, results, scale, db=db)[0]
     return study, results, study_table(study, results)

@@ -8,6 +8,7 @@ Grammar (whitespace ignored)::
 Examples: ``mamba,s4d``, ``negmamba*2``, ``mamba(conv=0),s4d(init=lin)``.
 Values are parsed as int, float, bool (true/false) or left as strings.
 """
+
 from __future__ import annotations
 
 import re

@@ -14,6 +14,7 @@ study's, :func:`name_problem`) is an identifier, so that no name makes a command
 the user chose; a label (a run's, a study's model or task label: :func:`label_problem`) is printable text
 of at most ``MAX_LABEL`` characters.
 """
+
 from __future__ import annotations
 
 import json
@@ -55,8 +56,10 @@ def label_problem(label) -> str | None:
         return f"a label of {len(label):,} characters is over the limit of {MAX_LABEL}"
     if not label.isprintable():
         bad = next(c for c in label if not c.isprintable())
-        return (f"{label!r} is not a label: it holds {bad!r}, which is not printable (labels are printable text, "
-                f"without control characters, line breaks or undecodable bytes)")
+        return (
+            f"{label!r} is not a label: it holds {bad!r}, which is not printable (labels are printable text, "
+            f"without control characters, line breaks or undecodable bytes)"
+        )
     return None
 
 
@@ -65,12 +68,16 @@ def _size(text: str | bytes) -> int:
 
 
 def _too_big(what: str, n: int, limit: int) -> UserError:
-    return UserError(f"{what} is {n:,} bytes, over the limit of {limit:,} bytes for a document read from a file")
+    return UserError(
+        f"{what} is {n:,} bytes, over the limit of {limit:,} bytes for a document read from a file"
+    )
 
 
 def _too_deep(what: str) -> UserError:
-    return UserError(f"{what} is nested more than {MAX_DEPTH} levels deep (lists and objects within each "
-                     "other), over the limit for a document read from a file")
+    return UserError(
+        f"{what} is nested more than {MAX_DEPTH} levels deep (lists and objects within each "
+        "other), over the limit for a document read from a file"
+    )
 
 
 def check_depth(value, what: str) -> None:

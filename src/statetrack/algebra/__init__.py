@@ -7,18 +7,30 @@ elementary-abelian-2 subnormal series).
 
 See :mod:`statetrack.algebra.group` for the id and composition conventions.
 """
+
 from statetrack.algebra.group import MAX_DEGREE, MAX_ORDER, Group
 from statetrack.algebra.names import (
-                                      ALLOWED_FORMS,
-                                      DEFAULT_GROUPS,
-                                      get_group,
-                                      group_from_generators,
-                                      group_order_from_name,
-                                      parse_group_name,
-                                      structure_table,
+    ALLOWED_FORMS,
+    DEFAULT_GROUPS,
+    get_group,
+    group_from_generators,
+    group_order_from_name,
+    parse_group_name,
+    structure_table,
 )
 from statetrack.algebra.structure import derived_series, structure_of
 
-__all__ = ["Group", "MAX_ORDER", "MAX_DEGREE", "ALLOWED_FORMS", "get_group", "group_from_generators",
-           "group_order_from_name", "parse_group_name", "DEFAULT_GROUPS", "derived_series",
-           "structure_of", "structure_table"]
+__all__ = [
+    "Group",
+    "MAX_ORDER",
+    "MAX_DEGREE",
+    "ALLOWED_FORMS",
+    "get_group",
+    "group_from_generators",
+    "group_order_from_name",
+    "parse_group_name",
+    "DEFAULT_GROUPS",
+    "derived_series",
+    "structure_of",
+    "structure_table",
+]

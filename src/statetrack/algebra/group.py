@@ -21,6 +21,7 @@ Size cap: groups of order above :data:`MAX_ORDER` (5040 = |S7|) are refused with
 any enumeration. 5040 admits S7, A7, C5040 and every group used in the papers (C60, A4xC5, A5, S5);
 its table is 5040^2 int16 = 48 MiB and builds in a few seconds.
 """
+
 from __future__ import annotations
 
 from functools import cached_property
@@ -50,8 +51,10 @@ def _codes(perms: np.ndarray, weights: np.ndarray) -> np.ndarray:
 
 
 def too_big(name: str, order) -> UserError:
-    return UserError(f"group {name!r} has order {order}, above the cap of {MAX_ORDER} elements; "
-                     f"allowed: groups of order <= {MAX_ORDER}")
+    return UserError(
+        f"group {name!r} has order {order}, above the cap of {MAX_ORDER} elements; "
+        f"allowed: groups of order <= {MAX_ORDER}"
+    )
 
 
 def _check_generators(generators, name: str) -> np.ndarray:
@@ -59,20 +62,27 @@ def _check_generators(generators, name: str) -> np.ndarray:
     try:
         gens = [[int(v) for v in g] for g in generators]
     except (TypeError, ValueError):
-        raise UserError(f"group {name!r}: generators must be lists of integers (array forms), "
-                        f"got {generators!r}") from None
+        raise UserError(
+            f"group {name!r}: generators must be lists of integers (array forms), got {generators!r}"
+        ) from None
     if not gens:
-        raise UserError(f"group {name!r}: at least one generator is needed; allowed: a non-empty "
-                        "list of array forms such as [[1, 0, 2], [1, 2, 0]]")
+        raise UserError(
+            f"group {name!r}: at least one generator is needed; allowed: a non-empty "
+            "list of array forms such as [[1, 0, 2], [1, 2, 0]]"
+        )
     degree = max(1, max(len(g) for g in gens))
     if degree > MAX_DEGREE:
-        raise UserError(f"group {name!r}: generators act on {degree} points, above the cap of "
-                        f"{MAX_DEGREE}; allowed: permutations of at most {MAX_DEGREE} points")
+        raise UserError(
+            f"group {name!r}: generators act on {degree} points, above the cap of "
+            f"{MAX_DEGREE}; allowed: permutations of at most {MAX_DEGREE} points"
+        )
     out = np.empty((len(gens), degree), dtype=np.int32)
     for k, g in enumerate(gens):
         if sorted(g) != list(range(len(g))):
-            raise UserError(f"group {name!r}: generator {g!r} is not a permutation of "
-                            f"0..{len(g) - 1}; allowed: array forms (the image of 0, 1, ..., n-1)")
+            raise UserError(
+                f"group {name!r}: generator {g!r} is not a permutation of "
+                f"0..{len(g) - 1}; allowed: array forms (the image of 0, 1, ..., n-1)"
+            )
         out[k] = g + list(range(len(g), degree))
     return out
 
@@ -201,10 +211,12 @@ class Group:
         at_base = e[:, self.base]  # (n, |base|)
         block = max(1, 2_000_000 // max(1, n * len(self.base)))
         for start in range(0, n, block):
-            rows = at_base[start:start + block]  # first factor i, on the base
+            rows = at_base[start : start + block]  # first factor i, on the base
             # (i then j)[b] = e[j][e[i][b]]: a product is determined by its base images
             prod = e[:, rows].transpose(1, 0, 2)  # (rows, n, |base|)
-            table[start:start + len(rows)] = self._lookup(prod.reshape(-1, len(self.base))).reshape(len(rows), n)
+            table[start : start + len(rows)] = self._lookup(prod.reshape(-1, len(self.base))).reshape(
+                len(rows), n
+            )
         return table
 
     # -- the API --------------------------------------------------------------------------------

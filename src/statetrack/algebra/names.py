@@ -6,6 +6,7 @@ integer. Each factor acts on its own block of points (Cn, Dn on n points for n >
 points, Q8 by its right-regular action on 8 points, V4 on 4 points); a product acts on the
 concatenated blocks.
 """
+
 from __future__ import annotations
 
 import math
@@ -16,8 +17,10 @@ from statetrack.algebra.group import MAX_ORDER, Group, too_big
 from statetrack.algebra.structure import structure_of
 from statetrack.errors import UserError
 
-ALLOWED_FORMS = ("Cn, Zn (cyclic), Dn (dihedral of order 2n), Sn, An (n >= 1), Q8, V4, "
-                 "and direct products joined by x such as C2xC4 or A4xC5")
+ALLOWED_FORMS = (
+    "Cn, Zn (cyclic), Dn (dihedral of order 2n), Sn, An (n >= 1), Q8, V4, "
+    "and direct products joined by x such as C2xC4 or A4xC5"
+)
 
 _FACTOR = re.compile(r"^(?:([CZDSA])([1-9][0-9]{0,6})|(Q8)|(V4))$")
 
@@ -37,10 +40,24 @@ def _cycle(n: int, points: list[int]) -> list[int]:
 
 def _quaternion_generators() -> list[list[int]]:
     # elements 0..7 = 1, i, j, k, -1, -i, -j, -k; right-regular action x -> x * g
-    units = {(0, 0): (1, 0), (0, 1): (1, 1), (0, 2): (1, 2), (0, 3): (1, 3),
-             (1, 0): (1, 1), (1, 1): (-1, 0), (1, 2): (1, 3), (1, 3): (-1, 2),
-             (2, 0): (1, 2), (2, 1): (-1, 3), (2, 2): (-1, 0), (2, 3): (1, 1),
-             (3, 0): (1, 3), (3, 1): (1, 2), (3, 2): (-1, 1), (3, 3): (-1, 0)}
+    units = {
+        (0, 0): (1, 0),
+        (0, 1): (1, 1),
+        (0, 2): (1, 2),
+        (0, 3): (1, 3),
+        (1, 0): (1, 1),
+        (1, 1): (-1, 0),
+        (1, 2): (1, 3),
+        (1, 3): (-1, 2),
+        (2, 0): (1, 2),
+        (2, 1): (-1, 3),
+        (2, 2): (-1, 0),
+        (2, 3): (1, 1),
+        (3, 0): (1, 3),
+        (3, 1): (1, 2),
+        (3, 2): (-1, 1),
+        (3, 3): (-1, 0),
+    }
 
     def times(x: int, g: int) -> int:
         sx, ux = (-1 if x >= 4 else 1), x % 4
@@ -168,8 +185,7 @@ def group_from_generators(generators, name: str | None = None) -> Group:
 
 
 #: The default rows of the structure table (the groups of Khavari2025, DiagLimits2026 and Merrill2024).
-DEFAULT_GROUPS = ("C2", "C6", "C24", "C60", "V4", "Q8", "D4", "S3", "A4", "S4", "A5", "S5", "C2xC4",
-                  "A4xC5")
+DEFAULT_GROUPS = ("C2", "C6", "C24", "C60", "V4", "Q8", "D4", "S3", "A4", "S4", "A5", "S5", "C2xC4", "A4xC5")
 
 
 def structure_table(names=None) -> list[dict]:

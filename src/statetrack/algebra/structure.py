@@ -18,6 +18,7 @@ docs/science.md):
   named by its order (below 10,000 the order determines a non-abelian simple group).
 * exponent: the lcm of the element orders.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,9 +27,22 @@ import numpy as np
 
 #: Non-abelian simple groups of order below 10,000, by order (each order determines the group).
 SIMPLE_BY_ORDER = {
-    60: "A5", 168: "PSL(2,7)", 360: "A6", 504: "PSL(2,8)", 660: "PSL(2,11)", 1092: "PSL(2,13)",
-    2448: "PSL(2,17)", 2520: "A7", 3420: "PSL(2,19)", 4080: "PSL(2,16)", 5616: "PSL(3,3)",
-    6048: "PSU(3,3)", 6072: "PSL(2,23)", 7800: "PSL(2,25)", 7920: "M11", 9828: "PSL(2,27)",
+    60: "A5",
+    168: "PSL(2,7)",
+    360: "A6",
+    504: "PSL(2,8)",
+    660: "PSL(2,11)",
+    1092: "PSL(2,13)",
+    2448: "PSL(2,17)",
+    2520: "A7",
+    3420: "PSL(2,19)",
+    4080: "PSL(2,16)",
+    5616: "PSL(3,3)",
+    6048: "PSU(3,3)",
+    6072: "PSL(2,23)",
+    7800: "PSL(2,25)",
+    7920: "M11",
+    9828: "PSL(2,27)",
 }
 
 

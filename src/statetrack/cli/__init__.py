@@ -10,6 +10,7 @@ One module per area, each adding its subcommands (``add_commands``): ``run`` (tr
 (the parser), ``options`` (options derived from the typed configs), ``output`` (width, tables, JSON) and
 ``progress``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,20 +25,26 @@ from statetrack.errors import UserError
 from statetrack.files import reason
 from statetrack.version import __version__
 
-PLUGIN_HELP = "import MODULE first: a plugin registering tasks, mixers (repeatable; also STATETRACK_PLUGINS=a,b)"
+PLUGIN_HELP = (
+    "import MODULE first: a plugin registering tasks, mixers (repeatable; also STATETRACK_PLUGINS=a,b)"
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="statetrack", description="State tracking in linear RNNs and SSMs.",
-               epilog="'statetrack COMMAND --help' shows a command's options and their defaults.")
+    p = Parser(
+        prog="statetrack",
+        description="State tracking in linear RNNs and SSMs.",
+        epilog="'statetrack COMMAND --help' shows a command's options and their defaults.",
+    )
     p.add_argument("--version", action="version", version=f"statetrack {__version__}")
     p.add_argument("--plugin", action="append", default=[], metavar="MODULE", help=PLUGIN_HELP)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", title="commands", parser_class=Parser)
     for area in (run, studies, catalog, theory, lm):
         area.add_commands(sub)
     for q in sub.choices.values():  # --plugin is accepted after the command too
-        q.add_argument("--plugin", action="append", default=[], dest="plugin_after", metavar="MODULE",
-                       help=PLUGIN_HELP)
+        q.add_argument(
+            "--plugin", action="append", default=[], dest="plugin_after", metavar="MODULE", help=PLUGIN_HELP
+        )
     return p
 
 
@@ -52,8 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     with guarded_output() as out:
         code = _run(argv)
     if out.error is not None and code != 2:  # the work is done; its output could not be written
-        print(f"error: cannot write to standard output: {reason(out.error)}; the command's work is done, its "
-              "output lost", file=sys.stderr)
+        print(
+            f"error: cannot write to standard output: {reason(out.error)}; the command's work is done, its "
+            "output lost",
+            file=sys.stderr,
+        )
         return 2
     return code
 

@@ -1,4 +1,5 @@
 """``python -m statetrack.cli``."""
+
 import sys
 
 from statetrack.cli import main

@@ -1,4 +1,5 @@
 """Argument parsing shared by every command: the parser class, option groups, value parsers."""
+
 from __future__ import annotations
 
 import argparse
@@ -57,8 +58,11 @@ class Parser(argparse.ArgumentParser):
     def _check_value(self, action, value):  # an unknown choice or command: the closest ones too
         if action.choices is not None and value not in action.choices:
             names = [str(c) for c in action.choices]
-            raise argparse.ArgumentError(action, f"invalid choice: {value!r}{did_you_mean(str(value), names)} "
-                                                 f"(choose from {', '.join(names)})")
+            raise argparse.ArgumentError(
+                action,
+                f"invalid choice: {value!r}{did_you_mean(str(value), names)} "
+                f"(choose from {', '.join(names)})",
+            )
 
     def parse_args(self, args=None, namespace=None):
         """As argparse's, with the closest options named for an unrecognized one (``--d_model``)."""
@@ -70,8 +74,10 @@ class Parser(argparse.ArgumentParser):
                 parser = self.commands.choices.get(command, self)
             flag = next((x.split("=", 1)[0] for x in extras if x.startswith("-")), "")
             hint = did_you_mean(flag, parser.long_options()) if flag else ""
-            self.error(f"unrecognized arguments: {' '.join(extras)}{hint}; allowed: the options that "
-                       f"'{parser.prog} --help' lists")
+            self.error(
+                f"unrecognized arguments: {' '.join(extras)}{hint}; allowed: the options that "
+                f"'{parser.prog} --help' lists"
+            )
         return ns
 
 
@@ -79,8 +85,9 @@ def parse_lengths(text: str) -> list[int]:
     try:
         vals = [int(x) for x in text.replace(" ", "").split(",") if x]
     except ValueError:
-        raise UserError(f"bad test lengths {text!r}; give positive integers separated by commas, "
-                        "e.g. 16,100,1000") from None
+        raise UserError(
+            f"bad test lengths {text!r}; give positive integers separated by commas, e.g. 16,100,1000"
+        ) from None
     if not vals:
         raise UserError("empty test lengths; give positive integers separated by commas, e.g. 16,100,1000")
     bad = [v for v in vals if v < 1]
@@ -94,11 +101,14 @@ def parse_range(text: str) -> tuple[int, int]:
     try:
         vals = [int(p) for p in parts]
     except ValueError:
-        raise UserError(f"bad training lengths {text!r}; give N or MIN-MAX with 1 <= MIN <= MAX, "
-                        "e.g. 8 or 1-40") from None
+        raise UserError(
+            f"bad training lengths {text!r}; give N or MIN-MAX with 1 <= MIN <= MAX, e.g. 8 or 1-40"
+        ) from None
     lo, hi = (vals[0], vals[0]) if len(vals) == 1 else (vals[0], vals[-1]) if len(vals) == 2 else (0, -1)
     if not 1 <= lo <= hi:
-        raise UserError(f"bad training lengths {text!r}; give N or MIN-MAX with 1 <= MIN <= MAX, e.g. 8 or 1-40")
+        raise UserError(
+            f"bad training lengths {text!r}; give N or MIN-MAX with 1 <= MIN <= MAX, e.g. 8 or 1-40"
+        )
     return lo, hi
 
 
@@ -107,10 +117,13 @@ def db_path(text: str) -> str:
     A missing folder named as the default's (``runs/``) is made, where its parent exists."""
     folder = os.path.dirname(text)
     made = os.path.basename(os.path.normpath(folder)) == os.path.dirname(DEFAULT_DB) and os.path.isdir(
-        os.path.dirname(os.path.normpath(folder)) or ".")
+        os.path.dirname(os.path.normpath(folder)) or "."
+    )
     if folder and not os.path.exists(folder) and not made:  # (a file in the way: the store says so)
-        raise argparse.ArgumentTypeError(f"no database {text!r}: its folder {folder!r} does not exist; create it first "
-                                         f"(mkdir -p {shlex.quote(folder)}) or give a database in an existing folder")
+        raise argparse.ArgumentTypeError(
+            f"no database {text!r}: its folder {folder!r} does not exist; create it first "
+            f"(mkdir -p {shlex.quote(folder)}) or give a database in an existing folder"
+        )
     return text
 
 
@@ -120,7 +133,9 @@ def add_db(q) -> None:
 
 
 #: how a command names a stored run: its id, ``last`` (the latest complete run) or its label
-RUN_REF = "a run: its id, 'last' (the latest complete run) or its --label (the latest complete run so labelled)"
+RUN_REF = (
+    "a run: its id, 'last' (the latest complete run) or its --label (the latest complete run so labelled)"
+)
 
 
 def find_run(db: str, ref: str) -> dict:
@@ -128,16 +143,19 @@ def find_run(db: str, ref: str) -> dict:
     one, and a label that several complete runs share is said on stderr (the latest is taken)."""
     run, same = Store(db, readonly=True).find(ref)  # it only reads
     if len(same) > 1:  # said, not chosen silently
-        print(f"note: {len(same)} complete runs are labelled {str(ref).strip()!r} in {db!r} (ids "
-              f"{', '.join(map(str, same))}); this is the latest, run {run['id']} (name another by its id)",
-              file=sys.stderr)
+        print(
+            f"note: {len(same)} complete runs are labelled {str(ref).strip()!r} in {db!r} (ids "
+            f"{', '.join(map(str, same))}); this is the latest, run {run['id']} (name another by its id)",
+            file=sys.stderr,
+        )
     return run
 
 
 def add_checkpoint(q, what: str = "a checkpoint (.safetensors) of train, sweep or construct") -> None:
     """The checkpoint argument: a file, or ``run:REF``, the checkpoint of a stored run in --db."""
-    q.add_argument("checkpoint", help=f"{what}, or run:ID, run:last, run:LABEL for the checkpoint of a run "
-                                      "in --db")
+    q.add_argument(
+        "checkpoint", help=f"{what}, or run:ID, run:last, run:LABEL for the checkpoint of a run in --db"
+    )
     if "--db" not in q.long_options():
         add_db(q)
 
@@ -159,5 +177,9 @@ def add_json(q, what: str = "one object per (run, length)") -> None:
 
 def add_max_params(q) -> None:
     """--max-params: the largest model a checkpoint may declare before it is built."""
-    q.add_argument("--max-params", type=int, default=MAX_PARAMS,
-                   help=f"refuse a checkpoint whose model has more parameters (default: {MAX_PARAMS})")
+    q.add_argument(
+        "--max-params",
+        type=int,
+        default=MAX_PARAMS,
+        help=f"refuse a checkpoint whose model has more parameters (default: {MAX_PARAMS})",
+    )

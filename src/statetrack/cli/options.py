@@ -4,6 +4,7 @@ description: ``--kebab-case`` names, the field's type and choices, help ending i
 A derived option's argparse default is SUPPRESS, so a command can tell an option given from one left at
 its default; ``given(args)`` returns the ones given, by dotted config key (``lr``, ``model.d_model``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,17 +36,20 @@ def _kind(ann) -> dict:
 
 def _argtype(fn):
     """A value parser whose UserError argparse reports with its message."""
+
     def parse(text):
         try:
             return fn(text)
         except UserError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
+
     parse.__name__ = fn.__name__
     return parse
 
 
-def add_fields(q, cls, prefix: str = "", names: dict[str, str | None] | None = None,
-               helps: dict[str, str] | None = None) -> None:
+def add_fields(
+    q, cls, prefix: str = "", names: dict[str, str | None] | None = None, helps: dict[str, str] | None = None
+) -> None:
     """One option per field of ``cls`` (a pydantic config), under ``prefix`` in dotted keys.
 
     ``names``: field -> option name to use instead of its kebab-case (None: no option for it);
@@ -64,8 +68,9 @@ def add_fields(q, cls, prefix: str = "", names: dict[str, str | None] | None = N
         else:
             default = show_default(f.get_default(call_default_factory=True))
         text = helps.get(name, f.description or "").replace("%", "%%")
-        q.add_argument(f"--{flag}", dest=key, default=argparse.SUPPRESS,
-                       help=f"{text} (default: {default})", **kind)
+        q.add_argument(
+            f"--{flag}", dest=key, default=argparse.SUPPRESS, help=f"{text} (default: {default})", **kind
+        )
 
 
 def add_train_options(q) -> None:
@@ -77,10 +82,21 @@ def add_train_options(q) -> None:
     g = q.add_argument_group("training (TrainConfig)")
     add_fields(g, TrainConfig, names={"model": None})
     g = q.add_argument_group("evaluation (EvalConfig)")
-    add_fields(g, EvalConfig, "eval.", names={"lengths": "test-lengths", "batch_size": "eval-batch",
-                                              "chunk": "eval-chunk", "seed": "eval-seed", "device": None,
-                                              "memory_mb": "eval-memory-mb", "tokens": "eval-tokens",
-                                              "windows": "eval-windows"})
+    add_fields(
+        g,
+        EvalConfig,
+        "eval.",
+        names={
+            "lengths": "test-lengths",
+            "batch_size": "eval-batch",
+            "chunk": "eval-chunk",
+            "seed": "eval-seed",
+            "device": None,
+            "memory_mb": "eval-memory-mb",
+            "tokens": "eval-tokens",
+            "windows": "eval-windows",
+        },
+    )
 
 
 def add_eval_options(q) -> None:
@@ -91,8 +107,9 @@ def add_eval_options(q) -> None:
 def add_device(q, help: str | None = None) -> None:
     """--device, from TrainConfig's field (sweeps and reports)."""
     f = TrainConfig.model_fields["device"]
-    q.add_argument("--device", default=f.default, choices=list(typing.get_args(f.annotation)),
-                   help=help or f.description)
+    q.add_argument(
+        "--device", default=f.default, choices=list(typing.get_args(f.annotation)), help=help or f.description
+    )
 
 
 def given(a) -> dict:

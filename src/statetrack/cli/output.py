@@ -6,6 +6,7 @@ after commas; if the words of every column cannot fit side by side, columns mark
 with a note naming them; if it still does not fit, each row is printed as a block of ``header: value``
 lines (as psql's expanded display).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -69,6 +70,7 @@ class Guarded:
                 self.inner.write(text)
             except UnicodeEncodeError:
                 self.inner.write(text.encode(self.encoding, "backslashreplace").decode(self.encoding))
+
         self._guard(write)
         return len(text)
 
@@ -93,7 +95,9 @@ def guarded_output() -> Iterator[Guarded]:
     finally:
         sys.stdout, sys.stderr = old_out, old_err
         if out.error is not None and old_out is not None:
-            with contextlib.suppress(OSError, ValueError):  # the interpreter's own flush at exit finds no error
+            with contextlib.suppress(
+                OSError, ValueError
+            ):  # the interpreter's own flush at exit finds no error
                 os.dup2(os.open(os.devnull, os.O_WRONLY), old_out.fileno())
 
 
@@ -173,8 +177,11 @@ def wrap(text: str, w: int) -> list[str]:
     lines = []
     for para in str(text).split("\n"):
         line, space = "", ""
-        pieces = [q for p in _PIECE.findall(para)
-                  for q in (re.findall(r"[^/]*/|[^/]+", p) if _len(p) > w and "/" in p else [p])]
+        pieces = [
+            q
+            for p in _PIECE.findall(para)
+            for q in (re.findall(r"[^/]*/|[^/]+", p) if _len(p) > w and "/" in p else [p])
+        ]
         for p in pieces:
             if p.isspace():
                 space = " " if line else ""
@@ -240,12 +247,18 @@ def _chunks(idx: list[int], mins: list[int], total: int) -> list[list[int]] | No
     out.append(cur)
     # as many groups as needed, but of even size where they fit: room for every group's widest cells
     size = -(-(len(idx) - 1) // len(out))
-    even = [[key, *idx[1:][k:k + size]] for k in range(0, len(idx) - 1, size)]
+    even = [[key, *idx[1:][k : k + size]] for k in range(0, len(idx) - 1, size)]
     return even if all(sum(mins[j] for j in g) + GAP * (len(g) - 1) <= total for g in even) else out
 
 
-def print_table(title: str | None, columns, rows, caption: str | None = None,
-                styles: Callable[[int, int], str | None] | None = None, con=None) -> None:
+def print_table(
+    title: str | None,
+    columns,
+    rows,
+    caption: str | None = None,
+    styles: Callable[[int, int], str | None] | None = None,
+    con=None,
+) -> None:
     """Print ``rows`` under ``columns`` (a list of Col, or header -> cell function) fitted to the width:
     the whole table if the longest word of every column fits side by side; else without its optional
     columns (a note names them); else folded into groups of columns, the first column repeated in each;
@@ -283,15 +296,28 @@ def print_table(title: str | None, columns, rows, caption: str | None = None,
         prose(con, title, "bold")
     for k, idx in enumerate(parts):
         if len(parts) > 1:
-            prose(con, f"({k + 1}/{len(parts)}: the columns do not fit in {total} columns side by side)", "dim")
+            prose(
+                con, f"({k + 1}/{len(parts)}: the columns do not fit in {total} columns side by side)", "dim"
+            )
         low = roomy if len(parts) > 1 and sum(roomy[i] for i in idx) + GAP * (len(idx) - 1) <= total else mins
-        con.print(_table(cols, idx, texts, _allocate([low[i] for i in idx], [maxs[i] for i in idx],
-                                                     total - GAP * (len(idx) - 1)), styles))
+        con.print(
+            _table(
+                cols,
+                idx,
+                texts,
+                _allocate([low[i] for i in idx], [maxs[i] for i in idx], total - GAP * (len(idx) - 1)),
+                styles,
+            )
+        )
     if caption:
         prose(con, caption, "dim")
     if dropped:
-        prose(con, f"(not shown, too wide for {total} columns: {', '.join(cols[i].header for i in dropped)}; "
-                   "a wider COLUMNS or --json shows them)", "dim")
+        prose(
+            con,
+            f"(not shown, too wide for {total} columns: {', '.join(cols[i].header for i in dropped)}; "
+            "a wider COLUMNS or --json shows them)",
+            "dim",
+        )
 
 
 def _table(cols: list[Col], idx: list[int], texts, widths: list[int], styles):
@@ -301,16 +327,32 @@ def _table(cols: list[Col], idx: list[int], texts, widths: list[int], styles):
 
     t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     for i, w in zip(idx, widths, strict=True):
-        t.add_column(Text("\n".join(wrap(cols[i].header, w))), width=w, no_wrap=True, overflow="fold",
-                     justify=cols[i].justify, style=cols[i].style)
+        t.add_column(
+            Text("\n".join(wrap(cols[i].header, w))),
+            width=w,
+            no_wrap=True,
+            overflow="fold",
+            justify=cols[i].justify,
+            style=cols[i].style,
+        )
     for r, row in enumerate(texts):
-        t.add_row(*(Text("\n".join(wrap(row[i], w)), style=(styles(r, i) if styles else None) or "")
-                    for i, w in zip(idx, widths, strict=True)))
+        t.add_row(
+            *(
+                Text("\n".join(wrap(row[i], w)), style=(styles(r, i) if styles else None) or "")
+                for i, w in zip(idx, widths, strict=True)
+            )
+        )
     return t
 
 
-def print_blocks(title: str | None, headers: list[str], texts: list[list[str]], caption: str | None = None,
-                 styles=None, con=None) -> None:
+def print_blocks(
+    title: str | None,
+    headers: list[str],
+    texts: list[list[str]],
+    caption: str | None = None,
+    styles=None,
+    con=None,
+) -> None:
     """Each row as a block: its first cell, then one ``header: value`` line per other column, values
     wrapped (the layout of a table too wide for the terminal, and of one record)."""
     from rich.text import Text
@@ -366,24 +408,41 @@ def print_horizons(horizons: dict, con=None, title: str | None = None, rows: int
     shown = sorted(pairs, key=lambda r: (r["horizon"] is None, r["horizon"] or 0))[:rows]
     n = horizons.get("horizon")
     skipped = len(pairs) - len(shown)
-    counts = (f"{horizons['families_tested']} families on {len(pairs)} pairs of states"
-              f" (of {horizons['pairs_total']}" + (f"; {horizons['pairs_skipped']} beyond the cap" if
-                                                   horizons.get("pairs_skipped") else "")
-              + "".join(f"; {c} {why}" for why, c in horizons.get("no_family", {}).items()) + ")"
-              if "families_tested" in horizons else "")
-    verdict = (f"failure horizon {n}: the model first confuses {' and '.join(horizons['pair'])} "
-               f"(on {horizons['family']})" if n is not None and horizons.get("pair") else
-               f"failure horizon {n}: the shortest family string the model gets wrong" if n is not None else
-               "no failure: every family's two strings kept apart at every n tested")
-    print_table(title or f"failure horizons per pair of states, up to length {horizons.get('horizon_max')}", [
-        Col("pair of states", lambda r: " | ".join(r["pair"])),
-        Col("horizon", lambda r: "none" if r["horizon"] is None else str(r["horizon"]), "right"),
-        Col("n", lambda r: "-" if r["horizon_n"] is None else str(r["horizon_n"]), "right", optional=True),
-        Col("families", lambda r: str(r["families"]), "right", optional=True),
-        Col("first broken family", lambda r: r["family"] if r["horizon"] is not None else "-"),
-        Col("accuracy", lambda r: f"{100 * r['accuracy']:.1f}", "right", optional=True)], shown,
-        caption=verdict + (f"; {counts}" if counts else "") + (f"; {skipped} more pairs not shown" if skipped else ""),
-        con=con)
+    counts = (
+        f"{horizons['families_tested']} families on {len(pairs)} pairs of states"
+        f" (of {horizons['pairs_total']}"
+        + (f"; {horizons['pairs_skipped']} beyond the cap" if horizons.get("pairs_skipped") else "")
+        + "".join(f"; {c} {why}" for why, c in horizons.get("no_family", {}).items())
+        + ")"
+        if "families_tested" in horizons
+        else ""
+    )
+    verdict = (
+        f"failure horizon {n}: the model first confuses {' and '.join(horizons['pair'])} "
+        f"(on {horizons['family']})"
+        if n is not None and horizons.get("pair")
+        else f"failure horizon {n}: the shortest family string the model gets wrong"
+        if n is not None
+        else "no failure: every family's two strings kept apart at every n tested"
+    )
+    print_table(
+        title or f"failure horizons per pair of states, up to length {horizons.get('horizon_max')}",
+        [
+            Col("pair of states", lambda r: " | ".join(r["pair"])),
+            Col("horizon", lambda r: "none" if r["horizon"] is None else str(r["horizon"]), "right"),
+            Col(
+                "n", lambda r: "-" if r["horizon_n"] is None else str(r["horizon_n"]), "right", optional=True
+            ),
+            Col("families", lambda r: str(r["families"]), "right", optional=True),
+            Col("first broken family", lambda r: r["family"] if r["horizon"] is not None else "-"),
+            Col("accuracy", lambda r: f"{100 * r['accuracy']:.1f}", "right", optional=True),
+        ],
+        shown,
+        caption=verdict
+        + (f"; {counts}" if counts else "")
+        + (f"; {skipped} more pairs not shown" if skipped else ""),
+        con=con,
+    )
 
 
 def print_metrics(title: str, metrics, con=None) -> None:
@@ -395,7 +454,11 @@ def print_metrics(title: str, metrics, con=None) -> None:
         return "-" if v is None else f"{100 * v:.1f}"
 
     def acc(m):
-        return f"n/a ({m.note})" if m.accuracy is None else pct(m.accuracy) + (" ?" if m.decided is False else "")
+        return (
+            f"n/a ({m.note})"
+            if m.accuracy is None
+            else pct(m.accuracy) + (" ?" if m.decided is False else "")
+        )
 
     def interval(m):
         return "-" if m.accuracy is None else f"{pct(m.accuracy_low)}-{pct(m.accuracy_high)}"
@@ -405,18 +468,31 @@ def print_metrics(title: str, metrics, con=None) -> None:
         reasons = "; ".join(dict.fromkeys(m.note or "no test set" for m in metrics))
         verdict = f"not measurable at any length ({reasons})"
     else:
-        verdict = f"longest length with accuracy >= 90% (and at every shorter test length): {longest or 'none'}"
-    print_table(title, [
-        Col("length", lambda m: str(m.length), "right"),
-        Col("accuracy", acc, "right"),
-        Col("95% interval", interval, "right", optional=True),
-        Col("n", lambda m: f"{m.n_sequences:,}", "right", optional=True),
-        Col("chance", lambda m: pct(m.chance), "right"),
-        Col("scaled", lambda m: "-" if m.scaled_accuracy is None else f"{m.scaled_accuracy:+.3f}", "right"),
-        Col("token acc", lambda m: pct(m.token_accuracy), "right", optional=True),
-        Col("sequence acc", lambda m: pct(m.sequence_accuracy), "right", optional=True)], metrics,
+        verdict = (
+            f"longest length with accuracy >= 90% (and at every shorter test length): {longest or 'none'}"
+        )
+    print_table(
+        title,
+        [
+            Col("length", lambda m: str(m.length), "right"),
+            Col("accuracy", acc, "right"),
+            Col("95% interval", interval, "right", optional=True),
+            Col("n", lambda m: f"{m.n_sequences:,}", "right", optional=True),
+            Col("chance", lambda m: pct(m.chance), "right"),
+            Col(
+                "scaled", lambda m: "-" if m.scaled_accuracy is None else f"{m.scaled_accuracy:+.3f}", "right"
+            ),
+            Col("token acc", lambda m: pct(m.token_accuracy), "right", optional=True),
+            Col("sequence acc", lambda m: pct(m.sequence_accuracy), "right", optional=True),
+        ],
+        metrics,
         caption=verdict
-                + (" (?: undecided at a length it reads: its interval contains 90% after every doubling of the "
-                   "sequences, or a 95% interval contains it)" if uncertain_judgement(metrics) else "")
-                + "; chance: the majority share of the final label's distribution in that length's draw",
-        con=con)
+        + (
+            " (?: undecided at a length it reads: its interval contains 90% after every doubling of the "
+            "sequences, or a 95% interval contains it)"
+            if uncertain_judgement(metrics)
+            else ""
+        )
+        + "; chance: the majority share of the final label's distribution in that length's draw",
+        con=con,
+    )

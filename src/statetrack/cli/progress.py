@@ -10,6 +10,7 @@ a pipe, a batch job) each validation is one line::
 and each test length, and each finished run of a sweep, one line too. Progress never goes to stdout,
 so ``--json`` output stays clean.
 """
+
 from __future__ import annotations
 
 import sys
@@ -37,9 +38,17 @@ class _Reporter:
                 TimeRemainingColumn,
             )
 
-            self.bar = Progress(TextColumn("{task.description}"), BarColumn(bar_width=20), MofNCompleteColumn(),
-                                TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TextColumn("ETA"),
-                                TimeRemainingColumn(), transient=True, console=Console(file=self.stream))
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(bar_width=20),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[info]}"),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                transient=True,
+                console=Console(file=self.stream),
+            )
             self.bar.__enter__()
         return self
 
@@ -75,8 +84,14 @@ class RunProgress(_Reporter):
         return self
 
     def _info(self) -> str:
-        return "  ".join(x for x in (f"loss {self.loss:.3f}" if self.loss is not None else "",
-                                     f"val acc {100 * self.acc:.1f}%" if self.acc is not None else "") if x)
+        return "  ".join(
+            x
+            for x in (
+                f"loss {self.loss:.3f}" if self.loss is not None else "",
+                f"val acc {100 * self.acc:.1f}%" if self.acc is not None else "",
+            )
+            if x
+        )
 
     def step(self, step: int) -> None:
         if self.bar is not None:
@@ -87,16 +102,25 @@ class RunProgress(_Reporter):
         if self.bar is not None:
             self.bar.update(self.task, completed=step, info=self._info())
         else:
-            self.log(f"{self.title}: step {step}/{self.steps}  {self._info()}  {self.times(step, self.steps)}")
+            self.log(
+                f"{self.title}: step {step}/{self.steps}  {self._info()}  {self.times(step, self.steps)}"
+            )
 
     def length(self, m) -> None:
         self.done_lengths += 1
         if self.bar is not None:
-            self.bar.update(self.task, description=f"evaluate L={m.length}", completed=self.done_lengths,
-                            total=self.lengths, info=self._accuracy(m))
+            self.bar.update(
+                self.task,
+                description=f"evaluate L={m.length}",
+                completed=self.done_lengths,
+                total=self.lengths,
+                info=self._accuracy(m),
+            )
         else:
-            self.log(f"{self.title}: test length {m.length} ({self.done_lengths}/{self.lengths})  "
-                     f"{self._accuracy(m)}  elapsed {duration(time.time() - self.t0)}")
+            self.log(
+                f"{self.title}: test length {m.length} ({self.done_lengths}/{self.lengths})  "
+                f"{self._accuracy(m)}  elapsed {duration(time.time() - self.t0)}"
+            )
 
     @staticmethod
     def _accuracy(m) -> str:
@@ -139,5 +163,7 @@ class SweepProgress(_Reporter):
         if self.bar is not None:
             self.bar.update(self.task, advance=1, info=f"done {self.name(job)} ({what})")
         else:
-            self.log(f"{self.title}: run {self.finished}/{self.runs} done: {self.name(job)} ({what})  "
-                     f"{self.times(self.finished, self.runs)}")
+            self.log(
+                f"{self.title}: run {self.finished}/{self.runs} done: {self.name(job)} ({what})  "
+                f"{self.times(self.finished, self.runs)}"
+            )

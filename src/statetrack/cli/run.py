@@ -1,4 +1,5 @@
 """Commands of the run area: ``train`` (one run), ``eval`` (a checkpoint), ``runs`` (the database), ``rerun``."""
+
 from __future__ import annotations
 
 import json
@@ -64,15 +65,20 @@ def train_configs(a):
         if "task" not in flat:  # the construction's task, unless another is named (then checked)
             flat["task"] = init_task(flat["init"])
         # the construction defines the model: model fields given must agree with it
-        model = init_config(flat["init"], flat.get("task"),
-                            **{k.split(".", 1)[1]: v for k, v in flat.items() if k.startswith("model.")})
+        model = init_config(
+            flat["init"],
+            flat.get("task"),
+            **{k.split(".", 1)[1]: v for k, v in flat.items() if k.startswith("model.")},
+        )
         flat = {**flat, **{f"model.{k}": v for k, v in model.model_dump().items()}}
     elif "model.layers" not in flat:
         if "task" in flat:  # a mistyped task is said first: it is the mistake the user sees
             from statetrack.tasks import get_task
 
             get_task(str(flat["task"]))
-        raise UserError("train needs --layers SPEC (or --init construction:NAME, or model.layers in --config)")
+        raise UserError(
+            "train needs --layers SPEC (or --init construction:NAME, or model.layers in --config)"
+        )
     if "device" in flat:  # the evaluation runs where the training ran, unless told otherwise
         flat.setdefault("eval.device", flat["device"])
     try:
@@ -96,8 +102,16 @@ def cmd_train(a):
     tcfg, ecfg = train_configs(a)
     _tensorboard(a)
     with RunProgress(f"train {tcfg.model.layers} on {tcfg.task}", tcfg.steps, len(ecfg.lengths)) as prog:
-        res = run(tcfg, ecfg, db=a.db, label=a.label, reuse=False, on_step=prog.validation,
-                  on_train_step=prog.step, on_length=prog.length)
+        res = run(
+            tcfg,
+            ecfg,
+            db=a.db,
+            label=a.label,
+            reuse=False,
+            on_step=prog.validation,
+            on_train_step=prog.step,
+            on_length=prog.length,
+        )
     if a.tensorboard:
         from statetrack.report.tensorboard import write_run
 
@@ -106,14 +120,21 @@ def cmd_train(a):
         print(f"run {res.run_id} failed: {res.summary.get('reason')}", file=sys.stderr)
         return 1
     if a.json:
-        emit_rows(with_lm(split_rows(run_object(Store(a.db).run(res.run_id)), res.metrics, res.more,
-                                     ecfg.splits[0]), res.lm))
+        emit_rows(
+            with_lm(
+                split_rows(run_object(Store(a.db).run(res.run_id)), res.metrics, res.more, ecfg.splits[0]),
+                res.lm,
+            )
+        )
     else:
         lo, hi = tcfg.train_lengths
-        title = (f"run {res.run_id}: {tcfg.model.layers} on {tcfg.task}, trained on "
-                 f"{lo if lo == hi else f'{lo}-{hi}'}{learned_text(tcfg, res.summary)} (checkpoint {res.checkpoint})")
-        print_lm_metrics(title, res.lm) if res.lm else print_splits(title, ecfg.splits[0], res.metrics, res.more,
-                                                                      res.summary.get("horizons"))
+        title = (
+            f"run {res.run_id}: {tcfg.model.layers} on {tcfg.task}, trained on "
+            f"{lo if lo == hi else f'{lo}-{hi}'}{learned_text(tcfg, res.summary)} (checkpoint {res.checkpoint})"
+        )
+        print_lm_metrics(title, res.lm) if res.lm else print_splits(
+            title, ecfg.splits[0], res.metrics, res.more, res.summary.get("horizons")
+        )
     return 0
 
 
@@ -135,7 +156,10 @@ def print_splits(title: str, headline: str, metrics, more: dict, horizons: dict 
         print_horizons(horizons)
 
 
-SPLIT_NAMES = {"test": "test draw", "long": "long-range draw: the last half of each string leaves both labels possible"}
+SPLIT_NAMES = {
+    "test": "test draw",
+    "long": "long-range draw: the last half of each string leaves both labels possible",
+}
 
 
 def cmd_eval(a):
@@ -150,8 +174,9 @@ def cmd_eval(a):
     a.checkpoint = checkpoint_path(a)
     fields = {k.removeprefix("eval."): v for k, v in given(a).items() if k.startswith("eval.")}
     ecfg = validated(EvalConfig, **fields)
-    model, cfg, task, extra = load_checkpoint(a.checkpoint, device=resolve_device(ecfg.device),
-                                              max_params=a.max_params)
+    model, cfg, task, extra = load_checkpoint(
+        a.checkpoint, device=resolve_device(ecfg.device), max_params=a.max_params
+    )
     if a.task:
         task = get_task(a.task)
         check_task_fits(model, task, a.checkpoint, cfg.task)
@@ -162,8 +187,17 @@ def cmd_eval(a):
         metrics, lm = evaluate_run(model, task, ecfg, on_length=prog.length)  # LM tasks: on the test split
     more, horizons = evaluate_more(model, task, ecfg)
     if a.json:
-        emit_rows(with_lm(split_rows(checkpoint_run(cfg.model_dump(), extra, task.name, a.checkpoint), metrics, more,
-                                     ecfg.splits[0]), lm))
+        emit_rows(
+            with_lm(
+                split_rows(
+                    checkpoint_run(cfg.model_dump(), extra, task.name, a.checkpoint),
+                    metrics,
+                    more,
+                    ecfg.splits[0],
+                ),
+                lm,
+            )
+        )
     else:
         title = f"{a.checkpoint}: {cfg.model.layers} on {task.name}"
         print_lm_metrics(title, lm) if lm else print_splits(title, ecfg.splits[0], metrics, more, horizons)
@@ -205,11 +239,16 @@ def _show(store, r: dict, as_json: bool) -> int:
             else:
                 yield f"{prefix}{k}", show(v)
 
-    pairs = [(k, show(d[k])) for k in ("status", "study", "label", "model", "task", "seed", "checkpoint", "error")
-             if d[k] is not None]
-    pairs += [("train lengths", f"{d['train_min_len']}-{d['train_max_len']}"),
-              ("wall time", f"{d['wall_time'] or 0:.1f} s"),
-              ("curve", f"{len(d['curve'])} validations (runs show {run_id} --json has them)")]
+    pairs = [
+        (k, show(d[k]))
+        for k in ("status", "study", "label", "model", "task", "seed", "checkpoint", "error")
+        if d[k] is not None
+    ]
+    pairs += [
+        ("train lengths", f"{d['train_min_len']}-{d['train_max_len']}"),
+        ("wall time", f"{d['wall_time'] or 0:.1f} s"),
+        ("curve", f"{len(d['curve'])} validations (runs show {run_id} --json has them)"),
+    ]
     con = console()
     print_record(f"run {run_id}", pairs, con=con)
     for section in ("summary", "config", "versions"):
@@ -228,8 +267,10 @@ def cmd_runs(a):
     if a.action != "export" and (a.format != "csv" or a.out):
         raise UserError(f"--format and --out go with 'runs export', not 'runs {a.action}'")
     if a.action in ("list", "export") and a.runs:
-        raise UserError(f"runs {a.action} takes no run names (got {' '.join(a.runs)}); --study and --status "
-                        "choose the runs")
+        raise UserError(
+            f"runs {a.action} takes no run names (got {' '.join(a.runs)}); --study and --status "
+            "choose the runs"
+        )
     if a.action == "compare":
         return _compare(a)
     if a.action == "export":
@@ -239,8 +280,10 @@ def cmd_runs(a):
         return _check(store, a)
     if a.action == "show":
         if len(a.runs) != 1:
-            raise UserError("runs show needs one run: its id, 'last' or its label, e.g. 'statetrack runs show last'"
-                            + (f" (got {len(a.runs)}; 'runs compare' takes several)" if a.runs else ""))
+            raise UserError(
+                "runs show needs one run: its id, 'last' or its label, e.g. 'statetrack runs show last'"
+                + (f" (got {len(a.runs)}; 'runs compare' takes several)" if a.runs else "")
+            )
         return _show(store, find_run(a.db, a.runs[0]), a.json)
     runs = [run_object(r) for r in store.runs(study=a.study, status=a.status)]
     if a.json:
@@ -256,8 +299,10 @@ def _compare(a) -> int:
     from statetrack.report.compare import compare_runs, summary
 
     if len(a.runs) < 2:
-        raise UserError("runs compare needs two runs or more: ids, 'last' or labels, e.g. "
-                        "'statetrack runs compare s3 s3-rerun-2'")
+        raise UserError(
+            "runs compare needs two runs or more: ids, 'last' or labels, e.g. "
+            "'statetrack runs compare s3 s3-rerun-2'"
+        )
     for ref in a.runs:
         find_run(a.db, ref)  # a label that several runs share is said
     c = compare_runs(a.db, a.runs, a.split)
@@ -268,11 +313,15 @@ def _compare(a) -> int:
     con = console()
     keys = list(c.config) if a.all else c.differs
     rows = [(k, c.config[k]) for k in keys]
-    print_table(f"config: {len(c.differs)} of {len(c.config)} keys differ" + ("" if a.all else " (--all: every key)"),
-                [Col("key", lambda r: r[0] + (" *" if r[0] in c.differs else ""))]
-                + [Col(h, _nth(i, lambda v: show(v))) for i, h in enumerate(heads)], rows,
-                caption="* = differs between the runs" if a.all else None,
-                styles=lambda r, i: "bold yellow" if rows[r][0] in c.differs else None, con=con)
+    print_table(
+        f"config: {len(c.differs)} of {len(c.config)} keys differ" + ("" if a.all else " (--all: every key)"),
+        [Col("key", lambda r: r[0] + (" *" if r[0] in c.differs else ""))]
+        + [Col(h, _nth(i, lambda v: show(v))) for i, h in enumerate(heads)],
+        rows,
+        caption="* = differs between the runs" if a.all else None,
+        styles=lambda r, i: "bold yellow" if rows[r][0] in c.differs else None,
+        con=con,
+    )
     con.print()
 
     def acc(r, n):
@@ -283,26 +332,40 @@ def _compare(a) -> int:
             return "n/a"
         return f"{100 * m.accuracy:.1f} [{100 * m.accuracy_low:.1f}-{100 * m.accuracy_high:.1f}]"
 
-    print_table(f"accuracy (%) at each test length [95% interval], {a.split} draw",
-                [Col("length", lambda n: str(n), "right")]
-                + [Col(h, _of(r, acc), "right") for h, r in zip(heads, c.runs, strict=True)]
-                + [Col("beyond the intervals?", c.verdict)], c.lengths,
-                caption="beyond the intervals: the runs' 95% intervals do not overlap, so sampling the test "
-                        "sequences does not explain the difference" + ("; '3 > 5': run 3 above run 5"
-                                                                        if len(c.runs) > 2 else ""), con=con)
+    print_table(
+        f"accuracy (%) at each test length [95% interval], {a.split} draw",
+        [Col("length", lambda n: str(n), "right")]
+        + [Col(h, _of(r, acc), "right") for h, r in zip(heads, c.runs, strict=True)]
+        + [Col("beyond the intervals?", c.verdict)],
+        c.lengths,
+        caption="beyond the intervals: the runs' 95% intervals do not overlap, so sampling the test "
+        "sequences does not explain the difference"
+        + ("; '3 > 5': run 3 above run 5" if len(c.runs) > 2 else ""),
+        con=con,
+    )
     con.print()
     sums = [summary(r) for r in c.runs]
-    labels = {"status": "status", "longest_90": "longest >=90%", "best_val_accuracy": "best val. accuracy",
-              "steps_run": "steps run", "wall_time": "wall time (s)", "params": "parameters"}
+    labels = {
+        "status": "status",
+        "longest_90": "longest >=90%",
+        "best_val_accuracy": "best val. accuracy",
+        "steps_run": "steps run",
+        "wall_time": "wall time (s)",
+        "params": "parameters",
+    }
 
     def value(k, v):
         if v is None:
             return "-"
         return f"{100 * v:.1f}%" if k == "best_val_accuracy" else f"{v:.1f}" if k == "wall_time" else show(v)
 
-    print_table("summary", [Col("", lambda k: labels[k])]
-                + [Col(h, _of(sums[i], lambda s, k: value(k, s[k])), "right") for i, h in enumerate(heads)],
-                list(labels), con=con)
+    print_table(
+        "summary",
+        [Col("", lambda k: labels[k])]
+        + [Col(h, _of(sums[i], lambda s, k: value(k, s[k])), "right") for i, h in enumerate(heads)],
+        list(labels),
+        con=con,
+    )
     return 0
 
 
@@ -342,15 +405,23 @@ def cmd_plot(a):
     path = plot_runs(a.db, a.runs, a.out, a.split)
     say(f"wrote {path}: accuracy against test length and learning curves of {len(a.runs)} run(s)")
     return 0
+
+
 def _check(store, a) -> int:
     """``runs --check``: every damaged row (``Store.check``); exit 1 when there is any."""
     damaged = store.check()
     if a.json:
         emit_rows(damaged)
     elif damaged:
-        print_table(f"damaged rows in {a.db} (listings leave their runs out)",
-                    [Col("run", lambda r: str(r["run_id"]), "right"), Col("table", lambda r: r["table"]),
-                     Col("problem", lambda r: r["problem"])], damaged)
+        print_table(
+            f"damaged rows in {a.db} (listings leave their runs out)",
+            [
+                Col("run", lambda r: str(r["run_id"]), "right"),
+                Col("table", lambda r: r["table"]),
+                Col("problem", lambda r: r["problem"]),
+            ],
+            damaged,
+        )
     else:
         say(f"no damaged row in {a.db} ({store.counts()['runs']} runs)")
     return 1 if damaged else 0
@@ -368,15 +439,34 @@ def cmd_rerun(a):
         raise UserError(f"run {a.run_id} is {old['status']}; only complete runs can be rerun and compared")
     problem = store.checkpoint_problem(old)
     if problem:
-        print(f"warning: {problem} (the rerun trains from the stored config, not from the file)", file=sys.stderr)
+        print(
+            f"warning: {problem} (the rerun trains from the stored config, not from the file)",
+            file=sys.stderr,
+        )
     cfg = old["config"]
-    with RunProgress(f"rerun {a.run_id}: {old['model']} on {old['task']}", cfg["steps"],
-                     len(cfg["eval"]["lengths"])) as prog:
-        new, diffs = rerun(a.run_id, a.db, label=a.label, on_step=prog.validation, on_train_step=prog.step,
-                           on_length=prog.length)
+    with RunProgress(
+        f"rerun {a.run_id}: {old['model']} on {old['task']}", cfg["steps"], len(cfg["eval"]["lengths"])
+    ) as prog:
+        new, diffs = rerun(
+            a.run_id,
+            a.db,
+            label=a.label,
+            on_step=prog.validation,
+            on_train_step=prog.step,
+            on_length=prog.length,
+        )
     if a.json:
-        emit_rows(with_lm(split_rows(run_object(Store(a.db).run(new.run_id)), new.metrics, new.more,
-                                     cfg["eval"].get("test_split", "test").split("+")[0]), new.lm))
+        emit_rows(
+            with_lm(
+                split_rows(
+                    run_object(Store(a.db).run(new.run_id)),
+                    new.metrics,
+                    new.more,
+                    cfg["eval"].get("test_split", "test").split("+")[0],
+                ),
+                new.lm,
+            )
+        )
     else:
         verdict = "identical metrics" if not diffs else f"DIFFERENT metrics at lengths {sorted(diffs)}"
         label = Store(a.db, readonly=True).run(new.run_id)["label"]
@@ -385,24 +475,43 @@ def cmd_rerun(a):
 
 
 def add_commands(sub) -> None:
-    q = sub.add_parser("train", help="train one model, evaluate it on the test lengths, record the run",
-                       description="Train one model, evaluate it at the test lengths and record the run. "
-                       "Every option of the configs (ModelConfig, TrainConfig, EvalConfig) has its default "
-                       "from statetrack.config; precedence: the configs' defaults < --config FILE < options "
-                       "< --set KEY=VALUE.")
+    q = sub.add_parser(
+        "train",
+        help="train one model, evaluate it on the test lengths, record the run",
+        description="Train one model, evaluate it at the test lengths and record the run. "
+        "Every option of the configs (ModelConfig, TrainConfig, EvalConfig) has its default "
+        "from statetrack.config; precedence: the configs' defaults < --config FILE < options "
+        "< --set KEY=VALUE.",
+    )
     g = q.add_argument_group("run")
-    g.add_argument("--config", default=None, metavar="FILE.yaml",
-                   help="a run's config as YAML: TrainConfig's fields, model: {...}, eval: {...}, plugins: [...] "
-                        "(the format of 'runs show ID --json' .config)")
-    g.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="set any config field by its dotted key, e.g. --set model.d_model=32 --set lr=3e-3 "
-                        "--set eval.lengths=100,1000 (repeatable; applied last)")
-    g.add_argument("--train-lengths", default=None, metavar="N|MIN-MAX",
-                   help="train_min_len and train_max_len in one option, e.g. 8 or 1-40 (default: 8, the "
-                        "config's)")
+    g.add_argument(
+        "--config",
+        default=None,
+        metavar="FILE.yaml",
+        help="a run's config as YAML: TrainConfig's fields, model: {...}, eval: {...}, plugins: [...] "
+        "(the format of 'runs show ID --json' .config)",
+    )
+    g.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set any config field by its dotted key, e.g. --set model.d_model=32 --set lr=3e-3 "
+        "--set eval.lengths=100,1000 (repeatable; applied last)",
+    )
+    g.add_argument(
+        "--train-lengths",
+        default=None,
+        metavar="N|MIN-MAX",
+        help="train_min_len and train_max_len in one option, e.g. 8 or 1-40 (default: 8, the config's)",
+    )
     g.add_argument("--label", default=None, help="a name for the run in the database")
-    g.add_argument("--tensorboard", default=None, metavar="DIR",
-                   help="also write the curves as TensorBoard event files under DIR (needs tensorboard)")
+    g.add_argument(
+        "--tensorboard",
+        default=None,
+        metavar="DIR",
+        help="also write the curves as TensorBoard event files under DIR (needs tensorboard)",
+    )
     add_db(g)
     add_json(g)
     add_train_options(q)
@@ -416,42 +525,74 @@ def add_commands(sub) -> None:
     add_max_params(q)
     q.set_defaults(fn=cmd_eval)
 
-    q = sub.add_parser("runs", help="list past runs; 'runs show RUN', 'runs compare A B [C...]', 'runs export'",
-                       description="list: every run; show RUN: one run in full; compare A B [C...]: runs side by "
-                                   "side (configs, accuracy per length, differences beyond the 95% intervals); "
-                                   "export: every run as CSV or parquet, one row per run, draw and length.")
+    q = sub.add_parser(
+        "runs",
+        help="list past runs; 'runs show RUN', 'runs compare A B [C...]', 'runs export'",
+        description="list: every run; show RUN: one run in full; compare A B [C...]: runs side by "
+        "side (configs, accuracy per length, differences beyond the 95% intervals); "
+        "export: every run as CSV or parquet, one row per run, draw and length.",
+    )
     q.add_argument("action", nargs="?", default="list", choices=["list", "show", "compare", "export"])
-    q.add_argument("runs", nargs="*", metavar="RUN", help=f"with show (one) or compare (two or more): {RUN_REF}")
+    q.add_argument(
+        "runs", nargs="*", metavar="RUN", help=f"with show (one) or compare (two or more): {RUN_REF}"
+    )
     q.add_argument("--study", default=None, help="only the runs of this study (list, export)")
-    q.add_argument("--status", default=None, choices=list(RunStatus),
-                   help="only the runs with this status (list, export)")
-    q.add_argument("--split", default="test", choices=["test", "long"],
-                   help="compare: the draw whose accuracy is compared (long: the long-range draw)")
+    q.add_argument(
+        "--status",
+        default=None,
+        choices=list(RunStatus),
+        help="only the runs with this status (list, export)",
+    )
+    q.add_argument(
+        "--split",
+        default="test",
+        choices=["test", "long"],
+        help="compare: the draw whose accuracy is compared (long: the long-range draw)",
+    )
     q.add_argument("--all", action="store_true", help="compare: every config key, not only those that differ")
-    q.add_argument("--format", default="csv", choices=["csv", "parquet"],
-                   help="export: csv, or parquet (needs pyarrow)")
-    q.add_argument("--out", default=None, metavar="FILE",
-                   help="export: the file to write; parquet needs it (default: standard output, for csv)")
-    q.add_argument("--check", action="store_true",
-                   help="list the damaged rows of the database instead (rows that listings leave out: JSON that "
-                        "does not parse, wrong types); exit 1 when there is any")
+    q.add_argument(
+        "--format", default="csv", choices=["csv", "parquet"], help="export: csv, or parquet (needs pyarrow)"
+    )
+    q.add_argument(
+        "--out",
+        default=None,
+        metavar="FILE",
+        help="export: the file to write; parquet needs it (default: standard output, for csv)",
+    )
+    q.add_argument(
+        "--check",
+        action="store_true",
+        help="list the damaged rows of the database instead (rows that listings leave out: JSON that "
+        "does not parse, wrong types); exit 1 when there is any",
+    )
     add_db(q)
-    add_json(q, "one object per run; with show: one object with config, summary, curve and metrics; with "
-                "compare: one object")
+    add_json(
+        q,
+        "one object per run; with show: one object with config, summary, curve and metrics; with "
+        "compare: one object",
+    )
     q.set_defaults(fn=cmd_runs)
 
     q = sub.add_parser("plot", help="accuracy against test length and learning curves of any stored runs")
     q.add_argument("runs", nargs="+", metavar="RUN", help=RUN_REF)
     q.add_argument("--out", required=True, metavar="FILE", help="the figure: .png, .svg or .pdf")
-    q.add_argument("--split", default="test", choices=["test", "long"],
-                   help="the draw whose accuracy is plotted (long: the long-range draw)")
+    q.add_argument(
+        "--split",
+        default="test",
+        choices=["test", "long"],
+        help="the draw whose accuracy is plotted (long: the long-range draw)",
+    )
     add_db(q)
     q.set_defaults(fn=cmd_plot)
 
     q = sub.add_parser("rerun", help="rerun a stored run from its stored config and compare the numbers")
     q.add_argument("run_id", metavar="RUN", help=RUN_REF)
-    q.add_argument("--label", default=None, help="the new run's label (default: the old one's with -rerun-K, "
-                                                 "e.g. s3-rerun-2, so that a label names one run)")
+    q.add_argument(
+        "--label",
+        default=None,
+        help="the new run's label (default: the old one's with -rerun-K, "
+        "e.g. s3-rerun-2, so that a label names one run)",
+    )
     add_db(q)
     add_json(q)
     q.set_defaults(fn=cmd_rerun)

@@ -1,5 +1,6 @@
 """Commands of the studies area: ``sweep`` (run a study's grid), ``report`` (tables, plots, exports from
 the database) and ``reproduce`` (sweep + report)."""
+
 from __future__ import annotations
 
 import json
@@ -49,17 +50,21 @@ def machine() -> str:
     from statetrack.training.device import cpu_model
 
     gpu = f", GPU {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""
-    return (f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPU cores ({cpu_model()}){gpu}, "
-            f"Python {platform.python_version()}, torch {torch.__version__}")
+    return (
+        f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPU cores ({cpu_model()}){gpu}, "
+        f"Python {platform.python_version()}, torch {torch.__version__}"
+    )
 
 
 def part_note(a) -> dict:
     """A report line naming the part of the grid that --model / --task chose, if any."""
     if not (a.model or a.task):
         return {}
-    return {"Part of the grid": f"model rows {', '.join(a.model) if a.model else 'all'}; task columns "
-                                f"{', '.join(a.task) if a.task else 'all'} (the rest of the scale's grid was not "
-                                "run here)"}
+    return {
+        "Part of the grid": f"model rows {', '.join(a.model) if a.model else 'all'}; task columns "
+        f"{', '.join(a.task) if a.task else 'all'} (the rest of the scale's grid was not "
+        "run here)"
+    }
 
 
 def _sweep(a):
@@ -69,7 +74,9 @@ def _sweep(a):
     from statetrack.runs.executors import worker_limit
 
     study = load_part(a)
-    grid = study.grid(a.scale, a.seeds, a.device, a.max_runs)  # counted, capped: only each cell's first run built
+    grid = study.grid(
+        a.scale, a.seeds, a.device, a.max_runs
+    )  # counted, capped: only each cell's first run built
     a.workers, why = worker_limit(a.workers, grid.heads, a.executor, a.address)
     if why:  # said once, here; the summary then names the workers that ran
         warn(why)
@@ -84,17 +91,31 @@ def _sweep(a):
             write_run(a.tensorboard, a.db, res.run_id)
 
     with SweepProgress(f"{study.name} ({a.scale})", n_jobs) as prog:
-        study, results = sweep(study, a.scale, a.seeds, db=a.db, workers=a.workers, fresh=a.fresh, device=a.device,
-                               executor=a.executor, address=a.address, on_done=done, on_step=prog.validation,
-                               max_runs=a.max_runs, on_wait=prog.waiting)
+        study, results = sweep(
+            study,
+            a.scale,
+            a.seeds,
+            db=a.db,
+            workers=a.workers,
+            fresh=a.fresh,
+            device=a.device,
+            executor=a.executor,
+            address=a.address,
+            on_done=done,
+            on_step=prog.validation,
+            max_runs=a.max_runs,
+            on_wait=prog.waiting,
+        )
     return study, results, time.time() - t0
 
 
 def _summary(study, results, wall, a) -> str:
     reused = sum(r.reused for _, r in results)
     failed = sum(r.status != RunStatus.COMPLETE for _, r in results)
-    return (f"{study.name} ({a.scale}): {len(results)} runs, {len(results) - reused} run now, {reused} reused "
-            f"from {a.db}, {failed} failed; executor {a.executor}, {a.workers} worker(s); wall time {wall:.1f} s")
+    return (
+        f"{study.name} ({a.scale}): {len(results)} runs, {len(results) - reused} run now, {reused} reused "
+        f"from {a.db}, {failed} failed; executor {a.executor}, {a.workers} worker(s); wall time {wall:.1f} s"
+    )
 
 
 def _emit_runs(results, db, study=None):
@@ -112,8 +133,17 @@ def _emit_runs(results, db, study=None):
 
     store = Store(db)
     for job, res in results:
-        emit_rows(split_rows(run_object(store.run(res.run_id)), res.metrics, res.more, job.eval.splits[0],
-                             table=job.table, column=job.column, lr=job.train.lr))
+        emit_rows(
+            split_rows(
+                run_object(store.run(res.run_id)),
+                res.metrics,
+                res.more,
+                job.eval.splits[0],
+                table=job.table,
+                column=job.column,
+                lr=job.train.lr,
+            )
+        )
 
 
 def cmd_sweep(a):
@@ -142,29 +172,46 @@ def _print_report(rep, a):
         con.print()
     for t in rep.tables:
         headers = t.headers()
-        cols = [Col(h, itemgetter(i), "left" if i == 0 else "right",
-                    style="dim" if h.startswith("paper") else None) for i, h in enumerate(headers)]
+        cols = [
+            Col(
+                h,
+                itemgetter(i),
+                "left" if i == 0 else "right",
+                style="dim" if h.startswith("paper") else None,
+            )
+            for i, h in enumerate(headers)
+        ]
         print_table(t.title, cols, t.cell_texts(), caption=t.caption, con=con)
         con.print()
     if rep.verdicts is not None:
         from statetrack.report.verdicts import CAPTION
 
         vt = rep.verdicts
-        print_table("the theory's verdict beside every cell",
-                    [Col(h, itemgetter(i), "left") for i, h in enumerate(("model", *vt.columns))],
-                    [[label, *("-" if c is None else c.text() for c in cells)] for label, cells in vt.rows],
-                    caption=CAPTION, con=con)
+        print_table(
+            "the theory's verdict beside every cell",
+            [Col(h, itemgetter(i), "left") for i, h in enumerate(("model", *vt.columns))],
+            [[label, *("-" if c is None else c.text() for c in cells)] for label, cells in vt.rows],
+            caption=CAPTION,
+            con=con,
+        )
         prose(con, vt.summary())
         con.print()
     probes = rep.probe_rows()
     if probes:
         from statetrack.report.writer import PROBE_HEADERS, probe_cells
 
-        print_table("probes: accuracy (%) of the trained models on fixed inputs (median over runs)",
-                    [Col(h, itemgetter(i)) for i, h in enumerate(("model", "probe", "runs") + PROBE_HEADERS)],
-                    [[r["model"], r["probe"], str(r["runs"]), *probe_cells(r)] for r in probes], con=con)
-    prose(con, f"{rep.study.source}. Database: {a.db}; {len(rep.results) - rep.missing} of {len(rep.results)} runs "
-               f"of the grid complete; {rep.interrupted} unfinished records not counted.", "dim")
+        print_table(
+            "probes: accuracy (%) of the trained models on fixed inputs (median over runs)",
+            [Col(h, itemgetter(i)) for i, h in enumerate(("model", "probe", "runs") + PROBE_HEADERS)],
+            [[r["model"], r["probe"], str(r["runs"]), *probe_cells(r)] for r in probes],
+            con=con,
+        )
+    prose(
+        con,
+        f"{rep.study.source}. Database: {a.db}; {len(rep.results) - rep.missing} of {len(rep.results)} runs "
+        f"of the grid complete; {rep.interrupted} unfinished records not counted.",
+        "dim",
+    )
     if rep.study.notes:
         prose(con, rep.study.notes.strip(), "dim")
 
@@ -184,8 +231,11 @@ def _write(rep, a, meta: dict) -> None:
 
 
 def _command(name: str, a) -> str:
-    return ("statetrack " + " ".join(map(shlex.quote, sys.argv[1:])) if name in sys.argv[1:3]
-            else f"statetrack {name} {a.name} --scale {a.scale}")
+    return (
+        "statetrack " + " ".join(map(shlex.quote, sys.argv[1:]))
+        if name in sys.argv[1:3]
+        else f"statetrack {name} {a.name} --scale {a.scale}"
+    )
 
 
 def _date() -> str:
@@ -215,8 +265,16 @@ def cmd_report(a):
     _check_out(rep, a)
     _print_report(rep, a)
     if a.out:
-        _write(rep, a, {"Command": _command("report", a), "Date": _date(),
-                        "Runs ran on": "; ".join(rep.machines) or "-", **part_note(a)})
+        _write(
+            rep,
+            a,
+            {
+                "Command": _command("report", a),
+                "Date": _date(),
+                "Runs ran on": "; ".join(rep.machines) or "-",
+                **part_note(a),
+            },
+        )
     return 0
 
 
@@ -243,18 +301,37 @@ def cmd_reproduce(a):
         say(_summary(study, results, wall, a))
     if a.out:
         reused = sum(r.reused for _, r in results)
-        _write(rep, a, {"Command": _command("reproduce", a), "Machine": machine(), "Date": _date(),
-                        "Wall time of the sweep": f"{wall:.0f} s ({len(results) - reused} runs trained, {reused} "
-                                                  f"reused; executor {a.executor}, {a.workers} worker(s), 1 thread "
-                                                  "per run)", **part_note(a)})
+        _write(
+            rep,
+            a,
+            {
+                "Command": _command("reproduce", a),
+                "Machine": machine(),
+                "Date": _date(),
+                "Wall time of the sweep": f"{wall:.0f} s ({len(results) - reused} runs trained, {reused} "
+                f"reused; executor {a.executor}, {a.workers} worker(s), 1 thread "
+                "per run)",
+                **part_note(a),
+            },
+        )
     return 0
 
 
 def add_part_options(q):
-    q.add_argument("--model", action="append", default=None, metavar="LABEL",
-                   help="only this model row, repeatable (default: every row of the scale)")
-    q.add_argument("--task", action="append", default=None, metavar="LABEL",
-                   help="only this task column, repeatable (default: every column of the scale)")
+    q.add_argument(
+        "--model",
+        action="append",
+        default=None,
+        metavar="LABEL",
+        help="only this model row, repeatable (default: every row of the scale)",
+    )
+    q.add_argument(
+        "--task",
+        action="append",
+        default=None,
+        metavar="LABEL",
+        help="only this task column, repeatable (default: every column of the scale)",
+    )
 
 
 def load_part(a):
@@ -267,33 +344,58 @@ def load_part(a):
 def add_max_runs(q) -> None:
     from statetrack.runs.jobs import MAX_RUNS
 
-    q.add_argument("--max-runs", type=int, default=MAX_RUNS, metavar="N",
-                   help="refuse a grid of more than N runs (a guard against a slip such as seeds: 1000000)")
+    q.add_argument(
+        "--max-runs",
+        type=int,
+        default=MAX_RUNS,
+        metavar="N",
+        help="refuse a grid of more than N runs (a guard against a slip such as seeds: 1000000)",
+    )
 
 
 def add_run_options(q):
     add_part_options(q)
     add_max_runs(q)
-    q.add_argument("--scale", default="quick", help="quick (a laptop CPU), paper (the paper's protocol), or another "
-                   "scale the study defines (grazzi2024-lm: medium)")
+    q.add_argument(
+        "--scale",
+        default="quick",
+        help="quick (a laptop CPU), paper (the paper's protocol), or another "
+        "scale the study defines (grazzi2024-lm: medium)",
+    )
     q.add_argument("--seeds", type=int, default=None, help="seeds per cell (default: the scale's)")
     q.add_argument("--workers", type=int, default=2, help="parallel runs (local processes or Ray CPUs)")
     q.add_argument("--executor", default="local", choices=["local", "ray"], help="where the runs run")
-    q.add_argument("--address", default=None, help="Ray cluster address for ray.init (default: a local instance)")
+    q.add_argument(
+        "--address", default=None, help="Ray cluster address for ray.init (default: a local instance)"
+    )
     q.add_argument("--fresh", action="store_true", help="rerun even runs already complete in the database")
-    q.add_argument("--tensorboard", default=None, metavar="DIR",
-                   help="also write each run's curves as TensorBoard event files under DIR (needs tensorboard)")
+    q.add_argument(
+        "--tensorboard",
+        default=None,
+        metavar="DIR",
+        help="also write each run's curves as TensorBoard event files under DIR (needs tensorboard)",
+    )
     add_device(q)
 
 
 def add_report_options(q):
-    q.add_argument("--html", action="store_true", help="also write OUT/NAME.html (self-contained, figures inline "
-                                                       "as SVG) and OUT/index.html")
-    q.add_argument("--figures", default="png", metavar="FORMATS",
-                   help="figure files to write, comma-separated: png, svg, pdf ('' for none)")
-    q.add_argument("--force", action="store_true",
-                   help="replace a report of the study in --out that holds more (another scale, more seeds per "
-                        "cell or more complete runs); without it such a report is kept and this one refused")
+    q.add_argument(
+        "--html",
+        action="store_true",
+        help="also write OUT/NAME.html (self-contained, figures inline as SVG) and OUT/index.html",
+    )
+    q.add_argument(
+        "--figures",
+        default="png",
+        metavar="FORMATS",
+        help="figure files to write, comma-separated: png, svg, pdf ('' for none)",
+    )
+    q.add_argument(
+        "--force",
+        action="store_true",
+        help="replace a report of the study in --out that holds more (another scale, more seeds per "
+        "cell or more complete runs); without it such a report is kept and this one refused",
+    )
 
 
 def add_commands(sub) -> None:
@@ -306,22 +408,32 @@ def add_commands(sub) -> None:
     add_json(q, "one object per (run, length), with the grid keys table, column, lr")
     q.set_defaults(fn=cmd_reproduce)
 
-    q = sub.add_parser("sweep", help="run a study's grid; complete runs are skipped, so a stopped sweep resumes")
+    q = sub.add_parser(
+        "sweep", help="run a study's grid; complete runs are skipped, so a stopped sweep resumes"
+    )
     q.add_argument("name", help="a built-in study name or a study YAML file")
     add_run_options(q)
     add_db(q)
     add_json(q, "one object per (run, length), with the grid keys table, column, lr")
     q.set_defaults(fn=cmd_sweep)
 
-    q = sub.add_parser("report", help="a study's tables beside the paper's, plots and exports, from the database")
+    q = sub.add_parser(
+        "report", help="a study's tables beside the paper's, plots and exports, from the database"
+    )
     q.add_argument("name", help="a built-in study name or a study YAML file")
     q.add_argument("--scale", default="quick", help="the scale whose grid is reported")
-    q.add_argument("--seeds", type=int, default=None, help="seeds per cell, if the sweep overrode them "
-                                                           "(default: the scale's)")
+    q.add_argument(
+        "--seeds",
+        type=int,
+        default=None,
+        help="seeds per cell, if the sweep overrode them (default: the scale's)",
+    )
     add_part_options(q)
     add_max_runs(q)
     add_device(q, help="the sweep's --device")
-    q.add_argument("--out", default=DEFAULT_OUT, help="folder for .md/.csv/.tex and figures ('' to only print)")
+    q.add_argument(
+        "--out", default=DEFAULT_OUT, help="folder for .md/.csv/.tex and figures ('' to only print)"
+    )
     add_report_options(q)
     add_db(q)
     add_json(q, "one object per table cell (the CSV columns)")

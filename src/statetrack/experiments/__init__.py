@@ -21,6 +21,7 @@ table (``state_tracking``) of each model's results in a state-tracking study rea
 ``untrusted.MAX_YAML_BYTES``); ``Study.grid(scale)`` is the grid a sweep runs (:class:`statetrack.runs.jobs.Grid`:
 counted and capped at ``jobs.MAX_RUNS`` runs unless raised, then expanded one run at a time).
 """
+
 from __future__ import annotations
 
 import re
@@ -104,10 +105,12 @@ class Score(_Strict):
 
     kind: ScoreKind = "per_length"
     lengths: tuple[int, int] | None = Field(
-        None, description="mean: the inclusive range of test lengths averaged over (default: all of them)")
+        None, description="mean: the inclusive range of test lengths averaged over (default: all of them)"
+    )
     threshold: float = Field(0.9, ge=0, le=1, description="longest: the metric must be > threshold")
     fail_below: int | None = Field(
-        None, ge=1, description="longest: values below this are shown as 'x' (the paper's 'fails before N')")
+        None, ge=1, description="longest: values below this are shown as 'x' (the paper's 'fails before N')"
+    )
 
 
 class Selection(_Strict):
@@ -131,6 +134,7 @@ def _checked(problem):
         if why:
             raise ValueError(why)
         return value
+
     return AfterValidator(check)
 
 
@@ -145,15 +149,23 @@ class StudyTask(_Strict):
     task: str
     train_lengths: tuple[int, int] | None = None
     train: dict = Field(default_factory=dict, description="TrainConfig overrides for this task")
-    probes: list[str] = Field(default_factory=list,
-                              description="tasks run once on the trained model and stored as traces")
-    depth: int | None = Field(None, ge=1, le=64, description="repeat each model's layer spec this many "
-                                                             "times on this task (e.g. 2 for parity, 3 for "
-                                                             "modular arithmetic)")
-    eval: dict = Field(default_factory=dict,
-                       description="EvalConfig overrides for this task at every scale, e.g. test_split: test for "
-                                   "a task without a long-range draw, or lengths: '500..511' (consecutive "
-                                   "lengths, where a fixed input's final label cycles)")
+    probes: list[str] = Field(
+        default_factory=list, description="tasks run once on the trained model and stored as traces"
+    )
+    depth: int | None = Field(
+        None,
+        ge=1,
+        le=64,
+        description="repeat each model's layer spec this many "
+        "times on this task (e.g. 2 for parity, 3 for "
+        "modular arithmetic)",
+    )
+    eval: dict = Field(
+        default_factory=dict,
+        description="EvalConfig overrides for this task at every scale, e.g. test_split: test for "
+        "a task without a long-range draw, or lengths: '500..511' (consecutive "
+        "lengths, where a fixed input's final label cycles)",
+    )
 
     @field_validator("eval")
     @classmethod
@@ -169,18 +181,26 @@ class StudyModel(_Strict):
     label: Label
     model: dict
     train_lengths: tuple[int, int] | None = None
-    train: dict = Field(default_factory=dict, description="TrainConfig overrides for this model (an lr here is "
-                                                          "the model's one learning rate, over the scale's grid)")
+    train: dict = Field(
+        default_factory=dict,
+        description="TrainConfig overrides for this model (an lr here is "
+        "the model's one learning rate, over the scale's grid)",
+    )
     tasks: list[str] | None = Field(None, description="labels of the tasks this model runs on (default all)")
-    published: dict[str, Published] = Field(default_factory=dict,
-                                            description="published value per task label / published column")
-    scales: dict[str, dict] = Field(default_factory=dict,
-                                    description="ModelConfig overrides for this model at a scale (e.g. its width "
-                                                "where the models' sizes are matched)")
+    published: dict[str, Published] = Field(
+        default_factory=dict, description="published value per task label / published column"
+    )
+    scales: dict[str, dict] = Field(
+        default_factory=dict,
+        description="ModelConfig overrides for this model at a scale (e.g. its width "
+        "where the models' sizes are matched)",
+    )
     control_of: str | None = Field(
-        None, description="the label of the row this row controls: its cells start from a construction (train.init) "
-                          "to show that the weights exist and stay under training; the report shows them as evidence "
-                          "beside that row's cells and counts them in no agreement")
+        None,
+        description="the label of the row this row controls: its cells start from a construction (train.init) "
+        "to show that the weights exist and stay under training; the report shows them as evidence "
+        "beside that row's cells and counts them in no agreement",
+    )
 
 
 class Table(_Strict):
@@ -189,11 +209,14 @@ class Table(_Strict):
     tasks: list[StudyTask]
     models: list[StudyModel]
     published_columns: dict[str, str] = Field(
-        default_factory=dict, description="per_length tables: published columns, key -> header")
+        default_factory=dict, description="per_length tables: published columns, key -> header"
+    )
     compare: dict[str, str | tuple[int, int]] = Field(
-        default_factory=dict, description="per_length tables: published key -> 'validation', a [lo, hi] "
-                                          "range of test lengths whose mean is compared, or 'probe:TASK' "
-                                          "(yes/no: accuracy on the probe's input-1 steps > threshold)")
+        default_factory=dict,
+        description="per_length tables: published key -> 'validation', a [lo, hi] "
+        "range of test lengths whose mean is compared, or 'probe:TASK' "
+        "(yes/no: accuracy on the probe's input-1 steps > threshold)",
+    )
 
     @field_validator("tasks", mode="before")
     @classmethod
@@ -204,7 +227,10 @@ class Table(_Strict):
 
     @model_validator(mode="after")
     def _check(self):
-        for what, labels in (("model", [m.label for m in self.models]), ("task", [t.label for t in self.tasks])):
+        for what, labels in (
+            ("model", [m.label for m in self.models]),
+            ("task", [t.label for t in self.tasks]),
+        ):
             if len(set(labels)) != len(labels):
                 raise ValueError(f"duplicate {what} labels in table {self.name!r}")
         if not self.tasks or not self.models:
@@ -213,23 +239,34 @@ class Table(_Strict):
         for key, spec in self.compare.items():
             if key not in self.published_columns:
                 raise ValueError(f"compare names {key!r}, which is not a published column")
-            if isinstance(spec, str) and spec != "validation" and not (
-                    spec.startswith("probe:") and any(spec[6:] in t.probes for t in self.tasks)):
-                raise ValueError(f"compare {key!r}: {spec!r} must be 'validation', [lo, hi] or 'probe:P' "
-                                 "with P a probe of a task")
+            if (
+                isinstance(spec, str)
+                and spec != "validation"
+                and not (spec.startswith("probe:") and any(spec[6:] in t.probes for t in self.tasks))
+            ):
+                raise ValueError(
+                    f"compare {key!r}: {spec!r} must be 'validation', [lo, hi] or 'probe:P' "
+                    "with P a probe of a task"
+                )
         rows = {m.label for m in self.models}
         for m in self.models:
             if m.control_of is not None and (m.control_of not in rows or m.control_of == m.label):
-                raise ValueError(f"model {m.label!r}: control_of names {m.control_of!r}, which is not another row "
-                                 f"of table {self.name!r}")
+                raise ValueError(
+                    f"model {m.label!r}: control_of names {m.control_of!r}, which is not another row "
+                    f"of table {self.name!r}"
+                )
             bad = [t for t in (m.tasks or []) if t not in known]
             if bad:
-                raise ValueError(f"model {m.label!r} names unknown task {bad[0]!r}; tasks: {', '.join(known)}")
+                raise ValueError(
+                    f"model {m.label!r} names unknown task {bad[0]!r}; tasks: {', '.join(known)}"
+                )
             keys = set(self.published_columns) | known
             bad = [k for k in m.published if k not in keys]
             if bad:
-                raise ValueError(f"model {m.label!r}: published value for unknown column {bad[0]!r}; "
-                                 f"allowed: {', '.join(sorted(keys))}")
+                raise ValueError(
+                    f"model {m.label!r}: published value for unknown column {bad[0]!r}; "
+                    f"allowed: {', '.join(sorted(keys))}"
+                )
         return self
 
     def model_tasks(self, m: StudyModel) -> list[StudyTask]:
@@ -242,9 +279,11 @@ class StateTracking(_Strict):
     study: str = Field(description="a built-in study (or path) whose models have the same labels")
     table: str = "main"
     columns: list[str] = Field(description="task labels of that study's table, e.g. parity")
-    scales: dict[str, str] = Field(default_factory=dict,
-                                   description="this study's scale -> that study's scale read beside it, where "
-                                               "that study has no scale of the same name (default: the same)")
+    scales: dict[str, str] = Field(
+        default_factory=dict,
+        description="this study's scale -> that study's scale read beside it, where "
+        "that study has no scale of the same name (default: the same)",
+    )
 
 
 class Scale(_Strict):
@@ -254,28 +293,41 @@ class Scale(_Strict):
     eval_batch: int = Field(128, ge=1)
     eval_tokens: int | None = Field(None, ge=1, description="lm studies: test tokens scored at each length")
     eval_windows: Literal["random", "tile"] = Field(
-        "random", description="lm studies: test windows at random offsets, or tiling the whole test split")
+        "random", description="lm studies: test windows at random offsets, or tiling the whole test split"
+    )
     test_split: Literal["test", "long", "test+long"] = Field(
-        "test", description="the draws scored at every test length (EvalConfig.test_split): 'test+long' adds the "
-                            "long-range draw of the regular tasks beside their test draw")
-    horizons: bool = Field(False, description="measure each run's failure horizons on the witness families of "
-                                              "its task (regular tasks), up to the longest test length")
-    train_lengths: tuple[int, int] | None = Field(None, description="training lengths at this scale (over the "
-                                                                    "study's, task's and model's)")
+        "test",
+        description="the draws scored at every test length (EvalConfig.test_split): 'test+long' adds the "
+        "long-range draw of the regular tasks beside their test draw",
+    )
+    horizons: bool = Field(
+        False,
+        description="measure each run's failure horizons on the witness families of "
+        "its task (regular tasks), up to the longest test length",
+    )
+    train_lengths: tuple[int, int] | None = Field(
+        None, description="training lengths at this scale (over the study's, task's and model's)"
+    )
     train: dict = Field(default_factory=dict, description="TrainConfig overrides at this scale")
     task_train: dict[str, dict] = Field(
-        default_factory=dict, description="task label -> TrainConfig overrides for that task at this scale, over "
-                                          "everything else (e.g. fewer steps on a corpus that needs fewer); an lr "
-                                          "here replaces the scale's learning-rate grid for that task, and lrs: "
-                                          "[...] gives that task its own grid")
-    model: dict = Field(default_factory=dict, description="ModelConfig overrides at this scale (e.g. d_model)")
+        default_factory=dict,
+        description="task label -> TrainConfig overrides for that task at this scale, over "
+        "everything else (e.g. fewer steps on a corpus that needs fewer); an lr "
+        "here replaces the scale's learning-rate grid for that task, and lrs: "
+        "[...] gives that task its own grid",
+    )
+    model: dict = Field(
+        default_factory=dict, description="ModelConfig overrides at this scale (e.g. d_model)"
+    )
     lrs: list[float] | None = Field(None, description="learning rates at this scale (default: the study's)")
     tables: list[str] | None = Field(None, description="only these tables at this scale")
     models: list[str] | None = Field(None, description="only these model labels at this scale")
     tasks: list[str] | None = Field(None, description="only these task labels at this scale")
     replace_tasks: dict[str, str] = Field(
-        default_factory=dict, description="task label -> the task string used at this scale instead (e.g. "
-                                          "a variant labelled at every position, to train in minutes)")
+        default_factory=dict,
+        description="task label -> the task string used at this scale instead (e.g. "
+        "a variant labelled at every position, to train in minutes)",
+    )
 
     @field_validator("test_lengths", mode="before")
     @classmethod
@@ -298,8 +350,17 @@ class _Cell:
 
     def job(self, lr: float, seed: int) -> Job:
         train = validated(TrainConfig, **{**self.fields, "lr": lr, "seed": seed})
-        return Job(self.label, seed, train, self.eval, self.study, table=self.table, column=self.column,
-                   lr=float(lr), probes=self.probes)
+        return Job(
+            self.label,
+            seed,
+            train,
+            self.eval,
+            self.study,
+            table=self.table,
+            column=self.column,
+            lr=float(lr),
+            probes=self.probes,
+        )
 
 
 class Study(_Strict):
@@ -310,8 +371,11 @@ class Study(_Strict):
     kind: StudyKind = StudyKind.STATE
     state_tracking: StateTracking | None = None
     metric: Metric = "accuracy"
-    oracle: bool = Field(False, description="report the theory oracle's verdict beside every (model, task) cell "
-                                            "and whether the measurements agree with it (report.verdicts)")
+    oracle: bool = Field(
+        False,
+        description="report the theory oracle's verdict beside every (model, task) cell "
+        "and whether the measurements agree with it (report.verdicts)",
+    )
     score: Score = Field(default_factory=Score)
     select: Selection = Field(default_factory=Selection)
     tolerance: float = Field(0.1, ge=0, description="|ours - paper| above this (0-1 scale) is marked")
@@ -330,9 +394,14 @@ class Study(_Strict):
             task = data.pop("task", None)
             if task is None:
                 raise ValueError("the one-table form needs 'task' beside 'models'")
-            table = {"name": "main", "title": data.get("title", ""), "tasks": [{"label": task, "task": task}],
-                     "models": data.pop("models"), "published_columns": data.pop("published_columns", {}),
-                     "compare": data.pop("compare", {})}
+            table = {
+                "name": "main",
+                "title": data.get("title", ""),
+                "tasks": [{"label": task, "task": task}],
+                "models": data.pop("models"),
+                "published_columns": data.pop("published_columns", {}),
+                "compare": data.pop("compare", {}),
+            }
             if "tables" in data:
                 raise ValueError("give either 'tables' or 'task' + 'models', not both")
             data["tables"] = [table]
@@ -346,41 +415,55 @@ class Study(_Strict):
         if self.kind is StudyKind.LM:
             bad = [x.task for t in self.tables for x in t.tasks if not x.task.startswith("lm:")]
             if bad:
-                raise ValueError(f"a study of kind 'lm' trains on corpora (lm:...); task {bad[0]!r} is not one")
+                raise ValueError(
+                    f"a study of kind 'lm' trains on corpora (lm:...); task {bad[0]!r} is not one"
+                )
         elif self.score.kind == "per_length" and any(len(t.tasks) != 1 for t in self.tables):
             raise ValueError("score kind 'per_length' needs exactly one task per table")
         if self.state_tracking is not None and self.kind is not StudyKind.LM:
             raise ValueError("state_tracking is for studies of kind 'lm'")
         for sname, sc in self.scales.items():
             for what, have, known in (
-                    ("table", sc.tables, names),
-                    ("model", sc.models, [m.label for t in self.tables for m in t.models]),
-                    ("task", sc.tasks, [x.label for t in self.tables for x in t.tasks]),
-                    ("task", list(sc.replace_tasks), [x.label for t in self.tables for x in t.tasks]),
-                    ("task", list(sc.task_train), [x.label for t in self.tables for x in t.tasks])):
+                ("table", sc.tables, names),
+                ("model", sc.models, [m.label for t in self.tables for m in t.models]),
+                ("task", sc.tasks, [x.label for t in self.tables for x in t.tasks]),
+                ("task", list(sc.replace_tasks), [x.label for t in self.tables for x in t.tasks]),
+                ("task", list(sc.task_train), [x.label for t in self.tables for x in t.tasks]),
+            ):
                 bad = [x for x in (have or []) if x not in known]
                 if bad:
                     raise ValueError(f"scale {sname!r} names unknown {what} {bad[0]!r}")
             for task, over in sc.task_train.items():
                 if "lr" in over and "lrs" in over:
-                    raise ValueError(f"scale {sname!r}: task_train for {task!r} sets both lr and lrs; keep one")
-                if "lrs" in over and (not isinstance(over["lrs"], list) or not over["lrs"]
-                                      or not all(isinstance(x, int | float) and x > 0 for x in over["lrs"])):
-                    raise ValueError(f"scale {sname!r}: task_train lrs for {task!r} must be a non-empty list of "
-                                     f"positive learning rates, got {over['lrs']!r}")
+                    raise ValueError(
+                        f"scale {sname!r}: task_train for {task!r} sets both lr and lrs; keep one"
+                    )
+                if "lrs" in over and (
+                    not isinstance(over["lrs"], list)
+                    or not over["lrs"]
+                    or not all(isinstance(x, int | float) and x > 0 for x in over["lrs"])
+                ):
+                    raise ValueError(
+                        f"scale {sname!r}: task_train lrs for {task!r} must be a non-empty list of "
+                        f"positive learning rates, got {over['lrs']!r}"
+                    )
         for t in self.tables:
             for m in t.models:
                 bad = [x for x in m.scales if x not in self.scales]
                 if bad:
-                    raise ValueError(f"model {m.label!r} has sizes for unknown scale {bad[0]!r}; scales: "
-                                     f"{', '.join(self.scales)}")
+                    raise ValueError(
+                        f"model {m.label!r} has sizes for unknown scale {bad[0]!r}; scales: "
+                        f"{', '.join(self.scales)}"
+                    )
         return self
 
     # -- the grid ----------------------------------------------------------------------------
     def scale(self, name: str) -> Scale:
         if name not in self.scales:
-            raise UserError(f"unknown scale {name!r}{did_you_mean(name, self.scales)} for study {self.name!r}; "
-                            f"allowed: {', '.join(self.scales)}")
+            raise UserError(
+                f"unknown scale {name!r}{did_you_mean(name, self.scales)} for study {self.name!r}; "
+                f"allowed: {', '.join(self.scales)}"
+            )
         return self.scales[name]
 
     def active_tables(self, scale: str) -> list[Table]:
@@ -393,18 +476,23 @@ class Study(_Strict):
         sc = self.scale(scale)
         update = {}
         for what, chosen, have, known in (
-                ("model", models, sc.models, [m.label for t in self.tables for m in t.models]),
-                ("task", tasks, sc.tasks, [x.label for t in self.tables for x in t.tasks])):
+            ("model", models, sc.models, [m.label for t in self.tables for m in t.models]),
+            ("task", tasks, sc.tasks, [x.label for t in self.tables for x in t.tasks]),
+        ):
             if not chosen:
                 continue
             bad = [c for c in chosen if c not in known]
             if bad:
-                raise UserError(f"study {self.name!r} has no {what} {bad[0]!r}{did_you_mean(bad[0], known)}; allowed: "
-                                f"{', '.join(dict.fromkeys(known))}")
+                raise UserError(
+                    f"study {self.name!r} has no {what} {bad[0]!r}{did_you_mean(bad[0], known)}; allowed: "
+                    f"{', '.join(dict.fromkeys(known))}"
+                )
             update[what + "s"] = [c for c in dict.fromkeys(have or known) if c in chosen]
         return self.model_copy(update={"scales": {**self.scales, scale: sc.model_copy(update=update)}})
 
-    def grid(self, scale: str, seeds: int | None = None, device: str = "auto", max_runs: int = MAX_RUNS) -> Grid:
+    def grid(
+        self, scale: str, seeds: int | None = None, device: str = "auto", max_runs: int = MAX_RUNS
+    ) -> Grid:
         """Every run of the grid at this scale (tables x models x tasks x learning rates x seeds), as the
         jobs a sweep runs: counted, and refused in one line above ``max_runs``, before any run's config is
         built; then built one run at a time as the grid is iterated."""
@@ -416,9 +504,11 @@ class Study(_Strict):
         lrs = max((len(c.lrs) for c in cells), default=0)
         size = sum(len(c.lrs) for c in cells) * n
         if size > max_runs:
-            raise UserError(f"study {self.name!r} at scale {scale!r} has {size:,} runs ({len(cells)} cell(s) x "
-                            f"{lrs:,} learning rate(s) x {n:,} seed(s)), over the limit of {max_runs:,} runs per "
-                            f"grid (default {MAX_RUNS:,}; raise it with --max-runs N, or max_runs= in Python)")
+            raise UserError(
+                f"study {self.name!r} at scale {scale!r} has {size:,} runs ({len(cells)} cell(s) x "
+                f"{lrs:,} learning rate(s) x {n:,} seed(s)), over the limit of {max_runs:,} runs per "
+                f"grid (default {MAX_RUNS:,}; raise it with --max-runs N, or max_runs= in Python)"
+            )
         for lr in sorted({lr for c in cells for lr in c.lrs}):  # each rate once, not once per run
             cells[0].job(lr, 0)
 
@@ -443,33 +533,66 @@ class Study(_Strict):
                     if sc.tasks is not None and t.label not in sc.tasks:
                         continue
                     layers = mfields.get("layers", "")
-                    mcfg = validated(ModelConfig, **{**mfields, "layers": ",".join([layers] * t.depth)}
-                                     if t.depth else mfields)
+                    mcfg = validated(
+                        ModelConfig,
+                        **{**mfields, "layers": ",".join([layers] * t.depth)} if t.depth else mfields,
+                    )
                     lengths = sc.train_lengths or m.train_lengths or t.train_lengths or self.train_lengths
                     if lengths is None:
-                        raise UserError(f"study {self.name!r}: no training lengths for model {m.label!r} on "
-                                        f"task {t.label!r} (set train_lengths on the study, task or model)")
+                        raise UserError(
+                            f"study {self.name!r}: no training lengths for model {m.label!r} on "
+                            f"task {t.label!r} (set train_lengths on the study, task or model)"
+                        )
                     base = {**self.train, **t.train, **m.train, **sc.train}
                     over = dict(sc.task_train.get(t.label, {}))
                     # the task's own grid (lrs), or its one learning rate (lr), over the scale's grid; a model
                     # that sets its own lr (e.g. fine-tuning from a construction) trains at that one rate
                     task_lrs = over.pop("lrs", None)
-                    lrs = ([over["lr"]] if "lr" in over else task_lrs or ([m.train["lr"]] if "lr" in m.train else
-                           sc.lrs or self.lrs or [base.get("lr", TrainConfig.model_fields["lr"].default)]))
-                    ecfg = validated(EvalConfig, **{"lengths": sc.test_lengths, "batch_size": sc.eval_batch,
-                                                    "device": device, "tokens": sc.eval_tokens,
-                                                    "windows": sc.eval_windows, "test_split": sc.test_split,
-                                                    "horizons": sc.horizons,
-                                                    **t.eval})
-                    fields = {**base, "task": sc.replace_tasks.get(t.label, t.task), "model": mcfg,
-                              "train_min_len": lengths[0], "train_max_len": lengths[1], "steps": sc.steps,
-                              "device": device, **over}
-                    out.append(_Cell(self.name, table.name, m.label, t.label, fields, ecfg, tuple(lrs),
-                                     tuple(t.probes)))
+                    lrs = (
+                        [over["lr"]]
+                        if "lr" in over
+                        else task_lrs
+                        or (
+                            [m.train["lr"]]
+                            if "lr" in m.train
+                            else sc.lrs
+                            or self.lrs
+                            or [base.get("lr", TrainConfig.model_fields["lr"].default)]
+                        )
+                    )
+                    ecfg = validated(
+                        EvalConfig,
+                        **{
+                            "lengths": sc.test_lengths,
+                            "batch_size": sc.eval_batch,
+                            "device": device,
+                            "tokens": sc.eval_tokens,
+                            "windows": sc.eval_windows,
+                            "test_split": sc.test_split,
+                            "horizons": sc.horizons,
+                            **t.eval,
+                        },
+                    )
+                    fields = {
+                        **base,
+                        "task": sc.replace_tasks.get(t.label, t.task),
+                        "model": mcfg,
+                        "train_min_len": lengths[0],
+                        "train_max_len": lengths[1],
+                        "steps": sc.steps,
+                        "device": device,
+                        **over,
+                    }
+                    out.append(
+                        _Cell(
+                            self.name, table.name, m.label, t.label, fields, ecfg, tuple(lrs), tuple(t.probes)
+                        )
+                    )
         return out
 
-    def cells(self, scale: str, seeds: int | None = None, device: str = "auto",
-              max_runs: int = MAX_RUNS) -> list[Job]:
+    def cells(
+        self, scale: str, seeds: int | None = None, device: str = "auto", max_runs: int = MAX_RUNS
+    ) -> list[Job]:
         """Every run of the grid at this scale, as a list (:meth:`grid` expands it lazily)."""
         return list(self.grid(scale, seeds, device, max_runs))
 
@@ -506,9 +629,11 @@ def load_study(name_or_path: str) -> Study:
             path = Path(plugin_path)
         elif not path.is_file():
             names = builtin_studies() + sorted(plugins.study_entry_points())
-            raise UserError(f"unknown study {name_or_path!r}{did_you_mean(name_or_path, names)}; allowed: "
-                            f"{', '.join(names)} "
-                            "or a path to a .yaml file")
+            raise UserError(
+                f"unknown study {name_or_path!r}{did_you_mean(name_or_path, names)}; allowed: "
+                f"{', '.join(names)} "
+                "or a path to a .yaml file"
+            )
     elif not path.is_file():
         raise UserError(f"study file {str(path)!r} not found")
     what = f"study file {str(path)!r}"

@@ -5,6 +5,7 @@ need no torch, so ``statetrack models`` and the oracle start without it. The cla
 ``Mixer``, ``build_mixer``) are loaded on first use (PEP 562): the built-in mixers are the modules of this
 package, and ``register`` adds a plugin's.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -33,12 +34,25 @@ if TYPE_CHECKING:
 #: mixer name -> class, the built-ins first (filled by ``mixers()``, the first time a class is needed)
 _MIXERS: dict[str, type] = {}
 #: the built-in mixers' classes: module, class names
-_BUILTIN = {"rnn": ("RNN", "LSTM", "GRU"), "s4d": ("S4D",), "mamba": ("Mamba", "NegativeMamba"),
-            "aussm": ("AUSSM", "SimpleAUSSM", "DCD"), "deltanet": ("DeltaNet", "DeltaProduct"),
-            "transformer": ("Transformer",), "mamba2": ("Mamba2",), "mamba3": ("Mamba3",),
-            "gateddeltanet": ("GatedDeltaNet",), "rwkv7": ("RWKV7",), "mlstm": ("MLSTM",), "slstm": ("SLSTM",),
-            "lru": ("LRU",), "gla": ("GLA",), "gateddeltaproduct": ("GatedDeltaProduct",), "kda": ("KDA",),
-            "pdssm": ("PDSSM",)}
+_BUILTIN = {
+    "rnn": ("RNN", "LSTM", "GRU"),
+    "s4d": ("S4D",),
+    "mamba": ("Mamba", "NegativeMamba"),
+    "aussm": ("AUSSM", "SimpleAUSSM", "DCD"),
+    "deltanet": ("DeltaNet", "DeltaProduct"),
+    "transformer": ("Transformer",),
+    "mamba2": ("Mamba2",),
+    "mamba3": ("Mamba3",),
+    "gateddeltanet": ("GatedDeltaNet",),
+    "rwkv7": ("RWKV7",),
+    "mlstm": ("MLSTM",),
+    "slstm": ("SLSTM",),
+    "lru": ("LRU",),
+    "gla": ("GLA",),
+    "gateddeltaproduct": ("GatedDeltaProduct",),
+    "kda": ("KDA",),
+    "pdssm": ("PDSSM",),
+}
 
 
 _loaded: list[bool] = []  # whether the built-in classes are in _MIXERS
@@ -50,7 +64,9 @@ def mixers() -> dict[str, type[Mixer]]:
         _loaded.append(True)
         found = {}
         for module, names in _BUILTIN.items():
-            mod = importlib.import_module(f"statetrack.layers.{module}")  # heavy (torch): classes on first use
+            mod = importlib.import_module(
+                f"statetrack.layers.{module}"
+            )  # heavy (torch): classes on first use
             for cls_name in names:
                 cls = getattr(mod, cls_name)
                 found[cls.name] = cls
@@ -78,8 +94,11 @@ def register(cls: type[Mixer]) -> type[Mixer]:
         return cls(8, 4, **{k: v for k, v in o.items() if k in cls.options}).properties
 
     if own or cls.name not in DECLARED:
-        declare(Declared(cls.name, cls.description, dict(cls.options), props if own else None,
-                         dict(cls.fixed_options)))
+        declare(
+            Declared(
+                cls.name, cls.description, dict(cls.options), props if own else None, dict(cls.fixed_options)
+            )
+        )
     return cls
 
 
@@ -103,9 +122,19 @@ def models_table() -> list[dict]:
     rows = []
     for name, d in DECLARED.items():
         p = d.properties_of()
-        rows.append({"name": name, "description": d.description, "input_dependent": p.input_dependent,
-                     "eigenvalues": p.eigenvalues, "structure": p.structure, "n_h": p.n_h, "linear": p.linear,
-                     "rounding": p.rounding, "options": dict(d.options)})
+        rows.append(
+            {
+                "name": name,
+                "description": d.description,
+                "input_dependent": p.input_dependent,
+                "eigenvalues": p.eigenvalues,
+                "structure": p.structure,
+                "n_h": p.n_h,
+                "linear": p.linear,
+                "rounding": p.rounding,
+                "options": dict(d.options),
+            }
+        )
     return rows
 
 
@@ -119,5 +148,19 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'statetrack.layers' has no attribute {name!r}")
 
 
-__all__ = ["DECLARED", "MIXERS", "ORIGIN", "Declared", "EigenvalueDomain", "Mixer", "Properties", "Structure",
-           "build_mixer", "declaration", "declared_properties", "mixers", "models_table", "register"]
+__all__ = [
+    "DECLARED",
+    "MIXERS",
+    "ORIGIN",
+    "Declared",
+    "EigenvalueDomain",
+    "Mixer",
+    "Properties",
+    "Structure",
+    "build_mixer",
+    "declaration",
+    "declared_properties",
+    "mixers",
+    "models_table",
+    "register",
+]

@@ -18,6 +18,7 @@ last hidden state: a mixer's body. ``hf_tokens(model)`` runs it on token ids: a 
 (``statetrack.model.WholeModel``). ``fla_layer(layer)`` returns the output of an fla layer (whose forward
 returns a tuple). None of them imports transformers or fla: the caller builds the model from its config.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -31,8 +32,9 @@ from statetrack.layers.properties import Declared, EigenvalueDomain, Properties,
 
 #: what the oracle reads of a module that declares nothing: no transition matrix and no known structure,
 #: about which no theorem of docs/science.md speaks (its verdicts are 'open')
-UNKNOWN = Properties(input_dependent=True, eigenvalues=EigenvalueDomain.NOT_LINEAR, structure=Structure.DENSE,
-                     linear=False)
+UNKNOWN = Properties(
+    input_dependent=True, eigenvalues=EigenvalueDomain.NOT_LINEAR, structure=Structure.DENSE, linear=False
+)
 
 
 class CausalModule(Mixer):
@@ -60,7 +62,7 @@ class CausalModule(Mixer):
     def forward(self, x: Tensor, state: Tensor | None = None) -> tuple[Tensor, Tensor]:
         full = x if state is None or state.shape[1] == 0 else torch.cat([state, x], dim=1)
         y = self.body(full)
-        return y[:, full.shape[1] - x.shape[1]:], full
+        return y[:, full.shape[1] - x.shape[1] :], full
 
     def step(self, x: Tensor, state: Tensor) -> tuple[Tensor, Tensor]:
         y, state = self.forward(x[:, None], state)
@@ -72,8 +74,9 @@ def _factory_options(factory: Callable) -> dict:
     return {p.name: p.default for p in params if p.default is not p.empty}
 
 
-def register_module(name: str, factory: Callable[..., nn.Module], properties: Properties = UNKNOWN,
-                    description: str = "") -> type[Mixer]:
+def register_module(
+    name: str, factory: Callable[..., nn.Module], properties: Properties = UNKNOWN, description: str = ""
+) -> type[Mixer]:
     """Register the mixer ``name``: ``factory(d_model, d_state, **options)`` returns a causal module
     (B, T, d_model) -> (B, T, d_model); ``properties``: what the oracle reads of it. Returns the class.
     A factory defined in a module of yours (not a notebook's ``__main__``) lets the runs record it, so that
@@ -86,14 +89,24 @@ def register_module(name: str, factory: Callable[..., nn.Module], properties: Pr
         CausalModule.__init__(self, d_model, d_state, factory(d_model, d_state, **kw))
 
     # the options of the class are the factory's: its __init__ gets that signature
-    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
-              inspect.Parameter("d_model", inspect.Parameter.POSITIONAL_OR_KEYWORD),
-              inspect.Parameter("d_state", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    params = [
+        inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        inspect.Parameter("d_model", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        inspect.Parameter("d_state", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+    ]
     params += [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=v) for k, v in options.items()]
     __init__.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    cls = type(f"Module_{name}", (CausalModule,), {
-        "name": name, "description": description or f"{getattr(factory, '__name__', 'a module')} (a causal module)",
-        "properties_given": properties, "__init__": __init__, "__module__": factory.__module__})
+    cls = type(
+        f"Module_{name}",
+        (CausalModule,),
+        {
+            "name": name,
+            "description": description or f"{getattr(factory, '__name__', 'a module')} (a causal module)",
+            "properties_given": properties,
+            "__init__": __init__,
+            "__module__": factory.__module__,
+        },
+    )
     register(cls)
     declare(Declared(name, cls.description, options, lambda o: properties))
     return cls

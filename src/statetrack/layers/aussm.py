@@ -18,6 +18,7 @@ B_t = W_B u_t (real), C_t = W_C u_t (complex: two real projections); per channel
 The angle is kept: A_bar_t is built per step from theta_t (``ops.unit_phase``), never as a product of
 rounded unit numbers.
 """
+
 from __future__ import annotations
 
 import math
@@ -81,7 +82,7 @@ class _ComplexSelective(MambaInput, Mixer):
 
     def _theta(self, low):
         E, N = self.d_inner, self.d_state
-        return self.theta_proj(low[..., low.shape[-1] - self.R:]).unflatten(-1, (E, N))
+        return self.theta_proj(low[..., low.shape[-1] - self.R :]).unflatten(-1, (E, N))
 
     def _ab(self, low):
         raise NotImplementedError
@@ -154,7 +155,8 @@ class DCD(_ComplexSelective):
     def __init__(self, d_model, d_state, **kw):
         super().__init__(d_model, d_state, **kw)
         self.A_log = nn.Parameter(
-            torch.log(torch.arange(1, d_state + 1, dtype=torch.get_default_dtype())).repeat(self.d_inner, 1))
+            torch.log(torch.arange(1, d_state + 1, dtype=torch.get_default_dtype())).repeat(self.d_inner, 1)
+        )
 
     def _ab(self, low):
         dt = self._dt(low)

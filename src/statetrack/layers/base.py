@@ -5,6 +5,7 @@ must agree: ``forward(x, state)`` (the training path: parallel, chunked or a fus
 ``step(x_t, state)`` (one token at a time). Both take and return the state, so evaluation can run any
 length in fixed memory by feeding chunks.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -54,15 +55,19 @@ class Mixer(nn.Module):
         super().__init_subclass__(**kwargs)
         derived = _init_options(cls)
         if "options" in vars(cls) and cls.options != derived:
-            raise TypeError(f"mixer class {cls.__name__}: options {cls.options} are not the keyword arguments of "
-                            f"its __init__ {derived}; leave options out (they are read from __init__)")
+            raise TypeError(
+                f"mixer class {cls.__name__}: options {cls.options} are not the keyword arguments of "
+                f"its __init__ {derived}; leave options out (they are read from __init__)"
+            )
         cls.options = derived
         d = DECLARED.get(vars(cls).get("name", ""))
         if d is not None and cls.__module__.startswith("statetrack.layers."):  # a built-in: declared there
             if d.options != derived or d.fixed != cls.fixed_options:
-                raise TypeError(f"mixer class {cls.__name__}: options {derived} (fixed {cls.fixed_options}) are "
-                                f"not those of its declaration {d.options} (fixed {d.fixed}) in "
-                                "statetrack.layers.declarations")
+                raise TypeError(
+                    f"mixer class {cls.__name__}: options {derived} (fixed {cls.fixed_options}) are "
+                    f"not those of its declaration {d.options} (fixed {d.fixed}) in "
+                    "statetrack.layers.declarations"
+                )
             if not vars(cls).get("description"):
                 cls.description = d.description
 
@@ -111,8 +116,13 @@ def _init_options(cls: type[Mixer]) -> dict:
     out: dict = {}
     if any(p.kind is p.VAR_KEYWORD for p in params):
         out.update(next(vars(b)["options"] for b in cls.__mro__[1:] if "options" in vars(b)))
-    out.update({p.name: p.default for p in params
-                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.default is not p.empty})
+    out.update(
+        {
+            p.name: p.default
+            for p in params
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.default is not p.empty
+        }
+    )
     return {k: v for k, v in out.items() if k not in cls.fixed_options}
 
 

@@ -18,6 +18,7 @@ projection to d_model.
 Training uses the chunked WY/UT form (``chunk`` steps of the delta rule per chunk, so n_h per token
 for DeltaProduct; 0 = the step loop); ``step`` uses the recurrent form. State: (S (B, heads, d_k, d_v), conv buffer).
 """
+
 from __future__ import annotations
 
 import torch
@@ -52,7 +53,9 @@ class DeltaProduct(Mixer):
         self.sizes = [H * dk, nh * H * dk, nh * H * dv]
         self.qkv = nn.Linear(d_model, sum(self.sizes), bias=False)
         self.b_proj = nn.Linear(d_model, nh * H, bias=False)
-        self.conv = nn.Conv1d(sum(self.sizes), sum(self.sizes), conv, groups=sum(self.sizes)) if conv > 0 else None
+        self.conv = (
+            nn.Conv1d(sum(self.sizes), sum(self.sizes), conv, groups=sum(self.sizes)) if conv > 0 else None
+        )
         self.o_norm = nn.RMSNorm(dv, eps=1e-5)  # flash-linear-attention's norm_eps
         self.o_proj = nn.Linear(H * dv, d_model, bias=False)
 
@@ -96,7 +99,7 @@ class DeltaProduct(Mixer):
             o, S = delta_rule(q, k[:, :, 0], v[:, :, 0], beta[:, :, 0], S, self.chunk, self.neg)
         else:
             o, S = delta_rule(*interleave(q, k, v, beta), S, self.chunk, self.neg)
-            o = o[:, self.nh - 1:: self.nh]
+            o = o[:, self.nh - 1 :: self.nh]
         return self._out(o), (S, buf)
 
     def step(self, x, state):

@@ -15,6 +15,7 @@ per-head RMSNorm gated by silu(W_g x_t), then the output projection.
 Recurrence: ``ops.dplr.gated_delta_rule`` (the chunked diagonal-plus-low-rank form; fla's kernels on
 CUDA). State: (S (B, heads, d_k, d_v), conv buffer).
 """
+
 from __future__ import annotations
 
 import torch
@@ -30,8 +31,10 @@ from statetrack.ops.dplr import CHUNK, dplr_step, dplr_transition, gated_delta_r
 def decay_gate_init(mixer: str, n: int) -> tuple[nn.Parameter, nn.Parameter]:
     """Mamba-2's decay gate for n heads (or channels): (A_log with A drawn in [0, 16], dt_bias with softplus(dt_bias)
     log-uniform in [1e-3, 1e-1]); the gate is alpha = exp(-exp(A_log) softplus(w^T x + dt_bias))."""
-    return (nn.Parameter(torch.log(torch.empty(n).uniform_(0, 16))),
-            nn.Parameter(dt_bias_init(mixer, n, 1e-3, 1e-1)))
+    return (
+        nn.Parameter(torch.log(torch.empty(n).uniform_(0, 16))),
+        nn.Parameter(dt_bias_init(mixer, n, 1e-3, 1e-1)),
+    )
 
 
 def gated_output(mixer, o: Tensor, x: Tensor, act) -> Tensor:
@@ -67,7 +70,9 @@ class DeltaInput:
         H = heads
         self.sizes = [H * self.dk, H * self.dk, H * self.dv]
         self.qkv = nn.Linear(d_model, sum(self.sizes), bias=False)
-        self.conv = nn.Conv1d(sum(self.sizes), sum(self.sizes), conv, groups=sum(self.sizes)) if conv > 0 else None
+        self.conv = (
+            nn.Conv1d(sum(self.sizes), sum(self.sizes), conv, groups=sum(self.sizes)) if conv > 0 else None
+        )
 
     def init_state(self, batch, device=None, dtype=None):
         dtype = dtype or self.qkv.weight.dtype

@@ -19,6 +19,7 @@ product's eigenvalues are complex for n_h >= 2 with ``neg=true`` (two reflection
 n_h >= 3; modulus <= 1. Recurrence: ``ops.dplr.gated_delta_product`` (fla's kernels on CUDA). State:
 (S (B, heads, d_k, d_v), conv buffer).
 """
+
 from __future__ import annotations
 
 import torch

@@ -10,6 +10,7 @@ RMSNorm gated by silu(W_g x_t), then the output projection (the reference layer'
 convolution). Recurrence: ``ops.dplr.gla_rule`` (no rank-one term; fla's kernels on CUDA).
 State: S (B, heads, d_k, d_v).
 """
+
 from __future__ import annotations
 
 import torch
@@ -61,7 +62,7 @@ class GLA(Mixer):
         q, k, v, g = self.proj(x).split(self.sizes, dim=-1)
         H, dk, dv = self.H, self.dk, self.dv
         log_w = (F.logsigmoid(self.gk(x)) / GATE_NORMALISER).unflatten(-1, (H, dk))
-        q = q.unflatten(-1, (H, dk)) * dk ** -0.5
+        q = q.unflatten(-1, (H, dk)) * dk**-0.5
         return q, k.unflatten(-1, (H, dk)), v.unflatten(-1, (H, dv)), log_w, g.unflatten(-1, (H, dv))
 
     def _out(self, o, g):

@@ -18,6 +18,7 @@ symmetric matrix: its eigenvalues are real, in [0, 1] for beta in [0, 1] and in 
 (-1 only where alpha and beta round to their limits). Recurrence: ``ops.dplr.kda_rule`` (fla's kernels on
 CUDA). State: (S (B, heads, d_k, d_v), conv buffer).
 """
+
 from __future__ import annotations
 
 import torch

@@ -11,6 +11,7 @@ r_min <= |lambda| <= r_max (uniform in area), phases uniform in [0, max_phase]; 
 complex normals. Time-invariant: A does not depend on x. Recurrence: ``ops.diag_scan``
 (multiply-add loop or chunked scan, with its own backward). State: h (B, N) complex.
 """
+
 from __future__ import annotations
 
 import math
@@ -34,11 +35,11 @@ class LRU(Mixer):
             raise UserError(f"{self.name} max_phase={max_phase} must be > 0")
         N, d = d_state, d_model
         u1, u2 = torch.rand(N), torch.rand(N)
-        nu = torch.log(-0.5 * torch.log(u1 * (r_max ** 2 - r_min ** 2) + r_min ** 2))
+        nu = torch.log(-0.5 * torch.log(u1 * (r_max**2 - r_min**2) + r_min**2))
         theta = torch.log(max_phase * u2)
         self.nu_log, self.theta_log = nn.Parameter(nu), nn.Parameter(theta)
         mod = torch.exp(-torch.exp(nu))
-        self.gamma_log = nn.Parameter(torch.log(torch.sqrt(1 - mod ** 2)))
+        self.gamma_log = nn.Parameter(torch.log(torch.sqrt(1 - mod**2)))
         self.B_re = nn.Parameter(torch.randn(N, d) / math.sqrt(2 * d))
         self.B_im = nn.Parameter(torch.randn(N, d) / math.sqrt(2 * d))
         self.C_re = nn.Parameter(torch.randn(d, N) / math.sqrt(N))

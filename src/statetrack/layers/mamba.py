@@ -7,6 +7,7 @@ A_bar_t = 2 exp(Delta_t A) - 1 in [-1, 1]     (Negative Mamba, option neg=true; 
                                                the exponential to 0 or 1: Properties.rounding)
 h_t = A_bar_t h_{t-1} + Delta_t B_t u_t;  y_t = (C_t h_t + D u_t) * silu(z_t) -> out_proj.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,7 +41,9 @@ class Mamba(MambaInput, Mixer):
         self.x_proj = nn.Linear(E, R + 2 * N, bias=False)
         self.dt_proj = nn.Linear(R, E)
         init_dt_bias(self.name, self.dt_proj, dt_min, dt_max)
-        self.A_log = nn.Parameter(torch.log(torch.arange(1, N + 1, dtype=torch.get_default_dtype())).repeat(E, 1))
+        self.A_log = nn.Parameter(
+            torch.log(torch.arange(1, N + 1, dtype=torch.get_default_dtype())).repeat(E, 1)
+        )
         self.D = nn.Parameter(torch.ones(E))
         self.out_proj = nn.Linear(E, d_model, bias=False)
         self.R = R

@@ -12,6 +12,7 @@ P = ``headdim`` channels and state (P, N), one group of B and C shared by the he
 then y -> RMSNorm(y * silu(z)) (the gated norm of the reference code) -> out_proj. Recurrence:
 ``ops.ssd``. State: (h (B, H, P, N), conv buffer (B, E + 2N, conv - 1)).
 """
+
 from __future__ import annotations
 
 import torch
@@ -61,7 +62,9 @@ class Mamba2(Mixer):
     def init_state(self, batch, device=None, dtype=None):
         dtype = dtype or self.D.dtype
         h = torch.zeros(batch, self.H, self.P, self.d_state, device=device, dtype=dtype)
-        buf = torch.zeros(batch, self.d_inner + 2 * self.d_state, max(self.k - 1, 0), device=device, dtype=dtype)
+        buf = torch.zeros(
+            batch, self.d_inner + 2 * self.d_state, max(self.k - 1, 0), device=device, dtype=dtype
+        )
         return (h, buf)
 
     def _pre(self, x, buf, chunk: bool):

@@ -32,6 +32,7 @@ verdicts are those of SISO), every state pair rotates (the reference default rot
 and B and C are normalised by a plain RMSNorm. State: (h (B, H, P, N/2) complex, the last input term
 x_t B_t (B, H, P, N/2) complex, which the trapezoid reads at the next step).
 """
+
 from __future__ import annotations
 
 import math
@@ -51,15 +52,28 @@ ROPE_BASE = 10000.0
 class Mamba3(Mixer):
     name = "mamba3"
 
-    def __init__(self, d_model, d_state, expand=2, headdim=8, trap=True, rope=True, data_angles=True, a_floor=0.0,
-                 dt_min=1e-3, dt_max=1e-1):
+    def __init__(
+        self,
+        d_model,
+        d_state,
+        expand=2,
+        headdim=8,
+        trap=True,
+        rope=True,
+        data_angles=True,
+        a_floor=0.0,
+        dt_min=1e-3,
+        dt_max=1e-1,
+    ):
         super().__init__(d_model, d_state)
         check_expand(self.name, expand)
         E, N = expand * d_model, d_state
         if headdim < 1 or E % headdim:
             raise UserError(f"{self.name} headdim={headdim} must be >= 1 and divide expand * d_model = {E}")
         if N < 2 or N % 2:
-            raise UserError(f"{self.name} needs an even d_state >= 2 (pairs of real state dimensions), got {N}")
+            raise UserError(
+                f"{self.name} needs an even d_state >= 2 (pairs of real state dimensions), got {N}"
+            )
         if not a_floor >= 0:
             raise UserError(f"{self.name} a_floor={a_floor} must be >= 0")
         self.trap, self.rope, self.a_floor = bool(trap), bool(rope), float(a_floor)

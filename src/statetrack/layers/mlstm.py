@@ -15,6 +15,7 @@ stored state is the scalar f'_t = exp(log f_t + m_{t-1} - m_t) in [0, 1] per hea
 identity). Simplified: the paper's block-diagonal q, k, v projections are dense here. State:
 (C~ (B, H, d_k, d_v), n~ (B, H, d_k), m (B, H), conv buffer).
 """
+
 from __future__ import annotations
 
 import torch
@@ -81,7 +82,7 @@ class MLSTM(Mixer):
         ti, tf = self.gates(torch.cat([qk, v], -1)).chunk(2, dim=-1)
         H, dk, dv = self.H, self.dk, self.dv
         q, k = qk.unflatten(-1, (2, H, dk)).unbind(-3)
-        return q, k * dk ** -0.5, v.unflatten(-1, (H, dv)), ti, F.logsigmoid(tf), xc, z, buf
+        return q, k * dk**-0.5, v.unflatten(-1, (H, dv)), ti, F.logsigmoid(tf), xc, z, buf
 
     def _out(self, h, xc, z):
         y = self.o_norm(h).flatten(-2) + self.skip * xc

@@ -27,6 +27,7 @@ one-hot state stays one-hot: with D = I one layer runs any finite automaton with
 form), which the construction ``dfa-pdssm`` builds. Recurrence: ``ops.pdssm.pd_scan``. State: h (B, N)
 complex.
 """
+
 from __future__ import annotations
 
 import math

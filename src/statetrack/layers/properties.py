@@ -8,6 +8,7 @@ oracle (``statetrack.theory``) read only these, so they start without importing 
 (``statetrack.layers.base.Mixer``) reads its description and properties from its declaration, and its
 options, read from its ``__init__``, must be the declared ones (checked when the class is defined).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -54,9 +55,9 @@ DOMAINS = {
     EigenvalueDomain.UNIT_CIRCLE: "complex, modulus exactly 1",
     EigenvalueDomain.COMPLEX_DISC: "complex, modulus at most 1",
     EigenvalueDomain.DAMPED_ROTATIONS: "complex, modulus at most 1, and below 1 off the real axis except at tiny "
-                                       "angles (a decay floor: Mamba-3 with a_floor > 0)",
+    "angles (a decay floor: Mamba-3 with a_floor > 0)",
     EigenvalueDomain.FIXED_PHASE: "complex: an input-dependent modulus in [0, 1] times a fixed (time-invariant) "
-                                  "rotation per slot, so every input of a length has the same phase",
+    "rotation per slot, so every input of a length has the same phase",
     EigenvalueDomain.COMPLEX_FIXED: "complex, fixed (time-invariant), modulus at most 1",
     EigenvalueDomain.NOT_LINEAR: "non-linear recurrence: no transition matrix",
 }
@@ -92,14 +93,19 @@ class Properties:
     factor_eigenvalues: EigenvalueDomain | None = None  # Householder structures: each factor's domain
 
     def __post_init__(self):
-        for key, kind in (("eigenvalues", EigenvalueDomain), ("structure", Structure), ("factor_eigenvalues",
-                                                                                        EigenvalueDomain)):
+        for key, kind in (
+            ("eigenvalues", EigenvalueDomain),
+            ("structure", Structure),
+            ("factor_eigenvalues", EigenvalueDomain),
+        ):
             value = getattr(self, key)
             if value is None and key == "factor_eigenvalues":
                 continue
             if value not in kind.__members__.values():
-                raise ValueError(f"unknown {key} {value!r} in a mixer's Properties; allowed: "
-                                 f"{', '.join(repr(str(m)) for m in kind)}")
+                raise ValueError(
+                    f"unknown {key} {value!r} in a mixer's Properties; allowed: "
+                    f"{', '.join(repr(str(m)) for m in kind)}"
+                )
             object.__setattr__(self, key, kind(value))
 
     def as_dict(self) -> dict:
@@ -109,8 +115,10 @@ class Properties:
 def exp_rounding(what: str, neg: bool) -> str:
     """Properties.rounding of a transition exp(-x), x > 0 (``neg``: 2 exp(-x) - 1): where it reaches 1 (and -1)."""
     if neg:
-        return (f"{what}'s 2 exp(-x) - 1 reaches 1 and -1 only through float32 rounding ({ROUND_EXP}; "
-                f"{ROUND_NEG_EXP})")
+        return (
+            f"{what}'s 2 exp(-x) - 1 reaches 1 and -1 only through float32 rounding ({ROUND_EXP}; "
+            f"{ROUND_NEG_EXP})"
+        )
     return f"{what} = exp(-x) reaches 1 only through float32 rounding ({ROUND_EXP})"
 
 
@@ -119,8 +127,10 @@ def check_options(cls, options: dict) -> dict:
     unknown = sorted(set(options) - set(cls.options))
     if unknown:
         allowed = ", ".join(sorted(cls.options)) or "none"
-        raise UserError(f"unknown option {unknown[0]!r}{did_you_mean(unknown[0], cls.options)} for mixer "
-                        f"{cls.name!r}; allowed: {allowed}")
+        raise UserError(
+            f"unknown option {unknown[0]!r}{did_you_mean(unknown[0], cls.options)} for mixer "
+            f"{cls.name!r}; allowed: {allowed}"
+        )
     merged = dict(cls.options)
     for k, v in options.items():
         default = cls.options[k]

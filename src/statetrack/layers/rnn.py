@@ -3,6 +3,7 @@
 The training path is PyTorch's fused cell loop; the step path writes the cell equations out with the
 same weights. These are not linear recurrences, so no theorem of the linear-RNN papers applies.
 """
+
 from __future__ import annotations
 
 import torch

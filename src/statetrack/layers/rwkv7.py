@@ -22,6 +22,7 @@ reach, which decides parity (docs/science.md, rule T1c). Simplified: the value r
 (v_first) is left out (a mixer here sees only its own layer), and the low-rank maps have rank
 ``lora``. Recurrence: ``ops.dplr.rwkv7_rule`` (fla's kernels on CUDA). State: (S, the previous input x_{t-1}).
 """
+
 from __future__ import annotations
 
 import math

@@ -8,6 +8,7 @@ as in the S4D reference code.
 Options: init = lin (a_n = -1/2 + i pi n) | inv (S4D-Inv) | real (a_n = -(n+1), no imaginary part);
 disc = zoh | bilinear.
 """
+
 from __future__ import annotations
 
 import math
@@ -51,8 +52,8 @@ class S4D(Mixer):
             self.A_imag = nn.Parameter(im.repeat(H, 1))
         self.log_dt = nn.Parameter(log_uniform_dt(self.name, H, dt_min, dt_max))
         # C is complex; kept as two real parameters so every optimiser, dtype cast and file format sees reals
-        self.C_re = nn.Parameter(torch.randn(H, M) * 0.5 ** 0.5)
-        self.C_im = nn.Parameter(torch.randn(H, M) * 0.5 ** 0.5)
+        self.C_re = nn.Parameter(torch.randn(H, M) * 0.5**0.5)
+        self.C_im = nn.Parameter(torch.randn(H, M) * 0.5**0.5)
         self.D = nn.Parameter(torch.randn(H))
         self.out = nn.Linear(H, 2 * H)
 

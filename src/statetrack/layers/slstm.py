@@ -13,6 +13,7 @@ with i = exp(ti), f = sigmoid(tf), stabilised. Then a per-head LayerNorm and the
 h_{t-1}: a non-linear recurrence, outside the linear theorems. State: (h, c, n, m) each (B, heads, d_h),
 and the conv buffer.
 """
+
 from __future__ import annotations
 
 import math

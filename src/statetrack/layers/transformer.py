@@ -12,6 +12,7 @@ far; the position of the next token is t. Unlike a recurrent layer its memory gr
 length (and a token costs O(t)): that is the nature of attention. ``forward`` with a cache attends to
 the cache and, causally, to the chunk, so chunked evaluation and ``step`` agree with one long forward.
 """
+
 from __future__ import annotations
 
 import math
@@ -55,8 +56,10 @@ class Transformer(Mixer):
             raise UserError(f"transformer heads={heads} must be >= 1 and divide d_model={d_model}")
         self.H, self.dh, self.pos = heads, d_model // heads, pos
         if pos == "rope" and self.dh % 2:
-            raise UserError(f"transformer pos=rope needs an even head dim, got {self.dh}; "
-                            "use pos=sinusoidal or pos=none, or another heads")
+            raise UserError(
+                f"transformer pos=rope needs an even head dim, got {self.dh}; "
+                "use pos=sinusoidal or pos=none, or another heads"
+            )
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.out = nn.Linear(d_model, d_model)
 

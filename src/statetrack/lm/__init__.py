@@ -7,12 +7,27 @@
 The ``lm`` task family (``statetrack.tasks.lm``: ``lm:stdlib``, ``lm:synthetic``) puts a corpus under the
 Task protocol, so any model trains on it with the one training loop (docs/lm.md).
 """
+
 from statetrack.lm.baselines import count_ngrams, evaluate_baselines, train_counts
 from statetrack.lm.corpus import CORPORA, Corpus, Split, cache_root, get_corpus
 from statetrack.lm.metrics import LMMetrics, bits_per_byte, evaluate_lm, position_buckets
 from statetrack.lm.sampling import generate
 from statetrack.lm.tokens import BPETokenizer, ByteTokenizer
 
-__all__ = ["CORPORA", "Corpus", "Split", "cache_root", "get_corpus", "ByteTokenizer", "BPETokenizer",
-           "LMMetrics", "bits_per_byte", "evaluate_lm", "position_buckets", "count_ngrams",
-           "evaluate_baselines", "train_counts", "generate"]
+__all__ = [
+    "CORPORA",
+    "Corpus",
+    "Split",
+    "cache_root",
+    "get_corpus",
+    "ByteTokenizer",
+    "BPETokenizer",
+    "LMMetrics",
+    "bits_per_byte",
+    "evaluate_lm",
+    "position_buckets",
+    "count_ngrams",
+    "evaluate_baselines",
+    "train_counts",
+    "generate",
+]

@@ -28,6 +28,7 @@ there every model is held to the state-blind level.
 ``outside``, with per bucket the count, the sums of the model's bits and squared bits, its hits and
 the state-blind bits, from which a report draws bpb and accuracy with 95% intervals.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -88,7 +89,8 @@ def answer_buckets(nats: np.ndarray, hits: np.ndarray, k: np.ndarray, distance: 
     edges = distance_edges(L)
     out = []
     groups: list[tuple[int | None, int | None, np.ndarray]] = [
-        (lo, hi, inside & (distance >= lo) & (distance < hi)) for lo, hi in itertools.pairwise(edges)]
+        (lo, hi, inside & (distance >= lo) & (distance < hi)) for lo, hi in itertools.pairwise(edges)
+    ]
     groups.append((None, None, is_ans & ~inside))
     for lo, hi, sel in groups:
         n = int(sel.sum())
@@ -96,9 +98,19 @@ def answer_buckets(nats: np.ndarray, hits: np.ndarray, k: np.ndarray, distance: 
             continue
         b = bits[sel]
         kk = k[sel].astype(np.float64)
-        out.append({"lo": lo, "hi": hi, "label": bucket_label(lo or 0, hi), "n": n, "bits": float(b.sum()),
-                    "bits_sq": float((b * b).sum()), "hits": int(hits[sel].sum()),
-                    "blind_bits": float(np.log2(kk).sum()), "blind_hits": float((1 / kk).sum())})
+        out.append(
+            {
+                "lo": lo,
+                "hi": hi,
+                "label": bucket_label(lo or 0, hi),
+                "n": n,
+                "bits": float(b.sum()),
+                "bits_sq": float((b * b).sum()),
+                "hits": int(hits[sel].sum()),
+                "blind_bits": float(np.log2(kk).sum()),
+                "blind_hits": float((1 / kk).sum()),
+            }
+        )
     return out
 
 
@@ -145,6 +157,15 @@ def bucket_summary(b: dict) -> dict:
     level (bits and accuracy)."""
     bpb, lo, hi = mean_interval(b["bits"], b["bits_sq"], b["n"])
     acc_lo, acc_hi = wilson(b["hits"], b["n"])
-    return {"label": b["label"], "n": b["n"], "bpb": bpb, "bpb_low": lo, "bpb_high": hi,
-            "accuracy": b["hits"] / b["n"], "accuracy_low": acc_lo, "accuracy_high": acc_hi,
-            "blind_bpb": b["blind_bits"] / b["n"], "blind_accuracy": b["blind_hits"] / b["n"]}
+    return {
+        "label": b["label"],
+        "n": b["n"],
+        "bpb": bpb,
+        "bpb_low": lo,
+        "bpb_high": hi,
+        "accuracy": b["hits"] / b["n"],
+        "accuracy_low": acc_lo,
+        "accuracy_high": acc_hi,
+        "blind_bpb": b["blind_bits"] / b["n"],
+        "blind_accuracy": b["blind_hits"] / b["n"],
+    }

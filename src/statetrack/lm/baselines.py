@@ -12,6 +12,7 @@ not below the bigram's has learnt less than the counts of adjacent pairs.
 
 Counts are streamed from the memory-mapped train file in chunks and cached beside it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -30,10 +31,10 @@ CHUNK = 1 << 22
 @dataclass
 class NGramCounts:
     vocab: int
-    unigram: np.ndarray       # (V,) counts of each token
-    codes: np.ndarray         # sorted s * V + t of every pair seen
-    pair_counts: np.ndarray   # counts of those pairs
-    prev: np.ndarray          # (V,) count of pairs starting with s
+    unigram: np.ndarray  # (V,) counts of each token
+    codes: np.ndarray  # sorted s * V + t of every pair seen
+    pair_counts: np.ndarray  # counts of those pairs
+    prev: np.ndarray  # (V,) count of pairs starting with s
 
     def unigram_nats(self, targets: np.ndarray) -> np.ndarray:
         p = (self.unigram[targets] + 1) / (self.unigram.sum() + self.vocab)
@@ -42,7 +43,11 @@ class NGramCounts:
     def bigram_nats(self, prev: np.ndarray, targets: np.ndarray) -> np.ndarray:
         code = prev.astype(np.int64) * self.vocab + targets
         i = np.clip(np.searchsorted(self.codes, code), 0, max(len(self.codes) - 1, 0))
-        c = np.where(self.codes[i] == code, self.pair_counts[i], 0) if len(self.codes) else np.zeros_like(code)
+        c = (
+            np.where(self.codes[i] == code, self.pair_counts[i], 0)
+            if len(self.codes)
+            else np.zeros_like(code)
+        )
         return -np.log((c + 1) / (self.prev[prev] + self.vocab))
 
 
@@ -52,7 +57,7 @@ def count_ngrams(tokens, vocab: int) -> NGramCounts:
     parts: list[tuple[np.ndarray, np.ndarray]] = []
     n = len(tokens)
     for a in range(0, n, CHUNK):
-        t = np.asarray(tokens[a:min(a + CHUNK + 1, n)], dtype=np.int64)  # one token of overlap for pairs
+        t = np.asarray(tokens[a : min(a + CHUNK + 1, n)], dtype=np.int64)  # one token of overlap for pairs
         uni += np.bincount(t[: min(CHUNK, n - a)], minlength=vocab)
         if len(t) > 1:
             parts.append(np.unique(t[:-1] * vocab + t[1:], return_counts=True))
@@ -100,8 +105,14 @@ def baseline_hits(counts: NGramCounts, windows: np.ndarray, which: str) -> np.nd
     return windows[:, 1:] == best[windows[:, :-1]]
 
 
-def evaluate_baselines(corpus, lengths: list[int], tokens: int | None = None, batch_size: int = 64,
-                       seed: int = 12345, windows: str = "random") -> dict[str, list[LMMetrics]]:
+def evaluate_baselines(
+    corpus,
+    lengths: list[int],
+    tokens: int | None = None,
+    batch_size: int = 64,
+    seed: int = 12345,
+    windows: str = "random",
+) -> dict[str, list[LMMetrics]]:
     """The baselines on the test split, at each length, on the windows the models are scored on
     (``windows``, ``tokens``, ``batch_size``, ``seed``: as ``metrics.evaluate_lm``'s)."""
     counts = train_counts(corpus)
@@ -111,6 +122,9 @@ def evaluate_baselines(corpus, lengths: list[int], tokens: int | None = None, ba
     for L in lengths:
         toks, answers = eval_windows(split, L, n_windows_for(L, tokens, batch_size, windows), seed)
         for b in BASELINES:
-            out[b].append(summarize(baseline_nats(counts, toks, b), baseline_hits(counts, toks, b),
-                                    tb[toks[:, 1:]], answers))
+            out[b].append(
+                summarize(
+                    baseline_nats(counts, toks, b), baseline_hits(counts, toks, b), tb[toks[:, 1:]], answers
+                )
+            )
     return out

@@ -23,6 +23,7 @@ These are bounds a language model should beat, not models of the same kind: a co
 whole test split as one stream (gzip 32 KiB back, xz all of it), while a model of context L reads
 windows of L tokens.
 """
+
 from __future__ import annotations
 
 import bz2
@@ -67,9 +68,11 @@ def compressed_sizes(test: bytes, train: bytes = b"") -> dict[str, Compressed]:
     """The four compressors on ``test`` (``xz_train`` reads the last CONTEXT_BYTES of ``train`` first;
     left out when ``train`` is empty)."""
     n = len(test)
-    out = {"gzip": Compressed("gzip", LABELS["gzip"], n, len(gzip.compress(test, 9, mtime=0))),
-           "bz2": Compressed("bz2", LABELS["bz2"], n, len(bz2.compress(test, 9))),
-           "xz": Compressed("xz", LABELS["xz"], n, _xz(test))}
+    out = {
+        "gzip": Compressed("gzip", LABELS["gzip"], n, len(gzip.compress(test, 9, mtime=0))),
+        "bz2": Compressed("bz2", LABELS["bz2"], n, len(bz2.compress(test, 9))),
+        "xz": Compressed("xz", LABELS["xz"], n, _xz(test)),
+    }
     if train:
         ctx = train[-CONTEXT_BYTES:]
         out["xz_train"] = Compressed("xz_train", LABELS["xz_train"], n, _xz(ctx + test) - _xz(ctx), len(ctx))
@@ -78,8 +81,12 @@ def compressed_sizes(test: bytes, train: bytes = b"") -> dict[str, Compressed]:
 
 def _versions() -> dict:
     """What the sizes depend on besides the bytes: the interpreter (its bz2 and liblzma), zlib, the settings."""
-    return {"python": platform.python_version(), "zlib": zlib.ZLIB_RUNTIME_VERSION, "xz_preset": XZ_PRESET,
-            "context_bytes": CONTEXT_BYTES}
+    return {
+        "python": platform.python_version(),
+        "zlib": zlib.ZLIB_RUNTIME_VERSION,
+        "xz_preset": XZ_PRESET,
+        "context_bytes": CONTEXT_BYTES,
+    }
 
 
 def corpus_compressors(corpus) -> dict[str, Compressed]:
@@ -97,6 +104,9 @@ def corpus_compressors(corpus) -> dict[str, Compressed]:
     test = b"".join(corpus.documents("test"))
     train = b"".join(corpus.documents("train"))
     res = compressed_sizes(test, train)
-    write_file(path, json.dumps({"key": key, "results": {k: asdict(v) for k, v in res.items()}}, indent=1) + "\n",
-               what="compressor cache")
+    write_file(
+        path,
+        json.dumps({"key": key, "results": {k: asdict(v) for k, v in res.items()}}, indent=1) + "\n",
+        what="compressor cache",
+    )
     return res

@@ -34,6 +34,7 @@ Cache folder: ``$STATETRACK_CACHE/corpora/`` if ``STATETRACK_CACHE`` is set, els
 ``stdlib-py3.11.7-seed0`` or ``synthetic-v2-seed0``. A corpus is written to a temporary folder and
 renamed into place, so a reader never sees half of one; two processes building at once both succeed.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -169,8 +170,14 @@ def _write_split(folder: Path, split: str, docs: list[Document], tok, suffix: st
     h = hashlib.sha256()
     offsets, n_tokens, n_bytes = [], 0, 0
     any_answers = any(d.answers is not None for d in docs)
-    answer_path = (lambda ext: folder / f"{split}.{suffix}.{ext}") if any_answers else (lambda _ext: os.devnull)
-    with open(path, "wb") as f, open(answer_path("answers"), "wb") as fa, open(answer_path("distance"), "wb") as fd:
+    answer_path = (
+        (lambda ext: folder / f"{split}.{suffix}.{ext}") if any_answers else (lambda _ext: os.devnull)
+    )
+    with (
+        open(path, "wb") as f,
+        open(answer_path("answers"), "wb") as fa,
+        open(answer_path("distance"), "wb") as fd,
+    ):
         for d in docs:
             ids = tok.encode(d.data)
             toks = np.concatenate([[tok.bos], ids, [tok.eos]]).astype(dtype)
@@ -185,8 +192,13 @@ def _write_split(folder: Path, split: str, docs: list[Document], tok, suffix: st
             n_tokens += len(toks)
             n_bytes += len(d.data)
     np.save(folder / f"{split}.{suffix}.offsets.npy", np.asarray(offsets, dtype=np.int64))
-    return {"documents": len(docs), "bytes": n_bytes, "tokens": n_tokens, "sha256": h.hexdigest(),
-            "files": [d.name for d in docs]}
+    return {
+        "documents": len(docs),
+        "bytes": n_bytes,
+        "tokens": n_tokens,
+        "sha256": h.hexdigest(),
+        "files": [d.name for d in docs],
+    }
 
 
 def _answer_arrays(d: Document, tok, n_ids: int) -> tuple[np.ndarray, np.ndarray]:
@@ -221,10 +233,18 @@ def _build(name: str, seed: int, final: Path, source) -> None:
     tmp.mkdir(parents=True)
     try:
         tok = ByteTokenizer()
-        manifest: dict[str, Any] = {"format": FORMAT, "corpus": name, "seed": seed, "python": platform.python_version(),
-                    "source": src, "excluded": dropped,
-                    "excluded_dirs": list(EXCLUDED_DIRS) if name == "stdlib" else [],
-                    "heldout_fraction": HELDOUT_FRACTION, "tokenizer": tok.describe(), "splits": {}}
+        manifest: dict[str, Any] = {
+            "format": FORMAT,
+            "corpus": name,
+            "seed": seed,
+            "python": platform.python_version(),
+            "source": src,
+            "excluded": dropped,
+            "excluded_dirs": list(EXCLUDED_DIRS) if name == "stdlib" else [],
+            "heldout_fraction": HELDOUT_FRACTION,
+            "tokenizer": tok.describe(),
+            "splits": {},
+        }
         for split in SPLITS:
             mine = [d for d, s in zip(docs, splits, strict=True) if s == split]
             manifest["splits"][split] = _write_split(tmp, split, mine, tok, "u16")
@@ -260,21 +280,22 @@ class Split:
     def random_starts(self, rng: np.random.Generator, n: int, length: int) -> np.ndarray:
         """``n`` window starts, each window of ``length`` tokens inside the split."""
         if length > len(self):
-            raise UserError(f"window of {length} tokens is longer than the split {self.path.name} "
-                            f"({len(self)} tokens)")
+            raise UserError(
+                f"window of {length} tokens is longer than the split {self.path.name} ({len(self)} tokens)"
+            )
         return rng.integers(0, len(self) - length + 1, size=n)
 
     def windows(self, starts, length: int) -> np.ndarray:
         """(len(starts), length) int64 token ids."""
-        return np.stack([np.asarray(self.tokens[s:s + length]) for s in starts]).astype(np.int64)
+        return np.stack([np.asarray(self.tokens[s : s + length]) for s in starts]).astype(np.int64)
 
     def answer_windows(self, starts, length: int) -> tuple[np.ndarray, np.ndarray] | None:
         """(k, distance) of every token of the windows (``statetrack.lm.answers``), or None for a corpus
         without answers."""
         if self.answers is None or self.distance is None:
             return None
-        k = np.stack([np.asarray(self.answers[s:s + length]) for s in starts]).astype(np.int64)
-        dist = np.stack([np.asarray(self.distance[s:s + length]) for s in starts]).astype(np.int64)
+        k = np.stack([np.asarray(self.answers[s : s + length]) for s in starts]).astype(np.int64)
+        dist = np.stack([np.asarray(self.distance[s : s + length]) for s in starts]).astype(np.int64)
         return k, dist
 
 
@@ -287,8 +308,11 @@ def train_tokenizer(folder: Path, tokenizer: str) -> None:
     suffix = tokenizer
     path = folder / f"tokenizer-{suffix}.json"
     source = Corpus(folder)  # the byte files: the documents as they are
-    tok = BPETokenizer(path) if path.is_file() else BPETokenizer.train(
-        source.documents("train"), path, int(suffix.removeprefix("bpe")))
+    tok = (
+        BPETokenizer(path)
+        if path.is_file()
+        else BPETokenizer.train(source.documents("train"), path, int(suffix.removeprefix("bpe")))
+    )
     if (folder / f"manifest-{suffix}.json").is_file():
         return
     entries = {}
@@ -325,8 +349,10 @@ class Corpus:
             self.tokenizer, self.suffix = ByteTokenizer(), "u16"
         else:
             if not (folder / f"manifest-{tokenizer}.json").is_file():
-                raise UserError(f"corpus folder {str(folder)!r} has no {tokenizer} token files; "
-                                "train_tokenizer (or get_corpus) writes them")
+                raise UserError(
+                    f"corpus folder {str(folder)!r} has no {tokenizer} token files; "
+                    "train_tokenizer (or get_corpus) writes them"
+                )
             self.tokenizer, self.suffix = BPETokenizer(folder / f"tokenizer-{tokenizer}.json"), tokenizer
         self._splits: dict[str, Split] = {}
 
@@ -336,7 +362,9 @@ class Corpus:
         if name not in self._splits:
             base = self.folder / f"{name}.{self.suffix}"
             ans = base.with_name(base.name + ".answers")
-            self._splits[name] = Split(base, token_dtype(self.tokenizer.vocab_size), ans if ans.is_file() else None)
+            self._splits[name] = Split(
+                base, token_dtype(self.tokenizer.vocab_size), ans if ans.is_file() else None
+            )
         return self._splits[name]
 
     def offsets(self, split: str, suffix: str | None = None) -> np.ndarray:
@@ -352,14 +380,18 @@ class Corpus:
         mm = np.memmap(self.folder / f"{split}.u16", dtype=np.uint16, mode="r")
         ans_path = self.folder / f"{split}.u16.answers"
         ans = np.memmap(ans_path, dtype=np.uint8, mode="r") if ans_path.is_file() else None
-        dist = np.memmap(self.folder / f"{split}.u16.distance", dtype=np.uint32, mode="r") if ans is not None else None
+        dist = (
+            np.memmap(self.folder / f"{split}.u16.distance", dtype=np.uint32, mode="r")
+            if ans is not None
+            else None
+        )
         offs = list(self.offsets(split, "u16")) + [len(mm)]
         names = self.manifest["splits"][split]["files"]
         for name, a, b in zip(names, offs[:-1], offs[1:], strict=True):
-            body = np.asarray(mm[a + 1:b - 1])  # drop BOS and EOS
+            body = np.asarray(mm[a + 1 : b - 1])  # drop BOS and EOS
             answers = None
             if ans is not None and dist is not None:
-                k, d = np.asarray(ans[a + 1:b - 1]), np.asarray(dist[a + 1:b - 1])
+                k, d = np.asarray(ans[a + 1 : b - 1]), np.asarray(dist[a + 1 : b - 1])
                 answers = [Answer(int(i), int(k[i]), int(i - d[i])) for i in np.flatnonzero(k)]
             yield name, body.astype(np.uint8).tobytes(), answers
 
@@ -372,14 +404,26 @@ class Corpus:
     def sizes(self) -> dict:
         """Per split: documents, bytes, tokens (of this corpus's tokenizer)."""
         entries = self._entries()
-        return {s: {"documents": self.manifest["splits"][s]["documents"], "bytes": self.manifest["splits"][s]["bytes"],
-                    "tokens": entries[s]["tokens"]} for s in SPLITS}
+        return {
+            s: {
+                "documents": self.manifest["splits"][s]["documents"],
+                "bytes": self.manifest["splits"][s]["bytes"],
+                "tokens": entries[s]["tokens"],
+            }
+            for s in SPLITS
+        }
 
     def describe(self) -> dict:
         entries = self._entries()
-        return {"corpus": self.name, "seed": self.seed, "folder": str(self.folder),
-                "python": self.manifest["python"], "tokenizer": self.tokenizer.describe(), "splits": self.sizes(),
-                "sha256": {s: entries[s]["sha256"] for s in SPLITS}}
+        return {
+            "corpus": self.name,
+            "seed": self.seed,
+            "folder": str(self.folder),
+            "python": self.manifest["python"],
+            "tokenizer": self.tokenizer.describe(),
+            "splits": self.sizes(),
+            "sha256": {s: entries[s]["sha256"] for s in SPLITS},
+        }
 
 
 def parse_tokenizer(text: str | None) -> str:
@@ -394,8 +438,13 @@ def parse_tokenizer(text: str | None) -> str:
     raise UserError(f"unknown tokenizer {text!r}; allowed: bytes, bpe, bpe=N (260 <= N <= 65536)")
 
 
-def get_corpus(name: str = "stdlib", seed: int = 0, tokenizer: str = "bytes",
-               root: str | os.PathLike | None = None, source: str | os.PathLike | None = None) -> Corpus:
+def get_corpus(
+    name: str = "stdlib",
+    seed: int = 0,
+    tokenizer: str = "bytes",
+    root: str | os.PathLike | None = None,
+    source: str | os.PathLike | None = None,
+) -> Corpus:
     """The corpus ``name`` split with ``seed``, built into ``root`` (default ``cache_root()/corpora``)
     on first use. ``source``: another folder to read the stdlib corpus from (tests)."""
     if name not in CORPORA:
@@ -404,18 +453,22 @@ def get_corpus(name: str = "stdlib", seed: int = 0, tokenizer: str = "bytes",
         raise UserError(f"bad corpus seed {seed!r}; allowed: an integer >= 0")
     tokenizer = parse_tokenizer(tokenizer)
     root = Path(root) if root is not None else cache_root() / "corpora"
-    folder = root / (_dir_name(name, int(seed)) if source is None else
-                     f"{name}-{hashlib.sha256(str(Path(source).resolve()).encode()).hexdigest()[:8]}-seed{seed}")
+    folder = root / (
+        _dir_name(name, int(seed))
+        if source is None
+        else f"{name}-{hashlib.sha256(str(Path(source).resolve()).encode()).hexdigest()[:8]}-seed{seed}"
+    )
     if not (folder / "manifest.json").is_file():
         try:
             root.mkdir(parents=True, exist_ok=True)
             _build(name, int(seed), folder, source)
         except PermissionError as e:
-            raise UserError(f"cannot write the corpus cache {str(root)!r} ({e.strerror}); set STATETRACK_CACHE "
-                            "to a writable folder") from None
+            raise UserError(
+                f"cannot write the corpus cache {str(root)!r} ({e.strerror}); set STATETRACK_CACHE "
+                "to a writable folder"
+            ) from None
     try:
         train_tokenizer(folder, tokenizer)
         return Corpus(folder, tokenizer)
     except (OSError, ValueError, KeyError) as e:
         raise UserError(f"corpus folder {str(folder)!r} is damaged ({e}); delete it to rebuild") from None
-

@@ -23,6 +23,7 @@ on which the compressor baselines are measured too.
 A constant predictor does not pass unnoticed: the uniform one scores log2(V) bits per token, and the
 baselines (``statetrack.lm.baselines``) are scored by the same ``summarize`` on the same windows.
 """
+
 from __future__ import annotations
 
 import math
@@ -93,8 +94,12 @@ def position_buckets(length: int) -> list[tuple[int, int]]:
     return [b for b in out if b[0] < length]
 
 
-def summarize(nats: np.ndarray, correct: np.ndarray, nbytes: np.ndarray,
-              answers: tuple[np.ndarray, np.ndarray] | None = None) -> LMMetrics:
+def summarize(
+    nats: np.ndarray,
+    correct: np.ndarray,
+    nbytes: np.ndarray,
+    answers: tuple[np.ndarray, np.ndarray] | None = None,
+) -> LMMetrics:
     """Metrics of per-token losses (windows, L) in nats, hits and byte counts of the targets;
     ``answers``: (k, distance) of the targets (``statetrack.lm.answers``) for a corpus that has them."""
     n, L = nats.shape
@@ -104,10 +109,29 @@ def summarize(nats: np.ndarray, correct: np.ndarray, nbytes: np.ndarray,
     buckets = []
     for lo, hi in position_buckets(L):
         b_nats, b_bytes = float(nats[:, lo:hi].sum()), int(nbytes[:, lo:hi].sum())
-        buckets.append({"lo": lo, "hi": hi, "tokens": n * (hi - lo), "bytes": b_bytes,
-                        "bpb": bits_per_byte(b_nats, b_bytes), "loss": b_nats / (n * (hi - lo))})
-    m = LMMetrics(L, n, n * L, tot_bytes, tot_nats / (n * L), bits_per_byte(tot_nats, tot_bytes), se,
-                  float(correct.mean()), float(correct[:, -1].mean()), float(correct.all(1).mean()), buckets)
+        buckets.append(
+            {
+                "lo": lo,
+                "hi": hi,
+                "tokens": n * (hi - lo),
+                "bytes": b_bytes,
+                "bpb": bits_per_byte(b_nats, b_bytes),
+                "loss": b_nats / (n * (hi - lo)),
+            }
+        )
+    m = LMMetrics(
+        L,
+        n,
+        n * L,
+        tot_bytes,
+        tot_nats / (n * L),
+        bits_per_byte(tot_nats, tot_bytes),
+        se,
+        float(correct.mean()),
+        float(correct[:, -1].mean()),
+        float(correct.all(1).mean()),
+        buckets,
+    )
     if answers is not None and (answers[0] > 0).any():
         k, dist = answers
         mask = k > 0
@@ -148,8 +172,9 @@ def n_windows_for(length: int, tokens: int | None, batch_size: int, windows: str
 
 
 @torch.no_grad()
-def token_losses(model, windows: np.ndarray, chunk: int = 1024, batch_size: int = 64,
-                 device=None) -> tuple[np.ndarray, np.ndarray]:
+def token_losses(
+    model, windows: np.ndarray, chunk: int = 1024, batch_size: int = 64, device=None
+) -> tuple[np.ndarray, np.ndarray]:
     """Per-token next-token loss (nats, float64) and hits of ``model`` on windows (n, L + 1)."""
     device = torch.device(device or next(model.parameters()).device)
     model = model.eval()
@@ -158,24 +183,34 @@ def token_losses(model, windows: np.ndarray, chunk: int = 1024, batch_size: int 
     nats = np.empty((n, L), dtype=np.float64)
     hits = np.empty((n, L), dtype=bool)
     for b0 in range(0, n, batch_size):
-        w = torch.as_tensor(windows[b0:b0 + batch_size], device=device)
+        w = torch.as_tensor(windows[b0 : b0 + batch_size], device=device)
         B = w.shape[0]
         step = max(1, min(chunk, LOGITS_BUDGET // (B * V)))
         states = model.init_state(B)
         for t0 in range(0, L, step):
             t1 = min(t0 + step, L)
-            x, y = w[:, t0:t1], w[:, t0 + 1:t1 + 1]
+            x, y = w[:, t0:t1], w[:, t0 + 1 : t1 + 1]
             logits, states = model(x, states)
             logits = logits.float()
             nll = F.cross_entropy(logits.reshape(-1, V), y.reshape(-1), reduction="none").view_as(y)
-            nats[b0:b0 + B, t0:t1] = nll.double().cpu().numpy()
-            hits[b0:b0 + B, t0:t1] = (logits.argmax(-1) == y).cpu().numpy()
+            nats[b0 : b0 + B, t0:t1] = nll.double().cpu().numpy()
+            hits[b0 : b0 + B, t0:t1] = (logits.argmax(-1) == y).cpu().numpy()
     return nats, hits
 
 
-def evaluate_lm(model, split, token_bytes: np.ndarray, lengths: list[int], tokens: int | None = None,
-                batch_size: int = 64, seed: int = 12345, chunk: int = 1024, device=None,
-                on_length=None, windows: str = "random") -> list[LMMetrics]:
+def evaluate_lm(
+    model,
+    split,
+    token_bytes: np.ndarray,
+    lengths: list[int],
+    tokens: int | None = None,
+    batch_size: int = 64,
+    seed: int = 12345,
+    chunk: int = 1024,
+    device=None,
+    on_length=None,
+    windows: str = "random",
+) -> list[LMMetrics]:
     """LM metrics of ``model`` on ``split`` at every context length (see the module docstring);
     ``windows``: 'random' (``tokens`` per length at seeded offsets) or 'tile' (the whole split)."""
     out = []

@@ -6,6 +6,7 @@ the Transformer's KV cache, carries the context): greedy when ``temperature`` is
 softmax(logits / temperature), restricted to the ``top_k`` most probable tokens when given, with a
 seeded generator. Generation stops early at EOS (the end of a document). Specials are never printed.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,8 +25,15 @@ def check_generation(tokens: int, temperature: float, top_k: int | None) -> None
 
 
 @torch.no_grad()
-def generate_ids(model, tokenizer, prompt: str, tokens: int, temperature: float = 0.8,
-                 top_k: int | None = None, seed: int = 0) -> list[int]:
+def generate_ids(
+    model,
+    tokenizer,
+    prompt: str,
+    tokens: int,
+    temperature: float = 0.8,
+    top_k: int | None = None,
+    seed: int = 0,
+) -> list[int]:
     """The ids of the continuation (EOS excluded)."""
     check_generation(tokens, temperature, top_k)
     model = model.eval()
@@ -55,7 +63,14 @@ def _pick(logits: torch.Tensor, temperature: float, top_k: int | None, gen: torc
     return int(torch.multinomial(p, 1, generator=gen))
 
 
-def generate(model, tokenizer, prompt: str, tokens: int, temperature: float = 0.8,
-             top_k: int | None = None, seed: int = 0) -> str:
+def generate(
+    model,
+    tokenizer,
+    prompt: str,
+    tokens: int,
+    temperature: float = 0.8,
+    top_k: int | None = None,
+    seed: int = 0,
+) -> str:
     """The continuation of ``prompt`` as text (invalid UTF-8 shown as U+FFFD)."""
     return tokenizer.decode(generate_ids(model, tokenizer, prompt, tokens, temperature, top_k, seed))

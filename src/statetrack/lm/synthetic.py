@@ -28,6 +28,7 @@ is locally predictable syntax.
 Programs are drawn with Python's ``random.Random`` seeded from a string, using only ``random()``,
 whose sequence Python keeps across versions, so a seed gives the same corpus everywhere.
 """
+
 from __future__ import annotations
 
 import random

@@ -16,6 +16,7 @@ byte token, the length of a BPE token's byte string, and 1 for BOS/EOS/PAD (they
 format would put a separator); bits per byte divide by the sum of ``token_bytes`` over the scored
 targets.
 """
+
 from __future__ import annotations
 
 import os
@@ -58,8 +59,11 @@ class ByteTokenizer:
         return np.ones(self.vocab_size, dtype=np.int64)
 
     def describe(self) -> dict:
-        return {"tokenizer": self.name, "vocab_size": self.vocab_size,
-                "specials": dict(zip(SPECIALS, (BOS, EOS, PAD), strict=True))}
+        return {
+            "tokenizer": self.name,
+            "vocab_size": self.vocab_size,
+            "specials": dict(zip(SPECIALS, (BOS, EOS, PAD), strict=True)),
+        }
 
 
 @lru_cache(maxsize=1)
@@ -72,8 +76,11 @@ def _byte_level_alphabet() -> dict[str, int]:
 
 def _bytes_to_unicode(alphabet) -> list[str]:
     # the standard byte -> unicode map: printable Latin-1 bytes map to themselves, the others to 256+
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
-        list(range(ord("®"), ord("ÿ") + 1))
+    printable = (
+        list(range(ord("!"), ord("~") + 1))
+        + list(range(ord("¡"), ord("¬") + 1))
+        + list(range(ord("®"), ord("ÿ") + 1))
+    )
     chars, n = [], 0
     for b in range(256):
         if b in printable:
@@ -82,8 +89,10 @@ def _bytes_to_unicode(alphabet) -> list[str]:
             chars.append(chr(256 + n))
             n += 1
     if set(chars) != set(alphabet):  # the tokenizers package's behaviour, not this code's
-        raise RuntimeError("the tokenizers package's byte-level alphabet differs from the standard byte map; "
-                           "this version of tokenizers is not supported")
+        raise RuntimeError(
+            "the tokenizers package's byte-level alphabet differs from the standard byte map; "
+            "this version of tokenizers is not supported"
+        )
     return chars
 
 
@@ -91,8 +100,10 @@ def import_tokenizers():
     try:
         import tokenizers  # optional (the lm extra)
     except ImportError:
-        raise UserError("the bpe option needs Hugging Face tokenizers: pip install 'statetrack[lm]' "
-                        "(or pip install tokenizers); allowed without it: bytes") from None
+        raise UserError(
+            "the bpe option needs Hugging Face tokenizers: pip install 'statetrack[lm]' "
+            "(or pip install tokenizers); allowed without it: bytes"
+        ) from None
     return tokenizers
 
 
@@ -107,7 +118,9 @@ class BPETokenizer:
         self.name = f"bpe{self.vocab_size}"
         ids = [self._tok.token_to_id(s) for s in SPECIALS]
         if None in ids:
-            raise UserError(f"tokenizer {str(self.path)!r} lacks the specials {SPECIALS}; delete it to rebuild")
+            raise UserError(
+                f"tokenizer {str(self.path)!r} lacks the specials {SPECIALS}; delete it to rebuild"
+            )
         self.bos, self.eos, self.pad = ids
 
     @classmethod
@@ -117,9 +130,12 @@ class BPETokenizer:
         tok = tk.Tokenizer(tk.models.BPE())
         tok.pre_tokenizer = tk.pre_tokenizers.ByteLevel(add_prefix_space=False)
         tok.decoder = tk.decoders.ByteLevel()
-        trainer = tk.trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIALS),
-                                         initial_alphabet=tk.pre_tokenizers.ByteLevel.alphabet(),
-                                         show_progress=False)
+        trainer = tk.trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            special_tokens=list(SPECIALS),
+            initial_alphabet=tk.pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        )
         tok.train_from_iterator((d.decode("utf-8") for d in documents), trainer=trainer)
         with atomic_write(path, what="tokenizer") as tmp:
             tok.save(str(tmp))
@@ -154,8 +170,12 @@ class BPETokenizer:
         return out
 
     def describe(self) -> dict:
-        return {"tokenizer": self.name, "vocab_size": self.vocab_size, "path": str(self.path),
-                "specials": dict(zip(SPECIALS, (self.bos, self.eos, self.pad), strict=True))}
+        return {
+            "tokenizer": self.name,
+            "vocab_size": self.vocab_size,
+            "path": str(self.path),
+            "specials": dict(zip(SPECIALS, (self.bos, self.eos, self.pad), strict=True)),
+        }
 
 
 #: a corpus's tokenizer: bytes, or a byte-level BPE (the same methods)
@@ -165,4 +185,3 @@ Tokenizer = ByteTokenizer | BPETokenizer
 def token_dtype(vocab_size: int):
     """The smallest unsigned dtype that holds every id (uint16 for bytes + specials)."""
     return np.uint8 if vocab_size <= 256 else np.uint16 if vocab_size <= 65536 else np.uint32
-

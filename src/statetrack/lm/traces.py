@@ -36,6 +36,7 @@ DeltaNet [-1,1] layer can carry the whole permutation; eigenvalues in [0,1] carr
 Every session runs: a test executes each document with ``doctest`` (every printed list is right).
 Sessions are drawn with ``random.Random`` seeded from a string, using only ``random()``.
 """
+
 from __future__ import annotations
 
 import random
@@ -48,10 +49,7 @@ MIN_STATEMENTS, MAX_STATEMENTS = 16, 64
 #: a print is made only when the last reveal ended at least this many bytes before the printed digits
 FAR = 24
 PRINT = 0.5
-HEADER = (">>> def swap(s, i, j):\n"
-          "...     s = list(s)\n"
-          "...     s[i], s[j] = s[j], s[i]\n"
-          "...     return s\n")
+HEADER = ">>> def swap(s, i, j):\n...     s = list(s)\n...     s[i], s[j] = s[j], s[i]\n...     return s\n"
 
 
 def _int(r: random.Random, k: int) -> int:

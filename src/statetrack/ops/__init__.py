@@ -5,20 +5,38 @@ large tensors, fixed glibc malloc thresholds: training steps up to 2.5x faster o
 machines); the entry points (the CLI, sweep workers, the benchmarks) apply them with
 ``memory.configure()``, a notebook may call it too. Importing this package changes nothing.
 """
+
 from statetrack.ops.conv import causal_conv
 from statetrack.ops.diag import diag_scan, diag_scan_ref, polar, unit_phase, unit_scan, unit_scan_ref
 from statetrack.ops.householder import (
-                                        delta_rule,
-                                        delta_rule_chunked,
-                                        delta_rule_recurrent,
-                                        delta_rule_ref,
-                                        delta_step,
-                                        householder_product,
-                                        interleave,
+    delta_rule,
+    delta_rule_chunked,
+    delta_rule_recurrent,
+    delta_rule_ref,
+    delta_step,
+    householder_product,
+    interleave,
 )
 from statetrack.ops.mamba import mamba_scan, mamba_scan_ref
 from statetrack.ops.selective import selective_scan, selective_scan_ref
 
-__all__ = ["causal_conv", "polar", "diag_scan", "diag_scan_ref", "unit_phase", "unit_scan", "unit_scan_ref",
-           "delta_rule", "delta_rule_chunked", "delta_rule_recurrent", "delta_rule_ref", "delta_step",
-           "householder_product", "interleave", "mamba_scan", "mamba_scan_ref", "selective_scan", "selective_scan_ref"]
+__all__ = [
+    "causal_conv",
+    "polar",
+    "diag_scan",
+    "diag_scan_ref",
+    "unit_phase",
+    "unit_scan",
+    "unit_scan_ref",
+    "delta_rule",
+    "delta_rule_chunked",
+    "delta_rule_recurrent",
+    "delta_rule_ref",
+    "delta_step",
+    "householder_product",
+    "interleave",
+    "mamba_scan",
+    "mamba_scan_ref",
+    "selective_scan",
+    "selective_scan_ref",
+]

@@ -1,4 +1,5 @@
 """What the chunked forms share: the chunk layout of a sequence and a zero matrix state."""
+
 from __future__ import annotations
 
 import torch

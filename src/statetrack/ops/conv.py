@@ -6,6 +6,7 @@ multiplies and adds, so it runs anywhere. Why not ``F.conv1d``: on this CPU a gr
 20-40 ms per call even for a (3, 16, 12) input in float32 and 0.25-0.4 s in float64 (docs/benchmarks.md),
 which dominates small models and float64 tests.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -20,14 +21,14 @@ def causal_conv_ref(conv: nn.Conv1d, x: Tensor, buf: Tensor) -> tuple[Tensor, Te
     k = conv.kernel_size[0]
     xt = torch.cat([buf, x.transpose(1, 2)], dim=-1)
     y = nn.functional.conv1d(xt, conv.weight, conv.bias, groups=conv.groups)
-    return y.transpose(1, 2), xt[..., xt.shape[-1] - (k - 1):]
+    return y.transpose(1, 2), xt[..., xt.shape[-1] - (k - 1) :]
 
 
 def _shifted_sum(xt: Tensor, w: Tensor, T: int) -> Tensor:
     """sum_j xt[:, j:j+T] * w[:, j]: xt (B, K-1+T, C), w (C, K) -> (B, T, C)."""
     y = xt[:, :T] * w[:, 0]
     for j in range(1, w.shape[1]):
-        y.addcmul_(xt[:, j:j + T], w[:, j])
+        y.addcmul_(xt[:, j : j + T], w[:, j])
     return y
 
 
@@ -55,8 +56,8 @@ class _CausalConv(torch.autograd.Function):
         torch.mul(gy, w[:, 0], out=gxt[:, :T])
         gxt[:, T:].zero_()
         for j in range(1, K):
-            gxt[:, j:j + T].addcmul_(gy, w[:, j])
-        gw = torch.stack([(gy * xt[:, j:j + T]).sum((0, 1)) for j in range(K)], 1)
+            gxt[:, j : j + T].addcmul_(gy, w[:, j])
+        gw = torch.stack([(gy * xt[:, j : j + T]).sum((0, 1)) for j in range(K)], 1)
         return gxt, gw, None
 
 
@@ -72,4 +73,4 @@ def causal_conv(conv: nn.Conv1d, x: Tensor, buf: Tensor) -> tuple[Tensor, Tensor
         y = _shifted_sum(xt, w, T)
     if conv.bias is not None:
         y = y + conv.bias
-    return y, xt[:, xt.shape[1] - (K - 1):].transpose(1, 2)
+    return y, xt[:, xt.shape[1] - (K - 1) :].transpose(1, 2)

@@ -13,6 +13,7 @@ compiler on the ``PATH``, and ``STATETRACK_KERNELS`` not 0. A compiler that is t
 raises (with its first error line); it is never skipped silently. Every kernel is tested against
 its float64 step-by-step reference (tests/test_cpu_kernels.py).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -27,8 +28,16 @@ from typing import overload
 from torch import Tensor
 
 CC_ENV = "CC"
-FLAGS = ("-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math", "-fassociative-math",
-         "-fno-signed-zeros", "-fPIC", "-shared")
+FLAGS = (
+    "-O3",
+    "-march=native",
+    "-fno-math-errno",
+    "-fno-trapping-math",
+    "-fassociative-math",
+    "-fno-signed-zeros",
+    "-fPIC",
+    "-shared",
+)
 #: how to run without the kernels, said with every build or load failure
 _OPT_OUT = " (set STATETRACK_KERNELS=0 to use the PyTorch forms)"
 #: the largest state size N the Mamba kernel takes (its per-pair state lives in fixed arrays)

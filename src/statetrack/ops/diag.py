@@ -22,6 +22,7 @@ of angles. Measured in float32 over 100,000 steps of pure rotation (bench/accura
 drift 1.7e-5 and error against the exact rotation 1.8e-5 (2e-5 to 8e-5 across seeds); a float32
 cumulative sum of the angles is no better (3.4e-5), so it is not used.
 """
+
 from __future__ import annotations
 
 import math
@@ -164,8 +165,10 @@ def diag_scan(a: Tensor, b: Tensor, h0: Tensor | None = None, out: Tensor | None
         if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad or h0.requires_grad):
             raise ValueError("diag_scan(out=...) does not support gradients")
         if out.shape != shape or out.dtype != dtype:
-            raise ValueError(f"diag_scan out has shape {tuple(out.shape)} and dtype {out.dtype}; "
-                             f"expected {tuple(shape)} and {dtype}")
+            raise ValueError(
+                f"diag_scan out has shape {tuple(out.shape)} and dtype {out.dtype}; "
+                f"expected {tuple(shape)} and {dtype}"
+            )
         return _scan(a, b, h0, out)
     return _DiagScan.apply(a, b, h0)
 

@@ -14,6 +14,7 @@ and on the CPU too (for comparisons); ``1`` or unset is the default. Availabilit
 ``importlib.util.find_spec``; the packages are imported only when an op dispatches to them, so a
 CPU-only install never imports triton or fla, and an installed package that fails to import raises.
 """
+
 from __future__ import annotations
 
 import functools
@@ -35,7 +36,9 @@ def kernels_enabled() -> bool:
     """False when ``STATETRACK_KERNELS=0``; any value other than 0 or 1 is refused."""
     value = os.environ.get(ENV, "1")
     if value not in ("0", "1"):
-        raise UserError(f"{ENV}={value!r}; allowed: 0 (PyTorch forms everywhere), 1 (the kernels, the default)")
+        raise UserError(
+            f"{ENV}={value!r}; allowed: 0 (PyTorch forms everywhere), 1 (the kernels, the default)"
+        )
     return value == "1"
 
 
@@ -55,8 +58,12 @@ def use_triton(x: Tensor) -> bool:
 
 def use_cpu_kernels(x: Tensor) -> bool:
     """Run the C kernels of ``ops.cpu_kernels`` for this tensor (CPU, float32, a C compiler found)?"""
-    return (x.device.type == "cpu" and x.dtype == torch.float32 and kernels_enabled()
-            and cpu_kernels.compiler() is not None)
+    return (
+        x.device.type == "cpu"
+        and x.dtype == torch.float32
+        and kernels_enabled()
+        and cpu_kernels.compiler() is not None
+    )
 
 
 def use_fla(x: Tensor) -> bool:

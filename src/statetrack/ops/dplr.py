@@ -41,6 +41,7 @@ On CUDA, the mixers' ops (:func:`gated_delta_rule`, :func:`gated_delta_product`,
 flash-linear-attention's kernels where ``fla`` is installed (``ops.fla_gated``); everything else runs
 the chunked form.
 """
+
 from __future__ import annotations
 
 import torch
@@ -54,8 +55,9 @@ from statetrack.ops.householder import interleave
 CHUNK = 16  # default steps per chunk of the chunked form
 
 
-def dplr_step(q: Tensor, k: Tensor, v: Tensor, a: Tensor | None, b: Tensor | None, log_w: Tensor,
-              S: Tensor) -> tuple[Tensor, Tensor]:
+def dplr_step(
+    q: Tensor, k: Tensor, v: Tensor, a: Tensor | None, b: Tensor | None, log_w: Tensor, S: Tensor
+) -> tuple[Tensor, Tensor]:
     """One step: q, k, a, b (B, H, d_k), v (B, H, d_v), log_w (B, H, d_k or 1), S (B, H, d_k, d_v)
     -> (o (B, H, d_v), S)."""
     new = torch.exp(log_w).unsqueeze(-1) * S + k.unsqueeze(-1) * v.unsqueeze(-2)
@@ -65,21 +67,42 @@ def dplr_step(q: Tensor, k: Tensor, v: Tensor, a: Tensor | None, b: Tensor | Non
     return torch.einsum("bhk,bhkv->bhv", q, new), new
 
 
-def dplr_recurrent(q: Tensor, k: Tensor, v: Tensor, a: Tensor | None, b: Tensor | None, log_w: Tensor,
-                   S0: Tensor | None = None) -> tuple[Tensor, Tensor]:
+def dplr_recurrent(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    a: Tensor | None,
+    b: Tensor | None,
+    log_w: Tensor,
+    S0: Tensor | None = None,
+) -> tuple[Tensor, Tensor]:
     """Step-by-step loop in the inputs' dtype."""
     S = zeros_state(k, v) if S0 is None else S0
     out = []
     for t in range(q.shape[1]):
-        o, S = dplr_step(q[:, t], k[:, t], v[:, t], None if a is None else a[:, t], None if b is None else b[:, t],
-                         log_w[:, t], S)
+        o, S = dplr_step(
+            q[:, t],
+            k[:, t],
+            v[:, t],
+            None if a is None else a[:, t],
+            None if b is None else b[:, t],
+            log_w[:, t],
+            S,
+        )
         out.append(o)
     o = torch.stack(out, 1) if out else v.new_zeros(v.shape)
     return o, S
 
 
-def dplr_ref(q: Tensor, k: Tensor, v: Tensor, a: Tensor | None, b: Tensor | None, log_w: Tensor,
-             S0: Tensor | None = None) -> tuple[Tensor, Tensor]:
+def dplr_ref(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    a: Tensor | None,
+    b: Tensor | None,
+    log_w: Tensor,
+    S0: Tensor | None = None,
+) -> tuple[Tensor, Tensor]:
     """Reference: the step-by-step loop in float64."""
     d = torch.float64
     a, b, S0 = (None if x is None else x.to(d) for x in (a, b, S0))
@@ -105,8 +128,16 @@ def _pair(x: Tensor, E: Tensor, y: Tensor) -> Tensor:
     return (x.unsqueeze(-2) * E * y.unsqueeze(-3)).sum(-1)
 
 
-def dplr_chunked(q: Tensor, k: Tensor, v: Tensor, a: Tensor | None, b: Tensor | None, log_w: Tensor,
-                 S0: Tensor | None = None, chunk: int = CHUNK) -> tuple[Tensor, Tensor]:
+def dplr_chunked(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    a: Tensor | None,
+    b: Tensor | None,
+    log_w: Tensor,
+    S0: Tensor | None = None,
+    chunk: int = CHUNK,
+) -> tuple[Tensor, Tensor]:
     """Chunked form: same contract as :func:`dplr_recurrent`."""
     B, T, H, dk = k.shape
     dv = v.shape[-1]
@@ -140,7 +171,9 @@ def dplr_chunked(q: Tensor, k: Tensor, v: Tensor, a: Tensor | None, b: Tensor | 
         Mab = _pair(a, Ep, b)  # strictly lower
         Mak = _pair(a, Ep, k)
         eye = torch.eye(C, dtype=v.dtype, device=v.device)
-        Tinv = torch.linalg.solve_triangular(eye - Mab, eye.expand(Mab.shape), upper=False, unitriangular=True)
+        Tinv = torch.linalg.solve_triangular(
+            eye - Mab, eye.expand(Mab.shape), upper=False, unitriangular=True
+        )
         Wprev = torch.cat([torch.zeros_like(W[..., :1, :]), W[..., :-1, :]], -2)  # log E(t - 1, 0)
         A1 = Tinv @ (a * Wprev.exp())  # Z = A1 S_0 + U0
         U0 = Tinv @ (Mak @ v)
@@ -160,8 +193,16 @@ def dplr_chunked(q: Tensor, k: Tensor, v: Tensor, a: Tensor | None, b: Tensor | 
     return o, S
 
 
-def dplr(q: Tensor, k: Tensor, v: Tensor, a: Tensor | None, b: Tensor | None, log_w: Tensor,
-         S0: Tensor | None = None, chunk: int = CHUNK) -> tuple[Tensor, Tensor]:
+def dplr(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    a: Tensor | None,
+    b: Tensor | None,
+    log_w: Tensor,
+    S0: Tensor | None = None,
+    chunk: int = CHUNK,
+) -> tuple[Tensor, Tensor]:
     """The PyTorch training form: chunked when chunk > 1, else the step loop."""
     if chunk and chunk > 1:
         return dplr_chunked(q, k, v, a, b, log_w, S0, chunk)
@@ -176,8 +217,16 @@ def gated_delta_terms(k: Tensor, beta: Tensor, g: Tensor) -> tuple[Tensor, Tenso
     return bk, k, -torch.exp(g).unsqueeze(-1) * bk, g.unsqueeze(-1)
 
 
-def gated_delta_rule(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, g: Tensor, S0: Tensor | None = None,
-                     chunk: int = CHUNK, neg: bool = False) -> tuple[Tensor, Tensor]:
+def gated_delta_rule(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    beta: Tensor,
+    g: Tensor,
+    S0: Tensor | None = None,
+    chunk: int = CHUNK,
+    neg: bool = False,
+) -> tuple[Tensor, Tensor]:
     """S_t = alpha_t (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T, o_t = S_t^T q_t, alpha_t = exp(g_t).
 
     q, k (B, T, H, d_k) (k L2-normalised), v (B, T, H, d_v), beta, g (B, T, H). ``neg`` says beta may
@@ -186,7 +235,9 @@ def gated_delta_rule(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, g: Tensor, S
     chunked form (fla's recurrent kernel has no backward pass, and its chunk kernel's bfloat16 keys do
     not keep reflections exact: ``ops.fla_gated``)."""
     if q.shape[1] and dispatch.use_fla(q):
-        grad = torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in (q, k, v, beta, g, S0))
+        grad = torch.is_grad_enabled() and any(
+            x is not None and x.requires_grad for x in (q, k, v, beta, g, S0)
+        )
         if not neg or not grad:
             from statetrack.ops.fla_gated import gated_delta_rule_fla
 
@@ -195,8 +246,16 @@ def gated_delta_rule(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, g: Tensor, S
     return dplr(q, bk, v, a, b, log_w, S0, chunk)
 
 
-def gated_delta_product(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, g: Tensor, S0: Tensor | None = None,
-                        chunk: int = CHUNK, neg: bool = False) -> tuple[Tensor, Tensor]:
+def gated_delta_product(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    beta: Tensor,
+    g: Tensor,
+    S0: Tensor | None = None,
+    chunk: int = CHUNK,
+    neg: bool = False,
+) -> tuple[Tensor, Tensor]:
     """Gated DeltaProduct (Siems2025; fla's ``gated_delta_product``): per token t the gate, then n_h delta steps,
 
         S <- alpha_t S;  S <- (I - beta_j k_j k_j^T) S + beta_j k_j v_j^T  (j = 1..n_h);  o_t = S^T q_t,
@@ -216,7 +275,7 @@ def gated_delta_product(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, g: Tensor
     gg = torch.zeros_like(bb)
     gg[:, ::nh] = g
     o, S = gated_delta_rule(qq, kk, vv, bb, gg, S0, chunk, neg)  # chunk: sub-steps per chunk
-    return o[:, nh - 1:: nh], S
+    return o[:, nh - 1 :: nh], S
 
 
 def kda_terms(k: Tensor, beta: Tensor, log_w: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -227,8 +286,16 @@ def kda_terms(k: Tensor, beta: Tensor, log_w: Tensor) -> tuple[Tensor, Tensor, T
     return bk, torch.exp(log_w) * k, -bk
 
 
-def kda_rule(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, log_w: Tensor, S0: Tensor | None = None,
-             chunk: int = CHUNK, neg: bool = False) -> tuple[Tensor, Tensor]:
+def kda_rule(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    beta: Tensor,
+    log_w: Tensor,
+    S0: Tensor | None = None,
+    chunk: int = CHUNK,
+    neg: bool = False,
+) -> tuple[Tensor, Tensor]:
     """KDA (Kimi Linear; fla's ``kda``): S_t = (I - beta_t k_t k_t^T) diag(alpha_t) S_{t-1} + beta_t k_t v_t^T,
     o_t = S_t^T q_t, alpha_t = exp(log_w_t) per key channel: Gated DeltaNet with a diagonal gate.
 
@@ -236,7 +303,9 @@ def kda_rule(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, log_w: Tensor, S0: T
     rules (``ops.fla_gated``): beta in [0, 1] runs fla's ``chunk_kda`` (bfloat16 q, k, v); ``neg`` its float32
     ``fused_recurrent_kda`` when no gradient is needed, else this module's chunked form."""
     if q.shape[1] and dispatch.use_fla(q):
-        grad = torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in (q, k, v, beta, log_w, S0))
+        grad = torch.is_grad_enabled() and any(
+            x is not None and x.requires_grad for x in (q, k, v, beta, log_w, S0)
+        )
         if not neg or not grad:
             from statetrack.ops.fla_gated import kda_fla
 
@@ -251,8 +320,16 @@ def rwkv7_terms(kappa: Tensor, a_lr: Tensor) -> tuple[Tensor, Tensor]:
     return kappa, -kappa * a_lr
 
 
-def rwkv7_rule(q: Tensor, k: Tensor, v: Tensor, log_w: Tensor, kappa: Tensor, a_lr: Tensor,
-               S0: Tensor | None = None, chunk: int = CHUNK) -> tuple[Tensor, Tensor]:
+def rwkv7_rule(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    log_w: Tensor,
+    kappa: Tensor,
+    a_lr: Tensor,
+    S0: Tensor | None = None,
+    chunk: int = CHUNK,
+) -> tuple[Tensor, Tensor]:
     """S_t = (diag(w_t) - (kappa_hat_t * a_t) kappa_hat_t^T) S_{t-1} + k_t v_t^T, o_t = S_t^T q_t.
 
     q (RWKV's receptance r), k (the replacement key), kappa (the normalised removal key), a_lr, log_w
@@ -265,8 +342,9 @@ def rwkv7_rule(q: Tensor, k: Tensor, v: Tensor, log_w: Tensor, kappa: Tensor, a_
     return dplr(q, k, v, a, b, log_w, S0, chunk)
 
 
-def gla_rule(q: Tensor, k: Tensor, v: Tensor, log_w: Tensor, S0: Tensor | None = None,
-             chunk: int = CHUNK) -> tuple[Tensor, Tensor]:
+def gla_rule(
+    q: Tensor, k: Tensor, v: Tensor, log_w: Tensor, S0: Tensor | None = None, chunk: int = CHUNK
+) -> tuple[Tensor, Tensor]:
     """S_t = diag(w_t) S_{t-1} + k_t v_t^T, o_t = S_t^T q_t (gated linear attention)."""
     if q.shape[1] and dispatch.use_fla(q):
         from statetrack.ops.fla_gated import gla_fla

@@ -38,6 +38,7 @@ CUDA tensors with fla installed (``ops.dispatch.use_fla``); ``tests/test_kernels
 the float64 references where a GPU is present, and ``tests/test_ops_frontier.py`` their dispatch on the
 CPU with stand-in kernels.
 """
+
 from __future__ import annotations
 
 import torch
@@ -50,8 +51,15 @@ def _state(S0: Tensor | None) -> Tensor | None:
     return None if S0 is None else S0.to(torch.float32)
 
 
-def gated_delta_rule_fla(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, g: Tensor, S0: Tensor | None = None,
-                         kernel: str = "recurrent") -> tuple[Tensor, Tensor]:
+def gated_delta_rule_fla(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    beta: Tensor,
+    g: Tensor,
+    S0: Tensor | None = None,
+    kernel: str = "recurrent",
+) -> tuple[Tensor, Tensor]:
     """fla's gated delta rule; ``kernel`` "recurrent" (float32) or "chunk" (bfloat16 q, k, v)."""
     from fla.ops.gated_delta_rule import chunk_gated_delta_rule, fused_recurrent_gated_delta_rule
 
@@ -59,19 +67,38 @@ def gated_delta_rule_fla(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, g: Tenso
     beta, g = beta.to(torch.float32), g.to(torch.float32)
     if kernel == "chunk":
         q, k, v = (t.to(torch.bfloat16) for t in (q, k, v))
-        o, S = chunk_gated_delta_rule(q, k, v, g, beta, scale=1.0, initial_state=_state(S0), output_final_state=True,
-                                      use_qk_l2norm_in_kernel=False)
+        o, S = chunk_gated_delta_rule(
+            q,
+            k,
+            v,
+            g,
+            beta,
+            scale=1.0,
+            initial_state=_state(S0),
+            output_final_state=True,
+            use_qk_l2norm_in_kernel=False,
+        )
     elif kernel == "recurrent":
         q, k, v = (t.to(torch.float32) for t in (q, k, v))
-        o, S = fused_recurrent_gated_delta_rule(q, k, v, g=g, beta=beta, scale=1.0, initial_state=_state(S0),
-                                                output_final_state=True, use_qk_l2norm_in_kernel=False)
+        o, S = fused_recurrent_gated_delta_rule(
+            q,
+            k,
+            v,
+            g=g,
+            beta=beta,
+            scale=1.0,
+            initial_state=_state(S0),
+            output_final_state=True,
+            use_qk_l2norm_in_kernel=False,
+        )
     else:
         raise ValueError(f"unknown gated delta rule kernel {kernel!r}; allowed: {', '.join(KERNELS)}")
     return o.to(dtype), S.to(dtype)
 
 
-def gated_delta_product_fla(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, g: Tensor,
-                            S0: Tensor | None = None) -> tuple[Tensor, Tensor]:
+def gated_delta_product_fla(
+    q: Tensor, k: Tensor, v: Tensor, beta: Tensor, g: Tensor, S0: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
     """fla's ``chunk_gated_delta_product`` (bfloat16 q, k, v; float32 gate, beta and state) for beta in [0, 1].
     k (B, T, n_h, H, d_k), v (B, T, n_h, H, d_v), beta (B, T, n_h, H) are laid out as fla's (T n_h) sub-steps."""
     from fla.ops.gated_delta_product import chunk_gated_delta_product
@@ -80,14 +107,30 @@ def gated_delta_product_fla(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, g: Te
     B, T, nh, H, _ = k.shape
     k, v = (t.reshape(B, T * nh, H, t.shape[-1]) for t in (k, v))
     q, k, v = (t.to(torch.bfloat16) for t in (q, k, v))
-    o, S = chunk_gated_delta_product(q, k, v, g.to(torch.float32), beta.reshape(B, T * nh, H).to(torch.float32),
-                                     num_householder=nh, scale=1.0, initial_state=_state(S0),
-                                     output_final_state=True, use_qk_l2norm_in_kernel=False)
+    o, S = chunk_gated_delta_product(
+        q,
+        k,
+        v,
+        g.to(torch.float32),
+        beta.reshape(B, T * nh, H).to(torch.float32),
+        num_householder=nh,
+        scale=1.0,
+        initial_state=_state(S0),
+        output_final_state=True,
+        use_qk_l2norm_in_kernel=False,
+    )
     return o.to(dtype), S.to(dtype)
 
 
-def kda_fla(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, log_w: Tensor, S0: Tensor | None = None,
-            kernel: str = "chunk") -> tuple[Tensor, Tensor]:
+def kda_fla(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    beta: Tensor,
+    log_w: Tensor,
+    S0: Tensor | None = None,
+    kernel: str = "chunk",
+) -> tuple[Tensor, Tensor]:
     """fla's KDA: ``kernel`` "chunk" (``chunk_kda``: bfloat16 q, k, v; float32 gates, beta and state) or
     "recurrent" (``fused_recurrent_kda``, float32 throughout; no backward pass). The gate and beta are
     computed by the layer (fla's in-kernel gate, beta sigmoid and L2 norm are off)."""
@@ -100,15 +143,17 @@ def kda_fla(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, log_w: Tensor, S0: Te
         o, S = chunk_kda(q, k, v, log_w, beta, scale=1.0, initial_state=_state(S0), output_final_state=True)
     elif kernel == "recurrent":
         q, k, v = (t.to(torch.float32) for t in (q, k, v))
-        o, S = fused_recurrent_kda(q, k, v, log_w, beta, scale=1.0, initial_state=_state(S0),
-                                   output_final_state=True)
+        o, S = fused_recurrent_kda(
+            q, k, v, log_w, beta, scale=1.0, initial_state=_state(S0), output_final_state=True
+        )
     else:
         raise ValueError(f"unknown KDA kernel {kernel!r}; allowed: {', '.join(KERNELS)}")
     return o.to(dtype), S.to(dtype)
 
 
-def rwkv7_fla(q: Tensor, k: Tensor, v: Tensor, log_w: Tensor, kappa: Tensor, a_lr: Tensor,
-              S0: Tensor | None = None) -> tuple[Tensor, Tensor]:
+def rwkv7_fla(
+    q: Tensor, k: Tensor, v: Tensor, log_w: Tensor, kappa: Tensor, a_lr: Tensor, S0: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
     """fla's chunked RWKV-7 kernel (bfloat16 inputs, float32 decay and state; not a contraction: the module
     docstring gives its measured error); fla's recurrent DPLR kernel has no backward pass, so training needs
     this one."""
@@ -117,13 +162,15 @@ def rwkv7_fla(q: Tensor, k: Tensor, v: Tensor, log_w: Tensor, kappa: Tensor, a_l
     dtype = v.dtype
     a, b = kappa, -kappa * a_lr
     q, k, v, a, b = (t.to(torch.bfloat16) for t in (q, k, v, a, b))
-    o, S = chunk_rwkv7(q, log_w.to(torch.float32), k, v, a, b, scale=1.0, initial_state=_state(S0),
-                       output_final_state=True)
+    o, S = chunk_rwkv7(
+        q, log_w.to(torch.float32), k, v, a, b, scale=1.0, initial_state=_state(S0), output_final_state=True
+    )
     return o.to(dtype), S.to(dtype)
 
 
-def gla_fla(q: Tensor, k: Tensor, v: Tensor, log_w: Tensor, S0: Tensor | None = None,
-            kernel: str = "chunk") -> tuple[Tensor, Tensor]:
+def gla_fla(
+    q: Tensor, k: Tensor, v: Tensor, log_w: Tensor, S0: Tensor | None = None, kernel: str = "chunk"
+) -> tuple[Tensor, Tensor]:
     """fla's GLA: ``kernel`` "chunk" (bfloat16 q, k, v; float32 gates and state; the default) or
     "recurrent" (float32 throughout)."""
     from fla.ops.gla import chunk_gla, fused_recurrent_gla
@@ -135,7 +182,9 @@ def gla_fla(q: Tensor, k: Tensor, v: Tensor, log_w: Tensor, S0: Tensor | None = 
         o, S = chunk_gla(q, k, v, log_w, scale=1.0, initial_state=_state(S0), output_final_state=True)
     elif kernel == "recurrent":
         q, k, v = (t.to(torch.float32) for t in (q, k, v))
-        o, S = fused_recurrent_gla(q, k, v, gk=log_w, scale=1.0, initial_state=_state(S0), output_final_state=True)
+        o, S = fused_recurrent_gla(
+            q, k, v, gk=log_w, scale=1.0, initial_state=_state(S0), output_final_state=True
+        )
     else:
         raise ValueError(f"unknown GLA kernel {kernel!r}; allowed: {', '.join(KERNELS)}")
     return o.to(dtype), S.to(dtype)

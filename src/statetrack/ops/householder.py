@@ -32,6 +32,7 @@ Three forms:
   unit-triangular matrix is formed explicitly (one solve against I): batched solves with many
   right-hand sides are slow on CPU.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -54,8 +55,9 @@ def delta_step(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, S: Tensor) -> tupl
     return torch.einsum("bhk,bhkv->bhv", q, S), S
 
 
-def delta_rule_recurrent(q: Tensor, k: Tensor, v: Tensor, beta: Tensor,
-                         S0: Tensor | None = None) -> tuple[Tensor, Tensor]:
+def delta_rule_recurrent(
+    q: Tensor, k: Tensor, v: Tensor, beta: Tensor, S0: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
     """Step-by-step loop in the inputs' dtype."""
     S = zeros_state(k, v) if S0 is None else S0
     out = []
@@ -66,7 +68,9 @@ def delta_rule_recurrent(q: Tensor, k: Tensor, v: Tensor, beta: Tensor,
     return o, S
 
 
-def delta_rule_ref(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, S0: Tensor | None = None) -> tuple[Tensor, Tensor]:
+def delta_rule_ref(
+    q: Tensor, k: Tensor, v: Tensor, beta: Tensor, S0: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
     """Reference: the step-by-step loop in float64."""
     d = torch.float64
     return delta_rule_recurrent(q.to(d), k.to(d), v.to(d), beta.to(d), None if S0 is None else S0.to(d))
@@ -80,8 +84,9 @@ def _masks(C: int, like: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     return eye, lower - eye, lower
 
 
-def _chunk_forward(q: Tensor, k: Tensor, v: Tensor, beta: Tensor,
-                   S0: Tensor) -> tuple[Tensor, Tensor, tuple[Tensor, ...]]:
+def _chunk_forward(
+    q: Tensor, k: Tensor, v: Tensor, beta: Tensor, S0: Tensor
+) -> tuple[Tensor, Tensor, tuple[Tensor, ...]]:
     """The chunked form on chunk-major tensors q, k (B, H, n, C, d_k), v (B, H, n, C, d_v), beta
     (B, H, n, C). Returns o (B, H, n, C, d_v), S_T and what the backward pass needs."""
     eye, strict, lower = _masks(k.shape[-2], k)
@@ -153,8 +158,9 @@ class _DeltaChunked(torch.autograd.Function):
         return dq, dk, dv, dbeta, dS
 
 
-def delta_rule_chunked(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, S0: Tensor | None = None,
-                       chunk: int = CHUNK) -> tuple[Tensor, Tensor]:
+def delta_rule_chunked(
+    q: Tensor, k: Tensor, v: Tensor, beta: Tensor, S0: Tensor | None = None, chunk: int = CHUNK
+) -> tuple[Tensor, Tensor]:
     """Chunked WY/UT form: same contract as :func:`delta_rule_recurrent`."""
     B, T, H, dk = k.shape
     dv = v.shape[-1]
@@ -176,8 +182,15 @@ def delta_rule_chunked(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, S0: Tensor
     return o, S
 
 
-def delta_rule(q: Tensor, k: Tensor, v: Tensor, beta: Tensor, S0: Tensor | None = None, chunk: int = CHUNK,
-               neg: bool = False) -> tuple[Tensor, Tensor]:
+def delta_rule(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    beta: Tensor,
+    S0: Tensor | None = None,
+    chunk: int = CHUNK,
+    neg: bool = False,
+) -> tuple[Tensor, Tensor]:
     """Training form: chunked when chunk > 0, else the recurrent loop.
 
     On CUDA where flash-linear-attention is installed (``ops.dispatch``) it runs fla's kernels instead

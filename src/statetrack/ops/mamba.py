@@ -22,6 +22,7 @@ state of each (b, e) pair in registers, one pass per step; the backward pass red
 step by step, so the saved states are the only (B, T, E, N) tensor). Same contract;
 ``STATETRACK_KERNELS=0`` keeps these PyTorch forms, see ``ops.dispatch``.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -41,8 +42,9 @@ def mamba_transition(dt: Tensor, A: Tensor, neg: bool = False) -> Tensor:
     return 2 * a - 1 if neg else a
 
 
-def mamba_scan_ref(dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor | None = None,
-                   neg: bool = False) -> tuple[Tensor, Tensor]:
+def mamba_scan_ref(
+    dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor | None = None, neg: bool = False
+) -> tuple[Tensor, Tensor]:
     """Reference: the recurrence step by step in float64."""
     d = torch.float64
     dt, A, u, Bm, Cm = (t.to(d) for t in (dt, A, u, Bm, Cm))
@@ -73,8 +75,9 @@ def _transition(dtv: Tensor, A2: Tensor, neg: bool, out: Tensor) -> Tensor:
     return out.exp2_()
 
 
-def _forward(dt: Tensor, A2: Tensor, xu: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor,
-             neg: bool) -> tuple[Tensor, Tensor, Tensor]:
+def _forward(
+    dt: Tensor, A2: Tensor, xu: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor, neg: bool
+) -> tuple[Tensor, Tensor, Tensor]:
     """Training forward loop: stores every h (B, T, E, N) for the backward pass; y from one batched matmul."""
     B, T, E = xu.shape
     N = A2.shape[-1]
@@ -94,8 +97,9 @@ def _forward(dt: Tensor, A2: Tensor, xu: Tensor, Bm: Tensor, Cm: Tensor, h0: Ten
     return _readout(H, Cm), H, prev
 
 
-def _forward_stream(dt: Tensor, A2: Tensor, xu: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor, neg: bool,
-                    ring: int = 8) -> tuple[Tensor, Tensor]:
+def _forward_stream(
+    dt: Tensor, A2: Tensor, xu: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor, neg: bool, ring: int = 8
+) -> tuple[Tensor, Tensor]:
     """Evaluation loop (no gradients): memory flat in length.
 
     The state is held as (B, N, E), in a ring of ``ring`` buffers: the readout y_t = C_t h_t runs
@@ -115,7 +119,9 @@ def _forward_stream(dt: Tensor, A2: Tensor, xu: Tensor, Bm: Tensor, Cm: Tensor, 
     bv = Bm.unsqueeze(-1).unbind(1)  # (B, N, 1)
     prev, sign = h0.transpose(1, 2).contiguous(), 1.0
     for t in range(T):
-        _transition(dtv[t], A2t, False, e)  # e_t = exp(Delta_t A); Negative Mamba's 2 e_t - 1 is folded into the update
+        _transition(
+            dtv[t], A2t, False, e
+        )  # e_t = exp(Delta_t A); Negative Mamba's 2 e_t - 1 is folded into the update
         k = t % ring
         h = rs[k]
         if neg:
@@ -127,19 +133,22 @@ def _forward_stream(dt: Tensor, A2: Tensor, xu: Tensor, Bm: Tensor, Cm: Tensor, 
             h.addcmul_(e, prev)
         prev = h
         if k == ring - 1 or t == T - 1:
-            torch.matmul(Ct[t - k: t + 1], R[: k + 1], out=yt[t - k: t + 1])
+            torch.matmul(Ct[t - k : t + 1], R[: k + 1], out=yt[t - k : t + 1])
     if neg:
         yt[0::2].neg_()  # stored with sign -1 after steps 0, 2, 4, ...
         prev = prev * sign
-    y = yt.squeeze(-2).transpose(0, 1).contiguous()  # (B, T, E): the ops after it are slow on a time-major view
+    y = (
+        yt.squeeze(-2).transpose(0, 1).contiguous()
+    )  # (B, T, E): the ops after it are slow on a time-major view
     return y, prev.transpose(1, 2).contiguous()
 
 
 class _MambaScan(torch.autograd.Function):
     @staticmethod
     @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
-    def forward(ctx: Any, dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor,
-                neg: bool) -> tuple[Tensor, Tensor]:
+    def forward(
+        ctx: Any, dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor, neg: bool
+    ) -> tuple[Tensor, Tensor]:
         A2 = A * LOG2E
         xu = dt * u
         y, H, hT = _forward(dt, A2, xu, Bm, Cm, h0, neg)
@@ -190,8 +199,9 @@ class _MambaScan(torch.autograd.Function):
         return gdt, Q.sum(0), gxu * dt, gB, gC, gh0, None
 
 
-def _forward_c(dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor, neg: bool,
-               keep_states: bool) -> tuple[Tensor, Tensor, Tensor | None, Tensor, Tensor]:
+def _forward_c(
+    dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor, neg: bool, keep_states: bool
+) -> tuple[Tensor, Tensor, Tensor | None, Tensor, Tensor]:
     """The C kernel's forward (contiguous float32 inputs): y, h_T, and the states H (B, E, T, N) for
     the backward pass (None when ``keep_states`` is false); A log2(e) and Delta u, which it reads."""
     B, T, E = u.shape
@@ -200,8 +210,9 @@ def _forward_c(dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Ten
     H = torch.empty(B, E, T, N, dtype=u.dtype) if keep_states else None
     y, hT = torch.empty(B, T, E, dtype=u.dtype), torch.empty(B, E, N, dtype=u.dtype)
     p = cpu_kernels.ptr
-    cpu_kernels.library("mamba_scan").statetrack_mamba_fwd(B, T, E, N, int(neg), p(dt), p(A2), p(xu), p(Bm),
-                                                           p(Cm), p(h0), p(H), p(y), p(hT))
+    cpu_kernels.library("mamba_scan").statetrack_mamba_fwd(
+        B, T, E, N, int(neg), p(dt), p(A2), p(xu), p(Bm), p(Cm), p(h0), p(H), p(y), p(hT)
+    )
     return y, hT, H, A2, xu
 
 
@@ -209,8 +220,9 @@ class _MambaScanC(torch.autograd.Function):
     """The C kernel with gradients (contiguous float32 inputs)."""
 
     @staticmethod
-    def forward(ctx: Any, dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor,
-                neg: bool) -> tuple[Tensor, Tensor]:
+    def forward(
+        ctx: Any, dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor, neg: bool
+    ) -> tuple[Tensor, Tensor]:
         y, hT, H, A2, xu = _forward_c(dt, A, u, Bm, Cm, h0, neg, keep_states=True)
         ctx.save_for_backward(dt, A, A2, u, xu, Bm, Cm, H, h0)
         ctx.neg = neg
@@ -229,14 +241,35 @@ class _MambaScanC(torch.autograd.Function):
         Q, gh0 = torch.empty_like(h0), torch.empty_like(h0)
         p = cpu_kernels.ptr
         cpu_kernels.library("mamba_scan").statetrack_mamba_bwd(
-            B, T, E, N, int(ctx.neg), p(dt), p(A), p(A2), p(xu), p(Bm), p(Cm), p(h0), p(H), p(gy), p(ghT),
-            p(gdt), p(gxu), p(gB), p(gC), p(Q), p(gh0))
+            B,
+            T,
+            E,
+            N,
+            int(ctx.neg),
+            p(dt),
+            p(A),
+            p(A2),
+            p(xu),
+            p(Bm),
+            p(Cm),
+            p(h0),
+            p(H),
+            p(gy),
+            p(ghT),
+            p(gdt),
+            p(gxu),
+            p(gB),
+            p(gC),
+            p(Q),
+            p(gh0),
+        )
         gdt.addcmul_(gxu, u)
         return gdt, Q.sum(0), gxu * dt, gB, gC, gh0, None
 
 
-def _mamba_scan_c(dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor,
-                  neg: bool) -> tuple[Tensor, Tensor]:
+def _mamba_scan_c(
+    dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor, neg: bool
+) -> tuple[Tensor, Tensor]:
     dt, A, u, Bm, Cm, h0 = (cpu_kernels.dense(t) for t in (dt, A, u, Bm, Cm, h0))
     if torch.is_grad_enabled() and any(t.requires_grad for t in (dt, A, u, Bm, Cm, h0)):
         return _MambaScanC.apply(dt, A, u, Bm, Cm, h0, neg)
@@ -245,8 +278,9 @@ def _mamba_scan_c(dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: 
         return y, hT
 
 
-def mamba_scan(dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor | None = None,
-               neg: bool = False) -> tuple[Tensor, Tensor]:
+def mamba_scan(
+    dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor | None = None, neg: bool = False
+) -> tuple[Tensor, Tensor]:
     """Fast form of :func:`mamba_scan_ref` (same contract, in the inputs' dtype): the Triton kernels on
     CUDA, the C kernel on the CPU in float32 (``ops.dispatch``), the PyTorch loops otherwise."""
     if dispatch.use_triton(u):

@@ -22,6 +22,7 @@ step by step), and otherwise forms the input terms b_t (all steps at once) and r
 multiply-add loop, or its chunked form; custom backward); :func:`mamba3_scan_ref` is the step loop in
 float64 / complex128.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -40,8 +41,14 @@ def mamba3_transition(log_decay: Tensor, phi: Tensor) -> Tensor:
     return polar(torch.exp(log_decay).unsqueeze(-1).expand_as(phi), phi)
 
 
-def mamba3_zero_state(B: int, H: int, P: int, N2: int, dtype: torch.dtype = torch.float32,
-                      device: torch.device | str | None = None) -> tuple[Tensor, Tensor]:
+def mamba3_zero_state(
+    B: int,
+    H: int,
+    P: int,
+    N2: int,
+    dtype: torch.dtype = torch.float32,
+    device: torch.device | str | None = None,
+) -> tuple[Tensor, Tensor]:
     c = dtype.to_complex()
     return torch.zeros(B, H, P, N2, dtype=c, device=device), torch.zeros(B, H, P, N2, dtype=c, device=device)
 
@@ -51,8 +58,16 @@ def _readout(h: Tensor, Cc: Tensor) -> Tensor:
     return (h.real * Cc.real.unsqueeze(-2) + h.imag * Cc.imag.unsqueeze(-2)).sum(-1)
 
 
-def mamba3_step(log_decay: Tensor, phi: Tensor, x: Tensor, Bc: Tensor, Cc: Tensor, gamma: Tensor, beta: Tensor,
-                state: tuple[Tensor, Tensor]) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+def mamba3_step(
+    log_decay: Tensor,
+    phi: Tensor,
+    x: Tensor,
+    Bc: Tensor,
+    Cc: Tensor,
+    gamma: Tensor,
+    beta: Tensor,
+    state: tuple[Tensor, Tensor],
+) -> tuple[Tensor, tuple[Tensor, Tensor]]:
     """One step: log_decay, gamma, beta (B, H); phi, Bc, Cc (B, H, N2); x (B, H, P)."""
     h, u_prev = state
     a = mamba3_transition(log_decay, phi).unsqueeze(-2)  # (B, H, 1, N2)
@@ -61,8 +76,16 @@ def mamba3_step(log_decay: Tensor, phi: Tensor, x: Tensor, Bc: Tensor, Cc: Tenso
     return _readout(h, Cc), (h, u)
 
 
-def mamba3_scan_ref(log_decay: Tensor, phi: Tensor, x: Tensor, Bc: Tensor, Cc: Tensor, gamma: Tensor, beta: Tensor,
-                    state: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+def mamba3_scan_ref(
+    log_decay: Tensor,
+    phi: Tensor,
+    x: Tensor,
+    Bc: Tensor,
+    Cc: Tensor,
+    gamma: Tensor,
+    beta: Tensor,
+    state: tuple[Tensor, Tensor] | None = None,
+) -> tuple[Tensor, tuple[Tensor, Tensor]]:
     """Reference: the step loop in float64 / complex128."""
     d, c = torch.float64, torch.complex128
     log_decay, phi, x, gamma, beta = (t.to(d) for t in (log_decay, phi, x, gamma, beta))
@@ -74,7 +97,9 @@ def mamba3_scan_ref(log_decay: Tensor, phi: Tensor, x: Tensor, Bc: Tensor, Cc: T
         state = (state[0].to(c), state[1].to(c))
     ys = []
     for t in range(T):
-        y, state = mamba3_step(log_decay[:, t], phi[:, t], x[:, t], Bc[:, t], Cc[:, t], gamma[:, t], beta[:, t], state)
+        y, state = mamba3_step(
+            log_decay[:, t], phi[:, t], x[:, t], Bc[:, t], Cc[:, t], gamma[:, t], beta[:, t], state
+        )
         ys.append(y)
     return (torch.stack(ys, 1) if ys else x.new_zeros(x.shape, dtype=d)), state
 
@@ -83,9 +108,23 @@ def _parts(z: Tensor) -> tuple[Tensor, Tensor]:
     return cpu_kernels.dense(z.real), cpu_kernels.dense(z.imag)
 
 
-def _forward_c(ar: Tensor, ai: Tensor, x: Tensor, Br: Tensor, Bi: Tensor, Cr: Tensor, Ci: Tensor, gamma: Tensor,
-               beta: Tensor, h0r: Tensor, h0i: Tensor, u0r: Tensor, u0i: Tensor, *,
-               keep_states: bool) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor | None, Tensor | None]:
+def _forward_c(
+    ar: Tensor,
+    ai: Tensor,
+    x: Tensor,
+    Br: Tensor,
+    Bi: Tensor,
+    Cr: Tensor,
+    Ci: Tensor,
+    gamma: Tensor,
+    beta: Tensor,
+    h0r: Tensor,
+    h0i: Tensor,
+    u0r: Tensor,
+    u0i: Tensor,
+    *,
+    keep_states: bool,
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor | None, Tensor | None]:
     """The C kernel's forward (contiguous float32): y, the final state's parts, and the states (B, H, T, P,
     N2) for the backward pass (None when ``keep_states`` is false)."""
     B, T, H, P = x.shape
@@ -95,8 +134,37 @@ def _forward_c(ar: Tensor, ai: Tensor, x: Tensor, Br: Tensor, Bi: Tensor, Cr: Te
     hTr, hTi, uTr, uTi = (torch.empty_like(h0r) for _ in range(4))
     p = cpu_kernels.ptr
     cpu_kernels.library("mamba3_scan").statetrack_mamba3_fwd(
-        B, T, H, P, N, *(p(t) for t in (ar, ai, x, Br, Bi, Cr, Ci, gamma, beta, h0r, h0i, u0r, u0i, Hr, Hi, y,
-                                       hTr, hTi, uTr, uTi)))
+        B,
+        T,
+        H,
+        P,
+        N,
+        *(
+            p(t)
+            for t in (
+                ar,
+                ai,
+                x,
+                Br,
+                Bi,
+                Cr,
+                Ci,
+                gamma,
+                beta,
+                h0r,
+                h0i,
+                u0r,
+                u0i,
+                Hr,
+                Hi,
+                y,
+                hTr,
+                hTi,
+                uTr,
+                uTi,
+            )
+        ),
+    )
     return y, hTr, hTi, uTr, uTi, Hr, Hi
 
 
@@ -104,17 +172,38 @@ class _Mamba3ScanC(torch.autograd.Function):
     """The C kernel with gradients (contiguous float32 parts of the complex inputs)."""
 
     @staticmethod
-    def forward(ctx: Any, ar: Tensor, ai: Tensor, x: Tensor, Br: Tensor, Bi: Tensor, Cr: Tensor, Ci: Tensor,
-                gamma: Tensor, beta: Tensor, h0r: Tensor, h0i: Tensor, u0r: Tensor, u0i: Tensor) -> tuple[Tensor, ...]:
-        y, hTr, hTi, uTr, uTi, Hr, Hi = _forward_c(ar, ai, x, Br, Bi, Cr, Ci, gamma, beta, h0r, h0i, u0r, u0i,
-                                                   keep_states=True)
+    def forward(
+        ctx: Any,
+        ar: Tensor,
+        ai: Tensor,
+        x: Tensor,
+        Br: Tensor,
+        Bi: Tensor,
+        Cr: Tensor,
+        Ci: Tensor,
+        gamma: Tensor,
+        beta: Tensor,
+        h0r: Tensor,
+        h0i: Tensor,
+        u0r: Tensor,
+        u0i: Tensor,
+    ) -> tuple[Tensor, ...]:
+        y, hTr, hTi, uTr, uTi, Hr, Hi = _forward_c(
+            ar, ai, x, Br, Bi, Cr, Ci, gamma, beta, h0r, h0i, u0r, u0i, keep_states=True
+        )
         ctx.save_for_backward(ar, ai, x, Br, Bi, Cr, Ci, gamma, beta, h0r, h0i, u0r, u0i, Hr, Hi)
         return y, hTr, hTi, uTr, uTi
 
     @staticmethod
     @once_differentiable
-    def backward(ctx: Any, gy: Tensor | None, ghTr: Tensor | None, ghTi: Tensor | None, guTr: Tensor | None,
-                 guTi: Tensor | None) -> tuple[Tensor, ...]:
+    def backward(
+        ctx: Any,
+        gy: Tensor | None,
+        ghTr: Tensor | None,
+        ghTi: Tensor | None,
+        guTr: Tensor | None,
+        guTi: Tensor | None,
+    ) -> tuple[Tensor, ...]:
         saved = ctx.saved_tensors
         ar, x, h0r = saved[0], saved[2], saved[9]
         gy = torch.zeros_like(x) if gy is None else cpu_kernels.dense(gy)
@@ -126,17 +215,60 @@ class _Mamba3ScanC(torch.autograd.Function):
         B, T, H, P = x.shape
         p = cpu_kernels.ptr
         cpu_kernels.library("mamba3_scan").statetrack_mamba3_bwd(
-            B, T, H, P, ar.shape[-1], *(p(t) for t in (*saved, gy, *ends, gar, gai, gx, gBr, gBi, gCr, gCi, ggamma,
-                                                       gbeta, gh0r, gh0i, gu0r, gu0i)))
+            B,
+            T,
+            H,
+            P,
+            ar.shape[-1],
+            *(
+                p(t)
+                for t in (
+                    *saved,
+                    gy,
+                    *ends,
+                    gar,
+                    gai,
+                    gx,
+                    gBr,
+                    gBi,
+                    gCr,
+                    gCi,
+                    ggamma,
+                    gbeta,
+                    gh0r,
+                    gh0i,
+                    gu0r,
+                    gu0i,
+                )
+            ),
+        )
         return gar, gai, gx, gBr, gBi, gCr, gCi, ggamma, gbeta, gh0r, gh0i, gu0r, gu0i
 
 
-def _mamba3_scan_c(log_decay: Tensor, phi: Tensor, x: Tensor, Bc: Tensor, Cc: Tensor, gamma: Tensor, beta: Tensor,
-                   h0: Tensor, u_prev: Tensor) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+def _mamba3_scan_c(
+    log_decay: Tensor,
+    phi: Tensor,
+    x: Tensor,
+    Bc: Tensor,
+    Cc: Tensor,
+    gamma: Tensor,
+    beta: Tensor,
+    h0: Tensor,
+    u_prev: Tensor,
+) -> tuple[Tensor, tuple[Tensor, Tensor]]:
     ar, ai = _parts(mamba3_transition(log_decay, phi))
     dense = cpu_kernels.dense
-    args: tuple[Tensor, ...] = (ar, ai, dense(x), *_parts(Bc), *_parts(Cc), dense(gamma), dense(beta), *_parts(h0),
-                                *_parts(u_prev))
+    args: tuple[Tensor, ...] = (
+        ar,
+        ai,
+        dense(x),
+        *_parts(Bc),
+        *_parts(Cc),
+        dense(gamma),
+        dense(beta),
+        *_parts(h0),
+        *_parts(u_prev),
+    )
     if torch.is_grad_enabled() and any(t.requires_grad for t in args):
         y, hTr, hTi, uTr, uTi = _Mamba3ScanC.apply(*args)
     else:  # evaluation: no states kept
@@ -145,8 +277,16 @@ def _mamba3_scan_c(log_decay: Tensor, phi: Tensor, x: Tensor, Bc: Tensor, Cc: Te
     return y, (torch.complex(hTr, hTi), torch.complex(uTr, uTi))
 
 
-def mamba3_scan(log_decay: Tensor, phi: Tensor, x: Tensor, Bc: Tensor, Cc: Tensor, gamma: Tensor, beta: Tensor,
-                state: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+def mamba3_scan(
+    log_decay: Tensor,
+    phi: Tensor,
+    x: Tensor,
+    Bc: Tensor,
+    Cc: Tensor,
+    gamma: Tensor,
+    beta: Tensor,
+    state: tuple[Tensor, Tensor] | None = None,
+) -> tuple[Tensor, tuple[Tensor, Tensor]]:
     """Fast form of :func:`mamba3_scan_ref` (same contract, in the inputs' precision): the C kernel on the
     CPU in float32 (``ops.dispatch``), else the input terms formed at once and ``diag_scan``."""
     B, T, H, P = x.shape

@@ -25,6 +25,7 @@ returns (h (B, T, H, d_v), state).
   depend on the state entering the chunk, so they are computed for all chunks at once; the loop over
   chunks carries (C~, n~, m) only. Autograd differentiates it.
 """
+
 from __future__ import annotations
 
 import torch
@@ -38,10 +39,19 @@ CHUNK = 16
 State = tuple[Tensor, Tensor, Tensor]
 
 
-def mlstm_zero_state(B: int, H: int, dk: int, dv: int, dtype: torch.dtype | None = None,
-                     device: torch.device | str | None = None) -> State:
-    return (torch.zeros(B, H, dk, dv, dtype=dtype, device=device), torch.zeros(B, H, dk, dtype=dtype, device=device),
-            torch.zeros(B, H, dtype=dtype, device=device))
+def mlstm_zero_state(
+    B: int,
+    H: int,
+    dk: int,
+    dv: int,
+    dtype: torch.dtype | None = None,
+    device: torch.device | str | None = None,
+) -> State:
+    return (
+        torch.zeros(B, H, dk, dv, dtype=dtype, device=device),
+        torch.zeros(B, H, dk, dtype=dtype, device=device),
+        torch.zeros(B, H, dtype=dtype, device=device),
+    )
 
 
 def mlstm_gates(ti: Tensor, log_f: Tensor, m: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -50,8 +60,9 @@ def mlstm_gates(ti: Tensor, log_f: Tensor, m: Tensor) -> tuple[Tensor, Tensor, T
     return torch.exp(log_f + m - m_new), torch.exp(ti - m_new), m_new
 
 
-def mlstm_step(q: Tensor, k: Tensor, v: Tensor, ti: Tensor, log_f: Tensor,
-               state: State) -> tuple[Tensor, State]:
+def mlstm_step(
+    q: Tensor, k: Tensor, v: Tensor, ti: Tensor, log_f: Tensor, state: State
+) -> tuple[Tensor, State]:
     """One step: q, k (B, H, d_k), v (B, H, d_v), ti, log_f (B, H) -> (h (B, H, d_v), state)."""
     C, n, m = state
     fp, ip, m = mlstm_gates(ti, log_f, m)
@@ -62,8 +73,9 @@ def mlstm_step(q: Tensor, k: Tensor, v: Tensor, ti: Tensor, log_f: Tensor,
     return num / den.unsqueeze(-1), (C, n, m)
 
 
-def mlstm_recurrent(q: Tensor, k: Tensor, v: Tensor, ti: Tensor, log_f: Tensor,
-                    state: State | None = None) -> tuple[Tensor, State]:
+def mlstm_recurrent(
+    q: Tensor, k: Tensor, v: Tensor, ti: Tensor, log_f: Tensor, state: State | None = None
+) -> tuple[Tensor, State]:
     B, T, H, dk = k.shape
     state = mlstm_zero_state(B, H, dk, v.shape[-1], v.dtype, v.device) if state is None else state
     out = []
@@ -73,8 +85,9 @@ def mlstm_recurrent(q: Tensor, k: Tensor, v: Tensor, ti: Tensor, log_f: Tensor,
     return (torch.stack(out, 1) if out else v.new_zeros(v.shape)), state
 
 
-def mlstm_ref(q: Tensor, k: Tensor, v: Tensor, ti: Tensor, log_f: Tensor,
-              state: State | None = None) -> tuple[Tensor, State]:
+def mlstm_ref(
+    q: Tensor, k: Tensor, v: Tensor, ti: Tensor, log_f: Tensor, state: State | None = None
+) -> tuple[Tensor, State]:
     """Reference: the step-by-step loop in float64."""
     d = torch.float64
     if state is not None:
@@ -83,9 +96,9 @@ def mlstm_ref(q: Tensor, k: Tensor, v: Tensor, ti: Tensor, log_f: Tensor,
     return mlstm_recurrent(q.to(d), k.to(d), v.to(d), ti.to(d), log_f.to(d), state)
 
 
-def mlstm_chunked(q: Tensor, k: Tensor, v: Tensor, ti: Tensor, log_f: Tensor,
-                  state: State | None = None,
-                  chunk: int = CHUNK) -> tuple[Tensor, State]:
+def mlstm_chunked(
+    q: Tensor, k: Tensor, v: Tensor, ti: Tensor, log_f: Tensor, state: State | None = None, chunk: int = CHUNK
+) -> tuple[Tensor, State]:
     """Chunked form: same contract as :func:`mlstm_recurrent`."""
     B, T, H, dk = k.shape
     dv = v.shape[-1]
@@ -135,8 +148,9 @@ def mlstm_chunked(q: Tensor, k: Tensor, v: Tensor, ti: Tensor, log_f: Tensor,
     return h, (C, nn_, m)
 
 
-def mlstm(q: Tensor, k: Tensor, v: Tensor, ti: Tensor, log_f: Tensor, state: State | None = None,
-          chunk: int = CHUNK) -> tuple[Tensor, State]:
+def mlstm(
+    q: Tensor, k: Tensor, v: Tensor, ti: Tensor, log_f: Tensor, state: State | None = None, chunk: int = CHUNK
+) -> tuple[Tensor, State]:
     """The training form: chunked when chunk > 1, else the step loop."""
     if chunk and chunk > 1:
         return mlstm_chunked(q, k, v, ti, log_f, state, chunk)

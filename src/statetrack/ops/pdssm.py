@@ -31,6 +31,7 @@ multiplies (d_t (.) h_{t-1} in the column form, h_{t-1} in the row form, with d_
 g_t). u_t comes from a first pass without gradients; the second pass carries them. This is the
 gradient of the dense straight-through product of the reference (tested).
 """
+
 from __future__ import annotations
 
 import torch
@@ -73,8 +74,9 @@ def _start(d: Tensor, h0: Tensor | None) -> Tensor:
     return torch.zeros_like(d[:, 0]) if h0 is None else h0
 
 
-def pd_recurrent(idx: Tensor, d: Tensor, b: Tensor, h0: Tensor | None = None,
-                 rows: bool = False) -> tuple[Tensor, Tensor]:
+def pd_recurrent(
+    idx: Tensor, d: Tensor, b: Tensor, h0: Tensor | None = None, rows: bool = False
+) -> tuple[Tensor, Tensor]:
     """Step-by-step loop in the inputs' dtype."""
     h = _start(d, h0)
     out = []
@@ -84,8 +86,14 @@ def pd_recurrent(idx: Tensor, d: Tensor, b: Tensor, h0: Tensor | None = None,
     return (torch.stack(out, 1) if out else b.clone()), h
 
 
-def pd_ref(idx: Tensor, d: Tensor, b: Tensor, h0: Tensor | None = None, rows: bool = False,
-           soft: Tensor | None = None) -> tuple[Tensor, Tensor]:
+def pd_ref(
+    idx: Tensor,
+    d: Tensor,
+    b: Tensor,
+    h0: Tensor | None = None,
+    rows: bool = False,
+    soft: Tensor | None = None,
+) -> tuple[Tensor, Tensor]:
     """Reference: the dense matrices in complex128, step by step. With ``soft``, the matrices are the
     straight-through P = hard + soft - soft.detach() of Terzic2025's code (value: the hard one-hot)."""
     c = torch.complex128
@@ -105,7 +113,9 @@ def pd_ref(idx: Tensor, d: Tensor, b: Tensor, h0: Tensor | None = None, rows: bo
     return (torch.stack(out, 1) if out else b.clone()), h
 
 
-def _scan(idx: Tensor, d: Tensor, b: Tensor, h0: Tensor | None, rows: bool, chunk: int) -> tuple[Tensor, Tensor]:
+def _scan(
+    idx: Tensor, d: Tensor, b: Tensor, h0: Tensor | None, rows: bool, chunk: int
+) -> tuple[Tensor, Tensor]:
     """The chunked doubling scan (see the module docstring)."""
     B, T, N = idx.shape
     h = _start(d, h0)
@@ -139,12 +149,22 @@ def _scan(idx: Tensor, d: Tensor, b: Tensor, h0: Tensor | None, rows: bool, chun
     return hs, hs[:, -1]
 
 
-def pd_scan(idx: Tensor, d: Tensor, b: Tensor, h0: Tensor | None = None, rows: bool = False, chunk: int = CHUNK,
-            soft: Tensor | None = None) -> tuple[Tensor, Tensor]:
+def pd_scan(
+    idx: Tensor,
+    d: Tensor,
+    b: Tensor,
+    h0: Tensor | None = None,
+    rows: bool = False,
+    chunk: int = CHUNK,
+    soft: Tensor | None = None,
+) -> tuple[Tensor, Tensor]:
     """The training and evaluation form (chunk > 1; chunk <= 1 runs the loop). ``soft`` (B, T, N, N) or
     None: the relaxed P whose gradient the straight-through estimator passes (module docstring)."""
-    run = (lambda i, dd, bb: _scan(i, dd, bb, h0, rows, chunk)) if chunk and chunk > 1 else \
-        (lambda i, dd, bb: pd_recurrent(i, dd, bb, h0, rows))
+    run = (
+        (lambda i, dd, bb: _scan(i, dd, bb, h0, rows, chunk))
+        if chunk and chunk > 1
+        else (lambda i, dd, bb: pd_recurrent(i, dd, bb, h0, rows))
+    )
     if soft is None or not (torch.is_grad_enabled() and soft.requires_grad) or idx.shape[1] == 0:
         return run(idx, d, b)
     with torch.no_grad():

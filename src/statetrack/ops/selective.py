@@ -9,6 +9,7 @@ dL/dB_t = x_t^T Re(g_t)). First-order gradients only (``diag_scan`` itself suppo
 ``selective_scan_ref`` is the float64 reference. On CUDA, complex a runs the Triton kernels of
 ``ops.triton_scans`` (``ops.dispatch``; ``STATETRACK_KERNELS=0`` keeps the PyTorch form).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -29,7 +30,9 @@ def _fwd(a: Tensor, x: Tensor, Bm: Tensor, h0: Tensor) -> Tensor:
     out = torch.empty(a.shape, dtype=a.dtype, device=a.device)
     o, av, xv, bv = out.unbind(1), a.unbind(1), x.unsqueeze(-1).unbind(1), Bm.unsqueeze(-2).unbind(1)
     prev = h0
-    tmp = torch.empty(out.shape[:1] + out.shape[2:], dtype=x.dtype, device=x.device) if a.is_complex() else None
+    tmp = (
+        torch.empty(out.shape[:1] + out.shape[2:], dtype=x.dtype, device=x.device) if a.is_complex() else None
+    )
     for t in range(len(o)):
         if tmp is None:
             torch.mul(xv[t], bv[t], out=o[t])

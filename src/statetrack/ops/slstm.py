@@ -15,6 +15,7 @@ and :func:`slstm_recurrent` is the step loop, which autograd differentiates. :fu
 same loop in float64. Shapes: w (B, T, 4, H, d_h), R (4, H, d_h, d_h), state (h, c, n, m) each
 (B, H, d_h); returns h (B, T, H, d_h) and the state.
 """
+
 from __future__ import annotations
 
 import torch
@@ -22,8 +23,9 @@ import torch.nn.functional as F
 from torch import Tensor
 
 
-def slstm_zero_state(B: int, H: int, dh: int, dtype: torch.dtype | None = None,
-                     device: torch.device | str | None = None) -> tuple[Tensor, ...]:
+def slstm_zero_state(
+    B: int, H: int, dh: int, dtype: torch.dtype | None = None, device: torch.device | str | None = None
+) -> tuple[Tensor, ...]:
     return tuple(torch.zeros(B, H, dh, dtype=dtype, device=device) for _ in range(4))
 
 
@@ -43,8 +45,9 @@ def slstm_step(w: Tensor, R: Tensor, state: tuple[Tensor, ...]) -> tuple[Tensor,
     return h, (h, c, n, m_new)
 
 
-def slstm_recurrent(w: Tensor, R: Tensor,
-                    state: tuple[Tensor, ...] | None = None) -> tuple[Tensor, tuple[Tensor, ...]]:
+def slstm_recurrent(
+    w: Tensor, R: Tensor, state: tuple[Tensor, ...] | None = None
+) -> tuple[Tensor, tuple[Tensor, ...]]:
     B, T, _, H, dh = w.shape
     state = slstm_zero_state(B, H, dh, w.dtype, w.device) if state is None else state
     out = []
@@ -54,7 +57,9 @@ def slstm_recurrent(w: Tensor, R: Tensor,
     return (torch.stack(out, 1) if out else w.new_zeros(B, 0, H, dh)), state
 
 
-def slstm_ref(w: Tensor, R: Tensor, state: tuple[Tensor, ...] | None = None) -> tuple[Tensor, tuple[Tensor, ...]]:
+def slstm_ref(
+    w: Tensor, R: Tensor, state: tuple[Tensor, ...] | None = None
+) -> tuple[Tensor, tuple[Tensor, ...]]:
     """Reference: the step loop in float64."""
     d = torch.float64
     state = None if state is None else tuple(s.to(d) for s in state)

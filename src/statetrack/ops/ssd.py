@@ -14,6 +14,7 @@ with each head's Delta and A repeated over its P channels: the recurrence is the
 Mamba whose transition its head shares. :func:`ssd_scan_ref` is an independent step loop in float64
 over the per-head scalar.
 """
+
 from __future__ import annotations
 
 import torch
@@ -22,8 +23,9 @@ from torch import Tensor
 from statetrack.ops.mamba import mamba_scan, mamba_transition
 
 
-def ssd_scan_ref(dt: Tensor, A: Tensor, x: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor | None = None,
-                 neg: bool = False) -> tuple[Tensor, Tensor]:
+def ssd_scan_ref(
+    dt: Tensor, A: Tensor, x: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor | None = None, neg: bool = False
+) -> tuple[Tensor, Tensor]:
     """Reference: the step loop in float64 with one scalar per head."""
     d = torch.float64
     dt, A, x, Bm, Cm = (t.to(d) for t in (dt, A, x, Bm, Cm))
@@ -38,8 +40,9 @@ def ssd_scan_ref(dt: Tensor, A: Tensor, x: Tensor, Bm: Tensor, Cm: Tensor, h0: T
     return y, h
 
 
-def ssd_scan(dt: Tensor, A: Tensor, x: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor | None = None,
-             neg: bool = False) -> tuple[Tensor, Tensor]:
+def ssd_scan(
+    dt: Tensor, A: Tensor, x: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor | None = None, neg: bool = False
+) -> tuple[Tensor, Tensor]:
     """Fast form: the fused Mamba scan over the H * P channels (same contract as :func:`ssd_scan_ref`)."""
     B, T, H, P = x.shape
     N = Bm.shape[-1]

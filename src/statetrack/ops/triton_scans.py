@@ -25,6 +25,7 @@ the batch) and of B and C (summed over channels) are written per program and sum
 kernel: deterministic, no atomics. The complex scan returns every state, so its backward reads
 them instead of recomputing.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -52,8 +53,12 @@ def _affine(a1, b1, a2, b2):
 @triton.jit
 def _affine_complex(ar1, ai1, br1, bi1, ar2, ai2, br2, bi2):
     """The same for complex a, b given as (real, imaginary) planes."""
-    return (ar1 * ar2 - ai1 * ai2, ar1 * ai2 + ai1 * ar2,
-            ar2 * br1 - ai2 * bi1 + br2, ar2 * bi1 + ai2 * br1 + bi2)
+    return (
+        ar1 * ar2 - ai1 * ai2,
+        ar1 * ai2 + ai1 * ar2,
+        ar2 * br1 - ai2 * bi1 + br2,
+        ar2 * bi1 + ai2 * br1 + bi2,
+    )
 
 
 @triton.jit
@@ -97,14 +102,37 @@ def _tile(c, rows, b, e, n, m_e, m_n, T, E, N, TT: tl.constexpr):
     (B, T, E) tensor and of its (step, state) elements in a (B, T, N) tensor."""
     t = c * TT + rows
     m_t = t < T
-    return (t, m_t, b * T * E + t[:, None] * E + e[None, :], m_t[:, None] & m_e[None, :],
-            b * T * N + t[:, None] * N + n[None, :], m_t[:, None] & m_n[None, :])
+    return (
+        t,
+        m_t,
+        b * T * E + t[:, None] * E + e[None, :],
+        m_t[:, None] & m_e[None, :],
+        b * T * N + t[:, None] * N + n[None, :],
+        m_t[:, None] & m_n[None, :],
+    )
 
 
 @triton.jit
-def _mamba_fwd_kernel(dt, A2, u, Bm, Cm, h0, y, hT, ckpt, T, E, N, n_tiles,
-                      NEG: tl.constexpr, SAVE: tl.constexpr, TT: tl.constexpr, BE: tl.constexpr,
-                      BN: tl.constexpr):
+def _mamba_fwd_kernel(
+    dt,
+    A2,
+    u,
+    Bm,
+    Cm,
+    h0,
+    y,
+    hT,
+    ckpt,
+    T,
+    E,
+    N,
+    n_tiles,
+    NEG: tl.constexpr,
+    SAVE: tl.constexpr,
+    TT: tl.constexpr,
+    BE: tl.constexpr,
+    BN: tl.constexpr,
+):
     b, eb, rows, e, n, m_e, m_n, m_en, en = _program(E, N, TT, BE, BN)
     a2 = tl.load(A2 + en, mask=m_en, other=0.0)
     h = tl.load(h0 + b * E * N + en, mask=m_en, other=0.0)
@@ -125,9 +153,32 @@ def _mamba_fwd_kernel(dt, A2, u, Bm, Cm, h0, y, hT, ckpt, T, E, N, n_tiles,
 
 
 @triton.jit
-def _mamba_bwd_kernel(dt, A, A2, u, Bm, Cm, ckpt, gy, ghT,
-                      gdt, gu, gA, gB, gC, gh0, T, E, N, B, n_tiles,
-                      NEG: tl.constexpr, TT: tl.constexpr, BE: tl.constexpr, BN: tl.constexpr):
+def _mamba_bwd_kernel(
+    dt,
+    A,
+    A2,
+    u,
+    Bm,
+    Cm,
+    ckpt,
+    gy,
+    ghT,
+    gdt,
+    gu,
+    gA,
+    gB,
+    gC,
+    gh0,
+    T,
+    E,
+    N,
+    B,
+    n_tiles,
+    NEG: tl.constexpr,
+    TT: tl.constexpr,
+    BE: tl.constexpr,
+    BN: tl.constexpr,
+):
     b, eb, rows, e, n, m_e, m_n, m_en, en = _program(E, N, TT, BE, BN)
     a_nat = tl.load(A + en, mask=m_en, other=0.0)
     a2 = tl.load(A2 + en, mask=m_en, other=0.0)
@@ -178,8 +229,9 @@ def _mamba_bwd_kernel(dt, A, A2, u, Bm, Cm, ckpt, gy, ghT,
     tl.store(gA + b * E * N + en, gA_acc, mask=m_en)
 
 
-def _grid_args(B: int, E: int, N: int, T: int, chunk: int | None,
-               block_e: int | None) -> tuple[tuple[int, int], int, int, int, int]:
+def _grid_args(
+    B: int, E: int, N: int, T: int, chunk: int | None, block_e: int | None
+) -> tuple[tuple[int, int], int, int, int, int]:
     TT = chunk or CHUNK
     BE = min(block_e or BLOCK_E, triton.next_power_of_2(E))
     if TT & (TT - 1) or BE & (BE - 1):
@@ -194,8 +246,18 @@ def _f32(*ts: Tensor) -> tuple[Tensor, ...]:
 class _MambaScanTriton(torch.autograd.Function):
     @staticmethod
     @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
-    def forward(ctx: Any, dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor, neg: bool,
-                chunk: int | None, block_e: int | None) -> tuple[Tensor, Tensor]:
+    def forward(
+        ctx: Any,
+        dt: Tensor,
+        A: Tensor,
+        u: Tensor,
+        Bm: Tensor,
+        Cm: Tensor,
+        h0: Tensor,
+        neg: bool,
+        chunk: int | None,
+        block_e: int | None,
+    ) -> tuple[Tensor, Tensor]:
         out_dtype = u.dtype
         ctx.in_dtypes = [t.dtype for t in (dt, A, u, Bm, Cm, h0)]
         dt, A, u, Bm, Cm, h0 = _f32(dt, A, u, Bm, Cm, h0)
@@ -207,8 +269,26 @@ class _MambaScanTriton(torch.autograd.Function):
         hT = torch.empty_like(h0)
         save = any(ctx.needs_input_grad[:6])  # False under no_grad: no checkpoints (evaluation)
         ckpt = torch.empty((B, n_tiles, E, N) if save else (1,), dtype=torch.float32, device=u.device)
-        _mamba_fwd_kernel[grid](dt, A2, u, Bm, Cm, h0, y, hT, ckpt, T, E, N, n_tiles,
-                                NEG=bool(neg), SAVE=save, TT=TT, BE=BE, BN=BN)
+        _mamba_fwd_kernel[grid](
+            dt,
+            A2,
+            u,
+            Bm,
+            Cm,
+            h0,
+            y,
+            hT,
+            ckpt,
+            T,
+            E,
+            N,
+            n_tiles,
+            NEG=bool(neg),
+            SAVE=save,
+            TT=TT,
+            BE=BE,
+            BN=BN,
+        )
         if save:
             ctx.save_for_backward(dt, A, A2, u, Bm, Cm, h0, ckpt)
             ctx.cfg = (bool(neg), TT, BE)
@@ -230,14 +310,47 @@ class _MambaScanTriton(torch.autograd.Function):
         gB = torch.empty(grid[1], B, T, N, dtype=torch.float32, device=u.device)
         gC = torch.empty_like(gB)
         gh0 = torch.empty_like(h0)
-        _mamba_bwd_kernel[grid](dt, A, A2, u, Bm, Cm, ckpt, gy, ghT, gdt, gu, gA, gB, gC, gh0,
-                                T, E, N, B, n_tiles, NEG=neg, TT=TT, BE=BE, BN=BN)
+        _mamba_bwd_kernel[grid](
+            dt,
+            A,
+            A2,
+            u,
+            Bm,
+            Cm,
+            ckpt,
+            gy,
+            ghT,
+            gdt,
+            gu,
+            gA,
+            gB,
+            gC,
+            gh0,
+            T,
+            E,
+            N,
+            B,
+            n_tiles,
+            NEG=neg,
+            TT=TT,
+            BE=BE,
+            BN=BN,
+        )
         grads = (gdt, gA.sum(0), gu, gB.sum(0), gC.sum(0), gh0)
         return (*(g.to(d) for g, d in zip(grads, ctx.in_dtypes, strict=True)), None, None, None)
 
 
-def mamba_scan_triton(dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor | None = None,
-                      neg: bool = False, chunk: int | None = None, block_e: int | None = None) -> tuple[Tensor, Tensor]:
+def mamba_scan_triton(
+    dt: Tensor,
+    A: Tensor,
+    u: Tensor,
+    Bm: Tensor,
+    Cm: Tensor,
+    h0: Tensor | None = None,
+    neg: bool = False,
+    chunk: int | None = None,
+    block_e: int | None = None,
+) -> tuple[Tensor, Tensor]:
     """Triton form of ``ops.mamba.mamba_scan`` (same contract; float32 inside, results in u's dtype).
 
     chunk: steps per tile and checkpoint interval (default :data:`CHUNK`); block_e: channels per
@@ -252,9 +365,11 @@ def mamba_scan_triton(dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, 
 
 # ---------------------------------------------------------------- complex selective scan
 
+
 @triton.jit
-def _cscan_fwd_kernel(a, x, Bm, h0, h, T, E, N, n_tiles,
-                      TT: tl.constexpr, BE: tl.constexpr, BN: tl.constexpr):
+def _cscan_fwd_kernel(
+    a, x, Bm, h0, h, T, E, N, n_tiles, TT: tl.constexpr, BE: tl.constexpr, BN: tl.constexpr
+):
     """a, h0, h: complex tensors as float32 (..., 2) views (real at even, imaginary at odd offsets)."""
     b, eb, rows, e, n, m_e, m_n, m_en, en = _program(E, N, TT, BE, BN)
     hr = tl.load(h0 + 2 * (b * E * N + en), mask=m_en, other=0.0)
@@ -278,8 +393,26 @@ def _cscan_fwd_kernel(a, x, Bm, h0, h, T, E, N, n_tiles,
 
 
 @triton.jit
-def _cscan_bwd_kernel(a, x, Bm, h0, h, gh, ga, gx, gB, gh0, T, E, N, B, n_tiles,
-                      TT: tl.constexpr, BE: tl.constexpr, BN: tl.constexpr):
+def _cscan_bwd_kernel(
+    a,
+    x,
+    Bm,
+    h0,
+    h,
+    gh,
+    ga,
+    gx,
+    gB,
+    gh0,
+    T,
+    E,
+    N,
+    B,
+    n_tiles,
+    TT: tl.constexpr,
+    BE: tl.constexpr,
+    BN: tl.constexpr,
+):
     b, eb, rows, e, n, m_e, m_n, m_en, en = _program(E, N, TT, BE, BN)
     h0r = tl.load(h0 + 2 * (b * E * N + en), mask=m_en, other=0.0)
     h0i = tl.load(h0 + 2 * (b * E * N + en) + 1, mask=m_en, other=0.0)
@@ -329,8 +462,9 @@ def _planes(z: Tensor) -> Tensor:
 class _SelectiveScanTriton(torch.autograd.Function):
     @staticmethod
     @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
-    def forward(ctx: Any, a: Tensor, x: Tensor, Bm: Tensor, h0: Tensor, chunk: int | None,
-                block_e: int | None) -> Tensor:
+    def forward(
+        ctx: Any, a: Tensor, x: Tensor, Bm: Tensor, h0: Tensor, chunk: int | None, block_e: int | None
+    ) -> Tensor:
         out_dtype = a.dtype
         ctx.in_dtypes = [t.dtype for t in (a, x, Bm, h0)]
         ar, h0r = _planes(a), _planes(h0)
@@ -354,14 +488,21 @@ class _SelectiveScanTriton(torch.autograd.Function):
         gx = torch.empty_like(x)
         gB = torch.empty(grid[1], B, T, N, dtype=torch.float32, device=x.device)
         gh0 = torch.empty_like(h0r)
-        _cscan_bwd_kernel[grid](ar, x, Bm, h0r, h, _planes(gh), ga, gx, gB, gh0, T, E, N, B, n_tiles,
-                                TT=TT, BE=BE, BN=BN)
+        _cscan_bwd_kernel[grid](
+            ar, x, Bm, h0r, h, _planes(gh), ga, gx, gB, gh0, T, E, N, B, n_tiles, TT=TT, BE=BE, BN=BN
+        )
         grads = (torch.view_as_complex(ga), gx, gB.sum(0), torch.view_as_complex(gh0))
         return (*(g.to(d) for g, d in zip(grads, ctx.in_dtypes, strict=True)), None, None)
 
 
-def selective_scan_triton(a: Tensor, x: Tensor, Bm: Tensor, h0: Tensor | None = None,
-                          chunk: int | None = None, block_e: int | None = None) -> Tensor:
+def selective_scan_triton(
+    a: Tensor,
+    x: Tensor,
+    Bm: Tensor,
+    h0: Tensor | None = None,
+    chunk: int | None = None,
+    block_e: int | None = None,
+) -> Tensor:
     """Triton form of ``ops.selective.selective_scan`` for complex a (B, T, E, N): x (B, T, E) and
     Bm (B, T, N) real, h0 (B, E, N) complex or None. Returns h (B, T, E, N) in a's dtype, computed
     in complex64 (real and imaginary float32 planes). chunk, block_e as in :func:`mamba_scan_triton`."""

@@ -3,6 +3,7 @@
 Everything here reads the results database only: ``collect`` finds each run of the study's grid by
 its key; nothing is retrained.
 """
+
 from statetrack.report.table import StudyTable, study_table, study_tables
 
 __all__ = ["StudyTable", "study_table", "study_tables"]

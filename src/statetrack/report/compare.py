@@ -7,6 +7,7 @@ Runs are named as every command names them (``Store.find``): an id, ``last``, or
 not overlap: then sampling the test sequences alone does not explain the difference (an overlap does not
 prove them equal). Reading the database never writes to it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -71,20 +72,31 @@ class Comparison:
             return "yes"
         out = []
         for i, j in pairs:
-            hi, lo = (i, j) if (_acc(self.runs[i], length) or 0) > (_acc(self.runs[j], length) or 0) else (j, i)
+            hi, lo = (
+                (i, j) if (_acc(self.runs[i], length) or 0) > (_acc(self.runs[j], length) or 0) else (j, i)
+            )
             out.append(f"{self.runs[hi].row['id']} > {self.runs[lo].row['id']}")
         return "; ".join(out)
 
     def as_dict(self) -> dict:
         """The comparison as JSON: runs, config (with ``differs``), and per length each run's accuracy,
         interval and the pairs beyond the intervals."""
-        return {"runs": [{"run_id": r.row["id"], "label": r.row["label"], "name": r.name} for r in self.runs],
-                "split": self.split,
-                "config": [{"key": k, "values": v, "differs": k in self.differs} for k, v in self.config.items()],
-                "lengths": [{"length": n, "runs": [_metric(r, n) for r in self.runs],
-                             "beyond_intervals": [[self.runs[i].row["id"], self.runs[j].row["id"]]
-                                                  for i, j in self.beyond.get(n, [])]} for n in self.lengths],
-                "summary": [{"run_id": r.row["id"], **summary(r)} for r in self.runs]}
+        return {
+            "runs": [{"run_id": r.row["id"], "label": r.row["label"], "name": r.name} for r in self.runs],
+            "split": self.split,
+            "config": [{"key": k, "values": v, "differs": k in self.differs} for k, v in self.config.items()],
+            "lengths": [
+                {
+                    "length": n,
+                    "runs": [_metric(r, n) for r in self.runs],
+                    "beyond_intervals": [
+                        [self.runs[i].row["id"], self.runs[j].row["id"]] for i, j in self.beyond.get(n, [])
+                    ],
+                }
+                for n in self.lengths
+            ],
+            "summary": [{"run_id": r.row["id"], **summary(r)} for r in self.runs],
+        }
 
 
 def _acc(r: Compared, n: int) -> float | None:
@@ -94,17 +106,31 @@ def _acc(r: Compared, n: int) -> float | None:
 
 def _metric(r: Compared, n: int) -> dict | None:
     m = r.metrics.get(n)
-    return None if m is None else {"accuracy": m.accuracy, "low": m.accuracy_low, "high": m.accuracy_high,
-                                   "chance": m.chance, "n_sequences": m.n_sequences}
+    return (
+        None
+        if m is None
+        else {
+            "accuracy": m.accuracy,
+            "low": m.accuracy_low,
+            "high": m.accuracy_high,
+            "chance": m.chance,
+            "n_sequences": m.n_sequences,
+        }
+    )
 
 
 def summary(r: Compared) -> dict:
     """The run's headline numbers: status, longest length >= 90%, best validation accuracy, steps run,
     wall time, parameters."""
     s = r.row["summary"] or {}
-    return {"status": r.row["status"], "longest_90": s.get("longest_90"), "best_val_accuracy":
-            s.get("best_val_accuracy"), "steps_run": s.get("steps_run"), "wall_time": r.row["wall_time"],
-            "params": s.get("params")}
+    return {
+        "status": r.row["status"],
+        "longest_90": s.get("longest_90"),
+        "best_val_accuracy": s.get("best_val_accuracy"),
+        "steps_run": s.get("steps_run"),
+        "wall_time": r.row["wall_time"],
+        "params": s.get("params"),
+    }
 
 
 def flat_config(config: dict, prefix: str = "") -> dict:
@@ -132,15 +158,21 @@ def load_runs(db, refs: list[str], split: str = "test") -> list[Compared]:
         if any(r.row["id"] == row["id"] for r in out):
             raise UserError(f"run {row['id']} is named twice ({ref!r}); name each run once")
         headline = ((row["config"] or {}).get("eval") or {}).get("test_split", "test").split("+")[0]
-        rows = store.metrics(row["id"]) if split == headline else store.split_metrics(row["id"]).get(split, [])
+        rows = (
+            store.metrics(row["id"]) if split == headline else store.split_metrics(row["id"]).get(split, [])
+        )
         ms = [LengthMetrics.from_row(m) for m in rows]
         out.append(Compared(row, str(ref), {m.length: m for m in ms}, store.curve(row["id"])))
     return out
 
 
 def _overlap(a: LengthMetrics, b: LengthMetrics) -> bool:
-    return not (a.accuracy_low is None or b.accuracy_low is None
-                or a.accuracy_high < b.accuracy_low or b.accuracy_high < a.accuracy_low)
+    return not (
+        a.accuracy_low is None
+        or b.accuracy_low is None
+        or a.accuracy_high < b.accuracy_low
+        or b.accuracy_high < a.accuracy_low
+    )
 
 
 def compare_runs(db, refs: list[str], split: str = "test") -> Comparison:
@@ -156,8 +188,13 @@ def compare_runs(db, refs: list[str], split: str = "test") -> Comparison:
         for i in range(len(runs)):
             for j in range(i + 1, len(runs)):
                 a, b = runs[i].metrics.get(n), runs[j].metrics.get(n)
-                if a is not None and b is not None and a.accuracy is not None and b.accuracy is not None \
-                        and not _overlap(a, b):
+                if (
+                    a is not None
+                    and b is not None
+                    and a.accuracy is not None
+                    and b.accuracy is not None
+                    and not _overlap(a, b)
+                ):
                     beyond.setdefault(n, []).append((i, j))
     return Comparison(runs, config, differs, lengths, beyond, split)
 
@@ -176,16 +213,40 @@ def runs_figure(runs: list[Compared]):
         if scored:
             xs = [n for n, _ in scored]
             lengths.update(xs)
-            ax.plot(xs, [m.accuracy for _, m in scored], color=colour, marker=marker, ms=4, mfc="none", ls=style,
-                    label=name)
-            ax.fill_between(xs, [m.accuracy_low for _, m in scored], [m.accuracy_high for _, m in scored],
-                            color=colour, alpha=0.15, lw=0)
+            ax.plot(
+                xs,
+                [m.accuracy for _, m in scored],
+                color=colour,
+                marker=marker,
+                ms=4,
+                mfc="none",
+                ls=style,
+                label=name,
+            )
+            ax.fill_between(
+                xs,
+                [m.accuracy_low for _, m in scored],
+                [m.accuracy_high for _, m in scored],
+                color=colour,
+                alpha=0.15,
+                lw=0,
+            )
             for n, m in scored:
                 if m.chance is not None:
                     chance.setdefault(n, []).append(m.chance)
         if r.curve:
-            bx.plot([p["step"] for p in r.curve], [p["val_accuracy"] for p in r.curve], color=colour, ls=style,
-                    lw=1.2, marker=marker, ms=4, mfc="none", markevery=max(1, len(r.curve) // 8), label=name)
+            bx.plot(
+                [p["step"] for p in r.curve],
+                [p["val_accuracy"] for p in r.curve],
+                color=colour,
+                ls=style,
+                lw=1.2,
+                marker=marker,
+                ms=4,
+                mfc="none",
+                markevery=max(1, len(r.curve) // 8),
+                label=name,
+            )
     if not lengths and not any(r.curve for r in runs):
         plt.close(fig)
         raise UserError("none of these runs has metrics or a learning curve to plot (are they complete?)")
@@ -214,6 +275,8 @@ def plot_runs(db, refs: list[str], out, split: str = "test") -> Path:
     """``runs_figure`` of the runs ``refs`` name, written to ``out`` (PNG, SVG or PDF by its suffix)."""
     out = Path(out)
     if out.suffix.lstrip(".").lower() not in FORMATS:
-        raise UserError(f"bad --out {str(out)!r}: the figure's format comes from its suffix; allowed: "
-                        f"{', '.join('.' + f for f in FORMATS)}")
+        raise UserError(
+            f"bad --out {str(out)!r}: the figure's format comes from its suffix; allowed: "
+            f"{', '.join('.' + f for f in FORMATS)}"
+        )
     return save_figure(runs_figure(load_runs(db, refs, split)), out)

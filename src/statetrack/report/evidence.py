@@ -16,6 +16,7 @@ weights exist, training did not find them. The report does not leave it at that.
   same protocol, and whether its seeds still track the task at the long lengths: the weights exist and
   training keeps them. A cell without such a row says so.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -26,11 +27,13 @@ from statetrack.report.plots import close, save, slug, spectrum_figure
 from statetrack.report.verdicts import TRACKED, VerdictCell, VerdictTable
 from statetrack.theory.spectra import spectrum
 
-CAPTION = (f"Each 'possible' cell that no seed tracks (>= {100 * TRACKED:.0f}% at the long lengths): "
-           "whether its seeds learnt the task in distribution, its learning curves (the figure of its task "
-           "above), the spectrum of the learned transitions of its best seed, and the study's construction "
-           "control for it, if any (the same layers started from a proof's weights and trained under the same "
-           "protocol).")
+CAPTION = (
+    f"Each 'possible' cell that no seed tracks (>= {100 * TRACKED:.0f}% at the long lengths): "
+    "whether its seeds learnt the task in distribution, its learning curves (the figure of its task "
+    "above), the spectrum of the learned transitions of its best seed, and the study's construction "
+    "control for it, if any (the same layers started from a proof's weights and trained under the same "
+    "protocol)."
+)
 
 
 def spectrum_summary(result: dict) -> str:
@@ -41,8 +44,10 @@ def spectrum_summary(result: dict) -> str:
         if "samples" not in layer:
             parts.append(f"layer {layer['layer']} ({layer['mixer']}): no transition matrix")
             continue
-        text = (f"layer {layer['layer']} ({layer['mixer']}): min Re {layer['min_real']:+.3f}, modulus "
-                f"{layer['min_modulus']:.3f}-{layer['max_modulus']:.4f}")
+        text = (
+            f"layer {layer['layer']} ({layer['mixer']}): min Re {layer['min_real']:+.3f}, modulus "
+            f"{layer['min_modulus']:.3f}-{layer['max_modulus']:.4f}"
+        )
         per = layer.get("per_token_min_real")
         if per:
             text += "; per input symbol, min Re " + ", ".join(f"{t}: {v:+.3f}" for t, v in per.items())
@@ -53,16 +58,20 @@ def spectrum_summary(result: dict) -> str:
 def _control_text(cell: VerdictCell, table: VerdictTable) -> str:
     ctrl = table.controls.get((cell.model, cell.column))
     if ctrl is None:
-        return "no construction control in this study (none in this toolkit for this layer and task, or not run)"
+        return (
+            "no construction control in this study (none in this toolkit for this layer and task, or not run)"
+        )
     label = table.control_labels[(cell.model, cell.column)]
     n = len(ctrl.scored)
     if not n:
         return f"control '{label}': no complete run"
     accs = [100 * (s.accuracy or 0.0) for s in ctrl.scored]
     learnt, have = ctrl.learnt_in_distribution()
-    return (f"control '{label}' (from the construction): tracked by {ctrl.tracked}/{n} seeds, pooled accuracy "
-            f"{statistics.median(accs):.1f}% median [{min(accs):.1f}-{max(accs):.1f}]"
-            + (f", learnt in distribution {learnt}/{have}" if have else ""))
+    return (
+        f"control '{label}' (from the construction): tracked by {ctrl.tracked}/{n} seeds, pooled accuracy "
+        f"{statistics.median(accs):.1f}% median [{min(accs):.1f}-{max(accs):.1f}]"
+        + (f", learnt in distribution {learnt}/{have}" if have else "")
+    )
 
 
 def evidence_markdown(table: VerdictTable, figdir: Path, folder: str, formats=("png",)) -> list[str]:
@@ -78,23 +87,32 @@ def evidence_markdown(table: VerdictTable, figdir: Path, folder: str, formats=("
         vals = [v for _, _, v, _ in c.runs if v is not None]
         md.append(f"### {c.model} on {c.column} ({c.verdict_text()})")
         md.append("")
-        fit = (f"learnt in distribution by {learnt}/{have} seeds"
-               + (f" (median step {statistics.median(steps):,.0f})" if steps else "")
-               if have else "no learned_at_step recorded")
+        fit = (
+            f"learnt in distribution by {learnt}/{have} seeds"
+            + (f" (median step {statistics.median(steps):,.0f})" if steps else "")
+            if have
+            else "no learned_at_step recorded"
+        )
         best_val = f"; best validation accuracy {100 * max(vals):.1f}%" if vals else ""
         accs = [100 * (s.accuracy or 0.0) for s in c.scored]
-        md.append(f"- Training: {fit}{best_val}; at the long lengths {statistics.median(accs):.1f}% median "
-                  f"[{min(accs):.1f}-{max(accs):.1f}] (chance {100 * (c.median().chance or 0):.0f}%), "
-                  f"above chance in {c.above}/{len(c.scored)} seeds. Learning curves: the figure of {c.column}.")
+        md.append(
+            f"- Training: {fit}{best_val}; at the long lengths {statistics.median(accs):.1f}% median "
+            f"[{min(accs):.1f}-{max(accs):.1f}] (chance {100 * (c.median().chance or 0):.0f}%), "
+            f"above chance in {c.above}/{len(c.scored)} seeds. Learning curves: the figure of {c.column}."
+        )
         run = c.best_run()
         ckpt = getattr(run, "checkpoint", None)
         if ckpt and Path(ckpt).is_file():
             try:
                 result = spectrum(ckpt)
             except (UserError, OSError) as e:
-                md.append(f"- Spectrum: the best seed's checkpoint could not be read ({type(e).__name__}: {e})")
+                md.append(
+                    f"- Spectrum: the best seed's checkpoint could not be read ({type(e).__name__}: {e})"
+                )
             else:
-                md.append(f"- Spectrum of the best seed (seed {c.best_seed().seed}): {spectrum_summary(result)}.")
+                md.append(
+                    f"- Spectrum of the best seed (seed {c.best_seed().seed}): {spectrum_summary(result)}."
+                )
                 if any("samples" in layer for layer in result["layers"]) and formats:
                     fig = spectrum_figure(result)
                     try:

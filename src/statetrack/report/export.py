@@ -5,6 +5,7 @@ metrics there (``records.METRIC_KEYS``), then the run's config as dotted ``confi
 (``config.lr``, ``config.model.layers``) and its scalar summary as ``summary.*`` columns. A run with no
 metrics (failed, running) has one row with empty metrics. CSV needs nothing; parquet needs pyarrow.
 """
+
 from __future__ import annotations
 
 import csv
@@ -25,13 +26,20 @@ def export_rows(db, study: str | None = None, status: RunStatus | str | None = N
     store = Store(db, readonly=True)
     rows = []
     for r in store.runs(study=study, status=RunStatus(status) if status else None):
-        extra = {f"config.{k}": (",".join(map(str, v)) if isinstance(v, list) else v)
-                 for k, v in flat_config(r["config"]).items()}
-        extra.update({f"summary.{k}": v for k, v in (r["summary"] or {}).items()
-                      if isinstance(v, (int, float, str, bool)) or v is None})
+        extra = {
+            f"config.{k}": (",".join(map(str, v)) if isinstance(v, list) else v)
+            for k, v in flat_config(r["config"]).items()
+        }
+        extra.update(
+            {
+                f"summary.{k}": v
+                for k, v in (r["summary"] or {}).items()
+                if isinstance(v, (int, float, str, bool)) or v is None
+            }
+        )
         headline = ((r["config"] or {}).get("eval") or {}).get("test_split", "test").split("+")[0]
         got = split_rows(run_object(r), store.metrics(r["id"]), store.split_metrics(r["id"]), headline)
-        got = got or [{**run_object(r), **dict.fromkeys(LENGTH_KEYS[len(run_object(r)):])}]
+        got = got or [{**run_object(r), **dict.fromkeys(LENGTH_KEYS[len(run_object(r)) :])}]
         rows += [{**x, **extra} for x in got]
     return rows
 
@@ -54,8 +62,10 @@ def parquet_bytes(rows: list[dict]) -> bytes:
         import pyarrow as pa  # optional: only this export needs it
         import pyarrow.parquet as pq  # optional: only this export needs it
     except ImportError:
-        raise UserError("--format parquet needs pyarrow, which is not installed (pip install pyarrow); "
-                        "--format csv needs nothing") from None
+        raise UserError(
+            "--format parquet needs pyarrow, which is not installed (pip install pyarrow); "
+            "--format csv needs nothing"
+        ) from None
     cols = _columns(rows)
     data = {c: [r.get(c) for r in rows] for c in cols}
     for c, vs in data.items():  # a column of mixed types (a config key that is a number here, a name there)
@@ -67,8 +77,9 @@ def parquet_bytes(rows: list[dict]) -> bytes:
     return buf.getvalue()
 
 
-def export_runs(db, fmt: str = "csv", out=None, study: str | None = None,
-                status: RunStatus | str | None = None) -> str | Path:
+def export_runs(
+    db, fmt: str = "csv", out=None, study: str | None = None, status: RunStatus | str | None = None
+) -> str | Path:
     """Every run of ``db`` (of ``study``, with ``status``) as CSV or parquet (``fmt``): written to ``out``
     (whole or not at all) and its path returned, or, without ``out``, the CSV text returned."""
     if fmt not in FORMATS:

@@ -8,6 +8,7 @@ index, computed from the report's tables (nothing here is written by hand).
 * why differences are expected: what the scale reported changes from the paper's protocol (steps, seeds,
   test lengths), read from the study file, and which runs are missing.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -94,7 +95,11 @@ def _holds(t) -> str:
         else:
             parts.append(f"{text}: {names}")
     where = "" if t.name == "main" else f" in table {t.name}"
-    return f"Longest test length with accuracy >= 90% (and at every shorter one){where}: " + "; ".join(parts) + "."
+    return (
+        f"Longest test length with accuracy >= 90% (and at every shorter one){where}: "
+        + "; ".join(parts)
+        + "."
+    )
 
 
 def _scale_text(study, scale: str, seeds: int | None = None) -> str:
@@ -102,8 +107,10 @@ def _scale_text(study, scale: str, seeds: int | None = None) -> str:
     if sc is None:
         return ""
     seeds = sc.seeds if seeds is None else seeds
-    return (f"{sc.steps:,} training steps, {seeds} seed{'s' if seeds > 1 else ''} per cell, test lengths "
-            f"up to {max(sc.test_lengths):,}")
+    return (
+        f"{sc.steps:,} training steps, {seeds} seed{'s' if seeds > 1 else ''} per cell, test lengths "
+        f"up to {max(sc.test_lengths):,}"
+    )
 
 
 def why(study, scale: str, seeds: int | None = None) -> str:
@@ -111,8 +118,10 @@ def why(study, scale: str, seeds: int | None = None) -> str:
     without one); ``seeds``: those per cell of the report (the scale's own by default)."""
     if scale == "paper" or "paper" not in study.scales:
         return ""
-    return (f"Why differences are expected: this is the {scale} scale ({_scale_text(study, scale, seeds)}); the "
-            f"paper's protocol (--scale paper) has {_scale_text(study, 'paper')}.")
+    return (
+        f"Why differences are expected: this is the {scale} scale ({_scale_text(study, scale, seeds)}); the "
+        f"paper's protocol (--scale paper) has {_scale_text(study, 'paper')}."
+    )
 
 
 def difference_items(t: StudyTable | LMTable, study) -> tuple[str, list[str]]:
@@ -127,14 +136,19 @@ def difference_items(t: StudyTable | LMTable, study) -> tuple[str, list[str]]:
                 continue
             cell = r["cells"].get(col)
             if cell is not None and t.kind != "per_length":
-                out.append(f"{r['label']}, {col}: ours {r['text'][col].removesuffix(' *')}, paper "
-                           f"{fmt_published(cell.published, study)}")
+                out.append(
+                    f"{r['label']}, {col}: ours {r['text'][col].removesuffix(' *')}, paper "
+                    f"{fmt_published(cell.published, study)}"
+                )
             else:
                 out.append(f"{r['label']}, {t.columns.get(col, col)}: paper {r['published_text'][col]}")
     if not out:
         n = sum(1 for r in t.rows for d in r["differs"].values() if d is False)
-        return (f"Every cell with a published number ({n}) agrees with the paper within the tolerance."
-                if n else ""), []
+        return (
+            f"Every cell with a published number ({n}) agrees with the paper within the tolerance."
+            if n
+            else ""
+        ), []
     return f"{len(out)} cell(s) differ from the paper beyond the tolerance (marked *):", out
 
 
@@ -147,14 +161,19 @@ def finding(rep) -> Finding:
         if not isinstance(t, LMTable):
             differs += [(x if t.name == "main" else f"{x} (table {t.name})") for x in items]
     if compared:
-        agreement = (f"{agree} of {compared} cells with a published number agree with the paper"
-                     + (" (every one)." if agree == compared else
-                        f"; {compared - agree} differ{'s' if compared - agree == 1 else ''} beyond the tolerance."))
+        agreement = f"{agree} of {compared} cells with a published number agree with the paper" + (
+            " (every one)."
+            if agree == compared
+            else f"; {compared - agree} differ{'s' if compared - agree == 1 else ''} beyond the tolerance."
+        )
     names = {t.name for t in rep.study.tables}
     holds = [h for t in rep.tables if t.name in names and (h := _holds(t))]
     theory = rep.verdicts.summary() if getattr(rep, "verdicts", None) is not None else ""
     if not compared:  # no published number: the theory's count leads, where the study has one
-        agreement = (theory.split(":")[0] + " (no cell has a published number)." if theory else
-                     "No cell of this report has a published number to compare with.")
+        agreement = (
+            theory.split(":")[0] + " (no cell has a published number)."
+            if theory
+            else "No cell of this report has a published number to compare with."
+        )
     because = why(rep.study, rep.scale, rep.seeds) if compared else ""
     return Finding(agreement, differs, holds, theory, because, rep.missing, compared, agree)

@@ -12,6 +12,7 @@ line (a ``ReportExists`` error: the command line's exit code 2) that says what e
 records were kept has its extent read from the markdown's "Runs of the grid" line and the CSV's seeds.
 Reading a record never runs anything: it is JSON, and a record that cannot be read counts as none.
 """
+
 from __future__ import annotations
 
 import csv
@@ -64,10 +65,13 @@ class Extent:
     complete: int | None
 
     def text(self) -> str:
-        parts = [f"{self.complete} complete run{'s' if self.complete != 1 else ''}" if self.complete is not None
-                 else "an unknown number of runs",
-                 f"{self.seeds} seed{'s' if self.seeds != 1 else ''} per cell" if self.seeds is not None else "",
-                 f"scale {self.scale}" if self.scale else ""]
+        parts = [
+            f"{self.complete} complete run{'s' if self.complete != 1 else ''}"
+            if self.complete is not None
+            else "an unknown number of runs",
+            f"{self.seeds} seed{'s' if self.seeds != 1 else ''} per cell" if self.seeds is not None else "",
+            f"scale {self.scale}" if self.scale else "",
+        ]
         return ", ".join(p for p in parts if p)
 
 
@@ -84,7 +88,9 @@ def _legacy_extent(folder: Path, study: str) -> Extent | None:
     scale = re.search(r"\(scale `([^`]+)`\)", text)
     seeds = None
     try:
-        rows = list(csv.DictReader(io.StringIO((folder / f"{study}.csv").read_text(errors="replace")[:2_000_000])))
+        rows = list(
+            csv.DictReader(io.StringIO((folder / f"{study}.csv").read_text(errors="replace")[:2_000_000]))
+        )
         counts = [int(r["seeds"]) for r in rows if (r.get("seeds") or "").isdigit()]
         seeds = max(counts) if counts else None
     except (OSError, csv.Error, KeyError):
@@ -97,9 +103,13 @@ def existing(folder, study: str) -> Extent | None:
     folder = Path(folder)
     r = read_index(folder).get(study)
     if r is not None and (r.get("page") or r.get("markdown")):
+
         def num(k):
             return r[k] if isinstance(r.get(k), int) else None
-        return Extent(r.get("scale") if isinstance(r.get("scale"), str) else None, num("seeds"), num("complete"))
+
+        return Extent(
+            r.get("scale") if isinstance(r.get("scale"), str) else None, num("seeds"), num("complete")
+        )
     return _legacy_extent(folder, study)
 
 
@@ -126,6 +136,8 @@ def check_replace(folder, study: str, new: Extent, force: bool = False) -> None:
         return
     why = smaller(old, new)
     if why:
-        raise ReportExists(f"not replacing the report of {study} in {str(folder)!r}: it holds {old.text()}; this "
-                           f"one has {why}; write it elsewhere with --out DIR, or replace it with --force "
-                           "(force=True in Python)")
+        raise ReportExists(
+            f"not replacing the report of {study} in {str(folder)!r}: it holds {old.text()}; this "
+            f"one has {why}; write it elsewhere with --out DIR, or replace it with --force "
+            "(force=True in Python)"
+        )

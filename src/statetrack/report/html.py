@@ -20,6 +20,7 @@ value escaped, and every link is built from the study's name (``NAME.html``, ``N
 ``NAME-leaderboard.html``, ``NAME/thumbnail.png``, each only where that plain file exists in the folder),
 never copied from the file; a record whose key is not a study name is dropped.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -55,7 +56,8 @@ from statetrack.report.writer import (
 from statetrack.untrusted import name_problem
 from statetrack.version import __version__
 
-CSS = """
+CSS = (
+    """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; padding: 1.2em 2em 2em;
        color: #1d1d1f; }
 h1 { font-size: 1.5em; margin: 0 0 .2em; } h2 { font-size: 1.2em; margin-top: 1.8em; border-bottom: 1px solid #ddd; }
@@ -85,7 +87,9 @@ td.differs { color: #a40000; font-weight: 600; }
 table.wrap td { white-space: normal; text-align: left; vertical-align: top; max-width: 22em; }
 td.verdict { font-size: .86em; min-width: 10em; } td.verdict .acc { font-weight: 600; }
 td.verdict .outcome { font-style: italic; }
-""" + "".join(f"td.verdict.{k} {{ background: {v}; }}\n" for k, v in COLOURS.items()) + """
+"""
+    + "".join(f"td.verdict.{k} {{ background: {v}; }}\n" for k, v in COLOURS.items())
+    + """
 caption { caption-side: bottom; text-align: left; font-size: .85em; color: #555; padding-top: .4em;
           white-space: normal; max-width: 90em; }
 .figures { display: flex; flex-wrap: wrap; gap: 0 2em; align-items: flex-start; }
@@ -104,6 +108,7 @@ div.card dl { display: grid; grid-template-columns: max-content minmax(0, 1fr); 
               font-size: .92em; } div.card dt { color: #555; } div.card dd { margin: 0; }
 footer { margin-top: 3em; font-size: .8em; color: #777; }
 """
+)
 
 
 def figure_html(svg: str, caption: str, stem: str) -> str:
@@ -119,29 +124,39 @@ def status_html(rep: Report) -> str:
     """A warning at the top of an empty or partial report ('' for a complete one)."""
     total, done = len(rep.results), rep.complete
     if done == 0:
-        return (f'<p class="status empty">Empty report: none of the {total} runs of this grid is complete in the '
-                f"database, so every table below is empty. Run <code>statetrack sweep {esc(rep.study.name)} "
-                f"--scale {esc(rep.scale)}</code> (with the same --db) first.</p>")
+        return (
+            f'<p class="status empty">Empty report: none of the {total} runs of this grid is complete in the '
+            f"database, so every table below is empty. Run <code>statetrack sweep {esc(rep.study.name)} "
+            f"--scale {esc(rep.scale)}</code> (with the same --db) first.</p>"
+        )
     if done < total:
-        return (f'<p class="status partial">Partial report: {done} of {total} runs of this grid are complete; '
-                f"{total - done} are missing and their cells show '-'.</p>")
+        return (
+            f'<p class="status partial">Partial report: {done} of {total} runs of this grid are complete; '
+            f"{total - done} are missing and their cells show '-'.</p>"
+        )
     return ""
 
 
 def finding_html(f: Finding) -> str:
     """The headline block: the agreement, the cells that differ, how far each model holds, the theory's
     count, why differences are expected."""
-    out = ['<section class="finding"><h2>What this study found</h2>',
-           f'<p class="agreement">{esc(f.agreement)}</p>']
+    out = [
+        '<section class="finding"><h2>What this study found</h2>',
+        f'<p class="agreement">{esc(f.agreement)}</p>',
+    ]
     if f.differs:
-        out.append("<p>Cells that differ (ours, then the paper's; marked * in the tables):</p><ul>"
-                   + "".join(f"<li>{esc(x)}</li>" for x in f.shown_differs()) + "</ul>")
+        out.append(
+            "<p>Cells that differ (ours, then the paper's; marked * in the tables):</p><ul>"
+            + "".join(f"<li>{esc(x)}</li>" for x in f.shown_differs())
+            + "</ul>"
+        )
     out += [f"<p>{esc(h)}</p>" for h in f.holds]
     if f.theory:
         out.append(f"<p>{esc(f.theory)}</p>")
     if f.why:
-        out.append(f'<p class="why">{esc(f.why)} The study\'s notes (at the end) say what each choice '
-                   "changes.</p>")
+        out.append(
+            f'<p class="why">{esc(f.why)} The study\'s notes (at the end) say what each choice changes.</p>'
+        )
     out.append("</section>")
     return "".join(out)
 
@@ -162,8 +177,13 @@ def verdict_grid(vt) -> Grid:
     for label, cells in vt.rows:
         row = [HCell(label)]
         for c in cells:
-            row.append(HCell("-") if c is None else
-                       HCell(c.text(), title=c.reason, classes=("verdict", str(c.outcome)), markup=cell_inner(c)))
+            row.append(
+                HCell("-")
+                if c is None
+                else HCell(
+                    c.text(), title=c.reason, classes=("verdict", str(c.outcome)), markup=cell_inner(c)
+                )
+            )
         rows.append(row)
     return plain_grid(["model", *vt.columns], rows, VERDICTS_CAPTION, wrap=True)
 
@@ -186,73 +206,109 @@ def page(rep: Report, meta: dict, svgs: list[tuple[str, str, str, str]]) -> str:
     study = rep.study
     p = _Page()
     written = f"; written {esc(meta['Date'])}" if meta.get("Date") else ""
-    sub = (f'<p class="sub">Study <code>{esc(study.name)}</code>, scale <code>{esc(rep.scale)}</code>, '
-           f"{rep.complete} of {len(rep.results)} runs ({rep.seeds} seed{'s' if rep.seeds > 1 else ''} per "
-           f"cell){written}. Source: {esc(study.source)}.</p>")
+    sub = (
+        f'<p class="sub">Study <code>{esc(study.name)}</code>, scale <code>{esc(rep.scale)}</code>, '
+        f"{rep.complete} of {len(rep.results)} runs ({rep.seeds} seed{'s' if rep.seeds > 1 else ''} per "
+        f"cell){written}. Source: {esc(study.source)}.</p>"
+    )
     p.parts += [f"<h1>{esc(study.title)}</h1>", sub, status_html(rep)]
     if study.kind is not StudyKind.LM:
         p.parts.append(finding_html(rep.finding()))
     # one toggle for every interval and seeds' range of the page: those that change no reading are hidden
-    p.parts.append('<input type="checkbox" id="ci-all" class="ci-all"> <label for="ci-all" class="ci-all">show '
-                   "every seeds' range and 95% interval (by default only those that hold the 90% threshold or "
-                   "chance are shown; hover a cell for its own)</label>")
+    p.parts.append(
+        '<input type="checkbox" id="ci-all" class="ci-all"> <label for="ci-all" class="ci-all">show '
+        "every seeds' range and 95% interval (by default only those that hold the 90% threshold or "
+        "chance are shown; hover a cell for its own)</label>"
+    )
     for t in rep.tables:
-        p.parts.append(f"<h2>{esc(t.title)}" + (f" (table <code>{esc(t.name)}</code>)" if t.name != "main" else "")
-                       + "</h2>")
+        p.parts.append(
+            f"<h2>{esc(t.title)}"
+            + (f" (table <code>{esc(t.name)}</code>)" if t.name != "main" else "")
+            + "</h2>"
+        )
         if isinstance(t, LMTable):
             p.table(plain_grid(t.headers(), t.cell_texts(), t.caption))
             p.parts += [f"<p>{esc(x)}</p>" for x in t.notes]
         else:
             p.table(study_grid(t, study.score.threshold))
-        p.parts.append(figures_html([figure_html(svg, caption, stem)
-                                     for section, stem, svg, caption in svgs if section == t.name]))
+        p.parts.append(
+            figures_html(
+                [figure_html(svg, caption, stem) for section, stem, svg, caption in svgs if section == t.name]
+            )
+        )
     probes = rep.probe_rows()
     if probes:
         p.parts.append("<h2>Probes</h2>")
-        p.table(plain_grid(["model", "probe", "runs", *PROBE_HEADERS],
-                           [[r["model"], r["probe"], str(r["runs"]), *probe_cells(r)] for r in probes],
-                           "accuracy (%) of the trained models on fixed inputs (median over runs); traces: one "
-                           "seeded sequence per probe: input, target and the model's P(1) over time"))
-        p.parts.append(figures_html([figure_html(svg, caption, stem)
-                                     for section, stem, svg, caption in svgs if section == "probes"]))
+        p.table(
+            plain_grid(
+                ["model", "probe", "runs", *PROBE_HEADERS],
+                [[r["model"], r["probe"], str(r["runs"]), *probe_cells(r)] for r in probes],
+                "accuracy (%) of the trained models on fixed inputs (median over runs); traces: one "
+                "seeded sequence per probe: input, target and the model's P(1) over time",
+            )
+        )
+        p.parts.append(
+            figures_html(
+                [
+                    figure_html(svg, caption, stem)
+                    for section, stem, svg, caption in svgs
+                    if section == "probes"
+                ]
+            )
+        )
     if rep.verdicts is not None:
         vt = rep.verdicts
         p.parts.append("<h2>The theory's verdict beside every cell</h2>")
-        p.parts.append(f"<p>{esc(vt.summary())} The <a href=\"{esc(study.name)}-leaderboard.html\">leaderboard</a> "
-                       "ranks the models.</p>")
+        p.parts.append(
+            f'<p>{esc(vt.summary())} The <a href="{esc(study.name)}-leaderboard.html">leaderboard</a> '
+            "ranks the models.</p>"
+        )
         p.table(verdict_grid(vt))
-    for split, title, caption in (("test", "Accuracy of every run, with 95% intervals", INTERVALS_CAPTION),
-                                  ("long", "Accuracy of every run on the long-range draw, with 95% intervals",
-                                   LONG_INTERVALS_CAPTION)):
+    for split, title, caption in (
+        ("test", "Accuracy of every run, with 95% intervals", INTERVALS_CAPTION),
+        ("long", "Accuracy of every run on the long-range draw, with 95% intervals", LONG_INTERVALS_CAPTION),
+    ):
         intervals = interval_tables(rep, split)
         if not intervals:
             continue
         p.parts.append(f"<h2>{title}</h2>")
         p.parts.append("<div>")
         for name, head, rows in intervals:
-            p.table(plain_grid(head, [[interval_cell(x) for x in r] for r in rows],
-                               caption if len(intervals) == 1 else f"table {name}: {caption}"))
+            p.table(
+                plain_grid(
+                    head,
+                    [[interval_cell(x) for x in r] for r in rows],
+                    caption if len(intervals) == 1 else f"table {name}: {caption}",
+                )
+            )
         p.parts.append("</div>")
     p.parts.append("<h2>How this report was made</h2>")
     dl = ['<dl class="meta">']
     for k, v in meta.items():
         dl.append(f"<dt>{esc(k)}</dt><dd>{f'<code>{esc(v)}</code>' if k == 'Command' else esc(v)}</dd>")
-    dl.append(f"<dt>Study</dt><dd><code>{esc(study.name)}</code>, scale <code>{esc(rep.scale)}</code></dd>"
-              f"<dt>Source</dt><dd>{esc(study.source)}</dd></dl>")
+    dl.append(
+        f"<dt>Study</dt><dd><code>{esc(study.name)}</code>, scale <code>{esc(rep.scale)}</code></dd>"
+        f"<dt>Source</dt><dd>{esc(study.source)}</dd></dl>"
+    )
     p.parts.append("".join(dl))
     for text in (scale_note(rep), runs_line(rep)):
         if text:
             p.parts.append(f"<p>{esc(text.replace('`', ''))}</p>")
     if study.notes:
-        p.parts += ["<h2>Notes (from the study file)</h2>", f'<p class="notes">{esc(study.notes.strip())}</p>']
+        p.parts += [
+            "<h2>Notes (from the study file)</h2>",
+            f'<p class="notes">{esc(study.notes.strip())}</p>',
+        ]
     p.parts.append(f'<footer>statetrack {esc(__version__)}; <a href="index.html">all reports</a></footer>')
     return _document(study.title, "\n".join(x for x in p.parts if x), "".join(p.css))
 
 
 def _document(title: str, body: str, css: str = "") -> str:
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{esc(title)}</title><style>{CSS}{css}</style></head>\n<body>\n{body}\n</body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{CSS}{css}</style></head>\n<body>\n{body}\n</body></html>\n"
+    )
 
 
 def write_html(rep: Report, out, meta: dict | None = None, force: bool = False) -> Path:
@@ -277,9 +333,16 @@ def write_html(rep: Report, out, meta: dict | None = None, force: bool = False) 
     path = write_file(out / f"{rep.study.name}.html", page(rep, meta, svgs), what="report")
     if rep.verdicts is not None:
         write_leaderboard(rep.verdicts, rep.study.title, out, meta)
-    records = update_record(out, rep.study.name, {
-        **rep.record(meta), "page": path.name, "thumbnail": thumbnail,
-        "leaderboard": f"{rep.study.name}-leaderboard.html" if rep.verdicts is not None else None})
+    records = update_record(
+        out,
+        rep.study.name,
+        {
+            **rep.record(meta),
+            "page": path.name,
+            "thumbnail": thumbnail,
+            "leaderboard": f"{rep.study.name}-leaderboard.html" if rep.verdicts is not None else None,
+        },
+    )
     write_index(out, records)
     return path
 
@@ -304,28 +367,56 @@ def index_card(name: str, r: dict, folder: Path) -> str:
     page = _link(folder, f"{name}.html") or _link(folder, f"{name}.md")
     title = f'<a href="{esc(page)}">{esc(name)}</a>' if page else esc(name)
     compared, agree = _count(r.get("cells_compared")), _count(r.get("cells_agree"))
-    finding = r.get("finding") if isinstance(r.get("finding"), str) else (
-        f"{agree} of {compared} cells with a published number agree with the paper." if compared else "")
+    finding = (
+        r.get("finding")
+        if isinstance(r.get("finding"), str)
+        else (
+            f"{agree} of {compared} cells with a published number agree with the paper." if compared else ""
+        )
+    )
     missing = _count(r.get("missing"))
     runs = f"{_count(r.get('complete'))} of {_count(r.get('runs'))} complete" + (
-        f", <strong>{missing} missing</strong>" if missing else "")
+        f", <strong>{missing} missing</strong>" if missing else ""
+    )
     n = r.get("seeds")
-    seeds = f", {n} seed{'s' if n != 1 else ''} per cell" if isinstance(n, int) and not isinstance(n, bool) else ""
-    links = [f'<a href="{esc(x)}">{what}</a>' for what, x in (
-        ("the page", _link(folder, f"{name}.html")), ("markdown", _link(folder, f"{name}.md")),
-        ("leaderboard", _link(folder, f"{name}-leaderboard.html"))) if x]
+    seeds = (
+        f", {n} seed{'s' if n != 1 else ''} per cell"
+        if isinstance(n, int) and not isinstance(n, bool)
+        else ""
+    )
+    links = [
+        f'<a href="{esc(x)}">{what}</a>'
+        for what, x in (
+            ("the page", _link(folder, f"{name}.html")),
+            ("markdown", _link(folder, f"{name}.md")),
+            ("leaderboard", _link(folder, f"{name}-leaderboard.html")),
+        )
+        if x
+    ]
     thumb = _link(folder, f"{name}/thumbnail.png")
-    img = (f'<a href="{esc(page or thumb)}"><img src="{esc(thumb)}" alt="first figure of {esc(name)}" '
-           'loading="lazy"></a>' if thumb else "")
+    img = (
+        f'<a href="{esc(page or thumb)}"><img src="{esc(thumb)}" alt="first figure of {esc(name)}" '
+        'loading="lazy"></a>'
+        if thumb
+        else ""
+    )
     run_time = r.get("run_time_s") if isinstance(r.get("run_time_s"), (int, float)) else 0.0
     devices = r.get("devices") if isinstance(r.get("devices"), list) else []
-    dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in (
-        ("scale", esc(r.get("scale") or "-") + seeds), ("runs", runs),
-        ("run time", esc(_duration(run_time)) + " (sum over runs)"),
-        ("device", esc(", ".join(map(str, devices)) or "-")), ("written", esc(r.get("date") or "-"))))
-    return (f'<div class="card"><h2>{title}</h2><p>{esc(r.get("title") or "")}</p>'
-            + (f"<p><strong>{esc(finding)}</strong></p>" if finding else "")
-            + f"<dl>{dl}</dl><p>{' · '.join(links)}</p>{img}</div>")
+    dl = "".join(
+        f"<dt>{k}</dt><dd>{v}</dd>"
+        for k, v in (
+            ("scale", esc(r.get("scale") or "-") + seeds),
+            ("runs", runs),
+            ("run time", esc(_duration(run_time)) + " (sum over runs)"),
+            ("device", esc(", ".join(map(str, devices)) or "-")),
+            ("written", esc(r.get("date") or "-")),
+        )
+    )
+    return (
+        f'<div class="card"><h2>{title}</h2><p>{esc(r.get("title") or "")}</p>'
+        + (f"<p><strong>{esc(finding)}</strong></p>" if finding else "")
+        + f"<dl>{dl}</dl><p>{' · '.join(links)}</p>{img}</div>"
+    )
 
 
 def _count(v) -> int:
@@ -338,9 +429,14 @@ def write_index(folder, records: dict[str, dict] | None = None) -> Path:
     folder = Path(folder)
     records = read_index(folder) if records is None else records
     cards = [index_card(k, records[k], folder) for k in sorted(records) if name_problem(k) is None]
-    body = [f"<h1>statetrack reports ({len(cards)} stud{'y' if len(cards) == 1 else 'ies'})</h1>",
-            ("<p class=\"sub\">Each study's page starts with what it found, then its tables (our numbers beside "
-             "the paper's), its figures and its notes. Cells agreeing with the paper: the cells with a published "
-             "number whose value is within the study's tolerance.</p>"),
-            f'<div class="cards">{"".join(cards)}</div>', f"<footer>statetrack {esc(__version__)}</footer>"]
+    body = [
+        f"<h1>statetrack reports ({len(cards)} stud{'y' if len(cards) == 1 else 'ies'})</h1>",
+        (
+            '<p class="sub">Each study\'s page starts with what it found, then its tables (our numbers beside '
+            "the paper's), its figures and its notes. Cells agreeing with the paper: the cells with a published "
+            "number whose value is within the study's tolerance.</p>"
+        ),
+        f'<div class="cards">{"".join(cards)}</div>',
+        f"<footer>statetrack {esc(__version__)}</footer>",
+    ]
     return write_file(folder / "index.html", _document("statetrack reports", "\n".join(body)), what="report")

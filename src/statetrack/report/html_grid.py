@@ -11,6 +11,7 @@ that fit is added, and a CSS media query shows the whole table in any window wid
 parts only in a narrower one. Paired columns (ours | paper) stay in one part; each part repeats the
 first (model) column, as a terminal folds a wide table. No script: the file is the page.
 """
+
 from __future__ import annotations
 
 import html
@@ -85,7 +86,7 @@ def split_text(text: str) -> tuple[str, str]:
     for sep in (" [", " ("):
         i = core.find(sep)
         if i > 0 and _NUMBER.fullmatch(core[:i]):
-            return core[:i] + marks, core[i + 1:]
+            return core[:i] + marks, core[i + 1 :]
     return text, ""
 
 
@@ -120,8 +121,13 @@ def study_grid(t, threshold: float = 0.9) -> Grid:
                 unit += 1
                 cols.append(Column(h, None, unit))
                 tasks.append(h if h in t.task_columns else None)
-        body = [[_cell(c, cols[i].paper, cell=row["cells"].get(tasks[i]) if tasks[i] else None, threshold=thr)
-                 for i, c in enumerate(r)] for r, row in zip(rows, t.rows, strict=True)]
+        body = [
+            [
+                _cell(c, cols[i].paper, cell=row["cells"].get(tasks[i]) if tasks[i] else None, threshold=thr)
+                for i, c in enumerate(r)
+            ]
+            for r, row in zip(rows, t.rows, strict=True)
+        ]
         return Grid(cols, body, t.caption)
     # per_length: model, train len, seeds, lr, [train acc], published pairs, >=90% up to, the lengths
     n_len = len(t.lengths)
@@ -139,8 +145,14 @@ def study_grid(t, threshold: float = 0.9) -> Grid:
             pub = row["published"].get(key)
             differs = bool(row["differs"].get(key))
             paper_text = "-" if pub is None else (pub if isinstance(pub, str) else f"{100 * float(pub):.1f}")
-            cells.append(HCell(ours + (f" {MARK}" if differs else ""), "", row.get("ours_title", {}).get(key, ""),
-                               ("differs",) if differs else ()))
+            cells.append(
+                HCell(
+                    ours + (f" {MARK}" if differs else ""),
+                    "",
+                    row.get("ours_title", {}).get(key, ""),
+                    ("differs",) if differs else (),
+                )
+            )
             cells.append(HCell(paper_text, "", "", ("paper",)))
     unit += 1
     first_len = 5
@@ -234,12 +246,17 @@ def _table(g: Grid, idx: list[int], caption: str, extra: str = "") -> str:
             while k + span < len(cols) and cols[k + span].group == c.group:
                 span += 1
             top.append(f'<th colspan="{span}" class="group">{esc(c.group)}</th>')
-            sub += [f"<th{_cls(['paper' if x.paper else ''])}>{esc(x.header)}</th>" for x in cols[k:k + span]]
+            sub += [
+                f"<th{_cls(['paper' if x.paper else ''])}>{esc(x.header)}</th>" for x in cols[k : k + span]
+            ]
             k += span
         out.append("<tr>" + "".join(top) + "</tr><tr>" + "".join(sub) + "</tr>")
     else:
-        out.append("<tr>" + "".join(f"<th{_cls(['paper' if c.paper else ''])}>{esc(c.header)}</th>"
-                                    for c in cols) + "</tr>")
+        out.append(
+            "<tr>"
+            + "".join(f"<th{_cls(['paper' if c.paper else ''])}>{esc(c.header)}</th>" for c in cols)
+            + "</tr>"
+        )
     out.append("</thead><tbody>")
     for r in g.rows:
         out.append("<tr>" + "".join(_td(r[i]) for i in idx) + "</tr>")
@@ -269,12 +286,20 @@ def grid_html(g: Grid, key: str, page_width: int = PAGE_WIDTH) -> Rendered:
     need = int(w + PAGE_MARGIN)
     folded = []
     for k, idx in enumerate(ps):
-        names = ", ".join(g.columns[i].header if g.columns[i].group is None else
-                          f"{g.columns[i].group} ({g.columns[i].header})" for i in idx[1:])
-        folded.append(f'<p class="part">part {k + 1} of {len(ps)} (this window is too narrow for the whole '
-                      f"table; a window {need} px wide shows it whole): {esc(names)}</p>")
+        names = ", ".join(
+            g.columns[i].header
+            if g.columns[i].group is None
+            else f"{g.columns[i].group} ({g.columns[i].header})"
+            for i in idx[1:]
+        )
+        folded.append(
+            f'<p class="part">part {k + 1} of {len(ps)} (this window is too narrow for the whole '
+            f"table; a window {need} px wide shows it whole): {esc(names)}</p>"
+        )
         folded.append(_table(g, idx, g.caption if k == len(ps) - 1 else ""))
     body = f'<div class="whole {key}">{whole}</div><div class="folded {key}">{"".join(folded)}</div>'
-    css = (f"@media (max-width: {need - 1}px) {{ div.whole.{key} {{ display: none; }} }}\n"
-           f"@media (min-width: {need}px) {{ div.folded.{key} {{ display: none; }} }}\n")
+    css = (
+        f"@media (max-width: {need - 1}px) {{ div.whole.{key} {{ display: none; }} }}\n"
+        f"@media (min-width: {need}px) {{ div.folded.{key} {{ display: none; }} }}\n"
+    )
     return Rendered(body, css, True, w)

@@ -19,6 +19,7 @@ selected cell for each model label; a model with no complete run there shows ``-
 differ only by ``[0,1]`` / ``[-1,1]`` are paired, and a difference row (``[-1,1]`` minus ``[0,1]``, of
 the medians) follows each pair.
 """
+
 from __future__ import annotations
 
 import math
@@ -111,8 +112,12 @@ def fmt_bpb(vals: list[float], se: list[float] | None = None) -> str:
 
 
 def _stats(vals: list[float]) -> dict:
-    return {"median": statistics.median(vals) if vals else None, "min": min(vals) if vals else None,
-            "max": max(vals) if vals else None, "seeds": len(vals)}
+    return {
+        "median": statistics.median(vals) if vals else None,
+        "min": min(vals) if vals else None,
+        "max": max(vals) if vals else None,
+        "seeds": len(vals),
+    }
 
 
 def _has_answers(cells: list[Cell], column: str) -> bool:
@@ -120,10 +125,28 @@ def _has_answers(cells: list[Cell], column: str) -> bool:
 
 
 # -- the tables ---------------------------------------------------------------------------------------
-def _record(study, table: str, model: str, column: str, metric: str, length: int, vals: list[float],
-            params: int | None = None, lr: float | None = None) -> dict:
-    return {"study": study.name, "table": table, "model": model, "column": column, "metric": metric,
-            "length": length, "params": params, "lr": lr, **_stats(vals)}
+def _record(
+    study,
+    table: str,
+    model: str,
+    column: str,
+    metric: str,
+    length: int,
+    vals: list[float],
+    params: int | None = None,
+    lr: float | None = None,
+) -> dict:
+    return {
+        "study": study.name,
+        "table": table,
+        "model": model,
+        "column": column,
+        "metric": metric,
+        "length": length,
+        "params": params,
+        "lr": lr,
+        **_stats(vals),
+    }
 
 
 def params_text(cells: list[Cell], label: str) -> str:
@@ -151,12 +174,16 @@ def _windows_note(base: dict, column: str, length: int) -> str:
     comp = base[column].get("compressors", {})
     test = next(iter(comp.values())).test_bytes if comp else None
     ctx = comp["xz_train"].context_bytes if "xz_train" in comp else 0
-    text = (f"Count baselines: fitted on the train split, scored on the models' windows ({m.windows:,} windows, "
-            f"{m.tokens:,} tokens at length {m.length}). ")
+    text = (
+        f"Count baselines: fitted on the train split, scored on the models' windows ({m.windows:,} windows, "
+        f"{m.tokens:,} tokens at length {m.length}). "
+    )
     if test:
-        text += (f"Compressors: the test split's {test:,} bytes as one stream (8 x compressed bytes / test bytes); "
-                 f"'xz -9e after train': compressed after the train split's last {ctx:,} bytes, minus what those "
-                 "cost alone. ")
+        text += (
+            f"Compressors: the test split's {test:,} bytes as one stream (8 x compressed bytes / test bytes); "
+            f"'xz -9e after train': compressed after the train split's last {ctx:,} bytes, minus what those "
+            "cost alone. "
+        )
     return text
 
 
@@ -179,21 +206,27 @@ def bpb_table(study, cells: list[Cell], base: dict) -> LMTable:
             blind = "-" if base[col]["blind"] is None else f"{base[col]['blind']:.3f}"
             row += ["-"] + ([blind] if answers[col] else [])
             if base[col]["blind"] is not None:
-                t.records.append(_record(study, "bpb", BLIND, col, "answer_bpb", at[col], [base[col]["blind"]]))
+                t.records.append(
+                    _record(study, "bpb", BLIND, col, "answer_bpb", at[col], [base[col]["blind"]])
+                )
         t.rows.append(row)
-    t.caption = (f"Test-split bits per byte at the training context length, median [min-max] over seeds (one "
-                 f"seed: ± the standard error over the test windows); {MARK} = not below the bigram baseline. "
-                 "params: counted from the built model (one count per corpus where their token vocabularies "
-                 "differ). "
-                 "Answer bpb: on the answer bytes of a generated corpus (bytes only the program's state decides: "
-                 "docs/lm.md). " + _windows_note(base, cols[0], at[cols[0]]) +
-                 f"{BLIND}: the mean of log2 k over the same answers, k the number of values an answer can take for "
-                 "a reader that does not know the state; only a model that carries the state goes below it.")
+    t.caption = (
+        f"Test-split bits per byte at the training context length, median [min-max] over seeds (one "
+        f"seed: ± the standard error over the test windows); {MARK} = not below the bigram baseline. "
+        "params: counted from the built model (one count per corpus where their token vocabularies "
+        "differ). "
+        "Answer bpb: on the answer bytes of a generated corpus (bytes only the program's state decides: "
+        "docs/lm.md). "
+        + _windows_note(base, cols[0], at[cols[0]])
+        + f"{BLIND}: the mean of log2 k over the same answers, k the number of values an answer can take for "
+        "a reader that does not know the state; only a model that carries the state goes below it."
+    )
     return t
 
 
-def _model_bpb_row(study, t: LMTable, cells: list[Cell], label: str, base: dict, at: dict[str, int],
-                   answers: dict[str, bool]) -> list[str]:
+def _model_bpb_row(
+    study, t: LMTable, cells: list[Cell], label: str, base: dict, at: dict[str, int], answers: dict[str, bool]
+) -> list[str]:
     """A model's row of the bits-per-byte table (its records added to ``t``)."""
     row = [label, "-"]
     for col in at:
@@ -215,8 +248,9 @@ def _model_bpb_row(study, t: LMTable, cells: list[Cell], label: str, base: dict,
     return row
 
 
-def _baseline_bpb_row(study, t: LMTable, i: int, name: str, base: dict, at: dict[str, int],
-                      answers: dict[str, bool]) -> list[str]:
+def _baseline_bpb_row(
+    study, t: LMTable, i: int, name: str, base: dict, at: dict[str, int], answers: dict[str, bool]
+) -> list[str]:
     """The ``i``-th baseline's row of the bits-per-byte table (its records added to ``t``)."""
     row = [name, "-"]
     for col in at:
@@ -233,8 +267,18 @@ def _baseline_bpb_row(study, t: LMTable, i: int, name: str, base: dict, at: dict
 def training_table(study, cells: list[Cell]) -> LMTable:
     """What each model cost: parameters, steps, batch, context, tokens seen, passes over the train split,
     training wall time (median over seeds; one thread per run where the sweep set it)."""
-    header = ["model", "corpus", "params", "steps", "batch", "context", "tokens seen", "passes", "train time (s)",
-              "ms / step"]
+    header = [
+        "model",
+        "corpus",
+        "params",
+        "steps",
+        "batch",
+        "context",
+        "tokens seen",
+        "passes",
+        "train time (s)",
+        "ms / step",
+    ]
     t = LMTable(study.name, "training", "What each run cost", header)
     sizes: dict[str, int] = {}
     for c in cells:
@@ -247,17 +291,41 @@ def training_table(study, cells: list[Cell]) -> LMTable:
         times = [r.summary.get("train_time") for r in c.runs if r.summary.get("train_time")]
         steps = [r.summary.get("steps_run") or j.train.steps for r in c.runs]
         tt = statistics.median(times) if times else None
-        t.rows.append([c.label, c.column, f"{c.params:,}", f"{j.train.steps:,}", str(j.train.batch_size),
-                       str(j.train.train_max_len), f"{tokens / 1e6:.1f}M", f"{tokens / sizes[c.task]:.2f}",
-                       "-" if tt is None else f"{tt:.{0 if tt >= 10 else 1}f}",
-                       "-" if tt is None else f"{1000 * tt / statistics.median(steps):.0f}"])
-        t.records.append({"study": study.name, "table": "training", "model": c.label, "column": c.column,
-                          "params": c.params, "steps": j.train.steps, "batch_size": j.train.batch_size,
-                          "context": j.train.train_max_len, "tokens_seen": tokens,
-                          "passes": tokens / sizes[c.task], "train_time": tt, "seeds": len(c.runs)})
-    t.caption = ("Tokens seen = steps x batch x context; passes = tokens seen / the train split's tokens; train "
-                 "time: wall time of the training loop (validations included, test evaluation not), median over "
-                 "seeds, each run on one thread of a shared 2-worker sweep unless the study ran otherwise.")
+        t.rows.append(
+            [
+                c.label,
+                c.column,
+                f"{c.params:,}",
+                f"{j.train.steps:,}",
+                str(j.train.batch_size),
+                str(j.train.train_max_len),
+                f"{tokens / 1e6:.1f}M",
+                f"{tokens / sizes[c.task]:.2f}",
+                "-" if tt is None else f"{tt:.{0 if tt >= 10 else 1}f}",
+                "-" if tt is None else f"{1000 * tt / statistics.median(steps):.0f}",
+            ]
+        )
+        t.records.append(
+            {
+                "study": study.name,
+                "table": "training",
+                "model": c.label,
+                "column": c.column,
+                "params": c.params,
+                "steps": j.train.steps,
+                "batch_size": j.train.batch_size,
+                "context": j.train.train_max_len,
+                "tokens_seen": tokens,
+                "passes": tokens / sizes[c.task],
+                "train_time": tt,
+                "seeds": len(c.runs),
+            }
+        )
+    t.caption = (
+        "Tokens seen = steps x batch x context; passes = tokens seen / the train split's tokens; train "
+        "time: wall time of the training loop (validations included, test evaluation not), median over "
+        "seeds, each run on one thread of a shared 2-worker sweep unless the study ran otherwise."
+    )
     return t
 
 
@@ -270,22 +338,27 @@ def context_table(study, cells: list[Cell], base: dict, column: str) -> LMTable:
     for c in mine:
         row = [c.label] + [fmt_bpb(c.values(n)) for n in lengths] + [fmt_bpb(c.beyond())]
         t.rows.append(row)
-        t.records += [_record(study, t.name, c.label, column, "bpb", n, c.values(n), c.params, c.lr) for n in lengths]
+        t.records += [
+            _record(study, t.name, c.label, column, "bpb", n, c.values(n), c.params, c.lr) for n in lengths
+        ]
     for b in BASELINES:
         ms = base[column][b]
         beyond = beyond_bpb(ms[max(lengths)], train_len)
-        t.rows.append([LABELS[b]] + [f"{ms[n].bpb:.3f}" for n in lengths] +
-                      ["-" if beyond is None else f"{beyond:.3f}"])
+        t.rows.append(
+            [LABELS[b]] + [f"{ms[n].bpb:.3f}" for n in lengths] + ["-" if beyond is None else f"{beyond:.3f}"]
+        )
     comp = base[column].get("compressors", {})
     for k in COMPRESSORS:
         if k in comp:
             t.rows.append([comp[k].label] + [f"{comp[k].bpb:.3f}"] * len(lengths) + ["-"])
-    t.caption = (f"Trained on windows of {train_len} tokens; at test, windows of each length are read whole "
-                 f"(the state carried across chunks). Last column: the positions past the training length in the "
-                 f"longest windows. A model that extrapolates keeps or lowers its bpb as the context grows. Each "
-                 f"length has its own windows: the baselines' rows, on the same windows, show how much of a "
-                 f"change across lengths is the windows'. The compressors read the whole test split at once: one "
-                 f"number, repeated.")
+    t.caption = (
+        f"Trained on windows of {train_len} tokens; at test, windows of each length are read whole "
+        f"(the state carried across chunks). Last column: the positions past the training length in the "
+        f"longest windows. A model that extrapolates keeps or lowers its bpb as the context grows. Each "
+        f"length has its own windows: the baselines' rows, on the same windows, show how much of a "
+        f"change across lengths is the windows'. The compressors read the whole test split at once: one "
+        f"number, repeated."
+    )
     return t
 
 
@@ -305,19 +378,23 @@ def state_tracking_cells(study, db, scale: str) -> tuple[dict, list[str], str]:
         res = [(j, complete_result(store, j.key)) for j in jobs]
         found = sum(r is not None for _, r in res)
         tables = [t for t in study_tables(other, res, scale) if t.name == st.table]
-        for row in (tables[0].rows if tables and found else []):
+        for row in tables[0].rows if tables and found else []:
             cells = {col: row["cells"][col] for col in st.columns if col in row["cells"]}
             # the cell's value as that study shows it, without its mark of a difference from ITS paper
-            out[row["label"]] = {col: (fmt_cell(replace(c, differs=None), other), c.selected)
-                                 for col, c in cells.items()
-                                 if c.selected is not None}
+            out[row["label"]] = {
+                col: (fmt_cell(replace(c, differs=None), other), c.selected)
+                for col, c in cells.items()
+                if c.selected is not None
+            }
     span = "-".join(map(str, other.score.lengths)) if other.score.lengths else "all"
-    note = (f"State tracking: {other.source}, our runs of study `{other.name}` at scale `{scale}` read from the same "
-            f"database ({found} complete runs found); the cell is that study's selected value "
-            f"({other.metric.replace('_', ' ')}; {other.score.kind} over lengths {span}). "
-            f"'-': no complete run of that model there (run `statetrack sweep {other.name} --scale {scale} --db ...` "
-            "into the same database). Those models have that study's sizes, not this one's: the table pairs model "
-            "families, not weights.")
+    note = (
+        f"State tracking: {other.source}, our runs of study `{other.name}` at scale `{scale}` read from the same "
+        f"database ({found} complete runs found); the cell is that study's selected value "
+        f"({other.metric.replace('_', ' ')}; {other.score.kind} over lengths {span}). "
+        f"'-': no complete run of that model there (run `statetrack sweep {other.name} --scale {scale} --db ...` "
+        "into the same database). Those models have that study's sizes, not this one's: the table pairs model "
+        "families, not weights."
+    )
     return out, list(st.columns), note
 
 
@@ -325,11 +402,17 @@ def _st_header(study, col: str) -> str:
     return f"{col} ({study.state_tracking.study})" if study.state_tracking else col
 
 
-def joint_table(study, cells: list[Cell], base: dict, st_cells: dict, st_cols: list[str], note: str) -> LMTable:
+def joint_table(
+    study, cells: list[Cell], base: dict, st_cells: dict, st_cols: list[str], note: str
+) -> LMTable:
     cols = columns_of(cells)
     ans_cols = [c for c in cols if _has_answers(cells, c)]
-    header = (["model", "params"] + [f"bpb {c}" for c in cols] + [f"answer bpb {c} ({IN_CONTEXT})" for c in ans_cols]
-              + [_st_header(study, c) for c in st_cols])
+    header = (
+        ["model", "params"]
+        + [f"bpb {c}" for c in cols]
+        + [f"answer bpb {c} ({IN_CONTEXT})" for c in ans_cols]
+        + [_st_header(study, c) for c in st_cols]
+    )
     t = LMTable(study.name, "joint", "What [-1,1] costs on text, what it gains on state tracking", header)
     med: dict[str, dict] = {}
     for label in labels_of(cells):
@@ -352,12 +435,20 @@ def joint_table(study, cells: list[Cell], base: dict, st_cells: dict, st_cols: l
             row.append(text)
             med[label][("st", col)] = value
         t.rows.append(row)
-        t.records.append({"study": study.name, "table": "joint", "model": label,
-                          **{f"{k[0]} {k[1]}": v for k, v in med[label].items()}})
+        t.records.append(
+            {
+                "study": study.name,
+                "table": "joint",
+                "model": label,
+                **{f"{k[0]} {k[1]}": v for k, v in med[label].items()},
+            }
+        )
     for fam, a, b in pairs(labels_of(cells)):
+
         def diff(key, digits=3, a=a, b=b):
             x, y = med[a].get(key), med[b].get(key)
             return "-" if x is None or y is None else f"{y - x:+.{digits}f}"
+
         row = [f"{fam}: {NEG} - {POS}", ""] + [diff(("bpb", c)) for c in cols]
         row += [diff(("answer", c)) for c in ans_cols] + [diff(("st", c)) for c in st_cols]
         t.rows.append(row)
@@ -376,13 +467,19 @@ def joint_table(study, cells: list[Cell], base: dict, st_cells: dict, st_cols: l
         t.rows.append(row + ["-"] * len(st_cols))
     if ans_cols:
         levels = [blind_in_context(base, c, L[c]) for c in ans_cols]
-        t.rows.append([BLIND, "-"] + ["-"] * len(cols) + ["-" if v is None else f"{v:.3f}" for v in levels] +
-                      ["-"] * len(st_cols))
-    t.caption = ("bpb: test split at the training context length, median [min-max] over seeds (lower is better); "
-                 f"answer bpb ({IN_CONTEXT}): bits per answer on the answers whose decisive statement is inside "
-                 "the window (tables answers-*), beside the exact state-blind level of the same answers; "
-                 "difference rows: [-1,1] minus [0,1] of the medians (bpb: positive = [-1,1] costs bits; state "
-                 "tracking: positive = [-1,1] gains). Compressors: the whole test split as one stream. " + note)
+        t.rows.append(
+            [BLIND, "-"]
+            + ["-"] * len(cols)
+            + ["-" if v is None else f"{v:.3f}" for v in levels]
+            + ["-"] * len(st_cols)
+        )
+    t.caption = (
+        "bpb: test split at the training context length, median [min-max] over seeds (lower is better); "
+        f"answer bpb ({IN_CONTEXT}): bits per answer on the answers whose decisive statement is inside "
+        "the window (tables answers-*), beside the exact state-blind level of the same answers; "
+        "difference rows: [-1,1] minus [0,1] of the medians (bpb: positive = [-1,1] costs bits; state "
+        "tracking: positive = [-1,1] gains). Compressors: the whole test split as one stream. " + note
+    )
     return t
 
 
@@ -392,15 +489,25 @@ def lm_tables(study, results, scale: str | None = None, db=None) -> list[LMTable
     what each run cost, then bpb by context length per corpus."""
     cells = gather(study, results)
     if not any(c.runs for c in cells):
-        return [LMTable(study.name, "bpb", "Bits per byte on the test split (no complete runs yet)", ["model"])]
+        return [
+            LMTable(study.name, "bpb", "Bits per byte on the test split (no complete runs yet)", ["model"])
+        ]
     base = baselines(cells, results)
     bpb = bpb_table(study, cells, base)
     bpb.notes = verdicts(cells, base)
     st_cells, st_cols, note = state_tracking_cells(study, db, scale) if scale else ({}, [], "")
-    answers = [t for col in columns_of(cells) if _has_answers(cells, col)
-               for t in answer_tables(study, cells, base, col, LMTable)]
-    return ([bpb, joint_table(study, cells, base, st_cells, st_cols, note)] + answers + [training_table(study, cells)]
-            + [context_table(study, cells, base, col) for col in columns_of(cells)])
+    answers = [
+        t
+        for col in columns_of(cells)
+        if _has_answers(cells, col)
+        for t in answer_tables(study, cells, base, col, LMTable)
+    ]
+    return (
+        [bpb, joint_table(study, cells, base, st_cells, st_cols, note)]
+        + answers
+        + [training_table(study, cells)]
+        + [context_table(study, cells, base, col) for col in columns_of(cells)]
+    )
 
 
 def json_rows(study, results) -> list[dict]:
@@ -416,32 +523,68 @@ def json_rows(study, results) -> list[dict]:
                 continue
             by = {m.length: m for m in r.lm}
             m = by.get(L)
-            out.append({"study": study.name, "model": c.label, "layers": j.train.model.layers, "task": c.task,
-                        "column": c.column, "seed": j.seed, "lr": j.train.lr, "run_id": r.run_id,
-                        "params": c.params, "length": L, "bpb": m.bpb if m else None,
-                        "bpb_se": m.bpb_se if m else None, "answer_bpb": m.answer_bpb if m else None,
-                        "answer_buckets": m.answer_buckets if m else [],
-                        "bpb_by_length": {n: x.bpb for n, x in sorted(by.items())}})
+            out.append(
+                {
+                    "study": study.name,
+                    "model": c.label,
+                    "layers": j.train.model.layers,
+                    "task": c.task,
+                    "column": c.column,
+                    "seed": j.seed,
+                    "lr": j.train.lr,
+                    "run_id": r.run_id,
+                    "params": c.params,
+                    "length": L,
+                    "bpb": m.bpb if m else None,
+                    "bpb_se": m.bpb_se if m else None,
+                    "answer_bpb": m.answer_bpb if m else None,
+                    "answer_buckets": m.answer_buckets if m else [],
+                    "bpb_by_length": {n: x.bpb for n, x in sorted(by.items())},
+                }
+            )
     for col, bs in base.items():
         c = next(x for x in cells if x.column == col)
         L = eval_length(c)
         for b in BASELINES:
             m = bs[b][L]
-            out.append({"study": study.name, "model": LABELS[b], "baseline": b, "task": c.task, "column": col,
-                        "length": L, "bpb": m.bpb, "bpb_se": m.bpb_se, "answer_bpb": m.answer_bpb,
-                        "bpb_by_length": {n: x.bpb for n, x in sorted(bs[b].items())}})
+            out.append(
+                {
+                    "study": study.name,
+                    "model": LABELS[b],
+                    "baseline": b,
+                    "task": c.task,
+                    "column": col,
+                    "length": L,
+                    "bpb": m.bpb,
+                    "bpb_se": m.bpb_se,
+                    "answer_bpb": m.answer_bpb,
+                    "bpb_by_length": {n: x.bpb for n, x in sorted(bs[b].items())},
+                }
+            )
         for k, comp in bs.get("compressors", {}).items():
-            out.append({"study": study.name, "model": comp.label, "baseline": k, "task": c.task, "column": col,
-                        "bpb": comp.bpb, "test_bytes": comp.test_bytes, "compressed_bytes": comp.compressed_bytes,
-                        "context_bytes": comp.context_bytes})
+            out.append(
+                {
+                    "study": study.name,
+                    "model": comp.label,
+                    "baseline": k,
+                    "task": c.task,
+                    "column": col,
+                    "bpb": comp.bpb,
+                    "test_bytes": comp.test_bytes,
+                    "compressed_bytes": comp.compressed_bytes,
+                    "context_bytes": comp.context_bytes,
+                }
+            )
     return out
 
 
 # -- the report ---------------------------------------------------------------------------------------
 def scale_note(scale: str) -> str:
-    return (f"Scale `{scale}`. The paper's language models have 340M-1.3B parameters and are trained on billions "
-            "of tokens; ours are trained here on the corpora below, so only the direction of a difference can be "
-            "compared with the paper, not the numbers.")
+    return (
+        f"Scale `{scale}`. The paper's language models have 340M-1.3B parameters and are trained on billions "
+        "of tokens; ours are trained here on the corpora below, so only the direction of a difference can be "
+        "compared with the paper, not the numbers."
+    )
 
 
 def verdicts(cells: list[Cell], base: dict) -> list[str]:
@@ -454,15 +597,20 @@ def verdicts(cells: list[Cell], base: dict) -> list[str]:
         if vals and statistics.median(vals) >= base[c.column]["bigram"][L].bpb:
             above.append(f"{c.label} on {c.column}")
     n = sum(1 for c in cells if c.values(eval_length(c)))
-    lines.append(f"Below the bigram baseline: {n - len(above)} of {n} (model, corpus) cells"
-                 + (f"; not below: {', '.join(above)}." if above else "."))
+    lines.append(
+        f"Below the bigram baseline: {n - len(above)} of {n} (model, corpus) cells"
+        + (f"; not below: {', '.join(above)}." if above else ".")
+    )
     for col in columns_of(cells):
         grid = [c for c in cells if c.column == col and len(c.lrs) > 1]
         if grid:
             tried = sorted({lr for c in grid for lr in c.lrs})
-            lines.append(f"{col}: the learning rate of each model is the one with the lowest median validation loss "
-                         f"among {', '.join(f'{lr:g}' for lr in tried)}: "
-                         + ", ".join(f"{c.label} {c.lr:g}" for c in grid) + ".")
+            lines.append(
+                f"{col}: the learning rate of each model is the one with the lowest median validation loss "
+                f"among {', '.join(f'{lr:g}' for lr in tried)}: "
+                + ", ".join(f"{c.label} {c.lr:g}" for c in grid)
+                + "."
+            )
     for col in columns_of(cells):
         lines += _compressor_verdict(cells, base, col) + _blind_verdict(cells, base, col)
     for fam, a, b in pairs(labels_of(cells)):
@@ -476,20 +624,29 @@ def verdicts(cells: list[Cell], base: dict) -> list[str]:
 def _compressor_verdict(cells: list[Cell], base: dict, col: str) -> list[str]:
     """How many models of column ``col`` are below gzip, and whether the best is below xz ([] without them)."""
     comp = base[col].get("compressors", {})
-    mine = [(c.label, statistics.median(c.values(eval_length(c)))) for c in cells
-            if c.column == col and c.values(eval_length(c))]
+    mine = [
+        (c.label, statistics.median(c.values(eval_length(c))))
+        for c in cells
+        if c.column == col and c.values(eval_length(c))
+    ]
     if not (comp and mine):
         return []
     gz, xz = comp["gzip"], comp["xz"]
     not_below = [f"{label} ({v:.3f})" for label, v in mine if v >= gz.bpb]
     best = min(mine, key=lambda x: x[1])
-    return [f"{col}: below {gz.label} ({gz.bpb:.3f}): {len(mine) - len(not_below)} of {len(mine)} models"
-            + (f"; not below: {', '.join(not_below)}" if not_below else "")
-            + f". The best, {best[0]} at {best[1]:.3f}, is {'below' if best[1] < xz.bpb else 'not below'}"
-            f" {xz.label} ({xz.bpb:.3f})"
-            + (f" and {'below' if best[1] < comp['xz_train'].bpb else 'not below'} "
-               f"{comp['xz_train'].label} ({comp['xz_train'].bpb:.3f})" if "xz_train" in comp else "")
-            + "."]
+    return [
+        f"{col}: below {gz.label} ({gz.bpb:.3f}): {len(mine) - len(not_below)} of {len(mine)} models"
+        + (f"; not below: {', '.join(not_below)}" if not_below else "")
+        + f". The best, {best[0]} at {best[1]:.3f}, is {'below' if best[1] < xz.bpb else 'not below'}"
+        f" {xz.label} ({xz.bpb:.3f})"
+        + (
+            f" and {'below' if best[1] < comp['xz_train'].bpb else 'not below'} "
+            f"{comp['xz_train'].label} ({comp['xz_train'].bpb:.3f})"
+            if "xz_train" in comp
+            else ""
+        )
+        + "."
+    ]
 
 
 def _blind_verdict(cells: list[Cell], base: dict, col: str) -> list[str]:
@@ -498,12 +655,17 @@ def _blind_verdict(cells: list[Cell], base: dict, col: str) -> list[str]:
     blind = blind_in_context(base, col, L) if base[col].get("blind") is not None else None
     if blind is None:
         return []
-    below = [c.label for c in cells if c.column == col and in_context_bpb(c)
-             and statistics.median(in_context_bpb(c)) < blind]
-    return [f"Answers of {col} whose decisive statement is in context: {len(below)} model(s) below the "
-            f"state-blind level {blind:.3f}" + (f" ({', '.join(below)})" if below else
-                                                ": no model carries the state at this scale")
-            + f" (intervals and distances: table answers-{col})."]
+    below = [
+        c.label
+        for c in cells
+        if c.column == col and in_context_bpb(c) and statistics.median(in_context_bpb(c)) < blind
+    ]
+    return [
+        f"Answers of {col} whose decisive statement is in context: {len(below)} model(s) below the "
+        f"state-blind level {blind:.3f}"
+        + (f" ({', '.join(below)})" if below else ": no model carries the state at this scale")
+        + f" (intervals and distances: table answers-{col})."
+    ]
 
 
 def _pair_verdict(fam: str, col: str, ca: Cell, cb: Cell) -> str:
@@ -517,6 +679,8 @@ def _pair_verdict(fam: str, col: str, ca: Cell, cb: Cell) -> str:
         note = " (the seeds' ranges overlap)" if overlap else " (the seeds' ranges do not overlap)"
     elif ca.values(La, "bpb_se") and cb.values(Lb, "bpb_se"):
         noise = 2 * math.hypot(ca.values(La, "bpb_se")[0], cb.values(Lb, "bpb_se")[0])
-        note = (f" ({'within' if abs(d) <= noise else 'beyond'} twice its standard error over the test "
-                f"windows, {noise:.3f}, counted unpaired; one seed, so nothing on the seed-to-seed spread)")
+        note = (
+            f" ({'within' if abs(d) <= noise else 'beyond'} twice its standard error over the test "
+            f"windows, {noise:.3f}, counted unpaired; one seed, so nothing on the seed-to-seed spread)"
+        )
     return f"{fam} on {col}: {NEG} minus {POS} = {d:+.3f} bpb{note}"

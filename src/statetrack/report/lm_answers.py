@@ -13,6 +13,7 @@ answers. A verdict compares each model's in-context answers with that level (bel
 interval's upper end below it), and each [-1,1] model with its [0,1] twin: the difference of the
 means over the answers of all seeds, with the interval of an unpaired difference.
 """
+
 from __future__ import annotations
 
 import math
@@ -72,7 +73,11 @@ def _fmt_cell(runs: list[list[dict]], col: str, what: str) -> str:
     if what == "bpb":
         if len(vals) == 1:
             v = vals[0]
-            return f"{v['bpb']:.3f} ({v['bpb_low']:.3f}-{v['bpb_high']:.3f})" if v["n"] > 1 else f"{v['bpb']:.3f}"
+            return (
+                f"{v['bpb']:.3f} ({v['bpb_low']:.3f}-{v['bpb_high']:.3f})"
+                if v["n"] > 1
+                else f"{v['bpb']:.3f}"
+            )
         xs = [v["bpb"] for v in vals]
         return f"{statistics.median(xs):.3f} [{min(xs):.3f}-{max(xs):.3f}]"
     if len(vals) == 1:
@@ -92,37 +97,58 @@ def answer_tables(study, cells: list[Cell], base: dict, column: str, table_cls) 
     bigram = base[column]["bigram"][L].answer_buckets
     out = []
     for what, title in (("bpb", "answer bits per byte"), ("accuracy", "answer accuracy (%)")):
-        t = table_cls(study.name, f"answers-{column}" if what == "bpb" else f"answer-accuracy-{column}",
-                      f"{column}: {title} by distance to the decisive statement", ["model"] + cols)
+        t = table_cls(
+            study.name,
+            f"answers-{column}" if what == "bpb" else f"answer-accuracy-{column}",
+            f"{column}: {title} by distance to the decisive statement",
+            ["model"] + cols,
+        )
         for c in mine:
             runs = run_buckets(c)
             t.rows.append([c.label] + [_fmt_cell(runs, col, what) for col in cols])
             for col in cols:
                 vals = [bucket_summary(b) for b in (select(bs, col) for bs in runs) if b is not None]
-                t.records.append({"study": study.name, "table": t.name, "model": c.label, "column": column,
-                                  "distance": col, "metric": "answer_" + what, "length": L, "seeds": len(vals),
-                                  "answers": vals[0]["n"] if vals else 0,
-                                  "values": [v[what] for v in vals],
-                                  "low": vals[0][f"{what}_low"] if len(vals) == 1 else None,
-                                  "high": vals[0][f"{what}_high"] if len(vals) == 1 else None})
+                t.records.append(
+                    {
+                        "study": study.name,
+                        "table": t.name,
+                        "model": c.label,
+                        "column": column,
+                        "distance": col,
+                        "metric": "answer_" + what,
+                        "length": L,
+                        "seeds": len(vals),
+                        "answers": vals[0]["n"] if vals else 0,
+                        "values": [v[what] for v in vals],
+                        "low": vals[0][f"{what}_low"] if len(vals) == 1 else None,
+                        "high": vals[0][f"{what}_high"] if len(vals) == 1 else None,
+                    }
+                )
         t.rows.append(["bigram (add-one)"] + [_fmt_cell([bigram], col, what) for col in cols])
         blind = [select(bigram, col) for col in cols]
         key = "blind_bits" if what == "bpb" else "blind_hits"
         scale = 1 if what == "bpb" else 100
-        t.rows.append([BLIND_ROW] + ["-" if b is None else f"{scale * b[key] / b['n']:.{3 if what == 'bpb' else 1}f}"
-                                     for b in blind])
+        t.rows.append(
+            [BLIND_ROW]
+            + [
+                "-" if b is None else f"{scale * b[key] / b['n']:.{3 if what == 'bpb' else 1}f}"
+                for b in blind
+            ]
+        )
         t.rows.append(["answers scored (per seed)"] + ["0" if b is None else f"{b['n']:,}" for b in blind])
-        t.caption = (f"Answers of the {column} test windows at context {L}, grouped by distance (tokens) from the "
-                     "end of their decisive statement (the last statement that revealed the value) to the answer; "
-                     f"'{IN_CONTEXT}': every answer whose decisive statement is inside its window; '{OUTSIDE}': the "
-                     "decisive statement lies before the window's start (no model can know the answer there); "
-                     f"'{ALL}': both. One seed: the mean with its 95% interval over the answers "
-                     f"({'normal' if what == 'bpb' else 'Wilson'}); several seeds: median [min-max] over seeds. "
-                     f"{BLIND_ROW}: the mean of " + ("log2 k" if what == "bpb" else "1/k") + " over the same "
-                     "answers, k the number of values an answer can take for a reader who does not know the "
-                     "state (10 for a digit, 2 for a truth value, 3 and 2 for the first two digits of a printed "
-                     "permutation of 3), exact: a model below it in bpb (above it in accuracy) carries the state "
-                     "over the distance.")
+        t.caption = (
+            f"Answers of the {column} test windows at context {L}, grouped by distance (tokens) from the "
+            "end of their decisive statement (the last statement that revealed the value) to the answer; "
+            f"'{IN_CONTEXT}': every answer whose decisive statement is inside its window; '{OUTSIDE}': the "
+            "decisive statement lies before the window's start (no model can know the answer there); "
+            f"'{ALL}': both. One seed: the mean with its 95% interval over the answers "
+            f"({'normal' if what == 'bpb' else 'Wilson'}); several seeds: median [min-max] over seeds. "
+            f"{BLIND_ROW}: the mean of " + ("log2 k" if what == "bpb" else "1/k") + " over the same "
+            "answers, k the number of values an answer can take for a reader who does not know the "
+            "state (10 for a digit, 2 for a truth value, 3 and 2 for the first two digits of a printed "
+            "permutation of 3), exact: a model below it in bpb (above it in accuracy) carries the state "
+            "over the distance."
+        )
         if what == "bpb":
             t.notes = answer_verdicts(cells, column)
         out.append(t)
@@ -147,9 +173,11 @@ def answer_verdicts(cells: list[Cell], column: str) -> list[str]:
         level = b["blind_bits"] / b["n"]
         (below if hi < level else above).append(f"{c.label} {mean:.3f} ({lo:.3f}-{hi:.3f})")
     if below or above:
-        lines.append(f"Answers of {column} with the decisive statement in context: below the state-blind level "
-                     f"(95% interval entirely below it): {', '.join(below) or 'none'}; not below: "
-                     f"{', '.join(above) or 'none'}.")
+        lines.append(
+            f"Answers of {column} with the decisive statement in context: below the state-blind level "
+            f"(95% interval entirely below it): {', '.join(below) or 'none'}; not below: "
+            f"{', '.join(above) or 'none'}."
+        )
     for fam, a, b in pairs(labels_of(cells)):
         ca, cb = find_cell(cells, a, column), find_cell(cells, b, column)
         if not (ca and cb):
@@ -160,7 +188,11 @@ def answer_verdicts(cells: list[Cell], column: str) -> list[str]:
         ma, la, ha = _interval(pa)
         mb, lb, hb = _interval(pb)
         d = mb - ma
-        half = math.hypot((ha - la) / 2, (hb - lb) / 2) if all(map(math.isfinite, (la, ha, lb, hb))) else float("nan")
+        half = (
+            math.hypot((ha - la) / 2, (hb - lb) / 2)
+            if all(map(math.isfinite, (la, ha, lb, hb)))
+            else float("nan")
+        )
         acc_a, acc_b = pa["hits"] / pa["n"], pb["hits"] / pb["n"]
         (wa_lo, wa_hi), (wb_lo, wb_hi) = wilson(pa["hits"], pa["n"]), wilson(pb["hits"], pb["n"])
         if not math.isfinite(half):
@@ -172,11 +204,13 @@ def answer_verdicts(cells: list[Cell], column: str) -> list[str]:
         else:
             verdict = "no difference the answers can resolve"
         seeds = len(run_buckets(ca))
-        lines.append(f"{fam} on {column}, answers in context: {NEG} minus {POS} = {d:+.3f} bits per answer (95% "
-                     f"interval {d - half:+.3f} to {d + half:+.3f}, unpaired, {pa['n']:,} answers"
-                     f"{f' pooled over {seeds} seeds' if seeds > 1 else ''}); accuracy {100 * acc_b:.1f}% "
-                     f"({100 * wb_lo:.1f}-{100 * wb_hi:.1f}) against {100 * acc_a:.1f}% ({100 * wa_lo:.1f}-"
-                     f"{100 * wa_hi:.1f}): {verdict}.")
+        lines.append(
+            f"{fam} on {column}, answers in context: {NEG} minus {POS} = {d:+.3f} bits per answer (95% "
+            f"interval {d - half:+.3f} to {d + half:+.3f}, unpaired, {pa['n']:,} answers"
+            f"{f' pooled over {seeds} seeds' if seeds > 1 else ''}); accuracy {100 * acc_b:.1f}% "
+            f"({100 * wb_lo:.1f}-{100 * wb_hi:.1f}) against {100 * acc_a:.1f}% ({100 * wa_lo:.1f}-"
+            f"{100 * wa_hi:.1f}): {verdict}."
+        )
     return lines
 
 
@@ -193,4 +227,3 @@ def in_context_bpb(c: Cell) -> list[float]:
 def blind_in_context(base: dict, column: str, length: int) -> float | None:
     b = select(base[column]["bigram"][length].answer_buckets, IN_CONTEXT)
     return None if b is None else b["blind_bits"] / b["n"]
-

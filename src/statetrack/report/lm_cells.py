@@ -1,6 +1,7 @@
 """The cells of a language-modelling report: one model on one corpus, its complete runs at the selected
 learning rate (the one with the lowest median validation loss), and the corpus's baselines on the very
 windows the models are scored on."""
+
 from __future__ import annotations
 
 import statistics
@@ -26,7 +27,7 @@ class Cell:
     task: str
     train_len: int
     lengths: list[int]
-    runs: list = field(default_factory=list)   # RunResult
+    runs: list = field(default_factory=list)  # RunResult
     lr: float | None = None
     lrs: list[float] = field(default_factory=list)  # every learning rate with a complete run (lr among them)
     params: int | None = None
@@ -69,20 +70,37 @@ def gather(study, results) -> list[Cell]:
     for tdef in study.tables:
         for m in tdef.models:
             for t in tdef.model_tasks(m):
-                mine = [(j, r) for j, r in results if j.table == tdef.name and j.label == m.label
-                        and j.column == t.label]
+                mine = [
+                    (j, r)
+                    for j, r in results
+                    if j.table == tdef.name and j.label == m.label and j.column == t.label
+                ]
                 if not mine:
                     continue
                 j0 = mine[0][0]
-                cell = Cell(m.label, t.label, j0.train.task, j0.train.train_max_len, list(j0.eval.lengths),
-                            params=model_params(j0), job=j0)
+                cell = Cell(
+                    m.label,
+                    t.label,
+                    j0.train.task,
+                    j0.train.train_max_len,
+                    list(j0.eval.lengths),
+                    params=model_params(j0),
+                    job=j0,
+                )
                 done = [(j, r) for j, r in mine if r is not None and r.status == RunStatus.COMPLETE and r.lm]
                 by_lr: dict[float, list] = {}
                 for j, r in done:
                     by_lr.setdefault(j.train.lr, []).append(r)
                 if by_lr:  # the learning rate with the lowest median validation loss
-                    cell.lr = min(by_lr, key=lambda lr: (statistics.median(
-                        r.summary.get("best_val_loss", float("inf")) for r in by_lr[lr]), lr))
+                    cell.lr = min(
+                        by_lr,
+                        key=lambda lr: (
+                            statistics.median(
+                                r.summary.get("best_val_loss", float("inf")) for r in by_lr[lr]
+                            ),
+                            lr,
+                        ),
+                    )
                     cell.runs = by_lr[cell.lr]
                     cell.lrs = sorted(by_lr)
                 cells.append(cell)

@@ -1,6 +1,7 @@
 """The figures of a language-modelling report: learning curves, bpb by position and by context length,
 each beside the unigram and bigram baselines, and for a corpus with answers, answer bpb by distance to
 the decisive statement beside the state-blind level."""
+
 from __future__ import annotations
 
 import statistics
@@ -25,10 +26,17 @@ def _by_distance(runs: list[list[dict]], key: str = "bits") -> tuple[list, list]
 def answer_figure(study, mine: list[Cell], bigram, col: str):
     """Answer bpb by distance to the decisive statement, per model, beside the state-blind level."""
     series = {c.label: _by_distance(run_buckets(c)) for c in mine if run_buckets(c)}
-    blind = {"state-blind level": _by_distance([bigram.answer_buckets], "blind_bits"),
-             "bigram (add-one)": _by_distance([bigram.answer_buckets])}
-    fig = lm_length_figure(f"{study.name}: answer bpb by distance to the decisive statement, {col}", series, blind,
-                           mine[0].train_len, "distance to the decisive statement (tokens, bucket start)")
+    blind = {
+        "state-blind level": _by_distance([bigram.answer_buckets], "blind_bits"),
+        "bigram (add-one)": _by_distance([bigram.answer_buckets]),
+    }
+    fig = lm_length_figure(
+        f"{study.name}: answer bpb by distance to the decisive statement, {col}",
+        series,
+        blind,
+        mine[0].train_len,
+        "distance to the decisive statement (tokens, bucket start)",
+    )
     fig.axes[0].set_ylabel("bits per answer (test split)")
     return fig
 
@@ -46,29 +54,74 @@ def lm_figures(rep) -> list[tuple[str, str, object]]:
         if not mine:
             continue
         section = f"context-{col}"
-        runs = [(c.label, [p["step"] for p in rep.curves.get(r.run_id, [])],
-                 [p["val_loss"] / LN2 for p in rep.curves.get(r.run_id, [])]) for c in mine for r in c.runs]
-        out.append((section, f"curves-{slug(col)}",
-                    lm_curve_figure(f"{study.name}: learning curves, {col}", [x for x in runs if x[1]])))
+        runs = [
+            (
+                c.label,
+                [p["step"] for p in rep.curves.get(r.run_id, [])],
+                [p["val_loss"] / LN2 for p in rep.curves.get(r.run_id, [])],
+            )
+            for c in mine
+            for r in c.runs
+        ]
+        out.append(
+            (
+                section,
+                f"curves-{slug(col)}",
+                lm_curve_figure(f"{study.name}: learning curves, {col}", [x for x in runs if x[1]]),
+            )
+        )
         L, train_len = max(mine[0].lengths), mine[0].train_len
         series = {}
         for c in mine:
             ms = [m for r in c.runs for m in r.lm if m.length == L]
             if ms:
                 xs = [b["hi"] for b in ms[0].buckets]
-                series[c.label] = (xs, [statistics.median(m.buckets[i]["bpb"] for m in ms) for i in range(len(xs))])
-        bl = {LABELS[b]: ([x["hi"] for x in base[col][b][L].buckets], [x["bpb"] for x in base[col][b][L].buckets])
-              for b in BASELINES}
-        out.append((section, f"positions-{slug(col)}",
-                    lm_length_figure(f"{study.name}: bpb by position in windows of {L}, {col}", series, bl,
-                                     train_len, "position in the window (bucket end)")))
+                series[c.label] = (
+                    xs,
+                    [statistics.median(m.buckets[i]["bpb"] for m in ms) for i in range(len(xs))],
+                )
+        bl = {
+            LABELS[b]: (
+                [x["hi"] for x in base[col][b][L].buckets],
+                [x["bpb"] for x in base[col][b][L].buckets],
+            )
+            for b in BASELINES
+        }
+        out.append(
+            (
+                section,
+                f"positions-{slug(col)}",
+                lm_length_figure(
+                    f"{study.name}: bpb by position in windows of {L}, {col}",
+                    series,
+                    bl,
+                    train_len,
+                    "position in the window (bucket end)",
+                ),
+            )
+        )
         lengths = sorted({n for c in mine for n in c.lengths})
-        series = {c.label: (lengths, [statistics.median(c.values(n)) if c.values(n) else float("nan")
-                                      for n in lengths]) for c in mine}
+        series = {
+            c.label: (
+                lengths,
+                [statistics.median(c.values(n)) if c.values(n) else float("nan") for n in lengths],
+            )
+            for c in mine
+        }
         bl = {LABELS[b]: (lengths, [base[col][b][n].bpb for n in lengths]) for b in BASELINES}
-        out.append((section, f"context-{slug(col)}",
-                    lm_length_figure(f"{study.name}: bpb by context length, {col}", series, bl, train_len,
-                                     "context length (tokens)")))
+        out.append(
+            (
+                section,
+                f"context-{slug(col)}",
+                lm_length_figure(
+                    f"{study.name}: bpb by context length, {col}",
+                    series,
+                    bl,
+                    train_len,
+                    "context length (tokens)",
+                ),
+            )
+        )
         bigram = base[col]["bigram"][eval_length(mine[0])]
         if bigram.answer_buckets and any(run_buckets(c) for c in mine):
             out.append((f"answers-{col}", f"answers-{slug(col)}", answer_figure(study, mine, bigram, col)))

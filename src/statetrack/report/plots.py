@@ -3,6 +3,7 @@
 The plotting functions return figures; ``save`` writes one as PNG, SVG and/or PDF, ``svg_text`` gives
 it as inline SVG (the HTML report), ``close`` frees it.
 """
+
 from __future__ import annotations
 
 import io
@@ -64,8 +65,14 @@ def save(fig, folder: Path, stem: str, formats=("png",)) -> list[Path]:
     out = []
     for fmt in formats:
         buf = io.BytesIO()
-        fig.savefig(buf, format=fmt, dpi=110, bbox_inches="tight", bbox_extra_artists=_legends(fig),
-                    metadata={"Date": None} if fmt in ("svg", "pdf") else None)
+        fig.savefig(
+            buf,
+            format=fmt,
+            dpi=110,
+            bbox_inches="tight",
+            bbox_extra_artists=_legends(fig),
+            metadata={"Date": None} if fmt in ("svg", "pdf") else None,
+        )
         out.append(write_file(Path(folder) / f"{stem}.{fmt}", buf.getvalue(), what="plot"))
     return out
 
@@ -74,9 +81,11 @@ def svg_text(fig) -> str:
     """The figure as an ``<svg>`` element (for inline HTML), glyphs as paths: no fonts needed."""
     fig.tight_layout()
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight", bbox_extra_artists=_legends(fig), metadata={"Date": None})
+    fig.savefig(
+        buf, format="svg", bbox_inches="tight", bbox_extra_artists=_legends(fig), metadata={"Date": None}
+    )
     text = buf.getvalue()
-    return text[text.index("<svg"):]
+    return text[text.index("<svg") :]
 
 
 def close(fig) -> None:
@@ -138,11 +147,21 @@ def length_figures(study, table, results) -> list[tuple[str, object, str]]:
     for col in [t.label for t in tdef.tasks]:
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
         spans, chances, drawn, banded = set(), {}, 0, False
-        band_label = ("band: seeds' range and 95% intervals" if study.metric in ("accuracy", "scaled_accuracy")
-                      else "band: seeds' range")
+        band_label = (
+            "band: seeds' range and 95% intervals"
+            if study.metric in ("accuracy", "scaled_accuracy")
+            else "band: seeds' range"
+        )
         for row in table.rows:
-            runs = [(j, r) for j, r in results if j.table == table.name and j.label == row["label"]
-                    and (j.column or tdef.tasks[0].label) == col and r is not None and r.status == RunStatus.COMPLETE]
+            runs = [
+                (j, r)
+                for j, r in results
+                if j.table == table.name
+                and j.label == row["label"]
+                and (j.column or tdef.tasks[0].label) == col
+                and r is not None
+                and r.status == RunStatus.COMPLETE
+            ]
             if not runs:
                 continue
             cell = row["cells"].get(col) if table.kind != "per_length" else None
@@ -155,12 +174,29 @@ def length_figures(study, table, results) -> list[tuple[str, object, str]]:
                 continue
             at = {n: [m for m in scored if m.length == n] for n in lengths}
             med = [statistics.median(getattr(m, study.metric) for m in at[n]) for n in lengths]
-            line, = ax.plot(lengths, med, marker=MARKERS[drawn % len(MARKERS)], ms=4, mfc="none",
-                            ls=STYLES[drawn // len(MARKERS) % len(STYLES)], label=row["label"])
-            lo = [min([getattr(m, study.metric) for m in at[n]]
-                      + [ci[0] for m in at[n] if (ci := m.interval(study.metric))]) for n in lengths]
-            hi = [max([getattr(m, study.metric) for m in at[n]]
-                      + [ci[1] for m in at[n] if (ci := m.interval(study.metric))]) for n in lengths]
+            (line,) = ax.plot(
+                lengths,
+                med,
+                marker=MARKERS[drawn % len(MARKERS)],
+                ms=4,
+                mfc="none",
+                ls=STYLES[drawn // len(MARKERS) % len(STYLES)],
+                label=row["label"],
+            )
+            lo = [
+                min(
+                    [getattr(m, study.metric) for m in at[n]]
+                    + [ci[0] for m in at[n] if (ci := m.interval(study.metric))]
+                )
+                for n in lengths
+            ]
+            hi = [
+                max(
+                    [getattr(m, study.metric) for m in at[n]]
+                    + [ci[1] for m in at[n] if (ci := m.interval(study.metric))]
+                )
+                for n in lengths
+            ]
             if lo != hi:
                 ax.fill_between(lengths, lo, hi, color=line.get_color(), alpha=0.15, lw=0)
                 banded = True
@@ -179,31 +215,59 @@ def length_figures(study, table, results) -> list[tuple[str, object, str]]:
             plt.close(fig)
             continue
         for k, (lo, hi) in enumerate(sorted(spans)):
-            ax.axvspan(lo, max(hi, lo * 1.05), color="grey", alpha=0.15, lw=0,
-                       label="training lengths" if k == 0 else None)
+            ax.axvspan(
+                lo,
+                max(hi, lo * 1.05),
+                color="grey",
+                alpha=0.15,
+                lw=0,
+                label="training lengths" if k == 0 else None,
+            )
         if banded:  # one key entry for the bands of every model (each in its line's colour)
             ax.fill_between([], [], [], color="grey", alpha=0.3, lw=0, label=band_label)
         if study.metric == "scaled_accuracy":
             ax.axhline(0.0, color="black", ls=":", lw=1, label="chance")
         elif chances:
             xs = sorted(chances)
-            ax.plot(xs, [statistics.median(c for c in chances[n] if c is not None) for n in xs], color="black",
-                    ls=":", lw=1, label="chance (per length)")
+            ax.plot(
+                xs,
+                [statistics.median(c for c in chances[n] if c is not None) for n in xs],
+                color="black",
+                ls=":",
+                lw=1,
+                label="chance (per length)",
+            )
         ax.set_xscale("log")
-        length_ticks(ax, sorted({n for j, _ in results if j.table == table.name for n in j.eval.lengths}
-                                 | {x for span in spans for x in span}))
+        length_ticks(
+            ax,
+            sorted(
+                {n for j, _ in results if j.table == table.name for n in j.eval.lengths}
+                | {x for span in spans for x in span}
+            ),
+        )
         ax.set_xlabel("test length")
         ax.set_ylabel(study.metric.replace("_", " "))
-        ax.set_title(f"{study.name}: {col}" + ("" if table.name == "main" else f" ({table.name})"), fontsize=10)
+        ax.set_title(
+            f"{study.name}: {col}" + ("" if table.name == "main" else f" ({table.name})"), fontsize=10
+        )
         ax.grid(alpha=0.3, which="both")
         outside_legend(ax)
-        band = ("seeds' range and 95% Wilson intervals" if study.metric in ("accuracy", "scaled_accuracy")
-                else "seeds' range")
+        band = (
+            "seeds' range and 95% Wilson intervals"
+            if study.metric in ("accuracy", "scaled_accuracy")
+            else "seeds' range"
+        )
         metric = study.metric.replace("_", " ")
-        caption = (f"{metric.capitalize()} of each model on {col} against the test length (log scale), the "
-                   f"median over seeds at the selected learning rate; bands: the {band}; grey: the training "
-                   "lengths" + ("; dotted: chance at each length." if chances or study.metric == "scaled_accuracy"
-                                else "; no chance line: the task gives no distribution of its scored labels."))
+        caption = (
+            f"{metric.capitalize()} of each model on {col} against the test length (log scale), the "
+            f"median over seeds at the selected learning rate; bands: the {band}; grey: the training "
+            "lengths"
+            + (
+                "; dotted: chance at each length."
+                if chances or study.metric == "scaled_accuracy"
+                else "; no chance line: the task gives no distribution of its scored labels."
+            )
+        )
         figs.append((f"length-{slug(table.name)}-{slug(col)}", fig, caption))
     return figs
 
@@ -217,48 +281,77 @@ def curve_figures(study, table, results, curves: dict[int, list[dict]]) -> list[
     for col in [t.label for t in tdef.tasks]:
         panels = []
         for row in table.rows:
-            runs = [(j, r) for j, r in results if j.table == table.name and j.label == row["label"]
-                    and (j.column or tdef.tasks[0].label) == col and r is not None and r.status == RunStatus.COMPLETE
-                    and curves.get(r.run_id)]
+            runs = [
+                (j, r)
+                for j, r in results
+                if j.table == table.name
+                and j.label == row["label"]
+                and (j.column or tdef.tasks[0].label) == col
+                and r is not None
+                and r.status == RunStatus.COMPLETE
+                and curves.get(r.run_id)
+            ]
             if runs:
                 panels.append((row["label"], runs))
         if not panels:
             continue
         ncols = min(3, len(panels))
         nrows = math.ceil(len(panels) / ncols)
-        fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols, 2.3 * nrows + 0.7), sharex=True,
-                                 sharey=True, squeeze=False)
+        fig, axes = plt.subplots(
+            nrows, ncols, figsize=(3.3 * ncols, 2.3 * nrows + 0.7), sharex=True, sharey=True, squeeze=False
+        )
         lrs = sorted({j.train.lr for _, runs in panels for j, _ in runs})
         for ax, (label, runs) in zip(axes.flat, panels, strict=False):
             for j, r in runs:
                 c = curves[r.run_id]
-                ax.plot([p["step"] for p in c], [p["val_accuracy"] for p in c], lw=1.2,
-                        color=f"C{lrs.index(j.train.lr) % 10}", ls=STYLES[j.seed % len(STYLES)],
-                        marker="o" if len(c) < 10 else None, ms=3,
-                        label=f"lr {j.train.lr:g}, seed {j.seed}")
+                ax.plot(
+                    [p["step"] for p in c],
+                    [p["val_accuracy"] for p in c],
+                    lw=1.2,
+                    color=f"C{lrs.index(j.train.lr) % 10}",
+                    ls=STYLES[j.seed % len(STYLES)],
+                    marker="o" if len(c) < 10 else None,
+                    ms=3,
+                    label=f"lr {j.train.lr:g}, seed {j.seed}",
+                )
             ax.set_title(label, fontsize=9)
             ax.set_ylim(-0.02, 1.02)
             ax.grid(alpha=0.3)
         # the runs' key, once, beside the panels: every (learning rate, seed) drawn in any panel
         key: dict[str, object] = {}
-        for ax in axes.flat[:len(panels)]:
+        for ax in axes.flat[: len(panels)]:
             for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
                 key.setdefault(lab, h)
         order = sorted(key, key=lambda lab: tuple(float(x.split()[-1]) for x in lab.split(", ")))
-        leg = fig.legend([key[k] for k in order], order, loc="upper left", bbox_to_anchor=(1.0, 0.92),
-                         borderaxespad=0.0, frameon=False, fontsize=7, title="run", title_fontsize=7)
+        leg = fig.legend(
+            [key[k] for k in order],
+            order,
+            loc="upper left",
+            bbox_to_anchor=(1.0, 0.92),
+            borderaxespad=0.0,
+            frameon=False,
+            fontsize=7,
+            title="run",
+            title_fontsize=7,
+        )
         leg.set_in_layout(False)
-        for ax in axes.flat[len(panels):]:
+        for ax in axes.flat[len(panels) :]:
             ax.set_visible(False)
         for ax in axes[-1]:
             ax.set_xlabel("training step", fontsize=8)
         for ax in axes[:, 0]:
             ax.set_ylabel("val. accuracy", fontsize=8)
         # above the top row (the saved area grows to hold it), never over its panels' titles
-        fig.suptitle(f"{study.name}: learning curves, {col} (validation accuracy: in-distribution, token)",
-                     fontsize=10, y=1.0, va="bottom")
-        caption = (f"Learning curves on {col}: validation accuracy (in-distribution lengths) against the training "
-                   "step, one panel per model and one line per run (colour: learning rate, line style: seed).")
+        fig.suptitle(
+            f"{study.name}: learning curves, {col} (validation accuracy: in-distribution, token)",
+            fontsize=10,
+            y=1.0,
+            va="bottom",
+        )
+        caption = (
+            f"Learning curves on {col}: validation accuracy (in-distribution lengths) against the training "
+            "step, one panel per model and one line per run (colour: learning rate, line style: seed)."
+        )
         figs.append((f"curves-{slug(table.name)}-{slug(col)}", fig, caption))
     return figs
 
@@ -311,8 +404,14 @@ def spectrum_figure(result: dict):
         if l.get("per_token"):
             for k, v in enumerate(l["per_token"].values()):
                 v = np.array(v)
-                ax.scatter(v[:, 0], v[:, 1], s=40, marker="x", color="k",
-                           label="single-token A(x)" if k == 0 else None)
+                ax.scatter(
+                    v[:, 0],
+                    v[:, 1],
+                    s=40,
+                    marker="x",
+                    color="k",
+                    label="single-token A(x)" if k == 0 else None,
+                )
         ax.set_aspect("equal")
         ax.set_xlim(-1.15, 1.15)
         ax.set_ylim(-1.15, 1.15)
@@ -334,8 +433,17 @@ def lm_curve_figure(title: str, runs: list[tuple[str, list[int], list[float]]]):
     for label, steps, vals in runs:
         first = label not in colors
         i = colors.setdefault(label, len(colors))
-        ax.plot(steps, vals, color=f"C{i % 10}", ls=STYLES[i % len(STYLES)], lw=1.2, alpha=0.8,
-                label=label if first else None, marker=MARKERS[i % len(MARKERS)], ms=3)
+        ax.plot(
+            steps,
+            vals,
+            color=f"C{i % 10}",
+            ls=STYLES[i % len(STYLES)],
+            lw=1.2,
+            alpha=0.8,
+            label=label if first else None,
+            marker=MARKERS[i % len(MARKERS)],
+            ms=3,
+        )
     ax.set_xlabel("training step")
     ax.set_ylabel("validation loss (bits per token)")
     ax.set_title(title, fontsize=10)
@@ -344,14 +452,21 @@ def lm_curve_figure(title: str, runs: list[tuple[str, list[int], list[float]]]):
     return fig
 
 
-def lm_length_figure(title: str, series: dict[str, tuple[list, list]], baselines: dict[str, tuple[list, list]],
-                     train_len: int, xlabel: str):
+def lm_length_figure(
+    title: str,
+    series: dict[str, tuple[list, list]],
+    baselines: dict[str, tuple[list, list]],
+    train_len: int,
+    xlabel: str,
+):
     """bpb against a length on a log axis (context length, or position in the window): one line per model
     (median over seeds), baselines dashed, the training length marked."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     for i, (label, (xs, ys)) in enumerate(series.items()):
-        ax.plot(xs, ys, marker=MARKERS[i % len(MARKERS)], ls=STYLES[i % len(STYLES)], ms=3, lw=1.3, label=label)
+        ax.plot(
+            xs, ys, marker=MARKERS[i % len(MARKERS)], ls=STYLES[i % len(STYLES)], ms=3, lw=1.3, label=label
+        )
     for label, (xs, ys) in baselines.items():
         ax.plot(xs, ys, ls="--", lw=1, color="grey" if "bigram" in label else "black", label=label)
     ax.axvline(train_len, color="C3", ls=":", lw=1)

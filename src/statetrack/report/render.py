@@ -4,6 +4,7 @@ Every renderer reads a table (a :class:`statetrack.report.table.StudyTable`, as 
 protocol below describes it) and writes text; nothing here chooses a number (that is
 :mod:`statetrack.report.selection`). The table module imports this one, never the other way round.
 """
+
 from __future__ import annotations
 
 import csv
@@ -59,10 +60,14 @@ def fmt_cell(cell: TableCell, study) -> str:
     s = fmt_value(cell.selected, study)
     if cell.capped:
         s = ">=" + s
-    lo, hi = (fmt_value(min(cell.values), study), fmt_value(max(cell.values), study)) if cell.values else ("", "")
+    lo, hi = (
+        (fmt_value(min(cell.values), study), fmt_value(max(cell.values), study)) if cell.values else ("", "")
+    )
     if len(cell.values) > 1 and lo != hi:  # seeds that agree to the shown digits: one number says it all
         med = median_tested(cell.values) if study.score.kind == "longest" else statistics.median(cell.values)
-        rng = f"[{lo} to {hi}]" if (lo + hi).count("-") else f"[{lo}-{hi}]"  # -0.022 to -0.020, not -0.022--0.020
+        rng = (
+            f"[{lo} to {hi}]" if (lo + hi).count("-") else f"[{lo}-{hi}]"
+        )  # -0.022 to -0.020, not -0.022--0.020
         s += f" {rng}" if abs(med - cell.selected) < 1e-12 else f" ({fmt_value(med, study)} {rng})"
     if cell.uncertain:
         s += " " + UNSURE
@@ -107,8 +112,12 @@ def fmt_len(values, uncertain: bool = False) -> str:
 
 def headers(t: Table) -> list[str]:
     if t.kind == "per_length":
-        return (["model", "train len", "seeds", "lr", "train acc"] + [str(n) for n in t.lengths]
-                + [">=90% up to"] + [f"paper: {h}" for h in t.columns.values()])
+        return (
+            ["model", "train len", "seeds", "lr", "train acc"]
+            + [str(n) for n in t.lengths]
+            + [">=90% up to"]
+            + [f"paper: {h}" for h in t.columns.values()]
+        )
     h = ["model", "train len", "seeds"]
     for c in t.task_columns:
         h += [c] + ([f"paper: {c}"] if c in _published(t) else [])
@@ -135,10 +144,12 @@ def cells(t: Table) -> list[list[Cell]]:
     for r in t.rows:
         if t.kind == "per_length":
             first = (r["label"], r["train_lengths"], str(r["seeds"]), r["lr"], fmt(r["train_acc"]))
-            out.append([Cell(x) for x in first]
-                       + [Cell(r["text"][n], bool(r["cells"][n].differs)) for n in t.lengths]
-                       + [Cell(fmt_len(r["longest"], r.get("longest_uncertain", False)))]
-                       + [Cell(r["published_text"][k], bool(r["differs"].get(k))) for k in t.columns])
+            out.append(
+                [Cell(x) for x in first]
+                + [Cell(r["text"][n], bool(r["cells"][n].differs)) for n in t.lengths]
+                + [Cell(fmt_len(r["longest"], r.get("longest_uncertain", False)))]
+                + [Cell(r["published_text"][k], bool(r["differs"].get(k))) for k in t.columns]
+            )
         else:
             row = [Cell(r["label"]), Cell(r["train_lengths"]), Cell(str(r["seeds"]))]
             for c in t.task_columns:
@@ -174,13 +185,24 @@ def csv_rows(t: Table) -> list[dict]:
     out = []
     for r in t.rows:
         for col, cell in r["cells"].items():
-            out.append({"study": t.study, "table": t.name, "model": r["label"], "column": col,
-                        "selected": cell.selected, "lr": cell.lr, "seeds": len(cell.values),
-                        "median": statistics.median(cell.values) if cell.values else None,
-                        "min": min(cell.values) if cell.values else None,
-                        "max": max(cell.values) if cell.values else None,
-                        "capped": cell.capped, "missing_runs": cell.missing,
-                        "published": cell.published, "differs": cell.differs})
+            out.append(
+                {
+                    "study": t.study,
+                    "table": t.name,
+                    "model": r["label"],
+                    "column": col,
+                    "selected": cell.selected,
+                    "lr": cell.lr,
+                    "seeds": len(cell.values),
+                    "median": statistics.median(cell.values) if cell.values else None,
+                    "min": min(cell.values) if cell.values else None,
+                    "max": max(cell.values) if cell.values else None,
+                    "capped": cell.capped,
+                    "missing_runs": cell.missing,
+                    "published": cell.published,
+                    "differs": cell.differs,
+                }
+            )
     return out
 
 
@@ -203,17 +225,34 @@ def latex(t: Table) -> str:
 
 def grid_latex(h: list[str], rows: list[list[str]], title: str, caption: str) -> str:
     def esc(s: str) -> str:
-        for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#"),
-                     ("$", r"\$"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"),
-                     ("^", r"\^{}"), (">=", r"$\geq$"), ("*", r"$^*$")):
+        for a, b in (
+            ("\\", r"\textbackslash{}"),
+            ("&", r"\&"),
+            ("%", r"\%"),
+            ("_", r"\_"),
+            ("#", r"\#"),
+            ("$", r"\$"),
+            ("{", r"\{"),
+            ("}", r"\}"),
+            ("~", r"\textasciitilde{}"),
+            ("^", r"\^{}"),
+            (">=", r"$\geq$"),
+            ("*", r"$^*$"),
+        ):
             s = s.replace(a, b)
         return s
-    lines = [r"\begin{table}[ht]", r"\centering", r"\small",
-             r"\begin{tabular}{l" + "r" * (len(h) - 1) + "}", r"\toprule",
-             " & ".join(esc(x) for x in h) + r" \\", r"\midrule"]
+
+    lines = [
+        r"\begin{table}[ht]",
+        r"\centering",
+        r"\small",
+        r"\begin{tabular}{l" + "r" * (len(h) - 1) + "}",
+        r"\toprule",
+        " & ".join(esc(x) for x in h) + r" \\",
+        r"\midrule",
+    ]
     lines += [" & ".join(esc(x) for x in c) + r" \\" for c in rows]
-    lines += [r"\bottomrule", r"\end{tabular}", rf"\caption{{{esc(title)}. {esc(caption)}}}",
-              r"\end{table}"]
+    lines += [r"\bottomrule", r"\end{tabular}", rf"\caption{{{esc(title)}. {esc(caption)}}}", r"\end{table}"]
     return "\n".join(lines)
 
 
@@ -227,7 +266,9 @@ def grid_rich(header: list[str], rows: list[list[str]], title: str, caption: str
 
     out = Table(title=escape(title), show_lines=False, caption=escape(caption) if caption else None)
     for i, h in enumerate(header):
-        out.add_column(h, justify="left" if i == 0 else "right", style="dim" if h.startswith("paper") else None)
+        out.add_column(
+            h, justify="left" if i == 0 else "right", style="dim" if h.startswith("paper") else None
+        )
     for c in rows:
         out.add_row(*(escape(x) for x in c))
     return out

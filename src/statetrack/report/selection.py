@@ -6,6 +6,7 @@ rates and seeds with the study's ``select`` rule, choosing on in-distribution va
 study says the paper chose on the test lengths. ``compare`` says whether our selected value differs
 from the published one beyond the study's tolerance.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -17,7 +18,9 @@ MARK = "*"
 def metric_by_length(res, metric: str) -> dict[int, float]:
     """The metric at every scored length (a length without a test set, or without a scaled score where
     every sequence has the same label, is left out: it is neither a pass nor a fail)."""
-    return {m.length: getattr(m, metric) for m in (res.metrics if res else []) if getattr(m, metric) is not None}
+    return {
+        m.length: getattr(m, metric) for m in (res.metrics if res else []) if getattr(m, metric) is not None
+    }
 
 
 def run_uncertain(study, res) -> bool:
@@ -83,8 +86,9 @@ def select(study, entries: list[tuple[float, float | None, float | None, float |
     by_lr: dict[float, list] = {}
     for lr, score, va, vl in entries:
         if score is not None:
-            by_lr.setdefault(lr, []).append((score, va if va is not None else -1.0,
-                                             vl if vl is not None else float("inf")))
+            by_lr.setdefault(lr, []).append(
+                (score, va if va is not None else -1.0, vl if vl is not None else float("inf"))
+            )
     if not by_lr:
         return TableCell()
     lengths = study.score.kind == "longest"
@@ -93,11 +97,15 @@ def select(study, entries: list[tuple[float, float | None, float | None, float |
         if sel.lrs == "max":
             lr = max(agg, key=lambda k: (agg[k], -k))
             return TableCell(agg[lr], [s for s, _, _ in by_lr[lr]], lr)
-        return TableCell(_reduce(list(agg.values()), sel.lrs, lengths), [s for v in by_lr.values() for s, _, _ in v],
-                         None)
+        return TableCell(
+            _reduce(list(agg.values()), sel.lrs, lengths), [s for v in by_lr.values() for s, _, _ in v], None
+        )
     # on validation: never look at the test scores to choose
     how = sel.seeds if sel.seeds in ("median", "mean") else "max"
-    vagg = {lr: (_reduce([a for _, a, _ in v], how), -_reduce([l for _, _, l in v], "mean")) for lr, v in by_lr.items()}
+    vagg = {
+        lr: (_reduce([a for _, a, _ in v], how), -_reduce([l for _, _, l in v], "mean"))
+        for lr, v in by_lr.items()
+    }
     lr = max(vagg, key=lambda k: (vagg[k], -k))
     runs = by_lr[lr]
     scores = [s for s, _, _ in runs]

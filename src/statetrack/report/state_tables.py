@@ -19,6 +19,7 @@ For every table whose runs scored the long-range draw (a scale with ``test_split
 
 Neither table has published numbers (the papers measured neither), so neither marks a disagreement.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -29,24 +30,30 @@ from statetrack.report.selection import TableCell
 from statetrack.report.table import StudyTable, study_tables
 from statetrack.runs.store import RunStatus
 
-LONG_NOTE = ("On the long-range draw (docs/long-range.md): the last ceil(L/2) symbols of each string leave both "
-             "labels possible and the label is drawn independently of them, so a model that reads only the "
-             "recent past scores 50% (1/C for C labels) while one that tracks the state keeps its score.")
-HORIZON_NOTE = ("Failure horizon: on the witness families of every pair of states of the task's minimal automaton "
-                "(string pairs u_p W^n v / u_q W^n v with different labels that share their last n|W| + |v| "
-                "symbols, for every loop W of up to a few symbols that keeps the two states apart; statetrack "
-                "witnesses TASK), the length of the shortest string the model gets wrong; a run's horizon is the "
-                "shortest over every pair. Median [min-max] over seeds at the learning rate selected in the main "
-                "table, then (p|q): the pair of states the seed that broke first confused; >=N: no family broke "
-                "the model up to N (the longest test length); n/a: no witness family (a window language, or a "
-                "task that is not regular).")
+LONG_NOTE = (
+    "On the long-range draw (docs/long-range.md): the last ceil(L/2) symbols of each string leave both "
+    "labels possible and the label is drawn independently of them, so a model that reads only the "
+    "recent past scores 50% (1/C for C labels) while one that tracks the state keeps its score."
+)
+HORIZON_NOTE = (
+    "Failure horizon: on the witness families of every pair of states of the task's minimal automaton "
+    "(string pairs u_p W^n v / u_q W^n v with different labels that share their last n|W| + |v| "
+    "symbols, for every loop W of up to a few symbols that keeps the two states apart; statetrack "
+    "witnesses TASK), the length of the shortest string the model gets wrong; a run's horizon is the "
+    "shortest over every pair. Median [min-max] over seeds at the learning rate selected in the main "
+    "table, then (p|q): the pair of states the seed that broke first confused; >=N: no family broke "
+    "the model up to N (the longest test length); n/a: no witness family (a window language, or a "
+    "task that is not regular)."
+)
 
 
-LEARNING_NOTE = ("Learnt: seeds whose in-distribution validation accuracy reached the run's learned_accuracy "
-                 "(99% unless the study says otherwise) for learned_validations validations in a row (3) within "
-                 "the training budget, out of the seeds run, at the learning rate selected in the main table; "
-                 "then the median [min-max] over those seeds of the step at which they learnt it (the first "
-                 "validation of that run). 0/n: not learnt in the budget by any seed.")
+LEARNING_NOTE = (
+    "Learnt: seeds whose in-distribution validation accuracy reached the run's learned_accuracy "
+    "(99% unless the study says otherwise) for learned_validations validations in a row (3) within "
+    "the training budget, out of the seeds run, at the learning rate selected in the main table; "
+    "then the median [min-max] over those seeds of the step at which they learnt it (the first "
+    "validation of that run). 0/n: not learnt in the budget by any seed."
+)
 
 
 def on_split(results: list, split: str) -> list:
@@ -71,8 +78,11 @@ def state_tables(study, results: list, scale: str | None, tables: list[StudyTabl
 
 
 def _long_table(study, results: list, scale: str | None, main: StudyTable) -> StudyTable:
-    t = study_tables(study, results, scale)[0] if len(study.tables) == 1 else \
-        next(x for x in study_tables(study, results, scale) if x.name == main.name)
+    t = (
+        study_tables(study, results, scale)[0]
+        if len(study.tables) == 1
+        else next(x for x in study_tables(study, results, scale) if x.name == main.name)
+    )
     t.name, t.title, t.columns = f"{main.name}-long", f"{main.title}: on the long-range draw", {}
     notes: dict[str, set[str]] = {}
     few: dict[str, set[str]] = {}
@@ -80,9 +90,13 @@ def _long_table(study, results: list, scale: str | None, main: StudyTable) -> St
         if r is not None:
             col = j.column or main.task_columns[0]
             notes.setdefault(col, set()).update(m.note for m in r.metrics if m.accuracy is None and m.note)
-            few.setdefault(col, set()).update(part for m in r.metrics if m.accuracy is not None and m.note
-                                              for part in m.note.split("; ")
-                                              if part.startswith(("one suffix", "few suffixes")))
+            few.setdefault(col, set()).update(
+                part
+                for m in r.metrics
+                if m.accuracy is not None and m.note
+                for part in m.note.split("; ")
+                if part.startswith(("one suffix", "few suffixes"))
+            )
     for row in t.rows:
         row["published"], row["published_text"] = {}, {}
         row["differs"] = dict.fromkeys(row["differs"])
@@ -91,9 +105,11 @@ def _long_table(study, results: list, scale: str | None, main: StudyTable) -> St
             row["text"][key] = "n/a" if cell.selected is None and cell.runs else fmt_cell(cell, study)
     why = "; ".join(f"{col}: {'; '.join(sorted(n))}" for col, n in notes.items() if n)
     narrow = "; ".join(f"{col}: {'; '.join(sorted(n))}" for col, n in few.items() if n)
-    t.caption = (f"{LONG_NOTE} Cells as in the table above, on this draw" +
-                 (f"; n/a = no long-range draw at a length ({why})" if why else "") +
-                 (f". Few distinct suffixes: {narrow}." if narrow else "."))
+    t.caption = (
+        f"{LONG_NOTE} Cells as in the table above, on this draw"
+        + (f"; n/a = no long-range draw at a length ({why})" if why else "")
+        + (f". Few distinct suffixes: {narrow}." if narrow else ".")
+    )
     return t
 
 
@@ -109,9 +125,15 @@ def _selected_lr(mrow: dict, col: str) -> float | None:
 def _selected_runs(main: StudyTable, mrow: dict, col: str, results: list) -> list:
     """The complete runs of one cell of ``main`` at the learning rate its selection chose."""
     lr = _selected_lr(mrow, col)
-    return [r for j, r in results
-            if r is not None and r.status == RunStatus.COMPLETE and j.label == mrow["label"]
-            and (j.column or main.task_columns[0]) == col and (lr is None or j.train.lr == lr)]
+    return [
+        r
+        for j, r in results
+        if r is not None
+        and r.status == RunStatus.COMPLETE
+        and j.label == mrow["label"]
+        and (j.column or main.task_columns[0]) == col
+        and (lr is None or j.train.lr == lr)
+    ]
 
 
 def learning_text(steps: list[int | None]) -> str:
@@ -126,14 +148,31 @@ def learning_text(steps: list[int | None]) -> str:
 
 
 def _learning_table(main: StudyTable, results: list) -> StudyTable:
-    t = StudyTable(main.study, f"{main.title}: learnt within the budget, and at which step", main.lengths, {},
-                   name=f"{main.name}-learning", kind="learning", task_columns=list(main.task_columns),
-                   caption=LEARNING_NOTE)
+    t = StudyTable(
+        main.study,
+        f"{main.title}: learnt within the budget, and at which step",
+        main.lengths,
+        {},
+        name=f"{main.name}-learning",
+        kind="learning",
+        task_columns=list(main.task_columns),
+        caption=LEARNING_NOTE,
+    )
     for mrow in main.rows:
-        row: dict = {"label": mrow["label"], "train_lengths": mrow["train_lengths"], "seeds": mrow["seeds"],
-                     "published": {}, "published_text": {}, "differs": {}, "cells": {}, "text": {}}
+        row: dict = {
+            "label": mrow["label"],
+            "train_lengths": mrow["train_lengths"],
+            "seeds": mrow["seeds"],
+            "published": {},
+            "published_text": {},
+            "differs": {},
+            "cells": {},
+            "text": {},
+        }
         for col in main.task_columns:
-            done = [r for r in _selected_runs(main, mrow, col, results) if "learned_at_step" in (r.summary or {})]
+            done = [
+                r for r in _selected_runs(main, mrow, col, results) if "learned_at_step" in (r.summary or {})
+            ]
             if not done:
                 continue
             steps = [r.summary["learned_at_step"] for r in done]
@@ -145,11 +184,27 @@ def _learning_table(main: StudyTable, results: list) -> StudyTable:
 
 
 def _horizon_table(main: StudyTable, results: list) -> StudyTable:
-    t = StudyTable(main.study, f"{main.title}: failure horizons", main.lengths, {}, name=f"{main.name}-horizon",
-                   kind="horizon", task_columns=list(main.task_columns), caption=HORIZON_NOTE)
+    t = StudyTable(
+        main.study,
+        f"{main.title}: failure horizons",
+        main.lengths,
+        {},
+        name=f"{main.name}-horizon",
+        kind="horizon",
+        task_columns=list(main.task_columns),
+        caption=HORIZON_NOTE,
+    )
     for mrow in main.rows:
-        row: dict = {"label": mrow["label"], "train_lengths": mrow["train_lengths"], "seeds": mrow["seeds"],
-                     "published": {}, "published_text": {}, "differs": {}, "cells": {}, "text": {}}
+        row: dict = {
+            "label": mrow["label"],
+            "train_lengths": mrow["train_lengths"],
+            "seeds": mrow["seeds"],
+            "published": {},
+            "published_text": {},
+            "differs": {},
+            "cells": {},
+            "text": {},
+        }
         for col in main.task_columns:
             done = _selected_runs(main, mrow, col, results)
             if not done:
@@ -164,8 +219,13 @@ def _horizon_table(main: StudyTable, results: list) -> StudyTable:
             med = median_tested(vals)  # a length some seed failed at, never between two
             # numbers in every cell: a horizon beyond the longest length tested is that length, flagged
             # as a lower bound (capped: '>=N', the CSV's capped column)
-            cell = TableCell(min(med, cap), [min(v, cap) for v in vals], _selected_lr(mrow, col), runs=len(hs),
-                             capped=med == float("inf"))
+            cell = TableCell(
+                min(med, cap),
+                [min(v, cap) for v in vals],
+                _selected_lr(mrow, col),
+                runs=len(hs),
+                capped=med == float("inf"),
+            )
             text = _fmt(med, cap)
             if len(vals) > 1 and min(vals) != max(vals):
                 text += f" [{_fmt(min(vals), cap)}-{_fmt(max(vals), cap)}]"

@@ -11,6 +11,7 @@ test length is shown as ``>=N`` and only marked if the paper's value is below N)
 This module builds the tables' rows; the numbers are chosen by :mod:`statetrack.report.selection`
 and written out by :mod:`statetrack.report.render`.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -29,7 +30,7 @@ class StudyTable:
     study: str
     title: str
     lengths: list[int]
-    columns: dict[str, str]            # per_length: published column key -> header
+    columns: dict[str, str]  # per_length: published column key -> header
     rows: list[dict] = field(default_factory=list)
     name: str = "main"
     kind: ScoreKind = "per_length"
@@ -80,33 +81,51 @@ def _caption(study, kind: ScoreKind, published: bool = True) -> str:
         lo_hi = f" {study.score.lengths[0]}-{study.score.lengths[1]}" if study.score.lengths else ""
         what = f"mean {metric} over the test lengths{lo_hi}"
     else:
-        what = (f"longest test length with {metric} > {100 * study.score.threshold:g}% (and at every shorter "
-                f"test length)" + (f"; x = below {study.score.fail_below}" if study.score.fail_below else ""))
-    rule = (f"{sel.seeds} over seeds, then {sel.lrs} over learning rates, chosen on the "
-            f"{'TEST lengths (as the paper did)' if sel.using == 'test' else 'in-distribution validation'}")
-    tol = (f"factor {study.length_factor:g}" if kind == "longest"
-           else f"{study.tolerance:g}" + (" (absolute)" if study.metric == "scaled_accuracy"
-                                          else f" ({100 * study.tolerance:g} points)"))
-    judged = ("the longest length" if kind == "longest" else
-              "the '>=90% up to' length (accuracy >= 90% at it and every shorter test length)")
+        what = (
+            f"longest test length with {metric} > {100 * study.score.threshold:g}% (and at every shorter "
+            f"test length)" + (f"; x = below {study.score.fail_below}" if study.score.fail_below else "")
+        )
+    rule = (
+        f"{sel.seeds} over seeds, then {sel.lrs} over learning rates, chosen on the "
+        f"{'TEST lengths (as the paper did)' if sel.using == 'test' else 'in-distribution validation'}"
+    )
+    tol = (
+        f"factor {study.length_factor:g}"
+        if kind == "longest"
+        else f"{study.tolerance:g}"
+        + (" (absolute)" if study.metric == "scaled_accuracy" else f" ({100 * study.tolerance:g} points)")
+    )
+    judged = (
+        "the longest length"
+        if kind == "longest"
+        else "the '>=90% up to' length (accuracy >= 90% at it and every shorter test length)"
+    )
     # mean tables judge no threshold; a longest length of token or sequence accuracy has no interval
     no_interval = study.metric in ("token_accuracy", "sequence_accuracy") and kind == "longest"
-    unsure = ("" if kind == "mean" or no_interval else
-              f" {UNSURE} = {judged} could move: at a length it reads, the accuracy is undecided against 90% "
-              "(its Wilson interval, Bonferroni-corrected over the looks, still contains 90% after the test "
-              "sequences were doubled as often as the evaluation allows, 4 times by default; docs/long-range.md), or, "
-              "for another threshold, the 95% "
-              "interval contains it.")
-    shown = ("shown as the best seed, the statistic the paper reports and the one compared with it, then our "
-             "median [min-max] over seeds in parentheses" if sel.seeds == "max" else
-             "shown as selected (median [min-max] over seeds), or median [min-max] when the selected value is the "
-             "median")
-    return (f"Cells: {what}; {rule}; {shown}."
-            + (f" {MARK} = differs from the paper by more than {tol}." if published else "")
-            + f"{unsure} Chance at each test length is the "
-            "majority share of the final label's distribution in that length's test draw (exact where the task "
-            "computes it, else over 10,000 draws); n/a = no test set at that length (e.g. no accepted string "
-            "of that length).")
+    unsure = (
+        ""
+        if kind == "mean" or no_interval
+        else f" {UNSURE} = {judged} could move: at a length it reads, the accuracy is undecided against 90% "
+        "(its Wilson interval, Bonferroni-corrected over the looks, still contains 90% after the test "
+        "sequences were doubled as often as the evaluation allows, 4 times by default; docs/long-range.md), or, "
+        "for another threshold, the 95% "
+        "interval contains it."
+    )
+    shown = (
+        "shown as the best seed, the statistic the paper reports and the one compared with it, then our "
+        "median [min-max] over seeds in parentheses"
+        if sel.seeds == "max"
+        else "shown as selected (median [min-max] over seeds), or median [min-max] when the selected value is the "
+        "median"
+    )
+    return (
+        f"Cells: {what}; {rule}; {shown}."
+        + (f" {MARK} = differs from the paper by more than {tol}." if published else "")
+        + f"{unsure} Chance at each test length is the "
+        "majority share of the final label's distribution in that length's test draw (exact where the task "
+        "computes it, else over 10,000 draws); n/a = no test set at that length (e.g. no accepted string "
+        "of that length)."
+    )
 
 
 def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
@@ -120,14 +139,24 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
         if not mine and len(study.tables) > 1:
             continue
         kind = study.score.kind
-        lengths = sorted({m.length for _, r in mine if r for m in r.metrics}) or \
-            sorted({n for j, _ in mine for n in j.eval.lengths})
+        lengths = sorted({m.length for _, r in mine if r for m in r.metrics}) or sorted(
+            {n for j, _ in mine for n in j.eval.lengths}
+        )
         title = tdef.title or study.title
         published = any(v is not None for m in tdef.models for v in m.published.values())
-        table = StudyTable(study.name, title, lengths, tdef.published_columns, name=tdef.name, kind=kind,
-                           caption=_caption(study, kind, published))
+        table = StudyTable(
+            study.name,
+            title,
+            lengths,
+            tdef.published_columns,
+            name=tdef.name,
+            kind=kind,
+            caption=_caption(study, kind, published),
+        )
         present_cols = {getattr(j, "column", None) or tdef.tasks[0].label for j, _ in mine}
-        table.task_columns = [t.label for t in tdef.tasks if t.label in present_cols] or [t.label for t in tdef.tasks]
+        table.task_columns = [t.label for t in tdef.tasks if t.label in present_cols] or [
+            t.label for t in tdef.tasks
+        ]
         for m in tdef.models:
             runs = [(j, r) for j, r in mine if j.label == m.label]
             if not runs:
@@ -135,23 +164,45 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
             done = [(j, r) for j, r in runs if r is not None and r.status == RunStatus.COMPLETE]
             lo, hi = m.train_lengths or (runs[0][0].train.train_min_len, runs[0][0].train.train_max_len)
             lrs = sorted({j.train.lr for j, _ in runs})
-            row = {"label": m.label, "train_lengths": f"{lo}" if lo == hi else f"{lo}-{hi}",
-                   "seeds": len({j.seed for j, _ in done}), "lr": "/".join(f"{x:g}" for x in lrs),
-                   "train_acc": [r.summary.get("best_val_accuracy") for _, r in done],
-                   "longest": [r.summary.get("longest_90") for _, r in done],
-                   "longest_uncertain": any(uncertain_judgement(r.metrics) for _, r in done),
-                   "acc": {n: [mm.accuracy for _, r in done for mm in r.metrics if mm.length == n] for n in lengths},
-                   "published": m.published, "failed": len(runs) - len(done),
-                   "cells": {}, "text": {}, "published_text": {}, "differs": {},
-                   # per_length: our number for each published column, and how it is computed
-                   "ours": {}, "ours_text": {}, "ours_title": {}, "compare": {}}
+            row = {
+                "label": m.label,
+                "train_lengths": f"{lo}" if lo == hi else f"{lo}-{hi}",
+                "seeds": len({j.seed for j, _ in done}),
+                "lr": "/".join(f"{x:g}" for x in lrs),
+                "train_acc": [r.summary.get("best_val_accuracy") for _, r in done],
+                "longest": [r.summary.get("longest_90") for _, r in done],
+                "longest_uncertain": any(uncertain_judgement(r.metrics) for _, r in done),
+                "acc": {
+                    n: [mm.accuracy for _, r in done for mm in r.metrics if mm.length == n] for n in lengths
+                },
+                "published": m.published,
+                "failed": len(runs) - len(done),
+                "cells": {},
+                "text": {},
+                "published_text": {},
+                "differs": {},
+                # per_length: our number for each published column, and how it is computed
+                "ours": {},
+                "ours_text": {},
+                "ours_title": {},
+                "compare": {},
+            }
             if kind == "per_length":
                 for n in lengths:
-                    entries = [(j.train.lr, run_score(study, r, n), r.summary.get("best_val_accuracy"),
-                                r.summary.get("best_val_loss")) for j, r in done]
+                    entries = [
+                        (
+                            j.train.lr,
+                            run_score(study, r, n),
+                            r.summary.get("best_val_accuracy"),
+                            r.summary.get("best_val_loss"),
+                        )
+                        for j, r in done
+                    ]
                     cell = select(study, entries)
                     cell.runs, cell.missing = len(done), len(runs) - len(done)
-                    notes = {mm.note for _, r in done for mm in r.metrics if mm.length == n and mm.accuracy is None}
+                    notes = {
+                        mm.note for _, r in done for mm in r.metrics if mm.length == n and mm.accuracy is None
+                    }
                     cell.not_scored = "; ".join(sorted(notes)) if notes and cell.selected is None else None
                     row["cells"][n], row["text"][n] = cell, fmt_cell(cell, study)
                 for key in tdef.published_columns:
@@ -165,8 +216,11 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
                     ours = _compare_value(study, spec, done)
                     row["ours"][key], row["ours_text"][key] = ours, pct(ours)
                     row["ours_title"][key] = _compare_what(study, spec)
-                    differs = None if pub is None or ours is None or isinstance(pub, str) else \
-                        abs(ours - float(pub)) > study.tolerance
+                    differs = (
+                        None
+                        if pub is None or ours is None or isinstance(pub, str)
+                        else abs(ours - float(pub)) > study.tolerance
+                    )
                     row["differs"][key] = differs
                     row["published_text"][key] = pct(pub) if not isinstance(pub, str) else pub
                     if differs:
@@ -176,9 +230,16 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
                     cruns = [(j, r) for j, r in runs if (j.column or tdef.tasks[0].label) == col]
                     if not cruns:
                         continue
-                    entries = [(j.train.lr, run_score(study, r), r.summary.get("best_val_accuracy"),
-                                r.summary.get("best_val_loss"))
-                               for j, r in cruns if r is not None and r.status == RunStatus.COMPLETE]
+                    entries = [
+                        (
+                            j.train.lr,
+                            run_score(study, r),
+                            r.summary.get("best_val_accuracy"),
+                            r.summary.get("best_val_loss"),
+                        )
+                        for j, r in cruns
+                        if r is not None and r.status == RunStatus.COMPLETE
+                    ]
                     cell = select(study, entries)
                     cell.runs = len(entries)
                     cell.missing = len(cruns) - len(entries)
@@ -188,9 +249,13 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
                         cell.capped = True
                     cell.differs = compare(study, cell)
                     if kind == "longest":
-                        cell.uncertain = any(run_uncertain(study, r) for j, r in cruns
-                                             if r is not None and r.status == RunStatus.COMPLETE
-                                             and (cell.lr is None or j.train.lr == cell.lr))
+                        cell.uncertain = any(
+                            run_uncertain(study, r)
+                            for j, r in cruns
+                            if r is not None
+                            and r.status == RunStatus.COMPLETE
+                            and (cell.lr is None or j.train.lr == cell.lr)
+                        )
                     row["cells"][col], row["text"][col] = cell, fmt_cell(cell, study)
                     row["published_text"][col] = fmt_published(cell.published, study)
                     row["differs"][col] = cell.differs
@@ -209,8 +274,11 @@ def _compare_value(study, spec, done) -> float | None:
         lo, hi = spec
         vals = []
         for _, r in done:
-            xs = [getattr(m, study.metric) for m in r.metrics
-                  if lo <= m.length <= hi and getattr(m, study.metric) is not None]
+            xs = [
+                getattr(m, study.metric)
+                for m in r.metrics
+                if lo <= m.length <= hi and getattr(m, study.metric) is not None
+            ]
             if xs:
                 vals.append(statistics.fmean(xs))
     vals = [v for v in vals if v is not None]

@@ -6,6 +6,7 @@ by step: train loss and accuracy, validation loss and accuracy, learning rate), 
 results database after the run, so every executor gives the same files. Needs the ``tensorboard``
 package (``pip install 'statetrack[tensorboard]'``).
 """
+
 from __future__ import annotations
 
 import json
@@ -24,16 +25,20 @@ def summary_writer():
     try:
         from torch.utils.tensorboard import SummaryWriter  # optional (the tensorboard extra)
     except ImportError as e:
-        raise UserError(f"--tensorboard needs the tensorboard package ({e}); install it with "
-                        "pip install tensorboard (or pip install 'statetrack[tensorboard]')") from None
+        raise UserError(
+            f"--tensorboard needs the tensorboard package ({e}); install it with "
+            "pip install tensorboard (or pip install 'statetrack[tensorboard]')"
+        ) from None
     return SummaryWriter
 
 
 def run_dir(log_dir, row: dict) -> Path:
     """The run's folder under ``log_dir``: every part of its name read from the row is slugged, so that no
     value of a database (which may come from others) makes a path outside ``log_dir``."""
-    return Path(log_dir) / (f"run{slug(str(row['id']))}-{slug(str(row['model']))}-{slug(str(row['task']))}"
-                            f"-seed{slug(str(row['seed']))}")
+    return Path(log_dir) / (
+        f"run{slug(str(row['id']))}-{slug(str(row['model']))}-{slug(str(row['task']))}"
+        f"-seed{slug(str(row['seed']))}"
+    )
 
 
 def write_run(log_dir, db, run_id: int) -> Path:

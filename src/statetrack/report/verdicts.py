@@ -29,6 +29,7 @@ or a theorem misread: to be found); a possible cell in which no seed tracks the 
 **learnability** result (the weights exist, training did not find them; the cell says how many seeds
 rose above chance); an open cell is reported with its measurements only.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -130,8 +131,13 @@ class VerdictCell:
             return "open"
         out = f"{SYMBOL[self.verdict]} {self.basis}"
         m = self.median()
-        if self.verdict == Decision.IMPOSSIBLE and self.ceiling and m is not None and m.chance is not None \
-                and self.ceiling > m.chance + 1e-9:
+        if (
+            self.verdict == Decision.IMPOSSIBLE
+            and self.ceiling
+            and m is not None
+            and m.chance is not None
+            and self.ceiling > m.chance + 1e-9
+        ):
             out += f", ceiling {100 * self.ceiling:.0f}% (a quotient of order {self.quotient} tracked)"
         return out
 
@@ -158,10 +164,11 @@ class VerdictCell:
         if m is None:
             return f"- ; {verdict}: missing"
         n = len(self.scored)
-        acc = (f"{100 * m.accuracy:.0f}% [{100 * m.low:.0f}-{100 * m.high:.0f}], tracked {self.tracked}/{n}, "
-               f"above chance {self.above}/{n} (chance {100 * m.chance:.0f}%)")
+        acc = (
+            f"{100 * m.accuracy:.0f}% [{100 * m.low:.0f}-{100 * m.high:.0f}], tracked {self.tracked}/{n}, "
+            f"above chance {self.above}/{n} (chance {100 * m.chance:.0f}%)"
+        )
         return f"{acc}; {verdict}: {self.outcome}"
-
 
     def learnt_in_distribution(self) -> tuple[int, int]:
         """(seeds that learnt the task in distribution, seeds with the measurement)."""
@@ -206,14 +213,16 @@ class VerdictTable:
         imp = [c for c in self.cells() if c.verdict == Decision.IMPOSSIBLE and c.outcome != Outcome.MISSING]
         pos = [c for c in self.cells() if c.verdict == Decision.POSSIBLE and c.outcome != Outcome.MISSING]
         partial = sum(1 for c in pos if c.outcome == Outcome.LEARNABILITY and c.above)
-        return (f"The measurements agree with the theory in {k['agrees']} of {decided} decided cells: "
-                f"{sum(c.outcome == 'agrees' for c in imp)} of {len(imp)} 'impossible' cells stay at chance (or, "
-                f"where the layer can track a quotient of the group, within that quotient's ceiling) in every "
-                f"seed ({k['disagrees']} do not), and {sum(c.outcome == 'agrees' for c in pos)} of "
-                f"{len(pos)} 'possible' cells were learned (some seed tracks the task: >= {100 * TRACKED:.0f}% at "
-                f"the long lengths); the other {k['learnability']} 'possible' cells are learnability results (the "
-                f"weights exist, training did not find them; {partial} of them rose above chance). "
-                f"{k['open']} cells are open (no result decides them); {k['missing']} have no complete run.")
+        return (
+            f"The measurements agree with the theory in {k['agrees']} of {decided} decided cells: "
+            f"{sum(c.outcome == 'agrees' for c in imp)} of {len(imp)} 'impossible' cells stay at chance (or, "
+            f"where the layer can track a quotient of the group, within that quotient's ceiling) in every "
+            f"seed ({k['disagrees']} do not), and {sum(c.outcome == 'agrees' for c in pos)} of "
+            f"{len(pos)} 'possible' cells were learned (some seed tracks the task: >= {100 * TRACKED:.0f}% at "
+            f"the long lengths); the other {k['learnability']} 'possible' cells are learnability results (the "
+            f"weights exist, training did not find them; {partial} of them rose above chance). "
+            f"{k['open']} cells are open (no result decides them); {k['missing']} have no complete run."
+        )
 
     def leaderboard(self) -> list[tuple[str, int, int, int]]:
         """(model, tasks tracked by some seed, cells that agree, cells judged), best first."""
@@ -227,31 +236,49 @@ class VerdictTable:
         return sorted(out, key=lambda r: (-r[1], -r[2], r[0]))
 
     def markdown(self) -> str:
-        return grid_markdown(["model", *self.columns],
-                             [[label, *("-" if c is None else c.text() for c in cells)] for label, cells in self.rows])
+        return grid_markdown(
+            ["model", *self.columns],
+            [[label, *("-" if c is None else c.text() for c in cells)] for label, cells in self.rows],
+        )
 
     def csv_rows(self) -> list[dict]:
         rows = []
         for c in self.cells():
             for s in c.seeds:
-                rows.append({"model": c.model, "task": c.column, "layers": c.layers, "task_string": c.task,
-                             "verdict": c.verdict, "basis": c.basis, "ceiling": c.ceiling,
-                             "outcome": c.outcome, "seed": s.seed,
-                             "split": s.split, "lengths": f"{min(s.lengths)}-{max(s.lengths)}" if s.lengths else "",
-                             "accuracy": s.accuracy, f"low_{100 * LEVEL:.0f}": s.low,
-                             f"high_{100 * LEVEL:.0f}": s.high, "chance": s.chance, "n": s.n,
-                             "judgement": s.judgement})
+                rows.append(
+                    {
+                        "model": c.model,
+                        "task": c.column,
+                        "layers": c.layers,
+                        "task_string": c.task,
+                        "verdict": c.verdict,
+                        "basis": c.basis,
+                        "ceiling": c.ceiling,
+                        "outcome": c.outcome,
+                        "seed": s.seed,
+                        "split": s.split,
+                        "lengths": f"{min(s.lengths)}-{max(s.lengths)}" if s.lengths else "",
+                        "accuracy": s.accuracy,
+                        f"low_{100 * LEVEL:.0f}": s.low,
+                        f"high_{100 * LEVEL:.0f}": s.high,
+                        "chance": s.chance,
+                        "n": s.n,
+                        "judgement": s.judgement,
+                    }
+                )
         return rows
 
 
-CAPTION = (f"Cells: the pooled accuracy of the final label over the test lengths of the median seed, its "
-           f"{100 * LEVEL:.0f}% (Wilson) interval, the seeds that track the task (>= {100 * TRACKED:.0f}%) and "
-           "those above chance, and the chance level; then the "
-           "oracle's verdict (yes / no / open) with its basis (docs/science.md; for an 'impossible' cell whose "
-           "layer can still track a quotient of the group, the accuracy that quotient allows: its ceiling) and "
-           "the outcome: agrees, disagrees (an 'impossible' cell above its ceiling, or below chance, in some "
-           "seed), learnability (a 'possible' cell no seed tracks) or open. A seed is above (below) chance "
-           "when its interval lies above (below) chance.")
+CAPTION = (
+    f"Cells: the pooled accuracy of the final label over the test lengths of the median seed, its "
+    f"{100 * LEVEL:.0f}% (Wilson) interval, the seeds that track the task (>= {100 * TRACKED:.0f}%) and "
+    "those above chance, and the chance level; then the "
+    "oracle's verdict (yes / no / open) with its basis (docs/science.md; for an 'impossible' cell whose "
+    "layer can still track a quotient of the group, the accuracy that quotient allows: its ceiling) and "
+    "the outcome: agrees, disagrees (an 'impossible' cell above its ceiling, or below chance, in some "
+    "seed), learnability (a 'possible' cell no seed tracks) or open. A seed is above (below) chance "
+    "when its interval lies above (below) chance."
+)
 
 
 def _pooled_chance(task, split: str, lengths: list[int], weights: list[int]) -> float | None:
@@ -299,9 +326,17 @@ def verdict_table(study, results) -> VerdictTable:
         cell = by_cell.get(key)
         if cell is None:
             v = oracle(job.train.model.layers, job.train.task)
-            cell = by_cell[key] = VerdictCell(job.label, col, job.train.model.layers, job.train.task, v.verdict,
-                                              v.qualified_basis, v.reason, ceiling=v.facts.get("accuracy_ceiling"),
-                                              quotient=v.facts.get("quotient_tracked"))
+            cell = by_cell[key] = VerdictCell(
+                job.label,
+                col,
+                job.train.model.layers,
+                job.train.task,
+                v.verdict,
+                v.qualified_basis,
+                v.reason,
+                ceiling=v.facts.get("accuracy_ceiling"),
+                quotient=v.facts.get("quotient_tracked"),
+            )
         if res is None or res.status != RunStatus.COMPLETE:
             continue
         if job.train.task not in info:
@@ -310,7 +345,9 @@ def verdict_table(study, results) -> VerdictTable:
         task, fixed = info[job.train.task]
         cell.seeds.append(seed_score(job, res, task, fixed))
         summary = res.summary or {}
-        cell.runs.append((job.seed, summary.get("learned_at_step", "n/a"), summary.get("best_val_accuracy"), res))
+        cell.runs.append(
+            (job.seed, summary.get("learned_at_step", "n/a"), summary.get("best_val_accuracy"), res)
+        )
     for label in order:
         rows.append((label, [by_cell.get((label, c)) for c in columns]))
     table = VerdictTable(study.name, columns, rows)
@@ -319,4 +356,3 @@ def verdict_table(study, results) -> VerdictTable:
             table.controls[(control_of[label], col)] = cell
             table.control_labels[(control_of[label], col)] = label
     return table
-

@@ -1,4 +1,5 @@
 """A study's report from the database alone: tables, plots, markdown / CSV / LaTeX / HTML exports."""
+
 from __future__ import annotations
 
 import csv
@@ -35,7 +36,7 @@ class Report:
     scale: str
     tables: list[StudyTable]
     results: list  # (Job, RunResult or None)
-    traces: dict[int, dict] = field(default_factory=dict)   # run_id -> probe -> trace
+    traces: dict[int, dict] = field(default_factory=dict)  # run_id -> probe -> trace
     curves: dict[int, list] = field(default_factory=dict)
     interrupted: int = 0  # running or interrupted rows of the grid's keys (not counted)
     machines: list[str] = field(default_factory=list)  # where the runs ran (from their recorded versions)
@@ -55,12 +56,23 @@ class Report:
         """The report's record in its folder's index.json (``report.folder``)."""
         meta = meta or {}
         compared, agree = self.agreement()
-        return {"study": self.study.name, "title": self.study.title, "scale": self.scale, "seeds": self.seeds,
-                "runs": len(self.results), "complete": self.complete, "missing": self.missing,
-                "cells_compared": compared, "cells_agree": agree,
-                "finding": self.finding().agreement if self.study.kind is not StudyKind.LM else None,
-                "run_time_s": round(self.wall_time, 1), "devices": self.devices, "machines": self.machines,
-                "date": meta.get("Date"), "command": meta.get("Command")}
+        return {
+            "study": self.study.name,
+            "title": self.study.title,
+            "scale": self.scale,
+            "seeds": self.seeds,
+            "runs": len(self.results),
+            "complete": self.complete,
+            "missing": self.missing,
+            "cells_compared": compared,
+            "cells_agree": agree,
+            "finding": self.finding().agreement if self.study.kind is not StudyKind.LM else None,
+            "run_time_s": round(self.wall_time, 1),
+            "devices": self.devices,
+            "machines": self.machines,
+            "date": meta.get("Date"),
+            "command": meta.get("Command"),
+        }
 
     def finding(self) -> Finding:
         """What the study found: the headline of its report (``report.finding``)."""
@@ -72,8 +84,14 @@ class Report:
 
     def agreement(self) -> tuple[int, int]:
         """(cells compared with a published number, cells that agree within the study's tolerance)."""
-        flags = [v for t in self.tables for r in getattr(t, "rows", []) if isinstance(r, dict)
-                 for v in r.get("differs", {}).values() if v is not None]
+        flags = [
+            v
+            for t in self.tables
+            for r in getattr(t, "rows", [])
+            if isinstance(r, dict)
+            for v in r.get("differs", {}).values()
+            if v is not None
+        ]
         return len(flags), sum(1 for v in flags if not v)
 
     @property
@@ -87,8 +105,14 @@ class Report:
             for m in tdef.models:
                 for t in tdef.tasks:
                     for probe in t.probes:
-                        runs = [r for j, r in self.results if r is not None and j.table == tdef.name
-                                and j.label == m.label and j.column == t.label]
+                        runs = [
+                            r
+                            for j, r in self.results
+                            if r is not None
+                            and j.table == tdef.name
+                            and j.label == m.label
+                            and j.column == t.label
+                        ]
                         tr = [self.traces.get(r.run_id, {}).get(probe) for r in runs]
                         tr = [x for x in tr if x]
                         if not tr:
@@ -101,8 +125,9 @@ class Report:
         return out
 
 
-def collect(study, db, scale: str = "quick", seeds: int | None = None, device: str = "auto",
-            max_runs: int = MAX_RUNS) -> Report:
+def collect(
+    study, db, scale: str = "quick", seeds: int | None = None, device: str = "auto", max_runs: int = MAX_RUNS
+) -> Report:
     """Look up every run of the study's grid (at ``scale``) by its key; read metrics, curves, traces."""
     jobs = study.grid(scale, seeds, device, max_runs)  # refused above max_runs before the database is opened
     store = Store(db, readonly=True)
@@ -132,14 +157,25 @@ def collect(study, db, scale: str = "quick", seeds: int | None = None, device: s
             if job.probes:
                 traces[res.run_id] = read_traces(db, res.run_id)
     if study.kind is StudyKind.LM:  # a language-modelling study: bpb tables (statetrack.report.lm)
-
         tables = lm_tables(study, results, scale, db=db)
     else:
         tables = state_tables(study, results, scale, study_tables(study, results, scale))
-    rep = Report(study, scale, tables, results, traces, curves, unfinished,
-                 [f"{m} ({n} run{'s' if n > 1 else ''})" for m, n in machines.items()], db=str(db),
-                 wall_time=wall, devices=list(devices), cpu_time=cpu_time, cpu_runs=cpu_runs,
-                 seeds=study.scale(scale).seeds if seeds is None else seeds)
+    rep = Report(
+        study,
+        scale,
+        tables,
+        results,
+        traces,
+        curves,
+        unfinished,
+        [f"{m} ({n} run{'s' if n > 1 else ''})" for m, n in machines.items()],
+        db=str(db),
+        wall_time=wall,
+        devices=list(devices),
+        cpu_time=cpu_time,
+        cpu_runs=cpu_runs,
+        seeds=study.scale(scale).seeds if seeds is None else seeds,
+    )
     if study.kind is not StudyKind.LM:
         _compare_probes(rep)
     if getattr(study, "oracle", False):
@@ -162,8 +198,14 @@ def _compare_probes(rep: Report) -> None:
                 continue
             probe = spec.removeprefix("probe:")
             for row in t.rows:
-                hit = [r for r in rows if r["model"] == row["label"] and r["probe"] == probe
-                       and r["offset_accuracy"] is not None and r["hold_accuracy"] is not None]
+                hit = [
+                    r
+                    for r in rows
+                    if r["model"] == row["label"]
+                    and r["probe"] == probe
+                    and r["offset_accuracy"] is not None
+                    and r["hold_accuracy"] is not None
+                ]
                 pub = row["published"].get(key)
                 if not hit:
                     continue
@@ -172,38 +214,50 @@ def _compare_probes(rep: Report) -> None:
                 differs = isinstance(pub, str) and pub.strip().lower() != ours
                 row["differs"][key] = differs
                 row["ours_text"][key] = ours
-                row["ours_title"][key] = (f"ours on the probe {probe}: offsets {100 * off:.0f}%, holds "
-                                          f"{100 * hold:.0f}% (yes: both above {100 * thr:g}%)")
-                row["published_text"][key] = (f"{pub if pub is not None else '-'} (ours: {ours}; offsets "
-                                              f"{100 * off:.0f}%, holds {100 * hold:.0f}%"
-                                              f"{'; ' + MARK if differs else ''})")
+                row["ours_title"][key] = (
+                    f"ours on the probe {probe}: offsets {100 * off:.0f}%, holds "
+                    f"{100 * hold:.0f}% (yes: both above {100 * thr:g}%)"
+                )
+                row["published_text"][key] = (
+                    f"{pub if pub is not None else '-'} (ours: {ours}; offsets "
+                    f"{100 * off:.0f}%, holds {100 * hold:.0f}%"
+                    f"{'; ' + MARK if differs else ''})"
+                )
 
 
 def _probe_markdown(rep: Report) -> str:
     rows = rep.probe_rows()
     if not rows:
         return ""
-    return grid_markdown(["model", "probe", "runs", *PROBE_HEADERS],
-                         [[r["model"], r["probe"], str(r["runs"]), *probe_cells(r)] for r in rows])
+    return grid_markdown(
+        ["model", "probe", "runs", *PROBE_HEADERS],
+        [[r["model"], r["probe"], str(r["runs"]), *probe_cells(r)] for r in rows],
+    )
 
 
 PROBE_HEADERS = ("token acc", "acc, input-1 steps", "offsets (in 1, target 0)", "holds (in 1, target 1)")
 
 
 def probe_cells(r: dict) -> list[str]:
-    return ["-" if r[k] is None else f"{100 * r[k]:.1f}"
-            for k in ("token_accuracy", "accuracy_input1", "offset_accuracy", "hold_accuracy")]
+    return [
+        "-" if r[k] is None else f"{100 * r[k]:.1f}"
+        for k in ("token_accuracy", "accuracy_input1", "offset_accuracy", "hold_accuracy")
+    ]
 
 
-INTERVALS_CAPTION = ("Accuracy (%) of the final label at each test length, with its Wilson 95% interval over the "
-                     "test sequences; 'chance' rows: the majority share of the final label's distribution in that "
-                     "length's test draw (exact where the task computes it, else over 10,000 draws; n/a: no test "
-                     "set at that length).")
+INTERVALS_CAPTION = (
+    "Accuracy (%) of the final label at each test length, with its Wilson 95% interval over the "
+    "test sequences; 'chance' rows: the majority share of the final label's distribution in that "
+    "length's test draw (exact where the task computes it, else over 10,000 draws; n/a: no test "
+    "set at that length)."
+)
 
 
-LONG_INTERVALS_CAPTION = ("The same on the long-range draw (docs/long-range.md): the last ceil(L/2) symbols leave "
-                          "both labels possible and the label is drawn independently of them; chance is uniform "
-                          "over the labels of the length (n/a: no long-range draw at that length).")
+LONG_INTERVALS_CAPTION = (
+    "The same on the long-range draw (docs/long-range.md): the last ceil(L/2) symbols leave "
+    "both labels possible and the label is drawn independently of them; chance is uniform "
+    "over the labels of the length (n/a: no long-range draw at that length)."
+)
 
 
 @dataclass(frozen=True)
@@ -224,7 +278,8 @@ class Interval:
     @property
     def telling(self) -> bool:
         return self.low <= self.threshold <= self.high or (
-            self.chance is not None and self.low <= self.chance <= self.high)
+            self.chance is not None and self.low <= self.chance <= self.high
+        )
 
 
 def interval_tables(rep: Report, split: str = "test") -> list[tuple[str, list[str], list[list]]]:
@@ -237,8 +292,11 @@ def interval_tables(rep: Report, split: str = "test") -> list[tuple[str, list[st
     results = on_split(rep.results, split)
     thr = rep.study.score.threshold
     for tdef in rep.study.tables:
-        runs = [(j, r) for j, r in results
-                if r is not None and r.status == RunStatus.COMPLETE and j.table == tdef.name and r.metrics]
+        runs = [
+            (j, r)
+            for j, r in results
+            if r is not None and r.status == RunStatus.COMPLETE and j.table == tdef.name and r.metrics
+        ]
         if not runs:
             continue
         lengths = sorted({m.length for _, r in runs for m in r.metrics})
@@ -258,8 +316,10 @@ def interval_tables(rep: Report, split: str = "test") -> list[tuple[str, list[st
                     cells.append(Interval(m.accuracy, m.accuracy_low, m.accuracy_high, m.chance, thr))
                     chance.setdefault(col, {}).setdefault(n, m.chance)
             rows.append([j.label, col, f"{j.train.lr:g}", str(j.seed), *cells])
-        rows += [["chance", col, "", "", *(f"{100 * by[n]:.1f}" if n in by else "-" for n in lengths)]
-                 for col, by in chance.items()]
+        rows += [
+            ["chance", col, "", "", *(f"{100 * by[n]:.1f}" if n in by else "-" for n in lengths)]
+            for col, by in chance.items()
+        ]
         out.append((tdef.name, ["model", "task", "lr", "seed", *map(str, lengths)], rows))
     return out
 
@@ -297,58 +357,76 @@ class Figure:
 #: captions of the language-modelling figures, by the stem's first word ({} = the corpus)
 LM_CAPTIONS = {
     "curves": "Learning curves on the {} corpus: validation loss (bits per token) against the training step, "
-              "one colour per model.",
+    "one colour per model.",
     "positions": "Bits per byte on the {} test split by position in the window (the longest context), one line "
-                 "per model (median over seeds) beside the baselines (dashed); dotted: the training length.",
+    "per model (median over seeds) beside the baselines (dashed); dotted: the training length.",
     "context": "Bits per byte on the {} test split against the context length, one line per model (median over "
-               "seeds) beside the baselines (dashed); dotted: the training length.",
+    "seeds) beside the baselines (dashed); dotted: the training length.",
 }
 
 
 def report_figures(rep: Report) -> list[Figure]:
     """Every figure of the report: per table accuracy vs length and learning curves, then probe traces."""
     if rep.study.kind is StudyKind.LM:
-        return [Figure(section, stem, fig, LM_CAPTIONS.get(stem.split("-")[0], "").format(stem.partition("-")[2]))
-                for section, stem, fig in lm_figures(rep)]
+        return [
+            Figure(section, stem, fig, LM_CAPTIONS.get(stem.split("-")[0], "").format(stem.partition("-")[2]))
+            for section, stem, fig in lm_figures(rep)
+        ]
     out = []
     names = {t.name for t in rep.study.tables}
     for t in rep.tables:
         if t.name not in names:  # long-range and horizon tables: their numbers are in the tables
             continue
         for stem, fig, caption in length_figures(rep.study, t, rep.results) + curve_figures(
-                rep.study, t, rep.results, rep.curves):
+            rep.study, t, rep.results, rep.curves
+        ):
             out.append(Figure(t.name, stem, fig, caption))
     for j, r in rep.results:
         if r is None or j.seed != 0:
             continue
         for probe, tr in rep.traces.get(r.run_id, {}).items():
             fig = trace_figure(f"{j.label} (lr {j.train.lr:g}, seed {j.seed}) on {probe}", tr)
-            out.append(Figure("probes", f"trace-{slug(j.label)}-lr{j.train.lr:g}-{slug(probe)}", fig,
-                              f"{j.label} (learning rate {j.train.lr:g}, seed {j.seed}) on the probe {probe}: the "
-                              "input, the target and the model's output over time, for one seeded sequence."))
+            out.append(
+                Figure(
+                    "probes",
+                    f"trace-{slug(j.label)}-lr{j.train.lr:g}-{slug(probe)}",
+                    fig,
+                    f"{j.label} (learning rate {j.train.lr:g}, seed {j.seed}) on the probe {probe}: the "
+                    "input, the target and the model's output over time, for one seeded sequence.",
+                )
+            )
     return out
 
 
 def scale_note(rep: Report) -> str:
     if rep.study.kind is StudyKind.LM:
         return lm_note(rep.scale)
-    return "" if rep.scale == "paper" else (
-        f"Scale `{rep.scale}`: fewer steps, seeds and learning rates, smaller models and shorter test lengths "
-        "than the paper (see the study file), so differences from the paper's numbers are expected and are "
-        "listed under each table; `--scale paper` runs the paper's protocol.")
+    return (
+        ""
+        if rep.scale == "paper"
+        else (
+            f"Scale `{rep.scale}`: fewer steps, seeds and learning rates, smaller models and shorter test lengths "
+            "than the paper (see the study file), so differences from the paper's numbers are expected and are "
+            "listed under each table; `--scale paper` runs the paper's protocol."
+        )
+    )
 
 
 def runs_line(rep: Report) -> str:
     """How many runs of the grid the report holds; when some are missing, which (the report's first line
     after its header)."""
-    line = (f"Runs of the grid: {len(rep.results)}; complete: {len(rep.results) - rep.missing}; missing: "
-            f"{rep.missing}; unfinished records of these runs (killed, not counted): {rep.interrupted}. "
-            f"{time_line(rep)}")
+    line = (
+        f"Runs of the grid: {len(rep.results)}; complete: {len(rep.results) - rep.missing}; missing: "
+        f"{rep.missing}; unfinished records of these runs (killed, not counted): {rep.interrupted}. "
+        f"{time_line(rep)}"
+    )
     missing = missing_runs(rep)
     if missing:
-        line = (f"This report is incomplete: {rep.missing} of the grid's {len(rep.results)} runs are not complete "
-                f"in the database (not run yet, failed or killed), and its numbers leave them out: "
-                f"{'; '.join(missing)}. {line}")
+        line = (
+            f"This report is incomplete: {rep.missing} of the grid's {len(rep.results)} runs are not complete "
+            f"in the database (not run yet, failed or killed), and its numbers leave them out: "
+            f"{'; '.join(missing)}. {line}"
+        )
     return line
 
 
@@ -371,9 +449,11 @@ def missing_runs(rep: Report, at_most: int = 20) -> list[str]:
         if r is None:
             groups.setdefault((j.table, j.label, j.column, j.train.lr), []).append(j.seed)
     several_tables = len({k[0] for k in groups}) > 1
-    items = [f"{label} on {column}{f' (table {table})' if several_tables else ''}, lr {lr:g}: "
-             f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
-             for (table, label, column, lr), seeds in groups.items()]
+    items = [
+        f"{label} on {column}{f' (table {table})' if several_tables else ''}, lr {lr:g}: "
+        f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
+        for (table, label, column, lr), seeds in groups.items()
+    ]
     if len(items) > at_most:
         items = [*items[:at_most], f"and {len(items) - at_most} more"]
     return items
@@ -383,18 +463,24 @@ def check_reportable(rep: Report, db) -> None:
     """Refuse (one line) a report of a grid none of whose runs is complete in the database: it would
     show only dashes, and written over an earlier report it would replace measured numbers."""
     if rep.results and rep.missing == len(rep.results):
-        raise UserError(f"no run of study {rep.study.name!r} at scale {rep.scale!r} is complete in {str(db)!r} "
-                        f"(0 of {len(rep.results)}); no report written (run 'statetrack sweep {rep.study.name} "
-                        f"--scale {rep.scale} --db {db}' first)")
+        raise UserError(
+            f"no run of study {rep.study.name!r} at scale {rep.scale!r} is complete in {str(db)!r} "
+            f"(0 of {len(rep.results)}); no report written (run 'statetrack sweep {rep.study.name} "
+            f"--scale {rep.scale} --db {db}' first)"
+        )
 
 
 def _figure_md(f: Figure, folder: str, links: dict) -> str:
-    return f"![{f.stem}]({folder}/{links[f.stem]})\n\n*{f.caption}*\n" if f.caption else \
-        f"![{f.stem}]({folder}/{links[f.stem]})\n"
+    return (
+        f"![{f.stem}]({folder}/{links[f.stem]})\n\n*{f.caption}*\n"
+        if f.caption
+        else f"![{f.stem}]({folder}/{links[f.stem]})\n"
+    )
 
 
-def write_report(rep: Report, out: str | Path, meta: dict | None = None, figures=("png",),
-                 force: bool = False) -> Path:
+def write_report(
+    rep: Report, out: str | Path, meta: dict | None = None, figures=("png",), force: bool = False
+) -> Path:
     """``out``/<study>.md, .csv, .tex and ``out``/<study>/<figure>.<format> for each of ``figures``
     (png, svg, pdf; the markdown shows the first), and the report's record in ``out``/index.json.
     ``meta``: the header's lines, e.g. {"Command": ..., "Machine": ..., "Date": ...}. A report of the study
@@ -408,36 +494,73 @@ def write_report(rep: Report, out: str | Path, meta: dict | None = None, figures
     figdir = ensure_dir(out / study.name, f"cannot write the report in {str(out)!r}")
     meta = meta or {}
     header = [f"- {k}: `{v}`" if k == "Command" else f"- {k}: {v}" for k, v in meta.items()]
-    found = [] if study.kind is StudyKind.LM else ["## What this study found", "", *rep.finding().lines_md(), ""]
+    found = (
+        [] if study.kind is StudyKind.LM else ["## What this study found", "", *rep.finding().lines_md(), ""]
+    )
     runs = [runs_line(rep), ""]  # an incomplete report says so before anything it found
-    md = [f"# {study.title}", "", *header, "", *(runs if rep.missing else []), *found,
-          *([] if rep.missing else runs), scale_note(rep), "",
-          f"Study `{study.name}` (scale `{rep.scale}`). Source: {study.source}.", ""]
+    md = [
+        f"# {study.title}",
+        "",
+        *header,
+        "",
+        *(runs if rep.missing else []),
+        *found,
+        *([] if rep.missing else runs),
+        scale_note(rep),
+        "",
+        f"Study `{study.name}` (scale `{rep.scale}`). Source: {study.source}.",
+        "",
+    ]
     figs = report_figures(rep)
     try:
         links = {f.stem: save(f.fig, figdir, f.stem, figures)[0].name for f in figs} if figures else {}
         for t in rep.tables:
-            md += [f"## {t.title}" + (f" (table `{t.name}`)" if t.name != "main" else ""), "", t.markdown(), "",
-                   t.caption, ""]
+            md += [
+                f"## {t.title}" + (f" (table `{t.name}`)" if t.name != "main" else ""),
+                "",
+                t.markdown(),
+                "",
+                t.caption,
+                "",
+            ]
             md += differences(t, rep.study)
             md += [_figure_md(f, study.name, links) for f in figs if f.section == t.name and links]
         probe_md = _probe_markdown(rep)
         if probe_md:
-            md += ["## Probes", "", probe_md, "",
-                   "Traces: one seeded sequence per probe; input, target and the model's P(1) over time.", ""]
+            md += [
+                "## Probes",
+                "",
+                probe_md,
+                "",
+                "Traces: one seeded sequence per probe; input, target and the model's P(1) over time.",
+                "",
+            ]
             md += [_figure_md(f, study.name, links) for f in figs if f.section == "probes" and links]
     finally:
         for f in figs:
             close(f.fig)
     if rep.verdicts is not None:
-        md += ["## The theory's verdict beside every cell", "", rep.verdicts.summary(), "", rep.verdicts.markdown(),
-               "", VERDICTS_CAPTION, ""]
+        md += [
+            "## The theory's verdict beside every cell",
+            "",
+            rep.verdicts.summary(),
+            "",
+            rep.verdicts.markdown(),
+            "",
+            VERDICTS_CAPTION,
+            "",
+        ]
         md += evidence_markdown(rep.verdicts, figdir, study.name, figures)
     md += ["## Accuracy of every run, with 95% intervals", "", INTERVALS_CAPTION, "", intervals_markdown(rep)]
     long = intervals_markdown(rep, "long")
     if long.strip():
-        md += ["## Accuracy of every run on the long-range draw, with 95% intervals", "", LONG_INTERVALS_CAPTION, "",
-               long]
+        md += [
+            "## Accuracy of every run on the long-range draw, with 95% intervals",
+            "",
+            LONG_INTERVALS_CAPTION,
+            "",
+            long,
+        ]
     if study.notes:
         md += ["## Notes (from the study file)", "", study.notes.strip(), ""]
     text = "\n".join(md)
@@ -447,7 +570,9 @@ def write_report(rep: Report, out: str | Path, meta: dict | None = None, figures
     rows = [r for t in rep.tables for r in t.csv_rows()]
     f = io.StringIO(newline="")
     if rows:
-        w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))  # LM tables: other columns
+        w = csv.DictWriter(
+            f, fieldnames=list(dict.fromkeys(k for r in rows for k in r))
+        )  # LM tables: other columns
         w.writeheader()
         w.writerows(rows)
     write_file(out / f"{study.name}.csv", f.getvalue(), what="report")

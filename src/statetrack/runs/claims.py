@@ -20,6 +20,7 @@ database refuses to complete its row (``Store.finish_run`` completes only a ``ru
 is never complete twice. A sweep starts by clearing the claims of owners that are gone
 (:meth:`Claims.clear_dead`), so none is left behind by a sweep killed with SIGKILL.
 """
+
 from __future__ import annotations
 
 import logging
@@ -156,32 +157,52 @@ class Claims:
         stalled = self.unchanged_for(row) > self.timeout  # looked at first: it notes the value seen
         return now - row["heartbeat"] > self.timeout or stalled or process_gone(row["process"])
 
-    def claim(self, key: str, complete_since: float = 0.0, failed_since: float | None = None,
-              ignore: tuple[int, ...] = ()) -> Outcome:
+    def claim(
+        self,
+        key: str,
+        complete_since: float = 0.0,
+        failed_since: float | None = None,
+        ignore: tuple[int, ...] = (),
+    ) -> Outcome:
         """Claim ``key`` unless it has a run completed at or after ``complete_since``, a run another owner
         failed at or after ``failed_since``, or a live claim of another owner. A dead owner's claim is
         taken over. Runs of ``ignore`` (damaged rows: ``store.Damaged``) count as not there."""
         now = time.time()
         skip = f" AND id NOT IN ({','.join('?' * len(ignore))})" if ignore else ""
         with self.store.transaction(immediate=True) as c:
-            done = c.execute(f"SELECT id FROM runs WHERE key=? AND status=? AND COALESCE(finished, 0)>=?{skip} "
-                             "ORDER BY id DESC LIMIT 1", (key, RunStatus.COMPLETE, complete_since, *ignore)).fetchone()
+            done = c.execute(
+                f"SELECT id FROM runs WHERE key=? AND status=? AND COALESCE(finished, 0)>=?{skip} "
+                "ORDER BY id DESC LIMIT 1",
+                (key, RunStatus.COMPLETE, complete_since, *ignore),
+            ).fetchone()
             if done:
                 return Outcome(ClaimState.COMPLETE, done["id"])
             held = c.execute("SELECT * FROM claims WHERE key=?", (key,)).fetchone()
             if held is not None and held["owner"] != self.me:
                 if not self.dead(held, now):
                     return Outcome(ClaimState.TAKEN, by=held["owner"])
-                c.execute("UPDATE runs SET status=?, error=?, finished=? WHERE key=? AND status=? AND owner=?",
-                          (RunStatus.INTERRUPTED,
-                           f"interrupted: its sweep {held['owner']} stopped (claim taken over by {self.me})",
-                           now, key, RunStatus.RUNNING, held["owner"]))
+                c.execute(
+                    "UPDATE runs SET status=?, error=?, finished=? WHERE key=? AND status=? AND owner=?",
+                    (
+                        RunStatus.INTERRUPTED,
+                        f"interrupted: its sweep {held['owner']} stopped (claim taken over by {self.me})",
+                        now,
+                        key,
+                        RunStatus.RUNNING,
+                        held["owner"],
+                    ),
+                )
             elif held is None and failed_since is not None:
-                last = c.execute(f"SELECT id, status, owner FROM runs WHERE key=? AND COALESCE(finished, 0)>=?{skip} "
-                                 "ORDER BY id DESC LIMIT 1", (key, failed_since, *ignore)).fetchone()
+                last = c.execute(
+                    f"SELECT id, status, owner FROM runs WHERE key=? AND COALESCE(finished, 0)>=?{skip} "
+                    "ORDER BY id DESC LIMIT 1",
+                    (key, failed_since, *ignore),
+                ).fetchone()
                 if last is not None and last["status"] == RunStatus.FAILED and last["owner"] != self.me:
                     return Outcome(ClaimState.FAILED, last["id"])
-            c.execute("INSERT OR REPLACE INTO claims VALUES (?,?,?,?,?)", (key, self.me, self.process, now, now))
+            c.execute(
+                "INSERT OR REPLACE INTO claims VALUES (?,?,?,?,?)", (key, self.me, self.process, now, now)
+            )
             return Outcome(ClaimState.CLAIMED)
 
     def clear_dead(self) -> int:
@@ -190,13 +211,22 @@ class Claims:
         transaction: what a sweep killed with SIGKILL left behind. Returns the number of claims removed."""
         now = time.time()
         with self.store.transaction(immediate=True) as c:
-            rows = c.execute("SELECT key, owner, process, heartbeat FROM claims WHERE owner!=?", (self.me,)).fetchall()
+            rows = c.execute(
+                "SELECT key, owner, process, heartbeat FROM claims WHERE owner!=?", (self.me,)
+            ).fetchall()
             dead = [r for r in rows if self.dead(r, now)]
             for r in dead:
-                c.execute("UPDATE runs SET status=?, error=?, finished=? WHERE key=? AND status=? AND owner=?",
-                          (RunStatus.INTERRUPTED,
-                           f"interrupted: its sweep {r['owner']} stopped (claim cleared by {self.me})", now,
-                           r["key"], RunStatus.RUNNING, r["owner"]))
+                c.execute(
+                    "UPDATE runs SET status=?, error=?, finished=? WHERE key=? AND status=? AND owner=?",
+                    (
+                        RunStatus.INTERRUPTED,
+                        f"interrupted: its sweep {r['owner']} stopped (claim cleared by {self.me})",
+                        now,
+                        r["key"],
+                        RunStatus.RUNNING,
+                        r["owner"],
+                    ),
+                )
                 c.execute("DELETE FROM claims WHERE key=? AND owner=?", (r["key"], r["owner"]))
             return len(dead)
 
@@ -204,7 +234,9 @@ class Claims:
         """Keys with a live claim of another owner (a read: a dead claim is not among them)."""
         now = time.time()
         with self.store.transaction() as c:
-            rows = c.execute("SELECT key, owner, process, heartbeat FROM claims WHERE owner!=?", (self.me,)).fetchall()
+            rows = c.execute(
+                "SELECT key, owner, process, heartbeat FROM claims WHERE owner!=?", (self.me,)
+            ).fetchall()
         return {r["key"] for r in rows if not self.dead(r, now)}
 
     def waits(self, keys: Iterable[str]) -> list[dict]:
@@ -219,22 +251,35 @@ class Claims:
         with self.store.transaction() as c:
             out = []
             for k in keys:
-                r = c.execute("SELECT key, owner, heartbeat FROM claims WHERE key=? AND owner!=?",
-                              (k, self.me)).fetchone()
+                r = c.execute(
+                    "SELECT key, owner, heartbeat FROM claims WHERE key=? AND owner!=?", (k, self.me)
+                ).fetchone()
                 if r is None:
                     continue
-                run = c.execute("SELECT id FROM runs WHERE key=? AND owner=? AND status=? ORDER BY id DESC LIMIT 1",
-                                (k, r["owner"], RunStatus.RUNNING)).fetchone()
-                out.append({"key": k, "owner": r["owner"], "run_id": run["id"] if run else None,
-                            "age": now - r["heartbeat"], "unchanged": self.unchanged_for(r), "timeout": self.timeout})
+                run = c.execute(
+                    "SELECT id FROM runs WHERE key=? AND owner=? AND status=? ORDER BY id DESC LIMIT 1",
+                    (k, r["owner"], RunStatus.RUNNING),
+                ).fetchone()
+                out.append(
+                    {
+                        "key": k,
+                        "owner": r["owner"],
+                        "run_id": run["id"] if run else None,
+                        "age": now - r["heartbeat"],
+                        "unchanged": self.unchanged_for(r),
+                        "timeout": self.timeout,
+                    }
+                )
         return out
 
     def release(self, key: str, interrupted: str | None = None) -> None:
         """Give ``key`` back; with ``interrupted`` (the reason), first end our run of it still running."""
         with self.store.transaction() as c:
             if interrupted:
-                c.execute("UPDATE runs SET status=?, error=?, finished=? WHERE key=? AND status=? AND owner=?",
-                          (RunStatus.INTERRUPTED, interrupted, time.time(), key, RunStatus.RUNNING, self.me))
+                c.execute(
+                    "UPDATE runs SET status=?, error=?, finished=? WHERE key=? AND status=? AND owner=?",
+                    (RunStatus.INTERRUPTED, interrupted, time.time(), key, RunStatus.RUNNING, self.me),
+                )
             c.execute("DELETE FROM claims WHERE key=? AND owner=?", (key, self.me))
 
     def release_all(self, interrupted: str | None = None) -> int:
@@ -243,9 +288,10 @@ class Claims:
         with self.store.transaction() as c:
             n = 0
             if interrupted:
-                n = c.execute("UPDATE runs SET status=?, error=?, finished=? WHERE status=? AND owner=?",
-                              (RunStatus.INTERRUPTED, interrupted, time.time(), RunStatus.RUNNING,
-                               self.me)).rowcount
+                n = c.execute(
+                    "UPDATE runs SET status=?, error=?, finished=? WHERE status=? AND owner=?",
+                    (RunStatus.INTERRUPTED, interrupted, time.time(), RunStatus.RUNNING, self.me),
+                ).rowcount
             c.execute("DELETE FROM claims WHERE owner=?", (self.me,))
             return n
 
@@ -294,5 +340,6 @@ class Heartbeat:
         self._stop.set()
         self._thread.join(timeout=5)
         if self.error is not None and exc_type is None:
-            raise RuntimeError(f"the heartbeat failed {self.failures} times; the first error: "
-                               f"{self.error!r}") from self.error
+            raise RuntimeError(
+                f"the heartbeat failed {self.failures} times; the first error: {self.error!r}"
+            ) from self.error

@@ -14,6 +14,7 @@ Every executor has ``slots`` (runs at once), ``submit(job, index)`` -> a handle,
 -> (handle, result) pairs of finished runs, ``stop(exception)`` (a signal: the running runs are recorded
 interrupted) and ``close()``.
 """
+
 from __future__ import annotations
 
 import concurrent.futures as cf
@@ -49,7 +50,9 @@ GRACE = 5.0
 RAY_CONNECT_TIMEOUT = 10.0
 
 
-def worker_limit(workers: int, jobs, executor: str = "local", address: str | None = None) -> tuple[int, str | None]:
+def worker_limit(
+    workers: int, jobs, executor: str = "local", address: str | None = None
+) -> tuple[int, str | None]:
     """(workers to use, the line that says why fewer than asked, or None). On this machine (the local
     executor, or a local Ray instance) at most one run per CPU core (each run uses one thread), and no
     more than its available memory holds: each worker's process (``memory.WORKER_BYTES``) and the largest
@@ -60,15 +63,20 @@ def worker_limit(workers: int, jobs, executor: str = "local", address: str | Non
     if executor == "ray" and address is not None:
         return workers, None
     n_cores = memory.cores()
-    need = memory.WORKER_BYTES + max((memory_needed(j.train, get_task(j.train.task))[0] for j in jobs), default=0)
+    need = memory.WORKER_BYTES + max(
+        (memory_needed(j.train, get_task(j.train.task))[0] for j in jobs), default=0
+    )
     free, where = memory.available()
     by_memory = max(1, free // need)
     n = min(workers, n_cores, by_memory)
     if n >= workers:
         return workers, None
-    why = (f"this machine has {n_cores} CPU core{'s' if n_cores > 1 else ''} (each run uses one)" if n == n_cores else
-           f"each worker needs about {memory.gib(need)} (its process and its largest run) and {memory.gib(free)} is "
-           f"{where}")
+    why = (
+        f"this machine has {n_cores} CPU core{'s' if n_cores > 1 else ''} (each run uses one)"
+        if n == n_cores
+        else f"each worker needs about {memory.gib(need)} (its process and its largest run) and {memory.gib(free)} is "
+        f"{where}"
+    )
     return n, f"--workers {workers} capped at {n}: {why}"
 
 
@@ -86,8 +94,10 @@ def check_ray_address(address: str | None) -> None:
             pass
     except OSError as e:
         why = "timed out" if isinstance(e, TimeoutError) else reason(e)
-        raise UserError(f"no Ray cluster answers at --address {address} ({why}, within {RAY_CONNECT_TIMEOUT:g} s); "
-                        "start one there (ray start --head) or give its address") from None
+        raise UserError(
+            f"no Ray cluster answers at --address {address} ({why}, within {RAY_CONNECT_TIMEOUT:g} s); "
+            "start one there (ray start --head) or give its address"
+        ) from None
 
 
 # -- helpers shared by the executors ----------------------------------------------------------------
@@ -105,8 +115,9 @@ def ensure_traces(db, job: Job, res: RunResult) -> None:
 _progress_queue = None
 
 
-def _init_worker(plugin_names: list[str], progress_queue=None, ignore: tuple[int, ...] = (),
-                 parent: int | None = None) -> None:
+def _init_worker(
+    plugin_names: list[str], progress_queue=None, ignore: tuple[int, ...] = (), parent: int | None = None
+) -> None:
     """A worker process is an entry point of its own: allocator settings, the parent's plugins, signals
     that interrupt the run in progress (those the parent ignores stay ignored), and, with ``parent`` (the
     sweep's pid), an end of its own when that process ends, even by SIGKILL (``signals.die_with_parent``)."""
@@ -121,13 +132,24 @@ def _init_worker(plugin_names: list[str], progress_queue=None, ignore: tuple[int
 
 def _run_job(job: Job, db: str, owner: str, index: int | None = None, on_step=None) -> RunResult:
     if on_step is None and _progress_queue is not None:
+
         def on_step(step, info):
             _progress_queue.put((index, step, info))
+
     # one thread per run: tiny models gain nothing from more, and results then do not depend on
     # how many workers share the machine
     with signals.job():
-        res = run(job.train, job.eval, db=db, study=job.study, label=job.label, reuse=False, threads=1,
-                  owner=owner, on_step=on_step)
+        res = run(
+            job.train,
+            job.eval,
+            db=db,
+            study=job.study,
+            label=job.label,
+            reuse=False,
+            threads=1,
+            owner=owner,
+            on_step=on_step,
+        )
         ensure_traces(db, job, res)
         if res.status == RunStatus.COMPLETE:
             Store(db).mark_interrupted(job.key, res.run_id)
@@ -137,7 +159,11 @@ def _run_job(job: Job, db: str, owner: str, index: int | None = None, on_step=No
 def result_of(store: Store, run_id: int) -> RunResult:
     """A run another sweep (or an earlier one) finished, as a reused RunResult."""
     r = store.run(run_id)
-    ms = [LengthMetrics.from_row(m) for m in store.metrics(run_id)] if r["status"] == RunStatus.COMPLETE else []
+    ms = (
+        [LengthMetrics.from_row(m) for m in store.metrics(run_id)]
+        if r["status"] == RunStatus.COMPLETE
+        else []
+    )
     return RunResult(run_id, r["status"], ms, r["summary"] or {}, r["checkpoint"], reused=True)
 
 
@@ -172,8 +198,10 @@ class InProcess:
         pass
 
 
-DIED = ("a worker process of the sweep died (killed, or out of memory); its runs are marked interrupted; "
-        "run the sweep again to resume")
+DIED = (
+    "a worker process of the sweep died (killed, or out of memory); its runs are marked interrupted; "
+    "run the sweep again to resume"
+)
 
 
 class Pool:
@@ -189,8 +217,12 @@ class Pool:
         with signals.spawning():
             resource_tracker.ensure_running()
         self.queue = ctx.Queue() if on_step else None
-        self.pool = cf.ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
-                                           initargs=(plugins.loaded(), self.queue, signals.ignored(), os.getpid()))
+        self.pool = cf.ProcessPoolExecutor(
+            workers,
+            mp_context=ctx,
+            initializer=_init_worker,
+            initargs=(plugins.loaded(), self.queue, signals.ignored(), os.getpid()),
+        )
         self.futures: dict = {}  # future -> (job index, job)
 
     def submit(self, job: Job, index: int):
@@ -216,8 +248,11 @@ class Pool:
         if not handles:
             time.sleep(timeout)
             return []
-        done, _ = cf.wait(list(handles), timeout=min(timeout, 0.5) if self.queue else timeout,
-                          return_when=cf.FIRST_COMPLETED)
+        done, _ = cf.wait(
+            list(handles),
+            timeout=min(timeout, 0.5) if self.queue else timeout,
+            return_when=cf.FIRST_COMPLETED,
+        )
         self._drain()
         out = []
         for f in done:
@@ -250,14 +285,32 @@ def _ray_payload(job: Job, plugin_names: Sequence[str] = ()) -> dict:
     _init_worker(list(plugin_names))  # a Ray worker is an entry point of its own
     with tempfile.TemporaryDirectory(prefix="statetrack-ray-") as d:
         wdb = str(Path(d) / "worker.db")
-        res = run(job.train, job.eval, db=wdb, study=job.study, label=job.label, reuse=False,
-                  checkpoint_dir=Path(d) / "ck", threads=1)
+        res = run(
+            job.train,
+            job.eval,
+            db=wdb,
+            study=job.study,
+            label=job.label,
+            reuse=False,
+            checkpoint_dir=Path(d) / "ck",
+            threads=1,
+        )
         store = Store(wdb)
         row = store.run(res.run_id)
-        out = {"status": res.status, "config": row["config"], "versions": row["versions"], "error": row["error"],
-               "wall_time": row["wall_time"], "summary": row["summary"], "metrics": res.metrics, "lm": res.lm,
-               "more": res.more,
-               "curve": store.curve(res.run_id), "checkpoint": None, "traces": {}}
+        out = {
+            "status": res.status,
+            "config": row["config"],
+            "versions": row["versions"],
+            "error": row["error"],
+            "wall_time": row["wall_time"],
+            "summary": row["summary"],
+            "metrics": res.metrics,
+            "lm": res.lm,
+            "more": res.more,
+            "curve": store.curve(res.run_id),
+            "checkpoint": None,
+            "traces": {},
+        }
         if res.status == RunStatus.COMPLETE and res.checkpoint is not None:
             out["checkpoint"] = Path(res.checkpoint).read_bytes()
             if job.probes:
@@ -272,17 +325,36 @@ def _store_payload(store: Store, run_id: int, p: dict) -> RunResult:
         store.fail_run(run_id, p["error"] or "the run failed", p["wall_time"], p["summary"])
         return RunResult(run_id, RunStatus.FAILED, [], p["summary"] or {}, None)
     run_uuid = store.run(run_id)["uuid"]
-    data = rewrite_extra(p["checkpoint"], {"run_id": run_id, "run_uuid": run_uuid, "db": str(store.path.absolute()),
-                                           "db_name": store.path.name})
+    data = rewrite_extra(
+        p["checkpoint"],
+        {
+            "run_id": run_id,
+            "run_uuid": run_uuid,
+            "db": str(store.path.absolute()),
+            "db_name": store.path.name,
+        },
+    )
     ck = write_file(store.checkpoint_name(run_id, run_uuid), data, exclusive=True, what="checkpoint")
-    if not store.finish_run(run_id, p["metrics"], str(ck), p["wall_time"], p["summary"], p["curve"],
-                            sha256_bytes(data), p["lm"], p.get("more")):
+    if not store.finish_run(
+        run_id,
+        p["metrics"],
+        str(ck),
+        p["wall_time"],
+        p["summary"],
+        p["curve"],
+        sha256_bytes(data),
+        p["lm"],
+        p.get("more"),
+    ):
         ck.unlink(missing_ok=True)
-        return RunResult(run_id, RunStatus.INTERRUPTED, [], {"reason": "the run was taken over by another sweep"}, None)
+        return RunResult(
+            run_id, RunStatus.INTERRUPTED, [], {"reason": "the run was taken over by another sweep"}, None
+        )
     if p["traces"]:
         write_traces(store.path, run_id, p["traces"])
-    return RunResult(run_id, RunStatus.COMPLETE, p["metrics"], p["summary"], str(ck), lm=p["lm"],
-                     more=p.get("more") or {})
+    return RunResult(
+        run_id, RunStatus.COMPLETE, p["metrics"], p["summary"], str(ck), lm=p["lm"], more=p.get("more") or {}
+    )
 
 
 def _plugin_roots() -> list[str]:
@@ -300,7 +372,9 @@ def import_ray():
     try:
         import ray  # optional (the ray extra)
     except ImportError:
-        raise UserError("--executor ray needs Ray: pip install 'statetrack[ray]' (or pip install ray)") from None
+        raise UserError(
+            "--executor ray needs Ray: pip install 'statetrack[ray]' (or pip install ray)"
+        ) from None
     return ray
 
 
@@ -321,9 +395,15 @@ class RayExecutor:
         ray = self.ray
         if not ray.is_initialized():
             src = str(Path(__file__).resolve().parents[2])  # so workers import this very package
-            path = [src, *_plugin_roots()] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+            path = [src, *_plugin_roots()] + (
+                [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []
+            )
             env = {"PYTHONPATH": os.pathsep.join(path), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-            kw: dict[str, Any] = {"address": self.address, "runtime_env": {"env_vars": env}, "log_to_driver": False}
+            kw: dict[str, Any] = {
+                "address": self.address,
+                "runtime_env": {"env_vars": env},
+                "log_to_driver": False,
+            }
             if self.address is None:
                 kw.update(num_cpus=max(1, self.slots), include_dashboard=False)
             ray.init(**kw)
@@ -333,8 +413,13 @@ class RayExecutor:
     def submit(self, job: Job, _index: int):
         if self.remote is None:
             self._start()
-        run_id = self.store.start_run(stored_config(job.train, job.eval), study=job.study, label=job.label,
-                                      key=job.key, owner=self.owner)
+        run_id = self.store.start_run(
+            stored_config(job.train, job.eval),
+            study=job.study,
+            label=job.label,
+            key=job.key,
+            owner=self.owner,
+        )
         ref = self.remote.remote(job, plugins.loaded())
         self.rows[ref] = (job, run_id)
         return ref

@@ -1,5 +1,6 @@
 """The runs of a grid: :class:`Job` (one run), :class:`Grid` (all of them, expanded lazily: what
 ``Study.grid()`` returns and a sweep runs) and the cap on their number, :data:`MAX_RUNS`."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator

@@ -11,6 +11,7 @@ offsets and 100% on holds; a counter that saturates after one ISI fails the hold
 follows it directly (the double-ISI probe). They live in the table ``traces`` of the results database,
 so the report draws them without loading a model.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -43,8 +44,12 @@ def compute_traces(model, probes, length: int | None = None) -> dict[str, dict]:
             return float(hit[sel].sum() / sel.sum()) if sel.any() else None
 
         out[probe] = {
-            "version": VERSION, "inputs": x.tolist(), "targets": y.tolist(), "mask": m.astype(int).tolist(),
-            "pred": pred.tolist(), "probs": np.round(p, 5).tolist() if p.shape[-1] <= 4 else None,
+            "version": VERSION,
+            "inputs": x.tolist(),
+            "targets": y.tolist(),
+            "mask": m.astype(int).tolist(),
+            "pred": pred.tolist(),
+            "probs": np.round(p, 5).tolist() if p.shape[-1] <= 4 else None,
             "token_accuracy": float(hit.sum() / max(m.sum(), 1)),
             "accuracy_input1": acc(x == 1),
             "offset_accuracy": acc((x == 1) & (y == 0)),

@@ -11,6 +11,7 @@
 ``eval`` reads a checkpoint, not the database: its rows carry the run id, study and label recorded in
 the checkpoint (null for a construction's) and null status, wall time and longest length.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -18,31 +19,71 @@ from dataclasses import fields
 
 from statetrack.training.evaluation import LengthMetrics
 
-RUN_KEYS = ("run_id", "study", "label", "model", "task", "seed", "status", "train_min_len", "train_max_len",
-            "checkpoint", "wall_time", "longest_90")
+RUN_KEYS = (
+    "run_id",
+    "study",
+    "label",
+    "model",
+    "task",
+    "seed",
+    "status",
+    "train_min_len",
+    "train_max_len",
+    "checkpoint",
+    "wall_time",
+    "longest_90",
+)
 METRIC_KEYS = tuple(f.name for f in fields(LengthMetrics) if f.name != "length")
 LENGTH_KEYS = RUN_KEYS + ("length", "split") + METRIC_KEYS
 GRID_KEYS = ("table", "column", "lr")
-DETAIL_KEYS = RUN_KEYS + ("error", "created", "finished", "config", "versions", "summary", "curve", "metrics",
-                          "split_metrics")
+DETAIL_KEYS = RUN_KEYS + (
+    "error",
+    "created",
+    "finished",
+    "config",
+    "versions",
+    "summary",
+    "curve",
+    "metrics",
+    "split_metrics",
+)
 
 
 def run_object(row: dict) -> dict:
     """A run of the results database (``Store.run`` / ``Store.runs``) in the shared schema."""
-    return {"run_id": row["id"], "study": row["study"], "label": row["label"], "model": row["model"],
-            "task": row["task"], "seed": row["seed"], "status": row["status"],
-            "train_min_len": row["train_min_len"], "train_max_len": row["train_max_len"],
-            "checkpoint": row["checkpoint"], "wall_time": row["wall_time"],
-            "longest_90": (row["summary"] or {}).get("longest_90")}
+    return {
+        "run_id": row["id"],
+        "study": row["study"],
+        "label": row["label"],
+        "model": row["model"],
+        "task": row["task"],
+        "seed": row["seed"],
+        "status": row["status"],
+        "train_min_len": row["train_min_len"],
+        "train_max_len": row["train_max_len"],
+        "checkpoint": row["checkpoint"],
+        "wall_time": row["wall_time"],
+        "longest_90": (row["summary"] or {}).get("longest_90"),
+    }
 
 
 def checkpoint_run(config: dict, extra: dict, task: str, path: str) -> dict:
     """The run a checkpoint records (``statetrack eval``): ``config`` a TrainConfig dict, ``extra`` its
     metadata; ``task`` the task evaluated on."""
-    return {"run_id": extra.get("run_id"), "study": extra.get("study"), "label": extra.get("label"),
-            "model": config["model"]["layers"], "task": task, "seed": config["seed"], "status": None,
-            "train_min_len": config["train_min_len"], "train_max_len": config["train_max_len"],
-            "checkpoint": str(path), "wall_time": None, "longest_90": None}
+    return {
+        "run_id": extra.get("run_id"),
+        "study": extra.get("study"),
+        "label": extra.get("label"),
+        "model": config["model"]["layers"],
+        "task": task,
+        "seed": config["seed"],
+        "status": None,
+        "train_min_len": config["train_min_len"],
+        "train_max_len": config["train_max_len"],
+        "checkpoint": str(path),
+        "wall_time": None,
+        "longest_90": None,
+    }
 
 
 def metric_dict(m: LengthMetrics | dict) -> dict:
@@ -52,8 +93,9 @@ def metric_dict(m: LengthMetrics | dict) -> dict:
     return {k: d[k] for k in ("length",) + METRIC_KEYS}
 
 
-def length_rows(run: dict, metrics: Iterable[LengthMetrics | dict], split: str = "test",
-                **grid: object) -> list[dict]:
+def length_rows(
+    run: dict, metrics: Iterable[LengthMetrics | dict], split: str = "test", **grid: object
+) -> list[dict]:
     """One row per test length: the run object, ``length``, ``split`` and the metrics (and ``grid`` keys if
     given)."""
     out = []
@@ -63,8 +105,13 @@ def length_rows(run: dict, metrics: Iterable[LengthMetrics | dict], split: str =
     return out
 
 
-def split_rows(run: dict, metrics: Iterable[LengthMetrics | dict], more: dict | None, headline: str = "test",
-               **grid: object) -> list[dict]:
+def split_rows(
+    run: dict,
+    metrics: Iterable[LengthMetrics | dict],
+    more: dict | None,
+    headline: str = "test",
+    **grid: object,
+) -> list[dict]:
     """The length rows of a run's headline draw, then those of its other draws (``more``: split -> metrics)."""
     rows = length_rows(run, metrics, headline, **grid)
     for split, ms in (more or {}).items():
@@ -75,7 +122,15 @@ def split_rows(run: dict, metrics: Iterable[LengthMetrics | dict], more: dict | 
 def run_detail(row: dict, metrics: list, curve: list[dict], split_metrics: dict | None = None) -> dict:
     """``statetrack runs show --json``: the run, its config, versions, summary, curve and metrics (those of
     the headline draw; ``split_metrics``: split -> those of its other draws)."""
-    return {**run_object(row), "error": row["error"], "created": row["created"], "finished": row["finished"],
-            "config": row["config"], "versions": row["versions"], "summary": row["summary"] or {},
-            "curve": curve, "metrics": [metric_dict(m) for m in metrics],
-            "split_metrics": {s: [metric_dict(m) for m in ms] for s, ms in (split_metrics or {}).items()}}
+    return {
+        **run_object(row),
+        "error": row["error"],
+        "created": row["created"],
+        "finished": row["finished"],
+        "config": row["config"],
+        "versions": row["versions"],
+        "summary": row["summary"] or {},
+        "curve": curve,
+        "metrics": [metric_dict(m) for m in metrics],
+        "split_metrics": {s: [metric_dict(m) for m in ms] for s, ms in (split_metrics or {}).items()},
+    }

@@ -12,6 +12,7 @@ weights can be made again by ``rerun``. If the final database write fails instea
 just written is removed (it would belong to no run) and the row is ended ``failed`` where the database
 still takes that one small write.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -69,8 +70,12 @@ def run_key(train_cfg: TrainConfig, eval_cfg: EvalConfig, study: str | None, lab
     """Identity of a run: same key = same numbers, so a complete run with this key can be reused. The
     plugin modules that provide its task and mixers are part of it (when it has any), so a run of one
     plugin's mixer is never reused for another plugin's mixer of the same name."""
-    parts: dict[str, object] = {"train": train_cfg.key_dict(), "eval": eval_cfg.key_dict(), "study": study,
-                               "label": label}
+    parts: dict[str, object] = {
+        "train": train_cfg.key_dict(),
+        "eval": eval_cfg.key_dict(),
+        "study": study,
+        "label": label,
+    }
     plugins = required_plugins(train_cfg)
     if plugins:  # runs of statetrack's own tasks and mixers keep the keys they always had
         parts["plugins"] = plugins
@@ -88,11 +93,15 @@ def complete_result(store: Store, key: str) -> RunResult | None:
     try:
         ms = [LengthMetrics.from_row(m) for m in store.metrics(r["id"])]
         lm = [LMMetrics.from_row(m) for m in store.lm_metrics(r["id"])]
-        more = {s: [LengthMetrics.from_row(m) for m in rows] for s, rows in store.split_metrics(r["id"]).items()}
+        more = {
+            s: [LengthMetrics.from_row(m) for m in rows] for s, rows in store.split_metrics(r["id"]).items()
+        }
     except Damaged as e:
         warn_damaged(store.path, e)
         return None
-    return RunResult(r["id"], RunStatus.COMPLETE, ms, r["summary"], r["checkpoint"], reused=True, lm=lm, more=more)
+    return RunResult(
+        r["id"], RunStatus.COMPLETE, ms, r["summary"], r["checkpoint"], reused=True, lm=lm, more=more
+    )
 
 
 def memory_needed(cfg: TrainConfig, task) -> tuple[int, str]:
@@ -111,8 +120,10 @@ def memory_needed(cfg: TrainConfig, task) -> tuple[int, str]:
     per_token = 4 * (4 * d * n_blocks + 2 * d + 3 * task.num_classes)
     tokens = cfg.batch_size * cfg.train_max_len
     weights, acts = 16 * params, tokens * per_token
-    return weights + acts, (f"{gib(weights)} for the weights, gradients and optimiser state of {params:,} parameters, "
-                            f"{gib(acts)} of activations for batch {cfg.batch_size:,} x length {cfg.train_max_len:,}")
+    return weights + acts, (
+        f"{gib(weights)} for the weights, gradients and optimiser state of {params:,} parameters, "
+        f"{gib(acts)} of activations for batch {cfg.batch_size:,} x length {cfg.train_max_len:,}"
+    )
 
 
 def check_memory(cfg: TrainConfig, task) -> None:
@@ -126,8 +137,10 @@ def check_memory(cfg: TrainConfig, task) -> None:
     else:
         free, where = memory.available()
     if need > free:
-        raise UserError(f"this run needs at least {gib(need)} ({what}) and {gib(free)} is {where}; lower --batch-size, "
-                        "--train-max-len, --d-model or the layers")
+        raise UserError(
+            f"this run needs at least {gib(need)} ({what}) and {gib(free)} is {where}; lower --batch-size, "
+            "--train-max-len, --d-model or the layers"
+        )
 
 
 def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
@@ -137,15 +150,23 @@ def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
     meta_model(train_cfg.model, task)  # unknown mixer / bad option -> UserError, without allocating weights
     resolve_device(train_cfg.device)  # 'cuda' without a GPU -> UserError, before the database exists
     resolve_device(eval_cfg.device)
-    if train_cfg.supervision == Supervision.EVERY and task.scoring != Scoring.EVERY and not task.prefix_labels:
-        raise UserError(f"supervision 'every' needs a task whose every position is labelled with its prefix's "
-                        f"answer; {task.name} labels only its final position (allowed: supervision 'task')")
+    if (
+        train_cfg.supervision == Supervision.EVERY
+        and task.scoring != Scoring.EVERY
+        and not task.prefix_labels
+    ):
+        raise UserError(
+            f"supervision 'every' needs a task whose every position is labelled with its prefix's "
+            f"answer; {task.name} labels only its final position (allowed: supervision 'task')"
+        )
     check_memory(train_cfg, task)
     short = [n for n in eval_cfg.lengths if n < train_cfg.train_min_len]
     if short:
-        raise UserError(f"test length {short[0]} is shorter than the training range "
-                        f"{train_cfg.train_min_len}-{train_cfg.train_max_len}; test lengths must be >= "
-                        f"{train_cfg.train_min_len}")
+        raise UserError(
+            f"test length {short[0]} is shorter than the training range "
+            f"{train_cfg.train_min_len}-{train_cfg.train_max_len}; test lengths must be >= "
+            f"{train_cfg.train_min_len}"
+        )
     return task
 
 
@@ -160,7 +181,11 @@ def stored_config(train_cfg: TrainConfig, eval_cfg: EvalConfig) -> dict:
     """A run's config as the database stores it (the format of ``statetrack train --config``): the
     TrainConfig's fields, ``eval``, and ``plugins`` when the run needs any."""
     plugins = required_plugins(train_cfg)
-    return {**train_cfg.model_dump(), "eval": eval_cfg.model_dump(), **({"plugins": plugins} if plugins else {})}
+    return {
+        **train_cfg.model_dump(),
+        "eval": eval_cfg.model_dump(),
+        **({"plugins": plugins} if plugins else {}),
+    }
 
 
 def initial_model(cfg: TrainConfig):
@@ -172,10 +197,20 @@ def initial_model(cfg: TrainConfig):
     return init_model(cfg)
 
 
-def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_DB,
-        study: str | None = None, label: str | None = None, checkpoint_dir: str | Path | None = None,
-        reuse: bool = True, on_step=None, on_length=None, threads: int | None = None,
-        on_train_step=None, owner: str | None = None) -> RunResult:
+def run(
+    train_cfg: TrainConfig,
+    eval_cfg: EvalConfig,
+    db: str | Path = DEFAULT_DB,
+    study: str | None = None,
+    label: str | None = None,
+    checkpoint_dir: str | Path | None = None,
+    reuse: bool = True,
+    on_step=None,
+    on_length=None,
+    threads: int | None = None,
+    on_train_step=None,
+    owner: str | None = None,
+) -> RunResult:
     """Train, evaluate, checkpoint and record one run. ``on_step(step, info)`` after each validation,
     ``on_train_step(step)`` after each optimiser step, ``on_length(metrics)`` after each test
     length (progress); ``reuse``: return the complete run with the same key instead of training.
@@ -192,11 +227,14 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
         torch.set_num_threads(threads)
     run_uuid = uuid.uuid4().hex
     config = stored_config(train_cfg, eval_cfg)
-    run_id = store.start_run(config, study=study, label=label, key=key, uuid=run_uuid,
-                             owner=owner or this_process())
+    run_id = store.start_run(
+        config, study=study, label=label, key=key, uuid=run_uuid, owner=owner or this_process()
+    )
     t0, c0 = time.time(), time.process_time()
     try:
-        res = train(train_cfg, task, model=start, on_step=on_step, on_train_step=on_train_step, progress=False)
+        res = train(
+            train_cfg, task, model=start, on_step=on_step, on_train_step=on_train_step, progress=False
+        )
         metrics, lm = evaluate_run(res.model, task, eval_cfg, on_length=on_length)
         more, horizons = evaluate_more(res.model, task, eval_cfg)
     except TrainingDiverged as e:
@@ -210,26 +248,55 @@ def run(train_cfg: TrainConfig, eval_cfg: EvalConfig, db: str | Path = DEFAULT_D
         store.fail_run(run_id, f"{type(e).__name__}: {e}", time.time() - t0)
         if out_of_memory(e):  # beyond the estimate checked before: one line, not a traceback
             first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
-            raise UserError(f"run {run_id} ran out of memory ({first}); it is recorded failed; lower --batch-size, "
-                            "--train-max-len, --d-model or the layers") from None
+            raise UserError(
+                f"run {run_id} ran out of memory ({first}); it is recorded failed; lower --batch-size, "
+                "--train-max-len, --d-model or the layers"
+            ) from None
         raise
-    summary = {"best_step": res.best_step, "best_val_accuracy": res.best_val_accuracy,
-               "best_val_loss": res.best_val_loss, "train_accuracy": res.train_accuracy,
-               "steps_run": res.steps_run, "stopped_early": res.stopped_early,
-               "learned_at_step": res.learned_at_step, "stop_reason": res.stop_reason.value,
-               "train_time": res.wall_time, "longest_90": longest_generalized(metrics),
-               "cpu_time": time.process_time() - c0, "load_average": _load_average(),
-               "params": sum(p.numel() for p in res.model.parameters()),
-               **{f"longest_90_{s}": longest_generalized(ms) for s, ms in more.items()},
-               **({"horizons": horizons} if horizons else {})}
+    summary = {
+        "best_step": res.best_step,
+        "best_val_accuracy": res.best_val_accuracy,
+        "best_val_loss": res.best_val_loss,
+        "train_accuracy": res.train_accuracy,
+        "steps_run": res.steps_run,
+        "stopped_early": res.stopped_early,
+        "learned_at_step": res.learned_at_step,
+        "stop_reason": res.stop_reason.value,
+        "train_time": res.wall_time,
+        "longest_90": longest_generalized(metrics),
+        "cpu_time": time.process_time() - c0,
+        "load_average": _load_average(),
+        "params": sum(p.numel() for p in res.model.parameters()),
+        **{f"longest_90_{s}": longest_generalized(ms) for s, ms in more.items()},
+        **({"horizons": horizons} if horizons else {}),
+    }
     if isinstance(task, CorpusTask):
         summary["corpus"] = task.provenance()
-    path = Path(checkpoint_dir) / f"run{run_id}-{run_uuid[:8]}.safetensors" if checkpoint_dir else \
-        store.checkpoint_name(run_id, run_uuid)
-    extra = {"run_id": run_id, "run_uuid": run_uuid, "db": str(store.path.absolute()), "db_name": store.path.name,
-             "study": study, "label": label, **({"plugins": config["plugins"]} if "plugins" in config else {})}
-    return _record(store, run_id, res, metrics, lm, summary, t0, lambda: save_run_checkpoint(
-        res.model, train_cfg.model_dump(), path, extra), more)
+    path = (
+        Path(checkpoint_dir) / f"run{run_id}-{run_uuid[:8]}.safetensors"
+        if checkpoint_dir
+        else store.checkpoint_name(run_id, run_uuid)
+    )
+    extra = {
+        "run_id": run_id,
+        "run_uuid": run_uuid,
+        "db": str(store.path.absolute()),
+        "db_name": store.path.name,
+        "study": study,
+        "label": label,
+        **({"plugins": config["plugins"]} if "plugins" in config else {}),
+    }
+    return _record(
+        store,
+        run_id,
+        res,
+        metrics,
+        lm,
+        summary,
+        t0,
+        lambda: save_run_checkpoint(res.model, train_cfg.model_dump(), path, extra),
+        more,
+    )
 
 
 def _load_average() -> float | None:
@@ -241,8 +308,17 @@ def _load_average() -> float | None:
         return None
 
 
-def _record(store: Store, run_id: int, res, metrics, lm, summary: dict, t0: float, write_checkpoint,
-            more: dict | None = None) -> RunResult:
+def _record(
+    store: Store,
+    run_id: int,
+    res,
+    metrics,
+    lm,
+    summary: dict,
+    t0: float,
+    write_checkpoint,
+    more: dict | None = None,
+) -> RunResult:
     """Write the checkpoint, then the results, as the module docstring says (which failure keeps what)."""
     ckpt = None
     curve = [p.as_dict() for p in res.curve]
@@ -251,14 +327,17 @@ def _record(store: Store, run_id: int, res, metrics, lm, summary: dict, t0: floa
             ckpt, sha = write_checkpoint()
         except UserError as e:  # no room for the weights: keep the numbers, say the file is missing
             summary = {**summary, "checkpoint_error": str(e)}
-            store.finish_run(run_id, metrics, None, time.time() - t0, summary, curve, lm_metrics=lm,
-                             split_metrics=more)
-            raise UserError(f"run {run_id} is recorded complete with its metrics but without a checkpoint: "
-                            f"{e}") from None
+            store.finish_run(
+                run_id, metrics, None, time.time() - t0, summary, curve, lm_metrics=lm, split_metrics=more
+            )
+            raise UserError(
+                f"run {run_id} is recorded complete with its metrics but without a checkpoint: {e}"
+            ) from None
         if not store.finish_run(run_id, metrics, str(ckpt), time.time() - t0, summary, curve, sha, lm, more):
             _remove(ckpt)  # another sweep took the run over meanwhile: its row is not ours to complete
-            return RunResult(run_id, RunStatus.INTERRUPTED, [], {"reason": "the run was taken over by another sweep"},
-                             None)
+            return RunResult(
+                run_id, RunStatus.INTERRUPTED, [], {"reason": "the run was taken over by another sweep"}, None
+            )
     except BaseException as e:
         if ckpt is not None and store_status(store, run_id) != RunStatus.COMPLETE:
             _remove(ckpt)
@@ -279,8 +358,10 @@ def out_of_memory(e: BaseException) -> bool:
     if isinstance(e, (MemoryError, torch.OutOfMemoryError)):
         return True
     text = str(e).lower()
-    return isinstance(e, RuntimeError) and any(w in text for w in ("out of memory", "can't allocate memory",
-                                                                   "not enough memory", "cannot allocate memory"))
+    return isinstance(e, RuntimeError) and any(
+        w in text
+        for w in ("out of memory", "can't allocate memory", "not enough memory", "cannot allocate memory")
+    )
 
 
 def store_status(store: Store, run_id: int) -> str | None:
@@ -310,7 +391,9 @@ def rerun_label(store: Store, label: str | None) -> str | None:
     return f"{base}-rerun-{k}"
 
 
-def rerun(run_id: int, db: str | Path = DEFAULT_DB, label: str | None = None, **progress) -> tuple[RunResult, dict]:
+def rerun(
+    run_id: int, db: str | Path = DEFAULT_DB, label: str | None = None, **progress
+) -> tuple[RunResult, dict]:
     """Run a stored run again from its stored config alone; returns (new result, differences).
 
     The new run gets ``label``, or, by default, a label of its own (``rerun_label``: ``s3`` ->
@@ -329,14 +412,21 @@ def rerun(run_id: int, db: str | Path = DEFAULT_DB, label: str | None = None, **
     threads = (old["versions"] or {}).get("threads")  # reductions can depend on the thread count
     label = label or rerun_label(store, old["label"])
     new = run(tcfg, ecfg, db=db, study=old["study"], label=label, reuse=False, threads=threads, **progress)
-    before = {m["length"]: {k: m[k] for k in ("accuracy", "token_accuracy", "sequence_accuracy")}
-              for m in store.metrics(run_id)}
-    after = {m.length: {k: getattr(m, k) for k in ("accuracy", "token_accuracy", "sequence_accuracy")}
-             for m in new.metrics}
+    before = {
+        m["length"]: {k: m[k] for k in ("accuracy", "token_accuracy", "sequence_accuracy")}
+        for m in store.metrics(run_id)
+    }
+    after = {
+        m.length: {k: getattr(m, k) for k in ("accuracy", "token_accuracy", "sequence_accuracy")}
+        for m in new.metrics
+    }
     for m in store.lm_metrics(run_id):  # a language model: its bits per byte too
         before.setdefault(m["length"], {})["bpb"] = m["bpb"]
     for m in new.lm:
         after.setdefault(m.length, {})["bpb"] = m.bpb
-    diffs = {n: (before.get(n), after.get(n)) for n in sorted(set(before) | set(after))
-             if before.get(n) != after.get(n)}
+    diffs = {
+        n: (before.get(n), after.get(n))
+        for n in sorted(set(before) | set(after))
+        if before.get(n) != after.get(n)
+    }
     return new, diffs

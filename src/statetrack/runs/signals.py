@@ -13,6 +13,7 @@ shut down by its parent. A worker also ends with its parent (:func:`die_with_par
 process is gone, killed with SIGKILL included, the worker records its run ``interrupted`` and exits (an
 idle worker exits at once), killed outright if that takes longer than ``ORPHAN_GRACE`` seconds.
 """
+
 from __future__ import annotations
 
 import os
@@ -127,6 +128,7 @@ def die_with_parent(parent: int) -> None:
         pr_set_pdeathsig = 1
         ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(PARENT_DIED), 0, 0, 0)
     else:
+
         def watch() -> None:
             while os.getppid() == parent:
                 time.sleep(1.0)

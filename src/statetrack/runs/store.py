@@ -36,6 +36,7 @@ Checkpoints live beside the database, in ``<name>.checkpoints/`` (``runs/statetr
 (``run3-1f0c9a2e.safetensors``), so no two runs of any two databases share a file; the row keeps the
 path relative to the database's folder (the folder can be moved) and the file's sha256.
 """
+
 from __future__ import annotations
 
 import json
@@ -145,30 +146,70 @@ CREATE TABLE IF NOT EXISTS claims (
   heartbeat REAL NOT NULL
 );
 """
-LM_COLUMNS = ("length", "windows", "tokens", "bytes", "loss", "bpb", "bpb_se", "token_accuracy", "last_accuracy",
-              "sequence_accuracy", "answer_tokens", "answer_bpb", "answer_accuracy", "buckets", "answer_buckets")
+LM_COLUMNS = (
+    "length",
+    "windows",
+    "tokens",
+    "bytes",
+    "loss",
+    "bpb",
+    "bpb_se",
+    "token_accuracy",
+    "last_accuracy",
+    "sequence_accuracy",
+    "answer_tokens",
+    "answer_bpb",
+    "answer_accuracy",
+    "buckets",
+    "answer_buckets",
+)
 #: the columns of a metrics row after run_id (the fields of evaluation.LengthMetrics)
-METRICS_COLUMNS = ("length", "accuracy", "token_accuracy", "sequence_accuracy", "scaled_accuracy", "chance",
-                   "n_sequences", "accuracy_low", "accuracy_high", "token_majority", "note", "decided")
+METRICS_COLUMNS = (
+    "length",
+    "accuracy",
+    "token_accuracy",
+    "sequence_accuracy",
+    "scaled_accuracy",
+    "chance",
+    "n_sequences",
+    "accuracy_low",
+    "accuracy_high",
+    "token_majority",
+    "note",
+    "decided",
+)
 #: columns that schema version 2 adds to an older file in place: the run's own id, the process that
 #: runs it and its checkpoint's sha256; per-length chance, the accuracy's 95% interval and a note; an
 #: LM's answers by distance to their decisive statement; the labels' majority share over the scored
 #: positions (``token_majority``; files that stored it as ``token_chance`` keep that column, read under
 #: the new name) and whether a length is decided against 90% (``decided``)
-ADDED_COLUMNS = {"runs": (("uuid", "TEXT"), ("owner", "TEXT"), ("checkpoint_sha256", "TEXT")),
-                 "metrics": (("accuracy_low", "REAL"), ("accuracy_high", "REAL"), ("token_majority", "REAL"),
-                             ("note", "TEXT"), ("decided", "INTEGER")),
-                 "split_metrics": (("token_majority", "REAL"), ("decided", "INTEGER")),
-                 "lm_metrics": (("answer_buckets", "TEXT"),)}
+ADDED_COLUMNS = {
+    "runs": (("uuid", "TEXT"), ("owner", "TEXT"), ("checkpoint_sha256", "TEXT")),
+    "metrics": (
+        ("accuracy_low", "REAL"),
+        ("accuracy_high", "REAL"),
+        ("token_majority", "REAL"),
+        ("note", "TEXT"),
+        ("decided", "INTEGER"),
+    ),
+    "split_metrics": (("token_majority", "REAL"), ("decided", "INTEGER")),
+    "lm_metrics": (("answer_buckets", "TEXT"),),
+}
 
 
 def versions() -> dict:
     import numpy  # heavy: only a run record needs the versions; the store stays light
     import torch  # heavy: only a run record needs the versions; the store stays light
 
-    return {"statetrack": __version__, "python": platform.python_version(), "torch": torch.__version__,
-            "numpy": numpy.__version__, "platform": platform.platform(), "machine": platform.machine(),
-            "threads": torch.get_num_threads()}
+    return {
+        "statetrack": __version__,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "threads": torch.get_num_threads(),
+    }
 
 
 class Store:
@@ -187,11 +228,15 @@ class Store:
         created = None
         kind = file_kind(self.path)
         if kind not in (None, "missing"):
-            raise UserError(f"results database {str(path)!r} is {kind}, not a database file; give --db a database "
-                            "file or a new path")
+            raise UserError(
+                f"results database {str(path)!r} is {kind}, not a database file; give --db a database "
+                "file or a new path"
+            )
         if kind is None and _size(self.path) == 0:
-            raise UserError(f"results database {str(path)!r} is an empty file (0 bytes), not a statetrack database; "
-                            "it was left untouched (remove it, or give --db another path)")
+            raise UserError(
+                f"results database {str(path)!r} is an empty file (0 bytes), not a statetrack database; "
+                "it was left untouched (remove it, or give --db another path)"
+            )
         if not self.path.exists():
             if not create or readonly:
                 raise UserError(f"results database {str(self.path)!r} not found")
@@ -203,21 +248,26 @@ class Store:
         if readonly:  # an older file is read as it is: the tables it lacks read as empty
             return
         if not _writable(self.path):  # SQLite would open it read-only and leave a -wal and -shm behind
-            raise UserError(f"results database {str(self.path)!r} cannot be written: the file or its folder is "
-                            "read-only (Permission denied); it was left untouched (commands that only read, "
-                            "such as runs and report, can use it)")
+            raise UserError(
+                f"results database {str(self.path)!r} cannot be written: the file or its folder is "
+                "read-only (Permission denied); it was left untouched (commands that only read, "
+                "such as runs and report, can use it)"
+            )
         try:
             with self.transaction() as c:
                 # one transaction: a process opening the file meanwhile sees all of the schema and the
                 # marker that says it is ours, or none of it. The schema's CREATE ... IF NOT EXISTS adds
                 # the tables of a newer version to an older file (the migration: additions only); the
                 # version is then raised, never lowered
-                c.executescript("BEGIN IMMEDIATE;" + SCHEMA +
-                                "INSERT OR IGNORE INTO meta VALUES ('application', 'statetrack');"
-                                f"INSERT OR IGNORE INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}');"
-                                f"UPDATE meta SET value='{SCHEMA_VERSION}' WHERE key='schema_version' "
-                                f"AND CAST(value AS INTEGER) < {SCHEMA_VERSION};"
-                                "COMMIT;")
+                c.executescript(
+                    "BEGIN IMMEDIATE;"
+                    + SCHEMA
+                    + "INSERT OR IGNORE INTO meta VALUES ('application', 'statetrack');"
+                    f"INSERT OR IGNORE INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}');"
+                    f"UPDATE meta SET value='{SCHEMA_VERSION}' WHERE key='schema_version' "
+                    f"AND CAST(value AS INTEGER) < {SCHEMA_VERSION};"
+                    "COMMIT;"
+                )
                 self._migrate(c)
         except UserError as e:
             if created is not None:  # the file just made cannot be used (no room for its -shm): not kept
@@ -238,13 +288,16 @@ class Store:
                 # at close); then the file is switched to WAL and one write transaction made, so that a
                 # disk without room for the -wal and -shm files fails now, before the file has its name
                 con.execute("PRAGMA synchronous=FULL")
-                con.executescript("BEGIN;" + SCHEMA +
-                                  "INSERT INTO meta VALUES ('application', 'statetrack');"
-                                  f"INSERT INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}');COMMIT;")
+                con.executescript(
+                    "BEGIN;" + SCHEMA + "INSERT INTO meta VALUES ('application', 'statetrack');"
+                    f"INSERT INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}');COMMIT;"
+                )
                 if con.execute("PRAGMA journal_mode=WAL").fetchone()[0] != "wal":
                     raise sqlite3.OperationalError("the new file could not be switched to WAL mode")
-                con.executescript("BEGIN IMMEDIATE; INSERT INTO meta VALUES ('creating', '');"
-                                  "DELETE FROM meta WHERE key='creating'; COMMIT;")
+                con.executescript(
+                    "BEGIN IMMEDIATE; INSERT INTO meta VALUES ('creating', '');"
+                    "DELETE FROM meta WHERE key='creating'; COMMIT;"
+                )
                 if con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]:
                     raise sqlite3.OperationalError("the new file's write-ahead log could not be checkpointed")
             finally:
@@ -257,8 +310,10 @@ class Store:
         except UserError as e:
             raise UserError(f"cannot create results database {str(self.path)!r}: {e}") from None
         except (sqlite3.Error, OSError) as e:
-            raise UserError(f"cannot create results database {str(self.path)!r}: "
-                            f"{_db_reason(self.path, e) if isinstance(e, sqlite3.Error) else reason(e)}") from None
+            raise UserError(
+                f"cannot create results database {str(self.path)!r}: "
+                f"{_db_reason(self.path, e) if isinstance(e, sqlite3.Error) else reason(e)}"
+            ) from None
         finally:
             for suffix in ("", "-wal", "-shm", "-journal"):
                 with suppress(OSError):
@@ -268,6 +323,7 @@ class Store:
         """An older database gains the columns it lacks (``ADDED_COLUMNS``; NULL in old rows, nothing
         rewritten or dropped) in one transaction, looked at again inside it (another process may have
         migrated meanwhile)."""
+
         def missing():
             out = []
             for table, cols in ADDED_COLUMNS.items():
@@ -280,8 +336,10 @@ class Store:
         c.execute("BEGIN IMMEDIATE")
         for table, name, kind in missing():
             c.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
-        c.execute("UPDATE meta SET value=? WHERE key='schema_version' AND CAST(value AS INTEGER) < ?",
-                  (str(SCHEMA_VERSION), SCHEMA_VERSION))
+        c.execute(
+            "UPDATE meta SET value=? WHERE key='schema_version' AND CAST(value AS INTEGER) < ?",
+            (str(SCHEMA_VERSION), SCHEMA_VERSION),
+        )
         c.execute("COMMIT")
 
     @contextmanager
@@ -294,8 +352,9 @@ class Store:
         try:
             con = sqlite3.connect(uri, uri=True, timeout=60)
         except sqlite3.Error as e:
-            raise UserError(f"results database {str(self.path)!r} cannot be opened: "
-                            f"{_db_reason(self.path, e)}") from None
+            raise UserError(
+                f"results database {str(self.path)!r} cannot be opened: {_db_reason(self.path, e)}"
+            ) from None
         con.row_factory = sqlite3.Row
         con.text_factory = _text  # text that is not UTF-8 (another program's) reads with U+FFFD, not an error
         try:
@@ -317,8 +376,10 @@ class Store:
                 raise UserError(f"results database {str(self.path)!r} is damaged ({e})") from None
             if not isinstance(e, sqlite3.OperationalError):
                 raise
-            raise UserError(f"results database {str(self.path)!r}: {_db_reason(self.path, e)}; this transaction "
-                            "was rolled back, earlier results are intact") from None
+            raise UserError(
+                f"results database {str(self.path)!r}: {_db_reason(self.path, e)}; this transaction "
+                "was rolled back, earlier results are intact"
+            ) from None
         finally:
             con.close()
 
@@ -349,13 +410,22 @@ class Store:
         if have is None:
             return f"run {run['id']}'s checkpoint {run['checkpoint']!r} is missing or unreadable"
         if have != run["checkpoint_sha256"]:
-            return (f"the file {run['checkpoint']!r} is not run {run['id']}'s checkpoint: its sha256 "
-                    f"{have[:12]}... differs from the one recorded ({run['checkpoint_sha256'][:12]}...)")
+            return (
+                f"the file {run['checkpoint']!r} is not run {run['id']}'s checkpoint: its sha256 "
+                f"{have[:12]}... differs from the one recorded ({run['checkpoint_sha256'][:12]}...)"
+            )
         return None
 
     # -- writing -----------------------------------------------------------------------------
-    def start_run(self, config: dict, study: str | None = None, label: str | None = None,
-                  key: str | None = None, uuid: str | None = None, owner: str | None = None) -> int:
+    def start_run(
+        self,
+        config: dict,
+        study: str | None = None,
+        label: str | None = None,
+        key: str | None = None,
+        uuid: str | None = None,
+        owner: str | None = None,
+    ) -> int:
         """A new row with status ``running``. ``uuid``: the run's own id (its checkpoint's name);
         ``owner``: the process (or the sweep that claimed the run) that runs it."""
         import uuid as _uuid  # the parameter uuid shadows the module here
@@ -364,15 +434,38 @@ class Store:
             cur = c.execute(
                 "INSERT INTO runs (key, study, label, model, task, seed, train_min_len, train_max_len, config,"
                 " versions, status, created, uuid, owner) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (key, study, label, config["model"]["layers"], config["task"], config["seed"],
-                 config.get("train_min_len"), config.get("train_max_len"), json.dumps(config),
-                 json.dumps(versions()), RunStatus.RUNNING, time.time(), uuid or _uuid.uuid4().hex, owner))
+                (
+                    key,
+                    study,
+                    label,
+                    config["model"]["layers"],
+                    config["task"],
+                    config["seed"],
+                    config.get("train_min_len"),
+                    config.get("train_max_len"),
+                    json.dumps(config),
+                    json.dumps(versions()),
+                    RunStatus.RUNNING,
+                    time.time(),
+                    uuid or _uuid.uuid4().hex,
+                    owner,
+                ),
+            )
             assert cur.lastrowid is not None  # an INSERT always sets it
             return cur.lastrowid
 
-    def finish_run(self, run_id: int, metrics: list, checkpoint: str | None, wall_time: float,
-                   summary: dict, curve: list[dict] | None = None, checkpoint_sha256: str | None = None,
-                   lm_metrics: list | None = None, split_metrics: dict | None = None) -> bool:
+    def finish_run(
+        self,
+        run_id: int,
+        metrics: list,
+        checkpoint: str | None,
+        wall_time: float,
+        summary: dict,
+        curve: list[dict] | None = None,
+        checkpoint_sha256: str | None = None,
+        lm_metrics: list | None = None,
+        split_metrics: dict | None = None,
+    ) -> bool:
         """Write metrics (and an LM's ``lm_metrics``), curve and the ``complete`` status in one
         transaction. Only a run still ``running`` is completed: returns False (and writes nothing) for a run
         already ended, e.g. one whose claim a sweep took over from a process it found dead."""
@@ -380,37 +473,77 @@ class Store:
             done = c.execute(
                 "UPDATE runs SET status=?, checkpoint=?, checkpoint_sha256=?, wall_time=?, finished=?,"
                 " summary=? WHERE id=? AND status=?",
-                (RunStatus.COMPLETE, self._stored_path(checkpoint) if checkpoint else None, checkpoint_sha256,
-                 wall_time, time.time(), json.dumps(summary), run_id, RunStatus.RUNNING)).rowcount
+                (
+                    RunStatus.COMPLETE,
+                    self._stored_path(checkpoint) if checkpoint else None,
+                    checkpoint_sha256,
+                    wall_time,
+                    time.time(),
+                    json.dumps(summary),
+                    run_id,
+                    RunStatus.RUNNING,
+                ),
+            ).rowcount
             if not done:
                 return False
             c.executemany(
                 f"INSERT OR REPLACE INTO metrics (run_id, {', '.join(METRICS_COLUMNS)}) "
                 f"VALUES (?{',?' * len(METRICS_COLUMNS)})",
-                [(run_id, *(getattr(m, k) for k in METRICS_COLUMNS)) for m in metrics])
+                [(run_id, *(getattr(m, k) for k in METRICS_COLUMNS)) for m in metrics],
+            )
             c.executemany(
                 f"INSERT OR REPLACE INTO split_metrics (run_id, split, {', '.join(METRICS_COLUMNS)}) "
                 f"VALUES (?, ?{',?' * len(METRICS_COLUMNS)})",
-                [(run_id, split, *(getattr(m, k) for k in METRICS_COLUMNS))
-                 for split, ms in (split_metrics or {}).items() for m in ms])
+                [
+                    (run_id, split, *(getattr(m, k) for k in METRICS_COLUMNS))
+                    for split, ms in (split_metrics or {}).items()
+                    for m in ms
+                ],
+            )
             c.executemany(
                 f"INSERT OR REPLACE INTO lm_metrics (run_id, {', '.join(LM_COLUMNS)}) VALUES "
                 f"(?{', ?' * len(LM_COLUMNS)})",
-                [(run_id, *(json.dumps(getattr(m, k)) if k in ("buckets", "answer_buckets") else getattr(m, k)
-                           for k in LM_COLUMNS))
-                 for m in (lm_metrics or [])])
-            c.executemany("INSERT OR REPLACE INTO curves VALUES (?,?,?)",
-                          [(run_id, p["step"], json.dumps(p)) for p in (curve or [])])
+                [
+                    (
+                        run_id,
+                        *(
+                            json.dumps(getattr(m, k)) if k in ("buckets", "answer_buckets") else getattr(m, k)
+                            for k in LM_COLUMNS
+                        ),
+                    )
+                    for m in (lm_metrics or [])
+                ],
+            )
+            c.executemany(
+                "INSERT OR REPLACE INTO curves VALUES (?,?,?)",
+                [(run_id, p["step"], json.dumps(p)) for p in (curve or [])],
+            )
             return True
 
-    def fail_run(self, run_id: int, error: str, wall_time: float | None = None,
-                 summary: dict | None = None, status: RunStatus = RunStatus.FAILED) -> bool:
+    def fail_run(
+        self,
+        run_id: int,
+        error: str,
+        wall_time: float | None = None,
+        summary: dict | None = None,
+        status: RunStatus = RunStatus.FAILED,
+    ) -> bool:
         """End a running run as ``failed`` (or ``status``, e.g. ``interrupted``) with its reason."""
         with self.transaction() as c:
-            return bool(c.execute(
-                "UPDATE runs SET status=?, error=?, wall_time=?, finished=?, summary=? WHERE id=? AND status=?",
-                (RunStatus(status), error, wall_time, time.time(), json.dumps(summary or {}), run_id,
-                 RunStatus.RUNNING)).rowcount)
+            return bool(
+                c.execute(
+                    "UPDATE runs SET status=?, error=?, wall_time=?, finished=?, summary=? WHERE id=? AND status=?",
+                    (
+                        RunStatus(status),
+                        error,
+                        wall_time,
+                        time.time(),
+                        json.dumps(summary or {}),
+                        run_id,
+                        RunStatus.RUNNING,
+                    ),
+                ).rowcount
+            )
 
     def interrupt_run(self, run_id: int, error: str, wall_time: float | None = None) -> bool:
         """A run stopped by a signal (or given up by its sweep): ``interrupted``, with the reason."""
@@ -420,10 +553,20 @@ class Store:
         """Rows of this key still ``running``, older than run ``before_id`` and recorded before runs had
         owners (claims end the others: ``statetrack.runs.claims``) -> ``interrupted`` (count)."""
         with self.transaction() as c:
-            return int(c.execute("UPDATE runs SET status=?, error=?, finished=? "
-                                 "WHERE key=? AND status=? AND id<? AND owner IS NULL",
-                                 (RunStatus.INTERRUPTED, f"interrupted; superseded by run {before_id}",
-                                  time.time(), key, RunStatus.RUNNING, before_id)).rowcount)
+            return int(
+                c.execute(
+                    "UPDATE runs SET status=?, error=?, finished=? "
+                    "WHERE key=? AND status=? AND id<? AND owner IS NULL",
+                    (
+                        RunStatus.INTERRUPTED,
+                        f"interrupted; superseded by run {before_id}",
+                        time.time(),
+                        key,
+                        RunStatus.RUNNING,
+                        before_id,
+                    ),
+                ).rowcount
+            )
 
     def set_versions(self, run_id: int, versions: dict) -> None:
         """Record the versions of the process that actually ran the run (e.g. a Ray worker)."""
@@ -432,17 +575,26 @@ class Store:
 
     def write_traces(self, run_id: int, traces: dict[str, dict]) -> None:
         with self.transaction() as c:
-            c.executemany("INSERT OR REPLACE INTO traces VALUES (?,?,?)",
-                          [(run_id, k, json.dumps(v)) for k, v in traces.items()])
+            c.executemany(
+                "INSERT OR REPLACE INTO traces VALUES (?,?,?)",
+                [(run_id, k, json.dumps(v)) for k, v in traces.items()],
+            )
 
     def traces(self, run_id: int) -> dict[str, dict]:
         with self.transaction() as c:
-            return {r["probe"]: self._json(r["data"], f"trace {r['probe']!r}", run_id) for r in
-                    c.execute("SELECT probe, data FROM traces WHERE run_id=?", (run_id,))}
+            return {
+                r["probe"]: self._json(r["data"], f"trace {r['probe']!r}", run_id)
+                for r in c.execute("SELECT probe, data FROM traces WHERE run_id=?", (run_id,))
+            }
 
     # -- reading -----------------------------------------------------------------------------
-    def runs(self, study: str | None = None, status: RunStatus | None = None, key: str | None = None,
-             limit: int | None = None) -> list[dict]:
+    def runs(
+        self,
+        study: str | None = None,
+        status: RunStatus | None = None,
+        key: str | None = None,
+        limit: int | None = None,
+    ) -> list[dict]:
         q, args = "SELECT * FROM runs WHERE 1=1", []
         for col, val in (("study", study), ("status", status), ("key", key)):
             if val is not None:
@@ -484,13 +636,17 @@ class Store:
         labelled = [r for r in done if r["label"] == ref]
         if not labelled:
             labels = sorted({r["label"] for r in done if r["label"]})
-            raise UserError(f"no complete run labelled {ref!r} in {str(self.path)!r}{did_you_mean(ref, labels)}; name "
-                            f"a run by its id, 'last' or a label: {', '.join(labels) or 'no run has a label'}")
+            raise UserError(
+                f"no complete run labelled {ref!r} in {str(self.path)!r}{did_you_mean(ref, labels)}; name "
+                f"a run by its id, 'last' or a label: {', '.join(labels) or 'no run has a label'}"
+            )
         return labelled[-1], [r["id"] for r in labelled]
 
     def metrics(self, run_id: int) -> list[dict]:
         with self.transaction() as c:
-            rows = [dict(r) for r in c.execute("SELECT * FROM metrics WHERE run_id=? ORDER BY length", (run_id,))]
+            rows = [
+                dict(r) for r in c.execute("SELECT * FROM metrics WHERE run_id=? ORDER BY length", (run_id,))
+            ]
         for r in rows:
             self._check_metrics(r, run_id, "metrics")
         return rows
@@ -499,7 +655,9 @@ class Store:
         """The run's metrics on its draws beside the headline one: split -> rows by length."""
         out: dict[str, list[dict]] = {}
         with self.transaction() as c:
-            for r in c.execute("SELECT * FROM split_metrics WHERE run_id=? ORDER BY split, length", (run_id,)):
+            for r in c.execute(
+                "SELECT * FROM split_metrics WHERE run_id=? ORDER BY split, length", (run_id,)
+            ):
                 row = dict(r)
                 self._check_metrics(row, run_id, "split_metrics")
                 out.setdefault(str(row.pop("split")), []).append(row)
@@ -508,7 +666,10 @@ class Store:
     def lm_metrics(self, run_id: int) -> list[dict]:
         """A language model's metrics per context length (``buckets`` decoded)."""
         with self.transaction() as c:
-            rows = [dict(r) for r in c.execute("SELECT * FROM lm_metrics WHERE run_id=? ORDER BY length", (run_id,))]
+            rows = [
+                dict(r)
+                for r in c.execute("SELECT * FROM lm_metrics WHERE run_id=? ORDER BY length", (run_id,))
+            ]
         for r in rows:
             r["buckets"] = self._json(r["buckets"], "buckets", run_id) if r["buckets"] else []
         return rows
@@ -519,13 +680,16 @@ class Store:
 
     def curve(self, run_id: int) -> list[dict]:
         with self.transaction() as c:
-            return [self._json(r["data"], "curve", run_id) for r in
-                    c.execute("SELECT data FROM curves WHERE run_id=? ORDER BY step", (run_id,))]
+            return [
+                self._json(r["data"], "curve", run_id)
+                for r in c.execute("SELECT data FROM curves WHERE run_id=? ORDER BY step", (run_id,))
+            ]
 
     def counts(self) -> dict:
         with self.transaction() as c:
-            return {t: c.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("runs", "metrics", "curves")}
-
+            return {
+                t: c.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("runs", "metrics", "curves")
+            }
 
     def _json(self, text: str, what: str, run_id: object = None) -> Any:
         """A JSON column of this database, parsed within the limits of ``statetrack.untrusted``; text that
@@ -549,7 +713,9 @@ class Store:
             if not isinstance(d[k], dict):
                 raise Damaged(self.path, run_id, f"its {k} is {_kind(d[k])}, not a JSON object")
         if d.get("status") not in set(RunStatus):
-            raise Damaged(self.path, run_id, f"its status is {d.get('status')!r}; allowed: {', '.join(RunStatus)}")
+            raise Damaged(
+                self.path, run_id, f"its status is {d.get('status')!r}; allowed: {', '.join(RunStatus)}"
+            )
         for k, types in _RUN_TYPES.items():
             if k in d and not isinstance(d[k], types):
                 raise Damaged(self.path, run_id, f"its {k} is {_kind(d[k])}")
@@ -563,8 +729,11 @@ class Store:
             if k in ("run_id", "split", "note"):
                 continue
             if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool)):
-                raise Damaged(self.path, run_id, f"its {table} row at length {row.get('length')!r} has {k} "
-                                                 f"{_kind(v)}, not a number")
+                raise Damaged(
+                    self.path,
+                    run_id,
+                    f"its {table} row at length {row.get('length')!r} has {k} {_kind(v)}, not a number",
+                )
 
     def check(self) -> list[dict]:
         """Every damaged row of the database: ``{"run_id", "table", "problem"}`` per row (an empty list for a
@@ -576,10 +745,14 @@ class Store:
 
         with self.transaction() as c:
             runs = c.execute("SELECT * FROM runs ORDER BY id").fetchall()
-            metrics = {t: c.execute(f"SELECT * FROM {t} ORDER BY run_id").fetchall()
-                       for t in ("metrics", "split_metrics")}
-            blobs = {t: c.execute(f"SELECT run_id, {col} AS data FROM {t} ORDER BY run_id").fetchall()
-                     for t, col in (("curves", "data"), ("traces", "data"), ("lm_metrics", "buckets"))}
+            metrics = {
+                t: c.execute(f"SELECT * FROM {t} ORDER BY run_id").fetchall()
+                for t in ("metrics", "split_metrics")
+            }
+            blobs = {
+                t: c.execute(f"SELECT run_id, {col} AS data FROM {t} ORDER BY run_id").fetchall()
+                for t, col in (("curves", "data"), ("traces", "data"), ("lm_metrics", "buckets"))
+            }
         for r in runs:
             try:
                 self._row(r)
@@ -607,18 +780,33 @@ class Damaged(UserError):
     damaged file's): its run id and what is wrong."""
 
     def __init__(self, path: Path, run_id: object, problem: str) -> None:
-        super().__init__(f"run {run_id} of {str(path)!r} is damaged: {problem} (statetrack runs --check lists "
-                         "every damaged row)")
+        super().__init__(
+            f"run {run_id} of {str(path)!r} is damaged: {problem} (statetrack runs --check lists "
+            "every damaged row)"
+        )
         self.run_id, self.problem = run_id, problem
 
 
 #: the columns of a ``runs`` row and the types they must have (text where SQLite let other text in)
 _RUN_TYPES: dict[str, type | tuple[type, ...]] = {
-    "id": int, "model": str, "task": str, "seed": int, "key": (str, type(None)), "study": (str, type(None)),
-    "label": (str, type(None)), "train_min_len": (int, type(None)), "train_max_len": (int, type(None)),
-    "checkpoint": (str, type(None)), "checkpoint_sha256": (str, type(None)), "uuid": (str, type(None)),
-    "owner": (str, type(None)), "wall_time": (int, float, type(None)), "created": (int, float),
-    "finished": (int, float, type(None)), "error": (str, type(None))}
+    "id": int,
+    "model": str,
+    "task": str,
+    "seed": int,
+    "key": (str, type(None)),
+    "study": (str, type(None)),
+    "label": (str, type(None)),
+    "train_min_len": (int, type(None)),
+    "train_max_len": (int, type(None)),
+    "checkpoint": (str, type(None)),
+    "checkpoint_sha256": (str, type(None)),
+    "uuid": (str, type(None)),
+    "owner": (str, type(None)),
+    "wall_time": (int, float, type(None)),
+    "created": (int, float),
+    "finished": (int, float, type(None)),
+    "error": (str, type(None)),
+}
 #: the damaged rows warned of in this command (the command line starts each command with it empty)
 warned: set[tuple[str, object]] = set()
 
@@ -672,11 +860,15 @@ def checkpoint_of_run_problem(path: str | Path, extra: dict) -> str | None:
     except UserError:
         return None
     if row.get("uuid") != run_uuid:
-        return (f"checkpoint {str(path)!r} says it is run {run_id} of {db!r}, but that database's run {run_id} "
-                "is another run")
+        return (
+            f"checkpoint {str(path)!r} says it is run {run_id} of {db!r}, but that database's run {run_id} "
+            "is another run"
+        )
     if row.get("checkpoint_sha256") and sha256_file(path) != row["checkpoint_sha256"]:
-        return (f"checkpoint {str(path)!r} is not the file run {run_id} of {db!r} recorded (its sha256 differs "
-                "from the one in the run's row)")
+        return (
+            f"checkpoint {str(path)!r} is not the file run {run_id} of {db!r} recorded (its sha256 differs "
+            "from the one in the run's row)"
+        )
     return None
 
 
@@ -728,7 +920,9 @@ def schema_tables() -> dict[str, list[str]]:
     if not _SCHEMA_TABLES:
         con = sqlite3.connect(":memory:")
         con.executescript(SCHEMA)
-        for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"):
+        for (name,) in con.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
+        ):
             _SCHEMA_TABLES[name] = [r[1] for r in con.execute(f"PRAGMA table_info({name})")]
         con.close()
     return _SCHEMA_TABLES
@@ -757,34 +951,45 @@ def _check_file(path: Path, uri: str, name: str) -> list[str]:
                 return list(schema_tables())
             app = version = None
             if "meta" in tables:
-                rows = dict(con.execute("SELECT key, value FROM meta WHERE key IN ('application', 'schema_version')"))
+                rows = dict(
+                    con.execute("SELECT key, value FROM meta WHERE key IN ('application', 'schema_version')")
+                )
                 app, version = rows.get("application"), rows.get("schema_version")
             if app != "statetrack":
-                raise UserError(f"{name!r} is an SQLite database that statetrack did not create; {untouched} "
-                                "(choose another --db)")
+                raise UserError(
+                    f"{name!r} is an SQLite database that statetrack did not create; {untouched} "
+                    "(choose another --db)"
+                )
             try:
                 version = int(version if version is not None else "")  # no version: the error below
             except (TypeError, ValueError):
-                raise UserError(f"results database {name!r} is damaged: its schema version is {version!r}, not a "
-                                f"number; {untouched}") from None
+                raise UserError(
+                    f"results database {name!r} is damaged: its schema version is {version!r}, not a "
+                    f"number; {untouched}"
+                ) from None
             if version > SCHEMA_VERSION:
-                raise UserError(f"results database {name!r} has schema version {version}, written by a newer "
-                                f"statetrack; this statetrack ({__version__}) reads versions up to {SCHEMA_VERSION}: "
-                                f"upgrade statetrack or choose another --db; {untouched}")
+                raise UserError(
+                    f"results database {name!r} has schema version {version}, written by a newer "
+                    f"statetrack; this statetrack ({__version__}) reads versions up to {SCHEMA_VERSION}: "
+                    f"upgrade statetrack or choose another --db; {untouched}"
+                )
             added = {(t, c) for t, cols in ADDED_COLUMNS.items() for c, _ in cols}
             lacking = []
             for table, cols in schema_tables().items():
                 if table not in tables:
                     if table in RESULT_TABLES:
-                        raise UserError(f"results database {name!r} is damaged: table {table!r} is missing; "
-                                        f"{untouched}")
+                        raise UserError(
+                            f"results database {name!r} is damaged: table {table!r} is missing; {untouched}"
+                        )
                     lacking.append(table)
                     continue
                 have = {r[1] for r in con.execute(f"PRAGMA table_info({table})")}
                 gone = [c for c in cols if c not in have and (table, c) not in added]
                 if gone:
-                    raise UserError(f"results database {name!r} is damaged: table {table!r} lacks column "
-                                    f"{', '.join(map(repr, gone))}; {untouched}")
+                    raise UserError(
+                        f"results database {name!r} is damaged: table {table!r} lacks column "
+                        f"{', '.join(map(repr, gone))}; {untouched}"
+                    )
             st = os.stat(path)
             ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
             if st.st_size <= QUICK_CHECK_BYTES and ident not in _quick_checked:
@@ -801,7 +1006,9 @@ def _check_file(path: Path, uri: str, name: str) -> list[str]:
             if name_.startswith("SQLITE_CORRUPT"):
                 raise UserError(f"results database {name!r} is damaged ({e}); {untouched}") from None
             raise UserError(f"{name!r} is not a readable SQLite database ({e}); {untouched}") from None
-        raise UserError(f"results database {name!r} cannot be opened: {_db_reason(path, e)}; {untouched}") from None
+        raise UserError(
+            f"results database {name!r} cannot be opened: {_db_reason(path, e)}; {untouched}"
+        ) from None
 
 
 def _remove_created(path: Path, ident: tuple[int, int]) -> None:

@@ -23,6 +23,7 @@ The executors (``local``: worker processes on this machine; ``ray``: tasks on a 
 cluster) live in ``statetrack.runs.executors``. Each run seeds itself from its config and uses one thread,
 so the numbers do not depend on the executor or the number of workers.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -58,8 +59,9 @@ WAIT_EVERY = 5.0
 
 
 # -- the schedule: claim, run, wait for the others ---------------------------------------------------
-def _schedule(jobs: Iterable[Job], store: Store, executor, reuse: bool, on_done, results: dict,
-              claims: Claims, on_wait) -> None:
+def _schedule(
+    jobs: Iterable[Job], store: Store, executor, reuse: bool, on_done, results: dict, claims: Claims, on_wait
+) -> None:
     """Go through the grid in order, expanding it as the sweep reaches it (a run is built when a slot is
     free for it, so memory does not grow with the grid): a complete run is reused, a run another live
     sweep has claimed waits, the others are claimed and started. While it only waits, ``on_wait`` is
@@ -80,8 +82,9 @@ def _schedule(jobs: Iterable[Job], store: Store, executor, reuse: bool, on_done,
 
     def start(i: int, job: Job) -> None:
         while True:
-            got = claims.claim(job.key, complete_since=0.0 if reuse else t0, failed_since=t0,
-                               ignore=tuple(sorted(damaged)))
+            got = claims.claim(
+                job.key, complete_since=0.0 if reuse else t0, failed_since=t0, ignore=tuple(sorted(damaged))
+            )
             if got.state == ClaimState.TAKEN:
                 waiting[i] = job
             elif got.state == ClaimState.CLAIMED:
@@ -132,11 +135,17 @@ def _schedule(jobs: Iterable[Job], store: Store, executor, reuse: bool, on_done,
 
 
 # -- entry point -------------------------------------------------------------------------------------
-def run_jobs(jobs: Grid | list[Job], db: str | Path, workers: int = 1, reuse: bool = True,
-             on_done: Callable[[Job, RunResult], None] | None = None, executor: str = "local",
-             address: str | None = None,
-             on_step: Callable[[Job, int, dict], None] | None = None,
-             on_wait: Callable[[list[dict]], None] | None = None) -> list[tuple[Job, RunResult]]:
+def run_jobs(
+    jobs: Grid | list[Job],
+    db: str | Path,
+    workers: int = 1,
+    reuse: bool = True,
+    on_done: Callable[[Job, RunResult], None] | None = None,
+    executor: str = "local",
+    address: str | None = None,
+    on_step: Callable[[Job, int, dict], None] | None = None,
+    on_wait: Callable[[list[dict]], None] | None = None,
+) -> list[tuple[Job, RunResult]]:
     """Run every job of ``jobs`` (a :class:`Grid`, expanded as the sweep goes, or a list); returns (job,
     result) in their order. Runs that another sweep left behind (its process ended, or its heartbeat
     stopped for longer than the claim timeout) lose their claims and are marked interrupted first.
@@ -182,8 +191,16 @@ def run_jobs(jobs: Grid | list[Job], db: str | Path, workers: int = 1, reuse: bo
         ex = Pool(db, claims.me, workers, on_step)
     try:
         with Heartbeat(claims):
-            _schedule(jobs, store, ex, reuse, on_done, results, claims,
-                      on_wait or (lambda waits: warn(describe_waits(waits))))
+            _schedule(
+                jobs,
+                store,
+                ex,
+                reuse,
+                on_done,
+                results,
+                claims,
+                on_wait or (lambda waits: warn(describe_waits(waits))),
+            )
     except BaseException as e:
         ex.stop()
         why = signals.describe(e) if isinstance(e, KeyboardInterrupt) else f"the sweep stopped: {e}"

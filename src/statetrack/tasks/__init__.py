@@ -4,6 +4,7 @@
 parity and lists them (``list_tasks``); ``sampling`` draws examples and label shares for the command
 line. The task classes (numpy) load when a task is built, so listing the families stays light.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -18,8 +19,13 @@ if TYPE_CHECKING:
     from statetrack.tasks.sampling import label_shares, sample_json
 
 #: names loaded on first use: their modules import numpy (heavy)
-_LAZY = {"Batch": "statetrack.tasks.base", "Task": "statetrack.tasks.base", "draws": "",
-         "label_shares": "statetrack.tasks.sampling", "sample_json": "statetrack.tasks.sampling"}
+_LAZY = {
+    "Batch": "statetrack.tasks.base",
+    "Task": "statetrack.tasks.base",
+    "draws": "",
+    "label_shares": "statetrack.tasks.sampling",
+    "sample_json": "statetrack.tasks.sampling",
+}
 
 
 def __getattr__(name: str) -> object:
@@ -31,4 +37,14 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'statetrack.tasks' has no attribute {name!r}")
 
 
-__all__ = ["Batch", "Task", "get_task", "register", "FAMILIES", "list_tasks", "sample_json", "label_shares", "draws"]
+__all__ = [
+    "Batch",
+    "Task",
+    "get_task",
+    "register",
+    "FAMILIES",
+    "list_tasks",
+    "sample_json",
+    "label_shares",
+    "draws",
+]

@@ -13,6 +13,7 @@ A task is one of:
 A task without a declaration (modular arithmetic, a corpus) has no algebraic reading here. The oracle reads
 these types, never a task's name or its attributes.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

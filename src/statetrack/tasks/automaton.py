@@ -26,6 +26,7 @@ start to q (-inf: none). ``reverse_rows`` gives the rows of such a recursion fro
 first with memory O(sqrt(n)) rows (checkpoints), which the long-range draw
 (:mod:`statetrack.tasks.long_range`) uses to sample strings backwards.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,16 +41,26 @@ NEG = -np.inf
 class Automaton:
     """A labelled deterministic automaton (see the module docstring)."""
 
-    def __init__(self, delta: ArrayLike, start: int, labels: ArrayLike, num_classes: int,
-                 tokens: ArrayLike | None = None, outputs: ArrayLike | None = None,
-                 symbols: Sequence[str] | None = None, label_names: Sequence[str] | None = None,
-                 state_names: Sequence[str] | None = None):
+    def __init__(
+        self,
+        delta: ArrayLike,
+        start: int,
+        labels: ArrayLike,
+        num_classes: int,
+        tokens: ArrayLike | None = None,
+        outputs: ArrayLike | None = None,
+        symbols: Sequence[str] | None = None,
+        label_names: Sequence[str] | None = None,
+        state_names: Sequence[str] | None = None,
+    ):
         self.delta = np.asarray(delta, dtype=np.int64)
         self.start = int(start)
         self.labels = np.asarray(labels, dtype=np.int64)
         self.num_classes = int(num_classes)
         n_states, n_symbols = self.delta.shape
-        self.tokens = np.arange(n_symbols, dtype=np.int64) if tokens is None else np.asarray(tokens, dtype=np.int64)
+        self.tokens = (
+            np.arange(n_symbols, dtype=np.int64) if tokens is None else np.asarray(tokens, dtype=np.int64)
+        )
         self.outputs = np.maximum(self.labels, 0) if outputs is None else np.asarray(outputs, dtype=np.int64)
         self.symbols = tuple(symbols) if symbols is not None else tuple(str(t) for t in self.tokens)
         self.label_names = label_names
@@ -68,7 +79,7 @@ class Automaton:
         self.pred_symbol = np.zeros((n_states, width), dtype=np.int64)
         for q, p in enumerate(pairs):
             if p:
-                self.pred_state[q, :len(p)], self.pred_symbol[q, :len(p)] = zip(*p, strict=True)
+                self.pred_state[q, : len(p)], self.pred_symbol[q, : len(p)] = zip(*p, strict=True)
         self._forward: dict[int, np.ndarray] = {}
         self._token_index: np.ndarray | None = None
 
@@ -140,7 +151,9 @@ class Automaton:
         cls = np.unique(self.labels[idx], return_inverse=True)[1]
         local = np.full(self.n_states, -1, dtype=np.int64)
         local[idx] = np.arange(len(idx))
-        succ = local[self.delta[idx]]  # (reachable, symbols): every successor of a reachable state is reachable
+        succ = local[
+            self.delta[idx]
+        ]  # (reachable, symbols): every successor of a reachable state is reachable
         while True:
             sig = np.column_stack([cls, cls[succ]])
             new = np.unique(sig, axis=0, return_inverse=True)[1].reshape(-1)
@@ -173,8 +186,17 @@ class Automaton:
         names = None
         if self.state_names is not None:
             names = ["=".join(str(self.state_names[q]) for q in idx[perm[cls] == i]) for i in range(k)]
-        return Automaton(mdelta, 0, mlabels, self.num_classes, tokens=self.tokens, outputs=np.maximum(mlabels, 0),
-                         symbols=self.symbols, label_names=self.label_names, state_names=names), of
+        return Automaton(
+            mdelta,
+            0,
+            mlabels,
+            self.num_classes,
+            tokens=self.tokens,
+            outputs=np.maximum(mlabels, 0),
+            symbols=self.symbols,
+            label_names=self.label_names,
+            state_names=names,
+        ), of
 
     # -- counting --------------------------------------------------------------------------------
     def forward_step(self, row: np.ndarray) -> np.ndarray:
@@ -244,8 +266,9 @@ class Automaton:
         return np.flatnonzero(self.label_log_counts(length) > NEG)
 
 
-def reverse_rows(first: np.ndarray, step: Callable[[np.ndarray], np.ndarray],
-                 n: int) -> Iterator[tuple[int, np.ndarray]]:
+def reverse_rows(
+    first: np.ndarray, step: Callable[[np.ndarray], np.ndarray], n: int
+) -> Iterator[tuple[int, np.ndarray]]:
     """Yield (t, row_t) for t = n, n - 1, ..., 0, where row_0 = ``first`` and row_t = step(row_{t-1}).
 
     Keeps every b-th row (b = ceil(sqrt(n + 1))) on a first pass and recomputes one block of b rows at

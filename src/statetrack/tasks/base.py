@@ -18,6 +18,7 @@ draw relates to its training draw (:class:`TestDraw`), its algebra where it has 
 :mod:`statetrack.tasks.algebraic`), and language modelling on a corpus by the class
 :class:`CorpusTask` (scored by next-token loss and bits per byte instead of accuracy by length).
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -66,8 +67,10 @@ class Batch:
 
     def __post_init__(self) -> None:
         if not self.inputs.shape == self.targets.shape == self.mask.shape:  # a task's data, not an invariant
-            raise ValueError(f"a batch's inputs, targets and mask differ in shape: {self.inputs.shape}, "
-                             f"{self.targets.shape}, {self.mask.shape}")
+            raise ValueError(
+                f"a batch's inputs, targets and mask differ in shape: {self.inputs.shape}, "
+                f"{self.targets.shape}, {self.mask.shape}"
+            )
 
     def slice(self, start: int, stop: int) -> Batch:
         return Batch(self.inputs[:, start:stop], self.targets[:, start:stop], self.mask[:, start:stop])
@@ -96,8 +99,9 @@ class Task(ABC):
     def sample_batch(self, rng: np.random.Generator, batch_size: int, length: int) -> Batch:
         """Sample ``batch_size`` sequences of exactly ``length`` tokens from ``rng``."""
 
-    def stream_batch(self, rng: np.random.Generator, batch_size: int, length: int,
-                     chunk: int) -> Iterator[Batch]:
+    def stream_batch(
+        self, rng: np.random.Generator, batch_size: int, length: int, chunk: int
+    ) -> Iterator[Batch]:
         """Yield the same batch as ``sample_batch`` in time chunks of at most ``chunk`` steps.
 
         Tasks whose labels are a running state override this so that memory does not grow with
@@ -116,8 +120,9 @@ class Task(ABC):
     #: how ``stream_test_batch`` draws test sequences, in words (``statetrack tasks``, ``sample``)
     test_draw: str = "the training draw"
 
-    def stream_test_batch(self, rng: np.random.Generator, batch_size: int, length: int,
-                          chunk: int) -> Iterator[Batch]:
+    def stream_test_batch(
+        self, rng: np.random.Generator, batch_size: int, length: int, chunk: int
+    ) -> Iterator[Batch]:
         """The test set at ``length`` (what ``evaluate`` scores), in time chunks. Default: the training
         draw. Call ``test_unavailable(length)`` first: where it names a reason, there is no test set."""
         return self.stream_batch(rng, batch_size, length, chunk)

@@ -9,6 +9,7 @@ default. The test draw is the training draw: the final position tends to uniform
 uniform at a finite length; for cycle:5 the largest share in 10,000 draws is 20.6% at lengths 16 and
 100 and 20.9% at 500.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -50,8 +51,11 @@ class CycleNavigation(StreamingTask):
 
     def algebra(self) -> WordProblem:
         g = get_group(f"C{self.modulus}")
-        return WordProblem(g, tuple(sorted({0, 1, g.order - 1})),
-                           f"cycle navigation = word problem of {g.name} with inputs e, g, g^-1")
+        return WordProblem(
+            g,
+            tuple(sorted({0, 1, g.order - 1})),
+            f"cycle navigation = word problem of {g.name} with inputs e, g, g^-1",
+        )
 
     def params(self) -> dict[str, Any]:
         return {"modulus": self.modulus, "scoring": self.scoring}

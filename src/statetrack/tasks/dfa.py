@@ -36,6 +36,7 @@ Tomita grammars (binary alphabet {0, 1}; Tomita1982 in docs/science.md, as usual
   4: no 000 substring        5: even number of 0s and even number of 1s
   6: (#0 - #1) = 0 mod 3     7: 0*1*0*1*
 """
+
 from __future__ import annotations
 
 import json
@@ -98,14 +99,16 @@ class DFA:
             raise UserError(f"{where}: 'states' and 'alphabet' must be non-empty")
         sid = {s: i for i, s in enumerate(self.states)}
         if spec["start"] not in sid:
-            raise UserError(f"{where}: start state {spec['start']!r} is not a state; allowed: "
-                            f"{', '.join(self.states)}")
+            raise UserError(
+                f"{where}: start state {spec['start']!r} is not a state; allowed: {', '.join(self.states)}"
+            )
         self.start = sid[spec["start"]]
         self.accepting = np.zeros(len(self.states), dtype=bool)
         for s in _names(spec, "accept", where):
             if s not in sid:
-                raise UserError(f"{where}: accept state {s!r} is not a state; allowed: "
-                                f"{', '.join(self.states)}")
+                raise UserError(
+                    f"{where}: accept state {s!r} is not a state; allowed: {', '.join(self.states)}"
+                )
             self.accepting[sid[s]] = True
         self.delta = self._transitions(spec["transitions"], sid, where)
 
@@ -115,8 +118,9 @@ class DFA:
             raise UserError(f"{where}: 'transitions' must be an object state -> {{symbol: state}}")
         for s in tr:
             if s not in sid:
-                raise UserError(f"{where}: transitions from unknown state {s!r}; allowed: "
-                                f"{', '.join(self.states)}")
+                raise UserError(
+                    f"{where}: transitions from unknown state {s!r}; allowed: {', '.join(self.states)}"
+                )
         delta = np.empty((len(self.states), len(self.alphabet)), dtype=np.int64)
         for s in self.states:
             row = tr.get(s, {})
@@ -124,14 +128,18 @@ class DFA:
                 raise UserError(f"{where}: transitions of state {s!r} must be an object symbol -> state")
             for a in row:
                 if a not in self.alphabet:
-                    raise UserError(f"{where}: transition from state {s!r} on unknown symbol {a!r}; "
-                                    f"allowed: {', '.join(self.alphabet)}")
+                    raise UserError(
+                        f"{where}: transition from state {s!r} on unknown symbol {a!r}; "
+                        f"allowed: {', '.join(self.alphabet)}"
+                    )
             for j, a in enumerate(self.alphabet):
                 if a not in row:
                     raise UserError(f"{where}: undefined transition from state {s!r} on symbol {a!r}")
                 if row[a] not in sid:
-                    raise UserError(f"{where}: transition from state {s!r} on symbol {a!r} goes to "
-                                    f"unknown state {row[a]!r}; allowed: {', '.join(self.states)}")
+                    raise UserError(
+                        f"{where}: transition from state {s!r} on symbol {a!r} goes to "
+                        f"unknown state {row[a]!r}; allowed: {', '.join(self.states)}"
+                    )
                 delta[sid[s], j] = sid[row[a]]
         return delta
 
@@ -147,18 +155,25 @@ class DFA:
                 have = np.log(np.stack([1.0 - acc, acc]))[None]  # r = 0: the state's own label
         if len(have) <= length:
             grown = np.empty((max(length + 1, 2 * len(have)), 2, len(self.states)))
-            grown[:len(have)] = have
+            grown[: len(have)] = have
             for r in range(len(have), len(grown)):
                 # a string of r symbols from q is a symbol a, then r - 1 symbols from delta(q, a)
                 grown[r] = np.logaddexp.reduce(grown[r - 1][:, self.delta], axis=-1)
             have = grown
         self._log_counts = have
-        return have[:length + 1]
+        return have[: length + 1]
 
     def automaton(self) -> Automaton:
         """The DFA as a labelled automaton: label 1 in accepting states, 0 elsewhere."""
-        return Automaton(self.delta, self.start, self.accepting.astype(np.int64), 2, symbols=self.alphabet,
-                         label_names=LABEL_NAMES, state_names=self.states)
+        return Automaton(
+            self.delta,
+            self.start,
+            self.accepting.astype(np.int64),
+            2,
+            symbols=self.alphabet,
+            label_names=LABEL_NAMES,
+            state_names=self.states,
+        )
 
     def accepts(self, word: Sequence[str | int]) -> bool:
         q = self.start
@@ -180,32 +195,56 @@ def load_dfa(path: str) -> DFA:
 
 def _tomita_spec(k: int) -> dict:
     def mk(states: list[str], start: str, accept: list[str], rows: list[tuple[str, str]]) -> dict[str, Any]:
-        return {"states": states, "alphabet": ["0", "1"], "start": start, "accept": accept,
-                "transitions": {s: {"0": r[0], "1": r[1]} for s, r in zip(states, rows, strict=True)}}
+        return {
+            "states": states,
+            "alphabet": ["0", "1"],
+            "start": start,
+            "accept": accept,
+            "transitions": {s: {"0": r[0], "1": r[1]} for s, r in zip(states, rows, strict=True)},
+        }
+
     if k == 1:  # 1*
         return mk(["ok", "dead"], "ok", ["ok"], [("dead", "ok"), ("dead", "dead")])
     if k == 2:  # (10)*
-        return mk(["even", "one", "dead"], "even", ["even"],
-                  [("dead", "one"), ("even", "dead"), ("dead", "dead")])
+        return mk(
+            ["even", "one", "dead"], "even", ["even"], [("dead", "one"), ("even", "dead"), ("dead", "dead")]
+        )
     if k == 3:
         # free: no pending odd 1-block; odd1: inside an odd block of 1s; even1 is free;
         # odd1odd0: odd 1s then an odd run of 0s (rejects: the run may end odd);
         # odd1even0: odd 1s then an even run of 0s
-        return mk(["free", "odd1", "odd1odd0", "odd1even0", "dead"], "free",
-                  ["free", "odd1", "odd1even0"],
-                  [("free", "odd1"), ("odd1odd0", "free"), ("odd1even0", "dead"),
-                   ("odd1odd0", "odd1"), ("dead", "dead")])
+        return mk(
+            ["free", "odd1", "odd1odd0", "odd1even0", "dead"],
+            "free",
+            ["free", "odd1", "odd1even0"],
+            [
+                ("free", "odd1"),
+                ("odd1odd0", "free"),
+                ("odd1even0", "dead"),
+                ("odd1odd0", "odd1"),
+                ("dead", "dead"),
+            ],
+        )
     if k == 4:  # no 000
-        return mk(["z0", "z1", "z2", "dead"], "z0", ["z0", "z1", "z2"],
-                  [("z1", "z0"), ("z2", "z0"), ("dead", "z0"), ("dead", "dead")])
+        return mk(
+            ["z0", "z1", "z2", "dead"],
+            "z0",
+            ["z0", "z1", "z2"],
+            [("z1", "z0"), ("z2", "z0"), ("dead", "z0"), ("dead", "dead")],
+        )
     if k == 5:  # even #0 and even #1
-        return mk(["ee", "eo", "oe", "oo"], "ee", ["ee"],
-                  [("oe", "eo"), ("oo", "ee"), ("ee", "oo"), ("eo", "oe")])
+        return mk(
+            ["ee", "eo", "oe", "oo"], "ee", ["ee"], [("oe", "eo"), ("oo", "ee"), ("ee", "oo"), ("eo", "oe")]
+        )
     if k == 6:  # #0 - #1 = 0 mod 3
         return mk(["r0", "r1", "r2"], "r0", ["r0"], [("r1", "r2"), ("r2", "r0"), ("r0", "r1")])
     if k == 7:  # 0*1*0*1*
-        return mk(["a", "b", "c", "d", "dead"], "a", ["a", "b", "c", "d"],
-                  [("a", "b"), ("c", "b"), ("c", "d"), ("dead", "d"), ("dead", "dead")])
+        return mk(
+            ["a", "b", "c", "d", "dead"],
+            "a",
+            ["a", "b", "c", "d"],
+            [("a", "b"), ("c", "b"), ("c", "d"), ("dead", "d"), ("dead", "dead")],
+        )
     raise UserError(f"unknown Tomita grammar {k!r}; allowed: 1, 2, 3, 4, 5, 6, 7")
 
 
@@ -226,7 +265,9 @@ class DFATask(StreamingTask):
         self.inputs = UniformInputs(self.vocab_size)
         self.balanced_training = balanced_training
 
-    def stream_batch(self, rng: np.random.Generator, batch_size: int, length: int, chunk: int) -> Iterator[Batch]:
+    def stream_batch(
+        self, rng: np.random.Generator, batch_size: int, length: int, chunk: int
+    ) -> Iterator[Batch]:
         # the /balanced variant trains (and validates) on the test draw wherever it exists
         if self.balanced_training and self.test_unavailable(check_length(length)) is None:
             return self.stream_test_batch(rng, batch_size, length, chunk)
@@ -238,7 +279,9 @@ class DFATask(StreamingTask):
         return self.dfa.automaton()
 
     def algebra(self) -> RegularLanguage:
-        return RegularLanguage(self.dfa.delta, self.dfa.start, self.dfa.accepting, f"regular language {self.name}")
+        return RegularLanguage(
+            self.dfa.delta, self.dfa.start, self.dfa.accepting, f"regular language {self.name}"
+        )
 
     def _start(self, batch_size: int) -> np.ndarray:
         return np.full(batch_size, self.dfa.start, dtype=np.int64)
@@ -251,8 +294,10 @@ class DFATask(StreamingTask):
             y[:, t] = self.dfa.accepting[state]
         return x, y, every_mask(*x.shape), state
 
-    test_draw = ("half accepted, half rejected: each string uniform among those of its length and label "
-                 "(exact, by counting paths through the DFA)")
+    test_draw = (
+        "half accepted, half rejected: each string uniform among those of its length and label "
+        "(exact, by counting paths through the DFA)"
+    )
 
     def test_unavailable(self, length: int) -> str | None:
         counts = self.dfa.log_counts(check_length(length))[length, :, self.dfa.start]
@@ -261,8 +306,9 @@ class DFATask(StreamingTask):
                 return f"no {what} string of length {length}"
         return None
 
-    def stream_test_batch(self, rng: np.random.Generator, batch_size: int, length: int,
-                          chunk: int) -> Iterator[Batch]:
+    def stream_test_batch(
+        self, rng: np.random.Generator, batch_size: int, length: int, chunk: int
+    ) -> Iterator[Batch]:
         length = check_length(length)
         if chunk < 1:
             raise UserError(f"chunk must be a positive integer, got {chunk!r}")
@@ -271,7 +317,9 @@ class DFATask(StreamingTask):
             raise UserError(f"{self.name}: {reason}, so no balanced test set of that length exists")
         return self._balanced(rng, batch_size, length, chunk)
 
-    def _balanced(self, rng: np.random.Generator, batch_size: int, length: int, chunk: int) -> Iterator[Batch]:
+    def _balanced(
+        self, rng: np.random.Generator, batch_size: int, length: int, chunk: int
+    ) -> Iterator[Batch]:
         counts = self.dfa.log_counts(length)
         delta, accepting = self.dfa.delta, self.dfa.accepting
         label = balanced_labels(rng, batch_size, 2)[:, None]
@@ -288,7 +336,7 @@ class DFATask(StreamingTask):
                 w = counts[length - start - k - 1][label, nxt]
                 w = np.exp(w - w.max(axis=1, keepdims=True))
                 cum = np.cumsum(w, axis=1)
-                a = (cum <= u[:, k:k + 1] * cum[:, -1:]).sum(axis=1)
+                a = (cum <= u[:, k : k + 1] * cum[:, -1:]).sum(axis=1)
                 # u * total can round up to total: fall back on the last symbol with a completion
                 a = np.minimum(a, w.shape[1] - 1 - np.argmax(w[:, ::-1] > 0, axis=1))
                 state = nxt[rows, a]
@@ -296,5 +344,8 @@ class DFATask(StreamingTask):
             yield Batch(x, y, every_mask(batch_size, u.shape[1]))
 
     def params(self) -> dict[str, Any]:
-        return {"states": len(self.dfa.states), "alphabet": list(self.dfa.alphabet),
-                "balanced_training": self.balanced_training}
+        return {
+            "states": len(self.dfa.states),
+            "alphabet": list(self.dfa.alphabet),
+            "balanced_training": self.balanced_training,
+        }

@@ -25,6 +25,7 @@ a regular task: counted through its automaton), else the shares over ``CHANCE_DR
 same draw (seeded, so every run sees the same chance; cached per process). Evaluation stores the
 majority share as the chance of a length, never the majority of the few sequences it scores.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -62,8 +63,10 @@ def check_suffix(suffix: object, length: int) -> int | None:
     if suffix is None:
         return None
     if isinstance(suffix, bool) or not isinstance(suffix, (int, np.integer)) or not 0 <= suffix <= length:
-        raise UserError(f"bad suffix length {suffix!r} for length {length}; allowed: an integer 0..{length} "
-                        f"(default ceil(L/2) = {(length + 1) // 2})")
+        raise UserError(
+            f"bad suffix length {suffix!r} for length {length}; allowed: an integer 0..{length} "
+            f"(default ceil(L/2) = {(length + 1) // 2})"
+        )
     return int(suffix)
 
 
@@ -91,8 +94,15 @@ def unavailable(task: Task, split: str, length: int, suffix: int | None = None) 
     return None
 
 
-def stream(task: Task, split: str, rng: np.random.Generator, batch_size: int, length: int, chunk: int,
-           suffix: int | None = None) -> Iterator[Batch]:
+def stream(
+    task: Task,
+    split: str,
+    rng: np.random.Generator,
+    batch_size: int,
+    length: int,
+    chunk: int,
+    suffix: int | None = None,
+) -> Iterator[Batch]:
     """The split's sequences in time chunks (call ``unavailable`` first: a reason is a UserError here)."""
     check_split(split)
     if split == "train":
@@ -102,14 +112,16 @@ def stream(task: Task, split: str, rng: np.random.Generator, batch_size: int, le
     return stream_long(task, rng, batch_size, length, chunk, suffix)
 
 
-def batch(task: Task, split: str, rng: np.random.Generator, batch_size: int, length: int,
-          suffix: int | None = None) -> Batch:
+def batch(
+    task: Task, split: str, rng: np.random.Generator, batch_size: int, length: int, suffix: int | None = None
+) -> Batch:
     """The whole batch of ``stream`` at once."""
     return next(iter(stream(task, split, rng, batch_size, length, length, suffix)))
 
 
-def stream_long(task: Task, rng: np.random.Generator, batch_size: int, length: int, chunk: int,
-                suffix: int | None = None) -> Iterator[Batch]:
+def stream_long(
+    task: Task, rng: np.random.Generator, batch_size: int, length: int, chunk: int, suffix: int | None = None
+) -> Iterator[Batch]:
     """The long-range draw of a regular task, in time chunks: inputs, the task's targets at every
     position (from its automaton) and its mask (every position, or the last)."""
     length = check_length(length)
@@ -140,7 +152,9 @@ def _chunks(task: Task, auto: Automaton, symbols: np.ndarray, length: int, chunk
 
 
 # -- the final label's distribution -----------------------------------------------------------------
-def exact_label_distribution(task: Task, split: str, length: int, suffix: int | None = None) -> np.ndarray | None:
+def exact_label_distribution(
+    task: Task, split: str, length: int, suffix: int | None = None
+) -> np.ndarray | None:
     """The final label's distribution in the split's draw at ``length`` where the task can compute it,
     else None (also where the draw has no sequences of that length)."""
     check_split(split)
@@ -163,8 +177,14 @@ def exact_label_distribution(task: Task, split: str, length: int, suffix: int | 
 _ESTIMATES: dict[tuple, np.ndarray] = {}
 
 
-def estimated_label_distribution(task: Task, split: str, length: int, n: int = CHANCE_DRAWS,
-                                 seed: int = CHANCE_SEED, suffix: int | None = None) -> np.ndarray:
+def estimated_label_distribution(
+    task: Task,
+    split: str,
+    length: int,
+    n: int = CHANCE_DRAWS,
+    seed: int = CHANCE_SEED,
+    suffix: int | None = None,
+) -> np.ndarray:
     """Shares of the final scored label over ``n`` sequences of the split's draw (streamed in batches of
     1,000, so memory does not grow with ``n`` or ``length``); cached per process."""
     key = (task.name, split, length, n, seed, suffix)
@@ -178,8 +198,9 @@ def estimated_label_distribution(task: Task, split: str, length: int, n: int = C
     return dist
 
 
-def final_label_counts(task: Task, split: str, length: int, n: int, rng: np.random.Generator,
-                       suffix: int | None = None) -> np.ndarray:
+def final_label_counts(
+    task: Task, split: str, length: int, n: int, rng: np.random.Generator, suffix: int | None = None
+) -> np.ndarray:
     """How often each class is the last scored label over ``n`` sequences of the split's draw."""
     counts = np.zeros(task.num_classes, dtype=np.int64)
     for start in range(0, int(n), 1000):
@@ -189,11 +210,13 @@ def final_label_counts(task: Task, split: str, length: int, n: int, rng: np.rand
             scored = b.mask.any(axis=1)
             pos = b.mask.shape[1] - 1 - np.argmax(b.mask[:, ::-1], axis=1)
             last = np.where(scored, b.targets[np.arange(b_n), pos], last)
-        counts += np.bincount(last[last >= 0], minlength=task.num_classes)[:task.num_classes]
+        counts += np.bincount(last[last >= 0], minlength=task.num_classes)[: task.num_classes]
     return counts
 
 
-def label_distribution(task: Task, split: str, length: int, suffix: int | None = None) -> tuple[np.ndarray, bool]:
+def label_distribution(
+    task: Task, split: str, length: int, suffix: int | None = None
+) -> tuple[np.ndarray, bool]:
     """(distribution of the final label, exact?) in the split's draw at ``length``: exact where the task
     can compute it, else over ``CHANCE_DRAWS`` sequences of the same draw."""
     dist = exact_label_distribution(task, split, length, suffix)

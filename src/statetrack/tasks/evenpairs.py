@@ -8,6 +8,7 @@ bit is independent of the first), so ``label_distribution`` is (1/2, 1/2); a len
 pairs (label 0). Test draw: the same with the last bit chosen to give half the sequences each label;
 length 1 has no test set (no string of length 1 has an odd number of pairs).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -54,21 +55,26 @@ class EvenPairs(StreamingTask):
         # states: start, (first, last) = 1: (0,0), 2: (0,1), 3: (1,0), 4: (1,1); accepted iff first == last
         # (and the empty string): the complement of the labels, with the same transition monoid
         delta = np.array([[1, 4], [1, 2], [1, 2], [3, 4], [3, 4]])
-        return RegularLanguage(delta, 0, np.array([True, True, False, False, True]),
-                               "even pairs (first symbol == last symbol)")
+        return RegularLanguage(
+            delta, 0, np.array([True, True, False, False, True]), "even pairs (first symbol == last symbol)"
+        )
 
     test_draw = "balanced final label (the last bit set by the label); the rest uniform"
 
     def test_unavailable(self, length: int) -> str | None:
         return "no string of length 1 has an odd number of unequal pairs" if length == 1 else None
 
-    def stream_test_batch(self, rng: np.random.Generator, batch_size: int, length: int,
-                          chunk: int) -> Iterator[Batch]:
+    def stream_test_batch(
+        self, rng: np.random.Generator, batch_size: int, length: int, chunk: int
+    ) -> Iterator[Batch]:
         if length == 1:
-            raise UserError(f"{self.name}: {self.test_unavailable(1)}, so no balanced test set of length 1 exists")
+            raise UserError(
+                f"{self.name}: {self.test_unavailable(1)}, so no balanced test set of length 1 exists"
+            )
         # the last bit equals the first for label 0 and differs for label 1
-        return self._stream_balanced_final(rng, batch_size, length, chunk, 2, self.inputs,
-                                           lambda first, label: first ^ label)
+        return self._stream_balanced_final(
+            rng, batch_size, length, chunk, 2, self.inputs, lambda first, label: first ^ label
+        )
 
     def label_distribution(self) -> np.ndarray:
         return np.full(2, 0.5)

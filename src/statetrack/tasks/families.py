@@ -40,6 +40,7 @@ A pair with no family says why: no word keeps it apart (every path of the pair t
 automaton merges: a bounded window decides it; a window language has only such pairs), or no loop
 within the words tried does (the pair has paths that never merge, through longer loops).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -85,17 +86,25 @@ class Family:
         """'aba (aabb)^n' (one member) or both joined by ' vs '."""
         if member is None:
             return f"{self.text(symbols, 0)} vs {self.text(symbols, 1)}"
-        parts = [word_text(self.prefixes[member], symbols), f"({word_text(self.pump, symbols)})^n",
-                 word_text(self.end, symbols)]
+        parts = [
+            word_text(self.prefixes[member], symbols),
+            f"({word_text(self.pump, symbols)})^n",
+            word_text(self.end, symbols),
+        ]
         return " ".join(p for p in parts if p)
 
-    def as_dict(self, symbols: Sequence[str], tokens: np.ndarray,
-                label_name: Callable[[int], str] = str) -> dict[str, Any]:
-        return {"family": self.text(symbols),
-                "members": [self.text(symbols, 0), self.text(symbols, 1)],
-                "prefixes": [[int(tokens[a]) for a in u] for u in self.prefixes],
-                "pump": [int(tokens[a]) for a in self.pump], "end": [int(tokens[a]) for a in self.end],
-                "labels": list(self.labels), "label_names": [label_name(c) for c in self.labels]}
+    def as_dict(
+        self, symbols: Sequence[str], tokens: np.ndarray, label_name: Callable[[int], str] = str
+    ) -> dict[str, Any]:
+        return {
+            "family": self.text(symbols),
+            "members": [self.text(symbols, 0), self.text(symbols, 1)],
+            "prefixes": [[int(tokens[a]) for a in u] for u in self.prefixes],
+            "pump": [int(tokens[a]) for a in self.pump],
+            "end": [int(tokens[a]) for a in self.end],
+            "labels": list(self.labels),
+            "label_names": [label_name(c) for c in self.labels],
+        }
 
 
 def word_text(word: Sequence[int], symbols: Sequence[str]) -> str:
@@ -111,29 +120,35 @@ class PairWitness:
     states: tuple[int, int]
     names: tuple[str, str]
     access: tuple[tuple[int, ...], tuple[int, ...]]
-    separator: tuple[int, ...] | None          # a shortest suffix giving both a label, different ones
+    separator: tuple[int, ...] | None  # a shortest suffix giving both a label, different ones
     families: list[Family] = field(default_factory=list)
-    loops: int = 0                             # families found before the cap
-    reason: str | None = None                  # why there is no family
+    loops: int = 0  # families found before the cap
+    reason: str | None = None  # why there is no family
 
     def as_dict(self, auto: Automaton) -> dict:
         sep = None if self.separator is None else word_text(self.separator, auto.symbols)
-        return {"pair": list(self.names), "states": list(self.states),
-                "access": [word_text(u, auto.symbols) for u in self.access], "separator": sep,
-                "separable": self.separator is not None, "loops": self.loops, "tested": len(self.families),
-                "families": [f.as_dict(auto.symbols, auto.tokens, auto.label_name) for f in self.families],
-                "reason": self.reason}
+        return {
+            "pair": list(self.names),
+            "states": list(self.states),
+            "access": [word_text(u, auto.symbols) for u in self.access],
+            "separator": sep,
+            "separable": self.separator is not None,
+            "loops": self.loops,
+            "tested": len(self.families),
+            "families": [f.as_dict(auto.symbols, auto.tokens, auto.label_name) for f in self.families],
+            "reason": self.reason,
+        }
 
 
 @dataclass
 class Witnesses:
     """Every pair of states of a task's minimal automaton, and the cap's count."""
 
-    auto: Automaton                  # the minimal automaton
+    auto: Automaton  # the minimal automaton
     pairs: list[PairWitness]
-    pairs_total: int                 # pairs of distinct states (N (N - 1) / 2)
-    pairs_skipped: int               # pairs beyond MAX_FAMILIES, not tried
-    max_word: int                    # the longest loop word tried
+    pairs_total: int  # pairs of distinct states (N (N - 1) / 2)
+    pairs_skipped: int  # pairs beyond MAX_FAMILIES, not tried
+    max_word: int  # the longest loop word tried
 
     @property
     def families(self) -> list[Family]:
@@ -150,7 +165,10 @@ def state_names(auto: Automaton, access: dict[int, tuple[int, ...]]) -> list[str
     labels = auto.labels
     if auto.label_names is not None and len(set(labels.tolist())) == auto.n_states and (labels >= 0).all():
         return [auto.label_name(c) for c in labels]
-    return ["start" if not access[q] else f"after {word_text(access[q], auto.symbols)}" for q in range(auto.n_states)]
+    return [
+        "start" if not access[q] else f"after {word_text(access[q], auto.symbols)}"
+        for q in range(auto.n_states)
+    ]
 
 
 def distinguishing(auto: Automaton) -> dict[tuple[int, int], tuple[int, ...]]:
@@ -167,8 +185,8 @@ def distinguishing(auto: Automaton) -> dict[tuple[int, int], tuple[int, ...]]:
                 if lab[p] != lab[q]:
                     out[(int(p), int(q))] = ()
         return out
-    dist = np.full((n, n), -1, dtype=np.int64)       # length of the shortest v
-    first = np.full((n, n), -1, dtype=np.int64)      # its first symbol
+    dist = np.full((n, n), -1, dtype=np.int64)  # length of the shortest v
+    first = np.full((n, n), -1, dtype=np.int64)  # its first symbol
     base = (lab[:, None] >= 0) & (lab[None, :] >= 0) & (lab[:, None] != lab[None, :])
     dist[base] = 0
     r = 0
@@ -213,7 +231,7 @@ def loop_words(n_symbols: int) -> list[tuple[int, ...]]:
     within ``MAX_WORDS`` (all the single symbols whatever their number), at most ``MAX_PUMP`` long."""
     out: list[tuple[int, ...]] = []
     for k in range(1, MAX_PUMP + 1):
-        if k > 1 and len(out) + n_symbols ** k > MAX_WORDS:
+        if k > 1 and len(out) + n_symbols**k > MAX_WORDS:
             break
         out += list(itertools.product(range(n_symbols), repeat=k))
     return out
@@ -246,9 +264,15 @@ def witness_pairs(auto: Automaton, max_families: int = MAX_FAMILIES) -> Witnesse
     access = mini.access_words()
     names = state_names(mini, access)
     dist = distinguishing(mini)
-    order = sorted(((p, q) for p in range(n) for q in range(p + 1, n)),
-                   key=lambda pq: (max(len(access[pq[0]]), len(access[pq[1]])),
-                                   len(access[pq[0]]) + len(access[pq[1]]), access[pq[0]], access[pq[1]]))
+    order = sorted(
+        ((p, q) for p in range(n) for q in range(p + 1, n)),
+        key=lambda pq: (
+            max(len(access[pq[0]]), len(access[pq[1]])),
+            len(access[pq[0]]) + len(access[pq[1]]),
+            access[pq[0]],
+            access[pq[1]],
+        ),
+    )
     total = len(order)
     order, skipped = order[:max_families], max(0, total - max_families)
     words = loop_words(mini.n_symbols)
@@ -282,13 +306,19 @@ def witness_pairs(auto: Automaton, max_families: int = MAX_FAMILIES) -> Witnesse
         fams: list[Family] = []
         for _, _, pump, wi, k, a, b in sorted(found[i])[:share]:
             w, v = words[wi], dist[(a, b)]
-            fam = Family((access[p] + w * k, access[q] + w * k), pump, v,
-                         (int(mini.labels[mini.apply(v, [a])[0]]), int(mini.labels[mini.apply(v, [b])[0]])),
-                         (p, q), w)
+            fam = Family(
+                (access[p] + w * k, access[q] + w * k),
+                pump,
+                v,
+                (int(mini.labels[mini.apply(v, [a])[0]]), int(mini.labels[mini.apply(v, [b])[0]])),
+                (p, q),
+                w,
+            )
             if all((fam.prefixes, fam.pump, fam.end) != (g.prefixes, g.pump, g.end) for g in fams):
                 fams.append(fam)
-        pw_ = PairWitness((p, q), (names[p], names[q]), (access[p], access[q]), dist.get((p, q)), fams,
-                          len(found[i]))
+        pw_ = PairWitness(
+            (p, q), (names[p], names[q]), (access[p], access[q]), dist.get((p, q)), fams, len(found[i])
+        )
         if not fams:
             pw_.reason = _why_none(pw_, merge, max(len(w) for w in words))
         pairs.append(pw_)
@@ -299,13 +329,19 @@ def witness_pairs(auto: Automaton, max_families: int = MAX_FAMILIES) -> Witnesse
 def _why_none(pair: PairWitness, merge: np.ndarray | None, longest: int) -> str:
     p, q = pair.states
     if pair.separator is None:
-        return ("not separable: no suffix gives both states a label and different labels (one never "
-                "reaches a labelled state, or only where the other is unlabelled)")
+        return (
+            "not separable: no suffix gives both states a label and different labels (one never "
+            "reaches a labelled state, or only where the other is unlabelled)"
+        )
     if merge is not None and not merge[p, q]:
-        return ("no loop keeps them apart: every word merges the two states after a bounded number of symbols, "
-                "so a bounded window decides which one the model is in")
-    return (f"no loop of up to {longest} symbols (pumped to at most {MAX_PUMP}) keeps them apart and separable; "
-            "longer loops may")
+        return (
+            "no loop keeps them apart: every word merges the two states after a bounded number of symbols, "
+            "so a bounded window decides which one the model is in"
+        )
+    return (
+        f"no loop of up to {longest} symbols (pumped to at most {MAX_PUMP}) keeps them apart and separable; "
+        "longer loops may"
+    )
 
 
 def _cap(pairs: list[PairWitness], max_families: int) -> None:

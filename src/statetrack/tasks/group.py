@@ -52,6 +52,7 @@ T = 16, 100, 500: S5/transpositions is uniform on the 60 permutations of sign (-
 has not mixed at 16 (shares 13-20%) and is uniform at 100 and 500 (16-17%). No subset walk is
 degenerate; the measured chance at each length is that of the walk.
 """
+
 from __future__ import annotations
 
 import re
@@ -99,13 +100,17 @@ def _cycles(group: Group, text: str) -> int:
     """The id of a permutation in cycle notation on the points 0..degree-1 ("(0 1 2)(3 4)", "()")."""
     body = text.strip()
     if not re.fullmatch(r"(\(\s*(\d+([\s,]+\d+)*)?\s*\))+", body):
-        raise UserError(f"bad permutation {text!r} in a generator list of {group.name}; allowed: cycle notation "
-                        f"on the points 0..{group.degree - 1}, e.g. (0 1 2)(3 4), or () for the identity")
+        raise UserError(
+            f"bad permutation {text!r} in a generator list of {group.name}; allowed: cycle notation "
+            f"on the points 0..{group.degree - 1}, e.g. (0 1 2)(3 4), or () for the identity"
+        )
     p = list(range(group.degree))
     for cyc in re.findall(r"\(([^)]*)\)", body):
         pts = [int(v) for v in re.split(r"[\s,]+", cyc.strip()) if v]
         if len(set(pts)) != len(pts) or any(v >= group.degree for v in pts):
-            raise UserError(f"bad cycle ({cyc}) in {text!r}: points must be distinct and in 0..{group.degree - 1}")
+            raise UserError(
+                f"bad cycle ({cyc}) in {text!r}: points must be distinct and in 0..{group.degree - 1}"
+            )
         img = list(range(group.degree))
         for a, b in zip(pts, pts[1:] + pts[:1], strict=True):
             img[a] = b
@@ -127,13 +132,17 @@ def generator_set(group: Group, value: str) -> np.ndarray:
         return np.array(ids)
     n = int(value)
     if not 1 <= n <= group.order - 1:
-        raise UserError(f"bad generator count gens={value} for {group.name}; allowed: 1..{group.order - 1} "
-                        f"(distinct non-identity elements)")
+        raise UserError(
+            f"bad generator count gens={value} for {group.name}; allowed: 1..{group.order - 1} "
+            f"(distinct non-identity elements)"
+        )
     rng = np.random.default_rng([group.order, sum(ord(c) for c in group.name)])  # by the group: nested sets
     calc = SubgroupCalc(group)
     others = np.arange(1, group.order)
     base = None
-    for k in range(1, group.order):  # the smallest generating set found among GENERATOR_TRIES random k-subsets
+    for k in range(
+        1, group.order
+    ):  # the smallest generating set found among GENERATOR_TRIES random k-subsets
         for _ in range(GENERATOR_TRIES):
             cand = rng.choice(others, size=k, replace=False)
             if len(calc.closure(cand)) == group.order:
@@ -143,7 +152,9 @@ def generator_set(group: Group, value: str) -> np.ndarray:
             break
     if base is None or len(base) > n:
         need = "more" if base is None else str(len(base))
-        raise UserError(f"gens={n}: {group.name} needs {need} elements to generate it; allowed: gens={need} or more")
+        raise UserError(
+            f"gens={n}: {group.name} needs {need} elements to generate it; allowed: gens={need} or more"
+        )
     extra = rng.permutation(np.setdiff1d(others, base))[: n - len(base)]
     return np.array(base + [int(e) for e in extra])
 
@@ -158,8 +169,10 @@ def select_subset(group: Group, spec: str) -> np.ndarray:
         sel = raw.strip().lower()
         m = re.fullmatch(r"([0-9]+)cycles", sel)
         if sel.startswith("gens="):
-            raise UserError(f"{raw!r} in {spec!r}: a generator set names the whole input set; allowed: "
-                            f"group:{group.name}/{raw.strip()} alone, or selectors joined by +")
+            raise UserError(
+                f"{raw!r} in {spec!r}: a generator set names the whole input set; allowed: "
+                f"group:{group.name}/{raw.strip()} alone, or selectors joined by +"
+            )
         if sel == "all":
             chosen[:] = True
         elif sel in ("generators", "gens"):
@@ -171,8 +184,9 @@ def select_subset(group: Group, spec: str) -> np.ndarray:
         elif sel in ("transpositions", "2cycles") or m:
             k = 2 if not m else int(m.group(1))
             if k < 2:
-                raise UserError(f"bad subset selector {raw!r} for group {group.name}; "
-                                f"allowed: Kcycles with K >= 2")
+                raise UserError(
+                    f"bad subset selector {raw!r} for group {group.name}; allowed: Kcycles with K >= 2"
+                )
             types = types or _cycle_types(group)
             chosen |= np.array([t == (k,) for t in types])
         elif sel in ("even", "odd"):
@@ -180,11 +194,14 @@ def select_subset(group: Group, spec: str) -> np.ndarray:
             sign = np.array([sum(c - 1 for c in t) % 2 for t in types])
             chosen |= sign == (0 if sel == "even" else 1)
         else:
-            raise UserError(f"unknown subset selector {raw!r} in {spec!r}; allowed: "
-                            f"{', '.join(SELECTORS)} (joined by +)")
+            raise UserError(
+                f"unknown subset selector {raw!r} in {spec!r}; allowed: {', '.join(SELECTORS)} (joined by +)"
+            )
     if not chosen.any():
-        raise UserError(f"subset {spec!r} selects no element of {group.name}; allowed: a union of "
-                        f"{', '.join(SELECTORS)} that is non-empty in this group")
+        raise UserError(
+            f"subset {spec!r} selects no element of {group.name}; allowed: a union of "
+            f"{', '.join(SELECTORS)} that is non-empty in this group"
+        )
     return np.flatnonzero(chosen)
 
 
@@ -216,8 +233,7 @@ class GroupWordProblem(StreamingTask):
         self.group = get_group(group) if isinstance(group, str) else group
         g = self.group
         self.subset = subset or None
-        self.support = (np.arange(g.order) if self.subset is None
-                        else select_subset(g, self.subset))
+        self.support = np.arange(g.order) if self.subset is None else select_subset(g, self.subset)
         self.name = f"group:{g.name}" + (f"/{self.subset}" if self.subset else "")
         self.vocab_size = g.order
         self.num_classes = g.order
@@ -229,8 +245,11 @@ class GroupWordProblem(StreamingTask):
         whole = len(self.support) == g.order
         #: with the whole group the final label is balanced; with a subset the draw is the training walk
         self.test_draw_kind = TestDraw.BALANCED if whole else TestDraw.TRAINING
-        self.test_draw = ("balanced final label (the last input set by the label); the rest uniform" if whole
-                          else "the training draw (a walk on the subset)")
+        self.test_draw = (
+            "balanced final label (the last input set by the label); the rest uniform"
+            if whole
+            else "the training draw (a walk on the subset)"
+        )
 
     # streaming: the state is the prefix product so far
     def _start(self, batch_size: int) -> np.ndarray:
@@ -248,21 +267,32 @@ class GroupWordProblem(StreamingTask):
         if self.group.order * len(self.support) > MAX_AUTOMATON_EDGES:
             return None  # S7 and larger: a table of |G| x |support| transitions would not be small
         # states: the prefix product; the input x takes y to y x (the Cayley graph on the support)
-        return Automaton(self._table[:, self.support].astype(np.int64), 0, np.arange(self.group.order),
-                         self.group.order, tokens=self.support, label_names=self.label_names)
+        return Automaton(
+            self._table[:, self.support].astype(np.int64),
+            0,
+            np.arange(self.group.order),
+            self.group.order,
+            tokens=self.support,
+            label_names=self.label_names,
+        )
 
     def algebra(self) -> WordProblem:
-        return WordProblem(self.group, tuple(int(s) for s in self.support), f"word problem of {self.group.name}"
-                           + (f" with inputs {self.subset}" if self.subset else ""))
+        return WordProblem(
+            self.group,
+            tuple(int(s) for s in self.support),
+            f"word problem of {self.group.name}" + (f" with inputs {self.subset}" if self.subset else ""),
+        )
 
-    def stream_test_batch(self, rng: np.random.Generator, batch_size: int, length: int,
-                          chunk: int) -> Iterator[Batch]:
+    def stream_test_batch(
+        self, rng: np.random.Generator, batch_size: int, length: int, chunk: int
+    ) -> Iterator[Batch]:
         if len(self.support) < self.group.order:
             return self.stream_batch(rng, batch_size, length, chunk)
         inv, table, n = self.group.inverses, self._table, self.group.order
         # the last input x with y x = g is y^-1 g
-        return self._stream_balanced_final(rng, batch_size, length, chunk, n, self.inputs,
-                                           lambda y, g: table[inv[y], g])
+        return self._stream_balanced_final(
+            rng, batch_size, length, chunk, n, self.inputs, lambda y, g: table[inv[y], g]
+        )
 
     def generated_subgroup(self) -> np.ndarray:
         if len(self.support) == self.group.order:
@@ -289,5 +319,9 @@ class GroupWordProblem(StreamingTask):
         return total / length
 
     def params(self) -> dict[str, Any]:
-        return {"group": self.group.name, "order": self.group.order,
-                "subset": self.subset or "all", "support_size": int(len(self.support))}
+        return {
+            "group": self.group.name,
+            "order": self.group.order,
+            "subset": self.subset or "all",
+            "support_size": int(len(self.support)),
+        }

@@ -12,6 +12,7 @@ train split; ``heldout("validation")`` and ``heldout("test")`` read the others (
 validates on the first; evaluation scores the second). Being a ``CorpusTask`` tells the runner, the
 evaluation and the reports to use the LM metrics (``statetrack.lm.metrics``).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -57,8 +58,14 @@ def lm_vocab_size(task: str) -> int:
 class LMTask(CorpusTask):
     scoring = Scoring.EVERY
 
-    def __init__(self, corpus: str = "stdlib", tokenizer: str = "bytes", seed: int = 0, split: str = "train",
-                 _corpus: Corpus | None = None):
+    def __init__(
+        self,
+        corpus: str = "stdlib",
+        tokenizer: str = "bytes",
+        seed: int = 0,
+        split: str = "train",
+        _corpus: Corpus | None = None,
+    ):
         self.corpus = _corpus or get_corpus(corpus, seed, tokenizer)
         self.tokenizer = self.corpus.tokenizer
         self.split_name = split
@@ -83,11 +90,20 @@ class LMTask(CorpusTask):
         return u / u.sum()
 
     def params(self) -> dict[str, Any]:
-        return {"corpus": self._args[0], "tokenizer": self._args[1], "seed": self._args[2],
-                "split": self.split_name, "vocab_size": self.vocab_size}
+        return {
+            "corpus": self._args[0],
+            "tokenizer": self._args[1],
+            "seed": self._args[2],
+            "split": self.split_name,
+            "vocab_size": self.vocab_size,
+        }
 
     def provenance(self) -> dict[str, Any]:
         """What a run's numbers were computed on: the corpus folder, python and split hashes."""
         d = self.corpus.describe()
-        return {"folder": d["folder"], "python": d["python"], "sha256": d["sha256"],
-                "tokenizer": self.tokenizer.name}
+        return {
+            "folder": d["folder"],
+            "python": d["python"],
+            "sha256": d["sha256"],
+            "tokenizer": self.tokenizer.name,
+        }

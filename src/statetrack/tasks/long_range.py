@@ -39,6 +39,7 @@ length L is decided by its last k symbols. ``plan`` then names the window: the s
 suffix of w symbols leaves every label possible (a suffix that decides the label keeps deciding it
 when longer, so w is found by bisection).
 """
+
 from __future__ import annotations
 
 import math
@@ -69,15 +70,15 @@ class LongPlan:
 
     length: int
     suffix: int
-    labels: np.ndarray                  # the labels strings of this length have
-    reach: np.ndarray                   # states reachable after length - suffix symbols (bool)
-    set_states: np.ndarray | None = None   # (sets, states) bool: the subset automaton's sets
-    set_delta: np.ndarray | None = None    # (sets, symbols) int
-    good: np.ndarray | None = None         # (sets,) bool: covers every label
-    log_suffixes: float = NEG            # log of the number of qualifying suffixes (exact path)
-    reason: str | None = None            # why there is no draw
-    window: int | None = None            # a window language: its window at this length
-    note: str | None = None              # a draw with few distinct suffixes says so (``FEW_SUFFIXES``)
+    labels: np.ndarray  # the labels strings of this length have
+    reach: np.ndarray  # states reachable after length - suffix symbols (bool)
+    set_states: np.ndarray | None = None  # (sets, states) bool: the subset automaton's sets
+    set_delta: np.ndarray | None = None  # (sets, symbols) int
+    good: np.ndarray | None = None  # (sets,) bool: covers every label
+    log_suffixes: float = NEG  # log of the number of qualifying suffixes (exact path)
+    reason: str | None = None  # why there is no draw
+    window: int | None = None  # a window language: its window at this length
+    note: str | None = None  # a draw with few distinct suffixes says so (``FEW_SUFFIXES``)
 
     @property
     def rejection(self) -> bool:
@@ -128,8 +129,9 @@ def _count_step(set_delta: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     return lambda row: np.logaddexp.reduce(row[set_delta], axis=1)
 
 
-def _qualifying(auto: Automaton, length: int, suffix: int, labels: np.ndarray,
-                max_sets: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
+def _qualifying(
+    auto: Automaton, length: int, suffix: int, labels: np.ndarray, max_sets: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
     """(sets, set_delta, good, log count of qualifying suffixes) for suffixes of ``suffix`` symbols after
     prefixes of length - suffix symbols; None when the subset automaton is too large."""
     reach = auto.reachable(length - suffix)
@@ -160,31 +162,44 @@ def plan(auto: Automaton, length: int, suffix: int | None = None, max_sets: int 
     elif len(labels) == 1:
         p.reason = f"every string of length {length} has the same label ({auto.label_name(labels[0])})"
     elif k >= length:
-        p.reason = (f"the suffix is the whole string (k = {k} >= L = {length}): nothing is left before it to decide "
-                    "the label")
+        p.reason = (
+            f"the suffix is the whole string (k = {k} >= L = {length}): nothing is left before it to decide "
+            "the label"
+        )
     elif p.reach.sum() == 1:
-        p.reason = (f"every prefix of {length - k} symbols reaches the same state: the last {k} symbols decide the "
-                    "label, nothing is left before them to decide")
+        p.reason = (
+            f"every prefix of {length - k} symbols reaches the same state: the last {k} symbols decide the "
+            "label, nothing is left before them to decide"
+        )
     else:
         found = _qualifying(auto, length, k, labels, max_sets)
         if found is not None:
             p.set_states, p.set_delta, p.good, p.log_suffixes = found
             if p.log_suffixes == NEG:
                 p.window = _window(auto, length, k, labels, max_sets)
-                within = f"its last {p.window} symbol{'s' if p.window != 1 else ''}" if p.window else \
-                    f"its last {k} symbols"
-                p.reason = (f"a window language at length {length}: the label of every string is decided by "
-                            f"{within} (no suffix of {k} symbols leaves {what} possible)")
+                within = (
+                    f"its last {p.window} symbol{'s' if p.window != 1 else ''}"
+                    if p.window
+                    else f"its last {k} symbols"
+                )
+                p.reason = (
+                    f"a window language at length {length}: the label of every string is decided by "
+                    f"{within} (no suffix of {k} symbols leaves {what} possible)"
+                )
             elif p.log_suffixes < math.log(FEW_SUFFIXES - 0.5):
                 count = round(math.exp(p.log_suffixes))
                 if count == 1:
-                    one = draw(auto, p, np.random.default_rng(0), 1)[0, length - k:]
-                    p.note = (f"one suffix: only {runs_text(one, auto.symbols)} leaves {what} possible among the "
-                              f"suffixes of {k} symbols, so every string of the long-range test at length {length} "
-                              "ends with it")
+                    one = draw(auto, p, np.random.default_rng(0), 1)[0, length - k :]
+                    p.note = (
+                        f"one suffix: only {runs_text(one, auto.symbols)} leaves {what} possible among the "
+                        f"suffixes of {k} symbols, so every string of the long-range test at length {length} "
+                        "ends with it"
+                    )
                 else:
-                    p.note = (f"few suffixes: only {count} suffixes of {k} symbols leave {what} possible at length "
-                              f"{length}; every string of the long-range test ends with one of them")
+                    p.note = (
+                        f"few suffixes: only {count} suffixes of {k} symbols leave {what} possible at length "
+                        f"{length}; every string of the long-range test ends with one of them"
+                    )
     cache[(length, k, max_sets)] = p
     return p
 
@@ -252,8 +267,9 @@ def draw(auto: Automaton, p: LongPlan, rng: np.random.Generator, batch_size: int
     return out
 
 
-def _suffix_by_rejection(auto: Automaton, p: LongPlan, rng: np.random.Generator,
-                         B: int) -> tuple[np.ndarray, np.ndarray]:
+def _suffix_by_rejection(
+    auto: Automaton, p: LongPlan, rng: np.random.Generator, B: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Uniform symbol strings of k symbols, kept when the states R reaches on them cover every label."""
     R = np.flatnonzero(p.reach)
     onehot = _label_onehot(auto)
@@ -264,7 +280,7 @@ def _suffix_by_rejection(auto: Automaton, p: LongPlan, rng: np.random.Generator,
         cand = rng.integers(0, auto.n_symbols, size=(n, p.suffix))
         ends = np.tile(R, (n, 1))
         for i in range(p.suffix):
-            ends = auto.delta[ends, cand[:, i:i + 1]]
+            ends = auto.delta[ends, cand[:, i : i + 1]]
         ok = np.asarray(onehot[ends].any(axis=1))[:, p.labels].all(axis=1)
         kept_s.append(cand[ok][:need])
         kept_e.append(ends[ok][:need])
@@ -272,6 +288,8 @@ def _suffix_by_rejection(auto: Automaton, p: LongPlan, rng: np.random.Generator,
         tried += n
         if need > 0 and tried > MAX_TRIES * B:
             got = B - need
-            raise ValueError(f"the long-range draw at length {p.length} found {got} qualifying suffixes in {tried:,} "
-                             f"uniform tries (rate {got / tried:.2g}); too rare to draw by rejection")
+            raise ValueError(
+                f"the long-range draw at length {p.length} found {got} qualifying suffixes in {tried:,} "
+                f"uniform tries (rate {got / tried:.2g}); too rare to draw by rejection"
+            )
     return np.concatenate(kept_s), np.concatenate(kept_e)

@@ -15,6 +15,7 @@ its final value is close to uniform, though not exactly (a product with a 0 digi
 through the task's automaton (``build_automaton``), the largest share for m = 5 is 23.2% at length 5,
 20.1% at 16 and 20.0% from 40 on.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -45,8 +46,9 @@ class ModularArithmetic(StreamingTask):
         z = np.zeros(batch_size, dtype=np.int64)
         return z, z.copy(), np.full(batch_size, self.modulus)  # acc, term, pending operator
 
-    def _chunk(self, u: np.ndarray, t0: int, length: int,
-               state: tuple[np.ndarray, np.ndarray, np.ndarray]) -> Chunk:
+    def _chunk(
+        self, u: np.ndarray, t0: int, length: int, state: tuple[np.ndarray, np.ndarray, np.ndarray]
+    ) -> Chunk:
         m = self.modulus
         acc, term, op = (s.copy() for s in state)
         b, steps = u.shape
@@ -62,8 +64,7 @@ class ModularArithmetic(StreamingTask):
                 else:
                     add = op != self.TIMES
                     acc = np.where(add, (acc + term) % m, acc)
-                    term = np.where(op == self.PLUS, d,
-                                    np.where(op == self.MINUS, (-d) % m, (term * d) % m))
+                    term = np.where(op == self.PLUS, d, np.where(op == self.MINUS, (-d) % m, (term * d) % m))
             elif t == length - 1:
                 x[:, k] = self.BLANK
             else:
@@ -80,9 +81,9 @@ class ModularArithmetic(StreamingTask):
         if m > MAX_AUTOMATON_MODULUS:
             return None
         ops = (self.PLUS, self.MINUS, self.TIMES)
-        d_id = lambda acc, term, o: (acc * m + term) * 3 + o            # noqa: E731
-        o_id = lambda acc, term: 3 * m * m + acc * m + term              # noqa: E731
-        e_id = lambda v: 4 * m * m + v                                   # noqa: E731
+        d_id = lambda acc, term, o: (acc * m + term) * 3 + o  # noqa: E731
+        o_id = lambda acc, term: 3 * m * m + acc * m + term  # noqa: E731
+        e_id = lambda v: 4 * m * m + v  # noqa: E731
         dead = 4 * m * m + m
         n = dead + 1
         delta = np.full((n, self.vocab_size), dead, dtype=np.int64)

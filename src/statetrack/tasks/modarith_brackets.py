@@ -12,6 +12,7 @@ label has no bounded running state). Unscored positions carry the label of the w
 The test draw is the training draw. Its final value for m = 5 is close to uniform with + and - (largest
 share 20.4-21.4% at lengths 16, 100, 500; 10,000 draws, 2,000 at 500) and leans to 0 with * (27-31%).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -48,14 +49,19 @@ class ModularArithmeticBrackets(Task):
             if v <= 4:
                 d = min(int(u[k] * m), m - 1)
                 k += 1
-                out.extend({1: [d], 2: [self.MINUS, d], 3: [self.OPEN, d, self.CLOSE],
-                            4: [self.OPEN, self.MINUS, d, self.CLOSE]}[v])
+                out.extend(
+                    {
+                        1: [d],
+                        2: [self.MINUS, d],
+                        3: [self.OPEN, d, self.CLOSE],
+                        4: [self.OPEN, self.MINUS, d, self.CLOSE],
+                    }[v]
+                )
                 continue
             left = 1 + min(int(u[k] * (v - 4)), v - 5)
             op = self.PLUS + min(int(u[k + 1] * nops), nops - 1)
             k += 2
-            stack += [(True, self.CLOSE), (False, v - 3 - left), (True, op), (False, left),
-                      (True, self.OPEN)]
+            stack += [(True, self.CLOSE), (False, v - 3 - left), (True, op), (False, left), (True, self.OPEN)]
         return out
 
     def evaluate(self, tokens: Sequence[int]) -> int:
@@ -71,8 +77,7 @@ class ModularArithmeticBrackets(Task):
                 vals.append(-vals.pop() % m)
                 return
             b, a = vals.pop(), vals.pop()
-            vals.append((a + b) % m if o == self.PLUS else (a - b) % m if o == self.MINUS
-                        else (a * b) % m)
+            vals.append((a + b) % m if o == self.PLUS else (a - b) % m if o == self.MINUS else (a * b) % m)
 
         expect_operand = True
         for t in tokens:

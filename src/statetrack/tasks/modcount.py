@@ -11,6 +11,7 @@ draw is the training draw: a fixed input, so every sequence has the same final l
 constant answer can match it; evaluation records chance 1 there and leaves scaled accuracy undefined.
 Token accuracy (every position, chance about 1/m) is the meaningful score of this task.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -52,7 +53,9 @@ class ModCount(StreamingTask):
         return Automaton(((np.arange(m) + 1) % m)[:, None], 0, np.arange(m), m, tokens=[1], symbols=("1",))
 
     def algebra(self) -> WordProblem:
-        return WordProblem(get_group(f"C{self.modulus}"), (1,), f"counting mod {self.modulus} on the fixed input 1^T")
+        return WordProblem(
+            get_group(f"C{self.modulus}"), (1,), f"counting mod {self.modulus} on the fixed input 1^T"
+        )
 
     def params(self) -> dict[str, Any]:
         return {"modulus": self.modulus}

@@ -32,6 +32,7 @@ exactly as above, zeros after the last segment, truncated to the requested lengt
                     (unscored), must predict 1 for steps 11..19 and the offset (0) at step 20:
                     it is scored on anticipating the second ISI, as in App. C.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -83,8 +84,12 @@ class OffsetPrediction(StreamingTask):
             t = np.arange(t0, t0 + steps)
             x, _ = self._fixed(t)
             y, onset_next = self._fixed(t + 1)
-            return (np.broadcast_to(x, (b, steps)).copy(), np.broadcast_to(y, (b, steps)).copy(),
-                    ~np.broadcast_to(onset_next, (b, steps)), state)
+            return (
+                np.broadcast_to(x, (b, steps)).copy(),
+                np.broadcast_to(y, (b, steps)).copy(),
+                ~np.broadcast_to(onset_next, (b, steps)),
+                state,
+            )
         in_isi, left = state[0].copy(), state[1].copy()
         x = np.empty((b, steps), dtype=np.int64)
         y = np.empty((b, steps), dtype=np.int64)
@@ -114,5 +119,9 @@ class OffsetPrediction(StreamingTask):
         return np.array([p0, 1 - p0])
 
     def params(self) -> dict[str, Any]:
-        return {"isi": ISI, "iti": [ITI_MIN, ITI_MAX], "probe": self.probe,
-                "default_length": self.default_length}
+        return {
+            "isi": ISI,
+            "iti": [ITI_MIN, ITI_MAX],
+            "probe": self.probe,
+            "default_length": self.default_length,
+        }

@@ -6,6 +6,7 @@ Training draw: uniform bits, so the final label is uniform on {0, 1}. Test draw:
 last bit chosen to give half the sequences parity 0 and half parity 1 (each sequence uniform among
 those of its parity), so that the measured chance at every length is 1/2 exactly (an even batch).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -55,11 +56,19 @@ class Parity(StreamingTask):
 
     test_draw = "balanced final parity (the last bit set by the label); the rest uniform"
 
-    def stream_test_batch(self, rng: np.random.Generator, batch_size: int, length: int,
-                          chunk: int) -> Iterator[Batch]:
+    def stream_test_batch(
+        self, rng: np.random.Generator, batch_size: int, length: int, chunk: int
+    ) -> Iterator[Batch]:
         # the last bit turns the parity so far into the label
-        return self._stream_balanced_final(rng, batch_size, length, chunk, 2, self.inputs,
-                                           lambda parity, label: (parity != label).astype(np.int64))
+        return self._stream_balanced_final(
+            rng,
+            batch_size,
+            length,
+            chunk,
+            2,
+            self.inputs,
+            lambda parity, label: (parity != label).astype(np.int64),
+        )
 
     def label_distribution(self) -> np.ndarray:
         # the prefix sum mod 2 of uniform bits is uniform on {0, 1}

@@ -3,6 +3,7 @@
 A task string is ``family`` or ``family:argument``. Families register a factory that receives the
 argument string (or None) and raises UserError on a bad one.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -27,14 +28,17 @@ def register(family: str, description: str) -> Callable[[Factory], Factory]:
     """Register a task family: ``@register("mytask", "one line")`` on a factory that receives the text
     after ``mytask:`` (or None) and returns a Task, raising UserError on a bad argument. A family registered
     by another module (statetrack's own included) is not replaced: a UserError says so."""
+
     def deco(factory: Factory) -> Factory:
-        plugins.check_replacement("task family", family, FAMILIES[family][0] if family in FAMILIES else None,
-                                  factory)
+        plugins.check_replacement(
+            "task family", family, FAMILIES[family][0] if family in FAMILIES else None, factory
+        )
         FAMILIES[family] = (factory, description)
         module = plugins.origin(factory)
         if module:
             ORIGIN[family] = module
         return factory
+
     return deco
 
 

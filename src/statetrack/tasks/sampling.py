@@ -12,6 +12,7 @@ suffix of ``suffix`` symbols, default ceil(L/2): ``statetrack.tasks.draws``). Th
 the first sequences of the stream that evaluation with that seed scores at that split and length
 (``draws.test_rng``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -26,8 +27,9 @@ from statetrack.tasks.streaming import check_length
 SPLITS = draws.SPLITS
 
 
-def _draw_args(task_name: str, length: int, n: int, seed: int, split: str,
-               suffix: int | None = None) -> tuple[Task, int, np.random.Generator]:
+def _draw_args(
+    task_name: str, length: int, n: int, seed: int, split: str, suffix: int | None = None
+) -> tuple[Task, int, np.random.Generator]:
     """Checked arguments of a draw: (task, length, rng); a UserError names a bad one, or a length at
     which the split's draw has no sequences."""
     task = get_task(task_name)
@@ -38,22 +40,29 @@ def _draw_args(task_name: str, length: int, n: int, seed: int, split: str,
     if split == "long":
         draws.long_plan(task, length, suffix)  # a task that is not regular: one line naming the regular ones
     elif suffix is not None:
-        raise UserError(f"a suffix length is an option of the long-range draw; give --split long with it "
-                        f"(got split {split!r})")
+        raise UserError(
+            f"a suffix length is an option of the long-range draw; give --split long with it "
+            f"(got split {split!r})"
+        )
     try:
-        rng = draws.test_rng(seed, split, length)  # the stream evaluation scores at this seed, split and length
+        rng = draws.test_rng(
+            seed, split, length
+        )  # the stream evaluation scores at this seed, split and length
     except (TypeError, ValueError):
         raise UserError(f"seed must be a non-negative integer, got {seed!r}") from None
     reason = draws.unavailable(task, split, length, suffix)
     if reason:
         what = "test set" if split == "test" else "long-range test set"
-        raise UserError(f"{task.name} has no {what} of length {length}: {reason}; evaluation reports "
-                        "this length as not scored (n/a)")
+        raise UserError(
+            f"{task.name} has no {what} of length {length}: {reason}; evaluation reports "
+            "this length as not scored (n/a)"
+        )
     return task, length, rng
 
 
-def sample_json(task_name: str, length: int, n: int = 1, seed: int = 0, split: str = "train",
-                suffix: int | None = None) -> list[dict]:
+def sample_json(
+    task_name: str, length: int, n: int = 1, seed: int = 0, split: str = "train", suffix: int | None = None
+) -> list[dict]:
     """``n`` examples of ``task_name`` at ``length`` from the ``split`` draw, as JSON-ready dicts (same
     seed, same examples). The long-range draw's examples also say where their suffix starts
     (``suffix_start``, a position counted from 0)."""
@@ -63,8 +72,7 @@ def sample_json(task_name: str, length: int, n: int = 1, seed: int = 0, split: s
     symbols = task.symbols
     out = []
     for i in range(int(n)):
-        ex = {"inputs": b.inputs[i].tolist(), "targets": b.targets[i].tolist(),
-              "mask": b.mask[i].tolist()}
+        ex = {"inputs": b.inputs[i].tolist(), "targets": b.targets[i].tolist(), "mask": b.mask[i].tolist()}
         if symbols is not None:
             ex["input_symbols"] = [symbols[v] for v in ex["inputs"]]
         if isinstance(task, CorpusTask):  # a corpus: the text of the tokens
@@ -78,8 +86,14 @@ def sample_json(task_name: str, length: int, n: int = 1, seed: int = 0, split: s
     return out
 
 
-def label_shares(task_name: str, length: int, split: str = "test", n: int = 10_000, seed: int = 0,
-                 suffix: int | None = None) -> dict:
+def label_shares(
+    task_name: str,
+    length: int,
+    split: str = "test",
+    n: int = 10_000,
+    seed: int = 0,
+    suffix: int | None = None,
+) -> dict:
     """The share of each final scored label (the one ``accuracy`` scores) over ``n`` sequences of the
     ``split`` draw at ``length``: {task, split, length, n, draw, shares: {label: share}, majority,
     exact, note}, where ``note`` names a long-range draw with few distinct suffixes (one suffix: every
@@ -95,10 +109,20 @@ def label_shares(task_name: str, length: int, split: str = "test", n: int = 10_0
     exact = draws.exact_label_distribution(task, split, length, suffix)
     draw = {"train": "the training draw", "test": task.test_draw, "long": LONG_DRAW}[split]
     note = draws.long_plan(task, length, suffix).note if split == "long" else None
-    return {"task": task.name, "split": split, "length": length, "n": int(counts.sum()), "draw": draw,
-            "shares": shares, "majority": float(counts.max() / total),
-            "exact": None if exact is None else float(exact.max()), "note": note}
+    return {
+        "task": task.name,
+        "split": split,
+        "length": length,
+        "n": int(counts.sum()),
+        "draw": draw,
+        "shares": shares,
+        "majority": float(counts.max() / total),
+        "exact": None if exact is None else float(exact.max()),
+        "note": note,
+    }
 
 
-LONG_DRAW = ("the long-range draw: the last k symbols (k = ceil(L/2) unless given) leave every label possible, "
-             "the label is drawn independently of them, the prefix uniform among those giving that label")
+LONG_DRAW = (
+    "the long-range draw: the last k symbols (k = ceil(L/2) unless given) leave every label possible, "
+    "the label is drawn independently of them, the prefix uniform among those giving that label"
+)

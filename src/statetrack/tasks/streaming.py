@@ -6,6 +6,7 @@ per float, drawing ``(chunk, batch)`` floats chunk after chunk reads the same st
 ``(length, batch)`` at once: ``stream_batch`` yields exactly the batch that ``sample_batch`` returns,
 sliced in time, with memory flat in the length. Fixed-input tasks simply ignore the floats.
 """
+
 from __future__ import annotations
 
 from abc import abstractmethod
@@ -78,8 +79,9 @@ class StreamingTask(Task):
             return every_mask(batch_size, steps)
         return final_mask_chunk(batch_size, t0, steps, length)
 
-    def stream_batch(self, rng: np.random.Generator, batch_size: int, length: int,
-                     chunk: int) -> Iterator[Batch]:
+    def stream_batch(
+        self, rng: np.random.Generator, batch_size: int, length: int, chunk: int
+    ) -> Iterator[Batch]:
         length = check_length(length)
         if chunk < 1:
             raise UserError(f"chunk must be a positive integer, got {chunk!r}")
@@ -94,9 +96,16 @@ class StreamingTask(Task):
         length = check_length(length)
         return next(iter(self.stream_batch(rng, batch_size, length, length)))
 
-    def _stream_balanced_final(self, rng: np.random.Generator, batch_size: int, length: int, chunk: int, k: int,
-                               inputs: UniformInputs,
-                               last_input: Callable[[State, np.ndarray], np.ndarray]) -> Iterator[Batch]:
+    def _stream_balanced_final(
+        self,
+        rng: np.random.Generator,
+        batch_size: int,
+        length: int,
+        chunk: int,
+        k: int,
+        inputs: UniformInputs,
+        last_input: Callable[[State, np.ndarray], np.ndarray],
+    ) -> Iterator[Batch]:
         """A test draw with balanced final labels, for tasks whose last input fixes the final label.
 
         The final labels are drawn first (``balanced_labels``: each of the k classes equally often),
@@ -148,4 +157,3 @@ def final_mask_chunk(batch_size: int, t0: int, steps: int, length: int) -> np.nd
     if t0 + steps == length:
         m[:, -1] = True
     return m
-

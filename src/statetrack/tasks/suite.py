@@ -5,6 +5,7 @@
 Light: each family's task module (numpy) is imported by its factory, when a task is built, so that
 listing the families imports none of them. Examples and label shares: :mod:`statetrack.tasks.sampling`.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -18,8 +19,7 @@ if TYPE_CHECKING:
 
 #: family -> (syntax, parameters) for list_tasks
 META: dict[str, tuple[str, list[dict[str, Any]]]] = {
-    "parity": ("parity | parity:final", [
-        {"name": "scoring", "allowed": "every (default), final"}]),
+    "parity": ("parity | parity:final", [{"name": "scoring", "allowed": "every (default), final"}]),
 }
 
 
@@ -33,8 +33,7 @@ def _split(arg: str | None, family: str, options: tuple[str, ...]) -> tuple[str 
         return None, None
     main, sep, opt = arg.partition("/")
     if sep and opt not in options:
-        raise UserError(f"unknown option {opt!r} for task family {family!r}; allowed: "
-                        f"{', '.join(options)}")
+        raise UserError(f"unknown option {opt!r} for task family {family!r}; allowed: {', '.join(options)}")
     return main, (opt if sep else None)
 
 
@@ -42,8 +41,10 @@ def _split(arg: str | None, family: str, options: tuple[str, ...]) -> tuple[str 
 @register("group", "word problem of a finite group: label = prefix product of the input elements")
 def _group(arg: str | None) -> Task:
     if not arg:
-        raise UserError("task 'group' needs a group, e.g. group:S5 or group:S5/transpositions; "
-                        "allowed groups: Cn, Dn, Sn, An, Q8, V4 and products like C2xC4")
+        raise UserError(
+            "task 'group' needs a group, e.g. group:S5 or group:S5/transpositions; "
+            "allowed groups: Cn, Dn, Sn, An, Q8, V4 and products like C2xC4"
+        )
     name, _, subset = arg.partition("/")
     if _ and not subset:
         raise UserError(f"empty subset in 'group:{arg}'; allowed selectors: {', '.join(SELECTORS)}")
@@ -52,10 +53,18 @@ def _group(arg: str | None) -> Task:
     return GroupWordProblem(name, subset or None)
 
 
-_meta("group", "group:G | group:G/SEL[+SEL...] | group:G/gens=N | group:G/gens=P[+P...]", [
-    {"name": "G", "allowed": "Cn, Zn, Dn (order 2n), Sn, An, Q8, V4, products joined by x "
-                             "(C2xC4, A4xC5); order <= 5040"},
-    {"name": "SEL", "allowed": ", ".join(SELECTORS) + " (K >= 2)", "default": "all"}])
+_meta(
+    "group",
+    "group:G | group:G/SEL[+SEL...] | group:G/gens=N | group:G/gens=P[+P...]",
+    [
+        {
+            "name": "G",
+            "allowed": "Cn, Zn, Dn (order 2n), Sn, An, Q8, V4, products joined by x "
+            "(C2xC4, A4xC5); order <= 5040",
+        },
+        {"name": "SEL", "allowed": ", ".join(SELECTORS) + " (K >= 2)", "default": "all"},
+    ],
+)
 
 
 # -- counting and Chomsky-hierarchy tasks --------------------------------------------------------
@@ -88,9 +97,14 @@ def _modarith_brackets(arg: str | None) -> Task:
     return ModularArithmeticBrackets(m, mult=opt == "mult")
 
 
-_meta("modarith-brackets", "modarith-brackets | modarith-brackets:m | modarith-brackets:m/mult", [
-    {"name": "m", "allowed": "integer 2..1000", "default": 5},
-    {"name": "mult", "allowed": "/mult adds * to + and -", "default": "off"}])
+_meta(
+    "modarith-brackets",
+    "modarith-brackets | modarith-brackets:m | modarith-brackets:m/mult",
+    [
+        {"name": "m", "allowed": "integer 2..1000", "default": 5},
+        {"name": "mult", "allowed": "/mult adds * to + and -", "default": "off"},
+    ],
+)
 
 
 @register("cycle", "cycle navigation: actions -1, 0, +1 on a cycle of m positions; final position")
@@ -103,9 +117,14 @@ def _cycle(arg: str | None) -> Task:
     return CycleNavigation(m, scoring=Scoring(opt or "final"))
 
 
-_meta("cycle", "cycle | cycle:m | cycle:m/every", [
-    {"name": "m", "allowed": "integer 2..1000", "default": 5},
-    {"name": "scoring", "allowed": "final (default), every"}])
+_meta(
+    "cycle",
+    "cycle | cycle:m | cycle:m/every",
+    [
+        {"name": "m", "allowed": "integer 2..1000", "default": 5},
+        {"name": "scoring", "allowed": "final (default), every"},
+    ],
+)
 
 
 @register("evenpairs", "even pairs: is the number of 01 and 10 pairs even (first symbol == last)")
@@ -120,8 +139,7 @@ def _evenpairs(arg: str | None) -> Task:
     raise UserError(f"unknown evenpairs variant {arg!r}; allowed: every, final")
 
 
-_meta("evenpairs", "evenpairs | evenpairs:every", [
-    {"name": "scoring", "allowed": "final (default), every"}])
+_meta("evenpairs", "evenpairs | evenpairs:every", [{"name": "scoring", "allowed": "final (default), every"}])
 
 
 # -- regular languages ----------------------------------------------------------------------------
@@ -130,15 +148,25 @@ def _dfa(arg: str | None) -> Task:
     from statetrack.tasks.dfa import DFATask, load_dfa  # heavy: numpy
 
     if not arg:
-        raise UserError("task 'dfa' needs a JSON file, e.g. dfa:my_language.json or dfa:my_language.json/balanced")
-    path, balanced = (arg[:-len("/balanced")], True) if arg.endswith("/balanced") else (arg, False)
+        raise UserError(
+            "task 'dfa' needs a JSON file, e.g. dfa:my_language.json or dfa:my_language.json/balanced"
+        )
+    path, balanced = (arg[: -len("/balanced")], True) if arg.endswith("/balanced") else (arg, False)
     return DFATask(load_dfa(path), f"dfa:{arg}", balanced_training=balanced)
 
 
-_meta("dfa", "dfa:PATH | dfa:PATH/balanced", [
-    {"name": "PATH", "allowed": "JSON file with states, alphabet, start, accept, transitions"},
-    {"name": "balanced", "allowed": "/balanced trains on half accepted, half rejected strings (the test draw)",
-     "default": "off: uniform strings"}])
+_meta(
+    "dfa",
+    "dfa:PATH | dfa:PATH/balanced",
+    [
+        {"name": "PATH", "allowed": "JSON file with states, alphabet, start, accept, transitions"},
+        {
+            "name": "balanced",
+            "allowed": "/balanced trains on half accepted, half rejected strings (the test draw)",
+            "default": "off: uniform strings",
+        },
+    ],
+)
 
 
 @register("tomita", "Tomita grammars 1-7 over {0, 1}: accept/reject at every position")
@@ -150,10 +178,18 @@ def _tomita(arg: str | None) -> Task:
     return DFATask(tomita_dfa(k), f"tomita:{k}" + ("/balanced" if opt else ""), balanced_training=bool(opt))
 
 
-_meta("tomita", "tomita:k | tomita:k/balanced", [
-    {"name": "k", "allowed": "integer 1..7"},
-    {"name": "balanced", "allowed": "/balanced trains on half accepted, half rejected strings (the test draw)",
-     "default": "off: uniform strings"}])
+_meta(
+    "tomita",
+    "tomita:k | tomita:k/balanced",
+    [
+        {"name": "k", "allowed": "integer 1..7"},
+        {
+            "name": "balanced",
+            "allowed": "/balanced trains on half accepted, half rejected strings (the test draw)",
+            "default": "off: uniform strings",
+        },
+    ],
+)
 
 
 # -- offset prediction and the parity witnesses ---------------------------------------------------
@@ -168,8 +204,11 @@ def _offset(arg: str | None) -> Task:
     raise UserError(f"unknown offset variant {arg!r}; allowed: {', '.join(PROBES)} (or none)")
 
 
-_meta("offset", "offset | offset:two-isis | offset:double-isi", [
-    {"name": "probe", "allowed": ", ".join(PROBES), "default": "none (random ITIs)"}])
+_meta(
+    "offset",
+    "offset | offset:two-isis | offset:double-isi",
+    [{"name": "probe", "allowed": ", ".join(PROBES), "default": "none (random ITIs)"}],
+)
 
 _WITNESS_FORMS = "ones, alt, block:K:M (K >= 1, M odd), pulse:W (W >= 1)"
 
@@ -196,23 +235,40 @@ def _witness(arg: str | None) -> Task:
     raise UserError(f"unknown witness {arg!r}; allowed: {_WITNESS_FORMS}")
 
 
-_meta("witness", "witness:ones | witness:alt | witness:block:K:M | witness:pulse:W", [
-    {"name": "form", "allowed": _WITNESS_FORMS}])
+_meta(
+    "witness",
+    "witness:ones | witness:alt | witness:block:K:M | witness:pulse:W",
+    [{"name": "form", "allowed": _WITNESS_FORMS}],
+)
 
 
 # -- language modelling ---------------------------------------------------------------------------
-@register("lm", "language modelling on a corpus (next-token loss, bits per byte): lm:stdlib, lm:synthetic, lm:traces")
+@register(
+    "lm",
+    "language modelling on a corpus (next-token loss, bits per byte): lm:stdlib, lm:synthetic, lm:traces",
+)
 def _lm(arg: str | None) -> Task:
     from statetrack.tasks.lm import LMTask, parse_lm_arg  # heavy: numpy, the corpus
 
     return LMTask(*parse_lm_arg(arg))
 
 
-_meta("lm", "lm:CORPUS | lm:CORPUS/bpe | lm:CORPUS/bpe=N | lm:CORPUS/seed=S", [
-    {"name": "CORPUS", "allowed": "stdlib (this Python's standard library), synthetic (programs whose answers need "
-                                  "far state), traces (permutation composition as REPL sessions)"},
-    {"name": "tokens", "allowed": "bytes (default, 259 ids), bpe / bpe=N (needs tokenizers; N default 4096)"},
-    {"name": "seed", "allowed": "the split's seed, an integer >= 0", "default": 0}])
+_meta(
+    "lm",
+    "lm:CORPUS | lm:CORPUS/bpe | lm:CORPUS/bpe=N | lm:CORPUS/seed=S",
+    [
+        {
+            "name": "CORPUS",
+            "allowed": "stdlib (this Python's standard library), synthetic (programs whose answers need "
+            "far state), traces (permutation composition as REPL sessions)",
+        },
+        {
+            "name": "tokens",
+            "allowed": "bytes (default, 259 ids), bpe / bpe=N (needs tokenizers; N default 4096)",
+        },
+        {"name": "seed", "allowed": "the split's seed, an integer >= 0", "default": 0},
+    ],
+)
 
 
 # -- the listing -----------------------------------------------------------------------------------
@@ -221,6 +277,5 @@ def list_tasks() -> list[dict]:
     out = []
     for family, (_, description) in FAMILIES.items():
         syntax, parameters = META.get(family, (family, []))
-        out.append({"family": family, "syntax": syntax, "description": description,
-                    "parameters": parameters})
+        out.append({"family": family, "syntax": syntax, "description": description, "parameters": parameters})
     return out

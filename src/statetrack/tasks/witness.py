@@ -13,6 +13,7 @@ evaluation probes for models trained on ``parity``, which shares their vocabular
 draw is the training draw: every sequence is the same, so the final label is one class (chance 1,
 scaled accuracy undefined); read token accuracy (chance 1/2 over double periods).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -51,8 +52,11 @@ class Witness(StreamingTask):
 
     def algebra(self) -> FixedInputParity:
         word = tuple(int(v) for v in self.period)
-        return FixedInputParity(word, f"parity on the fixed input {self.name.split(':', 1)[1]} (labels periodic "
-                                      f"with period {2 * len(word)})")
+        return FixedInputParity(
+            word,
+            f"parity on the fixed input {self.name.split(':', 1)[1]} (labels periodic "
+            f"with period {2 * len(word)})",
+        )
 
     def params(self) -> dict[str, Any]:
         return {"kind": self.pattern, "args": list(self.args), "period": self.period.tolist()}

@@ -11,6 +11,7 @@
   from a model's weights.
 * :func:`spectrum` (module :mod:`statetrack.theory.spectra`): eigenvalues of A(x) per layer and token.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -24,9 +25,14 @@ if TYPE_CHECKING:
 
 #: public name -> (module, its name there): loaded on first use (PEP 562), so that the oracle, which needs
 #: no torch, starts without it
-_API = {"Verdict": ("verdicts", "Verdict"), "oracle": ("verdicts", "oracle"),
-        "oracle_table": ("verdicts", "oracle_table"), "build_construction": ("constructions", "build"),
-        "counterexample": ("witness", "counterexample"), "spectrum": ("spectra", "spectrum")}
+_API = {
+    "Verdict": ("verdicts", "Verdict"),
+    "oracle": ("verdicts", "oracle"),
+    "oracle_table": ("verdicts", "oracle_table"),
+    "build_construction": ("constructions", "build"),
+    "counterexample": ("witness", "counterexample"),
+    "spectrum": ("spectra", "spectrum"),
+}
 
 
 def __getattr__(name: str):

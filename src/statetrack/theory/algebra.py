@@ -33,6 +33,7 @@ the impossibility rules directly:
   not aperiodic? Then the input u w^n (period |w|, a multiple of the S4D alignment W of T4)
   defeats every stack of time-invariant and non-negative input-dependent diagonal layers (T4).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -87,7 +88,9 @@ class TaskAlgebra:
     letters: list[tuple] = field(default_factory=list)  # the letters as maps of the states
     monoid: MonoidFacts | None = None
     note: str = ""
-    n_states: int | None = None  # the minimal automaton's states (Moore machine of the targets); None: no automaton
+    n_states: int | None = (
+        None  # the minimal automaton's states (Moore machine of the targets); None: no automaton
+    )
 
     @property
     def is_group(self) -> bool:
@@ -104,8 +107,12 @@ class TaskAlgebra:
     @property
     def is_parity(self) -> bool:
         """The word problem of C2 with both letters (identity and generator), on every input."""
-        return (self.is_group and self.h_order == 2 and not self.fixed_input
-                and {int(x) for x in self.support} == {int(h) for h in self.h()})
+        return (
+            self.is_group
+            and self.h_order == 2
+            and not self.fixed_input
+            and {int(x) for x in self.support} == {int(h) for h in self.h()}
+        )
 
     @property
     def h_order(self) -> int:
@@ -127,8 +134,13 @@ class TaskAlgebra:
         """derived length, elementary-2 series length, solvable, abelian of H = <support>."""
         sub = self.h()
         solvable, derived_length, e2 = series_lengths(self.ambient(), sub)
-        return {"order": int(len(sub)), "is_abelian": SubgroupCalc(self.ambient()).is_abelian(sub),
-                "is_solvable": solvable, "derived_length": derived_length, "elementary_2_series_length": e2}
+        return {
+            "order": int(len(sub)),
+            "is_abelian": SubgroupCalc(self.ambient()).is_abelian(sub),
+            "is_solvable": solvable,
+            "derived_length": derived_length,
+            "elementary_2_series_length": e2,
+        }
 
     def letter_periods(self) -> list[int]:
         """The period of n -> x^n for each letter x."""
@@ -178,8 +190,13 @@ def _group_letters(group: Group, support) -> list[tuple]:
 def _group_monoid(group: Group, sub: np.ndarray, letters: list[tuple], fixed: bool) -> MonoidFacts:
     """The facts of a group word problem: the monoid is H itself (acting on G by right multiplication)."""
     nontrivial = len(sub) > 1
-    facts = MonoidFacts(int(len(sub)), not nontrivial, [group_facts(group, sub)] if nontrivial else [],
-                        1 if nontrivial else 0, is_group=True)
+    facts = MonoidFacts(
+        int(len(sub)),
+        not nontrivial,
+        [group_facts(group, sub)] if nontrivial else [],
+        1 if nontrivial else 0,
+        is_group=True,
+    )
     if fixed:
         facts.aligned_witness = False  # a single input: W = period aligns everything (P1)
     elif group.order <= 720:
@@ -228,8 +245,14 @@ def _dfa_algebra(task_name: str, delta, start, accepting, description: str) -> T
     delta, start, accepting = minimal_dfa(np.asarray(delta), int(start), np.asarray(accepting, dtype=bool))
     letters = [tuple(int(v) for v in delta[:, a]) for a in range(delta.shape[1])]
     monoid = monoid_facts(letters)
-    alg = TaskAlgebra(task_name, AlgebraKind.DFA, description, letters=letters, monoid=monoid,
-                      note=f"minimal DFA with {delta.shape[0]} states")
+    alg = TaskAlgebra(
+        task_name,
+        AlgebraKind.DFA,
+        description,
+        letters=letters,
+        monoid=monoid,
+        note=f"minimal DFA with {delta.shape[0]} states",
+    )
     if len(set(letters)) == 1:  # one letter (or letters that act alike): a fixed input
         index, period = power_cycle(letters[0])
         alg.fixed_input, alg.fixed_word = True, (0,)
@@ -272,7 +295,12 @@ def _task_algebra(task: str) -> TaskAlgebra:
     if isinstance(decl, FixedInputParity):
         word = decl.word
         alg = _group_algebra(task, get_group("C2"), [0, 1], decl.description)
-        alg.kind, alg.fixed_input, alg.fixed_word, alg.parity_on_fixed_input = AlgebraKind.CLOCK, True, word, True
+        alg.kind, alg.fixed_input, alg.fixed_word, alg.parity_on_fixed_input = (
+            AlgebraKind.CLOCK,
+            True,
+            word,
+            True,
+        )
         alg.period, alg.block_period = 2 * len(word), 2  # every period holds an odd number of 1s
         assert alg.monoid is not None
         alg.monoid.aligned_witness = False  # a single input: W = its label period aligns everything (P1)
@@ -288,9 +316,18 @@ def _group_algebra(task: str, group: Group, support: list[int], description: str
     sub = SubgroupCalc(group).closure(support) if len(support) < group.order else np.arange(group.order)
     letters = _group_letters(group, support)
     fixed = len(support) == 1
-    alg = TaskAlgebra(task, AlgebraKind.CLOCK if fixed else AlgebraKind.GROUP, description, group=group,
-                      support=list(support), subgroup=sub, all_inputs=len(support) == group.order,
-                      fixed_input=fixed, letters=letters, monoid=_group_monoid(group, sub, letters, fixed))
+    alg = TaskAlgebra(
+        task,
+        AlgebraKind.CLOCK if fixed else AlgebraKind.GROUP,
+        description,
+        group=group,
+        support=list(support),
+        subgroup=sub,
+        all_inputs=len(support) == group.order,
+        fixed_input=fixed,
+        letters=letters,
+        monoid=_group_monoid(group, sub, letters, fixed),
+    )
     if fixed:
         alg.period = alg.block_period = int(group.element_orders[support[0]])
         alg.fixed_word = (int(support[0]),)

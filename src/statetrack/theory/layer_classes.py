@@ -22,6 +22,7 @@ real eigenvalues stay in (-1/2, 1] is read as ``nonneg``: every rule that uses t
 that the powers of a fixed transition converge, which holds there too (docs/science.md, T1c).
 =============  ==========================================================================
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -67,8 +68,14 @@ class LayerClass(StrEnum):
 SELECTIVE_DIAGONAL = frozenset({LayerClass.NONNEG, LayerClass.REAL, LayerClass.COMPLEX, LayerClass.DAMPED})
 DIAGONAL = SELECTIVE_DIAGONAL | {LayerClass.LTI}
 #: the classes with a transition matrix
-LINEAR = DIAGONAL | {LayerClass.HOUSEHOLDER, LayerClass.DPLR, LayerClass.DENSE, LayerClass.LTI_DENSE, LayerClass.PD,
-                     LayerClass.PD_ROWS}
+LINEAR = DIAGONAL | {
+    LayerClass.HOUSEHOLDER,
+    LayerClass.DPLR,
+    LayerClass.DENSE,
+    LayerClass.LTI_DENSE,
+    LayerClass.PD,
+    LayerClass.PD_ROWS,
+}
 
 
 @dataclass(frozen=True)
@@ -90,8 +97,15 @@ def classify(spec, mixer=None) -> LayerInfo:
     p: Properties = mixer.properties if mixer is not None else declared_properties(spec)
     neg = getattr(mixer, "neg", None) if mixer is not None else option_values(spec).get("neg")
     if not p.linear:
-        return LayerInfo(str(spec), p, LayerClass.ATTENTION if p.structure == Structure.ATTENTION else
-                         LayerClass.NONLINEAR if p.structure == Structure.NONLINEAR else LayerClass.OTHER)
+        return LayerInfo(
+            str(spec),
+            p,
+            LayerClass.ATTENTION
+            if p.structure == Structure.ATTENTION
+            else LayerClass.NONLINEAR
+            if p.structure == Structure.NONLINEAR
+            else LayerClass.OTHER,
+        )
     if p.structure in (Structure.DIAGONAL, Structure.SCALAR):
         if not p.input_dependent:
             return LayerInfo(str(spec), p, LayerClass.LTI)
@@ -113,8 +127,13 @@ def classify(spec, mixer=None) -> LayerInfo:
         # ``factor_eigenvalues`` property or the mixer's ``neg`` switch where it declares one.
         fd = p.factor_eigenvalues
         if fd is None and (p.n_h in (None, 1) or p.eigenvalues in NONNEG | REAL_NEG):
-            fd = (EigenvalueDomain.REAL if p.eigenvalues in REAL_NEG else
-                  EigenvalueDomain.NONNEG if p.eigenvalues in NONNEG else None)
+            fd = (
+                EigenvalueDomain.REAL
+                if p.eigenvalues in REAL_NEG
+                else EigenvalueDomain.NONNEG
+                if p.eigenvalues in NONNEG
+                else None
+            )
         if fd is None and isinstance(neg, bool):
             fd = EigenvalueDomain.REAL if neg else EigenvalueDomain.NONNEG
         return LayerInfo(str(spec), p, LayerClass.HOUSEHOLDER, fd)

@@ -25,6 +25,7 @@ monoid"). Maps are tuples in array form, ``m[q]`` = the image of q, composed lef
 * ``aligned_witness``: whether, for EVERY W, some word of length divisible by W has a non-aperiodic
   image (the T4 witness, see :mod:`statetrack.theory.algebra`).
 """
+
 from __future__ import annotations
 
 import math
@@ -69,8 +70,13 @@ class GroupFacts:
         return self.abelian and set(self.element_orders) <= {1, 2}
 
     def as_dict(self) -> dict:
-        return {"order": self.order, "abelian": self.abelian, "solvable": self.solvable,
-                "derived_length": self.derived_length, "exponent": self.exponent}
+        return {
+            "order": self.order,
+            "abelian": self.abelian,
+            "solvable": self.solvable,
+            "derived_length": self.derived_length,
+            "exponent": self.exponent,
+        }
 
 
 @dataclass
@@ -101,8 +107,12 @@ class MonoidFacts:
         return all(g.elementary_2 for g in self.groups)
 
     def as_dict(self) -> dict:
-        return {"monoid_size": self.size, "aperiodic": self.aperiodic,
-                "groups": [g.as_dict() for g in self.groups], "holonomy_height": self.holonomy_height}
+        return {
+            "monoid_size": self.size,
+            "aperiodic": self.aperiodic,
+            "groups": [g.as_dict() for g in self.groups],
+            "holonomy_height": self.holonomy_height,
+        }
 
 
 def group_facts(group, sub=None) -> GroupFacts:
@@ -111,7 +121,9 @@ def group_facts(group, sub=None) -> GroupFacts:
     solvable, dl, e2 = series_lengths(group, sub)
     orders = sorted({int(v) for v in group.element_orders[sub]})
     moved = (group.elements[sub] != np.arange(group.degree)[None, :]).any(axis=0).sum()
-    return GroupFacts(int(len(sub)), SubgroupCalc(group).is_abelian(sub), solvable, dl, e2, tuple(orders), int(moved))
+    return GroupFacts(
+        int(len(sub)), SubgroupCalc(group).is_abelian(sub), solvable, dl, e2, tuple(orders), int(moved)
+    )
 
 
 # -- enumeration -------------------------------------------------------------------------------------
@@ -203,8 +215,9 @@ def holonomy_height(letters: list[tuple], elems: np.ndarray) -> int | None:
         if len(a) == 1:
             return 0
         if a not in memo:
-            memo[a] = 1 + max(height(b) for b in images
-                              if len(b) <= len(a) and b != a and below(b, a) and not below(a, b))
+            memo[a] = 1 + max(
+                height(b) for b in images if len(b) <= len(a) and b != a and below(b, a) and not below(a, b)
+            )
         return memo[a]
 
     return height(frozenset(range(n)))
@@ -251,7 +264,9 @@ def monoid_facts(letters: list[tuple], with_witness: bool = True) -> MonoidFacts
     if elems is None:
         return MonoidFacts(None, None, is_group=is_group)
     groups = [g for g in _maximal_subgroups(elems) if g.order > 1]
-    facts = MonoidFacts(int(len(elems)), not groups, groups, holonomy_height(letters, elems), is_group=is_group)
+    facts = MonoidFacts(
+        int(len(elems)), not groups, groups, holonomy_height(letters, elems), is_group=is_group
+    )
     if with_witness:
         bad = {tuple(r) for r in elems.tolist() if not is_aperiodic_element(tuple(r))}
         facts.aligned_witness = aligned_witness(letters, bad)

@@ -20,6 +20,7 @@ is checked on the whole multiplication table (rho(a then b) = rho(b) rho(a)), ne
 Conventions: ``group.mul(a, b)`` is "a, then b" and the state is a column vector, so the transition
 of the word x_1 ... x_t is rho(x_t) ... rho(x_1) and rho must satisfy rho(mul(a, b)) = rho(b) rho(a).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -102,7 +103,7 @@ def _axis_rotation(axis, angle: float) -> np.ndarray:
 _CYC3 = np.array([[0.0, 0, 1], [1, 0, 0], [0, 1, 0]])  # the 3-fold rotation about (1, 1, 1)
 _HALF_Z = np.diag([-1.0, -1.0, 1.0])
 _QUARTER_Z = np.array([[0.0, -1, 0], [1, 0, 0], [0, 0, 1]])
-_PHI = (1 + 5 ** 0.5) / 2
+_PHI = (1 + 5**0.5) / 2
 
 
 def _quaternion_left(q) -> np.ndarray:
@@ -119,21 +120,32 @@ def _catalogue(order: int) -> list[tuple[str, list[np.ndarray]]]:
         out.append((f"2-D rotations by multiples of 2 pi/{order}", [_rot2(2 * math.pi / order)]))
     if order >= 4 and order % 2 == 0:
         m = order // 2
-        name = (f"the symmetries of a regular {m}-gon (2-D rotations by 2 pi/{m} and reflections)" if m > 2 else
-                "the diagonal sign matrices diag(+-1, +-1) (2-D)")
+        name = (
+            f"the symmetries of a regular {m}-gon (2-D rotations by 2 pi/{m} and reflections)"
+            if m > 2
+            else "the diagonal sign matrices diag(+-1, +-1) (2-D)"
+        )
         out.append((name, [_rot2(2 * math.pi / m), np.diag([1.0, -1.0])]))
-    platonic = {12: ("rotations of a regular tetrahedron (3-D)", [_HALF_Z, _CYC3]),
-                24: ("rotations of a cube (3-D)", [_QUARTER_Z, _CYC3]),
-                60: ("rotations of a regular icosahedron (3-D)",
-                     [_HALF_Z, _CYC3, _axis_rotation((0, 1, _PHI), 2 * math.pi / 5)])}
+    platonic = {
+        12: ("rotations of a regular tetrahedron (3-D)", [_HALF_Z, _CYC3]),
+        24: ("rotations of a cube (3-D)", [_QUARTER_Z, _CYC3]),
+        60: (
+            "rotations of a regular icosahedron (3-D)",
+            [_HALF_Z, _CYC3, _axis_rotation((0, 1, _PHI), 2 * math.pi / 5)],
+        ),
+    }
     if order in platonic:
         out.append(platonic[order])
     if order // 2 in platonic and order % 2 == 0:
         name, gens = platonic[order // 2]
         out.append((name.replace(" (3-D)", " with -I adjoined (3-D)"), gens + [-np.eye(3)]))
     if order == 8:
-        out.append(("the quaternion units acting on R^4 by left multiplication",
-                    [_quaternion_left((0, 1, 0, 0)), _quaternion_left((0, 0, 1, 0))]))
+        out.append(
+            (
+                "the quaternion units acting on R^4 by left multiplication",
+                [_quaternion_left((0, 1, 0, 0)), _quaternion_left((0, 0, 1, 0))],
+            )
+        )
     return out
 
 
@@ -286,8 +298,11 @@ def _standard(group, ids: np.ndarray, orbit: list[int], letters: list[int]) -> R
         for p_from in orbit:
             p[pos[int(perm[p_from])], pos[p_from]] = 1.0  # P e_i = e_h(i)
         mats[int(h)] = basis.T @ p @ basis
-    name = ("the sign of the swap of 2 points (1-D)" if n == 2 else
-            f"the permutation representation on {n} points, on its {n - 1}-dimensional sum-zero subspace")
+    name = (
+        "the sign of the swap of 2 points (1-D)"
+        if n == 2
+        else f"the permutation representation on {n} points, on its {n - 1}-dimensional sum-zero subspace"
+    )
     return Representation(name, n - 1, mats, {x: reflections_needed(mats[x]) for x in letters})
 
 
@@ -295,8 +310,11 @@ def _restriction(group, ids: np.ndarray, orbit: list[int]):
     """H acting on one orbit, as a Group, and the map from H's ids to its ids."""
     pos = {p: i for i, p in enumerate(orbit)}
     rows = [[pos[int(group.elements[h][p])] for p in orbit] for h in ids]
-    gens = [rows[i] for i in range(len(rows))] if len(rows) <= 8 else \
-        [rows[int(np.flatnonzero(ids == g)[0])] for g in _generators(group, ids)]
+    gens = (
+        [rows[i] for i in range(len(rows))]
+        if len(rows) <= 8
+        else [rows[int(np.flatnonzero(ids == g)[0])] for g in _generators(group, ids)]
+    )
     sub = group_from_generators(gens, name="restriction")
     images = sub.ids_of(np.array(rows))
     return sub, {int(h): int(i) for h, i in zip(ids, images, strict=True)}
@@ -316,7 +334,7 @@ def _direct_sum(parts: list[Representation], ids: np.ndarray, letters: list[int]
         m = np.zeros((dim, dim))
         o = 0
         for p in parts:
-            m[o:o + p.dim, o:o + p.dim] = p.matrices[int(h)]
+            m[o : o + p.dim, o : o + p.dim] = p.matrices[int(h)]
             o += p.dim
         mats[int(h)] = m
     name = "the direct sum of " + " and ".join(p.name for p in parts)

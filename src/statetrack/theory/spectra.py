@@ -6,6 +6,7 @@ the output). Every layer, layer 1 included, is also evaluated on the inputs it a
 random sample sequences of the model's task (``samples`` x ``length`` tokens), coloured by the current
 token. Non-linear layers have no transition matrix and are skipped.
 """
+
 from __future__ import annotations
 
 import math
@@ -37,8 +38,11 @@ def spectrum(checkpoint, samples: int = 4, length: int = 64, seed: int = 0) -> d
     for li, block in enumerate(model.blocks):
         xin = block.norm(x)
         ev = block.mixer.eigenvalues(xin)
-        entry = {"layer": li + 1, "mixer": type(block.mixer).name,
-                 "properties": block.mixer.properties.as_dict()}
+        entry = {
+            "layer": li + 1,
+            "mixer": type(block.mixer).name,
+            "properties": block.mixer.properties.as_dict(),
+        }
         if ev is not None:
             ev = ev.detach().to(torch.complex128)
             per_tok = None
@@ -47,22 +51,30 @@ def spectrum(checkpoint, samples: int = 4, length: int = 64, seed: int = 0) -> d
                 per_tok = {str(t): [[z.real, z.imag] for z in f[t].tolist()] for t in range(V)}
             flat = ev.reshape(-1)
             ang = torch.angle(flat)
-            entry.update({
-                "per_token": per_tok,
-                "samples": ev.reshape(ev.shape[0] * ev.shape[1], -1).tolist(),
-                "sample_tokens": tokens.reshape(-1).tolist(),
-                "min_real": float(flat.real.min()),
-                "max_modulus": float(flat.abs().max()),
-                "min_modulus": float(flat.abs().min()),
-                "angles_deg": sorted({round(math.degrees(a), 1) for a in ang[flat.abs() > 1e-6].tolist()})[:40],
-                "n_angles": len({round(math.degrees(a), 1) for a in ang[flat.abs() > 1e-6].tolist()}),
-            })
+            entry.update(
+                {
+                    "per_token": per_tok,
+                    "samples": ev.reshape(ev.shape[0] * ev.shape[1], -1).tolist(),
+                    "sample_tokens": tokens.reshape(-1).tolist(),
+                    "min_real": float(flat.real.min()),
+                    "max_modulus": float(flat.abs().max()),
+                    "min_modulus": float(flat.abs().min()),
+                    "angles_deg": sorted(
+                        {round(math.degrees(a), 1) for a in ang[flat.abs() > 1e-6].tolist()}
+                    )[:40],
+                    "n_angles": len({round(math.degrees(a), 1) for a in ang[flat.abs() > 1e-6].tolist()}),
+                }
+            )
             if per_tok is not None:
                 f = first.detach().to(torch.complex128)[:, 0, :]
                 entry["per_token_min_real"] = {str(t): float(f[t].real.min()) for t in range(V)}
         layers.append(entry)
         x, _ = block(x)
-    return {"checkpoint": str(checkpoint) if cfg is not None else "<model>",
-            "layers_spec": model.cfg.layers, "task": task.name, "layers": layers,
-            "note": "layer 1 per token uses a one-step input (zero conv history); sample rows use the inputs "
-                    f"each layer sees on {samples} random {task.name} sequences of length {length}"}
+    return {
+        "checkpoint": str(checkpoint) if cfg is not None else "<model>",
+        "layers_spec": model.cfg.layers,
+        "task": task.name,
+        "layers": layers,
+        "note": "layer 1 per token uses a one-step input (zero conv history); sample rows use the inputs "
+        f"each layer sees on {samples} random {task.name} sequences of length {length}",
+    }

@@ -63,6 +63,7 @@ Impossibility needs a theorem that covers EVERY layer:
 
 Everything else is ``open``, with the reason naming what is missing.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -88,39 +89,43 @@ from statetrack.theory.representations import best_representation
 
 #: what an input-dependent diagonal layer can hold beside resets (A = 0), delays (A in (0,1)) and
 #: keeps (A = 1): the group factors of the holonomy cascade it can carry (SF / KR)
-CASCADE_GROUPS = {EigenvalueDomain.NONNEG: "trivial", EigenvalueDomain.REAL_HALF_NEG: "trivial",
-                  EigenvalueDomain.DAMPED_ROTATIONS: "trivial",
-                  EigenvalueDomain.REAL: "elementary abelian 2", EigenvalueDomain.COMPLEX_DISC: "abelian"}
+CASCADE_GROUPS = {
+    EigenvalueDomain.NONNEG: "trivial",
+    EigenvalueDomain.REAL_HALF_NEG: "trivial",
+    EigenvalueDomain.DAMPED_ROTATIONS: "trivial",
+    EigenvalueDomain.REAL: "elementary abelian 2",
+    EigenvalueDomain.COMPLEX_DISC: "abelian",
+}
 _CASCADE_RANK = {"trivial": 0, "elementary abelian 2": 1, "abelian": 2}
 
 #: the statements the oracle's bases refer to: their names in docs/science.md
 BASES = {
     "T1": "non-negative eigenvalues in every layer: parity fails at any depth (Grazzi2024 Thm 1; Sarrof2024 Thm 2; "
-          "Khavari2025 Thm 4.1)",
+    "Khavari2025 Thm 4.1)",
     "T1c": "one diagonal-plus-rank-one layer with real eigenvalues in (-1/2, 1] (RWKV-7) on a constant input: the "
-           "powers of its transition converge and its float32 state ends constant or alternating with period 2 "
-           "(Grazzi2024 v5 Lemma 1), so a letter of period 3 or more defeats it (this project; docs/science.md)",
+    "powers of its transition converge and its float32 state ends constant or alternating with period 2 "
+    "(Grazzi2024 v5 Lemma 1), so a letter of period 3 or more defeats it (this project; docs/science.md)",
     "T2": "time-invariant diagonal SSMs fail parity (Sarrof2024 Thm 13)",
     "T3": "non-negative diagonal SSMs fail on (0^k 1^m)^T, m odd (Khavari2025 Lemma 4.3)",
     "T4": "stacks of S4D and Mamba layers fail parity; witness (1 0^(W-1))^T (Khavari2025 Thm 4.4)",
     "T5": "k input-dependent complex diagonal layers track G iff G has an abelian subnormal series of length k "
-          "(DiagLimits2026 Thms 1-2)",
+    "(DiagLimits2026 Thms 1-2)",
     "T6": "products of generalized Householder matrices with eigenvalues in [-1,1] (Grazzi2024; Siems2025), "
-          "with lemma CD (Cartan-Dieudonne) for the number of factors",
+    "with lemma CD (Cartan-Dieudonne) for the number of factors",
     "P1": "one S4D layer counts mod m: A = exp(2 pi i/m) (Khavari2025 Prop. 4.2); a decaying channel counts a "
-          "pre-period",
+    "pre-period",
     "P2": "one S4D layer predicts the offset: A = exp(2 pi i/n), B = 1 - A (Khavari2025 App. C)",
     "P3": "two AUSSM layers track S3 = C3 x| C2 (DiagLimits2026)",
     "P4": "a parity layer and a one-factor Householder layer with eigenvalues in [-1,1] track the cyclic and dihedral "
-          "groups (Siems2025; the twisted-reflection construction of docs/science.md)",
+    "groups (Siems2025; the twisted-reflection construction of docs/science.md)",
     "SF": "star-free languages in non-negative input-dependent diagonal stacks (Sarrof2024), with the depth "
-          "SF-depth of the holonomy cascade (Eilenberg1976)",
+    "SF-depth of the holonomy cascade (Eilenberg1976)",
     "KR": "the holonomy cascade with abelian (complex disc) or elementary abelian 2 (real) group factors and resets, "
-          "in SF-depth input-dependent diagonal layers (Eilenberg1976; DiagLimits2026)",
+    "in SF-depth input-dependent diagonal layers (Eilenberg1976; DiagLimits2026)",
     "PD": "period doubling: real diagonal layers, or one real Householder factor on a constant input, at most "
-          "double the period of their input",
+    "double the period of their input",
     "P5": "one PD-SSM layer (a column one-hot matrix times a diagonal) runs any N-state finite automaton on one-hot "
-          "states (Terzic2025); the row form of its public code, any permutation automaton (this project)",
+    "states (Terzic2025); the row form of its public code, any permutation automaton (this project)",
     "NL": "a non-linear RNN (tanh, LSTM, GRU) simulates any finite automaton (Minsky1967; not subject to the theorems)",
 }
 
@@ -149,8 +154,11 @@ def _periodic_real(infos: list[LayerInfo], facts: dict) -> bool:
     is constant on u x^n)."""
     for n, i in enumerate(infos):
         ok_diag = _diagonal(i) and i.domain in (_D.NONNEG, _D.REAL)
-        single = (i.props.structure == Structure.HOUSEHOLDER and i.props.n_h == 1
-                  and i.factor_domain in (_D.NONNEG, _D.REAL))
+        single = (
+            i.props.structure == Structure.HOUSEHOLDER
+            and i.props.n_h == 1
+            and i.factor_domain in (_D.NONNEG, _D.REAL)
+        )
         dplr = i.props.structure == Structure.DPLR and i.domain == _D.REAL_HALF_NEG
         if not (ok_diag or single or dplr):
             return False
@@ -177,61 +185,104 @@ class Hypothesis:
 #: (decision, basis) -> its hypothesis
 HYPOTHESES: dict[tuple[str, str], Hypothesis] = {
     ("possible", "-"): Hypothesis("the labels never change"),
-    ("possible", "NL"): Hypothesis("a non-linear recurrence", layer=lambda i, _f: not i.props.linear
-                                   and i.props.structure == Structure.NONLINEAR),
+    ("possible", "NL"): Hypothesis(
+        "a non-linear recurrence",
+        layer=lambda i, _f: not i.props.linear and i.props.structure == Structure.NONLINEAR,
+    ),
     ("possible", "P1"): Hypothesis(
         "a diagonal layer with a constant eigenvalue exp(2 pi i/p) (p > 2: complex; p = 2: -1; p = 1: none)",
-        layer=lambda i, f: _diagonal(i) and (f["label_period"] == 1 or i.domain in _COMPLEX_ANY
-                                             or (f["label_period"] == 2 and i.domain == _D.REAL)),
-        unit=lambda f: f["label_period"] > 1),
-    ("possible", "P2"): Hypothesis("a diagonal layer with a constant complex eigenvalue of modulus 1",
-                                   layer=lambda i, _f: _diagonal(i) and i.domain in _COMPLEX_ANY,
-                                   unit=lambda _f: True),
-    ("possible", "P3"): Hypothesis("two input-dependent diagonal layers with unit-modulus rotations",
-                                   layer=lambda i, _f: _selective(i) and i.domain in _COMPLEX_SELECTIVE,
-                                   unit=lambda _f: True),
-    ("possible", "P4"): Hypothesis("a sign layer (real, complex, or reflecting) then a reflecting Householder layer",
-                                   layer=lambda i, _f: (_selective(i) and i.domain in _COMPLEX_SELECTIVE | {_D.REAL})
-                                   or _reflecting(i), unit=lambda _f: True),
-    ("possible", "T5"): Hypothesis("input-dependent diagonal layers with eigenvalue -1 or unit-modulus rotations, or a "
-                                   "reflecting Householder layer for parity on a fixed input",
-                                   layer=lambda i, _f: (_selective(i) and i.domain in _COMPLEX_SELECTIVE | {_D.REAL})
-                                   or _reflecting(i), unit=lambda _f: True),
-    ("possible", "T6"): Hypothesis("a Householder layer whose factors reach -1, with n_h >= the reflections needed",
-                                   layer=lambda i, f: _reflecting(i) and (i.props.n_h or 1) >= f.get("n_h_needed", 1),
-                                   unit=lambda _f: True),
-    ("possible", "SF"): Hypothesis("input-dependent diagonal layers whose eigenvalues include [0,1] (resets, delays, "
-                                   "keeps)", layer=lambda i, _f: _selective(i) and i.domain in CASCADE_GROUPS,
-                                   unit=lambda _f: True),
-    ("possible", "KR"): Hypothesis("input-dependent diagonal layers with [0,1] and the group channels' eigenvalues",
-                                   layer=lambda i, f: _selective(i) and _CASCADE_RANK.get(
-                                       CASCADE_GROUPS.get(i.domain, ""), -1) >= _CASCADE_RANK[f["cascade_groups"]],
-                                   unit=lambda _f: True),
-    ("possible", "P5"): Hypothesis("a one-hot-times-diagonal layer: column one-hot (any automaton) or row one-hot "
-                                   "(a permutation automaton)",
-                                   layer=lambda i, f: i.props.input_dependent and (
-                                       i.props.structure == Structure.PD
-                                       or (i.props.structure == Structure.PD_ROWS and f.get("permutation", False))),
-                                   unit=lambda _f: True),
-    ("impossible", "T1"): Hypothesis("every layer linear with eigenvalues in [0,1]",
-                                     stack=lambda infos, _f: all(i.props.linear and i.domain == _D.NONNEG
-                                                                for i in infos)),
-    ("impossible", "T1c"): Hypothesis("PD's layers, with one diagonal-plus-rank-one layer with eigenvalues in "
-                                      "(-1/2, 1] on a constant input", stack=_periodic_real),
-    ("impossible", "PD"): Hypothesis("every layer real diagonal or a single real Householder factor on a constant "
-                                     "input", stack=_periodic_real),
-    ("impossible", "T2"): Hypothesis("every layer time-invariant diagonal",
-                                     stack=lambda infos, _f: all(_diagonal(i) and not i.props.input_dependent
-                                                                for i in infos)),
-    ("impossible", "T3"): Hypothesis("every layer diagonal with eigenvalues in [0,1]",
-                                     stack=lambda infos, _f: all(_diagonal(i) and i.domain == _D.NONNEG
-                                                                for i in infos)),
-    ("impossible", "T4"): Hypothesis("every layer diagonal, time-invariant or with eigenvalues in [0,1]",
-                                     stack=lambda infos, _f: all(_diagonal(i) and (not i.props.input_dependent
-                                                                                  or i.domain == _D.NONNEG)
-                                                                for i in infos)),
-    ("impossible", "T5"): Hypothesis("every layer diagonal (a special case of input-dependent complex diagonal)",
-                                     stack=lambda infos, _f: all(_diagonal(i) for i in infos)),
+        layer=lambda i, f: (
+            _diagonal(i)
+            and (
+                f["label_period"] == 1
+                or i.domain in _COMPLEX_ANY
+                or (f["label_period"] == 2 and i.domain == _D.REAL)
+            )
+        ),
+        unit=lambda f: f["label_period"] > 1,
+    ),
+    ("possible", "P2"): Hypothesis(
+        "a diagonal layer with a constant complex eigenvalue of modulus 1",
+        layer=lambda i, _f: _diagonal(i) and i.domain in _COMPLEX_ANY,
+        unit=lambda _f: True,
+    ),
+    ("possible", "P3"): Hypothesis(
+        "two input-dependent diagonal layers with unit-modulus rotations",
+        layer=lambda i, _f: _selective(i) and i.domain in _COMPLEX_SELECTIVE,
+        unit=lambda _f: True,
+    ),
+    ("possible", "P4"): Hypothesis(
+        "a sign layer (real, complex, or reflecting) then a reflecting Householder layer",
+        layer=lambda i, _f: (_selective(i) and i.domain in _COMPLEX_SELECTIVE | {_D.REAL}) or _reflecting(i),
+        unit=lambda _f: True,
+    ),
+    ("possible", "T5"): Hypothesis(
+        "input-dependent diagonal layers with eigenvalue -1 or unit-modulus rotations, or a "
+        "reflecting Householder layer for parity on a fixed input",
+        layer=lambda i, _f: (_selective(i) and i.domain in _COMPLEX_SELECTIVE | {_D.REAL}) or _reflecting(i),
+        unit=lambda _f: True,
+    ),
+    ("possible", "T6"): Hypothesis(
+        "a Householder layer whose factors reach -1, with n_h >= the reflections needed",
+        layer=lambda i, f: _reflecting(i) and (i.props.n_h or 1) >= f.get("n_h_needed", 1),
+        unit=lambda _f: True,
+    ),
+    ("possible", "SF"): Hypothesis(
+        "input-dependent diagonal layers whose eigenvalues include [0,1] (resets, delays, keeps)",
+        layer=lambda i, _f: _selective(i) and i.domain in CASCADE_GROUPS,
+        unit=lambda _f: True,
+    ),
+    ("possible", "KR"): Hypothesis(
+        "input-dependent diagonal layers with [0,1] and the group channels' eigenvalues",
+        layer=lambda i, f: (
+            _selective(i)
+            and _CASCADE_RANK.get(CASCADE_GROUPS.get(i.domain, ""), -1) >= _CASCADE_RANK[f["cascade_groups"]]
+        ),
+        unit=lambda _f: True,
+    ),
+    ("possible", "P5"): Hypothesis(
+        "a one-hot-times-diagonal layer: column one-hot (any automaton) or row one-hot "
+        "(a permutation automaton)",
+        layer=lambda i, f: (
+            i.props.input_dependent
+            and (
+                i.props.structure == Structure.PD
+                or (i.props.structure == Structure.PD_ROWS and f.get("permutation", False))
+            )
+        ),
+        unit=lambda _f: True,
+    ),
+    ("impossible", "T1"): Hypothesis(
+        "every layer linear with eigenvalues in [0,1]",
+        stack=lambda infos, _f: all(i.props.linear and i.domain == _D.NONNEG for i in infos),
+    ),
+    ("impossible", "T1c"): Hypothesis(
+        "PD's layers, with one diagonal-plus-rank-one layer with eigenvalues in "
+        "(-1/2, 1] on a constant input",
+        stack=_periodic_real,
+    ),
+    ("impossible", "PD"): Hypothesis(
+        "every layer real diagonal or a single real Householder factor on a constant input",
+        stack=_periodic_real,
+    ),
+    ("impossible", "T2"): Hypothesis(
+        "every layer time-invariant diagonal",
+        stack=lambda infos, _f: all(_diagonal(i) and not i.props.input_dependent for i in infos),
+    ),
+    ("impossible", "T3"): Hypothesis(
+        "every layer diagonal with eigenvalues in [0,1]",
+        stack=lambda infos, _f: all(_diagonal(i) and i.domain == _D.NONNEG for i in infos),
+    ),
+    ("impossible", "T4"): Hypothesis(
+        "every layer diagonal, time-invariant or with eigenvalues in [0,1]",
+        stack=lambda infos, _f: all(
+            _diagonal(i) and (not i.props.input_dependent or i.domain == _D.NONNEG) for i in infos
+        ),
+    ),
+    ("impossible", "T5"): Hypothesis(
+        "every layer diagonal (a special case of input-dependent complex diagonal)",
+        stack=lambda infos, _f: all(_diagonal(i) for i in infos),
+    ),
 }
 
 
@@ -249,18 +300,26 @@ def check_hypotheses(layers: str, v: Verdict) -> list[str]:
         used = [infos[n] for n in v.facts.get("layers", [])]
         if "layers" not in v.facts:
             out.append("a possible verdict must name the layers its construction uses")
-        out += [f"{i.spec} does not meet {v.basis}'s hypothesis: {h.text}" for i in used if not h.layer(i, v.facts)]
+        out += [
+            f"{i.spec} does not meet {v.basis}'s hypothesis: {h.text}"
+            for i in used
+            if not h.layer(i, v.facts)
+        ]
         rounded = h.unit(v.facts) and any(i.props.rounding for i in used)
         if rounded != (v.condition == Condition.ROUNDING):
-            out.append(f"condition {v.condition!r}, but the construction {'needs' if rounded else 'does not need'} "
-                       f"modulus 1 through rounding")
+            out.append(
+                f"condition {v.condition!r}, but the construction {'needs' if rounded else 'does not need'} "
+                f"modulus 1 through rounding"
+            )
     elif not h.stack(infos, v.facts):
         out.append(f"the stack does not meet {v.basis}'s hypothesis: {h.text}")
     return out
 
 
-TC0 = ("no theorem in this toolkit's sources decides it for attention; for non-solvable groups "
-       "impossibility holds only under the conjecture TC0 != NC1 (Merrill2024)")
+TC0 = (
+    "no theorem in this toolkit's sources decides it for attention; for non-solvable groups "
+    "impossibility holds only under the conjecture TC0 != NC1 (Merrill2024)"
+)
 
 
 class Decision(StrEnum):
@@ -286,7 +345,9 @@ class Verdict:
     verdict: Decision
     basis: str  # a key of BASES
     reason: str
-    facts: dict = field(default_factory=dict)  # what the rule used (JSON-friendly); "layers": the layers it reads
+    facts: dict = field(
+        default_factory=dict
+    )  # what the rule used (JSON-friendly); "layers": the layers it reads
     condition: Condition = Condition.NONE
 
     @property
@@ -304,8 +365,9 @@ def _exact_first(layers: list[LayerInfo]) -> list[LayerInfo]:
     return sorted(layers, key=lambda i: bool(i.props.rounding))
 
 
-def _constructed(basis: str, reason: str, used: list[LayerInfo], facts: dict | None = None,
-                 unit: bool = True) -> Verdict:
+def _constructed(
+    basis: str, reason: str, used: list[LayerInfo], facts: dict | None = None, unit: bool = True
+) -> Verdict:
     """A 'possible' verdict from a construction on the layers ``used``. ``unit``: it holds eigenvalues of
     modulus 1 over any length; where a layer used reaches them only through float32 rounding, the verdict says
     so (condition ``rounding``, and the layer's note in the reason)."""
@@ -314,9 +376,14 @@ def _constructed(basis: str, reason: str, used: list[LayerInfo], facts: dict | N
     if not rounded:
         return Verdict(Decision.POSSIBLE, basis, reason, facts)
     notes = "; ".join(f"{i.spec}: {i.props.rounding}" for i in rounded)
-    return Verdict(Decision.POSSIBLE, basis, f"{reason}. It holds in float32 through rounding only ({notes}); in exact "
-                   f"arithmetic these transitions have modulus below 1 and the state forgets", facts,
-                   Condition.ROUNDING)
+    return Verdict(
+        Decision.POSSIBLE,
+        basis,
+        f"{reason}. It holds in float32 through rounding only ({notes}); in exact "
+        f"arithmetic these transitions have modulus below 1 and the state forgets",
+        facts,
+        Condition.ROUNDING,
+    )
 
 
 # -- rules ----------------------------------------------------------------------------------------
@@ -340,18 +407,32 @@ def _hname(alg: TaskAlgebra) -> str:
 def _possible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
     if any(i.cls == LayerClass.NONLINEAR for i in infos):
         nl = next(i for i in infos if i.cls == LayerClass.NONLINEAR)
-        return _constructed("NL", f"{nl.spec} is a non-linear recurrence, which the theorems do not cover; with enough "
-                            f"units it simulates the finite automaton of {alg.task} directly", [nl], unit=False)
+        return _constructed(
+            "NL",
+            f"{nl.spec} is a non-linear recurrence, which the theorems do not cover; with enough "
+            f"units it simulates the finite automaton of {alg.task} directly",
+            [nl],
+            unit=False,
+        )
     v = _pd_possible(infos, alg)
     if v is not None:
         return v
     if alg.kind == "offset":
-        complex_any = _exact_first([i for i in infos if i.cls == LayerClass.COMPLEX
-                                    or (i.cls == LayerClass.LTI and i.domain in COMPLEX)])
+        complex_any = _exact_first(
+            [
+                i
+                for i in infos
+                if i.cls == LayerClass.COMPLEX or (i.cls == LayerClass.LTI and i.domain in COMPLEX)
+            ]
+        )
         if complex_any:
-            return _constructed("P2", f"{complex_any[0].spec} can hold a constant complex eigenvalue exp(2 pi i/10) on "
-                                f"the unit circle, which counts the burst: h0 = 1, A = exp(2 pi i/n), B = 1 - A (P2, "
-                                f"Khavari2025 App. C)", [complex_any[0]])
+            return _constructed(
+                "P2",
+                f"{complex_any[0].spec} can hold a constant complex eigenvalue exp(2 pi i/10) on "
+                f"the unit circle, which counts the burst: h0 = 1, A = exp(2 pi i/n), B = 1 - A (P2, "
+                f"Khavari2025 App. C)",
+                [complex_any[0]],
+            )
         return None
     if alg.monoid is None:
         return None
@@ -372,30 +453,49 @@ def _pd_possible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
     n = alg.n_states
     pd = next((i for i in infos if i.cls == LayerClass.PD), None)
     if pd is not None and n is not None:
-        return _constructed("P5", f"{pd.spec}'s transition is a column one-hot matrix times a diagonal: with the "
-                            f"diagonal at 1 the one-hot matrix of each input is its transition map in the task's "
-                            f"minimal automaton ({n} states), which moves a one-hot state e_q to e_delta(q, x); "
-                            f"one layer with a state of size >= {n} runs the automaton from e_0 and a linear read-out "
-                            f"gives the label (P5, Terzic2025; construction dfa-pdssm)", [pd], {"state_size_needed": n})
+        return _constructed(
+            "P5",
+            f"{pd.spec}'s transition is a column one-hot matrix times a diagonal: with the "
+            f"diagonal at 1 the one-hot matrix of each input is its transition map in the task's "
+            f"minimal automaton ({n} states), which moves a one-hot state e_q to e_delta(q, x); "
+            f"one layer with a state of size >= {n} runs the automaton from e_0 and a linear read-out "
+            f"gives the label (P5, Terzic2025; construction dfa-pdssm)",
+            [pd],
+            {"state_size_needed": n},
+        )
     rows = next((i for i in infos if i.cls == LayerClass.PD_ROWS), None)
     if rows is not None and n is not None and alg.is_group:
-        return _constructed("P5", f"{rows.spec}'s transition is a diagonal times a row one-hot matrix, which reads "
-                            f"a map through its preimages; the inputs of {alg.task} permute the {alg.h_order} elements "
-                            f"of {_hname(alg)}, so the row one-hot matrix of x^-1's map moves e_y to e_(y x) and one "
-                            f"layer with a state of size >= {alg.h_order} tracks the group (P5 for a permutation "
-                            f"automaton, Terzic2025)", [rows], {"state_size_needed": alg.h_order, "permutation": True})
+        return _constructed(
+            "P5",
+            f"{rows.spec}'s transition is a diagonal times a row one-hot matrix, which reads "
+            f"a map through its preimages; the inputs of {alg.task} permute the {alg.h_order} elements "
+            f"of {_hname(alg)}, so the row one-hot matrix of x^-1's map moves e_y to e_(y x) and one "
+            f"layer with a state of size >= {alg.h_order} tracks the group (P5 for a permutation "
+            f"automaton, Terzic2025)",
+            [rows],
+            {"state_size_needed": alg.h_order, "permutation": True},
+        )
     return None
 
 
 def _fixed_input_possible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
     # parity on a fixed witness input: whatever solves parity solves it
     if alg.parity_on_fixed_input:
-        sign = _exact_first([i for i in infos if i.cls in (LayerClass.REAL, LayerClass.COMPLEX) or
-                             (i.cls == LayerClass.HOUSEHOLDER and i.factor_domain == EigenvalueDomain.REAL)])
+        sign = _exact_first(
+            [
+                i
+                for i in infos
+                if i.cls in (LayerClass.REAL, LayerClass.COMPLEX)
+                or (i.cls == LayerClass.HOUSEHOLDER and i.factor_domain == EigenvalueDomain.REAL)
+            ]
+        )
         if sign:
-            return _constructed("T5" if sign[0].cls != LayerClass.HOUSEHOLDER else "T6",
-                                f"{sign[0].spec} tracks parity on every input (an input-dependent eigenvalue -1 for "
-                                f"bit 1, +1 for bit 0), so on this fixed input too", [sign[0]])
+            return _constructed(
+                "T5" if sign[0].cls != LayerClass.HOUSEHOLDER else "T6",
+                f"{sign[0].spec} tracks parity on every input (an input-dependent eigenvalue -1 for "
+                f"bit 1, +1 for bit 0), so on this fixed input too",
+                [sign[0]],
+            )
     p, pre = alg.period, alg.preperiod
     if p is None:  # no periodic labels known
         return None
@@ -407,51 +507,81 @@ def _fixed_input_possible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict |
         decay = pre == 0 or dom != "unit circle"
         if not (root and decay) or (pre == 0 and dom not in COMPLEX):
             continue  # without a pre-period, real layers are decided by the group rules (T5)
-        count = (f"a constant eigenvalue exp(2 pi i/{p}) counts the period (time invariance suffices)" if p > 2 else
-                 "a constant eigenvalue -1 counts the period" if p == 2 else "the labels are constant afterwards")
-        pre_s = (f"; a channel with a constant eigenvalue of modulus below 1 fed a constant input moves "
-                 f"monotonically to its fixed point and tells the first {pre} tokens apart from the rest"
-                 if pre else "")
-        return _constructed("P1", f"the input is fixed and the labels are periodic with period {p} after {pre} tokens: "
-                            f"in {i.spec} {count}{pre_s} (P1, Khavari2025 Prop. 4.2)", [i],
-                            {"label_period": p, "preperiod": pre}, unit=p > 1)
+        count = (
+            f"a constant eigenvalue exp(2 pi i/{p}) counts the period (time invariance suffices)"
+            if p > 2
+            else "a constant eigenvalue -1 counts the period"
+            if p == 2
+            else "the labels are constant afterwards"
+        )
+        pre_s = (
+            f"; a channel with a constant eigenvalue of modulus below 1 fed a constant input moves "
+            f"monotonically to its fixed point and tells the first {pre} tokens apart from the rest"
+            if pre
+            else ""
+        )
+        return _constructed(
+            "P1",
+            f"the input is fixed and the labels are periodic with period {p} after {pre} tokens: "
+            f"in {i.spec} {count}{pre_s} (P1, Khavari2025 Prop. 4.2)",
+            [i],
+            {"label_period": p, "preperiod": pre},
+            unit=p > 1,
+        )
     return None
 
 
 def _group_possible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
     st = alg.h_structure()
     hname = _hname(alg)
-    hh = [i for i in infos
-          if i.cls == LayerClass.HOUSEHOLDER and i.factor_domain == EigenvalueDomain.REAL and i.props.n_h]
+    hh = [
+        i
+        for i in infos
+        if i.cls == LayerClass.HOUSEHOLDER and i.factor_domain == EigenvalueDomain.REAL and i.props.n_h
+    ]
     rep = best_representation(alg.group, alg.subgroup, alg.support) if hh else None
     if rep is not None:  # None: the trivial group
         facts = {"representation": rep.name, "dim": rep.dim, "n_h_needed": rep.n_h}
         for i in _exact_first(hh):
             if (i.props.n_h or 0) >= rep.n_h:
-                return _constructed("T6",
-                               f"{hname} has a faithful orthogonal representation, {rep.name}, in "
-                               f"which every input letter x has rank(I - rho(x)) <= {rep.n_h}, i.e. rho(x) is a "
-                               f"product of {_n(rep.n_h, 'reflection')} (lemma CD); {i.spec} with n_h = "
-                               f"{i.props.n_h} and factor eigenvalues in [-1,1] applies rho(x) per token and tracks "
-                               f"it in one layer with a state of size >= {rep.dim} (T6; construction "
-                               f"orth-deltaproduct)", [i], facts)
+                return _constructed(
+                    "T6",
+                    f"{hname} has a faithful orthogonal representation, {rep.name}, in "
+                    f"which every input letter x has rank(I - rho(x)) <= {rep.n_h}, i.e. rho(x) is a "
+                    f"product of {_n(rep.n_h, 'reflection')} (lemma CD); {i.spec} with n_h = "
+                    f"{i.props.n_h} and factor eigenvalues in [-1,1] applies rho(x) per token and tracks "
+                    f"it in one layer with a state of size >= {rep.dim} (T6; construction "
+                    f"orth-deltaproduct)",
+                    [i],
+                    facts,
+                )
         # P4: a parity layer, then one reflection per token twisted by that parity (2-D representations)
         for j, i in enumerate(infos):
-            sign = _exact_first([p for p in infos[:j] if p.cls in (LayerClass.REAL, LayerClass.COMPLEX) or
-                                 (p.cls == LayerClass.HOUSEHOLDER and p.factor_domain == EigenvalueDomain.REAL)])
+            sign = _exact_first(
+                [
+                    p
+                    for p in infos[:j]
+                    if p.cls in (LayerClass.REAL, LayerClass.COMPLEX)
+                    or (p.cls == LayerClass.HOUSEHOLDER and p.factor_domain == EigenvalueDomain.REAL)
+                ]
+            )
             if i in hh and sign and rep.dim <= 2:
-                return _constructed("P4",
-                               f"{hname} has a faithful 2-D orthogonal representation, {rep.name}; "
-                               f"{sign[0].spec} tracks the parity s of the rotation letters read so far, and "
-                               f"{i.spec} applies one reflection per token, F0^s rho(x) F0^s' with F0 a fixed "
-                               f"reflection, so its state is F0^s rho(y) w0 (P4: two Householder layers track the "
-                               f"cyclic and dihedral groups, Siems2025)", [sign[0], i], facts)
+                return _constructed(
+                    "P4",
+                    f"{hname} has a faithful 2-D orthogonal representation, {rep.name}; "
+                    f"{sign[0].spec} tracks the parity s of the rotation letters read so far, and "
+                    f"{i.spec} applies one reflection per token, F0^s rho(x) F0^s' with F0 a fixed "
+                    f"reflection, so its state is F0^s rho(y) w0 (P4: two Householder layers track the "
+                    f"cyclic and dihedral groups, Siems2025)",
+                    [sign[0], i],
+                    facts,
+                )
     cands = [i for i in infos if i.cls in (LayerClass.COMPLEX, LayerClass.REAL)]
     chosen: list[LayerInfo] = []
     for layers in ([i for i in cands if not i.props.rounding], cands):  # layers exact at modulus 1 first
         ops = ["d" if i.cls == LayerClass.COMPLEX else "s" for i in layers]
         if ops and alg.descend(ops):
-            chosen = layers[:next(k for k in range(1, len(ops) + 1) if alg.descend(ops[:k]))]
+            chosen = layers[: next(k for k in range(1, len(ops) + 1) if alg.descend(ops[:k]))]
             break
     if chosen:
         kinds = {i.cls for i in chosen}
@@ -460,17 +590,23 @@ def _group_possible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
         facts = {"derived_length": dl, "elementary_2_series_length": st["elementary_2_series_length"]}
         basis = "T5"
         if kinds == {LayerClass.REAL}:
-            why = (f"{hname} has a subnormal series with elementary abelian 2 factors of length "
-                   f"{st['elementary_2_series_length']}; {_n(used, 'real [-1,1] input-dependent diagonal layer')} "
-                   f"suffice, one sign-flip layer per factor (T5 construction, DiagLimits2026)")
+            why = (
+                f"{hname} has a subnormal series with elementary abelian 2 factors of length "
+                f"{st['elementary_2_series_length']}; {_n(used, 'real [-1,1] input-dependent diagonal layer')} "
+                f"suffice, one sign-flip layer per factor (T5 construction, DiagLimits2026)"
+            )
         elif kinds == {LayerClass.COMPLEX}:
             p3 = st["order"] == 6 and dl == 2  # S3 in two complex layers: construction P3
             basis = "P3" if p3 else basis
-            why = (f"{hname} has derived length {dl}; {_n(used, 'input-dependent complex diagonal layer')} "
-                   f"suffice, one per abelian factor (T5" + (", construction P3)" if p3 else ")"))
+            why = (
+                f"{hname} has derived length {dl}; {_n(used, 'input-dependent complex diagonal layer')} "
+                f"suffice, one per abelian factor (T5" + (", construction P3)" if p3 else ")")
+            )
         else:
-            why = (f"{hname} has a subnormal series whose factors match the layers (abelian for each complex "
-                   f"layer, elementary abelian 2 for each real one), so the T5 construction applies layer by layer")
+            why = (
+                f"{hname} has a subnormal series whose factors match the layers (abelian for each complex "
+                f"layer, elementary abelian 2 for each real one), so the T5 construction applies layer by layer"
+            )
         return _constructed(basis, why, chosen, facts)
     return None
 
@@ -480,31 +616,57 @@ def _cascade(infos: list[LayerInfo], alg: TaskAlgebra) -> tuple[Verdict | None, 
     m = alg.monoid
     if m is None or m.size is None or m.holonomy_height is None or m.is_group:
         return None, None  # a group needs no resets: T5 and T6 decide
-    need = ("trivial" if m.aperiodic else "elementary abelian 2" if m.groups_elementary_2 else
-            "abelian" if m.groups_abelian else None)
+    need = (
+        "trivial"
+        if m.aperiodic
+        else "elementary abelian 2"
+        if m.groups_elementary_2
+        else "abelian"
+        if m.groups_abelian
+        else None
+    )
     if need is None:
         return None, None
     k = sf_depth(m.holonomy_height)
-    ok = [i for i in infos if i.cls in SELECTIVE_DIAGONAL and i.domain in CASCADE_GROUPS
-          and _CASCADE_RANK[CASCADE_GROUPS[i.domain]] >= _CASCADE_RANK[need]]
+    ok = [
+        i
+        for i in infos
+        if i.cls in SELECTIVE_DIAGONAL
+        and i.domain in CASCADE_GROUPS
+        and _CASCADE_RANK[CASCADE_GROUPS[i.domain]] >= _CASCADE_RANK[need]
+    ]
     basis = "SF" if m.aperiodic else "KR"
-    layer_kind = {"trivial": "input-dependent diagonal layers with eigenvalues including [0,1]",
-                  "elementary abelian 2": "real or complex-disc input-dependent diagonal layers",
-                  "abelian": "complex-disc input-dependent diagonal layers"}[need]
-    what = (f"is star-free (its syntactic monoid, of size {m.size}, is aperiodic: Schutzenberger1965)"
-            if m.aperiodic else f"has a monoid of size {m.size} whose maximal subgroups are all {need}")
+    layer_kind = {
+        "trivial": "input-dependent diagonal layers with eigenvalues including [0,1]",
+        "elementary abelian 2": "real or complex-disc input-dependent diagonal layers",
+        "abelian": "complex-disc input-dependent diagonal layers",
+    }[need]
+    what = (
+        f"is star-free (its syntactic monoid, of size {m.size}, is aperiodic: Schutzenberger1965)"
+        if m.aperiodic
+        else f"has a monoid of size {m.size} whose maximal subgroups are all {need}"
+    )
     facts = {"depth_needed": k, "cascade_groups": need, "eligible_layers": len(ok)}
-    head = (f"{alg.task} {what}; its holonomy cascade has height {m.holonomy_height} (Eilenberg1976), which "
-            f"{k} {layer_kind} realise (resets A = 0, delays A in (0,1), keeps A = 1"
-            + ("" if need == "trivial" else f", and {need} group channels") + "; SF-depth)")
+    head = (
+        f"{alg.task} {what}; its holonomy cascade has height {m.holonomy_height} (Eilenberg1976), which "
+        f"{k} {layer_kind} realise (resets A = 0, delays A in (0,1), keeps A = 1"
+        + ("" if need == "trivial" else f", and {need} group channels")
+        + "; SF-depth)"
+    )
     if len(ok) >= k:
         exact = [i for i in ok if not i.props.rounding]
         pick = exact[:k] if len(exact) >= k else ok[:k]
         who = pick[0].spec if k == 1 else "this stack"
-        return _constructed(basis, f"{head}; {who} has {len(ok)} such layers ({basis}"
-                            + (", Sarrof2024)" if m.aperiodic else ")"), pick, facts), None
-    return None, (f"{head}, so it is possible with >= {k} such layers ({basis}); this stack has {len(ok)}, and "
-                  f"no result here decides fewer")
+        return _constructed(
+            basis,
+            f"{head}; {who} has {len(ok)} such layers ({basis}" + (", Sarrof2024)" if m.aperiodic else ")"),
+            pick,
+            facts,
+        ), None
+    return None, (
+        f"{head}, so it is possible with >= {k} such layers ({basis}); this stack has {len(ok)}, and "
+        f"no result here decides fewer"
+    )
 
 
 def _impossible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
@@ -515,7 +677,8 @@ def _impossible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
         return None
     diagonal = all(i.cls in DIAGONAL for i in infos)
     all_nonneg = all(i.domain in NONNEG for i in infos) and all(
-        i.cls != LayerClass.HOUSEHOLDER or i.factor_domain == EigenvalueDomain.NONNEG for i in infos)
+        i.cls != LayerClass.HOUSEHOLDER or i.factor_domain == EigenvalueDomain.NONNEG for i in infos
+    )
     # T1 / T3: non-negative eigenvalues everywhere
     if all_nonneg and alg.aperiodic is False:
         if alg.fixed_input:
@@ -525,35 +688,60 @@ def _impossible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
         if diagonal or alg.is_parity or letter_witness:
             word = alg.fixed_word if alg.parity_on_fixed_input else None
             if word and word[0] == 0 and list(word) == sorted(word) and sum(word) % 2 == 1 and diagonal:
-                return Verdict(Decision.IMPOSSIBLE, "T3",
-                               "every layer has eigenvalues in [0,1] and the input is (0^k 1^m)^T "
-                               "with m odd: products of non-negative diagonal transitions stay non-negative, so the "
-                               "state converges per period while the parity keeps flipping (T3, Khavari2025 Lemma 4.3)")
+                return Verdict(
+                    Decision.IMPOSSIBLE,
+                    "T3",
+                    "every layer has eigenvalues in [0,1] and the input is (0^k 1^m)^T "
+                    "with m odd: products of non-negative diagonal transitions stay non-negative, so the "
+                    "state converges per period while the parity keeps flipping (T3, Khavari2025 Lemma 4.3)",
+                )
             if word and len(word) > 1 and word[0] == 1 and sum(word) == 1 and diagonal:
-                return Verdict(Decision.IMPOSSIBLE, "T4", "every layer has eigenvalues in [0,1]: on the periodic input "
-                               "(1 0^(W-1))^T each layer's state converges per phase (Khavari2025 App. B, case 2) "
-                               "while the parity alternates")
-            what = ("parity" if alg.is_parity else
-                    "an input u x^n with one letter x repeated, whose label is periodic in n" if letter_witness else
-                    "a periodic input u w^n whose label is periodic (Khavari2025 App. B, case 2)")
-            return Verdict(Decision.IMPOSSIBLE, "T1", f"every layer has eigenvalues in [0,1], so on {what} the state "
-                           f"converges in finite precision while the label keeps changing (T1"
-                           f"{'' if alg.is_parity else ' witness generalized from 1^T'})")
+                return Verdict(
+                    Decision.IMPOSSIBLE,
+                    "T4",
+                    "every layer has eigenvalues in [0,1]: on the periodic input "
+                    "(1 0^(W-1))^T each layer's state converges per phase (Khavari2025 App. B, case 2) "
+                    "while the parity alternates",
+                )
+            what = (
+                "parity"
+                if alg.is_parity
+                else "an input u x^n with one letter x repeated, whose label is periodic in n"
+                if letter_witness
+                else "a periodic input u w^n whose label is periodic (Khavari2025 App. B, case 2)"
+            )
+            return Verdict(
+                Decision.IMPOSSIBLE,
+                "T1",
+                f"every layer has eigenvalues in [0,1], so on {what} the state "
+                f"converges in finite precision while the label keeps changing (T1"
+                f"{'' if alg.is_parity else ' witness generalized from 1^T'})",
+            )
     # T2 / T4: time-invariant diagonal and non-negative input-dependent diagonal layers
     if all(i.cls == LayerClass.LTI or i.cls == LayerClass.NONNEG for i in infos) and alg.aligned_witness:
         basis = "T2" if all(i.cls == LayerClass.LTI for i in infos) and alg.is_parity else "T4"
         if alg.is_parity:
-            why = ("the layers are time-invariant diagonal" if basis == "T2" else
-                   "every layer is time-invariant diagonal or non-negative input-dependent diagonal")
-            return Verdict(Decision.IMPOSSIBLE, basis, f"{why}: choosing W with W q_j integer for every time-invariant "
-                           f"eigenvalue phase, the input (1 0^(W-1))^T makes every layer's state periodic with "
-                           f"period W, so the output cannot follow T mod 2 (T4, Khavari2025 Thm 4.4"
-                           f"{'; Sarrof2024 Thm 13' if basis == 'T2' else ''})")
-        return Verdict(Decision.IMPOSSIBLE, basis,
-                       f"every layer is time-invariant diagonal or non-negative input-dependent "
-                       f"diagonal, and words of every length divisible by W move the label of {alg.task}, so the "
-                       f"witness u w^n of T4 (|w| a multiple of the phase alignment W; Khavari2025 Thm 4.4) makes "
-                       f"the state periodic while the label is not")
+            why = (
+                "the layers are time-invariant diagonal"
+                if basis == "T2"
+                else "every layer is time-invariant diagonal or non-negative input-dependent diagonal"
+            )
+            return Verdict(
+                Decision.IMPOSSIBLE,
+                basis,
+                f"{why}: choosing W with W q_j integer for every time-invariant "
+                f"eigenvalue phase, the input (1 0^(W-1))^T makes every layer's state periodic with "
+                f"period W, so the output cannot follow T mod 2 (T4, Khavari2025 Thm 4.4"
+                f"{'; Sarrof2024 Thm 13' if basis == 'T2' else ''})",
+            )
+        return Verdict(
+            Decision.IMPOSSIBLE,
+            basis,
+            f"every layer is time-invariant diagonal or non-negative input-dependent "
+            f"diagonal, and words of every length divisible by W move the label of {alg.task}, so the "
+            f"witness u w^n of T4 (|w| a multiple of the phase alignment W; Khavari2025 Thm 4.4) makes "
+            f"the state periodic while the label is not",
+        )
     v = _period_doubling(infos, alg)
     if v is not None:
         return v
@@ -563,25 +751,39 @@ def _impossible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
         k = len(infos)
         g = _hname(alg)  # all inputs: the group's name
         if not st["is_solvable"]:
-            return Verdict(Decision.IMPOSSIBLE, "T5",
-                           f"{g} is not solvable, so it has no subnormal series with abelian "
-                           f"factors and no number of diagonal layers tracks it (T5, DiagLimits2026; every diagonal "
-                           f"layer is a special case of an input-dependent complex diagonal one)")
+            return Verdict(
+                Decision.IMPOSSIBLE,
+                "T5",
+                f"{g} is not solvable, so it has no subnormal series with abelian "
+                f"factors and no number of diagonal layers tracks it (T5, DiagLimits2026; every diagonal "
+                f"layer is a special case of an input-dependent complex diagonal one)",
+            )
         if st["derived_length"] > k:
-            return Verdict(Decision.IMPOSSIBLE, "T5", f"{g} has derived length {st['derived_length']} > {k}: "
-                           f"{_n(k, 'diagonal layer')} track only groups with an abelian subnormal series of length "
-                           f"<= {k} (T5, DiagLimits2026; every diagonal layer is a special case of an input-dependent "
-                           f"complex diagonal one)", {"derived_length": st["derived_length"]})
+            return Verdict(
+                Decision.IMPOSSIBLE,
+                "T5",
+                f"{g} has derived length {st['derived_length']} > {k}: "
+                f"{_n(k, 'diagonal layer')} track only groups with an abelian subnormal series of length "
+                f"<= {k} (T5, DiagLimits2026; every diagonal layer is a special case of an input-dependent "
+                f"complex diagonal one)",
+                {"derived_length": st["derived_length"]},
+            )
         if all(i.domain in NONNEG | REAL_NEG for i in infos):
             e2 = st["elementary_2_series_length"]
             if e2 is None or e2 > k:
-                why = (f"its order {st['order']} is not a power of 2, so it has no subnormal series with "
-                       f"elementary abelian 2 factors" if e2 is None else
-                       f"its shortest subnormal series with elementary abelian 2 factors has length {e2} > {k}")
-                return Verdict(Decision.IMPOSSIBLE, "T5",
-                               f"every layer has real eigenvalues (sign flips only) and {g}: "
-                               f"{why} (T5, DiagLimits2026: real diagonal layers track exactly such series)",
-                               {"elementary_2_series_length": e2})
+                why = (
+                    f"its order {st['order']} is not a power of 2, so it has no subnormal series with "
+                    f"elementary abelian 2 factors"
+                    if e2 is None
+                    else f"its shortest subnormal series with elementary abelian 2 factors has length {e2} > {k}"
+                )
+                return Verdict(
+                    Decision.IMPOSSIBLE,
+                    "T5",
+                    f"every layer has real eigenvalues (sign flips only) and {g}: "
+                    f"{why} (T5, DiagLimits2026: real diagonal layers track exactly such series)",
+                    {"elementary_2_series_length": e2},
+                )
     return None
 
 
@@ -595,8 +797,13 @@ def _period_bound(infos: list[LayerInfo], single_letter: bool) -> int | None:
             continue
         if i.cls in (LayerClass.LTI, LayerClass.REAL) and i.domain in REAL_NEG:
             period *= 2
-        elif (i.cls == LayerClass.HOUSEHOLDER and i.props.n_h == 1 and single_letter and period == 1
-              and i.factor_domain in (EigenvalueDomain.NONNEG, EigenvalueDomain.REAL)):
+        elif (
+            i.cls == LayerClass.HOUSEHOLDER
+            and i.props.n_h == 1
+            and single_letter
+            and period == 1
+            and i.factor_domain in (EigenvalueDomain.NONNEG, EigenvalueDomain.REAL)
+        ):
             period = 2 if i.factor_domain == EigenvalueDomain.REAL else 1
         elif i.cls == LayerClass.DPLR and i.domain in CONTRACTING and single_letter and period == 1:
             period = 2  # T1c: on a constant input the cast state ends constant or alternating with period 2
@@ -608,8 +815,13 @@ def _period_bound(infos: list[LayerInfo], single_letter: bool) -> int | None:
 def _period_doubling(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
     """PD: an element whose powers have a period that does not divide the stack's period bound."""
     if alg.fixed_input:
-        cands = [({alg.block_period} if alg.block_period else set(), len(alg.fixed_word or ()) == 1,
-                  "the fixed input word")]
+        cands = [
+            (
+                {alg.block_period} if alg.block_period else set(),
+                len(alg.fixed_word or ()) == 1,
+                "the fixed input word",
+            )
+        ]
     else:
         cands = [(set(alg.letter_periods()), True, "an input letter")]
         if alg.monoid is not None:
@@ -623,21 +835,31 @@ def _period_doubling(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None
         hh = any(i.cls == LayerClass.HOUSEHOLDER for i in infos)
         dplr = [i.spec for i in infos if i.cls == LayerClass.DPLR]
         if dplr:
-            return Verdict(Decision.IMPOSSIBLE, "T1c",
-                           f"{', '.join(dplr)} has diagonal-plus-rank-one transitions similar to symmetric matrices "
-                           f"with real eigenvalues in (min w - 1, 1], within (-1/2, 1]; it is the only such layer and "
-                           f"reads a constant input (the layers before it, if any, are non-negative and converge), so "
-                           f"on u x^n the powers of its transition converge and its cast state ends constant or "
-                           f"alternating with period 2 (Grazzi2024 v5, Lemma 1): the output has period dividing "
-                           f"{bound}, but {what} of {alg.task} has powers of period {p} (T1c)",
-                           {"period": p, "period_bound": bound})
-        layers = ("every layer is real diagonal or a single real Householder factor I - beta k k^T (symmetric, "
-                  "eigenvalues 1 and 1 - beta) on a constant input" if hh else
-                  "every layer is diagonal with real eigenvalues")
-        return Verdict(Decision.IMPOSSIBLE, "PD", f"{layers}, so on u w^n the output is eventually periodic in n with "
-                       f"period dividing {bound}; but {what} of {alg.task} has powers of period {p}, and a "
-                       f"syntactic context u . v turns that period into the label's (PD)",
-                       {"period": p, "period_bound": bound})
+            return Verdict(
+                Decision.IMPOSSIBLE,
+                "T1c",
+                f"{', '.join(dplr)} has diagonal-plus-rank-one transitions similar to symmetric matrices "
+                f"with real eigenvalues in (min w - 1, 1], within (-1/2, 1]; it is the only such layer and "
+                f"reads a constant input (the layers before it, if any, are non-negative and converge), so "
+                f"on u x^n the powers of its transition converge and its cast state ends constant or "
+                f"alternating with period 2 (Grazzi2024 v5, Lemma 1): the output has period dividing "
+                f"{bound}, but {what} of {alg.task} has powers of period {p} (T1c)",
+                {"period": p, "period_bound": bound},
+            )
+        layers = (
+            "every layer is real diagonal or a single real Householder factor I - beta k k^T (symmetric, "
+            "eigenvalues 1 and 1 - beta) on a constant input"
+            if hh
+            else "every layer is diagonal with real eigenvalues"
+        )
+        return Verdict(
+            Decision.IMPOSSIBLE,
+            "PD",
+            f"{layers}, so on u w^n the output is eventually periodic in n with "
+            f"period dividing {bound}; but {what} of {alg.task} has powers of period {p}, and a "
+            f"syntactic context u . v turns that period into the label's (PD)",
+            {"period": p, "period_bound": bound},
+        )
     return None
 
 
@@ -647,67 +869,99 @@ def _open(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict:
     if any(i.cls == LayerClass.ATTENTION for i in infos):
         return Verdict(Decision.OPEN, "-", f"{alg.task} with {', '.join(i.spec for i in infos)}: {TC0}")
     if alg.kind == "offset":
-        return Verdict(Decision.OPEN, "-", "the offset labels depend only on the last 11 inputs (a definite, star-free "
-                       "language), but no construction in the sources covers these layers (Khavari2025 reports "
-                       "that Mamba learns it without an explanation)")
+        return Verdict(
+            Decision.OPEN,
+            "-",
+            "the offset labels depend only on the last 11 inputs (a definite, star-free "
+            "language), but no construction in the sources covers these layers (Khavari2025 reports "
+            "that Mamba learns it without an explanation)",
+        )
     if alg.monoid is not None:
         _, short = _cascade(infos, alg)
         if short is not None and any(i.cls in SELECTIVE_DIAGONAL for i in infos):
             return Verdict(Decision.OPEN, "-", short)
     if any(i.cls == LayerClass.DAMPED for i in infos):
         name = next(i.spec for i in infos if i.cls == LayerClass.DAMPED)
-        return Verdict(Decision.OPEN, "-",
-                       f"{name} rotates its state by angles whose modulus the decay floor keeps below 1 "
-                       f"(exp(-a_floor |angle| / pi)), except angles too small to round the decay away from 1; no "
-                       f"result here decides {alg.task} for these layers: T5's constructions need unit-modulus "
-                       f"rotations (a_floor = 0 gives them), and T1's witness needs powers that converge, which the "
-                       f"tiny unit-modulus rotations do not")
+        return Verdict(
+            Decision.OPEN,
+            "-",
+            f"{name} rotates its state by angles whose modulus the decay floor keeps below 1 "
+            f"(exp(-a_floor |angle| / pi)), except angles too small to round the decay away from 1; no "
+            f"result here decides {alg.task} for these layers: T5's constructions need unit-modulus "
+            f"rotations (a_floor = 0 gives them), and T1's witness needs powers that converge, which the "
+            f"tiny unit-modulus rotations do not",
+        )
     dplr = [i for i in infos if i.cls == LayerClass.DPLR]
     if dplr:
         name = dplr[0].spec
         periods = set(alg.letter_periods()) if not alg.fixed_input else {alg.block_period or 1}
         if len(dplr) == 1 and periods <= {1, 2} and 2 in periods:
-            why = (f"on a repeated letter x with label period 2 ({'1^T' if alg.is_parity else 'x^n'}) the powers of "
-                   f"its transition converge in exact arithmetic, but its float32 state may end alternating with "
-                   f"period 2 (the negative eigenvalues reach about -0.45; Grazzi2024 v5, Lemma 1): T1c's argument "
-                   f"bounds the output's period by 2, which does not rule out a label of period 2. A proof that the "
-                   f"cast state of these transitions on x^n ends constant, or a weight setting whose float32 state "
-                   f"alternates there and tracks {alg.task} on every input, would decide it")
+            why = (
+                f"on a repeated letter x with label period 2 ({'1^T' if alg.is_parity else 'x^n'}) the powers of "
+                f"its transition converge in exact arithmetic, but its float32 state may end alternating with "
+                f"period 2 (the negative eigenvalues reach about -0.45; Grazzi2024 v5, Lemma 1): T1c's argument "
+                f"bounds the output's period by 2, which does not rule out a label of period 2. A proof that the "
+                f"cast state of these transitions on x^n ends constant, or a weight setting whose float32 state "
+                f"alternates there and tracks {alg.task} on every input, would decide it"
+            )
         elif len(dplr) > 1 or any(i.index < dplr[0].index and i.cls != LayerClass.NONNEG for i in infos):
-            why = ("a layer before an RWKV-7 layer may alternate with period 2, so the RWKV-7 layer reads letters x, "
-                   "y, x, y, ... whose products A(y) A(x) can have complex eigenvalues: T1c's period bound covers a "
-                   "constant input only. A bound for such products, or a construction, would decide it")
+            why = (
+                "a layer before an RWKV-7 layer may alternate with period 2, so the RWKV-7 layer reads letters x, "
+                "y, x, y, ... whose products A(y) A(x) can have complex eigenvalues: T1c's period bound covers a "
+                "constant input only. A bound for such products, or a construction, would decide it"
+            )
         else:
-            why = (f"T1c rules out tasks with a letter of period 3 or more at this depth, but {alg.task} has none, and "
-                   f"no result in this toolkit's sources decides it for these layers (Peng2025's regular-language "
-                   f"claim needs transitions outside this range). A construction with these parameter ranges, or a "
-                   f"family of inputs on which every such stack's states coincide while the labels differ, would "
-                   f"decide it")
-        return Verdict(Decision.OPEN, "-", f"{name} has diagonal-plus-rank-one transitions with real eigenvalues in "
-                       f"(-1/2, 1]; {why}")
+            why = (
+                f"T1c rules out tasks with a letter of period 3 or more at this depth, but {alg.task} has none, and "
+                f"no result in this toolkit's sources decides it for these layers (Peng2025's regular-language "
+                f"claim needs transitions outside this range). A construction with these parameter ranges, or a "
+                f"family of inputs on which every such stack's states coincide while the labels differ, would "
+                f"decide it"
+            )
+        return Verdict(
+            Decision.OPEN,
+            "-",
+            f"{name} has diagonal-plus-rank-one transitions with real eigenvalues in (-1/2, 1]; {why}",
+        )
     if any(i.cls == LayerClass.HOUSEHOLDER and i.factor_domain == EigenvalueDomain.REAL for i in infos):
-        return Verdict(Decision.OPEN, "-",
-                       f"Householder layers with eigenvalues in [-1,1] recognise every regular language "
-                       f"with enough layers (T6, Grazzi2024), but no bound in the sources shows that this depth "
-                       f"suffices for {alg.task}; one-factor periodicity (PD) covers only a first layer on a "
-                       f"constant input")
+        return Verdict(
+            Decision.OPEN,
+            "-",
+            f"Householder layers with eigenvalues in [-1,1] recognise every regular language "
+            f"with enough layers (T6, Grazzi2024), but no bound in the sources shows that this depth "
+            f"suffices for {alg.task}; one-factor periodicity (PD) covers only a first layer on a "
+            f"constant input",
+        )
     rows = next((i for i in infos if i.cls == LayerClass.PD_ROWS), None)
     if rows is not None:
-        return Verdict(Decision.OPEN, "-",
-                       f"{rows.spec} is PD-SSM's row form (the public code's): a diagonal times a row one-hot matrix, "
-                       f"which reads each input's map through its preimages, so from the fixed initial state e_0 it "
-                       f"runs a permutation automaton (P5) but composes other maps in reverse order; {alg.task} is "
-                       f"not a group word problem, and no construction here covers it in this form (the column form, "
-                       f"pdssm, runs any automaton)")
+        return Verdict(
+            Decision.OPEN,
+            "-",
+            f"{rows.spec} is PD-SSM's row form (the public code's): a diagonal times a row one-hot matrix, "
+            f"which reads each input's map through its preimages, so from the fixed initial state e_0 it "
+            f"runs a permutation automaton (P5) but composes other maps in reverse order; {alg.task} is "
+            f"not a group word problem, and no construction here covers it in this form (the column form, "
+            f"pdssm, runs any automaton)",
+        )
     if any(i.cls == LayerClass.HOUSEHOLDER and i.factor_domain is None for i in infos):
-        return Verdict(Decision.OPEN, "-",
-                       "a Householder layer's factor eigenvalue range is not declared; no rule applies")
+        return Verdict(
+            Decision.OPEN,
+            "-",
+            "a Householder layer's factor eigenvalue range is not declared; no rule applies",
+        )
     if alg.is_group and not alg.all_inputs and alg.kind == "group":
-        return Verdict(Decision.OPEN, "-",
-                       f"the inputs of {alg.task} are a proper subset of the group; T5's bounds are "
-                       f"stated for inputs from the whole group and no construction here covers these layers")
-    return Verdict(Decision.OPEN, "-", f"no theorem or construction in this toolkit's sources decides {alg.task} for "
-                   f"{', '.join(i.spec for i in infos)}")
+        return Verdict(
+            Decision.OPEN,
+            "-",
+            f"the inputs of {alg.task} are a proper subset of the group; T5's bounds are "
+            f"stated for inputs from the whole group and no construction here covers these layers",
+        )
+    return Verdict(
+        Decision.OPEN,
+        "-",
+        f"no theorem or construction in this toolkit's sources decides {alg.task} for "
+        f"{', '.join(i.spec for i in infos)}",
+    )
 
 
 def quotient_ceiling(infos: list[LayerInfo], alg: TaskAlgebra) -> dict:
@@ -719,9 +973,12 @@ def quotient_ceiling(infos: list[LayerInfo], alg: TaskAlgebra) -> dict:
     real layer: H / A3 = C2 (the sign), ceiling 1/3; for A5 (perfect) and parity: 1/|H|, chance."""
     if alg.group is None or alg.subgroup is None:
         return {}
-    ops = ["d" if i.cls in (LayerClass.COMPLEX, LayerClass.DAMPED) else "s" for i in infos
-           if i.cls in (LayerClass.COMPLEX, LayerClass.DAMPED, LayerClass.REAL, LayerClass.DPLR)
-           or (i.cls == LayerClass.HOUSEHOLDER and i.factor_domain == EigenvalueDomain.REAL)]
+    ops = [
+        "d" if i.cls in (LayerClass.COMPLEX, LayerClass.DAMPED) else "s"
+        for i in infos
+        if i.cls in (LayerClass.COMPLEX, LayerClass.DAMPED, LayerClass.REAL, LayerClass.DPLR)
+        or (i.cls == LayerClass.HOUSEHOLDER and i.factor_domain == EigenvalueDomain.REAL)
+    ]
     n = alg.residual(ops)
     return {"quotient_tracked": alg.h_order // n, "accuracy_ceiling": 1.0 / n}
 
@@ -732,8 +989,12 @@ def oracle(layers: str, task: str) -> Verdict:
     infos = layer_infos(layers)
     alg = task_algebra(task)
     if alg.monoid is not None and alg.monoid.size == 1:
-        v = Verdict(Decision.POSSIBLE, "-", f"the labels of {task} never change; a constant output solves it",
-                    {"layers": []})
+        v = Verdict(
+            Decision.POSSIBLE,
+            "-",
+            f"the labels of {task} never change; a constant output solves it",
+            {"layers": []},
+        )
     else:
         v = _possible(infos, alg) or _impossible(infos, alg) or _open(infos, alg)
     extra = quotient_ceiling(infos, alg) if v.verdict == Decision.IMPOSSIBLE else {}
@@ -741,14 +1002,60 @@ def oracle(layers: str, task: str) -> Verdict:
 
 
 # -- the table ---------------------------------------------------------------------------------------
-DEFAULT_TABLE_LAYERS = ("rnn", "gru", "transformer", "s4d", "s4d*2", "mamba", "mamba*2", "mamba,s4d", "negmamba",
-                        "negmamba*2", "negmamba,aussm", "aussm", "aussm*2", "aussm*3", "saussm", "dcd*2",
-                        "deltanet", "deltanet(neg=true)", "deltaproduct(nh=2,neg=true)",
-                        "deltaproduct(nh=3,neg=true)", "mamba2", "mamba2(neg=true)", "mamba3", "mamba3*2",
-                        "gateddeltanet", "gateddeltanet(neg=true)", "gateddeltanet(neg=true)*2", "rwkv7", "rwkv7*2",
-                        "mlstm", "slstm", "lru", "gla", "gateddeltaproduct(neg=true)", "kda(neg=true)", "pdssm")
-DEFAULT_TABLE_TASKS = ("parity", "modcount:3", "offset", "group:C6", "group:V4", "group:C2xC4", "group:Q8",
-                       "group:S3", "group:A4", "group:S4", "group:A5", "tomita:3", "tomita:5", "tomita:6")
+DEFAULT_TABLE_LAYERS = (
+    "rnn",
+    "gru",
+    "transformer",
+    "s4d",
+    "s4d*2",
+    "mamba",
+    "mamba*2",
+    "mamba,s4d",
+    "negmamba",
+    "negmamba*2",
+    "negmamba,aussm",
+    "aussm",
+    "aussm*2",
+    "aussm*3",
+    "saussm",
+    "dcd*2",
+    "deltanet",
+    "deltanet(neg=true)",
+    "deltaproduct(nh=2,neg=true)",
+    "deltaproduct(nh=3,neg=true)",
+    "mamba2",
+    "mamba2(neg=true)",
+    "mamba3",
+    "mamba3*2",
+    "gateddeltanet",
+    "gateddeltanet(neg=true)",
+    "gateddeltanet(neg=true)*2",
+    "rwkv7",
+    "rwkv7*2",
+    "mlstm",
+    "slstm",
+    "lru",
+    "gla",
+    "gateddeltaproduct(neg=true)",
+    "kda(neg=true)",
+    "pdssm",
+)
+DEFAULT_TABLE_TASKS = (
+    "parity",
+    "modcount:3",
+    "offset",
+    "group:C6",
+    "group:V4",
+    "group:C2xC4",
+    "group:Q8",
+    "group:S3",
+    "group:A4",
+    "group:S4",
+    "group:A5",
+    "tomita:3",
+    "tomita:5",
+    "tomita:6",
+)
 
 
 def oracle_table(layers: list[str] | None = None, tasks: list[str] | None = None) -> list[dict]:

@@ -25,6 +25,7 @@ distance between the states at t and t + period over the last quarter of the run
 periodic in finite precision). ``first_error`` is the first position whose prediction differs from
 the parity; ``tail_accuracy`` the accuracy over the last quarter.
 """
+
 from __future__ import annotations
 
 import math
@@ -54,6 +55,7 @@ def _state_vec(states) -> torch.Tensor:
         if s.is_complex():
             s = torch.view_as_real(s)
         parts.append(s.reshape(s.shape[0], -1).double())
+
     for s in states:
         add(s)
     return torch.cat(parts, dim=1) if parts else torch.zeros(1, 0)
@@ -69,18 +71,17 @@ def run_on(model, tokens: np.ndarray, period: int = 1, chunk: int = 512, probe: 
     gaps: list[tuple[int, float, float]] = []
     prev: torch.Tensor | None = None
     for start in range(0, T, chunk):
-        x = torch.as_tensor(tokens[:, start:start + chunk])
+        x = torch.as_tensor(tokens[:, start : start + chunk])
         logits, states = model(x, states)
         preds.append(logits.argmax(-1).cpu().numpy())
         v = _state_vec(states)
         if prev is not None and x.shape[1] == chunk:
-            gaps.append((start + x.shape[1], float((v - prev).norm(dim=1).max()),
-                         float(v.norm(dim=1).max())))
+            gaps.append((start + x.shape[1], float((v - prev).norm(dim=1).max()), float(v.norm(dim=1).max())))
         prev = v
     # then a few more periods one period at a time: the state's move per period at the end
     per = []
     for _ in range(probe):
-        x = torch.as_tensor(tokens[:, :period] if T % period == 0 else tokens[:, T % period:][:, :period])
+        x = torch.as_tensor(tokens[:, :period] if T % period == 0 else tokens[:, T % period :][:, :period])
         _, states = model(x, states)
         v = _state_vec(states)
         assert prev is not None  # T >= 1: the chunks above set it
@@ -98,8 +99,11 @@ def _summary(pred: np.ndarray, truth: np.ndarray, period: int | None = None) -> 
     first = [int(np.argmax(w)) + 1 if w.any() else None for w in wrong]
     T = pred.shape[1]
     q = max(1, T // 4)
-    out = {"first_error": min((f for f in first if f is not None), default=None),
-           "tail_accuracy": float((~wrong[:, T - q:]).mean()), "accuracy": float((~wrong).mean())}
+    out = {
+        "first_error": min((f for f in first if f is not None), default=None),
+        "tail_accuracy": float((~wrong[:, T - q :]).mean()),
+        "accuracy": float((~wrong).mean()),
+    }
     if period:  # from which position on the output repeats with the input's period
         same = (pred[:, period:] == pred[:, :-period]).all(axis=0)
         bad = np.flatnonzero(~same)
@@ -121,8 +125,14 @@ def s4d_phases(model, decay_floor: float = 1e-3, horizon: int = 10_000) -> list[
         for v in lam.tolist():
             r = abs(v)
             q = (math.atan2(v.imag, v.real) / (2 * math.pi)) % 1.0
-            out.append({"layer": li, "modulus": r, "phase": q,
-                        "relevant": r > 0 and horizon * math.log(r) > math.log(decay_floor)})
+            out.append(
+                {
+                    "layer": li,
+                    "modulus": r,
+                    "phase": q,
+                    "relevant": r > 0 and horizon * math.log(r) > math.log(decay_floor),
+                }
+            )
     return out
 
 
@@ -143,16 +153,27 @@ def choose_w(phases: list[dict], tol: float = 0.01, max_w: int = 10_000) -> dict
 def _theorem(model) -> str | None:
     infos = [classify(s, m) for s, m in zip(parse_layers(model.cfg.layers), model.mixers, strict=True)]
     nonneg = EigenvalueDomain.NONNEG
-    if all(i.domain == nonneg and i.cls != LayerClass.HOUSEHOLDER
-           or (i.cls == LayerClass.HOUSEHOLDER and i.factor_domain == nonneg) for i in infos):
+    if all(
+        i.domain == nonneg
+        and i.cls != LayerClass.HOUSEHOLDER
+        or (i.cls == LayerClass.HOUSEHOLDER and i.factor_domain == nonneg)
+        for i in infos
+    ):
         return "T1"
     if all(i.cls in (LayerClass.LTI, LayerClass.NONNEG) for i in infos):
         return "T2" if all(i.cls == LayerClass.LTI for i in infos) else "T4"
     return None
 
 
-def counterexample(checkpoint, task: str = "parity", max_len: int = 10_000, tol: float = 0.01,
-                   max_w: int = 10_000, decay_floor: float = 1e-3, seed: int = 0) -> dict:
+def counterexample(
+    checkpoint,
+    task: str = "parity",
+    max_len: int = 10_000,
+    tol: float = 0.01,
+    max_w: int = 10_000,
+    decay_floor: float = 1e-3,
+    seed: int = 0,
+) -> dict:
     """Build the proof's witness for this model (or search), run it, report (see the module docstring)."""
     if isinstance(checkpoint, (str, bytes)) or hasattr(checkpoint, "__fspath__"):
         model, cfg, _, _ = load_checkpoint(checkpoint)
@@ -163,11 +184,15 @@ def counterexample(checkpoint, task: str = "parity", max_len: int = 10_000, tol:
     if not task.startswith("parity"):
         return _family_counterexample(model, where, task, max_len)
     if model.num_classes != 2:
-        raise UserError(f"the model predicts {model.num_classes} classes; a parity witness needs a parity model "
-                        f"(2 classes)")
+        raise UserError(
+            f"the model predicts {model.num_classes} classes; a parity witness needs a parity model "
+            f"(2 classes)"
+        )
     if model.vocab_size != 2:
-        raise UserError(f"the model has {model.vocab_size} input tokens; a parity witness needs a model with "
-                        f"vocabulary {{0, 1}}")
+        raise UserError(
+            f"the model has {model.vocab_size} input tokens; a parity witness needs a model with "
+            f"vocabulary {{0, 1}}"
+        )
     thm = _theorem(model)
     out = {"checkpoint": where, "layers": model.cfg.layers, "theorem": thm, "max_len": max_len}
     if thm == "T1":
@@ -179,8 +204,14 @@ def counterexample(checkpoint, task: str = "parity", max_len: int = 10_000, tol:
         W = w["W"]
         reps = max(8, -(-max_len // W))
         tokens = np.tile(np.array([1] + [0] * (W - 1), dtype=np.int64), reps)[None, :]
-        out.update(witness=f"(1 0^{W - 1})^T" if W > 1 else "1^T (W = 1)", period=W, W=W, tol=tol, phase_alignment=w,
-                   modes=[{k: (round(v, 6) if isinstance(v, float) else v) for k, v in p.items()} for p in ph])
+        out.update(
+            witness=f"(1 0^{W - 1})^T" if W > 1 else "1^T (W = 1)",
+            period=W,
+            W=W,
+            tol=tol,
+            phase_alignment=w,
+            modes=[{k: (round(v, 6) if isinstance(v, float) else v) for k, v in p.items()} for p in ph],
+        )
         out["max_len"] = tokens.shape[1]
     if thm is not None:
         P = out["period"]
@@ -192,14 +223,16 @@ def counterexample(checkpoint, task: str = "parity", max_len: int = 10_000, tol:
         out["state_norm"] = max(nv for _, nv in res["per_period"])
         out["found"] = s["first_error"] is not None
         kind = "stationary" if P == 1 else f"periodic with period {P}"
-        out["message"] = (f"{thm}: on {out['witness']} the output first differs from the parity at position "
-                          f"{s['first_error']} and repeats with the input's period from position "
-                          f"{s['output_periodic_from']} on (the parity has period {2 * P}); accuracy over the last "
-                          f"quarter {100 * s['tail_accuracy']:.1f}%; at length {T} the state is {kind} to "
-                          f"{out['state_gap']:.2g} per period (state norm {out['state_norm']:.3g})"
-                          if out["found"] else
-                          f"{thm}: no error on {out['witness']} up to length {T}; state change per period "
-                          f"{out['state_gap']:.2g}")
+        out["message"] = (
+            f"{thm}: on {out['witness']} the output first differs from the parity at position "
+            f"{s['first_error']} and repeats with the input's period from position "
+            f"{s['output_periodic_from']} on (the parity has period {2 * P}); accuracy over the last "
+            f"quarter {100 * s['tail_accuracy']:.1f}%; at length {T} the state is {kind} to "
+            f"{out['state_gap']:.2g} per period (state norm {out['state_norm']:.3g})"
+            if out["found"]
+            else f"{thm}: no error on {out['witness']} up to length {T}; state change per period "
+            f"{out['state_gap']:.2g}"
+        )
         return out
     return _search(model, out, max_len, seed)
 
@@ -211,29 +244,49 @@ def _family_counterexample(model, where: str, task_name: str, max_len: int) -> d
 
     task = get_task(task_name)
     if task.automaton() is None:
-        raise UserError(f"counterexample builds parity witnesses and the witness families of regular tasks; "
-                        f"{task.name} is not regular here; allowed: parity, dfa:, tomita:, evenpairs, cycle, "
-                        "group, modcount, modarith")
+        raise UserError(
+            f"counterexample builds parity witnesses and the witness families of regular tasks; "
+            f"{task.name} is not regular here; allowed: parity, dfa:, tomita:, evenpairs, cycle, "
+            "group, modcount, modarith"
+        )
     rows = failure_horizons(model, task, max_len)
-    out = {"checkpoint": where, "layers": model.cfg.layers, "theorem": None, "max_len": max_len,
-           "task": task.name, "families": rows}
+    out = {
+        "checkpoint": where,
+        "layers": model.cfg.layers,
+        "theorem": None,
+        "max_len": max_len,
+        "task": task.name,
+        "families": rows,
+    }
     broken = [r for r in rows if r["horizon"] is not None]
     if not rows:
-        out.update(found=False, witness=None, first_error=None,
-                   message=f"{task.name} has no witness family (a window language): nothing a bounded window "
-                           "cannot decide")
+        out.update(
+            found=False,
+            witness=None,
+            first_error=None,
+            message=f"{task.name} has no witness family (a window language): nothing a bounded window "
+            "cannot decide",
+        )
         return out
     if not broken:
-        out.update(found=False, witness=None, first_error=None,
-                   message=f"no error on the {len(rows)} witness families of {task.name} up to length {max_len}")
+        out.update(
+            found=False,
+            witness=None,
+            first_error=None,
+            message=f"no error on the {len(rows)} witness families of {task.name} up to length {max_len}",
+        )
         return out
     first = min(broken, key=lambda r: r["horizon"])
-    out.update(found=True, witness=first["family"], first_error=first["horizon"],
-               message=f"on the witness family {first['family']} of the states "
-                       f"{' and '.join(map(str, first['pair']))} (labels {' / '.join(first['label_names'])}, the "
-                       f"same for every n) the model is first wrong at n = "
-                       f"{first['horizon_n']}, a string of length {first['horizon']}; wrong at "
-                       f"{100 * first['wrong_after']:.0f}% of the longer n tested")
+    out.update(
+        found=True,
+        witness=first["family"],
+        first_error=first["horizon"],
+        message=f"on the witness family {first['family']} of the states "
+        f"{' and '.join(map(str, first['pair']))} (labels {' / '.join(first['label_names'])}, the "
+        f"same for every n) the model is first wrong at n = "
+        f"{first['horizon_n']}, a string of length {first['horizon']}; wrong at "
+        f"{100 * first['wrong_after']:.0f}% of the longer n tested",
+    )
     return out
 
 
@@ -241,8 +294,10 @@ def _search(model, out: dict, max_len: int, seed: int) -> dict:
     """No theorem covers the model: search random and structured inputs up to ``max_len``."""
     rng = np.random.default_rng(seed)
     out["witness"] = None
-    out["message_prefix"] = ("no theorem in the sources covers this model (a layer is non-linear or has "
-                             "negative/complex input-dependent eigenvalues); searched anyway")
+    out["message_prefix"] = (
+        "no theorem in the sources covers this model (a layer is non-linear or has "
+        "negative/complex input-dependent eigenvalues); searched anyway"
+    )
     families = [("1^T", [1]), ("(01)^T", [0, 1])]
     families += [(f"(0^{k} 1^{m})^T", [0] * k + [1] * m) for k in (1, 2, 3) for m in (1, 3)]
     families += [(f"(1 0^{W - 1})^T", [1] + [0] * (W - 1)) for W in (2, 3, 4, 5, 8, 16)]
@@ -253,8 +308,12 @@ def _search(model, out: dict, max_len: int, seed: int) -> dict:
         s = _summary(res["pred"], _parity(tokens))
         tried.append({"input": name, "length": max_len, **s})
         if s["first_error"] is not None:
-            out.update(found=True, witness=name, **s,
-                       message=f"{out['message_prefix']}: fails on {name} at position {s['first_error']}")
+            out.update(
+                found=True,
+                witness=name,
+                **s,
+                message=f"{out['message_prefix']}: fails on {name} at position {s['first_error']}",
+            )
             out["tried"] = tried
             return out
     lengths = sorted({n for n in (16, 64, 256, 1024, 4096, max_len) if n <= max_len})
@@ -265,12 +324,20 @@ def _search(model, out: dict, max_len: int, seed: int) -> dict:
         tried.append({"input": "random x64", "length": n, **s})
         if s["first_error"] is not None:
             bad = int(np.argmax((res["pred"] != _parity(tokens)).any(axis=1)))
-            out.update(found=True, witness=f"random (seed {seed})", **s,
-                       failing_input=tokens[bad, :s["first_error"]].tolist() if s["first_error"] <= 200 else None,
-                       message=f"{out['message_prefix']}: fails on a random input at position {s['first_error']}")
+            out.update(
+                found=True,
+                witness=f"random (seed {seed})",
+                **s,
+                failing_input=tokens[bad, : s["first_error"]].tolist() if s["first_error"] <= 200 else None,
+                message=f"{out['message_prefix']}: fails on a random input at position {s['first_error']}",
+            )
             out["tried"] = tried
             return out
-    out.update(found=False, first_error=None, tried=tried,
-               message=f"{out['message_prefix']}: no failing input among {len(tried)} families "
-                       f"(structured and 64 random sequences per length) up to length {max_len}")
+    out.update(
+        found=False,
+        first_error=None,
+        tried=tried,
+        message=f"{out['message_prefix']}: no failing input among {len(tried)} families "
+        f"(structured and 64 random sequences per length) up to length {max_len}",
+    )
     return out

@@ -9,6 +9,7 @@ and dtype with the file's header, all before a tensor is read. The tensors are t
 non-finite value (NaN, inf) is refused: a diverged model's numbers mean nothing. Each problem is one
 UserError line naming the file.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,17 +33,35 @@ from statetrack.untrusted import load_json
 
 FORMAT = "statetrack-checkpoint-1"
 
-_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.float16: "F16", torch.bfloat16: "BF16",
-           torch.complex64: "C64", torch.int64: "I64", torch.int32: "I32", torch.int8: "I8", torch.uint8: "U8",
-           torch.bool: "BOOL"}
+_DTYPES = {
+    torch.float32: "F32",
+    torch.float64: "F64",
+    torch.float16: "F16",
+    torch.bfloat16: "BF16",
+    torch.complex64: "C64",
+    torch.int64: "I64",
+    torch.int32: "I32",
+    torch.int8: "I8",
+    torch.uint8: "U8",
+    torch.bool: "BOOL",
+}
 
 
 class _SkipRandomInit(torch.overrides.TorchFunctionMode):
     """On the meta device, random initialisers (``normal_``, ``uniform_``, ...) are no-ops: the values do
     not exist, and torch would otherwise import its compiler (seconds) to run them there."""
 
-    NAMES = {"normal_", "uniform_", "trunc_normal_", "log_normal_", "exponential_", "cauchy_", "geometric_",
-             "random_", "bernoulli_"}
+    NAMES = {
+        "normal_",
+        "uniform_",
+        "trunc_normal_",
+        "log_normal_",
+        "exponential_",
+        "cauchy_",
+        "geometric_",
+        "random_",
+        "bernoulli_",
+    }
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -78,8 +97,9 @@ def checkpoint_bytes(model, config: dict, extra: dict | None = None) -> bytes:
     return save(tensors, metadata=meta)
 
 
-def save_checkpoint(model, config: dict, path: str | Path, extra: dict | None = None,
-                    exclusive: bool = False) -> Path:
+def save_checkpoint(
+    model, config: dict, path: str | Path, extra: dict | None = None, exclusive: bool = False
+) -> Path:
     """Write the model's weights and ``config`` (a TrainConfig dict) to ``path``, whole or not at all.
     ``exclusive``: never replace an existing file (a run's own checkpoint)."""
     return write_file(path, checkpoint_bytes(model, config, extra), exclusive=exclusive, what="checkpoint")
@@ -100,7 +120,7 @@ def rewrite_extra(data: bytes, extra: dict) -> bytes:
 
 def _header(data: bytes) -> tuple[dict, dict]:
     n = int.from_bytes(data[:8], "little")
-    head = load_json(data[8:8 + n], "a checkpoint's header")
+    head = load_json(data[8 : 8 + n], "a checkpoint's header")
     return head, head.pop("__metadata__", {}) or {}
 
 
@@ -146,8 +166,7 @@ def inspect_checkpoint(path: str | Path, max_params: int | None = None) -> Inspe
     try:
         with safe_open(str(path), framework="pt") as f:
             meta = f.metadata() or {}
-            header = {k: (tuple(f.get_slice(k).get_shape()), f.get_slice(k).get_dtype())
-                      for k in f.keys()}  # noqa: SIM118 (safe_open is not iterable)
+            header = {k: (tuple(f.get_slice(k).get_shape()), f.get_slice(k).get_dtype()) for k in f.keys()}  # noqa: SIM118 (safe_open is not iterable)
     except (SafetensorError, OSError, ValueError) as e:
         raise _bad(path, f"is not a readable safetensors file ({e})") from None
     if meta.get("format") != FORMAT:
@@ -168,9 +187,12 @@ def inspect_checkpoint(path: str | Path, max_params: int | None = None) -> Inspe
     except UserError as e:
         raise _bad(path, f"declares a bad model: {e}") from None
     if params > max_params:
-        raise _bad(path, f"declares a model of {params:,} parameters ({_short(cfg.model.layers)}, d_model "
-                         f"{cfg.model.d_model}, d_state {cfg.model.d_state}), over the limit of {max_params:,}; "
-                         "raise --max-params to load it")
+        raise _bad(
+            path,
+            f"declares a model of {params:,} parameters ({_short(cfg.model.layers)}, d_model "
+            f"{cfg.model.d_model}, d_state {cfg.model.d_state}), over the limit of {max_params:,}; "
+            "raise --max-params to load it",
+        )
     expected = meta_model(cfg.model, task).state_dict()
     missing = sorted(set(expected) - set(header))
     unexpected = sorted(set(header) - set(expected))
@@ -178,17 +200,23 @@ def inspect_checkpoint(path: str | Path, max_params: int | None = None) -> Inspe
         raise _bad(path, f"does not match its config: missing {missing[:3]}, unexpected {unexpected[:3]}")
     for k, (shape, dtype) in header.items():
         if shape != tuple(expected[k].shape):
-            raise UserError(f"checkpoint {str(path)!r}: tensor {k!r} has shape {shape}, the config needs "
-                            f"{tuple(expected[k].shape)}")
+            raise UserError(
+                f"checkpoint {str(path)!r}: tensor {k!r} has shape {shape}, the config needs "
+                f"{tuple(expected[k].shape)}"
+            )
         want = _DTYPES.get(expected[k].dtype, str(expected[k].dtype))
         if dtype != want:
-            raise UserError(f"checkpoint {str(path)!r}: tensor {k!r} has dtype {dtype}, the config needs {want}")
+            raise UserError(
+                f"checkpoint {str(path)!r}: tensor {k!r} has dtype {dtype}, the config needs {want}"
+            )
     return Inspection(path, cfg, extra, task, params)
 
 
 def _short(layers: str) -> str:
     """'transformer,transformer,...' (64 times) -> 'transformer*64'."""
-    return ",".join(f"{k}*{n}" if (n := len(list(g))) > 1 else k for k, g in groupby(map(str, parse_layers(layers))))
+    return ",".join(
+        f"{k}*{n}" if (n := len(list(g))) > 1 else k for k, g in groupby(map(str, parse_layers(layers)))
+    )
 
 
 def read_checkpoint(path: str | Path, max_params: int | None = None) -> tuple[dict, dict, dict]:
@@ -203,8 +231,10 @@ def read_checkpoint(path: str | Path, max_params: int | None = None) -> tuple[di
     for k, v in tensors.items():
         if (v.is_floating_point() or v.is_complex()) and not bool(torch.isfinite(v).all()):
             bad = int((~torch.isfinite(v)).sum())
-            raise UserError(f"checkpoint {str(path)!r}: tensor {k!r} has {bad} NaN or infinite value(s) of "
-                            f"{v.numel()}; a diverged model is not loaded")
+            raise UserError(
+                f"checkpoint {str(path)!r}: tensor {k!r} has {bad} NaN or infinite value(s) of "
+                f"{v.numel()}; a diverged model is not loaded"
+            )
     return tensors, info.config.model_dump(), info.extra
 
 
@@ -224,8 +254,12 @@ def load_checkpoint(path: str | Path, device="cpu", max_params: int | None = Non
 def check_task_fits(model, task, path, trained_on: str) -> None:
     """One line if ``task``'s inputs or labels do not fit the checkpoint's model (built for ``trained_on``)."""
     if task.vocab_size > model.vocab_size:
-        raise UserError(f"task {task.name} has {task.vocab_size} input tokens; checkpoint {str(path)!r} was built "
-                        f"for {model.vocab_size} ({trained_on})")
+        raise UserError(
+            f"task {task.name} has {task.vocab_size} input tokens; checkpoint {str(path)!r} was built "
+            f"for {model.vocab_size} ({trained_on})"
+        )
     if task.num_classes > model.num_classes:
-        raise UserError(f"task {task.name} has {task.num_classes} classes; checkpoint {str(path)!r} was built "
-                        f"for {model.num_classes} ({trained_on})")
+        raise UserError(
+            f"task {task.name} has {task.num_classes} classes; checkpoint {str(path)!r} was built "
+            f"for {model.num_classes} ({trained_on})"
+        )

@@ -1,4 +1,5 @@
 """Device choice: cpu, cuda, or auto (cuda when present)."""
+
 from __future__ import annotations
 
 import platform

@@ -43,6 +43,7 @@ gives an LM run the length metrics above too (of next-token prediction: ``accura
 position of each window, ``token_accuracy`` over all of them, chance = the most frequent
 target token's share among the tokens scored).
 """
+
 from __future__ import annotations
 
 import math
@@ -76,7 +77,9 @@ def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
     center = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
     # at p = 0 and p = 1 the bound is exactly 0 (1); the closed form leaves a rounding error there
-    return (0.0 if successes == 0 else max(0.0, center - half)), (1.0 if successes == n else min(1.0, center + half))
+    return (0.0 if successes == 0 else max(0.0, center - half)), (
+        1.0 if successes == n else min(1.0, center + half)
+    )
 
 
 @dataclass
@@ -88,16 +91,17 @@ class LengthMetrics:
     scaled_accuracy: float | None
     chance: float | None
     n_sequences: int
-    accuracy_low: float | None = None   # Wilson 95% interval of accuracy (filled in when not given)
+    accuracy_low: float | None = None  # Wilson 95% interval of accuracy (filled in when not given)
     accuracy_high: float | None = None
     token_majority: float | None = None  # the majority share of the labels at every scored position scored
-    note: str | None = None             # why a length is not scored, undecided, or scaled accuracy undefined
-    decided: bool | None = None         # the decision interval excludes THRESHOLD (None: not recorded)
+    note: str | None = None  # why a length is not scored, undecided, or scaled accuracy undefined
+    decided: bool | None = None  # the decision interval excludes THRESHOLD (None: not recorded)
 
     def __post_init__(self):
         if self.accuracy is not None and self.n_sequences and self.accuracy_low is None:
-            self.accuracy_low, self.accuracy_high = wilson(round(self.accuracy * self.n_sequences),
-                                                           self.n_sequences)
+            self.accuracy_low, self.accuracy_high = wilson(
+                round(self.accuracy * self.n_sequences), self.n_sequences
+            )
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -147,8 +151,17 @@ class _Tally:
 
 
 @torch.no_grad()
-def _score_batch(model, task: Task, length: int, batch_size: int, chunk: int, rng: np.random.Generator,
-                 device, split: str, tally: _Tally) -> None:
+def _score_batch(
+    model,
+    task: Task,
+    length: int,
+    batch_size: int,
+    chunk: int,
+    rng: np.random.Generator,
+    device,
+    split: str,
+    tally: _Tally,
+) -> None:
     """Run ``batch_size`` fresh sequences of the split's draw and add their counts to ``tally``."""
     states = model.init_state(batch_size)
     seq_ok = np.ones(batch_size, dtype=bool)
@@ -166,7 +179,7 @@ def _score_batch(model, task: Task, length: int, batch_size: int, chunk: int, rn
         hit = pred == b.targets
         tally.tok_right += int((hit & b.mask).sum())
         tally.tok_total += int(b.mask.sum())
-        tally.labels += np.bincount(b.targets[b.mask], minlength=task.num_classes)[:task.num_classes]
+        tally.labels += np.bincount(b.targets[b.mask], minlength=task.num_classes)[: task.num_classes]
         seq_ok &= ~(b.mask & ~hit).any(axis=1)
         scored = b.mask.any(axis=1)
         last = b.mask.shape[1] - 1 - np.argmax(b.mask[:, ::-1], axis=1)  # last scored position per row
@@ -192,8 +205,17 @@ def straddles(right: int, n: int, z: float, threshold: float = THRESHOLD) -> boo
 
 
 @torch.no_grad()
-def evaluate_length(model, task: Task, length: int, batch_size: int, chunk: int,
-                    rng: np.random.Generator, device=None, split: str = "test", doublings: int = 0) -> LengthMetrics:
+def evaluate_length(
+    model,
+    task: Task,
+    length: int,
+    batch_size: int,
+    chunk: int,
+    rng: np.random.Generator,
+    device=None,
+    split: str = "test",
+    doublings: int = 0,
+) -> LengthMetrics:
     """Metrics of ``model`` on ``batch_size`` sequences of the split's draw at ``length``; while the
     accuracy's interval at ``decision_z(doublings)`` contains ``THRESHOLD``, as many fresh sequences again
     (so 2, 4, ... times ``batch_size``), at most ``doublings`` times. ``decided`` says whether the last
@@ -217,17 +239,28 @@ def evaluate_length(model, task: Task, length: int, batch_size: int, chunk: int,
     decided = not straddles(tally.right, tally.n, z)
     if not decided:
         lo, hi = wilson(tally.right, tally.n, z)
-        notes.append(f"undecided at {100 * THRESHOLD:g}%: its {100 * (1 - 0.05 / (doublings + 1)):.4g}% interval "
-                     f"{100 * lo:.1f}-{100 * hi:.1f} after {tally.n:,} sequences contains it")
+        notes.append(
+            f"undecided at {100 * THRESHOLD:g}%: its {100 * (1 - 0.05 / (doublings + 1)):.4g}% interval "
+            f"{100 * lo:.1f}-{100 * hi:.1f} after {tally.n:,} sequences contains it"
+        )
     if split == "long" and (few := draws.long_plan(task, length).note):
         notes.append(few)
     if chance >= 1:
-        notes.append("every sequence has the same final label (a constant answer is right): scaled accuracy "
-                     "undefined")
-    return LengthMetrics(length, acc, tally.tok_right / max(tally.tok_total, 1), tally.seq_ok / tally.n,
-                         scaled(acc, chance), chance, tally.n,
-                         token_majority=float(tally.labels.max() / max(tally.tok_total, 1)),
-                         decided=decided, note="; ".join(notes) or None)
+        notes.append(
+            "every sequence has the same final label (a constant answer is right): scaled accuracy undefined"
+        )
+    return LengthMetrics(
+        length,
+        acc,
+        tally.tok_right / max(tally.tok_total, 1),
+        tally.seq_ok / tally.n,
+        scaled(acc, chance),
+        chance,
+        tally.n,
+        token_majority=float(tally.labels.max() / max(tally.tok_total, 1)),
+        decided=decided,
+        note="; ".join(notes) or None,
+    )
 
 
 def chunk_size(model, cfg: EvalConfig) -> int:
@@ -240,8 +273,13 @@ def chunk_size(model, cfg: EvalConfig) -> int:
     return max(1, min(cfg.chunk, (cfg.memory_mb << 20) // per_step))
 
 
-def evaluate(model, task: Task, cfg: EvalConfig | None = None,
-             on_length: Callable[[LengthMetrics], None] | None = None, split: str | None = None) -> list[LengthMetrics]:
+def evaluate(
+    model,
+    task: Task,
+    cfg: EvalConfig | None = None,
+    on_length: Callable[[LengthMetrics], None] | None = None,
+    split: str | None = None,
+) -> list[LengthMetrics]:
     """Accuracy per test length on the ``split`` draw (default: the first of ``cfg.test_split``). Each
     length gets its own generator seeded from (cfg.seed, split, length) (``draws.test_rng``), and up to
     ``cfg.doublings`` doublings of its sequences where the 90% judgement is undecided."""
@@ -252,8 +290,17 @@ def evaluate(model, task: Task, cfg: EvalConfig | None = None,
     chunk = chunk_size(model, cfg)
     out = []
     for length in cfg.lengths:
-        m = evaluate_length(model, task, length, cfg.batch_size, chunk, draws.test_rng(cfg.seed, split, length),
-                            device, split, cfg.doublings)
+        m = evaluate_length(
+            model,
+            task,
+            length,
+            cfg.batch_size,
+            chunk,
+            draws.test_rng(cfg.seed, split, length),
+            device,
+            split,
+            cfg.doublings,
+        )
         out.append(m)
         if on_length:
             on_length(m)
@@ -283,19 +330,35 @@ def evaluate_run(model, task: Task, cfg: EvalConfig, on_length: Callable | None 
 
     device = resolve_device(cfg.device)
     model = model.to(device).eval()
-    lm = evaluate_lm(model, task.heldout("test").split, task.tokenizer.token_bytes, cfg.lengths, cfg.tokens,
-                     cfg.batch_size, cfg.seed, chunk_size(model, cfg), device,
-                     on_length=None if on_length is None else lambda m: on_length(lm_length_metrics(m)),
-                     windows=cfg.windows)
+    lm = evaluate_lm(
+        model,
+        task.heldout("test").split,
+        task.tokenizer.token_bytes,
+        cfg.lengths,
+        cfg.tokens,
+        cfg.batch_size,
+        cfg.seed,
+        chunk_size(model, cfg),
+        device,
+        on_length=None if on_length is None else lambda m: on_length(lm_length_metrics(m)),
+        windows=cfg.windows,
+    )
     return [lm_length_metrics(m) for m in lm], lm
 
 
 def lm_length_metrics(m) -> LengthMetrics:
     """A language model's next-token accuracies at one context length, as length metrics; chance: the
     most frequent target token's share among the tokens scored."""
-    return LengthMetrics(m.length, m.last_accuracy, m.token_accuracy, m.sequence_accuracy,
-                         scaled(m.last_accuracy, m.last_chance), m.last_chance, m.windows,
-                         token_majority=m.token_majority)
+    return LengthMetrics(
+        m.length,
+        m.last_accuracy,
+        m.token_accuracy,
+        m.sequence_accuracy,
+        scaled(m.last_accuracy, m.last_chance),
+        m.last_chance,
+        m.windows,
+        token_majority=m.token_majority,
+    )
 
 
 def longest_generalized(metrics: list[LengthMetrics], threshold: float = THRESHOLD) -> int | None:
@@ -311,8 +374,9 @@ def longest_generalized(metrics: list[LengthMetrics], threshold: float = THRESHO
     return best
 
 
-def uncertain_judgement(metrics: list[LengthMetrics], threshold: float = THRESHOLD, metric: str = "accuracy",
-                        strict: bool = False) -> bool:
+def uncertain_judgement(
+    metrics: list[LengthMetrics], threshold: float = THRESHOLD, metric: str = "accuracy", strict: bool = False
+) -> bool:
     """Whether a longest-length judgement (``longest_generalized``: metric >= threshold; ``strict``:
     metric > threshold) could change within the intervals: at a length it reads (every scored length up
     to and including the first that fails), the length is undecided (``decided`` False: its decision

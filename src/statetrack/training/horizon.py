@@ -24,6 +24,7 @@ symbol at a time; where a row reaches the end of some u W^n, its state is copied
 copy (the rows of one length of v in one call). A model's state must have the batch as its first
 dimension (every mixer of the package does).
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -57,7 +58,9 @@ def _n_max(fam: Family, max_len: int) -> int:
 
 
 @torch.no_grad()
-def family_answers(model, fams: list[Family], max_len: int, tokens: np.ndarray, device=None) -> list[np.ndarray]:
+def family_answers(
+    model, fams: list[Family], max_len: int, tokens: np.ndarray, device=None
+) -> list[np.ndarray]:
     """Per family, the model's answers (2, n_max + 1) after u_i W^n v for n = 0 .. n_max (-1 where the
     string is empty); families with n_max < 0 get an empty array."""
     device = torch.device(device or next(model.parameters()).device)
@@ -66,9 +69,9 @@ def family_answers(model, fams: list[Family], max_len: int, tokens: np.ndarray, 
     plain = [r for r in rows if not fams[r[0]].end]
     tailed = [r for r in rows if fams[r[0]].end]
     for start in range(0, len(plain), ROWS):
-        _run_plain(model, fams, plain[start:start + ROWS], max_len, tokens, device, out)
+        _run_plain(model, fams, plain[start : start + ROWS], max_len, tokens, device, out)
     for start in range(0, len(tailed), ROWS):
-        _run_tailed(model, fams, tailed[start:start + ROWS], max_len, tokens, device, out)
+        _run_tailed(model, fams, tailed[start : start + ROWS], max_len, tokens, device, out)
     return out
 
 
@@ -77,11 +80,13 @@ def _strings(fams, rows, max_len, tokens):
     seqs = []
     for k, i in rows:
         f = fams[k]
-        seqs.append(np.concatenate([tokens[list(f.prefixes[i])], np.tile(tokens[list(f.pump)], _n_max(f, max_len))]))
+        seqs.append(
+            np.concatenate([tokens[list(f.prefixes[i])], np.tile(tokens[list(f.pump)], _n_max(f, max_len))])
+        )
     T = max(1, max(len(s) for s in seqs))
     x = np.full((len(rows), T), tokens[0], dtype=np.int64)
     for r, s in enumerate(seqs):
-        x[r, :len(s)] = s
+        x[r, : len(s)] = s
     return x
 
 
@@ -93,7 +98,7 @@ def _run_plain(model, fams, rows, max_len, tokens, device, out) -> None:
     states = model.init_state(len(rows))
     preds = []
     for start in range(0, x.shape[1], chunk):
-        logits, states = model(torch.as_tensor(x[:, start:start + chunk], device=device), states)
+        logits, states = model(torch.as_tensor(x[:, start : start + chunk], device=device), states)
         preds.append(logits.argmax(-1).cpu().numpy())
     pred = np.concatenate(preds, axis=1)
     for r, (k, i) in enumerate(rows):
@@ -130,11 +135,17 @@ def _run_tailed(model, fams, rows, max_len, tokens, device, out) -> None:
                     k, i = rows[r]
                     out[k][i, n] = a
         if t < last:
-            _, states = model(torch.as_tensor(x[:, t:t + 1], device=device), states)
+            _, states = model(torch.as_tensor(x[:, t : t + 1], device=device), states)
 
 
-def failure_horizons(model, task: Task, max_len: int, families: list[Family] | None = None,
-                     max_families: int = MAX_FAMILIES, device=None) -> list[dict]:
+def failure_horizons(
+    model,
+    task: Task,
+    max_len: int,
+    families: list[Family] | None = None,
+    max_families: int = MAX_FAMILIES,
+    device=None,
+) -> list[dict]:
     """Per witness family of ``task`` (every pair of states of its automaton; ``families`` to give
     them): the failure horizon of ``model`` (see the module docstring)."""
     auto = _automaton(model, task)
@@ -149,11 +160,15 @@ def failure_horizons(model, task: Task, max_len: int, families: list[Family] | N
 def _automaton(model, task: Task):
     auto = task.automaton()
     if auto is None:
-        raise UserError(f"{task.name} has no witness families: its labels are not computed by a finite automaton "
-                        "here (allowed: the regular tasks of 'statetrack tasks')")
+        raise UserError(
+            f"{task.name} has no witness families: its labels are not computed by a finite automaton "
+            "here (allowed: the regular tasks of 'statetrack tasks')"
+        )
     if model.vocab_size != task.vocab_size or model.num_classes != task.num_classes:
-        raise UserError(f"the model reads {model.vocab_size} tokens and predicts {model.num_classes} classes; "
-                        f"{task.name} has {task.vocab_size} tokens and {task.num_classes} classes")
+        raise UserError(
+            f"the model reads {model.vocab_size} tokens and predicts {model.num_classes} classes; "
+            f"{task.name} has {task.vocab_size} tokens and {task.num_classes} classes"
+        )
     return auto
 
 
@@ -172,11 +187,18 @@ def _rows(model, auto, fams: list[Family], names: dict, max_len: int, device) ->
         wrong = ~np.asarray(right.all(axis=0))
         first = int(np.argmax(wrong)) if wrong.any() else None
         horizon = None if first is None else min(fam.length(i, first) for i in (0, 1) if not right[i, first])
-        rows.append({**fam.as_dict(auto.symbols, auto.tokens, auto.label_name),
-                     "pair": list(names.get(fam.pair, fam.pair)), "tested_n": n_max,
-                     "tested_length": fam.length(0, n_max), "horizon_n": first, "horizon": horizon,
-                     "wrong_after": None if first is None else float(wrong[first:].mean()),
-                     "accuracy": float(right.mean())})
+        rows.append(
+            {
+                **fam.as_dict(auto.symbols, auto.tokens, auto.label_name),
+                "pair": list(names.get(fam.pair, fam.pair)),
+                "tested_n": n_max,
+                "tested_length": fam.length(0, n_max),
+                "horizon_n": first,
+                "horizon": horizon,
+                "wrong_after": None if first is None else float(wrong[first:].mean()),
+                "accuracy": float(right.mean()),
+            }
+        )
     return rows
 
 
@@ -191,10 +213,17 @@ def pair_horizons(rows: list[dict]) -> list[dict]:
     for pair, rs in by.items():
         broke = [r for r in rs if r["horizon"] is not None]
         first = min(broke, key=lambda r: (r["horizon"], r["horizon_n"])) if broke else rs[0]
-        out.append({"pair": list(pair), "families": len(rs), "horizon": first["horizon"],
-                    "horizon_n": first["horizon_n"], "family": first["family"],
-                    "tested_length": max(r["tested_length"] for r in rs),
-                    "accuracy": float(np.mean([r["accuracy"] for r in rs]))})
+        out.append(
+            {
+                "pair": list(pair),
+                "families": len(rs),
+                "horizon": first["horizon"],
+                "horizon_n": first["horizon_n"],
+                "family": first["family"],
+                "tested_length": max(r["tested_length"] for r in rs),
+                "accuracy": float(np.mean([r["accuracy"] for r in rs])),
+            }
+        )
     return out
 
 
@@ -203,12 +232,22 @@ def horizon_summary(rows: list[dict], max_len: int) -> dict:
     pair: the pair of states of the family that broke first (None)}."""
     broke = [r for r in rows if r["horizon"] is not None]
     first = min(broke, key=lambda r: r["horizon"]) if broke else None
-    return {"horizon": None if first is None else first["horizon"], "horizon_max": max_len,
-            "pair": None if first is None else first["pair"], "family": None if first is None else first["family"]}
+    return {
+        "horizon": None if first is None else first["horizon"],
+        "horizon_max": max_len,
+        "pair": None if first is None else first["pair"],
+        "family": None if first is None else first["family"],
+    }
 
 
-def measure_horizons(model, task: Task, max_len: int, max_families: int = MAX_FAMILIES, device=None,
-                     keep_families: bool = False) -> dict:
+def measure_horizons(
+    model,
+    task: Task,
+    max_len: int,
+    max_families: int = MAX_FAMILIES,
+    device=None,
+    keep_families: bool = False,
+) -> dict:
     """Every pair of states of the task's automaton: its horizon, or why it has no family. {horizon,
     horizon_max, pair, family (the first to break), pairs: pair_horizons' rows, families_tested,
     pairs_total, pairs_skipped (beyond the cap), no_family: {reason: number of pairs}, max_loop (the
@@ -216,9 +255,15 @@ def measure_horizons(model, task: Task, max_len: int, max_families: int = MAX_FA
     auto = _automaton(model, task)
     w = witness_pairs(auto, max_families)
     rows = _rows(model, auto, w.families, {p.states: p.names for p in w.pairs}, max_len, device)
-    out = {**horizon_summary(rows, max_len), "pairs": pair_horizons(rows), "families_tested": len(rows),
-           "pairs_total": w.pairs_total, "pairs_skipped": w.pairs_skipped,
-           "no_family": dict(Counter(p.reason.split(":")[0] for p in w.pairs if p.reason)), "max_loop": w.max_word}
+    out = {
+        **horizon_summary(rows, max_len),
+        "pairs": pair_horizons(rows),
+        "families_tested": len(rows),
+        "pairs_total": w.pairs_total,
+        "pairs_skipped": w.pairs_skipped,
+        "no_family": dict(Counter(p.reason.split(":")[0] for p in w.pairs if p.reason)),
+        "max_loop": w.max_word,
+    }
     if keep_families:
         out["families"] = rows
     return out

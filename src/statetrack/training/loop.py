@@ -22,6 +22,7 @@ training or validation loss is NaN or infinite, or when a validation loss exceed
 a model a thousand times worse than guessing has left any basin it could have learned in, whatever its
 best validation accuracy was.
 """
+
 from __future__ import annotations
 
 import copy
@@ -174,12 +175,18 @@ def lr_lambda(cfg: TrainConfig):
             return (step + 1) / warm
         progress = (step - warm) / max(1, cfg.steps - warm)
         return 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
+
     return f
 
 
-def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None,
-          on_step: Callable[[int, dict], None] | None = None,
-          on_train_step: Callable[[int], None] | None = None, progress: Progress = None) -> TrainResult:
+def train(
+    cfg: TrainConfig,
+    task: Task | None = None,
+    model: Model | None = None,
+    on_step: Callable[[int, dict], None] | None = None,
+    on_train_step: Callable[[int], None] | None = None,
+    progress: Progress = None,
+) -> TrainResult:
     """Train ``cfg.model`` on ``cfg.task``; returns the best validated model and its curve.
 
     ``model``: the initial model (e.g. a construction's, see ``runner.initial_model``); by default a
@@ -242,13 +249,28 @@ def train(cfg: TrainConfig, task: Task | None = None, model: Model | None = None
     data.close()
     model.load_state_dict(best.state)
     model.eval()
-    return TrainResult(model, cfg, best.step, best.accuracy, best.loss,
-                       curve[-1].train_accuracy, step,
-                       step < cfg.steps, time.time() - t0, curve, learning.learned_at, reason)
+    return TrainResult(
+        model,
+        cfg,
+        best.step,
+        best.accuracy,
+        best.loss,
+        curve[-1].train_accuracy,
+        step,
+        step < cfg.steps,
+        time.time() - t0,
+        curve,
+        learning.learned_at,
+        reason,
+    )
 
 
-def _logged(cfg: TrainConfig, progress: Progress, on_step: Callable[[int, dict], None] | None,
-            on_train_step: Callable[[int], None] | None) -> Callable[[int, dict], None] | None:
+def _logged(
+    cfg: TrainConfig,
+    progress: Progress,
+    on_step: Callable[[int, dict], None] | None,
+    on_train_step: Callable[[int], None] | None,
+) -> Callable[[int, dict], None] | None:
     """``on_step``, followed by a log line per validation where ``progress`` asks for one."""
     out = sink(progress, callbacks=bool(on_step or on_train_step))
     if out is None:
@@ -261,6 +283,7 @@ def _logged(cfg: TrainConfig, progress: Progress, on_step: Callable[[int, dict],
     def both(step: int, info: dict) -> None:
         first(step, info)
         log(step, info)
+
     return both
 
 
@@ -270,9 +293,13 @@ def check_validation(step: int, vloss: float, limit: float) -> None:
         raise TrainingDiverged(step, vloss)
     if vloss > limit:
         uniform = limit / DIVERGED_FACTOR
-        raise TrainingDiverged(step, vloss, f"validation loss {vloss:.3g} at step {step} is over "
-                               f"{DIVERGED_FACTOR:g} times that of a uniform guess ({uniform:.3g}): "
-                               "training diverged")
+        raise TrainingDiverged(
+            step,
+            vloss,
+            f"validation loss {vloss:.3g} at step {step} is over "
+            f"{DIVERGED_FACTOR:g} times that of a uniform guess ({uniform:.3g}): "
+            "training diverged",
+        )
 
 
 class Best:

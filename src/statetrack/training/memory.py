@@ -28,6 +28,7 @@ with the number of chunks a long evaluation streams; :func:`release_free_memory`
 back to the OS, and evaluation calls it after every chunk (docs/reliability.md: peak memory flat in
 length).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -53,11 +54,17 @@ def configure() -> dict:
     """Apply the settings above (idempotent). Returns what is in effect."""
     os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
     on = os.environ["THP_MEM_ALLOC_ENABLE"] != "0"
-    user_set = any(k in os.environ for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_MAX_"))
-    tuned = bool(on and not user_set and _LIBC is not None
-                 and _LIBC.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
-                 and _LIBC.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
-                 and _LIBC.mallopt(M_MMAP_MAX, 0) == 1)
+    user_set = any(
+        k in os.environ for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_MAX_")
+    )
+    tuned = bool(
+        on
+        and not user_set
+        and _LIBC is not None
+        and _LIBC.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
+        and _LIBC.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
+        and _LIBC.mallopt(M_MMAP_MAX, 0) == 1
+    )
     return {"huge_pages": on, "malloc_thresholds": tuned}
 
 
@@ -112,7 +119,9 @@ def available() -> tuple[int, str]:
     if (free := _meminfo("MemAvailable")) is not None:
         limits.append((free, "available on this machine"))
     limit = _read_int("/sys/fs/cgroup/memory.max") or _read_int("/sys/fs/cgroup/memory/memory.limit_in_bytes")
-    used = _read_int("/sys/fs/cgroup/memory.current") or _read_int("/sys/fs/cgroup/memory/memory.usage_in_bytes")
+    used = _read_int("/sys/fs/cgroup/memory.current") or _read_int(
+        "/sys/fs/cgroup/memory/memory.usage_in_bytes"
+    )
     if limit is not None and used is not None and limit < 1 << 60:
         limits.append((max(0, limit - used), "left under this container's memory limit"))
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)

@@ -34,6 +34,7 @@ Cost: one batched pass per group of families of one shape (prefix, pump and suff
 ``samples`` strings each, n up to the longest training length): seconds of CPU per checkpoint.
 Validation against measured horizons: docs/results/horizon-prediction.md.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -70,7 +71,7 @@ def _crossing(g: np.ndarray, n: np.ndarray) -> float:
     params: list = [None] * rows
     forms = [("exp", r) for r in RATES] + [("lin", None)]
     for form, r in forms:
-        x = r ** n if form == "exp" else n.astype(float)
+        x = r**n if form == "exp" else n.astype(float)
         A = np.column_stack([np.ones_like(x), x])
         coef, *_ = np.linalg.lstsq(A, g.T, rcond=None)  # (2, rows)
         sse = ((A @ coef - g.T) ** 2).sum(axis=0)
@@ -95,8 +96,9 @@ def _crossing(g: np.ndarray, n: np.ndarray) -> float:
 
 
 @torch.no_grad()
-def _margins(model, strings: np.ndarray, pumps: np.ndarray, ends: np.ndarray, correct: np.ndarray, n_max: int,
-             device) -> np.ndarray:
+def _margins(
+    model, strings: np.ndarray, pumps: np.ndarray, ends: np.ndarray, correct: np.ndarray, n_max: int, device
+) -> np.ndarray:
     """(rows, n_max + 1): each row's margin after x W^n v (the logit of its correct label minus the largest
     other), for rows of one shape: strings (rows, m), pumps (rows, |W|), ends (rows, |v|) as tokens."""
     rows = len(strings)
@@ -117,20 +119,31 @@ def _margins(model, strings: np.ndarray, pumps: np.ndarray, ends: np.ndarray, co
     return out
 
 
-def predict_horizon(model, task: Task, train_max_len: int, samples: int = SAMPLES,
-                    max_families: int = MAX_FAMILIES, seed: int = 0, device=None) -> dict:
+def predict_horizon(
+    model,
+    task: Task,
+    train_max_len: int,
+    samples: int = SAMPLES,
+    max_families: int = MAX_FAMILIES,
+    seed: int = 0,
+    device=None,
+) -> dict:
     """The predicted failure horizon of ``model`` on ``task`` from its read-out on strings within the
     training lengths (up to ``train_max_len``), per pair of states (see the module docstring): {horizon,
     seen (the margin crossed within the training lengths already), low, high (the interval), pair (first
     predicted to fail), family, pairs: one row per pair, families_predicted, pairs_total}."""
     auto = task.automaton()
     if auto is None:
-        raise UserError(f"{task.name} has no automaton here, so no pairs of states to predict a horizon for; "
-                        "allowed: the regular tasks (dfa:, tomita:, parity, evenpairs, cycle, group, modcount, "
-                        "modarith)")
+        raise UserError(
+            f"{task.name} has no automaton here, so no pairs of states to predict a horizon for; "
+            "allowed: the regular tasks (dfa:, tomita:, parity, evenpairs, cycle, group, modcount, "
+            "modarith)"
+        )
     if model.vocab_size != task.vocab_size or model.num_classes != task.num_classes:
-        raise UserError(f"the model reads {model.vocab_size} tokens and predicts {model.num_classes} classes; "
-                        f"{task.name} has {task.vocab_size} tokens and {task.num_classes} classes")
+        raise UserError(
+            f"the model reads {model.vocab_size} tokens and predicts {model.num_classes} classes; "
+            f"{task.name} has {task.vocab_size} tokens and {task.num_classes} classes"
+        )
     device = torch.device(device or next(model.parameters()).device)
     model.eval()
     w = witness_pairs(auto)
@@ -151,21 +164,32 @@ def predict_horizon(model, task: Task, train_max_len: int, samples: int = SAMPLE
     per_batch = max(1, ROWS // (2 * samples))
     for (m, _, _), ks in groups.items():
         for start in range(0, len(ks), per_batch):
-            part = ks[start:start + per_batch]
-            x = np.concatenate([mini.draw_ending_in(np.full(samples, e), m, rng) for k in part for e in plans[k][0]])
+            part = ks[start : start + per_batch]
+            x = np.concatenate(
+                [mini.draw_ending_in(np.full(samples, e), m, rng) for k in part for e in plans[k][0]]
+            )
             reps = 2 * samples
             pumps = np.repeat(np.stack([mini.tokens[list(fams[k].pump)] for k in part]), reps, axis=0)
             tails = np.repeat(np.stack([mini.tokens[list(fams[k].end)] for k in part]), reps, axis=0)
             correct = np.concatenate([np.repeat(np.array(fams[k].labels), samples) for k in part])
             out = _margins(model, mini.tokens[x], pumps, tails, correct, plans[part[0]][2], device)
             for i, k in enumerate(part):
-                margins[k] = out[i * reps:(i + 1) * reps]
+                margins[k] = out[i * reps : (i + 1) * reps]
     rows = []
     for k, fam in enumerate(fams):
         row = {"pair": list(names[fam.pair]), "family": fam.text(mini.symbols), "prefix_length": plans[k][1]}
         if k not in margins:
-            rows.append({**row, "horizon": None, "low": None, "high": None, "spread_band": None, "seen": False,
-                         "reason": "the training lengths hold fewer than 3 repetitions of the pump"})
+            rows.append(
+                {
+                    **row,
+                    "horizon": None,
+                    "low": None,
+                    "high": None,
+                    "spread_band": None,
+                    "seen": False,
+                    "reason": "the training lengths hold fewer than 3 repetitions of the pump",
+                }
+            )
         else:
             rows.append({**row, **_fit_family(margins[k], samples, fam, rng)})
     return _summary(rows, w, len(fams))
@@ -191,8 +215,8 @@ def _fit_family(marg: np.ndarray, k: int, fam, rng) -> dict:
         cross = _crossing(g, n)
         point.append(cross[0])
         # no interpolation: a resampling with no crossing (inf) stays inf
-        lows.append(np.quantile(cross[1:1 + BOOTSTRAP], 0.1, method="inverted_cdf"))
-        highs.append(np.quantile(cross[1:1 + BOOTSTRAP], 0.9, method="inverted_cdf"))
+        lows.append(np.quantile(cross[1 : 1 + BOOTSTRAP], 0.1, method="inverted_cdf"))
+        highs.append(np.quantile(cross[1 : 1 + BOOTSTRAP], 0.9, method="inverted_cdf"))
         band.append(sorted((cross[-2], cross[-1])))
     c = int(np.argmin(point))
 
@@ -202,24 +226,36 @@ def _fit_family(marg: np.ndarray, k: int, fam, rng) -> dict:
         if not fam.prefixes[c] and not fam.end:  # the empty string at n = 0 is not scored
             nn = max(nn, 1)
         return int(round(len(fam.prefixes[c]) + nn * len(fam.pump) + len(fam.end)))
-    return {"horizon": length(point[c]), "horizon_n": None if not np.isfinite(point[c]) else float(point[c]),
-            "seen": bool(point[c] <= n[-1]),  # the class's mean margin was <= 0 within the training lengths
-            "low": length(min(lows)), "high": length(min(highs)),
-            "spread_band": [length(min(b[0] for b in band)), length(min(b[1] for b in band))],
-            "fails_first": c, "trained_n": int(n[-1]),
-            "separation": float(means[0][-1] + means[1][-1]), "spread": float((spreads[0][-1] + spreads[1][-1]) / 2),
-            "curve": {"margin": [m.round(4).tolist() for m in means], "spread": [s.round(4).tolist() for s in spreads]},
-            "reason": None}
+
+    return {
+        "horizon": length(point[c]),
+        "horizon_n": None if not np.isfinite(point[c]) else float(point[c]),
+        "seen": bool(point[c] <= n[-1]),  # the class's mean margin was <= 0 within the training lengths
+        "low": length(min(lows)),
+        "high": length(min(highs)),
+        "spread_band": [length(min(b[0] for b in band)), length(min(b[1] for b in band))],
+        "fails_first": c,
+        "trained_n": int(n[-1]),
+        "separation": float(means[0][-1] + means[1][-1]),
+        "spread": float((spreads[0][-1] + spreads[1][-1]) / 2),
+        "curve": {
+            "margin": [m.round(4).tolist() for m in means],
+            "spread": [s.round(4).tolist() for s in spreads],
+        },
+        "reason": None,
+    }
 
 
 def _summary(rows: list[dict], w, predicted: int) -> dict:
     """Per pair, the family predicted to fail first; the run's horizon over the pairs."""
+
     def key(v):
         return np.inf if v is None else v
 
     def least(vals):
         v = min(vals, default=np.inf)
         return None if not np.isfinite(v) else int(v)
+
     by: dict[tuple, list[dict]] = {}
     for r in rows:
         by.setdefault(tuple(r["pair"]), []).append(r)
@@ -230,12 +266,25 @@ def _summary(rows: list[dict], w, predicted: int) -> dict:
             pairs.append({**rs[0], "families": len(rs)})
             continue
         first = min(scored, key=lambda r: key(r["horizon"]))
-        pairs.append({**first, "families": len(rs), "low": least(key(r["low"]) for r in scored),
-                      "high": least(key(r["high"]) for r in scored)})
+        pairs.append(
+            {
+                **first,
+                "families": len(rs),
+                "low": least(key(r["low"]) for r in scored),
+                "high": least(key(r["high"]) for r in scored),
+            }
+        )
     scored = [p for p in pairs if p["reason"] is None]
     first = min(scored, key=lambda r: key(r["horizon"]), default=None)
     broke = first is not None and first["horizon"] is not None
-    return {"horizon": first["horizon"] if broke else None, "seen": bool(broke and first["seen"]),
-            "low": least(key(r["low"]) for r in scored), "high": least(key(r["high"]) for r in scored),
-            "pair": first["pair"] if broke else None, "family": first["family"] if broke else None,
-            "pairs": pairs, "families_predicted": predicted, "pairs_total": w.pairs_total}
+    return {
+        "horizon": first["horizon"] if broke else None,
+        "seen": bool(broke and first["seen"]),
+        "low": least(key(r["low"]) for r in scored),
+        "high": least(key(r["high"]) for r in scored),
+        "pair": first["pair"] if broke else None,
+        "family": first["family"] if broke else None,
+        "pairs": pairs,
+        "families_predicted": predicted,
+        "pairs_total": w.pairs_total,
+    }

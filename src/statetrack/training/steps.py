@@ -20,6 +20,7 @@ recurrences themselves take float32 inputs under autocast: ``torch.amp.custom_fw
 ``StepStats`` is what a validation reads: the last training loss, the token accuracy since the last
 read, and the first non-finite step (which the training loop turns into ``TrainingDiverged``).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -122,14 +123,21 @@ class EagerStep:
 class DeviceStep:
     """The step on a CUDA device, never waiting on the host (see the module docstring)."""
 
-    def __init__(self, model: nn.Module, cfg: TrainConfig, schedule: Schedule, device: torch.device,
-                 graphs: bool = True):
+    def __init__(
+        self,
+        model: nn.Module,
+        cfg: TrainConfig,
+        schedule: Schedule,
+        device: torch.device,
+        graphs: bool = True,
+    ):
         self.model, self.clip, self.schedule, self.base_lr = model, cfg.clip, schedule, cfg.lr
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.lr_t = torch.tensor(float(cfg.lr * schedule(0)), device=device)
         cuda = device.type == "cuda"  # (the CPU runs this class in the tests, without graphs)
-        self.opt = torch.optim.AdamW(self.params, lr=self.lr_t, weight_decay=cfg.weight_decay, capturable=cuda,
-                                     foreach=cuda)
+        self.opt = torch.optim.AdamW(
+            self.params, lr=self.lr_t, weight_decay=cfg.weight_decay, capturable=cuda, foreach=cuda
+        )
         self.bf16 = cfg.precision == "bfloat16"
         z = lambda dtype: torch.zeros((), dtype=dtype, device=device)  # noqa: E731
         self.count, self.first_bad = z(torch.int64), z(torch.int64)
@@ -163,9 +171,13 @@ class DeviceStep:
             self.total.add_(m.sum())
 
     def _snapshot(self):
-        return ([p.detach().clone() for p in self.params],
-                {id(p): {k: (v.clone() if torch.is_tensor(v) else v) for k, v in s.items()}
-                 for p, s in self.opt.state.items()})
+        return (
+            [p.detach().clone() for p in self.params],
+            {
+                id(p): {k: (v.clone() if torch.is_tensor(v) else v) for k, v in s.items()}
+                for p, s in self.opt.state.items()
+            },
+        )
 
     def _restore(self, snap: tuple[list[Tensor], dict]) -> None:
         params, state = snap
@@ -212,8 +224,12 @@ class DeviceStep:
             try:
                 self.graphs[n] = self._capture(x, y, m)
             except RuntimeError as e:  # an op that cannot be captured: this run steps eagerly instead
-                warnings.warn(f"CUDA graph capture failed ({str(e).splitlines()[0]}); this run trains "
-                              "without graphs (still without host reads per step)", RuntimeWarning, stacklevel=2)
+                warnings.warn(
+                    f"CUDA graph capture failed ({str(e).splitlines()[0]}); this run trains "
+                    "without graphs (still without host reads per step)",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
                 torch.cuda.synchronize()
                 self.graphs_on = False
                 self._body(x, y, m)
@@ -225,8 +241,15 @@ class DeviceStep:
         graph.replay()
 
     def read(self) -> StepStats:
-        vals = torch.stack([self.loss_last.double(), self.hits.double(), self.total.double(),
-                            self.first_bad.double(), self.bad_loss.double()]).tolist()  # one host read
+        vals = torch.stack(
+            [
+                self.loss_last.double(),
+                self.hits.double(),
+                self.total.double(),
+                self.first_bad.double(),
+                self.bad_loss.double(),
+            ]
+        ).tolist()  # one host read
         self.hits.zero_()
         self.total.zero_()
         return StepStats(vals[0], int(vals[1]), int(vals[2]), int(vals[3]), vals[4])
@@ -235,8 +258,9 @@ class DeviceStep:
         return self.next_lr
 
 
-def make_step(model: nn.Module, cfg: TrainConfig, schedule: Schedule,
-              device: torch.device) -> EagerStep | DeviceStep:
+def make_step(
+    model: nn.Module, cfg: TrainConfig, schedule: Schedule, device: torch.device
+) -> EagerStep | DeviceStep:
     """EagerStep on the CPU; DeviceStep (graphs per ``cfg.cuda_graphs``) on CUDA; both minimise
     :func:`masked_loss`."""
     if device.type == "cuda":
@@ -254,8 +278,9 @@ def _each(f: Callable[[Any], Tensor], arrays: tuple[Any, Any, Any]) -> TrainBatc
     return f(x), f(y), f(m)
 
 
-def batches(task: Task, rng: np.random.Generator, cfg: TrainConfig, device: torch.device,
-            prefetch: int = 4) -> Generator[TrainBatch, None, None]:
+def batches(
+    task: Task, rng: np.random.Generator, cfg: TrainConfig, device: torch.device, prefetch: int = 4
+) -> Generator[TrainBatch, None, None]:
     """Training batches (x, y, mask) on ``device``: one length drawn per step from the training range (its
     top rising by stages under a length curriculum, ``TrainConfig.max_length_at``), then a batch of that
     length, from ``rng`` in that order. With ``supervision: every`` the mask covers every position (each

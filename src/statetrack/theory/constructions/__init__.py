@@ -23,6 +23,7 @@ Precision notes (float32), measured by the tests at length 10,000:
 * S4D (P1, P2): |A_bar| = exp(-exp(-60)) = 1 in float32; the angle 2 pi/m is rounded once and its
   error accumulates linearly (about 1e-7 rad per step), far inside the margin pi/m at 10^4 steps.
 """
+
 from __future__ import annotations
 
 import torch
@@ -52,9 +53,15 @@ def available() -> list[dict]:
     """One row per construction: name, basis, description, available (its mixers are registered)."""
     rows = []
     for name, (_, basis, desc, arg, mixers) in REGISTRY.items():
-        rows.append({"name": name + (f":{arg}" if arg else ""), "basis": basis, "description": desc,
-                     "available": all(m in MIXERS for m in mixers),
-                     "needs": ", ".join(m for m in mixers if m not in MIXERS)})
+        rows.append(
+            {
+                "name": name + (f":{arg}" if arg else ""),
+                "basis": basis,
+                "description": desc,
+                "available": all(m in MIXERS for m in mixers),
+                "needs": ", ".join(m for m in mixers if m not in MIXERS),
+            }
+        )
     return rows
 
 
@@ -66,8 +73,10 @@ def build(name: str) -> Construction:
     fn, basis, desc, default_arg, mixers = REGISTRY[base]
     missing = [m for m in mixers if m not in MIXERS]
     if missing:
-        raise UserError(f"construction {base!r} needs mixer(s) {', '.join(missing)}, not in this build; "
-                        f"allowed: {', '.join(r['name'] for r in available() if r['available'])}")
+        raise UserError(
+            f"construction {base!r} needs mixer(s) {', '.join(missing)}, not in this build; "
+            f"allowed: {', '.join(r['name'] for r in available() if r['available'])}"
+        )
     c = fn(arg or default_arg) if default_arg is not None else fn()
     c.name = base + (f":{arg or default_arg}" if default_arg is not None else "")
     c.basis = basis
@@ -78,16 +87,21 @@ def build(name: str) -> Construction:
 
 def save(name: str, path) -> Construction:
     c = build(name)
-    save_checkpoint(c.model, c.config.model_dump(), path,
-                    extra={"construction": c.name, "basis": c.basis, "label": f"construction:{c.name}",
-                           "notes": c.notes})
+    save_checkpoint(
+        c.model,
+        c.config.model_dump(),
+        path,
+        extra={"construction": c.name, "basis": c.basis, "label": f"construction:{c.name}", "notes": c.notes},
+    )
     return c
 
 
 def _init_name(init: str | None) -> str:
     kind, _, name = (init or "").partition(":")
     if kind != "construction" or not name:
-        raise UserError(f"bad --init {init!r}; allowed: construction:NAME with NAME from 'statetrack construct --list'")
+        raise UserError(
+            f"bad --init {init!r}; allowed: construction:NAME with NAME from 'statetrack construct --list'"
+        )
     return name
 
 
@@ -105,21 +119,26 @@ def init_config(init: str, task: str | None = None, **given) -> ModelConfig:
     that differs and the construction's value."""
     c = build(_init_name(init))
     if task is not None and get_task(task).name != get_task(c.config.task).name:
-        raise UserError(f"construction {c.name!r} solves {c.config.task!r}, not {task!r}; "
-                        f"allowed: --task {c.config.task}")
+        raise UserError(
+            f"construction {c.name!r} solves {c.config.task!r}, not {task!r}; allowed: --task {c.config.task}"
+        )
     mine = c.config.model
     for field, value in given.items():
         if field not in ModelConfig.model_fields:
-            raise UserError(f"unknown model field {field!r}{did_you_mean(field, ModelConfig.model_fields)}; "
-                            f"allowed: {', '.join(ModelConfig.model_fields)}")
+            raise UserError(
+                f"unknown model field {field!r}{did_you_mean(field, ModelConfig.model_fields)}; "
+                f"allowed: {', '.join(ModelConfig.model_fields)}"
+            )
         if value is None:
             continue
         ours = getattr(mine, field)
         if field == "layers":
             value = format_layers(parse_layers(value))
         if value != ours:
-            raise UserError(f"--init {init} defines the model: {field} {value!r} differs from the construction's "
-                            f"{ours!r}; omit it or give {ours!r}")
+            raise UserError(
+                f"--init {init} defines the model: {field} {value!r} differs from the construction's "
+                f"{ours!r}; omit it or give {ours!r}"
+            )
     return mine
 
 
@@ -127,8 +146,10 @@ def init_model(cfg: TrainConfig) -> Model:
     """The construction's model with N(0, init_noise^2) added to every parameter (seeded by cfg.seed)."""
     c = build(_init_name(cfg.init))
     if cfg.model != c.config.model:
-        raise UserError(f"--init {cfg.init}: the model config must be the construction's "
-                        f"({c.config.model.model_dump()}), got {cfg.model.model_dump()}")
+        raise UserError(
+            f"--init {cfg.init}: the model config must be the construction's "
+            f"({c.config.model.model_dump()}), got {cfg.model.model_dump()}"
+        )
     if get_task(cfg.task).name != get_task(c.config.task).name:
         raise UserError(f"construction {c.name!r} solves {c.config.task!r}, not {cfg.task!r}")
     model = c.model

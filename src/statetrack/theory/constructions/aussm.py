@@ -1,6 +1,7 @@
 """AUSSM constructions: any abelian group with one layer (T5), S3 with two (P3), both from the
 lagged-angle layer.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,8 +22,16 @@ from statetrack.theory.constructions.base import (
 )
 
 
-def _aussm_lag_layer(mx: AUSSM, units: list[torch.Tensor], angles: list[list[float]], c: list[complex], const: int,
-                     out_coord: int, L: float = 30.0, situations: list[torch.Tensor] | None = None):
+def _aussm_lag_layer(
+    mx: AUSSM,
+    units: list[torch.Tensor],
+    angles: list[list[float]],
+    c: list[complex],
+    const: int,
+    out_coord: int,
+    L: float = 30.0,
+    situations: list[torch.Tensor] | None = None,
+):
     """One AUSSM layer (d_state = N slots) whose state channel holds prod chi_n of the inputs so far.
 
     AUSSM's input term b = u B is real and its state starts at 0, so the rotation cannot be about a
@@ -42,7 +51,9 @@ def _aussm_lag_layer(mx: AUSSM, units: list[torch.Tensor], angles: list[list[flo
     with torch.no_grad():
         W = mx.in_proj.weight
         W.zero_()
-        assert mx.conv is not None and mx.conv.bias is not None, "the construction needs the layer's convolution"
+        assert mx.conv is not None and mx.conv.bias is not None, (
+            "the construction needs the layer's convolution"
+        )
         cw = mx.conv.weight  # (E, 1, K)
         cw.zero_()
         mx.conv.bias.zero_()
@@ -62,15 +73,17 @@ def _aussm_lag_layer(mx: AUSSM, units: list[torch.Tensor], angles: list[list[flo
             Uinv = torch.linalg.inv(U)
         for n in range(N):
             ang = torch.tensor([angles[i][n] for i in range(nU)], dtype=torch.float64)
-            z = torch.tensor([c[n] * complex(math.cos(a), math.sin(a)) for a in ang.tolist()], dtype=torch.complex128)
+            z = torch.tensor(
+                [c[n] * complex(math.cos(a), math.sin(a)) for a in ang.tolist()], dtype=torch.complex128
+            )
             if situations is not None:
                 xp[n, :nU] = (Uinv @ ang).float()
-                xp[R + N + n, nU:2 * nU] = (Uinv @ z.real).float()
-                xp[R + 2 * N + n, nU:2 * nU] = (Uinv @ z.imag).float()
+                xp[R + N + n, nU : 2 * nU] = (Uinv @ z.real).float()
+                xp[R + 2 * N + n, nU : 2 * nU] = (Uinv @ z.imag).float()
             else:
                 xp[n, :nU] = (ang / sL).float()
-                xp[R + N + n, nU:2 * nU] = (z.real / sL).float()
-                xp[R + 2 * N + n, nU:2 * nU] = (z.imag / sL).float()
+                xp[R + N + n, nU : 2 * nU] = (z.real / sL).float()
+                xp[R + 2 * N + n, nU : 2 * nU] = (z.imag / sL).float()
             xp[R + n, I] = 1.0 / (sL * sL)  # B: u_I B = 1 at t = 1, exactly 0 after
         tp = mx.theta_proj
         tp.weight.zero_()
@@ -117,9 +130,14 @@ def _abelian_components(name: str):
     return g, comps, orders
 
 
-@register("abelian-aussm", "T5", "any abelian group (products of Cn and V4) with ONE AUSSM layer: one state slot "
-          "per cyclic factor holds its character; lagged angles and an input-dependent readout C_t",
-          default_arg="C2xC4", mixers=("aussm",))
+@register(
+    "abelian-aussm",
+    "T5",
+    "any abelian group (products of Cn and V4) with ONE AUSSM layer: one state slot "
+    "per cyclic factor holds its character; lagged angles and an input-dependent readout C_t",
+    default_arg="C2xC4",
+    mixers=("aussm",),
+)
 def abelian_aussm(arg: str) -> Construction:
     g, comps, orders = _abelian_components(arg)
     K, G = len(orders), g.order
@@ -140,11 +158,14 @@ def abelian_aussm(arg: str) -> Construction:
     angles = [[2 * math.pi * comps[t][k] / orders[k] for k in range(K)] for t in range(G)]
 
     def phis(cand):
-        c = [complex(cand[2 * k] * 0.7 ** k, cand[2 * k + 1]) for k in range(K)]
-        return [sum((c[k] * complex(math.cos(a), math.sin(a))).real for k, a in enumerate(angles[t])) for t in range(G)]
+        c = [complex(cand[2 * k] * 0.7**k, cand[2 * k + 1]) for k in range(K)]
+        return [
+            sum((c[k] * complex(math.cos(a), math.sin(a))).real for k, a in enumerate(angles[t]))
+            for t in range(G)
+        ]
 
     cand, gap = spread_readout(phis)
-    c = [complex(cand[2 * k] * 0.7 ** k, cand[2 * k + 1]) for k in range(K)]
+    c = [complex(cand[2 * k] * 0.7**k, cand[2 * k + 1]) for k in range(K)]
     vals = phis(cand)
     with torch.no_grad():
         model.embed.weight.copy_(e)
@@ -156,8 +177,13 @@ def abelian_aussm(arg: str) -> Construction:
 L_S3 = 3.0
 
 
-@register("s3-aussm", "P3", "S3 = C3 x| C2 with TWO AUSSM layers (P3, DiagLimits2026): layer 1 tracks the sign "
-          "(angle 0 or pi), layer 2 rotates by +-2 pi/3 as layer 1's state says", mixers=("aussm",))
+@register(
+    "s3-aussm",
+    "P3",
+    "S3 = C3 x| C2 with TWO AUSSM layers (P3, DiagLimits2026): layer 1 tracks the sign "
+    "(angle 0 or pi), layer 2 rotates by +-2 pi/3 as layer 1's state says",
+    mixers=("aussm",),
+)
 def s3_aussm() -> Construction:
     g = get_group("S3")
     G = 6
@@ -166,8 +192,10 @@ def s3_aussm() -> Construction:
     CONST, JC, KC = 6, 7, 8
     r = int(g.ids_of([[1, 2, 0]])[0])
     s = int(g.ids_of([[1, 0, 2]])[0])
+
     def pw(x, k):
         return 0 if k == 0 else int(g.mul(pw(x, k - 1), x))
+
     KJ = {}
     for k in range(3):
         for j in range(2):
@@ -212,7 +240,9 @@ def s3_aussm() -> Construction:
             situation[JC] = sign
             sit2.append(situation)
     c2 = complex(math.cos(0.4), math.sin(0.4))
-    phi = [(c2 * complex(math.cos(2 * math.pi * k / 3), math.sin(2 * math.pi * k / 3))).real for k in range(3)]
+    phi = [
+        (c2 * complex(math.cos(2 * math.pi * k / 3), math.sin(2 * math.pi * k / 3))).real for k in range(3)
+    ]
     with torch.no_grad():
         model.embed.weight.copy_(e)
         # L = 3: weights of order 1 (the read-out rows solve for the leak of the off units exactly)
@@ -224,5 +254,5 @@ def s3_aussm() -> Construction:
             K0, J0 = KJ[y]
             model.head.weight[y, JC] = 10.0 * (1.0 if J0 == 0 else -1.0)
             model.head.weight[y, KC] = 2 * phi[K0]
-            model.head.weight[y, CONST] = -phi[K0] ** 2
+            model.head.weight[y, CONST] = -(phi[K0] ** 2)
     return Construction("s3-aussm", model, cfg, "", "", {"r": r, "s": s, "phi": phi})

@@ -8,6 +8,7 @@ an ordinary :class:`statetrack.model.Model` with hand-set weights, the TrainConf
 (:func:`token_embedding`), and scale a finished read-out to a large margin (:func:`sharpen_readout`,
 applied to every construction by ``build``).
 """
+
 from __future__ import annotations
 
 import math
@@ -39,11 +40,13 @@ class Construction:
 REGISTRY: dict[str, tuple[Callable, str, str, str | None, tuple[str, ...]]] = {}
 
 
-def register(name: str, basis: str, description: str, default_arg: str | None = None,
-             mixers: tuple[str, ...] = ()):
+def register(
+    name: str, basis: str, description: str, default_arg: str | None = None, mixers: tuple[str, ...] = ()
+):
     def deco(fn):
         REGISTRY[name] = (fn, basis, description, default_arg, mixers)
         return fn
+
     return deco
 
 

@@ -21,6 +21,7 @@ k = (e_a - e_b)/sqrt 2, so n_h = n - 1); ``orth-deltaproduct:G`` uses the repres
 finds for G (:func:`statetrack.theory.representations.best_representation`): S4 and A5 with n_h = 2
 in a 3-dimensional state (the rotations of a cube and of an icosahedron).
 """
+
 from __future__ import annotations
 
 import math
@@ -74,8 +75,9 @@ def orthogonal_deltaproduct(task: str, rho: dict[int, np.ndarray], n_tokens: int
     G = n_tokens
     d = G + 1 + dim
     CONST, OUT = G, list(range(G + 1, G + 1 + dim))
-    model, cfg = blank_model(task, layers=f"deltaproduct(nh={nh},neg=true,conv=0)", d_model=d, d_state=dim,
-                             norm="none")
+    model, cfg = blank_model(
+        task, layers=f"deltaproduct(nh={nh},neg=true,conv=0)", d_model=d, d_state=dim, norm="none"
+    )
     mx = model.mixer(0, DeltaProduct)
     dk, dv, sizes = mx.dk, mx.dv, mx.sizes  # sizes: [dk, nh dk, nh dv]
     mats = [np.asarray(rho[y], dtype=np.float64) for y in range(G)]
@@ -103,12 +105,16 @@ def orthogonal_deltaproduct(task: str, rho: dict[int, np.ndarray], n_tokens: int
                 z, k = _key_preactivation(n)
                 for i in range(dk):
                     W[sizes[0] + j * dk + i, y] = z[i]
-                    W[sizes[0] + sizes[1] + j * dv + i, y] = silu_inv(-WRITE_SCALE * float(k[i]))  # v_j = -s k
+                    W[sizes[0] + sizes[1] + j * dv + i, y] = silu_inv(
+                        -WRITE_SCALE * float(k[i])
+                    )  # v_j = -s k
                 mx.b_proj.weight[j, y] = BETA_LOGIT
             for j in range(len(normals), nh):
                 mx.b_proj.weight[j, y] = -BETA_LOGIT  # k = 0 and beta ~ 0: the identity
         mx.o_norm.weight.fill_(1.0)
-        eps = mx.o_norm.eps or torch.finfo(torch.float32).eps  # the norm is o / sqrt(eps) in its linear regime
+        eps = (
+            mx.o_norm.eps or torch.finfo(torch.float32).eps
+        )  # the norm is o / sqrt(eps) in its linear regime
         mx.o_proj.weight.zero_()
         for c, out in enumerate(OUT):
             mx.o_proj.weight[out, c] = math.sqrt(eps) / WRITE_SCALE  # residual OUT = rho(y)^T q - q
@@ -120,10 +126,15 @@ def _factors(m: np.ndarray) -> list[np.ndarray]:
     return householder_factors(m)
 
 
-@register("sn-deltaproduct", "T6", "S_n with ONE DeltaProduct layer, eigenvalues in [-1,1] and n_h = n - 1: the "
-          "permutation matrices, each input a product of <= n - 1 transpositions, each the reflection "
-          "I - 2 k k^T with k = (e_a - e_b)/sqrt 2, about the centre -W V^T", default_arg="3",
-          mixers=("deltaproduct",))
+@register(
+    "sn-deltaproduct",
+    "T6",
+    "S_n with ONE DeltaProduct layer, eigenvalues in [-1,1] and n_h = n - 1: the "
+    "permutation matrices, each input a product of <= n - 1 transpositions, each the reflection "
+    "I - 2 k k^T with k = (e_a - e_b)/sqrt 2, about the centre -W V^T",
+    default_arg="3",
+    mixers=("deltaproduct",),
+)
 def sn_deltaproduct(arg: str) -> Construction:
     n = int(arg)
     if not 3 <= n <= 5:
@@ -138,10 +149,15 @@ def sn_deltaproduct(arg: str) -> Construction:
     return Construction("sn-deltaproduct", model, cfg, "", "", {"n": n, "n_h": n - 1, "relative_gap": gap})
 
 
-@register("orth-deltaproduct", "T6", "a group G with ONE DeltaProduct layer, eigenvalues in [-1,1]: the faithful "
-          "orthogonal representation the oracle finds for G (fewest reflections per element, lemma CD), each "
-          "element written as rank(I - rho(g)) reflections; S4 and A5 need n_h = 2 in a 3-dimensional state",
-          default_arg="S4", mixers=("deltaproduct",))
+@register(
+    "orth-deltaproduct",
+    "T6",
+    "a group G with ONE DeltaProduct layer, eigenvalues in [-1,1]: the faithful "
+    "orthogonal representation the oracle finds for G (fewest reflections per element, lemma CD), each "
+    "element written as rank(I - rho(g)) reflections; S4 and A5 need n_h = 2 in a 3-dimensional state",
+    default_arg="S4",
+    mixers=("deltaproduct",),
+)
 def orth_deltaproduct(arg: str) -> Construction:
     g = get_group(arg)
     if g.order < 2 or g.order > 120:
@@ -149,6 +165,11 @@ def orth_deltaproduct(arg: str) -> Construction:
     rep = best_representation(g, np.arange(g.order), np.arange(g.order))
     assert rep is not None  # a group of order >= 2 has a faithful representation
     model, cfg, gap = orthogonal_deltaproduct(f"group:{g.name}", rep.matrices, g.order, rep.n_h)
-    return Construction("orth-deltaproduct", model, cfg, "", "",
-                        {"group": g.name, "representation": rep.name, "dim": rep.dim, "n_h": rep.n_h,
-                         "relative_gap": gap})
+    return Construction(
+        "orth-deltaproduct",
+        model,
+        cfg,
+        "",
+        "",
+        {"group": g.name, "representation": rep.name, "dim": rep.dim, "n_h": rep.n_h, "relative_gap": gap},
+    )

@@ -8,6 +8,7 @@ S -> -S + 2 v (bit 1), S -> S (bit 0) from S_0 = 0: {0, 2 v}, to a write of 1.9e
 (2e-9 after 10,000 steps). The per-head RMSNorm maps 2 v to a fixed vector and 0 to 0; the head
 compares the output coordinate with the two points.
 """
+
 from __future__ import annotations
 
 import torch
@@ -26,8 +27,13 @@ from statetrack.theory.constructions.base import (
 SAT = 30.0
 
 
-@register("parity-gateddeltanet", "T6", "parity with ONE Gated DeltaNet [-1,1] layer: beta = 2 (a reflection, -1) on "
-          "bit 1 and ~0 on bit 0, the gate exactly 1 in float32; the state on {0, 2 v}", mixers=("gateddeltanet",))
+@register(
+    "parity-gateddeltanet",
+    "T6",
+    "parity with ONE Gated DeltaNet [-1,1] layer: beta = 2 (a reflection, -1) on "
+    "bit 1 and ~0 on bit 0, the gate exactly 1 in float32; the state on {0, 2 v}",
+    mixers=("gateddeltanet",),
+)
 def parity_gateddeltanet() -> Construction:
     CONST, OUT = 2, 3
     model, cfg = blank_model("parity", layers="gateddeltanet(conv=0,neg=true)", d_model=4, d_state=1)
@@ -51,7 +57,13 @@ def parity_gateddeltanet() -> Construction:
         mx.g_proj.weight[:, CONST] = 4.0 / c  # output gate silu(4)
         # o is 0 or 2 v; the per-head RMSNorm maps 2 v to (sqrt(dv), 0, ...): write coordinate 0 to OUT
         mx.o_proj.weight.zero_()
-        mx.o_proj.weight[OUT, 0] = 1.0 / (dv ** 0.5 * silu(4.0))
+        mx.o_proj.weight[OUT, 0] = 1.0 / (dv**0.5 * silu(4.0))
     nearest_point_head(model, [[0.0], [1.0]], [OUT], CONST)
-    return Construction("parity-gateddeltanet", model, cfg, "", "", {"beta(1)": 2.0, "beta(0)": 1.9e-13,
-                                                                      "alpha": "1 (float32)", "heads": H})
+    return Construction(
+        "parity-gateddeltanet",
+        model,
+        cfg,
+        "",
+        "",
+        {"beta(1)": 2.0, "beta(0)": 1.9e-13, "alpha": "1 (float32)", "heads": H},
+    )

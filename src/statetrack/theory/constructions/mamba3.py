@@ -16,6 +16,7 @@ theta = pi tanh(.) in (-pi, pi). The constructions hold the decay at 1 and put t
 * the read-out Re(conj(C) h) (and, in a second head with C = i, Im h) goes to residual coordinates that
   the head compares with the orbit's points (nearest point).
 """
+
 from __future__ import annotations
 
 import math
@@ -41,8 +42,14 @@ TANH_SAT = 20.0  # tanh(20) = 1 in float32
 NO_DECAY = -120.0  # softplus(-120) = 0 in float32
 
 
-def _mamba3_rotation_layer(model: Model, const: int, delta: float, turn_tokens: list[int], count_tokens: list[int],
-                           out_coords: list[int]) -> float:
+def _mamba3_rotation_layer(
+    model: Model,
+    const: int,
+    delta: float,
+    turn_tokens: list[int],
+    count_tokens: list[int],
+    out_coords: list[int],
+) -> float:
     """Set the (only) Mamba-3 layer of ``model`` (d_state 2: one complex slot; the first head reads Re h,
     a second Im h). The tokens in turn_tokens rotate the state by Delta pi, the others not at all; the
     tokens in count_tokens add 1 to the state. Returns Delta as the layer computes it in float32."""
@@ -71,7 +78,7 @@ def _mamba3_rotation_layer(model: Model, const: int, delta: float, turn_tokens: 
         if H > 1:
             mx.C_bias[1, 1] = 1.0  # head 1: C = i, Re(conj(i) h) = Im h
         mx.D.zero_()
-        W[z0:z0 + E, const] = 4.0 / cval  # gates open: silu(4)
+        W[z0 : z0 + E, const] = 4.0 / cval  # gates open: silu(4)
         gate = silu(4.0)
         mx.out_proj.weight.zero_()
         for h, oc in enumerate(out_coords):
@@ -79,21 +86,37 @@ def _mamba3_rotation_layer(model: Model, const: int, delta: float, turn_tokens: 
     return d32
 
 
-@register("parity-mamba3", "T5", "parity with ONE Mamba-3 layer: the state pair rotates by pi on bit 1 and stays "
-          "on bit 0 (no decay: exp(0) = 1), the state on {0, 1}", mixers=("mamba3",))
+@register(
+    "parity-mamba3",
+    "T5",
+    "parity with ONE Mamba-3 layer: the state pair rotates by pi on bit 1 and stays "
+    "on bit 0 (no decay: exp(0) = 1), the state on {0, 1}",
+    mixers=("mamba3",),
+)
 def parity_mamba3() -> Construction:
     CONST, OUT = 2, 3
     model, cfg = blank_model("parity", layers="mamba3(headdim=8)", d_model=4, d_state=2)
     token_embedding(model, 2, CONST)
     delta = _mamba3_rotation_layer(model, CONST, 1.0, [1], [1], [OUT])
     nearest_point_head(model, [[0.0], [1.0]], [OUT], CONST)
-    return Construction("parity-mamba3", model, cfg, "", "", {"delta": delta, "angle(1)": "pi", "angle(0)": 0.0,
-                                                               "decay": "exp(0) = 1 (float32)"})
+    return Construction(
+        "parity-mamba3",
+        model,
+        cfg,
+        "",
+        "",
+        {"delta": delta, "angle(1)": "pi", "angle(0)": 0.0, "decay": "exp(0) = 1 (float32)"},
+    )
 
 
-@register("modcount-mamba3", "P1", "counting mod m with ONE Mamba-3 layer: a rotation by 2 pi/m per token (no "
-          "decay); two of its heads read the real and imaginary parts of the orbit", default_arg="3",
-          mixers=("mamba3",))
+@register(
+    "modcount-mamba3",
+    "P1",
+    "counting mod m with ONE Mamba-3 layer: a rotation by 2 pi/m per token (no "
+    "decay); two of its heads read the real and imaginary parts of the orbit",
+    default_arg="3",
+    mixers=("mamba3",),
+)
 def modcount_mamba3(arg: str) -> Construction:
     m = int(arg)
     if m < 2:
@@ -104,6 +127,6 @@ def modcount_mamba3(arg: str) -> Construction:
     delta = _mamba3_rotation_layer(model, CONST, 2.0 / m, [1], [1], OUT)
     a = complex(math.cos(2 * math.pi / m), math.sin(2 * math.pi / m))
     # h_t = (1 - a^t) / (1 - a): class k = t mod m sits at (1 - a^k) / (1 - a)
-    pts = [(1 - a ** k) / (1 - a) for k in range(m)]
+    pts = [(1 - a**k) / (1 - a) for k in range(m)]
     nearest_point_head(model, [[p.real, p.imag] for p in pts], OUT, CONST)
     return Construction("modcount-mamba3", model, cfg, "", "", {"m": m, "delta": delta, "angle": f"2 pi/{m}"})

@@ -4,6 +4,7 @@ A flip channel has A_bar = 2 exp(-Delta a) - 1 with Delta a = 120 when its input
 underflows: A_bar = -1 exactly) and Delta = softplus(-30) = 9.4e-14 when off (exp rounds to 1 in
 float32: A_bar = 1 exactly), so the state moves on the affine orbit h -> -h + beta / h -> h.
 """
+
 from __future__ import annotations
 
 import torch
@@ -14,8 +15,13 @@ from statetrack.layers.mamba import Mamba
 from statetrack.theory.constructions.base import Construction, blank_model, layer_input, register, silu
 
 
-@register("parity-negmamba", "T5", "parity with ONE Negative Mamba layer and a one-dimensional state: "
-          "A(1) = -1, A(0) = 1 (to float32), h in {0, beta}", mixers=("negmamba",))
+@register(
+    "parity-negmamba",
+    "T5",
+    "parity with ONE Negative Mamba layer and a one-dimensional state: "
+    "A(1) = -1, A(0) = 1 (to float32), h in {0, beta}",
+    mixers=("negmamba",),
+)
 def parity_negmamba() -> Construction:
     model, cfg = blank_model("parity", layers="negmamba(conv=0)", d_model=2, d_state=1)
     mx = model.mixer(0, Mamba)
@@ -37,7 +43,9 @@ def parity_negmamba() -> Construction:
         xp[R, 1] = 1.0  # B = u1: zero for bit 0
         xp[R + 1, 0] = 1.0  # C = u0
         mx.dt_proj.weight.zero_()
-        mx.dt_proj.weight[0, 0] = 150.0 / V  # dt(1) = softplus(150 - 30) = 120: exp(-120) underflows -> A = -1
+        mx.dt_proj.weight[0, 0] = (
+            150.0 / V
+        )  # dt(1) = softplus(150 - 30) = 120: exp(-120) underflows -> A = -1
         mx.dt_proj.bias.fill_(-30.0)  # dt(0) = softplus(-30) = 9.4e-14: exp(-dt) rounds to 1 -> A = 1
         mx.A_log.zero_()
         # beta = dt(1) * u0 * B(1) = 120 U V * kappa: scale B so that beta = 1
@@ -50,12 +58,25 @@ def parity_negmamba() -> Construction:
         mx.out_proj.weight[0, 0] = 2.0 / (U * Z * beta / 2)  # residual gets +-2 on coordinate 0
         model.head.weight.copy_(torch.tensor([[-0.5, 0.0], [0.5, 0.0]]))
         model.head.bias.zero_()
-    return Construction("parity-negmamba", model, cfg, "", "", {"beta": beta, "A(0)": "1 (float32)",
-                                                                 "A(1)": "-1", "dt(0)": 9.357e-14})
+    return Construction(
+        "parity-negmamba",
+        model,
+        cfg,
+        "",
+        "",
+        {"beta": beta, "A(0)": "1 (float32)", "A(1)": "-1", "dt(0)": 9.357e-14},
+    )
 
 
-def _negmamba_flip(mx: Mamba, units: list[torch.Tensor], channel: int, rank: int, const: int, L: float = 30.0,
-                   first_unit_channel: int = 0) -> float:
+def _negmamba_flip(
+    mx: Mamba,
+    units: list[torch.Tensor],
+    channel: int,
+    rank: int,
+    const: int,
+    L: float = 30.0,
+    first_unit_channel: int = 0,
+) -> float:
     """State ``channel`` of a Negative Mamba layer (conv=0, d_state=1) flips, h -> -h + beta, on the inputs
     where one of ``units`` is on (w . x = 1; off: w . x <= -1) and keeps h otherwise (A = 1 to float32).
     The unit features sit in channels first_unit_channel.. and drive the low-rank row ``rank`` of Delta.
@@ -100,9 +121,13 @@ def _negmamba_common(mx: Mamba, states: list[int], out_coords: list[int]) -> flo
     return beta
 
 
-@register("c2xc4-negmamba", "T5", "C2 x C4 with TWO Negative Mamba layers (DiagLimits2026): layer 1 tracks "
-          "(a, b mod 2) by sign flips, layer 2 flips the high bit of b when b1 XOR (b0 AND NOT (b mod 2)) (the carry)",
-          mixers=("negmamba",))
+@register(
+    "c2xc4-negmamba",
+    "T5",
+    "C2 x C4 with TWO Negative Mamba layers (DiagLimits2026): layer 1 tracks "
+    "(a, b mod 2) by sign flips, layer 2 flips the high bit of b when b1 XOR (b0 AND NOT (b mod 2)) (the carry)",
+    mixers=("negmamba",),
+)
 def c2xc4_negmamba() -> Construction:
     g = get_group("C2xC4")
     task = "group:C2xC4"
@@ -133,8 +158,12 @@ def c2xc4_negmamba() -> Construction:
         model.embed.weight.copy_(e)
         m1, m2 = model.mixer(0, Mamba), model.mixer(1, Mamba)
         # layer 1: channel 0 flips on a = 1, channel 1 on b odd
-        _negmamba_flip(m1, [unit([t for t in range(8) if comps[t][0] == 1])], 0, 0, CONST, first_unit_channel=2)
-        _negmamba_flip(m1, [unit([t for t in range(8) if comps[t][1] % 2 == 1])], 1, 1, CONST, first_unit_channel=3)
+        _negmamba_flip(
+            m1, [unit([t for t in range(8) if comps[t][0] == 1])], 0, 0, CONST, first_unit_channel=2
+        )
+        _negmamba_flip(
+            m1, [unit([t for t in range(8) if comps[t][1] % 2 == 1])], 1, 1, CONST, first_unit_channel=3
+        )
         _negmamba_common(m1, [0, 1], [P, Q])
         # layer 2: flip = b1 XOR (b0 AND NOT q), q = parity of b after this input (residual Q = +1 iff odd)
         TA = [t for t in range(8) if comps[t][1] == 2]  # b0 = 0, b1 = 1: always
@@ -148,4 +177,6 @@ def c2xc4_negmamba() -> Construction:
             for ch, bit in ((P, a), (Q, b % 2), (S, b // 2)):  # +1 for a bit set, -1 for a bit clear
                 model.head.weight[y, ch] = 1.0 if bit else -1.0
         model.head.bias.zero_()
-    return Construction("c2xc4-negmamba", model, cfg, "", "", {"layer 1": "a, b mod 2", "layer 2": "carry bit"})
+    return Construction(
+        "c2xc4-negmamba", model, cfg, "", "", {"layer 1": "a, b mod 2", "layer 2": "carry bit"}
+    )

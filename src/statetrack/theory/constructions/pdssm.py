@@ -20,6 +20,7 @@ The model has no norms (``norm="none"``), so the mixer sees the embeddings e_k +
 task's transition monoid is what the layer computes: a product of column one-hot matrices is the column
 one-hot matrix of the composed map.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -45,8 +46,10 @@ def _moore(task: str):
     t = get_task(task)
     auto = t.automaton()
     if auto is None:
-        raise UserError(f"dfa-pdssm needs a task with a finite automaton; {task!r} has none (allowed: dfa:PATH, "
-                        f"tomita:k, parity, group:G, cycle:m, modcount:m, evenpairs, modarith:m, ...)")
+        raise UserError(
+            f"dfa-pdssm needs a task with a finite automaton; {task!r} has none (allowed: dfa:PATH, "
+            f"tomita:k, parity, group:G, cycle:m, modcount:m, evenpairs, modarith:m, ...)"
+        )
     delta, start, outputs = minimal_dfa(auto.delta, auto.start, auto.outputs)
     n = delta.shape[0]
     if n > MAX_STATES:
@@ -58,15 +61,22 @@ def _moore(task: str):
     return delta, np.asarray(outputs)[order], auto.tokens, t.vocab_size, t.num_classes
 
 
-@register("dfa-pdssm", "P5", "any finite automaton in ONE PD-SSM layer: the minimal automaton's transition maps as "
-          "column one-hot matrices with D = 1, one-hot states from e_0, a linear read-out (TASK: any task with an "
-          "automaton, e.g. tomita:3, group:A5, dfa:PATH)", default_arg="tomita:3", mixers=("pdssm",))
+@register(
+    "dfa-pdssm",
+    "P5",
+    "any finite automaton in ONE PD-SSM layer: the minimal automaton's transition maps as "
+    "column one-hot matrices with D = 1, one-hot states from e_0, a linear read-out (TASK: any task with an "
+    "automaton, e.g. tomita:3, group:A5, dfa:PATH)",
+    default_arg="tomita:3",
+    mixers=("pdssm",),
+)
 def dfa_pdssm(task: str) -> Construction:
     delta, outputs, tokens, vocab, classes = _moore(task)
     N = delta.shape[0]
     CONST, OUT = vocab, list(range(vocab + 1, vocab + 1 + N))
-    model, cfg = blank_model(task, layers=f"pdssm(dict_size={max(vocab, 8)})", d_model=vocab + 1 + N, d_state=N,
-                             norm="none")
+    model, cfg = blank_model(
+        task, layers=f"pdssm(dict_size={max(vocab, 8)})", d_model=vocab + 1 + N, d_state=N, norm="none"
+    )
     token_embedding(model, vocab, CONST)
     mx = model.mixer(0, PDSSM)
     with torch.no_grad():
@@ -87,4 +97,6 @@ def dfa_pdssm(task: str) -> Construction:
         model.head.bias.zero_()
         for q in range(N):
             model.head.weight[int(outputs[q]), OUT[q]] = 1.0
-    return Construction("dfa-pdssm", model, cfg, "", "", {"task": task, "states": N, "tokens": int(len(tokens))})
+    return Construction(
+        "dfa-pdssm", model, cfg, "", "", {"task": task, "states": N, "tokens": int(len(tokens))}
+    )

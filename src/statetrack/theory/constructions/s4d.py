@@ -1,5 +1,5 @@
-"""S4D constructions: counting mod m (P1) and offset prediction (P2) with one time-invariant layer.
-"""
+"""S4D constructions: counting mod m (P1) and offset prediction (P2) with one time-invariant layer."""
+
 from __future__ import annotations
 
 import math
@@ -18,9 +18,14 @@ def _s4d_rotation(mixer: S4D, channel: int, angle: float) -> None:
         mixer.log_dt[channel] = 0.0  # Delta = 1
 
 
-@register("modcount-s4d", "P1", "counting mod m with ONE S4D layer (Khavari2025 Prop. 4.2): A = exp(2 pi i/m); "
-          "the state starts at 0, so the input term B x puts the orbit on the circle through 0 centred at B x/(1 - A)",
-          default_arg="3", mixers=("s4d",))
+@register(
+    "modcount-s4d",
+    "P1",
+    "counting mod m with ONE S4D layer (Khavari2025 Prop. 4.2): A = exp(2 pi i/m); "
+    "the state starts at 0, so the input term B x puts the orbit on the circle through 0 centred at B x/(1 - A)",
+    default_arg="3",
+    mixers=("s4d",),
+)
 def modcount_s4d(arg: str) -> Construction:
     m = int(arg)
     if m < 2:
@@ -36,7 +41,9 @@ def modcount_s4d(arg: str) -> Construction:
         mx.log_A_real[2].fill_(5.0)  # channel 2 decays at once: A_bar = exp(-e^5) = 0, h = B x
         x = layer_input(model, 0, model.embed.weight[1])
         dA, dB = mx.discrete()
-        hstar = (dB[0, 0] * x[0] / (1 - dA[0, 0])).to(torch.complex128)  # fixed point of channel 0 (= channel 1)
+        hstar = (dB[0, 0] * x[0] / (1 - dA[0, 0])).to(
+            torch.complex128
+        )  # fixed point of channel 0 (= channel 1)
         scale = 1.0 / (2 * abs(hstar))  # readouts of size <= 1
         # y_c = 2 Re(C h) + D x: channel 0 -> Re(h) * 2 scale... offset 10 keeps GELU linear
         mx.C_re.zero_()
@@ -56,20 +63,26 @@ def modcount_s4d(arg: str) -> Construction:
         e = model.embed.weight[1]
         out.bias[0] = -10.0 - 2 * scale * float(hstar.real) - float(e[0])
         out.bias[1] = -10.0 - 2 * scale * float(hstar.imag) - float(e[1])
-        out.bias[H:2 * H] = 30.0  # gates open
+        out.bias[H : 2 * H] = 30.0  # gates open
         # residual r = (2 s Re(h - h*), 2 s Im(h - h*), 1); h_t - h* = -h* A^t, label t mod m
         om = complex(math.cos(2 * math.pi / m), math.sin(2 * math.pi / m))
         for k in range(m):
-            v = -complex(hstar) * om ** k
+            v = -complex(hstar) * om**k
             v /= abs(v)
             model.head.weight[k] = torch.tensor([v.real, v.imag, 0.0])
         model.head.bias.zero_()
-    return Construction("modcount-s4d", model, cfg, "", "", {"m": m, "h_star": [hstar.real.item(), hstar.imag.item()]})
+    return Construction(
+        "modcount-s4d", model, cfg, "", "", {"m": m, "h_star": [hstar.real.item(), hstar.imag.item()]}
+    )
 
 
-@register("offset-s4d", "P2", "offset prediction with ONE S4D layer (Khavari2025 App. C): the counting channel "
-          "rotates by 2 pi/10 on each 1 around its fixed point and rests at 0 on 0s",
-          mixers=("s4d",))
+@register(
+    "offset-s4d",
+    "P2",
+    "offset prediction with ONE S4D layer (Khavari2025 App. C): the counting channel "
+    "rotates by 2 pi/10 on each 1 around its fixed point and rests at 0 on 0s",
+    mixers=("s4d",),
+)
 def offset_s4d() -> Construction:
     n = 10
     model, cfg = blank_model("offset", layers="s4d", d_model=3, d_state=2)
@@ -98,7 +111,7 @@ def offset_s4d() -> Construction:
         out.bias.zero_()
         H = mx.d_model
         out.weight[2, 2] = 1.0
-        out.bias[H:2 * H] = 30.0
+        out.bias[H : 2 * H] = 30.0
         # residual: token 0 -> (1, 0, 0); token 1 -> (0, 1, 1 + 10 + g). score = g - tau on token 1, < 0 on token 0
         tau = 2.0 * (1 - math.cos(2 * math.pi / n)) / 2  # half the smallest non-zero g
         model.head.weight.zero_()
