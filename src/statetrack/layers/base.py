@@ -132,6 +132,12 @@ def check_conv(mixer: str, conv: int) -> None:
         raise UserError(f"{mixer} conv={conv} not in 0..64 (0 = no convolution)")
 
 
+def check_heads(mixer: str, heads: int, width: int, what: str = "d_model") -> None:
+    """The number of heads: at least one, and a divisor of the width it splits (``what`` names it)."""
+    if heads < 1 or width % heads:
+        raise UserError(f"{mixer} heads={heads} must be >= 1 and divide {what}={width}")
+
+
 def check_expand(mixer: str, expand: int) -> None:
     if not 1 <= expand <= 16:
         raise UserError(f"{mixer} expand={expand} not in 1..16")

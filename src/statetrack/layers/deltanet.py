@@ -30,6 +30,7 @@ from statetrack.layers.base import (
     Mixer,
     causal_conv_step,
     check_conv,
+    check_heads,
 )
 from statetrack.ops import causal_conv, delta_rule, delta_step, householder_product, interleave
 from statetrack.ops.householder import CHUNK
@@ -42,8 +43,7 @@ class DeltaProduct(Mixer):
         super().__init__(d_model, d_state)
         if not 1 <= nh <= 16:
             raise UserError(f"{self.name} nh={nh} not in 1..16")
-        if heads < 1 or d_model % heads:
-            raise UserError(f"{self.name} heads={heads} must be >= 1 and divide d_model={d_model}")
+        check_heads(self.name, heads, d_model)
         check_conv(self.name, conv)
         if chunk < 0:
             raise UserError(f"{self.name} chunk={chunk} must be >= 0 (0 = step loop)")

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, causal_conv_step, check_conv, dt_bias_init
+from statetrack.layers.base import Mixer, causal_conv_step, check_conv, check_heads, dt_bias_init
 from statetrack.ops import causal_conv
 from statetrack.ops.dplr import CHUNK, dplr_step, dplr_transition, gated_delta_rule, gated_delta_terms
 
@@ -60,8 +60,7 @@ class DeltaInput:
     conv: nn.Conv1d | None
 
     def _init_qkv(self, d_model: int, d_state: int, heads: int, neg: bool, conv: int, chunk: int) -> None:
-        if heads < 1 or d_model % heads:
-            raise UserError(f"{self.name} heads={heads} must be >= 1 and divide d_model={d_model}")
+        check_heads(self.name, heads, d_model)
         check_conv(self.name, conv)
         if chunk < 0:
             raise UserError(f"{self.name} chunk={chunk} must be >= 0 (0 = step loop)")

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer
+from statetrack.layers.base import Mixer, check_heads
 from statetrack.ops.dplr import dplr_step, gla_rule
 
 GATE_RANK = 16
@@ -36,8 +36,7 @@ class GLA(Mixer):
 
     def __init__(self, d_model, d_state, heads=1, chunk=CHUNK):
         super().__init__(d_model, d_state)
-        if heads < 1 or d_model % heads:
-            raise UserError(f"{self.name} heads={heads} must be >= 1 and divide d_model={d_model}")
+        check_heads(self.name, heads, d_model)
         if chunk < 0:
             raise UserError(f"{self.name} chunk={chunk} must be >= 0 (0 = step loop)")
         self.H, self.chunk = heads, chunk

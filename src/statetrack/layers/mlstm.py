@@ -28,6 +28,7 @@ from statetrack.layers.base import (
     causal_conv_step,
     check_conv,
     check_expand,
+    check_heads,
 )
 from statetrack.ops import causal_conv
 from statetrack.ops.mlstm import CHUNK, mlstm, mlstm_step, mlstm_transition, mlstm_zero_state
@@ -41,8 +42,7 @@ class MLSTM(Mixer):
         check_expand(self.name, expand)
         check_conv(self.name, conv)
         E = expand * d_model
-        if heads < 1 or E % heads:
-            raise UserError(f"{self.name} heads={heads} must be >= 1 and divide expand * d_model = {E}")
+        check_heads(self.name, heads, E, "expand * d_model")
         if chunk < 0:
             raise UserError(f"{self.name} chunk={chunk} must be >= 0 (0 = step loop)")
         self.H, self.k, self.chunk, self.d_inner = heads, conv, chunk, E

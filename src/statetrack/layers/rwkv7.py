@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer
+from statetrack.layers.base import Mixer, check_heads
 from statetrack.ops.dplr import dplr_step, dplr_transition, rwkv7_rule, rwkv7_terms
 
 #: the decay's floor: log w >= -e^(-1/2) (w > 0.545), as in the paper
@@ -51,8 +51,7 @@ class RWKV7(Mixer):
 
     def __init__(self, d_model, d_state, heads=1, lora=8, chunk=CHUNK):
         super().__init__(d_model, d_state)
-        if heads < 1 or d_model % heads:
-            raise UserError(f"{self.name} heads={heads} must be >= 1 and divide d_model={d_model}")
+        check_heads(self.name, heads, d_model)
         if lora < 1:
             raise UserError(f"{self.name} lora={lora} must be >= 1")
         if chunk < 0:

@@ -22,8 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, causal_conv_step, check_conv
+from statetrack.layers.base import Mixer, causal_conv_step, check_conv, check_heads
 from statetrack.ops import causal_conv
 from statetrack.ops.slstm import slstm_recurrent, slstm_step, slstm_zero_state
 
@@ -33,8 +32,7 @@ class SLSTM(Mixer):
 
     def __init__(self, d_model, d_state, heads=1, conv=4):
         super().__init__(d_model, d_state)
-        if heads < 1 or d_model % heads:
-            raise UserError(f"{self.name} heads={heads} must be >= 1 and divide d_model={d_model}")
+        check_heads(self.name, heads, d_model)
         check_conv(self.name, conv)
         self.H, self.dh, self.k = heads, d_model // heads, conv
         d, H, dh = d_model, heads, self.dh

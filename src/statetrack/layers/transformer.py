@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer
+from statetrack.layers.base import Mixer, check_heads
 
 
 def sinusoids(pos, d: int, dtype=None):
@@ -52,8 +52,7 @@ class Transformer(Mixer):
         super().__init__(d_model, d_state)
         if pos not in ("none", "sinusoidal", "rope"):
             raise UserError(f"unknown transformer pos {pos!r}; allowed: none, rope, sinusoidal")
-        if heads < 1 or d_model % heads:
-            raise UserError(f"transformer heads={heads} must be >= 1 and divide d_model={d_model}")
+        check_heads("transformer", heads, d_model)
         self.H, self.dh, self.pos = heads, d_model // heads, pos
         if pos == "rope" and self.dh % 2:
             raise UserError(
