@@ -33,6 +33,8 @@ from statetrack.layers.properties import (  # noqa: F401  (the names mixers impo
 from statetrack.ops import causal_conv
 
 State = Any  # a tensor or a tuple of tensors
+#: where a state is made: a device, its name, or None (the default device)
+Device = torch.device | str | None
 
 
 class Mixer(nn.Module):
@@ -47,11 +49,11 @@ class Mixer(nn.Module):
     name: ClassVar[str]
     description: ClassVar[str] = ""
     #: options accepted in a layer spec, with their defaults (read from ``__init__``)
-    options: ClassVar[dict] = {}
+    options: ClassVar[dict[str, Any]] = {}
     #: keyword arguments a subclass passes to its parent's ``__init__`` for good: not options of its spec
-    fixed_options: ClassVar[dict] = {}
+    fixed_options: ClassVar[dict[str, Any]] = {}
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         derived = _init_options(cls)
         if "options" in vars(cls) and cls.options != derived:
@@ -84,13 +86,19 @@ class Mixer(nn.Module):
             raise NotImplementedError(f"mixer {self.name!r} declares no properties")
         return d.properties({k: getattr(self, k, v) for k, v in {**d.options, **d.fixed}.items()})
 
-    def init_state(self, batch: int, device=None, dtype=None) -> State:
+    def init_state(self, batch: int, device: Device = None, dtype: torch.dtype | None = None) -> State:
+        """The state before the first token, for ``batch`` sequences (zeros, or the mixer's initial state);
+        ``dtype`` None: the parameters' dtype."""
         raise NotImplementedError
 
     def forward(self, x: Tensor, state: State | None = None) -> tuple[Tensor, State]:
+        """Args: x (Tensor): [B, T, d_model]; state: the state before x (None: ``init_state``).
+        Returns: y (Tensor): [B, T, d_model], and the state after x."""
         raise NotImplementedError
 
     def step(self, x: Tensor, state: State) -> tuple[Tensor, State]:
+        """Args: x (Tensor): [B, d_model], one token; state: the state before it.
+        Returns: y (Tensor): [B, d_model], and the state after it (equal to ``forward``'s on the same inputs)."""
         raise NotImplementedError
 
     def activation_bytes(self) -> int:
@@ -107,13 +115,13 @@ class Mixer(nn.Module):
         return None
 
 
-def _init_options(cls: type[Mixer]) -> dict:
+def _init_options(cls: type[Mixer]) -> dict[str, Any]:
     """The keyword arguments of ``cls.__init__`` after (d_model, d_state) with their defaults; through
     ``**kwargs``, the parent's options too; less ``cls.fixed_options``."""
     params = list(inspect.signature(cls.__init__).parameters.values())
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][:3]
     params = [p for p in params if p not in positional]  # self, d_model, d_state
-    out: dict = {}
+    out: dict[str, Any] = {}
     if any(p.kind is p.VAR_KEYWORD for p in params):
         out.update(next(vars(b)["options"] for b in cls.__mro__[1:] if "options" in vars(b)))
     out.update(
@@ -139,6 +147,7 @@ def check_heads(mixer: str, heads: int, width: int, what: str = "d_model") -> No
 
 
 def check_expand(mixer: str, expand: int) -> None:
+    """The expansion of the inner width: 1 to 16."""
     if not 1 <= expand <= 16:
         raise UserError(f"{mixer} expand={expand} not in 1..16")
 
@@ -191,7 +200,7 @@ class MambaInput:
         self.in_proj = nn.Linear(d_model, 2 * d_inner, bias=False)
         self.conv = nn.Conv1d(d_inner, d_inner, conv, groups=d_inner) if conv > 0 else None
 
-    def _conv_state(self, batch: int, device=None, dtype=None) -> Tensor:
+    def _conv_state(self, batch: int, device: Device = None, dtype: torch.dtype | None = None) -> Tensor:
         """The conv's history, zeros: (batch, d_inner, k - 1)."""
         return torch.zeros(batch, self.d_inner, max(self.k - 1, 0), device=device, dtype=dtype)
 
@@ -202,3 +211,71 @@ class MambaInput:
         if self.conv is not None:
             u, buf = (causal_conv if chunk else causal_conv_step)(self.conv, u, buf)
         return F.silu(u), z, buf
+
+
+class DeltaInput:
+    """The q, k, v branch of the delta rules (DeltaNet, DeltaProduct, Gated DeltaNet, Gated DeltaProduct,
+    KDA), as flash-linear-attention's layers build it: one linear map of x_t to q and n_h keys and values
+    for ``heads`` heads (key dim d_state, value dim d_model / heads), an optional short depthwise causal
+    conv (kernel ``conv``, 0 = none) and silu, q and every k L2-normalised per head.
+
+    :meth:`_init_qkv` checks the options and makes the projection ``qkv``; :meth:`_init_conv` the conv
+    ``conv`` (a mixer may make its own projections between the two: parameters are drawn in the order
+    they are made). Attributes: ``H``, ``dk``, ``dv``, ``k`` (the conv's kernel), ``chunk``, ``neg``,
+    ``nh`` (None: one key and value per token; an int: n_h of them, DeltaProduct's), ``sizes`` (the
+    widths of q, the keys, the values), ``qkv``, ``conv``. State: (S [B, H, d_k, d_v], the conv's
+    history [B, sum(sizes), k - 1]).
+    """
+
+    name: ClassVar[str]
+    H: int
+    dk: int
+    dv: int
+    k: int
+    chunk: int
+    neg: bool
+    nh: int | None = None
+    sizes: list[int]
+    qkv: nn.Linear
+    conv: nn.Conv1d | None
+
+    def _init_qkv(
+        self, d_model: int, d_state: int, heads: int, neg: bool, conv: int, chunk: int, nh: int | None = None
+    ) -> None:
+        check_heads(self.name, heads, d_model)
+        check_conv(self.name, conv)
+        if chunk < 0:
+            raise UserError(f"{self.name} chunk={chunk} must be >= 0 (0 = step loop)")
+        if nh is not None:
+            self.nh = nh
+        self.H, self.neg, self.k, self.chunk = heads, bool(neg), conv, chunk
+        self.dk, self.dv = d_state, d_model // heads
+        n = nh or 1
+        self.sizes = [heads * self.dk, n * heads * self.dk, n * heads * self.dv]
+        self.qkv = nn.Linear(d_model, sum(self.sizes), bias=False)
+
+    def _init_conv(self) -> None:
+        width = sum(self.sizes)
+        self.conv = nn.Conv1d(width, width, self.k, groups=width) if self.k > 0 else None
+
+    def init_state(
+        self, batch: int, device: Device = None, dtype: torch.dtype | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """(S [batch, H, d_k, d_v], the conv's history [batch, sum(sizes), k - 1]), zeros."""
+        dtype = dtype or self.qkv.weight.dtype
+        S = torch.zeros(batch, self.H, self.dk, self.dv, device=device, dtype=dtype)
+        buf = torch.zeros(batch, sum(self.sizes), max(self.k - 1, 0), device=device, dtype=dtype)
+        return (S, buf)
+
+    def _qkv(self, x: Tensor, buf: Tensor, chunk: bool) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Args: x (Tensor): [B, T, d_model] (``chunk``) or [B, d_model] (one step); buf (Tensor): the conv's
+        history. Returns (q, k, v, buf): q [..., H, d_k]; k [..., H, d_k] and v [..., H, d_v] (with ``nh``:
+        [..., n_h, H, d_k] and [..., n_h, H, d_v]); the history after x."""
+        qkv = self.qkv(x)
+        if self.conv is not None:
+            qkv, buf = (causal_conv if chunk else causal_conv_step)(self.conv, qkv, buf)
+        q, k, v = F.silu(qkv).split(self.sizes, dim=-1)
+        lead = (self.H,) if self.nh is None else (self.nh, self.H)
+        q = F.normalize(q.unflatten(-1, (self.H, self.dk)), dim=-1)
+        k = F.normalize(k.unflatten(-1, (*lead, self.dk)), dim=-1)
+        return q, k, v.unflatten(-1, (*lead, self.dv)), buf

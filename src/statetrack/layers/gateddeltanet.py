@@ -18,13 +18,14 @@ CUDA). State: (S (B, heads, d_k, d_v), conv buffer).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Protocol
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, causal_conv_step, check_conv, check_heads, dt_bias_init
-from statetrack.ops import causal_conv
+from statetrack.layers.base import DeltaInput, Mixer, dt_bias_init
 from statetrack.ops.dplr import CHUNK, dplr_step, dplr_transition, gated_delta_rule, gated_delta_terms
 
 
@@ -37,66 +38,50 @@ def decay_gate_init(mixer: str, n: int) -> tuple[nn.Parameter, nn.Parameter]:
     )
 
 
-def gated_output(mixer, o: Tensor, x: Tensor, act) -> Tensor:
-    """The head outputs o (..., H, d_v) through the per-head RMSNorm ``mixer.o_norm``, times act(``mixer.g_proj``(x)),
-    then ``mixer.o_proj``: the output of Gated DeltaNet (act silu), Gated DeltaProduct (silu) and KDA (sigmoid)."""
+class GatedHeads(Protocol):
+    """A mixer whose head outputs are normalised and gated (:func:`gated_output`)."""
+
+    @property
+    def H(self) -> int: ...
+    @property
+    def dv(self) -> int: ...
+    @property
+    def g_proj(self) -> nn.Module: ...
+    @property
+    def o_norm(self) -> nn.Module: ...
+    @property
+    def o_proj(self) -> nn.Module: ...
+
+
+def gated_output(mixer: GatedHeads, o: Tensor, x: Tensor, act: Callable[[Tensor], Tensor]) -> Tensor:
+    """The head outputs o [..., H, d_v] through the per-head RMSNorm ``mixer.o_norm``, times act(``mixer.g_proj``(x)),
+    then ``mixer.o_proj``: the output of Gated DeltaNet (act silu), Gated DeltaProduct (silu) and KDA (sigmoid);
+    x [..., d_model] -> [..., d_model]."""
     gate = act(mixer.g_proj(x)).unflatten(-1, (mixer.H, mixer.dv))
     return mixer.o_proj((mixer.o_norm(o) * gate).flatten(-2))
 
 
-class DeltaInput:
-    """The q, k, v branch of Gated DeltaNet and KDA: one linear map of x_t to (q, k, v) for ``heads`` heads (key dim
-    d_state, value dim d_model / heads), an optional short depthwise causal conv (``conv``) and silu, q and k
-    L2-normalised per head. Attributes set by :meth:`_init_qkv`: ``H``, ``dk``, ``dv``, ``k`` (the conv's kernel),
-    ``chunk``, ``neg``, ``sizes``, ``qkv``, ``conv``. State: (S (B, H, d_k, d_v), the conv's history)."""
-
-    name: str
-    H: int
-    dk: int
-    dv: int
-    k: int
-    sizes: list[int]
-    qkv: nn.Linear
-    conv: nn.Conv1d | None
-
-    def _init_qkv(self, d_model: int, d_state: int, heads: int, neg: bool, conv: int, chunk: int) -> None:
-        check_heads(self.name, heads, d_model)
-        check_conv(self.name, conv)
-        if chunk < 0:
-            raise UserError(f"{self.name} chunk={chunk} must be >= 0 (0 = step loop)")
-        self.H, self.neg, self.k, self.chunk = heads, bool(neg), conv, chunk
-        self.dk, self.dv = d_state, d_model // heads
-        H = heads
-        self.sizes = [H * self.dk, H * self.dk, H * self.dv]
-        self.qkv = nn.Linear(d_model, sum(self.sizes), bias=False)
-        self.conv = (
-            nn.Conv1d(sum(self.sizes), sum(self.sizes), conv, groups=sum(self.sizes)) if conv > 0 else None
-        )
-
-    def init_state(self, batch, device=None, dtype=None):
-        dtype = dtype or self.qkv.weight.dtype
-        S = torch.zeros(batch, self.H, self.dk, self.dv, device=device, dtype=dtype)
-        buf = torch.zeros(batch, sum(self.sizes), max(self.k - 1, 0), device=device, dtype=dtype)
-        return (S, buf)
-
-    def _qkv(self, x, buf, chunk: bool):
-        """x (..., d_model) -> q, k (..., H, d_k), v (..., H, d_v), buf."""
-        qkv = self.qkv(x)
-        if self.conv is not None:
-            qkv, buf = (causal_conv if chunk else causal_conv_step)(self.conv, qkv, buf)
-        q, k, v = F.silu(qkv).split(self.sizes, dim=-1)
-        H = self.H
-        q = F.normalize(q.unflatten(-1, (H, self.dk)), dim=-1)
-        k = F.normalize(k.unflatten(-1, (H, self.dk)), dim=-1)
-        return q, k, v.unflatten(-1, (H, self.dv)), buf
-
-
 class GatedDeltaNet(DeltaInput, Mixer):
+    """Gated DeltaNet: S_t = alpha_t (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T, a decay gate alpha per head.
+
+    Args:
+        d_model (int): the width of the stream, x [B, T, d_model]; the value dim is d_model / heads.
+        d_state (int): the key dim d_k of each head (the state is [heads, d_k, d_model / heads]).
+        heads (int): the number of heads, a divisor of d_model; default 1.
+        neg (bool): beta = 2 sigmoid(.) in [0, 2], so that the factor's eigenvalue alpha (1 - beta) reaches -1;
+            default False: beta = sigmoid(.) in [0, 1].
+        conv (int): the kernel of the short depthwise causal conv over q, k, v, 0 to 64; default 4, 0 = none.
+        chunk (int): steps per chunk of the chunked training form; default 16, 0 = the step loop.
+    """
+
     name = "gateddeltanet"
 
-    def __init__(self, d_model, d_state, heads=1, neg=False, conv=4, chunk=CHUNK):
+    def __init__(
+        self, d_model: int, d_state: int, heads: int = 1, neg: bool = False, conv: int = 4, chunk: int = CHUNK
+    ) -> None:
         super().__init__(d_model, d_state)
         self._init_qkv(d_model, d_state, heads, neg, conv, chunk)
+        self._init_conv()
         H = heads
         self.ab_proj = nn.Linear(d_model, 2 * H, bias=False)  # beta and the gate's Delta
         self.A_log, self.dt_bias = decay_gate_init(self.name, H)
@@ -104,13 +89,15 @@ class GatedDeltaNet(DeltaInput, Mixer):
         self.o_norm = nn.RMSNorm(self.dv, eps=1e-5)
         self.o_proj = nn.Linear(H * self.dv, d_model, bias=False)
 
-    def activation_bytes(self):
+    def activation_bytes(self) -> int:
         C = max(1, self.chunk)
         per_step = 4 * C + 4 * (self.dk + self.dv) + self.dk * self.dv // C
         return 4 * (self.H * per_step + 2 * sum(self.sizes) + 4 * self.d_model)
 
-    def _terms(self, x, buf, chunk: bool):
-        """x (..., d_model) -> q, k (..., H, d_k), v (..., H, d_v), beta, g (..., H), buf."""
+    def _terms(
+        self, x: Tensor, buf: Tensor, chunk: bool
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
+        """x [..., d_model] -> q, k [..., H, d_k], v [..., H, d_v], beta, g (the log-gate) [..., H], buf."""
         q, k, v, buf = self._qkv(x, buf, chunk)
         H = self.H
         b, a = self.ab_proj(x).split([H, H], dim=-1)
@@ -118,10 +105,14 @@ class GatedDeltaNet(DeltaInput, Mixer):
         g = -torch.exp(self.A_log) * F.softplus(a + self.dt_bias)
         return q, k, v, beta, g, buf
 
-    def _out(self, o, x):
+    def _out(self, o: Tensor, x: Tensor) -> Tensor:
         return gated_output(self, o, x, F.silu)
 
-    def forward(self, x, state=None):
+    def forward(
+        self, x: Tensor, state: tuple[Tensor, Tensor] | None = None
+    ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        """Args: x (Tensor): [B, T, d_model]; state: (S [B, H, d_k, d_v], the conv's history
+        [B, sum(sizes), conv - 1]), None: zeros. Returns: y (Tensor): [B, T, d_model], the state after x."""
         if state is None:
             state = self.init_state(x.shape[0], x.device, x.dtype)
         S, buf = state
@@ -129,20 +120,23 @@ class GatedDeltaNet(DeltaInput, Mixer):
         o, S = gated_delta_rule(q, k, v, beta, g, S, self.chunk, self.neg)
         return self._out(o, x), (S, buf)
 
-    def step(self, x, state):
+    def step(self, x: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        """Args: x (Tensor): [B, d_model], one token; state: as ``forward``'s. Returns: y (Tensor):
+        [B, d_model], the state after x."""
         S, buf = state
         q, k, v, beta, g, buf = self._terms(x, buf, chunk=False)
         bk, a, b, log_w = gated_delta_terms(k.unsqueeze(1), beta.unsqueeze(1), g.unsqueeze(1))
         o, S = dplr_step(q, bk[:, 0], v, a[:, 0], b[:, 0], log_w[:, 0], S)
         return self._out(o, x), (S, buf)
 
-    def transition(self, x):
-        """A(x_t) per token and head, conv history from zeros: (B, T, H, d_k, d_k)."""
+    def transition(self, x: Tensor) -> Tensor:
+        """A(x_t) per token and head, conv history from zeros: x [B, T, d_model] -> [B, T, H, d_k, d_k]."""
         _, buf = self.init_state(x.shape[0], x.device, x.dtype)
         _, k, _, beta, g, _ = self._terms(x, buf, chunk=True)
         _, a, b, log_w = gated_delta_terms(k, beta, g)
         return dplr_transition(a, b, log_w, self.dk)
 
-    def eigenvalues(self, x):
-        """Eigenvalues of A(x_t) (each acts on every value column of the state): (B, T, H * d_k) complex."""
+    def eigenvalues(self, x: Tensor) -> Tensor:
+        """Eigenvalues of A(x_t) (each acts on every value column of the state): x [B, T, d_model] ->
+        [B, T, H * d_k] complex."""
         return torch.linalg.eigvals(self.transition(x)).flatten(-2)
