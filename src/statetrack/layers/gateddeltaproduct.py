@@ -22,6 +22,8 @@ n_h >= 3; modulus <= 1. Recurrence: ``ops.dplr.gated_delta_product`` (fla's kern
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -30,7 +32,6 @@ from statetrack.layers.deltanet import DeltaProduct
 from statetrack.layers.gateddeltanet import decay_gate_init, gated_output
 from statetrack.ops import delta_step, householder_product
 from statetrack.ops.dplr import gated_delta_product
-from statetrack.ops.householder import CHUNK
 
 
 class GatedDeltaProduct(DeltaProduct):
@@ -49,17 +50,9 @@ class GatedDeltaProduct(DeltaProduct):
 
     name = "gateddeltaproduct"
 
-    def __init__(
-        self,
-        d_model: int,
-        d_state: int,
-        nh: int = 2,
-        heads: int = 1,
-        neg: bool = False,
-        conv: int = 4,
-        chunk: int = CHUNK,
-    ) -> None:
-        super().__init__(d_model, d_state, nh=nh, heads=heads, neg=neg, conv=conv, chunk=chunk)
+    def __init__(self, d_model: int, d_state: int, **kw: Any) -> None:
+        """DeltaProduct's options (nh, heads, neg, conv, chunk), passed on."""
+        super().__init__(d_model, d_state, **kw)
         H = self.H
         self.a_proj = nn.Linear(d_model, H, bias=False)
         self.A_log, self.dt_bias = decay_gate_init(self.name, H)
