@@ -22,12 +22,14 @@ rounded unit numbers.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from torch import Tensor, nn
 
 from statetrack.layers.base import (
+    Device,
     MambaInput,
     Mixer,
     check_conv,
@@ -39,12 +41,29 @@ from statetrack.ops.mamba import mamba_transition
 
 
 class _ComplexSelective(MambaInput, Mixer):
-    """Shared block; subclasses define ``_ab(u, low) -> (A_bar complex (..., E, N), input scale (..., E))``."""
+    """Shared block; subclasses define ``_ab(low) -> (A_bar complex [..., E, N], input scale [..., E])``.
+
+    Args:
+        d_model (int): the width of the stream, x [B, T, d_model].
+        d_state (int): the number N of complex state coordinates per channel (the state is [E, N]).
+        conv (int): the kernel of the short depthwise causal conv over u, 0 to 64; default 4, 0 = none.
+        expand (int): the inner width E = expand d_model, 1 to 16; default 2.
+        dt_min (float), dt_max (float): the log-uniform range of the initial step Delta (Mamba's dt init),
+            used by the subclasses with a Delta; default 1e-3, 1e-1.
+    """
 
     uses_dt = False
     uses_theta = False
 
-    def __init__(self, d_model, d_state, conv=4, expand=2, dt_min=1e-3, dt_max=1e-1):
+    def __init__(
+        self,
+        d_model: int,
+        d_state: int,
+        conv: int = 4,
+        expand: int = 2,
+        dt_min: float = 1e-3,
+        dt_max: float = 1e-1,
+    ) -> None:
         super().__init__(d_model, d_state)
         check_conv(self.name, conv)
         check_expand(self.name, expand)
@@ -64,42 +83,55 @@ class _ComplexSelective(MambaInput, Mixer):
         self.D = nn.Parameter(torch.ones(E))
         self.out_proj = nn.Linear(E, d_model, bias=False)
 
-    def activation_bytes(self):
+    def activation_bytes(self) -> int:
         # A_bar and h (T, E, N) complex64, the angle (and modulus) before them, and the projections
         return 8 * 3 * self.d_inner * self.d_state + 4 * (8 * self.d_inner + 4 * self.d_state)
 
-    def init_state(self, batch, device=None, dtype=None):
+    def init_state(
+        self, batch: int, device: Device = None, dtype: torch.dtype | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """(h [batch, E, N] complex, the conv's history [batch, E, conv - 1]), zeros."""
         dtype = dtype or self.D.dtype
         h = torch.zeros(batch, self.d_inner, self.d_state, device=device, dtype=dtype.to_complex())
         return (h, self._conv_state(batch, device, dtype))
 
-    def _split(self, u):
+    def _split(self, u: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """u [..., E] -> the low-rank inputs [..., n_low], B [..., N], C [..., N] complex."""
         low, Bm, Cr, Ci = self.x_proj(u).split([self.n_low, self.d_state, self.d_state, self.d_state], dim=-1)
         return low, Bm, torch.complex(Cr, Ci)
 
-    def _dt(self, low):
+    def _dt(self, low: Tensor) -> Tensor:
+        """Delta [..., E] = softplus(dt_proj(the first R low-rank inputs))."""
         return F.softplus(self.dt_proj(low[..., : self.R]))
 
-    def _theta(self, low):
+    def _theta(self, low: Tensor) -> Tensor:
+        """The angle theta [..., E, N] = W_A (the last R low-rank inputs) + b_A."""
         E, N = self.d_inner, self.d_state
         return self.theta_proj(low[..., low.shape[-1] - self.R :]).unflatten(-1, (E, N))
 
-    def _ab(self, low):
+    def _ab(self, low: Tensor) -> tuple[Tensor, Tensor]:
+        """The low-rank inputs [..., n_low] -> (A_bar [..., E, N] complex, the input's scale [..., E] or [])."""
         raise NotImplementedError
 
-    def _terms(self, u):
-        """-> A_bar (..., E, N), the input x = scale * u (..., E), B (..., N), C (..., N) complex."""
+    def _terms(self, u: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """u [..., E] -> A_bar [..., E, N], the input x = scale * u [..., E], B [..., N], C [..., N] complex."""
         low, Bm, Cm = self._split(u)
         a, scale = self._ab(low)
         return a, scale * u, Bm, Cm
 
-    def _out(self, h, Cm, u, z):
+    def _out(self, h: Tensor, Cm: Tensor, u: Tensor, z: Tensor) -> Tensor:
+        """y = Re(sum_n C_n h_n) + D u, gated by silu(z), then out_proj: h [..., E, N], Cm [..., N] complex,
+        u, z [..., E] -> [..., d_model]."""
         # Re(sum_n C_n h_n) = sum_n (Re C_n Re h_n - Im C_n Im h_n), as one batched matmul over (n, re/im)
         c = torch.stack([Cm.real, -Cm.imag], -1).flatten(-2).unsqueeze(-1)  # (..., 2N, 1)
         y = (torch.view_as_real(h).flatten(-2) @ c).squeeze(-1) + self.D * u
         return self.out_proj(y * F.silu(z))
 
-    def forward(self, x, state=None):
+    def forward(
+        self, x: Tensor, state: tuple[Tensor, Tensor] | None = None
+    ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        """Args: x (Tensor): [B, T, d_model]; state: (h [B, E, N] complex, the conv's history
+        [B, E, conv - 1]), None: zeros. Returns: y (Tensor): [B, T, d_model], the state after x."""
         if state is None:
             state = self.init_state(x.shape[0], x.device, x.dtype)
         h0, buf = state
@@ -108,57 +140,93 @@ class _ComplexSelective(MambaInput, Mixer):
         h = selective_scan(a, xin, Bm, h0)  # h_t = a_t h_{t-1} + xin_t (outer) B_t
         return self._out(h, Cm, u, z), (h[:, -1], buf)
 
-    def step(self, x, state):
+    def step(self, x: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        """Args: x (Tensor): [B, d_model], one token; state: as ``forward``'s. Returns: y (Tensor):
+        [B, d_model], the state after x."""
         h, buf = state
         u, z, buf = self._pre(x, buf, chunk=False)
         a, xin, Bm, Cm = self._terms(u)
         h = a * h + xin.unsqueeze(-1) * Bm.unsqueeze(-2)
         return self._out(h, Cm, u, z), (h, buf)
 
-    def eigenvalues(self, x):
-        """A_bar(x_t) for inputs x (B, T, d_model), conv history from zeros: (B, T, E * N) complex."""
+    def eigenvalues(self, x: Tensor) -> Tensor:
+        """A_bar(x_t) for inputs x [B, T, d_model], conv history from zeros: [B, T, E * N] complex."""
         _, buf = self.init_state(x.shape[0], x.device, x.dtype)
         u, _, _ = self._pre(x, buf, chunk=True)
         return self._ab(self._split(u)[0])[0].flatten(-2)
 
 
 class AUSSM(_ComplexSelective):
+    """Adaptive unitary SSM: A_bar = exp(i theta(x)), theta = W_A u + b_A, |A_bar| = 1.
+
+    Args:
+        d_model (int): the width of the stream, x [B, T, d_model].
+        d_state (int): the number N of complex state coordinates per channel (the state is [E, N]).
+        conv (int): the kernel of the short depthwise causal conv over u, 0 to 64; default 4, 0 = none.
+        expand (int): the inner width E = expand d_model, 1 to 16; default 2.
+    """
+
     name = "aussm"
     uses_theta = True
 
-    def __init__(self, d_model, d_state, conv=4, expand=2):  # no Delta: no dt range
+    # no Delta: no dt range
+    def __init__(self, d_model: int, d_state: int, conv: int = 4, expand: int = 2) -> None:
         super().__init__(d_model, d_state, conv=conv, expand=expand)
 
-    def _ab(self, low):
+    def _ab(self, low: Tensor) -> tuple[Tensor, Tensor]:
         return unit_phase(self._theta(low)), torch.ones((), dtype=low.dtype, device=low.device)
 
 
 class SimpleAUSSM(_ComplexSelective):
+    """Simple AUSSM: A_bar = exp(i Delta(x) Lambda), Lambda [E, N] a learned constant; the input scaled by Delta.
+
+    Args:
+        d_model (int): the width of the stream, x [B, T, d_model].
+        d_state (int): the number N of complex state coordinates per channel (the state is [E, N]).
+        conv (int): the kernel of the short depthwise causal conv over u, 0 to 64; default 4, 0 = none.
+        expand (int): the inner width E = expand d_model, 1 to 16; default 2.
+        dt_min (float), dt_max (float): the log-uniform range of the initial Delta, which scales the angle
+            and the input; default 1e-3, 1e-1.
+    """
+
     name = "saussm"
     uses_dt = True
 
-    def __init__(self, d_model, d_state, **kw):
+    def __init__(self, d_model: int, d_state: int, **kw: Any) -> None:
+        """The block's options (conv, expand, dt_min, dt_max), passed on."""
         super().__init__(d_model, d_state, **kw)
         n = torch.arange(1, d_state + 1, dtype=torch.get_default_dtype())
         self.Lambda = nn.Parameter((math.pi * n).repeat(self.d_inner, 1))
 
-    def _ab(self, low):
+    def _ab(self, low: Tensor) -> tuple[Tensor, Tensor]:
         dt = self._dt(low)
         return unit_phase(dt.unsqueeze(-1) * self.Lambda), dt
 
 
 class DCD(_ComplexSelective):
+    """Input-dependent complex diagonal SSM: A_bar = r(x) exp(i theta(x)), r = exp(-Delta exp(A_log)) in (0, 1].
+
+    Args:
+        d_model (int): the width of the stream, x [B, T, d_model].
+        d_state (int): the number N of complex state coordinates per channel (the state is [E, N]).
+        conv (int): the kernel of the short depthwise causal conv over u, 0 to 64; default 4, 0 = none.
+        expand (int): the inner width E = expand d_model, 1 to 16; default 2.
+        dt_min (float), dt_max (float): the log-uniform range of the initial Delta, which sets the modulus
+            r and scales the input; default 1e-3, 1e-1.
+    """
+
     name = "dcd"
     uses_dt = True
     uses_theta = True
 
-    def __init__(self, d_model, d_state, **kw):
+    def __init__(self, d_model: int, d_state: int, **kw: Any) -> None:
+        """The block's options (conv, expand, dt_min, dt_max), passed on."""
         super().__init__(d_model, d_state, **kw)
         self.A_log = nn.Parameter(
             torch.log(torch.arange(1, d_state + 1, dtype=torch.get_default_dtype())).repeat(self.d_inner, 1)
         )
 
-    def _ab(self, low):
+    def _ab(self, low: Tensor) -> tuple[Tensor, Tensor]:
         dt = self._dt(low)
         r = mamba_transition(dt, -torch.exp(self.A_log))  # Mamba's magnitude exp(-Delta exp(A_log))
         return polar(r, self._theta(low)), dt

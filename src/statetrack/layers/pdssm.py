@@ -33,22 +33,43 @@ from __future__ import annotations
 import math
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 
 from statetrack.errors import UserError
-from statetrack.layers.base import Mixer, check_expand
+from statetrack.layers.base import Device, Mixer, check_expand
 from statetrack.ops import polar
 from statetrack.ops.pdssm import CHUNK, pd_matrix, pd_scan, pd_step
 
 
 def _mlp(d_in: int, width: int, d_out: int) -> nn.Sequential:
+    """Linear, GELU, Linear, sigmoid: the map to D's moduli (or phases, as fractions of 2 pi)."""
     return nn.Sequential(nn.Linear(d_in, width), nn.GELU(), nn.Linear(width, d_out), nn.Sigmoid())
 
 
 class PDSSM(Mixer):
+    """PD-SSM: A(x) = P(x) D(x), P one-hot per column from a learned dictionary, D complex diagonal.
+
+    Args:
+        d_model (int): the width of the stream, x [B, T, d_model].
+        d_state (int): the number N of complex state coordinates (P and D are N x N).
+        dict_size (int): the number K of learned N x N matrices mixed to choose P, 1 to 1024; default 8.
+        expand (int): the width of the MLPs giving D's moduli and phases, in units of N, 1 to 16; default 2.
+        rows (bool): the public code's form, P one-hot per row and the transition D P; default False: the
+            paper's, P one-hot per column and the transition P D.
+        chunk (int): steps per chunk of the scan; default 32, 0 = the step loop.
+    """
+
     name = "pdssm"
 
-    def __init__(self, d_model, d_state, dict_size=8, expand=2, rows=False, chunk=CHUNK):
+    def __init__(
+        self,
+        d_model: int,
+        d_state: int,
+        dict_size: int = 8,
+        expand: int = 2,
+        rows: bool = False,
+        chunk: int = CHUNK,
+    ) -> None:
         super().__init__(d_model, d_state)
         if not 1 <= dict_size <= 1024:
             raise UserError(f"{self.name} dict_size={dict_size} not in 1..1024")
@@ -66,24 +87,25 @@ class PDSSM(Mixer):
         self.D = nn.Parameter(torch.randn(d) / math.sqrt(d))
         self.readout = nn.Linear(2 * N, d)
 
-    def activation_bytes(self):
+    def activation_bytes(self) -> int:
         N = self.d_state
         return 4 * (3 * N * N + 4 * self.K + 12 * N + 8 * self.d_model)
 
-    def init_state(self, batch, device=None, dtype=None):
+    def init_state(self, batch: int, device: Device = None, dtype: torch.dtype | None = None) -> Tensor:
+        """h [batch, N] complex: e_0 (the first coordinate 1), as in the public code."""
         dtype = dtype or self.D.dtype
         h = torch.zeros(batch, self.d_state, device=device, dtype=dtype.to_complex())
         h[:, 0] = 1
         return h
 
-    def _mix(self, x):
-        """The dictionary mix M (..., N, N) for inputs x (..., d)."""
+    def _mix(self, x: Tensor) -> Tensor:
+        """The dictionary mix M [..., N, N] for inputs x [..., d_model]."""
         w = torch.softmax(self.select(x), dim=-1)
         N = self.d_state
         return (w @ self.A_dict.flatten(1)).unflatten(-1, (N, N))
 
-    def _terms(self, x, relax: bool):
-        """x (..., d) -> idx (..., N), d (..., N) complex, b (..., N) complex, soft (..., N, N) or None."""
+    def _terms(self, x: Tensor, relax: bool) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
+        """x [..., d_model] -> idx [..., N], d [..., N] complex, b [..., N] complex, soft [..., N, N] or None."""
         M = self._mix(x)
         axis = -1 if self.rows else -2  # the one of each row (rows) or of each column
         idx = M.argmax(axis)
@@ -94,10 +116,14 @@ class PDSSM(Mixer):
         b = torch.complex(x @ self.B_re.T, x @ self.B_im.T)
         return idx, d, b, soft
 
-    def _out(self, h, x):
+    def _out(self, h: Tensor, x: Tensor) -> Tensor:
+        """The read-out of [Re h, Im h] plus the skip D_skip x: h [..., N] complex, x [..., d_model]."""
         return self.readout(torch.cat([h.real, h.imag], -1)) + self.D * x
 
-    def forward(self, x, state=None):
+    def forward(self, x: Tensor, state: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """Args: x (Tensor): [B, T, d_model]; state (Tensor): h [B, N] complex, None: ``init_state``.
+        Returns: y (Tensor): [B, T, d_model], h after x. Training (gradients on) passes them through the
+        softmax of P's one-hot axis (the straight-through estimator)."""
         if state is None:
             state = self.init_state(x.shape[0], x.device, x.dtype)
         relax = torch.is_grad_enabled() and self.A_dict.requires_grad
@@ -105,15 +131,18 @@ class PDSSM(Mixer):
         h, hT = pd_scan(idx, d, b, state, self.rows, self.chunk, soft)
         return self._out(h, x), hT
 
-    def step(self, x, state):
+    def step(self, x: Tensor, state: Tensor) -> tuple[Tensor, Tensor]:
+        """Args: x (Tensor): [B, d_model], one token; state (Tensor): h [B, N] complex.
+        Returns: y (Tensor): [B, d_model], h after x."""
         idx, d, b, _ = self._terms(x, relax=False)
         h = pd_step(idx, d, b, state, self.rows)
         return self._out(h, x), h
 
-    def transition(self, x):
-        """A(x_t) per token: (B, T, N, N) complex."""
+    def transition(self, x: Tensor) -> Tensor:
+        """A(x_t) per token: x [B, T, d_model] -> [B, T, N, N] complex."""
         idx, d, _, _ = self._terms(x, relax=False)
         return pd_matrix(idx, d, self.rows)
 
-    def eigenvalues(self, x):
+    def eigenvalues(self, x: Tensor) -> Tensor:
+        """Eigenvalues of A(x_t): x [B, T, d_model] -> [B, T, N] complex."""
         return torch.linalg.eigvals(self.transition(x))
