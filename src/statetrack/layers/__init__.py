@@ -9,7 +9,7 @@ package, and ``register`` adds a plugin's.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from statetrack import plugins
 from statetrack.errors import allowed
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from statetrack.layers.base import Mixer
 
 #: mixer name -> class, the built-ins first (filled by ``mixers()``, the first time a class is needed)
-_MIXERS: dict[str, type] = {}
+_MIXERS: dict[str, type[Mixer]] = {}
 #: the built-in mixers' classes: module, class names
 _BUILTIN = {
     "rnn": ("RNN", "LSTM", "GRU"),
@@ -74,7 +74,7 @@ def mixers() -> dict[str, type[Mixer]]:
         _MIXERS.clear()
         _MIXERS.update({n: found[n] for n in DECLARED if n in found})
         _MIXERS.update(plugged)
-    return _MIXERS  # type: ignore[return-value]
+    return _MIXERS
 
 
 def register(cls: type[Mixer]) -> type[Mixer]:
@@ -86,11 +86,12 @@ def register(cls: type[Mixer]) -> type[Mixer]:
     registry = mixers()  # the built-ins first, so that a plugin cannot take one of their names
     plugins.check_replacement("mixer", cls.name, registry.get(cls.name), cls)
     registry[cls.name] = cls
-    if plugins.origin(cls):
-        ORIGIN[cls.name] = plugins.origin(cls)
+    plugin = plugins.origin(cls)
+    if plugin:
+        ORIGIN[cls.name] = plugin
     own = cls.properties is not Mixer.properties  # a plugin's class computes its own
 
-    def props(o: dict, cls=cls) -> Properties:
+    def props(o: dict[str, Any], cls: type[Mixer] = cls) -> Properties:
         return cls(8, 4, **{k: v for k, v in o.items() if k in cls.options}).properties
 
     if own or cls.name not in DECLARED:
@@ -138,7 +139,7 @@ def models_table() -> list[dict]:
     return rows
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name == "MIXERS":  # the classes, loaded on first use
         return mixers()
     if name == "Mixer":

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
 
-from statetrack.layers.base import Mixer
+from statetrack.layers.base import Device, Mixer
 from statetrack.layers.properties import Declared, EigenvalueDomain, Properties, Structure, declare
 
 #: what the oracle reads of a module that declares nothing: no transition matrix and no known structure,
@@ -56,20 +57,26 @@ class CausalModule(Mixer):
     def properties(self) -> Properties:
         return self.properties_given
 
-    def init_state(self, batch, device=None, dtype=None):
+    def init_state(self, batch: int, device: Device = None, dtype: torch.dtype | None = None) -> Tensor:
+        """No input seen: [batch, 0, d_model]."""
         return torch.zeros(batch, 0, self.d_model, device=device, dtype=dtype)
 
     def forward(self, x: Tensor, state: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """Args: x (Tensor): [B, T, d_model]; state (Tensor): the inputs so far [B, T_seen, d_model], None:
+        none. Returns: the body's outputs at x's positions [B, T, d_model], and the inputs so far with x."""
         full = x if state is None or state.shape[1] == 0 else torch.cat([state, x], dim=1)
         y = self.body(full)
         return y[:, full.shape[1] - x.shape[1] :], full
 
     def step(self, x: Tensor, state: Tensor) -> tuple[Tensor, Tensor]:
+        """Args: x (Tensor): [B, d_model], one token; state (Tensor): the inputs so far. Returns: the body's
+        output at x [B, d_model], and the inputs so far with x."""
         y, state = self.forward(x[:, None], state)
         return y[:, 0], state
 
 
-def _factory_options(factory: Callable) -> dict:
+def _factory_options(factory: Callable[..., nn.Module]) -> dict[str, Any]:
+    """The factory's keyword arguments after (d_model, d_state), with their defaults."""
     params = list(inspect.signature(factory).parameters.values())[2:]  # after d_model, d_state
     return {p.name: p.default for p in params if p.default is not p.empty}
 
@@ -85,7 +92,7 @@ def register_module(
 
     options = _factory_options(factory)
 
-    def __init__(self, d_model, d_state, **kw):
+    def __init__(self: CausalModule, d_model: int, d_state: int, **kw: Any) -> None:
         CausalModule.__init__(self, d_model, d_state, factory(d_model, d_state, **kw))
 
     # the options of the class are the factory's: its __init__ gets that signature
@@ -96,16 +103,19 @@ def register_module(
     ]
     params += [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=v) for k, v in options.items()]
     __init__.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    cls = type(
-        f"Module_{name}",
-        (CausalModule,),
-        {
-            "name": name,
-            "description": description or f"{getattr(factory, '__name__', 'a module')} (a causal module)",
-            "properties_given": properties,
-            "__init__": __init__,
-            "__module__": factory.__module__,
-        },
+    cls = cast(
+        type[CausalModule],
+        type(
+            f"Module_{name}",
+            (CausalModule,),
+            {
+                "name": name,
+                "description": description or f"{getattr(factory, '__name__', 'a module')} (a causal module)",
+                "properties_given": properties,
+                "__init__": __init__,
+                "__module__": factory.__module__,
+            },
+        ),
     )
     register(cls)
     declare(Declared(name, cls.description, options, lambda o: properties))

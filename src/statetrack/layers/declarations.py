@@ -9,6 +9,8 @@ the class is defined), so each is written once where a reader of the theory look
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 from statetrack.layers.properties import (
     ROUND_EXP,
@@ -39,7 +41,7 @@ LRU_ROUNDING = "|lambda| = exp(-exp(nu)) = 1 only through float32 rounding, at n
 PD_ROUNDING = f"|d| = sigmoid(f) = 1 only through float32 rounding ({ROUND_SIGMOID})"
 
 
-def _const(**kw):
+def _const(**kw: Any) -> Callable[[dict[str, Any]], Properties]:
     """Properties that no option changes."""
     p = Properties(**kw)
     return lambda o: p

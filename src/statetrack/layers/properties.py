@@ -14,9 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from statetrack.errors import UserError, allowed, did_you_mean
+
+if TYPE_CHECKING:
+    from statetrack.spec import LayerSpec
 
 
 class EigenvalueDomain(StrEnum):
@@ -92,7 +95,7 @@ class Properties:
     rounding: str = ""
     factor_eigenvalues: EigenvalueDomain | None = None  # Householder structures: each factor's domain
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for key, kind in (
             ("eigenvalues", EigenvalueDomain),
             ("structure", Structure),
@@ -122,8 +125,18 @@ def exp_rounding(what: str, neg: bool) -> str:
     return f"{what} = exp(-x) reaches 1 only through float32 rounding ({ROUND_EXP})"
 
 
-def check_options(cls, options: dict) -> dict:
-    """Merge a layer spec's options into the mixer's defaults; unknown keys are a UserError."""
+class HasOptions(Protocol):
+    """What :func:`check_options` reads: a mixer class or its declaration (``Declared``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def options(self) -> dict[str, Any]: ...
+
+
+def check_options(cls: HasOptions, options: dict[str, Any]) -> dict[str, Any]:
+    """Merge a layer spec's options into the mixer's defaults (``cls``: its class or its declaration);
+    unknown keys and values of the wrong type are a UserError."""
     unknown = sorted(set(options) - set(cls.options))
     if unknown:
         allowed = ", ".join(sorted(cls.options)) or "none"
@@ -189,12 +202,12 @@ def declaration(name: str) -> Declared:
     return DECLARED[name]
 
 
-def declared_properties(spec) -> Properties:
+def declared_properties(spec: LayerSpec) -> Properties:
     """The Properties of one layer of a layer spec (``statetrack.spec.LayerSpec``), without building it."""
     return declaration(spec.name).properties_of(spec.options)
 
 
-def option_values(spec) -> dict[str, Any]:
+def option_values(spec: LayerSpec) -> dict[str, Any]:
     """Every option value of one layer of a spec: its declaration's defaults and fixed options, then the
     spec's (checked)."""
     d = declaration(spec.name)
