@@ -118,7 +118,7 @@ def register_module(
         ),
     )
     register(cls)
-    declare(Declared(name, cls.description, options, lambda o: properties))
+    declare(Declared(name, cls.description, options, lambda _options: properties))
     return cls
 
 

@@ -44,7 +44,7 @@ PD_ROUNDING = f"|d| = sigmoid(f) = 1 only through float32 rounding ({ROUND_SIGMO
 def _const(**kw: Any) -> Callable[[dict[str, Any]], Properties]:
     """Properties that no option changes."""
     p = Properties(**kw)
-    return lambda o: p
+    return lambda _options: p
 
 
 NONLINEAR = _const(input_dependent=True, eigenvalues=D.NOT_LINEAR, structure=S.NONLINEAR, linear=False)
