@@ -49,6 +49,7 @@ from statetrack.report.table import study_tables
 from statetrack.runs.runner import complete_result
 from statetrack.runs.store import Store
 from statetrack.tasks import get_task
+from statetrack.tasks.base import CorpusTask
 
 MARK = "*"
 BLIND = "state-blind level (answers, exact)"
@@ -264,22 +265,29 @@ def _baseline_bpb_row(
     return row
 
 
+TRAINING_HEADER = [
+    "model",
+    "corpus",
+    "params",
+    "steps",
+    "batch",
+    "context",
+    "tokens seen",
+    "passes",
+    "train time (s)",
+    "ms / step",
+]
+TRAINING_NOTE = (
+    "Tokens seen = steps x batch x context; passes = tokens seen / the train split's tokens; train "
+    "time: wall time of the training loop (validations included, test evaluation not), median over "
+    "seeds, each run on one thread of a shared 2-worker sweep unless the study ran otherwise."
+)
+
+
 def training_table(study, cells: list[Cell]) -> LMTable:
     """What each model cost: parameters, steps, batch, context, tokens seen, passes over the train split,
     training wall time (median over seeds; one thread per run where the sweep set it)."""
-    header = [
-        "model",
-        "corpus",
-        "params",
-        "steps",
-        "batch",
-        "context",
-        "tokens seen",
-        "passes",
-        "train time (s)",
-        "ms / step",
-    ]
-    t = LMTable(study.name, "training", "What each run cost", header)
+    t = LMTable(study.name, "training", "What each run cost", list(TRAINING_HEADER))
     sizes: dict[str, int] = {}
     for c in cells:
         if not c.runs:
@@ -287,7 +295,9 @@ def training_table(study, cells: list[Cell]) -> LMTable:
         j = c.job
         tokens = j.train.steps * j.train.batch_size * j.train.train_max_len
         if c.task not in sizes:
-            sizes[c.task] = get_task(c.task).corpus.sizes()["train"]["tokens"]
+            task = get_task(c.task)
+            assert isinstance(task, CorpusTask)  # an lm study's columns are corpora
+            sizes[c.task] = task.corpus.sizes()["train"]["tokens"]
         times = [r.summary.get("train_time") for r in c.runs if r.summary.get("train_time")]
         steps = [r.summary.get("steps_run") or j.train.steps for r in c.runs]
         tt = statistics.median(times) if times else None
@@ -321,11 +331,7 @@ def training_table(study, cells: list[Cell]) -> LMTable:
                 "seeds": len(c.runs),
             }
         )
-    t.caption = (
-        "Tokens seen = steps x batch x context; passes = tokens seen / the train split's tokens; train "
-        "time: wall time of the training loop (validations included, test evaluation not), median over "
-        "seeds, each run on one thread of a shared 2-worker sweep unless the study ran otherwise."
-    )
+    t.caption = TRAINING_NOTE
     return t
 
 
@@ -414,6 +420,38 @@ def joint_table(
         + [_st_header(study, c) for c in st_cols]
     )
     t = LMTable(study.name, "joint", "What [-1,1] costs on text, what it gains on state tracking", header)
+    med = _joint_models(t, study, cells, cols, ans_cols, st_cells, st_cols)
+    for fam, a, b in pairs(labels_of(cells)):
+
+        def diff(key, digits=3, a=a, b=b):
+            x, y = med[a].get(key), med[b].get(key)
+            return "-" if x is None or y is None else f"{y - x:+.{digits}f}"
+
+        row = [f"{fam}: {NEG} - {POS}", ""] + [diff(("bpb", c)) for c in cols]
+        row += [diff(("answer", c)) for c in ans_cols] + [diff(("st", c)) for c in st_cols]
+        t.rows.append(row)
+    _joint_baselines(t, cells, base, cols, ans_cols, len(st_cols))
+    t.caption = (
+        "bpb: test split at the training context length, median [min-max] over seeds (lower is better); "
+        f"answer bpb ({IN_CONTEXT}): bits per answer on the answers whose decisive statement is inside "
+        "the window (tables answers-*), beside the exact state-blind level of the same answers; "
+        "difference rows: [-1,1] minus [0,1] of the medians (bpb: positive = [-1,1] costs bits; state "
+        "tracking: positive = [-1,1] gains). Compressors: the whole test split as one stream. " + note
+    )
+    return t
+
+
+def _joint_models(
+    t: LMTable,
+    study,
+    cells: list[Cell],
+    cols: list[str],
+    ans_cols: list[str],
+    st_cells: dict,
+    st_cols: list[str],
+) -> dict[str, dict]:
+    """The joint table's row of each model; returns per model its medians, keyed ("bpb" | "answer" | "st",
+    column), which the difference rows subtract."""
     med: dict[str, dict] = {}
     for label in labels_of(cells):
         row = [label, "-"]
@@ -443,15 +481,14 @@ def joint_table(
                 **{f"{k[0]} {k[1]}": v for k, v in med[label].items()},
             }
         )
-    for fam, a, b in pairs(labels_of(cells)):
+    return med
 
-        def diff(key, digits=3, a=a, b=b):
-            x, y = med[a].get(key), med[b].get(key)
-            return "-" if x is None or y is None else f"{y - x:+.{digits}f}"
 
-        row = [f"{fam}: {NEG} - {POS}", ""] + [diff(("bpb", c)) for c in cols]
-        row += [diff(("answer", c)) for c in ans_cols] + [diff(("st", c)) for c in st_cols]
-        t.rows.append(row)
+def _joint_baselines(
+    t: LMTable, cells: list[Cell], base: dict, cols: list[str], ans_cols: list[str], n_st: int
+) -> None:
+    """The joint table's baseline rows (each corpus's unigram, bigram and compressors) and the state-blind
+    level of the answers; ``n_st``: the state-tracking columns, '-' in these rows."""
     L = {col: eval_length(next(c for c in cells if c.column == col)) for col in cols}
     names = [name for name, _, _ in baseline_rows(base, cols[0], L[cols[0]])]
     for i, name in enumerate(names):
@@ -464,23 +501,15 @@ def joint_table(
             m = base[col][counts[name]][L[col]] if name in counts else None
             sel = select(m.answer_buckets, IN_CONTEXT) if m is not None and m.answer_buckets else None
             row.append("-" if sel is None else f"{sel['bits'] / sel['n']:.3f}")
-        t.rows.append(row + ["-"] * len(st_cols))
+        t.rows.append(row + ["-"] * n_st)
     if ans_cols:
         levels = [blind_in_context(base, c, L[c]) for c in ans_cols]
         t.rows.append(
             [BLIND, "-"]
             + ["-"] * len(cols)
             + ["-" if v is None else f"{v:.3f}" for v in levels]
-            + ["-"] * len(st_cols)
+            + ["-"] * n_st
         )
-    t.caption = (
-        "bpb: test split at the training context length, median [min-max] over seeds (lower is better); "
-        f"answer bpb ({IN_CONTEXT}): bits per answer on the answers whose decisive statement is inside "
-        "the window (tables answers-*), beside the exact state-blind level of the same answers; "
-        "difference rows: [-1,1] minus [0,1] of the medians (bpb: positive = [-1,1] costs bits; state "
-        "tracking: positive = [-1,1] gains). Compressors: the whole test split as one stream. " + note
-    )
-    return t
 
 
 def lm_tables(study, results, scale: str | None = None, db=None) -> list[LMTable]:
@@ -517,64 +546,73 @@ def json_rows(study, results) -> list[dict]:
     base = baselines(cells, results) if any(c.runs for c in cells) else {}
     out = []
     for c in cells:
-        L = eval_length(c)
         for j, r in results:
             if j.label != c.label or j.column != c.column or r is None or not r.lm:
                 continue
-            by = {m.length: m for m in r.lm}
-            m = by.get(L)
-            out.append(
-                {
-                    "study": study.name,
-                    "model": c.label,
-                    "layers": j.train.model.layers,
-                    "task": c.task,
-                    "column": c.column,
-                    "seed": j.seed,
-                    "lr": j.train.lr,
-                    "run_id": r.run_id,
-                    "params": c.params,
-                    "length": L,
-                    "bpb": m.bpb if m else None,
-                    "bpb_se": m.bpb_se if m else None,
-                    "answer_bpb": m.answer_bpb if m else None,
-                    "answer_buckets": m.answer_buckets if m else [],
-                    "bpb_by_length": {n: x.bpb for n, x in sorted(by.items())},
-                }
-            )
+            out.append(_run_json(study, c, j, r))
     for col, bs in base.items():
-        c = next(x for x in cells if x.column == col)
-        L = eval_length(c)
-        for b in BASELINES:
-            m = bs[b][L]
-            out.append(
-                {
-                    "study": study.name,
-                    "model": LABELS[b],
-                    "baseline": b,
-                    "task": c.task,
-                    "column": col,
-                    "length": L,
-                    "bpb": m.bpb,
-                    "bpb_se": m.bpb_se,
-                    "answer_bpb": m.answer_bpb,
-                    "bpb_by_length": {n: x.bpb for n, x in sorted(bs[b].items())},
-                }
-            )
-        for k, comp in bs.get("compressors", {}).items():
-            out.append(
-                {
-                    "study": study.name,
-                    "model": comp.label,
-                    "baseline": k,
-                    "task": c.task,
-                    "column": col,
-                    "bpb": comp.bpb,
-                    "test_bytes": comp.test_bytes,
-                    "compressed_bytes": comp.compressed_bytes,
-                    "context_bytes": comp.context_bytes,
-                }
-            )
+        out += _baseline_json(study, next(x for x in cells if x.column == col), bs)
+    return out
+
+
+def _run_json(study, c: Cell, j, r) -> dict:
+    """The JSON object of one run ``r`` (of job ``j``) of the cell ``c``."""
+    L = eval_length(c)
+    by = {m.length: m for m in r.lm}
+    m = by.get(L)
+    return {
+        "study": study.name,
+        "model": c.label,
+        "layers": j.train.model.layers,
+        "task": c.task,
+        "column": c.column,
+        "seed": j.seed,
+        "lr": j.train.lr,
+        "run_id": r.run_id,
+        "params": c.params,
+        "length": L,
+        "bpb": m.bpb if m else None,
+        "bpb_se": m.bpb_se if m else None,
+        "answer_bpb": m.answer_bpb if m else None,
+        "answer_buckets": m.answer_buckets if m else [],
+        "bpb_by_length": {n: x.bpb for n, x in sorted(by.items())},
+    }
+
+
+def _baseline_json(study, c: Cell, bs: dict) -> list[dict]:
+    """The JSON objects of the baselines of the corpus column of ``c``: count models, then compressors."""
+    L = eval_length(c)
+    out = []
+    for b in BASELINES:
+        m = bs[b][L]
+        out.append(
+            {
+                "study": study.name,
+                "model": LABELS[b],
+                "baseline": b,
+                "task": c.task,
+                "column": c.column,
+                "length": L,
+                "bpb": m.bpb,
+                "bpb_se": m.bpb_se,
+                "answer_bpb": m.answer_bpb,
+                "bpb_by_length": {n: x.bpb for n, x in sorted(bs[b].items())},
+            }
+        )
+    for k, comp in bs.get("compressors", {}).items():
+        out.append(
+            {
+                "study": study.name,
+                "model": comp.label,
+                "baseline": k,
+                "task": c.task,
+                "column": c.column,
+                "bpb": comp.bpb,
+                "test_bytes": comp.test_bytes,
+                "compressed_bytes": comp.compressed_bytes,
+                "context_bytes": comp.context_bytes,
+            }
+        )
     return out
 
 
