@@ -35,6 +35,7 @@ from statetrack.report.lm_cells import (
     NEG,
     POS,
     Cell,
+    CorpusBaselines,
     baselines,
     beyond_bpb,
     columns_of,
@@ -157,22 +158,24 @@ def params_text(cells: list[Cell], label: str) -> str:
     return " / ".join(f"{n:,}" for n in counts) or "-"
 
 
-def baseline_rows(base: dict, column: str, length: int) -> list[tuple[str, float, float | None]]:
+def baseline_rows(
+    base: dict[str, CorpusBaselines], column: str, length: int
+) -> list[tuple[str, float, float | None]]:
     """(label, bpb, answer bpb or None) of every baseline of a corpus at a length: the count models on the
     windows, then the compressors on the whole test split (no answer bpb: a compressor's cost is not
     per byte)."""
     out = []
     for b in BASELINES:
-        m = base[column][b][length]
+        m = base[column].counts[b][length]
         out.append((LABELS[b], m.bpb, m.answer_bpb))
-    comp = base[column].get("compressors", {})
+    comp = base[column].compressors
     out += [(comp[k].label, comp[k].bpb, None) for k in COMPRESSORS if k in comp]
     return out
 
 
-def _windows_note(base: dict, column: str, length: int) -> str:
-    m = base[column]["bigram"][length]
-    comp = base[column].get("compressors", {})
+def _windows_note(base: dict[str, CorpusBaselines], column: str, length: int) -> str:
+    m = base[column].counts["bigram"][length]
+    comp = base[column].compressors
     test = next(iter(comp.values())).test_bytes if comp else None
     ctx = comp["xz_train"].context_bytes if "xz_train" in comp else 0
     text = (
@@ -188,7 +191,7 @@ def _windows_note(base: dict, column: str, length: int) -> str:
     return text
 
 
-def bpb_table(study, cells: list[Cell], base: dict) -> LMTable:
+def bpb_table(study, cells: list[Cell], base: dict[str, CorpusBaselines]) -> LMTable:
     cols = columns_of(cells)
     at = {col: eval_length(next(c for c in cells if c.column == col)) for col in cols}
     answers = {col: _has_answers(cells, col) for col in cols}
@@ -201,15 +204,13 @@ def bpb_table(study, cells: list[Cell], base: dict) -> LMTable:
     names = [name for name, _, _ in baseline_rows(base, cols[0], at[cols[0]])]
     for i, name in enumerate(names):
         t.rows.append(_baseline_bpb_row(study, t, i, name, base, at, answers))
-    if any(base[col]["blind"] is not None for col in cols):
+    if any(base[col].blind is not None for col in cols):
         row = [BLIND, "-"]
         for col in cols:
-            blind = "-" if base[col]["blind"] is None else f"{base[col]['blind']:.3f}"
-            row += ["-"] + ([blind] if answers[col] else [])
-            if base[col]["blind"] is not None:
-                t.records.append(
-                    _record(study, "bpb", BLIND, col, "answer_bpb", at[col], [base[col]["blind"]])
-                )
+            level = base[col].blind
+            row += ["-"] + (["-" if level is None else f"{level:.3f}"] if answers[col] else [])
+            if level is not None:
+                t.records.append(_record(study, "bpb", BLIND, col, "answer_bpb", at[col], [level]))
         t.rows.append(row)
     t.caption = (
         f"Test-split bits per byte at the training context length, median [min-max] over seeds (one "
@@ -226,7 +227,13 @@ def bpb_table(study, cells: list[Cell], base: dict) -> LMTable:
 
 
 def _model_bpb_row(
-    study, t: LMTable, cells: list[Cell], label: str, base: dict, at: dict[str, int], answers: dict[str, bool]
+    study,
+    t: LMTable,
+    cells: list[Cell],
+    label: str,
+    base: dict[str, CorpusBaselines],
+    at: dict[str, int],
+    answers: dict[str, bool],
 ) -> list[str]:
     """A model's row of the bits-per-byte table (its records added to ``t``)."""
     row = [label, "-"]
@@ -238,7 +245,7 @@ def _model_bpb_row(
         row[1] = params_text(cells, label)
         vals = c.values(L)
         text = fmt_bpb(vals, c.values(L, "bpb_se"))
-        if vals and statistics.median(vals) >= base[col]["bigram"][L].bpb:
+        if vals and statistics.median(vals) >= base[col].counts["bigram"][L].bpb:
             text += " " + MARK
         row.append(text)
         t.records.append(_record(study, "bpb", label, col, "bpb", L, vals, c.params, c.lr))
@@ -250,7 +257,13 @@ def _model_bpb_row(
 
 
 def _baseline_bpb_row(
-    study, t: LMTable, i: int, name: str, base: dict, at: dict[str, int], answers: dict[str, bool]
+    study,
+    t: LMTable,
+    i: int,
+    name: str,
+    base: dict[str, CorpusBaselines],
+    at: dict[str, int],
+    answers: dict[str, bool],
 ) -> list[str]:
     """The ``i``-th baseline's row of the bits-per-byte table (its records added to ``t``)."""
     row = [name, "-"]
@@ -335,7 +348,7 @@ def training_table(study, cells: list[Cell]) -> LMTable:
     return t
 
 
-def context_table(study, cells: list[Cell], base: dict, column: str) -> LMTable:
+def context_table(study, cells: list[Cell], base: dict[str, CorpusBaselines], column: str) -> LMTable:
     mine = [c for c in cells if c.column == column]
     lengths = sorted({n for c in mine for n in c.lengths})
     train_len = mine[0].train_len
@@ -348,12 +361,12 @@ def context_table(study, cells: list[Cell], base: dict, column: str) -> LMTable:
             _record(study, t.name, c.label, column, "bpb", n, c.values(n), c.params, c.lr) for n in lengths
         ]
     for b in BASELINES:
-        ms = base[column][b]
+        ms = base[column].counts[b]
         beyond = beyond_bpb(ms[max(lengths)], train_len)
         t.rows.append(
             [LABELS[b]] + [f"{ms[n].bpb:.3f}" for n in lengths] + ["-" if beyond is None else f"{beyond:.3f}"]
         )
-    comp = base[column].get("compressors", {})
+    comp = base[column].compressors
     for k in COMPRESSORS:
         if k in comp:
             t.rows.append([comp[k].label] + [f"{comp[k].bpb:.3f}"] * len(lengths) + ["-"])
@@ -409,7 +422,7 @@ def _st_header(study, col: str) -> str:
 
 
 def joint_table(
-    study, cells: list[Cell], base: dict, st_cells: dict, st_cols: list[str], note: str
+    study, cells: list[Cell], base: dict[str, CorpusBaselines], st_cells: dict, st_cols: list[str], note: str
 ) -> LMTable:
     cols = columns_of(cells)
     ans_cols = [c for c in cols if _has_answers(cells, c)]
@@ -485,7 +498,12 @@ def _joint_models(
 
 
 def _joint_baselines(
-    t: LMTable, cells: list[Cell], base: dict, cols: list[str], ans_cols: list[str], n_st: int
+    t: LMTable,
+    cells: list[Cell],
+    base: dict[str, CorpusBaselines],
+    cols: list[str],
+    ans_cols: list[str],
+    n_st: int,
 ) -> None:
     """The joint table's baseline rows (each corpus's unigram, bigram and compressors) and the state-blind
     level of the answers; ``n_st``: the state-tracking columns, '-' in these rows."""
@@ -498,7 +516,7 @@ def _joint_baselines(
             row.append(f"{rows[i][1]:.3f}" if i < len(rows) else "-")
         counts = {LABELS[k]: k for k in BASELINES}
         for col in ans_cols:
-            m = base[col][counts[name]][L[col]] if name in counts else None
+            m = base[col].counts[counts[name]][L[col]] if name in counts else None
             sel = select(m.answer_buckets, IN_CONTEXT) if m is not None and m.answer_buckets else None
             row.append("-" if sel is None else f"{sel['bits'] / sel['n']:.3f}")
         t.rows.append(row + ["-"] * n_st)
@@ -579,12 +597,12 @@ def _run_json(study, c: Cell, j, r) -> dict:
     }
 
 
-def _baseline_json(study, c: Cell, bs: dict) -> list[dict]:
+def _baseline_json(study, c: Cell, bs: CorpusBaselines) -> list[dict]:
     """The JSON objects of the baselines of the corpus column of ``c``: count models, then compressors."""
     L = eval_length(c)
     out = []
     for b in BASELINES:
-        m = bs[b][L]
+        m = bs.counts[b][L]
         out.append(
             {
                 "study": study.name,
@@ -596,10 +614,10 @@ def _baseline_json(study, c: Cell, bs: dict) -> list[dict]:
                 "bpb": m.bpb,
                 "bpb_se": m.bpb_se,
                 "answer_bpb": m.answer_bpb,
-                "bpb_by_length": {n: x.bpb for n, x in sorted(bs[b].items())},
+                "bpb_by_length": {n: x.bpb for n, x in sorted(bs.counts[b].items())},
             }
         )
-    for k, comp in bs.get("compressors", {}).items():
+    for k, comp in bs.compressors.items():
         out.append(
             {
                 "study": study.name,
@@ -625,14 +643,14 @@ def scale_note(scale: str) -> str:
     )
 
 
-def verdicts(cells: list[Cell], base: dict) -> list[str]:
+def verdicts(cells: list[Cell], base: dict[str, CorpusBaselines]) -> list[str]:
     """Plain sentences: which models beat the bigram baseline; what [-1,1] costs per family and corpus."""
     lines = []
     above = []
     for c in cells:
         L = eval_length(c)
         vals = c.values(L)
-        if vals and statistics.median(vals) >= base[c.column]["bigram"][L].bpb:
+        if vals and statistics.median(vals) >= base[c.column].counts["bigram"][L].bpb:
             above.append(f"{c.label} on {c.column}")
     n = sum(1 for c in cells if c.values(eval_length(c)))
     lines.append(
@@ -659,9 +677,9 @@ def verdicts(cells: list[Cell], base: dict) -> list[str]:
     return lines
 
 
-def _compressor_verdict(cells: list[Cell], base: dict, col: str) -> list[str]:
+def _compressor_verdict(cells: list[Cell], base: dict[str, CorpusBaselines], col: str) -> list[str]:
     """How many models of column ``col`` are below gzip, and whether the best is below xz ([] without them)."""
-    comp = base[col].get("compressors", {})
+    comp = base[col].compressors
     mine = [
         (c.label, statistics.median(c.values(eval_length(c))))
         for c in cells
@@ -687,10 +705,10 @@ def _compressor_verdict(cells: list[Cell], base: dict, col: str) -> list[str]:
     ]
 
 
-def _blind_verdict(cells: list[Cell], base: dict, col: str) -> list[str]:
+def _blind_verdict(cells: list[Cell], base: dict[str, CorpusBaselines], col: str) -> list[str]:
     """The models of column ``col`` below the state-blind level on answers in context ([] without one)."""
     L = eval_length(next(c for c in cells if c.column == col))
-    blind = blind_in_context(base, col, L) if base[col].get("blind") is not None else None
+    blind = blind_in_context(base, col, L) if base[col].blind is not None else None
     if blind is None:
         return []
     below = [

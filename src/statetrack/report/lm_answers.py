@@ -20,7 +20,16 @@ import math
 import statistics
 
 from statetrack.lm.answers import OUTSIDE, bucket_summary, mean_interval, merge_buckets, wilson
-from statetrack.report.lm_cells import NEG, POS, Cell, eval_length, find_cell, labels_of, pairs
+from statetrack.report.lm_cells import (
+    NEG,
+    POS,
+    Cell,
+    CorpusBaselines,
+    eval_length,
+    find_cell,
+    labels_of,
+    pairs,
+)
 
 IN_CONTEXT = "in context"
 ALL = "all"
@@ -87,14 +96,14 @@ def _fmt_cell(runs: list[list[dict]], col: str, what: str) -> str:
     return f"{statistics.median(xs):.1f} [{min(xs):.1f}-{max(xs):.1f}]"
 
 
-def answer_tables(study, cells: list[Cell], base: dict, column: str, table_cls) -> list:
+def answer_tables(study, cells: list[Cell], base: dict[str, CorpusBaselines], column: str, table_cls) -> list:
     """The two tables of a corpus with answers: bpb and accuracy by distance to the decisive statement."""
     cols = answer_columns(cells, column)
     mine = [c for c in cells if c.column == column and c.runs]
     if not mine:
         return []
     L = eval_length(mine[0])
-    bigram = base[column]["bigram"][L].answer_buckets
+    bigram = base[column].counts["bigram"][L].answer_buckets
     out = []
     for what, title in (("bpb", "answer bits per byte"), ("accuracy", "answer accuracy (%)")):
         t = table_cls(
@@ -236,6 +245,6 @@ def in_context_bpb(c: Cell) -> list[float]:
     return out
 
 
-def blind_in_context(base: dict, column: str, length: int) -> float | None:
-    b = select(base[column]["bigram"][length].answer_buckets, IN_CONTEXT)
+def blind_in_context(base: dict[str, CorpusBaselines], column: str, length: int) -> float | None:
+    b = select(base[column].counts["bigram"][length].answer_buckets, IN_CONTEXT)
     return None if b is None else b["blind_bits"] / b["n"]

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import Any
 
 from statetrack.lm.answers import blind_level
 from statetrack.lm.baselines import evaluate_baselines
-from statetrack.lm.compressors import corpus_compressors
+from statetrack.lm.compressors import Compressed, corpus_compressors
+from statetrack.lm.metrics import LMMetrics
 from statetrack.model import Model, build_model
 from statetrack.runs.jobs import Job
 from statetrack.runs.store import RunStatus
@@ -116,11 +116,20 @@ def eval_length(cell: Cell) -> int:
     return min(longer) if longer else max(cell.lengths)
 
 
-def baselines(cells: list[Cell], results) -> dict[str, dict]:
-    """Per corpus column: {'unigram' | 'bigram': {length: LMMetrics}} on the models' windows; 'blind': the
-    state-blind level of the answers in those windows at the headline length (None for a corpus without
-    answers); 'compressors': {name: Compressed} on the test split's bytes (``statetrack.lm.compressors``)."""
-    out: dict[str, dict[str, Any]] = {}
+@dataclass
+class CorpusBaselines:
+    """The baselines of one corpus column: the count models on the models' windows, the state-blind level
+    of the answers in those windows at the headline length (None for a corpus without answers), and the
+    compressors on the test split's bytes (``statetrack.lm.compressors``)."""
+
+    counts: dict[str, dict[int, LMMetrics]]  # 'unigram' | 'bigram' -> length -> metrics
+    blind: float | None
+    compressors: dict[str, Compressed]
+
+
+def baselines(cells: list[Cell], results) -> dict[str, CorpusBaselines]:
+    """Per corpus column: its baselines (``CorpusBaselines``)."""
+    out: dict[str, CorpusBaselines] = {}
     for c in cells:
         if c.column in out:
             continue
@@ -130,9 +139,9 @@ def baselines(cells: list[Cell], results) -> dict[str, dict]:
         assert isinstance(task, CorpusTask)  # an lm study's columns are corpora
         corpus = task.corpus
         b = evaluate_baselines(corpus, list(ev.lengths), ev.tokens, ev.batch_size, ev.seed, ev.windows)
-        out[c.column] = {k: {m.length: m for m in ms} for k, ms in b.items()}
-        out[c.column]["blind"] = blind_level(out[c.column]["bigram"][eval_length(c)].answer_buckets)
-        out[c.column]["compressors"] = corpus_compressors(corpus)
+        counts = {k: {m.length: m for m in ms} for k, ms in b.items()}
+        blind = blind_level(counts["bigram"][eval_length(c)].answer_buckets)
+        out[c.column] = CorpusBaselines(counts, blind, corpus_compressors(corpus))
     return out
 
 

@@ -9,7 +9,7 @@ import statistics
 from statetrack.lm.baselines import BASELINES, LABELS
 from statetrack.lm.metrics import LN2
 from statetrack.report.lm_answers import run_buckets
-from statetrack.report.lm_cells import Cell, baselines, columns_of, eval_length, gather
+from statetrack.report.lm_cells import Cell, CorpusBaselines, baselines, columns_of, eval_length, gather
 from statetrack.report.plots import lm_curve_figure, lm_length_figure, slug
 
 
@@ -57,7 +57,7 @@ def lm_figures(rep) -> list[tuple[str, str, object]]:
         out.append((section, f"curves-{slug(col)}", _curves_figure(study, rep.curves, mine, col)))
         out.append((section, f"positions-{slug(col)}", _positions_figure(study, mine, base[col], col)))
         out.append((section, f"context-{slug(col)}", _context_figure(study, mine, base[col], col)))
-        bigram = base[col]["bigram"][eval_length(mine[0])]
+        bigram = base[col].counts["bigram"][eval_length(mine[0])]
         if bigram.answer_buckets and any(run_buckets(c) for c in mine):
             out.append((f"answers-{col}", f"answers-{slug(col)}", answer_figure(study, mine, bigram, col)))
     return out
@@ -77,7 +77,7 @@ def _curves_figure(study, curves: dict[int, list], mine: list[Cell], col: str):
     return lm_curve_figure(f"{study.name}: learning curves, {col}", [x for x in runs if x[1]])
 
 
-def _positions_figure(study, mine: list[Cell], base: dict, col: str):
+def _positions_figure(study, mine: list[Cell], base: CorpusBaselines, col: str):
     """bpb by position in the windows of the longest context, per model (median over runs), beside the
     baselines ``base`` of the corpus."""
     L, train_len = max(mine[0].lengths), mine[0].train_len
@@ -92,8 +92,8 @@ def _positions_figure(study, mine: list[Cell], base: dict, col: str):
             )
     bl = {
         LABELS[b]: (
-            [x["hi"] for x in base[b][L].buckets],
-            [x["bpb"] for x in base[b][L].buckets],
+            [x["hi"] for x in base.counts[b][L].buckets],
+            [x["bpb"] for x in base.counts[b][L].buckets],
         )
         for b in BASELINES
     }
@@ -106,7 +106,7 @@ def _positions_figure(study, mine: list[Cell], base: dict, col: str):
     )
 
 
-def _context_figure(study, mine: list[Cell], base: dict, col: str):
+def _context_figure(study, mine: list[Cell], base: CorpusBaselines, col: str):
     """bpb by context length, per model (median over runs), beside the baselines ``base`` of the corpus."""
     lengths = sorted({n for c in mine for n in c.lengths})
     series = {
@@ -116,7 +116,7 @@ def _context_figure(study, mine: list[Cell], base: dict, col: str):
         )
         for c in mine
     }
-    bl = {LABELS[b]: (lengths, [base[b][n].bpb for n in lengths]) for b in BASELINES}
+    bl = {LABELS[b]: (lengths, [base.counts[b][n].bpb for n in lengths]) for b in BASELINES}
     return lm_length_figure(
         f"{study.name}: bpb by context length, {col}",
         series,
