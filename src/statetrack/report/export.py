@@ -9,7 +9,6 @@ metrics (failed, running) has one row with empty metrics. CSV needs nothing; par
 from __future__ import annotations
 
 import csv
-import importlib
 import io
 from pathlib import Path
 
@@ -60,9 +59,8 @@ def csv_text(rows: list[dict]) -> str:
 def parquet_bytes(rows: list[dict]) -> bytes:
     """The rows as a parquet file (pyarrow; a UserError in one line where it is not installed)."""
     try:
-        # optional, and untyped here: only this export needs it
-        pa = importlib.import_module("pyarrow")
-        pq = importlib.import_module("pyarrow.parquet")
+        import pyarrow as pa  # optional: only this export needs it
+        import pyarrow.parquet as pq
     except ImportError:
         raise UserError(
             "--format parquet needs pyarrow, which is not installed (pip install pyarrow); "
