@@ -167,6 +167,8 @@ def load_runs(db, refs: list[str], split: str = "test") -> list[Compared]:
 
 
 def _overlap(a: LengthMetrics, b: LengthMetrics) -> bool:
+    if a.accuracy_high is None or b.accuracy_high is None:  # set with accuracy_low, or neither is
+        return False
     return not (
         a.accuracy_low is None
         or b.accuracy_low is None
@@ -207,46 +209,7 @@ def runs_figure(runs: list[Compared]):
     lengths: set[int] = set()
     chance: dict[int, list[float]] = {}
     for k, r in enumerate(runs):
-        colour, marker, style = f"C{k % 10}", MARKERS[k % len(MARKERS)], STYLES[k // 10 % len(STYLES)]
-        name = f"{r.header}: {r.row['model']} on {r.row['task']}"
-        scored = sorted((n, m) for n, m in r.metrics.items() if m.accuracy is not None)
-        if scored:
-            xs = [n for n, _ in scored]
-            lengths.update(xs)
-            ax.plot(
-                xs,
-                [m.accuracy for _, m in scored],
-                color=colour,
-                marker=marker,
-                ms=4,
-                mfc="none",
-                ls=style,
-                label=name,
-            )
-            ax.fill_between(
-                xs,
-                [m.accuracy_low for _, m in scored],
-                [m.accuracy_high for _, m in scored],
-                color=colour,
-                alpha=0.15,
-                lw=0,
-            )
-            for n, m in scored:
-                if m.chance is not None:
-                    chance.setdefault(n, []).append(m.chance)
-        if r.curve:
-            bx.plot(
-                [p["step"] for p in r.curve],
-                [p["val_accuracy"] for p in r.curve],
-                color=colour,
-                ls=style,
-                lw=1.2,
-                marker=marker,
-                ms=4,
-                mfc="none",
-                markevery=max(1, len(r.curve) // 8),
-                label=name,
-            )
+        _run_lines(ax, bx, k, r, lengths, chance)
     if not lengths and not any(r.curve for r in runs):
         plt.close(fig)
         raise UserError("none of these runs has metrics or a learning curve to plot (are they complete?)")
@@ -269,6 +232,51 @@ def runs_figure(runs: list[Compared]):
     bx.grid(alpha=0.3)
     outside_legend(ax, fig, fontsize=7)
     return fig
+
+
+def _run_lines(ax, bx, k: int, r: Compared, lengths: set[int], chance: dict[int, list[float]]) -> None:
+    """Run number ``k``'s accuracy against the length (on ``ax``, with its band) and its learning curve (on
+    ``bx``); its scored lengths go to ``lengths``, its chance at each of them to ``chance``."""
+    colour, marker, style = f"C{k % 10}", MARKERS[k % len(MARKERS)], STYLES[k // 10 % len(STYLES)]
+    name = f"{r.header}: {r.row['model']} on {r.row['task']}"
+    scored = sorted((n, m) for n, m in r.metrics.items() if m.accuracy is not None)
+    if scored:
+        xs = [n for n, _ in scored]
+        lengths.update(xs)
+        ax.plot(
+            xs,
+            [m.accuracy for _, m in scored],
+            color=colour,
+            marker=marker,
+            ms=4,
+            mfc="none",
+            ls=style,
+            label=name,
+        )
+        ax.fill_between(
+            xs,
+            [m.accuracy_low for _, m in scored],
+            [m.accuracy_high for _, m in scored],
+            color=colour,
+            alpha=0.15,
+            lw=0,
+        )
+        for n, m in scored:
+            if m.chance is not None:
+                chance.setdefault(n, []).append(m.chance)
+    if r.curve:
+        bx.plot(
+            [p["step"] for p in r.curve],
+            [p["val_accuracy"] for p in r.curve],
+            color=colour,
+            ls=style,
+            lw=1.2,
+            marker=marker,
+            ms=4,
+            mfc="none",
+            markevery=max(1, len(r.curve) // 8),
+            label=name,
+        )
 
 
 def plot_runs(db, refs: list[str], out, split: str = "test") -> Path:

@@ -95,9 +95,11 @@ def evidence_markdown(table: VerdictTable, figdir: Path, folder: str, formats=("
         )
         best_val = f"; best validation accuracy {100 * max(vals):.1f}%" if vals else ""
         accs = [100 * (s.accuracy or 0.0) for s in c.scored]
+        median, best = c.median(), c.best_seed()
+        assert median is not None and best is not None  # a learnability cell has scored seeds
         md.append(
             f"- Training: {fit}{best_val}; at the long lengths {statistics.median(accs):.1f}% median "
-            f"[{min(accs):.1f}-{max(accs):.1f}] (chance {100 * (c.median().chance or 0):.0f}%), "
+            f"[{min(accs):.1f}-{max(accs):.1f}] (chance {100 * (median.chance or 0):.0f}%), "
             f"above chance in {c.above}/{len(c.scored)} seeds. Learning curves: the figure of {c.column}."
         )
         run = c.best_run()
@@ -110,9 +112,7 @@ def evidence_markdown(table: VerdictTable, figdir: Path, folder: str, formats=("
                     f"- Spectrum: the best seed's checkpoint could not be read ({type(e).__name__}: {e})"
                 )
             else:
-                md.append(
-                    f"- Spectrum of the best seed (seed {c.best_seed().seed}): {spectrum_summary(result)}."
-                )
+                md.append(f"- Spectrum of the best seed (seed {best.seed}): {spectrum_summary(result)}.")
                 if any("samples" in layer for layer in result["layers"]) and formats:
                     fig = spectrum_figure(result)
                     try:

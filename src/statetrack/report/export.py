@@ -60,7 +60,7 @@ def parquet_bytes(rows: list[dict]) -> bytes:
     """The rows as a parquet file (pyarrow; a UserError in one line where it is not installed)."""
     try:
         import pyarrow as pa  # optional: only this export needs it
-        import pyarrow.parquet as pq  # optional: only this export needs it
+        import pyarrow.parquet as pq
     except ImportError:
         raise UserError(
             "--format parquet needs pyarrow, which is not installed (pip install pyarrow); "

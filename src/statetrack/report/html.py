@@ -220,6 +220,16 @@ def page(rep: Report, meta: dict, svgs: list[tuple[str, str, str, str]]) -> str:
         "every seeds' range and 95% interval (by default only those that hold the 90% threshold or "
         "chance are shown; hover a cell for its own)</label>"
     )
+    _study_tables(p, rep, svgs)
+    _probes(p, rep, svgs)
+    _verdicts(p, rep)
+    _intervals(p, rep)
+    _made(p, rep, meta)
+    return _document(study.title, "\n".join(x for x in p.parts if x), "".join(p.css))
+
+
+def _study_tables(p: _Page, rep: Report, svgs: list[tuple[str, str, str, str]]) -> None:
+    """Each table of the study, with the figures of its section."""
     for t in rep.tables:
         p.parts.append(
             f"<h2>{esc(t.title)}"
@@ -230,12 +240,16 @@ def page(rep: Report, meta: dict, svgs: list[tuple[str, str, str, str]]) -> str:
             p.table(plain_grid(t.headers(), t.cell_texts(), t.caption))
             p.parts += [f"<p>{esc(x)}</p>" for x in t.notes]
         else:
-            p.table(study_grid(t, study.score.threshold))
+            p.table(study_grid(t, rep.study.score.threshold))
         p.parts.append(
             figures_html(
                 [figure_html(svg, caption, stem) for section, stem, svg, caption in svgs if section == t.name]
             )
         )
+
+
+def _probes(p: _Page, rep: Report, svgs: list[tuple[str, str, str, str]]) -> None:
+    """The probes' accuracy table and their traces, where the study traces any."""
     probes = rep.probe_rows()
     if probes:
         p.parts.append("<h2>Probes</h2>")
@@ -256,14 +270,22 @@ def page(rep: Report, meta: dict, svgs: list[tuple[str, str, str, str]]) -> str:
                 ]
             )
         )
+
+
+def _verdicts(p: _Page, rep: Report) -> None:
+    """Studies with the oracle: its verdict beside every cell."""
     if rep.verdicts is not None:
         vt = rep.verdicts
         p.parts.append("<h2>The theory's verdict beside every cell</h2>")
         p.parts.append(
-            f'<p>{esc(vt.summary())} The <a href="{esc(study.name)}-leaderboard.html">leaderboard</a> '
+            f'<p>{esc(vt.summary())} The <a href="{esc(rep.study.name)}-leaderboard.html">leaderboard</a> '
             "ranks the models.</p>"
         )
         p.table(verdict_grid(vt))
+
+
+def _intervals(p: _Page, rep: Report) -> None:
+    """Every run's accuracy with its 95% intervals, on the test draw and on the long-range draw."""
     for split, title, caption in (
         ("test", "Accuracy of every run, with 95% intervals", INTERVALS_CAPTION),
         ("long", "Accuracy of every run on the long-range draw, with 95% intervals", LONG_INTERVALS_CAPTION),
@@ -282,6 +304,11 @@ def page(rep: Report, meta: dict, svgs: list[tuple[str, str, str, str]]) -> str:
                 )
             )
         p.parts.append("</div>")
+
+
+def _made(p: _Page, rep: Report, meta: dict) -> None:
+    """How the report was made: the writer's metadata, the study, its scale and runs, its notes."""
+    study = rep.study
     p.parts.append("<h2>How this report was made</h2>")
     dl = ['<dl class="meta">']
     for k, v in meta.items():
@@ -300,7 +327,6 @@ def page(rep: Report, meta: dict, svgs: list[tuple[str, str, str, str]]) -> str:
             f'<p class="notes">{esc(study.notes.strip())}</p>',
         ]
     p.parts.append(f'<footer>statetrack {esc(__version__)}; <a href="index.html">all reports</a></footer>')
-    return _document(study.title, "\n".join(x for x in p.parts if x), "".join(p.css))
 
 
 def _document(title: str, body: str, css: str = "") -> str:
@@ -400,8 +426,8 @@ def index_card(name: str, r: dict, folder: Path) -> str:
         if thumb
         else ""
     )
-    run_time = r.get("run_time_s") if isinstance(r.get("run_time_s"), (int, float)) else 0.0
-    devices = r.get("devices") if isinstance(r.get("devices"), list) else []
+    run_time = rt if isinstance(rt := r.get("run_time_s"), (int, float)) else 0.0
+    devices = dv if isinstance(dv := r.get("devices"), list) else []
     dl = "".join(
         f"<dt>{k}</dt><dd>{v}</dd>"
         for k, v in (

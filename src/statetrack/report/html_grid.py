@@ -110,33 +110,44 @@ def study_grid(t, threshold: float = 0.9) -> Grid:
     # a seeds' range says something where it holds the threshold of the metric's judgement (0.9 of an
     # accuracy); lengths (longest) always
     thr = None if t.kind in ("longest", "horizon") else threshold
-    if t.kind != "per_length":  # model, train len, seeds, then per task: ours (| paper)
-        cols, unit, tasks = [], 0, []
-        for h in heads:
-            if h.startswith("paper: "):
-                cols[-1] = Column("ours", cols[-1].header, unit)
-                cols.append(Column("paper", h.removeprefix("paper: "), unit, paper=True))
-                tasks.append(None)
-            else:
-                unit += 1
-                cols.append(Column(h, None, unit))
-                tasks.append(h if h in t.task_columns else None)
-        body = [
-            [
-                _cell(c, cols[i].paper, cell=row["cells"].get(tasks[i]) if tasks[i] else None, threshold=thr)
-                for i, c in enumerate(r)
-            ]
-            for r, row in zip(rows, t.rows, strict=True)
+    if t.kind != "per_length":
+        return _task_grid(t, heads, rows, thr)
+    return _length_grid(t, heads, rows, thr)
+
+
+def _task_grid(t, heads: list[str], rows: list[list[Cell]], thr: float | None) -> Grid:
+    """mean / longest tables: model, train len, seeds, then per task: ours (| paper)."""
+    cols: list[Column] = []
+    tasks: list[str | None] = []
+    unit = 0
+    for h in heads:
+        if h.startswith("paper: "):
+            cols[-1] = Column("ours", cols[-1].header, unit)
+            cols.append(Column("paper", h.removeprefix("paper: "), unit, paper=True))
+            tasks.append(None)
+        else:
+            unit += 1
+            cols.append(Column(h, None, unit))
+            tasks.append(h if h in t.task_columns else None)
+    body = [
+        [
+            _cell(c, cols[i].paper, cell=row["cells"].get(tasks[i]) if tasks[i] else None, threshold=thr)
+            for i, c in enumerate(r)
         ]
-        return Grid(cols, body, t.caption)
-    # per_length: model, train len, seeds, lr, [train acc], published pairs, >=90% up to, the lengths
+        for r, row in zip(rows, t.rows, strict=True)
+    ]
+    return Grid(cols, body, t.caption)
+
+
+def _length_grid(t, heads: list[str], rows: list[list[Cell]], thr: float | None) -> Grid:
+    """per_length tables: model, train len, seeds, lr, [train acc], published pairs, >=90% up to, the lengths."""
     n_len = len(t.lengths)
     keys = list(t.columns)
     validation = any(r.get("compare", {}).get(k) == "validation" for r in t.rows for k in keys)
     lead = [0, 1, 2, 3] + ([] if validation else [4])
     cols = [Column(heads[i], None, u) for u, i in enumerate(lead)]
     unit = len(cols)
-    body: list[list[HCell]] = [[_cell(r[i]) for i in lead] for r in rows]
+    body = [[_cell(r[i]) for i in lead] for r in rows]
     for key in keys:
         unit += 1
         cols += [Column("ours", t.columns[key], unit), Column("paper", t.columns[key], unit, paper=True)]

@@ -53,9 +53,10 @@ def cell_inner(c: VerdictCell) -> str:
         acc = "no complete run"
     else:
         n = len(c.scored)
+        accuracy, low, high, chance = m.measured()
         acc = (
-            f'<span class="acc">{100 * m.accuracy:.0f}%</span> [{100 * m.low:.0f}-{100 * m.high:.0f}]<br>'
-            f"tracked {c.tracked}/{n}, above chance {c.above}/{n} ({100 * m.chance:.0f}%)"
+            f'<span class="acc">{100 * accuracy:.0f}%</span> [{100 * low:.0f}-{100 * high:.0f}]<br>'
+            f"tracked {c.tracked}/{n}, above chance {c.above}/{n} ({100 * chance:.0f}%)"
         )
     return (
         f'{acc}<br><span class="verdict">{esc(c.verdict_text())}</span>: '

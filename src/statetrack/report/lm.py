@@ -35,6 +35,7 @@ from statetrack.report.lm_cells import (
     NEG,
     POS,
     Cell,
+    CorpusBaselines,
     baselines,
     beyond_bpb,
     columns_of,
@@ -49,6 +50,7 @@ from statetrack.report.table import study_tables
 from statetrack.runs.runner import complete_result
 from statetrack.runs.store import Store
 from statetrack.tasks import get_task
+from statetrack.tasks.base import CorpusTask
 
 MARK = "*"
 BLIND = "state-blind level (answers, exact)"
@@ -156,22 +158,24 @@ def params_text(cells: list[Cell], label: str) -> str:
     return " / ".join(f"{n:,}" for n in counts) or "-"
 
 
-def baseline_rows(base: dict, column: str, length: int) -> list[tuple[str, float, float | None]]:
+def baseline_rows(
+    base: dict[str, CorpusBaselines], column: str, length: int
+) -> list[tuple[str, float, float | None]]:
     """(label, bpb, answer bpb or None) of every baseline of a corpus at a length: the count models on the
     windows, then the compressors on the whole test split (no answer bpb: a compressor's cost is not
     per byte)."""
     out = []
     for b in BASELINES:
-        m = base[column][b][length]
+        m = base[column].counts[b][length]
         out.append((LABELS[b], m.bpb, m.answer_bpb))
-    comp = base[column].get("compressors", {})
+    comp = base[column].compressors
     out += [(comp[k].label, comp[k].bpb, None) for k in COMPRESSORS if k in comp]
     return out
 
 
-def _windows_note(base: dict, column: str, length: int) -> str:
-    m = base[column]["bigram"][length]
-    comp = base[column].get("compressors", {})
+def _windows_note(base: dict[str, CorpusBaselines], column: str, length: int) -> str:
+    m = base[column].counts["bigram"][length]
+    comp = base[column].compressors
     test = next(iter(comp.values())).test_bytes if comp else None
     ctx = comp["xz_train"].context_bytes if "xz_train" in comp else 0
     text = (
@@ -187,7 +191,7 @@ def _windows_note(base: dict, column: str, length: int) -> str:
     return text
 
 
-def bpb_table(study, cells: list[Cell], base: dict) -> LMTable:
+def bpb_table(study, cells: list[Cell], base: dict[str, CorpusBaselines]) -> LMTable:
     cols = columns_of(cells)
     at = {col: eval_length(next(c for c in cells if c.column == col)) for col in cols}
     answers = {col: _has_answers(cells, col) for col in cols}
@@ -200,15 +204,13 @@ def bpb_table(study, cells: list[Cell], base: dict) -> LMTable:
     names = [name for name, _, _ in baseline_rows(base, cols[0], at[cols[0]])]
     for i, name in enumerate(names):
         t.rows.append(_baseline_bpb_row(study, t, i, name, base, at, answers))
-    if any(base[col]["blind"] is not None for col in cols):
+    if any(base[col].blind is not None for col in cols):
         row = [BLIND, "-"]
         for col in cols:
-            blind = "-" if base[col]["blind"] is None else f"{base[col]['blind']:.3f}"
-            row += ["-"] + ([blind] if answers[col] else [])
-            if base[col]["blind"] is not None:
-                t.records.append(
-                    _record(study, "bpb", BLIND, col, "answer_bpb", at[col], [base[col]["blind"]])
-                )
+            level = base[col].blind
+            row += ["-"] + (["-" if level is None else f"{level:.3f}"] if answers[col] else [])
+            if level is not None:
+                t.records.append(_record(study, "bpb", BLIND, col, "answer_bpb", at[col], [level]))
         t.rows.append(row)
     t.caption = (
         f"Test-split bits per byte at the training context length, median [min-max] over seeds (one "
@@ -225,7 +227,13 @@ def bpb_table(study, cells: list[Cell], base: dict) -> LMTable:
 
 
 def _model_bpb_row(
-    study, t: LMTable, cells: list[Cell], label: str, base: dict, at: dict[str, int], answers: dict[str, bool]
+    study,
+    t: LMTable,
+    cells: list[Cell],
+    label: str,
+    base: dict[str, CorpusBaselines],
+    at: dict[str, int],
+    answers: dict[str, bool],
 ) -> list[str]:
     """A model's row of the bits-per-byte table (its records added to ``t``)."""
     row = [label, "-"]
@@ -237,7 +245,7 @@ def _model_bpb_row(
         row[1] = params_text(cells, label)
         vals = c.values(L)
         text = fmt_bpb(vals, c.values(L, "bpb_se"))
-        if vals and statistics.median(vals) >= base[col]["bigram"][L].bpb:
+        if vals and statistics.median(vals) >= base[col].counts["bigram"][L].bpb:
             text += " " + MARK
         row.append(text)
         t.records.append(_record(study, "bpb", label, col, "bpb", L, vals, c.params, c.lr))
@@ -249,7 +257,13 @@ def _model_bpb_row(
 
 
 def _baseline_bpb_row(
-    study, t: LMTable, i: int, name: str, base: dict, at: dict[str, int], answers: dict[str, bool]
+    study,
+    t: LMTable,
+    i: int,
+    name: str,
+    base: dict[str, CorpusBaselines],
+    at: dict[str, int],
+    answers: dict[str, bool],
 ) -> list[str]:
     """The ``i``-th baseline's row of the bits-per-byte table (its records added to ``t``)."""
     row = [name, "-"]
@@ -264,22 +278,29 @@ def _baseline_bpb_row(
     return row
 
 
+TRAINING_HEADER = [
+    "model",
+    "corpus",
+    "params",
+    "steps",
+    "batch",
+    "context",
+    "tokens seen",
+    "passes",
+    "train time (s)",
+    "ms / step",
+]
+TRAINING_NOTE = (
+    "Tokens seen = steps x batch x context; passes = tokens seen / the train split's tokens; train "
+    "time: wall time of the training loop (validations included, test evaluation not), median over "
+    "seeds, each run on one thread of a shared 2-worker sweep unless the study ran otherwise."
+)
+
+
 def training_table(study, cells: list[Cell]) -> LMTable:
     """What each model cost: parameters, steps, batch, context, tokens seen, passes over the train split,
     training wall time (median over seeds; one thread per run where the sweep set it)."""
-    header = [
-        "model",
-        "corpus",
-        "params",
-        "steps",
-        "batch",
-        "context",
-        "tokens seen",
-        "passes",
-        "train time (s)",
-        "ms / step",
-    ]
-    t = LMTable(study.name, "training", "What each run cost", header)
+    t = LMTable(study.name, "training", "What each run cost", list(TRAINING_HEADER))
     sizes: dict[str, int] = {}
     for c in cells:
         if not c.runs:
@@ -287,7 +308,9 @@ def training_table(study, cells: list[Cell]) -> LMTable:
         j = c.job
         tokens = j.train.steps * j.train.batch_size * j.train.train_max_len
         if c.task not in sizes:
-            sizes[c.task] = get_task(c.task).corpus.sizes()["train"]["tokens"]
+            task = get_task(c.task)
+            assert isinstance(task, CorpusTask)  # an lm study's columns are corpora
+            sizes[c.task] = task.corpus.sizes()["train"]["tokens"]
         times = [r.summary.get("train_time") for r in c.runs if r.summary.get("train_time")]
         steps = [r.summary.get("steps_run") or j.train.steps for r in c.runs]
         tt = statistics.median(times) if times else None
@@ -321,15 +344,11 @@ def training_table(study, cells: list[Cell]) -> LMTable:
                 "seeds": len(c.runs),
             }
         )
-    t.caption = (
-        "Tokens seen = steps x batch x context; passes = tokens seen / the train split's tokens; train "
-        "time: wall time of the training loop (validations included, test evaluation not), median over "
-        "seeds, each run on one thread of a shared 2-worker sweep unless the study ran otherwise."
-    )
+    t.caption = TRAINING_NOTE
     return t
 
 
-def context_table(study, cells: list[Cell], base: dict, column: str) -> LMTable:
+def context_table(study, cells: list[Cell], base: dict[str, CorpusBaselines], column: str) -> LMTable:
     mine = [c for c in cells if c.column == column]
     lengths = sorted({n for c in mine for n in c.lengths})
     train_len = mine[0].train_len
@@ -342,12 +361,12 @@ def context_table(study, cells: list[Cell], base: dict, column: str) -> LMTable:
             _record(study, t.name, c.label, column, "bpb", n, c.values(n), c.params, c.lr) for n in lengths
         ]
     for b in BASELINES:
-        ms = base[column][b]
+        ms = base[column].counts[b]
         beyond = beyond_bpb(ms[max(lengths)], train_len)
         t.rows.append(
             [LABELS[b]] + [f"{ms[n].bpb:.3f}" for n in lengths] + ["-" if beyond is None else f"{beyond:.3f}"]
         )
-    comp = base[column].get("compressors", {})
+    comp = base[column].compressors
     for k in COMPRESSORS:
         if k in comp:
             t.rows.append([comp[k].label] + [f"{comp[k].bpb:.3f}"] * len(lengths) + ["-"])
@@ -403,7 +422,7 @@ def _st_header(study, col: str) -> str:
 
 
 def joint_table(
-    study, cells: list[Cell], base: dict, st_cells: dict, st_cols: list[str], note: str
+    study, cells: list[Cell], base: dict[str, CorpusBaselines], st_cells: dict, st_cols: list[str], note: str
 ) -> LMTable:
     cols = columns_of(cells)
     ans_cols = [c for c in cols if _has_answers(cells, c)]
@@ -414,6 +433,38 @@ def joint_table(
         + [_st_header(study, c) for c in st_cols]
     )
     t = LMTable(study.name, "joint", "What [-1,1] costs on text, what it gains on state tracking", header)
+    med = _joint_models(t, study, cells, cols, ans_cols, st_cells, st_cols)
+    for fam, a, b in pairs(labels_of(cells)):
+
+        def diff(key, digits=3, a=a, b=b):
+            x, y = med[a].get(key), med[b].get(key)
+            return "-" if x is None or y is None else f"{y - x:+.{digits}f}"
+
+        row = [f"{fam}: {NEG} - {POS}", ""] + [diff(("bpb", c)) for c in cols]
+        row += [diff(("answer", c)) for c in ans_cols] + [diff(("st", c)) for c in st_cols]
+        t.rows.append(row)
+    _joint_baselines(t, cells, base, cols, ans_cols, len(st_cols))
+    t.caption = (
+        "bpb: test split at the training context length, median [min-max] over seeds (lower is better); "
+        f"answer bpb ({IN_CONTEXT}): bits per answer on the answers whose decisive statement is inside "
+        "the window (tables answers-*), beside the exact state-blind level of the same answers; "
+        "difference rows: [-1,1] minus [0,1] of the medians (bpb: positive = [-1,1] costs bits; state "
+        "tracking: positive = [-1,1] gains). Compressors: the whole test split as one stream. " + note
+    )
+    return t
+
+
+def _joint_models(
+    t: LMTable,
+    study,
+    cells: list[Cell],
+    cols: list[str],
+    ans_cols: list[str],
+    st_cells: dict,
+    st_cols: list[str],
+) -> dict[str, dict]:
+    """The joint table's row of each model; returns per model its medians, keyed ("bpb" | "answer" | "st",
+    column), which the difference rows subtract."""
     med: dict[str, dict] = {}
     for label in labels_of(cells):
         row = [label, "-"]
@@ -443,15 +494,19 @@ def joint_table(
                 **{f"{k[0]} {k[1]}": v for k, v in med[label].items()},
             }
         )
-    for fam, a, b in pairs(labels_of(cells)):
+    return med
 
-        def diff(key, digits=3, a=a, b=b):
-            x, y = med[a].get(key), med[b].get(key)
-            return "-" if x is None or y is None else f"{y - x:+.{digits}f}"
 
-        row = [f"{fam}: {NEG} - {POS}", ""] + [diff(("bpb", c)) for c in cols]
-        row += [diff(("answer", c)) for c in ans_cols] + [diff(("st", c)) for c in st_cols]
-        t.rows.append(row)
+def _joint_baselines(
+    t: LMTable,
+    cells: list[Cell],
+    base: dict[str, CorpusBaselines],
+    cols: list[str],
+    ans_cols: list[str],
+    n_st: int,
+) -> None:
+    """The joint table's baseline rows (each corpus's unigram, bigram and compressors) and the state-blind
+    level of the answers; ``n_st``: the state-tracking columns, '-' in these rows."""
     L = {col: eval_length(next(c for c in cells if c.column == col)) for col in cols}
     names = [name for name, _, _ in baseline_rows(base, cols[0], L[cols[0]])]
     for i, name in enumerate(names):
@@ -461,26 +516,18 @@ def joint_table(
             row.append(f"{rows[i][1]:.3f}" if i < len(rows) else "-")
         counts = {LABELS[k]: k for k in BASELINES}
         for col in ans_cols:
-            m = base[col][counts[name]][L[col]] if name in counts else None
+            m = base[col].counts[counts[name]][L[col]] if name in counts else None
             sel = select(m.answer_buckets, IN_CONTEXT) if m is not None and m.answer_buckets else None
             row.append("-" if sel is None else f"{sel['bits'] / sel['n']:.3f}")
-        t.rows.append(row + ["-"] * len(st_cols))
+        t.rows.append(row + ["-"] * n_st)
     if ans_cols:
         levels = [blind_in_context(base, c, L[c]) for c in ans_cols]
         t.rows.append(
             [BLIND, "-"]
             + ["-"] * len(cols)
             + ["-" if v is None else f"{v:.3f}" for v in levels]
-            + ["-"] * len(st_cols)
+            + ["-"] * n_st
         )
-    t.caption = (
-        "bpb: test split at the training context length, median [min-max] over seeds (lower is better); "
-        f"answer bpb ({IN_CONTEXT}): bits per answer on the answers whose decisive statement is inside "
-        "the window (tables answers-*), beside the exact state-blind level of the same answers; "
-        "difference rows: [-1,1] minus [0,1] of the medians (bpb: positive = [-1,1] costs bits; state "
-        "tracking: positive = [-1,1] gains). Compressors: the whole test split as one stream. " + note
-    )
-    return t
 
 
 def lm_tables(study, results, scale: str | None = None, db=None) -> list[LMTable]:
@@ -517,64 +564,73 @@ def json_rows(study, results) -> list[dict]:
     base = baselines(cells, results) if any(c.runs for c in cells) else {}
     out = []
     for c in cells:
-        L = eval_length(c)
         for j, r in results:
             if j.label != c.label or j.column != c.column or r is None or not r.lm:
                 continue
-            by = {m.length: m for m in r.lm}
-            m = by.get(L)
-            out.append(
-                {
-                    "study": study.name,
-                    "model": c.label,
-                    "layers": j.train.model.layers,
-                    "task": c.task,
-                    "column": c.column,
-                    "seed": j.seed,
-                    "lr": j.train.lr,
-                    "run_id": r.run_id,
-                    "params": c.params,
-                    "length": L,
-                    "bpb": m.bpb if m else None,
-                    "bpb_se": m.bpb_se if m else None,
-                    "answer_bpb": m.answer_bpb if m else None,
-                    "answer_buckets": m.answer_buckets if m else [],
-                    "bpb_by_length": {n: x.bpb for n, x in sorted(by.items())},
-                }
-            )
+            out.append(_run_json(study, c, j, r))
     for col, bs in base.items():
-        c = next(x for x in cells if x.column == col)
-        L = eval_length(c)
-        for b in BASELINES:
-            m = bs[b][L]
-            out.append(
-                {
-                    "study": study.name,
-                    "model": LABELS[b],
-                    "baseline": b,
-                    "task": c.task,
-                    "column": col,
-                    "length": L,
-                    "bpb": m.bpb,
-                    "bpb_se": m.bpb_se,
-                    "answer_bpb": m.answer_bpb,
-                    "bpb_by_length": {n: x.bpb for n, x in sorted(bs[b].items())},
-                }
-            )
-        for k, comp in bs.get("compressors", {}).items():
-            out.append(
-                {
-                    "study": study.name,
-                    "model": comp.label,
-                    "baseline": k,
-                    "task": c.task,
-                    "column": col,
-                    "bpb": comp.bpb,
-                    "test_bytes": comp.test_bytes,
-                    "compressed_bytes": comp.compressed_bytes,
-                    "context_bytes": comp.context_bytes,
-                }
-            )
+        out += _baseline_json(study, next(x for x in cells if x.column == col), bs)
+    return out
+
+
+def _run_json(study, c: Cell, j, r) -> dict:
+    """The JSON object of one run ``r`` (of job ``j``) of the cell ``c``."""
+    L = eval_length(c)
+    by = {m.length: m for m in r.lm}
+    m = by.get(L)
+    return {
+        "study": study.name,
+        "model": c.label,
+        "layers": j.train.model.layers,
+        "task": c.task,
+        "column": c.column,
+        "seed": j.seed,
+        "lr": j.train.lr,
+        "run_id": r.run_id,
+        "params": c.params,
+        "length": L,
+        "bpb": m.bpb if m else None,
+        "bpb_se": m.bpb_se if m else None,
+        "answer_bpb": m.answer_bpb if m else None,
+        "answer_buckets": m.answer_buckets if m else [],
+        "bpb_by_length": {n: x.bpb for n, x in sorted(by.items())},
+    }
+
+
+def _baseline_json(study, c: Cell, bs: CorpusBaselines) -> list[dict]:
+    """The JSON objects of the baselines of the corpus column of ``c``: count models, then compressors."""
+    L = eval_length(c)
+    out = []
+    for b in BASELINES:
+        m = bs.counts[b][L]
+        out.append(
+            {
+                "study": study.name,
+                "model": LABELS[b],
+                "baseline": b,
+                "task": c.task,
+                "column": c.column,
+                "length": L,
+                "bpb": m.bpb,
+                "bpb_se": m.bpb_se,
+                "answer_bpb": m.answer_bpb,
+                "bpb_by_length": {n: x.bpb for n, x in sorted(bs.counts[b].items())},
+            }
+        )
+    for k, comp in bs.compressors.items():
+        out.append(
+            {
+                "study": study.name,
+                "model": comp.label,
+                "baseline": k,
+                "task": c.task,
+                "column": c.column,
+                "bpb": comp.bpb,
+                "test_bytes": comp.test_bytes,
+                "compressed_bytes": comp.compressed_bytes,
+                "context_bytes": comp.context_bytes,
+            }
+        )
     return out
 
 
@@ -587,14 +643,14 @@ def scale_note(scale: str) -> str:
     )
 
 
-def verdicts(cells: list[Cell], base: dict) -> list[str]:
+def verdicts(cells: list[Cell], base: dict[str, CorpusBaselines]) -> list[str]:
     """Plain sentences: which models beat the bigram baseline; what [-1,1] costs per family and corpus."""
     lines = []
     above = []
     for c in cells:
         L = eval_length(c)
         vals = c.values(L)
-        if vals and statistics.median(vals) >= base[c.column]["bigram"][L].bpb:
+        if vals and statistics.median(vals) >= base[c.column].counts["bigram"][L].bpb:
             above.append(f"{c.label} on {c.column}")
     n = sum(1 for c in cells if c.values(eval_length(c)))
     lines.append(
@@ -621,9 +677,9 @@ def verdicts(cells: list[Cell], base: dict) -> list[str]:
     return lines
 
 
-def _compressor_verdict(cells: list[Cell], base: dict, col: str) -> list[str]:
+def _compressor_verdict(cells: list[Cell], base: dict[str, CorpusBaselines], col: str) -> list[str]:
     """How many models of column ``col`` are below gzip, and whether the best is below xz ([] without them)."""
-    comp = base[col].get("compressors", {})
+    comp = base[col].compressors
     mine = [
         (c.label, statistics.median(c.values(eval_length(c))))
         for c in cells
@@ -649,10 +705,10 @@ def _compressor_verdict(cells: list[Cell], base: dict, col: str) -> list[str]:
     ]
 
 
-def _blind_verdict(cells: list[Cell], base: dict, col: str) -> list[str]:
+def _blind_verdict(cells: list[Cell], base: dict[str, CorpusBaselines], col: str) -> list[str]:
     """The models of column ``col`` below the state-blind level on answers in context ([] without one)."""
     L = eval_length(next(c for c in cells if c.column == col))
-    blind = blind_in_context(base, col, L) if base[col].get("blind") is not None else None
+    blind = blind_in_context(base, col, L) if base[col].blind is not None else None
     if blind is None:
         return []
     below = [

@@ -20,7 +20,16 @@ import math
 import statistics
 
 from statetrack.lm.answers import OUTSIDE, bucket_summary, mean_interval, merge_buckets, wilson
-from statetrack.report.lm_cells import NEG, POS, Cell, eval_length, find_cell, labels_of, pairs
+from statetrack.report.lm_cells import (
+    NEG,
+    POS,
+    Cell,
+    CorpusBaselines,
+    eval_length,
+    find_cell,
+    labels_of,
+    pairs,
+)
 
 IN_CONTEXT = "in context"
 ALL = "all"
@@ -37,7 +46,7 @@ def answer_columns(cells: list[Cell], column: str) -> list[str]:
             for b in bs:
                 if b["hi"] is not None:
                     seen[b["label"]] = b["lo"]
-    return sorted(seen, key=seen.get) + [IN_CONTEXT, OUTSIDE, ALL]
+    return sorted(seen, key=seen.__getitem__) + [IN_CONTEXT, OUTSIDE, ALL]
 
 
 def run_buckets(c: Cell) -> list[list[dict]]:
@@ -87,14 +96,14 @@ def _fmt_cell(runs: list[list[dict]], col: str, what: str) -> str:
     return f"{statistics.median(xs):.1f} [{min(xs):.1f}-{max(xs):.1f}]"
 
 
-def answer_tables(study, cells: list[Cell], base: dict, column: str, table_cls) -> list:
+def answer_tables(study, cells: list[Cell], base: dict[str, CorpusBaselines], column: str, table_cls) -> list:
     """The two tables of a corpus with answers: bpb and accuracy by distance to the decisive statement."""
     cols = answer_columns(cells, column)
     mine = [c for c in cells if c.column == column and c.runs]
     if not mine:
         return []
     L = eval_length(mine[0])
-    bigram = base[column]["bigram"][L].answer_buckets
+    bigram = base[column].counts["bigram"][L].answer_buckets
     out = []
     for what, title in (("bpb", "answer bits per byte"), ("accuracy", "answer accuracy (%)")):
         t = table_cls(
@@ -106,24 +115,9 @@ def answer_tables(study, cells: list[Cell], base: dict, column: str, table_cls) 
         for c in mine:
             runs = run_buckets(c)
             t.rows.append([c.label] + [_fmt_cell(runs, col, what) for col in cols])
-            for col in cols:
-                vals = [bucket_summary(b) for b in (select(bs, col) for bs in runs) if b is not None]
-                t.records.append(
-                    {
-                        "study": study.name,
-                        "table": t.name,
-                        "model": c.label,
-                        "column": column,
-                        "distance": col,
-                        "metric": "answer_" + what,
-                        "length": L,
-                        "seeds": len(vals),
-                        "answers": vals[0]["n"] if vals else 0,
-                        "values": [v[what] for v in vals],
-                        "low": vals[0][f"{what}_low"] if len(vals) == 1 else None,
-                        "high": vals[0][f"{what}_high"] if len(vals) == 1 else None,
-                    }
-                )
+            t.records += [
+                _answer_record(study.name, t.name, c.label, column, col, what, L, runs) for col in cols
+            ]
         t.rows.append(["bigram (add-one)"] + [_fmt_cell([bigram], col, what) for col in cols])
         blind = [select(bigram, col) for col in cols]
         key = "blind_bits" if what == "bpb" else "blind_hits"
@@ -136,23 +130,49 @@ def answer_tables(study, cells: list[Cell], base: dict, column: str, table_cls) 
             ]
         )
         t.rows.append(["answers scored (per seed)"] + ["0" if b is None else f"{b['n']:,}" for b in blind])
-        t.caption = (
-            f"Answers of the {column} test windows at context {L}, grouped by distance (tokens) from the "
-            "end of their decisive statement (the last statement that revealed the value) to the answer; "
-            f"'{IN_CONTEXT}': every answer whose decisive statement is inside its window; '{OUTSIDE}': the "
-            "decisive statement lies before the window's start (no model can know the answer there); "
-            f"'{ALL}': both. One seed: the mean with its 95% interval over the answers "
-            f"({'normal' if what == 'bpb' else 'Wilson'}); several seeds: median [min-max] over seeds. "
-            f"{BLIND_ROW}: the mean of " + ("log2 k" if what == "bpb" else "1/k") + " over the same "
-            "answers, k the number of values an answer can take for a reader who does not know the "
-            "state (10 for a digit, 2 for a truth value, 3 and 2 for the first two digits of a printed "
-            "permutation of 3), exact: a model below it in bpb (above it in accuracy) carries the state "
-            "over the distance."
-        )
+        t.caption = _answer_caption(column, L, what)
         if what == "bpb":
             t.notes = answer_verdicts(cells, column)
         out.append(t)
     return out
+
+
+def _answer_record(
+    study: str, table: str, model: str, column: str, col: str, what: str, L: int, runs: list[list[dict]]
+) -> dict:
+    """The JSON record of one cell of an answer table: a model's ``what`` (bpb or accuracy) in the
+    distance column ``col``, per seed."""
+    vals = [bucket_summary(b) for b in (select(bs, col) for bs in runs) if b is not None]
+    return {
+        "study": study,
+        "table": table,
+        "model": model,
+        "column": column,
+        "distance": col,
+        "metric": "answer_" + what,
+        "length": L,
+        "seeds": len(vals),
+        "answers": vals[0]["n"] if vals else 0,
+        "values": [v[what] for v in vals],
+        "low": vals[0][f"{what}_low"] if len(vals) == 1 else None,
+        "high": vals[0][f"{what}_high"] if len(vals) == 1 else None,
+    }
+
+
+def _answer_caption(column: str, L: int, what: str) -> str:
+    return (
+        f"Answers of the {column} test windows at context {L}, grouped by distance (tokens) from the "
+        "end of their decisive statement (the last statement that revealed the value) to the answer; "
+        f"'{IN_CONTEXT}': every answer whose decisive statement is inside its window; '{OUTSIDE}': the "
+        "decisive statement lies before the window's start (no model can know the answer there); "
+        f"'{ALL}': both. One seed: the mean with its 95% interval over the answers "
+        f"({'normal' if what == 'bpb' else 'Wilson'}); several seeds: median [min-max] over seeds. "
+        f"{BLIND_ROW}: the mean of " + ("log2 k" if what == "bpb" else "1/k") + " over the same "
+        "answers, k the number of values an answer can take for a reader who does not know the "
+        "state (10 for a digit, 2 for a truth value, 3 and 2 for the first two digits of a printed "
+        "permutation of 3), exact: a model below it in bpb (above it in accuracy) carries the state "
+        "over the distance."
+    )
 
 
 def _interval(b: dict) -> tuple[float, float, float]:
@@ -162,15 +182,16 @@ def _interval(b: dict) -> tuple[float, float, float]:
 def answer_verdicts(cells: list[Cell], column: str) -> list[str]:
     """Per model: in-context answers against the state-blind level; per family: [-1,1] minus [0,1]."""
     lines = []
-    below, above = [], []
+    below: list[str] = []
+    above: list[str] = []
     for c in cells:
         if c.column != column:
             continue
-        b = pooled(run_buckets(c), IN_CONTEXT)
-        if b is None:
+        bucket = pooled(run_buckets(c), IN_CONTEXT)
+        if bucket is None:
             continue
-        mean, lo, hi = _interval(b)
-        level = b["blind_bits"] / b["n"]
+        mean, lo, hi = _interval(bucket)
+        level = bucket["blind_bits"] / bucket["n"]
         (below if hi < level else above).append(f"{c.label} {mean:.3f} ({lo:.3f}-{hi:.3f})")
     if below or above:
         lines.append(
@@ -224,6 +245,6 @@ def in_context_bpb(c: Cell) -> list[float]:
     return out
 
 
-def blind_in_context(base: dict, column: str, length: int) -> float | None:
-    b = select(base[column]["bigram"][length].answer_buckets, IN_CONTEXT)
+def blind_in_context(base: dict[str, CorpusBaselines], column: str, length: int) -> float | None:
+    b = select(base[column].counts["bigram"][length].answer_buckets, IN_CONTEXT)
     return None if b is None else b["blind_bits"] / b["n"]

@@ -9,10 +9,13 @@ from dataclasses import dataclass, field
 
 from statetrack.lm.answers import blind_level
 from statetrack.lm.baselines import evaluate_baselines
-from statetrack.lm.compressors import corpus_compressors
+from statetrack.lm.compressors import Compressed, corpus_compressors
+from statetrack.lm.metrics import LMMetrics
 from statetrack.model import Model, build_model
+from statetrack.runs.jobs import Job
 from statetrack.runs.store import RunStatus
 from statetrack.tasks import get_task
+from statetrack.tasks.base import CorpusTask
 from statetrack.tasks.lm import lm_vocab_size
 
 POS, NEG = "[0,1]", "[-1,1]"
@@ -27,11 +30,11 @@ class Cell:
     task: str
     train_len: int
     lengths: list[int]
+    job: Job  # the cell's first Job (its training and evaluation configs)
     runs: list = field(default_factory=list)  # RunResult
     lr: float | None = None
     lrs: list[float] = field(default_factory=list)  # every learning rate with a complete run (lr among them)
     params: int | None = None
-    job: object = None  # the cell's first Job (its training and evaluation configs)
 
     def values(self, length: int, key: str = "bpb") -> list[float]:
         out = []
@@ -113,21 +116,32 @@ def eval_length(cell: Cell) -> int:
     return min(longer) if longer else max(cell.lengths)
 
 
-def baselines(cells: list[Cell], results) -> dict[str, dict]:
-    """Per corpus column: {'unigram' | 'bigram': {length: LMMetrics}} on the models' windows; 'blind': the
-    state-blind level of the answers in those windows at the headline length (None for a corpus without
-    answers); 'compressors': {name: Compressed} on the test split's bytes (``statetrack.lm.compressors``)."""
-    out = {}
+@dataclass
+class CorpusBaselines:
+    """The baselines of one corpus column: the count models on the models' windows, the state-blind level
+    of the answers in those windows at the headline length (None for a corpus without answers), and the
+    compressors on the test split's bytes (``statetrack.lm.compressors``)."""
+
+    counts: dict[str, dict[int, LMMetrics]]  # 'unigram' | 'bigram' -> length -> metrics
+    blind: float | None
+    compressors: dict[str, Compressed]
+
+
+def baselines(cells: list[Cell], results) -> dict[str, CorpusBaselines]:
+    """Per corpus column: its baselines (``CorpusBaselines``)."""
+    out: dict[str, CorpusBaselines] = {}
     for c in cells:
         if c.column in out:
             continue
         job = next(j for j, _ in results if j.column == c.column and j.label == c.label)
         ev = job.eval
-        corpus = get_task(c.task).corpus
+        task = get_task(c.task)
+        assert isinstance(task, CorpusTask)  # an lm study's columns are corpora
+        corpus = task.corpus
         b = evaluate_baselines(corpus, list(ev.lengths), ev.tokens, ev.batch_size, ev.seed, ev.windows)
-        out[c.column] = {k: {m.length: m for m in ms} for k, ms in b.items()}
-        out[c.column]["blind"] = blind_level(out[c.column]["bigram"][eval_length(c)].answer_buckets)
-        out[c.column]["compressors"] = corpus_compressors(corpus)
+        counts = {k: {m.length: m for m in ms} for k, ms in b.items()}
+        blind = blind_level(counts["bigram"][eval_length(c)].answer_buckets)
+        out[c.column] = CorpusBaselines(counts, blind, corpus_compressors(corpus))
     return out
 
 

@@ -9,7 +9,7 @@ import statistics
 from statetrack.lm.baselines import BASELINES, LABELS
 from statetrack.lm.metrics import LN2
 from statetrack.report.lm_answers import run_buckets
-from statetrack.report.lm_cells import Cell, baselines, columns_of, eval_length, gather
+from statetrack.report.lm_cells import Cell, CorpusBaselines, baselines, columns_of, eval_length, gather
 from statetrack.report.plots import lm_curve_figure, lm_length_figure, slug
 
 
@@ -54,75 +54,73 @@ def lm_figures(rep) -> list[tuple[str, str, object]]:
         if not mine:
             continue
         section = f"context-{col}"
-        runs = [
-            (
-                c.label,
-                [p["step"] for p in rep.curves.get(r.run_id, [])],
-                [p["val_loss"] / LN2 for p in rep.curves.get(r.run_id, [])],
-            )
-            for c in mine
-            for r in c.runs
-        ]
-        out.append(
-            (
-                section,
-                f"curves-{slug(col)}",
-                lm_curve_figure(f"{study.name}: learning curves, {col}", [x for x in runs if x[1]]),
-            )
-        )
-        L, train_len = max(mine[0].lengths), mine[0].train_len
-        series = {}
-        for c in mine:
-            ms = [m for r in c.runs for m in r.lm if m.length == L]
-            if ms:
-                xs = [b["hi"] for b in ms[0].buckets]
-                series[c.label] = (
-                    xs,
-                    [statistics.median(m.buckets[i]["bpb"] for m in ms) for i in range(len(xs))],
-                )
-        bl = {
-            LABELS[b]: (
-                [x["hi"] for x in base[col][b][L].buckets],
-                [x["bpb"] for x in base[col][b][L].buckets],
-            )
-            for b in BASELINES
-        }
-        out.append(
-            (
-                section,
-                f"positions-{slug(col)}",
-                lm_length_figure(
-                    f"{study.name}: bpb by position in windows of {L}, {col}",
-                    series,
-                    bl,
-                    train_len,
-                    "position in the window (bucket end)",
-                ),
-            )
-        )
-        lengths = sorted({n for c in mine for n in c.lengths})
-        series = {
-            c.label: (
-                lengths,
-                [statistics.median(c.values(n)) if c.values(n) else float("nan") for n in lengths],
-            )
-            for c in mine
-        }
-        bl = {LABELS[b]: (lengths, [base[col][b][n].bpb for n in lengths]) for b in BASELINES}
-        out.append(
-            (
-                section,
-                f"context-{slug(col)}",
-                lm_length_figure(
-                    f"{study.name}: bpb by context length, {col}",
-                    series,
-                    bl,
-                    train_len,
-                    "context length (tokens)",
-                ),
-            )
-        )
-        bigram = base[col]["bigram"][eval_length(mine[0])]
+        out.append((section, f"curves-{slug(col)}", _curves_figure(study, rep.curves, mine, col)))
+        out.append((section, f"positions-{slug(col)}", _positions_figure(study, mine, base[col], col)))
+        out.append((section, f"context-{slug(col)}", _context_figure(study, mine, base[col], col)))
+        bigram = base[col].counts["bigram"][eval_length(mine[0])]
         if bigram.answer_buckets and any(run_buckets(c) for c in mine):
             out.append((f"answers-{col}", f"answers-{slug(col)}", answer_figure(study, mine, bigram, col)))
     return out
+
+
+def _curves_figure(study, curves: dict[int, list], mine: list[Cell], col: str):
+    """Validation bits per byte against the step, one line per run of the corpus's cells."""
+    runs = [
+        (
+            c.label,
+            [p["step"] for p in curves.get(r.run_id, [])],
+            [p["val_loss"] / LN2 for p in curves.get(r.run_id, [])],
+        )
+        for c in mine
+        for r in c.runs
+    ]
+    return lm_curve_figure(f"{study.name}: learning curves, {col}", [x for x in runs if x[1]])
+
+
+def _positions_figure(study, mine: list[Cell], base: CorpusBaselines, col: str):
+    """bpb by position in the windows of the longest context, per model (median over runs), beside the
+    baselines ``base`` of the corpus."""
+    L, train_len = max(mine[0].lengths), mine[0].train_len
+    series = {}
+    for c in mine:
+        ms = [m for r in c.runs for m in r.lm if m.length == L]
+        if ms:
+            xs = [b["hi"] for b in ms[0].buckets]
+            series[c.label] = (
+                xs,
+                [statistics.median(m.buckets[i]["bpb"] for m in ms) for i in range(len(xs))],
+            )
+    bl = {
+        LABELS[b]: (
+            [x["hi"] for x in base.counts[b][L].buckets],
+            [x["bpb"] for x in base.counts[b][L].buckets],
+        )
+        for b in BASELINES
+    }
+    return lm_length_figure(
+        f"{study.name}: bpb by position in windows of {L}, {col}",
+        series,
+        bl,
+        train_len,
+        "position in the window (bucket end)",
+    )
+
+
+def _context_figure(study, mine: list[Cell], base: CorpusBaselines, col: str):
+    """bpb by context length, per model (median over runs), beside the baselines ``base`` of the corpus."""
+    lengths = sorted({n for c in mine for n in c.lengths})
+    series = {
+        c.label: (
+            lengths,
+            [statistics.median(c.values(n)) if c.values(n) else float("nan") for n in lengths],
+        )
+        for c in mine
+    }
+    bl = {LABELS[b]: (lengths, [base.counts[b][n].bpb for n in lengths]) for b in BASELINES}
+    return lm_length_figure(
+        f"{study.name}: bpb by context length, {col}",
+        series,
+        bl,
+        mine[0].train_len,
+        "context length (tokens)",
+    )

@@ -10,6 +10,7 @@ import io
 import math
 import re
 import statistics
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -55,7 +56,8 @@ def outside_legend(ax, fig=None, **kw):
 def _legends(fig) -> list:
     """What the saved area must hold: the figure's artists, and the legends that tight_layout leaves out."""
     legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()] + list(fig.legends)
-    return fig.get_default_bbox_extra_artists() + [leg for leg in legends if not leg.get_in_layout()]
+    artists: list = fig.get_default_bbox_extra_artists()
+    return artists + [leg for leg in legends if not leg.get_in_layout()]
 
 
 def save(fig, folder: Path, stem: str, formats=("png",)) -> list[Path]:
@@ -114,7 +116,7 @@ def length_ticks(ax, lengths: list[int]) -> None:
         NullLocator,
     )
 
-    ticks = []
+    ticks: list[int] = []
     for n in sorted(lengths, reverse=True):  # keep the longest; labels at least 30% apart on the log axis
         if not ticks or n * 1.3 <= ticks[-1]:
             ticks.append(n)
@@ -134,6 +136,16 @@ def _token_chance(task_name: str) -> float | None:
     return None if dist is None else float(np.max(dist))
 
 
+@dataclass
+class _Panel:
+    """What the model lines of one task column's figure leave for its shading, chance line and caption."""
+
+    spans: set[tuple[int, int]] = field(default_factory=set)  # the training ranges
+    chances: dict[int, list[float | None]] = field(default_factory=dict)  # per test length
+    drawn: int = 0  # model lines drawn
+    banded: bool = False  # some line has a band
+
+
 def length_figures(study, table, results) -> list[tuple[str, object, str]]:
     """(stem, figure, caption) per task column: median over seeds at the selected learning rate, log x-axis, one
     line per model (its own marker and style), with a band over the seeds' values and their 95% (Wilson)
@@ -146,136 +158,154 @@ def length_figures(study, table, results) -> list[tuple[str, object, str]]:
     tdef = next(t for t in study.tables if t.name == table.name)
     for col in [t.label for t in tdef.tasks]:
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
-        spans, chances, drawn, banded = set(), {}, 0, False
+        panel = _Panel()
+        for row in table.rows:
+            _model_line(ax, panel, study, table, tdef, results, row, col)
+        if not panel.drawn:
+            plt.close(fig)
+            continue
+        _length_axes(ax, panel, study, table, results, col)
+        figs.append((f"length-{slug(table.name)}-{slug(col)}", fig, _length_caption(study, col, panel)))
+    return figs
+
+
+def _complete_runs(results, table, tdef, label: str, col: str) -> list:
+    """The complete (job, result) pairs of the model row ``label`` on the task column ``col`` of ``table``."""
+    return [
+        (j, r)
+        for j, r in results
+        if j.table == table.name
+        and j.label == label
+        and (j.column or tdef.tasks[0].label) == col
+        and r is not None
+        and r.status == RunStatus.COMPLETE
+    ]
+
+
+def _model_line(ax, panel: _Panel, study, table, tdef, results, row: dict, col: str) -> None:
+    """One model's line (median over seeds) and band on the figure of task column ``col``; what it adds to
+    the training ranges and the chance at each length goes to ``panel``."""
+    runs = _complete_runs(results, table, tdef, row["label"], col)
+    if not runs:
+        return
+    cell = row["cells"].get(col) if table.kind != "per_length" else None
+    lr = cell.lr if cell is not None and cell.lr is not None else None
+    if lr is not None:
+        runs = [(j, r) for j, r in runs if j.train.lr == lr]
+    scored = [m for _, r in runs for m in r.metrics if getattr(m, study.metric) is not None]
+    lengths = sorted({m.length for m in scored})
+    if not lengths:
+        return
+    at = {n: [m for m in scored if m.length == n] for n in lengths}
+    med = [statistics.median(getattr(m, study.metric) for m in at[n]) for n in lengths]
+    (line,) = ax.plot(
+        lengths,
+        med,
+        marker=MARKERS[panel.drawn % len(MARKERS)],
+        ms=4,
+        mfc="none",
+        ls=STYLES[panel.drawn // len(MARKERS) % len(STYLES)],
+        label=row["label"],
+    )
+    lo, hi = _band(at, lengths, study.metric)
+    if lo != hi:
+        ax.fill_between(lengths, lo, hi, color=line.get_color(), alpha=0.15, lw=0)
+        panel.banded = True
+    j = runs[0][0]
+    panel.spans.add((j.train.train_min_len, j.train.train_max_len))
+    if study.metric == "accuracy":
+        for m in scored:
+            panel.chances.setdefault(m.length, []).append(m.chance)
+    elif study.metric == "token_accuracy" and (top := _token_chance(j.train.task)) is not None:
+        # every scored position: the task's own distribution of its scored labels, never the
+        # majority of the batch scored (token_majority)
+        for n in lengths:
+            panel.chances.setdefault(n, []).append(top)
+    panel.drawn += 1
+
+
+def _band(at: dict[int, list], lengths: list[int], metric: str) -> tuple[list[float], list[float]]:
+    """(low, high) per length: the extremes of the seeds' values and of their 95% intervals, where the metric
+    has one; ``at``: the length's metrics of every seed."""
+    lo = [
+        min([getattr(m, metric) for m in at[n]] + [ci[0] for m in at[n] if (ci := m.interval(metric))])
+        for n in lengths
+    ]
+    hi = [
+        max([getattr(m, metric) for m in at[n]] + [ci[1] for m in at[n] if (ci := m.interval(metric))])
+        for n in lengths
+    ]
+    return lo, hi
+
+
+def _length_axes(ax, panel: _Panel, study, table, results, col: str) -> None:
+    """The figure of task column ``col`` past its model lines: training ranges shaded, the bands' key
+    entry, chance dotted, the log length axis, labels, title and key."""
+    for k, (lo, hi) in enumerate(sorted(panel.spans)):
+        ax.axvspan(
+            lo,
+            max(hi, lo * 1.05),
+            color="grey",
+            alpha=0.15,
+            lw=0,
+            label="training lengths" if k == 0 else None,
+        )
+    if panel.banded:  # one key entry for the bands of every model (each in its line's colour)
         band_label = (
             "band: seeds' range and 95% intervals"
             if study.metric in ("accuracy", "scaled_accuracy")
             else "band: seeds' range"
         )
-        for row in table.rows:
-            runs = [
-                (j, r)
-                for j, r in results
-                if j.table == table.name
-                and j.label == row["label"]
-                and (j.column or tdef.tasks[0].label) == col
-                and r is not None
-                and r.status == RunStatus.COMPLETE
-            ]
-            if not runs:
-                continue
-            cell = row["cells"].get(col) if table.kind != "per_length" else None
-            lr = cell.lr if cell is not None and cell.lr is not None else None
-            if lr is not None:
-                runs = [(j, r) for j, r in runs if j.train.lr == lr]
-            scored = [m for _, r in runs for m in r.metrics if getattr(m, study.metric) is not None]
-            lengths = sorted({m.length for m in scored})
-            if not lengths:
-                continue
-            at = {n: [m for m in scored if m.length == n] for n in lengths}
-            med = [statistics.median(getattr(m, study.metric) for m in at[n]) for n in lengths]
-            (line,) = ax.plot(
-                lengths,
-                med,
-                marker=MARKERS[drawn % len(MARKERS)],
-                ms=4,
-                mfc="none",
-                ls=STYLES[drawn // len(MARKERS) % len(STYLES)],
-                label=row["label"],
-            )
-            lo = [
-                min(
-                    [getattr(m, study.metric) for m in at[n]]
-                    + [ci[0] for m in at[n] if (ci := m.interval(study.metric))]
-                )
-                for n in lengths
-            ]
-            hi = [
-                max(
-                    [getattr(m, study.metric) for m in at[n]]
-                    + [ci[1] for m in at[n] if (ci := m.interval(study.metric))]
-                )
-                for n in lengths
-            ]
-            if lo != hi:
-                ax.fill_between(lengths, lo, hi, color=line.get_color(), alpha=0.15, lw=0)
-                banded = True
-            j = runs[0][0]
-            spans.add((j.train.train_min_len, j.train.train_max_len))
-            if study.metric == "accuracy":
-                for m in scored:
-                    chances.setdefault(m.length, []).append(m.chance)
-            elif study.metric == "token_accuracy" and (top := _token_chance(j.train.task)) is not None:
-                # every scored position: the task's own distribution of its scored labels, never the
-                # majority of the batch scored (token_majority)
-                for n in lengths:
-                    chances.setdefault(n, []).append(top)
-            drawn += 1
-        if not drawn:
-            plt.close(fig)
-            continue
-        for k, (lo, hi) in enumerate(sorted(spans)):
-            ax.axvspan(
-                lo,
-                max(hi, lo * 1.05),
-                color="grey",
-                alpha=0.15,
-                lw=0,
-                label="training lengths" if k == 0 else None,
-            )
-        if banded:  # one key entry for the bands of every model (each in its line's colour)
-            ax.fill_between([], [], [], color="grey", alpha=0.3, lw=0, label=band_label)
-        if study.metric == "scaled_accuracy":
-            ax.axhline(0.0, color="black", ls=":", lw=1, label="chance")
-        elif chances:
-            xs = sorted(chances)
-            ax.plot(
-                xs,
-                [statistics.median(c for c in chances[n] if c is not None) for n in xs],
-                color="black",
-                ls=":",
-                lw=1,
-                label="chance (per length)",
-            )
-        ax.set_xscale("log")
-        length_ticks(
-            ax,
-            sorted(
-                {n for j, _ in results if j.table == table.name for n in j.eval.lengths}
-                | {x for span in spans for x in span}
-            ),
+        ax.fill_between([], [], [], color="grey", alpha=0.3, lw=0, label=band_label)
+    if study.metric == "scaled_accuracy":
+        ax.axhline(0.0, color="black", ls=":", lw=1, label="chance")
+    elif panel.chances:
+        xs = sorted(panel.chances)
+        ax.plot(
+            xs,
+            [statistics.median(c for c in panel.chances[n] if c is not None) for n in xs],
+            color="black",
+            ls=":",
+            lw=1,
+            label="chance (per length)",
         )
-        ax.set_xlabel("test length")
-        ax.set_ylabel(study.metric.replace("_", " "))
-        ax.set_title(
-            f"{study.name}: {col}" + ("" if table.name == "main" else f" ({table.name})"), fontsize=10
+    ax.set_xscale("log")
+    length_ticks(
+        ax,
+        sorted(
+            {n for j, _ in results if j.table == table.name for n in j.eval.lengths}
+            | {x for span in panel.spans for x in span}
+        ),
+    )
+    ax.set_xlabel("test length")
+    ax.set_ylabel(study.metric.replace("_", " "))
+    ax.set_title(f"{study.name}: {col}" + ("" if table.name == "main" else f" ({table.name})"), fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    outside_legend(ax)
+
+
+def _length_caption(study, col: str, panel: _Panel) -> str:
+    band = (
+        "seeds' range and 95% Wilson intervals"
+        if study.metric in ("accuracy", "scaled_accuracy")
+        else "seeds' range"
+    )
+    metric = study.metric.replace("_", " ")
+    return (
+        f"{metric.capitalize()} of each model on {col} against the test length (log scale), the "
+        f"median over seeds at the selected learning rate; bands: the {band}; grey: the training "
+        "lengths"
+        + (
+            "; dotted: chance at each length."
+            if panel.chances or study.metric == "scaled_accuracy"
+            else "; no chance line: the task gives no distribution of its scored labels."
         )
-        ax.grid(alpha=0.3, which="both")
-        outside_legend(ax)
-        band = (
-            "seeds' range and 95% Wilson intervals"
-            if study.metric in ("accuracy", "scaled_accuracy")
-            else "seeds' range"
-        )
-        metric = study.metric.replace("_", " ")
-        caption = (
-            f"{metric.capitalize()} of each model on {col} against the test length (log scale), the "
-            f"median over seeds at the selected learning rate; bands: the {band}; grey: the training "
-            "lengths"
-            + (
-                "; dotted: chance at each length."
-                if chances or study.metric == "scaled_accuracy"
-                else "; no chance line: the task gives no distribution of its scored labels."
-            )
-        )
-        figs.append((f"length-{slug(table.name)}-{slug(col)}", fig, caption))
-    return figs
+    )
 
 
 def curve_figures(study, table, results, curves: dict[int, list[dict]]) -> list[tuple[str, object, str]]:
     """(stem, figure, caption) per task column: validation accuracy vs step, one panel per model (shared axes, so
     no model's curve hides under another's), one line per run (colour: learning rate, style: seed)."""
-    plt = pyplot()
     figs = []
     tdef = next(t for t in study.tables if t.name == table.name)
     for col in [t.label for t in tdef.tasks]:
@@ -283,77 +313,84 @@ def curve_figures(study, table, results, curves: dict[int, list[dict]]) -> list[
         for row in table.rows:
             runs = [
                 (j, r)
-                for j, r in results
-                if j.table == table.name
-                and j.label == row["label"]
-                and (j.column or tdef.tasks[0].label) == col
-                and r is not None
-                and r.status == RunStatus.COMPLETE
-                and curves.get(r.run_id)
+                for j, r in _complete_runs(results, table, tdef, row["label"], col)
+                if curves.get(r.run_id)
             ]
             if runs:
                 panels.append((row["label"], runs))
         if not panels:
             continue
-        ncols = min(3, len(panels))
-        nrows = math.ceil(len(panels) / ncols)
-        fig, axes = plt.subplots(
-            nrows, ncols, figsize=(3.3 * ncols, 2.3 * nrows + 0.7), sharex=True, sharey=True, squeeze=False
-        )
-        lrs = sorted({j.train.lr for _, runs in panels for j, _ in runs})
-        for ax, (label, runs) in zip(axes.flat, panels, strict=False):
-            for j, r in runs:
-                c = curves[r.run_id]
-                ax.plot(
-                    [p["step"] for p in c],
-                    [p["val_accuracy"] for p in c],
-                    lw=1.2,
-                    color=f"C{lrs.index(j.train.lr) % 10}",
-                    ls=STYLES[j.seed % len(STYLES)],
-                    marker="o" if len(c) < 10 else None,
-                    ms=3,
-                    label=f"lr {j.train.lr:g}, seed {j.seed}",
-                )
-            ax.set_title(label, fontsize=9)
-            ax.set_ylim(-0.02, 1.02)
-            ax.grid(alpha=0.3)
-        # the runs' key, once, beside the panels: every (learning rate, seed) drawn in any panel
-        key: dict[str, object] = {}
-        for ax in axes.flat[: len(panels)]:
-            for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
-                key.setdefault(lab, h)
-        order = sorted(key, key=lambda lab: tuple(float(x.split()[-1]) for x in lab.split(", ")))
-        leg = fig.legend(
-            [key[k] for k in order],
-            order,
-            loc="upper left",
-            bbox_to_anchor=(1.0, 0.92),
-            borderaxespad=0.0,
-            frameon=False,
-            fontsize=7,
-            title="run",
-            title_fontsize=7,
-        )
-        leg.set_in_layout(False)
-        for ax in axes.flat[len(panels) :]:
-            ax.set_visible(False)
-        for ax in axes[-1]:
-            ax.set_xlabel("training step", fontsize=8)
-        for ax in axes[:, 0]:
-            ax.set_ylabel("val. accuracy", fontsize=8)
-        # above the top row (the saved area grows to hold it), never over its panels' titles
-        fig.suptitle(
-            f"{study.name}: learning curves, {col} (validation accuracy: in-distribution, token)",
-            fontsize=10,
-            y=1.0,
-            va="bottom",
-        )
+        fig = _curves_figure(study, panels, curves, col)
         caption = (
             f"Learning curves on {col}: validation accuracy (in-distribution lengths) against the training "
             "step, one panel per model and one line per run (colour: learning rate, line style: seed)."
         )
         figs.append((f"curves-{slug(table.name)}-{slug(col)}", fig, caption))
     return figs
+
+
+def _curves_figure(study, panels: list[tuple[str, list]], curves: dict[int, list[dict]], col: str):
+    """The learning curves of task column ``col``: one panel per (model label, its runs), the runs' key
+    once beside the panels."""
+    plt = pyplot()
+    ncols = min(3, len(panels))
+    nrows = math.ceil(len(panels) / ncols)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(3.3 * ncols, 2.3 * nrows + 0.7), sharex=True, sharey=True, squeeze=False
+    )
+    lrs = sorted({j.train.lr for _, runs in panels for j, _ in runs})
+    for ax, (label, runs) in zip(axes.flat, panels, strict=False):
+        for j, r in runs:
+            c = curves[r.run_id]
+            ax.plot(
+                [p["step"] for p in c],
+                [p["val_accuracy"] for p in c],
+                lw=1.2,
+                color=f"C{lrs.index(j.train.lr) % 10}",
+                ls=STYLES[j.seed % len(STYLES)],
+                marker="o" if len(c) < 10 else None,
+                ms=3,
+                label=f"lr {j.train.lr:g}, seed {j.seed}",
+            )
+        ax.set_title(label, fontsize=9)
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+    _runs_key(fig, axes.flat[: len(panels)])
+    for ax in axes.flat[len(panels) :]:
+        ax.set_visible(False)
+    for ax in axes[-1]:
+        ax.set_xlabel("training step", fontsize=8)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("val. accuracy", fontsize=8)
+    # above the top row (the saved area grows to hold it), never over its panels' titles
+    fig.suptitle(
+        f"{study.name}: learning curves, {col} (validation accuracy: in-distribution, token)",
+        fontsize=10,
+        y=1.0,
+        va="bottom",
+    )
+    return fig
+
+
+def _runs_key(fig, axes) -> None:
+    """The runs' key, once, beside the panels: every (learning rate, seed) drawn in any of ``axes``."""
+    key: dict[str, object] = {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            key.setdefault(lab, h)
+    order = sorted(key, key=lambda lab: tuple(float(x.split()[-1]) for x in lab.split(", ")))
+    leg = fig.legend(
+        [key[k] for k in order],
+        order,
+        loc="upper left",
+        bbox_to_anchor=(1.0, 0.92),
+        borderaxespad=0.0,
+        frameon=False,
+        fontsize=7,
+        title="run",
+        title_fontsize=7,
+    )
+    leg.set_in_layout(False)
 
 
 def trace_figure(title: str, trace: dict):

@@ -11,10 +11,13 @@ import csv
 import io
 import statistics
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 from statetrack.experiments import ScoreKind
 from statetrack.report.selection import MARK, TableCell
+
+#: a study table's kind: the study's score kind, or one of the state-tracking report's extra tables
+TableKind = ScoreKind | Literal["learning", "horizon"]
 
 
 class Table(Protocol):
@@ -23,7 +26,7 @@ class Table(Protocol):
     study: str
     name: str
     title: str
-    kind: ScoreKind
+    kind: TableKind
     lengths: list[int]
     columns: dict[str, str]  # per_length: published column key -> header
     task_columns: list[str]  # mean / longest: task labels

@@ -10,7 +10,12 @@ from the published one beyond the study's tolerance.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from statetrack.experiments import Study
 
 MARK = "*"
 
@@ -50,7 +55,7 @@ def run_score(study, res, column_length: int | None = None) -> float | None:
         return None
     sc = study.score
     if sc.kind == "per_length":
-        return by_len.get(column_length)
+        return None if column_length is None else by_len.get(column_length)
     if sc.kind == "mean":
         lo, hi = sc.lengths or (min(by_len), max(by_len))
         vals = [v for n, v in by_len.items() if lo <= n <= hi]
@@ -63,7 +68,13 @@ def _reduce(vals: list[float], how: str, lengths: bool = False) -> float:
     lower middle one, a length that was tested (32 and 256 give 32, never 144)."""
     if lengths and how in ("median", "mean"):
         return statistics.median_low(vals)
-    return {"median": statistics.median, "mean": statistics.fmean, "max": max, "min": min}[how](vals)
+    reducers: dict[str, Callable[[list[float]], float]] = {
+        "median": statistics.median,
+        "mean": statistics.fmean,
+        "max": max,
+        "min": min,
+    }
+    return reducers[how](vals)
 
 
 @dataclass
@@ -73,7 +84,7 @@ class TableCell:
     lr: float | None = None
     runs: int = 0
     missing: int = 0
-    published: object = None
+    published: float | str | None = None
     differs: bool | None = None
     capped: bool = False  # longest: reached our longest test length
     uncertain: bool = False  # longest: a 95% interval the judgement reads contains the threshold
@@ -117,7 +128,7 @@ def select(study, entries: list[tuple[float, float | None, float | None, float |
     return TableCell(value, scores, lr)
 
 
-def _published_number(v):
+def _published_number(v: float | str | None) -> float | None:
     if v is None:
         return None
     if isinstance(v, str):
@@ -125,7 +136,7 @@ def _published_number(v):
     return float(v)
 
 
-def compare(study, cell: TableCell) -> bool | None:
+def compare(study: Study, cell: TableCell) -> bool | None:
     """True when our selected value and the published one differ beyond the study's tolerance."""
     pub = _published_number(cell.published)
     if pub is None or cell.selected is None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from statetrack.experiments import ScoreKind
 from statetrack.report import render
-from statetrack.report.render import UNSURE, fmt_cell, fmt_published, pct
+from statetrack.report.render import UNSURE, TableKind, fmt_cell, fmt_published, pct
 from statetrack.report.selection import MARK, compare, run_score, run_uncertain, select
 from statetrack.runs.store import RunStatus
 from statetrack.training.evaluation import uncertain_judgement
@@ -33,7 +33,7 @@ class StudyTable:
     columns: dict[str, str]  # per_length: published column key -> header
     rows: list[dict] = field(default_factory=list)
     name: str = "main"
-    kind: ScoreKind = "per_length"
+    kind: TableKind = "per_length"
     task_columns: list[str] = field(default_factory=list)  # mean / longest: task labels
     caption: str = ""
 
@@ -138,130 +138,142 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
         mine = [(j, r) for j, r in results if getattr(j, "table", "main") == tdef.name]
         if not mine and len(study.tables) > 1:
             continue
-        kind = study.score.kind
-        lengths = sorted({m.length for _, r in mine if r for m in r.metrics}) or sorted(
-            {n for j, _ in mine for n in j.eval.lengths}
-        )
-        title = tdef.title or study.title
-        published = any(v is not None for m in tdef.models for v in m.published.values())
-        table = StudyTable(
-            study.name,
-            title,
-            lengths,
-            tdef.published_columns,
-            name=tdef.name,
-            kind=kind,
-            caption=_caption(study, kind, published),
-        )
-        present_cols = {getattr(j, "column", None) or tdef.tasks[0].label for j, _ in mine}
-        table.task_columns = [t.label for t in tdef.tasks if t.label in present_cols] or [
-            t.label for t in tdef.tasks
-        ]
-        for m in tdef.models:
-            runs = [(j, r) for j, r in mine if j.label == m.label]
-            if not runs:
-                continue
-            done = [(j, r) for j, r in runs if r is not None and r.status == RunStatus.COMPLETE]
-            lo, hi = m.train_lengths or (runs[0][0].train.train_min_len, runs[0][0].train.train_max_len)
-            lrs = sorted({j.train.lr for j, _ in runs})
-            row = {
-                "label": m.label,
-                "train_lengths": f"{lo}" if lo == hi else f"{lo}-{hi}",
-                "seeds": len({j.seed for j, _ in done}),
-                "lr": "/".join(f"{x:g}" for x in lrs),
-                "train_acc": [r.summary.get("best_val_accuracy") for _, r in done],
-                "longest": [r.summary.get("longest_90") for _, r in done],
-                "longest_uncertain": any(uncertain_judgement(r.metrics) for _, r in done),
-                "acc": {
-                    n: [mm.accuracy for _, r in done for mm in r.metrics if mm.length == n] for n in lengths
-                },
-                "published": m.published,
-                "failed": len(runs) - len(done),
-                "cells": {},
-                "text": {},
-                "published_text": {},
-                "differs": {},
-                # per_length: our number for each published column, and how it is computed
-                "ours": {},
-                "ours_text": {},
-                "ours_title": {},
-                "compare": {},
-            }
-            if kind == "per_length":
-                for n in lengths:
-                    entries = [
-                        (
-                            j.train.lr,
-                            run_score(study, r, n),
-                            r.summary.get("best_val_accuracy"),
-                            r.summary.get("best_val_loss"),
-                        )
-                        for j, r in done
-                    ]
-                    cell = select(study, entries)
-                    cell.runs, cell.missing = len(done), len(runs) - len(done)
-                    notes = {
-                        mm.note for _, r in done for mm in r.metrics if mm.length == n and mm.accuracy is None
-                    }
-                    cell.not_scored = "; ".join(sorted(notes)) if notes and cell.selected is None else None
-                    row["cells"][n], row["text"][n] = cell, fmt_cell(cell, study)
-                for key in tdef.published_columns:
-                    pub = m.published.get(key)
-                    spec = tdef.compare.get(key)
-                    row["compare"][key] = spec
-                    if isinstance(spec, str) and spec.startswith("probe:"):  # filled in by report.collect
-                        row["differs"][key] = None
-                        row["published_text"][key] = pub if isinstance(pub, str) else pct(pub)
-                        continue
-                    ours = _compare_value(study, spec, done)
-                    row["ours"][key], row["ours_text"][key] = ours, pct(ours)
-                    row["ours_title"][key] = _compare_what(study, spec)
-                    differs = (
-                        None
-                        if pub is None or ours is None or isinstance(pub, str)
-                        else abs(ours - float(pub)) > study.tolerance
-                    )
-                    row["differs"][key] = differs
-                    row["published_text"][key] = pct(pub) if not isinstance(pub, str) else pub
-                    if differs:
-                        row["published_text"][key] += f" (ours {pct(ours)} {MARK})"
-            else:
-                for col in table.task_columns:
-                    cruns = [(j, r) for j, r in runs if (j.column or tdef.tasks[0].label) == col]
-                    if not cruns:
-                        continue
-                    entries = [
-                        (
-                            j.train.lr,
-                            run_score(study, r),
-                            r.summary.get("best_val_accuracy"),
-                            r.summary.get("best_val_loss"),
-                        )
-                        for j, r in cruns
-                        if r is not None and r.status == RunStatus.COMPLETE
-                    ]
-                    cell = select(study, entries)
-                    cell.runs = len(entries)
-                    cell.missing = len(cruns) - len(entries)
-                    cell.published = m.published.get(col)
-                    col_max = max(n for j, _ in cruns for n in j.eval.lengths)
-                    if kind == "longest" and cell.selected is not None and cell.selected >= col_max:
-                        cell.capped = True
-                    cell.differs = compare(study, cell)
-                    if kind == "longest":
-                        cell.uncertain = any(
-                            run_uncertain(study, r)
-                            for j, r in cruns
-                            if r is not None
-                            and r.status == RunStatus.COMPLETE
-                            and (cell.lr is None or j.train.lr == cell.lr)
-                        )
-                    row["cells"][col], row["text"][col] = cell, fmt_cell(cell, study)
-                    row["published_text"][col] = fmt_published(cell.published, study)
-                    row["differs"][col] = cell.differs
-            table.rows.append(row)
-        tables.append(table)
+        tables.append(_study_table(study, tdef, mine))
     return tables
+
+
+def _study_table(study, tdef, mine: list) -> StudyTable:
+    """The table ``tdef`` of the study from its runs ``mine``: one row per model with a run."""
+    kind = study.score.kind
+    lengths = sorted({m.length for _, r in mine if r for m in r.metrics}) or sorted(
+        {n for j, _ in mine for n in j.eval.lengths}
+    )
+    title = tdef.title or study.title
+    published = any(v is not None for m in tdef.models for v in m.published.values())
+    table = StudyTable(
+        study.name,
+        title,
+        lengths,
+        tdef.published_columns,
+        name=tdef.name,
+        kind=kind,
+        caption=_caption(study, kind, published),
+    )
+    present_cols = {getattr(j, "column", None) or tdef.tasks[0].label for j, _ in mine}
+    table.task_columns = [t.label for t in tdef.tasks if t.label in present_cols] or [
+        t.label for t in tdef.tasks
+    ]
+    for m in tdef.models:
+        runs = [(j, r) for j, r in mine if j.label == m.label]
+        if not runs:
+            continue
+        done = [(j, r) for j, r in runs if r is not None and r.status == RunStatus.COMPLETE]
+        lo, hi = m.train_lengths or (runs[0][0].train.train_min_len, runs[0][0].train.train_max_len)
+        lrs = sorted({j.train.lr for j, _ in runs})
+        row = {
+            "label": m.label,
+            "train_lengths": f"{lo}" if lo == hi else f"{lo}-{hi}",
+            "seeds": len({j.seed for j, _ in done}),
+            "lr": "/".join(f"{x:g}" for x in lrs),
+            "train_acc": [r.summary.get("best_val_accuracy") for _, r in done],
+            "longest": [r.summary.get("longest_90") for _, r in done],
+            "longest_uncertain": any(uncertain_judgement(r.metrics) for _, r in done),
+            "acc": {n: [mm.accuracy for _, r in done for mm in r.metrics if mm.length == n] for n in lengths},
+            "published": m.published,
+            "failed": len(runs) - len(done),
+            "cells": {},
+            "text": {},
+            "published_text": {},
+            "differs": {},
+            # per_length: our number for each published column, and how it is computed
+            "ours": {},
+            "ours_text": {},
+            "ours_title": {},
+            "compare": {},
+        }
+        if kind == "per_length":
+            _length_cells(study, tdef, m, row, runs, done, lengths)
+        else:
+            _task_cells(study, tdef, m, row, runs, table.task_columns)
+        table.rows.append(row)
+    return table
+
+
+def _length_cells(study, tdef, m, row: dict, runs: list, done: list, lengths: list[int]) -> None:
+    """per_length tables: the model's cell at each test length, and our number beside each published column."""
+    for n in lengths:
+        entries = [
+            (
+                j.train.lr,
+                run_score(study, r, n),
+                r.summary.get("best_val_accuracy"),
+                r.summary.get("best_val_loss"),
+            )
+            for j, r in done
+        ]
+        cell = select(study, entries)
+        cell.runs, cell.missing = len(done), len(runs) - len(done)
+        notes = {mm.note for _, r in done for mm in r.metrics if mm.length == n and mm.accuracy is None}
+        cell.not_scored = "; ".join(sorted(notes)) if notes and cell.selected is None else None
+        row["cells"][n], row["text"][n] = cell, fmt_cell(cell, study)
+    for key in tdef.published_columns:
+        pub = m.published.get(key)
+        spec = tdef.compare.get(key)
+        row["compare"][key] = spec
+        if isinstance(spec, str) and spec.startswith("probe:"):  # filled in by report.collect
+            row["differs"][key] = None
+            row["published_text"][key] = pub if isinstance(pub, str) else pct(pub)
+            continue
+        ours = _compare_value(study, spec, done)
+        row["ours"][key], row["ours_text"][key] = ours, pct(ours)
+        row["ours_title"][key] = _compare_what(study, spec)
+        differs = (
+            None
+            if pub is None or ours is None or isinstance(pub, str)
+            else abs(ours - float(pub)) > study.tolerance
+        )
+        row["differs"][key] = differs
+        row["published_text"][key] = pct(pub) if not isinstance(pub, str) else pub
+        if differs:
+            row["published_text"][key] += f" (ours {pct(ours)} {MARK})"
+
+
+def _task_cells(study, tdef, m, row: dict, runs: list, task_columns: list[str]) -> None:
+    """mean / longest tables: the model's selected number on each task column."""
+    kind = study.score.kind
+    for col in task_columns:
+        cruns = [(j, r) for j, r in runs if (j.column or tdef.tasks[0].label) == col]
+        if not cruns:
+            continue
+        entries = [
+            (
+                j.train.lr,
+                run_score(study, r),
+                r.summary.get("best_val_accuracy"),
+                r.summary.get("best_val_loss"),
+            )
+            for j, r in cruns
+            if r is not None and r.status == RunStatus.COMPLETE
+        ]
+        cell = select(study, entries)
+        cell.runs = len(entries)
+        cell.missing = len(cruns) - len(entries)
+        cell.published = m.published.get(col)
+        col_max = max(n for j, _ in cruns for n in j.eval.lengths)
+        if kind == "longest" and cell.selected is not None and cell.selected >= col_max:
+            cell.capped = True
+        cell.differs = compare(study, cell)
+        if kind == "longest":
+            cell.uncertain = any(
+                run_uncertain(study, r)
+                for j, r in cruns
+                if r is not None
+                and r.status == RunStatus.COMPLETE
+                and (cell.lr is None or j.train.lr == cell.lr)
+            )
+        row["cells"][col], row["text"][col] = cell, fmt_cell(cell, study)
+        row["published_text"][col] = fmt_published(cell.published, study)
+        row["differs"][col] = cell.differs
 
 
 def _compare_value(study, spec, done) -> float | None:

@@ -75,6 +75,12 @@ class SeedScore:
     lengths: list[int]
     split: str
 
+    def measured(self) -> tuple[float, float, float, float]:
+        """(accuracy, low, high, chance) of a scored seed (one whose judgement is not n/a)."""
+        assert self.accuracy is not None and self.low is not None and self.high is not None
+        assert self.chance is not None
+        return self.accuracy, self.low, self.high, self.chance
+
     @property
     def judgement(self) -> str:
         """above / at / below chance, or n/a (no scored length)."""
@@ -93,7 +99,7 @@ class VerdictCell:
     column: str
     layers: str
     task: str
-    verdict: str
+    verdict: Decision
     basis: str
     reason: str
     seeds: list[SeedScore] = field(default_factory=list)
@@ -164,9 +170,10 @@ class VerdictCell:
         if m is None:
             return f"- ; {verdict}: missing"
         n = len(self.scored)
+        accuracy, low, high, chance = m.measured()
         acc = (
-            f"{100 * m.accuracy:.0f}% [{100 * m.low:.0f}-{100 * m.high:.0f}], tracked {self.tracked}/{n}, "
-            f"above chance {self.above}/{n} (chance {100 * m.chance:.0f}%)"
+            f"{100 * accuracy:.0f}% [{100 * low:.0f}-{100 * high:.0f}], tracked {self.tracked}/{n}, "
+            f"above chance {self.above}/{n} (chance {100 * chance:.0f}%)"
         )
         return f"{acc}; {verdict}: {self.outcome}"
 
@@ -200,7 +207,7 @@ class VerdictTable:
     def cells(self) -> list[VerdictCell]:
         return [c for _, cs in self.rows for c in cs if c is not None]
 
-    def counts(self) -> dict[str, int]:
+    def counts(self) -> dict[Outcome, int]:
         out = dict.fromkeys(OUTCOMES, 0)
         for c in self.cells():
             out[c.outcome] += 1
@@ -214,14 +221,14 @@ class VerdictTable:
         pos = [c for c in self.cells() if c.verdict == Decision.POSSIBLE and c.outcome != Outcome.MISSING]
         partial = sum(1 for c in pos if c.outcome == Outcome.LEARNABILITY and c.above)
         return (
-            f"The measurements agree with the theory in {k['agrees']} of {decided} decided cells: "
+            f"The measurements agree with the theory in {k[Outcome.AGREES]} of {decided} decided cells: "
             f"{sum(c.outcome == 'agrees' for c in imp)} of {len(imp)} 'impossible' cells stay at chance (or, "
             f"where the layer can track a quotient of the group, within that quotient's ceiling) in every "
-            f"seed ({k['disagrees']} do not), and {sum(c.outcome == 'agrees' for c in pos)} of "
+            f"seed ({k[Outcome.DISAGREES]} do not), and {sum(c.outcome == 'agrees' for c in pos)} of "
             f"{len(pos)} 'possible' cells were learned (some seed tracks the task: >= {100 * TRACKED:.0f}% at "
-            f"the long lengths); the other {k['learnability']} 'possible' cells are learnability results (the "
+            f"the long lengths); the other {k[Outcome.LEARNABILITY]} 'possible' cells are learnability results (the "
             f"weights exist, training did not find them; {partial} of them rose above chance). "
-            f"{k['open']} cells are open (no result decides them); {k['missing']} have no complete run."
+            f"{k[Outcome.OPEN]} cells are open (no result decides them); {k[Outcome.MISSING]} have no complete run."
         )
 
     def leaderboard(self) -> list[tuple[str, int, int, int]]:

@@ -5,16 +5,17 @@ from __future__ import annotations
 import csv
 import io
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from statetrack.errors import UserError
-from statetrack.experiments import StudyKind
+from statetrack.experiments import Study, StudyKind
 from statetrack.files import ensure_dir, write_file
 from statetrack.report.evidence import evidence_markdown
 from statetrack.report.finding import Finding, difference_items, finding
 from statetrack.report.folder import Extent, check_replace, update_record
-from statetrack.report.lm import lm_tables
+from statetrack.report.lm import LMTable, lm_tables
 from statetrack.report.lm import scale_note as lm_note
 from statetrack.report.lm_figures import lm_figures
 from statetrack.report.plots import close, curve_figures, length_figures, save, slug, trace_figure
@@ -32,9 +33,9 @@ from statetrack.runs.store import Damaged, RunStatus, Store, warn_damaged
 
 @dataclass
 class Report:
-    study: object
+    study: Study
     scale: str
-    tables: list[StudyTable]
+    tables: Sequence[StudyTable | LMTable]
     results: list  # (Job, RunResult or None)
     traces: dict[int, dict] = field(default_factory=dict)  # run_id -> probe -> trace
     curves: dict[int, list] = field(default_factory=dict)
@@ -113,8 +114,7 @@ class Report:
                             and j.label == m.label
                             and j.column == t.label
                         ]
-                        tr = [self.traces.get(r.run_id, {}).get(probe) for r in runs]
-                        tr = [x for x in tr if x]
+                        tr = [x for x in (self.traces.get(r.run_id, {}).get(probe) for r in runs) if x]
                         if not tr:
                             continue
                         row = {"model": m.label, "task": t.label, "probe": probe, "runs": len(tr)}
@@ -131,7 +131,9 @@ def collect(
     """Look up every run of the study's grid (at ``scale``) by its key; read metrics, curves, traces."""
     jobs = study.grid(scale, seeds, device, max_runs)  # refused above max_runs before the database is opened
     store = Store(db, readonly=True)
-    results, traces, curves, unfinished, machines, wall, devices = [], {}, {}, 0, {}, 0.0, {}
+    results, traces, curves, unfinished, wall = [], {}, {}, 0, 0.0
+    machines: dict[str, int] = {}
+    devices: dict[str, None] = {}  # an ordered set
     cpu_time, cpu_runs = 0.0, 0
     for job in jobs:
         res = complete_result(store, job.key)
@@ -156,6 +158,7 @@ def collect(
                 warn_damaged(store.path, e)
             if job.probes:
                 traces[res.run_id] = read_traces(db, res.run_id)
+    tables: Sequence[StudyTable | LMTable]
     if study.kind is StudyKind.LM:  # a language-modelling study: bpb tables (statetrack.report.lm)
         tables = lm_tables(study, results, scale, db=db)
     else:
@@ -191,8 +194,8 @@ def _compare_probes(rep: Report) -> None:
     rows = rep.probe_rows()
     for t in rep.tables:
         tdef = next((x for x in rep.study.tables if x.name == t.name), None)
-        if tdef is None:  # a long-range or failure-horizon table: no published column to compare
-            continue
+        if tdef is None or isinstance(t, LMTable):  # a long-range or failure-horizon table: no published
+            continue  # column to compare; an LM table: no probe
         for key, spec in tdef.compare.items():
             if not (isinstance(spec, str) and spec.startswith("probe:")):
                 continue
@@ -333,7 +336,7 @@ def intervals_markdown(rep: Report, split: str = "test") -> str:
     return "\n".join(lines)
 
 
-def differences(t: StudyTable, study) -> list[str]:
+def differences(t: StudyTable | LMTable, study: Study) -> list[str]:
     """Markdown lines listing every cell that differs from the paper beyond the tolerance."""
     head, items = difference_items(t, study)
     if not items:
@@ -493,52 +496,8 @@ def write_report(
     check_replace(out, study.name, rep.extent(), force)
     figdir = ensure_dir(out / study.name, f"cannot write the report in {str(out)!r}")
     meta = meta or {}
-    header = [f"- {k}: `{v}`" if k == "Command" else f"- {k}: {v}" for k, v in meta.items()]
-    found = (
-        [] if study.kind is StudyKind.LM else ["## What this study found", "", *rep.finding().lines_md(), ""]
-    )
-    runs = [runs_line(rep), ""]  # an incomplete report says so before anything it found
-    md = [
-        f"# {study.title}",
-        "",
-        *header,
-        "",
-        *(runs if rep.missing else []),
-        *found,
-        *([] if rep.missing else runs),
-        scale_note(rep),
-        "",
-        f"Study `{study.name}` (scale `{rep.scale}`). Source: {study.source}.",
-        "",
-    ]
-    figs = report_figures(rep)
-    try:
-        links = {f.stem: save(f.fig, figdir, f.stem, figures)[0].name for f in figs} if figures else {}
-        for t in rep.tables:
-            md += [
-                f"## {t.title}" + (f" (table `{t.name}`)" if t.name != "main" else ""),
-                "",
-                t.markdown(),
-                "",
-                t.caption,
-                "",
-            ]
-            md += differences(t, rep.study)
-            md += [_figure_md(f, study.name, links) for f in figs if f.section == t.name and links]
-        probe_md = _probe_markdown(rep)
-        if probe_md:
-            md += [
-                "## Probes",
-                "",
-                probe_md,
-                "",
-                "Traces: one seeded sequence per probe; input, target and the model's P(1) over time.",
-                "",
-            ]
-            md += [_figure_md(f, study.name, links) for f in figs if f.section == "probes" and links]
-    finally:
-        for f in figs:
-            close(f.fig)
+    md = _head_markdown(rep, meta)
+    md += _tables_markdown(rep, figdir, figures)
     if rep.verdicts is not None:
         md += [
             "## The theory's verdict beside every cell",
@@ -568,22 +527,84 @@ def write_report(
         text = text.replace("\n\n\n", "\n\n")
     path = write_file(out / f"{study.name}.md", text, what="report")
     rows = [r for t in rep.tables for r in t.csv_rows()]
-    f = io.StringIO(newline="")
-    if rows:
-        w = csv.DictWriter(
-            f, fieldnames=list(dict.fromkeys(k for r in rows for k in r))
-        )  # LM tables: other columns
-        w.writeheader()
-        w.writerows(rows)
-    write_file(out / f"{study.name}.csv", f.getvalue(), what="report")
+    # LM tables: other columns
+    write_file(
+        out / f"{study.name}.csv", _csv_text(rows, dict.fromkeys(k for r in rows for k in r)), what="report"
+    )
     write_file(out / f"{study.name}.tex", "\n\n".join(t.latex() for t in rep.tables) + "\n", what="report")
     if rep.verdicts is not None:
         rows = rep.verdicts.csv_rows()
-        f = io.StringIO(newline="")
-        if rows:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
-        write_file(out / f"{study.name}-verdicts.csv", f.getvalue(), what="report")
+        write_file(
+            out / f"{study.name}-verdicts.csv", _csv_text(rows, rows[0] if rows else {}), what="report"
+        )
     update_record(out, study.name, {**rep.record(meta), "markdown": path.name})
     return path
+
+
+def _csv_text(rows: list[dict], fields: dict) -> str:
+    """The rows as CSV under the keys of ``fields`` (in their order); nothing at all for no rows."""
+    buf = io.StringIO(newline="")
+    if rows:
+        w = csv.DictWriter(buf, fieldnames=list(fields))
+        w.writeheader()
+        w.writerows(rows)
+    return buf.getvalue()
+
+
+def _head_markdown(rep: Report, meta: dict) -> list[str]:
+    """The report's title, the writer's metadata, what the study found and how complete its runs are."""
+    study = rep.study
+    header = [f"- {k}: `{v}`" if k == "Command" else f"- {k}: {v}" for k, v in meta.items()]
+    found = (
+        [] if study.kind is StudyKind.LM else ["## What this study found", "", *rep.finding().lines_md(), ""]
+    )
+    runs = [runs_line(rep), ""]  # an incomplete report says so before anything it found
+    return [
+        f"# {study.title}",
+        "",
+        *header,
+        "",
+        *(runs if rep.missing else []),
+        *found,
+        *([] if rep.missing else runs),
+        scale_note(rep),
+        "",
+        f"Study `{study.name}` (scale `{rep.scale}`). Source: {study.source}.",
+        "",
+    ]
+
+
+def _tables_markdown(rep: Report, figdir: Path, figures) -> list[str]:
+    """Each table with its caption, its differences from the paper and its figures (written to ``figdir``
+    in each of ``figures``), then the probes; every figure is closed, written or not."""
+    study = rep.study
+    md: list[str] = []
+    figs = report_figures(rep)
+    try:
+        links = {f.stem: save(f.fig, figdir, f.stem, figures)[0].name for f in figs} if figures else {}
+        for t in rep.tables:
+            md += [
+                f"## {t.title}" + (f" (table `{t.name}`)" if t.name != "main" else ""),
+                "",
+                t.markdown(),
+                "",
+                t.caption,
+                "",
+            ]
+            md += differences(t, rep.study)
+            md += [_figure_md(f, study.name, links) for f in figs if f.section == t.name and links]
+        probe_md = _probe_markdown(rep)
+        if probe_md:
+            md += [
+                "## Probes",
+                "",
+                probe_md,
+                "",
+                "Traces: one seeded sequence per probe; input, target and the model's P(1) over time.",
+                "",
+            ]
+            md += [_figure_md(f, study.name, links) for f in figs if f.section == "probes" and links]
+    finally:
+        for f in figs:
+            close(f.fig)
+    return md

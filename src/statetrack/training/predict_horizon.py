@@ -61,7 +61,7 @@ RATES = np.concatenate([1 - np.geomspace(1e-4, 0.9, 60)])
 EXTRA = 4
 
 
-def _crossing(g: np.ndarray, n: np.ndarray) -> float:
+def _crossing(g: np.ndarray, n: np.ndarray) -> np.ndarray:
     """The first n >= 0 at which a fit of ``g`` (rows: resamplings, columns: the n's) by a + b r^n or
     a + b n is <= 0, per row (inf: never). Where g is <= 0 at a measured n, the first such n; where it is
     not, at least the first n past the measured ones (a fit that crosses between them is not an observation)."""
@@ -77,8 +77,8 @@ def _crossing(g: np.ndarray, n: np.ndarray) -> float:
         sse = ((A @ coef - g.T) ** 2).sum(axis=0)
         better = sse < err - 1e-12
         err = np.where(better, sse, err)
-        for i in np.flatnonzero(better):
-            params[i] = (form, r, coef[0, i], coef[1, i])
+        for j in np.flatnonzero(better):
+            params[j] = (form, r, coef[0, j], coef[1, j])
     for i in range(rows):
         seen = np.flatnonzero(g[i] <= 0)
         if len(seen):
@@ -132,18 +132,7 @@ def predict_horizon(
     training lengths (up to ``train_max_len``), per pair of states (see the module docstring): {horizon,
     seen (the margin crossed within the training lengths already), low, high (the interval), pair (first
     predicted to fail), family, pairs: one row per pair, families_predicted, pairs_total}."""
-    auto = task.automaton()
-    if auto is None:
-        raise UserError(
-            f"{task.name} has no automaton here, so no pairs of states to predict a horizon for; "
-            "allowed: the regular tasks (dfa:, tomita:, parity, evenpairs, cycle, group, modcount, "
-            "modarith)"
-        )
-    if model.vocab_size != task.vocab_size or model.num_classes != task.num_classes:
-        raise UserError(
-            f"the model reads {model.vocab_size} tokens and predicts {model.num_classes} classes; "
-            f"{task.name} has {task.vocab_size} tokens and {task.num_classes} classes"
-        )
+    auto = _automaton(model, task)
     device = torch.device(device or next(model.parameters()).device)
     model.eval()
     w = witness_pairs(auto)
@@ -152,29 +141,16 @@ def predict_horizon(
     fams = w.families[:max_families]  # round robin: every pair's first family first
     samples = max(MIN_SAMPLES, min(samples, STRINGS // (2 * max(1, len(fams)))))  # the budget of strings
     names = {p.states: p.names for p in w.pairs}
-    plans, groups = [], {}
+    plans = []
+    groups: dict[tuple[int, int, int], list[int]] = {}
     for k, fam in enumerate(fams):
         ends = [int(mini.apply(fam.prefixes[i], [mini.start])[0]) for i in (0, 1)]
         m = _prefix_length(mini, ends, max(len(u) for u in fam.prefixes) + EXTRA)
         n_max = -1 if m is None else (train_max_len - m - len(fam.end)) // len(fam.pump)
         plans.append((ends, m, n_max))
-        if n_max >= 2:
+        if m is not None and n_max >= 2:  # (n_max is -1 where m is None)
             groups.setdefault((m, len(fam.pump), len(fam.end)), []).append(k)
-    margins: dict[int, np.ndarray] = {}
-    per_batch = max(1, ROWS // (2 * samples))
-    for (m, _, _), ks in groups.items():
-        for start in range(0, len(ks), per_batch):
-            part = ks[start : start + per_batch]
-            x = np.concatenate(
-                [mini.draw_ending_in(np.full(samples, e), m, rng) for k in part for e in plans[k][0]]
-            )
-            reps = 2 * samples
-            pumps = np.repeat(np.stack([mini.tokens[list(fams[k].pump)] for k in part]), reps, axis=0)
-            tails = np.repeat(np.stack([mini.tokens[list(fams[k].end)] for k in part]), reps, axis=0)
-            correct = np.concatenate([np.repeat(np.array(fams[k].labels), samples) for k in part])
-            out = _margins(model, mini.tokens[x], pumps, tails, correct, plans[part[0]][2], device)
-            for i, k in enumerate(part):
-                margins[k] = out[i * reps : (i + 1) * reps]
+    margins = _group_margins(model, mini, fams, plans, groups, samples, rng, device)
     rows = []
     for k, fam in enumerate(fams):
         row = {"pair": list(names[fam.pair]), "family": fam.text(mini.symbols), "prefix_length": plans[k][1]}
@@ -193,6 +169,54 @@ def predict_horizon(
         else:
             rows.append({**row, **_fit_family(margins[k], samples, fam, rng)})
     return _summary(rows, w, len(fams))
+
+
+def _automaton(model, task: Task):
+    """The task's automaton, where it has one and the model reads and predicts the task's tokens and
+    classes; else a UserError in one line."""
+    auto = task.automaton()
+    if auto is None:
+        raise UserError(
+            f"{task.name} has no automaton here, so no pairs of states to predict a horizon for; "
+            "allowed: the regular tasks (dfa:, tomita:, parity, evenpairs, cycle, group, modcount, "
+            "modarith)"
+        )
+    if model.vocab_size != task.vocab_size or model.num_classes != task.num_classes:
+        raise UserError(
+            f"the model reads {model.vocab_size} tokens and predicts {model.num_classes} classes; "
+            f"{task.name} has {task.vocab_size} tokens and {task.num_classes} classes"
+        )
+    return auto
+
+
+def _group_margins(
+    model,
+    mini,
+    fams: list,
+    plans: list[tuple[list[int], int | None, int]],
+    groups: dict[tuple[int, int, int], list[int]],
+    samples: int,
+    rng: np.random.Generator,
+    device: torch.device,
+) -> dict[int, np.ndarray]:
+    """Per family index: the margins of its ``2 * samples`` pumped strings, the families of a group (the
+    same prefix, pump and end lengths) run in batches of strings drawn from ``rng``."""
+    margins: dict[int, np.ndarray] = {}
+    per_batch = max(1, ROWS // (2 * samples))
+    for (m, _, _), ks in groups.items():
+        for start in range(0, len(ks), per_batch):
+            part = ks[start : start + per_batch]
+            x = np.concatenate(
+                [mini.draw_ending_in(np.full(samples, e), m, rng) for k in part for e in plans[k][0]]
+            )
+            reps = 2 * samples
+            pumps = np.repeat(np.stack([mini.tokens[list(fams[k].pump)] for k in part]), reps, axis=0)
+            tails = np.repeat(np.stack([mini.tokens[list(fams[k].end)] for k in part]), reps, axis=0)
+            correct = np.concatenate([np.repeat(np.array(fams[k].labels), samples) for k in part])
+            out = _margins(model, mini.tokens[x], pumps, tails, correct, plans[part[0]][2], device)
+            for i, k in enumerate(part):
+                margins[k] = out[i * reps : (i + 1) * reps]
+    return margins
 
 
 def _prefix_length(auto, ends: list[int], base: int) -> int | None:
@@ -275,15 +299,16 @@ def _summary(rows: list[dict], w, predicted: int) -> dict:
             }
         )
     scored = [p for p in pairs if p["reason"] is None]
-    first = min(scored, key=lambda r: key(r["horizon"]), default=None)
-    broke = first is not None and first["horizon"] is not None
+    earliest = min(scored, key=lambda r: key(r["horizon"]), default=None)
+    # the pair that breaks first, if any does
+    broke = earliest if earliest is not None and earliest["horizon"] is not None else None
     return {
-        "horizon": first["horizon"] if broke else None,
-        "seen": bool(broke and first["seen"]),
+        "horizon": broke["horizon"] if broke is not None else None,
+        "seen": bool(broke is not None and broke["seen"]),
         "low": least(key(r["low"]) for r in scored),
         "high": least(key(r["high"]) for r in scored),
-        "pair": first["pair"] if broke else None,
-        "family": first["family"] if broke else None,
+        "pair": broke["pair"] if broke is not None else None,
+        "family": broke["family"] if broke is not None else None,
         "pairs": pairs,
         "families_predicted": predicted,
         "pairs_total": w.pairs_total,
