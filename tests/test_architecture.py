@@ -178,3 +178,22 @@ def test_variants_are_types():
         assert not re.search(r"""kind [!=]= ["']lm["']""", text), name
         if name.startswith("statetrack.layers."):
             assert not re.search(r"""(eigenvalues|structure)=["']""", text), name
+
+
+#: a function longer than this many lines is split, or says why not in a ``# long: REASON`` comment on the
+#: line above its ``def`` (or above its first decorator)
+MAX_LINES = 60
+
+
+def test_a_long_function_says_why():
+    unexplained = []
+    for path in sorted(ROOT.rglob("*.py")):
+        lines = path.read_text().splitlines()
+        for node in ast.walk(ast.parse("\n".join(lines))):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            if node.end_lineno is not None and node.end_lineno - node.lineno + 1 > MAX_LINES:
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                if not lines[first - 2].strip().startswith("# long: "):
+                    unexplained.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
+    assert not unexplained, f"over {MAX_LINES} lines without a '# long: REASON' line above: {unexplained}"

@@ -251,6 +251,27 @@ def _chunks(idx: list[int], mins: list[int], total: int) -> list[list[int]] | No
     return even if all(sum(mins[j] for j in g) + GAP * (len(g) - 1) <= total for g in even) else out
 
 
+def _layout(
+    cols: list, mins: list[int], roomy: list[int], total: int
+) -> tuple[list[list[int]], list[int]] | None:
+    """The columns of each printed part and the optional columns dropped: the whole table, or the table
+    without its optional columns (the last ones first), or the table folded into groups of columns; None
+    when even a fold does not fit (then each row is printed as a block)."""
+
+    def fits(idx):
+        return sum(mins[i] for i in idx) + GAP * (len(idx) - 1) <= total
+
+    keep = list(range(len(cols)))
+    optional = [i for i in reversed(keep) if cols[i].optional]  # the last ones go first
+    while not fits(keep) and optional:
+        keep.remove(optional.pop(0))
+    if fits(keep):
+        return [keep], sorted(set(range(len(cols))) - set(keep))
+    every = list(range(len(cols)))
+    chunks = _chunks(every, roomy, total) or _chunks(every, mins, total)
+    return None if chunks is None else (chunks, [])
+
+
 def print_table(
     title: str | None,
     columns,
@@ -272,26 +293,14 @@ def print_table(
     mins = [max(_len(p) for t in col for p in pieces(t) or [""]) for col in cells]
     maxs = [max(1, max(_len(line) for t in col for line in t.split("\n"))) for col in cells]
 
-    def fits(idx):
-        return sum(mins[i] for i in idx) + GAP * (len(idx) - 1) <= total
-
     # a folded table repeats its first column (the row's label): give it room for a few words per line
     # where that still fits, rather than one word per line
     roomy = list(mins)
     roomy[0] = min(maxs[0], max(mins[0], total // 4))
-    keep = list(range(len(cols)))
-    optional = [i for i in reversed(keep) if cols[i].optional]  # the last ones go first
-    while not fits(keep) and optional:
-        keep.remove(optional.pop(0))
-    dropped = sorted(set(range(len(cols))) - set(keep))
-    if fits(keep):
-        parts = [keep]
-    else:
-        every = list(range(len(cols)))
-        chunks, dropped = _chunks(every, roomy, total) or _chunks(every, mins, total), []
-        if chunks is None:
-            return print_blocks(title, [c.header for c in cols], texts, caption, styles, con)
-        parts = chunks
+    layout = _layout(cols, mins, roomy, total)
+    if layout is None:
+        return print_blocks(title, [c.header for c in cols], texts, caption, styles, con)
+    parts, dropped = layout
     if title:  # title and caption wrap at the width, not at the table's
         prose(con, title, "bold")
     for k, idx in enumerate(parts):

@@ -296,7 +296,7 @@ def cmd_runs(a):
 def _compare(a) -> int:
     """``runs compare A B [C...]``: the configs side by side (differing keys marked), the accuracy at each
     length with its interval, and whether the runs differ beyond their intervals."""
-    from statetrack.report.compare import compare_runs, summary
+    from statetrack.report.compare import compare_runs
 
     if len(a.runs) < 2:
         raise UserError(
@@ -311,18 +311,31 @@ def _compare(a) -> int:
         return 0
     heads = [r.header for r in c.runs]
     con = console()
-    keys = list(c.config) if a.all else c.differs
+    _print_config(c, heads, a.all, con)
+    con.print()
+    _print_accuracy(c, heads, a.split, con)
+    con.print()
+    _print_summary(c, heads, con)
+    return 0
+
+
+def _print_config(c, heads: list[str], every: bool, con) -> None:
+    """The compared runs' configs side by side: the keys that differ (``every``: all keys, marked)."""
+    keys = list(c.config) if every else c.differs
     rows = [(k, c.config[k]) for k in keys]
     print_table(
-        f"config: {len(c.differs)} of {len(c.config)} keys differ" + ("" if a.all else " (--all: every key)"),
+        f"config: {len(c.differs)} of {len(c.config)} keys differ" + ("" if every else " (--all: every key)"),
         [Col("key", lambda r: r[0] + (" *" if r[0] in c.differs else ""))]
         + [Col(h, _nth(i, lambda v: show(v))) for i, h in enumerate(heads)],
         rows,
-        caption="* = differs between the runs" if a.all else None,
+        caption="* = differs between the runs" if every else None,
         styles=lambda r, i: "bold yellow" if rows[r][0] in c.differs else None,
         con=con,
     )
-    con.print()
+
+
+def _print_accuracy(c, heads: list[str], split: str, con) -> None:
+    """The compared runs' accuracy at each test length with its 95% interval, and whether they differ."""
 
     def acc(r, n):
         m = r.metrics.get(n)
@@ -333,7 +346,7 @@ def _compare(a) -> int:
         return f"{100 * m.accuracy:.1f} [{100 * m.accuracy_low:.1f}-{100 * m.accuracy_high:.1f}]"
 
     print_table(
-        f"accuracy (%) at each test length [95% interval], {a.split} draw",
+        f"accuracy (%) at each test length [95% interval], {split} draw",
         [Col("length", lambda n: str(n), "right")]
         + [Col(h, _of(r, acc), "right") for h, r in zip(heads, c.runs, strict=True)]
         + [Col("beyond the intervals?", c.verdict)],
@@ -343,7 +356,12 @@ def _compare(a) -> int:
         + ("; '3 > 5': run 3 above run 5" if len(c.runs) > 2 else ""),
         con=con,
     )
-    con.print()
+
+
+def _print_summary(c, heads: list[str], con) -> None:
+    """The compared runs' training summaries side by side."""
+    from statetrack.report.compare import summary
+
     sums = [summary(r) for r in c.runs]
     labels = {
         "status": "status",
@@ -366,7 +384,6 @@ def _compare(a) -> int:
         list(labels),
         con=con,
     )
-    return 0
 
 
 def _nth(i: int, fmt: Callable[[Any], str]) -> Callable[[Any], str]:
@@ -474,6 +491,7 @@ def cmd_rerun(a):
     return 0 if not diffs else 1
 
 
+# long: an argparse table, one block per command, read top to bottom
 def add_commands(sub) -> None:
     q = sub.add_parser(
         "train",

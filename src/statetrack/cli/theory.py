@@ -293,10 +293,18 @@ def cmd_predict_horizon(a):
         )
         return 0
 
+    _print_prediction(p, f"{a.checkpoint}: {cfg.model.layers} on {task.name}", train_max, a.rows)
+    return 0
+
+
+def _print_prediction(p: dict, what: str, train_max: int, limit: int) -> None:
+    """A predicted failure horizon as a table: per pair of states (the ``limit`` first to fail), the
+    predicted horizon, its interval, the read-out's separation and spread, and the witness family."""
+
     def num(v):
         return "none" if v is None else str(v)
 
-    rows = sorted(p["pairs"], key=lambda r: (r["horizon"] is None, r["horizon"] or 0))[: a.rows]
+    rows = sorted(p["pairs"], key=lambda r: (r["horizon"] is None, r["horizon"] or 0))[:limit]
     verdict = (
         f"predicted failure horizon {p['horizon']} [{num(p['low'])}-{num(p['high'])}]: first the pair "
         f"{' and '.join(p['pair'])}" + (" (already wrong within the training lengths)" if p["seen"] else "")
@@ -304,8 +312,7 @@ def cmd_predict_horizon(a):
         else "no predicted failure: on every pair the read-out's margin stays positive as it is extrapolated"
     )
     print_table(
-        f"{a.checkpoint}: {cfg.model.layers} on {task.name}, predicted from its read-out on strings up to "
-        f"length {train_max}",
+        f"{what}, predicted from its read-out on strings up to length {train_max}",
         [
             Col("pair of states", lambda r: " | ".join(r["pair"])),
             Col("predicted", lambda r: num(r["horizon"]) if r["reason"] is None else "-", "right"),
@@ -335,9 +342,9 @@ def cmd_predict_horizon(a):
         "strings; separation and spread: the between-class margin sum and within-class deviation of the "
         "read-out at the longest training length",
     )
-    return 0
 
 
+# long: an argparse table, one block per command, read top to bottom
 def add_commands(sub) -> None:
     q = sub.add_parser("oracle", help="can a stack of mixers solve a task at every length? (theorems T1-T6)")
     q.add_argument("--layers", default=None, help="layer spec; with --table: specs separated by ';'")

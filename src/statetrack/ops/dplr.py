@@ -128,6 +128,7 @@ def _pair(x: Tensor, E: Tensor, y: Tensor) -> Tensor:
     return (x.unsqueeze(-2) * E * y.unsqueeze(-3)).sum(-1)
 
 
+# long: a chunked scan read top to bottom beside its float64 reference (one body, its float operations in order)
 def dplr_chunked(
     q: Tensor,
     k: Tensor,

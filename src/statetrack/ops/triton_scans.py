@@ -152,6 +152,7 @@ def _mamba_fwd_kernel(
     tl.store(hT + b * E * N + en, h, mask=m_en)
 
 
+# long: a Triton kernel: one program, its loads, loop and stores in one body
 @triton.jit
 def _mamba_bwd_kernel(
     dt,

@@ -197,6 +197,60 @@ def initial_model(cfg: TrainConfig):
     return init_model(cfg)
 
 
+def _summary(res, task, metrics: list, more: dict, horizons, c0: float) -> dict:
+    """A completed run's summary: how training went, the longest length it generalises to (per draw),
+    its cost in time and parameters, its failure horizons and an LM's corpus."""
+    summary = {
+        "best_step": res.best_step,
+        "best_val_accuracy": res.best_val_accuracy,
+        "best_val_loss": res.best_val_loss,
+        "train_accuracy": res.train_accuracy,
+        "steps_run": res.steps_run,
+        "stopped_early": res.stopped_early,
+        "learned_at_step": res.learned_at_step,
+        "stop_reason": res.stop_reason.value,
+        "train_time": res.wall_time,
+        "longest_90": longest_generalized(metrics),
+        "cpu_time": time.process_time() - c0,
+        "load_average": _load_average(),
+        "params": sum(p.numel() for p in res.model.parameters()),
+        **{f"longest_90_{s}": longest_generalized(ms) for s, ms in more.items()},
+        **({"horizons": horizons} if horizons else {}),
+    }
+    if isinstance(task, CorpusTask):
+        summary["corpus"] = task.provenance()
+    return summary
+
+
+def _checkpoint_target(
+    store: Store,
+    run_id: int,
+    run_uuid: str,
+    checkpoint_dir: str | Path | None,
+    study: str | None,
+    label: str | None,
+    config: dict,
+) -> tuple[Path, dict]:
+    """Where a run's checkpoint goes (beside the database unless ``checkpoint_dir``) and the metadata that
+    names its run and database."""
+    path = (
+        Path(checkpoint_dir) / f"run{run_id}-{run_uuid[:8]}.safetensors"
+        if checkpoint_dir
+        else store.checkpoint_name(run_id, run_uuid)
+    )
+    extra = {
+        "run_id": run_id,
+        "run_uuid": run_uuid,
+        "db": str(store.path.absolute()),
+        "db_name": store.path.name,
+        "study": study,
+        "label": label,
+        **({"plugins": config["plugins"]} if "plugins" in config else {}),
+    }
+    return path, extra
+
+
+# long: one run's lifecycle read top to bottom: checks, its row, training with every failure recorded, the record
 def run(
     train_cfg: TrainConfig,
     eval_cfg: EvalConfig,
@@ -253,39 +307,8 @@ def run(
                 "--train-max-len, --d-model or the layers"
             ) from None
         raise
-    summary = {
-        "best_step": res.best_step,
-        "best_val_accuracy": res.best_val_accuracy,
-        "best_val_loss": res.best_val_loss,
-        "train_accuracy": res.train_accuracy,
-        "steps_run": res.steps_run,
-        "stopped_early": res.stopped_early,
-        "learned_at_step": res.learned_at_step,
-        "stop_reason": res.stop_reason.value,
-        "train_time": res.wall_time,
-        "longest_90": longest_generalized(metrics),
-        "cpu_time": time.process_time() - c0,
-        "load_average": _load_average(),
-        "params": sum(p.numel() for p in res.model.parameters()),
-        **{f"longest_90_{s}": longest_generalized(ms) for s, ms in more.items()},
-        **({"horizons": horizons} if horizons else {}),
-    }
-    if isinstance(task, CorpusTask):
-        summary["corpus"] = task.provenance()
-    path = (
-        Path(checkpoint_dir) / f"run{run_id}-{run_uuid[:8]}.safetensors"
-        if checkpoint_dir
-        else store.checkpoint_name(run_id, run_uuid)
-    )
-    extra = {
-        "run_id": run_id,
-        "run_uuid": run_uuid,
-        "db": str(store.path.absolute()),
-        "db_name": store.path.name,
-        "study": study,
-        "label": label,
-        **({"plugins": config["plugins"]} if "plugins" in config else {}),
-    }
+    summary = _summary(res, task, metrics, more, horizons, c0)
+    path, extra = _checkpoint_target(store, run_id, run_uuid, checkpoint_dir, study, label, config)
     return _record(
         store,
         run_id,

@@ -7,19 +7,20 @@ on the run's other draws, e.g. the long-range draw, per split), ``curves (valida
 outputs), ``lm_metrics`` (language models: loss, bits per byte and the per-position buckets per run and
 context length) and ``claims`` (which process is running which run of a sweep: ``statetrack.runs.claims``).
 A database of an older schema is migrated in place by the first command that writes to it; a migration
-only adds tables and columns, so older statetrack versions still read it. Written in transactions, WAL
-journal, so several worker processes can share one database.
+only adds tables and columns, so older statetrack versions still read it (the tables, their columns and
+the migration: :mod:`statetrack.runs.schema`). Written in transactions, WAL journal, so several worker
+processes can share one database.
 
 Every file is checked when it is opened, before anything is written: a file that is not SQLite, that
 another program made, that is damaged (``PRAGMA quick_check`` on files up to ``QUICK_CHECK_BYTES``, and
 every table and column the schema needs), or that a newer statetrack made (its schema version above
-``SCHEMA_VERSION``) is refused in one line and never modified. A new database is built under a temporary
-name, read back and checked, then given its name: it appears whole or not at all (a full disk leaves no
-file). A database that cannot be written (disk full, read-only, no permission) is named as such, never
-as damaged. Commands that only read open it with ``readonly=True``: nothing is written (``query_only``;
-an older file is not migrated, the tables it lacks read as empty), and a file or folder this user cannot
-write is opened read-only (``mode=ro``, or ``immutable`` when no -wal file shows a writer), so no -wal or
--shm file is left behind.
+``SCHEMA_VERSION``) is refused in one line and never modified (:mod:`statetrack.runs.file_health`). A new
+database is built under a temporary name, read back and checked, then given its name: it appears whole or
+not at all (a full disk leaves no file). A database that cannot be written (disk full, read-only, no
+permission) is named as such, never as damaged. Commands that only read open it with ``readonly=True``:
+nothing is written (``query_only``; an older file is not migrated, the tables it lacks read as empty), and
+a file or folder this user cannot write is opened read-only (``mode=ro``, or ``immutable`` when no -wal
+file shows a writer), so no -wal or -shm file is left behind.
 
 ``--db`` must name a regular file or a new path (a folder, a FIFO, ``/dev/null`` or a zero-byte file is
 refused in one line), and a database reached through a symbolic link is known by its real path (as SQLite
@@ -42,7 +43,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import re
 import sqlite3
 import time
 import uuid
@@ -55,6 +55,9 @@ from typing import Any
 from statetrack.errors import UserError, did_you_mean
 from statetrack.files import check_writable, file_kind, place_new, reason, sha256_file, sync_dir
 from statetrack.progress import warn
+from statetrack.runs import schema
+from statetrack.runs.file_health import check_file, db_reason, is_damaged, read_uri, uri_path, writable
+from statetrack.runs.schema import LM_COLUMNS, METRICS_COLUMNS, SCHEMA, SCHEMA_VERSION, table_sql
 from statetrack.untrusted import load_json
 from statetrack.version import __version__
 
@@ -70,131 +73,6 @@ class RunStatus(StrEnum):
     COMPLETE = "complete"
     FAILED = "failed"
     INTERRUPTED = "interrupted"
-
-
-SCHEMA_VERSION = 2
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS runs (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  key TEXT,
-  study TEXT,
-  label TEXT,
-  model TEXT NOT NULL,
-  task TEXT NOT NULL,
-  seed INTEGER NOT NULL,
-  train_min_len INTEGER,
-  train_max_len INTEGER,
-  config TEXT NOT NULL,
-  versions TEXT NOT NULL,
-  status TEXT NOT NULL,
-  error TEXT,
-  checkpoint TEXT,
-  created REAL NOT NULL,
-  finished REAL,
-  wall_time REAL,
-  summary TEXT,
-  uuid TEXT,
-  owner TEXT,
-  checkpoint_sha256 TEXT
-);
-CREATE INDEX IF NOT EXISTS runs_key ON runs(key);
-CREATE INDEX IF NOT EXISTS runs_study ON runs(study);
-CREATE TABLE IF NOT EXISTS metrics (
-  run_id INTEGER NOT NULL REFERENCES runs(id),
-  length INTEGER NOT NULL,
-  accuracy REAL, token_accuracy REAL, sequence_accuracy REAL, scaled_accuracy REAL,
-  chance REAL, n_sequences INTEGER,
-  accuracy_low REAL, accuracy_high REAL, token_majority REAL, note TEXT, decided INTEGER,
-  PRIMARY KEY (run_id, length)
-);
-CREATE TABLE IF NOT EXISTS split_metrics (
-  run_id INTEGER NOT NULL REFERENCES runs(id),
-  split TEXT NOT NULL,
-  length INTEGER NOT NULL,
-  accuracy REAL, token_accuracy REAL, sequence_accuracy REAL, scaled_accuracy REAL,
-  chance REAL, n_sequences INTEGER,
-  accuracy_low REAL, accuracy_high REAL, token_majority REAL, note TEXT, decided INTEGER,
-  PRIMARY KEY (run_id, split, length)
-);
-CREATE TABLE IF NOT EXISTS curves (
-  run_id INTEGER NOT NULL REFERENCES runs(id),
-  step INTEGER NOT NULL,
-  data TEXT NOT NULL,
-  PRIMARY KEY (run_id, step)
-);
-CREATE TABLE IF NOT EXISTS traces (
-  run_id INTEGER NOT NULL REFERENCES runs(id),
-  probe TEXT NOT NULL,
-  data TEXT NOT NULL,
-  PRIMARY KEY (run_id, probe)
-);
-CREATE TABLE IF NOT EXISTS lm_metrics (
-  run_id INTEGER NOT NULL REFERENCES runs(id),
-  length INTEGER NOT NULL,
-  windows INTEGER, tokens INTEGER, bytes INTEGER,
-  loss REAL, bpb REAL, bpb_se REAL, token_accuracy REAL, last_accuracy REAL, sequence_accuracy REAL,
-  answer_tokens INTEGER, answer_bpb REAL, answer_accuracy REAL,
-  buckets TEXT, answer_buckets TEXT,
-  PRIMARY KEY (run_id, length)
-);
-CREATE TABLE IF NOT EXISTS claims (
-  key TEXT PRIMARY KEY,
-  owner TEXT NOT NULL,
-  process TEXT,
-  claimed_at REAL NOT NULL,
-  heartbeat REAL NOT NULL
-);
-"""
-LM_COLUMNS = (
-    "length",
-    "windows",
-    "tokens",
-    "bytes",
-    "loss",
-    "bpb",
-    "bpb_se",
-    "token_accuracy",
-    "last_accuracy",
-    "sequence_accuracy",
-    "answer_tokens",
-    "answer_bpb",
-    "answer_accuracy",
-    "buckets",
-    "answer_buckets",
-)
-#: the columns of a metrics row after run_id (the fields of evaluation.LengthMetrics)
-METRICS_COLUMNS = (
-    "length",
-    "accuracy",
-    "token_accuracy",
-    "sequence_accuracy",
-    "scaled_accuracy",
-    "chance",
-    "n_sequences",
-    "accuracy_low",
-    "accuracy_high",
-    "token_majority",
-    "note",
-    "decided",
-)
-#: columns that schema version 2 adds to an older file in place: the run's own id, the process that
-#: runs it and its checkpoint's sha256; per-length chance, the accuracy's 95% interval and a note; an
-#: LM's answers by distance to their decisive statement; the labels' majority share over the scored
-#: positions (``token_majority``; files that stored it as ``token_chance`` keep that column, read under
-#: the new name) and whether a length is decided against 90% (``decided``)
-ADDED_COLUMNS = {
-    "runs": (("uuid", "TEXT"), ("owner", "TEXT"), ("checkpoint_sha256", "TEXT")),
-    "metrics": (
-        ("accuracy_low", "REAL"),
-        ("accuracy_high", "REAL"),
-        ("token_majority", "REAL"),
-        ("note", "TEXT"),
-        ("decided", "INTEGER"),
-    ),
-    "split_metrics": (("token_majority", "REAL"), ("decided", "INTEGER")),
-    "lm_metrics": (("answer_buckets", "TEXT"),),
-}
 
 
 def versions() -> dict:
@@ -243,11 +121,11 @@ class Store:
             check_writable(self.path.parent, f"cannot create results database {str(self.path)!r}")
             self.path.parent.mkdir(parents=True, exist_ok=True)
             created = self._create()
-        lacking = _check_file(self.path, _read_uri(self.path), str(self.path))
-        self._temp_tables = [_table_sql(t, temp=True) for t in lacking] if readonly else []
+        lacking = check_file(self.path, read_uri(self.path), str(self.path))
+        self._temp_tables = [table_sql(t, temp=True) for t in lacking] if readonly else []
         if readonly:  # an older file is read as it is: the tables it lacks read as empty
             return
-        if not _writable(self.path):  # SQLite would open it read-only and leave a -wal and -shm behind
+        if not writable(self.path):  # SQLite would open it read-only and leave a -wal and -shm behind
             raise UserError(
                 f"results database {str(self.path)!r} cannot be written: the file or its folder is "
                 "read-only (Permission denied); it was left untouched (commands that only read, "
@@ -255,20 +133,7 @@ class Store:
             )
         try:
             with self.transaction() as c:
-                # one transaction: a process opening the file meanwhile sees all of the schema and the
-                # marker that says it is ours, or none of it. The schema's CREATE ... IF NOT EXISTS adds
-                # the tables of a newer version to an older file (the migration: additions only); the
-                # version is then raised, never lowered
-                c.executescript(
-                    "BEGIN IMMEDIATE;"
-                    + SCHEMA
-                    + "INSERT OR IGNORE INTO meta VALUES ('application', 'statetrack');"
-                    f"INSERT OR IGNORE INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}');"
-                    f"UPDATE meta SET value='{SCHEMA_VERSION}' WHERE key='schema_version' "
-                    f"AND CAST(value AS INTEGER) < {SCHEMA_VERSION};"
-                    "COMMIT;"
-                )
-                self._migrate(c)
+                schema.upgrade(c)
         except UserError as e:
             if created is not None:  # the file just made cannot be used (no room for its -shm): not kept
                 _remove_created(self.path, created)
@@ -302,7 +167,7 @@ class Store:
                     raise sqlite3.OperationalError("the new file's write-ahead log could not be checkpointed")
             finally:
                 con.close()
-            _check_file(tmp, f"file:{_uri_path(tmp)}?mode=ro&immutable=1", str(self.path))
+            check_file(tmp, f"file:{uri_path(tmp)}?mode=ro&immutable=1", str(self.path))
             st = os.stat(tmp)
             placed = place_new(tmp, self.path)
             sync_dir(self.path.parent)
@@ -312,35 +177,12 @@ class Store:
         except (sqlite3.Error, OSError) as e:
             raise UserError(
                 f"cannot create results database {str(self.path)!r}: "
-                f"{_db_reason(self.path, e) if isinstance(e, sqlite3.Error) else reason(e)}"
+                f"{db_reason(self.path, e) if isinstance(e, sqlite3.Error) else reason(e)}"
             ) from None
         finally:
             for suffix in ("", "-wal", "-shm", "-journal"):
                 with suppress(OSError):
                     os.unlink(f"{tmp}{suffix}")
-
-    def _migrate(self, c: sqlite3.Connection) -> None:
-        """An older database gains the columns it lacks (``ADDED_COLUMNS``; NULL in old rows, nothing
-        rewritten or dropped) in one transaction, looked at again inside it (another process may have
-        migrated meanwhile)."""
-
-        def missing():
-            out = []
-            for table, cols in ADDED_COLUMNS.items():
-                have = {r[1] for r in c.execute(f"PRAGMA table_info({table})")}
-                out += [(table, name, kind) for name, kind in cols if name not in have]
-            return out
-
-        if not missing():
-            return
-        c.execute("BEGIN IMMEDIATE")
-        for table, name, kind in missing():
-            c.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
-        c.execute(
-            "UPDATE meta SET value=? WHERE key='schema_version' AND CAST(value AS INTEGER) < ?",
-            (str(SCHEMA_VERSION), SCHEMA_VERSION),
-        )
-        c.execute("COMMIT")
 
     @contextmanager
     def transaction(self, immediate: bool = False) -> Iterator[sqlite3.Connection]:
@@ -348,12 +190,12 @@ class Store:
         as ``sqlite3.Row``. ``immediate``: take the write lock at the start (``BEGIN IMMEDIATE``), so that
         what the block reads cannot change before it writes (a check-then-write, as claiming a run)."""
         # a reader looks again each time: a writer may have opened the file meanwhile (then its log is read)
-        uri = _read_uri(self.path) if self.readonly else f"file:{_uri_path(self.path)}?mode=rw"
+        uri = read_uri(self.path) if self.readonly else f"file:{uri_path(self.path)}?mode=rw"
         try:
             con = sqlite3.connect(uri, uri=True, timeout=60)
         except sqlite3.Error as e:
             raise UserError(
-                f"results database {str(self.path)!r} cannot be opened: {_db_reason(self.path, e)}"
+                f"results database {str(self.path)!r} cannot be opened: {db_reason(self.path, e)}"
             ) from None
         con.row_factory = sqlite3.Row
         con.text_factory = _text  # text that is not UTF-8 (another program's) reads with U+FFFD, not an error
@@ -372,12 +214,12 @@ class Store:
                     con.execute("BEGIN IMMEDIATE")
                 yield con
         except sqlite3.DatabaseError as e:  # disk full, locked past the timeout, read-only file; damage
-            if _damaged(e):
+            if is_damaged(e):
                 raise UserError(f"results database {str(self.path)!r} is damaged ({e})") from None
             if not isinstance(e, sqlite3.OperationalError):
                 raise
             raise UserError(
-                f"results database {str(self.path)!r}: {_db_reason(self.path, e)}; this transaction "
+                f"results database {str(self.path)!r}: {db_reason(self.path, e)}; this transaction "
                 "was rolled back, earlier results are intact"
             ) from None
         finally:
@@ -486,38 +328,7 @@ class Store:
             ).rowcount
             if not done:
                 return False
-            c.executemany(
-                f"INSERT OR REPLACE INTO metrics (run_id, {', '.join(METRICS_COLUMNS)}) "
-                f"VALUES (?{',?' * len(METRICS_COLUMNS)})",
-                [(run_id, *(getattr(m, k) for k in METRICS_COLUMNS)) for m in metrics],
-            )
-            c.executemany(
-                f"INSERT OR REPLACE INTO split_metrics (run_id, split, {', '.join(METRICS_COLUMNS)}) "
-                f"VALUES (?, ?{',?' * len(METRICS_COLUMNS)})",
-                [
-                    (run_id, split, *(getattr(m, k) for k in METRICS_COLUMNS))
-                    for split, ms in (split_metrics or {}).items()
-                    for m in ms
-                ],
-            )
-            c.executemany(
-                f"INSERT OR REPLACE INTO lm_metrics (run_id, {', '.join(LM_COLUMNS)}) VALUES "
-                f"(?{', ?' * len(LM_COLUMNS)})",
-                [
-                    (
-                        run_id,
-                        *(
-                            json.dumps(getattr(m, k)) if k in ("buckets", "answer_buckets") else getattr(m, k)
-                            for k in LM_COLUMNS
-                        ),
-                    )
-                    for m in (lm_metrics or [])
-                ],
-            )
-            c.executemany(
-                "INSERT OR REPLACE INTO curves VALUES (?,?,?)",
-                [(run_id, p["step"], json.dumps(p)) for p in (curve or [])],
-            )
+            _write_results(c, run_id, metrics, split_metrics or {}, lm_metrics or [], curve or [])
             return True
 
     def fail_run(
@@ -775,6 +586,50 @@ class Store:
         return out
 
 
+def _write_results(
+    c: sqlite3.Connection,
+    run_id: int,
+    metrics: list,
+    split_metrics: dict,
+    lm_metrics: list,
+    curve: list[dict],
+) -> None:
+    """A completed run's rows: its metrics by test length, on its other draws by split, an LM's metrics by
+    context length (buckets as JSON) and its validation curve."""
+    c.executemany(
+        f"INSERT OR REPLACE INTO metrics (run_id, {', '.join(METRICS_COLUMNS)}) "
+        f"VALUES (?{',?' * len(METRICS_COLUMNS)})",
+        [(run_id, *(getattr(m, k) for k in METRICS_COLUMNS)) for m in metrics],
+    )
+    c.executemany(
+        f"INSERT OR REPLACE INTO split_metrics (run_id, split, {', '.join(METRICS_COLUMNS)}) "
+        f"VALUES (?, ?{',?' * len(METRICS_COLUMNS)})",
+        [
+            (run_id, split, *(getattr(m, k) for k in METRICS_COLUMNS))
+            for split, ms in split_metrics.items()
+            for m in ms
+        ],
+    )
+    c.executemany(
+        f"INSERT OR REPLACE INTO lm_metrics (run_id, {', '.join(LM_COLUMNS)}) VALUES "
+        f"(?{', ?' * len(LM_COLUMNS)})",
+        [
+            (
+                run_id,
+                *(
+                    json.dumps(getattr(m, k)) if k in ("buckets", "answer_buckets") else getattr(m, k)
+                    for k in LM_COLUMNS
+                ),
+            )
+            for m in lm_metrics
+        ],
+    )
+    c.executemany(
+        "INSERT OR REPLACE INTO curves VALUES (?,?,?)",
+        [(run_id, p["step"], json.dumps(p)) for p in curve],
+    )
+
+
 class Damaged(UserError):
     """A row of a results database that cannot be read as what statetrack wrote (another program's, or a
     damaged file's): its run id and what is wrong."""
@@ -872,145 +727,6 @@ def checkpoint_of_run_problem(path: str | Path, extra: dict) -> str | None:
     return None
 
 
-def _damaged(e: sqlite3.DatabaseError) -> bool:
-    """True when SQLite says the file itself is bad (not a database, or corrupt)."""
-    name = getattr(e, "sqlite_errorname", "") or ""
-    if name:
-        return name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT"))
-    return not isinstance(e, sqlite3.OperationalError)
-
-
-#: the tables that hold the results: a file without one of them is damaged. Every other table of the
-#: schema is added to a file that lacks it (one of an older version, or written before the table existed)
-RESULT_TABLES = ("meta", "runs", "metrics")
-#: on open, ``PRAGMA quick_check`` (every page's structure) runs on files up to this size (about 0.1 s
-#: per 64 MiB); bigger files get the schema checks only, and SQLite refuses a damaged page when it reads it
-QUICK_CHECK_BYTES = 64 << 20
-_quick_checked: set[tuple] = set()  # files found whole in this process: (device, inode, size, mtime)
-
-
-def _uri_path(path: str | os.PathLike) -> str:
-    """``path`` for an SQLite ``file:`` URI (absolute, ``?`` and ``#`` escaped)."""
-    return Path(path).absolute().as_uri().removeprefix("file://")
-
-
-def _read_uri(path: Path) -> str:
-    """The URI a reader opens ``path`` with, so that it writes nothing and leaves no file: read-write under
-    ``PRAGMA query_only`` when this user can write the file and its folder (SQLite removes the -wal and
-    -shm files at the last close); otherwise read-only, ``mode=ro`` when a -wal file shows that a writer
-    has the database open (its log is read), else ``mode=ro&immutable=1`` (no -shm file is created)."""
-    base = f"file:{_uri_path(path)}"
-    if _writable(path):
-        return f"{base}?mode=rw"
-    if os.path.exists(f"{path}-wal"):
-        return f"{base}?mode=ro"
-    return f"{base}?mode=ro&immutable=1"
-
-
-def _writable(path: Path) -> bool:
-    """This user can write the file and create files beside it (the -wal and -shm files)."""
-    return os.access(path, os.R_OK | os.W_OK) and os.access(path.absolute().parent, os.W_OK | os.X_OK)
-
-
-_SCHEMA_TABLES: dict[str, list[str]] = {}
-
-
-def schema_tables() -> dict[str, list[str]]:
-    """Every table of the schema and its columns."""
-    if not _SCHEMA_TABLES:
-        con = sqlite3.connect(":memory:")
-        con.executescript(SCHEMA)
-        for (name,) in con.execute(
-            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
-        ):
-            _SCHEMA_TABLES[name] = [r[1] for r in con.execute(f"PRAGMA table_info({name})")]
-        con.close()
-    return _SCHEMA_TABLES
-
-
-def _table_sql(name: str, temp: bool = False) -> str:
-    """The schema's CREATE TABLE statement of ``name`` (``temp``: a temporary table, outside the file)."""
-    m = re.search(rf"CREATE TABLE IF NOT EXISTS {name} \((.*?)\n\);", SCHEMA, re.S)
-    assert m, name
-    return f"CREATE {'TEMP ' if temp else ''}TABLE IF NOT EXISTS {name} ({m[1]}\n)"
-
-
-def _check_file(path: Path, uri: str, name: str) -> list[str]:
-    """Refuse, in one line, a file that is not a statetrack database this version can use: not SQLite,
-    damaged (quick_check, or a table or column the schema needs is missing), made by another program, or
-    by a newer statetrack (its schema version above ``SCHEMA_VERSION``). Nothing is written: a read-write
-    ``uri`` is opened under ``query_only``. Returns the tables an older file lacks (the migration adds
-    them); every table for an empty file."""
-    untouched = "it was left untouched"
-    try:
-        con = sqlite3.connect(uri, uri=True, timeout=60)
-        try:
-            con.execute("PRAGMA query_only=1")
-            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            if not tables:
-                return list(schema_tables())
-            app = version = None
-            if "meta" in tables:
-                rows = dict(
-                    con.execute("SELECT key, value FROM meta WHERE key IN ('application', 'schema_version')")
-                )
-                app, version = rows.get("application"), rows.get("schema_version")
-            if app != "statetrack":
-                raise UserError(
-                    f"{name!r} is an SQLite database that statetrack did not create; {untouched} "
-                    "(choose another --db)"
-                )
-            try:
-                version = int(version if version is not None else "")  # no version: the error below
-            except (TypeError, ValueError):
-                raise UserError(
-                    f"results database {name!r} is damaged: its schema version is {version!r}, not a "
-                    f"number; {untouched}"
-                ) from None
-            if version > SCHEMA_VERSION:
-                raise UserError(
-                    f"results database {name!r} has schema version {version}, written by a newer "
-                    f"statetrack; this statetrack ({__version__}) reads versions up to {SCHEMA_VERSION}: "
-                    f"upgrade statetrack or choose another --db; {untouched}"
-                )
-            added = {(t, c) for t, cols in ADDED_COLUMNS.items() for c, _ in cols}
-            lacking = []
-            for table, cols in schema_tables().items():
-                if table not in tables:
-                    if table in RESULT_TABLES:
-                        raise UserError(
-                            f"results database {name!r} is damaged: table {table!r} is missing; {untouched}"
-                        )
-                    lacking.append(table)
-                    continue
-                have = {r[1] for r in con.execute(f"PRAGMA table_info({table})")}
-                gone = [c for c in cols if c not in have and (table, c) not in added]
-                if gone:
-                    raise UserError(
-                        f"results database {name!r} is damaged: table {table!r} lacks column "
-                        f"{', '.join(map(repr, gone))}; {untouched}"
-                    )
-            st = os.stat(path)
-            ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-            if st.st_size <= QUICK_CHECK_BYTES and ident not in _quick_checked:
-                ok = con.execute("PRAGMA quick_check").fetchone()[0]
-                if ok != "ok":
-                    raise UserError(f"results database {name!r} is damaged ({ok}); {untouched}")
-                _quick_checked.add(ident)
-            return lacking
-        finally:
-            con.close()
-    except sqlite3.DatabaseError as e:
-        if _damaged(e):
-            name_ = getattr(e, "sqlite_errorname", "") or ""
-            if name_.startswith("SQLITE_CORRUPT"):
-                raise UserError(f"results database {name!r} is damaged ({e}); {untouched}") from None
-            raise UserError(f"{name!r} is not a readable SQLite database ({e}); {untouched}") from None
-        raise UserError(
-            f"results database {name!r} cannot be opened: {_db_reason(path, e)}; {untouched}"
-        ) from None
-
-
 def _remove_created(path: Path, ident: tuple[int, int]) -> None:
     """Remove the database this process has just created (it holds the schema only) unless another file
     has taken its name meanwhile."""
@@ -1023,26 +739,3 @@ def _remove_created(path: Path, ident: tuple[int, int]) -> None:
                     os.unlink(f"{path}{suffix}")
     except OSError:
         pass
-
-
-def _db_reason(path: Path, e: sqlite3.Error) -> str:
-    """SQLite's error in words that say what to fix: a full disk, a read-only file, no permission."""
-    name = getattr(e, "sqlite_errorname", "") or ""
-    folder = path.parent if str(path.parent) else Path(".")
-    try:
-        st = os.statvfs(folder if folder.exists() else ".")
-        full = st.f_bavail == 0 or st.f_favail == 0
-    except OSError:
-        full = False
-    if name.startswith("SQLITE_FULL") or (full and name.startswith(("SQLITE_IOERR", "SQLITE_CANTOPEN"))):
-        return f"No space left on device ({e})"
-    if name.startswith("SQLITE_READONLY"):
-        return f"the file or its folder is read-only ({e})"
-    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
-        return f"locked by another process for over 60 s ({e})"
-    if name.startswith("SQLITE_CANTOPEN"):
-        if not folder.is_dir():
-            return f"its folder {str(folder)!r} does not exist ({e})"
-        if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.R_OK | os.W_OK)):
-            return f"Permission denied ({e})"
-    return str(e)

@@ -59,6 +59,88 @@ WAIT_EVERY = 5.0
 
 
 # -- the schedule: claim, run, wait for the others ---------------------------------------------------
+class _Schedule:
+    """The state of one sweep's schedule (:func:`_schedule`): the grid not yet reached, the runs another
+    live sweep holds (looked at again each round), the runs started here, and the damaged rows."""
+
+    def __init__(
+        self, jobs: Iterable[Job], store: Store, executor, reuse: bool, on_done, results: dict, claims: Claims
+    ) -> None:
+        self.store, self.executor, self.reuse, self.on_done = store, executor, reuse, on_done
+        self.results, self.claims = results, claims
+        self.t0 = time.time()
+        self.pending = enumerate(jobs)
+        self.more = True
+        self.waiting: dict[int, Job] = {}  # claimed by another live sweep: looked at again each round
+        self.running: dict = {}  # handle -> (index, job)
+        self.damaged: set[int] = set()  # runs whose rows cannot be read: as if they were not there
+
+    def done(self, i: int, job: Job, res: RunResult) -> None:
+        self.results[i] = (job, res)
+        if self.on_done:
+            self.on_done(job, res)
+
+    def start(self, i: int, job: Job) -> None:
+        """Claim the run and start it; or wait, where another sweep holds it; or take its result, where
+        another sweep completed or failed it meanwhile."""
+        while True:
+            got = self.claims.claim(
+                job.key,
+                complete_since=0.0 if self.reuse else self.t0,
+                failed_since=self.t0,
+                ignore=tuple(sorted(self.damaged)),
+            )
+            if got.state == ClaimState.TAKEN:
+                self.waiting[i] = job
+            elif got.state == ClaimState.CLAIMED:
+                self.running[self.executor.submit(job, i)] = (i, job)
+            else:  # complete or failed by another sweep meanwhile
+                assert got.run_id is not None  # a complete or failed claim names its run
+                try:
+                    res = result_of(self.store, got.run_id)
+                except Damaged as e:
+                    warn_damaged(self.store.path, e)
+                    self.damaged.add(got.run_id)
+                    continue
+                ensure_traces(str(self.store.path), job, res)
+                self.done(i, job, res)
+            return
+
+    def retry_waiting(self, busy: set[str]) -> None:
+        """Start the waiting runs that no other sweep holds any more, while a slot is free."""
+        for i, job in list(self.waiting.items()):
+            if len(self.running) >= self.executor.slots:
+                break
+            if job.key not in busy:
+                del self.waiting[i]
+                self.start(i, job)
+
+    def advance(self, busy: set[str]) -> None:
+        """Expand the grid while a slot is free: reuse a complete run, wait for one another sweep holds,
+        start the others."""
+        while self.more and len(self.running) < self.executor.slots:
+            nxt = next(self.pending, None)
+            if nxt is None:
+                self.more = False
+                break
+            i, job = nxt
+            prev = complete_result(self.store, job.key) if self.reuse else None
+            if prev is not None:  # complete runs without taking the write lock for each
+                ensure_traces(str(self.store.path), job, prev)
+                self.done(i, job, prev)
+            elif job.key in busy:
+                self.waiting[i] = job
+            else:
+                self.start(i, job)
+
+    def collect(self) -> None:
+        """The runs that ended within ``POLL`` seconds: their claims released, their results kept."""
+        for handle, res in self.executor.wait(self.running, POLL):
+            i, job = self.running.pop(handle)
+            self.claims.release(job.key)
+            self.done(i, job, res)
+
+
 def _schedule(
     jobs: Iterable[Job], store: Store, executor, reuse: bool, on_done, results: dict, claims: Claims, on_wait
 ) -> None:
@@ -66,75 +148,56 @@ def _schedule(
     free for it, so memory does not grow with the grid): a complete run is reused, a run another live
     sweep has claimed waits, the others are claimed and started. While it only waits, ``on_wait`` is
     told what for every ``WAIT_EVERY`` seconds."""
-    t0 = time.time()
+    s = _Schedule(jobs, store, executor, reuse, on_done, results, claims)
     said = time.monotonic()
-    pending = enumerate(jobs)
-    more = True
-    waiting: dict[int, Job] = {}  # claimed by another live sweep: looked at again each round
-    running: dict = {}  # handle -> (index, job)
-
-    def done(i: int, job: Job, res: RunResult) -> None:
-        results[i] = (job, res)
-        if on_done:
-            on_done(job, res)
-
-    damaged: set[int] = set()  # runs whose rows cannot be read: as if they were not there
-
-    def start(i: int, job: Job) -> None:
-        while True:
-            got = claims.claim(
-                job.key, complete_since=0.0 if reuse else t0, failed_since=t0, ignore=tuple(sorted(damaged))
-            )
-            if got.state == ClaimState.TAKEN:
-                waiting[i] = job
-            elif got.state == ClaimState.CLAIMED:
-                running[executor.submit(job, i)] = (i, job)
-            else:  # complete or failed by another sweep meanwhile
-                assert got.run_id is not None  # a complete or failed claim names its run
-                try:
-                    res = result_of(store, got.run_id)
-                except Damaged as e:
-                    warn_damaged(store.path, e)
-                    damaged.add(got.run_id)
-                    continue
-                ensure_traces(str(store.path), job, res)
-                done(i, job, res)
-            return
-
-    while more or waiting or running:
+    while s.more or s.waiting or s.running:
         busy = claims.held_by_others()  # read first: no write lock for a key another sweep is running
-        for i, job in list(waiting.items()):
-            if len(running) >= executor.slots:
-                break
-            if job.key not in busy:
-                del waiting[i]
-                start(i, job)
-        while more and len(running) < executor.slots:
-            nxt = next(pending, None)
-            if nxt is None:
-                more = False
-                break
-            i, job = nxt
-            prev = complete_result(store, job.key) if reuse else None
-            if prev is not None:  # complete runs without taking the write lock for each
-                ensure_traces(str(store.path), job, prev)
-                done(i, job, prev)
-            elif job.key in busy:
-                waiting[i] = job
-            else:
-                start(i, job)
-        if waiting and not running and time.monotonic() - said >= WAIT_EVERY:
+        s.retry_waiting(busy)
+        s.advance(busy)
+        if s.waiting and not s.running and time.monotonic() - said >= WAIT_EVERY:
             said = time.monotonic()
-            waits = claims.waits({job.key for job in waiting.values()})
+            waits = claims.waits({job.key for job in s.waiting.values()})
             if waits:
                 on_wait(waits)
-        for handle, res in executor.wait(running, POLL):
-            i, job = running.pop(handle)
-            claims.release(job.key)
-            done(i, job, res)
+        s.collect()
 
 
 # -- entry point -------------------------------------------------------------------------------------
+def _check_inputs(jobs: Grid | list[Job], workers: int, executor: str, address: str | None) -> None:
+    """Every input error of a sweep, in one line, before the first run (and before the database is
+    created: an unreachable Ray cluster leaves nothing)."""
+    if executor not in ("local", "ray"):
+        raise UserError(f"unknown executor {executor!r}; allowed: local, ray")
+    if address is not None and executor != "ray":
+        raise UserError("--address is for --executor ray")
+    if workers < 1:
+        raise UserError(f"--workers must be at least 1, got {workers}")
+    for job in jobs.heads if isinstance(jobs, Grid) else jobs:  # every input error before the first run
+        check_run(job.train, job.eval)
+        for p in job.probes:
+            get_task(p)
+    if executor == "ray":
+        import_ray()
+        check_ray_address(address)  # before the database is created: an unreachable cluster leaves nothing
+
+
+def _executor(
+    executor: str,
+    db: str,
+    claims: Claims,
+    workers: int,
+    address: str | None,
+    jobs: Grid | list[Job],
+    on_step: Callable[[Job, int, dict], None] | None,
+) -> InProcess | Pool | RayExecutor:
+    """Where the runs run: Ray tasks, this process (one worker), or local worker processes."""
+    if executor == "ray":
+        return RayExecutor(db, claims.me, workers, address, jobs.heads if isinstance(jobs, Grid) else jobs)
+    if workers <= 1:
+        return InProcess(db, claims.me, on_step)
+    return Pool(db, claims.me, workers, on_step)
+
+
 def run_jobs(
     jobs: Grid | list[Job],
     db: str | Path,
@@ -159,19 +222,7 @@ def run_jobs(
     ``workers`` above this machine's CPU cores, or above what its memory holds (each run's estimate,
     ``runner.memory_needed``), is capped with a warning line (``executors.worker_limit``); a Ray cluster
     given by ``address`` is asked first and must answer within ``executors.RAY_CONNECT_TIMEOUT`` seconds."""
-    if executor not in ("local", "ray"):
-        raise UserError(f"unknown executor {executor!r}; allowed: local, ray")
-    if address is not None and executor != "ray":
-        raise UserError("--address is for --executor ray")
-    if workers < 1:
-        raise UserError(f"--workers must be at least 1, got {workers}")
-    for job in jobs.heads if isinstance(jobs, Grid) else jobs:  # every input error before the first run
-        check_run(job.train, job.eval)
-        for p in job.probes:
-            get_task(p)
-    if executor == "ray":
-        import_ray()
-        check_ray_address(address)  # before the database is created: an unreachable cluster leaves nothing
+    _check_inputs(jobs, workers, executor, address)
     workers, why = worker_limit(workers, jobs.heads if isinstance(jobs, Grid) else jobs, executor, address)
     if why:
         warn(why)
@@ -182,13 +233,7 @@ def run_jobs(
     claims = Claims(store)
     claims.clear_dead()
     results: dict[int, tuple[Job, RunResult]] = {}
-    ex: InProcess | Pool | RayExecutor
-    if executor == "ray":
-        ex = RayExecutor(db, claims.me, workers, address, jobs.heads if isinstance(jobs, Grid) else jobs)
-    elif workers <= 1:
-        ex = InProcess(db, claims.me, on_step)
-    else:
-        ex = Pool(db, claims.me, workers, on_step)
+    ex = _executor(executor, db, claims, workers, address, jobs, on_step)
     try:
         with Heartbeat(claims):
             _schedule(

@@ -256,26 +256,17 @@ def _never_merge(auto: Automaton) -> np.ndarray | None:
         alive = nxt
 
 
-def witness_pairs(auto: Automaton, max_families: int = MAX_FAMILIES) -> Witnesses:
-    """Every pair of states of the minimal automaton of ``auto``, with its witness families or the reason
-    it has none (see the module docstring)."""
-    mini, _ = auto.minimized()
+def _pumps(
+    mini: Automaton,
+    words: list[tuple[int, ...]],
+    order: list[tuple[int, int]],
+    access: dict[int, tuple[int, ...]],
+    dist: dict[tuple[int, int], tuple[int, ...]],
+) -> list[list[tuple]]:
+    """For each pair of ``order``, every loop word that pumps it apart: after the longer of the two
+    states' tails under the word, they sit on distinct, separable states of cycles short enough to pump
+    (``MAX_PUMP``). Each as (pump length, family size, pump, word index, tail, state a, state b)."""
     n = mini.n_states
-    access = mini.access_words()
-    names = state_names(mini, access)
-    dist = distinguishing(mini)
-    order = sorted(
-        ((p, q) for p in range(n) for q in range(p + 1, n)),
-        key=lambda pq: (
-            max(len(access[pq[0]]), len(access[pq[1]])),
-            len(access[pq[0]]) + len(access[pq[1]]),
-            access[pq[0]],
-            access[pq[1]],
-        ),
-    )
-    total = len(order)
-    order, skipped = order[:max_families], max(0, total - max_families)
-    words = loop_words(mini.n_symbols)
     P = np.array([p for p, _ in order], dtype=np.int64)
     Q = np.array([q for _, q in order], dtype=np.int64)
     found: list[list[tuple]] = [[] for _ in order]
@@ -298,6 +289,30 @@ def witness_pairs(auto: Automaton, max_families: int = MAX_FAMILIES) -> Witnesse
             a, b = int(p2[i]), int(q2[i])
             pump = w * int(period[i])
             found[i].append((len(pump), int(size[i]) + len(dist[(a, b)]), pump, wi, int(pre[i]), a, b))
+    return found
+
+
+def witness_pairs(auto: Automaton, max_families: int = MAX_FAMILIES) -> Witnesses:
+    """Every pair of states of the minimal automaton of ``auto``, with its witness families or the reason
+    it has none (see the module docstring)."""
+    mini, _ = auto.minimized()
+    n = mini.n_states
+    access = mini.access_words()
+    names = state_names(mini, access)
+    dist = distinguishing(mini)
+    order = sorted(
+        ((p, q) for p in range(n) for q in range(p + 1, n)),
+        key=lambda pq: (
+            max(len(access[pq[0]]), len(access[pq[1]])),
+            len(access[pq[0]]) + len(access[pq[1]]),
+            access[pq[0]],
+            access[pq[1]],
+        ),
+    )
+    total = len(order)
+    order, skipped = order[:max_families], max(0, total - max_families)
+    words = loop_words(mini.n_symbols)
+    found = _pumps(mini, words, order, access, dist)
     # every pair keeps what a round robin over the pairs can give it (the rest are counted, not built)
     share = max(1, -(-max_families // max(1, len(order))))
     merge = _never_merge(mini)

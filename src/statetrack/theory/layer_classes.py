@@ -97,46 +97,11 @@ def classify(spec, mixer=None) -> LayerInfo:
     p: Properties = mixer.properties if mixer is not None else declared_properties(spec)
     neg = getattr(mixer, "neg", None) if mixer is not None else option_values(spec).get("neg")
     if not p.linear:
-        return LayerInfo(
-            str(spec),
-            p,
-            LayerClass.ATTENTION
-            if p.structure == Structure.ATTENTION
-            else LayerClass.NONLINEAR
-            if p.structure == Structure.NONLINEAR
-            else LayerClass.OTHER,
-        )
+        return LayerInfo(str(spec), p, _nonlinear_class(p))
     if p.structure in (Structure.DIAGONAL, Structure.SCALAR):
-        if not p.input_dependent:
-            return LayerInfo(str(spec), p, LayerClass.LTI)
-        if p.eigenvalues in NONNEG | CONTRACTING:
-            return LayerInfo(str(spec), p, LayerClass.NONNEG)
-        if p.eigenvalues in REAL_NEG:
-            return LayerInfo(str(spec), p, LayerClass.REAL)
-        if p.eigenvalues in COMPLEX:
-            return LayerInfo(str(spec), p, LayerClass.COMPLEX)
-        if p.eigenvalues in DAMPED:
-            return LayerInfo(str(spec), p, LayerClass.DAMPED)
-        # fixed-phase rotations (standard RoPE): no rule here reads them (T4's periodic-input argument
-        # covers them, but is not encoded for one layer that is both), so the oracle leaves them open
-        return LayerInfo(str(spec), p, LayerClass.OTHER)
+        return LayerInfo(str(spec), p, _diagonal_class(p))
     if p.structure == Structure.HOUSEHOLDER:
-        # each factor I - beta k k^T has eigenvalues 1 and 1 - beta. The declared domain is the
-        # product's; with one factor, or a real product domain, it is the factors' domain too.
-        # Otherwise (n_h >= 2 with a complex product) the factor range is read from an explicit
-        # ``factor_eigenvalues`` property or the mixer's ``neg`` switch where it declares one.
-        fd = p.factor_eigenvalues
-        if fd is None and (p.n_h in (None, 1) or p.eigenvalues in NONNEG | REAL_NEG):
-            fd = (
-                EigenvalueDomain.REAL
-                if p.eigenvalues in REAL_NEG
-                else EigenvalueDomain.NONNEG
-                if p.eigenvalues in NONNEG
-                else None
-            )
-        if fd is None and isinstance(neg, bool):
-            fd = EigenvalueDomain.REAL if neg else EigenvalueDomain.NONNEG
-        return LayerInfo(str(spec), p, LayerClass.HOUSEHOLDER, fd)
+        return LayerInfo(str(spec), p, LayerClass.HOUSEHOLDER, _factor_domain(p, neg))
     if p.structure == Structure.DPLR and p.input_dependent:
         return LayerInfo(str(spec), p, LayerClass.DPLR)
     if p.structure in (Structure.PD, Structure.PD_ROWS) and p.input_dependent:
@@ -144,6 +109,51 @@ def classify(spec, mixer=None) -> LayerInfo:
     if not p.input_dependent:
         return LayerInfo(str(spec), p, LayerClass.LTI_DENSE)
     return LayerInfo(str(spec), p, LayerClass.DENSE)
+
+
+def _nonlinear_class(p: Properties) -> LayerClass:
+    """A layer that is not a linear recurrence: attention, a nonlinear RNN, or another."""
+    if p.structure == Structure.ATTENTION:
+        return LayerClass.ATTENTION
+    if p.structure == Structure.NONLINEAR:
+        return LayerClass.NONLINEAR
+    return LayerClass.OTHER
+
+
+def _diagonal_class(p: Properties) -> LayerClass:
+    """A diagonal (or scalar) recurrence, by its input dependence and eigenvalue domain."""
+    if not p.input_dependent:
+        return LayerClass.LTI
+    if p.eigenvalues in NONNEG | CONTRACTING:
+        return LayerClass.NONNEG
+    if p.eigenvalues in REAL_NEG:
+        return LayerClass.REAL
+    if p.eigenvalues in COMPLEX:
+        return LayerClass.COMPLEX
+    if p.eigenvalues in DAMPED:
+        return LayerClass.DAMPED
+    # fixed-phase rotations (standard RoPE): no rule here reads them (T4's periodic-input argument
+    # covers them, but is not encoded for one layer that is both), so the oracle leaves them open
+    return LayerClass.OTHER
+
+
+def _factor_domain(p: Properties, neg: object) -> EigenvalueDomain | None:
+    """The eigenvalue domain of each Householder factor I - beta k k^T (eigenvalues 1 and 1 - beta). The
+    declared domain is the product's; with one factor, or a real product domain, it is the factors' domain
+    too. Otherwise (n_h >= 2 with a complex product) the factor range is read from an explicit
+    ``factor_eigenvalues`` property or the mixer's ``neg`` switch where it declares one."""
+    fd = p.factor_eigenvalues
+    if fd is None and (p.n_h in (None, 1) or p.eigenvalues in NONNEG | REAL_NEG):
+        fd = (
+            EigenvalueDomain.REAL
+            if p.eigenvalues in REAL_NEG
+            else EigenvalueDomain.NONNEG
+            if p.eigenvalues in NONNEG
+            else None
+        )
+    if fd is None and isinstance(neg, bool):
+        fd = EigenvalueDomain.REAL if neg else EigenvalueDomain.NONNEG
+    return fd
 
 
 def layer_infos(layers: str) -> list[LayerInfo]:

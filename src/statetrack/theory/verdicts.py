@@ -532,8 +532,17 @@ def _fixed_input_possible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict |
 
 
 def _group_possible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
+    """A construction that tracks the task's group with these layers: Householder layers (T6, P4), else
+    diagonal ones (T5, P3); None when none applies."""
     st = alg.h_structure()
     hname = _hname(alg)
+    found = _householder_possible(infos, alg, hname)
+    return found if found is not None else _diagonal_possible(infos, alg, st, hname)
+
+
+def _householder_possible(infos: list[LayerInfo], alg: TaskAlgebra, hname: str) -> Verdict | None:
+    """T6 (one layer of enough reflections per token) or P4 (a parity layer, then one reflection per token
+    twisted by that parity)."""
     hh = [
         i
         for i in infos
@@ -576,6 +585,11 @@ def _group_possible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
                     [sign[0], i],
                     facts,
                 )
+    return None
+
+
+def _diagonal_possible(infos: list[LayerInfo], alg: TaskAlgebra, st: dict, hname: str) -> Verdict | None:
+    """T5 (one diagonal layer per factor of a subnormal series; P3: S3 in two complex layers)."""
     cands = [i for i in infos if i.cls in (LayerClass.COMPLEX, LayerClass.REAL)]
     chosen: list[LayerInfo] = []
     for layers in ([i for i in cands if not i.props.rounding], cands):  # layers exact at modulus 1 first
@@ -681,109 +695,132 @@ def _impossible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
     )
     # T1 / T3: non-negative eigenvalues everywhere
     if all_nonneg and alg.aperiodic is False:
-        if alg.fixed_input:
-            letter_witness = len(alg.fixed_word or ()) == 1 and (alg.block_period or 0) > 1
-        else:
-            letter_witness = any(p > 1 for p in alg.letter_periods())
-        if diagonal or alg.is_parity or letter_witness:
-            word = alg.fixed_word if alg.parity_on_fixed_input else None
-            if word and word[0] == 0 and list(word) == sorted(word) and sum(word) % 2 == 1 and diagonal:
-                return Verdict(
-                    Decision.IMPOSSIBLE,
-                    "T3",
-                    "every layer has eigenvalues in [0,1] and the input is (0^k 1^m)^T "
-                    "with m odd: products of non-negative diagonal transitions stay non-negative, so the "
-                    "state converges per period while the parity keeps flipping (T3, Khavari2025 Lemma 4.3)",
-                )
-            if word and len(word) > 1 and word[0] == 1 and sum(word) == 1 and diagonal:
-                return Verdict(
-                    Decision.IMPOSSIBLE,
-                    "T4",
-                    "every layer has eigenvalues in [0,1]: on the periodic input "
-                    "(1 0^(W-1))^T each layer's state converges per phase (Khavari2025 App. B, case 2) "
-                    "while the parity alternates",
-                )
-            what = (
-                "parity"
-                if alg.is_parity
-                else "an input u x^n with one letter x repeated, whose label is periodic in n"
-                if letter_witness
-                else "a periodic input u w^n whose label is periodic (Khavari2025 App. B, case 2)"
-            )
-            return Verdict(
-                Decision.IMPOSSIBLE,
-                "T1",
-                f"every layer has eigenvalues in [0,1], so on {what} the state "
-                f"converges in finite precision while the label keeps changing (T1"
-                f"{'' if alg.is_parity else ' witness generalized from 1^T'})",
-            )
+        v = _nonneg_impossible(alg, diagonal)
+        if v is not None:
+            return v
     # T2 / T4: time-invariant diagonal and non-negative input-dependent diagonal layers
     if all(i.cls == LayerClass.LTI or i.cls == LayerClass.NONNEG for i in infos) and alg.aligned_witness:
-        basis = "T2" if all(i.cls == LayerClass.LTI for i in infos) and alg.is_parity else "T4"
-        if alg.is_parity:
-            why = (
-                "the layers are time-invariant diagonal"
-                if basis == "T2"
-                else "every layer is time-invariant diagonal or non-negative input-dependent diagonal"
-            )
-            return Verdict(
-                Decision.IMPOSSIBLE,
-                basis,
-                f"{why}: choosing W with W q_j integer for every time-invariant "
-                f"eigenvalue phase, the input (1 0^(W-1))^T makes every layer's state periodic with "
-                f"period W, so the output cannot follow T mod 2 (T4, Khavari2025 Thm 4.4"
-                f"{'; Sarrof2024 Thm 13' if basis == 'T2' else ''})",
-            )
-        return Verdict(
-            Decision.IMPOSSIBLE,
-            basis,
-            f"every layer is time-invariant diagonal or non-negative input-dependent "
-            f"diagonal, and words of every length divisible by W move the label of {alg.task}, so the "
-            f"witness u w^n of T4 (|w| a multiple of the phase alignment W; Khavari2025 Thm 4.4) makes "
-            f"the state periodic while the label is not",
-        )
+        return _aligned_impossible(infos, alg)
     v = _period_doubling(infos, alg)
     if v is not None:
         return v
     # T5 upper bounds: every layer diagonal, inputs the whole group
     if diagonal and alg.is_group and alg.all_inputs:
-        st = alg.h_structure()
-        k = len(infos)
-        g = _hname(alg)  # all inputs: the group's name
-        if not st["is_solvable"]:
+        return _diagonal_impossible(infos, alg)
+    return None
+
+
+def _nonneg_impossible(alg: TaskAlgebra, diagonal: bool) -> Verdict | None:
+    """T1 / T3 / T4 where every layer has eigenvalues in [0,1] and the task is not aperiodic: the state
+    converges on a witness whose label keeps changing."""
+    if alg.fixed_input:
+        letter_witness = len(alg.fixed_word or ()) == 1 and (alg.block_period or 0) > 1
+    else:
+        letter_witness = any(p > 1 for p in alg.letter_periods())
+    if diagonal or alg.is_parity or letter_witness:
+        word = alg.fixed_word if alg.parity_on_fixed_input else None
+        if word and word[0] == 0 and list(word) == sorted(word) and sum(word) % 2 == 1 and diagonal:
+            return Verdict(
+                Decision.IMPOSSIBLE,
+                "T3",
+                "every layer has eigenvalues in [0,1] and the input is (0^k 1^m)^T "
+                "with m odd: products of non-negative diagonal transitions stay non-negative, so the "
+                "state converges per period while the parity keeps flipping (T3, Khavari2025 Lemma 4.3)",
+            )
+        if word and len(word) > 1 and word[0] == 1 and sum(word) == 1 and diagonal:
+            return Verdict(
+                Decision.IMPOSSIBLE,
+                "T4",
+                "every layer has eigenvalues in [0,1]: on the periodic input "
+                "(1 0^(W-1))^T each layer's state converges per phase (Khavari2025 App. B, case 2) "
+                "while the parity alternates",
+            )
+        what = (
+            "parity"
+            if alg.is_parity
+            else "an input u x^n with one letter x repeated, whose label is periodic in n"
+            if letter_witness
+            else "a periodic input u w^n whose label is periodic (Khavari2025 App. B, case 2)"
+        )
+        return Verdict(
+            Decision.IMPOSSIBLE,
+            "T1",
+            f"every layer has eigenvalues in [0,1], so on {what} the state "
+            f"converges in finite precision while the label keeps changing (T1"
+            f"{'' if alg.is_parity else ' witness generalized from 1^T'})",
+        )
+    return None
+
+
+def _aligned_impossible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict:
+    """T2 / T4 where every layer is time-invariant diagonal or non-negative input-dependent diagonal and the
+    task has an aligned witness: the state is periodic while the label is not."""
+    basis = "T2" if all(i.cls == LayerClass.LTI for i in infos) and alg.is_parity else "T4"
+    if alg.is_parity:
+        why = (
+            "the layers are time-invariant diagonal"
+            if basis == "T2"
+            else "every layer is time-invariant diagonal or non-negative input-dependent diagonal"
+        )
+        return Verdict(
+            Decision.IMPOSSIBLE,
+            basis,
+            f"{why}: choosing W with W q_j integer for every time-invariant "
+            f"eigenvalue phase, the input (1 0^(W-1))^T makes every layer's state periodic with "
+            f"period W, so the output cannot follow T mod 2 (T4, Khavari2025 Thm 4.4"
+            f"{'; Sarrof2024 Thm 13' if basis == 'T2' else ''})",
+        )
+    return Verdict(
+        Decision.IMPOSSIBLE,
+        basis,
+        f"every layer is time-invariant diagonal or non-negative input-dependent "
+        f"diagonal, and words of every length divisible by W move the label of {alg.task}, so the "
+        f"witness u w^n of T4 (|w| a multiple of the phase alignment W; Khavari2025 Thm 4.4) makes "
+        f"the state periodic while the label is not",
+    )
+
+
+def _diagonal_impossible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
+    """T5's upper bounds where every layer is diagonal and the inputs are the whole group: a group that is
+    not solvable, of derived length above the depth, or (real layers) without a short enough series of
+    elementary abelian 2 factors."""
+    st = alg.h_structure()
+    k = len(infos)
+    g = _hname(alg)  # all inputs: the group's name
+    if not st["is_solvable"]:
+        return Verdict(
+            Decision.IMPOSSIBLE,
+            "T5",
+            f"{g} is not solvable, so it has no subnormal series with abelian "
+            f"factors and no number of diagonal layers tracks it (T5, DiagLimits2026; every diagonal "
+            f"layer is a special case of an input-dependent complex diagonal one)",
+        )
+    if st["derived_length"] > k:
+        return Verdict(
+            Decision.IMPOSSIBLE,
+            "T5",
+            f"{g} has derived length {st['derived_length']} > {k}: "
+            f"{_n(k, 'diagonal layer')} track only groups with an abelian subnormal series of length "
+            f"<= {k} (T5, DiagLimits2026; every diagonal layer is a special case of an input-dependent "
+            f"complex diagonal one)",
+            {"derived_length": st["derived_length"]},
+        )
+    if all(i.domain in NONNEG | REAL_NEG for i in infos):
+        e2 = st["elementary_2_series_length"]
+        if e2 is None or e2 > k:
+            why = (
+                f"its order {st['order']} is not a power of 2, so it has no subnormal series with "
+                f"elementary abelian 2 factors"
+                if e2 is None
+                else f"its shortest subnormal series with elementary abelian 2 factors has length {e2} > {k}"
+            )
             return Verdict(
                 Decision.IMPOSSIBLE,
                 "T5",
-                f"{g} is not solvable, so it has no subnormal series with abelian "
-                f"factors and no number of diagonal layers tracks it (T5, DiagLimits2026; every diagonal "
-                f"layer is a special case of an input-dependent complex diagonal one)",
+                f"every layer has real eigenvalues (sign flips only) and {g}: "
+                f"{why} (T5, DiagLimits2026: real diagonal layers track exactly such series)",
+                {"elementary_2_series_length": e2},
             )
-        if st["derived_length"] > k:
-            return Verdict(
-                Decision.IMPOSSIBLE,
-                "T5",
-                f"{g} has derived length {st['derived_length']} > {k}: "
-                f"{_n(k, 'diagonal layer')} track only groups with an abelian subnormal series of length "
-                f"<= {k} (T5, DiagLimits2026; every diagonal layer is a special case of an input-dependent "
-                f"complex diagonal one)",
-                {"derived_length": st["derived_length"]},
-            )
-        if all(i.domain in NONNEG | REAL_NEG for i in infos):
-            e2 = st["elementary_2_series_length"]
-            if e2 is None or e2 > k:
-                why = (
-                    f"its order {st['order']} is not a power of 2, so it has no subnormal series with "
-                    f"elementary abelian 2 factors"
-                    if e2 is None
-                    else f"its shortest subnormal series with elementary abelian 2 factors has length {e2} > {k}"
-                )
-                return Verdict(
-                    Decision.IMPOSSIBLE,
-                    "T5",
-                    f"every layer has real eigenvalues (sign flips only) and {g}: "
-                    f"{why} (T5, DiagLimits2026: real diagonal layers track exactly such series)",
-                    {"elementary_2_series_length": e2},
-                )
     return None
 
 
@@ -880,49 +917,10 @@ def _open(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict:
         _, short = _cascade(infos, alg)
         if short is not None and any(i.cls in SELECTIVE_DIAGONAL for i in infos):
             return Verdict(Decision.OPEN, "-", short)
-    if any(i.cls == LayerClass.DAMPED for i in infos):
-        name = next(i.spec for i in infos if i.cls == LayerClass.DAMPED)
-        return Verdict(
-            Decision.OPEN,
-            "-",
-            f"{name} rotates its state by angles whose modulus the decay floor keeps below 1 "
-            f"(exp(-a_floor |angle| / pi)), except angles too small to round the decay away from 1; no "
-            f"result here decides {alg.task} for these layers: T5's constructions need unit-modulus "
-            f"rotations (a_floor = 0 gives them), and T1's witness needs powers that converge, which the "
-            f"tiny unit-modulus rotations do not",
-        )
-    dplr = [i for i in infos if i.cls == LayerClass.DPLR]
-    if dplr:
-        name = dplr[0].spec
-        periods = set(alg.letter_periods()) if not alg.fixed_input else {alg.block_period or 1}
-        if len(dplr) == 1 and periods <= {1, 2} and 2 in periods:
-            why = (
-                f"on a repeated letter x with label period 2 ({'1^T' if alg.is_parity else 'x^n'}) the powers of "
-                f"its transition converge in exact arithmetic, but its float32 state may end alternating with "
-                f"period 2 (the negative eigenvalues reach about -0.45; Grazzi2024 v5, Lemma 1): T1c's argument "
-                f"bounds the output's period by 2, which does not rule out a label of period 2. A proof that the "
-                f"cast state of these transitions on x^n ends constant, or a weight setting whose float32 state "
-                f"alternates there and tracks {alg.task} on every input, would decide it"
-            )
-        elif len(dplr) > 1 or any(i.index < dplr[0].index and i.cls != LayerClass.NONNEG for i in infos):
-            why = (
-                "a layer before an RWKV-7 layer may alternate with period 2, so the RWKV-7 layer reads letters x, "
-                "y, x, y, ... whose products A(y) A(x) can have complex eigenvalues: T1c's period bound covers a "
-                "constant input only. A bound for such products, or a construction, would decide it"
-            )
-        else:
-            why = (
-                f"T1c rules out tasks with a letter of period 3 or more at this depth, but {alg.task} has none, and "
-                f"no result in this toolkit's sources decides it for these layers (Peng2025's regular-language "
-                f"claim needs transitions outside this range). A construction with these parameter ranges, or a "
-                f"family of inputs on which every such stack's states coincide while the labels differ, would "
-                f"decide it"
-            )
-        return Verdict(
-            Decision.OPEN,
-            "-",
-            f"{name} has diagonal-plus-rank-one transitions with real eigenvalues in (-1/2, 1]; {why}",
-        )
+    for rule in (_damped_open, _dplr_open):
+        v = rule(infos, alg)
+        if v is not None:
+            return v
     if any(i.cls == LayerClass.HOUSEHOLDER and i.factor_domain == EigenvalueDomain.REAL for i in infos):
         return Verdict(
             Decision.OPEN,
@@ -932,17 +930,9 @@ def _open(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict:
             f"suffices for {alg.task}; one-factor periodicity (PD) covers only a first layer on a "
             f"constant input",
         )
-    rows = next((i for i in infos if i.cls == LayerClass.PD_ROWS), None)
-    if rows is not None:
-        return Verdict(
-            Decision.OPEN,
-            "-",
-            f"{rows.spec} is PD-SSM's row form (the public code's): a diagonal times a row one-hot matrix, "
-            f"which reads each input's map through its preimages, so from the fixed initial state e_0 it "
-            f"runs a permutation automaton (P5) but composes other maps in reverse order; {alg.task} is "
-            f"not a group word problem, and no construction here covers it in this form (the column form, "
-            f"pdssm, runs any automaton)",
-        )
+    v = _pd_rows_open(infos, alg)
+    if v is not None:
+        return v
     if any(i.cls == LayerClass.HOUSEHOLDER and i.factor_domain is None for i in infos):
         return Verdict(
             Decision.OPEN,
@@ -961,6 +951,76 @@ def _open(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict:
         "-",
         f"no theorem or construction in this toolkit's sources decides {alg.task} for "
         f"{', '.join(i.spec for i in infos)}",
+    )
+
+
+def _pd_rows_open(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
+    """Open for a stack with PD-SSM's row form, which composes maps other than permutations in reverse."""
+    rows = next((i for i in infos if i.cls == LayerClass.PD_ROWS), None)
+    if rows is None:
+        return None
+    return Verdict(
+        Decision.OPEN,
+        "-",
+        f"{rows.spec} is PD-SSM's row form (the public code's): a diagonal times a row one-hot matrix, "
+        f"which reads each input's map through its preimages, so from the fixed initial state e_0 it "
+        f"runs a permutation automaton (P5) but composes other maps in reverse order; {alg.task} is "
+        f"not a group word problem, and no construction here covers it in this form (the column form, "
+        f"pdssm, runs any automaton)",
+    )
+
+
+def _damped_open(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
+    """Open for a stack with a damped rotation layer (its decay floor keeps the modulus below 1)."""
+    if not any(i.cls == LayerClass.DAMPED for i in infos):
+        return None
+    name = next(i.spec for i in infos if i.cls == LayerClass.DAMPED)
+    return Verdict(
+        Decision.OPEN,
+        "-",
+        f"{name} rotates its state by angles whose modulus the decay floor keeps below 1 "
+        f"(exp(-a_floor |angle| / pi)), except angles too small to round the decay away from 1; no "
+        f"result here decides {alg.task} for these layers: T5's constructions need unit-modulus "
+        f"rotations (a_floor = 0 gives them), and T1's witness needs powers that converge, which the "
+        f"tiny unit-modulus rotations do not",
+    )
+
+
+def _dplr_open(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
+    """Open for a stack with a diagonal-plus-rank-one layer (RWKV-7): what T1c leaves undecided and what
+    would decide it."""
+    dplr = [i for i in infos if i.cls == LayerClass.DPLR]
+    if not dplr:
+        return None
+    name = dplr[0].spec
+    periods = set(alg.letter_periods()) if not alg.fixed_input else {alg.block_period or 1}
+    if len(dplr) == 1 and periods <= {1, 2} and 2 in periods:
+        why = (
+            f"on a repeated letter x with label period 2 ({'1^T' if alg.is_parity else 'x^n'}) the powers of "
+            f"its transition converge in exact arithmetic, but its float32 state may end alternating with "
+            f"period 2 (the negative eigenvalues reach about -0.45; Grazzi2024 v5, Lemma 1): T1c's argument "
+            f"bounds the output's period by 2, which does not rule out a label of period 2. A proof that the "
+            f"cast state of these transitions on x^n ends constant, or a weight setting whose float32 state "
+            f"alternates there and tracks {alg.task} on every input, would decide it"
+        )
+    elif len(dplr) > 1 or any(i.index < dplr[0].index and i.cls != LayerClass.NONNEG for i in infos):
+        why = (
+            "a layer before an RWKV-7 layer may alternate with period 2, so the RWKV-7 layer reads letters x, "
+            "y, x, y, ... whose products A(y) A(x) can have complex eigenvalues: T1c's period bound covers a "
+            "constant input only. A bound for such products, or a construction, would decide it"
+        )
+    else:
+        why = (
+            f"T1c rules out tasks with a letter of period 3 or more at this depth, but {alg.task} has none, and "
+            f"no result in this toolkit's sources decides it for these layers (Peng2025's regular-language "
+            f"claim needs transitions outside this range). A construction with these parameter ranges, or a "
+            f"family of inputs on which every such stack's states coincide while the labels differ, would "
+            f"decide it"
+        )
+    return Verdict(
+        Decision.OPEN,
+        "-",
+        f"{name} has diagonal-plus-rank-one transitions with real eigenvalues in (-1/2, 1]; {why}",
     )
 
 

@@ -199,20 +199,7 @@ def counterexample(
         tokens = np.ones((1, max_len), dtype=np.int64)
         out.update(witness="1^T", period=1)
     elif thm in ("T2", "T4"):
-        ph = s4d_phases(model, decay_floor, max_len)
-        w = choose_w(ph, tol, max_w)
-        W = w["W"]
-        reps = max(8, -(-max_len // W))
-        tokens = np.tile(np.array([1] + [0] * (W - 1), dtype=np.int64), reps)[None, :]
-        out.update(
-            witness=f"(1 0^{W - 1})^T" if W > 1 else "1^T (W = 1)",
-            period=W,
-            W=W,
-            tol=tol,
-            phase_alignment=w,
-            modes=[{k: (round(v, 6) if isinstance(v, float) else v) for k, v in p.items()} for p in ph],
-        )
-        out["max_len"] = tokens.shape[1]
+        tokens = _aligned_witness(model, out, max_len, tol, max_w, decay_floor)
     if thm is not None:
         P = out["period"]
         res = run_on(model, tokens, period=P, probe=16)
@@ -235,6 +222,28 @@ def counterexample(
         )
         return out
     return _search(model, out, max_len, seed)
+
+
+def _aligned_witness(
+    model, out: dict, max_len: int, tol: float, max_w: int, decay_floor: float
+) -> np.ndarray:
+    """T2 / T4's witness (1 0^(W-1))^T, with W chosen so that every time-invariant eigenvalue phase is
+    nearly a whole turn after W steps; what it is goes into ``out``."""
+    ph = s4d_phases(model, decay_floor, max_len)
+    w = choose_w(ph, tol, max_w)
+    W = w["W"]
+    reps = max(8, -(-max_len // W))
+    tokens = np.tile(np.array([1] + [0] * (W - 1), dtype=np.int64), reps)[None, :]
+    out.update(
+        witness=f"(1 0^{W - 1})^T" if W > 1 else "1^T (W = 1)",
+        period=W,
+        W=W,
+        tol=tol,
+        phase_alignment=w,
+        modes=[{k: (round(v, 6) if isinstance(v, float) else v) for k, v in p.items()} for p in ph],
+    )
+    out["max_len"] = tokens.shape[1]
+    return tokens
 
 
 def _family_counterexample(model, where: str, task_name: str, max_len: int) -> dict:

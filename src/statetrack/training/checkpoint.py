@@ -193,7 +193,12 @@ def inspect_checkpoint(path: str | Path, max_params: int | None = None) -> Inspe
             f"{cfg.model.d_model}, d_state {cfg.model.d_state}), over the limit of {max_params:,}; "
             "raise --max-params to load it",
         )
-    expected = meta_model(cfg.model, task).state_dict()
+    _check_header(path, header, meta_model(cfg.model, task).state_dict())
+    return Inspection(path, cfg, extra, task, params)
+
+
+def _check_header(path: Path, header: dict, expected: dict) -> None:
+    """The file's tensors are the declared model's: the same names, shapes and dtypes."""
     missing = sorted(set(expected) - set(header))
     unexpected = sorted(set(header) - set(expected))
     if missing or unexpected:
@@ -209,7 +214,6 @@ def inspect_checkpoint(path: str | Path, max_params: int | None = None) -> Inspe
             raise UserError(
                 f"checkpoint {str(path)!r}: tensor {k!r} has dtype {dtype}, the config needs {want}"
             )
-    return Inspection(path, cfg, extra, task, params)
 
 
 def _short(layers: str) -> str:

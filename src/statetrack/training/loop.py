@@ -179,6 +179,7 @@ def lr_lambda(cfg: TrainConfig):
     return f
 
 
+# long: the training loop, read top to bottom (step, validation, early stop, best weights)
 def train(
     cfg: TrainConfig,
     task: Task | None = None,

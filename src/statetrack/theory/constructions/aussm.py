@@ -22,6 +22,7 @@ from statetrack.theory.constructions.base import (
 )
 
 
+# long: a construction's weights written out entry by entry, in the order of the proof
 def _aussm_lag_layer(
     mx: AUSSM,
     units: list[torch.Tensor],
@@ -177,6 +178,7 @@ def abelian_aussm(arg: str) -> Construction:
 L_S3 = 3.0
 
 
+# long: a construction's weights written out entry by entry, in the order of the proof
 @register(
     "s3-aussm",
     "P3",
