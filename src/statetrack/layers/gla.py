@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from torch import Tensor, nn
 
 from statetrack.errors import UserError
 from statetrack.layers.base import Mixer, check_heads
@@ -32,9 +32,24 @@ CHUNK = 8
 
 
 class GLA(Mixer):
+    """Gated linear attention: a data-dependent diagonal decay per key channel, a gated RMSNorm output.
+
+    Args:
+        d_model (int):
+            D, the width of the input and the output.
+        d_state (int):
+            d_k, the key dimension per head.
+        heads (int):
+            H, the number of heads; it must divide d_model, and d_v = d_model / H. Default: 1.
+        chunk (int):
+            Steps per chunk of the chunked training form (>= 0); 0 or 1: the step loop. Default: 8.
+
+    The state is S [B, H, d_k, d_v].
+    """
+
     name = "gla"
 
-    def __init__(self, d_model, d_state, heads=1, chunk=CHUNK):
+    def __init__(self, d_model: int, d_state: int, heads: int = 1, chunk: int = CHUNK) -> None:
         super().__init__(d_model, d_state)
         check_heads(self.name, heads, d_model)
         if chunk < 0:
@@ -48,38 +63,62 @@ class GLA(Mixer):
         self.o_norm = nn.RMSNorm(self.dv, eps=1e-5)
         self.o_proj = nn.Linear(V, d_model, bias=False)
 
-    def activation_bytes(self):
+    def activation_bytes(self) -> int:
         C = max(1, self.chunk)
         per_step = 3 * C * self.dk + 4 * self.dk + 3 * self.dv + self.dk * self.dv // C
         return 4 * (self.H * per_step + 2 * sum(self.sizes) + 4 * self.d_model)
 
-    def init_state(self, batch, device=None, dtype=None):
+    def init_state(
+        self, batch: int, device: torch.device | str | None = None, dtype: torch.dtype | None = None
+    ) -> Tensor:
+        """Zeros: S [batch, H, d_k, d_v]."""
         dtype = dtype or self.proj.weight.dtype
         return torch.zeros(batch, self.H, self.dk, self.dv, device=device, dtype=dtype)
 
-    def _terms(self, x):
+    def _terms(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+        """x (..., D) -> q, k, log w (..., H, d_k), v and the output gate (..., H, d_v)."""
         q, k, v, g = self.proj(x).split(self.sizes, dim=-1)
         H, dk, dv = self.H, self.dk, self.dv
         log_w = (F.logsigmoid(self.gk(x)) / GATE_NORMALISER).unflatten(-1, (H, dk))
         q = q.unflatten(-1, (H, dk)) * dk**-0.5
         return q, k.unflatten(-1, (H, dk)), v.unflatten(-1, (H, dv)), log_w, g.unflatten(-1, (H, dv))
 
-    def _out(self, o, g):
+    def _out(self, o: Tensor, g: Tensor) -> Tensor:
+        """The read-out o and the gate g (..., H, d_v) -> the output (..., D)."""
         return self.o_proj((self.o_norm(o) * F.silu(g)).flatten(-2))
 
-    def forward(self, x, state=None):
+    def forward(self, x: Tensor, state: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """The training path: the chunked rule over the sequence (``ops.dplr.gla_rule``).
+
+        Args:
+            x (Tensor): [B, T, D] the input.
+            state (Tensor, optional): S [B, H, d_k, d_v] before x; None: zeros.
+
+        Returns:
+            (Tensor, Tensor): the output [B, T, D] and the state after x.
+        """
         if state is None:
             state = self.init_state(x.shape[0], x.device, x.dtype)
         q, k, v, log_w, g = self._terms(x)
         o, S = gla_rule(q, k, v, log_w, state, self.chunk)
         return self._out(o, g), S
 
-    def step(self, x, state):
+    def step(self, x: Tensor, state: Tensor) -> tuple[Tensor, Tensor]:
+        """One token.
+
+        Args:
+            x (Tensor): [B, D] the input at one step.
+            state (Tensor): S [B, H, d_k, d_v].
+
+        Returns:
+            (Tensor, Tensor): the output [B, D] and the state after x.
+        """
         q, k, v, log_w, g = self._terms(x)
         o, S = dplr_step(q, k, v, None, None, log_w, state)
         return self._out(o, g), S
 
-    def eigenvalues(self, x):
-        """w_t per key channel (the transition is diagonal): (B, T, H * d_k) complex."""
+    def eigenvalues(self, x: Tensor) -> Tensor:
+        """w_t per key channel (the transition is diagonal) for the inputs x [B, T, D]: [B, T, H * d_k]
+        complex."""
         w = torch.exp(self._terms(x)[3]).flatten(-2)
         return w.to(w.dtype.to_complex())

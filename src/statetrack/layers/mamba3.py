@@ -39,7 +39,7 @@ import math
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from torch import Tensor, nn
 
 from statetrack.errors import UserError
 from statetrack.layers.base import Mixer, check_expand, dt_bias_init
@@ -48,23 +48,58 @@ from statetrack.ops.mamba3 import mamba3_scan, mamba3_step, mamba3_transition, m
 #: the base of standard RoPE's frequencies (``data_angles=false``)
 ROPE_BASE = 10000.0
 
+#: (h, the last input term x_t B_t), each [B, H, P, N/2] complex
+Mamba3State = tuple[Tensor, Tensor]
+
 
 class Mamba3(Mixer):
+    """Mamba-3 (SISO): a data-dependent rotation per pair of state dimensions, a scalar decay per head and
+    the exponential-trapezoidal rule.
+
+    Args:
+        d_model (int):
+            D, the width of the input and the output.
+        d_state (int):
+            N, the real state size per channel: N/2 complex slots; even and at least 2.
+        expand (int):
+            The inner width E = expand * d_model (1 to 16). Default: 2.
+        headdim (int):
+            P, the channels per head; it must divide E, and H = E / P heads. Default: 8.
+        trap (bool):
+            The exponential-trapezoidal rule with a learned weight lambda_t; False: lambda = 1, the
+            exponential-Euler rule of Mamba-2. Default: True.
+        rope (bool):
+            The rotations; False: theta = 0, real decays only (the ablation that loses parity).
+            Default: True.
+        data_angles (bool):
+            The rotation angles Delta_t theta_t depend on the input; False: standard RoPE's fixed angle
+            10000^(-n/(N/2)) per slot n and step. Default: True.
+        a_floor (float):
+            A_t <= -a_floor (>= 0): a floor on the decay; 0: none (the unit circle is reachable).
+            Default: 0.0.
+        dt_min (float), dt_max (float):
+            The range in which the initial step Delta = softplus(dt_bias) is log-uniform
+            (0 < dt_min <= dt_max). Defaults: 1e-3, 1e-1.
+
+    The state is (h [B, H, P, N/2] complex, the last input term x_t B_t [B, H, P, N/2] complex).
+    """
+
     name = "mamba3"
+    freqs: Tensor  # a buffer: standard RoPE's angle per slot and step (``data_angles=False``)
 
     def __init__(
         self,
-        d_model,
-        d_state,
-        expand=2,
-        headdim=8,
-        trap=True,
-        rope=True,
-        data_angles=True,
-        a_floor=0.0,
-        dt_min=1e-3,
-        dt_max=1e-1,
-    ):
+        d_model: int,
+        d_state: int,
+        expand: int = 2,
+        headdim: int = 8,
+        trap: bool = True,
+        rope: bool = True,
+        data_angles: bool = True,
+        a_floor: float = 0.0,
+        dt_min: float = 1e-3,
+        dt_max: float = 1e-1,
+    ) -> None:
         super().__init__(d_model, d_state)
         check_expand(self.name, expand)
         E, N = expand * d_model, d_state
@@ -90,14 +125,17 @@ class Mamba3(Mixer):
         # data_angles=false: standard RoPE's fixed frequencies, 10000^(-n / (N/2)) radians per step for slot n
         self.register_buffer("freqs", ROPE_BASE ** (-torch.arange(self.N2) / self.N2), persistent=False)
 
-    def activation_bytes(self):
+    def activation_bytes(self) -> int:
         # per step: the projections, and per (head, channel, slot) a, the input term and h (complex64)
         return 4 * (6 * self.d_inner + 4 * self.d_state) + 8 * 4 * self.d_inner * self.N2
 
-    def init_state(self, batch, device=None, dtype=None):
+    def init_state(
+        self, batch: int, device: torch.device | str | None = None, dtype: torch.dtype | None = None
+    ) -> Mamba3State:
+        """Zeros: (h, the last input term), each [batch, H, P, N/2] complex."""
         return mamba3_zero_state(batch, self.H, self.P, self.N2, dtype or self.D.dtype, device)
 
-    def _terms(self, x):
+    def _terms(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
         """x (..., d_model) -> z, xs (..., H, P), log decay, phi, B, C (complex), gamma, beta."""
         z, xs, Bm, Cm, dt, A, lam, theta = self.in_proj(x).split(self.sizes, dim=-1)
         dt = F.softplus(dt + self.dt_bias)
@@ -115,22 +153,43 @@ class Mamba3(Mixer):
         Cc = torch.complex(Cm[..., 0::2], Cm[..., 1::2])
         return z, xs.unflatten(-1, (self.H, self.P)), A * dt, phi, Bc, Cc, lam * dt, (1 - lam) * dt
 
-    def _out(self, y, xs, z):
+    def _out(self, y: Tensor, xs: Tensor, z: Tensor) -> Tensor:
+        """y, xs (..., H, P), z (..., E) -> the output (..., D)."""
         return self.out_proj(((y + self.D[:, None] * xs).flatten(-2)) * F.silu(z))
 
-    def forward(self, x, state=None):
+    def forward(self, x: Tensor, state: Mamba3State | None = None) -> tuple[Tensor, Mamba3State]:
+        """The training path: the scan over the sequence (``ops.mamba3``).
+
+        Args:
+            x (Tensor): [B, T, D] the input.
+            state (tuple[Tensor, Tensor], optional): (h, the last input term), each [B, H, P, N/2]
+                complex, before x; None: zeros.
+
+        Returns:
+            (Tensor, tuple[Tensor, Tensor]): the output [B, T, D] and the state after x.
+        """
         if state is None:
             state = self.init_state(x.shape[0], x.device, x.dtype)
         z, xs, ld, phi, Bc, Cc, gamma, beta = self._terms(x)
         y, state = mamba3_scan(ld, phi, xs, Bc, Cc, gamma, beta, state)
         return self._out(y, xs, z), state
 
-    def step(self, x, state):
+    def step(self, x: Tensor, state: Mamba3State) -> tuple[Tensor, Mamba3State]:
+        """One token.
+
+        Args:
+            x (Tensor): [B, D] the input at one step.
+            state (tuple[Tensor, Tensor]): (h, the last input term), each [B, H, P, N/2] complex.
+
+        Returns:
+            (Tensor, tuple[Tensor, Tensor]): the output [B, D] and the state after x.
+        """
         z, xs, ld, phi, Bc, Cc, gamma, beta = self._terms(x)
         y, state = mamba3_step(ld, phi, xs, Bc, Cc, gamma, beta, state)
         return self._out(y, xs, z), state
 
-    def eigenvalues(self, x):
-        """a_t per (head, slot), shared by the head's P channels: (B, T, H * N/2) complex."""
+    def eigenvalues(self, x: Tensor) -> Tensor:
+        """a_t per (head, slot), shared by the head's P channels, for the inputs x [B, T, D]:
+        [B, T, H * N/2] complex."""
         _, _, ld, phi, _, _, _, _ = self._terms(x)
         return mamba3_transition(ld, phi).flatten(-2)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from torch import Tensor, nn
 
 from statetrack.errors import UserError
 from statetrack.layers.base import (
@@ -33,11 +33,36 @@ from statetrack.layers.base import (
 from statetrack.ops import causal_conv
 from statetrack.ops.mlstm import CHUNK, mlstm, mlstm_step, mlstm_transition, mlstm_zero_state
 
+#: (C~, n~, m, the convolution's history)
+MLSTMState = tuple[Tensor, Tensor, Tensor, Tensor]
+
 
 class MLSTM(Mixer):
+    """xLSTM's mLSTM layer: a matrix memory per head with a scalar, exponentially gated update.
+
+    Args:
+        d_model (int):
+            D, the width of the input and the output.
+        d_state (int):
+            d_k, the key dimension per head.
+        heads (int):
+            H, the number of heads; it must divide E = expand * d_model, and d_v = E / H. Default: 1.
+        expand (int):
+            The inner width E = expand * d_model of the up-projection (1 to 16). Default: 2.
+        conv (int):
+            The kernel size of the depthwise causal convolution before q and k (0 to 64); 0: no
+            convolution. Default: 4.
+        chunk (int):
+            Steps per chunk of the chunked training form (>= 0); 0 or 1: the step loop. Default: 16.
+
+    The state is (C~ [B, H, d_k, d_v], n~ [B, H, d_k], m [B, H], the convolution's history [B, E, conv - 1]).
+    """
+
     name = "mlstm"
 
-    def __init__(self, d_model, d_state, heads=1, expand=2, conv=4, chunk=CHUNK):
+    def __init__(
+        self, d_model: int, d_state: int, heads: int = 1, expand: int = 2, conv: int = 4, chunk: int = CHUNK
+    ) -> None:
         super().__init__(d_model, d_state)
         check_expand(self.name, expand)
         check_conv(self.name, conv)
@@ -61,17 +86,25 @@ class MLSTM(Mixer):
         self.skip = nn.Parameter(torch.ones(E))
         self.down = nn.Linear(E, d_model, bias=False)
 
-    def activation_bytes(self):
+    def activation_bytes(self) -> int:
         C = max(1, self.chunk)
         per_step = 3 * C + 3 * self.dk + 3 * self.dv + self.dk * self.dv // C
         return 4 * (self.H * per_step + 8 * self.d_inner + 2 * self.d_model)
 
-    def init_state(self, batch, device=None, dtype=None):
+    def init_state(
+        self, batch: int, device: torch.device | str | None = None, dtype: torch.dtype | None = None
+    ) -> MLSTMState:
+        """Zeros: (C~ [batch, H, d_k, d_v], n~ [batch, H, d_k], m [batch, H], the convolution's history
+        [batch, E, conv - 1])."""
         dtype = dtype or self.up.weight.dtype
         buf = torch.zeros(batch, self.d_inner, max(self.k - 1, 0), device=device, dtype=dtype)
         return mlstm_zero_state(batch, self.H, self.dk, self.dv, dtype, device) + (buf,)
 
-    def _terms(self, x, buf, chunk: bool):
+    def _terms(
+        self, x: Tensor, buf: Tensor, chunk: bool
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
+        """x (..., D) and the conv's history -> q, k (..., H, d_k), v (..., H, d_v), the gates' ti and
+        log f (..., H), x_c, z (..., E) and the history after x."""
         xm, z = self.up(x).chunk(2, dim=-1)
         xc = xm
         if self.conv is not None:
@@ -84,26 +117,48 @@ class MLSTM(Mixer):
         q, k = qk.unflatten(-1, (2, H, dk)).unbind(-3)
         return q, k * dk**-0.5, v.unflatten(-1, (H, dv)), ti, F.logsigmoid(tf), xc, z, buf
 
-    def _out(self, h, xc, z):
+    def _out(self, h: Tensor, xc: Tensor, z: Tensor) -> Tensor:
+        """The cell's read-out h (..., H, d_v), x_c and z (..., E) -> the output (..., D)."""
         y = self.o_norm(h).flatten(-2) + self.skip * xc
         return self.down(y * F.silu(z))
 
-    def forward(self, x, state=None):
+    def forward(self, x: Tensor, state: MLSTMState | None = None) -> tuple[Tensor, MLSTMState]:
+        """The training path: the chunked cell over the sequence (``ops.mlstm``).
+
+        Args:
+            x (Tensor): [B, T, D] the input.
+            state (tuple[Tensor, ...], optional): (C~ [B, H, d_k, d_v], n~ [B, H, d_k], m [B, H], the
+                convolution's history [B, E, conv - 1]) before x; None: zeros.
+
+        Returns:
+            (Tensor, tuple[Tensor, ...]): the output [B, T, D] and the state after x.
+        """
         if state is None:
             state = self.init_state(x.shape[0], x.device, x.dtype)
-        *cell, buf = state
+        C, n, m, buf = state
         q, k, v, ti, log_f, xc, z, buf = self._terms(x, buf, chunk=True)
-        h, cell = mlstm(q, k, v, ti, log_f, tuple(cell), self.chunk)
+        h, cell = mlstm(q, k, v, ti, log_f, (C, n, m), self.chunk)
         return self._out(h, xc, z), (*cell, buf)
 
-    def step(self, x, state):
-        *cell, buf = state
+    def step(self, x: Tensor, state: MLSTMState) -> tuple[Tensor, MLSTMState]:
+        """One token.
+
+        Args:
+            x (Tensor): [B, D] the input at one step.
+            state (tuple[Tensor, ...]): (C~ [B, H, d_k, d_v], n~ [B, H, d_k], m [B, H], the convolution's
+                history [B, E, conv - 1]).
+
+        Returns:
+            (Tensor, tuple[Tensor, ...]): the output [B, D] and the state after x.
+        """
+        C, n, m, buf = state
         q, k, v, ti, log_f, xc, z, buf = self._terms(x, buf, chunk=False)
-        h, cell = mlstm_step(q, k, v, ti, log_f, tuple(cell))
+        h, cell = mlstm_step(q, k, v, ti, log_f, (C, n, m))
         return self._out(h, xc, z), (*cell, buf)
 
-    def eigenvalues(self, x):
-        """The scalar f'_t per head, along the scale trajectory from the initial state: (B, T, H) complex."""
+    def eigenvalues(self, x: Tensor) -> Tensor:
+        """The scalar f'_t per head, along the scale trajectory from the initial state, for the inputs
+        x [B, T, D]: [B, T, H] complex."""
         *_, buf = self.init_state(x.shape[0], x.device, x.dtype)
         _, _, _, ti, log_f, _, _, _ = self._terms(x, buf, chunk=True)
         f = mlstm_transition(ti, log_f)

@@ -29,7 +29,7 @@ import math
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from torch import Tensor, nn
 
 from statetrack.errors import UserError
 from statetrack.layers.base import Mixer, check_heads
@@ -39,6 +39,9 @@ from statetrack.ops.dplr import dplr_step, dplr_transition, rwkv7_rule, rwkv7_te
 W_SCALE = math.exp(-0.5)
 MIXES = ("r", "w", "k", "v", "a", "g")
 
+#: (S [B, H, d_k, d_v], the previous input x_{t-1} [B, D])
+RWKV7State = tuple[Tensor, Tensor]
+
 
 #: steps per chunk of the chunked form: with a decay per key channel the chunk's (C, C, d_k) factors
 #: dominate, and 8 is about twice as fast as 16 for training (batch 32, lengths up to 40, d 16) and for
@@ -47,9 +50,27 @@ CHUNK = 8
 
 
 class RWKV7(Mixer):
+    """RWKV-7's time mixing: a vector decay plus a rank-one generalised delta rule per head.
+
+    Args:
+        d_model (int):
+            D, the width of the input and the output.
+        d_state (int):
+            d_k, the key dimension per head.
+        heads (int):
+            H, the number of heads; it must divide d_model, and d_v = d_model / H. Default: 1.
+        lora (int):
+            The rank (>= 1) of the low-rank maps of the decay, the in-context learning rate and the
+            output gate. Default: 8.
+        chunk (int):
+            Steps per chunk of the chunked training form (>= 0); 0 or 1: the step loop. Default: 8.
+
+    The state is (S [B, H, d_k, d_v], the previous input x_{t-1} [B, D]).
+    """
+
     name = "rwkv7"
 
-    def __init__(self, d_model, d_state, heads=1, lora=8, chunk=CHUNK):
+    def __init__(self, d_model: int, d_state: int, heads: int = 1, lora: int = 8, chunk: int = CHUNK) -> None:
         super().__init__(d_model, d_state)
         check_heads(self.name, heads, d_model)
         if lora < 1:
@@ -75,17 +96,22 @@ class RWKV7(Mixer):
         self.o_norm = nn.LayerNorm(self.dv, eps=64e-5)
         self.o_proj = nn.Linear(V, d, bias=False)
 
-    def activation_bytes(self):
+    def activation_bytes(self) -> int:
         C = max(1, self.chunk)
         per_step = 6 * C * self.dk + 6 * self.dk + 3 * self.dv + self.dk * (self.dk + self.dv) // C
         return 4 * (self.H * per_step + 12 * self.d_model)
 
-    def init_state(self, batch, device=None, dtype=None):
+    def init_state(
+        self, batch: int, device: torch.device | str | None = None, dtype: torch.dtype | None = None
+    ) -> RWKV7State:
+        """Zeros: (S [batch, H, d_k, d_v], the previous input [batch, D])."""
         dtype = dtype or self.r_proj.weight.dtype
         S = torch.zeros(batch, self.H, self.dk, self.dv, device=device, dtype=dtype)
         return (S, torch.zeros(batch, self.d_model, device=device, dtype=dtype))
 
-    def _terms(self, x, x_prev):
+    def _terms(
+        self, x: Tensor, x_prev: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
         """x (B, T, d) and the input before it (B, d) -> r, k~, kappa, a, log_w (B, T, H, d_k), v, g
         (B, T, H, d_v)."""
         shifted = torch.cat([x_prev.unsqueeze(1), x[:, :-1]], 1)
@@ -101,11 +127,22 @@ class RWKV7(Mixer):
         kt = (k * (1 + (a - 1) * self.k_a)).unflatten(-1, (H, dk))
         return r, kt, kappa, a.unflatten(-1, (H, dk)), log_w, v, g
 
-    def _out(self, o, r, kt, v, g):
+    def _out(self, o: Tensor, r: Tensor, kt: Tensor, v: Tensor, g: Tensor) -> Tensor:
+        """The read-out o, v, g (..., H, d_v) and r, k~ (..., H, d_k) -> the output (..., D)."""
         bonus = (r * kt * self.r_k).sum(-1, keepdim=True) * v
         return self.o_proj(((self.o_norm(o) + bonus) * g).flatten(-2))
 
-    def forward(self, x, state=None):
+    def forward(self, x: Tensor, state: RWKV7State | None = None) -> tuple[Tensor, RWKV7State]:
+        """The training path: the chunked rule over the sequence (``ops.dplr.rwkv7_rule``).
+
+        Args:
+            x (Tensor): [B, T, D] the input.
+            state (tuple[Tensor, Tensor], optional): (S [B, H, d_k, d_v], the previous input [B, D])
+                before x; None: zeros.
+
+        Returns:
+            (Tensor, tuple[Tensor, Tensor]): the output [B, T, D] and the state after x.
+        """
         if state is None:
             state = self.init_state(x.shape[0], x.device, x.dtype)
         S, x_prev = state
@@ -113,23 +150,33 @@ class RWKV7(Mixer):
         o, S = rwkv7_rule(r, kt, v, log_w, kappa, a, S, self.chunk)
         return self._out(o, r, kt, v, g), (S, x[:, -1])
 
-    def step(self, x, state):
+    def step(self, x: Tensor, state: RWKV7State) -> tuple[Tensor, RWKV7State]:
+        """One token.
+
+        Args:
+            x (Tensor): [B, D] the input at one step.
+            state (tuple[Tensor, Tensor]): (S [B, H, d_k, d_v], the previous input [B, D]).
+
+        Returns:
+            (Tensor, tuple[Tensor, Tensor]): the output [B, D] and the state after x.
+        """
         S, x_prev = state
         r, kt, kappa, a, log_w, v, g = (t[:, 0] for t in self._terms(x.unsqueeze(1), x_prev))
         ra, rb = rwkv7_terms(kappa, a)
         o, S = dplr_step(r, kt, v, ra, rb, log_w, S)
         return self._out(o, r, kt, v, g), (S, x)
 
-    def transition(self, x):
-        """A(x_t) per token and head, previous input zeros: (B, T, H, d_k, d_k)."""
+    def transition(self, x: Tensor) -> Tensor:
+        """A(x_t) per token and head for the inputs x [B, T, D], previous input zeros: [B, T, H, d_k, d_k]."""
         _, x_prev = self.init_state(x.shape[0], x.device, x.dtype)
         _, _, kappa, a, log_w, _, _ = self._terms(x, x_prev)
         ra, rb = rwkv7_terms(kappa, a)
         return dplr_transition(ra, rb, log_w, self.dk)
 
-    def eigenvalues(self, x):
-        """Eigenvalues of A(x_t): (B, T, H * d_k) complex with zero imaginary parts, computed from the
-        similar symmetric matrix diag(w) - u u^T, u = sqrt(a) (.) kappa (exact where a > 0; a is a sigmoid)."""
+    def eigenvalues(self, x: Tensor) -> Tensor:
+        """Eigenvalues of A(x_t) for the inputs x [B, T, D]: [B, T, H * d_k] complex with zero imaginary
+        parts, computed from the similar symmetric matrix diag(w) - u u^T, u = sqrt(a) (.) kappa (exact where
+        a > 0; a is a sigmoid)."""
         _, x_prev = self.init_state(x.shape[0], x.device, x.dtype)
         _, _, kappa, a, log_w, _, _ = self._terms(x, x_prev)
         u = torch.sqrt(a) * kappa

@@ -12,6 +12,7 @@ disc = zoh | bilinear.
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
@@ -26,9 +27,38 @@ from statetrack.ops import diag_scan
 
 
 class S4D(Mixer):
-    name = "s4d"
+    """S4D: a time-invariant diagonal SSM per channel, GELU and a GLU output linear.
 
-    def __init__(self, d_model, d_state, init="lin", disc="zoh", dt_min=1e-3, dt_max=1e-1):
+    Args:
+        d_model (int):
+            D, the width of the input and the output: D independent SSMs.
+        d_state (int):
+            N, the real state size per channel: M = max(1, N // 2) complex modes.
+        init (str):
+            The continuous eigenvalues a_n: ``lin`` (S4D-Lin, -1/2 + i pi n), ``inv`` (S4D-Inv) or ``real``
+            (-(n + 1), no imaginary part, which stays 0). Default: ``lin``.
+        disc (str):
+            The discretisation: ``zoh`` (A_bar = exp(Delta a)) or ``bilinear``
+            (A_bar = (1 + Delta a/2) / (1 - Delta a/2)). Default: ``zoh``.
+        dt_min (float), dt_max (float):
+            The range in which the initial step Delta is log-uniform, per channel
+            (0 < dt_min <= dt_max). Defaults: 1e-3, 1e-1.
+
+    The state is h [B, D, M] complex.
+    """
+
+    name = "s4d"
+    A_imag: Tensor  # a Parameter, or a buffer of zeros for init=real
+
+    def __init__(
+        self,
+        d_model: int,
+        d_state: int,
+        init: Literal["lin", "inv", "real"] = "lin",
+        disc: Literal["zoh", "bilinear"] = "zoh",
+        dt_min: float = 1e-3,
+        dt_max: float = 1e-1,
+    ) -> None:
         super().__init__(d_model, d_state)
         if init not in ("lin", "inv", "real"):
             raise UserError(f"unknown s4d init {init!r}; allowed: inv, lin, real")
@@ -69,19 +99,32 @@ class S4D(Mixer):
             dB = torch.exp(self.log_dt)[:, None] / (1 - dtA / 2)
         return dA, dB
 
-    def activation_bytes(self):
+    def activation_bytes(self) -> int:
         # the input term and the states (T, H, M) complex64, their readout, and the GLU output (2H)
         return 8 * 3 * self.d_model * self.n_modes + 4 * 6 * self.d_model
 
-    def init_state(self, batch, device=None, dtype=None):
+    def init_state(
+        self, batch: int, device: torch.device | str | None = None, dtype: torch.dtype | None = None
+    ) -> Tensor:
+        """Zeros: h [batch, D, M] complex (of ``dtype``'s complex counterpart)."""
         dtype = dtype or self.log_dt.dtype
         return torch.zeros(batch, self.d_model, self.n_modes, device=device, dtype=dtype.to_complex())
 
-    def _readout(self, h, x):
+    def _readout(self, h: Tensor, x: Tensor) -> Tensor:
+        """h (..., D, M) complex and the input x (..., D) -> the output (..., D)."""
         y = 2 * (h * torch.complex(self.C_re, self.C_im)).sum(-1).real + self.D * x
         return F.glu(self.out(F.gelu(y)), dim=-1)
 
-    def forward(self, x, state=None):
+    def forward(self, x: Tensor, state: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """The training path: the diagonal scan over the sequence (``ops.diag_scan``).
+
+        Args:
+            x (Tensor): [B, T, D] the input.
+            state (Tensor, optional): h [B, D, M] complex before x; None: zeros.
+
+        Returns:
+            (Tensor, Tensor): the output [B, T, D] and the state after x.
+        """
         B, T, H = x.shape
         if state is None:
             state = self.init_state(B, x.device, x.dtype)
@@ -91,12 +134,22 @@ class S4D(Mixer):
         h = diag_scan(a, b, state)
         return self._readout(h, x), h[:, -1]
 
-    def step(self, x, state):
+    def step(self, x: Tensor, state: Tensor) -> tuple[Tensor, Tensor]:
+        """One token.
+
+        Args:
+            x (Tensor): [B, D] the input at one step.
+            state (Tensor): h [B, D, M] complex.
+
+        Returns:
+            (Tensor, Tensor): the output [B, D] and the state after x.
+        """
         dA, dB = self.discrete()
         h = dA.to(state.dtype) * state + dB.to(state.dtype) * x.unsqueeze(-1)
         return self._readout(h, x), h
 
-    def eigenvalues(self, x):
+    def eigenvalues(self, x: Tensor) -> Tensor:
+        """A_bar, the same at every step, for inputs x [B, T, D]: [B, T, D * M] complex."""
         dA, _ = self.discrete()
         B, T, _ = x.shape
         return dA.reshape(-1).expand(B, T, -1)

@@ -20,7 +20,7 @@ import math
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from torch import Tensor, nn
 
 from statetrack.layers.base import Mixer, causal_conv_step, check_conv, check_heads
 from statetrack.ops import causal_conv
@@ -28,9 +28,26 @@ from statetrack.ops.slstm import slstm_recurrent, slstm_step, slstm_zero_state
 
 
 class SLSTM(Mixer):
+    """xLSTM's sLSTM layer: scalar cells with exponential gating and gates recurrent in h (non-linear).
+
+    Args:
+        d_model (int):
+            D, the width of the input and the output: D cells.
+        d_state (int):
+            Not used: the state is the cells' (h, c, n, m), d_model each.
+        heads (int):
+            H, the number of heads of the block-diagonal recurrent matrices; it must divide d_model, and
+            d_h = d_model / H. Default: 1.
+        conv (int):
+            The kernel size of the depthwise causal convolution before the input and forget gates
+            (0 to 64); 0: no convolution. Default: 4.
+
+    The state is (h, c, n, m) each [B, H, d_h], and the convolution's history [B, D, conv - 1].
+    """
+
     name = "slstm"
 
-    def __init__(self, d_model, d_state, heads=1, conv=4):
+    def __init__(self, d_model: int, d_state: int, heads: int = 1, conv: int = 4) -> None:
         super().__init__(d_model, d_state)
         check_heads(self.name, heads, d_model)
         check_conv(self.name, conv)
@@ -45,15 +62,18 @@ class SLSTM(Mixer):
         self.o_norm = nn.LayerNorm(dh, bias=False)
         self.out = nn.Linear(d, d, bias=False)
 
-    def activation_bytes(self):
+    def activation_bytes(self) -> int:
         return 4 * 16 * self.d_model
 
-    def init_state(self, batch, device=None, dtype=None):
+    def init_state(
+        self, batch: int, device: torch.device | str | None = None, dtype: torch.dtype | None = None
+    ) -> tuple[Tensor, ...]:
+        """Zeros: (h, c, n, m) each [batch, H, d_h], and the convolution's history [batch, D, conv - 1]."""
         dtype = dtype or self.R.dtype
         buf = torch.zeros(batch, self.d_model, max(self.k - 1, 0), device=device, dtype=dtype)
         return slstm_zero_state(batch, self.H, self.dh, dtype, device) + (buf,)
 
-    def _w(self, x, buf, chunk: bool):
+    def _w(self, x: Tensor, buf: Tensor, chunk: bool) -> tuple[Tensor, Tensor]:
         """x (..., d) -> the gates' input pre-activations (..., 4, H, d_h) and the buffer."""
         xc = x
         if self.conv is not None:
@@ -63,19 +83,42 @@ class SLSTM(Mixer):
         w = torch.stack([ti, tf, tz, to], -2)  # (..., 4, d)
         return w.unflatten(-1, (self.H, self.dh)), buf
 
-    def _out(self, h):
+    def _out(self, h: Tensor) -> Tensor:
+        """h (..., H, d_h) -> the output (..., D)."""
         return self.out(self.o_norm(h).flatten(-2))
 
-    def forward(self, x, state=None):
+    def forward(
+        self, x: Tensor, state: tuple[Tensor, ...] | None = None
+    ) -> tuple[Tensor, tuple[Tensor, ...]]:
+        """The training path: the recurrence over the sequence, step by step (``ops.slstm``).
+
+        Args:
+            x (Tensor): [B, T, D] the input.
+            state (tuple[Tensor, ...], optional): (h, c, n, m) each [B, H, d_h], and the convolution's
+                history [B, D, conv - 1], before x; None: zeros.
+
+        Returns:
+            (Tensor, tuple[Tensor, ...]): the output [B, T, D] and the state after x.
+        """
         if state is None:
             state = self.init_state(x.shape[0], x.device, x.dtype)
-        *cell, buf = state
+        cell, buf = state[:-1], state[-1]
         w, buf = self._w(x, buf, chunk=True)
-        h, cell = slstm_recurrent(w, self.R, tuple(cell))
+        h, cell = slstm_recurrent(w, self.R, cell)
         return self._out(h), (*cell, buf)
 
-    def step(self, x, state):
-        *cell, buf = state
+    def step(self, x: Tensor, state: tuple[Tensor, ...]) -> tuple[Tensor, tuple[Tensor, ...]]:
+        """One token.
+
+        Args:
+            x (Tensor): [B, D] the input at one step.
+            state (tuple[Tensor, ...]): (h, c, n, m) each [B, H, d_h], and the convolution's history
+                [B, D, conv - 1].
+
+        Returns:
+            (Tensor, tuple[Tensor, ...]): the output [B, D] and the state after x.
+        """
+        cell, buf = state[:-1], state[-1]
         w, buf = self._w(x, buf, chunk=False)
-        h, cell = slstm_step(w, self.R, tuple(cell))
+        h, cell = slstm_step(w, self.R, cell)
         return self._out(h), (*cell, buf)

@@ -16,16 +16,20 @@ the cache and, causally, to the chunk, so chunked evaluation and ``step`` agree 
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from torch import Tensor, nn
 
 from statetrack.errors import UserError
 from statetrack.layers.base import Mixer, check_heads
 
+#: the KV cache: (keys, values), each [B, heads, t, d_head]
+KVCache = tuple[Tensor, Tensor]
 
-def sinusoids(pos, d: int, dtype=None):
+
+def sinusoids(pos: Tensor, d: int, dtype: torch.dtype | None = None) -> Tensor:
     """pos (T,) positions -> (T, d) fixed sinusoidal embeddings."""
     i = torch.arange(0, d, 2, device=pos.device, dtype=torch.float64)
     ang = pos.to(torch.float64)[:, None] * torch.exp(-math.log(10000.0) * i / d)[None]
@@ -35,7 +39,7 @@ def sinusoids(pos, d: int, dtype=None):
     return pe.to(dtype)
 
 
-def rope(x, pos):
+def rope(x: Tensor, pos: Tensor) -> Tensor:
     """Rotary embedding of x (B, H, T, d) at positions pos (T,), pairs (x_2i, x_2i+1)."""
     d = x.shape[-1]
     inv = torch.exp(-math.log(10000.0) * torch.arange(0, d, 2, device=x.device, dtype=torch.float64) / d)
@@ -46,9 +50,28 @@ def rope(x, pos):
 
 
 class Transformer(Mixer):
+    """Causal softmax self-attention; its state is the KV cache, which grows with the length.
+
+    Args:
+        d_model (int):
+            D, the width of the input and the output.
+        d_state (int):
+            Not used: the state is the KV cache.
+        heads (int):
+            H, the number of heads; it must divide d_model, and d_head = d_model / H. Default: 1.
+        pos (str):
+            The positions: ``rope`` (rotary embeddings on q and k; d_head must be even), ``sinusoidal``
+            (fixed sinusoids added to this mixer's input) or ``none`` (causal masking alone).
+            Default: ``rope``.
+
+    The state is (keys, values), each [B, H, t, d_head] over the t tokens seen so far.
+    """
+
     name = "transformer"
 
-    def __init__(self, d_model, d_state, heads=1, pos="rope"):
+    def __init__(
+        self, d_model: int, d_state: int, heads: int = 1, pos: Literal["rope", "sinusoidal", "none"] = "rope"
+    ) -> None:
         super().__init__(d_model, d_state)
         if pos not in ("none", "sinusoidal", "rope"):
             raise UserError(f"unknown transformer pos {pos!r}; allowed: none, rope, sinusoidal")
@@ -62,12 +85,26 @@ class Transformer(Mixer):
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.out = nn.Linear(d_model, d_model)
 
-    def init_state(self, batch, device=None, dtype=None):
+    def init_state(
+        self, batch: int, device: torch.device | str | None = None, dtype: torch.dtype | None = None
+    ) -> KVCache:
+        """An empty cache: (keys, values), each [batch, H, 0, d_head]."""
         dtype = dtype or self.qkv.weight.dtype
         z = torch.zeros(batch, self.H, 0, self.dh, device=device, dtype=dtype)
         return (z, z.clone())
 
-    def forward(self, x, state=None):
+    def forward(self, x: Tensor, state: KVCache | None = None) -> tuple[Tensor, KVCache]:
+        """Attention over the cache and, causally, over x.
+
+        Args:
+            x (Tensor): [B, T, D] the input.
+            state (tuple[Tensor, Tensor], optional): the cache (keys, values), each [B, H, t, d_head]
+                over the t tokens before x; None: empty.
+
+        Returns:
+            (Tensor, tuple[Tensor, Tensor]): the output [B, T, D] and the cache with x's keys and values
+            ([B, H, t + T, d_head] each).
+        """
         B, T, D = x.shape
         if state is None:
             state = self.init_state(B, x.device, x.dtype)
@@ -85,6 +122,15 @@ class Transformer(Mixer):
         o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         return self.out(o.transpose(1, 2).reshape(B, T, D)), (k, v)
 
-    def step(self, x, state):
+    def step(self, x: Tensor, state: KVCache) -> tuple[Tensor, KVCache]:
+        """One token.
+
+        Args:
+            x (Tensor): [B, D] the input at one step.
+            state (tuple[Tensor, Tensor]): the cache (keys, values), each [B, H, t, d_head].
+
+        Returns:
+            (Tensor, tuple[Tensor, Tensor]): the output [B, D] and the cache, one token longer.
+        """
         y, state = self.forward(x.unsqueeze(1), state)
         return y.squeeze(1), state
