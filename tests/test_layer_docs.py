@@ -11,21 +11,8 @@ import torch
 
 from statetrack.layers import mixers
 
-#: the mixers whose constructors are documented fla-style (Args: name (type): ...)
-DOCUMENTED = [
-    "rnn",
-    "lstm",
-    "gru",
-    "aussm",
-    "saussm",
-    "dcd",
-    "deltanet",
-    "deltaproduct",
-    "gateddeltanet",
-    "gateddeltaproduct",
-    "kda",
-    "pdssm",
-]
+#: every built-in mixer's constructor is documented fla-style (Args: name (type): ...)
+DOCUMENTED = sorted(mixers())
 
 
 def _annotation(cls: type, option: str) -> str:
@@ -43,9 +30,14 @@ def test_constructor_typed_and_documented(name):
     doc = inspect.getdoc(cls) or ""
     assert "Args:" in doc and "d_model (int)" in doc and "d_state (int)" in doc, doc
     for option, default in cls.options.items():
-        kind = type(default).__name__
-        assert _annotation(cls, option) == kind, (option, _annotation(cls, option))
-        assert f"{option} ({kind})" in doc, f"{name}: {option} ({kind}) not in its Args"
+        kind, annotation = type(default).__name__, _annotation(cls, option)
+        # a choice among strings is a Literal of them, the default among them
+        choice = annotation.startswith("Literal[") and repr(default) in annotation
+        assert annotation == kind or choice, (option, annotation)
+        # named with its type, or (a subclass passing its parent's options on) as one of the parent's
+        assert f"{option} ({kind})" in doc or f"{option} (Literal[" in doc or f"``{option}``" in doc, (
+            f"{name}: {option} ({kind}) not in its Args"
+        )
     for method in ("forward", "step"):
         assert "[B, " in (inspect.getdoc(getattr(cls, method)) or ""), f"{name}.{method}: no shapes"
 
