@@ -342,3 +342,43 @@ def test_nothing_left_to_decide_and_label_names(lang):
     t = DFATask(DFA(even), "even")
     assert t.automaton().label_name(1) == "accepted"
     assert draws.unavailable(t, "long", 6) == "every string of length 6 has the same label (accepted)"
+
+
+def test_a_suffix_is_written_with_powers():
+    """A one-suffix note writes runs and repeated blocks as powers (Tomita 2's suffix at length 500 is
+    '(1 0)^125', not 250 symbols); the tokens come back when the powers are expanded."""
+    from statetrack.tasks.long_range import power_text
+
+    cases = {
+        "1 0 1 0 1 0 1 0 1 0": "(1 0)^5",
+        "0 1 0 1 0": "(0 1)^2 0",
+        "c a a a b": "c a^3 b",
+        "a a b a a b a a b": "(a^2 b)^3",
+        "b b b": "b^3",
+        "a b": "a b",
+    }
+    for word, text in cases.items():
+        assert power_text(word.split()) == text
+    rng = np.random.default_rng(0)
+    for _ in range(200):  # expanding the powers gives the word back
+        word = [str(x) for x in np.tile(rng.integers(0, 2, rng.integers(1, 4)), rng.integers(1, 5))]
+        word += [str(x) for x in rng.integers(0, 2, rng.integers(0, 3))]
+        assert _expand(power_text(word)) == word, (word, power_text(word))
+
+
+def _expand(text: str) -> list[str]:
+    """'(1 0)^2 c^3' -> ['1', '0', '1', '0', 'c', 'c', 'c']."""
+    out: list[str] = []
+    while text:
+        text = text.strip()
+        if text.startswith("("):
+            depths = itertools.accumulate({"(": 1, ")": -1}.get(ch, 0) for ch in text)
+            close = next(i for i, depth in enumerate(depths) if depth == 0)
+            inner, text = _expand(text[1:close]), text[close + 1 :]
+            n, _, text = text[1:].partition(" ")
+            out += inner * int(n)
+        else:
+            token, _, text = text.partition(" ")
+            sym, _, n = token.partition("^")
+            out += [sym] * int(n or 1)
+    return out

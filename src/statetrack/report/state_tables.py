@@ -22,6 +22,7 @@ Neither table has published numbers (the papers measured neither), so neither ma
 
 from __future__ import annotations
 
+import re
 import statistics
 from dataclasses import replace
 
@@ -29,6 +30,7 @@ from statetrack.report.render import fmt_cell, median_tested
 from statetrack.report.selection import TableCell
 from statetrack.report.table import StudyTable, study_tables
 from statetrack.runs.store import RunStatus
+from statetrack.tasks.long_range import power_text
 
 LONG_NOTE = (
     "On the long-range draw (docs/long-range.md): the last ceil(L/2) symbols of each string leave both "
@@ -104,7 +106,7 @@ def _long_table(study, results: list, scale: str | None, main: StudyTable) -> St
             cell.published, cell.differs = None, None
             row["text"][key] = "n/a" if cell.selected is None and cell.runs else fmt_cell(cell, study)
     why = "; ".join(f"{col}: {'; '.join(sorted(n))}" for col, n in notes.items() if n)
-    narrow = "; ".join(f"{col}: {'; '.join(sorted(n))}" for col, n in few.items() if n)
+    narrow = "; ".join(f"{col}: {_suffix_notes(n)}" for col, n in few.items() if n)
     t.caption = (
         f"{LONG_NOTE} Cells as in the table above, on this draw"
         + (f"; n/a = no long-range draw at a length ({why})" if why else "")
@@ -236,3 +238,36 @@ def _horizon_table(main: StudyTable, results: list) -> StudyTable:
             row["cells"][col], row["text"][col], row["differs"][col] = cell, text, None
         t.rows.append(row)
     return t
+
+
+ONE_SUFFIX = re.compile(
+    r"one suffix: only (.+?) leaves (.+?) possible among the suffixes of (\d+) symbols, so every string of "
+    r"the long-range test at length (\d+) ends with it"
+)
+
+
+def _suffix_notes(notes: set[str]) -> str:
+    """A column's few-suffix notes in one sentence: the lengths where one suffix alone qualifies, each with
+    that suffix written with powers ('(1 0)^125', not 250 symbols), then any other note."""
+    ones: dict[str, list[tuple[int, str]]] = {}
+    rest = []
+    for note in notes:
+        m = ONE_SUFFIX.fullmatch(note)
+        if m is None:
+            rest.append(note)
+        else:
+            ones.setdefault(m.group(2), []).append((int(m.group(4)), power_text(m.group(1).split(" "))))
+    parts = [
+        "one suffix at length "
+        + ", ".join(f"{n} ({w})" for n, w in sorted(found))
+        + f": the only suffix of its length that leaves {what} possible, so every string of the long-range "
+        "test of that length ends with it"
+        for what, found in sorted(ones.items())
+    ]
+    return "; ".join(parts + sorted(rest, key=_at_length))
+
+
+def _at_length(note: str) -> int:
+    """The test length a suffix note speaks of (its order in the caption)."""
+    m = re.search(r"at length (\d+)", note)
+    return int(m.group(1)) if m else 0

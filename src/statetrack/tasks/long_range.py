@@ -205,14 +205,27 @@ def plan(auto: Automaton, length: int, suffix: int | None = None, max_sets: int 
 
 
 def runs_text(word: Sequence[int] | np.ndarray, symbols: Sequence[str]) -> str:
-    """A word with its runs written as powers: 'b^100', 'c a^3 b'."""
+    """A word with its repetitions written as powers: 'b^100', 'c a^3 b', '(1 0)^125'."""
+    return power_text([symbols[a] for a in word])
+
+
+def power_text(tokens: Sequence[str]) -> str:
+    """Tokens with their repetitions written as powers: a run 'b b b' as 'b^3', a repeated block
+    '1 0 1 0 1 0 1' as '(1 0)^3 1' (the shortest block that repeats at least twice)."""
+    tokens = list(tokens)
+    n = len(tokens)
+    for p in range(1, n // 2 + 1):
+        if tokens[p:] == tokens[:-p]:  # period p
+            reps, rest = divmod(n, p)
+            head = f"{tokens[0]}^{reps}" if p == 1 else f"({power_text(tokens[:p])})^{reps}"
+            return head + (" " + power_text(tokens[reps * p :]) if rest else "")
     parts = []
     i = 0
-    while i < len(word):
+    while i < n:
         j = i
-        while j < len(word) and word[j] == word[i]:
+        while j < n and tokens[j] == tokens[i]:
             j += 1
-        parts.append(symbols[word[i]] + (f"^{j - i}" if j - i > 1 else ""))
+        parts.append(tokens[i] + (f"^{j - i}" if j - i > 1 else ""))
         i = j
     return " ".join(parts)
 
