@@ -40,8 +40,9 @@ def db(tmp_path):
 SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
 
 
-def _default_sigint():
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+def _default_signals():
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, signal.SIG_DFL)
 
 
 class Cli:
@@ -64,9 +65,10 @@ class Cli:
         import sys
 
         kw.setdefault("start_new_session", True)
-        # a shell's background job starts with SIGINT ignored, and statetrack keeps an ignored signal ignored
-        # (as nohup means it): the command under test gets the default Ctrl-C, wherever pytest was started
-        kw.setdefault("preexec_fn", _default_sigint)
+        # a shell's background job starts with SIGINT ignored, nohup with SIGHUP ignored, and statetrack keeps
+        # an ignored signal ignored (as nohup means it): the command under test gets the default handling of
+        # SIGINT, SIGTERM and SIGHUP, wherever and however pytest was started
+        kw.setdefault("preexec_fn", _default_signals)
         p = subprocess.Popen(
             [sys.executable, "-m", "statetrack.cli", *map(str, args)],
             env={**self.env, **(env or {})},
