@@ -35,9 +35,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "readme_times.json"
-IGNORE = shutil.ignore_patterns(
-    ".venv", "runs", ".git", "__pycache__", "*.egg-info", ".pytest_cache", ".mypy_cache", ".ruff_cache"
+_IGNORED = shutil.ignore_patterns(
+    ".venv", ".git", "__pycache__", "*.egg-info", ".pytest_cache", ".mypy_cache", ".ruff_cache"
 )
+
+
+def IGNORE(folder: str, names: list[str]) -> set[str]:
+    """What a copy of the checkout leaves out: caches, the virtualenv, and the results folder runs/ at the
+    top (not the package's src/statetrack/runs/)."""
+    out = set(_IGNORED(folder, names))
+    if Path(folder).resolve() == ROOT and "runs" in names:
+        out.add("runs")
+    return out
 
 
 def blocks(text: str) -> list[tuple[str, str]]:

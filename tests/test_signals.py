@@ -152,3 +152,16 @@ def test_workers_die_with_a_sweep_killed_with_sigkill(tmp_path, cli, grid8):
         assert con.execute("SELECT COUNT(*) FROM runs WHERE status='running'").fetchone()[0] == 0
     finally:
         con.close()
+
+
+def test_a_signal_inside_deferred_arrives_when_the_block_ends():
+    """signals.deferred() holds a signal back (the runner imports torch's lazy modules inside it: a
+    KeyboardInterrupt raised in an import that C++ code runs would abort the process)."""
+    from statetrack.runs import signals
+
+    done = []
+    with signals.handled(), pytest.raises(KeyboardInterrupt) as caught, signals.deferred():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)
+        done.append("the block ran to its end")
+    assert done == ["the block ran to its end"] and caught.value.signum == signal.SIGTERM

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib
 import json
 import os
 import re
@@ -279,6 +280,11 @@ def run(
         return done
     if threads:
         torch.set_num_threads(threads)
+    with signals.deferred():
+        # torch makes its first optimizer through a lazy `import torch._dynamo` that C++ code runs: a
+        # signal raised inside that import would abort the process instead of stopping the run, so the
+        # import runs here, where a signal waits until it is done (seconds, once per process)
+        importlib.import_module("torch._dynamo")
     run_uuid = uuid.uuid4().hex
     config = stored_config(train_cfg, eval_cfg)
     run_id = store.start_run(

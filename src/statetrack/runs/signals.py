@@ -166,6 +166,21 @@ def _orphaned(signum: int) -> None:
 
 
 @contextmanager
+def deferred():
+    """SIGINT, SIGTERM and SIGHUP held back inside the block (main thread only) and received when it
+    ends: around work a KeyboardInterrupt must not cut (an import that C++ code runs aborts the process,
+    "terminate called ...", instead of raising)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+
+
+@contextmanager
 def spawning():
     """Around starting worker processes: they start with SIGINT, SIGTERM and SIGHUP ignored (until
     :func:`install_in_worker`), so a Ctrl-C that reaches them while they import is no traceback; this
