@@ -57,10 +57,11 @@ class _State:
     worker = False
     parent: int | None = None  # a worker's parent: the sweep's process
     orphaned = False
+    deferring = False  # inside deferred(): a signal waits for the block's end
 
 
 def _handler(signum, _frame):
-    if _State.worker and not _State.in_job:
+    if (_State.worker and not _State.in_job) or _State.deferring:
         _State.pending = _State.pending or signum
         return
     if _State.raised is not None:  # one interrupt at a time: its clean-up runs to the end
@@ -78,12 +79,12 @@ def handled():
         return
     # a signal the process was started with ignored (a background job of a script) stays ignored
     old = {s: signal.signal(s, _handler) for s in SIGNALS if signal.getsignal(s) is not signal.SIG_IGN}
-    _State.raised = None
+    _State.raised = _State.pending = None
     try:
         yield
     finally:
         _restore(old)
-        _State.raised = None
+        _State.raised = _State.pending = None
 
 
 def ignored() -> tuple[int, ...]:
@@ -167,17 +168,22 @@ def _orphaned(signum: int) -> None:
 
 @contextmanager
 def deferred():
-    """SIGINT, SIGTERM and SIGHUP held back inside the block (main thread only) and received when it
-    ends: around work a KeyboardInterrupt must not cut (an import that C++ code runs aborts the process,
-    "terminate called ...", instead of raising)."""
-    if threading.current_thread() is not threading.main_thread():
+    """A signal received inside the block is raised when the block ends (under :func:`handled`, and in a
+    worker's run): around work a KeyboardInterrupt must not cut (an import that C++ code runs aborts the
+    process, "terminate called ...", instead of raising). A flag, not a signal mask: a process-directed
+    signal may reach any of torch's threads, and Python then runs the handler in the main thread."""
+    if _State.deferring:
         yield
         return
-    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    _State.deferring = True
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        _State.deferring = False
+    signum = _State.pending
+    if signum is not None and _State.raised is None and (_State.in_job or not _State.worker):
+        _State.pending, _State.raised = None, signum
+        raise Interrupted(signum)
 
 
 @contextmanager
