@@ -30,7 +30,7 @@ from statetrack.report.render import fmt_cell, median_tested
 from statetrack.report.selection import TableCell
 from statetrack.report.table import StudyTable, study_tables
 from statetrack.runs.store import RunStatus
-from statetrack.tasks.long_range import power_text
+from statetrack.tasks.long_range import one_suffix
 
 LONG_NOTE = (
     "On the long-range draw (docs/long-range.md): the last ceil(L/2) symbols of each string leave both "
@@ -240,23 +240,17 @@ def _horizon_table(main: StudyTable, results: list) -> StudyTable:
     return t
 
 
-ONE_SUFFIX = re.compile(
-    r"one suffix: only (.+?) leaves (.+?) possible among the suffixes of (\d+) symbols, so every string of "
-    r"the long-range test at length (\d+) ends with it"
-)
-
-
 def _suffix_notes(notes: set[str]) -> str:
     """A column's few-suffix notes in one sentence: the lengths where one suffix alone qualifies, each with
     that suffix written with powers ('(1 0)^125', not 250 symbols), then any other note."""
     ones: dict[str, list[tuple[int, str]]] = {}
     rest = []
     for note in notes:
-        m = ONE_SUFFIX.fullmatch(note)
-        if m is None:
+        if (found := one_suffix(note)) is None:
             rest.append(note)
         else:
-            ones.setdefault(m.group(2), []).append((int(m.group(4)), power_text(m.group(1).split(" "))))
+            word, what, length = found
+            ones.setdefault(what, []).append((length, word))
     parts = [
         "one suffix at length "
         + ", ".join(f"{n} ({w})" for n, w in sorted(found))

@@ -43,6 +43,7 @@ when longer, so w is found by bisection).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -190,10 +191,8 @@ def plan(auto: Automaton, length: int, suffix: int | None = None, max_sets: int 
                 count = round(math.exp(p.log_suffixes))
                 if count == 1:
                     one = draw(auto, p, np.random.default_rng(0), 1)[0, length - k :]
-                    p.note = (
-                        f"one suffix: only {runs_text(one, auto.symbols)} leaves {what} possible among the "
-                        f"suffixes of {k} symbols, so every string of the long-range test at length {length} "
-                        "ends with it"
+                    p.note = ONE_SUFFIX.format(
+                        word=runs_text(one, auto.symbols), what=what, k=k, length=length
                     )
                 else:
                     p.note = (
@@ -202,6 +201,29 @@ def plan(auto: Automaton, length: int, suffix: int | None = None, max_sets: int 
                     )
     cache[(length, k, max_sets)] = p
     return p
+
+
+#: the note of a long-range test whose strings all end with one suffix (``one_suffix`` reads it back)
+ONE_SUFFIX = (
+    "one suffix: only {word} leaves {what} possible among the suffixes of {k} symbols, so every string of "
+    "the long-range test at length {length} ends with it"
+)
+_ONE_SUFFIX_RE = re.compile(
+    re.escape(ONE_SUFFIX)
+    .replace(re.escape("{word}"), "(?P<word>.+?)")
+    .replace(re.escape("{what}"), "(?P<what>.+?)")
+    .replace(re.escape("{k}"), r"(?P<k>\d+)")
+    .replace(re.escape("{length}"), r"(?P<length>\d+)")
+)
+
+
+def one_suffix(note: str) -> tuple[str, str, int] | None:
+    """(the suffix written with powers, what it leaves possible, the test length) of a one-suffix note
+    (notes stored before powers were written come back with them), or None for another note."""
+    m = _ONE_SUFFIX_RE.fullmatch(note)
+    if m is None:
+        return None
+    return power_text(m["word"].split(" ")), m["what"], int(m["length"])
 
 
 def runs_text(word: Sequence[int] | np.ndarray, symbols: Sequence[str]) -> str:
@@ -214,11 +236,17 @@ def power_text(tokens: Sequence[str]) -> str:
     '1 0 1 0 1 0 1' as '(1 0)^3 1' (the shortest block that repeats at least twice)."""
     tokens = list(tokens)
     n = len(tokens)
-    for p in range(1, n // 2 + 1):
-        if tokens[p:] == tokens[:-p]:  # period p
-            reps, rest = divmod(n, p)
-            head = f"{tokens[0]}^{reps}" if p == 1 else f"({power_text(tokens[:p])})^{reps}"
-            return head + (" " + power_text(tokens[reps * p :]) if rest else "")
+    border = [0] * n  # prefix function: the longest proper prefix of tokens[: i + 1] that is also its suffix
+    for i in range(1, n):
+        b = border[i - 1]
+        while b and tokens[i] != tokens[b]:
+            b = border[b - 1]
+        border[i] = b + (tokens[i] == tokens[b])
+    p = n - border[-1] if n else 0  # the smallest period: tokens[p:] == tokens[:-p]
+    if 0 < p <= n // 2:
+        reps, rest = divmod(n, p)
+        head = f"{tokens[0]}^{reps}" if p == 1 else f"({power_text(tokens[:p])})^{reps}"
+        return head + (" " + power_text(tokens[reps * p :]) if rest else "")
     parts = []
     i = 0
     while i < n:
