@@ -44,6 +44,7 @@ from statetrack.config import EvalConfig, ModelConfig, TrainConfig
 from statetrack.layers import MIXERS, build_mixer
 from statetrack.spec import parse_layers
 from statetrack.training import memory
+from statetrack.training.device import ieee_float32
 
 memory.configure()
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,6 +66,7 @@ VARIANTS = [
 #: mixers whose CUDA path runs fla's bfloat16 chunk kernels (q, k, v rounded to 8 significant bits)
 BF16_MIXERS = ("deltanet", "deltaproduct", "gateddeltanet", "rwkv7", "gla")
 F32_TOL, BF16_TOL = 1e-4, 5e-2
+SECTIONS = ("cuda_tests", "equivalence", "speed", "paper_cell")
 
 
 class Budget:
@@ -169,7 +171,8 @@ def section_equivalence(device: str, budget: Budget, specs: list[str] | None = N
     rows = []
     for spec in specs or [*MIXERS, *VARIANTS]:
         if budget.left() < 5:
-            return {"rows": rows, "cut": f"out of time before {spec}"}
+            failed = [r["mixer"] for r in rows if not r["ok"]]
+            return {"rows": rows, "cut": f"out of time before {spec}", "failed": failed}
         try:
             rows.append(equivalence_row(spec, device))
         except Exception as e:
@@ -271,6 +274,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=float, default=470.0, help="seconds for everything (default 470)")
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     ap.add_argument("--mixers", nargs="*", default=None, help="equivalence: only these specs")
+    ap.add_argument(
+        "--sections",
+        nargs="+",
+        choices=SECTIONS,
+        default=list(SECTIONS),
+        help=f"the sections to run, in this order (default: all: {' '.join(SECTIONS)})",
+    )
+    ap.add_argument(
+        "--equivalence-seconds",
+        type=float,
+        default=None,
+        help="equivalence's share (default: 35%%, at most 120 s)",
+    )
     a = ap.parse_args(argv)
     out_path = Path(a.out)
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -290,19 +306,27 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gpu_check: skipped: {result['skipped']}")
         return 0
     budget = Budget(a.budget)
+    if a.device == "cuda":
+        ieee_float32()  # as training does: cuDNN's RNN kernels in float32, not TF32
     result["env"] = section_env(a.device)
     write()
-    if a.device == "cuda":
-        result["cuda_tests"] = section_cuda_tests(min(150.0, budget.left() * 0.3))
+    share = a.equivalence_seconds or min(budget.left() * 0.35, 120.0)
+    sections = {
+        "cuda_tests": lambda: section_cuda_tests(min(150.0, budget.left() * 0.3)),
+        "equivalence": lambda: section_equivalence(a.device, Budget(min(share, budget.left())), a.mixers),
+        "speed": section_speed,
+        "paper_cell": lambda: section_paper_cell(max(30.0, budget.left() - 10)),
+    }
+    for name in a.sections:
+        if a.device != "cuda" and name != "equivalence":
+            continue
+        try:
+            result[name] = sections[name]()
+        except Exception as e:  # one section's failure is a finding; the sections after it still run
+            result[name] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
+            print(f"gpu_check: section {name} failed: {result[name]['error']}", flush=True)
         write()
-    result["equivalence"] = section_equivalence(a.device, Budget(min(budget.left() * 0.35, 120.0)), a.mixers)
-    write()
-    if a.device == "cuda":
-        result["speed"] = section_speed()
-        write()
-        result["paper_cell"] = section_paper_cell(max(30.0, budget.left() - 10))
-        write()
-    failed = result["equivalence"].get("failed", [])
+    failed = result.get("equivalence", {}).get("failed", [])
     print(f"gpu_check: wrote {out_path}; equivalence failures: {', '.join(failed) or 'none'}")
     return 0
 

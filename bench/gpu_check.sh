@@ -6,6 +6,7 @@
 # where PyPI is reachable): pydantic and its parts, fla-core. With the device tool:
 #     bash bench/gpu_wheels.sh                       # here, once
 #     run(command="bash bench/gpu_check.sh", carry=[".whl"], timeout_s=540)
+# Arguments pass through to bench/gpu_check.py (--sections equivalence speed, --mixers ...).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-${TMPDIR:-/tmp}/statetrack-gpu-check}
@@ -17,4 +18,4 @@ if ls .whl/*.whl >/dev/null 2>&1 && ! "$PY" -c "import pydantic, fla" 2>/dev/nul
     export PYTHONPATH=/tmp/statetrack-site${PYTHONPATH:+:$PYTHONPATH}
 fi
 export PYTHONPATH=$PWD/src${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-exec timeout -k 10 480 "$PY" bench/gpu_check.py --out "$OUT/gpu_check.json" --budget "${BUDGET:-450}"
+exec timeout -k 10 480 "$PY" bench/gpu_check.py --out "$OUT/gpu_check.json" --budget "${BUDGET:-450}" "$@"

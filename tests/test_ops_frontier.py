@@ -593,3 +593,51 @@ def test_fla_dispatch_of_gated_delta_product_and_kda(monkeypatch, neg, grad):
             neg,
             grad,
         )
+
+
+def test_fla_gated_chunk_backward_refused_runs_the_pytorch_form(monkeypatch):
+    """Where fla refuses its gated chunk backward pass (Hopper with Triton 3.4-3.7.0), training Gated
+    DeltaProduct with beta in [0, 1] runs the PyTorch chunked form, and evaluation still the chunk kernel."""
+    from statetrack.ops import fla_gated
+    from statetrack.ops.dplr import gated_delta_product
+
+    calls: list = []
+    _fake_fla(monkeypatch, calls)
+    monkeypatch.setattr(fla_gated, "gated_chunk_backward", lambda: False)
+    ins = [x.float() for x in gdp_inputs()]
+    ins[3] = ins[3] * 0.5
+    ref = _gdp_naive(*ins)
+    o, S = gated_delta_product(*[x.requires_grad_() for x in ins])
+    assert calls == [] and rel_err(o.detach(), ref[0]) < 1e-5
+    o.sum().backward()
+    with torch.no_grad():
+        o, S = gated_delta_product(*ins)
+    assert [c[0] for c in calls] == ["chunk_gated_delta_product"] and rel_err(o, ref[0]) < 3e-2
+
+
+def test_fla_recurrent_delta_rule_gets_an_initial_state_it_can_differentiate(monkeypatch):
+    """fla 0.6.0's recurrent delta-rule backward pass needs a gradient buffer for any initial state it was
+    given, and allocates one only for a state that requires a gradient: the wrapper hands it such a state
+    while autograd records, and the caller's state keeps requires_grad False."""
+    import sys
+    import types
+
+    from statetrack.ops.fla_delta import delta_rule_fla
+
+    seen: list = []
+
+    def fused_recurrent_delta_rule(*args, initial_state, **_kw):
+        seen.append(initial_state.requires_grad)
+        return torch.zeros_like(args[2]), initial_state.detach().clone()
+
+    m = types.ModuleType("fla.ops.delta_rule")
+    m.__dict__.update(fused_recurrent_delta_rule=fused_recurrent_delta_rule, chunk_delta_rule=None)
+    for name in ("fla", "fla.ops"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setitem(sys.modules, "fla.ops.delta_rule", m)
+    q = torch.randn(1, 3, 1, 4, requires_grad=True)
+    S0 = torch.zeros(1, 1, 4, 4)
+    delta_rule_fla(q, q, q, torch.ones(1, 3, 1), S0, kernel="recurrent")
+    with torch.no_grad():
+        delta_rule_fla(q, q, q, torch.ones(1, 3, 1), S0, kernel="recurrent")
+    assert seen == [True, False] and not S0.requires_grad

@@ -218,6 +218,11 @@ def gated_delta_terms(k: Tensor, beta: Tensor, g: Tensor) -> tuple[Tensor, Tenso
     return bk, k, -torch.exp(g).unsqueeze(-1) * bk, g.unsqueeze(-1)
 
 
+def _needs_grad(*xs: Tensor | None) -> bool:
+    """Will autograd want a gradient of any of these (fla's recurrent kernels have no backward pass)?"""
+    return torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in xs)
+
+
 def gated_delta_rule(
     q: Tensor,
     k: Tensor,
@@ -236,12 +241,10 @@ def gated_delta_rule(
     chunked form (fla's recurrent kernel has no backward pass, and its chunk kernel's bfloat16 keys do
     not keep reflections exact: ``ops.fla_gated``)."""
     if q.shape[1] and dispatch.use_fla(q):
-        grad = torch.is_grad_enabled() and any(
-            x is not None and x.requires_grad for x in (q, k, v, beta, g, S0)
-        )
-        if not neg or not grad:
-            from statetrack.ops.fla_gated import gated_delta_rule_fla
+        grad = _needs_grad(q, k, v, beta, g, S0)
+        from statetrack.ops.fla_gated import gated_chunk_backward, gated_delta_rule_fla
 
+        if not grad or (not neg and gated_chunk_backward()):
             return gated_delta_rule_fla(q, k, v, beta, g, S0, "recurrent" if neg else "chunk")
     bk, a, b, log_w = gated_delta_terms(k, beta, g)
     return dplr(q, bk, v, a, b, log_w, S0, chunk)
@@ -269,9 +272,11 @@ def gated_delta_product(
     with ``neg`` the gated delta rule's exactness rule (``ops.fla_gated``). Returns (o (B, T, H, d_v), S_T)."""
     nh = k.shape[2]
     if q.shape[1] and dispatch.use_fla(q) and not neg:
-        from statetrack.ops.fla_gated import gated_delta_product_fla
+        from statetrack.ops.fla_gated import gated_chunk_backward, gated_delta_product_fla
 
-        return gated_delta_product_fla(q, k, v, beta, g, S0)
+        grad = _needs_grad(q, k, v, beta, g, S0)
+        if not grad or gated_chunk_backward():
+            return gated_delta_product_fla(q, k, v, beta, g, S0)
     qq, kk, vv, bb = interleave(q, k, v, beta)
     gg = torch.zeros_like(bb)
     gg[:, ::nh] = g
@@ -304,9 +309,7 @@ def kda_rule(
     rules (``ops.fla_gated``): beta in [0, 1] runs fla's ``chunk_kda`` (bfloat16 q, k, v); ``neg`` its float32
     ``fused_recurrent_kda`` when no gradient is needed, else this module's chunked form."""
     if q.shape[1] and dispatch.use_fla(q):
-        grad = torch.is_grad_enabled() and any(
-            x is not None and x.requires_grad for x in (q, k, v, beta, log_w, S0)
-        )
+        grad = _needs_grad(q, k, v, beta, log_w, S0)
         if not neg or not grad:
             from statetrack.ops.fla_gated import kda_fla
 

@@ -51,6 +51,11 @@ def delta_rule_fla(
 
     dtype = v.dtype
     S0 = None if S0 is None else S0.to(torch.float32)
+    if S0 is not None and kernel == "recurrent" and torch.is_grad_enabled() and not S0.requires_grad:
+        # fla 0.6.0's recurrent backward reads the initial state's gradient buffer whenever there is an
+        # initial state, but allocates it only when that state requires a gradient (a Triton compile
+        # error otherwise); the gradient given to this copy is dropped
+        S0 = S0.detach().requires_grad_()
     beta = beta.to(torch.float32)
     if kernel == "chunk":
         q, k, v = (t.to(torch.bfloat16) for t in (q, k, v))

@@ -33,7 +33,8 @@ bfloat16 (what the kernel reads; its float32 accumulation is not emulated) is of
 2.7e-3 at T = 1,000 and 3.5e-3 at T = 10,000 for the layer at its initialisation, 3.1e-3 and 4.2e-3 over
 the whole parameter ranges, and 2.0e-2 at T = 200 on that alternating pair, whose state grows to 6e9
 (relative to the largest output; the PyTorch float32 chunked form is within 9e-7 in all of these):
-``bench/rwkv7_precision.py``. fla's kernel itself was not run for this (no GPU). These paths run only on
+``bench/rwkv7_precision.py``. On an H100, fla's kernel for one layer at T = 64 was 8.9e-3 from the
+float64 reference and its gradients 1.9e-2 (docs/results/gpu/). These paths run only on
 CUDA tensors with fla installed (``ops.dispatch.use_fla``); ``tests/test_kernels.py`` checks them against
 the float64 references where a GPU is present, and ``tests/test_ops_frontier.py`` their dispatch on the
 CPU with stand-in kernels.
@@ -41,10 +42,28 @@ CPU with stand-in kernels.
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+
 import torch
 from torch import Tensor
 
 KERNELS = ("chunk", "recurrent")
+
+
+@functools.cache
+def gated_chunk_backward() -> bool:
+    """Does fla's gated chunk backward pass run here? fla 0.6 refuses it (its ``chunk_bwd_dqkwg`` with a
+    gate, which the gated delta rule and Gated DeltaProduct use) on Hopper GPUs with Triton 3.4.0 up to
+    3.7.1, where Triton miscompiles it, unless tilelang is installed. Seen on an H100 with Triton 3.6.0
+    (bench/gpu_check.py); training then runs the PyTorch chunked form of ``ops.dplr`` instead, and
+    evaluation (no backward pass) still runs fla's chunk kernel."""
+    try:
+        from fla.utils import IS_NVIDIA_HOPPER, TRITON_ABOVE_3_4_0, TRITON_ABOVE_3_7_1
+    except ImportError:  # another fla: it has no such refusal
+        return True
+    broken = IS_NVIDIA_HOPPER and TRITON_ABOVE_3_4_0 and not TRITON_ABOVE_3_7_1
+    return not broken or importlib.util.find_spec("tilelang") is not None
 
 
 def _state(S0: Tensor | None) -> Tensor | None:
