@@ -3,18 +3,22 @@
     bash bench/gpu_check.sh                 # installs carried wheels (.whl/), then runs this file
     PYTHONPATH=src python bench/gpu_check.py --out FILE [--budget SECONDS] [--device cuda|cpu]
 
-Sections, in order, each inside its share of the budget (a section that runs out is cut and says so;
-the JSON is rewritten after every section, so whatever finished survives a kill):
+Sections, in order, each inside its share of the budget (a section that runs out is cut and says so; a
+section that fails records its error and the next one runs; the JSON is rewritten after every section,
+so whatever finished survives a kill). On a bare machine most of the time goes to compiling and
+autotuning Triton kernels, so the CUDA tests and the equivalence rows compile in parallel processes:
 
 1. ``env``: torch, CUDA, the device, triton and flash-linear-attention (fla) versions.
-2. ``cuda_tests``: the CUDA-only tests (``tests/test_kernels.py`` compiled on the GPU:
-   ``TRITON_INTERPRET=0 pytest -m kernels``), pass/fail counts and the failing tests' names.
-3. ``equivalence``: CUDA = CPU for every mixer of the zoo (and the variants that switch kernels:
-   ``neg=true``, heads, chunk sizes): one layer at d_model 16, a batch of 4 x 64 tokens, forward output
-   and the gradient of every parameter on the device (kernels on: Triton scans, fla's kernels where fla
-   is installed) against the CPU float64 step-by-step references (kernels off). The error is the max
-   absolute difference over the max of the reference; the bound is 1e-4 for float32 paths and 5e-2
-   where fla's chunk kernels round q, k, v to bfloat16 (BF16_MIXERS).
+2. ``equivalence``: CUDA = CPU for every mixer of the zoo (and the variants that switch kernels:
+   ``neg=true``, heads, chunk sizes), 8 specs at a time in their own processes: one layer at d_model 16,
+   a batch of 4 x 64 tokens, forward output and the gradient of every parameter on the device (kernels
+   on: Triton scans, fla's kernels where fla is installed) against the CPU float64 step-by-step
+   references (kernels off). The error is the max absolute difference over the max of the reference;
+   the bound is 1e-4 for float32 paths and 5e-2 where fla's chunk kernels round q, k, v to bfloat16
+   (BF16_MIXERS). Matrix products and cuDNN's RNN kernels run in IEEE float32, as in training.
+3. ``cuda_tests``: the CUDA-only tests (``tests/test_kernels.py`` compiled on the GPU:
+   ``TRITON_INTERPRET=0 pytest -m kernels``), started before the equivalence section in a process of
+   their own and collected after it: pass/fail counts and the failing tests' names.
 4. ``speed``: training steps per second at Grazzi et al.'s shape (batch 1024, length 40, width 128, two
    layers; Mamba [-1,1] and DeltaNet [-1,1]), CUDA graphs on.
 5. ``paper_cell``: one cell at its paper's recipe that the CPU scales cannot fit: DeltaNet [-1,1], three
@@ -22,6 +26,7 @@ the JSON is rewritten after every section, so whatever finished survives a kill)
    al.: batch 1024, lr 1e-3, AdamW, lengths 3-40, the answer supervised only), trained until it learns
    or the section's time runs out; then scaled accuracy over 40-256 and steps to learn.
 
+``--sections`` picks some of them, ``--mixers`` some specs, ``--workers`` the processes at once.
 Without CUDA (``torch.cuda.is_available()`` false) it writes ``{"skipped": REASON}`` and exits 0; with
 ``--device cpu`` the equivalence section runs on the CPU in float32 (how the tests check the machinery).
 """
@@ -66,7 +71,9 @@ VARIANTS = [
 #: mixers whose CUDA path runs fla's bfloat16 chunk kernels (q, k, v rounded to 8 significant bits)
 BF16_MIXERS = ("deltanet", "deltaproduct", "gateddeltanet", "rwkv7", "gla")
 F32_TOL, BF16_TOL = 1e-4, 5e-2
-SECTIONS = ("cuda_tests", "equivalence", "speed", "paper_cell")
+#: the sections, in the order they run (the CUDA tests start first, in a process of their own, and are
+#: collected after the equivalence section)
+SECTIONS = ("equivalence", "cuda_tests", "speed", "paper_cell")
 
 
 class Budget:
@@ -95,7 +102,9 @@ def section_env(device: str) -> dict:
     return out
 
 
-def section_cuda_tests(seconds: float) -> dict:
+def start_cuda_tests() -> subprocess.Popen:
+    """The CUDA-only tests in a process of their own (they compile their kernels while the equivalence
+    section compiles its own: the machine has CPU cores to spare)."""
     env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
     cmd = [
         sys.executable,
@@ -108,14 +117,25 @@ def section_cuda_tests(seconds: float) -> dict:
         "no:cacheprovider",
         "tests/test_kernels.py",
     ]
+    return subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+
+
+def section_cuda_tests(proc: subprocess.Popen, seconds: float) -> dict:
+    """Wait up to ``seconds`` for the tests ``start_cuda_tests`` started; their counts and failures."""
     try:
-        p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=max(10.0, seconds))
+        stdout, _ = proc.communicate(timeout=max(1.0, seconds))
     except subprocess.TimeoutExpired:
-        return {"cut": f"did not finish in {seconds:.0f} s"}
-    tail = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else ""
+        proc.kill()
+        proc.communicate()
+        return {
+            "cut": f"did not finish in the time left to them ({seconds:.0f} s after the equivalence section)"
+        }
+    tail = stdout.strip().splitlines()[-1] if stdout.strip() else ""
     counts = {k: int(v) for v, k in re.findall(r"(\d+) (passed|failed|skipped|errors?)", tail)}
-    failed = re.findall(r"^FAILED (\S+)", p.stdout, re.M)
-    return {"returncode": p.returncode, "summary": tail, **counts, "failed_tests": failed}
+    failed = re.findall(r"^FAILED (\S+)", stdout, re.M)
+    return {"returncode": proc.returncode, "summary": tail, **counts, "failed_tests": failed}
 
 
 def _clone_grads(m) -> dict:
@@ -167,30 +187,53 @@ def equivalence_row(spec: str, device: str) -> dict:
     }
 
 
-def section_equivalence(device: str, budget: Budget, specs: list[str] | None = None) -> dict:
-    rows = []
-    for spec in specs or [*MIXERS, *VARIANTS]:
-        if budget.left() < 5:
-            failed = [r["mixer"] for r in rows if not r["ok"]]
-            return {"rows": rows, "cut": f"out of time before {spec}", "failed": failed}
+def _row_or_error(spec: str, device: str) -> dict:
+    try:
+        return equivalence_row(spec, device)
+    except Exception as e:
+        return {"mixer": spec, "ok": False, "error": f"{type(e).__name__}: {str(e).splitlines()[0]}"}
+
+
+def _print_row(r: dict) -> None:
+    what = f"output {r['output_err']:.1e}, gradients {r['grad_err']:.1e}" if "error" not in r else r["error"]
+    print(f"equivalence {r['mixer']}: {what}" + ("" if r["ok"] else "  FAILED"), flush=True)
+
+
+def section_equivalence(
+    device: str, budget: Budget, specs: list[str] | None = None, workers: int = 1
+) -> dict:
+    """Every spec's row (``equivalence_row``), in the specs' order; with ``workers`` > 1 in that many
+    processes at once (spawned: each has its own CUDA context and compiles its own kernels, which is
+    where a bare machine's time goes). Specs not finished when the budget runs out are listed as cut."""
+    specs = list(specs or [*MIXERS, *VARIANTS])
+    done: dict[str, dict] = {}
+    if workers <= 1:
+        for spec in specs:
+            if budget.left() < 5:
+                break
+            done[spec] = _row_or_error(spec, device)
+            _print_row(done[spec])
+    else:
+        import multiprocessing
+
+        pool = multiprocessing.get_context("spawn").Pool(workers)
         try:
-            rows.append(equivalence_row(spec, device))
-        except Exception as e:
-            rows.append(
-                {"mixer": spec, "ok": False, "error": f"{type(e).__name__}: {str(e).splitlines()[0]}"}
-            )
-        r = rows[-1]
-        print(
-            f"equivalence {spec}: "
-            + (
-                f"output {r['output_err']:.1e}, gradients {r['grad_err']:.1e}"
-                if "error" not in r
-                else r["error"]
-            )
-            + ("" if r["ok"] else "  FAILED"),
-            flush=True,
-        )
-    return {"rows": rows, "failed": [r["mixer"] for r in rows if not r["ok"]]}
+            jobs = {spec: pool.apply_async(_row_or_error, (spec, device)) for spec in specs}
+            for spec, job in jobs.items():
+                try:
+                    done[spec] = job.get(timeout=max(0.1, budget.left()))
+                except multiprocessing.TimeoutError:
+                    continue
+                _print_row(done[spec])
+        finally:
+            pool.terminate()  # the workers still compiling when the budget ran out
+            pool.join()
+    rows = [done[s] for s in specs if s in done]
+    out: dict = {"rows": rows, "failed": [r["mixer"] for r in rows if not r["ok"]]}
+    cut = [s for s in specs if s not in done]
+    if cut:
+        out["cut"] = f"out of time before {', '.join(cut)}"
+    return out
 
 
 def section_speed(steps: int = 200) -> dict:
@@ -279,7 +322,13 @@ def main(argv: list[str] | None = None) -> int:
         nargs="+",
         choices=SECTIONS,
         default=list(SECTIONS),
-        help=f"the sections to run, in this order (default: all: {' '.join(SECTIONS)})",
+        help=f"the sections to run (default: all, in this order: {' '.join(SECTIONS)})",
+    )
+    ap.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="equivalence: processes at once (default: 8 on CUDA, where compiling is the cost; 1 on the CPU)",
     )
     ap.add_argument(
         "--equivalence-seconds",
@@ -288,6 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         help="equivalence's share (default: 35%%, at most 120 s)",
     )
     a = ap.parse_args(argv)
+    a.workers = a.workers or (8 if a.device == "cuda" else 1)
     out_path = Path(a.out)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     result: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
@@ -310,14 +360,17 @@ def main(argv: list[str] | None = None) -> int:
         ieee_float32()  # as training does: cuDNN's RNN kernels in float32, not TF32
     result["env"] = section_env(a.device)
     write()
-    share = a.equivalence_seconds or min(budget.left() * 0.35, 120.0)
+    share = a.equivalence_seconds or min(budget.left() * 0.45, 240.0)
+    tests = start_cuda_tests() if a.device == "cuda" and "cuda_tests" in a.sections else None
     sections = {
-        "cuda_tests": lambda: section_cuda_tests(min(150.0, budget.left() * 0.3)),
-        "equivalence": lambda: section_equivalence(a.device, Budget(min(share, budget.left())), a.mixers),
+        "equivalence": lambda: section_equivalence(
+            a.device, Budget(min(share, budget.left())), a.mixers, a.workers
+        ),
+        "cuda_tests": lambda: section_cuda_tests(tests, min(60.0, budget.left() * 0.3)),
         "speed": section_speed,
         "paper_cell": lambda: section_paper_cell(max(30.0, budget.left() - 10)),
     }
-    for name in a.sections:
+    for name in sorted(a.sections, key=SECTIONS.index):
         if a.device != "cuda" and name != "equivalence":
             continue
         try:

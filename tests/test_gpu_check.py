@@ -53,3 +53,11 @@ def test_a_wrong_path_is_reported_not_passed(monkeypatch):
     monkeypatch.setattr(gpu_check, "_forward_backward", off)
     row = gpu_check.equivalence_row("negmamba", "cpu")
     assert not row["ok"] and row["output_err"] > 5e-3
+
+
+def test_equivalence_in_parallel_processes_keeps_the_order_and_cuts_what_is_late():
+    specs = ["negmamba", "aussm"]
+    res = gpu_check.section_equivalence("cpu", gpu_check.Budget(120), specs, workers=2)
+    assert [r["mixer"] for r in res["rows"]] == specs and res["failed"] == [] and "cut" not in res
+    res = gpu_check.section_equivalence("cpu", gpu_check.Budget(0.5), specs, workers=2)
+    assert res["rows"] == [] and res["cut"] == "out of time before negmamba, aussm"
