@@ -268,20 +268,15 @@ def section_paper_cell(seconds: float) -> dict:
     t0 = time.monotonic()
     deadline = t0 + seconds - 40  # the evaluation's share
 
-    def on_step(step, _info):
+    curve: list = []
+
+    def on_step(step: int, info: dict) -> None:
+        curve.append({k: info[k] for k in ("step", "val_accuracy", "val_loss")})
         if time.monotonic() > deadline:
             raise TimeoutError(step)
 
-    curve: list = []
     try:
-        res = train(
-            cfg,
-            on_step=lambda s, i: (
-                curve.append({k: i[k] for k in ("step", "val_accuracy", "val_loss")}),
-                on_step(s, i),
-            ),
-            progress=False,
-        )
+        res = train(cfg, on_step=on_step, progress=False)
         model, learned, cut = res.model, res.learned_at_step, None
     except TimeoutError as e:
         return {
@@ -366,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
         "equivalence": lambda: section_equivalence(
             a.device, Budget(min(share, budget.left())), a.mixers, a.workers
         ),
-        "cuda_tests": lambda: section_cuda_tests(tests, min(60.0, budget.left() * 0.3)),
+        "cuda_tests": lambda: section_cuda_tests(tests, min(60.0, budget.left() * 0.3)) if tests else {},
         "speed": section_speed,
         "paper_cell": lambda: section_paper_cell(max(30.0, budget.left() - 10)),
     }
