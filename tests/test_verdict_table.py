@@ -124,3 +124,15 @@ def test_impossible_cells_may_reach_the_quotient_they_can_track():
     five = [(1, 24)] * 5 + [(0, 24)] * 7  # 5 of 288 right: chance, 1/60
     (a5,) = verdict_table(STUDY, [(j, _result(j, five)) for j in _jobs("AUSSM", "A5")]).cells()
     assert a5.ceiling == pytest.approx(1 / 60) and a5.outcome == "agrees"
+
+
+def test_the_summary_names_each_disagreeing_seed_and_the_false_alarms_expected():
+    from statetrack.report.verdicts import VerdictTable
+
+    bad, good = _cell("impossible", ["at", "above", "at"]), _cell("impossible", ["at", "at", "at"])
+    vt = VerdictTable("s", ["t"], [("m", [bad]), ("n", [good])])
+    text = vt.summary()
+    assert "1 of 2 'impossible' cells stay at chance" in text
+    assert "(1 do not: m / t seed 1 at 80.0% [70.0-90.0] (chance 50.0%); of the 6 seeds" in text
+    assert "about 0.1 fall outside chance by the sampling alone" in text
+    assert "(0 do not)" in VerdictTable("s", ["t"], [("n", [good])]).summary()
