@@ -214,11 +214,28 @@ def update_readme(text: str, data: dict) -> str:
             new = f"{last}  # ({t})" if "  # " not in last else f"{last}  ({t})"
         text = text.replace(last, new, 1)
     return re.sub(
-        r"(writes bench/readme_times\.json\) on\n?)[^;]*;",
-        lambda m: f"{m[1]}{data['machine']}, {data['date']}, {load_sentence(data)};",
+        r"(writes bench/readme_times\.json\) on)\s.*?(\(both are in bench/readme_times\.json\))",
+        lambda m: (
+            f"{m[1]} {data['machine']}, {data['date']}, {load_sentence(data)}; {ratio_sentence(data)} {m[2]}"
+        ),
         text,
         count=1,
         flags=re.S,
+    )
+
+
+def ratio_sentence(data: dict) -> str:
+    """How the wall times compare with the CPU seconds of the commands' processes (those that used at
+    least a second): 'the cores were otherwise idle, so ...' or 'the machine was shared with other jobs
+    throughout, so ...', with the range and median of wall / CPU."""
+    r = sorted(c["wall_s"] / c["cpu_s"] for c in data["commands"] if c.get("cpu_s", 0) >= 1)
+    if not r:
+        return "no command used a CPU second"
+    shared = statistics.median(r) > 1.5
+    how = "the machine was shared with other jobs throughout" if shared else "the cores were otherwise idle"
+    return (
+        f"{how}, so each wall time here is {r[0]:.1f} to {r[-1]:.1f} times (median "
+        f"{statistics.median(r):.1f}) the CPU seconds its processes used"
     )
 
 

@@ -25,6 +25,7 @@ from readme_times import (  # noqa: E402  (the bench script holds the README's p
     instrumented,
     key,
     load_sentence,
+    ratio_sentence,
     readme_commands,
     readme_time,
     stated,
@@ -50,7 +51,7 @@ def test_stated_times_are_measured():
     assert demo and demo[1].startswith(readme_time(measured["make demo"])), demo
     # the machine, the date and the load it was measured under, as the script writes them; no placeholder
     said = " ".join(readme.split())
-    assert f"{data['machine']}, {data['date']}, {load_sentence(data)};" in said
+    assert f"{data['machine']}, {data['date']}, {load_sentence(data)}; {ratio_sentence(data)} (both" in said
     assert not re.search(r"\b(MACHINE|DATE|LOAD)\b", readme)
 
 
