@@ -475,3 +475,21 @@ def test_frontier_mixer_trains_on_parity_and_evaluates_to_10000(name):
     )
     assert (m.length, m.n_sequences, m.accuracy) == (10_000, whole.n_sequences, whole.accuracy), name
     assert m.token_accuracy == pytest.approx(whole.token_accuracy, abs=1e-3), name
+
+
+@pytest.mark.parametrize("rows", [False, True])
+def test_pdssm_hard_map_from_distinct_rows_equals_the_map_per_token(rows):
+    """Without gradients PD-SSM forms its [N, N] mix once per distinct input row (a layer reading token
+    embeddings sees one per symbol): the one-hot map is the argmax of the per-token mix either way."""
+    from statetrack.layers.pdssm import PDSSM
+
+    torch.manual_seed(0)
+    layer = PDSSM(8, 6, dict_size=4, rows=rows)
+    axis = -1 if rows else -2
+    symbols = torch.randn(3, 8)
+    repeated = symbols[torch.randint(0, 3, (2, 50))]  # 3 distinct rows among 100
+    distinct = torch.randn(2, 50, 8)
+    for x in (repeated, distinct):
+        with torch.no_grad():
+            idx, _, _, soft = layer._terms(x, relax=False)
+            assert soft is None and torch.equal(idx, layer._mix(x).argmax(axis))

@@ -106,15 +106,28 @@ class PDSSM(Mixer):
 
     def _terms(self, x: Tensor, relax: bool) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
         """x [..., d_model] -> idx [..., N], d [..., N] complex, b [..., N] complex, soft [..., N, N] or None."""
-        M = self._mix(x)
         axis = -1 if self.rows else -2  # the one of each row (rows) or of each column
-        idx = M.argmax(axis)
-        soft = torch.softmax(M, axis) if relax else None  # the hard P's relaxation, one-hot axis summing to 1
+        if relax:
+            M = self._mix(x)
+            idx = M.argmax(axis)
+            soft = torch.softmax(M, axis)  # the hard P's relaxation, one-hot axis summing to 1
+        else:
+            idx, soft = self._hard_index(x, axis), None
         mag = self.magnitude(x)
         ang = 2 * math.pi * self.phase(x)
         d = polar(mag, ang)
         b = torch.complex(x @ self.B_re.T, x @ self.B_im.T)
         return idx, d, b, soft
+
+    def _hard_index(self, x: Tensor, axis: int) -> Tensor:
+        """The one-hot map sigma [..., N]: the mix's argmax over P's one-hot axis, computed once per distinct
+        input row when at most half the rows are distinct (a layer reading token embeddings sees one row per
+        symbol; forming the [N, N] mix per token is what evaluation spends its time on at N = 120)."""
+        flat = x.reshape(-1, x.shape[-1])
+        uniq, inverse = torch.unique(flat, dim=0, return_inverse=True)
+        if 2 * uniq.shape[0] > flat.shape[0]:
+            return self._mix(x).argmax(axis)
+        return self._mix(uniq).argmax(axis)[inverse].reshape(*x.shape[:-1], self.d_state)
 
     def _out(self, h: Tensor, x: Tensor) -> Tensor:
         """The read-out of [Re h, Im h] plus the skip D_skip x: h [..., N] complex, x [..., d_model]."""
