@@ -234,7 +234,7 @@ class VerdictTable:
     @staticmethod
     def _disagreements(imp: list[VerdictCell]) -> str:
         """'0 do not', or '2 do not: DCD / A5 seed 2 at 4.5% [2.3-8.8] (chance 1.7%), ...; of the 180 seeds
-        judged at 99%, about 1.8 fall outside by sampling alone'."""
+        judged at 99%, about 1.8 fall outside chance by the sampling alone'."""
         off = [
             (c, s) for c in imp if c.outcome == Outcome.DISAGREES for s in c.scored if not c.within_ceiling(s)
         ]
