@@ -235,11 +235,10 @@ class VerdictTable:
     def _disagreements(imp: list[VerdictCell]) -> str:
         """'0 do not', or '2 do not: DCD / A5 seed 2 at 4.5% [2.3-8.8] (chance 1.7%), ...; of the 180 seeds
         judged at 99%, about 1.8 fall outside chance by the sampling alone'."""
-        off = [
-            (c, s) for c in imp if c.outcome == Outcome.DISAGREES for s in c.scored if not c.within_ceiling(s)
-        ]
-        if not off:
+        bad = [c for c in imp if c.outcome == Outcome.DISAGREES]
+        if not bad:
             return "0 do not"
+        off = [(c, s) for c in bad for s in c.scored if not c.within_ceiling(s)]
         seeds = sum(len(c.scored) for c in imp)
         listed = "; ".join(
             f"{c.model} / {c.column} seed {s.seed} at {100 * a:.1f}% [{100 * lo:.1f}-{100 * hi:.1f}] "
@@ -247,9 +246,8 @@ class VerdictTable:
             for c, s in off
             for a, lo, hi, ch in [s.measured()]
         )
-        n_cells = len({id(c) for c, _ in off})
         return (
-            f"{n_cells} do not: {listed}; of the {seeds} seeds of these cells judged at {100 * LEVEL:.0f}%, "
+            f"{len(bad)} do not: {listed}; of the {seeds} seeds of these cells judged at {100 * LEVEL:.0f}%, "
             f"about {(1 - LEVEL) * seeds:.1f} fall outside chance by the sampling alone"
         )
 
