@@ -187,11 +187,16 @@ def equivalence_row(spec: str, device: str) -> dict:
     }
 
 
+def error_text(e: Exception) -> str:
+    """An exception as one line: its type and the first line of its message (none for an empty one)."""
+    return f"{type(e).__name__}: {next(iter(str(e).splitlines()), '')}"
+
+
 def _row_or_error(spec: str, device: str) -> dict:
     try:
         return equivalence_row(spec, device)
     except Exception as e:
-        return {"mixer": spec, "ok": False, "error": f"{type(e).__name__}: {str(e).splitlines()[0]}"}
+        return {"mixer": spec, "ok": False, "error": error_text(e)}
 
 
 def _print_row(r: dict) -> None:
@@ -329,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         "--equivalence-seconds",
         type=float,
         default=None,
-        help="equivalence's share (default: 35%%, at most 120 s)",
+        help="equivalence's share (default: 45%%, at most 240 s)",
     )
     a = ap.parse_args(argv)
     a.workers = a.workers or (8 if a.device == "cuda" else 1)
@@ -371,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             result[name] = sections[name]()
         except Exception as e:  # one section's failure is a finding; the sections after it still run
-            result[name] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
+            result[name] = {"error": error_text(e)}
             print(f"gpu_check: section {name} failed: {result[name]['error']}", flush=True)
         write()
     failed = result.get("equivalence", {}).get("failed", [])
