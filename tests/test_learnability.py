@@ -4,6 +4,7 @@ length curriculum (statetrack.training.loop, statetrack.training.steps.batches).
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -199,6 +200,10 @@ def test_a_learnability_cell_carries_its_evidence(tmp_path):
     section = md[md.index("## Learnability cells: the evidence") :]
     assert "### Mamba-3 on parity (yes T5" in section
     assert "learnt in distribution by 0/2 seeds" in section
+    # not learnt in distribution: the best seed's curve, extrapolated or called flat
+    assert re.search(
+        r"- Projection \(the best seed's validation curve.*\): best \d+\.\d% · (flat|projected )", section
+    )
     assert "Spectrum of the best seed" in section and "per input symbol, min Re 0:" in section
     assert "control 'Mamba-3 (construction)' (from the construction): tracked by 2/2 seeds" in section
     assert (tmp_path / "out" / "ev" / "spectrum-mamba-3-parity.png").is_file()

@@ -7,6 +7,8 @@ weights exist, training did not find them. The report does not leave it at that.
   ``learned_accuracy`` for ``learned_validations`` validations in a row, and the median step), so a
   cell that fits the training lengths but falls at length is told apart from one that never fits;
 * the **learning curves** (the report's figure of that task's column);
+* for a cell no seed learnt in distribution, the **projected steps** its best seed's validation curve
+  extrapolates to (``report.projection``), with the CPU hours they take at the run's own pace;
 * the **spectrum** of the learned transitions of the best seed's checkpoint (``theory.spectra``): per
   layer the eigenvalue nearest -1, the largest and smallest modulus over the inputs of a few sample
   sequences, and for layer 1 the eigenvalues of each input symbol alone, with a figure: what a parity
@@ -24,6 +26,7 @@ from pathlib import Path
 
 from statetrack.errors import UserError
 from statetrack.report.plots import close, save, slug, spectrum_figure
+from statetrack.report.state_tables import unlearnt_text
 from statetrack.report.verdicts import TRACKED, VerdictCell, VerdictTable
 from statetrack.theory.spectra import spectrum
 
@@ -74,9 +77,12 @@ def _control_text(cell: VerdictCell, table: VerdictTable) -> str:
     )
 
 
-def evidence_markdown(table: VerdictTable, figdir: Path, folder: str, formats=("png",)) -> list[str]:
+def evidence_markdown(
+    table: VerdictTable, figdir: Path, folder: str, formats=("png",), curves: dict[int, list] | None = None
+) -> list[str]:
     """The markdown lines of the evidence section (empty when there is no learnability cell); writes one
-    spectrum figure per cell into ``figdir``."""
+    spectrum figure per cell into ``figdir``. ``curves`` (run id -> validation curve): a cell that no seed
+    learnt in distribution gets the steps its best seed's curve projects."""
     cells = table.learnability_cells()
     if not cells:
         return []
@@ -102,6 +108,12 @@ def evidence_markdown(table: VerdictTable, figdir: Path, folder: str, formats=("
             f"[{min(accs):.1f}-{max(accs):.1f}] (chance {100 * (median.chance or 0):.0f}%), "
             f"above chance in {c.above}/{len(c.scored)} seeds. Learning curves: the figure of {c.column}."
         )
+        done = [r for _, at, _, r in c.runs if at != "n/a"]
+        if have and not learnt and curves and c.learned_accuracy is not None:
+            md.append(
+                f"- Projection (the best seed's validation curve, statetrack.report.projection): "
+                f"{unlearnt_text(done, curves, c.learned_accuracy)}."
+            )
         run = c.best_run()
         ckpt = getattr(run, "checkpoint", None)
         if ckpt and Path(ckpt).is_file():

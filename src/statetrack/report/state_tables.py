@@ -26,6 +26,7 @@ import re
 import statistics
 from dataclasses import replace
 
+from statetrack.report.projection import project_steps
 from statetrack.report.render import fmt_cell, median_tested
 from statetrack.report.selection import TableCell
 from statetrack.report.table import StudyTable, study_tables
@@ -54,7 +55,11 @@ LEARNING_NOTE = (
     "(99% unless the study says otherwise) for learned_validations validations in a row (3) within "
     "the training budget, out of the seeds run, at the learning rate selected in the main table; "
     "then the median [min-max] over those seeds of the step at which they learnt it (the first "
-    "validation of that run). 0/n: not learnt in the budget by any seed."
+    "validation of that run). 0/n: not learnt in the budget by any seed; then the best seed's best "
+    "validation accuracy and the step its curve projects for learned_accuracy (a power law fitted to its "
+    "validation error from a quarter of the budget on, statetrack.report.projection; 'flat': the error "
+    "fell by less than half per tenfold steps, no projection), with the CPU hours that many steps take "
+    "at the run's measured seconds per step."
 )
 
 
@@ -63,14 +68,18 @@ def on_split(results: list, split: str) -> list:
     return [(j, r if r is None else replace(r, metrics=r.split(split, j.eval.splits[0]))) for j, r in results]
 
 
-def state_tables(study, results: list, scale: str | None, tables: list[StudyTable]) -> list[StudyTable]:
-    """``tables`` with, after each, its long-range and failure-horizon tables where its runs have them."""
+def state_tables(
+    study, results: list, scale: str | None, tables: list[StudyTable], curves: dict[int, list] | None = None
+) -> list[StudyTable]:
+    """``tables`` with, after each, its long-range and failure-horizon tables where its runs have them;
+    ``curves`` (run id -> validation curve) lets the learning table project the steps of a cell no seed
+    learnt."""
     out = []
     for t in tables:
         out.append(t)
         mine = [(j, r) for j, r in results if getattr(j, "table", "main") == t.name]
         if any(r is not None and "learned_at_step" in (r.summary or {}) for _, r in mine):
-            out.append(_learning_table(t, mine))
+            out.append(_learning_table(t, mine, curves or {}))
         long = on_split(mine, "long")
         if any(r is not None and r.metrics for _, r in long):
             out.append(_long_table(study, long, scale, t))
@@ -149,7 +158,24 @@ def learning_text(steps: list[int | None]) -> str:
     return text
 
 
-def _learning_table(main: StudyTable, results: list) -> StudyTable:
+def unlearnt_text(runs: list, curves: dict[int, list], target: float) -> str:
+    """'best 84.4% · projected 540k steps (26 CPU h)': of a cell that no seed learnt, the best seed's best
+    validation accuracy and what its curve projects for the accuracy ``target`` (the runs'
+    learned_accuracy; statetrack.report.projection)."""
+    best = max(runs, key=lambda r: (r.summary or {}).get("best_val_accuracy") or 0.0)
+    s = best.summary or {}
+    text = f"best {100 * s['best_val_accuracy']:.1f}%" if s.get("best_val_accuracy") is not None else ""
+    curve = curves.get(best.run_id)
+    if not curve:
+        return text
+    p = project_steps(curve, target, s.get("steps_run"))
+    more = p.text()
+    if p.steps is not None and not p.beyond and s.get("train_time") and s.get("steps_run"):
+        more += f" ({p.steps * s['train_time'] / s['steps_run'] / 3600:,.1f} CPU h)"
+    return " · ".join(x for x in (text, more) if x)
+
+
+def _learning_table(main: StudyTable, results: list, curves: dict[int, list] | None = None) -> StudyTable:
     t = StudyTable(
         main.study,
         f"{main.title}: learnt within the budget, and at which step",
@@ -180,7 +206,11 @@ def _learning_table(main: StudyTable, results: list) -> StudyTable:
             steps = [r.summary["learned_at_step"] for r in done]
             learnt = [s for s in steps if s is not None]
             cell = TableCell(statistics.median(learnt) if learnt else None, learnt, None, runs=len(done))
-            row["cells"][col], row["text"][col], row["differs"][col] = cell, learning_text(steps), None
+            text = learning_text(steps)
+            if not learnt:
+                target = next(j.train.learned_accuracy for j, r in results if r is done[0])
+                text = " · ".join(x for x in (text, unlearnt_text(done, curves or {}, target)) if x)
+            row["cells"][col], row["text"][col], row["differs"][col] = cell, text, None
         t.rows.append(row)
     return t
 

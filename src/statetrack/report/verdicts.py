@@ -108,6 +108,8 @@ class VerdictCell:
     #: per complete run: (seed, step at which it learnt the task in distribution or None, best validation
     #: accuracy, the run's result) -- the learnability evidence reads these
     runs: list[tuple] = field(default_factory=list)
+    #: the runs' learned_accuracy (the in-distribution accuracy that counts as learnt)
+    learned_accuracy: float | None = None
 
     @property
     def scored(self) -> list[SeedScore]:
@@ -372,6 +374,7 @@ def verdict_table(study, results) -> VerdictTable:
         task, fixed = info[job.train.task]
         cell.seeds.append(seed_score(job, res, task, fixed))
         summary = res.summary or {}
+        cell.learned_accuracy = job.train.learned_accuracy
         cell.runs.append(
             (job.seed, summary.get("learned_at_step", "n/a"), summary.get("best_val_accuracy"), res)
         )

@@ -162,7 +162,7 @@ def collect(
     if study.kind is StudyKind.LM:  # a language-modelling study: bpb tables (statetrack.report.lm)
         tables = lm_tables(study, results, scale, db=db)
     else:
-        tables = state_tables(study, results, scale, study_tables(study, results, scale))
+        tables = state_tables(study, results, scale, study_tables(study, results, scale), curves)
     rep = Report(
         study,
         scale,
@@ -509,7 +509,7 @@ def write_report(
             VERDICTS_CAPTION,
             "",
         ]
-        md += evidence_markdown(rep.verdicts, figdir, study.name, figures)
+        md += evidence_markdown(rep.verdicts, figdir, study.name, figures, rep.curves)
     md += ["## Accuracy of every run, with 95% intervals", "", INTERVALS_CAPTION, "", intervals_markdown(rep)]
     long = intervals_markdown(rep, "long")
     if long.strip():
