@@ -106,10 +106,10 @@ def _scan(a: Tensor, b: Tensor, h0: Tensor, out: Tensor | None = None) -> Tensor
 def loop_reverse(a: Tensor, gh: Tensor) -> Tensor:
     """g_t = gh_t + conj(a_{t+1}) g_{t+1}, g_{T-1} = gh_{T-1}, in place in a copy of gh (no autograd)."""
     g = gh.clone(memory_format=torch.contiguous_format)
-    gv, av = g.unbind(1), a.unbind(1)
-    cplx = a.is_complex()
+    # one conjugate of the whole sequence: a conjugate per step costs an allocation each
+    gv, av = g.unbind(1), (a[:, 1:].conj_physical() if a.is_complex() else a[:, 1:]).unbind(1)
     for t in range(len(gv) - 2, -1, -1):
-        gv[t].addcmul_(av[t + 1].conj_physical() if cplx else av[t + 1], gv[t + 1])
+        gv[t].addcmul_(av[t], gv[t + 1])
     return g
 
 
