@@ -66,8 +66,8 @@ def test_the_learning_table_names_the_best_seed_and_its_projection_with_cpu_hour
         1: _curve(lambda s: 0.4, range(100, 1001, 100)),
         2: _curve(lambda s: 50 / s, range(100, 1001, 100)),
     }
-    # seed 2 is the best: 5,000 steps at 0.36 s per step is 0.5 CPU hours
-    assert unlearnt_text(runs, curves, 0.99) == "best 95.0% · projected 5k steps (0.5 CPU h)"
+    # seed 2 is the best: 5,000 steps at 0.36 s per step is 0.5 hours
+    assert unlearnt_text(runs, curves, 0.99) == "best 95.0% · projected 5k steps (0.5 h)"
     assert unlearnt_text(runs, {}, 0.99) == "best 95.0%"  # no curve stored: no projection
     runs[1].summary["best_val_accuracy"] = 0.3
     assert unlearnt_text(runs, curves, 0.99) == "best 60.0% · flat"

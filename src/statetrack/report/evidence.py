@@ -8,7 +8,7 @@ weights exist, training did not find them. The report does not leave it at that.
   cell that fits the training lengths but falls at length is told apart from one that never fits;
 * the **learning curves** (the report's figure of that task's column);
 * for a cell no seed learnt in distribution, the **projected steps** its best seed's validation curve
-  extrapolates to (``report.projection``), with the CPU hours they take at the run's own pace;
+  extrapolates to (``report.projection``), with the hours they take at the run's own pace;
 * the **spectrum** of the learned transitions of the best seed's checkpoint (``theory.spectra``): per
   layer the eigenvalue nearest -1, the largest and smallest modulus over the inputs of a few sample
   sequences, and for layer 1 the eigenvalues of each input symbol alone, with a figure: what a parity

@@ -58,8 +58,8 @@ LEARNING_NOTE = (
     "validation of that run). 0/n: not learnt in the budget by any seed; then the best seed's best "
     "validation accuracy and the step its curve projects for learned_accuracy (a power law fitted to its "
     "validation error from a quarter of the budget on, statetrack.report.projection; 'flat': the error "
-    "fell by less than half per tenfold steps, no projection), with the CPU hours that many steps take "
-    "at the run's measured seconds per step."
+    "fell by less than half per tenfold steps, no projection), with the hours that many steps take "
+    "at the run's own pace (its training seconds per step, one thread)."
 )
 
 
@@ -159,7 +159,7 @@ def learning_text(steps: list[int | None]) -> str:
 
 
 def unlearnt_text(runs: list, curves: dict[int, list], target: float) -> str:
-    """'best 84.4% · projected 540k steps (26 CPU h)': of a cell that no seed learnt, the best seed's best
+    """'best 84.4% · projected 540k steps (26 h)': of a cell that no seed learnt, the best seed's best
     validation accuracy and what its curve projects for the accuracy ``target`` (the runs'
     learned_accuracy; statetrack.report.projection)."""
     best = max(runs, key=lambda r: (r.summary or {}).get("best_val_accuracy") or 0.0)
@@ -171,7 +171,7 @@ def unlearnt_text(runs: list, curves: dict[int, list], target: float) -> str:
     p = project_steps(curve, target, s.get("steps_run"))
     more = p.text()
     if p.steps is not None and not p.beyond and s.get("train_time") and s.get("steps_run"):
-        more += f" ({p.steps * s['train_time'] / s['steps_run'] / 3600:,.1f} CPU h)"
+        more += f" ({p.steps * s['train_time'] / s['steps_run'] / 3600:,.1f} h)"
     return " · ".join(x for x in (text, more) if x)
 
 
