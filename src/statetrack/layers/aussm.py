@@ -36,7 +36,7 @@ from statetrack.layers.base import (
     check_expand,
     init_dt_bias,
 )
-from statetrack.ops import polar, selective_scan, unit_phase
+from statetrack.ops import polar, selective_readout, unit_phase
 from statetrack.ops.mamba import mamba_transition
 
 
@@ -119,13 +119,10 @@ class _ComplexSelective(MambaInput, Mixer):
         a, scale = self._ab(low)
         return a, scale * u, Bm, Cm
 
-    def _out(self, h: Tensor, Cm: Tensor, u: Tensor, z: Tensor) -> Tensor:
-        """y = Re(sum_n C_n h_n) + D u, gated by silu(z), then out_proj: h [..., E, N], Cm [..., N] complex,
-        u, z [..., E] -> [..., d_model]."""
-        # Re(sum_n C_n h_n) = sum_n (Re C_n Re h_n - Im C_n Im h_n), as one batched matmul over (n, re/im)
-        c = torch.stack([Cm.real, -Cm.imag], -1).flatten(-2).unsqueeze(-1)  # (..., 2N, 1)
-        y = (torch.view_as_real(h).flatten(-2) @ c).squeeze(-1) + self.D * u
-        return self.out_proj(y * F.silu(z))
+    def _gate(self, y: Tensor, u: Tensor, z: Tensor) -> Tensor:
+        """The readout y = Re(sum_n C_n h_n) [..., E] plus D u, gated by silu(z), then out_proj: u, z [..., E]
+        -> [..., d_model]."""
+        return self.out_proj((y + self.D * u) * F.silu(z))
 
     def forward(
         self, x: Tensor, state: tuple[Tensor, Tensor] | None = None
@@ -137,8 +134,10 @@ class _ComplexSelective(MambaInput, Mixer):
         h0, buf = state
         u, z, buf = self._pre(x, buf, chunk=True)
         a, xin, Bm, Cm = self._terms(u)
-        h = selective_scan(a, xin, Bm, h0)  # h_t = a_t h_{t-1} + xin_t (outer) B_t
-        return self._out(h, Cm, u, z), (h[:, -1], buf)
+        y, h = selective_readout(
+            a, xin, Bm, Cm, h0
+        )  # h_t = a_t h_{t-1} + xin_t (outer) B_t, y_t = Re(C_t h_t)
+        return self._gate(y, u, z), (h, buf)
 
     def step(self, x: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, tuple[Tensor, Tensor]]:
         """Args: x (Tensor): [B, d_model], one token; state: as ``forward``'s. Returns: y (Tensor):
@@ -147,7 +146,7 @@ class _ComplexSelective(MambaInput, Mixer):
         u, z, buf = self._pre(x, buf, chunk=False)
         a, xin, Bm, Cm = self._terms(u)
         h = a * h + xin.unsqueeze(-1) * Bm.unsqueeze(-2)
-        return self._out(h, Cm, u, z), (h, buf)
+        return self._gate((h * Cm.unsqueeze(-2)).sum(-1).real, u, z), (h, buf)
 
     def eigenvalues(self, x: Tensor) -> Tensor:
         """A_bar(x_t) for inputs x [B, T, d_model], conv history from zeros: [B, T, E * N] complex."""

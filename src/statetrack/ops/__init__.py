@@ -18,7 +18,12 @@ from statetrack.ops.householder import (
     interleave,
 )
 from statetrack.ops.mamba import mamba_scan, mamba_scan_ref
-from statetrack.ops.selective import selective_scan, selective_scan_ref
+from statetrack.ops.selective import (
+    selective_readout,
+    selective_readout_ref,
+    selective_scan,
+    selective_scan_ref,
+)
 
 __all__ = [
     "causal_conv",
@@ -37,6 +42,8 @@ __all__ = [
     "interleave",
     "mamba_scan",
     "mamba_scan_ref",
+    "selective_readout",
+    "selective_readout_ref",
     "selective_scan",
     "selective_scan_ref",
 ]

@@ -51,6 +51,10 @@ _SIGNATURES: dict[str, dict[str, list[type]]] = {
         "statetrack_mamba_fwd": [_I64] * 4 + [_INT] + [_PTR] * 9,
         "statetrack_mamba_bwd": [_I64] * 4 + [_INT] + [_PTR] * 16,
     },
+    "complex_scan": {
+        "statetrack_cscan_fwd": [_I64] * 4 + [_PTR] * 8,
+        "statetrack_cscan_bwd": [_I64] * 4 + [_PTR] * 13,
+    },
     "mamba3_scan": {
         "statetrack_mamba3_fwd": [_I64] * 5 + [_PTR] * 20,
         "statetrack_mamba3_bwd": [_I64] * 5 + [_PTR] * 33,
