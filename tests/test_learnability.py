@@ -181,15 +181,22 @@ scales:
 """
 
 
-def test_a_learnability_cell_carries_its_evidence(tmp_path):
-    from statetrack.report.writer import collect, write_report
+def _swept(tmp_path, text: str):
+    """The quick scale of the study ``text``, run into a fresh database and collected for its report."""
+    from statetrack.report.writer import collect
     from statetrack.reproduce import reproduce
 
-    path = tmp_path / "ev.yaml"
-    path.write_text(EVIDENCE_STUDY)
+    path = tmp_path / "study.yaml"
+    path.write_text(text)
     db = tmp_path / "t.db"
     study, _, _ = reproduce(str(path), db=str(db), workers=1)
-    rep = collect(study, str(db), "quick")
+    return collect(study, str(db), "quick")
+
+
+def test_a_learnability_cell_carries_its_evidence(tmp_path):
+    from statetrack.report.writer import write_report
+
+    rep = _swept(tmp_path, EVIDENCE_STUDY)
     # the control row is evidence, not a cell of the agreement count
     assert [label for label, _ in rep.verdicts.rows] == ["Mamba-3", "Mamba [0,1]"]
     (cell,) = rep.verdicts.learnability_cells()
@@ -213,3 +220,38 @@ def test_a_learnability_cell_carries_its_evidence(tmp_path):
         bad = tmp_path / "bad.yaml"
         bad.write_text(EVIDENCE_STUDY.replace("control_of: Mamba-3", "control_of: Nope"))
         load_study(str(bad))
+
+
+BELOW_STUDY = """
+name: below
+title: a study whose model falls short of its paper
+source: test
+metric: accuracy
+score: {kind: mean}
+tolerance: 0.1
+train: {batch_size: 8, eval_every: 5, val_sequences: 16, lr: 0.01}
+train_lengths: [1, 8]
+tables:
+  - name: main
+    tasks:
+      - {label: parity, task: parity}
+      - {label: C2, task: "group:C2"}
+    models:
+      - label: Neg. Mamba
+        model: {layers: "negmamba(conv=0)", d_model: 4, d_state: 4}
+        published: {parity: 1.0, C2: 0.0}
+scales:
+  quick: {seeds: 2, steps: 10, eval_batch: 16, test_lengths: [20]}
+"""
+
+
+def test_a_cell_below_the_paper_carries_its_evidence(tmp_path):
+    from statetrack.report.writer import write_report
+
+    md = write_report(_swept(tmp_path, BELOW_STUDY), tmp_path / "out").read_text()
+    section = md[md.index("## Cells below the paper's: the evidence") :]
+    # 10 steps do not learn parity: below the paper's 1.0; C2 is above its paper's 0.0, which is no failure
+    assert "### Neg. Mamba on parity" in section and "### Neg. Mamba on C2" not in section
+    assert "learnt in distribution by 0/2 seeds: best " in section
+    assert "Spectrum of the best seed (seed " in section and "layer 1 (negmamba): min Re" in section
+    assert (tmp_path / "out" / "below" / "spectrum-neg-mamba-parity.png").is_file()

@@ -17,6 +17,11 @@ weights exist, training did not find them. The report does not leave it at that.
   construction (``control_of`` in the study file, ``train.init: construction:NAME``), trained under the
   same protocol, and whether its seeds still track the task at the long lengths: the weights exist and
   training keeps them. A cell without such a row says so.
+
+A study compared with a paper's numbers instead (no oracle) gets the same evidence, less the construction,
+for every cell of its tables below the paper's number beyond the tolerance (``below_paper_markdown``):
+learnt in distribution or not, how far the best seed came and what its curve projects, and the spectrum
+of its best seed.
 """
 
 from __future__ import annotations
@@ -27,7 +32,9 @@ from pathlib import Path
 from statetrack.errors import UserError
 from statetrack.report.plots import close, save, slug, spectrum_figure
 from statetrack.report.state_tables import unlearnt_text
+from statetrack.report.table import StudyTable
 from statetrack.report.verdicts import TRACKED, VerdictCell, VerdictTable
+from statetrack.runs.store import RunStatus
 from statetrack.theory.spectra import spectrum
 
 CAPTION = (
@@ -56,6 +63,26 @@ def spectrum_summary(result: dict) -> str:
             text += "; per input symbol, min Re " + ", ".join(f"{t}: {v:+.3f}" for t, v in per.items())
         parts.append(text)
     return "; ".join(parts)
+
+
+def _spectrum_lines(run, seed, model: str, column: str, figdir: Path, folder: str, formats) -> list[str]:
+    """The spectrum line of a cell's best seed (and its figure, written into ``figdir``)."""
+    ckpt = getattr(run, "checkpoint", None)
+    if not (ckpt and Path(ckpt).is_file()):
+        return ["- Spectrum: no checkpoint of the best seed is on disk"]
+    try:
+        result = spectrum(ckpt)
+    except (UserError, OSError) as e:
+        return [f"- Spectrum: the best seed's checkpoint could not be read ({type(e).__name__}: {e})"]
+    md = [f"- Spectrum of the best seed (seed {seed}): {spectrum_summary(result)}."]
+    if any("samples" in layer for layer in result["layers"]) and formats:
+        fig = spectrum_figure(result)
+        try:
+            name = save(fig, figdir, f"spectrum-{slug(model)}-{slug(column)}", formats)[0].name
+        finally:
+            close(fig)
+        md.append(f"  ![spectrum of {model} on {column}]({folder}/{name})")
+    return md
 
 
 def _control_text(cell: VerdictCell, table: VerdictTable) -> str:
@@ -114,27 +141,70 @@ def evidence_markdown(
                 f"- Projection (the best seed's validation curve, statetrack.report.projection): "
                 f"{unlearnt_text(done, curves, c.learned_accuracy)}."
             )
-        run = c.best_run()
-        ckpt = getattr(run, "checkpoint", None)
-        if ckpt and Path(ckpt).is_file():
-            try:
-                result = spectrum(ckpt)
-            except (UserError, OSError) as e:
-                md.append(
-                    f"- Spectrum: the best seed's checkpoint could not be read ({type(e).__name__}: {e})"
-                )
-            else:
-                md.append(f"- Spectrum of the best seed (seed {best.seed}): {spectrum_summary(result)}.")
-                if any("samples" in layer for layer in result["layers"]) and formats:
-                    fig = spectrum_figure(result)
-                    try:
-                        stem = f"spectrum-{slug(c.model)}-{slug(c.column)}"
-                        name = save(fig, figdir, stem, formats)[0].name
-                    finally:
-                        close(fig)
-                    md.append(f"  ![spectrum of {c.model} on {c.column}]({folder}/{name})")
-        else:
-            md.append("- Spectrum: no checkpoint of the best seed is on disk")
+        md += _spectrum_lines(c.best_run(), best.seed, c.model, c.column, figdir, folder, formats)
         md.append(f"- Construction: {_control_text(c, table)}.")
         md.append("")
     return md
+
+
+BELOW_CAPTION = (
+    "Each cell of the main tables below the paper's number beyond the tolerance: whether its seeds learnt "
+    "the task in distribution (at the learning rate the table selected), how far the best one came and "
+    "what its validation curve projects (statetrack.report.projection), and the spectrum of the learned "
+    "transitions of its best seed (the seed with the best validation accuracy): what tracking needs is "
+    "an eigenvalue of modulus 1 at the angle of the task's cycle (-1 for a parity, a rotation for a "
+    "counter), and the learning curves are the figure of its task above."
+)
+
+
+def _below(cell) -> bool:
+    """Ours below the paper's published number (a cell above it, or one the paper marks 'x', is no failure
+    of training)."""
+    pub = cell.published
+    if not isinstance(pub, (int, float)) or isinstance(pub, bool):
+        return False
+    return cell.selected is None or cell.selected < pub
+
+
+def below_paper_markdown(rep, figdir: Path, folder: str, formats=("png",)) -> list[str]:
+    """The markdown lines of the evidence behind every main-table cell that differs from the paper by
+    being below it (empty when there is none), for a study compared with published numbers; writes one
+    spectrum figure per cell into ``figdir``."""
+    md: list[str] = []
+    for t in rep.tables:
+        if not isinstance(t, StudyTable) or t.kind in ("learning", "horizon"):
+            continue  # a language-model table, or one derived from a main table (no published numbers)
+        for row in t.rows:
+            for col, differs in row["differs"].items():
+                cell = row["cells"].get(col)
+                if not differs or cell is None or not _below(cell):
+                    continue
+                runs = [
+                    (j, r)
+                    for j, r in rep.results
+                    if r is not None
+                    and r.status == RunStatus.COMPLETE
+                    and getattr(j, "table", "main") == t.name
+                    and j.label == row["label"]
+                    and (j.column or t.task_columns[0]) == col
+                    and (cell.lr is None or j.train.lr == cell.lr)
+                ]
+                if not runs:
+                    continue
+                done = [r for _, r in runs if "learned_at_step" in (r.summary or {})]
+                steps = [r.summary["learned_at_step"] for r in done]
+                learnt = sorted(x for x in steps if x is not None)
+                md.append(f"### {row['label']} on {col}")
+                md.append("")
+                fit = f"learnt in distribution by {len(learnt)}/{len(done)} seeds" if done else ""
+                if learnt:
+                    fit += f" (median step {statistics.median(learnt):,.0f})"
+                elif done:
+                    fit += f": {unlearnt_text(done, rep.curves, runs[0][0].train.learned_accuracy)}"
+                md.append(
+                    f"- Training: {fit or 'no learned_at_step recorded'}; learning curves: the figure of {col}."
+                )
+                j, best = max(runs, key=lambda jr: (jr[1].summary or {}).get("best_val_accuracy") or 0.0)
+                md += _spectrum_lines(best, j.seed, row["label"], col, figdir, folder, formats)
+                md.append("")
+    return ["## Cells below the paper's: the evidence", "", BELOW_CAPTION, "", *md] if md else []
