@@ -200,69 +200,75 @@ def test_mamba3_non_contiguous_inputs_and_opt_out(monkeypatch):
     assert "Mamba3ScanC" not in type(y.grad_fn).__name__
 
 
-def _readout_inputs(B, T, E, N, seed, modulus=(0.5, 1.0)):
-    """Complex transitions r e^(i theta) (float64), real x and B, complex C and h0."""
+def _readout_inputs(B, T, E, N, seed, unit=False):
+    """The modulus (None: 1) and angle of the transitions r e^(i theta), real x and B, complex C and h0
+    (float64)."""
     import math
 
     g = torch.Generator().manual_seed(seed)
-    lo, hi = modulus
-    r = torch.rand(B, T, E, N, generator=g, dtype=torch.float64) * (hi - lo) + lo
+    r = None if unit else torch.rand(B, T, E, N, generator=g, dtype=torch.float64) * 0.5 + 0.5
     theta = (torch.rand(B, T, E, N, generator=g, dtype=torch.float64) * 2 - 1) * math.pi
     x, Bm = (torch.randn(*s, generator=g, dtype=torch.float64) for s in ((B, T, E), (B, T, N)))
     C, h0 = (torch.randn(*s, generator=g, dtype=torch.complex128) for s in ((B, T, N), (B, E, N)))
-    return [torch.polar(r, theta), x, Bm, C, h0]
+    return [r, theta, x, Bm, C, h0]
+
+
+def _lowered_some(ts):
+    """``_lowered`` of the tensors given, None kept."""
+    return [None if t is None else _lowered([t])[0] for t in ts]
 
 
 @pytest.mark.parametrize("shape", [(2, 37, 5, 16), (1, 1, 3, 1), (3, 50, 8, 4), (2, 16, 4, 32)])
+@pytest.mark.parametrize("unit", [True, False])
 @pytest.mark.parametrize("final_grad", [True, False])
-def test_complex_readout_kernel_matches_reference_with_gradients(shape, final_grad):
-    from statetrack.ops import selective_readout, selective_readout_ref
+def test_complex_readout_kernel_matches_reference_with_gradients(shape, unit, final_grad):
+    from statetrack.ops import polar_readout, polar_readout_ref
 
-    ins = _readout_inputs(*shape, seed=sum(shape))
-    ref_in = [t.clone().requires_grad_() for t in ins]
-    y, hT = selective_readout_ref(*ref_in)
+    ins = _readout_inputs(*shape, seed=sum(shape), unit=unit)
+    ref_in = [None if t is None else t.clone().requires_grad_() for t in ins]
+    y, hT = polar_readout_ref(*ref_in)
     g = torch.Generator().manual_seed(1)
     wy = torch.randn(y.shape, dtype=torch.float64, generator=g)
-    wh = torch.randn(hT.shape, dtype=torch.complex128, generator=g) * float(final_grad)
+    wh = torch.randn(hT.shape, dtype=torch.complex128, generator=g)
 
     def loss(y, hT):
         out = (y * wy.to(y.dtype)).sum()
         return out + (hT.conj() * wh.to(hT.dtype)).real.sum() if final_grad else out
 
-    ref_grads = torch.autograd.grad(loss(y, hT), ref_in)
-    low = _lowered(ins)
-    y32, hT32 = selective_readout(*low)
-    assert "SelectiveReadoutC" in type(y32.grad_fn).__name__
+    given = [t for t in ref_in if t is not None]
+    ref_grads = torch.autograd.grad(loss(y, hT), given)
+    low = _lowered_some(ins)
+    y32, hT32 = polar_readout(*low)
+    assert "PolarReadoutC" in type(y32.grad_fn).__name__
     assert y32.dtype == torch.float32 and hT32.dtype == torch.complex64
     assert crel(y32, y) <= 1e-5 and crel(hT32, hT) <= 1e-5
-    grads = torch.autograd.grad(loss(y32, hT32), low)
-    for name, a, b in zip(["a", "x", "B", "C", "h0"], grads, ref_grads, strict=True):
+    grads = torch.autograd.grad(loss(y32, hT32), [t for t in low if t is not None])
+    names = [n for n, t in zip(["r", "theta", "x", "B", "C", "h0"], ins, strict=True) if t is not None]
+    for name, a, b in zip(names, grads, ref_grads, strict=True):
         assert crel(a, b) <= 1e-5, name
 
 
 def test_complex_readout_kernel_long_rotation_evaluation_and_opt_out(monkeypatch):
-    from statetrack.ops import selective_readout, selective_readout_ref
+    from statetrack.ops import polar_readout, polar_readout_ref
 
-    # 10,000 steps on the unit circle (AUSSM's transitions): within 1e-4 of the float64 reference, without
-    # autograd (no states kept) as with it
-    ins = _readout_inputs(1, 10_000, 3, 4, seed=5, modulus=(1.0, 1.0))
-    ins[4] = None  # a zero start
-    y_ref, hT_ref = selective_readout_ref(*ins)
-    low = [
-        None if t is None else t.detach().to(torch.complex64 if t.is_complex() else torch.float32)
-        for t in ins
-    ]
+    # 10,000 steps on the unit circle (AUSSM's transitions) from a zero state: within 1e-4 of the float64
+    # reference, without autograd (no states kept)
+    ins = _readout_inputs(1, 10_000, 3, 4, seed=5, unit=True)
+    ins[5] = None
+    y_ref, hT_ref = polar_readout_ref(*ins)
+    low = [None if t is None else t.to(torch.complex64 if t.is_complex() else torch.float32) for t in ins]
     with torch.no_grad():
-        y, hT = selective_readout(*low)
+        y, hT = polar_readout(*low)
     assert crel(y, y_ref) <= 1e-4 and crel(hT, hT_ref) <= 1e-4
     # strided inputs are made dense first
     ins = _readout_inputs(2, 9, 4, 3, seed=7)
-    strided = [t.transpose(0, 1).contiguous().transpose(0, 1) for t in _lowered(ins[:4])] + _lowered(ins[4:])
-    assert not strided[1].is_contiguous()
-    y, _ = selective_readout(*strided)
-    assert "SelectiveReadoutC" in type(y.grad_fn).__name__
-    assert crel(y, selective_readout_ref(*ins)[0]) <= 1e-5
+    low = _lowered(ins)
+    strided = [t.transpose(0, 1).contiguous().transpose(0, 1) for t in low[:5]] + low[5:]
+    assert not strided[2].is_contiguous()
+    y, _ = polar_readout(*strided)
+    assert "PolarReadoutC" in type(y.grad_fn).__name__
+    assert crel(y, polar_readout_ref(*ins)[0]) <= 1e-5
     monkeypatch.setenv("STATETRACK_KERNELS", "0")
-    y, _ = selective_readout(*_lowered(ins))
-    assert "SelectiveReadoutC" not in type(y.grad_fn).__name__
-    assert crel(y, selective_readout_ref(*ins)[0]) <= 1e-5
+    y, _ = polar_readout(*_lowered(ins))
+    assert "PolarReadoutC" not in type(y.grad_fn).__name__
+    assert crel(y, polar_readout_ref(*ins)[0]) <= 1e-5

@@ -15,7 +15,7 @@ B_t = W_B u_t (real), C_t = W_C u_t (complex: two real projections); per channel
 * ``dcd``: A_bar_t = r_t exp(i theta_t) with r_t = exp(-Delta_t exp(A_log)) in (0, 1] (Mamba's magnitude,
   A_log = log(1..N)) and theta_t = W_A u_t + b_A (AUSSM's angle); b_t = Delta_t B_t u_t.
 
-The angle is kept: A_bar_t is built per step from theta_t (``ops.unit_phase``), never as a product of
+The angle is kept: A_bar_t is built per step from theta_t (``ops.polar_readout``), never as a product of
 rounded unit numbers.
 """
 
@@ -36,12 +36,13 @@ from statetrack.layers.base import (
     check_expand,
     init_dt_bias,
 )
-from statetrack.ops import polar, selective_readout, unit_phase
+from statetrack.ops import polar, polar_readout
 from statetrack.ops.mamba import mamba_transition
 
 
 class _ComplexSelective(MambaInput, Mixer):
-    """Shared block; subclasses define ``_ab(low) -> (A_bar complex [..., E, N], input scale [..., E])``.
+    """Shared block; subclasses define ``_polar(low) -> (r [..., E, N] or None, theta [..., E, N], input scale
+    [..., E])``: A_bar = r exp(i theta), r None for modulus 1.
 
     Args:
         d_model (int): the width of the stream, x [B, T, d_model].
@@ -109,9 +110,15 @@ class _ComplexSelective(MambaInput, Mixer):
         E, N = self.d_inner, self.d_state
         return self.theta_proj(low[..., low.shape[-1] - self.R :]).unflatten(-1, (E, N))
 
+    def _polar(self, low: Tensor) -> tuple[Tensor | None, Tensor, Tensor]:
+        """The low-rank inputs [..., n_low] -> (A_bar's modulus [..., E, N] or None for 1, its angle [..., E,
+        N], the input's scale [..., E] or [])."""
+        raise NotImplementedError
+
     def _ab(self, low: Tensor) -> tuple[Tensor, Tensor]:
         """The low-rank inputs [..., n_low] -> (A_bar [..., E, N] complex, the input's scale [..., E] or [])."""
-        raise NotImplementedError
+        r, theta, scale = self._polar(low)
+        return polar(r, theta), scale
 
     def _terms(self, u: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """u [..., E] -> A_bar [..., E, N], the input x = scale * u [..., E], B [..., N], C [..., N] complex."""
@@ -133,10 +140,10 @@ class _ComplexSelective(MambaInput, Mixer):
             state = self.init_state(x.shape[0], x.device, x.dtype)
         h0, buf = state
         u, z, buf = self._pre(x, buf, chunk=True)
-        a, xin, Bm, Cm = self._terms(u)
-        y, h = selective_readout(
-            a, xin, Bm, Cm, h0
-        )  # h_t = a_t h_{t-1} + xin_t (outer) B_t, y_t = Re(C_t h_t)
+        low, Bm, Cm = self._split(u)
+        r, theta, scale = self._polar(low)
+        # h_t = r_t exp(i theta_t) h_{t-1} + (scale u)_t (outer) B_t, y_t = Re(sum_n C_t,n h_t,n)
+        y, h = polar_readout(r, theta, scale * u, Bm, Cm, h0)
         return self._gate(y, u, z), (h, buf)
 
     def step(self, x: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, tuple[Tensor, Tensor]]:
@@ -172,8 +179,8 @@ class AUSSM(_ComplexSelective):
     def __init__(self, d_model: int, d_state: int, conv: int = 4, expand: int = 2) -> None:
         super().__init__(d_model, d_state, conv=conv, expand=expand)
 
-    def _ab(self, low: Tensor) -> tuple[Tensor, Tensor]:
-        return unit_phase(self._theta(low)), torch.ones((), dtype=low.dtype, device=low.device)
+    def _polar(self, low: Tensor) -> tuple[Tensor | None, Tensor, Tensor]:
+        return None, self._theta(low), torch.ones((), dtype=low.dtype, device=low.device)
 
 
 class SimpleAUSSM(_ComplexSelective):
@@ -197,9 +204,9 @@ class SimpleAUSSM(_ComplexSelective):
         n = torch.arange(1, d_state + 1, dtype=torch.get_default_dtype())
         self.Lambda = nn.Parameter((math.pi * n).repeat(self.d_inner, 1))
 
-    def _ab(self, low: Tensor) -> tuple[Tensor, Tensor]:
+    def _polar(self, low: Tensor) -> tuple[Tensor | None, Tensor, Tensor]:
         dt = self._dt(low)
-        return unit_phase(dt.unsqueeze(-1) * self.Lambda), dt
+        return None, dt.unsqueeze(-1) * self.Lambda, dt
 
 
 class DCD(_ComplexSelective):
@@ -225,7 +232,7 @@ class DCD(_ComplexSelective):
             torch.log(torch.arange(1, d_state + 1, dtype=torch.get_default_dtype())).repeat(self.d_inner, 1)
         )
 
-    def _ab(self, low: Tensor) -> tuple[Tensor, Tensor]:
+    def _polar(self, low: Tensor) -> tuple[Tensor | None, Tensor, Tensor]:
         dt = self._dt(low)
         r = mamba_transition(dt, -torch.exp(self.A_log))  # Mamba's magnitude exp(-Delta exp(A_log))
-        return polar(r, self._theta(low)), dt
+        return r, self._theta(low), dt

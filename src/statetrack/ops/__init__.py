@@ -19,8 +19,8 @@ from statetrack.ops.householder import (
 )
 from statetrack.ops.mamba import mamba_scan, mamba_scan_ref
 from statetrack.ops.selective import (
-    selective_readout,
-    selective_readout_ref,
+    polar_readout,
+    polar_readout_ref,
     selective_scan,
     selective_scan_ref,
 )
@@ -42,8 +42,8 @@ __all__ = [
     "interleave",
     "mamba_scan",
     "mamba_scan_ref",
-    "selective_readout",
-    "selective_readout_ref",
+    "polar_readout",
+    "polar_readout_ref",
     "selective_scan",
     "selective_scan_ref",
 ]

@@ -52,8 +52,8 @@ _SIGNATURES: dict[str, dict[str, list[type]]] = {
         "statetrack_mamba_bwd": [_I64] * 4 + [_INT] + [_PTR] * 16,
     },
     "complex_scan": {
-        "statetrack_cscan_fwd": [_I64] * 4 + [_PTR] * 8,
-        "statetrack_cscan_bwd": [_I64] * 4 + [_PTR] * 13,
+        "statetrack_cscan_fwd": [_I64] * 4 + [_PTR] * 10,
+        "statetrack_cscan_bwd": [_I64] * 4 + [_PTR] * 16,
     },
     "mamba3_scan": {
         "statetrack_mamba3_fwd": [_I64] * 5 + [_PTR] * 20,

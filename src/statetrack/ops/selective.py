@@ -9,10 +9,11 @@ dL/dB_t = x_t^T Re(g_t)). First-order gradients only (``diag_scan`` itself suppo
 ``selective_scan_ref`` is the float64 reference. On CUDA, complex a runs the Triton kernels of
 ``ops.triton_scans`` (``ops.dispatch``; ``STATETRACK_KERNELS=0`` keeps the PyTorch form).
 
-``selective_readout`` adds the complex layers' readout y_t = Re(sum_n C_t,n h_t,n) and returns (y, h_T)
-instead of the states: on the CPU in float32 a C kernel (``ops/csrc/complex_scan.c``) keeps each
-sequence's state in the cache and never writes the (B, T, E, N) states but for the backward pass;
-``selective_readout_ref`` is its float64 reference.
+``polar_readout`` is the complex layers' whole recurrence from the angle and modulus of their transitions,
+a_t = r_t exp(i theta_t), with the readout y_t = Re(sum_n C_t,n h_t,n); it returns (y, h_T) instead of the
+states: on the CPU in float32 a C kernel (``ops/csrc/complex_scan.c``) keeps each sequence's state in the
+cache, writes the (B, T, E, N) states only for the backward pass and returns the gradients of the angle
+and modulus directly; ``polar_readout_ref`` is its float64 reference.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from statetrack.ops import cpu_kernels, dispatch
-from statetrack.ops.diag import diag_scan, diag_scan_ref, loop_reverse, use_chunked
+from statetrack.ops.diag import diag_scan, diag_scan_ref, loop_reverse, polar, use_chunked
 
 
 def selective_scan_ref(a: Tensor, x: Tensor, Bm: Tensor, h0: Tensor | None = None) -> Tensor:
@@ -91,77 +92,96 @@ def selective_scan(a: Tensor, x: Tensor, Bm: Tensor, h0: Tensor | None = None) -
     return _SelectiveScan.apply(a, x, Bm, h0)
 
 
-def selective_readout_ref(
-    a: Tensor, x: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor | None = None
+def polar_readout_ref(
+    r: Tensor | None, theta: Tensor, x: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor | None = None
 ) -> tuple[Tensor, Tensor]:
-    """Reference for :func:`selective_readout`, in float64 / complex128."""
+    """Reference for :func:`polar_readout`, in float64 / complex128."""
+    d = torch.float64
+    a = torch.polar(torch.ones_like(theta, dtype=d) if r is None else r.to(d), theta.to(d))
     h = selective_scan_ref(a, x, Bm, h0)
     return (h * Cm.to(h.dtype).unsqueeze(-2)).sum(-1).real, h[:, -1]
 
 
-def _readout_torch(a: Tensor, x: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor | None) -> tuple[Tensor, Tensor]:
-    h = selective_scan(a, x, Bm, h0)
+def _readout_torch(
+    r: Tensor | None, theta: Tensor, x: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor
+) -> tuple[Tensor, Tensor]:
+    h = selective_scan(polar(r, theta), x, Bm, h0)
     # Re(sum_n C_n h_n) = sum_n (Re C_n Re h_n - Im C_n Im h_n), one batched matmul over (n, re/im)
     c = torch.stack([Cm.real, -Cm.imag], -1).flatten(-2).unsqueeze(-1)  # (B, T, 2N, 1)
     return (torch.view_as_real(h).flatten(-2) @ c).squeeze(-1), h[:, -1]
 
 
 def _readout_c_forward(
-    a: Tensor, x: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor, keep_states: bool
+    c: Tensor, s: Tensor, r: Tensor | None, x: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor, keep_states: bool
 ) -> tuple[Tensor, Tensor, Tensor | None]:
-    B, T, E, N = a.shape
-    H = torch.empty_like(a) if keep_states else None
+    B, T, E, N = c.shape
+    H = torch.empty(B, T, E, N, dtype=h0.dtype) if keep_states else None
     y, hT = torch.empty(B, T, E, dtype=x.dtype), torch.empty_like(h0)
     p = cpu_kernels.ptr
     cpu_kernels.library("complex_scan").statetrack_cscan_fwd(
-        B, T, E, N, p(a), p(x), p(Bm), p(Cm), p(h0), p(H), p(y), p(hT)
+        B, T, E, N, p(c), p(s), p(r), p(x), p(Bm), p(Cm), p(h0), p(H), p(y), p(hT)
     )
     return y, hT, H
 
 
-class _SelectiveReadoutC(torch.autograd.Function):
-    """The C kernel with gradients (dense float32 / complex64 inputs)."""
+class _PolarReadoutC(torch.autograd.Function):
+    """The C kernel with gradients (dense float32 / complex64 inputs; r None: modulus 1)."""
 
     @staticmethod
-    def forward(ctx: Any, a: Tensor, x: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor) -> tuple[Tensor, Tensor]:
-        y, hT, H = _readout_c_forward(a, x, Bm, Cm, h0, keep_states=True)
-        ctx.save_for_backward(a, x, Bm, Cm, h0, H)
+    def forward(
+        ctx: Any, r: Tensor | None, theta: Tensor, x: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor
+    ) -> tuple[Tensor, Tensor]:
+        c, s = torch.cos(theta), torch.sin(theta)
+        y, hT, H = _readout_c_forward(c, s, r, x, Bm, Cm, h0, keep_states=True)
+        ctx.save_for_backward(c, s, r, x, Bm, Cm, h0, H)
         return y, hT
 
     @staticmethod
     @once_differentiable
-    def backward(ctx: Any, gy: Tensor | None, ghT: Tensor | None) -> tuple[Tensor, ...]:
-        a, x, Bm, Cm, h0, H = ctx.saved_tensors
+    def backward(ctx: Any, gy: Tensor | None, ghT: Tensor | None) -> tuple[Tensor | None, ...]:
+        c, s, r, x, Bm, Cm, h0, H = ctx.saved_tensors
         gy = torch.zeros_like(x) if gy is None else cpu_kernels.dense(gy)
         ghT = cpu_kernels.dense(ghT)
-        ga, gx, gB, gC, gh0 = (torch.empty_like(t) for t in (a, x, Bm, Cm, h0))
-        B, T, E, N = a.shape
+        gth, gx, gB, gC, gh0 = (torch.empty_like(t) for t in (c, x, Bm, Cm, h0))
+        gr = None if r is None else torch.empty_like(r)
+        B, T, E, N = c.shape
         p = cpu_kernels.ptr
         cpu_kernels.library("complex_scan").statetrack_cscan_bwd(
-            B, T, E, N, *(p(t) for t in (a, x, Bm, Cm, h0, H, gy, ghT, ga, gx, gB, gC, gh0))
+            B, T, E, N, *(p(t) for t in (c, s, r, x, Bm, Cm, h0, H, gy, ghT, gth, gr, gx, gB, gC, gh0))
         )
-        return ga, gx, gB, gC, gh0
+        return gr, gth, gx, gB, gC, gh0
 
 
-def selective_readout(
-    a: Tensor, x: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor | None = None
+def polar_readout(
+    r: Tensor | None, theta: Tensor, x: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor | None = None
 ) -> tuple[Tensor, Tensor]:
-    """y_t = Re(sum_n C_t,n h_t,n) of the states h_t = a_t h_{t-1} + x_t (outer) B_t, and the last state:
-    a (B, T, E, N) complex, x (B, T, E) and Bm (B, T, N) real, Cm (B, T, N) complex, h0 (B, E, N) complex
-    or None (zeros) -> y (B, T, E), h_T (B, E, N). The C kernel on the CPU in float32 (``ops.dispatch``),
-    else ``selective_scan`` and the readout as one batched matmul."""
-    B, T, E, N = a.shape
+    """y_t = Re(sum_n C_t,n h_t,n) of the states h_t = a_t h_{t-1} + x_t (outer) B_t with a_t = r_t exp(i
+    theta_t), and the last state: r (modulus; None: 1) and theta (B, T, E, N) real, x (B, T, E) and Bm (B,
+    T, N) real, Cm (B, T, N) complex, h0 (B, E, N) complex or None (zeros) -> y (B, T, E), h_T (B, E, N).
+    The C kernel on the CPU in float32 (``ops.dispatch``), else ``selective_scan`` of ``polar(r, theta)``
+    and the readout as one batched matmul."""
+    B, T, E, N = theta.shape
     if h0 is None:
-        h0 = torch.zeros(B, E, N, dtype=a.dtype, device=a.device)
+        h0 = torch.zeros(B, E, N, dtype=theta.dtype.to_complex(), device=theta.device)
     if T == 0:
         return x.new_zeros(x.shape), h0
-    if not (a.dtype == torch.complex64 and dispatch.use_cpu_kernels(x)):
-        return _readout_torch(a, x, Bm, Cm, h0)
+    if not (theta.dtype == torch.float32 and dispatch.use_cpu_kernels(x)):
+        return _readout_torch(r, theta, x, Bm, Cm, h0)
     dense = cpu_kernels.dense
-    args = (dense(a), dense(x), dense(Bm.to(x.dtype)), dense(Cm.to(a.dtype)), dense(h0.to(a.dtype)))
-    if torch.is_grad_enabled() and any(t.requires_grad for t in args):
-        y, hT = _SelectiveReadoutC.apply(*args)
+    if r is not None:
+        r = dense(r.expand(theta.shape))
+    args = (
+        r,
+        dense(theta),
+        dense(x),
+        dense(Bm.to(x.dtype)),
+        dense(Cm.to(h0.dtype)),
+        dense(h0.to(torch.complex64)),
+    )
+    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in args):
+        y, hT = _PolarReadoutC.apply(*args)
         return y, hT
     with torch.no_grad():  # evaluation: no states kept
-        y, hT, _ = _readout_c_forward(*args, keep_states=False)
+        c, s = torch.cos(args[1]), torch.sin(args[1])
+        y, hT, _ = _readout_c_forward(c, s, r, *args[2:], keep_states=False)
     return y, hT
