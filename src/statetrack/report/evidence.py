@@ -31,10 +31,9 @@ from pathlib import Path
 
 from statetrack.errors import UserError
 from statetrack.report.plots import close, save, slug, spectrum_figure
-from statetrack.report.state_tables import unlearnt_text
+from statetrack.report.state_tables import selected_pairs, unlearnt_text
 from statetrack.report.table import StudyTable
 from statetrack.report.verdicts import TRACKED, VerdictCell, VerdictTable
-from statetrack.runs.store import RunStatus
 from statetrack.theory.spectra import spectrum
 
 CAPTION = (
@@ -179,16 +178,8 @@ def below_paper_markdown(rep, figdir: Path, folder: str, formats=("png",)) -> li
                 cell = row["cells"].get(col)
                 if not differs or cell is None or not _below(cell):
                     continue
-                runs = [
-                    (j, r)
-                    for j, r in rep.results
-                    if r is not None
-                    and r.status == RunStatus.COMPLETE
-                    and getattr(j, "table", "main") == t.name
-                    and j.label == row["label"]
-                    and (j.column or t.task_columns[0]) == col
-                    and (cell.lr is None or j.train.lr == cell.lr)
-                ]
+                mine = [(j, r) for j, r in rep.results if getattr(j, "table", "main") == t.name]
+                runs = selected_pairs(t, row, col, mine)
                 if not runs:
                     continue
                 done = [r for _, r in runs if "learned_at_step" in (r.summary or {})]

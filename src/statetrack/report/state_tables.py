@@ -135,9 +135,15 @@ def _selected_lr(mrow: dict, col: str) -> float | None:
 
 def _selected_runs(main: StudyTable, mrow: dict, col: str, results: list) -> list:
     """The complete runs of one cell of ``main`` at the learning rate its selection chose."""
+    return [r for _, r in selected_pairs(main, mrow, col, results)]
+
+
+def selected_pairs(main: StudyTable, mrow: dict, col: str, results: list) -> list:
+    """(job, result) of the complete runs of one cell of ``main`` at the learning rate its selection
+    chose (``results``: the table's own)."""
     lr = _selected_lr(mrow, col)
     return [
-        r
+        (j, r)
         for j, r in results
         if r is not None
         and r.status == RunStatus.COMPLETE
