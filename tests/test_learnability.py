@@ -194,6 +194,7 @@ def _swept(tmp_path, text: str):
 
 
 def test_a_learnability_cell_carries_its_evidence(tmp_path):
+    from statetrack.report.html import write_html
     from statetrack.report.writer import write_report
 
     rep = _swept(tmp_path, EVIDENCE_STUDY)
@@ -214,6 +215,12 @@ def test_a_learnability_cell_carries_its_evidence(tmp_path):
     assert "Spectrum of the best seed" in section and "per input symbol, min Re 0:" in section
     assert "control 'Mamba-3 (construction)' (from the construction): tracked by 2/2 seeds" in section
     assert (tmp_path / "out" / "ev" / "spectrum-mamba-3-parity.png").is_file()
+    # the HTML page carries the same evidence, its spectrum inline
+    page = write_html(rep, tmp_path / "html").read_text()
+    section = page[page.index("<h2>Learnability cells: the evidence</h2>") :]
+    assert "<h3>Mamba-3 on parity (yes T5" in section and "learnt in distribution by 0/2 seeds" in section
+    assert '<figure id="spectrum-mamba-3-parity"><svg' in section
+    assert "control &#x27;Mamba-3 (construction)&#x27; (from the construction): tracked by 2/2" in section
     with pytest.raises(UserError, match="control_of names 'Nope'"):
         from statetrack.experiments import load_study
 
@@ -246,12 +253,19 @@ scales:
 
 
 def test_a_cell_below_the_paper_carries_its_evidence(tmp_path):
+    from statetrack.report.html import write_html
     from statetrack.report.writer import write_report
 
-    md = write_report(_swept(tmp_path, BELOW_STUDY), tmp_path / "out").read_text()
+    rep = _swept(tmp_path, BELOW_STUDY)
+    md = write_report(rep, tmp_path / "out").read_text()
     section = md[md.index("## Cells below the paper's: the evidence") :]
     # 10 steps do not learn parity: below the paper's 1.0; C2 is above its paper's 0.0, which is no failure
     assert "### Neg. Mamba on parity" in section and "### Neg. Mamba on C2" not in section
     assert "learnt in distribution by 0/2 seeds: best " in section
     assert "Spectrum of the best seed (seed " in section and "layer 1 (negmamba): min Re" in section
     assert (tmp_path / "out" / "below" / "spectrum-neg-mamba-parity.png").is_file()
+    page = write_html(rep, tmp_path / "html").read_text()
+    section = page[page.index("<h2>Cells below the paper&#x27;s: the evidence</h2>") :]
+    assert "<h3>Neg. Mamba on parity</h3>" in section and "<h3>Neg. Mamba on C2</h3>" not in section
+    assert "<li>Training: learnt in distribution by 0/2 seeds: best " in section
+    assert '<figure id="spectrum-neg-mamba-parity"><svg' in section

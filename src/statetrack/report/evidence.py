@@ -19,14 +19,18 @@ weights exist, training did not find them. The report does not leave it at that.
   training keeps them. A cell without such a row says so.
 
 A study compared with a paper's numbers instead (no oracle) gets the same evidence, less the construction,
-for every cell of its tables below the paper's number beyond the tolerance (``below_paper_markdown``):
+for every cell of its tables below the paper's number beyond the tolerance (``below_paper_evidence``):
 learnt in distribution or not, how far the best seed came and what its curve projects, and the spectrum
 of its best seed.
+
+Both build an ``EvidenceSection`` (``report_evidence`` picks the one a report carries), which the markdown
+report renders with its figures as files and the HTML page with its figures inline.
 """
 
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from statetrack.errors import UserError
@@ -64,24 +68,76 @@ def spectrum_summary(result: dict) -> str:
     return "; ".join(parts)
 
 
-def _spectrum_lines(run, seed, model: str, column: str, figdir: Path, folder: str, formats) -> list[str]:
-    """The spectrum line of a cell's best seed (and its figure, written into ``figdir``)."""
+@dataclass
+class Spectrum:
+    """The figure of a cell's best seed's spectrum (``theory.spectra`` result), drawn where it is shown."""
+
+    result: dict
+    model: str
+    column: str
+
+    @property
+    def stem(self) -> str:
+        return f"spectrum-{slug(self.model)}-{slug(self.column)}"
+
+    @property
+    def alt(self) -> str:
+        return f"spectrum of {self.model} on {self.column}"
+
+
+@dataclass
+class EvidenceCell:
+    """One cell's evidence: its heading and its points in order, a point being a line of text or the
+    spectrum's figure (which follows the spectrum's line)."""
+
+    title: str
+    items: list[str | Spectrum] = field(default_factory=list)
+
+
+@dataclass
+class EvidenceSection:
+    """A report's evidence section: its heading, what it shows, and one entry per cell. The markdown
+    report and the HTML page both render it (``markdown``; ``report.html``)."""
+
+    title: str
+    caption: str
+    cells: list[EvidenceCell]
+
+    def markdown(self, figdir: Path, folder: str, formats=("png",)) -> list[str]:
+        """The section's markdown lines (empty when it has no cell); writes each spectrum figure into
+        ``figdir`` in ``formats`` (the markdown links the first)."""
+        if not self.cells:
+            return []
+        md = [f"## {self.title}", "", self.caption, ""]
+        for c in self.cells:
+            md += [f"### {c.title}", ""]
+            for item in c.items:
+                if isinstance(item, str):
+                    md.append(f"- {item}")
+                elif formats:
+                    fig = spectrum_figure(item.result)
+                    try:
+                        name = save(fig, figdir, item.stem, formats)[0].name
+                    finally:
+                        close(fig)
+                    md.append(f"  ![{item.alt}]({folder}/{name})")
+            md.append("")
+        return md
+
+
+def _spectrum_items(run, seed, model: str, column: str) -> list[str | Spectrum]:
+    """The spectrum line of a cell's best seed, and its figure where the checkpoint has transitions."""
     ckpt = getattr(run, "checkpoint", None)
     if not (ckpt and Path(ckpt).is_file()):
-        return ["- Spectrum: no checkpoint of the best seed is on disk"]
+        return ["Spectrum: no checkpoint of the best seed is on disk"]
     try:
         result = spectrum(ckpt)
     except (UserError, OSError) as e:
-        return [f"- Spectrum: the best seed's checkpoint could not be read ({type(e).__name__}: {e})"]
-    md = [f"- Spectrum of the best seed (seed {seed}): {spectrum_summary(result)}."]
-    if any("samples" in layer for layer in result["layers"]) and formats:
-        fig = spectrum_figure(result)
-        try:
-            name = save(fig, figdir, f"spectrum-{slug(model)}-{slug(column)}", formats)[0].name
-        finally:
-            close(fig)
-        md.append(f"  ![spectrum of {model} on {column}]({folder}/{name})")
-    return md
+        return [f"Spectrum: the best seed's checkpoint could not be read ({type(e).__name__}: {e})"]
+    items: list[str | Spectrum] = [f"Spectrum of the best seed (seed {seed}): {spectrum_summary(result)}."]
+    if any("samples" in layer for layer in result["layers"]):
+        items.append(Spectrum(result, model, column))
+    return items
 
 
 def _control_text(cell: VerdictCell, table: VerdictTable) -> str:
@@ -103,22 +159,16 @@ def _control_text(cell: VerdictCell, table: VerdictTable) -> str:
     )
 
 
-def evidence_markdown(
-    table: VerdictTable, figdir: Path, folder: str, formats=("png",), curves: dict[int, list] | None = None
-) -> list[str]:
-    """The markdown lines of the evidence section (empty when there is no learnability cell); writes one
-    spectrum figure per cell into ``figdir``. ``curves`` (run id -> validation curve): a cell that no seed
-    learnt in distribution gets the steps its best seed's curve projects."""
-    cells = table.learnability_cells()
-    if not cells:
-        return []
-    md = ["## Learnability cells: the evidence", "", CAPTION, ""]
-    for c in cells:
+def learnability_evidence(table: VerdictTable, curves: dict[int, list] | None = None) -> EvidenceSection:
+    """The evidence of every learnability cell of a study with the oracle (no cell: an empty section).
+    ``curves`` (run id -> validation curve): a cell that no seed learnt in distribution gets the steps its
+    best seed's curve projects."""
+    cells = []
+    for c in table.learnability_cells():
         learnt, have = c.learnt_in_distribution()
         steps = [at for _, at, _, _ in c.runs if isinstance(at, int)]
         vals = [v for _, _, v, _ in c.runs if v is not None]
-        md.append(f"### {c.model} on {c.column} ({c.verdict_text()})")
-        md.append("")
+        cell = EvidenceCell(f"{c.model} on {c.column} ({c.verdict_text()})")
         fit = (
             f"learnt in distribution by {learnt}/{have} seeds"
             + (f" (median step {statistics.median(steps):,.0f})" if steps else "")
@@ -129,21 +179,21 @@ def evidence_markdown(
         accs = [100 * (s.accuracy or 0.0) for s in c.scored]
         median, best = c.median(), c.best_seed()
         assert median is not None and best is not None  # a learnability cell has scored seeds
-        md.append(
-            f"- Training: {fit}{best_val}; at the long lengths {statistics.median(accs):.1f}% median "
+        cell.items.append(
+            f"Training: {fit}{best_val}; at the long lengths {statistics.median(accs):.1f}% median "
             f"[{min(accs):.1f}-{max(accs):.1f}] (chance {100 * (median.chance or 0):.0f}%), "
             f"above chance in {c.above}/{len(c.scored)} seeds. Learning curves: the figure of {c.column}."
         )
         done = [r for _, at, _, r in c.runs if at != "n/a"]
         if have and not learnt and curves and c.learned_accuracy is not None:
-            md.append(
-                f"- Projection (the best seed's validation curve, statetrack.report.projection): "
+            cell.items.append(
+                f"Projection (the best seed's validation curve, statetrack.report.projection): "
                 f"{unlearnt_text(done, curves, c.learned_accuracy)}."
             )
-        md += _spectrum_lines(c.best_run(), best.seed, c.model, c.column, figdir, folder, formats)
-        md.append(f"- Construction: {_control_text(c, table)}.")
-        md.append("")
-    return md
+        cell.items += _spectrum_items(c.best_run(), best.seed, c.model, c.column)
+        cell.items.append(f"Construction: {_control_text(c, table)}.")
+        cells.append(cell)
+    return EvidenceSection("Learnability cells: the evidence", CAPTION, cells)
 
 
 BELOW_CAPTION = (
@@ -165,11 +215,10 @@ def _below(cell) -> bool:
     return cell.selected is None or cell.selected < pub
 
 
-def below_paper_markdown(rep, figdir: Path, folder: str, formats=("png",)) -> list[str]:
-    """The markdown lines of the evidence behind every main-table cell that differs from the paper by
-    being below it (empty when there is none), for a study compared with published numbers; writes one
-    spectrum figure per cell into ``figdir``."""
-    md: list[str] = []
+def below_paper_evidence(rep) -> EvidenceSection:
+    """The evidence behind every main-table cell that differs from the paper by being below it, for a
+    study compared with published numbers (no such cell: an empty section)."""
+    cells = []
     for t in rep.tables:
         if not isinstance(t, StudyTable) or t.kind in ("learning", "horizon"):
             continue  # a language-model table, or one derived from a main table (no published numbers)
@@ -185,17 +234,24 @@ def below_paper_markdown(rep, figdir: Path, folder: str, formats=("png",)) -> li
                 done = [r for _, r in runs if "learned_at_step" in (r.summary or {})]
                 steps = [r.summary["learned_at_step"] for r in done]
                 learnt = sorted(x for x in steps if x is not None)
-                md.append(f"### {row['label']} on {col}")
-                md.append("")
                 fit = f"learnt in distribution by {len(learnt)}/{len(done)} seeds" if done else ""
                 if learnt:
                     fit += f" (median step {statistics.median(learnt):,.0f})"
                 elif done:
                     fit += f": {unlearnt_text(done, rep.curves, runs[0][0].train.learned_accuracy)}"
-                md.append(
-                    f"- Training: {fit or 'no learned_at_step recorded'}; learning curves: the figure of {col}."
+                ev = EvidenceCell(f"{row['label']} on {col}")
+                ev.items.append(
+                    f"Training: {fit or 'no learned_at_step recorded'}; learning curves: the figure of {col}."
                 )
                 j, best = max(runs, key=lambda jr: (jr[1].summary or {}).get("best_val_accuracy") or 0.0)
-                md += _spectrum_lines(best, j.seed, row["label"], col, figdir, folder, formats)
-                md.append("")
-    return ["## Cells below the paper's: the evidence", "", BELOW_CAPTION, "", *md] if md else []
+                ev.items += _spectrum_items(best, j.seed, row["label"], col)
+                cells.append(ev)
+    return EvidenceSection("Cells below the paper's: the evidence", BELOW_CAPTION, cells)
+
+
+def report_evidence(rep) -> EvidenceSection:
+    """The evidence section a report carries: the learnability cells' with the oracle, else the cells
+    below the paper's."""
+    if rep.verdicts is not None:
+        return learnability_evidence(rep.verdicts, rep.curves)
+    return below_paper_evidence(rep)

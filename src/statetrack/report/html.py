@@ -5,7 +5,8 @@ many cells with a published number agree with the paper, each cell that differs,
 holds, the theory's count, and why differences are expected at this scale. Then the tables, our number
 beside the paper's in each published column (``report.html_grid``: the window's width is used; a table
 folds into parts only in a window too narrow for it), the figures inline as SVG (matplotlib's SVG
-backend, glyphs as paths) with captions, the probes, the theory's verdicts and every run's accuracy with
+backend, glyphs as paths) with captions, the probes, the theory's verdicts, the evidence behind each
+cell not learnt (``report.evidence``: in-distribution fit, projection, spectrum) and every run's accuracy with
 its 95% interval (intervals shown where they change a reading, the others on hover or with a toggle);
 last, how the report was made (command, machine, date) and the study's notes. No script, no
 stylesheet or font from elsewhere: the file is the page. A report with no complete run, or only some,
@@ -27,6 +28,7 @@ from pathlib import Path
 
 from statetrack.experiments import StudyKind
 from statetrack.files import ensure_dir, write_file
+from statetrack.report.evidence import EvidenceSection, Spectrum, report_evidence
 from statetrack.report.finding import Finding
 from statetrack.report.folder import check_replace, read_index, update_record
 from statetrack.report.html_grid import (
@@ -39,7 +41,7 @@ from statetrack.report.html_grid import (
 )
 from statetrack.report.leaderboard import COLOURS, cell_inner, write_leaderboard
 from statetrack.report.lm import LMTable
-from statetrack.report.plots import close, save, svg_text
+from statetrack.report.plots import close, save, spectrum_figure, svg_text
 from statetrack.report.verdicts import CAPTION as VERDICTS_CAPTION
 from statetrack.report.writer import (
     INTERVALS_CAPTION,
@@ -223,6 +225,7 @@ def page(rep: Report, meta: dict, svgs: list[tuple[str, str, str, str]]) -> str:
     _study_tables(p, rep, svgs)
     _probes(p, rep, svgs)
     _verdicts(p, rep)
+    _evidence(p, report_evidence(rep))
     _intervals(p, rep)
     _made(p, rep, meta)
     return _document(study.title, "\n".join(x for x in p.parts if x), "".join(p.css))
@@ -282,6 +285,26 @@ def _verdicts(p: _Page, rep: Report) -> None:
             "ranks the models.</p>"
         )
         p.table(verdict_grid(vt))
+
+
+def _evidence(p: _Page, section: EvidenceSection) -> None:
+    """The evidence behind the cells a study did not learn (``report.evidence``), its spectra inline."""
+    if not section.cells:
+        return
+    p.parts += [f"<h2>{esc(section.title)}</h2>", f"<p>{esc(section.caption)}</p>"]
+    for cell in section.cells:
+        p.parts.append(f"<h3>{esc(cell.title)}</h3>")
+        points, figures = [], []
+        for item in cell.items:
+            if isinstance(item, Spectrum):
+                fig = spectrum_figure(item.result)
+                try:
+                    figures.append(figure_html(svg_text(fig), item.alt, item.stem))
+                finally:
+                    close(fig)
+            else:
+                points.append(f"<li>{esc(item)}</li>")
+        p.parts += [f"<ul>{''.join(points)}</ul>", figures_html(figures)]
 
 
 def _intervals(p: _Page, rep: Report) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from statetrack.errors import UserError
 from statetrack.experiments import Study, StudyKind
 from statetrack.files import ensure_dir, write_file
-from statetrack.report.evidence import below_paper_markdown, evidence_markdown
+from statetrack.report.evidence import report_evidence
 from statetrack.report.finding import Finding, difference_items, finding
 from statetrack.report.folder import Extent, check_replace, update_record
 from statetrack.report.lm import LMTable, lm_tables
@@ -509,9 +509,7 @@ def write_report(
             VERDICTS_CAPTION,
             "",
         ]
-        md += evidence_markdown(rep.verdicts, figdir, study.name, figures, rep.curves)
-    else:
-        md += below_paper_markdown(rep, figdir, study.name, figures)
+    md += report_evidence(rep).markdown(figdir, study.name, figures)
     md += ["## Accuracy of every run, with 95% intervals", "", INTERVALS_CAPTION, "", intervals_markdown(rep)]
     long = intervals_markdown(rep, "long")
     if long.strip():
