@@ -247,6 +247,8 @@ tables:
       - label: Neg. Mamba
         model: {layers: "negmamba(conv=0)", d_model: 4, d_state: 4}
         published: {parity: 1.0, C2: 0.0}
+      - {label: Neg. Mamba from parity-negmamba, model: {layers: "negmamba(conv=0)", d_model: 2, d_state: 1},
+         tasks: [parity], control_of: Neg. Mamba, train: {lr: 0.001, init: "construction:parity-negmamba"}}
 scales:
   quick: {seeds: 2, steps: 10, eval_batch: 16, test_lengths: [20]}
 """
@@ -264,6 +266,12 @@ def test_a_cell_below_the_paper_carries_its_evidence(tmp_path):
     assert "learnt in distribution by 0/2 seeds: best " in section
     assert "Spectrum of the best seed (seed " in section and "layer 1 (negmamba): min Re" in section
     assert (tmp_path / "out" / "below" / "spectrum-neg-mamba-parity.png").is_file()
+    # the construction control of that row and column, read by the table's statistic (the mean here)
+    assert re.search(
+        r"- Construction: control 'Neg. Mamba from parity-negmamba' \(the same layer from the construction, "
+        r"trained alike at lr 0.001\): 100\.0 over 2 seeds, learnt in distribution 2/2",
+        section,
+    ), section
     page = write_html(rep, tmp_path / "html").read_text()
     section = page[page.index("<h2>Cells below the paper&#x27;s: the evidence</h2>") :]
     assert "<h3>Neg. Mamba on parity</h3>" in section and "<h3>Neg. Mamba on C2</h3>" not in section

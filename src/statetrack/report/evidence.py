@@ -20,8 +20,9 @@ weights exist, training did not find them. The report does not leave it at that.
 
 A study compared with a paper's numbers instead (no oracle) gets the same evidence, less the construction,
 for every cell of its tables below the paper's number beyond the tolerance (``below_paper_evidence``):
-learnt in distribution or not, how far the best seed came and what its curve projects, and the spectrum
-of its best seed.
+learnt in distribution or not, how far the best seed came and what its curve projects, the spectrum
+of its best seed, and the table's construction control of that row and column where it has one (a row
+with ``control_of``, read by the table's own statistic).
 
 Both build an ``EvidenceSection`` (``report_evidence`` picks the one a report carries), which the markdown
 report renders with its figures as files and the HTML page with its figures inline.
@@ -202,7 +203,8 @@ BELOW_CAPTION = (
     "what its validation curve projects (statetrack.report.projection), and the spectrum of the learned "
     "transitions of its best seed (the seed with the best validation accuracy): what tracking needs is "
     "an eigenvalue of modulus 1 at the angle of the task's cycle (-1 for a parity, a rotation for a "
-    "counter), and the learning curves are the figure of its task above."
+    "counter), and the learning curves are the figure of its task above; and the construction control, "
+    "where the table has one: the same layer started from a proof's weights and trained alike."
 )
 
 
@@ -213,6 +215,25 @@ def _below(cell) -> bool:
     if not isinstance(pub, (int, float)) or isinstance(pub, bool):
         return False
     return cell.selected is None or cell.selected < pub
+
+
+def _table_control_text(rep, t: StudyTable, label: str, col: str, mine: list) -> str:
+    """The construction control of the cell (``label``, ``col``) of table ``t``: the row of that table
+    whose ``control_of`` names ``label`` and that ran ``col``, read as the table reads every row."""
+    tdef = next((td for td in rep.study.tables if td.name == t.name), None)
+    controls = {m.label for m in (tdef.models if tdef else []) if m.control_of == label}
+    for crow in t.rows:
+        if crow["label"] in controls and col in crow["cells"]:
+            runs = selected_pairs(t, crow, col, mine)
+            steps = [r.summary["learned_at_step"] for _, r in runs if "learned_at_step" in (r.summary or {})]
+            learnt = sum(x is not None for x in steps)
+            lr = ", ".join(sorted({f"{j.train.lr:g}" for j, _ in runs}))
+            return (
+                f"control '{crow['label']}' (the same layer from the construction, trained alike at lr "
+                f"{lr}): {crow['text'][col]} over {len(runs)} seeds"
+                + (f", learnt in distribution {learnt}/{len(steps)}" if steps else "")
+            )
+    return "no construction control in this study (none in this toolkit for this layer and task, or not run)"
 
 
 def below_paper_evidence(rep) -> EvidenceSection:
@@ -245,6 +266,7 @@ def below_paper_evidence(rep) -> EvidenceSection:
                 )
                 j, best = max(runs, key=lambda jr: (jr[1].summary or {}).get("best_val_accuracy") or 0.0)
                 ev.items += _spectrum_items(best, j.seed, row["label"], col)
+                ev.items.append(f"Construction: {_table_control_text(rep, t, row['label'], col, mine)}.")
                 cells.append(ev)
     return EvidenceSection("Cells below the paper's: the evidence", BELOW_CAPTION, cells)
 
