@@ -268,7 +268,7 @@ def test_a_cell_below_the_paper_carries_its_evidence(tmp_path):
     assert (tmp_path / "out" / "below" / "spectrum-neg-mamba-parity.png").is_file()
     # the construction control of that row and column, read by the table's statistic (the mean here)
     assert re.search(
-        r"- Construction: control 'Neg. Mamba from parity-negmamba' \(the same layer from the construction, "
+        r"- Construction: control 'Neg. Mamba from parity-negmamba' \(the same layers from the construction, "
         r"trained alike at lr 0.001\): 100\.0 over 2 seeds, learnt in distribution 2/2",
         section,
     ), section

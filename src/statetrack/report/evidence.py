@@ -225,11 +225,13 @@ def _table_control_text(rep, t: StudyTable, label: str, col: str, mine: list) ->
     for crow in t.rows:
         if crow["label"] in controls and col in crow["cells"]:
             runs = selected_pairs(t, crow, col, mine)
+            if not runs:
+                return f"control '{crow['label']}': no complete run"
             steps = [r.summary["learned_at_step"] for _, r in runs if "learned_at_step" in (r.summary or {})]
             learnt = sum(x is not None for x in steps)
             lr = ", ".join(sorted({f"{j.train.lr:g}" for j, _ in runs}))
             return (
-                f"control '{crow['label']}' (the same layer from the construction, trained alike at lr "
+                f"control '{crow['label']}' (the same layers from the construction, trained alike at lr "
                 f"{lr}): {crow['text'][col]} over {len(runs)} seeds"
                 + (f", learnt in distribution {learnt}/{len(steps)}" if steps else "")
             )
