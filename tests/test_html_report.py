@@ -504,6 +504,29 @@ def test_spectrum_and_curve_figures():
     close(fig)
 
 
+def test_a_spectrum_of_many_eigenvalues_stays_small_inline():
+    """The HTML page inlines each evidence spectrum as SVG: each panel's points are one raster image, not a path
+    per eigenvalue (a 2-layer model's samples made 78 MB of SVG per figure)."""
+    from statetrack.report.plots import close, spectrum_figure, svg_text
+
+    rng = np.random.default_rng(0)
+    n = 20_000
+    layer = {
+        "layer": 1,
+        "mixer": "aussm",
+        "min_real": -1.0,
+        "sample_tokens": rng.integers(0, 6, n).tolist(),
+        "samples": np.exp(1j * rng.uniform(0, 2 * np.pi, (n, 1))),
+        "per_token": {str(t): rng.uniform(-1, 1, (500, 2)).tolist() for t in range(6)},
+    }
+    fig = spectrum_figure({"layers": [layer, {**layer, "layer": 2}], "layers_spec": "aussm*2", "task": "C6"})
+    try:
+        svg = svg_text(fig)
+    finally:
+        close(fig)
+    assert svg.count("<image") == 2 and len(svg) < 500_000, (svg.count("<image"), len(svg))  # one per panel
+
+
 def test_a_range_with_negative_bounds_reads_as_one():
     """Scaled accuracy below chance is negative: its seeds' range reads '[-0.022 to -0.020]', never
     '[-0.022--0.020]'; a range of non-negative values keeps its dash."""

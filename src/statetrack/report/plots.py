@@ -437,7 +437,7 @@ def spectrum_figure(result: dict):
         vals = np.array(l["samples"])  # (B*T, n)
         for t in sorted(set(toks.tolist()))[:12]:
             v = vals[toks == t].reshape(-1)
-            ax.scatter(v.real, v.imag, s=6, alpha=0.5, label=f"token {t}")
+            ax.scatter(v.real, v.imag, s=6, alpha=0.5, label=f"token {t}", rasterized=True)
         if l.get("per_token"):
             for k, v in enumerate(l["per_token"].values()):
                 v = np.array(v)
@@ -448,6 +448,7 @@ def spectrum_figure(result: dict):
                     marker="x",
                     color="k",
                     label="single-token A(x)" if k == 0 else None,
+                    rasterized=True,
                 )
         ax.set_aspect("equal")
         ax.set_xlim(-1.15, 1.15)
