@@ -245,12 +245,12 @@ def below_paper_evidence(rep) -> EvidenceSection:
     for t in rep.tables:
         if not isinstance(t, StudyTable) or t.kind in ("learning", "horizon"):
             continue  # a language-model table, or one derived from a main table (no published numbers)
+        mine = [(j, r) for j, r in rep.results if getattr(j, "table", "main") == t.name]
         for row in t.rows:
             for col, differs in row["differs"].items():
                 cell = row["cells"].get(col)
                 if not differs or cell is None or not _below(cell):
                     continue
-                mine = [(j, r) for j, r in rep.results if getattr(j, "table", "main") == t.name]
                 runs = selected_pairs(t, row, col, mine)
                 if not runs:
                     continue
