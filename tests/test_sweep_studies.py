@@ -176,6 +176,13 @@ def test_grid_expansion(tmp_path):
         )
     ).cells("paper")
     assert {c.lr for c in task_rate if c.label == "Mamba"} == {0.02}
+    # model_tasks narrows one row to some of its columns at a scale; the other rows keep theirs
+    narrowed = load_study(
+        _write(
+            tmp_path, "v", GRID.replace("tables: [main]}", "tables: [main], model_tasks: {RNN: [offsets]}}")
+        )
+    ).cells("paper")
+    assert {(c.label, c.column) for c in narrowed} == {("RNN", "offsets"), ("Mamba", "parity")}
     assert parse_lengths("60..100/20") == [60, 80, 100] and parse_lengths("1..10/4") == [1, 5, 9, 10]
 
 
@@ -187,6 +194,8 @@ def test_grid_expansion(tmp_path):
         (("published: {parity: 0.0}", "published: {parityy: 0.0}"), "unknown column 'parityy'"),
         (('test_lengths: "30..50/20"', 'test_lengths: "50..30"'), "bad length range"),
         (("lrs: [0.01]}", "lrs: [0.01], models: [GRU]}"), "unknown model 'GRU'"),
+        (("lrs: [0.01]}", "lrs: [0.01], model_tasks: {GRU: [parity]}}"), "unknown model 'GRU'"),
+        (("lrs: [0.01]}", "lrs: [0.01], model_tasks: {RNN: [parityy]}}"), "unknown task 'parityy'"),
         (("lrs: [0.01]}", "lrs: [0.01], task_train: {parity: {lr: 0.1, lrs: [0.1]}}}"), "both lr and lrs"),
         (("lrs: [0.01]}", "lrs: [0.01], task_train: {parity: {lrs: []}}}"), "non-empty list of positive"),
     ],

@@ -294,6 +294,11 @@ class Scale(_Strict):
     tables: list[str] | None = Field(None, description="only these tables at this scale")
     models: list[str] | None = Field(None, description="only these model labels at this scale")
     tasks: list[str] | None = Field(None, description="only these task labels at this scale")
+    model_tasks: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="model label -> only these of its task labels at this scale (e.g. the ablation rows "
+        "on one column, where the others need the paper's budget)",
+    )
     replace_tasks: dict[str, str] = Field(
         default_factory=dict,
         description="task label -> the task string used at this scale instead (e.g. "
@@ -386,6 +391,8 @@ class Study(_Strict):
             ("task", sc.tasks, tasks),
             ("task", list(sc.replace_tasks), tasks),
             ("task", list(sc.task_train), tasks),
+            ("model", list(sc.model_tasks), [m.label for t in self.tables for m in t.models]),
+            ("task", [x for v in sc.model_tasks.values() for x in v], tasks),
         ):
             bad = [x for x in (have or []) if x not in known]
             if bad:
@@ -457,7 +464,7 @@ class Study(_Strict):
             for m in table.models
             if sc.models is None or m.label in sc.models
             for t in table.model_tasks(m)
-            if sc.tasks is None or t.label in sc.tasks
+            if (sc.tasks is None or t.label in sc.tasks) and t.label in sc.model_tasks.get(m.label, [t.label])
         ]
 
     def _cell(self, table: Table, m: StudyModel, t: StudyTask, scale: str, device: str) -> Cell:

@@ -196,6 +196,10 @@ def _study_table(study, tdef, mine: list) -> StudyTable:
         else:
             _task_cells(study, tdef, m, row, runs, table.task_columns)
         table.rows.append(row)
+    if any(c in r["published_text"] and c not in r["text"] for r in table.rows for c in table.task_columns):
+        table.caption += (
+            " - beside a paper's number = a cell this scale does not run (its study file's scale says why)."
+        )
     return table
 
 
@@ -243,7 +247,9 @@ def _task_cells(study, tdef, m, row: dict, runs: list, task_columns: list[str]) 
     kind = study.score.kind
     for col in task_columns:
         cruns = [(j, r) for j, r in runs if (j.column or tdef.tasks[0].label) == col]
-        if not cruns:
+        if not cruns:  # not in this scale's grid: the paper's number still stands beside the '-'
+            if m.published.get(col) is not None:
+                row["published_text"][col] = fmt_published(m.published[col], study)
             continue
         entries = [
             (
