@@ -136,3 +136,17 @@ def test_the_summary_names_each_disagreeing_seed_and_the_false_alarms_expected()
     assert "(1 do not: m / t seed 1 at 80.0% [70.0-90.0] (chance 50.0%); of the 6 seeds" in text
     assert "about 0.1 fall outside chance by the sampling alone" in text
     assert "(0 do not)" in VerdictTable("s", ["t"], [("n", [good])]).summary()
+
+
+def test_the_summary_splits_learnability_cells_by_whether_they_fit_the_training_lengths():
+    from statetrack.report.verdicts import VerdictTable
+
+    fits, never = _cell("possible", ["at", "at"]), _cell("possible", ["above", "at"])
+    fits.runs = [(0, 100, 1.0, None), (1, None, 0.8, None)]  # seed 0 learnt in distribution at step 100
+    never.runs = [(0, None, 0.6, None), (1, None, 0.5, None)]
+    text = VerdictTable("s", ["t"], [("m", [fits]), ("n", [never])]).summary()
+    assert "1 of them rose above chance; of the 2 whose runs recorded when they learnt, 1 fit" in text
+    assert "1 never fit them" in text
+    unrecorded = _cell("possible", ["at"])
+    unrecorded.runs = [(0, "n/a", 0.5, None)]
+    assert "recorded when" not in VerdictTable("s", ["t"], [("m", [unrecorded])]).summary()

@@ -229,8 +229,22 @@ class VerdictTable:
             f"seed ({self._disagreements(imp)}), and {sum(c.outcome == 'agrees' for c in pos)} of "
             f"{len(pos)} 'possible' cells were learned (some seed tracks the task: >= {100 * TRACKED:.0f}% at "
             f"the long lengths); the other {k[Outcome.LEARNABILITY]} 'possible' cells are learnability results (the "
-            f"weights exist, training did not find them; {partial} of them rose above chance). "
+            f"weights exist, training did not find them; {partial} of them rose above chance{self._fit()}). "
             f"{k[Outcome.OPEN]} cells are open (no result decides them); {k[Outcome.MISSING]} have no complete run."
+        )
+
+    def _fit(self) -> str:
+        """Of the learnability cells whose runs recorded steps-to-learn: how many fit the training lengths in
+        some seed and still lost the task at the test lengths (length generalisation failed), and how many
+        never fit them (the optimisation failed); '' when no run recorded it."""
+        measured = [c.learnt_in_distribution() for c in self.learnability_cells()]
+        measured = [m for m in measured if m[1]]
+        if not measured:
+            return ""
+        fit = sum(1 for learnt, _ in measured if learnt)
+        return (
+            f"; of the {len(measured)} whose runs recorded when they learnt, {fit} fit the training lengths "
+            f"in some seed and lost the task at the test lengths, {len(measured) - fit} never fit them"
         )
 
     @staticmethod
