@@ -183,6 +183,35 @@ def test_grid_expansion(tmp_path):
         )
     ).cells("paper")
     assert {(c.label, c.column) for c in narrowed} == {("RNN", "offsets"), ("Mamba", "parity")}
+    # model_train: one row's training overrides at a scale (here more steps and its own rate); a task's
+    # own overrides still come after
+    row = load_study(
+        _write(
+            tmp_path,
+            "w",
+            GRID.replace("tables: [main]}", "tables: [main], model_train: {RNN: {steps: 30, lr: 0.05}}}"),
+        )
+    ).cells("paper")
+    assert {(c.label, c.train.steps, c.lr) for c in row} == {
+        ("RNN", 30, 0.05),
+        ("Mamba", 10, 0.01),
+        ("Mamba", 10, 0.003),
+    }
+    both = load_study(
+        _write(
+            tmp_path,
+            "x",
+            GRID.replace(
+                "tables: [main]}",
+                "tables: [main], model_train: {RNN: {steps: 30}}, task_train: {parity: {steps: 7, lrs: [0.2]}}}",
+            ),
+        )
+    ).cells("paper")
+    assert {(c.label, c.column, c.train.steps, c.lr) for c in both if c.column == "parity"} == {
+        ("RNN", "parity", 7, 0.2),
+        ("Mamba", "parity", 7, 0.2),
+    }
+    assert {c.train.steps for c in both if c.label == "RNN" and c.column == "offsets"} == {30}
     assert parse_lengths("60..100/20") == [60, 80, 100] and parse_lengths("1..10/4") == [1, 5, 9, 10]
 
 
@@ -195,6 +224,11 @@ def test_grid_expansion(tmp_path):
         (('test_lengths: "30..50/20"', 'test_lengths: "50..30"'), "bad length range"),
         (("lrs: [0.01]}", "lrs: [0.01], models: [GRU]}"), "unknown model 'GRU'"),
         (("lrs: [0.01]}", "lrs: [0.01], model_tasks: {GRU: [parity]}}"), "unknown model 'GRU'"),
+        (("lrs: [0.01]}", "lrs: [0.01], model_train: {GRU: {steps: 5}}}"), "unknown model 'GRU'"),
+        (
+            ("lrs: [0.01]}", "lrs: [0.01], model_train: {RNN: {lr: 0.1, lrs: [0.1]}}}"),
+            "model_train for 'RNN'",
+        ),
         (("lrs: [0.01]}", "lrs: [0.01], model_tasks: {RNN: [parityy]}}"), "unknown task 'parityy'"),
         (("lrs: [0.01]}", "lrs: [0.01], task_train: {parity: {lr: 0.1, lrs: [0.1]}}}"), "both lr and lrs"),
         (("lrs: [0.01]}", "lrs: [0.01], task_train: {parity: {lrs: []}}}"), "non-empty list of positive"),

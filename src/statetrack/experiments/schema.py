@@ -287,6 +287,11 @@ class Scale(_Strict):
         "here replaces the scale's learning-rate grid for that task, and lrs: "
         "[...] gives that task its own grid",
     )
+    model_train: dict[str, dict] = Field(
+        default_factory=dict,
+        description="model label -> TrainConfig overrides for that model at this scale (e.g. more steps "
+        "for a row whose runs are cheap and learn late); a task's own overrides (task_train) come after",
+    )
     model: dict = Field(
         default_factory=dict, description="ModelConfig overrides at this scale (e.g. d_model)"
     )
@@ -392,23 +397,25 @@ class Study(_Strict):
             ("task", list(sc.replace_tasks), tasks),
             ("task", list(sc.task_train), tasks),
             ("model", list(sc.model_tasks), [m.label for t in self.tables for m in t.models]),
+            ("model", list(sc.model_train), [m.label for t in self.tables for m in t.models]),
             ("task", [x for v in sc.model_tasks.values() for x in v], tasks),
         ):
             bad = [x for x in (have or []) if x not in known]
             if bad:
                 raise ValueError(f"scale {sname!r} names unknown {what} {bad[0]!r}")
-        for task, over in sc.task_train.items():
-            if "lr" in over and "lrs" in over:
-                raise ValueError(f"scale {sname!r}: task_train for {task!r} sets both lr and lrs; keep one")
-            if "lrs" in over and (
-                not isinstance(over["lrs"], list)
-                or not over["lrs"]
-                or not all(isinstance(x, int | float) and x > 0 for x in over["lrs"])
-            ):
-                raise ValueError(
-                    f"scale {sname!r}: task_train lrs for {task!r} must be a non-empty list of "
-                    f"positive learning rates, got {over['lrs']!r}"
-                )
+        for kind, overrides in (("task_train", sc.task_train), ("model_train", sc.model_train)):
+            for name, over in overrides.items():
+                if "lr" in over and "lrs" in over:
+                    raise ValueError(f"scale {sname!r}: {kind} for {name!r} sets both lr and lrs; keep one")
+                if "lrs" in over and (
+                    not isinstance(over["lrs"], list)
+                    or not over["lrs"]
+                    or not all(isinstance(x, int | float) and x > 0 for x in over["lrs"])
+                ):
+                    raise ValueError(
+                        f"scale {sname!r}: {kind} lrs for {name!r} must be a non-empty list of "
+                        f"positive learning rates, got {over['lrs']!r}"
+                    )
 
     # -- the grid ----------------------------------------------------------------------------
     def scale(self, name: str) -> Scale:
@@ -480,7 +487,12 @@ class Study(_Strict):
                 f"task {t.label!r} (set train_lengths on the study, task or model)"
             )
         base = {**self.train, **t.train, **m.train, **sc.train}
-        over = dict(sc.task_train.get(t.label, {}))
+        task_over = sc.task_train.get(t.label, {})
+        over = {**sc.model_train.get(m.label, {}), **task_over}
+        if "lrs" in task_over:  # the task's own grid replaces a rate the model's overrides set
+            over.pop("lr", None)
+        elif "lr" in task_over:
+            over.pop("lrs", None)
         lrs = learning_rates(over, m.train, sc.lrs, self.lrs, base)
         over.pop("lrs", None)
         ecfg = validated(
