@@ -61,6 +61,43 @@ def test_construct_list_and_counterexample_and_spectrum(tmp_path, capsys):
     assert main(["spectrum", str(ck), "--json"]) == 0
     s = _json_lines(capsys)[0]
     assert s["layers"][0]["per_token_min_real"] == {"0": 1.0, "1": -1.0}
+    # the construction's -1 for a 1 is the root parity needs: exact, nothing decays
+    cyc = s["layers"][0]["per_token_cycle"]["1"]
+    assert cyc["order"] == 2 and cyc["horizon"] is None and cyc["half_life"] is None
+
+
+def test_cycle_fit_reads_each_symbols_order_angle_error_and_decay():
+    import cmath
+    import math
+
+    import pytest
+
+    from statetrack.tasks import get_task
+    from statetrack.theory.spectra import cycle_fit, cycle_text
+
+    eps = 0.01
+    fit = cycle_fit(
+        get_task("parity").automaton(), {0: [1.0], 1: [0.3, 0.5 * cmath.exp(1j * (math.pi - eps))]}
+    )
+    assert set(fit) == {"1"}  # 0 leaves parity's states as they are: order 1, no cycle to follow
+    one = fit["1"]
+    assert one["order"] == 2 and one["angle_error"] == pytest.approx(eps)
+    assert one["horizon"] == pytest.approx(math.pi / (2 * eps)) and one["half_life"] == pytest.approx(1.0)
+    assert "the count lost after about 157 such inputs, the amplitude halved every 1" in cycle_text(fit)
+    # S3: a transposition needs -1, a 3-cycle a cube root of unity; the nearest eigenvalue is chosen
+    s3 = get_task("group:S3").automaton()
+    roots = {t: [1.0, -1.0, cmath.exp(2j * math.pi / 3)] for t in range(6)}
+    orders = {t: c["order"] for t, c in cycle_fit(s3, roots).items()}
+    assert sorted(orders.values()) == [2, 2, 2, 3, 3] and "0" not in orders
+    assert all(c["horizon"] is None for c in cycle_fit(s3, roots).values())
+    # many symbols: the line shows those lost soonest
+    a5 = cycle_fit(
+        get_task("group:A5").automaton(), {t: [cmath.exp(1j * (math.pi - t / 1000))] for t in range(60)}
+    )
+    line = cycle_text(a5, limit=2)
+    assert line.count(": order") == 2 and "(the 2 of 59 symbols whose count is lost soonest)" in line
+    # a reset (Tomita 1's 0 sends every state to the sink) is no permutation: nothing to read
+    assert cycle_fit(get_task("tomita:1").automaton(), {0: [0.5], 1: [1.0]}) == {}
 
 
 def test_train_from_a_construction_with_noise(tmp_path, capsys):

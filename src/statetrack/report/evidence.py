@@ -12,7 +12,10 @@ weights exist, training did not find them. The report does not leave it at that.
 * the **spectrum** of the learned transitions of the best seed's checkpoint (``theory.spectra``): per
   layer the eigenvalue nearest -1, the largest and smallest modulus over the inputs of a few sample
   sequences, and for layer 1 the eigenvalues of each input symbol alone, with a figure: what a parity
-  channel needs is an eigenvalue at -1 for one symbol and at +1 for the other, both of modulus 1;
+  channel needs is an eigenvalue at -1 for one symbol and at +1 for the other, both of modulus 1; for
+  each symbol that permutes the task's states with order d, the eigenvalue nearest a primitive d-th root
+  of unity, the inputs after which its angle error loses the count and those over which its amplitude
+  halves (``theory.spectra.cycle_fit``);
 * the **construction control**: the row of the study that starts the same layers from a proof's
   construction (``control_of`` in the study file, ``train.init: construction:NAME``), trained under the
   same protocol, and whether its seeds still track the task at the long lengths: the weights exist and
@@ -39,7 +42,7 @@ from statetrack.report.plots import close, save, slug, spectrum_figure
 from statetrack.report.state_tables import selected_pairs, unlearnt_text
 from statetrack.report.table import StudyTable
 from statetrack.report.verdicts import TRACKED, VerdictCell, VerdictTable
-from statetrack.theory.spectra import spectrum
+from statetrack.theory.spectra import cycle_text, spectrum
 
 CAPTION = (
     f"Each 'possible' cell that no seed tracks (>= {100 * TRACKED:.0f}% at the long lengths): "
@@ -65,6 +68,11 @@ def spectrum_summary(result: dict) -> str:
         per = layer.get("per_token_min_real")
         if per:
             text += "; per input symbol, min Re " + ", ".join(f"{t}: {v:+.3f}" for t, v in per.items())
+        if layer.get("per_token_cycle"):
+            text += (
+                "; the cycles (per symbol, the eigenvalue nearest a root of unity of the symbol's order): "
+                + cycle_text(layer["per_token_cycle"])
+            )
         parts.append(text)
     return "; ".join(parts)
 

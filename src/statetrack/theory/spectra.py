@@ -9,12 +9,95 @@ token. Non-linear layers have no transition matrix and are skipped.
 
 from __future__ import annotations
 
+import cmath
 import math
 
 import numpy as np
 import torch
 
 from statetrack.training.checkpoint import load_checkpoint
+
+
+def cycle_fit(automaton, eigenvalues: dict[int, list[complex]]) -> dict[str, dict]:
+    """Per input token that permutes the task's states with some order d >= 2 (a parity's 1, a counter's
+    symbol, a group element), the eigenvalue of layer 1 nearest a primitive d-th root of unity in the
+    complex plane: what a diagonal or rotation channel needs to follow that symbol's cycle exactly.
+    ``eigenvalues``: token id -> that token's eigenvalues (every channel). Each entry: the order, the
+    eigenvalue's angle and the root's (degrees), its modulus, the angle error (radians), the inputs of
+    that symbol after which that error reaches half the spacing of the cycle's angles (pi / d), where the
+    channel's count is lost (None when the error is zero: exact), and those over which its amplitude
+    halves (None at modulus 1 or above): a channel that decays forgets the count against the input it
+    adds at every step. Empty when the task has no automaton."""
+    if automaton is None:
+        return {}
+    delta = np.asarray(automaton.delta)
+    n = delta.shape[0]
+    out: dict[str, dict] = {}
+    for s, token in enumerate(automaton.tokens.tolist()):
+        perm = delta[:, s]
+        zs = eigenvalues.get(int(token))
+        if not zs or len(set(perm.tolist())) != n:
+            continue  # not a permutation (a reset, a sink): no cycle to follow
+        seen, order = set(), 1
+        for q in range(n):
+            if q in seen:
+                continue
+            c, r = 0, q
+            while r not in seen:
+                seen.add(r)
+                r, c = int(perm[r]), c + 1
+            order = math.lcm(order, c)
+        if order < 2:
+            continue
+        roots = [2 * math.pi * k / order for k in range(order) if math.gcd(k, order) == 1]
+
+        def signed(theta: float, root: float) -> float:
+            return (theta - root + math.pi) % (2 * math.pi) - math.pi
+
+        # the eigenvalue nearest a root in the complex plane: angle and modulus together
+        _, z, a = min(((abs(z - cmath.exp(1j * a)), z, a) for z in zs for a in roots), key=lambda x: x[0])
+        theta = math.atan2(z.imag, z.real)
+        d = signed(theta, a)
+        err = 0.0 if abs(d) < 1e-9 else abs(d)  # float rounding of an exact root is no error
+        out[str(token)] = {
+            "order": order,
+            "angle_deg": math.degrees(theta),
+            "root_deg": math.degrees(theta - d),
+            "modulus": abs(z),
+            "angle_error": err,
+            "horizon": math.pi / (order * err) if err > 0 else None,
+            # inputs of that symbol over which the channel's amplitude halves (None: modulus 1 or above)
+            "half_life": math.log(2) / -math.log(abs(z)) if 0 < abs(z) < 1 - 1e-9 else None,
+        }
+    return out
+
+
+def cycle_text(cycles: dict[str, dict], limit: int = 6) -> str:
+    """``cycle_fit``'s entries in one line: 'token: order d, angle (root), modulus, the angle exact or the
+    count lost after N such inputs, the amplitude halved every M'; of more than ``limit`` symbols (a large
+    group), the ``limit`` whose count is lost soonest."""
+
+    def n(x: float) -> str:
+        return f"{x:,.0f}" if x < 1e6 else f"{x:.1e}"
+
+    shown = list(cycles.items())
+    if len(shown) > limit:
+        shown = sorted(shown, key=lambda tc: (tc[1]["horizon"] or math.inf, tc[1]["half_life"] or math.inf))
+        shown = shown[:limit]
+    text = "; ".join(
+        f"{t}: order {c['order']}, {c['angle_deg']:.2f} deg (root {c['root_deg']:.0f}), modulus "
+        f"{c['modulus']:.4f}: "
+        + (
+            "angle exact"
+            if c["horizon"] is None
+            else f"the count lost after about {n(c['horizon'])} such inputs"
+        )
+        + ("" if c["half_life"] is None else f", the amplitude halved every {n(c['half_life'])}")
+        for t, c in shown
+    )
+    if len(shown) < len(cycles):
+        text += f" (the {len(shown)} of {len(cycles)} symbols whose count is lost soonest)"
+    return text
 
 
 @torch.no_grad()
@@ -68,6 +151,9 @@ def spectrum(checkpoint, samples: int = 4, length: int = 64, seed: int = 0) -> d
             if per_tok is not None:
                 f = first.detach().to(torch.complex128)[:, 0, :]
                 entry["per_token_min_real"] = {str(t): float(f[t].real.min()) for t in range(V)}
+                fits = cycle_fit(task.automaton(), {t: f[t].tolist() for t in range(V)})
+                if fits:
+                    entry["per_token_cycle"] = fits
         layers.append(entry)
         x, _ = block(x)
     return {
