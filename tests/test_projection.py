@@ -71,3 +71,12 @@ def test_the_learning_table_names_the_best_seed_and_its_projection_with_cpu_hour
     assert unlearnt_text(runs, {}, 0.99) == "best 95.0%"  # no curve stored: no projection
     runs[1].summary["best_val_accuracy"] = 0.3
     assert unlearnt_text(runs, curves, 0.99) == "best 60.0% · flat"
+
+
+def test_the_learning_table_text_of_seeds_that_learnt():
+    from statetrack.report.state_tables import learning_text
+
+    assert learning_text([3000, None, 6000]) == "2/3 · 4,500 [3,000-6,000]"
+    assert learning_text([None, None]) == "0/2"
+    # runs started from a construction have the task at their first validation
+    assert learning_text([0, 0, 0]) == "3/3 · at the start"

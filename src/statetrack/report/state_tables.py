@@ -154,10 +154,13 @@ def selected_pairs(main: StudyTable, mrow: dict, col: str, results: list) -> lis
 
 
 def learning_text(steps: list[int | None]) -> str:
-    """'2/3 · 4,500 [3,000-6,000]': seeds that learnt, of those run; their median [min-max] steps."""
+    """'2/3 · 4,500 [3,000-6,000]': seeds that learnt, of those run; their median [min-max] steps ('at the
+    start' when every one had it at step 0: a run started from a construction)."""
     learnt = sorted(s for s in steps if s is not None)
     text = f"{len(learnt)}/{len(steps)}"
-    if learnt:
+    if learnt and learnt[-1] == 0:
+        text += " · at the start"
+    elif learnt:
         text += f" · {statistics.median(learnt):,.0f}"
         if len(learnt) > 1 and learnt[0] != learnt[-1]:
             text += f" [{learnt[0]:,}-{learnt[-1]:,}]"
