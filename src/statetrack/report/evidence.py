@@ -39,7 +39,7 @@ from pathlib import Path
 
 from statetrack.errors import UserError
 from statetrack.report.plots import close, save, slug, spectrum_figure
-from statetrack.report.state_tables import selected_pairs, unlearnt_text
+from statetrack.report.state_tables import recorded, selected_pairs, unlearnt_text
 from statetrack.report.table import StudyTable
 from statetrack.report.verdicts import TRACKED, VerdictCell, VerdictTable
 from statetrack.theory.spectra import cycle_text, spectrum
@@ -235,7 +235,7 @@ def _table_control_text(rep, t: StudyTable, label: str, col: str, mine: list) ->
             runs = selected_pairs(t, crow, col, mine)
             if not runs:
                 return f"control '{crow['label']}': no complete run"
-            steps = [r.summary["learned_at_step"] for _, r in runs if "learned_at_step" in (r.summary or {})]
+            steps = [r.summary["learned_at_step"] for r in recorded([r for _, r in runs])]
             learnt = sum(x is not None for x in steps)
             lr = ", ".join(sorted({f"{j.train.lr:g}" for j, _ in runs}))
             return (
@@ -262,7 +262,7 @@ def below_paper_evidence(rep) -> EvidenceSection:
                 runs = selected_pairs(t, row, col, mine)
                 if not runs:
                     continue
-                done = [r for _, r in runs if "learned_at_step" in (r.summary or {})]
+                done = recorded([r for _, r in runs])
                 steps = [r.summary["learned_at_step"] for r in done]
                 learnt = sorted(x for x in steps if x is not None)
                 fit = f"learnt in distribution by {len(learnt)}/{len(done)} seeds" if done else ""

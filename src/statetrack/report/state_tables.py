@@ -153,6 +153,12 @@ def selected_pairs(main: StudyTable, mrow: dict, col: str, results: list) -> lis
     ]
 
 
+def recorded(runs: list) -> list:
+    """The runs that recorded when they learnt the task in distribution (``learned_at_step``: a step, or
+    None for not within the budget); runs from before that measurement did not."""
+    return [r for r in runs if "learned_at_step" in (r.summary or {})]
+
+
 def learning_text(steps: list[int | None]) -> str:
     """'2/3 · 4,500 [3,000-6,000]': seeds that learnt, of those run; their median [min-max] steps ('at the
     start' when every one had it at step 0: a run started from a construction)."""
@@ -207,9 +213,7 @@ def _learning_table(main: StudyTable, results: list, curves: dict[int, list] | N
             "text": {},
         }
         for col in main.task_columns:
-            done = [
-                r for r in _selected_runs(main, mrow, col, results) if "learned_at_step" in (r.summary or {})
-            ]
+            done = recorded(_selected_runs(main, mrow, col, results))
             if not done:
                 continue
             steps = [r.summary["learned_at_step"] for r in done]
