@@ -434,3 +434,16 @@ def test_reproduce_writes_report_with_command_machine_and_wall_time(tmp_path, db
         "- Command: `statetrack reproduce" in md and "- Machine:" in md and "- Wall time of the sweep:" in md
     )
     assert (out / "tiny-sweep" / "length-main-parity.png").is_file()
+
+
+def test_the_reports_scale_line_names_the_rows_and_columns_with_their_own_steps(tmp_path):
+    from statetrack.report.finding import why
+
+    text = GRID.replace("tables: [main]}", "tables: [main], model_train: {RNN: {steps: 30}}}").replace(
+        "lrs: [0.01]}", "lrs: [0.01], task_train: {offsets: {steps: 7}}}"
+    )
+    line = why(load_study(_write(tmp_path, "y", text)), "quick")
+    assert line.startswith(
+        "Why differences are expected: this is the quick scale (10 training steps (offsets: 7), 2 seeds"
+    )
+    assert "the paper's protocol (--scale paper) has 10 training steps (RNN: 30), 2 seeds per cell" in line

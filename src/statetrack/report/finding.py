@@ -107,10 +107,14 @@ def _scale_text(study, scale: str, seeds: int | None = None) -> str:
     if sc is None:
         return ""
     seeds = sc.seeds if seeds is None else seeds
-    return (
-        f"{sc.steps:,} training steps, {seeds} seed{'s' if seeds > 1 else ''} per cell, test lengths "
-        f"up to {max(sc.test_lengths):,}"
-    )
+    own = [
+        f"{name}: {over['steps']:,}"
+        for overrides in (sc.model_train, sc.task_train)
+        for name, over in overrides.items()
+        if "steps" in over
+    ]
+    steps = f"{sc.steps:,} training steps" + (" (" + "; ".join(own) + ")" if own else "")
+    return f"{steps}, {seeds} seed{'s' if seeds > 1 else ''} per cell, test lengths up to {max(sc.test_lengths):,}"
 
 
 def why(study, scale: str, seeds: int | None = None) -> str:
