@@ -66,7 +66,10 @@ def spectrum_summary(result: dict) -> str:
             f"{layer['min_modulus']:.3f}-{layer['max_modulus']:.4f}"
         )
         per = layer.get("per_token_min_real")
-        if per:
+        if per and len(per) > 8:  # a large alphabet (a group's elements): the range over the symbols
+            lo, hi = min(per.values()), max(per.values())
+            text += f"; per input symbol, min Re from {lo:+.3f} to {hi:+.3f} over {len(per)} symbols"
+        elif per:
             text += "; per input symbol, min Re " + ", ".join(f"{t}: {v:+.3f}" for t, v in per.items())
         if layer.get("per_token_cycle"):
             text += (
