@@ -282,7 +282,14 @@ def test_a_cell_below_the_paper_carries_its_evidence(tmp_path):
 def test_a_spectrum_line_of_a_large_alphabet_gives_the_range_over_its_symbols():
     from statetrack.report.evidence import spectrum_summary
 
-    layer = {"layer": 1, "mixer": "m", "min_real": -1.0, "min_modulus": 0.5, "max_modulus": 1.0}
+    layer = {
+        "layer": 1,
+        "mixer": "m",
+        "samples": [],
+        "min_real": -1.0,
+        "min_modulus": 0.5,
+        "max_modulus": 1.0,
+    }
     many = {**layer, "per_token_min_real": {str(i): -i / 59 for i in range(60)}}
     assert "per input symbol, min Re from -1.000 to +0.000 over 60 symbols" in spectrum_summary(
         {"layers": [many]}
