@@ -447,3 +447,13 @@ def test_the_reports_scale_line_names_the_rows_and_columns_with_their_own_steps(
         "Why differences are expected: this is the quick scale (10 training steps (offsets: 7), 2 seeds"
     )
     assert "the paper's protocol (--scale paper) has 10 training steps (RNN: 30), 2 seeds per cell" in line
+
+
+def test_narrowing_to_a_cell_the_scale_leaves_out_is_one_line(tmp_path):
+    text = GRID.replace("tables: [main]}", "tables: [main], model_tasks: {RNN: [offsets]}}")
+    study = load_study(_write(tmp_path, "z", text))
+    with pytest.raises(
+        UserError, match="runs no cell of model RNN and task parity .*its cells: RNN on offsets"
+    ):
+        study.restrict("paper", models=["RNN"], tasks=["parity"])
+    assert {c.column for c in study.restrict("paper", models=["RNN"]).cells("paper")} == {"offsets"}

@@ -448,7 +448,16 @@ class Study(_Strict):
                     f"{', '.join(dict.fromkeys(known))}"
                 )
             update[what + "s"] = [c for c in dict.fromkeys(have or known) if c in chosen]
-        return self.model_copy(update={"scales": {**self.scales, scale: sc.model_copy(update=update)}})
+        narrowed = self.model_copy(update={"scales": {**self.scales, scale: sc.model_copy(update=update)}})
+        if update and not narrowed.triples(scale):
+            asked = " and ".join(f"{w} {', '.join(c)}" for w, c in (("model", models), ("task", tasks)) if c)
+            cells = [f"{m.label} on {t.label}" for _, m, t in self.triples(scale)]
+            shown = "; ".join(cells[:12]) + (f"; and {len(cells) - 12} more" if len(cells) > 12 else "")
+            raise UserError(
+                f"study {self.name!r} at scale {scale!r} runs no cell of {asked} (the study file's scale "
+                f"says why it leaves them out); its cells: {shown}"
+            )
+        return narrowed
 
     def grid(
         self, scale: str, seeds: int | None = None, device: str = "auto", max_runs: int = MAX_RUNS
@@ -464,9 +473,13 @@ class Study(_Strict):
 
     def _cells(self, scale: str, device: str) -> list[Cell]:
         """The (table, model, task) cells of the grid at this scale, their configs checked."""
+        return [self._cell(table, m, t, scale, device) for table, m, t in self.triples(scale)]
+
+    def triples(self, scale: str) -> list[tuple[Table, StudyModel, StudyTask]]:
+        """The (table, model, task) triples the grid at this scale runs."""
         sc = self.scale(scale)
         return [
-            self._cell(table, m, t, scale, device)
+            (table, m, t)
             for table in self.active_tables(scale)
             for m in table.models
             if sc.models is None or m.label in sc.models
