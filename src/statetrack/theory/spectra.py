@@ -100,6 +100,20 @@ def cycle_text(cycles: dict[str, dict], limit: int = 6) -> str:
     return text
 
 
+def _per_token(f: torch.Tensor, task) -> dict:
+    """Layer 1's entries per vocabulary token, from its one-step eigenvalues ``f`` (V, n): the values, the
+    smallest real part, and the cycle fit where the task has an automaton."""
+    V = f.shape[0]
+    out: dict = {
+        "per_token": {str(t): [[z.real, z.imag] for z in f[t].tolist()] for t in range(V)},
+        "per_token_min_real": {str(t): float(f[t].real.min()) for t in range(V)},
+    }
+    fits = cycle_fit(task.automaton(), {t: f[t].tolist() for t in range(V)})
+    if fits:
+        out["per_token_cycle"] = fits
+    return out
+
+
 @torch.no_grad()
 def spectrum(checkpoint, samples: int = 4, length: int = 64, seed: int = 0) -> dict:
     if isinstance(checkpoint, (str, bytes)) or hasattr(checkpoint, "__fspath__"):
@@ -108,7 +122,6 @@ def spectrum(checkpoint, samples: int = 4, length: int = 64, seed: int = 0) -> d
         model, task = checkpoint
         cfg = None
     model.eval()
-    V = model.vocab_size
     layers = []
     # per token, layer 1
     emb = model.embed.weight[:, None, :]  # (V, 1, d)
@@ -128,15 +141,11 @@ def spectrum(checkpoint, samples: int = 4, length: int = 64, seed: int = 0) -> d
         }
         if ev is not None:
             ev = ev.detach().to(torch.complex128)
-            per_tok = None
-            if li == 0 and first is not None:
-                f = first.detach().to(torch.complex128)[:, 0, :]  # (V, n)
-                per_tok = {str(t): [[z.real, z.imag] for z in f[t].tolist()] for t in range(V)}
             flat = ev.reshape(-1)
             ang = torch.angle(flat)
             entry.update(
                 {
-                    "per_token": per_tok,
+                    "per_token": None,
                     "samples": ev.reshape(ev.shape[0] * ev.shape[1], -1).tolist(),
                     "sample_tokens": tokens.reshape(-1).tolist(),
                     "min_real": float(flat.real.min()),
@@ -148,12 +157,8 @@ def spectrum(checkpoint, samples: int = 4, length: int = 64, seed: int = 0) -> d
                     "n_angles": len({round(math.degrees(a), 1) for a in ang[flat.abs() > 1e-6].tolist()}),
                 }
             )
-            if per_tok is not None:
-                f = first.detach().to(torch.complex128)[:, 0, :]
-                entry["per_token_min_real"] = {str(t): float(f[t].real.min()) for t in range(V)}
-                fits = cycle_fit(task.automaton(), {t: f[t].tolist() for t in range(V)})
-                if fits:
-                    entry["per_token_cycle"] = fits
+            if li == 0 and first is not None:
+                entry.update(_per_token(first.detach().to(torch.complex128)[:, 0, :], task))
         layers.append(entry)
         x, _ = block(x)
     return {
