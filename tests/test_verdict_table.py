@@ -120,10 +120,17 @@ def test_impossible_cells_may_reach_the_quotient_they_can_track():
     assert "ceiling 33%" in cell.text()
     beyond = verdict_table(STUDY, [(j, _result(j, [(16, 24)] * 12)) for j in jobs])
     assert beyond.cells()[0].outcome == "disagrees"
+    # knowing the sign, a layer may name an element of the wrong coset: below chance is within the band
+    wrong_coset = verdict_table(STUDY, [(j, _result(j, [(1, 24)] * 12)) for j in jobs])
+    assert wrong_coset.cells()[0].median().judgement == "below" and wrong_coset.cells()[0].outcome == "agrees"
     # A5 is perfect: no non-trivial quotient is tracked, the ceiling is chance
     five = [(1, 24)] * 5 + [(0, 24)] * 7  # 5 of 288 right: chance, 1/60
     (a5,) = verdict_table(STUDY, [(j, _result(j, five)) for j in _jobs("AUSSM", "A5")]).cells()
     assert a5.ceiling == pytest.approx(1 / 60) and a5.outcome == "agrees"
+    # with no quotient tracked, below chance tells the labels apart: it disagrees
+    jobs0 = _jobs("Mamba [0,1]", "parity")
+    (low,) = verdict_table(STUDY, [(j, _result(j, [(2, 24)] * 12)) for j in jobs0]).cells()
+    assert low.verdict == "impossible" and low.median().judgement == "below" and low.outcome == "disagrees"
 
 
 def test_the_summary_names_each_disagreeing_seed_and_the_false_alarms_expected():

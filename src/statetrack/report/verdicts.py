@@ -23,9 +23,10 @@ task comes with a **ceiling**
 of it (one complex, real or [-1,1] Householder layer tracks the sign of an S3 element: S3 / A3 = C2),
 which on uniformly distributed labels is worth 1/|kernel| (1/3 for S3); for A5, parity and counting
 the ceiling is chance. A cell **agrees** when the verdict is impossible and no seed is above the ceiling
-or below chance (for most cells: every seed at chance), or possible and some seed tracks the task; it
-**disagrees** when the verdict is impossible and some seed is above the ceiling or below chance (a bug,
-or a theorem misread: to be found); a possible cell in which no seed tracks the task is a
+or below chance (for most cells: every seed at chance; where a quotient is tracked, anywhere from 0 to
+its ceiling, since knowing the coset lets a layer name an element of the wrong one as well), or possible
+and some seed tracks the task; it **disagrees** when the verdict is impossible and some seed is outside
+that band (a bug, or a theorem misread: to be found); a possible cell in which no seed tracks the task is a
 **learnability** result (the weights exist, training did not find them; the cell says how many seeds
 rose above chance); an open cell is reported with its measurements only.
 """
@@ -127,9 +128,12 @@ class VerdictCell:
         return Outcome.AGREES if self.tracked else Outcome.LEARNABILITY
 
     def within_ceiling(self, s: SeedScore) -> bool:
-        """Neither below chance nor above what the trackable quotient allows (chance, for most cells)."""
+        """Not above what the trackable quotient allows (chance, for most cells), and not below chance
+        unless the layer tracks a quotient: a layer that knows the coset (S3's sign) may as well name an
+        element of the other coset, anywhere from 0 to the ceiling; without a quotient, below chance
+        would tell the labels apart as surely as above."""
         if s.judgement == "below":
-            return False
+            return bool(self.ceiling and s.chance is not None and self.ceiling > s.chance + 1e-9)
         top = max(s.chance or 0.0, self.ceiling or 0.0)
         return s.low is not None and s.low <= top
 
