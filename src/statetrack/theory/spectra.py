@@ -27,7 +27,8 @@ def cycle_fit(automaton, eigenvalues: dict[int, list[complex]]) -> dict[str, dic
     that symbol after which that error reaches half the spacing of the cycle's angles (pi / d), where the
     channel's count is lost (None when the error is zero: exact), and those over which its amplitude
     halves (None at modulus 1 or above): a channel that decays forgets the count against the input it
-    adds at every step. Empty when the task has no automaton."""
+    adds at every step. It is the best any channel comes: the read-out may weigh other channels too, so
+    a good fit here bounds what the layer has, not what it uses. Empty when the task has no automaton."""
     if automaton is None:
         return {}
     delta = np.asarray(automaton.delta)
@@ -78,7 +79,7 @@ def cycle_text(cycles: dict[str, dict], limit: int = 6) -> str:
     group), the ``limit`` whose count is lost soonest."""
 
     def n(x: float) -> str:
-        return f"{x:,.0f}" if x < 1e6 else f"{x:.1e}"
+        return "under 1" if x < 1 else f"{x:,.0f}" if x < 1e6 else f"{x:.1e}"
 
     shown = list(cycles.items())
     if len(shown) > limit:
