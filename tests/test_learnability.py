@@ -290,7 +290,7 @@ def test_a_spectrum_line_of_a_large_alphabet_gives_the_range_over_its_symbols():
         "min_modulus": 0.5,
         "max_modulus": 1.0,
     }
-    many = {**layer, "per_token_min_real": {str(i): -i / 59 for i in range(60)}}
+    many = {**layer, "per_token_min_real": {str(i): -i / 59 for i in range(60)}}  # a group of order 60
     assert "per input symbol, min Re from -1.000 to +0.000 over 60 symbols" in spectrum_summary(
         {"layers": [many]}
     )

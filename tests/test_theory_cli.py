@@ -96,6 +96,15 @@ def test_cycle_fit_reads_each_symbols_order_angle_error_and_decay():
     )
     line = cycle_text(a5, limit=2)
     assert line.count(": order") == 2 and "(the 2 of 59 symbols whose count is lost soonest)" in line
+    dead = {
+        "order": 2,
+        "angle_deg": 0.0,
+        "root_deg": 180.0,
+        "modulus": 0.001,
+        "horizon": 0.5,
+        "half_life": 0.1,
+    }
+    assert cycle_text({"1": dead}).endswith("the count lost at once, the amplitude gone at once")
     # a reset (Tomita 1's 0 sends every state to the sink) is no permutation: nothing to read
     assert cycle_fit(get_task("tomita:1").automaton(), {0: [0.5], 1: [1.0]}) == {}
 

@@ -66,7 +66,7 @@ def spectrum_summary(result: dict) -> str:
             f"{layer['min_modulus']:.3f}-{layer['max_modulus']:.4f}"
         )
         per = layer.get("per_token_min_real")
-        if per and len(per) > 8:  # a large alphabet (a group's elements): the range over the symbols
+        if per and len(per) > 12:  # a large alphabet (a group's elements): the range over the symbols
             lo, hi = min(per.values()), max(per.values())
             text += f"; per input symbol, min Re from {lo:+.3f} to {hi:+.3f} over {len(per)} symbols"
         elif per:

@@ -79,7 +79,25 @@ def cycle_text(cycles: dict[str, dict], limit: int = 6) -> str:
     group), the ``limit`` whose count is lost soonest."""
 
     def n(x: float) -> str:
-        return "under 1" if x < 1 else f"{x:,.0f}" if x < 1e6 else f"{x:.1e}"
+        return f"{x:,.0f}" if x < 1e6 else f"{x:.1e}"
+
+    def angle(h: float | None) -> str:
+        return (
+            "angle exact"
+            if h is None
+            else "the count lost at once"
+            if h < 1
+            else f"the count lost after about {n(h)} such inputs"
+        )
+
+    def amplitude(h: float | None) -> str:
+        return (
+            ""
+            if h is None
+            else ", the amplitude gone at once"
+            if h < 1
+            else f", the amplitude halved every {n(h)}"
+        )
 
     shown = list(cycles.items())
     if len(shown) > limit:
@@ -87,13 +105,7 @@ def cycle_text(cycles: dict[str, dict], limit: int = 6) -> str:
         shown = shown[:limit]
     text = "; ".join(
         f"{t}: order {c['order']}, {c['angle_deg']:.2f} deg (root {c['root_deg']:.0f}), modulus "
-        f"{c['modulus']:.4f}: "
-        + (
-            "angle exact"
-            if c["horizon"] is None
-            else f"the count lost after about {n(c['horizon'])} such inputs"
-        )
-        + ("" if c["half_life"] is None else f", the amplitude halved every {n(c['half_life'])}")
+        f"{c['modulus']:.4f}: {angle(c['horizon'])}{amplitude(c['half_life'])}"
         for t, c in shown
     )
     if len(shown) < len(cycles):
