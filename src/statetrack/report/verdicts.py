@@ -322,9 +322,9 @@ CAPTION = (
     "those above chance, and the chance level; then the "
     "oracle's verdict (yes / no / open) with its basis (docs/science.md; for an 'impossible' cell whose "
     "layer can still track a quotient of the group, the accuracy that quotient allows: its ceiling) and "
-    "the outcome: agrees, disagrees (an 'impossible' cell above its ceiling, or below chance, in some "
-    "seed), learnability (a 'possible' cell no seed tracks) or open. A seed is above (below) chance "
-    "when its interval lies above (below) chance."
+    "the outcome: agrees, disagrees (an 'impossible' cell above its ceiling in some seed, or below "
+    "chance where it tracks no quotient), learnability (a 'possible' cell no seed tracks) or open. A seed "
+    "is above (below) chance when its interval lies above (below) chance."
 )
 
 
