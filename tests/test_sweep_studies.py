@@ -76,6 +76,12 @@ def _write(tmp_path, name, text):
     return str(p)
 
 
+def _paper_cells(tmp_path, name, paper_fields, text=GRID):
+    """The paper scale's runs of ``text`` with ``paper_fields`` added to that scale."""
+    scale = text.replace("tables: [main]}", f"tables: [main], {paper_fields}}}")
+    return load_study(_write(tmp_path, name, scale)).cells("paper")
+
+
 def _numbers(db, study):
     """(label, seed) -> per-length metrics of the complete runs, and the count of complete rows per key."""
     store = Store(db)
@@ -168,45 +174,22 @@ def test_grid_expansion(tmp_path):
     paper = load_study(_write(tmp_path, "m", own_rate_text)).cells("paper")
     assert {c.lr for c in paper if c.label == "Mamba"} == {0.0005}
     assert {c.lr for c in paper if c.label == "RNN" and c.column == "parity"} == {0.01, 0.003}
-    task_rate = load_study(
-        _write(
-            tmp_path,
-            "n",
-            own_rate_text.replace("tables: [main]}", "tables: [main], task_train: {parity: {lr: 0.02}}}"),
-        )
-    ).cells("paper")
+    task_rate = _paper_cells(tmp_path, "n", "task_train: {parity: {lr: 0.02}}", own_rate_text)
     assert {c.lr for c in task_rate if c.label == "Mamba"} == {0.02}
     # model_tasks narrows one row to some of its columns at a scale; the other rows keep theirs
-    narrowed = load_study(
-        _write(
-            tmp_path, "v", GRID.replace("tables: [main]}", "tables: [main], model_tasks: {RNN: [offsets]}}")
-        )
-    ).cells("paper")
+    narrowed = _paper_cells(tmp_path, "v", "model_tasks: {RNN: [offsets]}")
     assert {(c.label, c.column) for c in narrowed} == {("RNN", "offsets"), ("Mamba", "parity")}
     # model_train: one row's training overrides at a scale (here more steps and its own rate); a task's
     # own overrides still come after
-    row = load_study(
-        _write(
-            tmp_path,
-            "w",
-            GRID.replace("tables: [main]}", "tables: [main], model_train: {RNN: {steps: 30, lr: 0.05}}}"),
-        )
-    ).cells("paper")
+    row = _paper_cells(tmp_path, "w", "model_train: {RNN: {steps: 30, lr: 0.05}}")
     assert {(c.label, c.train.steps, c.lr) for c in row} == {
         ("RNN", 30, 0.05),
         ("Mamba", 10, 0.01),
         ("Mamba", 10, 0.003),
     }
-    both = load_study(
-        _write(
-            tmp_path,
-            "x",
-            GRID.replace(
-                "tables: [main]}",
-                "tables: [main], model_train: {RNN: {steps: 30}}, task_train: {parity: {steps: 7, lrs: [0.2]}}}",
-            ),
-        )
-    ).cells("paper")
+    both = _paper_cells(
+        tmp_path, "x", "model_train: {RNN: {steps: 30}}, task_train: {parity: {steps: 7, lrs: [0.2]}}"
+    )
     assert {(c.label, c.column, c.train.steps, c.lr) for c in both if c.column == "parity"} == {
         ("RNN", "parity", 7, 0.2),
         ("Mamba", "parity", 7, 0.2),
