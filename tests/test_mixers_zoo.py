@@ -29,7 +29,9 @@ VARIANTS = list(MIXERS) + [
     "deltaproduct(nh=3)",
     "deltaproduct(nh=3,neg=true,heads=2,chunk=2)",
     "aussm(conv=0)",
+    "aussm(theta_rank=1000)",
     "dcd(conv=0)",
+    "dcd(theta_rank=3)",
     "saussm(expand=1)",
     "transformer(pos=sinusoidal)",
     "transformer(pos=none,heads=2)",
@@ -226,6 +228,18 @@ def test_aussm_stays_on_circle_long():
     assert ((ev.abs() - 1).abs() < 1e-6).all()
 
 
+def test_theta_rank_sets_the_rank_of_the_angle_map():
+    """W_A = theta_proj(low part of x_proj): rank ceil(d_model / 16) by default, capped at E (full rank)."""
+    low, full, three = make("aussm"), make("aussm(theta_rank=1000)"), make("dcd(theta_rank=3)")
+    assert low.R_theta == math.ceil(D_MODEL / 16) and low.theta_proj.in_features == low.R_theta
+    E, N = full.d_inner, full.d_state
+    assert full.R_theta == E and full.theta_proj.weight.shape == (E * N, E)
+    W_A = full.theta_proj.weight.double() @ full.x_proj.weight[:E].double()  # u -> the E*N angles
+    assert torch.linalg.matrix_rank(W_A) == E
+    assert three.R_theta == 3 and three.x_proj.in_features == three.d_inner
+    assert three.x_proj.out_features == three.R + 3 + 3 * three.d_state  # [Delta | theta | B | C_re | C_im]
+
+
 @pytest.mark.parametrize("spec", VARIANTS)
 def test_declared_properties_are_the_built_mixers(spec):
     """The light declaration the oracle and 'statetrack models' read (no torch) says what the built mixer
@@ -359,6 +373,7 @@ def test_deltaproduct_neg_has_rotations():
         "aussm(neg=true)",
         "transformer(pos=rope,heads=8)",
         "saussm(conv=-1)",
+        "aussm(theta_rank=-1)",
     ],
 )
 def test_bad_options(bad):

@@ -1,14 +1,16 @@
 """Complex diagonal selective SSMs: AUSSM, Simple AUSSM and the general complex-disc class (DCD).
 
 All three share Mamba's block: x -> in_proj -> (u, z); u -> optional depthwise causal conv -> silu;
-a low-rank projection of u (rank R = ceil(d_model / 16), as Mamba's Delta) drives the transition;
+low-rank projections of u drive the transition: Delta's of rank R = ceil(d_model / 16), as Mamba's, and
+the angle's of rank ``theta_rank`` (default R; E makes W_A full rank, as the AUSSM authors' code);
 B_t = W_B u_t (real), C_t = W_C u_t (complex: two real projections); per channel e and state n
 
     h_t = A_bar_t * h_{t-1} + b_t      (complex state, E x N per sequence)
     y_t = Re(sum_n C_t,n h_t,n) + D u_t,  gated by silu(z_t), then out_proj.
 
 * ``aussm`` (Karuvally2025, public code's form): A_bar_t = exp(i theta_t), theta_t = W_A u_t + b_A,
-  b_A ~ U(-pi, pi); |A_bar| = 1 exactly; b_t = B_t u_t. W_A is low rank (E -> R -> E*N).
+  b_A ~ U(-pi, pi); |A_bar| = 1 exactly; b_t = B_t u_t. W_A is E -> theta_rank -> E*N: low rank by
+  default; the authors' code maps u to all E*N angles at full rank (``theta_rank`` = E here).
 * ``saussm`` ("Simple AUSSM"): theta_t = Delta_t * Lambda, Delta_t = softplus(dt_proj(.)) per channel as in
   Mamba, Lambda (E, N) a learned constant (init pi * (n + 1), the spacing of S4D-Lin's imaginary parts);
   b_t = Delta_t B_t u_t.
@@ -28,6 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from statetrack.errors import UserError
 from statetrack.layers.base import (
     Device,
     MambaInput,
@@ -51,6 +54,8 @@ class _ComplexSelective(MambaInput, Mixer):
         expand (int): the inner width E = expand d_model, 1 to 16; default 2.
         dt_min (float), dt_max (float): the log-uniform range of the initial step Delta (Mamba's dt init),
             used by the subclasses with a Delta; default 1e-3, 1e-1.
+        theta_rank (int): the rank of W_A, which maps u to the angles, for the subclasses with an angle;
+            0 (default) = ceil(d_model / 16), Delta's rank; at E = expand d_model or above it is full rank.
     """
 
     uses_dt = False
@@ -64,13 +69,17 @@ class _ComplexSelective(MambaInput, Mixer):
         expand: int = 2,
         dt_min: float = 1e-3,
         dt_max: float = 1e-1,
+        theta_rank: int = 0,
     ) -> None:
         super().__init__(d_model, d_state)
         check_conv(self.name, conv)
         check_expand(self.name, expand)
+        if theta_rank < 0:
+            raise UserError(f"{self.name} theta_rank={theta_rank} must be >= 0 (0 = ceil(d_model / 16))")
         E, N = expand * d_model, d_state
         self.R = R = math.ceil(d_model / 16)
-        n_low = R * (int(self.uses_dt) + int(self.uses_theta))
+        self.R_theta = min(theta_rank or R, E) if self.uses_theta else 0
+        n_low = R * int(self.uses_dt) + self.R_theta
         self._init_input(d_model, E, conv)
         self.x_proj = nn.Linear(E, n_low + 3 * N, bias=False)  # [low-rank | B | C_re | C_im]
         self.n_low = n_low
@@ -78,7 +87,7 @@ class _ComplexSelective(MambaInput, Mixer):
             self.dt_proj = nn.Linear(R, E)
             init_dt_bias(self.name, self.dt_proj, dt_min, dt_max)
         if self.uses_theta:
-            self.theta_proj = nn.Linear(R, E * N)  # W_A (low rank), bias b_A
+            self.theta_proj = nn.Linear(self.R_theta, E * N)  # W_A (rank R_theta), bias b_A
             with torch.no_grad():
                 self.theta_proj.bias.uniform_(-math.pi, math.pi)
         self.D = nn.Parameter(torch.ones(E))
@@ -106,9 +115,9 @@ class _ComplexSelective(MambaInput, Mixer):
         return F.softplus(self.dt_proj(low[..., : self.R]))
 
     def _theta(self, low: Tensor) -> Tensor:
-        """The angle theta [..., E, N] = W_A (the last R low-rank inputs) + b_A."""
+        """The angle theta [..., E, N] = W_A (the last R_theta low-rank inputs) + b_A."""
         E, N = self.d_inner, self.d_state
-        return self.theta_proj(low[..., low.shape[-1] - self.R :]).unflatten(-1, (E, N))
+        return self.theta_proj(low[..., low.shape[-1] - self.R_theta :]).unflatten(-1, (E, N))
 
     def _polar(self, low: Tensor) -> tuple[Tensor | None, Tensor, Tensor]:
         """The low-rank inputs [..., n_low] -> (A_bar's modulus [..., E, N] or None for 1, its angle [..., E,
@@ -170,14 +179,18 @@ class AUSSM(_ComplexSelective):
         d_state (int): the number N of complex state coordinates per channel (the state is [E, N]).
         conv (int): the kernel of the short depthwise causal conv over u, 0 to 64; default 4, 0 = none.
         expand (int): the inner width E = expand d_model, 1 to 16; default 2.
+        theta_rank (int): the rank of W_A; 0 (default) = ceil(d_model / 16); E or above = full rank, the
+            AUSSM authors' form.
     """
 
     name = "aussm"
     uses_theta = True
 
     # no Delta: no dt range
-    def __init__(self, d_model: int, d_state: int, conv: int = 4, expand: int = 2) -> None:
-        super().__init__(d_model, d_state, conv=conv, expand=expand)
+    def __init__(
+        self, d_model: int, d_state: int, conv: int = 4, expand: int = 2, theta_rank: int = 0
+    ) -> None:
+        super().__init__(d_model, d_state, conv=conv, expand=expand, theta_rank=theta_rank)
 
     def _polar(self, low: Tensor) -> tuple[Tensor | None, Tensor, Tensor]:
         return None, self._theta(low), torch.ones((), dtype=low.dtype, device=low.device)
@@ -198,9 +211,16 @@ class SimpleAUSSM(_ComplexSelective):
     name = "saussm"
     uses_dt = True
 
-    def __init__(self, d_model: int, d_state: int, **kw: Any) -> None:
-        """The block's options (conv, expand, dt_min, dt_max), passed on."""
-        super().__init__(d_model, d_state, **kw)
+    def __init__(
+        self,
+        d_model: int,
+        d_state: int,
+        conv: int = 4,
+        expand: int = 2,
+        dt_min: float = 1e-3,
+        dt_max: float = 1e-1,
+    ) -> None:
+        super().__init__(d_model, d_state, conv=conv, expand=expand, dt_min=dt_min, dt_max=dt_max)
         n = torch.arange(1, d_state + 1, dtype=torch.get_default_dtype())
         self.Lambda = nn.Parameter((math.pi * n).repeat(self.d_inner, 1))
 
@@ -219,6 +239,7 @@ class DCD(_ComplexSelective):
         expand (int): the inner width E = expand d_model, 1 to 16; default 2.
         dt_min (float), dt_max (float): the log-uniform range of the initial Delta, which sets the modulus
             r and scales the input; default 1e-3, 1e-1.
+        theta_rank (int): the rank of W_A; 0 (default) = ceil(d_model / 16); E or above = full rank.
     """
 
     name = "dcd"

@@ -44,7 +44,7 @@ def _aussm_lag_layer(
     situation); ``angles[i][n]``: the angle of situation i in slot n. With ``situations`` (the layer input
     of each situation) the read-out rows solve U c = target exactly for the unit activations U[s, i] =
     silu(L w_i . x_s), so a small L (weights of order 1, less sensitive to noise) leaks nothing."""
-    E, N, R, K = mx.d_inner, mx.d_state, mx.R, mx.k
+    E, N, R, K = mx.d_inner, mx.d_state, mx.R_theta, mx.k  # AUSSM has no Delta: the low part is theta's
     nU = len(units)
     I = 2 * nU
     assert I + 1 <= E and N <= R and K >= 2, (E, nU, N, R, K)
