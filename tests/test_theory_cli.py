@@ -107,6 +107,18 @@ def test_cycle_fit_reads_each_symbols_order_angle_error_and_decay():
     assert cycle_text({"1": dead}).endswith("the count lost at once, the amplitude gone at once")
     # a reset (Tomita 1's 0 sends every state to the sink) is no permutation: nothing to read
     assert cycle_fit(get_task("tomita:1").automaton(), {0: [0.5], 1: [1.0]}) == {}
+    # in context (a conv makes the angle depend on the tokens before): the best channel's bias and spread
+    par = get_task("parity").automaton()
+    seen = {1: [[1.0, cmath.exp(1j * (math.pi + 0.02))], [0.9, cmath.exp(1j * (math.pi - 0.01))]]}
+    ctx = cycle_fit(par, {1: [-1.0]}, seen)["1"]["context"]
+    assert ctx["n"] == 2 and ctx["bias"] == pytest.approx(0.005) and ctx["spread"] == pytest.approx(0.015)
+    assert ctx["horizon_drift"] == pytest.approx(math.pi / 2 / 0.005)
+    assert ctx["horizon_spread"] == pytest.approx((math.pi / 2 / 0.015) ** 2)
+    assert ctx["min_deg"] == pytest.approx(180 - math.degrees(0.01))
+    line = cycle_text(cycle_fit(par, {1: [-1.0]}, seen))
+    assert "the count lost after about 314 such inputs by the bias, 10,966 by the spread" in line
+    # the same angle at every place: nothing more to say than the one-step reading
+    assert "context" not in cycle_fit(par, {1: [-1.0]}, {1: [[-1.0], [-1.0]]})["1"]
 
 
 def test_train_from_a_construction_with_noise(tmp_path, capsys):

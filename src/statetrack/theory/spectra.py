@@ -18,7 +18,9 @@ import torch
 from statetrack.training.checkpoint import load_checkpoint
 
 
-def cycle_fit(automaton, eigenvalues: dict[int, list[complex]]) -> dict[str, dict]:
+def cycle_fit(
+    automaton, eigenvalues: dict[int, list[complex]], context: dict[int, list[list[complex]]] | None = None
+) -> dict[str, dict]:
     """Per input token that permutes the task's states with some order d >= 2 (a parity's 1, a counter's
     symbol, a group element), the eigenvalue of layer 1 nearest a primitive d-th root of unity in the
     complex plane: what a diagonal or rotation channel needs to follow that symbol's cycle exactly.
@@ -28,7 +30,13 @@ def cycle_fit(automaton, eigenvalues: dict[int, list[complex]]) -> dict[str, dic
     channel's count is lost (None when the error is zero: exact), and those over which its amplitude
     halves (None at modulus 1 or above): a channel that decays forgets the count against the input it
     adds at every step. It is the best any channel comes: the read-out may weigh other channels too, so
-    a good fit here bounds what the layer has, not what it uses. Empty when the task has no automaton."""
+    a good fit here bounds what the layer has, not what it uses. Empty when the task has no automaton.
+
+    ``context``: token id -> that token's eigenvalues at each place it occurs in sample sequences. A layer
+    with a short convolution applies angles that depend on the tokens before as well; where they vary,
+    the entry's ``context`` reads the channel that stays nearest a root over the occurrences: their
+    number, its angle's range, its mean error (the bias, which adds up in step: pi / (d |bias|) inputs
+    lose the count) and their spread (which adds up as a random walk: (pi / (d sd))^2 inputs)."""
     if automaton is None:
         return {}
     delta = np.asarray(automaton.delta)
@@ -70,7 +78,47 @@ def cycle_fit(automaton, eigenvalues: dict[int, list[complex]]) -> dict[str, dic
             # inputs of that symbol over which the channel's amplitude halves (None: modulus 1 or above)
             "half_life": math.log(2) / -math.log(abs(z)) if 0 < abs(z) < 1 - 1e-9 else None,
         }
-    return out
+        seen_at = (context or {}).get(int(token))
+        if seen_at:
+            out[str(token)]["context"] = _in_context(np.angle(np.asarray(seen_at)), roots, order)
+    return {t: c if c.get("context", True) else _drop_context(c) for t, c in out.items()}
+
+
+def _wrap(x: np.ndarray) -> np.ndarray:
+    """Angles (radians) wrapped to [-pi, pi)."""
+    return (x + np.pi) % (2 * np.pi) - np.pi
+
+
+def _in_context(angles: np.ndarray, roots: list[float], order: int) -> dict | None:
+    """The channel whose angle stays nearest a primitive root (least mean absolute error) over a token's
+    occurrences ``angles`` (k, n): the occurrences, that channel's range (degrees), its errors' mean
+    absolute value, mean (bias) and standard deviation (spread), in radians, and the inputs after which
+    each loses the count; None when no channel's angle varies with the context."""
+    if np.ptp(angles, axis=0).max() < 1e-6:
+        return None
+    root, j, mean = min(
+        ((a, int(np.argmin(e)), float(e.min())) for a in roots for e in [np.abs(_wrap(angles - a)).mean(0)]),
+        key=lambda x: x[2],
+    )
+    dev = _wrap(angles[:, j] - root)
+    root = float(-_wrap(-np.asarray(root)))  # in (-pi, pi]: -1 reads 180 deg
+    bias, sd, half = float(dev.mean()), float(dev.std()), math.pi / order
+    return {
+        "n": int(angles.shape[0]),
+        "min_deg": math.degrees(root + dev.min()),
+        "max_deg": math.degrees(root + dev.max()),
+        "mean_error": mean,
+        "bias": bias,
+        "spread": sd,
+        # the bias adds up in step (half / |bias| inputs), the spread as a random walk ((half / sd)^2)
+        "horizon_drift": half / abs(bias) if abs(bias) > 1e-12 else None,
+        "horizon_spread": (half / sd) ** 2 if sd > 1e-12 else None,
+    }
+
+
+def _drop_context(entry: dict) -> dict:
+    """``entry`` less an empty ``context``."""
+    return {k: v for k, v in entry.items() if k != "context"}
 
 
 def cycle_text(cycles: dict[str, dict], limit: int = 6) -> str:
@@ -103,9 +151,24 @@ def cycle_text(cycles: dict[str, dict], limit: int = 6) -> str:
     if len(shown) > limit:
         shown = sorted(shown, key=lambda tc: (tc[1]["horizon"] or math.inf, tc[1]["half_life"] or math.inf))
         shown = shown[:limit]
+
+    def n_or(h: float | None) -> str:
+        return "never" if h is None else n(h)
+
+    def context(c: dict) -> str:
+        x = c.get("context")
+        return (
+            ""
+            if x is None
+            else f" (in context, at its {x['n']} places in the samples, the best channel: {x['min_deg']:.1f} "
+            f"to {x['max_deg']:.1f} deg, bias {math.degrees(x['bias']):+.2f}, spread "
+            f"{math.degrees(x['spread']):.2f} deg: the count lost after about {n_or(x['horizon_drift'])} "
+            f"such inputs by the bias, {n_or(x['horizon_spread'])} by the spread)"
+        )
+
     text = "; ".join(
         f"{t}: order {c['order']}, {c['angle_deg']:.2f} deg (root {c['root_deg']:.0f}), modulus "
-        f"{c['modulus']:.4f}: {angle(c['horizon'])}{amplitude(c['half_life'])}"
+        f"{c['modulus']:.4f}: {angle(c['horizon'])}{amplitude(c['half_life'])}{context(c)}"
         for t, c in shown
     )
     if len(shown) < len(cycles):
@@ -113,15 +176,17 @@ def cycle_text(cycles: dict[str, dict], limit: int = 6) -> str:
     return text
 
 
-def _per_token(f: torch.Tensor, task) -> dict:
+def _per_token(f: torch.Tensor, task, ev: torch.Tensor, tokens: torch.Tensor) -> dict:
     """Layer 1's entries per vocabulary token, from its one-step eigenvalues ``f`` (V, n): the values, the
-    smallest real part, and the cycle fit where the task has an automaton."""
+    smallest real part, and the cycle fit where the task has an automaton, read in context too from the
+    eigenvalues ``ev`` (B, T, n) of the sample sequences ``tokens`` (B, T)."""
     V = f.shape[0]
     out: dict = {
         "per_token": {str(t): [[z.real, z.imag] for z in f[t].tolist()] for t in range(V)},
         "per_token_min_real": {str(t): float(f[t].real.min()) for t in range(V)},
     }
-    fits = cycle_fit(task.automaton(), {t: f[t].tolist() for t in range(V)})
+    context = {t: ev[tokens == t].tolist() for t in range(V)}
+    fits = cycle_fit(task.automaton(), {t: f[t].tolist() for t in range(V)}, context)
     if fits:
         out["per_token_cycle"] = fits
     return out
@@ -171,7 +236,7 @@ def spectrum(checkpoint, samples: int = 4, length: int = 64, seed: int = 0) -> d
                 }
             )
             if li == 0 and first is not None:
-                entry.update(_per_token(first.detach().to(torch.complex128)[:, 0, :], task))
+                entry.update(_per_token(first.detach().to(torch.complex128)[:, 0, :], task, ev, tokens))
         layers.append(entry)
         x, _ = block(x)
     return {
@@ -179,6 +244,7 @@ def spectrum(checkpoint, samples: int = 4, length: int = 64, seed: int = 0) -> d
         "layers_spec": model.cfg.layers,
         "task": task.name,
         "layers": layers,
-        "note": "layer 1 per token uses a one-step input (zero conv history); sample rows use the inputs "
-        f"each layer sees on {samples} random {task.name} sequences of length {length}",
+        "note": "layer 1 per token uses a one-step input (zero conv history), its cycle fit read in "
+        "context too; sample rows use the inputs each layer sees on "
+        f"{samples} random {task.name} sequences of length {length}",
     }
