@@ -47,15 +47,7 @@ def cycle_fit(
         zs = eigenvalues.get(int(token))
         if not zs or len(set(perm.tolist())) != n:
             continue  # not a permutation (a reset, a sink): no cycle to follow
-        seen, order = set(), 1
-        for q in range(n):
-            if q in seen:
-                continue
-            c, r = 0, q
-            while r not in seen:
-                seen.add(r)
-                r, c = int(perm[r]), c + 1
-            order = math.lcm(order, c)
+        order = _order(perm)
         if order < 2:
             continue
         roots = [2 * math.pi * k / order for k in range(order) if math.gcd(k, order) == 1]
@@ -82,6 +74,18 @@ def cycle_fit(
         if seen_at:
             out[str(token)]["context"] = _in_context(np.angle(np.asarray(seen_at)), roots, order)
     return {t: c if c.get("context", True) else _drop_context(c) for t, c in out.items()}
+
+
+def _order(perm: np.ndarray) -> int:
+    """The order of the permutation q -> perm[q]: the lcm of its cycles' lengths."""
+    seen, order = set(), 1
+    for q in range(len(perm)):
+        c, r = 0, q
+        while r not in seen:
+            seen.add(r)
+            r, c = int(perm[r]), c + 1
+        order = math.lcm(order, max(c, 1))
+    return order
 
 
 def _wrap(x: np.ndarray) -> np.ndarray:
