@@ -71,9 +71,10 @@ def cycle_fit(
             "half_life": math.log(2) / -math.log(abs(z)) if 0 < abs(z) < 1 - 1e-9 else None,
         }
         seen_at = (context or {}).get(int(token))
-        if seen_at:
-            out[str(token)]["context"] = _in_context(np.angle(np.asarray(seen_at)), roots, order)
-    return {t: c if c.get("context", True) else _drop_context(c) for t, c in out.items()}
+        in_context = _in_context(np.angle(np.asarray(seen_at)), roots, order) if seen_at else None
+        if in_context is not None:
+            out[str(token)]["context"] = in_context
+    return out
 
 
 def _order(perm: np.ndarray) -> int:
@@ -118,11 +119,6 @@ def _in_context(angles: np.ndarray, roots: list[float], order: int) -> dict | No
         "horizon_drift": half / abs(bias) if abs(bias) > 1e-12 else None,
         "horizon_spread": (half / sd) ** 2 if sd > 1e-12 else None,
     }
-
-
-def _drop_context(entry: dict) -> dict:
-    """``entry`` less an empty ``context``."""
-    return {k: v for k, v in entry.items() if k != "context"}
 
 
 def cycle_text(cycles: dict[str, dict], limit: int = 6) -> str:
