@@ -116,7 +116,10 @@ def test_cycle_fit_reads_each_symbols_order_angle_error_and_decay():
     assert ctx["horizon_spread"] == pytest.approx((math.pi / 2 / 0.015) ** 2)
     assert ctx["min_deg"] == pytest.approx(180 - math.degrees(0.01))
     line = cycle_text(cycle_fit(par, {1: [-1.0]}, seen))
-    assert "the count lost after about 314 such inputs by the bias, 10,966 by the spread" in line
+    assert "the best channel (root 180): 179.4 to 181.1 deg, bias +0.29, spread 0.86 deg" in line
+    assert "the count lost after about 314 such inputs by the bias, after about 10,966 such inputs" in line
+    wide = {1: [[cmath.exp(1j * (math.pi + 1.5))], [cmath.exp(1j * (math.pi - 1.7))]]}
+    assert "by the bias, at once by the spread" in cycle_text(cycle_fit(par, {1: [-1.0]}, wide))
     # the same angle at every place: nothing more to say than the one-step reading
     assert "context" not in cycle_fit(par, {1: [-1.0]}, {1: [[-1.0], [-1.0]]})["1"]
 

@@ -110,6 +110,7 @@ def _in_context(angles: np.ndarray, roots: list[float], order: int) -> dict | No
     bias, sd, half = float(dev.mean()), float(dev.std()), math.pi / order
     return {
         "n": int(angles.shape[0]),
+        "root_deg": math.degrees(root),
         "min_deg": math.degrees(root + dev.min()),
         "max_deg": math.degrees(root + dev.max()),
         "mean_error": mean,
@@ -152,18 +153,18 @@ def cycle_text(cycles: dict[str, dict], limit: int = 6) -> str:
         shown = sorted(shown, key=lambda tc: (tc[1]["horizon"] or math.inf, tc[1]["half_life"] or math.inf))
         shown = shown[:limit]
 
-    def n_or(h: float | None) -> str:
-        return "never" if h is None else n(h)
+    def lost(h: float | None) -> str:
+        return "never" if h is None else "at once" if h < 1 else f"after about {n(h)} such inputs"
 
     def context(c: dict) -> str:
         x = c.get("context")
         return (
             ""
             if x is None
-            else f" (in context, at its {x['n']} places in the samples, the best channel: {x['min_deg']:.1f} "
-            f"to {x['max_deg']:.1f} deg, bias {math.degrees(x['bias']):+.2f}, spread "
-            f"{math.degrees(x['spread']):.2f} deg: the count lost after about {n_or(x['horizon_drift'])} "
-            f"such inputs by the bias, {n_or(x['horizon_spread'])} by the spread)"
+            else f" (in context, at its {x['n']} places in the samples, the best channel (root "
+            f"{x['root_deg']:.0f}): {x['min_deg']:.1f} to {x['max_deg']:.1f} deg, bias "
+            f"{math.degrees(x['bias']):+.2f}, spread {math.degrees(x['spread']):.2f} deg: the count lost "
+            f"{lost(x['horizon_drift'])} by the bias, {lost(x['horizon_spread'])} by the spread)"
         )
 
     text = "; ".join(
