@@ -52,13 +52,10 @@ def cycle_fit(
             continue
         roots = [2 * math.pi * k / order for k in range(order) if math.gcd(k, order) == 1]
 
-        def signed(theta: float, root: float) -> float:
-            return (theta - root + math.pi) % (2 * math.pi) - math.pi
-
         # the eigenvalue nearest a root in the complex plane: angle and modulus together
         _, z, a = min(((abs(z - cmath.exp(1j * a)), z, a) for z in zs for a in roots), key=lambda x: x[0])
         theta = math.atan2(z.imag, z.real)
-        d = signed(theta, a)
+        d = float(_wrap(theta - a))
         err = 0.0 if abs(d) < 1e-9 else abs(d)  # float rounding of an exact root is no error
         out[str(token)] = {
             "order": order,
@@ -130,14 +127,11 @@ def cycle_text(cycles: dict[str, dict], limit: int = 6) -> str:
     def n(x: float) -> str:
         return f"{x:,.0f}" if x < 1e6 else f"{x:.1e}"
 
+    def lost(h: float | None) -> str:
+        return "never" if h is None else "at once" if h < 1 else f"after about {n(h)} such inputs"
+
     def angle(h: float | None) -> str:
-        return (
-            "angle exact"
-            if h is None
-            else "the count lost at once"
-            if h < 1
-            else f"the count lost after about {n(h)} such inputs"
-        )
+        return "angle exact" if h is None else f"the count lost {lost(h)}"
 
     def amplitude(h: float | None) -> str:
         return (
@@ -152,9 +146,6 @@ def cycle_text(cycles: dict[str, dict], limit: int = 6) -> str:
     if len(shown) > limit:
         shown = sorted(shown, key=lambda tc: (tc[1]["horizon"] or math.inf, tc[1]["half_life"] or math.inf))
         shown = shown[:limit]
-
-    def lost(h: float | None) -> str:
-        return "never" if h is None else "at once" if h < 1 else f"after about {n(h)} such inputs"
 
     def context(c: dict) -> str:
         x = c.get("context")
