@@ -86,9 +86,9 @@ def _order(perm: np.ndarray) -> int:
     return order
 
 
-def _wrap(x: np.ndarray) -> np.ndarray:
-    """Angles (radians) wrapped to [-pi, pi)."""
-    return (x + np.pi) % (2 * np.pi) - np.pi
+def _wrap(x: np.ndarray | float) -> np.ndarray:
+    """Angles (radians) wrapped to [-pi, pi) (a float gives a 0-d array)."""
+    return (np.asarray(x) + np.pi) % (2 * np.pi) - np.pi
 
 
 def _in_context(angles: np.ndarray, roots: list[float], order: int) -> dict | None:
