@@ -19,7 +19,7 @@ from statetrack.training.checkpoint import load_checkpoint
 
 
 def cycle_fit(
-    automaton, eigenvalues: dict[int, list[complex]], context: dict[int, list[list[complex]]] | None = None
+    automaton, eigenvalues: dict[int, list[complex]], context: dict[int, np.ndarray] | None = None
 ) -> dict[str, dict]:
     """Per input token that permutes the task's states with some order d >= 2 (a parity's 1, a counter's
     symbol, a group element), the eigenvalue of layer 1 nearest a primitive d-th root of unity in the
@@ -32,7 +32,8 @@ def cycle_fit(
     adds at every step. It is the best any channel comes: the read-out may weigh other channels too, so
     a good fit here bounds what the layer has, not what it uses. Empty when the task has no automaton.
 
-    ``context``: token id -> that token's eigenvalues at each place it occurs in sample sequences. A layer
+    ``context``: token id -> that token's eigenvalues at each place it occurs in sample sequences (an
+    array, or nested lists, of shape (places, n)). A layer
     with a short convolution applies angles that depend on the tokens before as well; where they vary,
     the entry's ``context`` reads the channel that stays nearest a root over the occurrences: their
     number, its angle's range, its mean error (the bias, which adds up in step: pi / (d |bias|) inputs
@@ -67,8 +68,8 @@ def cycle_fit(
             # inputs of that symbol over which the channel's amplitude halves (None: modulus 1 or above)
             "half_life": math.log(2) / -math.log(abs(z)) if 0 < abs(z) < 1 - 1e-9 else None,
         }
-        seen_at = (context or {}).get(int(token))
-        in_context = _in_context(np.angle(np.asarray(seen_at)), roots, order) if seen_at else None
+        seen_at = np.asarray((context or {}).get(int(token), []))
+        in_context = _in_context(np.angle(seen_at), roots, order) if seen_at.size else None
         if in_context is not None:
             out[str(token)]["context"] = in_context
     return out
@@ -177,7 +178,7 @@ def _per_token(f: torch.Tensor, task, ev: torch.Tensor, tokens: torch.Tensor) ->
         "per_token": {str(t): [[z.real, z.imag] for z in f[t].tolist()] for t in range(V)},
         "per_token_min_real": {str(t): float(f[t].real.min()) for t in range(V)},
     }
-    context = {t: ev[tokens == t].tolist() for t in range(V)}
+    context = {t: ev[tokens == t].numpy() for t in range(V)}
     fits = cycle_fit(task.automaton(), {t: f[t].tolist() for t in range(V)}, context)
     if fits:
         out["per_token_cycle"] = fits
