@@ -61,3 +61,11 @@ def test_equivalence_in_parallel_processes_keeps_the_order_and_cuts_what_is_late
     assert [r["mixer"] for r in res["rows"]] == specs and res["failed"] == [] and "cut" not in res
     res = gpu_check.section_equivalence("cpu", gpu_check.Budget(0.5), specs, workers=2)
     assert res["rows"] == [] and res["cut"] == "out of time before negmamba, aussm"
+
+
+def test_an_error_is_one_line_with_its_cause():
+    """A compiler's message begins with the place and ends with the fault: the line keeps both."""
+    e = RuntimeError("at 52:18:\n    acc = tl.dot(a, b)\n\nInput shapes should have K >= 16")
+    assert gpu_check.error_text(e) == "RuntimeError: at 52:18: ... Input shapes should have K >= 16"
+    assert gpu_check.error_text(ValueError("one line")) == "ValueError: one line"
+    assert gpu_check.error_text(KeyError()) == "KeyError: "
