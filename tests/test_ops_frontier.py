@@ -595,6 +595,35 @@ def test_fla_dispatch_of_gated_delta_product_and_kda(monkeypatch, neg, grad):
         )
 
 
+@pytest.mark.parametrize("dk", [8, 16])
+def test_fla_dispatch_of_rwkv7_only_for_heads_it_compiles(monkeypatch, dk):
+    """fla's chunk RWKV-7 kernel does not compile below 16 key channels per head: narrower heads run the
+    PyTorch chunked form on CUDA too, with the reference's numbers."""
+    import sys
+    import types
+
+    from statetrack.ops.dplr import RWKV7_FLA_MIN_DK
+
+    calls: list = []
+    m = types.ModuleType("fla.ops.rwkv7")
+    m.chunk_rwkv7 = lambda *a, **kw: calls.append(a) or (a[0].float(), torch.zeros(1))  # type: ignore[attr-defined]
+    for name, mod in (
+        ("fla", types.ModuleType("fla")),
+        ("fla.ops", types.ModuleType("fla.ops")),
+        (m.__name__, m),
+    ):
+        monkeypatch.setitem(sys.modules, name, mod)
+    monkeypatch.setattr(dispatch, "use_fla", lambda _x: True)
+    g = torch.Generator().manual_seed(4)
+    q, k, v, kappa = (torch.randn(2, 9, 2, dk, generator=g) for _ in range(4))
+    log_w, a_lr = -torch.rand(2, 9, 2, dk, generator=g), torch.rand(2, 9, 2, dk, generator=g)
+    o, _ = rwkv7_rule(q, k, v, log_w, F.normalize(kappa, dim=-1), a_lr)
+    assert len(calls) == (dk >= RWKV7_FLA_MIN_DK)
+    if not calls:
+        a, b = rwkv7_terms(F.normalize(kappa, dim=-1).double(), a_lr.double())
+        assert rel_err(o, dplr_ref(q.double(), k.double(), v.double(), a, b, log_w.double())[0]) < 1e-5
+
+
 def test_fla_gated_chunk_backward_refused_runs_the_pytorch_form(monkeypatch):
     """Where fla refuses its gated chunk backward pass (Hopper with Triton 3.4-3.7.0), training Gated
     DeltaProduct with beta in [0, 1] runs the PyTorch chunked form, and evaluation still the chunk kernel."""
