@@ -70,3 +70,12 @@ def test_an_error_is_one_line_with_its_cause():
     assert gpu_check.error_text(e) == "RuntimeError: at 52:18: ... Input shapes should have K >= 16"
     assert gpu_check.error_text(ValueError("one line")) == "ValueError: one line"
     assert gpu_check.error_text(KeyError()) == "KeyError: "
+
+
+@pytest.mark.slow  # the recipe's model at batch 1,024 on the CPU: half a minute
+def test_the_paper_cell_cut_by_its_budget_still_tests_its_last_weights():
+    """The budget cuts the run (here at its first validation, on the CPU): the weights in hand are tested at
+    40-256 all the same, so a lease's training is never thrown away."""
+    out = gpu_check.section_paper_cell(40.5, steps=10, device="cpu")
+    assert out["cut_at_step"] == 0 and "learned_at_step" not in out
+    assert sorted(out["per_length"]) == [40, 64, 128, 256] and abs(out["scaled_accuracy_40_256"]) < 0.2
