@@ -30,8 +30,10 @@ VARIANTS = list(MIXERS) + [
     "deltaproduct(nh=3,neg=true,heads=2,chunk=2)",
     "aussm(conv=0)",
     "aussm(theta_rank=1000)",
+    "aussm(theta_rank=1000,theta_silu=false)",
     "dcd(conv=0)",
     "dcd(theta_rank=3)",
+    "dcd(theta_silu=false)",
     "saussm(expand=1)",
     "transformer(pos=sinusoidal)",
     "transformer(pos=none,heads=2)",
@@ -134,6 +136,25 @@ def probed_transition(m, x_t, state) -> torch.Tensor:
 def _match(a: torch.Tensor, b: torch.Tensor, tol=1e-7) -> bool:
     """Every value of a is close to some value of b."""
     return bool(((a[:, None] - b[None, :]).abs().min(1).values <= tol).all())
+
+
+def test_theta_silu_false_makes_the_angle_affine_in_the_inputs():
+    """Without the silu before W_A (the AUSSM authors' kernel), the angle is affine in the inputs the conv sees:
+    A_bar(x1 + x2) A_bar(0) = A_bar(x1) A_bar(x2), so a sequence's phase adds up token by token; with the silu
+    (the default) it does not."""
+    g = torch.Generator().manual_seed(3)
+    x1, x2 = (torch.randn(2, 9, D_MODEL, generator=g, dtype=torch.float64) for _ in range(2))
+    for spec, affine in (
+        ("aussm(theta_silu=false)", True),
+        ("dcd(theta_silu=false)", True),
+        ("aussm", False),
+    ):
+        m = make(spec)
+        ev = m.eigenvalues
+        if "dcd" in spec:  # the modulus reads Delta after the silu: the angle alone is affine
+            ev = lambda x, m=m: torch.exp(1j * m.eigenvalues(x).angle())  # noqa: E731
+        lhs, rhs = ev(x1 + x2) * ev(torch.zeros_like(x1)), ev(x1) * ev(x2)
+        assert torch.allclose(lhs, rhs, atol=1e-9) == affine, spec
 
 
 @pytest.mark.parametrize("spec", VARIANTS)

@@ -10,7 +10,10 @@ B_t = W_B u_t (real), C_t = W_C u_t (complex: two real projections); per channel
 
 * ``aussm`` (Karuvally2025, public code's form): A_bar_t = exp(i theta_t), theta_t = W_A u_t + b_A,
   b_A ~ U(-pi, pi); |A_bar| = 1 exactly; b_t = B_t u_t. W_A is E -> theta_rank -> E*N: low rank by
-  default; the authors' code maps u to all E*N angles at full rank (``theta_rank`` = E here).
+  default; the authors' code maps u to all E*N angles at full rank (``theta_rank`` = E here). With
+  ``theta_silu=false`` the angle reads the conv's output before the silu, as the authors' kernel does:
+  theta_t is then linear in the tokens the conv sees, so a sequence's phase sums each token's
+  contribution over the conv's taps, whatever its neighbours.
 * ``saussm`` ("Simple AUSSM"): theta_t = Delta_t * Lambda, Delta_t = softplus(dt_proj(.)) per channel as in
   Mamba, Lambda (E, N) a learned constant (init pi * (n + 1), the spacing of S4D-Lin's imaginary parts);
   b_t = Delta_t B_t u_t.
@@ -56,6 +59,9 @@ class _ComplexSelective(MambaInput, Mixer):
             used by the subclasses with a Delta; default 1e-3, 1e-1.
         theta_rank (int): the rank of W_A, which maps u to the angles, for the subclasses with an angle;
             0 (default) = ceil(d_model / 16), Delta's rank; at E = expand d_model or above it is full rank.
+        theta_silu (bool): for the subclasses with an angle, whether W_A reads u after the silu (default
+            True) or the conv's output before it (False: the angle linear in the inputs, the AUSSM
+            authors' kernel's form).
     """
 
     uses_dt = False
@@ -70,8 +76,10 @@ class _ComplexSelective(MambaInput, Mixer):
         dt_min: float = 1e-3,
         dt_max: float = 1e-1,
         theta_rank: int = 0,
+        theta_silu: bool = True,
     ) -> None:
         super().__init__(d_model, d_state)
+        self.theta_silu = theta_silu
         check_conv(self.name, conv)
         check_expand(self.name, expand)
         if theta_rank < 0:
@@ -110,6 +118,19 @@ class _ComplexSelective(MambaInput, Mixer):
         low, Bm, Cr, Ci = self.x_proj(u).split([self.n_low, self.d_state, self.d_state, self.d_state], dim=-1)
         return low, Bm, torch.complex(Cr, Ci)
 
+    def _read(
+        self, x: Tensor, buf: Tensor, chunk: bool
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
+        """x -> (u, z, the conv's history after x, the low-rank inputs, B, C): ``_pre`` then ``_split``, the
+        angle's low-rank inputs read from the conv's output before the silu where ``theta_silu`` is False."""
+        v, z, buf = self._pre_linear(x, buf, chunk)
+        u = F.silu(v)
+        low, Bm, Cm = self._split(u)
+        if self.R_theta and not self.theta_silu:
+            first = self.n_low - self.R_theta
+            low = torch.cat([low[..., :first], F.linear(v, self.x_proj.weight[first : self.n_low])], dim=-1)
+        return u, z, buf, low, Bm, Cm
+
     def _dt(self, low: Tensor) -> Tensor:
         """Delta [..., E] = softplus(dt_proj(the first R low-rank inputs))."""
         return F.softplus(self.dt_proj(low[..., : self.R]))
@@ -129,12 +150,6 @@ class _ComplexSelective(MambaInput, Mixer):
         r, theta, scale = self._polar(low)
         return polar(r, theta), scale
 
-    def _terms(self, u: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """u [..., E] -> A_bar [..., E, N], the input x = scale * u [..., E], B [..., N], C [..., N] complex."""
-        low, Bm, Cm = self._split(u)
-        a, scale = self._ab(low)
-        return a, scale * u, Bm, Cm
-
     def _gate(self, y: Tensor, u: Tensor, z: Tensor) -> Tensor:
         """The readout y = Re(sum_n C_n h_n) [..., E] plus D u, gated by silu(z), then out_proj: u, z [..., E]
         -> [..., d_model]."""
@@ -148,8 +163,7 @@ class _ComplexSelective(MambaInput, Mixer):
         if state is None:
             state = self.init_state(x.shape[0], x.device, x.dtype)
         h0, buf = state
-        u, z, buf = self._pre(x, buf, chunk=True)
-        low, Bm, Cm = self._split(u)
+        u, z, buf, low, Bm, Cm = self._read(x, buf, chunk=True)
         r, theta, scale = self._polar(low)
         # h_t = r_t exp(i theta_t) h_{t-1} + (scale u)_t (outer) B_t, y_t = Re(sum_n C_t,n h_t,n)
         y, h = polar_readout(r, theta, scale * u, Bm, Cm, h0)
@@ -159,16 +173,16 @@ class _ComplexSelective(MambaInput, Mixer):
         """Args: x (Tensor): [B, d_model], one token; state: as ``forward``'s. Returns: y (Tensor):
         [B, d_model], the state after x."""
         h, buf = state
-        u, z, buf = self._pre(x, buf, chunk=False)
-        a, xin, Bm, Cm = self._terms(u)
-        h = a * h + xin.unsqueeze(-1) * Bm.unsqueeze(-2)
+        u, z, buf, low, Bm, Cm = self._read(x, buf, chunk=False)
+        a, scale = self._ab(low)
+        h = a * h + (scale * u).unsqueeze(-1) * Bm.unsqueeze(-2)
         return self._gate((h * Cm.unsqueeze(-2)).sum(-1).real, u, z), (h, buf)
 
     def eigenvalues(self, x: Tensor) -> Tensor:
         """A_bar(x_t) for inputs x [B, T, d_model], conv history from zeros: [B, T, E * N] complex."""
         _, buf = self.init_state(x.shape[0], x.device, x.dtype)
-        u, _, _ = self._pre(x, buf, chunk=True)
-        return self._ab(self._split(u)[0])[0].flatten(-2)
+        low = self._read(x, buf, chunk=True)[3]
+        return self._ab(low)[0].flatten(-2)
 
 
 class AUSSM(_ComplexSelective):
@@ -181,6 +195,8 @@ class AUSSM(_ComplexSelective):
         expand (int): the inner width E = expand d_model, 1 to 16; default 2.
         theta_rank (int): the rank of W_A; 0 (default) = ceil(d_model / 16); E or above = full rank, the
             AUSSM authors' form.
+        theta_silu (bool): W_A reads u after the silu (default True) or the conv's output before it
+            (False, the AUSSM authors' kernel's form).
     """
 
     name = "aussm"
@@ -188,9 +204,17 @@ class AUSSM(_ComplexSelective):
 
     # no Delta: no dt range
     def __init__(
-        self, d_model: int, d_state: int, conv: int = 4, expand: int = 2, theta_rank: int = 0
+        self,
+        d_model: int,
+        d_state: int,
+        conv: int = 4,
+        expand: int = 2,
+        theta_rank: int = 0,
+        theta_silu: bool = True,
     ) -> None:
-        super().__init__(d_model, d_state, conv=conv, expand=expand, theta_rank=theta_rank)
+        super().__init__(
+            d_model, d_state, conv=conv, expand=expand, theta_rank=theta_rank, theta_silu=theta_silu
+        )
 
     def _polar(self, low: Tensor) -> tuple[Tensor | None, Tensor, Tensor]:
         return None, self._theta(low), torch.ones((), dtype=low.dtype, device=low.device)
@@ -240,6 +264,7 @@ class DCD(_ComplexSelective):
         dt_min (float), dt_max (float): the log-uniform range of the initial Delta, which sets the modulus
             r and scales the input; default 1e-3, 1e-1.
         theta_rank (int): the rank of W_A; 0 (default) = ceil(d_model / 16); E or above = full rank.
+        theta_silu (bool): W_A reads u after the silu (default True) or the conv's output before it (False).
     """
 
     name = "dcd"

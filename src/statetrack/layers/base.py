@@ -207,10 +207,15 @@ class MambaInput:
     def _pre(self, x: Tensor, buf: Tensor, chunk: bool) -> tuple[Tensor, Tensor, Tensor]:
         """Args: x (Tensor): [B, T, d_model] (``chunk``) or [B, d_model] (one step); buf (Tensor): [B, d_inner,
         k - 1] the conv's history. Returns (u, z, buf): u, z [..., d_inner] and the history after x."""
+        u, z, buf = self._pre_linear(x, buf, chunk)
+        return F.silu(u), z, buf
+
+    def _pre_linear(self, x: Tensor, buf: Tensor, chunk: bool) -> tuple[Tensor, Tensor, Tensor]:
+        """``_pre`` before its silu: u is the conv's output (or in_proj's without a conv), linear in x."""
         u, z = self.in_proj(x).chunk(2, dim=-1)
         if self.conv is not None:
             u, buf = (causal_conv if chunk else causal_conv_step)(self.conv, u, buf)
-        return F.silu(u), z, buf
+        return u, z, buf
 
 
 class DeltaInput:

@@ -161,7 +161,7 @@ for _d in (
     Declared(
         "aussm",
         "adaptive unitary SSM: A_bar = exp(i theta(x)), theta = W_A u + b_A, |A_bar| = 1",
-        {**SELECTIVE, "theta_rank": 0},
+        {**SELECTIVE, "theta_rank": 0, "theta_silu": True},
         _const(input_dependent=True, eigenvalues=D.UNIT_CIRCLE, structure=S.DIAGONAL),
     ),
     Declared(
@@ -173,7 +173,7 @@ for _d in (
     Declared(
         "dcd",
         "input-dependent complex diagonal SSM: A_bar = r(x) exp(i theta(x)), r in (0, 1]",
-        {**SELECTIVE, **DT, "theta_rank": 0},
+        {**SELECTIVE, **DT, "theta_rank": 0, "theta_silu": True},
         _const(
             input_dependent=True,
             eigenvalues=D.COMPLEX_DISC,
