@@ -64,6 +64,8 @@ def test_construct_list_and_counterexample_and_spectrum(tmp_path, capsys):
     # the construction's -1 for a 1 is the root parity needs: exact, nothing decays
     cyc = s["layers"][0]["per_token_cycle"]["1"]
     assert cyc["order"] == 2 and cyc["horizon"] is None and cyc["half_life"] is None
+    ch = s["layers"][0]["per_channel_cycle"]["2"]  # one channel, both symbols exact, along sequences too
+    assert ch["horizon_run"] is None and ch["error"] < 1e-4  # float32 angles, summed over 64 inputs
 
 
 def test_cycle_fit_reads_each_symbols_order_angle_error_and_decay():
@@ -122,6 +124,49 @@ def test_cycle_fit_reads_each_symbols_order_angle_error_and_decay():
     assert "by the bias, at once by the spread" in cycle_text(cycle_fit(par, {1: [-1.0]}, wide))
     # the same angle at every place: nothing more to say than the one-step reading
     assert "context" not in cycle_fit(par, {1: [-1.0]}, {1: [[-1.0], [-1.0]]})["1"]
+
+
+def test_channel_fit_reads_one_channel_along_whole_sequences():
+    """A channel counts when every symbol turns it right; its phase summed along prefixes (after a common
+    offset, which a fixed suffix sets) drifts by the symbols' mean error and spreads as a random walk."""
+    import cmath
+    import math
+
+    import numpy as np
+    import pytest
+
+    from statetrack.tasks import get_task
+    from statetrack.theory.spectra import channel_fit, channel_text
+
+    c2 = get_task("group:C2").automaton()
+    errs = np.array([0.02, -0.01])  # symbol 0 (the identity) and symbol 1, off their turns 0 and pi
+    steady = {0: [cmath.exp(0.02j), 1.0], 1: [cmath.exp(1j * (math.pi - 0.01)), -1.0]}  # channel 1 exact
+
+    def sums(spread, channels=2):  # B = 4 prefixes of 32 and 64 inputs, symbol 1 at L / 2 -+ spread(L)
+        out = {}
+        for L in (32, 64):
+            n1 = np.array([L // 2 - spread(L), L // 2 + spread(L)] * 2)
+            counts = np.stack([L - n1, n1], 1)
+            phase = np.stack([n1 * math.pi + counts @ errs, n1 * math.pi], 1) + 0.7  # a common offset 0.7
+            out[L] = (counts, phase[:, :channels])
+        return out
+
+    fit = channel_fit(c2, steady, sums(lambda L: L // 16))["2"]
+    assert fit["channel"] == 1 and fit["turns"] == {"0": 0, "1": 1} and fit["error"] < 1e-9
+    assert fit["horizon_drift"] is None and fit["horizon_spread"] is None and fit["horizon_run"] is None
+    alone = {t: v[:1] for t, v in steady.items()}
+    fit = channel_fit(c2, alone, sums(lambda L: 0, 1))["2"]  # every prefix half and half: a pure drift
+    assert fit["drift"] == pytest.approx(0.005) and fit["horizon_drift"] == pytest.approx(math.pi / 2 / 0.005)
+    assert fit["horizon_spread"] is None and fit["worst_token"] == "0"
+    assert fit["horizon_run"] == pytest.approx(math.pi / 2 / 0.02)
+    fit = channel_fit(c2, alone, sums(lambda L: L // 16, 1))["2"]  # +-2 at 32, +-4 at 64: var (0.03 d)^2
+    assert fit["drift"] == pytest.approx(0.005)
+    assert fit["spread"] ** 2 == pytest.approx((0.12**2 - 0.06**2) / 32)
+    assert fit["horizon_spread"] == pytest.approx((math.pi / 2) ** 2 / ((0.12**2 - 0.06**2) / 32))
+    line = channel_text({"2": fit})
+    assert line.startswith("mod 2: channel 0, ") and "lost after about 314 inputs by the drift" in line
+    assert "a run of symbol 0 (its turn 1.15 deg off) loses it after about 79" in line
+    assert channel_fit(get_task("tomita:1").automaton(), {0: [0.5], 1: [1.0]}, sums(lambda L: 0)) == {}
 
 
 def test_train_from_a_construction_with_noise(tmp_path, capsys):

@@ -121,7 +121,7 @@ def cmd_spectrum(a):
 
     from statetrack.files import check_writable
     from statetrack.report.plots import FORMATS, spectrum_plot
-    from statetrack.theory.spectra import cycle_text, spectrum
+    from statetrack.theory.spectra import channel_text, cycle_text, spectrum
 
     a.checkpoint = checkpoint_path(a)
     if a.out and a.out.rpartition(".")[2].lower() not in FORMATS:
@@ -161,6 +161,11 @@ def cmd_spectrum(a):
             say(
                 "  per token, the eigenvalue nearest a root of unity of the order the token has on the "
                 "task's states: " + cycle_text(l["per_token_cycle"])
+            )
+        if l.get("per_channel_cycle"):
+            say(
+                "  one channel for every symbol, along whole sequences: "
+                + channel_text(l["per_channel_cycle"])
             )
     say(r["note"] + (f"; plot: {a.out}" if a.out else ""))
     return 0

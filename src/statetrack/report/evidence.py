@@ -42,7 +42,7 @@ from statetrack.report.plots import close, save, slug, spectrum_figure
 from statetrack.report.state_tables import recorded, selected_pairs, unlearnt_text
 from statetrack.report.table import StudyTable
 from statetrack.report.verdicts import TRACKED, VerdictCell, VerdictTable
-from statetrack.theory.spectra import cycle_text, spectrum
+from statetrack.theory.spectra import channel_text, cycle_text, spectrum
 
 CAPTION = (
     f"Each 'possible' cell that no seed tracks (>= {100 * TRACKED:.0f}% at the long lengths): "
@@ -75,6 +75,10 @@ def spectrum_summary(result: dict) -> str:
             text += (
                 "; the cycles (per symbol, the eigenvalue nearest a root of unity of the symbol's order): "
                 + cycle_text(layer["per_token_cycle"])
+            )
+        if layer.get("per_channel_cycle"):
+            text += "; one channel for every symbol, along whole sequences: " + channel_text(
+                layer["per_channel_cycle"]
             )
         parts.append(text)
     return "; ".join(parts)

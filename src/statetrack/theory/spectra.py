@@ -75,6 +75,105 @@ def cycle_fit(
     return out
 
 
+def channel_fit(automaton, steady: dict[int, list[complex]], sums: dict[int, tuple]) -> dict[str, dict]:
+    """One channel keeping a count mod m, read along whole sequences. A diagonal channel counts mod m when
+    every symbol turns it by a multiple of 2 pi / m (a symbol of order d by a multiple of 2 pi / gcd(d, m),
+    the identity by 0); what it keeps is its phase summed along a sequence. With a short convolution one
+    token's angle depends on its neighbours and a sequence's phase carries an offset set by its last
+    tokens (which an input-dependent read-out, fed the same window, can undo), so neither one place's
+    angle nor one sequence's phase decides: the spread of the phase over sequences with the same last
+    tokens, and its growth with length, do.
+
+    ``steady``: symbol -> the layer's eigenvalues (n,) at the end of a run of that symbol (its whole turn
+    per input, the convolution seeing it alone). ``sums``: prefix length L -> (counts (B, V): each
+    symbol's inputs in B random prefixes of length L, phase (B, n): each channel's angle summed along the
+    prefix and then a fixed suffix that fills the convolution the same way for all). Per m >= 2 dividing
+    the lcm of the symbols' orders, among the channels whose turns tell m states apart, the one whose
+    phase stays nearest the count at the longest L: its error there (radians, the root mean square
+    after the common offset), its drift (the mean's change per input between the two longest L: the
+    count lost after pi / (m |drift|) inputs), the drift's standard error over the prefixes, its spread
+    (the variance's growth per input, a random walk: lost after (pi / m)^2 / variance), the symbol whose
+    steady turn errs most and the run of it that loses the count, and the amplitude's half-life (None at
+    modulus 1). The channel is chosen on the same prefixes, so the reading leans optimistic, and the
+    read-out may combine channels: it bounds what one channel has. Empty when a symbol is no permutation
+    (a reset) or every order is 1."""
+    syms, orders = _permutation_tokens(automaton, steady)
+    lcm = math.lcm(*orders) if orders else 1
+    if lcm < 2 or len(sums) < 2:
+        return {}
+    z = np.array([np.asarray(steady[t], dtype=complex) for t in syms])  # (V, n)
+    short, long = sorted(sums)[-2:]
+    out: dict[str, dict] = {}
+    for m in (m for m in range(2, lcm + 1) if lcm % m == 0):
+        # a symbol of order d turns the channel by a multiple of 2 pi / gcd(d, m)
+        g = np.gcd(np.asarray(orders), m)[:, None]
+        k = np.round(np.angle(z) * g / (2 * math.pi))
+        target, turns = 2 * math.pi * k / g, (k * (m // g)).astype(int) % m  # (V, n)
+        counting = np.gcd.reduce(np.vstack([turns, np.full(turns.shape[1], m)]), axis=0) == 1
+        if counting.any():
+            (c1, v1), (c2, v2) = (_phase_error(sums[L], target) for L in (short, long))
+            drift = _wrap(c2 - c1) / (long - short)
+            B = sums[long][0].shape[0]
+            score = np.where(counting, v2 + (drift * long) ** 2, np.inf)
+            j = int(np.argmin(score))
+            rate = max(float(v2[j] - v1[j]), 0.0) / (long - short)
+            out[str(m)] = _channel_entry(m, j, z, target, turns, syms) | {
+                "sequences": int(B),
+                "length": int(long),
+                "error": math.sqrt(float(score[j])),
+                "drift": float(drift[j]),
+                # the drift's standard error: the two means' over B prefixes each
+                "drift_se": math.sqrt(float(v1[j] + v2[j]) / B) / (long - short),
+                "spread": math.sqrt(rate),
+                "horizon_drift": math.pi / m / abs(drift[j]) if abs(drift[j]) > 1e-12 else None,
+                "horizon_spread": (math.pi / m) ** 2 / rate if rate > 1e-24 else None,
+            }
+    return out
+
+
+def _phase_error(sums: tuple, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each channel's phase error over the prefixes (``sums``: counts (B, V), phase (B, n)) against the
+    count's (``target`` (V, n) per symbol): its circular mean (the common offset) and the mean square
+    about it, per channel."""
+    counts, phase = sums
+    e = phase - np.asarray(counts, dtype=float) @ target  # (B, n)
+    centre = np.angle(np.exp(1j * e).mean(0))
+    return centre, (_wrap(e - centre) ** 2).mean(0)
+
+
+def _channel_entry(m: int, j: int, z: np.ndarray, target: np.ndarray, turns: np.ndarray, syms: list) -> dict:
+    """Channel ``j``'s turns, its symbols' steady errors (the worst one and the run of it that loses the
+    count mod m) and its half-life."""
+    steady = np.abs(_wrap(np.angle(z[:, j]) - target[:, j]))
+    worst = int(np.argmax(steady))
+    e = float(steady[worst]) if steady[worst] > 1e-9 else 0.0  # rounding of an exact root is no error
+    modulus = float(np.abs(z[:, j]).min())
+    return {
+        "channel": j,
+        "turns": {str(t): int(turns[i, j]) for i, t in enumerate(syms)},
+        "steady_error": e,
+        "worst_token": str(syms[worst]),
+        "horizon_run": math.pi / m / e if e > 0 else None,
+        "half_life": math.log(2) / -math.log(modulus) if 0 < modulus < 1 - 1e-9 else None,
+    }
+
+
+def _permutation_tokens(automaton, eigenvalues: dict) -> tuple[list[int], list[int]]:
+    """The automaton's symbols and their orders; nothing when one is no permutation of the states (a reset,
+    which no channel of modulus 1 follows) or has no eigenvalues."""
+    if automaton is None:
+        return [], []
+    delta = np.asarray(automaton.delta)
+    syms, orders = [], []
+    for s, token in enumerate(automaton.tokens.tolist()):
+        perm = delta[:, s]
+        if len(set(perm.tolist())) != delta.shape[0] or not len(eigenvalues.get(int(token), [])):
+            return [], []
+        syms.append(int(token))
+        orders.append(_order(perm))
+    return syms, orders
+
+
 def _order(perm: np.ndarray) -> int:
     """The order of the permutation q -> perm[q]: the lcm of its cycles' lengths."""
     seen, order = set(), 1
@@ -169,6 +268,64 @@ def cycle_text(cycles: dict[str, dict], limit: int = 6) -> str:
     return text
 
 
+def channel_text(fits: dict[str, dict], limit: int = 3) -> str:
+    """``channel_fit``'s entries in one line, the ``limit`` largest moduli first."""
+
+    def lost(h: float | None) -> str:
+        return (
+            "never"
+            if h is None
+            else "at once"
+            if h < 1
+            else f"after about {h:,.0f}"
+            if h < 1e6
+            else (f"after about {h:.1e}")
+        )
+
+    def one(m: str, c: dict) -> str:
+        return (
+            f"mod {m}: channel {c['channel']}, {math.degrees(c['error']):.1f} deg off the count after "
+            f"{c['length']} inputs ({c['sequences']} samples), drift {math.degrees(c['drift']):+.3f} "
+            f"(+-{math.degrees(c['drift_se']):.3f}) and "
+            f"spread {math.degrees(c['spread']):.3f} deg per input: lost {lost(c['horizon_drift'])} inputs by "
+            f"the drift, {lost(c['horizon_spread'])} by the spread; a run of symbol {c['worst_token']} (its "
+            f"turn {math.degrees(c['steady_error']):.2f} deg off) loses it {lost(c['horizon_run'])}"
+        )
+
+    shown = sorted(fits.items(), key=lambda mc: -int(mc[0]))[:limit]
+    more = f" (the {len(shown)} largest of {len(fits)} moduli)" if len(shown) < len(fits) else ""
+    return "; ".join(one(m, c) for m, c in shown) + more
+
+
+#: the channel reading's random prefixes (and their two lengths: half and all of ``spectrum``'s length)
+CHANNEL_SAMPLES = 64
+#: a symbol's run (its steady turn) and the fixed suffix after each prefix: long enough to fill the longest
+#: convolution (64)
+RUN = 65
+
+
+@torch.no_grad()
+def _channels(model, task, length: int, seed: int) -> dict:
+    """``channel_fit`` on layer 1: the steady turns from runs of each symbol, the summed phase of
+    ``CHANNEL_SAMPLES`` random prefixes of ``length`` / 2 and ``length`` inputs, each followed by a run of
+    the automaton's first symbol."""
+    auto = task.automaton()
+    block, emb = model.block(0), model.embed.weight
+    steady = block.mixer.eigenvalues(block.norm(emb[:, None, :].expand(-1, RUN, -1)))
+    if auto is None or steady is None:
+        return {}
+    rng = np.random.default_rng([seed, 1])
+    sums = {}
+    for L in (max(length // 2, 1), length):
+        prefix = torch.as_tensor(task.sample_batch(rng, CHANNEL_SAMPLES, L).inputs)
+        seq = torch.cat([prefix, prefix.new_full((prefix.shape[0], RUN), int(auto.tokens[0]))], 1)
+        phase = block.mixer.eigenvalues(block.norm(model.embed(seq))).angle().double().sum(1)
+        counts = np.stack([(prefix == t).sum(1).numpy() for t in auto.tokens.tolist()], 1)
+        sums[L] = (counts, phase.numpy())
+    last = steady[:, -1].to(torch.complex128).numpy()
+    return channel_fit(auto, {t: last[t] for t in auto.tokens.tolist()}, sums)
+
+
 def _per_token(f: torch.Tensor, task, ev: torch.Tensor, tokens: torch.Tensor) -> dict:
     """Layer 1's entries per vocabulary token, from its one-step eigenvalues ``f`` (V, n): the values, the
     smallest real part, and the cycle fit where the task has an automaton, read in context too from the
@@ -230,6 +387,9 @@ def spectrum(checkpoint, samples: int = 4, length: int = 64, seed: int = 0) -> d
             )
             if li == 0 and first is not None:
                 entry.update(_per_token(first.detach().to(torch.complex128)[:, 0, :], task, ev, tokens))
+                channels = _channels(model, task, length, seed)
+                if channels:
+                    entry["per_channel_cycle"] = channels
         layers.append(entry)
         x, _ = block(x)
     return {
