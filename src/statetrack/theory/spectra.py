@@ -319,7 +319,12 @@ def _channels(model, task, length: int, seed: int) -> dict:
     for L in (max(length // 2, 1), length):
         prefix = torch.as_tensor(task.sample_batch(rng, CHANNEL_SAMPLES, L).inputs)
         seq = torch.cat([prefix, prefix.new_full((prefix.shape[0], RUN), int(auto.tokens[0]))], 1)
-        phase = block.mixer.eigenvalues(block.norm(model.embed(seq))).angle().double().sum(1)
+        phase = torch.cat(  # 16 sequences at a time: a wide layer's eigenvalues at every place are large
+            [
+                block.mixer.eigenvalues(block.norm(model.embed(part))).angle().double().sum(1)
+                for part in seq.split(16)
+            ]
+        )
         counts = np.stack([(prefix == t).sum(1).numpy() for t in auto.tokens.tolist()], 1)
         sums[L] = (counts, phase.numpy())
     last = steady[:, -1].to(torch.complex128).numpy()
