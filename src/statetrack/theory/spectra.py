@@ -38,19 +38,11 @@ def cycle_fit(
     the entry's ``context`` reads the channel that stays nearest a root over the occurrences: their
     number, its angle's range, its mean error (the bias, which adds up in step: pi / (d |bias|) inputs
     lose the count) and their spread (which adds up as a random walk: (pi / (d sd))^2 inputs)."""
-    if automaton is None:
-        return {}
-    delta = np.asarray(automaton.delta)
-    n = delta.shape[0]
     out: dict[str, dict] = {}
-    for s, token in enumerate(automaton.tokens.tolist()):
-        perm = delta[:, s]
-        zs = eigenvalues.get(int(token))
-        if not zs or len(set(perm.tolist())) != n:
-            continue  # not a permutation (a reset, a sink): no cycle to follow
-        order = _order(perm)
-        if order < 2:
-            continue
+    for token, order in _symbol_orders(automaton):
+        zs = eigenvalues.get(token)
+        if not zs or order is None or order < 2:
+            continue  # no eigenvalues, or not a permutation (a reset, a sink): no cycle to follow
         roots = [2 * math.pi * k / order for k in range(order) if math.gcd(k, order) == 1]
 
         # the eigenvalue nearest a root in the complex plane: angle and modulus together
@@ -103,6 +95,7 @@ def channel_fit(automaton, steady: dict[int, list[complex]], sums: dict[int, tup
         return {}
     z = np.array([np.asarray(steady[t], dtype=complex) for t in syms])  # (V, n)
     short, long = sorted(sums)[-2:]
+    B = sums[long][0].shape[0]
     out: dict[str, dict] = {}
     for m in (m for m in range(2, lcm + 1) if lcm % m == 0):
         # a symbol of order d turns the channel by a multiple of 2 pi / gcd(d, m)
@@ -113,7 +106,6 @@ def channel_fit(automaton, steady: dict[int, list[complex]], sums: dict[int, tup
         if counting.any():
             (c1, v1), (c2, v2) = (_phase_error(sums[L], target) for L in (short, long))
             drift = _wrap(c2 - c1) / (long - short)
-            B = sums[long][0].shape[0]
             score = np.where(counting, v2 + (drift * long) ** 2, np.inf)
             j = int(np.argmin(score))
             rate = max(float(v2[j] - v1[j]), 0.0) / (long - short)
@@ -158,20 +150,25 @@ def _channel_entry(m: int, j: int, z: np.ndarray, target: np.ndarray, turns: np.
     }
 
 
+def _symbol_orders(automaton) -> list[tuple[int, int | None]]:
+    """Each of the automaton's symbols with the order of the permutation it makes of the states, None where
+    it makes none (a reset, a sink); empty without an automaton."""
+    if automaton is None:
+        return []
+    delta = np.asarray(automaton.delta)
+    return [
+        (int(token), _order(delta[:, s]) if len(set(delta[:, s].tolist())) == delta.shape[0] else None)
+        for s, token in enumerate(automaton.tokens.tolist())
+    ]
+
+
 def _permutation_tokens(automaton, eigenvalues: dict) -> tuple[list[int], list[int]]:
     """The automaton's symbols and their orders; nothing when one is no permutation of the states (a reset,
     which no channel of modulus 1 follows) or has no eigenvalues."""
-    if automaton is None:
+    pairs = _symbol_orders(automaton)
+    if any(order is None or not len(eigenvalues.get(t, [])) for t, order in pairs):
         return [], []
-    delta = np.asarray(automaton.delta)
-    syms, orders = [], []
-    for s, token in enumerate(automaton.tokens.tolist()):
-        perm = delta[:, s]
-        if len(set(perm.tolist())) != delta.shape[0] or not len(eigenvalues.get(int(token), [])):
-            return [], []
-        syms.append(int(token))
-        orders.append(_order(perm))
-    return syms, orders
+    return [t for t, _ in pairs], [order for _, order in pairs if order is not None]
 
 
 def _order(perm: np.ndarray) -> int:
@@ -219,16 +216,22 @@ def _in_context(angles: np.ndarray, roots: list[float], order: int) -> dict | No
     }
 
 
+def _number(x: float) -> str:
+    return f"{x:,.0f}" if x < 1e6 else f"{x:.1e}"
+
+
+def _lost(h: float | None, unit: str = "") -> str:
+    """When a count is lost, from a horizon in inputs (None: never)."""
+    return "never" if h is None else "at once" if h < 1 else f"after about {_number(h)}{unit}"
+
+
 def cycle_text(cycles: dict[str, dict], limit: int = 6) -> str:
     """``cycle_fit``'s entries in one line: 'token: order d, angle (root), modulus, the angle exact or the
     count lost after N such inputs, the amplitude halved every M'; of more than ``limit`` symbols (a large
     group), the ``limit`` whose count is lost soonest."""
 
-    def n(x: float) -> str:
-        return f"{x:,.0f}" if x < 1e6 else f"{x:.1e}"
-
     def lost(h: float | None) -> str:
-        return "never" if h is None else "at once" if h < 1 else f"after about {n(h)} such inputs"
+        return _lost(h, " such inputs")
 
     def angle(h: float | None) -> str:
         return "angle exact" if h is None else f"the count lost {lost(h)}"
@@ -239,7 +242,7 @@ def cycle_text(cycles: dict[str, dict], limit: int = 6) -> str:
             if h is None
             else ", the amplitude gone at once"
             if h < 1
-            else f", the amplitude halved every {n(h)}"
+            else f", the amplitude halved every {_number(h)}"
         )
 
     shown = list(cycles.items())
@@ -271,25 +274,14 @@ def cycle_text(cycles: dict[str, dict], limit: int = 6) -> str:
 def channel_text(fits: dict[str, dict], limit: int = 3) -> str:
     """``channel_fit``'s entries in one line, the ``limit`` largest moduli first."""
 
-    def lost(h: float | None) -> str:
-        return (
-            "never"
-            if h is None
-            else "at once"
-            if h < 1
-            else f"after about {h:,.0f}"
-            if h < 1e6
-            else (f"after about {h:.1e}")
-        )
-
     def one(m: str, c: dict) -> str:
         return (
             f"mod {m}: channel {c['channel']}, {math.degrees(c['error']):.1f} deg off the count after "
             f"{c['length']} inputs ({c['sequences']} samples), drift {math.degrees(c['drift']):+.3f} "
             f"(+-{math.degrees(c['drift_se']):.3f}) and "
-            f"spread {math.degrees(c['spread']):.3f} deg per input: lost {lost(c['horizon_drift'])} inputs by "
-            f"the drift, {lost(c['horizon_spread'])} by the spread; a run of symbol {c['worst_token']} (its "
-            f"turn {math.degrees(c['steady_error']):.2f} deg off) loses it {lost(c['horizon_run'])}"
+            f"spread {math.degrees(c['spread']):.3f} deg per input: lost {_lost(c['horizon_drift'])} inputs by "
+            f"the drift, {_lost(c['horizon_spread'])} by the spread; a run of symbol {c['worst_token']} (its "
+            f"turn {math.degrees(c['steady_error']):.2f} deg off) loses it {_lost(c['horizon_run'])}"
         )
 
     shown = sorted(fits.items(), key=lambda mc: -int(mc[0]))[:limit]
@@ -310,9 +302,11 @@ def _channels(model, task, length: int, seed: int) -> dict:
     ``CHANNEL_SAMPLES`` random prefixes of ``length`` / 2 and ``length`` inputs, each followed by a run of
     the automaton's first symbol."""
     auto = task.automaton()
+    if auto is None:
+        return {}
     block, emb = model.block(0), model.embed.weight
     steady = block.mixer.eigenvalues(block.norm(emb[:, None, :].expand(-1, RUN, -1)))
-    if auto is None or steady is None:
+    if steady is None:
         return {}
     rng = np.random.default_rng([seed, 1])
     sums = {}
