@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 import statistics
 from dataclasses import replace
+from typing import Literal
 
 from statetrack.report.projection import project_steps
 from statetrack.report.render import fmt_cell, median_tested
@@ -190,28 +191,34 @@ def unlearnt_text(runs: list, curves: dict[int, list], target: float) -> str:
     return " · ".join(x for x in (text, more) if x)
 
 
-def _learning_table(main: StudyTable, results: list, curves: dict[int, list] | None = None) -> StudyTable:
-    t = StudyTable(
+def _derived_table(
+    main: StudyTable, what: str, kind: Literal["learning", "horizon"], caption: str
+) -> StudyTable:
+    """An empty table beside ``main`` (title ``main.title: what``, name ``main.name-kind``), same columns."""
+    return StudyTable(
         main.study,
-        f"{main.title}: learnt within the budget, and at which step",
+        f"{main.title}: {what}",
         main.lengths,
         {},
-        name=f"{main.name}-learning",
-        kind="learning",
+        name=f"{main.name}-{kind}",
+        kind=kind,
         task_columns=list(main.task_columns),
-        caption=LEARNING_NOTE,
+        caption=caption,
     )
+
+
+def _derived_row(mrow: dict) -> dict:
+    """A row of a derived table: ``mrow``'s label, training lengths and seeds, no cells yet."""
+    keys = ("published", "published_text", "differs", "cells", "text")
+    return {"label": mrow["label"], "train_lengths": mrow["train_lengths"], "seeds": mrow["seeds"]} | {
+        k: {} for k in keys
+    }
+
+
+def _learning_table(main: StudyTable, results: list, curves: dict[int, list] | None = None) -> StudyTable:
+    t = _derived_table(main, "learnt within the budget, and at which step", "learning", LEARNING_NOTE)
     for mrow in main.rows:
-        row: dict = {
-            "label": mrow["label"],
-            "train_lengths": mrow["train_lengths"],
-            "seeds": mrow["seeds"],
-            "published": {},
-            "published_text": {},
-            "differs": {},
-            "cells": {},
-            "text": {},
-        }
+        row = _derived_row(mrow)
         for col in main.task_columns:
             done = recorded(_selected_runs(main, mrow, col, results))
             if not done:
@@ -229,27 +236,9 @@ def _learning_table(main: StudyTable, results: list, curves: dict[int, list] | N
 
 
 def _horizon_table(main: StudyTable, results: list) -> StudyTable:
-    t = StudyTable(
-        main.study,
-        f"{main.title}: failure horizons",
-        main.lengths,
-        {},
-        name=f"{main.name}-horizon",
-        kind="horizon",
-        task_columns=list(main.task_columns),
-        caption=HORIZON_NOTE,
-    )
+    t = _derived_table(main, "failure horizons", "horizon", HORIZON_NOTE)
     for mrow in main.rows:
-        row: dict = {
-            "label": mrow["label"],
-            "train_lengths": mrow["train_lengths"],
-            "seeds": mrow["seeds"],
-            "published": {},
-            "published_text": {},
-            "differs": {},
-            "cells": {},
-            "text": {},
-        }
+        row = _derived_row(mrow)
         for col in main.task_columns:
             done = _selected_runs(main, mrow, col, results)
             if not done:
