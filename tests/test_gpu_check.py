@@ -79,3 +79,36 @@ def test_the_paper_cell_cut_by_its_budget_still_tests_its_last_weights():
     out = gpu_check.section_paper_cell(40.5, steps=10, device="cpu")
     assert out["cut_at_step"] == 0 and "learned_at_step" not in out
     assert sorted(out["per_length"]) == [40, 64, 128, 256] and abs(out["scaled_accuracy_40_256"]) < 0.2
+
+
+def _gpu_study(tmp_path, *args, **env):
+    env = {**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable, **env}
+    cmd = ["bash", str(ROOT / "bench" / "gpu_study.sh"), *args]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU: the cells would run for real")
+def test_the_study_script_without_cuda_skips_saying_why(tmp_path):
+    p = _gpu_study(tmp_path, "diag-limits-2026", "paper", "--model", "AUSSM", "--task", "C2")
+    assert p.returncode == 0, p.stderr
+    assert "skipped: torch.cuda.is_available() is False" in p.stdout
+    assert not list(tmp_path.glob("*.db"))
+
+
+def test_the_study_script_without_a_study_and_scale_says_how_to_call_it(tmp_path):
+    p = _gpu_study(tmp_path, "diag-limits-2026")
+    assert p.returncode == 2 and "usage: bash bench/gpu_study.sh STUDY SCALE" in p.stderr
+
+
+@pytest.mark.slow  # one quick-scale run on the CPU: half a minute
+def test_the_study_script_runs_its_cells_one_seed_each_into_out(tmp_path):
+    """DEVICE=cpu: the same command as on a lent GPU; one cell, one seed, its database, report and CSV in OUT,
+    the run keyed as in the whole grid (a later sweep of the study reuses it)."""
+    p = _gpu_study(
+        tmp_path, "diag-limits-2026", "quick", "--model", "Neg. Mamba", "--task", "C2", DEVICE="cpu"
+    )
+    assert p.returncode == 0, p.stderr + p.stdout
+    assert "1 runs, 1 run now" in " ".join(p.stdout.split())
+    rows = (tmp_path / "diag-limits-2026-runs.csv").read_text().splitlines()
+    assert len(rows) > 1 and "negmamba" in rows[1]
+    assert (tmp_path / "report" / "diag-limits-2026.md").is_file()
