@@ -176,6 +176,23 @@ def dfa_task(tmp_path):
     return make
 
 
+# the options of the smallest `statetrack train` run: two steps of a width-2 RNN, one test length
+TINY_TRAIN = [
+    "--layers",
+    "rnn",
+    "--d-model",
+    "2",
+    "--steps",
+    "2",
+    "--eval-every",
+    "2",
+    "--test-lengths",
+    "8",
+    "--eval-batch",
+    "4",
+]
+
+
 def rnn_study_text(seeds: int = 1, steps: int = 5, lr: float = 0.01) -> str:
     """A one-model study (an RNN on parity, named ``s``) that runs in seconds."""
     return (

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from conftest import TINY_TRAIN
 from statetrack.cli import build_parser, main
 from statetrack.cli.run import train_configs
 from statetrack.config import EvalConfig, ModelConfig, TrainConfig
@@ -154,18 +155,7 @@ def test_train_with_set_null(tmp_path, capsys):
         main(
             [
                 "train",
-                "--layers",
-                "rnn",
-                "--d-model",
-                "2",
-                "--steps",
-                "2",
-                "--eval-every",
-                "2",
-                "--test-lengths",
-                "8",
-                "--eval-batch",
-                "4",
+                *TINY_TRAIN,
                 "--set",
                 "eval.tokens=null",
                 "--db",

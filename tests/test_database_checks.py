@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Cli, rnn_study_text
+from conftest import TINY_TRAIN, Cli, rnn_study_text
 from statetrack.cli import main
 from statetrack.runs.store import SCHEMA_VERSION, Store
 
@@ -319,18 +319,7 @@ def test_a_database_reached_through_a_link_is_known_by_its_real_path(tmp_path, c
         main(
             [
                 "train",
-                "--layers",
-                "rnn",
-                "--d-model",
-                "2",
-                "--steps",
-                "2",
-                "--eval-every",
-                "2",
-                "--test-lengths",
-                "8",
-                "--eval-batch",
-                "4",
+                *TINY_TRAIN,
                 "--label",
                 "mine",
                 "--db",

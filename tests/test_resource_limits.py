@@ -8,27 +8,13 @@ import time
 
 import pytest
 
+from conftest import TINY_TRAIN
 from statetrack.cli import main
 from statetrack.config import ModelConfig, TrainConfig
 from statetrack.runs.executors import RAY_CONNECT_TIMEOUT, worker_limit
 from statetrack.runs.runner import memory_needed
 from statetrack.tasks import get_task
 from statetrack.training import memory
-
-TINY = [
-    "--layers",
-    "rnn",
-    "--d-model",
-    "2",
-    "--steps",
-    "2",
-    "--eval-every",
-    "2",
-    "--test-lengths",
-    "8",
-    "--eval-batch",
-    "4",
-]
 
 
 def _one_line(capsys, argv, *needles) -> str:
@@ -94,7 +80,7 @@ def test_a_run_that_runs_out_of_memory_is_one_line(tmp_path, capsys, monkeypatch
     db = tmp_path / "r.db"
     _one_line(
         capsys,
-        ["train", *TINY, "--db", str(db)],
+        ["train", *TINY_TRAIN, "--db", str(db)],
         "error: run 1 ran out of memory ([enforce fail",
         "it is recorded failed; lower --batch-size",
     )

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import Cli
+from conftest import TINY_TRAIN, Cli
 from statetrack.cli import main
 from statetrack.cli.catalog import abbreviate
 from statetrack.cli.output import Col, print_table, wrap
@@ -120,18 +120,7 @@ def labelled(tmp_path_factory):
         main(
             [
                 "train",
-                "--layers",
-                "rnn",
-                "--d-model",
-                "2",
-                "--steps",
-                "2",
-                "--eval-every",
-                "2",
-                "--test-lengths",
-                "8",
-                "--eval-batch",
-                "4",
+                *TINY_TRAIN,
                 "--label",
                 "caf\u00e9 | \u03a9",
                 "--db",
@@ -177,18 +166,7 @@ def test_a_closed_or_full_stdout_is_one_line(labelled, tmp_path, stdout):
     db = str(tmp_path / "t.db")
     p = run(
         "train",
-        "--layers",
-        "rnn",
-        "--d-model",
-        "2",
-        "--steps",
-        "2",
-        "--eval-every",
-        "2",
-        "--test-lengths",
-        "8",
-        "--eval-batch",
-        "4",
+        *TINY_TRAIN,
         "--db",
         db,
     )
