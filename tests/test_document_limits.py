@@ -10,6 +10,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
+from conftest import TINY_TRAIN
 from statetrack.cli import main
 from statetrack.training.checkpoint import FORMAT
 from statetrack.untrusted import MAX_DEPTH, MAX_JSON_BYTES, MAX_YAML_BYTES
@@ -106,20 +107,7 @@ def test_a_database_row_that_nests_too_deep(tmp_path, capsys):
         main(
             [
                 "train",
-                "--layers",
-                "rnn",
-                "--d-model",
-                "2",
-                "--d-state",
-                "4",
-                "--steps",
-                "2",
-                "--eval-every",
-                "1",
-                "--test-lengths",
-                "8",
-                "--eval-batch",
-                "8",
+                *TINY_TRAIN,
                 "--db",
                 db,
             ]

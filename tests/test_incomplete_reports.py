@@ -4,6 +4,7 @@ its top which runs are missing."""
 
 from pathlib import Path
 
+from conftest import TINY_TRAIN
 from statetrack.cli import main
 
 
@@ -18,20 +19,7 @@ def test_a_report_with_no_complete_run_is_refused_and_writes_nothing(tmp_path, c
         main(
             [
                 "train",
-                "--layers",
-                "rnn",
-                "--d-model",
-                "2",
-                "--d-state",
-                "4",
-                "--steps",
-                "2",
-                "--eval-every",
-                "1",
-                "--test-lengths",
-                "8",
-                "--eval-batch",
-                "8",
+                *TINY_TRAIN,
                 "--db",
                 str(db),
             ]
