@@ -17,6 +17,7 @@ if [ $# -lt 2 ]; then
 fi
 source "$(dirname "$0")/gpu_env.sh"
 study=$1 scale=$2
+name=$(basename "$study" .yaml)
 shift 2
 device=${DEVICE:-cuda}
 if [ "$device" = cuda ] && ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
@@ -24,8 +25,10 @@ if [ "$device" = cuda ] && ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cu
     exit 0
 fi
 case " $* " in *" --seeds "*) seeds=() ;; *) seeds=(--seeds 1) ;; esac
-timeout -s INT -k 30 "${LIMIT:-480}" "$PY" -m statetrack.cli reproduce "$study" --scale "$scale" "${seeds[@]}" \
-    --device "$device" --workers 1 --db "$OUT/$study.db" --out "$OUT/report" --force "$@"
+timeout -s INT -k 30 "${LIMIT:-480}" "$PY" -m statetrack.cli reproduce "$study" --scale "$scale" \
+    ${seeds[@]+"${seeds[@]}"} --device "$device" --workers 1 --db "$OUT/$name.db" --out "$OUT/report" --force "$@"
 rc=$?
-"$PY" -m statetrack.cli runs export --db "$OUT/$study.db" --out "$OUT/$study-runs.csv"
+if [ -f "$OUT/$name.db" ]; then
+    "$PY" -m statetrack.cli runs export --db "$OUT/$name.db" --out "$OUT/$name-runs.csv"
+fi
 exit $rc
