@@ -12,6 +12,7 @@ MISTAKES = [
         "unknown task family 'partiy' (did you mean 'parity'?)",
     ),
     (["train", "--layers", "rnn", "--d_model", "8"], "--d_model 8 (did you mean '--d-model'?)"),
+    (["reproduce", "diag-limits"], "unknown study 'diag-limits' (did you mean 'diag-limits-2026'?)"),
     (
         ["reproduce", "khavari2025-parityy"],
         "unknown study 'khavari2025-parityy' (did you mean 'khavari2025-parity'?)",
@@ -124,3 +125,9 @@ def test_edit_distance():
     assert closest("s3", ["S3", "S4", "A4"]) == ["S3"]  # case ignored, ties kept
     assert closest("dfb", ["dfa", "dfc"]) == ["dfa", "dfc"]
     assert closest("qqqqqq", ["parity"]) == []
+    # a name given without its end: the names it begins, give or take a third of its characters
+    studies = ["diag-limits-2026", "grazzi2024", "grazzi2024-lm", "zoo-parity"]
+    assert closest("diag-limits", studies) == ["diag-limits-2026"]
+    assert closest("diag-limitz", studies) == ["diag-limits-2026"]
+    assert closest("grazzi", studies) == ["grazzi2024", "grazzi2024-lm"]
+    assert closest("zoo", studies) == []  # under 4 characters: too short to name a prefix

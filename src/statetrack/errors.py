@@ -44,9 +44,19 @@ def edit_distance(a: str, b: str) -> int:
 
 def closest(value: str, choices: Iterable[str]) -> list[str]:
     """The allowed names nearest to ``value`` (all of them at the smallest distance), or none when even the
-    nearest differs in more than a third of its characters (at least one)."""
-    value = str(value)
-    scored = [(edit_distance(value.lower(), str(c).lower()), str(c)) for c in dict.fromkeys(choices)]
+    nearest differs in more than a third of its characters (at least one). Failing that, the names that
+    begin with ``value`` (give or take as many edits) when it has 4 characters or more: a study named
+    without its year ('diag-limits' for 'diag-limits-2026')."""
+    value, names = str(value), [str(c) for c in dict.fromkeys(choices)]
+    near = _nearest(value, [(c, c) for c in names])
+    if not near and len(value) >= 4:
+        near = _nearest(value, [(c[: len(value)], c) for c in names if len(c) > len(value)])
+    return near
+
+
+def _nearest(value: str, keyed: list[tuple[str, str]]) -> list[str]:
+    """The names whose key is nearest to ``value``, within a third of its characters (at least one)."""
+    scored = [(edit_distance(value.lower(), key.lower()), name) for key, name in keyed]
     if not scored:
         return []
     best = min(d for d, _ in scored)
