@@ -160,7 +160,16 @@ def test_frontier_constructions_realise_the_oracles_verdict_exactly(name, task):
 
 @pytest.mark.parametrize(
     "task",
-    ["tomita:3", "tomita:5", "evenpairs", "cycle:5", "group:A5", "group:S5/transpositions", "modarith:5"],
+    [
+        "tomita:3",
+        "tomita:5",
+        "evenpairs",
+        "cycle:5",
+        "group:A5",
+        # the two slowest (20 s or more each): in the slow step
+        pytest.param("group:S5/transpositions", marks=pytest.mark.slow),
+        pytest.param("modarith:5", marks=pytest.mark.slow),
+    ],
 )
 def test_dfa_pdssm_runs_the_minimal_automaton_exactly(task):
     """P5: one PD-SSM layer with the automaton's maps as column one-hot matrices and D = 1 (exact in float32:
