@@ -199,17 +199,8 @@ def test_stored_config_trains_again(tmp_path, db, capsys):
         main(
             [
                 "train",
-                "--layers",
-                "rnn",
-                "--d-model",
-                "2",
+                *TINY_TRAIN,
                 "--steps",
-                "4",
-                "--eval-every",
-                "2",
-                "--test-lengths",
-                "8",
-                "--eval-batch",
                 "4",
                 "--db",
                 db,

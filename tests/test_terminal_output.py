@@ -52,17 +52,8 @@ def test_runs_show_prints_plain_values(tmp_path, capsys, monkeypatch):
         main(
             [
                 "train",
-                "--layers",
-                "rnn",
-                "--d-model",
-                "2",
+                *TINY_TRAIN,
                 "--steps",
-                "4",
-                "--eval-every",
-                "2",
-                "--test-lengths",
-                "8",
-                "--eval-batch",
                 "4",
                 "--db",
                 db,
