@@ -24,9 +24,9 @@ if [ "$device" = cuda ] && ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cu
     echo "gpu_study: skipped: torch.cuda.is_available() is False on this machine"
     exit 0
 fi
-case " $* " in *" --seeds "*) seeds=() ;; *) seeds=(--seeds 1) ;; esac
-timeout -s INT -k 30 "${LIMIT:-480}" "$PY" -m statetrack.cli reproduce "$study" --scale "$scale" \
-    ${seeds[@]+"${seeds[@]}"} --device "$device" --workers 1 --db "$OUT/$name.db" --out "$OUT/report" --force "$@"
+# one seed per cell unless the arguments say otherwise (the last --seeds given wins)
+timeout -s INT -k 30 "${LIMIT:-480}" "$PY" -m statetrack.cli reproduce "$study" --scale "$scale" --seeds 1 \
+    --device "$device" --workers 1 --db "$OUT/$name.db" --out "$OUT/report" --force "$@"
 rc=$?
 if [ -f "$OUT/$name.db" ]; then
     "$PY" -m statetrack.cli runs export --db "$OUT/$name.db" --out "$OUT/$name-runs.csv"
