@@ -32,6 +32,11 @@ def _cfg(**kw) -> TrainConfig:
     return TrainConfig(**{**base, **kw})
 
 
+def _first_batch(cfg: TrainConfig):
+    """The first training batch (x, y, mask) of ``cfg`` from seed 0, on the CPU."""
+    return next(batches(get_task(cfg.task), np.random.default_rng(0), cfg, torch.device("cpu")))
+
+
 def test_learning_needs_the_streak_and_records_its_first_step():
     learning = Learning(_cfg(learned_accuracy=0.99, learned_validations=3))
     seen = [
@@ -132,14 +137,7 @@ def test_every_position_supervision_reads_every_prefix_label():
     for row_x, row_y in zip(x.tolist(), y.tolist(), strict=True):
         for t in range(0, 9, 2):  # after each digit
             assert _value([task.symbols[i] for i in row_x[: t + 1]]) % 5 == row_y[t]
-    x2, y2, m2 = next(
-        batches(
-            task,
-            np.random.default_rng(0),
-            _cfg(task="modarith:5", train_min_len=9, train_max_len=9),
-            torch.device("cpu"),
-        )
-    )
+    x2, y2, m2 = _first_batch(_cfg(task="modarith:5", train_min_len=9, train_max_len=9))
     assert torch.equal(x, x2) and torch.equal(y, y2) and int(m2.sum()) == m2.shape[0]  # the same data
 
 
@@ -149,12 +147,56 @@ def test_every_position_supervision_is_refused_where_prefixes_have_no_label():
         check_run(cfg, EvalConfig(lengths=[16], device="cpu"))
 
 
+def _last_zero_from_end(x: torch.Tensor) -> list[int]:
+    """For each string of Tomita 1 (1*): how many inputs after its last 0 (the length where it has none)."""
+    n = x.shape[1]
+    return [n - 1 - max((t for t, v in enumerate(row) if v == 0), default=-1) for row in x.tolist()]
+
+
+def test_the_long_range_training_draw_puts_the_deciding_input_in_the_first_half():
+    cfg = _cfg(task="tomita:1", train_split="long", train_min_len=40, train_max_len=40)
+    x, y, m = _first_batch(cfg)
+    gaps = _last_zero_from_end(x)
+    # half accepted (all 1s), half rejected with every 0 in the first 20 inputs
+    assert sorted(set(y[:, -1].tolist())) == [0, 1] and abs(int(y[:, -1].sum()) - 8) <= 1
+    assert all(g >= 20 for g in gaps)
+    assert all((g == 40) == bool(lab) for g, lab in zip(gaps, y[:, -1].tolist(), strict=True))
+    # the task's own targets (every prefix's answer) and mask, as the training draw has them
+    assert bool(m.all()) and torch.equal(y[:, 0], (x[:, 0] == 1).long())
+    # the training draw: a rejected string's last 0 is nearly always among its last inputs
+    x2, _, _ = _first_batch(_cfg(task="tomita:1", train_min_len=40, train_max_len=40))
+    assert np.median(_last_zero_from_end(x2)) < 3
+
+
+def test_the_long_range_training_draw_falls_back_where_it_has_no_strings():
+    cfg = _cfg(task="tomita:1", train_split="long", train_min_len=1, train_max_len=1)
+    x, y, _ = _first_batch(cfg)
+    plain = cfg.model_copy(update={"train_split": "train"})
+    x2, y2, _ = _first_batch(plain)
+    assert torch.equal(x, x2) and torch.equal(y, y2) and torch.equal(y, (x == 1).long())
+    with pytest.raises(UserError, match="train_split 'long' needs a regular task"):
+        check_run(
+            _cfg(task="modarith-brackets:5", train_split="long"), EvalConfig(lengths=[16], device="cpu")
+        )
+
+
+def test_the_validation_strings_come_from_the_training_draw():
+    from statetrack.training.loop import validation_set
+
+    cfg = _cfg(task="tomita:1", train_split="long", train_min_len=33, train_max_len=40, val_sequences=64)
+    for x, y, _ in validation_set(get_task("tomita:1"), cfg, torch.device("cpu")):
+        gaps = _last_zero_from_end(x)
+        assert all(g >= (x.shape[1] + 1) // 2 for g in gaps)
+        assert 0 < int(y[:, -1].sum()) < x.shape[0]
+
+
 def test_new_training_fields_keep_older_run_keys():
     cfg = _cfg()
     key = cfg.key_dict()
     assert not set(TrainConfig.LATE_FIELDS) & set(key)
     changed = _cfg(supervision=Supervision.EVERY)
     assert changed.key_dict()["supervision"] == "every"
+    assert _cfg(train_split="long").key_dict()["train_split"] == "long"
     ev = EvalConfig(lengths=[16], device="cpu")
     assert run_key(cfg, ev, None, None) != run_key(changed, ev, None, None)
 

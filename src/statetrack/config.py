@@ -127,6 +127,13 @@ class TrainConfig(_Config):
         "'every' (each prefix's answer, for tasks that define one; validation and "
         "tests still score the task's own positions)",
     )
+    train_split: Literal["train", "test", "long"] = Field(
+        "train",
+        description="the draw of the training and validation strings: 'train' (the task's training "
+        "draw), 'test' (its test draw: balanced final labels) or 'long' (the long-range draw of a "
+        "regular task: the last half of each string leaves every label possible); at a length where "
+        "that draw has no strings (e.g. length 1 for 'long'), the training draw",
+    )
     curriculum_start: int | None = Field(
         None,
         ge=1,
@@ -155,6 +162,7 @@ class TrainConfig(_Config):
 
     LATE_FIELDS: ClassVar[tuple[str, ...]] = (
         "supervision",
+        "train_split",
         "curriculum_start",
         "curriculum_stages",
         "learned_accuracy",

@@ -39,6 +39,7 @@ from statetrack.runs.store import DEFAULT_DB, Damaged, RunStatus, Store, warn_da
 from statetrack.spec import parse_layers
 from statetrack.tasks import get_task
 from statetrack.tasks.base import CorpusTask, Scoring
+from statetrack.tasks.draws import NOT_REGULAR, REGULAR
 from statetrack.tasks.registry import ORIGIN as TASK_ORIGIN
 from statetrack.theory.constructions import init_model
 from statetrack.training import memory
@@ -159,6 +160,11 @@ def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
         raise UserError(
             f"supervision 'every' needs a task whose every position is labelled with its prefix's "
             f"answer; {task.name} labels only its final position (allowed: supervision 'task')"
+        )
+    if train_cfg.train_split == "long" and task.automaton() is None:
+        raise UserError(
+            f"train_split 'long' needs a regular task; {task.name} has {NOT_REGULAR} "
+            f"(allowed: train_split 'train' or 'test'; regular tasks: {REGULAR})"
         )
     check_memory(train_cfg, task)
     short = [n for n in eval_cfg.lengths if n < train_cfg.train_min_len]

@@ -119,6 +119,15 @@ def batch(
     return next(iter(stream(task, split, rng, batch_size, length, length, suffix)))
 
 
+def training_batch(task: Task, split: str, rng: np.random.Generator, batch_size: int, length: int) -> Batch:
+    """A batch of training (or validation) strings from ``split``'s draw (``TrainConfig.train_split``),
+    or from the training draw at a length where that draw has none (e.g. length 1 of the long-range
+    draw, whose suffix would be the whole string)."""
+    if split != "train" and unavailable(task, split, length) is None:
+        return batch(task, split, rng, batch_size, length)
+    return task.sample_batch(rng, batch_size, length)
+
+
 def stream_long(
     task: Task, rng: np.random.Generator, batch_size: int, length: int, chunk: int, suffix: int | None = None
 ) -> Iterator[Batch]:

@@ -40,6 +40,7 @@ from statetrack.model import Model, build_model
 from statetrack.progress import Progress, TrainProgress, sink
 from statetrack.tasks import get_task
 from statetrack.tasks.base import CorpusTask, Task
+from statetrack.tasks.draws import training_batch
 from statetrack.training.device import resolve_device
 from statetrack.training.steps import TrainingDiverged, batches, make_step
 
@@ -139,7 +140,7 @@ def validation_loss(logits, targets, mask) -> float:
 def validation_set(task: Task, cfg: TrainConfig, device) -> list[tuple]:
     """Fixed in-distribution batches: up to 8 lengths spread over the training range, drawn from the
     task's validation split (``task.heldout``: fresh sequences for generated tasks, held-out text for
-    a corpus)."""
+    a corpus) by the training strings' draw (``TrainConfig.train_split``)."""
     task = task.heldout("validation")
     rng = np.random.default_rng([cfg.seed, 7919])
     lo, hi = cfg.train_lengths
@@ -147,7 +148,7 @@ def validation_set(task: Task, cfg: TrainConfig, device) -> list[tuple]:
     per = max(1, cfg.val_sequences // len(lengths))
     out = []
     for n in lengths:
-        b = task.sample_batch(rng, per, n)
+        b = training_batch(task, cfg.train_split, rng, per, n)
         out.append(tuple(torch.as_tensor(a, device=device) for a in (b.inputs, b.targets, b.mask)))
     return out
 

@@ -38,6 +38,7 @@ from torch import Tensor, nn
 
 from statetrack.config import Supervision
 from statetrack.tasks.base import Scoring
+from statetrack.tasks.draws import training_batch
 
 if TYPE_CHECKING:
     from statetrack.config import TrainConfig
@@ -283,10 +284,10 @@ def batches(
 ) -> Generator[TrainBatch, None, None]:
     """Training batches (x, y, mask) on ``device``: one length drawn per step from the training range (its
     top rising by stages under a length curriculum, ``TrainConfig.max_length_at``), then a batch of that
-    length, from ``rng`` in that order. With ``supervision: every`` the mask covers every position (each
-    target is then its prefix's label). On the CPU they are made when asked for; on CUDA a thread makes
-    them ahead (the same draws in the same order) into pinned memory, and the copies to the device do not
-    wait."""
+    length from the draw ``TrainConfig.train_split`` names, from ``rng`` in that order. With
+    ``supervision: every`` the mask covers every position (each target is then its prefix's label). On the
+    CPU they are made when asked for; on CUDA a thread makes them ahead (the same draws in the same order)
+    into pinned memory, and the copies to the device do not wait."""
     lo = cfg.train_min_len
     every = cfg.supervision == Supervision.EVERY and task.scoring != Scoring.EVERY
     step = 0
@@ -294,7 +295,8 @@ def batches(
     def draw() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         nonlocal step
         step += 1
-        b = task.sample_batch(rng, cfg.batch_size, int(rng.integers(lo, cfg.max_length_at(step) + 1)))
+        n = int(rng.integers(lo, cfg.max_length_at(step) + 1))
+        b = training_batch(task, cfg.train_split, rng, cfg.batch_size, n)
         return b.inputs, b.targets, np.ones_like(b.mask) if every else b.mask
 
     if device.type != "cuda":
