@@ -229,3 +229,19 @@ def test_dfa_pdssm_on_a_dfa_file(tmp_path):
         n,
         n,
     ) and n == 5
+
+
+def test_tomita1_gru_latches_exactly():
+    # one unit: h = 0 until the first 0, then exactly 1 however many 1s follow (sigmoid(30) = 1 in float32)
+    c = build("tomita1-gru")
+    assert c.config.model.d_state == 1 and c.config.model.layers == "gru"
+    ones = torch.ones(1, 10_000, dtype=torch.long)
+    late = ones.clone()
+    late[0, 0] = 0
+    early_end = ones.clone()
+    early_end[0, -1] = 0
+    with torch.no_grad():
+        for x, h_end, label in ((ones, 0.0, 1), (late, 1.0, 0), (early_end, 1.0, 0)):
+            logits, state = c.model(x)
+            assert state[0].item() == h_end
+            assert int(logits[0, -1].argmax()) == label

@@ -40,6 +40,7 @@ from statetrack.theory.constructions import (  # noqa: F401  (registration)
     aussm,
     deltaproduct,
     gateddeltanet,
+    gru,
     mamba3,
     negmamba,
     pdssm,
