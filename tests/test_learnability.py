@@ -174,6 +174,8 @@ def test_the_long_range_training_draw_falls_back_where_it_has_no_strings():
     plain = cfg.model_copy(update={"train_split": "train"})
     x2, y2, _ = _first_batch(plain)
     assert torch.equal(x, x2) and torch.equal(y, y2) and torch.equal(y, (x == 1).long())
+    with pytest.raises(UserError, match="train_split 'test' is for generated tasks; lm:synthetic"):
+        check_run(_cfg(task="lm:synthetic", train_split="test"), EvalConfig(lengths=[16], device="cpu"))
     with pytest.raises(UserError, match="train_split 'long' needs a regular task"):
         check_run(
             _cfg(task="modarith-brackets:5", train_split="long"), EvalConfig(lengths=[16], device="cpu")

@@ -161,6 +161,11 @@ def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
             f"supervision 'every' needs a task whose every position is labelled with its prefix's "
             f"answer; {task.name} labels only its final position (allowed: supervision 'task')"
         )
+    if train_cfg.train_split != "train" and isinstance(task, CorpusTask):
+        raise UserError(
+            f"train_split {train_cfg.train_split!r} is for generated tasks; {task.name} is a corpus, "
+            "whose training text is its training split (allowed: train_split 'train')"
+        )
     if train_cfg.train_split == "long" and task.automaton() is None:
         raise UserError(
             f"train_split 'long' needs a regular task; {task.name} has {NOT_REGULAR} "
