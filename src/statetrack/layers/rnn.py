@@ -15,7 +15,7 @@ from torch import Tensor, nn
 from statetrack.layers.base import Device, Mixer
 
 
-def _cell_weights(r: nn.RNNBase) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+def cell_weights(r: nn.RNNBase) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """(W_ih, b_ih, W_hh, b_hh) of a one-layer PyTorch cell."""
     get = r.get_parameter
     return get("weight_ih_l0"), get("bias_ih_l0"), get("weight_hh_l0"), get("bias_hh_l0")
@@ -51,7 +51,7 @@ class _TorchCell(Mixer):
 
     def _gates(self, x: Tensor, h: Tensor) -> tuple[Tensor, Tensor]:
         """The cell's input and hidden pre-activations, W_ih x + b_ih and W_hh h + b_hh: [B, gates d_state]."""
-        w_ih, b_ih, w_hh, b_hh = _cell_weights(self.rnn)
+        w_ih, b_ih, w_hh, b_hh = cell_weights(self.rnn)
         return x @ w_ih.T + b_ih, h @ w_hh.T + b_hh
 
 
@@ -134,7 +134,7 @@ class LSTM(Mixer):
         """Args: x (Tensor): [B, d_model], one token; state: (h, c) [B, d_state] each.
         Returns: y (Tensor): [B, d_model], (h, c) after x."""
         h, c = state
-        w_ih, b_ih, w_hh, b_hh = _cell_weights(self.rnn)
+        w_ih, b_ih, w_hh, b_hh = cell_weights(self.rnn)
         g = x @ w_ih.T + b_ih + h @ w_hh.T + b_hh
         i, f, gg, o = g.chunk(4, -1)
         c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(gg)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from statetrack.layers.rnn import GRU
+from statetrack.layers.rnn import GRU, cell_weights
 from statetrack.theory.constructions.base import (
     Construction,
     blank_model,
@@ -33,7 +33,7 @@ def tomita1_gru() -> Construction:
     # residual coordinates: 0, 1 the token's one-hot code, 2 a constant 1, 3 the latch (2 h)
     model, cfg = blank_model("tomita:1", layers="gru", d_model=4, d_state=1)
     mx = model.mixer(0, GRU)
-    w_ih, b_ih = mx.rnn.get_parameter("weight_ih_l0"), mx.rnn.get_parameter("bias_ih_l0")
+    w_ih, b_ih, _, _ = cell_weights(mx.rnn)
     with torch.no_grad():
         token_embedding(model, 2, const=2)
         xin = layer_input(model, 0, model.embed.weight[:2])  # (2, 4): what the cell sees per token
