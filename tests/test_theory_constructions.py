@@ -236,12 +236,12 @@ def test_tomita1_gru_latches_exactly():
     c = build("tomita1-gru")
     assert c.config.model.d_state == 1 and c.config.model.layers == "gru"
     ones = torch.ones(1, 10_000, dtype=torch.long)
-    late = ones.clone()
-    late[0, 0] = 0
-    early_end = ones.clone()
-    early_end[0, -1] = 0
+    zero_first = ones.clone()
+    zero_first[0, 0] = 0
+    zero_last = ones.clone()
+    zero_last[0, -1] = 0
     with torch.no_grad():
-        for x, h_end, label in ((ones, 0.0, 1), (late, 1.0, 0), (early_end, 1.0, 0)):
+        for x, h_end, label in ((ones, 0.0, 1), (zero_first, 1.0, 0), (zero_last, 1.0, 0)):
             logits, state = c.model(x)
             assert state[0].item() == h_end
             assert int(logits[0, -1].argmax()) == label
