@@ -595,10 +595,10 @@ def test_fla_dispatch_of_gated_delta_product_and_kda(monkeypatch, neg, grad):
         )
 
 
-@pytest.mark.parametrize("dk", [8, 16])
-def test_fla_dispatch_of_rwkv7_only_for_heads_it_compiles(monkeypatch, dk):
-    """fla's chunk RWKV-7 kernel does not compile below 16 key channels per head: narrower heads run the
-    PyTorch chunked form on CUDA too, with the reference's numbers."""
+@pytest.mark.parametrize("dk, dv", [(8, 16), (16, 8), (16, 16)])
+def test_fla_dispatch_of_rwkv7_only_for_heads_it_compiles(monkeypatch, dk, dv):
+    """fla's chunk RWKV-7 kernel does not compile below 16 key or value channels per head: narrower heads
+    run the PyTorch chunked form on CUDA too, with the reference's numbers."""
     import sys
     import types
 
@@ -615,10 +615,11 @@ def test_fla_dispatch_of_rwkv7_only_for_heads_it_compiles(monkeypatch, dk):
         monkeypatch.setitem(sys.modules, name, mod)
     monkeypatch.setattr(dispatch, "use_fla", lambda _x: True)
     g = torch.Generator().manual_seed(4)
-    q, k, v, kappa = (torch.randn(2, 9, 2, dk, generator=g) for _ in range(4))
+    q, k, kappa = (torch.randn(2, 9, 2, dk, generator=g) for _ in range(3))
+    v = torch.randn(2, 9, 2, dv, generator=g)
     log_w, a_lr = -torch.rand(2, 9, 2, dk, generator=g), torch.rand(2, 9, 2, dk, generator=g)
     o, _ = rwkv7_rule(q, k, v, log_w, F.normalize(kappa, dim=-1), a_lr)
-    assert len(calls) == (dk >= RWKV7_FLA_MIN_DK)
+    assert len(calls) == (min(dk, dv) >= RWKV7_FLA_MIN_DK)
     if not calls:
         a, b = rwkv7_terms(F.normalize(kappa, dim=-1).double(), a_lr.double())
         assert rel_err(o, dplr_ref(q.double(), k.double(), v.double(), a, b, log_w.double())[0]) < 1e-5

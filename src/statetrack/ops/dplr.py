@@ -324,8 +324,9 @@ def rwkv7_terms(kappa: Tensor, a_lr: Tensor) -> tuple[Tensor, Tensor]:
     return kappa, -kappa * a_lr
 
 
-#: the narrowest head fla 0.6.0's ``chunk_rwkv7`` compiles for: its products need K >= 16 (Triton's
-#: "Input shapes should have M >= 1, N >= 1 and K >= 16", on an H100 for d_k = 8; bench/gpu_check.py)
+#: the narrowest head fla 0.6.0's ``chunk_rwkv7`` compiles for, in key and in value channels: its products
+#: need K >= 16 (Triton's "Input shapes should have M >= 1, N >= 1 and K >= 16": on an H100 for d_k = 8,
+#: and on an H200 for d_k = 16 with d_v = 8, the spec rwkv7(heads=2) at width 16; bench/gpu_check.py)
 RWKV7_FLA_MIN_DK = 16
 
 
@@ -342,9 +343,9 @@ def rwkv7_rule(
     """S_t = (diag(w_t) - (kappa_hat_t * a_t) kappa_hat_t^T) S_{t-1} + k_t v_t^T, o_t = S_t^T q_t.
 
     q (RWKV's receptance r), k (the replacement key), kappa (the normalised removal key), a_lr, log_w
-    (B, T, H, d_k); v (B, T, H, d_v). On CUDA with fla, fla's chunk kernel where d_k >= ``RWKV7_FLA_MIN_DK``
-    (it does not compile for narrower heads), this module's chunked form otherwise."""
-    if q.shape[1] and q.shape[-1] >= RWKV7_FLA_MIN_DK and dispatch.use_fla(q):
+    (B, T, H, d_k); v (B, T, H, d_v). On CUDA with fla, fla's chunk kernel where d_k and d_v are both at least
+    ``RWKV7_FLA_MIN_DK`` (it does not compile for narrower heads), this module's chunked form otherwise."""
+    if q.shape[1] and min(q.shape[-1], v.shape[-1]) >= RWKV7_FLA_MIN_DK and dispatch.use_fla(q):
         from statetrack.ops.fla_gated import rwkv7_fla
 
         return rwkv7_fla(q, k, v, log_w, kappa, a_lr, S0)
