@@ -64,6 +64,18 @@ def test_equivalence_in_parallel_processes_keeps_the_order_and_cuts_what_is_late
     assert res["rows"] == [] and res["cut"] == "out of time before negmamba, aussm"
 
 
+def test_the_bfloat16_bound_only_where_fla_runs_a_chunk_kernel():
+    """fla's chunk kernels round q, k, v to bfloat16 (KDA's too: 7.1e-3 on an H200); its float32 recurrent
+    kernels, which neg=true selects, and every CPU path keep the float32 bound."""
+    (kda,) = gpu_check.parse_layers("kda")
+    (kda_neg,) = gpu_check.parse_layers("kda(neg=true)")
+    (mamba,) = gpu_check.parse_layers("mamba")
+    assert gpu_check.tolerance(kda, "cuda") == gpu_check.BF16_TOL
+    assert gpu_check.tolerance(kda_neg, "cuda") == gpu_check.F32_TOL
+    assert gpu_check.tolerance(mamba, "cuda") == gpu_check.F32_TOL
+    assert gpu_check.tolerance(kda, "cpu") == gpu_check.F32_TOL
+
+
 def test_an_error_is_one_line_with_its_cause():
     """A compiler's message begins with the place and ends with the fault: the line keeps both."""
     e = RuntimeError("at 52:18:\n    acc = tl.dot(a, b)\n\nInput shapes should have K >= 16")
