@@ -116,7 +116,7 @@ def start_cuda_tests() -> subprocess.Popen:
         sys.executable,
         "-m",
         "pytest",
-        "-q",
+        "-v",  # a line per test as it ends, so that a cut run still names what passed and failed
         "-m",
         "kernels",
         "-p",
@@ -128,20 +128,32 @@ def start_cuda_tests() -> subprocess.Popen:
     )
 
 
+def read_outcomes(stdout: str) -> dict:
+    """pytest -v's output, whole or cut: the tests collected, the count of each outcome so far and the
+    names of the failed ones."""
+    found = re.search(r"collected (\d+) items?", stdout)
+    outcomes = re.findall(r"^(\S+::\S+) (PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)", stdout, re.M)
+    counts: dict = {}
+    for _, outcome in outcomes:
+        counts[outcome.lower()] = counts.get(outcome.lower(), 0) + 1
+    failed = [name for name, outcome in outcomes if outcome in ("FAILED", "ERROR")]
+    return {"collected": int(found.group(1)) if found else None, **counts, "failed_tests": failed}
+
+
 def section_cuda_tests(proc: subprocess.Popen, seconds: float) -> dict:
-    """Wait up to ``seconds`` for the tests ``start_cuda_tests`` started; their counts and failures."""
+    """Wait up to ``seconds`` for the tests ``start_cuda_tests`` started; their counts and failures (those
+    that ended in time, where the wait cuts them)."""
     try:
         stdout, _ = proc.communicate(timeout=max(1.0, seconds))
     except subprocess.TimeoutExpired:
         proc.kill()
-        proc.communicate()
+        stdout, _ = proc.communicate()
         return {
-            "cut": f"did not finish in the time left to them ({seconds:.0f} s after the equivalence section)"
+            "cut": f"did not finish in the time left to them ({seconds:.0f} s after the equivalence section)",
+            **read_outcomes(stdout or ""),
         }
     tail = stdout.strip().splitlines()[-1] if stdout.strip() else ""
-    counts = {k: int(v) for v, k in re.findall(r"(\d+) (passed|failed|skipped|errors?)", tail)}
-    failed = re.findall(r"^FAILED (\S+)", stdout, re.M)
-    return {"returncode": proc.returncode, "summary": tail, **counts, "failed_tests": failed}
+    return {"returncode": proc.returncode, "summary": tail, **read_outcomes(stdout)}
 
 
 def _clone_grads(m) -> dict:
@@ -392,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
         "equivalence": lambda: section_equivalence(
             a.device, Budget(min(share, budget.left())), a.mixers, a.workers
         ),
-        "cuda_tests": lambda: section_cuda_tests(tests, min(60.0, budget.left() * 0.3)) if tests else {},
+        "cuda_tests": lambda: section_cuda_tests(tests, min(120.0, budget.left() * 0.4)) if tests else {},
         "speed": section_speed,
         "paper_cell": lambda: section_paper_cell(
             max(30.0, budget.left() - 10), a.paper_steps, not a.paper_all_steps

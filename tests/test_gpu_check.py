@@ -76,6 +76,28 @@ def test_the_bfloat16_bound_only_where_fla_runs_a_chunk_kernel():
     assert gpu_check.tolerance(kda, "cpu") == gpu_check.F32_TOL
 
 
+def test_cut_cuda_tests_still_name_what_passed_and_failed():
+    """The CUDA tests print a line per test (pytest -v): when the check's time cuts them, the JSON still
+    counts the tests that ended and names the failed ones (a lease once saw '2 failed' and no names)."""
+    out = (
+        "collected 3 items\n"
+        "tests/test_kernels.py::test_scan[cuda-16] PASSED                [ 33%]\n"
+        "tests/test_kernels.py::test_scan[cuda-64] FAILED                [ 66%]\n"
+    )
+    script = f"import sys, time; sys.stdout.write({out!r}); sys.stdout.flush(); time.sleep(60)"
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    r = gpu_check.section_cuda_tests(proc, 3.0)
+    assert "cut" in r
+    assert (r["collected"], r["passed"], r["failed"]) == (3, 1, 1)
+    assert r["failed_tests"] == ["tests/test_kernels.py::test_scan[cuda-64]"]
+    whole = (
+        out
+        + "tests/test_kernels.py::test_scan[cuda-128] SKIPPED (no CUDA) [100%]\n1 passed, 1 failed, 1 skipped"
+    )
+    r = gpu_check.read_outcomes(whole)
+    assert (r["passed"], r["failed"], r["skipped"]) == (1, 1, 1)
+
+
 def test_an_error_is_one_line_with_its_cause():
     """A compiler's message begins with the place and ends with the fault: the line keeps both."""
     e = RuntimeError("at 52:18:\n    acc = tl.dot(a, b)\n\nInput shapes should have K >= 16")
