@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -146,3 +147,45 @@ def test_the_study_script_runs_its_cells_one_seed_each_into_out(tmp_path):
     rows = (tmp_path / "diag-limits-2026-runs.csv").read_text().splitlines()
     assert len(rows) > 1 and "negmamba" in rows[1]
     assert (tmp_path / "report" / "diag-limits-2026.md").is_file()
+
+
+def test_the_study_script_refuses_a_from_database_that_is_a_link(tmp_path):
+    (tmp_path / "real.db").write_bytes(b"")
+    (tmp_path / "linked.db").symlink_to(tmp_path / "real.db")
+    out = tmp_path / "out"
+    out.mkdir()
+    p = _gpu_study(out, "diag-limits-2026", "quick", FROM=str(tmp_path / "linked.db"), DEVICE="cpu")
+    assert p.returncode == 2 and "is not a database file (a link is not followed)" in p.stderr
+    assert not list(out.iterdir())
+
+
+@pytest.mark.slow  # two quick-scale runs on the CPU: a minute
+def test_the_study_script_continues_an_earlier_calls_database(tmp_path):
+    """FROM: a second call reuses the first call's runs by their keys and returns one database with both,
+    its checkpoints packed in one file (the device tool returns at most 8)."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir(), second.mkdir()
+    p = _gpu_study(first, "diag-limits-2026", "quick", "--model", "Neg. Mamba", "--task", "C2", DEVICE="cpu")
+    assert p.returncode == 0, p.stderr + p.stdout
+    assert (first / "diag-limits-2026.checkpoints.tar").is_file()
+    assert not (first / "diag-limits-2026.checkpoints").exists()
+    assert not list((first / "report").rglob("*.png"))  # no figures
+    p = _gpu_study(
+        second,
+        "diag-limits-2026",
+        "quick",
+        "--model",
+        "Neg. Mamba",
+        "--task",
+        "C2",
+        "--task",
+        "C6",
+        DEVICE="cpu",
+        FROM=str(first / "diag-limits-2026.db"),
+    )
+    assert p.returncode == 0, p.stderr + p.stdout
+    assert "2 runs, 1 run now, 1 reused" in " ".join(p.stdout.split())
+    rows = (second / "diag-limits-2026-runs.csv").read_text()
+    assert "group:C2" in rows and "group:C6" in rows
+    with tarfile.open(second / "diag-limits-2026.checkpoints.tar") as t:
+        assert len([m for m in t.getmembers() if m.isfile()]) == 2
