@@ -18,7 +18,8 @@ autotuning Triton kernels, so the CUDA tests and the equivalence rows compile in
    (BF16_MIXERS). Matrix products and cuDNN's RNN kernels run in IEEE float32, as in training.
 3. ``cuda_tests``: the CUDA-only tests (``tests/test_kernels.py`` compiled on the GPU:
    ``TRITON_INTERPRET=0 pytest -m kernels``), started before the equivalence section in a process of
-   their own and collected after it: pass/fail counts and the failing tests' names.
+   their own and collected after it: pass/fail counts and the failing tests' names (pytest -v: those
+   that ended, where the section's time cuts them).
 4. ``speed``: training steps per second at Grazzi et al.'s shape (batch 1024, length 40, width 128, two
    layers; Mamba [-1,1] and DeltaNet [-1,1]), CUDA graphs on.
 5. ``paper_cell``: one cell at its paper's recipe that the CPU scales cannot fit: DeltaNet [-1,1], three
