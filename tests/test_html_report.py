@@ -292,6 +292,8 @@ def test_a_smaller_report_is_not_written_over_a_larger_one(report, tmp_path, cap
         )
         == 0
     )
+    assert (tmp_path / "one" / "tiny.md").is_file()
+    assert not (tmp_path / "one" / "tiny").exists()  # --figures '': no figures, and no empty folder for them
     forced = tmp_path / "forced"
     import shutil
 

@@ -494,7 +494,8 @@ def write_report(
     check_reportable(rep, rep.db)
     out = Path(out)
     check_replace(out, study.name, rep.extent(), force)
-    figdir = ensure_dir(out / study.name, f"cannot write the report in {str(out)!r}")
+    figdir = out / study.name  # made only where there are figures to write
+    ensure_dir(figdir if figures else out, f"cannot write the report in {str(out)!r}")
     meta = meta or {}
     md = _head_markdown(rep, meta)
     md += _tables_markdown(rep, figdir, figures)
