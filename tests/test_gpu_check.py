@@ -75,6 +75,10 @@ def test_the_bfloat16_bound_only_where_fla_runs_a_chunk_kernel():
     assert gpu_check.tolerance(kda_neg, "cuda") == gpu_check.F32_TOL
     assert gpu_check.tolerance(mamba, "cuda") == gpu_check.F32_TOL
     assert gpu_check.tolerance(kda, "cpu") == gpu_check.F32_TOL
+    # RWKV-7 at the check's width 16: one head fits fla's kernels, two heads (8 value channels) do not
+    for spec, tol in (("rwkv7", gpu_check.BF16_TOL), ("rwkv7(heads=2)", gpu_check.F32_TOL)):
+        (layer,) = gpu_check.parse_layers(spec)
+        assert gpu_check.tolerance(layer, "cuda", gpu_check.build_mixer(layer, 16, 16)) == tol
 
 
 def test_cut_cuda_tests_still_name_what_passed_and_failed():

@@ -330,6 +330,12 @@ def rwkv7_terms(kappa: Tensor, a_lr: Tensor) -> tuple[Tensor, Tensor]:
 RWKV7_FLA_MIN_DK = 16
 
 
+def rwkv7_fla_fits(d_k: int, d_v: int) -> bool:
+    """Do heads of d_k key and d_v value channels fit fla's RWKV-7 kernels (both at least
+    ``RWKV7_FLA_MIN_DK``)?"""
+    return min(d_k, d_v) >= RWKV7_FLA_MIN_DK
+
+
 def rwkv7_rule(
     q: Tensor,
     k: Tensor,
@@ -345,7 +351,7 @@ def rwkv7_rule(
     q (RWKV's receptance r), k (the replacement key), kappa (the normalised removal key), a_lr, log_w
     (B, T, H, d_k); v (B, T, H, d_v). On CUDA with fla, fla's chunk kernel where d_k and d_v are both at least
     ``RWKV7_FLA_MIN_DK`` (it does not compile for narrower heads), this module's chunked form otherwise."""
-    if q.shape[1] and min(q.shape[-1], v.shape[-1]) >= RWKV7_FLA_MIN_DK and dispatch.use_fla(q):
+    if q.shape[1] and rwkv7_fla_fits(q.shape[-1], v.shape[-1]) and dispatch.use_fla(q):
         from statetrack.ops.fla_gated import rwkv7_fla
 
         return rwkv7_fla(q, k, v, log_w, kappa, a_lr, S0)
