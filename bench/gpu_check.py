@@ -174,13 +174,13 @@ def rel(a: torch.Tensor, ref: torch.Tensor) -> float:
     return float((a - ref).abs().max() / ref.abs().max().clamp_min(1e-30))
 
 
-def tolerance(layer, device: str, mixer=None) -> float:
-    """The bound for a spec: bfloat16's where its CUDA path runs one of fla's chunk kernels, else
-    float32's (the CPU; the Triton scans; fla's float32 recurrent kernels, which ``neg=true`` selects;
-    RWKV-7 heads too narrow for fla's kernels, which run this project's chunked form: pass the built
-    ``mixer`` to have its head widths read)."""
+def tolerance(layer, device: str, mixer) -> float:
+    """The bound for a spec and its built ``mixer``: bfloat16's where its CUDA path runs one of fla's chunk
+    kernels, else float32's (the CPU; the Triton scans; fla's float32 recurrent kernels, which ``neg=true``
+    selects; RWKV-7 heads too narrow for fla's kernels, read off the mixer, which run this project's
+    chunked form)."""
     bf16 = device == "cuda" and layer.name in BF16_MIXERS and not layer.options.get("neg", False)
-    if bf16 and layer.name == "rwkv7" and mixer is not None:
+    if bf16 and layer.name == "rwkv7":
         bf16 = rwkv7_fla_fits(mixer.dk, mixer.dv)
     return BF16_TOL if bf16 else F32_TOL
 

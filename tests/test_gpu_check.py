@@ -68,17 +68,18 @@ def test_equivalence_in_parallel_processes_keeps_the_order_and_cuts_what_is_late
 def test_the_bfloat16_bound_only_where_fla_runs_a_chunk_kernel():
     """fla's chunk kernels round q, k, v to bfloat16 (KDA's too: 7.1e-3 on an H200); its float32 recurrent
     kernels, which neg=true selects, and every CPU path keep the float32 bound."""
-    (kda,) = gpu_check.parse_layers("kda")
-    (kda_neg,) = gpu_check.parse_layers("kda(neg=true)")
-    (mamba,) = gpu_check.parse_layers("mamba")
-    assert gpu_check.tolerance(kda, "cuda") == gpu_check.BF16_TOL
-    assert gpu_check.tolerance(kda_neg, "cuda") == gpu_check.F32_TOL
-    assert gpu_check.tolerance(mamba, "cuda") == gpu_check.F32_TOL
-    assert gpu_check.tolerance(kda, "cpu") == gpu_check.F32_TOL
-    # RWKV-7 at the check's width 16: one head fits fla's kernels, two heads (8 value channels) do not
-    for spec, tol in (("rwkv7", gpu_check.BF16_TOL), ("rwkv7(heads=2)", gpu_check.F32_TOL)):
+
+    def bound(spec: str, device: str) -> float:
         (layer,) = gpu_check.parse_layers(spec)
-        assert gpu_check.tolerance(layer, "cuda", gpu_check.build_mixer(layer, 16, 16)) == tol
+        return gpu_check.tolerance(layer, device, gpu_check.build_mixer(layer, 16, 16))  # the check's width
+
+    assert bound("kda", "cuda") == gpu_check.BF16_TOL
+    assert bound("kda(neg=true)", "cuda") == gpu_check.F32_TOL
+    assert bound("mamba", "cuda") == gpu_check.F32_TOL
+    assert bound("kda", "cpu") == gpu_check.F32_TOL
+    # RWKV-7 at width 16: one head fits fla's kernels, two heads (8 value channels) do not
+    assert bound("rwkv7", "cuda") == gpu_check.BF16_TOL
+    assert bound("rwkv7(heads=2)", "cuda") == gpu_check.F32_TOL
 
 
 def test_cut_cuda_tests_still_name_what_passed_and_failed():
