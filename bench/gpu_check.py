@@ -42,6 +42,7 @@ import re
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import torch
@@ -135,9 +136,7 @@ def read_outcomes(stdout: str) -> dict:
     names of the failed ones."""
     found = re.search(r"collected (\d+) items?", stdout)
     outcomes = re.findall(r"^(\S+::\S+) (PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)", stdout, re.M)
-    counts: dict = {}
-    for _, outcome in outcomes:
-        counts[outcome.lower()] = counts.get(outcome.lower(), 0) + 1
+    counts = Counter(outcome.lower() for _, outcome in outcomes)
     failed = [name for name, outcome in outcomes if outcome in ("FAILED", "ERROR")]
     return {"collected": int(found.group(1)) if found else None, **counts, "failed_tests": failed}
 
