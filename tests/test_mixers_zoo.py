@@ -31,6 +31,8 @@ VARIANTS = list(MIXERS) + [
     "aussm(conv=0)",
     "aussm(theta_rank=1000)",
     "aussm(theta_rank=1000,theta_silu=false)",
+    "aussm(const_bc=true)",
+    "aussm(const_bc=true,theta_rank=1000,theta_silu=false,conv=0)",
     "dcd(conv=0)",
     "dcd(theta_rank=3)",
     "dcd(theta_silu=false)",
@@ -155,6 +157,24 @@ def test_theta_silu_false_makes_the_angle_affine_in_the_inputs():
             ev = lambda x, m=m: torch.exp(1j * m.eigenvalues(x).angle())  # noqa: E731
         lhs, rhs = ev(x1 + x2) * ev(torch.zeros_like(x1)), ev(x1) * ev(x2)
         assert torch.allclose(lhs, rhs, atol=1e-9) == affine, spec
+
+
+def test_const_bc_writes_delta_u_b_and_reads_with_one_c():
+    """aussm(const_bc=true), the AUSSM authors' B and C: from a zero state one step writes h = Delta u B with
+    B the same positive vector for every input, and the read-out Re(sum_n C_n h_n) uses one C for all;
+    by default B and C follow the input."""
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(3, D_MODEL, generator=g, dtype=torch.float64)
+    m = make("aussm(const_bc=true)")
+    _perturb(m)
+    h, _ = m.step(x, m.init_state(3, dtype=torch.float64))[1]
+    u, _, _, low, Bm, Cm = m._read(x, m.init_state(3, dtype=torch.float64)[1], chunk=False)
+    dt = torch.nn.functional.softplus(m.dt_proj(low[..., : m.d_state]))
+    B = torch.nn.functional.softplus(m.B)
+    assert torch.allclose(h, ((dt * u)[..., None] * B).to(h.dtype), atol=1e-12)
+    assert bool((B > 0).all()) and torch.equal(Bm[0], Bm[2]) and torch.equal(Cm[0], Cm[2])
+    Bd = make("aussm")._read(x, make("aussm").init_state(3, dtype=torch.float64)[1], chunk=False)[4]
+    assert not torch.allclose(Bd[0], Bd[2])
 
 
 @pytest.mark.parametrize("spec", VARIANTS)

@@ -13,7 +13,11 @@ B_t = W_B u_t (real), C_t = W_C u_t (complex: two real projections); per channel
   default; the authors' code maps u to all E*N angles at full rank (``theta_rank`` = E here). With
   ``theta_silu=false`` the angle reads the conv's output before the silu, as the authors' kernel does:
   theta_t is then linear in the tokens the conv sees, so a sequence's phase sums each token's
-  contribution over the conv's taps, whatever its neighbours.
+  contribution over the conv's taps, whatever its neighbours. B and C here are Mamba's, read from u_t at
+  each step; with ``const_bc=true`` they are the authors' code's: learned constants per state coordinate
+  (B_n = softplus(beta_n) > 0, the phase of their complex B folded into C; C_n = softplus(gamma_n) exp(i
+  phi_n)), and the input is scaled by Delta_t = softplus(dt_proj(W_dt u_t)) of rank d_state:
+  b_t = Delta_t u_t B.
 * ``saussm`` ("Simple AUSSM"): theta_t = Delta_t * Lambda, Delta_t = softplus(dt_proj(.)) per channel as in
   Mamba, Lambda (E, N) a learned constant (init pi * (n + 1), the spacing of S4D-Lin's imaginary parts);
   b_t = Delta_t B_t u_t.
@@ -197,12 +201,14 @@ class AUSSM(_ComplexSelective):
             AUSSM authors' form.
         theta_silu (bool): W_A reads u after the silu (default True) or the conv's output before it
             (False, the AUSSM authors' kernel's form).
+        const_bc (bool): B and C learned constants and the input scaled by Delta_t, as the AUSSM authors'
+            code (True), or read from u_t at each step, as Mamba's (False, default).
     """
 
     name = "aussm"
     uses_theta = True
 
-    # no Delta: no dt range
+    # no Delta range: Delta, where const_bc has one, starts from nn.Linear's init, as in the authors' code
     def __init__(
         self,
         d_model: int,
@@ -211,12 +217,30 @@ class AUSSM(_ComplexSelective):
         expand: int = 2,
         theta_rank: int = 0,
         theta_silu: bool = True,
+        const_bc: bool = False,
     ) -> None:
         super().__init__(
             d_model, d_state, conv=conv, expand=expand, theta_rank=theta_rank, theta_silu=theta_silu
         )
+        self.const_bc = const_bc
+        if const_bc:
+            E, N = self.d_inner, d_state
+            self.n_low = N + self.R_theta  # [Delta's rank-N inputs | the angle's]
+            self.x_proj = nn.Linear(E, self.n_low, bias=False)
+            self.dt_proj = nn.Linear(N, E)
+            self.B = nn.Parameter(torch.randn(N))  # B_n = softplus(B) > 0
+            self.C = nn.Parameter(torch.randn(2, N))  # C_n = softplus(C[0]) exp(i C[1])
+
+    def _split(self, u: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        if not self.const_bc:
+            return super()._split(u)
+        shape = (*u.shape[:-1], self.d_state)
+        Cm = torch.polar(F.softplus(self.C[0]), self.C[1])
+        return self.x_proj(u), F.softplus(self.B).expand(shape), Cm.expand(shape)
 
     def _polar(self, low: Tensor) -> tuple[Tensor | None, Tensor, Tensor]:
+        if self.const_bc:
+            return None, self._theta(low), F.softplus(self.dt_proj(low[..., : self.d_state]))
         return None, self._theta(low), torch.ones((), dtype=low.dtype, device=low.device)
 
 

@@ -161,7 +161,7 @@ for _d in (
     Declared(
         "aussm",
         "adaptive unitary SSM: A_bar = exp(i theta(x)), theta = W_A u + b_A, |A_bar| = 1",
-        {**SELECTIVE, "theta_rank": 0, "theta_silu": True},
+        {**SELECTIVE, "theta_rank": 0, "theta_silu": True, "const_bc": False},
         _const(input_dependent=True, eigenvalues=D.UNIT_CIRCLE, structure=S.DIAGONAL),
     ),
     Declared(
