@@ -173,7 +173,8 @@ def test_const_bc_writes_delta_u_b_and_reads_with_one_c():
     B = torch.nn.functional.softplus(m.B)
     assert torch.allclose(h, ((dt * u)[..., None] * B).to(h.dtype), atol=1e-12)
     assert bool((B > 0).all()) and torch.equal(Bm[0], Bm[2]) and torch.equal(Cm[0], Cm[2])
-    Bd = make("aussm")._read(x, make("aussm").init_state(3, dtype=torch.float64)[1], chunk=False)[4]
+    d = make("aussm")
+    Bd = d._read(x, d.init_state(3, dtype=torch.float64)[1], chunk=False)[4]
     assert not torch.allclose(Bd[0], Bd[2])
 
 

@@ -136,8 +136,9 @@ class _ComplexSelective(MambaInput, Mixer):
         return u, z, buf, low, Bm, Cm
 
     def _dt(self, low: Tensor) -> Tensor:
-        """Delta [..., E] = softplus(dt_proj(the first R low-rank inputs))."""
-        return F.softplus(self.dt_proj(low[..., : self.R]))
+        """Delta [..., E] = softplus(dt_proj(the first low-rank inputs, as many as dt_proj reads: R, or
+        d_state for ``aussm(const_bc=true)``))."""
+        return F.softplus(self.dt_proj(low[..., : self.dt_proj.in_features]))
 
     def _theta(self, low: Tensor) -> Tensor:
         """The angle theta [..., E, N] = W_A (the last R_theta low-rank inputs) + b_A."""
@@ -240,7 +241,7 @@ class AUSSM(_ComplexSelective):
 
     def _polar(self, low: Tensor) -> tuple[Tensor | None, Tensor, Tensor]:
         if self.const_bc:
-            return None, self._theta(low), F.softplus(self.dt_proj(low[..., : self.d_state]))
+            return None, self._theta(low), self._dt(low)
         return None, self._theta(low), torch.ones((), dtype=low.dtype, device=low.device)
 
 
