@@ -310,6 +310,55 @@ scales:
         assert "?" in t.caption and "n/a" in t.caption
 
 
+def test_the_longest_passing_length_read_as_written_and_at_every_shorter_one(tmp_path):
+    """score every_shorter: false reads a paper's 'longest length with accuracy > 90%' as written (a run
+    that dips and comes back counts at the longer length); the table NAME-every-shorter beside it holds
+    the stricter reading, with the published numbers but no mark and no count in the report's agreement."""
+    from statetrack.experiments import load_study
+    from statetrack.report import study_tables
+    from statetrack.report.selection import longest_above
+    from statetrack.report.state_tables import state_tables
+    from statetrack.runs.runner import RunResult
+
+    dips = {10: 1.0, 100: 0.2, 1000: 0.99}
+    assert longest_above(dips, 0.9) == 10 and longest_above(dips, 0.9, every_shorter=False) == 1000
+    assert longest_above({10: 0.5}, 0.9, every_shorter=False) == 0
+    ms = [LengthMetrics(n, a, 1, 1, 1, 0.5, 4096) for n, a in dips.items()]
+    # read from the longest down: 1000 passes for sure, and nothing shorter is read
+    assert not uncertain_judgement(ms, strict=True, every_shorter=False)
+    assert uncertain_judgement(ms + [LengthMetrics(2000, 0.905, 1, 1, 1, 0.5, 256)], every_shorter=False)
+    assert not uncertain_judgement(ms + [LengthMetrics(2000, 0.5, 1, 1, 1, 0.5, 4096)], every_shorter=False)
+
+    p = tmp_path / "dips.yaml"
+    p.write_text("""
+name: dips
+title: dips
+source: test
+score: {kind: longest, threshold: 0.9, every_shorter: false}
+train_lengths: [1, 8]
+tables:
+  - tasks: [parity]
+    models:
+      - {label: A, model: {layers: rnn}, published: {parity: 1000}}
+scales:
+  quick: {seeds: 1, steps: 1, test_lengths: [10, 100, 1000]}
+""")
+    study = load_study(str(p))
+    results = [
+        (j, RunResult(i, "complete", ms, {"longest_90": 10, "best_val_accuracy": 1.0}, None))
+        for i, j in enumerate(study.cells("quick"))
+    ]
+    main_t = study_tables(study, results, "quick")[0]
+    tables = state_tables(study, results, "quick", [main_t])
+    assert [t.name for t in tables] == ["main", "main-every-shorter"]
+    strict = tables[1]
+    assert main_t.rows[0]["text"]["parity"] == ">=1000" and main_t.rows[0]["differs"]["parity"] is False
+    assert strict.rows[0]["text"]["parity"] == "10"
+    assert strict.rows[0]["differs"]["parity"] is None and "*" not in strict.rows[0]["text"]["parity"]
+    assert "0 of 1 cells with a published number agree" in strict.caption and "A parity" in strict.caption
+    assert "whatever the shorter test lengths read" in main_t.caption
+
+
 class Flaky(torch.nn.Module):
     """Running parity, wrong at a position where a running hash of the inputs is 0 mod ``k``: about one
     final answer in ``k`` is wrong, and which ones depends on the whole string."""

@@ -82,6 +82,13 @@ class Score(_Strict):
     fail_below: int | None = Field(
         None, ge=1, description="longest: values below this are shown as 'x' (the paper's 'fails before N')"
     )
+    every_shorter: bool = Field(
+        True,
+        description="longest: the metric must also be > threshold at every shorter test length; false: "
+        "the longest test length at which it is > threshold, whatever the shorter ones read (a paper's "
+        "'longest length achieving accuracy > 90%' read as written); the report then adds the table "
+        "NAME-every-shorter with the stricter reading",
+    )
 
 
 class Selection(_Strict):

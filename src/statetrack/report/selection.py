@@ -35,11 +35,20 @@ def run_uncertain(study, res) -> bool:
         uncertain_judgement,  # heavy (numpy, torch): selection stays light
     )
 
-    return bool(res and uncertain_judgement(res.metrics, study.score.threshold, study.metric, strict=True))
+    sc = study.score
+    return bool(
+        res
+        and uncertain_judgement(
+            res.metrics, sc.threshold, study.metric, strict=True, every_shorter=sc.every_shorter
+        )
+    )
 
 
-def longest_above(per_length: dict[int, float], threshold: float) -> int:
-    """Longest test length L with metric > threshold at L and at every shorter test length (0: none)."""
+def longest_above(per_length: dict[int, float], threshold: float, every_shorter: bool = True) -> int:
+    """Longest test length L with metric > threshold at L and at every shorter test length (0: none);
+    ``every_shorter`` False: the longest L with metric > threshold at L, whatever the shorter ones read."""
+    if not every_shorter:
+        return max((n for n, v in per_length.items() if v > threshold), default=0)
     best = 0
     for n in sorted(per_length):
         if not per_length[n] > threshold:
@@ -60,7 +69,7 @@ def run_score(study, res, column_length: int | None = None) -> float | None:
         lo, hi = sc.lengths or (min(by_len), max(by_len))
         vals = [v for n, v in by_len.items() if lo <= n <= hi]
         return statistics.fmean(vals) if vals else None
-    return float(longest_above(by_len, sc.threshold))
+    return float(longest_above(by_len, sc.threshold, sc.every_shorter))
 
 
 def _reduce(vals: list[float], how: str, lengths: bool = False) -> float:

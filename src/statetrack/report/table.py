@@ -70,7 +70,7 @@ class StudyTable:
         return render.rich(self)
 
 
-def _caption(study, kind: ScoreKind, published: bool = True) -> str:
+def caption(study, kind: ScoreKind, published: bool = True) -> str:
     """The table's caption; the mark of a difference from the paper is explained only where the table has
     published numbers (``published``)."""
     sel = study.select
@@ -82,8 +82,14 @@ def _caption(study, kind: ScoreKind, published: bool = True) -> str:
         what = f"mean {metric} over the test lengths{lo_hi}"
     else:
         what = (
-            f"longest test length with {metric} > {100 * study.score.threshold:g}% (and at every shorter "
-            f"test length)" + (f"; x = below {study.score.fail_below}" if study.score.fail_below else "")
+            f"longest test length with {metric} > {100 * study.score.threshold:g}% "
+            + (
+                "(and at every shorter test length)"
+                if study.score.every_shorter
+                else "at that length, whatever the shorter test lengths read (the paper's statistic as it "
+                "is written; the table that follows asks it of every shorter length too)"
+            )
+            + (f"; x = below {study.score.fail_below}" if study.score.fail_below else "")
         )
     rule = (
         f"{sel.seeds} over seeds, then {sel.lrs} over learning rates, chosen on the "
@@ -157,7 +163,7 @@ def _study_table(study, tdef, mine: list) -> StudyTable:
         tdef.published_columns,
         name=tdef.name,
         kind=kind,
-        caption=_caption(study, kind, published),
+        caption=caption(study, kind, published),
     )
     present_cols = {getattr(j, "column", None) or tdef.tasks[0].label for j, _ in mine}
     table.task_columns = [t.label for t in tdef.tasks if t.label in present_cols] or [

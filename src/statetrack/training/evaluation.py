@@ -375,14 +375,20 @@ def longest_generalized(metrics: list[LengthMetrics], threshold: float = THRESHO
 
 
 def uncertain_judgement(
-    metrics: list[LengthMetrics], threshold: float = THRESHOLD, metric: str = "accuracy", strict: bool = False
+    metrics: list[LengthMetrics],
+    threshold: float = THRESHOLD,
+    metric: str = "accuracy",
+    strict: bool = False,
+    every_shorter: bool = True,
 ) -> bool:
     """Whether a longest-length judgement (``longest_generalized``: metric >= threshold; ``strict``:
     metric > threshold) could change within the intervals: at a length it reads (every scored length up
-    to and including the first that fails), the length is undecided (``decided`` False: its decision
-    interval contains ``THRESHOLD`` after every doubling) or, where no decision was recorded (another
-    metric or threshold, an older run), the metric's 95% interval contains the threshold."""
-    for m in sorted(metrics, key=lambda m: m.length):
+    to and including the first that fails; ``every_shorter`` False, the judgement that ignores shorter
+    lengths: every scored length from the longest down to and including the first that passes), the
+    length is undecided (``decided`` False: its decision interval contains ``THRESHOLD`` after every
+    doubling) or, where no decision was recorded (another metric or threshold, an older run), the
+    metric's 95% interval contains the threshold."""
+    for m in sorted(metrics, key=lambda m: m.length, reverse=not every_shorter):
         value = getattr(m, metric)
         if value is None:
             continue
@@ -391,6 +397,7 @@ def uncertain_judgement(
                 return True
         elif (ci := m.interval(metric)) is not None and ci[0] < threshold < ci[1]:
             return True
-        if value < threshold or (strict and value == threshold):
+        fails = value < threshold or (strict and value == threshold)
+        if fails == every_shorter:
             break
     return False
