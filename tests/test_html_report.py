@@ -550,7 +550,7 @@ def test_the_finding_states_the_reports_seeds():
     from statetrack.report.finding import why
 
     scale = lambda steps, seeds: SimpleNamespace(  # noqa: E731
-        steps=steps, seeds=seeds, test_lengths=[16, 10_000], model_train={}, task_train={}
+        steps=steps, seeds=seeds, test_lengths=[16, 10_000], model_train={}, task_train={}, cells_train=dict
     )
     study = SimpleNamespace(scales={"quick": scale(1500, 1), "paper": scale(3000, 3)})
     assert "(1,500 training steps, 2 seeds per cell, test lengths up to 10,000)" in why(study, "quick", 2)

@@ -195,6 +195,20 @@ def test_grid_expansion(tmp_path):
         ("Mamba", "parity", 7, 0.2),
     }
     assert {c.train.steps for c in both if c.label == "RNN" and c.column == "offsets"} == {30}
+    # cell_train: one model on one task, over the model's and the task's overrides; its rate replaces the
+    # task's grid for that cell only
+    cell = _paper_cells(
+        tmp_path,
+        "c",
+        "model_train: {RNN: {steps: 30}}, task_train: {parity: {steps: 7, lrs: [0.2]}}, "
+        "cell_train: {RNN: {parity: {steps: 40, lr: 0.07}}}",
+    )
+    assert {(c.label, c.column, c.train.steps, c.lr) for c in cell} == {
+        ("RNN", "parity", 40, 0.07),
+        ("Mamba", "parity", 7, 0.2),
+        ("RNN", "offsets", 30, 0.01),
+        ("RNN", "offsets", 30, 0.003),
+    }
     assert parse_lengths("60..100/20") == [60, 80, 100] and parse_lengths("1..10/4") == [1, 5, 9, 10]
 
 
@@ -215,6 +229,15 @@ def test_grid_expansion(tmp_path):
         (("lrs: [0.01]}", "lrs: [0.01], model_tasks: {RNN: [parityy]}}"), "unknown task 'parityy'"),
         (("lrs: [0.01]}", "lrs: [0.01], task_train: {parity: {lr: 0.1, lrs: [0.1]}}}"), "both lr and lrs"),
         (("lrs: [0.01]}", "lrs: [0.01], task_train: {parity: {lrs: []}}}"), "non-empty list of positive"),
+        (("lrs: [0.01]}", "lrs: [0.01], cell_train: {GRU: {parity: {steps: 5}}}}"), "unknown model 'GRU'"),
+        (
+            ("lrs: [0.01]}", "lrs: [0.01], cell_train: {RNN: {parityy: {steps: 5}}}}"),
+            "unknown task 'parityy'",
+        ),
+        (
+            ("lrs: [0.01]}", "lrs: [0.01], cell_train: {RNN: {parity: {lr: 0.1, lrs: [0.1]}}}}"),
+            "cell_train for 'RNN on parity'",
+        ),
     ],
 )
 def test_bad_study_files(tmp_path, patch, msg):
@@ -422,14 +445,18 @@ def test_reproduce_writes_report_with_command_machine_and_wall_time(tmp_path, db
 def test_the_reports_scale_line_names_the_rows_and_columns_with_their_own_steps(tmp_path):
     from statetrack.report.finding import why
 
-    text = GRID.replace("tables: [main]}", "tables: [main], model_train: {RNN: {steps: 30}}}").replace(
-        "lrs: [0.01]}", "lrs: [0.01], task_train: {offsets: {steps: 7}}}"
-    )
+    text = GRID.replace(
+        "tables: [main]}",
+        "tables: [main], model_train: {RNN: {steps: 30}}, cell_train: {Mamba: {parity: {steps: 50}}}}",
+    ).replace("lrs: [0.01]}", "lrs: [0.01], task_train: {offsets: {steps: 7}}}")
     line = why(load_study(_write(tmp_path, "y", text)), "quick")
     assert line.startswith(
         "Why differences are expected: this is the quick scale (10 training steps (offsets: 7), 2 seeds"
     )
-    assert "the paper's protocol (--scale paper) has 10 training steps (RNN: 30), 2 seeds per cell" in line
+    assert (
+        "the paper's protocol (--scale paper) has 10 training steps (RNN: 30; Mamba on parity: 50), 2 seeds per cell"
+        in line
+    )
 
 
 def test_narrowing_to_a_cell_the_scale_leaves_out_is_one_line(tmp_path):

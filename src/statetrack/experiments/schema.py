@@ -299,6 +299,12 @@ class Scale(_Strict):
         description="model label -> TrainConfig overrides for that model at this scale (e.g. more steps "
         "for a row whose runs are cheap and learn late); a task's own overrides (task_train) come after",
     )
+    cell_train: dict[str, dict[str, dict]] = Field(
+        default_factory=dict,
+        description="model label -> task label -> TrainConfig overrides for that one cell at this scale, "
+        "over the model's and the task's (e.g. the paper's steps for a cell that fits only with them); an "
+        "lr or lrs here replaces the cell's learning-rate grid",
+    )
     model: dict = Field(
         default_factory=dict, description="ModelConfig overrides at this scale (e.g. d_model)"
     )
@@ -321,6 +327,10 @@ class Scale(_Strict):
     @classmethod
     def _lengths(cls, v):
         return parse_lengths(v)
+
+    def cells_train(self) -> dict[str, dict]:
+        """``cell_train`` keyed by 'MODEL on TASK', the way messages and reports name a cell."""
+        return {f"{m} on {t}": over for m, by_task in self.cell_train.items() for t, over in by_task.items()}
 
 
 class Study(_Strict):
@@ -406,11 +416,17 @@ class Study(_Strict):
             ("model", list(sc.model_tasks), [m.label for t in self.tables for m in t.models]),
             ("model", list(sc.model_train), [m.label for t in self.tables for m in t.models]),
             ("task", [x for v in sc.model_tasks.values() for x in v], tasks),
+            ("model", list(sc.cell_train), [m.label for t in self.tables for m in t.models]),
+            ("task", [x for v in sc.cell_train.values() for x in v], tasks),
         ):
             bad = [x for x in (have or []) if x not in known]
             if bad:
                 raise ValueError(f"scale {sname!r} names unknown {what} {bad[0]!r}")
-        for kind, overrides in (("task_train", sc.task_train), ("model_train", sc.model_train)):
+        for kind, overrides in (
+            ("task_train", sc.task_train),
+            ("model_train", sc.model_train),
+            ("cell_train", sc.cells_train()),
+        ):
             for name, over in overrides.items():
                 if "lr" in over and "lrs" in over:
                     raise ValueError(f"scale {sname!r}: {kind} for {name!r} sets both lr and lrs; keep one")
@@ -507,7 +523,10 @@ class Study(_Strict):
                 f"task {t.label!r} (set train_lengths on the study, task or model)"
             )
         base = {**self.train, **t.train, **m.train, **sc.train}
-        task_over = sc.task_train.get(t.label, {})
+        cell_over = sc.cell_train.get(m.label, {}).get(t.label, {})
+        task_over = {**sc.task_train.get(t.label, {}), **cell_over}  # the cell's own over its task's
+        if "lr" in cell_over or "lrs" in cell_over:  # the cell's rate or grid replaces the task's
+            task_over.pop("lrs" if "lr" in cell_over else "lr", None)
         over = {**sc.model_train.get(m.label, {}), **task_over}
         if "lrs" in task_over:  # the task's own grid replaces a rate the model's overrides set
             over.pop("lr", None)

@@ -109,7 +109,7 @@ def _scale_text(study, scale: str, seeds: int | None = None) -> str:
     seeds = sc.seeds if seeds is None else seeds
     own = [
         f"{name}: {over['steps']:,}"
-        for overrides in (sc.model_train, sc.task_train)
+        for overrides in (sc.model_train, sc.task_train, sc.cells_train())
         for name, over in overrides.items()
         if "steps" in over
     ]
