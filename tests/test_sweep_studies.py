@@ -209,6 +209,12 @@ def test_grid_expansion(tmp_path):
         ("RNN", "offsets", 30, 0.01),
         ("RNN", "offsets", 30, 0.003),
     }
+    # task_eval: one column's test lengths at a scale, for every model of it, over the task's own
+    dense = _paper_cells(tmp_path, "e", 'task_eval: {parity: {lengths: "8..48/20"}}')
+    assert {(c.column, tuple(c.eval.lengths)) for c in dense} == {
+        ("parity", (8, 28, 48)),
+        ("offsets", (8, 20, 40)),
+    }
     assert parse_lengths("60..100/20") == [60, 80, 100] and parse_lengths("1..10/4") == [1, 5, 9, 10]
 
 
@@ -230,6 +236,8 @@ def test_grid_expansion(tmp_path):
         (("lrs: [0.01]}", "lrs: [0.01], task_train: {parity: {lr: 0.1, lrs: [0.1]}}}"), "both lr and lrs"),
         (("lrs: [0.01]}", "lrs: [0.01], task_train: {parity: {lrs: []}}}"), "non-empty list of positive"),
         (("lrs: [0.01]}", "lrs: [0.01], cell_train: {GRU: {parity: {steps: 5}}}}"), "unknown model 'GRU'"),
+        (("lrs: [0.01]}", "lrs: [0.01], task_eval: {parityy: {lengths: [9]}}}"), "unknown task 'parityy'"),
+        (("lrs: [0.01]}", "lrs: [0.01], task_eval: {parity: {chunk: 9}}}"), "unknown eval field 'chunk'"),
         (
             ("lrs: [0.01]}", "lrs: [0.01], cell_train: {RNN: {parityy: {steps: 5}}}}"),
             "unknown task 'parityy'",

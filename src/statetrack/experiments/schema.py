@@ -122,6 +122,15 @@ Name = Annotated[str, _checked(name_problem)]
 Label = Annotated[str, _checked(label_problem)]
 
 
+def eval_overrides(v: dict) -> dict:
+    """A task's EvalConfig overrides, checked: only the fields a study may set, lengths parsed."""
+    allowed = {"lengths", "test_split", "batch_size", "horizons"}
+    bad = sorted(set(v) - allowed)
+    if bad:
+        raise ValueError(f"unknown eval field {bad[0]!r}; allowed: {', '.join(sorted(allowed))}")
+    return {**v, "lengths": parse_lengths(v["lengths"])} if "lengths" in v else v
+
+
 class StudyTask(_Strict):
     label: Label
     task: str
@@ -148,11 +157,7 @@ class StudyTask(_Strict):
     @field_validator("eval")
     @classmethod
     def _eval_fields(cls, v):
-        allowed = {"lengths", "test_split", "batch_size", "horizons"}
-        bad = sorted(set(v) - allowed)
-        if bad:
-            raise ValueError(f"unknown eval field {bad[0]!r}; allowed: {', '.join(sorted(allowed))}")
-        return {**v, "lengths": parse_lengths(v["lengths"])} if "lengths" in v else v
+        return eval_overrides(v)
 
 
 class StudyModel(_Strict):
@@ -317,6 +322,11 @@ class Scale(_Strict):
         description="model label -> only these of its task labels at this scale (e.g. the ablation rows "
         "on one column, where the others need the paper's budget)",
     )
+    task_eval: dict[str, dict] = Field(
+        default_factory=dict,
+        description="task label -> EvalConfig overrides for that task at this scale, over the task's own "
+        "(e.g. a denser grid of test lengths on one column)",
+    )
     replace_tasks: dict[str, str] = Field(
         default_factory=dict,
         description="task label -> the task string used at this scale instead (e.g. "
@@ -327,6 +337,11 @@ class Scale(_Strict):
     @classmethod
     def _lengths(cls, v):
         return parse_lengths(v)
+
+    @field_validator("task_eval")
+    @classmethod
+    def _task_eval(cls, v):
+        return {label: eval_overrides(over) for label, over in v.items()}
 
     def cells_train(self) -> dict[str, dict]:
         """``cell_train`` keyed by 'MODEL on TASK', the way messages and reports name a cell."""
@@ -413,6 +428,7 @@ class Study(_Strict):
             ("task", sc.tasks, tasks),
             ("task", list(sc.replace_tasks), tasks),
             ("task", list(sc.task_train), tasks),
+            ("task", list(sc.task_eval), tasks),
             ("model", list(sc.model_tasks), [m.label for t in self.tables for m in t.models]),
             ("model", list(sc.model_train), [m.label for t in self.tables for m in t.models]),
             ("task", [x for v in sc.model_tasks.values() for x in v], tasks),
@@ -545,6 +561,7 @@ class Study(_Strict):
                 "test_split": sc.test_split,
                 "horizons": sc.horizons,
                 **t.eval,
+                **sc.task_eval.get(t.label, {}),
             },
         )
         fields = {
