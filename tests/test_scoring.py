@@ -355,7 +355,7 @@ scales:
     assert main_t.rows[0]["text"]["parity"] == ">=1000" and main_t.rows[0]["differs"]["parity"] is False
     assert strict.rows[0]["text"]["parity"] == "10"
     assert strict.rows[0]["differs"]["parity"] is None and "*" not in strict.rows[0]["text"]["parity"]
-    assert "0 of 1 cells with a published number agree" in strict.caption and "A parity" in strict.caption
+    assert "0 of 1 cells with a published number agree" in strict.caption and "A on parity" in strict.caption
     assert "whatever the shorter test lengths read" in main_t.caption
 
 

@@ -1,12 +1,14 @@
-"""A study's tables on the long-range draw and of the failure horizons, beside each of its tables.
+"""A study's derived tables, beside each of its tables: another reading of its score, learnability, the
+long-range draw and the failure horizons. ``state_tables`` adds after each table, where it applies:
 
-For every table whose runs scored the long-range draw (a scale with ``test_split: test+long``),
-``state_tables`` adds after it
-
-- ``NAME-long``: the same table (score, selection, seeds) on the long-range draw, whose strings have a
-  last half that leaves both labels possible and a label drawn independently of it, so a model that
-  reads only the recent past scores 50% (1/C for C labels); n/a where a task has no such draw (a window
-  language at that length, or a task that is not regular: the caption names the reason);
+- ``NAME-every-shorter`` (a ``longest`` score read as written, ``every_shorter: false``): the same table
+  with the stricter reading, the metric above the threshold at every shorter test length too; the
+  published numbers beside it, its agreement in its caption and not in the report's;
+- ``NAME-long`` (a scale with ``test_split: test+long``): the same table (score, selection, seeds) on the
+  long-range draw, whose strings have a last half that leaves both labels possible and a label drawn
+  independently of it, so a model that reads only the recent past scores 50% (1/C for C labels); n/a
+  where a task has no such draw (a window language at that length, or a task that is not regular: the
+  caption names the reason);
 - ``NAME-learning`` (runs that recorded ``learned_at_step``): per model and task, how many seeds learnt the
   task within the budget (in-distribution validation at the run's ``learned_accuracy`` for
   ``learned_validations`` validations in a row) and the median [min-max] step at which they did, at the
@@ -17,7 +19,9 @@ For every table whose runs scored the long-range draw (a scale with ``test_split
   table, and the pair of states confused first; ``>=N`` where no family broke a seed up to N, the
   longest test length.
 
-Neither table has published numbers (the papers measured neither), so neither marks a disagreement.
+None of them marks a disagreement: the papers measured neither learnability, the long-range draw nor
+horizons, and the ``-every-shorter`` table shows the paper's numbers beside a reading that is not the
+paper's statistic.
 """
 
 from __future__ import annotations
@@ -113,7 +117,7 @@ def _every_shorter_table(study, results: list, scale: str | None, main: StudyTab
             if cell.differs is not None:
                 compared += 1
                 if cell.differs:
-                    differ.append(f"{row['label']} {key}")
+                    differ.append(f"{row['label']} on {key}")
             cell.differs = None
             row["text"][key] = fmt_cell(cell, strict)
         row["differs"] = dict.fromkeys(row["differs"])
