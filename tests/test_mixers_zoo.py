@@ -37,6 +37,8 @@ VARIANTS = list(MIXERS) + [
     "dcd(theta_rank=3)",
     "dcd(theta_silu=false)",
     "saussm(expand=1)",
+    "saussm(dt_rank=1000)",
+    "dcd(dt_rank=5,theta_rank=3)",
     "transformer(pos=sinusoidal)",
     "transformer(pos=none,heads=2)",
     "transformer(pos=rope,heads=2)",
@@ -416,6 +418,8 @@ def test_deltaproduct_neg_has_rotations():
         "transformer(pos=rope,heads=8)",
         "saussm(conv=-1)",
         "aussm(theta_rank=-1)",
+        "saussm(dt_rank=-2)",
+        "aussm(dt_rank=4)",
     ],
 )
 def test_bad_options(bad):

@@ -61,8 +61,11 @@ class _ComplexSelective(MambaInput, Mixer):
         expand (int): the inner width E = expand d_model, 1 to 16; default 2.
         dt_min (float), dt_max (float): the log-uniform range of the initial step Delta (Mamba's dt init),
             used by the subclasses with a Delta; default 1e-3, 1e-1.
+        dt_rank (int): the rank of the map from u to Delta, for the subclasses with a Delta; 0 (default) =
+            ceil(d_model / 16), Mamba's; at E = expand d_model or above it is full rank.
         theta_rank (int): the rank of W_A, which maps u to the angles, for the subclasses with an angle;
-            0 (default) = ceil(d_model / 16), Delta's rank; at E = expand d_model or above it is full rank.
+            0 (default) = ceil(d_model / 16), Mamba's rank of Delta; at E = expand d_model or above it is
+            full rank.
         theta_silu (bool): for the subclasses with an angle, whether W_A reads u after the silu (default
             True) or the conv's output before it (False: the angle linear in the inputs, the AUSSM
             authors' kernel's form).
@@ -79,6 +82,7 @@ class _ComplexSelective(MambaInput, Mixer):
         expand: int = 2,
         dt_min: float = 1e-3,
         dt_max: float = 1e-1,
+        dt_rank: int = 0,
         theta_rank: int = 0,
         theta_silu: bool = True,
     ) -> None:
@@ -86,11 +90,13 @@ class _ComplexSelective(MambaInput, Mixer):
         self.theta_silu = theta_silu
         check_conv(self.name, conv)
         check_expand(self.name, expand)
-        if theta_rank < 0:
-            raise UserError(f"{self.name} theta_rank={theta_rank} must be >= 0 (0 = ceil(d_model / 16))")
+        for what, rank in (("dt_rank", dt_rank), ("theta_rank", theta_rank)):
+            if rank < 0:
+                raise UserError(f"{self.name} {what}={rank} must be >= 0 (0 = ceil(d_model / 16))")
         E, N = expand * d_model, d_state
-        self.R = R = math.ceil(d_model / 16)
-        self.R_theta = min(theta_rank or R, E) if self.uses_theta else 0
+        mamba_rank = math.ceil(d_model / 16)
+        self.R = R = min(dt_rank, E) if dt_rank else mamba_rank
+        self.R_theta = min(theta_rank or mamba_rank, E) if self.uses_theta else 0
         n_low = R * int(self.uses_dt) + self.R_theta
         self._init_input(d_model, E, conv)
         self.x_proj = nn.Linear(E, n_low + 3 * N, bias=False)  # [low-rank | B | C_re | C_im]
@@ -255,6 +261,8 @@ class SimpleAUSSM(_ComplexSelective):
         expand (int): the inner width E = expand d_model, 1 to 16; default 2.
         dt_min (float), dt_max (float): the log-uniform range of the initial Delta, which scales the angle
             and the input; default 1e-3, 1e-1.
+        dt_rank (int): the rank of the map from u to Delta; 0 (default) = ceil(d_model / 16), Mamba's; E or
+            above = full rank.
     """
 
     name = "saussm"
@@ -268,8 +276,11 @@ class SimpleAUSSM(_ComplexSelective):
         expand: int = 2,
         dt_min: float = 1e-3,
         dt_max: float = 1e-1,
+        dt_rank: int = 0,
     ) -> None:
-        super().__init__(d_model, d_state, conv=conv, expand=expand, dt_min=dt_min, dt_max=dt_max)
+        super().__init__(
+            d_model, d_state, conv=conv, expand=expand, dt_min=dt_min, dt_max=dt_max, dt_rank=dt_rank
+        )
         n = torch.arange(1, d_state + 1, dtype=torch.get_default_dtype())
         self.Lambda = nn.Parameter((math.pi * n).repeat(self.d_inner, 1))
 
@@ -288,6 +299,8 @@ class DCD(_ComplexSelective):
         expand (int): the inner width E = expand d_model, 1 to 16; default 2.
         dt_min (float), dt_max (float): the log-uniform range of the initial Delta, which sets the modulus
             r and scales the input; default 1e-3, 1e-1.
+        dt_rank (int): the rank of the map from u to Delta; 0 (default) = ceil(d_model / 16); E or above =
+            full rank.
         theta_rank (int): the rank of W_A; 0 (default) = ceil(d_model / 16); E or above = full rank.
         theta_silu (bool): W_A reads u after the silu (default True) or the conv's output before it (False).
     """
@@ -297,7 +310,7 @@ class DCD(_ComplexSelective):
     uses_theta = True
 
     def __init__(self, d_model: int, d_state: int, **kw: Any) -> None:
-        """The block's options (conv, expand, dt_min, dt_max), passed on."""
+        """The block's options (conv, expand, dt_min, dt_max, dt_rank, theta_rank, theta_silu), passed on."""
         super().__init__(d_model, d_state, **kw)
         self.A_log = nn.Parameter(
             torch.log(torch.arange(1, d_state + 1, dtype=torch.get_default_dtype())).repeat(self.d_inner, 1)

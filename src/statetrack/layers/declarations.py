@@ -167,13 +167,13 @@ for _d in (
     Declared(
         "saussm",
         "simple AUSSM: A_bar = exp(i Delta(x) Lambda), Lambda a learned per-channel constant",
-        {**SELECTIVE, **DT},
+        {**SELECTIVE, **DT, "dt_rank": 0},
         _const(input_dependent=True, eigenvalues=D.UNIT_CIRCLE, structure=S.DIAGONAL),
     ),
     Declared(
         "dcd",
         "input-dependent complex diagonal SSM: A_bar = r(x) exp(i theta(x)), r in (0, 1]",
-        {**SELECTIVE, **DT, "theta_rank": 0, "theta_silu": True},
+        {**SELECTIVE, **DT, "dt_rank": 0, "theta_rank": 0, "theta_silu": True},
         _const(
             input_dependent=True,
             eigenvalues=D.COMPLEX_DISC,
