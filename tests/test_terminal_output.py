@@ -89,7 +89,7 @@ def test_db_in_a_missing_folder(tmp_path, capsys):
 
 @pytest.mark.parametrize("published", [True, False])
 def test_differs_legend_only_with_published_numbers(published):
-    from statetrack.report.table import _caption
+    from statetrack.report.table import caption
 
     class Score:
         kind, lengths, threshold, fail_below = "per_length", None, 0.9, None
@@ -100,7 +100,7 @@ def test_differs_legend_only_with_published_numbers(published):
     class Study:
         select, score, metric, tolerance, length_factor = Select(), Score(), "accuracy", 0.1, 2.0
 
-    assert ("* = differs from the paper" in _caption(Study(), "per_length", published)) is published
+    assert ("* = differs from the paper" in caption(Study(), "per_length", published)) is published
 
 
 @pytest.fixture(scope="module")

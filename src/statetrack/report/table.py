@@ -70,27 +70,31 @@ class StudyTable:
         return render.rich(self)
 
 
+def _cell_what(study, kind: ScoreKind) -> str:
+    """What a cell of a table of score ``kind`` is: 'mean accuracy over the test lengths 40-256'."""
+    metric = study.metric.replace("_", " ")
+    if kind == "per_length":
+        return f"{metric} (%) at each test length"
+    if kind == "mean":
+        lo_hi = f" {study.score.lengths[0]}-{study.score.lengths[1]}" if study.score.lengths else ""
+        return f"mean {metric} over the test lengths{lo_hi}"
+    return (
+        f"longest test length with {metric} > {100 * study.score.threshold:g}% "
+        + (
+            "(and at every shorter test length)"
+            if study.score.every_shorter
+            else "at that length, whatever the shorter test lengths read (the paper's statistic as it "
+            "is written; the table that follows asks it of every shorter length too)"
+        )
+        + (f"; x = below {study.score.fail_below}" if study.score.fail_below else "")
+    )
+
+
 def caption(study, kind: ScoreKind, published: bool = True) -> str:
     """The table's caption; the mark of a difference from the paper is explained only where the table has
     published numbers (``published``)."""
     sel = study.select
-    metric = study.metric.replace("_", " ")
-    if kind == "per_length":
-        what = f"{metric} (%) at each test length"
-    elif kind == "mean":
-        lo_hi = f" {study.score.lengths[0]}-{study.score.lengths[1]}" if study.score.lengths else ""
-        what = f"mean {metric} over the test lengths{lo_hi}"
-    else:
-        what = (
-            f"longest test length with {metric} > {100 * study.score.threshold:g}% "
-            + (
-                "(and at every shorter test length)"
-                if study.score.every_shorter
-                else "at that length, whatever the shorter test lengths read (the paper's statistic as it "
-                "is written; the table that follows asks it of every shorter length too)"
-            )
-            + (f"; x = below {study.score.fail_below}" if study.score.fail_below else "")
-        )
+    what = _cell_what(study, kind)
     rule = (
         f"{sel.seeds} over seeds, then {sel.lrs} over learning rates, chosen on the "
         f"{'TEST lengths (as the paper did)' if sel.using == 'test' else 'in-distribution validation'}"
