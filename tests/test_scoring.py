@@ -349,7 +349,7 @@ scales:
         for i, j in enumerate(study.cells("quick"))
     ]
     main_t = study_tables(study, results, "quick")[0]
-    tables = state_tables(study, results, "quick", [main_t])
+    tables = state_tables(study, results, [main_t])
     assert [t.name for t in tables] == ["main", "main-every-shorter"]
     strict = tables[1]
     assert main_t.rows[0]["text"]["parity"] == ">=1000" and main_t.rows[0]["differs"]["parity"] is False

@@ -131,6 +131,17 @@ def eval_overrides(v: dict) -> dict:
     return {**v, "lengths": parse_lengths(v["lengths"])} if "lengths" in v else v
 
 
+def _over(below: dict, above: dict) -> dict:
+    """TrainConfig overrides ``above`` over ``below``: a rate (lr) or a grid (lrs) above replaces whichever
+    of the two below gives (a layer never gives both: ``_check_scale`` refuses it)."""
+    out = {**below, **above}
+    if "lrs" in above:
+        out.pop("lr", None)
+    elif "lr" in above:
+        out.pop("lrs", None)
+    return out
+
+
 class StudyTask(_Strict):
     label: Label
     task: str
@@ -539,15 +550,13 @@ class Study(_Strict):
                 f"task {t.label!r} (set train_lengths on the study, task or model)"
             )
         base = {**self.train, **t.train, **m.train, **sc.train}
-        cell_over = sc.cell_train.get(m.label, {}).get(t.label, {})
-        task_over = {**sc.task_train.get(t.label, {}), **cell_over}  # the cell's own over its task's
-        if "lr" in cell_over or "lrs" in cell_over:  # the cell's rate or grid replaces the task's
-            task_over.pop("lrs" if "lr" in cell_over else "lr", None)
-        over = {**sc.model_train.get(m.label, {}), **task_over}
-        if "lrs" in task_over:  # the task's own grid replaces a rate the model's overrides set
-            over.pop("lr", None)
-        elif "lr" in task_over:
-            over.pop("lrs", None)
+        over: dict = {}
+        for layer in (  # the model's overrides, then its task's, then its cell's
+            sc.model_train.get(m.label, {}),
+            sc.task_train.get(t.label, {}),
+            sc.cell_train.get(m.label, {}).get(t.label, {}),
+        ):
+            over = _over(over, layer)
         lrs = learning_rates(over, m.train, sc.lrs, self.lrs, base)
         over.pop("lrs", None)
         ecfg = validated(

@@ -34,7 +34,7 @@ from typing import Literal
 from statetrack.report.projection import project_steps
 from statetrack.report.render import fmt_cell, median_tested
 from statetrack.report.selection import TableCell
-from statetrack.report.table import StudyTable, caption, study_tables
+from statetrack.report.table import StudyTable, caption, named_table
 from statetrack.runs.store import RunStatus
 from statetrack.tasks.long_range import one_suffix
 
@@ -74,9 +74,9 @@ def on_split(results: list, split: str) -> list:
 
 
 def state_tables(
-    study, results: list, scale: str | None, tables: list[StudyTable], curves: dict[int, list] | None = None
+    study, results: list, tables: list[StudyTable], curves: dict[int, list] | None = None
 ) -> list[StudyTable]:
-    """``tables`` with, after each, its long-range and failure-horizon tables where its runs have them;
+    """``tables`` with, after each, its derived tables (the module's docstring) where they apply;
     ``curves`` (run id -> validation curve) lets the learning table project the steps of a cell no seed
     learnt."""
     out = []
@@ -84,32 +84,23 @@ def state_tables(
         out.append(t)
         mine = [(j, r) for j, r in results if getattr(j, "table", "main") == t.name]
         if study.score.kind == "longest" and not study.score.every_shorter:
-            out.append(_every_shorter_table(study, mine, scale, t))
+            out.append(_every_shorter_table(study, mine, t))
         if any(r is not None and "learned_at_step" in (r.summary or {}) for _, r in mine):
             out.append(_learning_table(t, mine, curves or {}))
         long = on_split(mine, "long")
         if any(r is not None and r.metrics for _, r in long):
-            out.append(_long_table(study, long, scale, t))
+            out.append(_long_table(study, long, t))
         if any(r is not None and (r.summary or {}).get("horizons") for _, r in mine):
             out.append(_horizon_table(t, mine))
     return out
 
 
-def _same_table(study, results: list, scale: str | None, main: StudyTable) -> StudyTable:
-    """``main`` computed afresh from ``results`` (under ``study``, which may read the runs differently)."""
-    return (
-        study_tables(study, results, scale)[0]
-        if len(study.tables) == 1
-        else next(x for x in study_tables(study, results, scale) if x.name == main.name)
-    )
-
-
-def _every_shorter_table(study, results: list, scale: str | None, main: StudyTable) -> StudyTable:
+def _every_shorter_table(study, results: list, main: StudyTable) -> StudyTable:
     """``main`` (a longest-length table read as the paper writes it, shorter lengths not asked) with the
     stricter reading: > threshold at the length and at every shorter test length. The published numbers
     stay beside it; its agreement is counted in its caption, not in the report's."""
     strict = study.model_copy(update={"score": study.score.model_copy(update={"every_shorter": True})})
-    t = _same_table(strict, results, scale, main)
+    t = named_table(strict, main.name, results)
     t.name, t.title = f"{main.name}-every-shorter", f"{main.title}: at every shorter length too"
     compared, differ = 0, []
     for row in t.rows:
@@ -137,8 +128,8 @@ def _every_shorter_table(study, results: list, scale: str | None, main: StudyTab
     return t
 
 
-def _long_table(study, results: list, scale: str | None, main: StudyTable) -> StudyTable:
-    t = _same_table(study, results, scale, main)
+def _long_table(study, results: list, main: StudyTable) -> StudyTable:
+    t = named_table(study, main.name, results)
     t.name, t.title, t.columns = f"{main.name}-long", f"{main.title}: on the long-range draw", {}
     notes: dict[str, set[str]] = {}
     few: dict[str, set[str]] = {}

@@ -152,6 +152,11 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
     return tables
 
 
+def named_table(study, name: str, mine: list) -> StudyTable:
+    """The study's table ``name`` from its runs ``mine`` (those of that table), whatever the scale runs."""
+    return _study_table(study, next(t for t in study.tables if t.name == name), mine)
+
+
 def _study_table(study, tdef, mine: list) -> StudyTable:
     """The table ``tdef`` of the study from its runs ``mine``: one row per model with a run."""
     kind = study.score.kind

@@ -162,7 +162,7 @@ def collect(
     if study.kind is StudyKind.LM:  # a language-modelling study: bpb tables (statetrack.report.lm)
         tables = lm_tables(study, results, scale, db=db)
     else:
-        tables = state_tables(study, results, scale, study_tables(study, results, scale), curves)
+        tables = state_tables(study, results, study_tables(study, results, scale), curves)
     rep = Report(
         study,
         scale,
