@@ -47,6 +47,7 @@ def test_mamba_kernel_matches_reference_with_gradients(neg, shape):
     assert torch.equal(y2, y) and torch.equal(h2, h)
 
 
+@pytest.mark.slow  # 26 s on 2 cores
 def test_mamba_kernel_long_sequence_and_zero_state():
     """10,000 steps from h0 = None, gradient of y only (h_T unused)."""
     ins = _inputs(2, 10_000, 3, 16, seed=5, h0=False)
