@@ -370,7 +370,7 @@ def test_figure_legends_stay_clear_of_the_data(report):
     from statetrack.report.writer import collect, report_figures
 
     rep = collect(load_study(str(report.parent / "tiny.yaml")), str(report.parent / "runs.db"))
-    figs = report_figures(rep)
+    figs = list(report_figures(rep))
     try:
         assert [f.stem for f in figs] == ["length-main-parity", "curves-main-parity"]
         for f in figs:

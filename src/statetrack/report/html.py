@@ -49,9 +49,9 @@ from statetrack.report.writer import (
     PROBE_HEADERS,
     Interval,
     Report,
+    drawn_figures,
     interval_tables,
     probe_cells,
-    report_figures,
     runs_line,
     scale_note,
 )
@@ -368,17 +368,18 @@ def write_html(rep: Report, out, meta: dict | None = None, force: bool = False) 
     meta = meta or {}
     out = ensure_dir(out, f"cannot write the report in {str(out)!r}")
     check_replace(out, rep.study.name, rep.extent(), force)
-    figs = report_figures(rep)
+    svgs: list[tuple[str, str, str, str]] = []
     thumbnail = None
-    try:
-        svgs = [(f.section, f.stem, svg_text(f.fig), f.caption) for f in figs]
-        if figs:  # the index's thumbnail: the first figure, at a size its words can be read
+
+    def keep(f) -> None:
+        nonlocal thumbnail
+        svgs.append((f.section, f.stem, svg_text(f.fig), f.caption))
+        if thumbnail is None:  # the index's thumbnail: the first figure, at a size its words can be read
             folder = ensure_dir(out / rep.study.name, f"cannot write the report in {str(out)!r}")
-            thumb = save(figs[0].fig, folder, "thumbnail", ("png",))[0]
+            thumb = save(f.fig, folder, "thumbnail", ("png",))[0]
             thumbnail = f"{rep.study.name}/{thumb.name}"
-    finally:
-        for f in figs:
-            close(f.fig)
+
+    drawn_figures(rep, keep)
     path = write_file(out / f"{rep.study.name}.html", page(rep, meta, svgs), what="report")
     if rep.verdicts is not None:
         write_leaderboard(rep.verdicts, rep.study.title, out, meta)

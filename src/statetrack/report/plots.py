@@ -10,6 +10,7 @@ import io
 import math
 import re
 import statistics
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -146,15 +147,14 @@ class _Panel:
     banded: bool = False  # some line has a band
 
 
-def length_figures(study, table, results) -> list[tuple[str, object, str]]:
-    """(stem, figure, caption) per task column: median over seeds at the selected learning rate, log x-axis, one
-    line per model (its own marker and style), with a band over the seeds' values and their 95% (Wilson)
-    intervals where the metric has one; chance per test length dotted (accuracy: the majority share of
-    the final label's distribution in that length's test draw; token accuracy: that of the task's
-    distribution of a scored label, where it gives one); the training range shaded. Lengths without a
-    test set are left out."""
+def length_figures(study, table, results) -> Iterator[tuple[str, object, str]]:
+    """(stem, figure, caption) per task column, each drawn when asked for: median over seeds at the
+    selected learning rate, log x-axis, one line per model (its own marker and style), with a band over the
+    seeds' values and their 95% (Wilson) intervals where the metric has one; chance per test length dotted
+    (accuracy: the majority share of the final label's distribution in that length's test draw; token
+    accuracy: that of the task's distribution of a scored label, where it gives one); the training range
+    shaded. Lengths without a test set are left out."""
     plt = pyplot()
-    figs = []
     tdef = next(t for t in study.tables if t.name == table.name)
     for col in [t.label for t in tdef.tasks]:
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
@@ -165,8 +165,7 @@ def length_figures(study, table, results) -> list[tuple[str, object, str]]:
             plt.close(fig)
             continue
         _length_axes(ax, panel, study, table, results, col)
-        figs.append((f"length-{slug(table.name)}-{slug(col)}", fig, _length_caption(study, col, panel)))
-    return figs
+        yield f"length-{slug(table.name)}-{slug(col)}", fig, _length_caption(study, col, panel)
 
 
 def _complete_runs(results, table, tdef, label: str, col: str) -> list:
@@ -303,10 +302,10 @@ def _length_caption(study, col: str, panel: _Panel) -> str:
     )
 
 
-def curve_figures(study, table, results, curves: dict[int, list[dict]]) -> list[tuple[str, object, str]]:
-    """(stem, figure, caption) per task column: validation accuracy vs step, one panel per model (shared axes, so
-    no model's curve hides under another's), one line per run (colour: learning rate, style: seed)."""
-    figs = []
+def curve_figures(study, table, results, curves: dict[int, list[dict]]) -> Iterator[tuple[str, object, str]]:
+    """(stem, figure, caption) per task column, each drawn when asked for: validation accuracy vs step, one
+    panel per model (shared axes, so no model's curve hides under another's), one line per run (colour:
+    learning rate, style: seed)."""
     tdef = next(t for t in study.tables if t.name == table.name)
     for col in [t.label for t in tdef.tasks]:
         panels = []
@@ -325,8 +324,7 @@ def curve_figures(study, table, results, curves: dict[int, list[dict]]) -> list[
             f"Learning curves on {col}: validation accuracy (in-distribution lengths) against the training "
             "step, one panel per model and one line per run (colour: learning rate, line style: seed)."
         )
-        figs.append((f"curves-{slug(table.name)}-{slug(col)}", fig, caption))
-    return figs
+        yield f"curves-{slug(table.name)}-{slug(col)}", fig, caption
 
 
 def _curves_figure(study, panels: list[tuple[str, list]], curves: dict[int, list[dict]], col: str):

@@ -5,8 +5,9 @@ from __future__ import annotations
 import csv
 import io
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 
 from statetrack.errors import UserError
@@ -368,37 +369,49 @@ LM_CAPTIONS = {
 }
 
 
-def report_figures(rep: Report) -> list[Figure]:
-    """Every figure of the report: per table accuracy vs length and learning curves, then probe traces."""
+def report_figures(rep: Report) -> Iterator[Figure]:
+    """Every figure of the report, drawn one at a time as the caller asks for the next (so a caller that
+    closes each before asking holds one open): per table accuracy vs length and learning curves, then probe
+    traces."""
     if rep.study.kind is StudyKind.LM:
-        return [
-            Figure(section, stem, fig, LM_CAPTIONS.get(stem.split("-")[0], "").format(stem.partition("-")[2]))
-            for section, stem, fig in lm_figures(rep)
-        ]
-    out = []
+        for section, stem, fig in lm_figures(rep):
+            yield Figure(
+                section, stem, fig, LM_CAPTIONS.get(stem.split("-")[0], "").format(stem.partition("-")[2])
+            )
+        return
     names = {t.name for t in rep.study.tables}
     for t in rep.tables:
         if t.name not in names:  # long-range and horizon tables: their numbers are in the tables
             continue
-        for stem, fig, caption in length_figures(rep.study, t, rep.results) + curve_figures(
-            rep.study, t, rep.results, rep.curves
+        for stem, fig, caption in chain(
+            length_figures(rep.study, t, rep.results), curve_figures(rep.study, t, rep.results, rep.curves)
         ):
-            out.append(Figure(t.name, stem, fig, caption))
+            yield Figure(t.name, stem, fig, caption)
     for j, r in rep.results:
         if r is None or j.seed != 0:
             continue
         for probe, tr in rep.traces.get(r.run_id, {}).items():
             fig = trace_figure(f"{j.label} (lr {j.train.lr:g}, seed {j.seed}) on {probe}", tr)
-            out.append(
-                Figure(
-                    "probes",
-                    f"trace-{slug(j.label)}-lr{j.train.lr:g}-{slug(probe)}",
-                    fig,
-                    f"{j.label} (learning rate {j.train.lr:g}, seed {j.seed}) on the probe {probe}: the "
-                    "input, the target and the model's output over time, for one seeded sequence.",
-                )
+            yield Figure(
+                "probes",
+                f"trace-{slug(j.label)}-lr{j.train.lr:g}-{slug(probe)}",
+                fig,
+                f"{j.label} (learning rate {j.train.lr:g}, seed {j.seed}) on the probe {probe}: the "
+                "input, the target and the model's output over time, for one seeded sequence.",
             )
-    return out
+
+
+def drawn_figures(rep: Report, use) -> list[Figure]:
+    """Each figure of the report passed to ``use(figure)`` (e.g. to save it), then closed before the next
+    is drawn; returns the figures (closed) for their sections, stems and captions."""
+    done = []
+    for f in report_figures(rep):
+        try:
+            use(f)
+        finally:
+            close(f.fig)
+        done.append(f)
+    return done
 
 
 def scale_note(rep: Report) -> str:
@@ -580,32 +593,33 @@ def _tables_markdown(rep: Report, figdir: Path, figures) -> list[str]:
     in each of ``figures``), then the probes; every figure is closed, written or not."""
     study = rep.study
     md: list[str] = []
-    figs = report_figures(rep)
-    try:
-        links = {f.stem: save(f.fig, figdir, f.stem, figures)[0].name for f in figs} if figures else {}
-        for t in rep.tables:
-            md += [
-                f"## {t.title}" + (f" (table `{t.name}`)" if t.name != "main" else ""),
-                "",
-                t.markdown(),
-                "",
-                t.caption,
-                "",
-            ]
-            md += differences(t, rep.study)
-            md += [_figure_md(f, study.name, links) for f in figs if f.section == t.name and links]
-        probe_md = _probe_markdown(rep)
-        if probe_md:
-            md += [
-                "## Probes",
-                "",
-                probe_md,
-                "",
-                "Traces: one seeded sequence per probe; input, target and the model's P(1) over time.",
-                "",
-            ]
-            md += [_figure_md(f, study.name, links) for f in figs if f.section == "probes" and links]
-    finally:
-        for f in figs:
-            close(f.fig)
+    links: dict[str, str] = {}
+
+    def keep(f: Figure) -> None:
+        if figures:
+            links[f.stem] = save(f.fig, figdir, f.stem, figures)[0].name
+
+    figs = drawn_figures(rep, keep) if figures else []
+    for t in rep.tables:
+        md += [
+            f"## {t.title}" + (f" (table `{t.name}`)" if t.name != "main" else ""),
+            "",
+            t.markdown(),
+            "",
+            t.caption,
+            "",
+        ]
+        md += differences(t, rep.study)
+        md += [_figure_md(f, study.name, links) for f in figs if f.section == t.name and links]
+    probe_md = _probe_markdown(rep)
+    if probe_md:
+        md += [
+            "## Probes",
+            "",
+            probe_md,
+            "",
+            "Traces: one seeded sequence per probe; input, target and the model's P(1) over time.",
+            "",
+        ]
+        md += [_figure_md(f, study.name, links) for f in figs if f.section == "probes" and links]
     return md
