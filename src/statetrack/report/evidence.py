@@ -40,7 +40,7 @@ from pathlib import Path
 from statetrack.errors import UserError
 from statetrack.report.plots import close, save, slug, spectrum_figure
 from statetrack.report.state_tables import recorded, selected_pairs, unlearnt_text
-from statetrack.report.table import StudyTable
+from statetrack.report.table import StudyTable, table_runs
 from statetrack.report.verdicts import TRACKED, VerdictCell, VerdictTable
 from statetrack.theory.spectra import channel_text, cycle_text, spectrum
 
@@ -260,7 +260,7 @@ def below_paper_evidence(rep) -> EvidenceSection:
     for t in rep.tables:
         if not isinstance(t, StudyTable) or t.kind in ("learning", "horizon"):
             continue  # a language-model table, or one derived from a main table (no published numbers)
-        mine = [(j, r) for j, r in rep.results if getattr(j, "table", "main") == t.name]
+        mine = table_runs(rep.results, t.name)
         for row in t.rows:
             for col, differs in row["differs"].items():
                 cell = row["cells"].get(col)

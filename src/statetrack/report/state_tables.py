@@ -34,7 +34,7 @@ from typing import Literal
 from statetrack.report.projection import project_steps
 from statetrack.report.render import fmt_cell, median_tested
 from statetrack.report.selection import TableCell
-from statetrack.report.table import StudyTable, caption, named_table
+from statetrack.report.table import StudyTable, caption, named_table, table_runs
 from statetrack.runs.store import RunStatus
 from statetrack.tasks.long_range import one_suffix
 
@@ -82,7 +82,7 @@ def state_tables(
     out = []
     for t in tables:
         out.append(t)
-        mine = [(j, r) for j, r in results if getattr(j, "table", "main") == t.name]
+        mine = table_runs(results, t.name)
         if study.score.kind == "longest" and not study.score.every_shorter:
             out.append(_every_shorter_table(study, mine, t))
         if any(r is not None and "learned_at_step" in (r.summary or {}) for _, r in mine):

@@ -138,6 +138,12 @@ def caption(study, kind: ScoreKind, published: bool = True) -> str:
     )
 
 
+def table_runs(results, name: str) -> list:
+    """The (Job, RunResult or None) pairs of ``results`` that belong to the study table ``name`` (a job
+    without a table belongs to ``main``)."""
+    return [(j, r) for j, r in results if getattr(j, "table", "main") == name]
+
+
 def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
     """``results``: (Job, RunResult or None) for the study's grid (sweep.run_jobs or the database)."""
     tables = []
@@ -145,7 +151,7 @@ def study_tables(study, results, scale: str | None = None) -> list[StudyTable]:
     for tdef in study.tables:
         if tdef.name not in names:
             continue
-        mine = [(j, r) for j, r in results if getattr(j, "table", "main") == tdef.name]
+        mine = table_runs(results, tdef.name)
         if not mine and len(study.tables) > 1:
             continue
         tables.append(_study_table(study, tdef, mine))
