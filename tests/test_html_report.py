@@ -389,6 +389,23 @@ def test_figure_legends_stay_clear_of_the_data(report):
             close(f.fig)
 
 
+def test_a_report_holds_one_figure_open_at_a_time(report):
+    """Each figure is drawn when the one before it is saved and closed: however many the report has, one
+    is open at a time, and none is left open after."""
+    import matplotlib.pyplot as plt
+
+    from statetrack.experiments import load_study
+    from statetrack.report.writer import collect, drawn_figures
+
+    rep = collect(load_study(str(report.parent / "tiny.yaml")), str(report.parent / "runs.db"))
+    before = set(plt.get_fignums())
+    open_at_use = []
+    figs = drawn_figures(rep, lambda f: open_at_use.append(len(set(plt.get_fignums()) - before)))
+    assert [f.stem for f in figs] == ["length-main-parity", "curves-main-parity"]
+    assert open_at_use == [1, 1]
+    assert set(plt.get_fignums()) == before
+
+
 CHROMIUM = "/usr/bin/chromium"
 
 
