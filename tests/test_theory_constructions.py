@@ -38,6 +38,7 @@ def test_every_registered_construction_is_listed():
         "offset-s4d",
         "c2xc4-negmamba",
         "abelian-aussm",
+        "cyclic-saussm",
         "s3-aussm",
         "sn-deltaproduct",
         "orth-deltaproduct",
@@ -106,6 +107,26 @@ def test_abelian_aussm_other_groups(g):
 
     c = build(f"abelian-aussm:{g}")
     assert _acc(c.model, get_task(c.config.task), batch=4).token_accuracy == 1.0
+
+
+@pytest.mark.skipif("cyclic-saussm:C6" not in AVAILABLE, reason="needs the zoo mixer saussm")
+@pytest.mark.parametrize("g", ["C2", "C24", "C60"])
+def test_cyclic_saussm_other_orders(g):
+    # the angle is carried by Delta alone (Lambda is 1 on the counting channel): theta = Delta Lambda
+    from statetrack.layers.aussm import SimpleAUSSM
+    from statetrack.tasks import get_task
+
+    c = build(f"cyclic-saussm:{g}")
+    mx = c.model.mixer(0, SimpleAUSSM)
+    assert int((mx.Lambda != 0).sum()) == 1
+    assert _acc(c.model, get_task(c.config.task), batch=4).token_accuracy == 1.0
+
+
+def test_cyclic_saussm_refuses_a_product():
+    from statetrack.errors import UserError
+
+    with pytest.raises(UserError, match="cyclic group"):
+        build("cyclic-saussm:C2xC4")
 
 
 @pytest.mark.skipif("orth-deltaproduct:S4" not in AVAILABLE, reason="needs the zoo mixer deltaproduct")

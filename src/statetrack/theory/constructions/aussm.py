@@ -1,5 +1,6 @@
 """AUSSM constructions: any abelian group with one layer (T5), S3 with two (P3), both from the
-lagged-angle layer.
+lagged-angle layer; and a cyclic group with one Simple AUSSM layer (T5), from the same layer with the
+angle carried by Delta.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import torch.nn.functional as F
 
 from statetrack.algebra import get_group, parse_group_name
 from statetrack.errors import UserError
-from statetrack.layers.aussm import AUSSM
+from statetrack.layers.aussm import AUSSM, SimpleAUSSM
 from statetrack.theory.constructions.base import (
     Construction,
     blank_model,
@@ -20,6 +21,29 @@ from statetrack.theory.constructions.base import (
     silu,
     spread_readout,
 )
+
+
+def _lag_inputs(mx: AUSSM | SimpleAUSSM, units: list[torch.Tensor], const: int, L: float) -> None:
+    """The inputs of the lagged-angle layer: channels 0..nU-1 the unit features one step late (lag-1 conv
+    copies), nU..2nU-1 the same features now (lag 0), channel I = 2 nU the indicator of t = 1 (const * (w_0 -
+    w_1) through the conv), its gate z_I = 4 const; in_proj and the conv otherwise zero."""
+    E, K, nU = mx.d_inner, mx.k, len(units)
+    I = 2 * nU
+    W = mx.in_proj.weight
+    W.zero_()
+    assert mx.conv is not None and mx.conv.bias is not None, "the construction needs the layer's convolution"
+    cw = mx.conv.weight  # (E, 1, K)
+    cw.zero_()
+    mx.conv.bias.zero_()
+    for i, w in enumerate(units):
+        W[i] = L * w
+        W[nU + i] = L * w
+        cw[i, 0, K - 2] = 1.0  # lag 1
+        cw[nU + i, 0, K - 1] = 1.0  # lag 0
+    W[I, const] = L
+    cw[I, 0, K - 1] = 1.0
+    cw[I, 0, K - 2] = -1.0  # the indicator of t = 1
+    W[E + I, const] = 4.0  # gate
 
 
 # long: a construction's weights written out entry by entry, in the order of the proof
@@ -50,23 +74,7 @@ def _aussm_lag_layer(
     assert I + 1 <= E and N <= R and K >= 2, (E, nU, N, R, K)
     sL = silu(L)
     with torch.no_grad():
-        W = mx.in_proj.weight
-        W.zero_()
-        assert mx.conv is not None and mx.conv.bias is not None, (
-            "the construction needs the layer's convolution"
-        )
-        cw = mx.conv.weight  # (E, 1, K)
-        cw.zero_()
-        mx.conv.bias.zero_()
-        for i, w in enumerate(units):
-            W[i] = L * w
-            W[nU + i] = L * w
-            cw[i, 0, K - 2] = 1.0  # lag 1
-            cw[nU + i, 0, K - 1] = 1.0  # lag 0
-        W[I, const] = L
-        cw[I, 0, K - 1] = 1.0
-        cw[I, 0, K - 2] = -1.0  # the indicator of t = 1
-        W[E + I, const] = 4.0  # gate
+        _lag_inputs(mx, units, const, L)
         xp = mx.x_proj.weight  # [low (R) | B (N) | C_re (N) | C_im (N)]
         xp.zero_()
         if situations is not None:
@@ -173,6 +181,93 @@ def abelian_aussm(arg: str) -> Construction:
         _aussm_lag_layer(model.mixer(0, AUSSM), units, angles, c, CONST, OUT)
         nearest_head(model, vals, OUT, CONST)
     return Construction("abelian-aussm", model, cfg, "", "", {"characters": orders, "relative_gap": gap})
+
+
+#: softplus(-30) = 9.4e-14: the Delta, hence the angle, of a token that must not turn the state
+_DT_OFF = -30.0
+
+
+# long: a construction's weights written out entry by entry, in the order of the proof
+def _saussm_lag_layer(
+    mx: SimpleAUSSM,
+    units: list[torch.Tensor],
+    angles: list[float],
+    c: complex,
+    const: int,
+    out_coord: int,
+    L: float = 30.0,
+):
+    """One Simple AUSSM layer (d_state 1) whose channel I = 2 len(units) holds chi(the inputs so far).
+
+    The lagged-angle layer of ``_aussm_lag_layer`` with the angle carried by Delta: theta = Delta Lambda,
+    Lambda = 1 on channel I and 0 elsewhere, and Delta_I(t) = softplus(p(x_{t-1})) read through the lag-1
+    copies of the unit features, with p = log(expm1(angle)) (Delta = the angle, in (0, 2 pi)), or
+    softplus(-30) = 9.4e-14 for a zero angle. The input term b = Delta B u is written once, at t = 1, where
+    the lag-1 features read the conv's zero history (Delta_I = softplus(0) = log 2): b = 1."""
+    E, R, K = mx.d_inner, mx.R, mx.k
+    nU = len(units)
+    I = 2 * nU
+    assert I + 1 <= E and mx.d_state == 1 and K >= 2, (E, nU, mx.d_state, K)
+    sL = silu(L)
+    with torch.no_grad():
+        _lag_inputs(mx, units, const, L)
+        xp = mx.x_proj.weight  # [low (R) | B (1) | C_re (1) | C_im (1)]
+        xp.zero_()
+        for i, a in enumerate(angles):
+            p = math.log(math.expm1(a)) if a > 0 else _DT_OFF
+            xp[0, i] = p / sL
+            z = c * complex(math.cos(a), math.sin(a))
+            xp[R + 1, nU + i] = z.real / sL
+            xp[R + 2, nU + i] = z.imag / sL
+        xp[R, I] = 1.0 / (math.log(2.0) * sL * sL)  # B: Delta_I B u_I = 1 at t = 1, exactly 0 after
+        mx.dt_proj.weight.zero_()
+        mx.dt_proj.bias.zero_()
+        mx.dt_proj.weight[I, 0] = 1.0
+        mx.Lambda.zero_()
+        mx.Lambda[I, 0] = 1.0
+        mx.D.zero_()
+        mx.out_proj.weight.zero_()
+        mx.out_proj.weight[out_coord, I] = 1.0 / silu(4.0)
+
+
+@register(
+    "cyclic-saussm",
+    "T5",
+    "a cyclic group Cm with ONE Simple AUSSM layer (theta = Delta Lambda): Delta carries each token's "
+    "angle 2 pi k/m one step late, and an input-dependent readout C_t applies the current one",
+    default_arg="C6",
+    mixers=("saussm",),
+)
+def cyclic_saussm(arg: str) -> Construction:
+    g, comps, orders = _abelian_components(arg)
+    if len(orders) != 1:
+        raise UserError(f"cyclic-saussm needs a cyclic group Cm, got {g.name} (a product of {len(orders)})")
+    G, m = g.order, orders[0]
+    d = G + 2
+    model, cfg = blank_model(f"group:{g.name}", layers="saussm", d_model=d, d_state=1, norm="none")
+    CONST, OUT = G, G + 1
+    e = torch.zeros(G, d)
+    units = []
+    for t in range(G):
+        e[t, t] = 1.0
+        e[t, CONST] = 1.0
+        w = torch.zeros(d)
+        w[t] = 2.0
+        w[CONST] = -1.0
+        units.append(w)
+    angles = [2 * math.pi * comps[t][0] / m for t in range(G)]
+
+    def phis(cand):
+        c = complex(cand[0], cand[1])
+        return [(c * complex(math.cos(a), math.sin(a))).real for a in angles]
+
+    cand, gap = spread_readout(phis)
+    c = complex(cand[0], cand[1])
+    with torch.no_grad():
+        model.embed.weight.copy_(e)
+        _saussm_lag_layer(model.mixer(0, SimpleAUSSM), units, angles, c, CONST, OUT)
+        nearest_head(model, phis(cand), OUT, CONST)
+    return Construction("cyclic-saussm", model, cfg, "", "", {"order": m, "relative_gap": gap})
 
 
 L_S3 = 3.0
