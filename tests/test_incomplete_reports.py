@@ -63,3 +63,24 @@ def test_a_partial_report_names_its_missing_runs_at_its_top(tmp_path, capsys, rn
     assert first < next(i for i, line in enumerate(md) if line.startswith("## "))  # above every table
     assert "2 of the grid's 4 runs are not complete" in md[first] and "seeds 2, 3" in md[first]
     assert "seeds 2, 3" in (out / "s.html").read_text()
+
+
+def test_a_failed_run_is_named_with_its_reason_as_plain_text(tmp_path, capsys, rnn_study):
+    import sqlite3
+
+    study, db = rnn_study(seeds=2), tmp_path / "r.db"
+    assert main(["sweep", study, "--db", str(db), "--workers", "1"]) == 0
+    with sqlite3.connect(db) as con:  # seed 1 failed, its error written by someone else's code
+        con.execute(
+            "UPDATE runs SET status = 'failed', error = ? WHERE seed = 1",
+            ("loss diverged <img src=x> ![a](http://e.invalid/x)\nsecond line",),
+        )
+    capsys.readouterr()
+    out = tmp_path / "results"
+    assert main(["report", study, "--db", str(db), "--out", str(out), "--html"]) == 0
+    md = (out / "s.md").read_text()
+    line = next(x for x in md.splitlines() if x.startswith("This report is incomplete"))
+    assert "missing: 1 (1 of them failed)" in line
+    assert "seed 1 (failed: loss diverged  img src=x    a (http:  e.invalid x))" in line, line
+    assert "<img" not in md and "](" not in md.split("## ")[0] and "second line" not in md
+    assert "<img" not in (out / "s.html").read_text()

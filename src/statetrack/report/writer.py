@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import statistics
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -49,6 +50,8 @@ class Report:
     cpu_time: float = 0.0  # CPU seconds, summed over the complete runs that recorded theirs
     cpu_runs: int = 0  # how many complete runs recorded their CPU time
     seeds: int = 1  # seeds per cell of the grid reported
+    # job key -> why its last run failed (the jobs with no complete run)
+    failures: dict[str, str] = field(default_factory=dict)
 
     def extent(self) -> Extent:
         """How much the report holds: scale, seeds per cell, complete runs (``report.folder``)."""
@@ -136,11 +139,15 @@ def collect(
     machines: dict[str, int] = {}
     devices: dict[str, None] = {}  # an ordered set
     cpu_time, cpu_runs = 0.0, 0
+    failures: dict[str, str] = {}
     for job in jobs:
         res = complete_result(store, job.key)
         results.append((job, res))
         rows = store.runs(key=job.key)
         unfinished += sum(1 for r in rows if r["status"] in (RunStatus.RUNNING, RunStatus.INTERRUPTED))
+        failed = [r for r in rows if r["status"] == RunStatus.FAILED]
+        if res is None and failed:
+            failures[job.key] = _reason(max(failed, key=lambda r: r["id"]).get("error"))
         if res is not None:
             row = next((r for r in rows if r["id"] == res.run_id), {})
             v = row.get("versions") or {}
@@ -179,12 +186,20 @@ def collect(
         cpu_time=cpu_time,
         cpu_runs=cpu_runs,
         seeds=study.scale(scale).seeds if seeds is None else seeds,
+        failures=failures,
     )
     if study.kind is not StudyKind.LM:
         _compare_probes(rep)
     if getattr(study, "oracle", False):
         rep.verdicts = verdict_table(study, results)
     return rep
+
+
+def _reason(error) -> str:
+    """A failed run's recorded error as one plain line for a report: the database may come from others, so
+    its first line only, characters that markdown or HTML would read as markup blanked, at most 160."""
+    line = str(error or "").strip().splitlines()[0] if str(error or "").strip() else "no reason recorded"
+    return re.sub(r"[^\w .,:;=+()'%-]", " ", line)[:160]
 
 
 def _compare_probes(rep: Report) -> None:
@@ -431,9 +446,10 @@ def scale_note(rep: Report) -> str:
 def runs_line(rep: Report) -> str:
     """How many runs of the grid the report holds; when some are missing, which (the report's first line
     after its header)."""
+    failed = f" ({len(rep.failures)} of them failed)" if rep.failures else ""
     line = (
         f"Runs of the grid: {len(rep.results)}; complete: {len(rep.results) - rep.missing}; missing: "
-        f"{rep.missing}; unfinished records of these runs (killed, not counted): {rep.interrupted}. "
+        f"{rep.missing}{failed}; unfinished records of these runs (killed, not counted): {rep.interrupted}. "
         f"{time_line(rep)}"
     )
     missing = missing_runs(rep)
@@ -459,15 +475,18 @@ def time_line(rep: Report) -> str:
 
 def missing_runs(rep: Report, at_most: int = 20) -> list[str]:
     """The runs of the grid with no complete record, one item per model, task and learning rate with its
-    seeds (``RNN on parity, lr 0.01: seeds 1, 2``); at most ``at_most`` items, then how many more."""
-    groups: dict[tuple, list[int]] = {}
+    seeds (``RNN on parity, lr 0.01: seeds 1, 2``), a seed whose run failed with the reason recorded
+    (``seed 0 (failed: ...)``); at most ``at_most`` items, then how many more."""
+    groups: dict[tuple, list[str]] = {}
     for j, r in rep.results:
         if r is None:
-            groups.setdefault((j.table, j.label, j.column, j.train.lr), []).append(j.seed)
+            why = rep.failures.get(j.key)
+            seed = f"{j.seed} (failed: {why})" if why else str(j.seed)
+            groups.setdefault((j.table, j.label, j.column, j.train.lr), []).append(seed)
     several_tables = len({k[0] for k in groups}) > 1
     items = [
         f"{label} on {column}{f' (table {table})' if several_tables else ''}, lr {lr:g}: "
-        f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
+        f"seed{'s' if len(seeds) > 1 else ''} {', '.join(seeds)}"
         for (table, label, column, lr), seeds in groups.items()
     ]
     if len(items) > at_most:
