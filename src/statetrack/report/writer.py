@@ -139,15 +139,11 @@ def collect(
     machines: dict[str, int] = {}
     devices: dict[str, None] = {}  # an ordered set
     cpu_time, cpu_runs = 0.0, 0
-    failures: dict[str, str] = {}
     for job in jobs:
         res = complete_result(store, job.key)
         results.append((job, res))
         rows = store.runs(key=job.key)
         unfinished += sum(1 for r in rows if r["status"] in (RunStatus.RUNNING, RunStatus.INTERRUPTED))
-        failed = [r for r in rows if r["status"] == RunStatus.FAILED]
-        if res is None and failed:
-            failures[job.key] = _reason(max(failed, key=lambda r: r["id"]).get("error"))
         if res is not None:
             row = next((r for r in rows if r["id"] == res.run_id), {})
             v = row.get("versions") or {}
@@ -186,7 +182,7 @@ def collect(
         cpu_time=cpu_time,
         cpu_runs=cpu_runs,
         seeds=study.scale(scale).seeds if seeds is None else seeds,
-        failures=failures,
+        failures={j.key: why for j, r in results if r is None and (why := _failure(store.runs(key=j.key)))},
     )
     if study.kind is not StudyKind.LM:
         _compare_probes(rep)
@@ -195,10 +191,15 @@ def collect(
     return rep
 
 
-def _reason(error) -> str:
-    """A failed run's recorded error as one plain line for a report: the database may come from others, so
-    its first line only, characters that markdown or HTML would read as markup blanked, at most 160."""
-    line = str(error or "").strip().splitlines()[0] if str(error or "").strip() else "no reason recorded"
+def _failure(rows: list[dict]) -> str | None:
+    """Why the newest failed record of one run's key failed (None: no failed record), as one plain line for
+    a report: the database may come from others, so its error's first line only, characters that markdown
+    or HTML would read as markup blanked, at most 160."""
+    failed = [r for r in rows if r["status"] == RunStatus.FAILED]
+    if not failed:
+        return None
+    text = str(max(failed, key=lambda r: r["id"]).get("error") or "").strip()
+    line = text.splitlines()[0] if text else "no reason recorded"
     return re.sub(r"[^\w .,:;=+()'%-]", " ", line)[:160]
 
 

@@ -46,7 +46,6 @@ def _lag_inputs(mx: AUSSM | SimpleAUSSM, units: list[torch.Tensor], const: int, 
     W[E + I, const] = 4.0  # gate
 
 
-# long: a construction's weights written out entry by entry, in the order of the proof
 def _aussm_lag_layer(
     mx: AUSSM,
     units: list[torch.Tensor],
@@ -187,7 +186,6 @@ def abelian_aussm(arg: str) -> Construction:
 _DT_OFF = -30.0
 
 
-# long: a construction's weights written out entry by entry, in the order of the proof
 def _saussm_lag_layer(
     mx: SimpleAUSSM,
     units: list[torch.Tensor],
