@@ -34,8 +34,11 @@ report renders with its figures as files and the HTML page with its figures inli
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import Any, TypeVar
 
 from statetrack.errors import UserError
 from statetrack.report.plots import close, save, slug, spectrum_figure
@@ -43,6 +46,8 @@ from statetrack.report.state_tables import recorded, selected_pairs, unlearnt_te
 from statetrack.report.table import StudyTable, table_runs
 from statetrack.report.verdicts import TRACKED, VerdictCell, VerdictTable
 from statetrack.theory.spectra import channel_text, cycle_text, spectrum
+
+T = TypeVar("T")
 
 CAPTION = (
     f"Each 'possible' cell that no seed tracks (>= {100 * TRACKED:.0f}% at the long lengths): "
@@ -100,6 +105,14 @@ class Spectrum:
     def alt(self) -> str:
         return f"spectrum of {self.model} on {self.column}"
 
+    def drawn(self, use: Callable[[Any], T]) -> T:
+        """Draw the figure, pass it to ``use`` (save it, or read it as SVG), close it; ``use``'s result."""
+        fig = spectrum_figure(self.result)
+        try:
+            return use(fig)
+        finally:
+            close(fig)
+
 
 @dataclass
 class EvidenceCell:
@@ -131,11 +144,7 @@ class EvidenceSection:
                 if isinstance(item, str):
                     md.append(f"- {item}")
                 elif formats:
-                    fig = spectrum_figure(item.result)
-                    try:
-                        name = save(fig, figdir, item.stem, formats)[0].name
-                    finally:
-                        close(fig)
+                    name = item.drawn(partial(save, folder=figdir, stem=item.stem, formats=formats))[0].name
                     md.append(f"  ![{item.alt}]({folder}/{name})")
             md.append("")
         return md

@@ -41,7 +41,7 @@ from statetrack.report.html_grid import (
 )
 from statetrack.report.leaderboard import COLOURS, cell_inner, write_leaderboard
 from statetrack.report.lm import LMTable
-from statetrack.report.plots import close, save, spectrum_figure, svg_text
+from statetrack.report.plots import save, svg_text
 from statetrack.report.verdicts import CAPTION as VERDICTS_CAPTION
 from statetrack.report.writer import (
     INTERVALS_CAPTION,
@@ -297,11 +297,7 @@ def _evidence(p: _Page, section: EvidenceSection) -> None:
         points, figures = [], []
         for item in cell.items:
             if isinstance(item, Spectrum):
-                fig = spectrum_figure(item.result)
-                try:
-                    figures.append(figure_html(svg_text(fig), item.alt, item.stem))
-                finally:
-                    close(fig)
+                figures.append(figure_html(item.drawn(svg_text), item.alt, item.stem))
             else:
                 points.append(f"<li>{esc(item)}</li>")
         p.parts += [f"<ul>{''.join(points)}</ul>", figures_html(figures)]
