@@ -68,6 +68,27 @@ def test_rerun_reproduces_stored_numbers(db):
     assert again.run_id != first.run_id and diffs == {}
 
 
+def test_a_run_records_its_cpu_kernels_and_a_rerun_on_others_says_so(db, capsys):
+    import json
+    import sqlite3
+
+    from statetrack.cli import main
+
+    first = run(_cfg(seed=4), EvalConfig(lengths=[8], batch_size=8), db=db)
+    v = Store(db).run(first.run_id)["versions"]
+    assert v["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert main(["rerun", str(first.run_id), "--db", str(db)]) == 0
+    assert "warning" not in capsys.readouterr().err  # the same kernels: nothing to say
+    with sqlite3.connect(db) as con:  # as if it had trained on another machine
+        con.execute(
+            "UPDATE runs SET versions = ? WHERE id = ?",
+            (json.dumps({**v, "cpu_capability": "K9"}), first.run_id),
+        )
+    assert main(["rerun", str(first.run_id), "--db", str(db)]) == 0
+    err = capsys.readouterr().err
+    assert f"run {first.run_id} trained on K9 kernels and this machine's are {v['cpu_capability']}" in err
+
+
 def test_interrupted_run_is_recorded_and_redone(db, monkeypatch):
     def boom(*a, **k):
         raise KeyboardInterrupt

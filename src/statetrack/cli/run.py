@@ -447,7 +447,7 @@ def _check(store, a) -> int:
 def cmd_rerun(a):
     from statetrack.runs.records import run_object, split_rows
     from statetrack.runs.runner import rerun
-    from statetrack.runs.store import Store
+    from statetrack.runs.store import Store, versions
 
     store = Store(a.db, create=False)
     old = find_run(a.db, a.run_id)
@@ -458,6 +458,13 @@ def cmd_rerun(a):
     if problem:
         print(
             f"warning: {problem} (the rerun trains from the stored config, not from the file)",
+            file=sys.stderr,
+        )
+    was, now = (old["versions"] or {}).get("cpu_capability"), versions()["cpu_capability"]
+    if was and was != now:
+        print(
+            f"warning: run {a.run_id} trained on {was} kernels and this machine's are {now}: their rounding "
+            "differs, so a run that rounding can move may not reproduce",
             file=sys.stderr,
         )
     cfg = old["config"]

@@ -154,8 +154,7 @@ def collect(
             dev = (row.get("config") or {}).get("device")
             if dev:
                 devices[dev] = None
-            m = f"{v.get('platform', '?')}, torch {v.get('torch', '?')}, {v.get('threads', '?')} thread(s)"
-            machines[m] = machines.get(m, 0) + 1
+            machines[_machine(v)] = machines.get(_machine(v), 0) + 1
             try:
                 curves[res.run_id] = store.curve(res.run_id)
             except Damaged as e:  # the figure of learning curves leaves it out; its numbers stay
@@ -189,6 +188,13 @@ def collect(
     if getattr(study, "oracle", False):
         rep.verdicts = verdict_table(study, results)
     return rep
+
+
+def _machine(v: dict) -> str:
+    """Where a run ran, from its recorded versions: platform, torch, threads and, where recorded, the CPU
+    kernels torch dispatched to (their rounding can move a fragile run)."""
+    m = f"{v.get('platform', '?')}, torch {v.get('torch', '?')}, {v.get('threads', '?')} thread(s)"
+    return m + (f", {v['cpu_capability']} kernels" if v.get("cpu_capability") else "")
 
 
 def _failure(rows: list[dict]) -> str | None:

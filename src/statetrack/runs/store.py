@@ -87,6 +87,9 @@ def versions() -> dict:
         "platform": platform.platform(),
         "machine": platform.machine(),
         "threads": torch.get_num_threads(),
+        # the CPU kernels torch dispatches to (AVX512, AVX2, ...): their rounding differs, and a run that
+        # rounding can move (a construction started near a sharp read-out) trains differently on each
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
     }
 
 
