@@ -20,6 +20,7 @@ from statetrack.theory.constructions.base import (
     register,
     silu,
     spread_readout,
+    token_embedding,
 )
 
 
@@ -138,6 +139,18 @@ def _abelian_components(name: str):
     return g, comps, orders
 
 
+def _token_units(G: int, d: int, const: int) -> list[torch.Tensor]:
+    """One unit per token of ``token_embedding``'s code (e_t + e_const): w_t = 2 e_t - e_const, so w_t . x is
+    1 on token t and -1 on every other."""
+    units = []
+    for t in range(G):
+        w = torch.zeros(d)
+        w[t] = 2.0
+        w[const] = -1.0
+        units.append(w)
+    return units
+
+
 @register(
     "abelian-aussm",
     "T5",
@@ -153,16 +166,7 @@ def abelian_aussm(arg: str) -> Construction:
     task = f"group:{g.name}"
     model, cfg = blank_model(task, layers="aussm", d_model=d, d_state=K, norm="none")
     CONST, OUT = G, G + 1
-    e = torch.zeros(G, d)
-    for i in range(G):
-        e[i, i] = 1.0
-        e[i, CONST] = 1.0
-    units = []
-    for t in range(G):
-        w = torch.zeros(d)
-        w[t] = 2.0
-        w[CONST] = -1.0
-        units.append(w)
+    units = _token_units(G, d, CONST)
     angles = [[2 * math.pi * comps[t][k] / orders[k] for k in range(K)] for t in range(G)]
 
     def phis(cand):
@@ -175,8 +179,8 @@ def abelian_aussm(arg: str) -> Construction:
     cand, gap = spread_readout(phis)
     c = [complex(cand[2 * k] * 0.7**k, cand[2 * k + 1]) for k in range(K)]
     vals = phis(cand)
+    token_embedding(model, G, CONST)
     with torch.no_grad():
-        model.embed.weight.copy_(e)
         _aussm_lag_layer(model.mixer(0, AUSSM), units, angles, c, CONST, OUT)
         nearest_head(model, vals, OUT, CONST)
     return Construction("abelian-aussm", model, cfg, "", "", {"characters": orders, "relative_gap": gap})
@@ -244,15 +248,7 @@ def cyclic_saussm(arg: str) -> Construction:
     d = G + 2
     model, cfg = blank_model(f"group:{g.name}", layers="saussm", d_model=d, d_state=1, norm="none")
     CONST, OUT = G, G + 1
-    e = torch.zeros(G, d)
-    units = []
-    for t in range(G):
-        e[t, t] = 1.0
-        e[t, CONST] = 1.0
-        w = torch.zeros(d)
-        w[t] = 2.0
-        w[CONST] = -1.0
-        units.append(w)
+    units = _token_units(G, d, CONST)
     angles = [2 * math.pi * comps[t][0] / m for t in range(G)]
 
     def phis(cand):
@@ -261,8 +257,8 @@ def cyclic_saussm(arg: str) -> Construction:
 
     cand, gap = spread_readout(phis)
     c = complex(cand[0], cand[1])
+    token_embedding(model, G, CONST)
     with torch.no_grad():
-        model.embed.weight.copy_(e)
         _saussm_lag_layer(model.mixer(0, SimpleAUSSM), units, angles, c, CONST, OUT)
         nearest_head(model, phis(cand), OUT, CONST)
     return Construction("cyclic-saussm", model, cfg, "", "", {"order": m, "relative_gap": gap})
