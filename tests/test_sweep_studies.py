@@ -14,6 +14,7 @@ import pytest
 from statetrack.cli import main
 from statetrack.errors import UserError
 from statetrack.experiments import Study, builtin_studies, load_study, parse_lengths
+from statetrack.report.finding import protocol_changes
 from statetrack.report.selection import select
 from statetrack.report.table import study_tables
 from statetrack.reproduce import sweep
@@ -475,3 +476,20 @@ def test_narrowing_to_a_cell_the_scale_leaves_out_is_one_line(tmp_path):
     ):
         study.restrict("paper", models=["RNN"], tasks=["parity"])
     assert {c.column for c in study.restrict("paper", models=["RNN"]).cells("paper")} == {"offsets"}
+
+
+def test_a_scales_changes_from_the_paper_protocol_are_read_from_its_cells():
+    """The report's scale line names what the scale changes against the paper scale, cell by cell, so a
+    scale that trains longer than the paper says so."""
+    study = load_study("diag-limits-2026")
+    assert protocol_changes(study, "paper") == []
+    assert protocol_changes(study, "quick") == ["fewer steps", "fewer learning rates", "smaller models"]
+    assert protocol_changes(study, "long-steps") == ["more steps", "fewer learning rates"]
+    assert "more seeds" in protocol_changes(
+        study.model_copy(
+            update={"scales": {**study.scales, "x": study.scales["controls"].model_copy(update={"seeds": 5})}}
+        ),
+        "x",
+    )
+    zoo = load_study("frontier-zoo")
+    assert protocol_changes(zoo, "medium") is None  # no cell the paper scale runs too

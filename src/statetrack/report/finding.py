@@ -117,6 +117,47 @@ def _scale_text(study, scale: str, seeds: int | None = None) -> str:
     return f"{steps}, {seeds} seed{'s' if seeds > 1 else ''} per cell, test lengths up to {max(sc.test_lengths):,}"
 
 
+def protocol_changes(study, scale: str) -> list[str] | None:
+    """How a scale departs from the study's paper scale, cell by cell over the cells both run: their
+    training steps, learning-rate grids, widths (d_model) and longest test length, and the seeds per cell;
+    e.g. ``["fewer steps", "smaller models"]`` (``"fewer steps in some cells, more in others"`` where
+    both). [] for the paper scale; None where there is nothing to compare (no paper scale, or no cell
+    that both scales run)."""
+    if scale == "paper":
+        return []
+    if scale not in study.scales or "paper" not in study.scales:
+        return None
+
+    def knobs(name: str) -> dict:
+        out: dict = {}
+        for j in study.cells(name, seeds=1):
+            k = out.setdefault((j.table, j.label, j.column), [j.train.steps, 0, j.train.model.d_model, 0])
+            k[1] += 1  # one job per learning rate of the cell
+            k[3] = max(j.eval.lengths)
+        return out
+
+    ours, paper = knobs(scale), knobs("paper")
+    both = ours.keys() & paper.keys()
+    if not both:
+        return None
+    names = [
+        ("steps", "fewer", "more"),
+        ("learning rates", "fewer", "more"),
+        ("models", "smaller", "larger"),
+        ("test lengths", "shorter", "longer"),
+    ]
+    sc, pa = study.scales[scale].seeds, study.scales["paper"].seeds
+    out = [] if sc == pa else [f"{'fewer' if sc < pa else 'more'} seeds"]
+    for i, (what, less, more) in enumerate(names):
+        lo = any(ours[c][i] < paper[c][i] for c in both)
+        hi = any(ours[c][i] > paper[c][i] for c in both)
+        if lo and hi:
+            out.append(f"{less} {what} in some cells, {more} in others")
+        elif lo or hi:
+            out.append(f"{less if lo else more} {what}")
+    return out
+
+
 def why(study, scale: str, seeds: int | None = None) -> str:
     """What the reported scale changes from the paper's protocol ('' at the paper's scale, or for a study
     without one); ``seeds``: those per cell of the report (the scale's own by default)."""

@@ -15,7 +15,7 @@ from statetrack.errors import UserError
 from statetrack.experiments import Study, StudyKind
 from statetrack.files import ensure_dir, write_file
 from statetrack.report.evidence import report_evidence
-from statetrack.report.finding import Finding, difference_items, finding
+from statetrack.report.finding import Finding, difference_items, finding, protocol_changes
 from statetrack.report.folder import Extent, check_replace, update_record
 from statetrack.report.lm import LMTable, lm_tables
 from statetrack.report.lm import scale_note as lm_note
@@ -439,15 +439,22 @@ def drawn_figures(rep: Report, use) -> list[Figure]:
 def scale_note(rep: Report) -> str:
     if rep.study.kind is StudyKind.LM:
         return lm_note(rep.scale)
-    return (
-        ""
-        if rep.scale == "paper"
-        else (
-            f"Scale `{rep.scale}`: fewer steps, seeds and learning rates, smaller models and shorter test lengths "
-            "than the paper (see the study file), so differences from the paper's numbers are expected and are "
-            "listed under each table; `--scale paper` runs the paper's protocol."
+    if rep.scale == "paper":
+        return ""
+    changes = protocol_changes(rep.study, rep.scale)
+    if changes is None:
+        return (
+            f"Scale `{rep.scale}`: the study file says what this scale keeps of the paper's protocol; "
+            "differences from the paper's numbers are listed under each table."
         )
+    what = (
+        f", against the paper's protocol: {', '.join(changes)} (the study file says what it keeps and changes), "
+        "so differences from the paper's numbers are expected and are"
+        if changes
+        else ": the steps, seeds, learning rates, widths and test lengths of the paper's protocol, with the "
+        "changes the study file gives; differences from the paper's numbers are"
     )
+    return f"Scale `{rep.scale}`{what} listed under each table; `--scale paper` runs the paper's protocol."
 
 
 def runs_line(rep: Report) -> str:
