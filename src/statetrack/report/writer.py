@@ -6,6 +6,7 @@ import csv
 import io
 import re
 import statistics
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
@@ -136,7 +137,7 @@ def collect(
     jobs = study.grid(scale, seeds, device, max_runs)  # refused above max_runs before the database is opened
     store = Store(db, readonly=True)
     results, traces, curves, unfinished, wall = [], {}, {}, 0, 0.0
-    machines: dict[str, int] = {}
+    machines: Counter[str] = Counter()
     devices: dict[str, None] = {}  # an ordered set
     cpu_time, cpu_runs = 0.0, 0
     for job in jobs:
@@ -154,7 +155,7 @@ def collect(
             dev = (row.get("config") or {}).get("device")
             if dev:
                 devices[dev] = None
-            machines[_machine(v)] = machines.get(_machine(v), 0) + 1
+            machines[_machine(v)] += 1
             try:
                 curves[res.run_id] = store.curve(res.run_id)
             except Damaged as e:  # the figure of learning curves leaves it out; its numbers stay
