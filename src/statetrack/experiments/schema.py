@@ -519,10 +519,11 @@ class Study(_Strict):
         n = sc.seeds if seeds is None else seeds
         if n < 1:
             raise UserError(f"--seeds must be at least 1, got {n}")
-        return expand(self._cells(scale, device), self.name, scale, n, max_runs)
+        return expand(self.grid_cells(scale, device), self.name, scale, n, max_runs)
 
-    def _cells(self, scale: str, device: str) -> list[Cell]:
-        """The (table, model, task) cells of the grid at this scale, their configs checked."""
+    def grid_cells(self, scale: str, device: str = "auto") -> list[Cell]:
+        """The (table, model, task) cells of the grid at this scale, their configs checked: what every run
+        of a cell shares (its training fields, evaluation and learning-rate grid), before the seeds."""
         return [self._cell(table, m, t, scale, device) for table, m, t in self.triples(scale)]
 
     def triples(self, scale: str) -> list[tuple[Table, StudyModel, StudyTask]]:

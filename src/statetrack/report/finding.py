@@ -128,13 +128,16 @@ def protocol_changes(study, scale: str) -> list[str] | None:
     if scale not in study.scales or "paper" not in study.scales:
         return None
 
-    def knobs(name: str) -> dict:
-        out: dict = {}
-        for j in study.cells(name, seeds=1):
-            k = out.setdefault((j.table, j.label, j.column), [j.train.steps, 0, j.train.model.d_model, 0])
-            k[1] += 1  # one job per learning rate of the cell
-            k[3] = max(j.eval.lengths)
-        return out
+    def knobs(name: str) -> dict:  # cell -> (steps, learning rates, width, longest test length)
+        return {
+            (c.table, c.label, c.column): (
+                c.fields["steps"],
+                len(c.lrs),
+                c.fields["model"].d_model,
+                max(c.eval.lengths),
+            )
+            for c in study.grid_cells(name)
+        }
 
     ours, paper = knobs(scale), knobs("paper")
     both = ours.keys() & paper.keys()
