@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 
 from statetrack.cli.args import add_checkpoint, add_json, add_max_params, checkpoint_path
-from statetrack.cli.output import Col, print_horizons, print_table, rows_out, say
+from statetrack.cli.output import Col, print_horizons, print_table, print_verified, rows_out, say
 from statetrack.errors import UserError
 
 
@@ -251,21 +251,34 @@ def _checkpoint_on_task(a):
 def cmd_horizon(a):
     from statetrack.tasks.families import MAX_FAMILIES
     from statetrack.training.horizon import measure_horizons
+    from statetrack.training.verify import BUDGET, verify
 
     a.max_families = MAX_FAMILIES if a.max_families is None else a.max_families
-    if a.max_len < 1 or a.max_families < 1:
+    a.budget = BUDGET if a.budget is None else a.budget
+    if a.max_len < 1 or a.max_families < 1 or a.budget < 1:
         raise UserError(
-            f"--max-len and --max-families must be positive, got {a.max_len} and {a.max_families}"
+            f"--max-len, --max-families and --budget must be positive, got {a.max_len}, {a.max_families} "
+            f"and {a.budget}"
         )
     model, cfg, task = _checkpoint_on_task(a)
     h = measure_horizons(model, task, a.max_len, a.max_families, keep_families=a.json)
+    v = verify(model, task, a.max_len, budget=a.budget, plain_families=h["horizon"])
+    h = {
+        **h,
+        "family_horizon": h["horizon"],
+        "horizon": v.horizon,
+        "holds_to": v.holds_to,
+        "rests_on": v.rests_on(),
+        "verified": v.as_dict(),
+    }
     if a.json:
         print(
             json.dumps({"checkpoint": str(a.checkpoint), "task": task.name, "layers": cfg.model.layers, **h})
         )
         return 0
     if not h["pairs"]:
-        say(f"{task.name} has no witness family (a window language): no failure horizon to measure")
+        say(f"{task.name} has no witness family (a window language): the families measure nothing")
+        print_verified(h["verified"], rows=a.rows)
         return 0
     print_horizons(
         h,
@@ -402,7 +415,8 @@ def add_commands(sub) -> None:
 
     q = sub.add_parser(
         "horizon",
-        help="a checkpoint's failure horizon on the witness families of every pair of states of its task",
+        help="a checkpoint's failure horizon: every string up to a length, a margin-guided search and the "
+        "witness families of every pair of states of its task",
     )
     add_checkpoint(q)
     q.add_argument("--task", default=None, help="a regular task (default: the one it was trained on)")
@@ -416,8 +430,15 @@ def add_commands(sub) -> None:
     q.add_argument(
         "--rows", type=int, default=20, help="pairs of states shown, those broken first first (default 20)"
     )
+    q.add_argument(
+        "--budget",
+        type=int,
+        default=None,
+        help="prefix-tree nodes of the exhaustive check: every string up to the longest length that fits "
+        "(default: verify.BUDGET, 2^22: 21 symbols of two letters, 13 of three)",
+    )
     add_max_params(q)
-    add_json(q, "one object: the horizon, one entry per pair of states and one per family")
+    add_json(q, "one object: the horizon, what it rests on, one entry per pair of states and one per family")
     q.set_defaults(fn=cmd_horizon)
 
     q = sub.add_parser(
