@@ -376,6 +376,26 @@ class _Centres:
         self.sums.index_add_(0, torch.as_tensor(q[rows]), feats.cpu())
         np.add.at(self.counts, q[rows], 1)
 
+    def ratio(self, states, q: np.ndarray) -> np.ndarray:
+        """Per row, the distance of its state from the centre of its automaton state over the distance to
+        the nearest other centre (above 1: nearer another state's strings than its own; 0 where unknown)."""
+        if self.sums is None or (self.counts > 0).sum() < 2:
+            return np.zeros(len(q))
+        feats = _flat(states, np.arange(len(q)))
+        if feats is None:
+            return np.zeros(len(q))
+        has = self.counts > 0
+        centres = torch.zeros_like(self.sums)
+        centres[torch.as_tensor(has)] = (
+            self.sums[torch.as_tensor(has)] / torch.as_tensor(self.counts[has])[:, None]
+        )
+        d = torch.cdist(feats.cpu(), centres).numpy()
+        d[:, ~has] = np.inf
+        own = d[np.arange(len(q)), q]
+        d[np.arange(len(q)), q] = np.inf
+        other = d.min(axis=1)
+        return np.where(np.isfinite(own) & (other > 0), own / np.maximum(other, 1e-30), 0.0)
+
     def nearest(self, feat: Tensor | None, allowed: np.ndarray) -> int | None:
         """The state with a centre nearest ``feat`` among the ``allowed`` ones (None: no centre)."""
         if feat is None or self.sums is None:
@@ -582,20 +602,29 @@ def _cat(parts: list):
     return type(first)(_cat([p[i] for p in parts]) for i in range(len(first)))
 
 
-def _select(q: np.ndarray, margins: np.ndarray, beam: int, rng=None) -> np.ndarray:
-    """Per state, the indices of the ``beam`` lowest margins (ties in order); with ``rng``, a quarter of
-    each state's beam drawn at random from the rest (diversity)."""
+def _select(q: np.ndarray, scores: np.ndarray | list[np.ndarray], beam: int, rng=None) -> np.ndarray:
+    """Per state, the indices of the ``beam`` lowest scores (several score arrays: taken in turn from
+    each one's ranking); with ``rng``, a quarter of each state's beam drawn at random from the rest."""
+    ranks = [scores] if isinstance(scores, np.ndarray) else scores
     out = []
     for s in np.unique(q):
         idx = np.flatnonzero(q == s)
-        order = idx[np.argsort(margins[idx], kind="stable")]
-        if rng is not None and len(order) > beam:
-            k = max(1, beam // 4)
-            rest = order[beam - k :]
-            out.append(order[: beam - k])
-            out.append(rng.choice(rest, size=k, replace=False))
-        else:
-            out.append(order[:beam])
+        if len(idx) <= beam:
+            out.append(idx)
+            continue
+        k = max(1, beam // 4) if rng is not None else 0
+        orders = [idx[np.argsort(r[idx], kind="stable")] for r in ranks]
+        chosen: dict[int, None] = {}
+        pos = 0
+        while len(chosen) < beam - k:
+            for o in orders:
+                if len(chosen) < beam - k:
+                    chosen[int(o[pos])] = None
+            pos += 1
+        if k:
+            rest = np.setdiff1d(idx, np.fromiter(chosen, dtype=np.int64))
+            chosen.update(dict.fromkeys(rng.choice(rest, size=min(k, len(rest)), replace=False).tolist()))
+        out.append(np.fromiter(chosen, dtype=np.int64))
     return np.sort(np.concatenate(out)) if out else np.zeros(0, dtype=np.int64)
 
 
@@ -617,8 +646,9 @@ def margin_search(
     keep: int = KEEP,
 ) -> Search:
     """From the seeds (``exhaustive_check``'s deepest rows), extend every kept prefix by every symbol,
-    keep per automaton state the ``beam`` with the lowest margins (a quarter of them at random), and go
-    on to ``max_len``; stop at the first length with a wrong string."""
+    keep per automaton state the ``beam`` with the lowest margins and, in turn, those whose state lies
+    farthest from its automaton state's centre relative to the nearest other centre (a quarter of the
+    beam at random), and go on to ``max_len``; stop at the first length with a wrong string."""
     model.eval()
     auto = task_automaton(model, task)
     names = state_names(auto, auto.access_words())
@@ -661,7 +691,7 @@ def margin_search(
             i = np.flatnonzero(bad)
             wrong.add(words[i], child[i], labels[i], answers[i], _row_feats(st, i))
             break
-        keep_idx = _select(child, cm, per_state, rng)
+        keep_idx = _select(child, [cm, -centres.ratio(st, child)], per_state, rng)
         idx = torch.as_tensor(keep_idx, device=device)
         words, q, states, m = words[keep_idx], child[keep_idx], _take(st, idx), cm[keep_idx]
     return Search(
