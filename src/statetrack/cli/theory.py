@@ -289,6 +289,65 @@ def cmd_horizon(a):
     return 0
 
 
+def cmd_extract(a):
+    from statetrack.training.extract import BUDGET, extract
+
+    a.budget = BUDGET if a.budget is None else a.budget
+    for name in ("budget", "depth", "prefix_len"):
+        v = getattr(a, name)
+        if v is not None and v < 1:
+            raise UserError(f"--{name.replace('_', '-')} must be positive, got {v}")
+    model, cfg, task = _checkpoint_on_task(a)
+    ex = extract(model, task, budget=a.budget, depth=a.depth, prefix_len=a.prefix_len)
+    d = ex.as_dict()
+    if a.json:
+        print(
+            json.dumps({"checkpoint": str(a.checkpoint), "task": task.name, "layers": cfg.model.layers, **d})
+        )
+        return 0
+    print_extracted(d, f"{a.checkpoint}: {cfg.model.layers} on {task.name}", ex.symbols)
+    return 0
+
+
+def print_extracted(d: dict, what: str, symbols) -> None:
+    """The extracted automaton as a table, then how it differs from the task's minimal automaton."""
+    print_table(
+        f"{what}: the automaton it computes on every string up to {d['depth']} symbols "
+        f"(states: prefixes of up to {d['prefix_len']} with equal answers on every suffix)",
+        [
+            Col("state (shortest prefix)", lambda r: r["name"]),
+            Col("answer", lambda r: str(r["answer"]), "right"),
+            Col(
+                "task states (prefixes)",
+                lambda r: ", ".join(f"{k} ({v})" for k, v in r["task_states"].items()),
+            ),
+            *(
+                Col(f"on {sym}", lambda r, i=i: r["next"][i] or "-")
+                for i, sym in enumerate(symbols)
+                if len(symbols) <= 6
+            ),
+        ],
+        d["states"],
+    )
+    lines = []
+    for sp in d["splits"]:
+        parts = "; ".join(f"{p['state']} ({', '.join(p['prefixes'])})" for p in sp["parts"])
+        lines.append(f"task state {sp['task_state']} is split: {parts}")
+    for m in d["merges"]:
+        lines.append(f"{m['state']} merges task states {', '.join(m['task_states'])}")
+    if d["unresolved"]:
+        lines.append(f"{d['unresolved']} transitions unresolved (beyond the table's prefixes)")
+    lines.append(
+        "the task's minimal automaton, state for state"
+        if d["equals_task"]
+        else f"shortest word where they disagree: {d['disagreement']}"
+        if d["disagreement"] is not None
+        else "no word where they disagree within the table"
+    )
+    for line in lines:
+        say(line)
+
+
 def cmd_predict_horizon(a):
     from statetrack.training.predict_horizon import MAX_FAMILIES, SAMPLES, predict_horizon
 
@@ -471,6 +530,27 @@ def add_commands(sub) -> None:
     add_max_params(q)
     add_json(q, "one object: the predicted horizon, its interval and one entry per pair of states")
     q.set_defaults(fn=cmd_predict_horizon)
+
+    q = sub.add_parser(
+        "extract",
+        help="the automaton a checkpoint computes on every string up to a length, against its task's "
+        "minimal automaton (splits, merges, the shortest word where they disagree)",
+    )
+    add_checkpoint(q)
+    q.add_argument("--task", default=None, help="a regular task (default: the one it was trained on)")
+    q.add_argument(
+        "--budget",
+        type=int,
+        default=None,
+        help="prefix-tree nodes of the table (default: extract.BUDGET, 2^19: every binary string up to 18)",
+    )
+    q.add_argument("--depth", type=int, default=None, help="longest string answered (default: from --budget)")
+    q.add_argument(
+        "--prefix-len", type=int, default=None, help="longest prefix of a row (default: 40%% of the depth)"
+    )
+    add_max_params(q)
+    add_json(q, "one object: the states, splits, merges and the shortest disagreeing word")
+    q.set_defaults(fn=cmd_extract)
 
     q = sub.add_parser("spectrum", help="eigenvalues of A(x) per layer and token, on the complex plane")
     add_checkpoint(q)
