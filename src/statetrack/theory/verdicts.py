@@ -85,7 +85,8 @@ from statetrack.theory.layer_classes import (
     LayerInfo,
     layer_infos,
 )
-from statetrack.theory.representations import best_representation
+from statetrack.theory.precision import KEEPS, ONE_HOT, SIGNS, Hold, reflection_hold, rotation_hold
+from statetrack.theory.representations import Representation, best_representation
 
 #: what an input-dependent diagonal layer can hold beside resets (A = 0), delays (A in (0,1)) and
 #: keeps (A = 1): the group factors of the holonomy cascade it can carry (SF / KR)
@@ -223,8 +224,13 @@ HYPOTHESES: dict[tuple[str, str], Hypothesis] = {
         unit=lambda _f: True,
     ),
     ("possible", "T6"): Hypothesis(
-        "a Householder layer whose factors reach -1, with n_h >= the reflections needed",
-        layer=lambda i, f: _reflecting(i) and (i.props.n_h or 1) >= f.get("n_h_needed", 1),
+        "a Householder layer whose factors reach -1, with n_h >= the reflections needed (per head, with "
+        "as many heads as the blocks split over)",
+        layer=lambda i, f: (
+            _reflecting(i)
+            and (i.props.n_h or 1) >= f.get("n_h_needed", 1)
+            and i.heads >= len(f.get("head_dims", [1]))
+        ),
         unit=lambda _f: True,
     ),
     ("possible", "SF"): Hypothesis(
@@ -253,8 +259,17 @@ HYPOTHESES: dict[tuple[str, str], Hypothesis] = {
         unit=lambda _f: True,
     ),
     ("impossible", "T1"): Hypothesis(
-        "every layer linear with eigenvalues in [0,1]",
-        stack=lambda infos, _f: all(i.props.linear and i.domain == _D.NONNEG for i in infos),
+        "every layer linear with eigenvalues in [0,1], or a product of Householder factors with eigenvalues in "
+        "[0,1] (lemma PSC)",
+        stack=lambda infos, _f: all(
+            i.props.linear
+            and (
+                i.domain == _D.NONNEG
+                if i.props.structure != Structure.HOUSEHOLDER
+                else i.factor_domain == _D.NONNEG
+            )
+            for i in infos
+        ),
     ),
     ("impossible", "T1c"): Hypothesis(
         "PD's layers, with one diagonal-plus-rank-one layer with eigenvalues in "
@@ -305,6 +320,10 @@ def check_hypotheses(layers: str, v: Verdict) -> list[str]:
             for i in used
             if not h.layer(i, v.facts)
         ]
+        if h.unit(v.facts) and "float32_length" not in v.facts:
+            out.append(
+                "a construction that holds unit-modulus eigenvalues must state the length float32 holds it"
+            )
         rounded = h.unit(v.facts) and any(i.props.rounding for i in used)
         if rounded != (v.condition == Condition.ROUNDING):
             out.append(
@@ -366,24 +385,40 @@ def _exact_first(layers: list[LayerInfo]) -> list[LayerInfo]:
 
 
 def _constructed(
-    basis: str, reason: str, used: list[LayerInfo], facts: dict | None = None, unit: bool = True
+    basis: str, reason: str, used: list[LayerInfo], facts: dict | None = None, hold: Hold | None = None
 ) -> Verdict:
-    """A 'possible' verdict from a construction on the layers ``used``. ``unit``: it holds eigenvalues of
-    modulus 1 over any length; where a layer used reaches them only through float32 rounding, the verdict says
-    so (condition ``rounding``, and the layer's note in the reason)."""
+    """A 'possible' verdict from a construction on the layers ``used``. ``hold``: it holds eigenvalues of
+    modulus 1 over any length, and float32 holds them to ``hold.length`` (``facts['float32_length']``; None:
+    every length) for the reason given (:mod:`statetrack.theory.precision`); where a layer used reaches them only
+    through float32 rounding, the verdict says so (condition ``rounding``, and the layer's note in the reason).
+    None: it holds no such eigenvalue."""
     facts = {**(facts or {}), "layers": [i.index for i in used]}
-    rounded = [i for i in used if unit and i.props.rounding]
-    if not rounded:
+    if hold is None:
         return Verdict(Decision.POSSIBLE, basis, reason, facts)
+    facts["float32_length"] = hold.length
+    rounded = [i for i in used if i.props.rounding]
+    if not rounded:
+        return Verdict(Decision.POSSIBLE, basis, f"{reason}. {hold.sentence()}", facts)
     notes = "; ".join(f"{i.spec}: {i.props.rounding}" for i in rounded)
     return Verdict(
         Decision.POSSIBLE,
         basis,
         f"{reason}. It holds in float32 through rounding only ({notes}); in exact "
-        f"arithmetic these transitions have modulus below 1 and the state forgets",
+        f"arithmetic these transitions have modulus below 1 and the state forgets. {hold.sentence()}",
         facts,
         Condition.ROUNDING,
     )
+
+
+def _sign_hold(i: LayerInfo) -> Hold:
+    """How float32 holds the sign flip -1 of a layer: exactly in a real or Householder layer, as the rotation by
+    pi (a float32 angle) in a complex one."""
+    return rotation_hold([2]) if i.cls in (LayerClass.COMPLEX, LayerClass.DAMPED) else SIGNS
+
+
+def _group_orders(alg: TaskAlgebra) -> list[int]:
+    """The orders of the rotations a complex channel may need for the task's groups: their element orders."""
+    return sorted(alg.monoid.periods - {1}) if alg.monoid is not None else []
 
 
 # -- rules ----------------------------------------------------------------------------------------
@@ -412,7 +447,6 @@ def _possible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
             f"{nl.spec} is a non-linear recurrence, which the theorems do not cover; with enough "
             f"units it simulates the finite automaton of {alg.task} directly",
             [nl],
-            unit=False,
         )
     v = _pd_possible(infos, alg)
     if v is not None:
@@ -432,6 +466,7 @@ def _possible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
                 f"the unit circle, which counts the burst: h0 = 1, A = exp(2 pi i/n), B = 1 - A (P2, "
                 f"Khavari2025 App. C)",
                 [complex_any[0]],
+                hold=rotation_hold([10], every_k=False),
             )
         return None
     if alg.monoid is None:
@@ -462,6 +497,7 @@ def _pd_possible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
             f"gives the label (P5, Terzic2025; construction dfa-pdssm)",
             [pd],
             {"state_size_needed": n},
+            ONE_HOT,
         )
     rows = next((i for i in infos if i.cls == LayerClass.PD_ROWS), None)
     if rows is not None and n is not None and alg.is_group:
@@ -474,6 +510,7 @@ def _pd_possible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
             f"automaton, Terzic2025)",
             [rows],
             {"state_size_needed": alg.h_order, "permutation": True},
+            ONE_HOT,
         )
     return None
 
@@ -495,6 +532,7 @@ def _fixed_input_possible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict |
                 f"{sign[0].spec} tracks parity on every input (an input-dependent eigenvalue -1 for "
                 f"bit 1, +1 for bit 0), so on this fixed input too",
                 [sign[0]],
+                hold=_sign_hold(sign[0]),
             )
     p, pre = alg.period, alg.preperiod
     if p is None:  # no periodic labels known
@@ -526,7 +564,7 @@ def _fixed_input_possible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict |
             f"in {i.spec} {count}{pre_s} (P1, Khavari2025 Prop. 4.2)",
             [i],
             {"label_period": p, "preperiod": pre},
-            unit=p > 1,
+            None if p == 1 else SIGNS if dom in REAL_NEG else rotation_hold([p], every_k=False),
         )
     return None
 
@@ -552,17 +590,15 @@ def _householder_possible(infos: list[LayerInfo], alg: TaskAlgebra, hname: str) 
     if rep is not None:  # None: the trivial group
         facts = {"representation": rep.name, "dim": rep.dim, "n_h_needed": rep.n_h}
         for i in _exact_first(hh):
-            if (i.props.n_h or 0) >= rep.n_h:
+            split = best_representation(alg.group, alg.subgroup, alg.support, i.heads) if i.heads > 1 else rep
+            assert split is not None
+            if (i.props.n_h or 0) >= split.n_h:
                 return _constructed(
                     "T6",
-                    f"{hname} has a faithful orthogonal representation, {rep.name}, in "
-                    f"which every input letter x has rank(I - rho(x)) <= {rep.n_h}, i.e. rho(x) is a "
-                    f"product of {_n(rep.n_h, 'reflection')} (lemma CD); {i.spec} with n_h = "
-                    f"{i.props.n_h} and factor eigenvalues in [-1,1] applies rho(x) per token and tracks "
-                    f"it in one layer with a state of size >= {rep.dim} (T6; construction "
-                    f"orth-deltaproduct)",
+                    _t6_reason(hname, split, i),
                     [i],
-                    facts,
+                    _t6_facts(split),
+                    reflection_hold(split, alg.support),
                 )
         # P4: a parity layer, then one reflection per token twisted by that parity (2-D representations)
         for j, i in enumerate(infos):
@@ -584,8 +620,37 @@ def _householder_possible(infos: list[LayerInfo], alg: TaskAlgebra, hname: str) 
                     f"cyclic and dihedral groups, Siems2025)",
                     [sign[0], i],
                     facts,
+                    _sign_hold(sign[0]) & reflection_hold(rep, alg.support),
                 )
     return None
+
+
+def _t6_facts(rep: Representation) -> dict:
+    """What T6 used: the representation, its dimension, the reflections per letter (in the busiest head) and,
+    split over heads, the dimension each head holds."""
+    facts = {"representation": rep.name, "dim": rep.dim, "n_h_needed": rep.n_h}
+    return {**facts, "head_dims": list(rep.head_dims)} if rep.head_dims else facts
+
+
+def _t6_reason(hname: str, rep: Representation, i: LayerInfo) -> str:
+    """T6's reason: rho(x) as reflections (lemma CD), in one head or its blocks split over the layer's heads."""
+    if not rep.head_dims:
+        return (
+            f"{hname} has a faithful orthogonal representation, {rep.name}, in "
+            f"which every input letter x has rank(I - rho(x)) <= {rep.n_h}, i.e. rho(x) is a "
+            f"product of {_n(rep.n_h, 'reflection')} (lemma CD); {i.spec} with n_h = "
+            f"{i.props.n_h} and factor eigenvalues in [-1,1] applies rho(x) per token and tracks "
+            f"it in one layer with a state of size >= {rep.dim} (T6; construction "
+            f"orth-deltaproduct)"
+        )
+    return (
+        f"{hname} has a faithful orthogonal representation, {rep.name}: block diagonal, with "
+        f"rank(I - rho_j(x)) <= {rep.n_h} for every input letter x in every head's block rho_j, i.e. each "
+        f"block of rho(x) is a product of {_n(rep.n_h, 'reflection')} (lemma CD); {i.spec} runs "
+        f"{i.heads} heads as independent recurrences in parallel, each with {_n(i.props.n_h or 1, 'factor')} "
+        f"with eigenvalues in [-1,1] per token, so head j applies rho_j(x) on a state of size >= its block's "
+        f"dimension and the heads together track the direct sum, which is faithful (T6 per head)"
+    )
 
 
 def _diagonal_possible(infos: list[LayerInfo], alg: TaskAlgebra, st: dict, hname: str) -> Verdict | None:
@@ -621,7 +686,10 @@ def _diagonal_possible(infos: list[LayerInfo], alg: TaskAlgebra, st: dict, hname
                 f"{hname} has a subnormal series whose factors match the layers (abelian for each complex "
                 f"layer, elementary abelian 2 for each real one), so the T5 construction applies layer by layer"
             )
-        return _constructed(basis, why, chosen, facts)
+        rotates = any(i.cls == LayerClass.COMPLEX for i in chosen)
+        return _constructed(
+            basis, why, chosen, facts, rotation_hold(_group_orders(alg)) if rotates else SIGNS
+        )
     return None
 
 
@@ -676,11 +744,22 @@ def _cascade(infos: list[LayerInfo], alg: TaskAlgebra) -> tuple[Verdict | None, 
             f"{head}; {who} has {len(ok)} such layers ({basis}" + (", Sarrof2024)" if m.aperiodic else ")"),
             pick,
             facts,
+            _cascade_hold(pick, need, alg),
         ), None
     return None, (
         f"{head}, so it is possible with >= {k} such layers ({basis}); this stack has {len(ok)}, and "
         f"no result here decides fewer"
     )
+
+
+def _cascade_hold(pick: list[LayerInfo], need: str, alg: TaskAlgebra) -> Hold:
+    """How float32 holds a cascade: keeps (1) and signs (-1) exactly; a complex layer's group channels as
+    rotations (by pi for elementary abelian 2 factors)."""
+    if need == "trivial":
+        return KEEPS
+    if not any(i.cls == LayerClass.COMPLEX for i in pick):
+        return SIGNS
+    return rotation_hold([2] if need == "elementary abelian 2" else _group_orders(alg))
 
 
 def _impossible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
@@ -690,12 +769,10 @@ def _impossible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
     if not linear:
         return None
     diagonal = all(i.cls in DIAGONAL for i in infos)
-    all_nonneg = all(i.domain in NONNEG for i in infos) and all(
-        i.cls != LayerClass.HOUSEHOLDER or i.factor_domain == EigenvalueDomain.NONNEG for i in infos
-    )
-    # T1 / T3: non-negative eigenvalues everywhere
+    all_nonneg = all(_converging(i) for i in infos)
+    # T1 / T3: non-negative eigenvalues everywhere (or products of positive semi-definite contractions)
     if all_nonneg and alg.aperiodic is False:
-        v = _nonneg_impossible(alg, diagonal)
+        v = _nonneg_impossible(alg, diagonal, [i for i in infos if i.domain not in NONNEG])
         if v is not None:
             return v
     # T2 / T4: time-invariant diagonal and non-negative input-dependent diagonal layers
@@ -710,9 +787,34 @@ def _impossible(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None:
     return None
 
 
-def _nonneg_impossible(alg: TaskAlgebra, diagonal: bool) -> Verdict | None:
-    """T1 / T3 / T4 where every layer has eigenvalues in [0,1] and the task is not aperiodic: the state
-    converges on a witness whose label keeps changing."""
+def _converging(i: LayerInfo) -> bool:
+    """T1's layers: eigenvalues in [0,1], or a product of Householder factors with eigenvalues in [0,1] (and
+    gates in (0,1]), whatever the product's declared domain: a product of positive semi-definite contractions,
+    whose only eigenvalue of modulus 1 is 1 (lemma PSC), so the powers of a fixed transition converge."""
+    if i.cls == LayerClass.HOUSEHOLDER:
+        return i.factor_domain == EigenvalueDomain.NONNEG
+    return i.domain in NONNEG
+
+
+def _psc_clause(products: list[LayerInfo]) -> str:
+    """T1's hypothesis as met: lemma PSC for the Householder layers whose product is not declared [0,1]."""
+    if not products:
+        return "every layer has eigenvalues in [0,1]"
+    names = ", ".join(i.spec for i in products)
+    return (
+        f"every layer has eigenvalues in [0,1] or is a product of positive semi-definite contractions ({names}: "
+        f"each factor I - beta k k^T with beta in [0,1] is symmetric positive semi-definite with "
+        f"eigenvalues in [0,1], and so is a gate in (0,1]; the product of such contractions has its eigenvalues "
+        f"in the closed unit disc, and 1 is the only one of modulus 1, since a unit-modulus eigenvector must "
+        f"keep its norm through every factor and so be fixed by each (lemma PSC): no -1 and no rotation, and "
+        f"the powers of a fixed transition converge)"
+    )
+
+
+def _nonneg_impossible(alg: TaskAlgebra, diagonal: bool, products: list[LayerInfo]) -> Verdict | None:
+    """T1 / T3 / T4 where every layer has eigenvalues in [0,1] (or is a product of positive semi-definite
+    contractions: ``products``, lemma PSC) and the task is not aperiodic: the state converges on a witness
+    whose label keeps changing."""
     if alg.fixed_input:
         letter_witness = len(alg.fixed_word or ()) == 1 and (alg.block_period or 0) > 1
     else:
@@ -745,7 +847,7 @@ def _nonneg_impossible(alg: TaskAlgebra, diagonal: bool) -> Verdict | None:
         return Verdict(
             Decision.IMPOSSIBLE,
             "T1",
-            f"every layer has eigenvalues in [0,1], so on {what} the state "
+            f"{_psc_clause(products)}, so on {what} the state "
             f"converges in finite precision while the label keeps changing (T1"
             f"{'' if alg.is_parity else ' witness generalized from 1^T'})",
         )
@@ -884,8 +986,10 @@ def _period_doubling(infos: list[LayerInfo], alg: TaskAlgebra) -> Verdict | None
                 {"period": p, "period_bound": bound},
             )
         layers = (
-            "every layer is real diagonal or a single real Householder factor I - beta k k^T (symmetric, "
-            "eigenvalues 1 and 1 - beta) on a constant input"
+            "every layer is real diagonal or, on a constant input, a single real Householder factor I - beta k k^T "
+            "(symmetric, eigenvalues 1 and 1 - beta), possibly times a gate in (0,1]: a scalar, or a diagonal "
+            "Diag(alpha) (KDA's (I - beta k k^T) Diag(alpha), similar to the symmetric Diag(alpha)^(1/2) "
+            "(I - beta k k^T) Diag(alpha)^(1/2)), whose eigenvalues are real, in [-1,1]"
             if hh
             else "every layer is diagonal with real eigenvalues"
         )
