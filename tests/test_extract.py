@@ -25,7 +25,7 @@ def test_every_construction_computes_its_tasks_minimal_automaton(name):
     task = get_task(c.config.task)
     if task.automaton() is None:
         pytest.skip(f"{task.name} has no automaton")
-    ex = extract(c.model, task, budget=1 << 14)
+    ex = extract(c.model, task, budget=1 << 10)
     mini = task_automaton(c.model, task)
     assert ex.equals_task(), ex.as_dict()
     # one extracted state per reachable task state within the table's prefixes

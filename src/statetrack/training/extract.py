@@ -1,8 +1,8 @@
 """The automaton a network computes, on strings up to a length, beside its task's minimal automaton.
 
-L* (Angluin 1987) learns a DFA from an observation table: rows are prefixes u, columns suffixes v, the
-cell the answer on u v; prefixes with equal rows are one state. Weiss, Goldberg and Yahav (ICML 2018)
-run it with a recurrent network as the membership oracle. Here the table is complete and bounded: the
+L* (Angluin1987, docs/science.md) learns a DFA from an observation table: rows are prefixes u, columns
+suffixes v, the cell the answer on u v; prefixes with equal rows are one state. Weiss2018 run it with a
+recurrent network as the membership oracle. Here the table is complete and bounded: the
 network's answer on EVERY string of up to ``depth`` symbols, from one walk of the prefix tree
 (:func:`statetrack.training.verify.walk`); rows are the prefixes of up to ``prefix_len`` symbols,
 columns every suffix of up to ``depth - prefix_len``. Two prefixes are one state of the extracted
@@ -33,6 +33,8 @@ from statetrack.training.verify import live_states, task_automaton, walk
 
 #: prefix-tree nodes of the table (2^19: every binary string up to 18 symbols)
 BUDGET = 1 << 19
+#: the deepest table (a one-letter alphabet would otherwise reach the budget's length)
+MAX_DEPTH = 64
 #: the share of the table's depth that its rows (prefixes) take
 PREFIX_SHARE = 0.4
 #: answer in the table for a string through a dead end of the task (not walked)
@@ -134,9 +136,10 @@ def _signature(tab: np.ndarray, off: np.ndarray, A: int, word: tuple[int, ...], 
 
 
 def _depth(auto: Automaton, budget: int) -> int:
-    """The deepest complete tree (every string, dead ends included) within ``budget`` nodes, at least 2."""
+    """The deepest complete tree (every string, dead ends included) within ``budget`` nodes, at least 2
+    and at most ``MAX_DEPTH``."""
     A, total, depth = auto.n_symbols, 1, 0
-    while total + A ** (depth + 1) <= budget:
+    while total + A ** (depth + 1) <= budget and depth < MAX_DEPTH:
         total += A ** (depth + 1)
         depth += 1
     return max(depth, 2)

@@ -280,7 +280,7 @@ def prefix_counts(auto: Automaton, max_len: int, stop: float = float("inf")) -> 
     return out
 
 
-def exhaustive_length(auto: Automaton, budget: int = BUDGET, cap: int = 10_000) -> int:
+def exhaustive_length(auto: Automaton, budget: int = BUDGET, cap: int = 512) -> int:
     """The longest L (at most ``cap``) whose prefix tree, every live string of 1 .. L symbols, has at most
     ``budget`` nodes."""
     total, length = 0, 0
