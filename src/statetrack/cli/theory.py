@@ -309,6 +309,10 @@ def cmd_extract(a):
     return 0
 
 
+def _next_cell(i: int) -> Callable[[dict], str]:
+    return lambda r: r["next"][i] or "-"
+
+
 def print_extracted(d: dict, what: str, symbols) -> None:
     """The extracted automaton as a table, then how it differs from the task's minimal automaton."""
     print_table(
@@ -321,11 +325,7 @@ def print_extracted(d: dict, what: str, symbols) -> None:
                 "task states (prefixes)",
                 lambda r: ", ".join(f"{k} ({v})" for k, v in r["task_states"].items()),
             ),
-            *(
-                Col(f"on {sym}", lambda r, i=i: r["next"][i] or "-")
-                for i, sym in enumerate(symbols)
-                if len(symbols) <= 6
-            ),
+            *(Col(f"on {sym}", _next_cell(i)) for i, sym in enumerate(symbols) if len(symbols) <= 6),
         ],
         d["states"],
     )

@@ -251,7 +251,7 @@ def _value(word: tuple[int, ...], A: int) -> int:
 
 def _row_len(A: int, suffix_len: int) -> int:
     """Entries of a row with suffixes of 0 .. ``suffix_len`` symbols, in bytes of int64."""
-    return 8 * sum(A**k for k in range(suffix_len + 1))
+    return 8 * int(sum(A**k for k in range(suffix_len + 1)))
 
 
 def _compare(ex: Extracted, mini: Automaton, live: np.ndarray, first_wrong: tuple[int, ...] | None) -> None:
@@ -284,7 +284,7 @@ def _compare(ex: Extracted, mini: Automaton, live: np.ndarray, first_wrong: tupl
             )
     # the shortest word where the extracted automaton's answer and the task's label differ
     start = (0, mini.start)
-    seen = {start: ()}
+    seen: dict[tuple[int, int], tuple[int, ...]] = {start: ()}
     todo = [start]
     for s, q in todo:
         w = seen[(s, q)]

@@ -228,7 +228,7 @@ def _prefix_length(auto, ends: list[int], base: int) -> int | None:
     return None
 
 
-def _fit_family(marg: np.ndarray, k: int, fam, rng, prefix_len: int) -> dict:
+def _fit_family(marg: np.ndarray, k: int, fam, rng, prefix_len: int | None) -> dict:
     """The fit of one family's margins; lengths are those of the strings it scored: a random prefix of
     ``prefix_len`` symbols, W^n and v."""
     n = np.arange(marg.shape[1])
@@ -248,7 +248,7 @@ def _fit_family(marg: np.ndarray, k: int, fam, rng, prefix_len: int) -> dict:
     c = int(np.argmin(point))
 
     def length(nn: float) -> int | None:
-        if not np.isfinite(nn):
+        if not np.isfinite(nn) or prefix_len is None:
             return None
         if not prefix_len and not fam.end:  # the empty string at n = 0 is not scored
             nn = max(nn, 1)

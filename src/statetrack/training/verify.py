@@ -413,7 +413,9 @@ class _Wrong:
 
     def __init__(self, keep: int = KEEP):
         self.keep = keep
-        self.heap: list[tuple[int, tuple[int, ...], int, int, int, Tensor | None]] = []
+        self.heap: list[
+            tuple[tuple[int, tuple[int, ...]], tuple[int, ...], int, int, int, Tensor | None]
+        ] = []
 
     def add(self, words: np.ndarray, q: np.ndarray, labels: np.ndarray, answers: np.ndarray, feats) -> None:
         """Offer rows (words of one length); only the ``keep`` least of them can enter."""
@@ -438,9 +440,9 @@ class _Wrong:
                 None if feats is None else feats(r),
             )
             if len(self.heap) < self.keep:
-                heapq.heappush(self.heap, item)  # type: ignore[arg-type]
+                heapq.heappush(self.heap, item)
             elif key > self.heap[0][0]:  # keyed by (-length, -symbols): heap[0] is the longest kept
-                heapq.heapreplace(self.heap, item)  # type: ignore[arg-type]
+                heapq.heapreplace(self.heap, item)
 
     def strings(self, auto: Automaton, names: Sequence[str], centres: _Centres, source: Source):
         out = []
