@@ -75,7 +75,7 @@ def run_on(model, tokens: np.ndarray, period: int = 1, chunk: int = 512, probe: 
         logits, states = model(x, states)
         preds.append(logits.argmax(-1).cpu().numpy())
         v = _state_vec(states)
-        if prev is not None and x.shape[1] == chunk:
+        if prev is not None and x.shape[1] == chunk and v.shape == prev.shape:
             gaps.append((start + x.shape[1], float((v - prev).norm(dim=1).max()), float(v.norm(dim=1).max())))
         prev = v
     # then a few more periods one period at a time: the state's move per period at the end
@@ -85,9 +85,11 @@ def run_on(model, tokens: np.ndarray, period: int = 1, chunk: int = 512, probe: 
         _, states = model(x, states)
         v = _state_vec(states)
         assert prev is not None  # T >= 1: the chunks above set it
+        if v.shape != prev.shape:  # a state that grows with the length (a module's inputs so far)
+            return {"pred": np.concatenate(preds, axis=1), "gaps": gaps, "per_period": [], "grows": True}
         per.append((float((v - prev).norm(dim=1).max()), float(v.norm(dim=1).max())))
         prev = v
-    return {"pred": np.concatenate(preds, axis=1), "gaps": gaps, "per_period": per}
+    return {"pred": np.concatenate(preds, axis=1), "gaps": gaps, "per_period": per, "grows": False}
 
 
 def _parity(tokens: np.ndarray) -> np.ndarray:
@@ -206,22 +208,39 @@ def counterexample(
         s = _summary(res["pred"], _parity(tokens), P)
         T = tokens.shape[1]
         out.update(s)
-        out["state_gap"] = max(g for g, _ in res["per_period"])  # |state(t + P) - state(t)| at the end
-        out["state_norm"] = max(nv for _, nv in res["per_period"])
+        per = res["per_period"]
+        out["state_gap"] = max(g for g, _ in per) if per else None  # |state(t + P) - state(t)| at the end
+        out["state_norm"] = max(nv for _, nv in per) if per else None
         out["found"] = s["first_error"] is not None
-        kind = "stationary" if P == 1 else f"periodic with period {P}"
-        out["message"] = (
-            f"{thm}: on {out['witness']} the output first differs from the parity at position "
-            f"{s['first_error']} and repeats with the input's period from position "
-            f"{s['output_periodic_from']} on (the parity has period {2 * P}); accuracy over the last "
-            f"quarter {100 * s['tail_accuracy']:.1f}%; at length {T} the state is {kind} to "
-            f"{out['state_gap']:.2g} per period (state norm {out['state_norm']:.3g})"
-            if out["found"]
-            else f"{thm}: no error on {out['witness']} up to length {T}; state change per period "
-            f"{out['state_gap']:.2g}"
-        )
+        out["message"] = _witness_message(out, s, thm, P, T)
         return out
     return _search(model, out, max_len, seed)
+
+
+#: what a counterexample says of a module whose state grows with the length, and what it must provide
+GROWING_STATE = (
+    "the state grows with the length (the module carries the inputs seen so far), so no state is compared "
+    "per period; to have it compared, give the module a fixed-size state: a Mixer with init_state, step "
+    "and forward (docs/extending.md)"
+)
+
+
+def _witness_message(out: dict, s: dict, thm: str, P: int, T: int) -> str:
+    """The theorem's witness run, in one line: where the output first differs from the parity, from where
+    it repeats, and how periodic the state is (or why it is not compared)."""
+    if out["state_gap"] is None:
+        state = GROWING_STATE
+    else:
+        kind = "stationary" if P == 1 else f"periodic with period {P}"
+        state = f"the state is {kind} to {out['state_gap']:.2g} per period (state norm {out['state_norm']:.3g})"
+    if not out["found"]:
+        return f"{thm}: no error on {out['witness']} up to length {T}; {state}"
+    return (
+        f"{thm}: on {out['witness']} the output first differs from the parity at position "
+        f"{s['first_error']} and repeats with the input's period from position "
+        f"{s['output_periodic_from']} on (the parity has period {2 * P}); accuracy over the last "
+        f"quarter {100 * s['tail_accuracy']:.1f}%; at length {T} {state}"
+    )
 
 
 def _aligned_witness(
