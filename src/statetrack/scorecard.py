@@ -385,6 +385,22 @@ def _baseline(scale: str, db, published: str | Path | None) -> tuple[list, str]:
     return published_rows(path), f"Built-in rows: the published frontier zoo at scale 'quick' ({path.name})."
 
 
+def _leaderboard(
+    own: VerdictTable, label: str, scale: str, db, baseline, changed: bool
+) -> tuple[VerdictTable, str]:
+    """The card's row above the built-in rows (their ranks are the table's), and where those come from;
+    ``changed``: the card overrode the scale's steps, seeds or test lengths."""
+    base, where = _baseline(scale, db, baseline)
+    base = [(m, cells) for m, cells in base if m != label]
+    if base and changed:
+        where += (
+            " They keep the scale's own steps, seeds and test lengths; this row does not: compare with care."
+        )
+    if base and len(base[0][1]) != len(own.columns):
+        raise UserError(f"the built-in rows have {len(base[0][1])} tasks, the card {len(own.columns)}")
+    return VerdictTable(f"scorecard-{slug(label)}", own.columns, own.rows + base), where
+
+
 def _holds_zoo(db) -> bool:
     """Whether the database holds a complete run of the frontier zoo (looking costs a query, not a grid)."""
     if not Path(db).exists():
@@ -461,25 +477,17 @@ def scorecard(
     study = card_study(layers, label, scale, steps, test_lengths)
     main = study.tables[0]
     decide = _decide(undeclared)
-    verdicts = []
-    for t in main.tasks:
-        v = decide(layers, t.task)
-        verdicts.append(
-            {"task": t.label, "verdict": str(v.verdict), "basis": v.qualified_basis, "reason": v.reason}
-        )
+    verdicts = [
+        {"task": t.label, "verdict": str(v.verdict), "basis": v.qualified_basis, "reason": v.reason}
+        for t in main.tasks
+        for v in [decide(layers, t.task)]
+    ]
     t0 = time.perf_counter()
     study, results = sweep(study, scale, seeds, db, workers, device=device, progress=progress)
     seconds = time.perf_counter() - t0
     own = verdict_table(study, results, decide)
-    base, where = _baseline(scale, db, baseline)
-    base = [(m, cells) for m, cells in base if m != label]
-    if base and (steps is not None or test_lengths is not None or seeds is not None):
-        where += (
-            " They keep the scale's own steps, seeds and test lengths; this row does not: compare with care."
-        )
-    if base and len(base[0][1]) != len(own.columns):
-        raise UserError(f"the built-in rows have {len(base[0][1])} tasks, the card {len(own.columns)}")
-    table = VerdictTable(f"scorecard-{slug(label)}", own.columns, own.rows + base)
+    changed = steps is not None or test_lengths is not None or seeds is not None
+    table, where = _leaderboard(own, label, scale, db, baseline, changed)
     sc = study.scale(scale)
     hz, sp, figures = _read_cells([c for c in own.rows[0][1] if c is not None], max(sc.test_lengths))
     protocol = (
