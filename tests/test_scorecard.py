@@ -142,9 +142,11 @@ def test_a_plugin_mixer_from_the_docs_gets_its_scorecard(tmp_path):
 def test_an_undeclared_module_is_said_undeclared_with_how_to_declare():
     from statetrack.scorecard import declarations
 
-    register_module("test-undeclared", GatedDiag)
+    register_module("test-undeclared", PlainDiag)
     (line,) = declarations("test-undeclared")
     assert "undeclared" in line and "register_module" in line and "properties" in line
+    layer = spectrum((_parity_model("test-undeclared"), get_task("parity")), length=8)["layers"][0]
+    assert "declares no properties" in layer["no_transition"] and "transition(x)" in layer["no_transition"]
 
 
 @pytest.mark.parametrize(

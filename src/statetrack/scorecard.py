@@ -32,10 +32,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from statetrack.errors import UserError
-from statetrack.experiments import Study, load_study, parse_lengths
+from statetrack.experiments import load_study
+from statetrack.experiments.card import TABLE, ZOO, card_study
 from statetrack.files import ensure_dir, write_file
 from statetrack.progress import Progress
 from statetrack.report.evidence import Spectrum, spectrum_summary
@@ -50,8 +49,6 @@ from statetrack.spec import parse_layers
 from statetrack.theory.verdicts import Decision, Verdict, oracle
 from statetrack.untrusted import MAX_JSON_BYTES, read_text
 
-ZOO = "frontier-zoo"
-TABLE = "main"
 #: the published verdict table of the zoo at the quick scale, in a source checkout
 PUBLISHED = Path(__file__).resolve().parents[2] / "docs" / "results" / "frontier-zoo-verdicts.csv"
 #: how a mixer declares what the oracle reads
@@ -59,15 +56,6 @@ HOW_TO_DECLARE = (
     "declare them: a Mixer's `properties` (a Properties of input dependence, eigenvalue domain and "
     "structure), or register_module(name, factory, Properties(...)) (docs/extending.md)"
 )
-#: the scale-level fields of the zoo that name its own rows or tables, cleared for a card's one row
-_ROW_FIELDS: dict[str, dict | None] = {
-    "tables": None,
-    "models": None,
-    "tasks": None,
-    "model_tasks": {},
-    "model_train": {},
-    "cell_train": {},
-}
 
 
 @dataclass
@@ -103,7 +91,10 @@ class Card:
         return [
             (
                 "Protocol",
-                [self.protocol, f"{self.runs} runs in {self.seconds:.0f} s ({_machine()})."],
+                [
+                    self.protocol,
+                    f"{self.runs} runs, horizons and spectra in {self.seconds:.0f} s ({_machine()}).",
+                ],
                 [],
                 [],
             ),
@@ -283,40 +274,6 @@ def _decide(undeclared: bool):
     )
 
 
-def card_study(layers: str, label: str, scale: str, steps: int | None = None, test_lengths=None) -> Study:
-    """The frontier zoo's main table with one row, ``layers`` under ``label``, at the zoo's ``scale``
-    (its seeds, steps, widths, learning rates and test lengths; ``steps`` and ``test_lengths`` override
-    them)."""
-    zoo = load_study(ZOO)
-    zoo.scale(scale)  # an unknown scale: the allowed ones
-    if steps is not None and steps < 1:
-        raise UserError(f"--steps must be at least 1, got {steps}")
-    if test_lengths is not None:
-        try:
-            test_lengths = parse_lengths(test_lengths)
-        except ValueError as e:
-            raise UserError(f"bad --test-lengths {test_lengths!r}: {e}") from None
-    main = next(t for t in zoo.tables if t.name == TABLE)
-    tasks = {t.label for t in main.tasks}
-    data = zoo.model_dump(mode="json")
-    data["name"], data["title"] = "scorecard", f"Scorecard of {label}: the frontier zoo's protocol"
-    data["tables"] = [
-        {**main.model_dump(mode="json"), "models": [{"label": label, "model": {"layers": layers}}]}
-    ]
-    sc = {**data["scales"][scale], **_ROW_FIELDS}
-    for key in ("task_train", "task_eval", "replace_tasks"):
-        sc[key] = {k: v for k, v in sc[key].items() if k in tasks}
-    if steps is not None:
-        sc["steps"] = steps
-    if test_lengths is not None:
-        sc["test_lengths"] = test_lengths
-    data["scales"] = {scale: sc}
-    try:
-        return Study.model_validate(data)
-    except ValidationError as e:  # a label the study format refuses (unprintable, too long)
-        raise UserError(f"bad --label {label!r}: {e.errors()[0]['msg']}") from None
-
-
 def horizons(model, task, max_len: int) -> dict:
     """The failure horizons of a trained model on its task's witness families up to ``max_len``: the one
     place a card measures them."""
@@ -484,16 +441,19 @@ def scorecard(
     ]
     t0 = time.perf_counter()
     study, results = sweep(study, scale, seeds, db, workers, device=device, progress=progress)
-    seconds = time.perf_counter() - t0
     own = verdict_table(study, results, decide)
     changed = steps is not None or test_lengths is not None or seeds is not None
     table, where = _leaderboard(own, label, scale, db, baseline, changed)
     sc = study.scale(scale)
     hz, sp, figures = _read_cells([c for c in own.rows[0][1] if c is not None], max(sc.test_lengths))
+    seconds = time.perf_counter() - t0  # the runs, the horizons and the spectra
+    lo, hi = min(sc.test_lengths), max(sc.test_lengths)
+    reused = sum(1 for _, r in results if r is not None and r.reused)
     protocol = (
         f"The frontier zoo's protocol at scale {scale!r}: one {layers} model trained on "
         f"{', '.join(t.label for t in main.tasks)} for {sc.steps} steps, {seeds or sc.seeds} seed(s), scored "
-        f"on the final label at lengths {min(sc.test_lengths)}-{max(sc.test_lengths)} ({sc.test_split} draw)."
+        f"on the final label at length{f's {lo}-{hi}' if hi > lo else f' {lo}'} on the zoo's test draws"
+        + (f"; {reused} of the runs reused from the database." if reused else ".")
     )
     return Card(
         layers,

@@ -400,20 +400,19 @@ def add_report_options(q):
 
 def cmd_scorecard(a):
     """``statetrack scorecard``: the frontier zoo's protocol on one mixer, and its card."""
-    from statetrack.experiments import load_study
+    from statetrack.experiments.card import card_study
     from statetrack.files import check_writable
     from statetrack.layers.properties import option_values
     from statetrack.spec import parse_layers
 
     if a.workers < 1:
         raise UserError(f"--workers must be at least 1, got {a.workers}")
-    for spec in parse_layers(a.layers):  # an unknown mixer or option, or scale, said before torch loads
+    for spec in parse_layers(a.layers):  # an unknown mixer or option, said before torch loads
         option_values(spec)
-    load_study("frontier-zoo").scale(a.scale)
+    card_study(a.layers, a.label or a.layers, a.scale, a.steps, a.test_lengths)  # the scale, steps, lengths
 
-    from statetrack.scorecard import card_study, scorecard, spectrum_short, write_card
+    from statetrack.scorecard import scorecard, spectrum_short, write_card
 
-    card_study(a.layers, a.label or a.layers, a.scale, a.steps, a.test_lengths)  # bad input, before any run
     if a.out:  # an unwritable folder fails now, not after the sweep
         check_writable(a.out, f"cannot write the scorecard in {a.out!r}")
     card = scorecard(
@@ -432,7 +431,7 @@ def cmd_scorecard(a):
     if a.json:
         print(json.dumps(card.as_dict()))
         return 0
-    say(card.protocol + f" {card.runs} runs, {card.seconds:.0f} s.")
+    say(card.protocol + f" {card.runs} runs, horizons and spectra in {card.seconds:.0f} s.")
     for line in card.declared:
         say(line)
     for v, c in zip(card.verdicts, card.own(), strict=True):
@@ -441,8 +440,11 @@ def cmd_scorecard(a):
             f"  {v['task']}: {'-' if c is None else c.text()}; horizon "
             f"{h if isinstance(h, str) else h['horizon'] or 'none up to ' + str(h['horizon_max'])}"
         )
-    for col, sp in card.spectra.items():
-        say(f"  spectrum on {col}: {sp if isinstance(sp, str) else spectrum_short(sp)}")
+    texts = {col: sp if isinstance(sp, str) else spectrum_short(sp) for col, sp in card.spectra.items()}
+    if len(set(texts.values())) == 1:  # one line for all: a module without a transition
+        texts = {"every task": next(iter(texts.values()))}
+    for col, text in texts.items():
+        say(f"  spectrum on {col}: {text}")
     say(card.baseline)
     for i, (label, learned, agree, judged) in enumerate(card.table.leaderboard(), 1):
         if label == card.label:
@@ -470,7 +472,7 @@ def add_scorecard(sub) -> None:
     q.add_argument("--seeds", type=int, default=None, help="seeds per task (default: the scale's)")
     q.add_argument("--steps", type=int, default=None, help="training steps (default: the scale's)")
     q.add_argument(
-        "--test-lengths", default=None, help="test lengths, e.g. '500..511' (default: the scale's)"
+        "--test-lengths", default=None, help="test lengths, e.g. '500..511' or 16,64 (default: the scale's)"
     )
     q.add_argument("--workers", type=int, default=2, help="parallel runs (local processes)")
     q.add_argument(

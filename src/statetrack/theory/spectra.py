@@ -17,6 +17,7 @@ import math
 import numpy as np
 import torch
 
+from statetrack.layers.adapters import UNKNOWN
 from statetrack.layers.base import TRANSITION_PROTOCOL
 from statetrack.training.checkpoint import load_checkpoint
 
@@ -348,6 +349,11 @@ def no_transition(mixer) -> str:
     """Why a layer has no eigenvalues to show, in one line: a non-linear recurrence has no transition
     matrix; a layer declared linear must provide its transition (``TRANSITION_PROTOCOL``)."""
     props = mixer.properties
+    if props == UNKNOWN:
+        return (
+            "declares no properties and provides no transition: to have its eigenvalues read, declare it "
+            f"linear and provide {TRANSITION_PROTOCOL} (docs/extending.md)"
+        )
     if not props.linear:
         return "no transition matrix (a non-linear recurrence, as declared)"
     return (

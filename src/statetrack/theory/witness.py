@@ -232,7 +232,9 @@ def _witness_message(out: dict, s: dict, thm: str, P: int, T: int) -> str:
         state = GROWING_STATE
     else:
         kind = "stationary" if P == 1 else f"periodic with period {P}"
-        state = f"the state is {kind} to {out['state_gap']:.2g} per period (state norm {out['state_norm']:.3g})"
+        state = (
+            f"the state is {kind} to {out['state_gap']:.2g} per period (state norm {out['state_norm']:.3g})"
+        )
     if not out["found"]:
         return f"{thm}: no error on {out['witness']} up to length {T}; {state}"
     return (
