@@ -167,3 +167,12 @@ def test_eval_lm_of_a_missing_checkpoint_is_one_line(tmp_path):
     with pytest.raises(UserError, match="cannot load a causal language model .* save_pretrained") as e:
         eval_lm(tmp_path / "nothing", ["parity"], [8], n=2)
     assert "\n" not in str(e.value)
+
+
+def test_eval_lm_on_a_device_this_machine_lacks_is_one_line(tiny_lm):
+    from statetrack.errors import UserError
+    from statetrack.training.pretrained import eval_lm
+
+    bad = "cuda" if not torch.cuda.is_available() else "nodevice"
+    with pytest.raises(UserError, match="--device"):
+        eval_lm(tiny_lm[0], ["parity"], [8], n=2, device=bad)

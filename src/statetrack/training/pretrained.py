@@ -118,6 +118,18 @@ def _context(model) -> int:
     return 2048
 
 
+def check_device(device: str) -> None:
+    """A device torch knows and this machine has (``cpu``, ``cuda``, ``cuda:1``, ``mps``)."""
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise UserError(f"bad --device {device!r}; allowed: cpu, cuda, cuda:N, mps") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise UserError(f"--device {device!r}, but this machine has no CUDA device; use --device cpu")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise UserError(f"--device {device!r}, but this machine has no MPS device; use --device cpu")
+
+
 def load_lm(path: str | Path, device: str = "cpu"):
     """(model, tokenizer) of a local Hugging Face causal LM: a folder of ``save_pretrained`` or a name in
     the local cache; nothing is downloaded, no code of the checkpoint's is run, weights from safetensors."""
@@ -130,6 +142,7 @@ def load_lm(path: str | Path, device: str = "cpu"):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     transformers.logging.set_verbosity_error()
+    check_device(device)
     where = str(path)
     kw = {"local_files_only": True, "trust_remote_code": False}
     try:
