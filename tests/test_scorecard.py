@@ -64,6 +64,12 @@ class GatedDiag(PlainDiag):
 DIAG = Properties(input_dependent=True, eigenvalues="[0,1]", structure="diagonal")
 register_module("test-gateddiag", GatedDiag, DIAG, "a gated diagonal module of the tests")
 register_module("test-plaindiag", PlainDiag, DIAG, "a gated diagonal module without transition(x)")
+register_module(
+    "test-plainlti",
+    PlainDiag,
+    Properties(input_dependent=False, eigenvalues="complex", structure="diagonal"),
+    "declared time-invariant, without transition(x)",
+)
 
 
 def _parity_model(layers):
@@ -89,6 +95,10 @@ def test_a_module_declared_linear_without_a_transition_is_told_what_to_provide()
     assert "min_real" not in layer
     assert "non-linear" not in layer["no_transition"]
     assert "transition(x)" in layer["no_transition"] and "eigenvalues(x)" in layer["no_transition"]
+    # declared time-invariant (T2): the witness's W reads the phases it does not give, and says so
+    r = counterexample(_parity_model("test-plainlti"), max_len=200)
+    assert r["theorem"] == "T2" and r["found"]
+    assert "layer 1 (test-plainlti)" in r["message"] and "must provide transition(x)" in r["message"]
 
 
 @pytest.mark.usefixtures("mystuff")

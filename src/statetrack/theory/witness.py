@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from statetrack.errors import UserError
+from statetrack.layers.base import TRANSITION_PROTOCOL
 from statetrack.layers.properties import EigenvalueDomain
 from statetrack.spec import parse_layers
 from statetrack.theory.layer_classes import LayerClass, classify
@@ -138,6 +139,19 @@ def s4d_phases(model, decay_floor: float = 1e-3, horizon: int = 10_000) -> list[
     return out
 
 
+def missing_transitions(model) -> list[str]:
+    """One line per time-invariant linear layer that provides no eigenvalues (the T2 / T4 witness reads its
+    phases): which layer, and what a module must provide."""
+    return [
+        f"layer {li + 1} ({m.name}) declares a time-invariant linear transition but provides none, so W "
+        f"ignores its phases; a module must provide {TRANSITION_PROTOCOL}"
+        for li, m in enumerate(model.mixers)
+        if not m.properties.input_dependent
+        and m.properties.linear
+        and m.eigenvalues(torch.zeros(1, 1, m.d_model)) is None
+    ]
+
+
 def choose_w(phases: list[dict], tol: float = 0.01, max_w: int = 10_000) -> dict:
     """Smallest W <= max_w with W q_j within tol of an integer for every relevant mode (else the best W)."""
     qs = np.array([p["phase"] for p in phases if p["relevant"]])
@@ -212,7 +226,7 @@ def counterexample(
         out["state_gap"] = max(g for g, _ in per) if per else None  # |state(t + P) - state(t)| at the end
         out["state_norm"] = max(nv for _, nv in per) if per else None
         out["found"] = s["first_error"] is not None
-        out["message"] = _witness_message(out, s, thm, P, T)
+        out["message"] = "; ".join([_witness_message(out, s, thm, P, T), *out.get("missing_transitions", [])])
         return out
     return _search(model, out, max_len, seed)
 
@@ -251,6 +265,8 @@ def _aligned_witness(
     """T2 / T4's witness (1 0^(W-1))^T, with W chosen so that every time-invariant eigenvalue phase is
     nearly a whole turn after W steps; what it is goes into ``out``."""
     ph = s4d_phases(model, decay_floor, max_len)
+    if missing_transitions(model):
+        out["missing_transitions"] = missing_transitions(model)
     w = choose_w(ph, tol, max_w)
     W = w["W"]
     reps = max(8, -(-max_len // W))
