@@ -241,17 +241,26 @@ def spectrum_short(r: dict) -> str:
     )
 
 
-def declarations(layers: str) -> list[str]:
-    """One line per layer of the spec: what it declares for the oracle, or that it declares nothing and
-    how to."""
+def declared(layers: str) -> list:
+    """Each layer's declared Properties, None where it declares none (a Mixer without ``properties``, or
+    register_module's default ``UNKNOWN``)."""
     from statetrack.layers.adapters import UNKNOWN
     from statetrack.layers.properties import declaration
 
     out = []
-    for i, spec in enumerate(parse_layers(layers), 1):
+    for spec in parse_layers(layers):
         d = declaration(spec.name)
         props = None if d.properties is None else d.properties_of(spec.options)
-        if props is None or props == UNKNOWN:
+        out.append(None if props == UNKNOWN else props)
+    return out
+
+
+def declarations(layers: str) -> list[str]:
+    """One line per layer of the spec: what it declares for the oracle, or that it declares nothing and
+    how to."""
+    out = []
+    for i, (spec, props) in enumerate(zip(parse_layers(layers), declared(layers), strict=True), 1):
+        if props is None:
             out.append(
                 f"layer {i} ({spec.name}): undeclared: the oracle has nothing to read; {HOW_TO_DECLARE}"
             )
@@ -429,8 +438,8 @@ def scorecard(
     docstring). ``steps`` and ``test_lengths`` override the scale's; ``baseline``: a verdict table CSV for
     the built-in rows (default: the database's zoo runs, else the published table at the quick scale)."""
     label = label or layers
-    declared = declarations(layers)
-    undeclared = any("undeclared" in d for d in declared)
+    lines = declarations(layers)
+    undeclared = None in declared(layers)
     study = card_study(layers, label, scale, steps, test_lengths)
     main = study.tables[0]
     decide = _decide(undeclared)
@@ -460,7 +469,7 @@ def scorecard(
         label,
         scale,
         protocol,
-        declared,
+        lines,
         verdicts,
         table,
         hz,
