@@ -433,10 +433,13 @@ def scorecard(
     test_lengths=None,
     baseline: str | Path | None = None,
     progress: Progress = None,
+    on_done=None,
+    on_step=None,
 ) -> Card:
     """Run the frontier zoo's protocol on ``layers`` at ``scale`` and return its card (see the module
     docstring). ``steps`` and ``test_lengths`` override the scale's; ``baseline``: a verdict table CSV for
-    the built-in rows (default: the database's zoo runs, else the published table at the quick scale)."""
+    the built-in rows (default: the database's zoo runs, else the published table at the quick scale).
+    ``progress``, ``on_done(job, result)``, ``on_step(job, step, info)``: as ``reproduce.sweep``'s."""
     label = label or layers
     lines = declarations(layers)
     undeclared = None in declared(layers)
@@ -449,7 +452,9 @@ def scorecard(
         for v in [decide(layers, t.task)]
     ]
     t0 = time.perf_counter()
-    study, results = sweep(study, scale, seeds, db, workers, device=device, progress=progress)
+    study, results = sweep(
+        study, scale, seeds, db, workers, device=device, on_done=on_done, on_step=on_step, progress=progress
+    )
     own = verdict_table(study, results, decide)
     changed = steps is not None or test_lengths is not None or seeds is not None
     table, where = _leaderboard(own, label, scale, db, baseline, changed)

@@ -409,24 +409,29 @@ def cmd_scorecard(a):
         raise UserError(f"--workers must be at least 1, got {a.workers}")
     for spec in parse_layers(a.layers):  # an unknown mixer or option, said before torch loads
         option_values(spec)
-    card_study(a.layers, a.label or a.layers, a.scale, a.steps, a.test_lengths)  # the scale, steps, lengths
+    study = card_study(
+        a.layers, a.label or a.layers, a.scale, a.steps, a.test_lengths
+    )  # scale, steps, lengths
 
     from statetrack.scorecard import scorecard, spectrum_short, write_card
 
     if a.out:  # an unwritable folder fails now, not after the sweep
         check_writable(a.out, f"cannot write the scorecard in {a.out!r}")
-    card = scorecard(
-        a.layers,
-        a.scale,
-        a.label,
-        a.seeds,
-        a.db,
-        a.workers,
-        a.device,
-        a.steps,
-        a.test_lengths,
-        a.baseline,
-    )
+    with SweepProgress(f"scorecard of {a.layers} ({a.scale})", len(study.grid(a.scale, a.seeds))) as prog:
+        card = scorecard(
+            a.layers,
+            a.scale,
+            a.label,
+            a.seeds,
+            a.db,
+            a.workers,
+            a.device,
+            a.steps,
+            a.test_lengths,
+            a.baseline,
+            on_done=prog.done,
+            on_step=prog.validation,
+        )
     paths = write_card(card, a.out) if a.out else []
     if a.json:
         print(json.dumps(card.as_dict()))
