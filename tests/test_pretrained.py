@@ -17,6 +17,8 @@ import yaml
 from statetrack.tasks import draws, get_task
 from statetrack.tasks.harness import GROUP, documents, export_tasks
 
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded: the model is built here
+
 #: the fields of lm-evaluation-harness's TaskConfig (lm_eval/api/task.py; docs/task_guide.md), and of a
 #: group file (lm_eval/api/group.py, GroupConfig)
 TASK_CONFIG = {
