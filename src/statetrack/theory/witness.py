@@ -23,7 +23,10 @@ The model runs in chunks whose length is a multiple of the witness period, carry
 the state at the end of consecutive chunks is compared directly: ``state_gap`` is the largest
 distance between the states at t and t + period over the last quarter of the run (0 = exactly
 periodic in finite precision). ``first_error`` is the first position whose prediction differs from
-the parity; ``tail_accuracy`` the accuracy over the last quarter.
+the parity; ``tail_accuracy`` the accuracy over the last quarter. A module whose state grows with the
+length (``layers.adapters.CausalModule``: the inputs seen so far) has no state to compare: ``state_gap``
+is None and the message says why; a time-invariant layer that gives no eigenvalues
+(``layers.base.TRANSITION_PROTOCOL``) is named in the message, since W cannot read its phases.
 """
 
 from __future__ import annotations
@@ -87,10 +90,10 @@ def run_on(model, tokens: np.ndarray, period: int = 1, chunk: int = 512, probe: 
         v = _state_vec(states)
         assert prev is not None  # T >= 1: the chunks above set it
         if v.shape != prev.shape:  # a state that grows with the length (a module's inputs so far)
-            return {"pred": np.concatenate(preds, axis=1), "gaps": gaps, "per_period": [], "grows": True}
+            return {"pred": np.concatenate(preds, axis=1), "gaps": gaps, "per_period": []}
         per.append((float((v - prev).norm(dim=1).max()), float(v.norm(dim=1).max())))
         prev = v
-    return {"pred": np.concatenate(preds, axis=1), "gaps": gaps, "per_period": per, "grows": False}
+    return {"pred": np.concatenate(preds, axis=1), "gaps": gaps, "per_period": per}
 
 
 def _parity(tokens: np.ndarray) -> np.ndarray:
@@ -265,8 +268,9 @@ def _aligned_witness(
     """T2 / T4's witness (1 0^(W-1))^T, with W chosen so that every time-invariant eigenvalue phase is
     nearly a whole turn after W steps; what it is goes into ``out``."""
     ph = s4d_phases(model, decay_floor, max_len)
-    if missing_transitions(model):
-        out["missing_transitions"] = missing_transitions(model)
+    missing = missing_transitions(model)
+    if missing:
+        out["missing_transitions"] = missing
     w = choose_w(ph, tol, max_w)
     W = w["W"]
     reps = max(8, -(-max_len // W))
