@@ -421,6 +421,18 @@ def _num(s: str) -> float | None:
     return float(s) if s not in ("", "None") else None
 
 
+def _protocol(layers: str, scale: str, sc, seeds: int | None, tasks: list[str], results: list) -> str:
+    """The card's protocol in one sentence: the zoo's scale, what was trained and scored, runs reused."""
+    lo, hi = min(sc.test_lengths), max(sc.test_lengths)
+    reused = sum(1 for _, r in results if r is not None and r.reused)
+    return (
+        f"The frontier zoo's protocol at scale {scale!r}: one {layers} model trained on "
+        f"{', '.join(tasks)} for {sc.steps} steps, {seeds or sc.seeds} seed(s), scored "
+        f"on the final label at length{f's {lo}-{hi}' if hi > lo else f' {lo}'} on the zoo's test draws"
+        + (f"; {reused} of the runs reused from the database." if reused else ".")
+    )
+
+
 def scorecard(
     layers: str,
     scale: str = "quick",
@@ -461,14 +473,7 @@ def scorecard(
     sc = study.scale(scale)
     hz, sp, figures = _read_cells([c for c in own.rows[0][1] if c is not None], max(sc.test_lengths))
     seconds = time.perf_counter() - t0  # the runs, the horizons and the spectra
-    lo, hi = min(sc.test_lengths), max(sc.test_lengths)
-    reused = sum(1 for _, r in results if r is not None and r.reused)
-    protocol = (
-        f"The frontier zoo's protocol at scale {scale!r}: one {layers} model trained on "
-        f"{', '.join(t.label for t in main.tasks)} for {sc.steps} steps, {seeds or sc.seeds} seed(s), scored "
-        f"on the final label at length{f's {lo}-{hi}' if hi > lo else f' {lo}'} on the zoo's test draws"
-        + (f"; {reused} of the runs reused from the database." if reused else ".")
-    )
+    protocol = _protocol(layers, scale, sc, seeds, [t.label for t in main.tasks], results)
     return Card(
         layers,
         label,

@@ -413,7 +413,7 @@ def cmd_scorecard(a):
         a.layers, a.label or a.layers, a.scale, a.steps, a.test_lengths
     )  # scale, steps, lengths
 
-    from statetrack.scorecard import scorecard, spectrum_short, write_card
+    from statetrack.scorecard import scorecard, write_card
 
     if a.out:  # an unwritable folder fails now, not after the sweep
         check_writable(a.out, f"cannot write the scorecard in {a.out!r}")
@@ -436,6 +436,14 @@ def cmd_scorecard(a):
     if a.json:
         print(json.dumps(card.as_dict()))
         return 0
+    _print_card(card, paths)
+    return 0
+
+
+def _print_card(card, paths) -> None:
+    """A card in the terminal: protocol, declarations, each task's cell and horizon, the spectra, its rank."""
+    from statetrack.scorecard import spectrum_short
+
     say(card.protocol + f" {card.runs} runs, horizons and spectra in {card.seconds:.0f} s.")
     for line in card.declared:
         say(line)
@@ -458,7 +466,6 @@ def cmd_scorecard(a):
             )
     if paths:
         say(f"wrote {', '.join(str(p) for p in paths if p.suffix in ('.md', '.html'))}")
-    return 0
 
 
 def add_scorecard(sub) -> None:
