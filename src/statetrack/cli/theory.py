@@ -145,7 +145,7 @@ def cmd_spectrum(a):
         return 0
     for l in r["layers"]:
         if "min_real" not in l:
-            say(f"layer {l['layer']} ({l['mixer']}): no transition matrix (non-linear)")
+            say(f"layer {l['layer']} ({l['mixer']}): {l['no_transition']}")
             continue
         say(
             f"layer {l['layer']} ({l['mixer']}): smallest real part {l['min_real']:.4g}, modulus in "
