@@ -44,8 +44,8 @@ from torch import Tensor
 from statetrack.errors import UserError
 from statetrack.tasks.automaton import Automaton
 from statetrack.tasks.base import Task
-from statetrack.tasks.families import Family, state_names, witness_pairs, word_text
-from statetrack.training.horizon import _take, family_answers
+from statetrack.tasks.families import MAX_FAMILIES, Family, state_names, witness_pairs, word_text
+from statetrack.training.horizon import _take, family_answers, measure_horizons
 
 #: prefix-tree nodes the exhaustive walk may step (2^22: every binary string up to 21 symbols)
 BUDGET = 1 << 22
@@ -634,6 +634,30 @@ def _select(q: np.ndarray, scores: np.ndarray | list[np.ndarray], beam: int, rng
 # the margin-guided search
 
 
+def _extend(model, auto: Automaton, live, words, q, states, m, rows: int, rng, device):
+    """Every kept prefix extended by every live symbol (a random ``rows`` of them where there are more):
+    (words, automaton states, model states, margins, labels, answers), None where nothing is left; an
+    unlabelled prefix carries its parent's margin."""
+    A = auto.n_symbols
+    parent = np.repeat(np.arange(len(q)), A)
+    sym = np.tile(np.arange(A), len(q))
+    child = auto.delta[q[parent], sym]
+    ok = live[child]
+    parent, sym, child = parent[ok], sym[ok], child[ok]
+    if len(parent) > rows:  # a large alphabet: a random share of the children
+        pick = np.sort(rng.choice(len(parent), size=rows, replace=False))
+        parent, sym, child = parent[pick], sym[pick], child[pick]
+    if not len(child):
+        return None
+    st = _take(states, torch.as_tensor(parent, device=device))
+    logits, st = _step(model, auto.tokens[sym], st, device)
+    labels = auto.labels[child]
+    answers = logits.argmax(-1).cpu().numpy()
+    cm = np.where(labels >= 0, _margins(logits, labels), m[parent])
+    words = np.concatenate([words[parent], sym[:, None].astype(np.int16)], axis=1)
+    return words, child, st, cm, labels, answers
+
+
 @torch.no_grad()
 def margin_search(
     model,
@@ -668,26 +692,13 @@ def margin_search(
     strings = 0
     depth = words.shape[1]
     while depth < max_len:
-        parent = np.repeat(np.arange(len(q)), A)
-        sym = np.tile(np.arange(A), len(q))
-        child = auto.delta[q[parent], sym]
-        ok = live[child]
-        parent, sym, child = parent[ok], sym[ok], child[ok]
-        if len(parent) > rows:  # a large alphabet: a random share of the children
-            pick = np.sort(rng.choice(len(parent), size=rows, replace=False))
-            parent, sym, child = parent[pick], sym[pick], child[pick]
-        if not len(child):
+        step = _extend(model, auto, live, words, q, states, m, rows, rng, device)
+        if step is None:
             break
-        st = _take(states, torch.as_tensor(parent, device=device))
-        logits, st = _step(model, auto.tokens[sym], st, device)
+        words, child, st, cm, labels, answers = step
         depth += 1
-        labels = auto.labels[child]
-        answers = logits.argmax(-1).cpu().numpy()
         scoredm = labels >= 0
         strings += int(scoredm.sum())
-        cm = _margins(logits, labels)
-        cm = np.where(scoredm, cm, m[parent])  # an unlabelled prefix carries its parent's margin
-        words = np.concatenate([words[parent], sym[:, None].astype(np.int16)], axis=1)
         bad = scoredm & (answers != labels)
         if bad.any():
             i = np.flatnonzero(bad)
@@ -905,3 +916,31 @@ def verify(
                 fs.known = plain_families if isinstance(plain_families, int) else None
             searches.append(fs)
     return combine(ex, searches, max_len, draws)
+
+
+def horizons_record(
+    model,
+    task: Task,
+    max_len: int,
+    draws: tuple[int | None, list[int]] | None = None,
+    budget: int = BUDGET,
+    max_families: int = MAX_FAMILIES,
+    keep_families: bool = False,
+    device=None,
+) -> dict:
+    """What a run records of its horizons up to ``max_len``: the witness families of every pair of states
+    (``horizon.measure_horizons``: "pairs", "family_horizon" and the counts) and the verified horizon
+    (``verify``): "horizon" (the shortest wrong string any search found, None: none), "holds_to",
+    "rests_on", "shortest_wrong" and "verified" (each search's result)."""
+    h = measure_horizons(model, task, max_len, max_families, device=device, keep_families=keep_families)
+    v = verify(model, task, max_len, budget=budget, draws=draws, plain_families=h["horizon"], device=device)
+    first = v.wrong[0] if v.wrong else None
+    return {
+        **h,
+        "family_horizon": h["horizon"],
+        "horizon": v.horizon,
+        "holds_to": v.holds_to,
+        "rests_on": v.rests_on(),
+        "verified": v.as_dict(),
+        "shortest_wrong": None if first is None else first.as_dict(),
+    }
