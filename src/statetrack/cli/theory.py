@@ -486,7 +486,7 @@ def add_commands(sub) -> None:
         type=int,
         default=None,
         help="prefix-tree nodes of the exhaustive check: every string up to the longest length that fits "
-        "(default: verify.BUDGET, 2^22: 21 symbols of two letters, 13 of three)",
+        "(default: verify.BUDGET, 2,400,000: 20 symbols of two letters, 13 of three)",
     )
     add_max_params(q)
     add_json(q, "one object: the horizon, what it rests on, one entry per pair of states and one per family")

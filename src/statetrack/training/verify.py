@@ -8,7 +8,7 @@ led there matters) passes both. Four searches, each for the task's minimal autom
 - **exhaustive** (``exhaustive_check``): EVERY string of 1 .. L_ex symbols, by a walk of the prefix tree
   that steps the model once per tree node (batched, the state carried from parent to child), so the
   cost is the number of prefixes, not strings x length. L_ex is the longest length whose prefix tree
-  fits ``budget`` nodes (default ``BUDGET``: 21 for two letters, 13 for three). Strings that pass
+  fits ``budget`` nodes (default ``BUDGET``: 20 for two letters, 13 for three). Strings that pass
   through a dead end of the automaton (a state from which no labelled state is reachable, a string the
   task never draws) are not walked; strings that end in an unlabelled state are walked, not scored.
 - **margin-guided** (``margin_search``): from the walk's deepest level, per state of the automaton the
@@ -23,7 +23,7 @@ led there matters) passes both. Four searches, each for the task's minimal autom
 
 ``verify(model, task, max_len)`` runs the first three, ``combine`` reduces them (and the draws) to one
 horizon, the length of the shortest wrong string found (None: none found), and ``Verified.rests_on``
-says in words what the claim rests on ("no error up to 21 in all 4,194,302 strings; none found by
+says in words what the claim rests on ("no error up to 20 in all 2,097,150 strings; none found by
 search to 400; ..."). A wrong string is reported with the state of the automaton it ends in and the
 state the model's representation is nearest (the centroid, over the walk, of the flattened states of
 the strings it answers right, among states whose label the model gave): the pair it confuses.
@@ -47,8 +47,9 @@ from statetrack.tasks.base import Task
 from statetrack.tasks.families import MAX_FAMILIES, Family, state_names, witness_pairs, word_text
 from statetrack.training.horizon import _take, family_answers, measure_horizons
 
-#: prefix-tree nodes the exhaustive walk may step (2^22: every binary string up to 21 symbols)
-BUDGET = 1 << 22
+#: prefix-tree nodes the exhaustive walk may step: every string up to 20 symbols of two letters
+#: (2,097,150 nodes) or 13 of three (2,391,483)
+BUDGET = 2_400_000
 #: rows stepped in one call of the model during the walk
 WALK_ROWS = 1 << 14
 #: bytes of state the walk's batches may hold at once
