@@ -181,4 +181,4 @@ def test_horizon_command_names_the_claim_and_the_failing_prefixes(monkeypatch, c
     assert rc == 0
     assert "verified horizon 18" in out
     assert "no error up to" not in out and "exhaustive: first wrong at 18" in out
-    assert "prefixes that fail" in out
+    assert "prefixes that fail" in out and "D: " in out

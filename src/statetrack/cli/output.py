@@ -487,12 +487,16 @@ def print_verified(v: dict, con=None, rows: int = 12) -> None:
     else:
         prose(con or console(), f"{head}; {v['rests_on']}")
     failing = [f for s in v.get("searches", []) for f in s.get("failing_prefixes", [])]
-    if failing:
+    by: dict[str, list[str]] = {}
+    for f in failing:
+        by.setdefault(f["state"], []).append(f["prefix"] or "(empty)")
+    if by:
         prose(
             con or console(),
-            "prefixes that fail (each reaches the state named; its family's other member is right): "
+            "prefixes that fail in a family whose shortest access word does not (state: prefixes): "
             + "; ".join(
-                f"{f['prefix'] or '(empty)'} -> {f['state']} in {f['family']}" for f in failing[:rows]
+                f"{q}: {', '.join(ps[:4])}" + (f" and {len(ps) - 4} more" if len(ps) > 4 else "")
+                for q, ps in by.items()
             ),
         )
 

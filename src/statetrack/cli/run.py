@@ -154,6 +154,23 @@ def print_splits(title: str, headline: str, metrics, more: dict, horizons: dict 
         print_metrics(title + ("" if split == "test" else f" [{SPLIT_NAMES[split]}]"), ms)
     if horizons:
         print_horizons(horizons)
+        _flag_draws({headline: metrics, **(more or {})}, horizons)
+
+
+def _flag_draws(draws: dict, horizons: dict) -> None:
+    """A line where a draw holds 90% to a length beyond the verified horizon: that length is not a claim."""
+    from statetrack.training.evaluation import longest_generalized
+
+    n = horizons.get("horizon")
+    if n is None or "verified" not in horizons:
+        return
+    for split, ms in draws.items():
+        longest = longest_generalized(ms)
+        if longest is not None and longest >= n:
+            say(
+                f"note: the {SPLIT_NAMES[split]} holds 90% to {longest:,}, but a string of {n} symbols is "
+                f"wrong: the model holds to {n - 1}, not to {longest:,}"
+            )
 
 
 SPLIT_NAMES = {
