@@ -83,7 +83,9 @@ def test_dplr_chunked_gradients_match_reference(per_channel):
 def test_dplr_recurrent_is_the_reference_loop_in_float32():
     ins = dplr_inputs()
     o, S = dplr_recurrent(*[None if x is None else x.float() for x in ins])
-    assert rel_err(o, dplr_ref(*ins)[0]) < 1e-5
+    o_ref, S_ref = dplr_ref(*ins)
+    assert o.dtype == S.dtype == torch.float32
+    assert rel_err(o, o_ref) < 1e-5 and rel_err(S, S_ref) < 1e-5
 
 
 def test_gated_delta_rule_reflections_float32_long():

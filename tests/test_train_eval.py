@@ -2,6 +2,7 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 from statetrack import EvalConfig, ModelConfig, TrainConfig, evaluate, get_task, train
 from statetrack.training.evaluation import LengthMetrics, longest_generalized, scaled
@@ -40,11 +41,22 @@ def test_training_learns_parity_in_distribution():
     assert m[0].accuracy > 0.9
 
 
-def test_validation_lengths_are_in_distribution():
+def test_validation_set_is_the_training_distribution_and_labelled_by_the_task():
     from statetrack.training.loop import validation_set
 
-    val = validation_set(get_task("parity"), _cfg(train_min_len=3, train_max_len=40), "cpu")
-    assert all(3 <= x.shape[1] <= 40 for x, _, _ in val)
+    cfg = _cfg(train_min_len=3, train_max_len=40)
+    val = validation_set(get_task("parity"), cfg, "cpu")
+    lengths = [x.shape[1] for x, _, _ in val]
+    # the range's two ends and points between them, each length once
+    assert lengths[0] == 3 and lengths[-1] == 40 and len(set(lengths)) == len(lengths) == 8
+    assert sum(x.shape[0] for x, _, _ in val) == 8 * (cfg.val_sequences // 8)
+    for x, y, m in val:
+        # parity's label is the parity of the bits so far, scored at the last position; the draw is fair
+        assert torch.equal(y[:, -1], x.cumsum(1)[:, -1] % 2) and m[:, -1].all()
+        assert 0.2 < x.float().mean() < 0.8
+    # a second call gives the same batches (fixed, seeded): validation is comparable across steps
+    again = validation_set(get_task("parity"), cfg, "cpu")
+    assert all(torch.equal(a[0], b[0]) for a, b in zip(val, again, strict=True))
 
 
 def test_early_stop_and_best_checkpoint():
