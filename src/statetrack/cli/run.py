@@ -351,9 +351,7 @@ def _print_accuracy(c, heads: list[str], split: str, con) -> None:
         + [Col(h, _of(r, acc), "right") for h, r in zip(heads, c.runs, strict=True)]
         + [Col("beyond the intervals?", c.verdict)],
         c.lengths,
-        caption="beyond the intervals: the runs' 95% intervals do not overlap, so sampling the test "
-        "sequences does not explain the difference"
-        + ("; '3 > 5': run 3 above run 5" if len(c.runs) > 2 else ""),
+        caption=c.caption(),
         con=con,
     )
 
@@ -409,17 +407,18 @@ def _export(a) -> int:
 
 
 def cmd_plot(a):
-    """``statetrack plot RUN... --out FILE``: accuracy against length and the learning curves of any runs."""
+    """``statetrack plot RUN... [--out FILE]``: accuracy against length and the learning curves of any runs."""
+    from pathlib import Path
+
     from statetrack.files import check_writable
-    from statetrack.report.compare import plot_runs
+    from statetrack.report.compare import default_plot_path, plot_runs
 
     for ref in a.runs:
         find_run(a.db, ref)  # a label that several runs share is said
-    if a.out.rpartition(".")[2].lower() in ("png", "svg", "pdf"):
-        from pathlib import Path
-
-        check_writable(Path(a.out).absolute().parent, f"cannot write the plot {a.out!r}")
-    path = plot_runs(a.db, a.runs, a.out, a.split)
+    out = Path(a.out) if a.out is not None else default_plot_path(a.db, a.runs, a.split)
+    if out.suffix.lstrip(".").lower() in ("png", "svg", "pdf"):
+        check_writable(out.absolute().parent, f"cannot write the plot {str(out)!r}")
+    path = plot_runs(a.db, a.runs, out, a.split)
     say(f"wrote {path}: accuracy against test length and learning curves of {len(a.runs)} run(s)")
     return 0
 
@@ -600,7 +599,13 @@ def add_commands(sub) -> None:
 
     q = sub.add_parser("plot", help="accuracy against test length and learning curves of any stored runs")
     q.add_argument("runs", nargs="+", metavar="RUN", help=RUN_REF)
-    q.add_argument("--out", required=True, metavar="FILE", help="the figure: .png, .svg or .pdf")
+    q.add_argument(
+        "--out",
+        default=None,
+        metavar="FILE",
+        help="the figure: .png, .svg or .pdf (default: plots/ beside --db, named by the runs, e.g. "
+        "runs/plots/rnn-parity_mamba-parity.png)",
+    )
     q.add_argument(
         "--split",
         default="test",
