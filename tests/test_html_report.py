@@ -575,3 +575,34 @@ def test_the_finding_states_the_reports_seeds():
         study, "quick", 2
     )
     assert why(study, "paper", 3) == ""
+
+
+def test_reproduce_reruns_after_a_larger_report_reusing_or_writing_beside(tmp_path, monkeypatch, capsys):
+    """The demo's command, rerun after the README's sweep and report at 2 seeds: it reuses the 2 seeds (no
+    run trained, the report rewritten at its own extent); at another scale it writes beside the report
+    there. Each says which; exit 0."""
+    from statetrack.runs.store import Store
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "300")
+    one = STUDY.replace("name: tiny", "name: one").split("  - label: Negative Mamba")[0] + (
+        "scales:\n  quick: {seeds: 1, steps: 20, eval_batch: 8, test_lengths: [8, 30]}\n"
+        "  other: {seeds: 1, steps: 10, eval_batch: 8, test_lengths: [8]}\n"
+    )
+    Path("one.yaml").write_text(one)
+    common = ["--db", "runs/r.db", "--workers", "1", "--figures", ""]
+    assert main(["reproduce", "one.yaml", *common]) == 0
+    assert main(["sweep", "one.yaml", "--seeds", "2", "--db", "runs/r.db", "--workers", "1"]) == 0
+    assert main(["report", "one.yaml", "--seeds", "2", "--db", "runs/r.db", "--figures", ""]) == 0
+    runs = len(Store("runs/r.db").runs())
+    capsys.readouterr()
+    assert main(["reproduce", "one.yaml", *common]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "holds the report of one at 2 complete runs, 2 seeds per cell" in out and "reusing" in out
+    assert len(Store("runs/r.db").runs()) == runs  # every run reused
+    assert json.loads(Path("runs/reports/index.json").read_text())["one"]["seeds"] == 2
+    assert main(["reproduce", "one.yaml", "--scale", "other", *common]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "writing this one beside it, in 'runs/reports-other-1seed'" in out
+    assert json.loads(Path("runs/reports/index.json").read_text())["one"]["scale"] == "quick"
+    assert json.loads(Path("runs/reports-other-1seed/index.json").read_text())["one"]["scale"] == "other"

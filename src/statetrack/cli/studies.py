@@ -286,11 +286,20 @@ def cmd_reproduce(a):
     _check(a)
     _figures(a.figures)
     if a.out:  # an unwritable folder, or a report there that holds more, fails now, not after the sweep
-        from statetrack.report.folder import Extent, check_replace
+        from statetrack.report.folder import Extent, check_replace, place_report
 
-        check_writable(a.out, f"cannot write the report in {a.out!r}")
         part = load_part(a)
-        check_replace(a.out, part.name, Extent(a.scale, a.seeds or part.scale(a.scale).seeds, None), a.force)
+        new = Extent(a.scale, a.seeds or part.scale(a.scale).seeds, None)
+        if a.out == DEFAULT_OUT and a.seeds is None and not a.force:  # rerun as it was: reuse or write beside
+            placed = place_report(a.out, part.name, new)
+            if placed.note:  # said first: on stderr under --json, whose stdout is the runs' objects
+                from statetrack.progress import warn
+
+                (warn if a.json else say)(placed.note)
+                a.out, a.seeds = str(placed.folder), placed.seeds
+                new = Extent(a.scale, placed.seeds, None)
+        check_writable(a.out, f"cannot write the report in {a.out!r}")
+        check_replace(a.out, part.name, new, a.force)
     study, results, wall = _sweep(a)
     rep = collect(study, a.db, a.scale, a.seeds, a.device, a.max_runs)
     _check_out(rep, a)
