@@ -217,3 +217,21 @@ def test_piped_progress_lines_fit_80_columns(monkeypatch):
         prog.done(job, res)
     assert len(stream.getvalue().splitlines()) == 1
     assert fit("a  b", 3) == ["a", "  b"] and fit("x" * 9, 4) == ["x" * 9]  # a word wider: whole
+
+
+def test_run_log_names_the_accuracy_it_prints(monkeypatch):
+    """A test length's log line names its accuracy (the last position's: a language model's final token)
+    and gives the token accuracy beside it where that differs (the number the LM table shows)."""
+    import io
+
+    from statetrack.cli.progress import RunProgress
+    from statetrack.training.evaluation import LengthMetrics
+
+    monkeypatch.setenv("COLUMNS", "200")
+    stream = io.StringIO()
+    with RunProgress("train negmamba*2 on lm:synthetic", 0, 2, stream=stream) as prog:
+        prog.length(LengthMetrics(64, 0.914, 0.874, 0.0, None, 0.1, 64))
+        prog.length(LengthMetrics(512, 1.0, 1.0, 1.0, 1.0, 0.5, 64))
+    first, second = stream.getvalue().splitlines()
+    assert "last-position accuracy 91.4%  token accuracy 87.4%" in first
+    assert "last-position accuracy 100.0%" in second and "token accuracy" not in second

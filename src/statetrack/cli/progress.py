@@ -157,7 +157,14 @@ class RunProgress(_Reporter):
 
     @staticmethod
     def _accuracy(m) -> str:
-        return f"accuracy n/a ({m.note})" if m.accuracy is None else f"accuracy {100 * m.accuracy:.1f}%"
+        """The length's accuracy named for what it is (the label after all its inputs: a language model's
+        final token), and its token accuracy (every scored position: the LM table's) where it differs."""
+        if m.accuracy is None:
+            return f"accuracy n/a ({m.note})"
+        out = f"last-position accuracy {100 * m.accuracy:.1f}%"
+        if m.token_accuracy is not None and round(1000 * m.token_accuracy) != round(1000 * m.accuracy):
+            out += f"  token accuracy {100 * m.token_accuracy:.1f}%"
+        return out
 
 
 class SweepProgress(_Reporter):
