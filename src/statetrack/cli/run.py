@@ -81,6 +81,9 @@ def train_configs(a):
         )
     if "device" in flat:  # the evaluation runs where the training ran, unless told otherwise
         flat.setdefault("eval.device", flat["device"])
+    from statetrack.runs.names import check_names
+
+    check_names(flat)  # a mistyped task, mixer or option is said before torch loads (device 'auto' loads it)
     try:
         return run_configs(flat)
     except ConfigError as e:  # a bad value from a file or --set: said with where it came from
@@ -95,11 +98,11 @@ def _tensorboard(a):
 
 
 def cmd_train(a):
+    tcfg, ecfg = train_configs(a)
     from statetrack.runs.records import run_object, split_rows
     from statetrack.runs.runner import run
     from statetrack.runs.store import Store
 
-    tcfg, ecfg = train_configs(a)
     _tensorboard(a)
     with RunProgress(f"train {tcfg.model.layers} on {tcfg.task}", tcfg.steps, len(ecfg.lengths)) as prog:
         res = run(
