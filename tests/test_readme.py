@@ -97,6 +97,9 @@ def test_readme_runs_as_written(tmp_path):
     s3 = {m["length"]: m["accuracy"] for m in json.loads(p.stdout)["metrics"]}
     assert s3[16] >= 0.9 and s3[64] >= 0.9, s3
     assert (clone / "spectrum.png").is_file() and (clone / "runs/reports/index.html").is_file()
+    # make demo again, after the README's sweep and report at 2 seeds: it reuses them and says so (exit 0)
+    again = run(demo_command(), "make demo again")
+    assert "reproducing it at 2 seeds per cell, reusing the runs" in " ".join(again.split())
     python = [b for lang, b in blocks(readme) if lang == "python"]
     assert len(python) == 1
     (clone / "readme_api.py").write_text(python[0])
