@@ -67,6 +67,10 @@ TYPOS = {
     ("reproduce", "khavari2025-parit"): "did you mean 'khavari2025-parity'?",
     ("sweep", "frontier-zo"): "did you mean 'frontier-zoo'?",
     ("report", "frontier-zoo", "--scale", "quik"): "did you mean 'quick'?",
+    (
+        "eval",
+        "run:rnn-parityy",
+    ): "not found",  # the database, here; a label: 'did you mean' (test_did_you_mean)
 }
 
 

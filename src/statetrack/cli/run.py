@@ -166,6 +166,7 @@ SPLIT_NAMES = {
 
 
 def cmd_eval(a):
+    a.checkpoint = checkpoint_path(a)  # a mistyped run label is said before torch loads
     from statetrack.config import EvalConfig, validated
     from statetrack.runs.records import checkpoint_run, split_rows
     from statetrack.runs.store import checkpoint_of_run_problem
@@ -174,7 +175,6 @@ def cmd_eval(a):
     from statetrack.training.device import resolve_device
     from statetrack.training.evaluation import evaluate_more, evaluate_run
 
-    a.checkpoint = checkpoint_path(a)
     fields = {k.removeprefix("eval."): v for k, v in given(a).items() if k.startswith("eval.")}
     ecfg = validated(EvalConfig, **fields)
     model, cfg, task, extra = load_checkpoint(
