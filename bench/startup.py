@@ -35,6 +35,10 @@ COMMANDS = [
     ["tasks"],
     ["groups"],
     ["oracle", "--layers", "mamba,s4d", "--task", "parity"],
+    # mistyped names: said before torch loads (exit 2, one line)
+    ["train", "--layers", "mamab"],
+    ["train", "--layers", "rnn", "--task", "partiy"],
+    ["reproduce", "khavari2025-parit"],
 ]
 #: the packages that take long to import, or that only some commands need
 HEAVY = (

@@ -261,3 +261,33 @@ def test_bad_config_file_key(tmp_path, capsys):
     f.write_text("- a list\n")
     assert main(["train", "--config", str(f)]) == 2
     assert "must hold a mapping of config keys, got list" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "text, where",
+    [
+        (
+            "task: group:S3\nmodel: {layers: rnn, d_model: 16\nsteps: 600\n",
+            (
+                "line 3, column 6: expected ',' or '}', but got ':' (in a flow mapping that starts at "
+                "line 2, column 8)"
+            ),
+        ),
+        ("task: group:S3\n  steps: 600\n", "line 2, column 8: mapping values are not allowed here"),
+        ('task: "group:S3\n', "line 2, column 1: found unexpected end of stream (in a quoted scalar that"),
+    ],
+)
+def test_broken_yaml_names_line_and_column(tmp_path, capsys, text, where):
+    """A config or study file that is not YAML: one line with the line and column of the problem (and where
+    the bracket or quote it is in starts), no traceback, nothing written."""
+    from statetrack.errors import UserError
+    from statetrack.experiments.loading import load_study
+
+    f = tmp_path / "c.yaml"
+    f.write_text(text)
+    assert main(["train", "--config", str(f), "--db", str(tmp_path / "x.db")]) == 2
+    err = capsys.readouterr().err
+    assert f"config file '{f}' is not valid YAML: {where}" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "x.db").exists()
+    with pytest.raises(UserError, match=f"study file .* is not valid YAML: {where[:20]}"):
+        load_study(str(f))

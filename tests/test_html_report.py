@@ -504,17 +504,21 @@ def test_pages_in_chromium(report, chromium, tmp_path, name, width):
     assert 0.005 < ink < 0.6, ink  # text, tables and figures drawn; not a blank or black page
 
 
+#: one Negative Mamba layer's spectrum, as theory.spectrum gives it
+NEGMAMBA_LAYER = {
+    "layer": 1,
+    "mixer": "negmamba",
+    "min_real": -0.9,
+    "sample_tokens": [0, 1, 0, 1],
+    "samples": np.array([[0.5 + 0j], [-0.9 + 0j], [0.4 + 0j], [-0.8 + 0j]]),
+    "per_token": {"0": [[0.5, 0.0]], "1": [[-0.9, 0.0]]},
+}
+
+
 def test_spectrum_and_curve_figures():
     from statetrack.report.plots import close, spectrum_figure
 
-    layer = {
-        "layer": 1,
-        "mixer": "negmamba",
-        "min_real": -0.9,
-        "sample_tokens": [0, 1, 0, 1],
-        "samples": np.array([[0.5 + 0j], [-0.9 + 0j], [0.4 + 0j], [-0.8 + 0j]]),
-        "per_token": {"0": [[0.5, 0.0]], "1": [[-0.9, 0.0]]},
-    }
+    layer = NEGMAMBA_LAYER
     fig = spectrum_figure({"layers": [layer], "layers_spec": "negmamba", "task": "parity"})
     ax = fig.axes[0]
     assert ax.get_xlabel() == "Re λ" and ax.get_ylabel() == "Im λ"
@@ -575,3 +579,91 @@ def test_the_finding_states_the_reports_seeds():
         study, "quick", 2
     )
     assert why(study, "paper", 3) == ""
+
+
+def test_reproduce_reruns_after_a_larger_report_reusing_or_writing_beside(tmp_path, monkeypatch, capsys):
+    """The demo's command, rerun after the README's sweep and report at 2 seeds: it reuses the 2 seeds (no
+    run trained, the report rewritten at its own extent); at another scale it writes beside the report
+    there. Each says which; exit 0."""
+    from statetrack.runs.store import Store
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "300")
+    one = STUDY.replace("name: tiny", "name: one").split("  - label: Negative Mamba")[0] + (
+        "scales:\n  quick: {seeds: 1, steps: 20, eval_batch: 8, test_lengths: [8, 30]}\n"
+        "  other: {seeds: 1, steps: 10, eval_batch: 8, test_lengths: [8]}\n"
+    )
+    Path("one.yaml").write_text(one)
+    common = ["--db", "runs/r.db", "--workers", "1", "--figures", ""]
+    assert main(["reproduce", "one.yaml", *common]) == 0
+    assert main(["sweep", "one.yaml", "--seeds", "2", "--db", "runs/r.db", "--workers", "1"]) == 0
+    assert main(["report", "one.yaml", "--seeds", "2", "--db", "runs/r.db", "--figures", ""]) == 0
+    runs = len(Store("runs/r.db").runs())
+    capsys.readouterr()
+    assert main(["reproduce", "one.yaml", *common]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "holds the report of one at 2 complete runs, 2 seeds per cell" in out and "reusing" in out
+    assert len(Store("runs/r.db").runs()) == runs  # every run reused
+    assert json.loads(Path("runs/reports/index.json").read_text())["one"]["seeds"] == 2
+    assert main(["reproduce", "one.yaml", "--scale", "other", *common]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "writing this one beside it, in 'runs/reports-other-1seed'" in out
+    assert json.loads(Path("runs/reports/index.json").read_text())["one"]["scale"] == "quick"
+    assert json.loads(Path("runs/reports-other-1seed/index.json").read_text())["one"]["scale"] == "other"
+
+
+def _fake_curves(models: int):
+    """Panels and curves of ``models`` models, 2 learning rates x 3 seeds each, for _curves_figure."""
+    from types import SimpleNamespace
+
+    panels, curves, k = [], {}, 0
+    for m in range(models):
+        runs = []
+        for lr in (0.01, 0.001):
+            for seed in range(3):
+                k += 1
+                curves[k] = [{"step": s, "val_accuracy": min(1.0, s / 1500)} for s in range(0, 2001, 100)]
+                runs.append(
+                    (SimpleNamespace(train=SimpleNamespace(lr=lr), seed=seed), SimpleNamespace(run_id=k))
+                )
+        panels.append((f"Negative Mamba (trained on lengths 1-40) {m}", runs))
+    return panels, curves
+
+
+def test_figures_are_legible_at_1280_px():
+    """Each figure of the HTML page is shown at its own width (the page's CSS no longer shares a row between
+    figures, which drew the learning curves' six panels in 588x293 px), that width fits a 1,280 px window,
+    and no text in it is under 10 px (an SVG point is 4/3 px at its own size). Measured on the figures
+    themselves: the six-panel learning curves, a three-layer spectrum and a length figure."""
+    from types import SimpleNamespace
+
+    from statetrack.report.html import CSS
+    from statetrack.report.plots import MAX_WIDTH_PX, _curves_figure, close, spectrum_figure, svg_text
+
+    assert "figure { margin: 1.2em 0; flex: 0 1 auto; max-width: 100%; }" in CSS
+    panels, curves = _fake_curves(6)
+    layer = NEGMAMBA_LAYER
+    figures = {
+        "curves": _curves_figure(SimpleNamespace(name="khavari2025-parity"), panels, curves, "parity"),
+        "spectrum": spectrum_figure(
+            {
+                "layers": [layer, {**layer, "layer": 2}, {**layer, "layer": 3}],
+                "layers_spec": "x",
+                "task": "C6",
+            }
+        ),
+    }
+    for name, fig in figures.items():
+        try:
+            svg = svg_text(fig)
+            texts = [t for t in fig.findobj(lambda a: hasattr(a, "get_fontsize")) if t.get_text().strip()]
+            smallest_px = min(t.get_fontsize() for t in texts) * 4 / 3
+        finally:
+            close(fig)
+        w_pt, h_pt = (
+            float(x) for x in re.search(r'<svg[^>]*width="([\d.]+)pt" height="([\d.]+)pt"', svg).groups()
+        )
+        assert w_pt * 4 / 3 <= MAX_WIDTH_PX <= 1280 - 2 * 30 - 20, (name, w_pt)  # margins, scrollbar
+        assert smallest_px >= 10, (name, smallest_px)
+        if name == "curves":  # six panels: each now about a third of the figure's own 1,000 px and more
+            assert w_pt * 4 / 3 > 900 and h_pt * 4 / 3 > 450, (w_pt, h_pt)

@@ -183,3 +183,55 @@ def test_sweep_progress_lines(tmp_path, rnn_study, capsys):
     assert sorted(l.split(" done: ")[0] for l in done) == ["s (quick): run 1/2", "s (quick): run 2/2"]
     # 3 validations (steps 0, 5, 10) x 2 runs, from the worker processes
     assert len([l for l in err if ": step " in l]) == 6
+
+
+def test_piped_progress_lines_fit_80_columns(monkeypatch):
+    """A sweep's log lines, piped, with the longest model label of a study: at most 80 columns (COLUMNS
+    unset), broken between fields, every field whole; COLUMNS sets the width."""
+    import io
+    from types import SimpleNamespace
+
+    from statetrack.cli.progress import SweepProgress, fit
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    job = SimpleNamespace(
+        label="Negative Mamba (trained on lengths 1-40)",
+        column=None,
+        train=SimpleNamespace(task="modarith-brackets:5", lr=0.001, steps=20000),
+        seed=2,
+    )
+    res = SimpleNamespace(reused=False, status="complete", summary={"longest_90": 10000})
+    stream = io.StringIO()
+    with SweepProgress("khavari2025-parity (quick)", 12, stream=stream) as prog:
+        prog.validation(job, 12500, {"train_loss": 0.512, "val_accuracy": 0.875})
+        prog.done(job, res)
+    lines = stream.getvalue().splitlines()
+    assert max(map(len, lines)) <= 80 and len(lines) >= 3, lines
+    text = " ".join(lines)
+    for field in ("step 12500/20000", "loss 0.512", "val acc 87.5%", "(complete, longest >=90% 10000)"):
+        assert field in text  # no field broken across lines
+    assert all(line.startswith("  ") for line in lines if not line.startswith("khavari2025-parity"))
+    monkeypatch.setenv("COLUMNS", "200")
+    stream = io.StringIO()
+    with SweepProgress("khavari2025-parity (quick)", 12, stream=stream) as prog:
+        prog.done(job, res)
+    assert len(stream.getvalue().splitlines()) == 1
+    assert fit("a  b", 3) == ["a", "  b"] and fit("x" * 9, 4) == ["x" * 9]  # a word wider: whole
+
+
+def test_run_log_names_the_accuracy_it_prints(monkeypatch):
+    """A test length's log line names its accuracy (the last position's: a language model's final token)
+    and gives the token accuracy beside it where that differs (the number the LM table shows)."""
+    import io
+
+    from statetrack.cli.progress import RunProgress
+    from statetrack.training.evaluation import LengthMetrics
+
+    monkeypatch.setenv("COLUMNS", "200")
+    stream = io.StringIO()
+    with RunProgress("train negmamba*2 on lm:synthetic", 0, 2, stream=stream) as prog:
+        prog.length(LengthMetrics(64, 0.914, 0.874, 0.0, None, 0.1, 64))
+        prog.length(LengthMetrics(512, 1.0, 1.0, 1.0, 1.0, 0.5, 64))
+    first, second = stream.getvalue().splitlines()
+    assert "last-position accuracy 91.4%  token accuracy 87.4%" in first
+    assert "last-position accuracy 100.0%" in second and "token accuracy" not in second

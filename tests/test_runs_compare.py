@@ -54,6 +54,8 @@ def test_compare_api_and_command(runs, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "config: " in out and "steps *" in out and "model.layers *" in out  # the differing keys, marked
     assert "beyond the intervals?" in out and f"{a.run_id} > {b.run_id}" in out
+    # the caption follows the intervals: it names the lengths beyond them, never a fixed sentence
+    assert "beyond the intervals: at 2 of 2 lengths scored (16, 64)" in " ".join(out.split())
     assert main(["runs", "compare", "good", "early", "--db", db, "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert [r["label"] for r in d["runs"]] == ["good", "early"]
@@ -85,6 +87,16 @@ def test_plot(runs, tmp_path, capsys, suffix):
         close(fig)
     assert main(["plot", "good", "--db", db, "--out", str(tmp_path / "x.jpg")]) == 2
     assert "allowed: .png, .svg, .pdf" in capsys.readouterr().err
+
+
+def test_plot_writes_a_default_file_it_names(runs, capsys):
+    """Without --out, plot writes plots/ beside the database, named by the runs, and says where."""
+    from pathlib import Path
+
+    db = runs[0]
+    assert main(["plot", "good", "mamba", "--db", db]) == 0
+    path = Path(db).parent / "plots" / "good_mamba.png"
+    assert path.stat().st_size > 1000 and f"wrote {path}" in capsys.readouterr().out
 
 
 def test_export_csv_and_parquet(runs, tmp_path, capsys, monkeypatch):
@@ -129,6 +141,15 @@ def test_rerun_labels_are_unique_and_a_shared_label_is_said(tmp_path, capsys):
     first = run(_cfg("rnn", 10), ev, db=db, label="s3")
     new, diffs = rerun(first.run_id, db)
     assert diffs == {} and Store(db).run(new.run_id)["label"] == "s3-rerun-2"
+    # identical reruns: identical intervals, and the caption says that sampling can explain any difference
+    from statetrack.report.compare import compare_runs
+
+    assert (
+        compare_runs(db, ["s3", "s3-rerun-2"]).caption().startswith("beyond the intervals: at none of the 1")
+    )
+    assert main(["runs", "compare", "s3", "s3-rerun-2", "--db", db]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "do not overlap" not in out and "overlap at each" in out
     assert main(["rerun", "s3", "--db", db]) == 0
     assert "(label s3-rerun-3)" in capsys.readouterr().out
     assert rerun_label(Store(db), "s3-rerun-3") == "s3-rerun-4" and rerun_label(Store(db), None) is None

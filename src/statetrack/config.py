@@ -22,7 +22,7 @@ from pydantic import (
 
 from statetrack.errors import UserError, did_you_mean
 from statetrack.spec import format_layers, parse_layers
-from statetrack.untrusted import MAX_YAML_BYTES, load_yaml, read_text
+from statetrack.untrusted import MAX_YAML_BYTES, load_yaml, read_text, yaml_problem
 
 #: the largest model a checkpoint may declare, in parameters (1 GB of float32 weights). A fixed number
 #: rather than one derived from free memory, so a file loads on every machine or on none; raise it with
@@ -458,7 +458,7 @@ def load_run_config(path: str | os.PathLike) -> dict:
     try:
         data = load_yaml(read_text(p, what, MAX_YAML_BYTES), what)
     except yaml.YAMLError as e:
-        raise UserError(f"config file {str(p)!r} is not valid YAML: {str(e).splitlines()[0]}") from None
+        raise UserError(f"config file {str(p)!r} is not valid YAML: {yaml_problem(e)}") from None
     return flatten(data or {}, f"config file {str(p)!r}")
 
 

@@ -148,6 +148,21 @@ def load_yaml(text: str, what: str, max_bytes: int = MAX_YAML_BYTES) -> Any:
     return _parse(parse, text, what, max_bytes)
 
 
+def yaml_problem(e: Exception) -> str:
+    """A YAML syntax error in one line that says where: 'line 3, column 9: expected ',' or '}', but got
+    '<stream end>' (in a flow mapping that starts at line 2, column 7)'; lines and columns count from 1."""
+    problem = getattr(e, "problem", None)
+    mark = getattr(e, "problem_mark", None)
+    if problem is None or mark is None:
+        return str(e).splitlines()[0] if str(e) else type(e).__name__
+    out = f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    context, cmark = getattr(e, "context", None), getattr(e, "context_mark", None)
+    if context and cmark is not None:
+        started = context.removeprefix("while parsing ").removeprefix("while scanning ")
+        out += f" (in {started} that starts at line {cmark.line + 1}, column {cmark.column + 1})"
+    return " ".join(out.split())
+
+
 def read_json(path: str | os.PathLike, what: str) -> Any:
     """A JSON file within the limits (its size looked at before it is read)."""
     what = f"{what} {str(path)!r}"

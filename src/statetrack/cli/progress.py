@@ -7,16 +7,49 @@ a pipe, a batch job) each validation is one line::
 
     train rnn on parity: step 400/2000  loss 0.512  val acc 87.5%  elapsed 12s  ETA 48s
 
-and each test length, and each finished run of a sweep, one line too. Progress never goes to stdout,
-so ``--json`` output stays clean.
+and each test length, and each finished run of a sweep, one line too. A line wider than ``COLUMNS`` (80
+when unset) continues on lines indented by two spaces, broken between its fields (two spaces apart), so a
+log read in a terminal or an editor of that width is never cut or wrapped mid-field. Progress never goes
+to stdout, so ``--json`` output stays clean.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
+from statetrack.cli.output import PIPE_WIDTH, wrap
 from statetrack.progress import describe_waits, duration
+
+#: how a log line that does not fit continues
+INDENT = "  "
+
+
+def log_width() -> int:
+    """The width of a log line: ``COLUMNS`` when set, else 80 (a log's lines are read in files and pipes)."""
+    cols = os.environ.get("COLUMNS", "").strip()
+    return int(cols) if cols.isdigit() and int(cols) > 0 else PIPE_WIDTH
+
+
+def fit(text: str, width: int) -> list[str]:
+    """``text`` as lines of at most ``width`` cells: its fields (separated by two spaces) kept whole and
+    packed in order, each line after the first indented by :data:`INDENT`; a field wider than a line is
+    broken at its spaces (``output.wrap``)."""
+    out: list[str] = []  # finished lines, before their indent
+    line = ""
+    for field in (f for f in text.split("  ") if f):
+        if line and len(line) + 2 + len(field) <= width - (len(INDENT) if out else 0):
+            line += "  " + field
+            continue
+        if line:
+            out.append(line)
+        room = width - (len(INDENT) if out else 0)
+        parts = wrap(field, max(1, width - len(INDENT))) if len(field) > room else [field]
+        out.extend(parts[:-1])
+        line = parts[-1]
+    out.append(line)
+    return [out[0]] + [INDENT + x for x in out[1:]]
 
 
 class _Reporter:
@@ -61,7 +94,7 @@ class _Reporter:
         if self.bar is not None:  # above the bar, which stays at the bottom
             self.bar.console.print(text, markup=False, highlight=False)
         else:
-            print(text, file=self.stream, flush=True)
+            print("\n".join(fit(text, log_width())), file=self.stream, flush=True)
 
     def times(self, done: float, total: float) -> str:
         el = time.time() - self.t0
@@ -124,7 +157,14 @@ class RunProgress(_Reporter):
 
     @staticmethod
     def _accuracy(m) -> str:
-        return f"accuracy n/a ({m.note})" if m.accuracy is None else f"accuracy {100 * m.accuracy:.1f}%"
+        """The length's accuracy named for what it is (the label after all its inputs: a language model's
+        final token), and its token accuracy (every scored position: the LM table's) where it differs."""
+        if m.accuracy is None:
+            return f"accuracy n/a ({m.note})"
+        out = f"last-position accuracy {100 * m.accuracy:.1f}%"
+        if m.token_accuracy is not None and round(1000 * m.token_accuracy) != round(1000 * m.accuracy):
+            out += f"  token accuracy {100 * m.token_accuracy:.1f}%"
+        return out
 
 
 class SweepProgress(_Reporter):

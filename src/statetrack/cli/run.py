@@ -81,6 +81,9 @@ def train_configs(a):
         )
     if "device" in flat:  # the evaluation runs where the training ran, unless told otherwise
         flat.setdefault("eval.device", flat["device"])
+    from statetrack.runs.names import check_names
+
+    check_names(flat)  # a mistyped task, mixer or option is said before torch loads (device 'auto' loads it)
     try:
         return run_configs(flat)
     except ConfigError as e:  # a bad value from a file or --set: said with where it came from
@@ -95,11 +98,11 @@ def _tensorboard(a):
 
 
 def cmd_train(a):
+    tcfg, ecfg = train_configs(a)
     from statetrack.runs.records import run_object, split_rows
     from statetrack.runs.runner import run
     from statetrack.runs.store import Store
 
-    tcfg, ecfg = train_configs(a)
     _tensorboard(a)
     with RunProgress(f"train {tcfg.model.layers} on {tcfg.task}", tcfg.steps, len(ecfg.lengths)) as prog:
         res = run(
@@ -180,6 +183,7 @@ SPLIT_NAMES = {
 
 
 def cmd_eval(a):
+    a.checkpoint = checkpoint_path(a)  # a mistyped run label is said before torch loads
     from statetrack.config import EvalConfig, validated
     from statetrack.runs.records import checkpoint_run, split_rows
     from statetrack.runs.store import checkpoint_of_run_problem
@@ -188,7 +192,6 @@ def cmd_eval(a):
     from statetrack.training.device import resolve_device
     from statetrack.training.evaluation import evaluate_more, evaluate_run
 
-    a.checkpoint = checkpoint_path(a)
     fields = {k.removeprefix("eval."): v for k, v in given(a).items() if k.startswith("eval.")}
     ecfg = validated(EvalConfig, **fields)
     model, cfg, task, extra = load_checkpoint(
@@ -368,9 +371,7 @@ def _print_accuracy(c, heads: list[str], split: str, con) -> None:
         + [Col(h, _of(r, acc), "right") for h, r in zip(heads, c.runs, strict=True)]
         + [Col("beyond the intervals?", c.verdict)],
         c.lengths,
-        caption="beyond the intervals: the runs' 95% intervals do not overlap, so sampling the test "
-        "sequences does not explain the difference"
-        + ("; '3 > 5': run 3 above run 5" if len(c.runs) > 2 else ""),
+        caption=c.caption(),
         con=con,
     )
 
@@ -426,17 +427,18 @@ def _export(a) -> int:
 
 
 def cmd_plot(a):
-    """``statetrack plot RUN... --out FILE``: accuracy against length and the learning curves of any runs."""
+    """``statetrack plot RUN... [--out FILE]``: accuracy against length and the learning curves of any runs."""
+    from pathlib import Path
+
     from statetrack.files import check_writable
-    from statetrack.report.compare import plot_runs
+    from statetrack.report.compare import default_plot_path, plot_runs
 
     for ref in a.runs:
         find_run(a.db, ref)  # a label that several runs share is said
-    if a.out.rpartition(".")[2].lower() in ("png", "svg", "pdf"):
-        from pathlib import Path
-
-        check_writable(Path(a.out).absolute().parent, f"cannot write the plot {a.out!r}")
-    path = plot_runs(a.db, a.runs, a.out, a.split)
+    out = Path(a.out) if a.out is not None else default_plot_path(a.db, a.runs, a.split)
+    if out.suffix.lstrip(".").lower() in ("png", "svg", "pdf"):
+        check_writable(out.absolute().parent, f"cannot write the plot {str(out)!r}")
+    path = plot_runs(a.db, a.runs, out, a.split)
     say(f"wrote {path}: accuracy against test length and learning curves of {len(a.runs)} run(s)")
     return 0
 
@@ -617,7 +619,13 @@ def add_commands(sub) -> None:
 
     q = sub.add_parser("plot", help="accuracy against test length and learning curves of any stored runs")
     q.add_argument("runs", nargs="+", metavar="RUN", help=RUN_REF)
-    q.add_argument("--out", required=True, metavar="FILE", help="the figure: .png, .svg or .pdf")
+    q.add_argument(
+        "--out",
+        default=None,
+        metavar="FILE",
+        help="the figure: .png, .svg or .pdf (default: plots/ beside --db, named by the runs, e.g. "
+        "runs/plots/rnn-parity_mamba-parity.png)",
+    )
     q.add_argument(
         "--split",
         default="test",

@@ -22,12 +22,15 @@ DEFAULT_OUT = "runs/reports"
 
 
 def _check(a):
+    """The options of a sweep, and the study, its scale and its --model / --task rows and columns: said
+    before torch loads (a mistyped study name in under a second)."""
     if a.workers < 1:
         raise UserError(f"--workers must be at least 1, got {a.workers}")
     if getattr(a, "seeds", None) is not None and a.seeds < 1:
         raise UserError(f"--seeds must be at least 1, got {a.seeds}")
     if a.address is not None and a.executor != "ray":
         raise UserError("--address needs --executor ray")
+    load_part(a)
     if a.tensorboard:
         from statetrack.report.tensorboard import summary_writer
 
@@ -254,12 +257,12 @@ def _check_out(rep, a) -> None:
 
 
 def cmd_report(a):
-    from statetrack.report.writer import check_reportable, collect
-
     if a.seeds is not None and a.seeds < 1:
         raise UserError(f"--seeds must be at least 1, got {a.seeds}")
+    study = load_part(a)  # a mistyped study is said before torch loads
     _figures(a.figures)
-    study = load_part(a)
+    from statetrack.report.writer import check_reportable, collect
+
     rep = collect(study, a.db, a.scale, a.seeds, a.device, a.max_runs)
     check_reportable(rep, a.db)  # a grid with no complete run: one line, nothing printed or written
     _check_out(rep, a)
@@ -281,16 +284,26 @@ def cmd_report(a):
 def cmd_reproduce(a):
     """``statetrack reproduce``: sweep, then the report from the database."""
     from statetrack.files import check_writable
-    from statetrack.report.writer import collect
 
     _check(a)
     _figures(a.figures)
-    if a.out:  # an unwritable folder, or a report there that holds more, fails now, not after the sweep
-        from statetrack.report.folder import Extent, check_replace
+    from statetrack.report.writer import collect
 
-        check_writable(a.out, f"cannot write the report in {a.out!r}")
+    if a.out:  # an unwritable folder, or a report there that holds more, fails now, not after the sweep
+        from statetrack.report.folder import Extent, check_replace, place_report
+
         part = load_part(a)
-        check_replace(a.out, part.name, Extent(a.scale, a.seeds or part.scale(a.scale).seeds, None), a.force)
+        new = Extent(a.scale, a.seeds or part.scale(a.scale).seeds, None)
+        if a.out == DEFAULT_OUT and a.seeds is None and not a.force:  # rerun as it was: reuse or write beside
+            placed = place_report(a.out, part.name, new)
+            if placed.note:  # said first: on stderr under --json, whose stdout is the runs' objects
+                from statetrack.progress import warn
+
+                (warn if a.json else say)(placed.note)
+                a.out, a.seeds = str(placed.folder), placed.seeds
+                new = Extent(a.scale, placed.seeds, None)
+        check_writable(a.out, f"cannot write the report in {a.out!r}")
+        check_replace(a.out, part.name, new, a.force)
     study, results, wall = _sweep(a)
     rep = collect(study, a.db, a.scale, a.seeds, a.device, a.max_runs)
     _check_out(rep, a)

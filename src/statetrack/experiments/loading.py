@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from statetrack import plugins
 from statetrack.errors import UserError, did_you_mean
 from statetrack.experiments.schema import Study
-from statetrack.untrusted import MAX_YAML_BYTES, load_yaml, read_text
+from statetrack.untrusted import MAX_YAML_BYTES, load_yaml, read_text, yaml_problem
 
 HERE = Path(__file__).parent
 
@@ -43,8 +43,7 @@ def load_study(name_or_path: str) -> Study:
     try:
         data = load_yaml(read_text(path, what, MAX_YAML_BYTES), what)
     except yaml.YAMLError as e:
-        line = str(e).splitlines()[0]
-        raise UserError(f"study file {str(path)!r} is not valid YAML: {line}") from None
+        raise UserError(f"study file {str(path)!r} is not valid YAML: {yaml_problem(e)}") from None
     if not isinstance(data, dict):
         raise UserError(f"study file {str(path)!r} must hold a mapping, got {type(data).__name__}")
     bad = next((k for k in data if not isinstance(k, str)), "")

@@ -22,6 +22,7 @@ from statetrack.report.plots import (
     outside_legend,
     pyplot,
     save_figure,
+    slug,
 )
 from statetrack.runs.store import Store
 from statetrack.training.evaluation import LengthMetrics
@@ -77,6 +78,26 @@ class Comparison:
             )
             out.append(f"{self.runs[hi].row['id']} > {self.runs[lo].row['id']}")
         return "; ".join(out)
+
+    def caption(self) -> str:
+        """What the intervals say, in one sentence that follows them: at which lengths (if any) two runs differ
+        beyond their 95% intervals, and what that does and does not tell."""
+        scored = [n for n in self.lengths if self.verdict(n) != "-"]
+        beyond = [n for n in scored if self.beyond.get(n)]
+        if not scored:
+            return "beyond the intervals: no length is scored in two runs, so nothing is compared"
+        if not beyond:
+            return (
+                f"beyond the intervals: at none of the {len(scored)} lengths scored; the runs' 95% intervals "
+                "overlap at each, so sampling the test sequences can explain any difference (an overlap "
+                "does not prove the runs equal)"
+            )
+        where = ", ".join(str(n) for n in beyond)
+        return (
+            f"beyond the intervals: at {len(beyond)} of {len(scored)} lengths scored ({where}); there the "
+            "runs' 95% intervals do not overlap, so sampling the test sequences does not explain the "
+            "difference" + ("; '3 > 5': run 3 above run 5" if len(self.runs) > 2 else "")
+        )
 
     def as_dict(self) -> dict:
         """The comparison as JSON: runs, config (with ``differs``), and per length each run's accuracy,
@@ -279,9 +300,17 @@ def _run_lines(ax, bx, k: int, r: Compared, lengths: set[int], chance: dict[int,
         )
 
 
-def plot_runs(db, refs: list[str], out, split: str = "test") -> Path:
-    """``runs_figure`` of the runs ``refs`` name, written to ``out`` (PNG, SVG or PDF by its suffix)."""
-    out = Path(out)
+def default_plot_path(db, refs: list[str], split: str = "test") -> Path:
+    """Where ``plot`` writes without ``--out``: ``plots/`` beside the database, named by the runs (and the
+    draw, when not the test draw): ``runs/plots/rnn-parity_mamba-parity.png``."""
+    stem = "_".join(slug(r) for r in refs) + ("" if split == "test" else f"_{split}")
+    return Path(db).parent / "plots" / f"{stem[:120]}.png"
+
+
+def plot_runs(db, refs: list[str], out=None, split: str = "test") -> Path:
+    """``runs_figure`` of the runs ``refs`` name, written to ``out`` (PNG, SVG or PDF by its suffix; None:
+    ``default_plot_path``)."""
+    out = default_plot_path(db, refs, split) if out is None else Path(out)
     if out.suffix.lstrip(".").lower() not in FORMATS:
         raise UserError(
             f"bad --out {str(out)!r}: the figure's format comes from its suffix; allowed: "

@@ -141,3 +141,46 @@ def check_replace(folder, study: str, new: Extent, force: bool = False) -> None:
             f"one has {why}; write it elsewhere with --out DIR, or replace it with --force "
             "(force=True in Python)"
         )
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a reproduction writes its report and at how many seeds per cell (``seeds``: None keeps the
+    scale's); ``note`` says what changed and why ('' when nothing did)."""
+
+    folder: Path
+    seeds: int | None
+    note: str = ""
+
+
+def place_report(folder, study: str, new: Extent) -> Placement:
+    """Where a reproduction that chose neither its folder nor its seeds writes, so that rerunning it never
+    fails on a report written since (``statetrack reproduce`` without --out, --seeds or --force):
+
+    - the folder holds no report of ``study`` or one holding no more than ``new``: there, as asked;
+    - it holds one at the same scale with more seeds per cell: it *reuses* them, reproducing at those seeds
+      (the sweep reuses the runs the database holds and trains only those it lacks), so the report there
+      is rewritten at its own extent;
+    - it holds one at another scale (or with more complete runs): it writes *beside* it, in the sibling
+      folder ``<folder>-<scale>-<seeds>seed``, and leaves it as it is.
+    """
+    folder = Path(folder)
+    old = existing(folder, study)
+    why = "" if old is None else smaller(old, new)
+    if old is None or not why:
+        return Placement(folder, new.seeds)
+    if old.scale == new.scale and old.seeds is not None and new.seeds is not None and old.seeds > new.seeds:
+        return Placement(
+            folder,
+            old.seeds,
+            f"{str(folder)!r} holds the report of {study} at {old.text()}: reproducing it at {old.seeds} "
+            f"seeds per cell, reusing the runs the database holds (--seeds {new.seeds} --out DIR: a report "
+            "of its own)",
+        )
+    beside = folder.with_name(f"{folder.name}-{new.scale}-{new.seeds}seed")
+    return Placement(
+        beside,
+        new.seeds,
+        f"{str(folder)!r} holds a report of {study} with {old.text()} (this one would have {why}): writing "
+        f"this one beside it, in {str(beside)!r} (--force replaces that one)",
+    )

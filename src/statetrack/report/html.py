@@ -95,9 +95,9 @@ td.verdict .outcome { font-style: italic; }
 caption { caption-side: bottom; text-align: left; font-size: .85em; color: #555; padding-top: .4em;
           white-space: normal; max-width: 90em; }
 .figures { display: flex; flex-wrap: wrap; gap: 0 2em; align-items: flex-start; }
-figure { margin: 1.2em 0; flex: 1 1 36em; max-width: 62em; }
+figure { margin: 1.2em 0; flex: 0 1 auto; max-width: 100%; }
 figure svg { max-width: 100%; height: auto; display: block; }
-figcaption { font-size: .85em; color: #444; }
+figcaption { font-size: .85em; color: #444; max-width: 62em; }
 .notes { white-space: pre-wrap; max-width: 62em; }
 td:first-child { white-space: normal; min-width: 8em; }
 td small.more { display: none; } input.ci-all:checked ~ * td small.more { display: block; }

@@ -1,7 +1,10 @@
 """Figures of a study (matplotlib, Agg): accuracy vs length, learning curves, probe traces, spectra.
 
 The plotting functions return figures; ``save`` writes one as PNG, SVG and/or PDF, ``svg_text`` gives
-it as inline SVG (the HTML report), ``close`` frees it.
+it as inline SVG (the HTML report), ``close`` frees it. Both first raise every text of the figure to
+:data:`MIN_POINTS` (``legible``): an SVG shown at its own size draws a point as 4/3 px, so no text of a
+figure is under 10 px where the page shows it whole (the HTML report shows each figure at its own width,
+at most :data:`MAX_WIDTH_PX`, which a 1,280 px window holds).
 """
 
 from __future__ import annotations
@@ -23,6 +26,19 @@ FORMATS = ("png", "svg", "pdf")
 #: markers and line styles cycled per model, so that lines on top of each other stay visible
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
 STYLES = ("-", "--", "-.", ":")
+#: the smallest text of a saved figure, in points (4/3 px each in an SVG shown at its own size: 10.7 px)
+MIN_POINTS = 8.0
+#: the widest figure, in CSS px at its own size: what a 1,280 px window's page holds beside its margins
+MAX_WIDTH_PX = 1200
+
+
+def legible(fig) -> None:
+    """Raise every text of ``fig`` (titles, labels, ticks, legends, annotations) to MIN_POINTS."""
+    from matplotlib.text import Text  # heavy: only drawing a figure needs it
+
+    for t in fig.findobj(Text):
+        if t.get_fontsize() < MIN_POINTS:
+            t.set_fontsize(MIN_POINTS)
 
 
 def pyplot():
@@ -64,6 +80,7 @@ def _legends(fig) -> list:
 def save(fig, folder: Path, stem: str, formats=("png",)) -> list[Path]:
     """Write ``fig`` as ``folder/stem.<format>`` for each format (png, svg, pdf), each file whole or not at
     all (``files.write_file``); returns the paths."""
+    legible(fig)
     fig.tight_layout()
     out = []
     for fmt in formats:
@@ -82,6 +99,7 @@ def save(fig, folder: Path, stem: str, formats=("png",)) -> list[Path]:
 
 def svg_text(fig) -> str:
     """The figure as an ``<svg>`` element (for inline HTML), glyphs as paths: no fonts needed."""
+    legible(fig)
     fig.tight_layout()
     buf = io.StringIO()
     fig.savefig(
@@ -425,9 +443,13 @@ def spectrum_figure(result: dict):
     plt = pyplot()
     ls = [l for l in result["layers"] if "samples" in l]
     n = max(1, len(ls))
-    fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 4.2), squeeze=False)
+    ncols = min(n, 2)  # each panel has its key beside it: two abreast fit MAX_WIDTH_PX
+    nrows = math.ceil(n / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 4.2 * nrows), squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
     th = np.linspace(0, 2 * np.pi, 400)
-    for ax, l in zip(axes[0], ls, strict=False):
+    for ax, l in zip(axes.flat, ls, strict=False):
         ax.plot(np.cos(th), np.sin(th), color="0.6", lw=0.8, label="unit circle")
         ax.axhline(0, color="0.85", lw=0.5)
         ax.axvline(0, color="0.85", lw=0.5)
