@@ -425,22 +425,23 @@ def cmd_plot(a):
 
 
 def _check(store, a) -> int:
-    """``runs --check``: every damaged row (``Store.check``); exit 1 when there is any."""
+    """``runs --check``: every damaged row and foreign trigger or view (``Store.check``); exit 1 when there
+    is any."""
     damaged = store.check()
     if a.json:
         emit_rows(damaged)
     elif damaged:
         print_table(
-            f"damaged rows in {a.db} (listings leave their runs out)",
+            f"damaged rows and foreign SQL in {a.db} (listings leave their runs out)",
             [
-                Col("run", lambda r: str(r["run_id"]), "right"),
+                Col("run", lambda r: "-" if r["run_id"] is None else str(r["run_id"]), "right"),
                 Col("table", lambda r: r["table"]),
                 Col("problem", lambda r: r["problem"]),
             ],
             damaged,
         )
     else:
-        say(f"no damaged row in {a.db} ({store.counts()['runs']} runs)")
+        say(f"no damaged row and no foreign SQL in {a.db} ({store.counts()['runs']} runs)")
     return 1 if damaged else 0
 
 

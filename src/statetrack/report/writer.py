@@ -14,7 +14,7 @@ from pathlib import Path
 
 from statetrack.errors import UserError
 from statetrack.experiments import Study, StudyKind
-from statetrack.files import ensure_dir, write_file
+from statetrack.files import ensure_dir, inside, write_file
 from statetrack.report.evidence import report_evidence
 from statetrack.report.finding import Finding, difference_items, finding, protocol_changes
 from statetrack.report.folder import Extent, check_replace, update_record
@@ -536,7 +536,13 @@ def write_report(
     ``meta``: the header's lines, e.g. {"Command": ..., "Machine": ..., "Date": ...}. A report of the study
     already in ``out`` that holds more (another scale, more seeds or more complete runs) is not replaced:
     ``report.folder.ReportExists`` (one line), unless ``force``. Returns the markdown path. (The HTML page:
-    ``report.html.write_html``.)"""
+    ``report.html.write_html``.) Every file is written inside ``out``, never through a link
+    (``files.inside``)."""
+    with inside(out):
+        return _write_report(rep, Path(out), meta, figures, force)
+
+
+def _write_report(rep: Report, out: Path, meta: dict | None, figures, force: bool) -> Path:
     study = rep.study
     check_reportable(rep, rep.db)
     out = Path(out)
