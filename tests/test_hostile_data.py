@@ -5,14 +5,13 @@ that accepts connections but is not Ray. Each ends in one line (exit 2, or the d
 nothing outside the folder the user chose and loses nothing."""
 
 import json
-import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
 
-from conftest import rnn_study_text
 from statetrack.cli import main
+from test_database_checks import copy, made  # noqa: F401 (fixtures: a database of three runs)
 
 
 def _one_line(capsys, argv, *needles, code=2) -> str:
@@ -26,25 +25,6 @@ def _one_line(capsys, argv, *needles, code=2) -> str:
     return lines[0]
 
 
-@pytest.fixture(scope="module")
-def made(tmp_path_factory):
-    """A database with the two complete runs of a tiny study, and the study file."""
-    d = tmp_path_factory.mktemp("made")
-    study = d / "s.yaml"
-    study.write_text(rnn_study_text(seeds=2, steps=4))
-    db = d / "r.db"
-    assert main(["sweep", str(study), "--db", str(db), "--workers", "1"]) == 0
-    return db, study
-
-
-@pytest.fixture
-def copy(made, tmp_path):
-    db, study = made
-    shutil.copy(db, tmp_path / db.name)
-    shutil.copytree(db.parent / f"{db.stem}.checkpoints", tmp_path / f"{db.stem}.checkpoints")
-    return tmp_path / db.name, study
-
-
 # -- a database is data: no SQL from it runs ---------------------------------------------------------------
 TRIGGERS = (
     "CREATE TRIGGER t1 AFTER INSERT ON runs BEGIN DELETE FROM metrics; END;"
@@ -53,7 +33,7 @@ TRIGGERS = (
 )
 
 
-def test_a_database_carrying_triggers_runs_none_of_them(copy, capsys):
+def test_a_database_carrying_triggers_runs_none_of_them(copy, capsys):  # noqa: F811
     db, study = copy
     con = sqlite3.connect(db)
     con.executescript(TRIGGERS)
@@ -68,14 +48,14 @@ def test_a_database_carrying_triggers_runs_none_of_them(copy, capsys):
     # readers read it (a trigger never fires on a read), and --check names every foreign object
     assert main(["runs", "--db", str(db), "--json"]) == 0
     rows = [json.loads(l) for l in capsys.readouterr().out.splitlines()]
-    assert [r["label"] for r in rows] == ["RNN", "RNN"]
+    assert [r["label"] for r in rows] == ["RNN"] * 3
     assert main(["runs", "--check", "--db", str(db), "--json"]) == 1
     found = [json.loads(l) for l in capsys.readouterr().out.splitlines()]
     assert {(r["run_id"], r["table"]) for r in found} == {(None, "t1"), (None, "t2"), (None, "v")}
     assert main(["runs", "--check", "--db", str(db)]) == 1
     assert "foreign SQL" in capsys.readouterr().out
     con = sqlite3.connect(db)
-    assert con.execute("SELECT count(*) FROM metrics").fetchone()[0] == 2
+    assert con.execute("SELECT count(*) FROM metrics").fetchone()[0] == 3
     con.close()
     assert db.read_bytes() == before
 
@@ -88,7 +68,7 @@ def _tree(folder: Path) -> dict:
 
 
 @pytest.mark.parametrize("link", ["s", "s.md", "index.json", "s.html"])
-def test_no_report_file_is_written_through_a_link_in_the_folder(made, tmp_path, capsys, link):
+def test_no_report_file_is_written_through_a_link_in_the_folder(made, tmp_path, capsys, link):  # noqa: F811
     db, study = made
     victim = tmp_path / "victim"
     victim.mkdir()
