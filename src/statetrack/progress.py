@@ -24,6 +24,8 @@ import sys
 import time
 from collections.abc import Callable
 
+from statetrack.untrusted import terminal_text
+
 LOGGER = logging.getLogger("statetrack")
 
 Progress = bool | Callable[[dict], None] | None
@@ -74,7 +76,7 @@ def to_stderr() -> None:
 def warn(text: str) -> None:
     """A warning line on the ``statetrack`` logger (on stderr where the program configured no logging)."""
     _default_handler()
-    LOGGER.warning(text)
+    LOGGER.warning(terminal_text(text))  # a label from data reaches the terminal as text, never an escape
 
 
 def describe_waits(waits: list[dict]) -> str:

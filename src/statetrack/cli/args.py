@@ -7,7 +7,7 @@ import os
 import shlex
 import sys
 
-from statetrack.config import MAX_PARAMS
+from statetrack.config import MAX_PARAMS, MAX_SEED
 from statetrack.errors import UserError, did_you_mean
 from statetrack.runs.store import DEFAULT_DB, RunStatus, Store
 
@@ -94,6 +94,17 @@ def parse_lengths(text: str) -> list[int]:
     if bad:
         raise UserError(f"bad test length {bad[0]}; test lengths must be positive integers")
     return vals
+
+
+def parse_seed(text: str) -> int:
+    """A ``--seed`` value: an integer from 0 to ``MAX_SEED`` (argparse reports anything else in one line)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"bad seed {text!r}; allowed: an integer from 0 to {MAX_SEED:,}")
+    return value
 
 
 def parse_range(text: str) -> tuple[int, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from statetrack.cli.args import add_checkpoint, add_json, checkpoint_path
+from statetrack.cli.args import add_checkpoint, add_json, checkpoint_path, parse_seed
 from statetrack.cli.output import Col, print_table, say
 from statetrack.errors import UserError
 
@@ -152,7 +152,7 @@ def add_commands(sub) -> None:
         "--temperature", type=float, default=0.8, help="sampling temperature; 0 = greedy (default 0.8)"
     )
     q.add_argument("--top-k", type=int, default=None, help="sample among the K most probable tokens only")
-    q.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    q.add_argument("--seed", type=parse_seed, default=0, help="sampling seed (default 0)")
     add_json(q, "one object with the continuation")
     q.set_defaults(fn=cmd_generate)
 
@@ -160,7 +160,7 @@ def add_commands(sub) -> None:
         "corpus", help="build a language-modelling corpus (cached) and show its splits and baselines"
     )
     q.add_argument("name", help="the corpus: stdlib, synthetic or traces")
-    q.add_argument("--seed", type=int, default=0, help="the split's seed (default 0)")
+    q.add_argument("--seed", type=parse_seed, default=0, help="the split's seed (default 0)")
     q.add_argument("--tokenizer", default="bytes", help="bytes (default), bpe or bpe=N (needs tokenizers)")
     q.add_argument(
         "--length", type=int, default=128, help="window length the baselines are scored at (default 128)"

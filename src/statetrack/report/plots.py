@@ -37,6 +37,10 @@ def pyplot():
 
     # reproducible vector output: no dates, ids from a fixed salt
     matplotlib.rcParams["svg.hashsalt"] = "statetrack"
+    # labels and names are plain text, never maths or TeX: a label '$x^$' drawn as maths text would end
+    # the plot in a parse error (and TeX would read its '%', '_' and '\\')
+    matplotlib.rcParams["text.parse_math"] = False
+    matplotlib.rcParams["text.usetex"] = False
     return plt
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 import statistics
 from collections import Counter
@@ -22,7 +20,7 @@ from statetrack.report.lm import LMTable, lm_tables
 from statetrack.report.lm import scale_note as lm_note
 from statetrack.report.lm_figures import lm_figures
 from statetrack.report.plots import close, curve_figures, length_figures, save, slug, trace_figure
-from statetrack.report.render import grid_markdown
+from statetrack.report.render import grid_csv, grid_markdown
 from statetrack.report.selection import MARK
 from statetrack.report.state_tables import on_split, state_tables
 from statetrack.report.table import StudyTable, study_tables
@@ -32,6 +30,7 @@ from statetrack.runs.jobs import MAX_RUNS
 from statetrack.runs.probes import read_traces
 from statetrack.runs.runner import complete_result
 from statetrack.runs.store import Damaged, RunStatus, Store, warn_damaged
+from statetrack.untrusted import markdown_text
 
 
 @dataclass
@@ -576,7 +575,7 @@ def _write_report(rep: Report, out: Path, meta: dict | None, figures, force: boo
         ]
     if study.notes:
         md += ["## Notes (from the study file)", "", study.notes.strip(), ""]
-    text = "\n".join(md)
+    text = markdown_text("\n".join(md))  # labels and notes are text: no HTML tag of theirs is rendered
     while "\n\n\n" in text:
         text = text.replace("\n\n\n", "\n\n")
     path = write_file(out / f"{study.name}.md", text, what="report")
@@ -597,12 +596,7 @@ def _write_report(rep: Report, out: Path, meta: dict | None, figures, force: boo
 
 def _csv_text(rows: list[dict], fields: dict) -> str:
     """The rows as CSV under the keys of ``fields`` (in their order); nothing at all for no rows."""
-    buf = io.StringIO(newline="")
-    if rows:
-        w = csv.DictWriter(buf, fieldnames=list(fields))
-        w.writeheader()
-        w.writerows(rows)
-    return buf.getvalue()
+    return grid_csv(rows, fields)
 
 
 def _head_markdown(rep: Report, meta: dict) -> list[str]:
