@@ -7,15 +7,20 @@ nothing outside the folder the user chose and loses nothing."""
 import csv
 import io
 import json
+import signal
+import socket
 import sqlite3
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from conftest import Cli, rnn_study_text
 from statetrack.cli import main
+from statetrack.runs import executors
 from test_database_checks import copy, made  # noqa: F401 (fixtures: a database of three runs)
 
 
@@ -232,3 +237,96 @@ def test_running_out_of_memory_while_modules_load_is_one_line(tmp_path):
     assert p.returncode == 2, p.stderr
     assert "Traceback" not in p.stderr and len(p.stderr.splitlines()) == 1, p.stderr
     assert "ran out of memory" in p.stderr
+
+
+# -- a Ray address that accepts connections but is not Ray -------------------------------------------------
+@pytest.fixture
+def listener():
+    """start(answer) -> a port on 127.0.0.1 that accepts every connection and sends ``answer`` (b"": never
+    answers, never closes)."""
+    socks, conns = [], []
+
+    def start(answer: bytes = b"") -> int:
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        s.listen(16)
+        socks.append(s)
+
+        def serve():
+            while True:
+                try:
+                    c, _ = s.accept()
+                except OSError:
+                    return
+                conns.append(c)
+                if answer:
+                    c.sendall(answer)
+
+        threading.Thread(target=serve, daemon=True).start()
+        return s.getsockname()[1]
+
+    start.conns = conns  # type: ignore[attr-defined]
+    yield start
+    for x in conns + socks:
+        x.close()
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (b"", "it accepts connections but does not answer: not a Ray cluster, within 2 s"),
+        (b"HTTP/1.1 400 Bad Request\r\n\r\n", "it answers, but not in gRPC's HTTP/2"),
+        (b"SSH-2.0-OpenSSH_9.6\r\n", "it answers, but not in gRPC's HTTP/2"),
+    ],
+)
+def test_a_ray_address_that_is_not_ray_is_one_line_within_its_deadline(
+    tmp_path, capsys, monkeypatch, listener, answer, said
+):
+    pytest.importorskip("ray")
+    monkeypatch.setattr(executors, "RAY_CONNECT_TIMEOUT", 2.0)
+    port = listener(answer)
+    db = tmp_path / "x.db"
+    study = tmp_path / "s.yaml"
+    study.write_text(rnn_study_text())
+    t = time.monotonic()
+    argv = ["sweep", str(study), "--db", str(db), "--executor", "ray", "--address", f"127.0.0.1:{port}"]
+    _one_line(capsys, argv, f"no Ray cluster answers at --address 127.0.0.1:{port}", said)
+    assert time.monotonic() - t < 10 and sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
+
+
+def test_the_handshake_passes_a_grpc_server():
+    """The handshake is gRPC's (HTTP/2), which Ray's GCS and client server speak."""
+    grpc = pytest.importorskip("grpc")
+    from concurrent import futures
+
+    server = grpc.server(futures.ThreadPoolExecutor(1))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        executors.check_ray_address(f"127.0.0.1:{port}", timeout=5)
+        executors.check_ray_address(f"ray://127.0.0.1:{port}", timeout=5)
+    finally:
+        server.stop(0)
+
+
+def test_sigterm_ends_a_sweep_waiting_on_a_silent_address_at_once(tmp_path, listener):
+    pytest.importorskip("ray")
+    port = listener(b"")
+    study = tmp_path / "s.yaml"
+    study.write_text(rnn_study_text())
+    cli = Cli()
+    try:
+        p = cli.start(
+            "sweep", study, "--db", tmp_path / "x.db", "--executor", "ray", "--address", f"127.0.0.1:{port}"
+        )
+        deadline = time.monotonic() + 60
+        while not listener.conns and time.monotonic() < deadline:  # the handshake has begun (10 s deadline)
+            time.sleep(0.05)
+        t = time.monotonic()
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=30)
+        assert p.returncode == 143, err
+        assert time.monotonic() - t < 3 and "Traceback" not in err
+        assert sorted(x.name for x in tmp_path.iterdir()) == ["s.yaml"]
+    finally:
+        cli.stop_all()

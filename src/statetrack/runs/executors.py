@@ -80,24 +80,49 @@ def worker_limit(
     return n, f"--workers {workers} capped at {n}: {why}"
 
 
-def check_ray_address(address: str | None) -> None:
-    """A UserError when the Ray cluster at ``address`` (``host:port`` or ``ray://host:port``) does not
-    accept a connection within :data:`RAY_CONNECT_TIMEOUT` seconds (``ray.init`` would wait for it for
-    good). Other forms (``auto``, none: a local instance) are left to Ray."""
+#: what an HTTP/2 client says first (RFC 9113 section 3.4), then an empty SETTINGS frame
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+def check_ray_address(address: str | None, timeout: float | None = None) -> None:
+    """A UserError when no Ray cluster answers at ``address`` (``host:port`` or ``ray://host:port``)
+    within ``timeout`` seconds (:data:`RAY_CONNECT_TIMEOUT`): a handshake, not only a connection. Ray's
+    GCS and its client server speak gRPC, so the check opens a connection, sends HTTP/2's client preface and
+    waits for the server's SETTINGS frame; a listener that accepts and never answers (``ray.init`` would
+    wait on it for good), or answers in another protocol, is refused in one line, within the deadline.
+    Other forms (``auto``, none: a local instance) are left to Ray."""
     if not address:
         return
     host, sep, port = address.removeprefix("ray://").rpartition(":")
     if not sep or not port.isdigit() or not host:
         return
+    timeout = RAY_CONNECT_TIMEOUT if timeout is None else timeout
+    deadline, connected = time.monotonic() + timeout, False
     try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=RAY_CONNECT_TIMEOUT):
-            pass
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as conn:
+            connected = True
+            conn.sendall(_HTTP2_PREFACE)
+            head = b""
+            while len(head) < 9:
+                conn.settimeout(max(0.01, deadline - time.monotonic()))
+                got = conn.recv(9 - len(head))
+                if not got:
+                    break
+                head += got
     except OSError as e:
         why = "timed out" if isinstance(e, TimeoutError) else reason(e)
+        if isinstance(e, TimeoutError) and connected:
+            why = "it accepts connections but does not answer: not a Ray cluster"
         raise UserError(
-            f"no Ray cluster answers at --address {address} ({why}, within {RAY_CONNECT_TIMEOUT:g} s); "
+            f"no Ray cluster answers at --address {address} ({why}, within {timeout:g} s); "
             "start one there (ray start --head) or give its address"
         ) from None
+    if len(head) < 9 or head[3] != 4 or head[5:9] != bytes(4):  # a SETTINGS frame on stream 0
+        raise UserError(
+            f"no Ray cluster answers at --address {address} (it answers, but not in gRPC's HTTP/2: "
+            f"{'it closed the connection' if len(head) < 9 else repr(head[:9])}); give the address of a "
+            "Ray cluster (ray start --head prints it)"
+        )
 
 
 # -- helpers shared by the executors ----------------------------------------------------------------
@@ -406,7 +431,11 @@ class RayExecutor:
             }
             if self.address is None:
                 kw.update(num_cpus=max(1, self.slots), include_dashboard=False)
-            ray.init(**kw)
+            try:
+                ray.init(**kw)
+            except (ConnectionError, TimeoutError, RuntimeError, ValueError) as e:  # Ray's words, one line
+                first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+                raise UserError(f"Ray could not start at --address {self.address}: {first}") from None
             self.started = True
         self.remote = ray.remote(num_cpus=1, num_gpus=self.gpus, max_retries=0)(_ray_payload)
 
