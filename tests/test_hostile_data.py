@@ -330,3 +330,58 @@ def test_sigterm_ends_a_sweep_waiting_on_a_silent_address_at_once(tmp_path, list
         assert sorted(x.name for x in tmp_path.iterdir()) == ["s.yaml"]
     finally:
         cli.stop_all()
+
+
+# -- names that break files ------------------------------------------------------------------------------
+def _two_tables(names: tuple[str, str], task: str = "parity") -> str:
+    model = "{label: RNN, model: {layers: rnn, d_model: 2, d_state: 4}, train_lengths: [4, 4]}"
+    tables = ", ".join(
+        f"{{name: {json.dumps(n)}, title: t{i}, tasks: [{{label: {json.dumps(task)}, task: parity}}], "
+        f"models: [{model}]}}"
+        for i, n in enumerate(names)
+    )
+    return (
+        "name: s\ntitle: s\nsource: test\n"
+        "train: {batch_size: 8, eval_every: 5, val_sequences: 16, lr: 0.01}\n"
+        f"tables: [{tables}]\n"
+        "scales: {quick: {seeds: 1, steps: 4, eval_batch: 8, test_lengths: [8]}}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("names", "task", "renamed"),
+    [
+        (("a b", "a-b"), "parity", True),
+        (("Main", "main"), "parity", True),
+        (("T" * 200, "t" * 200), "p" * 200, False),  # cut slugs end in a hash of the name: apart already
+    ],
+)
+def test_table_and_task_names_make_safe_and_unique_figure_files(tmp_path, capsys, names, task, renamed):
+    study = tmp_path / "s.yaml"
+    study.write_text(_two_tables(names, task))
+    db, out = tmp_path / "r.db", tmp_path / "out"
+    assert main(["reproduce", str(study), "--db", str(db), "--out", str(out), "--workers", "1"]) == 0, (
+        capsys.readouterr().err
+    )
+    err = capsys.readouterr().err
+    files = sorted(p.name for p in (out / "s").iterdir())
+    assert all(len(f) < 140 for f in files), files
+    # each table's two figures (accuracy by length, curves): four files, none replaced by another
+    assert len(files) == 4 and len({f.lower() for f in files}) == 4, files
+    assert ("written as" in err) == renamed, err
+    md = (out / "s.md").read_text()
+    assert all(f"s/{f}" in md for f in files)
+
+
+def test_labels_that_look_the_same_are_warned_about(tmp_path, capsys):
+    study = tmp_path / "s.yaml"
+    study.write_text(
+        rnn_study_text().replace(
+            "models: [{label: RNN, model: {layers: rnn, d_model: 2, d_state: 4}, train_lengths: [4, 4]}]",
+            "models: [{label: RNN, model: {layers: rnn, d_model: 2, d_state: 4}, train_lengths: [4, 4]}, "
+            '{label: "R\\u039d\\u039d", model: {layers: rnn, d_model: 2, d_state: 4}, train_lengths: [4, 4]}]',
+        )
+    )
+    assert main(["sweep", str(study), "--db", str(tmp_path / "r.db"), "--workers", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "look the same" in err and "'R\\u039d\\u039d'" in err and "'RNN'" in err

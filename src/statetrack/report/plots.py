@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from statetrack.files import write_file
+from statetrack.files import sha256_bytes, write_file
 from statetrack.runs.store import RunStatus
 
 FORMATS = ("png", "svg", "pdf")
@@ -109,8 +109,18 @@ def save_figure(fig, path: Path) -> Path:
     return path
 
 
+#: the longest slug: a figure's file name holds two (a table's and a column's) within any file system's 255
+SLUG_MAX = 60
+
+
 def slug(s: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", s).strip("-").lower() or "x"
+    """``s`` as part of a file name: lower-case letters and digits joined by '-', at most ``SLUG_MAX``
+    characters (a longer one is cut and ends in 8 hex digits of its sha256, so two long names stay apart).
+    Two names may share a slug (``a b`` and ``a-b``): ``writer.unique_stems`` tells their files apart."""
+    out = re.sub(r"[^A-Za-z0-9]+", "-", s).strip("-").lower() or "x"
+    if len(out) > SLUG_MAX:
+        out = f"{out[: SLUG_MAX - 9].rstrip('-')}-{sha256_bytes(s.encode('utf-8', 'surrogatepass'))[:8]}"
+    return out
 
 
 def length_ticks(ax, lengths: list[int]) -> None:

@@ -6,13 +6,14 @@ import re
 import statistics
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import chain
 from pathlib import Path
 
 from statetrack.errors import UserError
 from statetrack.experiments import Study, StudyKind
 from statetrack.files import ensure_dir, inside, write_file
+from statetrack.progress import warn
 from statetrack.report.evidence import report_evidence
 from statetrack.report.finding import Finding, difference_items, finding, protocol_changes
 from statetrack.report.folder import Extent, check_replace, update_record
@@ -423,11 +424,30 @@ def report_figures(rep: Report) -> Iterator[Figure]:
             )
 
 
+def unique_stems(figures) -> Iterator[Figure]:
+    """The figures, each with a file stem of its own: a stem another figure has (two tables ``a b`` and
+    ``a-b`` slug alike; ``A`` and ``a`` are one file where case is folded) gets ``-2``, ``-3`` ..., and a
+    warning line says which figure was renamed, so that no figure replaces another."""
+    seen: dict[str, str] = {}
+    for f in figures:
+        stem, n = f.stem, 2
+        while stem.lower() in seen:
+            stem, n = f"{f.stem}-{n}", n + 1
+        if stem != f.stem:
+            warn(
+                f"figure {f.stem!r} of {f.section!r} has the file name of the figure of "
+                f"{seen[f.stem.lower()]!r}; written as {stem!r}"
+            )
+            f = replace(f, stem=stem)
+        seen[stem.lower()] = f.section
+        yield f
+
+
 def drawn_figures(rep: Report, use) -> list[Figure]:
     """Each figure of the report passed to ``use(figure)`` (e.g. to save it), then closed before the next
     is drawn; returns the figures (closed) for their sections, stems and captions."""
     done = []
-    for f in report_figures(rep):
+    for f in unique_stems(report_figures(rep)):
         try:
             use(f)
         finally:
