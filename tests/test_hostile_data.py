@@ -385,3 +385,99 @@ def test_labels_that_look_the_same_are_warned_about(tmp_path, capsys):
     assert main(["sweep", str(study), "--db", str(tmp_path / "r.db"), "--workers", "1"]) == 0
     err = capsys.readouterr().err
     assert "look the same" in err and "'R\\u039d\\u039d'" in err and "'RNN'" in err
+
+
+# -- long work says how far it is; what cannot fit is refused first ---------------------------------------
+@pytest.fixture(scope="module")
+def checkpoint(made):  # noqa: F811
+    db, _ = made
+    return next(db.parent.glob("r.checkpoints/*.safetensors"))
+
+
+def test_an_evaluation_that_cannot_fit_is_refused_before_it_starts(checkpoint, tmp_path, capsys):
+    t = time.monotonic()
+    _one_line(
+        capsys,
+        ["eval", str(checkpoint), "--lengths", "1000000000000", "--batch-size", "1000000000"],
+        "an evaluation batch of 1,000,000,000 sequences needs",
+        "budget of 2,048 MiB",
+    )
+    db = tmp_path / "r.db"
+    argv = ["train", "--layers", "rnn", "--steps", "2", "--eval-batch", "1000000000", "--db", str(db)]
+    _one_line(capsys, argv, "an evaluation batch of 1,000,000,000 sequences")
+    assert not db.exists() and time.monotonic() - t < 20
+
+
+def _first_line_with(p, needle: str, timeout: float) -> tuple[str, float]:
+    """The first stderr line of ``p`` holding ``needle``, and when it came (a thread reads the pipe)."""
+    import queue
+
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(l) for l in p.stderr], daemon=True).start()
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            line = lines.get(timeout=0.5)
+        except queue.Empty:
+            continue
+        if needle in line:
+            return line, time.monotonic()
+    raise AssertionError(f"no line with {needle!r} within {timeout} s")
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["eval", "{ck}", "--lengths", "10000000", "--batch-size", "64"], "tokens/s  ETA"),
+        (
+            [
+                "report",
+                "{study}",
+                "--db",
+                "{db}",
+                "--seeds",
+                "1000000000",
+                "--max-runs",
+                "2000000000",
+                "--out",
+                "",
+            ],
+            "runs of the grid read",
+        ),
+    ],
+)
+def test_long_work_prints_progress_and_stops_on_sigterm(made, checkpoint, argv, needle):  # noqa: F811
+    db, study = made
+    argv = [a.format(ck=checkpoint, study=study, db=db) for a in argv]
+    cli = Cli()
+    try:
+        p = cli.start(*argv)
+        t = time.monotonic()
+        line, when = _first_line_with(p, needle, 60)
+        assert when - t < 45, line  # imports, then the first line after 5 s of work
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=30)
+        assert p.returncode == 143 and "Traceback" not in err, err
+    finally:
+        cli.stop_all()
+
+
+def test_a_clock_set_back_never_makes_a_negative_wall_time(tmp_path, capsys, monkeypatch):
+    calls = [0]
+    real = time.time
+
+    def backwards():  # every reading 6 hours before the one before
+        calls[0] += 1
+        return real() - 21600 * calls[0]
+
+    monkeypatch.setattr(time, "time", backwards)
+    db = tmp_path / "r.db"
+    assert (
+        main(["train", "--layers", "rnn", "--steps", "4", "--test-lengths", "8", "--db", str(db), "--json"])
+        == 0
+    )
+    monkeypatch.setattr(time, "time", real)
+    capsys.readouterr()
+    assert main(["runs", "show", "1", "--db", str(db), "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert calls[0] >= 2 and 0 <= row["wall_time"] < 600, row  # the clock was read, the duration holds

@@ -167,9 +167,10 @@ def cmd_eval(a):
     from statetrack.runs.records import checkpoint_run, split_rows
     from statetrack.runs.store import checkpoint_of_run_problem
     from statetrack.tasks import get_task
+    from statetrack.training import memory
     from statetrack.training.checkpoint import check_task_fits, load_checkpoint
     from statetrack.training.device import resolve_device
-    from statetrack.training.evaluation import evaluate_more, evaluate_run
+    from statetrack.training.evaluation import check_eval_memory, evaluate_more, evaluate_run
 
     a.checkpoint = checkpoint_path(a)
     fields = {k.removeprefix("eval."): v for k, v in given(a).items() if k.startswith("eval.")}
@@ -180,6 +181,8 @@ def cmd_eval(a):
     if a.task:
         task = get_task(a.task)
         check_task_fits(model, task, a.checkpoint, cfg.task)
+    device = resolve_device(ecfg.device)
+    check_eval_memory(model, ecfg, memory.available() if device.type == "cpu" else None)
     problem = checkpoint_of_run_problem(a.checkpoint, extra)
     if problem:
         print(f"warning: {problem}; evaluating the file as it is", file=sys.stderr)

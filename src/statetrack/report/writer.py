@@ -13,7 +13,7 @@ from pathlib import Path
 from statetrack.errors import UserError
 from statetrack.experiments import Study, StudyKind
 from statetrack.files import ensure_dir, inside, write_file
-from statetrack.progress import warn
+from statetrack.progress import Ticker, warn
 from statetrack.report.evidence import report_evidence
 from statetrack.report.finding import Finding, difference_items, finding, protocol_changes
 from statetrack.report.folder import Extent, check_replace, update_record
@@ -140,7 +140,9 @@ def collect(
     machines: Counter[str] = Counter()
     devices: dict[str, None] = {}  # an ordered set
     cpu_time, cpu_runs = 0.0, 0
-    for job in jobs:
+    ticker = Ticker(f"report {study.name}", len(jobs), "runs of the grid read")  # a line every 5 s
+    for i, job in enumerate(jobs):
+        ticker.tick(i)
         res = complete_result(store, job.key)
         results.append((job, res))
         rows = store.runs(key=job.key)
