@@ -26,6 +26,10 @@ file shows a writer), so no -wal or -shm file is left behind.
 refused in one line), and a database reached through a symbolic link is known by its real path (as SQLite
 itself finds its -wal file): its checkpoints live beside the real file, and its runs' rows name it.
 
+A database is data, and no SQL it carries runs: every connection sets ``trusted_schema`` off, and a file
+holding triggers or views (the schema has none) is refused by commands that write (a trigger would run on
+our inserts) and listed by :meth:`Store.check` (:func:`file_health.foreign_objects`).
+
 A database may come from others, so every row is read as data: a row whose JSON columns do not parse, are
 not objects, or whose status or numbers have the wrong type is *damaged*. Listings (:meth:`Store.runs`,
 hence ``runs``, ``report``, a sweep's reuse) leave it out with one warning line naming its run id;
