@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from statetrack.files import sha256_bytes, write_file
+from statetrack.progress import warn
 from statetrack.runs.store import RunStatus
 
 FORMATS = ("png", "svg", "pdf")
@@ -121,6 +122,22 @@ def slug(s: str) -> str:
     if len(out) > SLUG_MAX:
         out = f"{out[: SLUG_MAX - 9].rstrip('-')}-{sha256_bytes(s.encode('utf-8', 'surrogatepass'))[:8]}"
     return out
+
+
+def unique_stem(stem: str, seen: dict[str, str], owner: str) -> str:
+    """``stem``, or ``stem-2``, ``stem-3`` ... when a file of that name (case folded: ``A`` and ``a`` are one
+    file on some systems) is taken in ``seen`` (lower-case stem -> what took it), with a warning line
+    naming both; ``seen`` records the stem for ``owner``. No figure replaces another."""
+    new, n = stem, 2
+    while new.lower() in seen:
+        new, n = f"{stem}-{n}", n + 1
+    if new != stem:
+        warn(
+            f"figure {stem!r} of {owner!r} has the file name of the figure of {seen[stem.lower()]!r}; "
+            f"written as {new!r}"
+        )
+    seen[new.lower()] = owner
+    return new
 
 
 def length_ticks(ax, lengths: list[int]) -> None:

@@ -13,14 +13,22 @@ from pathlib import Path
 from statetrack.errors import UserError
 from statetrack.experiments import Study, StudyKind
 from statetrack.files import ensure_dir, inside, write_file
-from statetrack.progress import Ticker, warn
+from statetrack.progress import Ticker
 from statetrack.report.evidence import report_evidence
 from statetrack.report.finding import Finding, difference_items, finding, protocol_changes
 from statetrack.report.folder import Extent, check_replace, update_record
 from statetrack.report.lm import LMTable, lm_tables
 from statetrack.report.lm import scale_note as lm_note
 from statetrack.report.lm_figures import lm_figures
-from statetrack.report.plots import close, curve_figures, length_figures, save, slug, trace_figure
+from statetrack.report.plots import (
+    close,
+    curve_figures,
+    length_figures,
+    save,
+    slug,
+    trace_figure,
+    unique_stem,
+)
 from statetrack.report.render import grid_csv, grid_markdown
 from statetrack.report.selection import MARK
 from statetrack.report.state_tables import on_split, state_tables
@@ -427,22 +435,12 @@ def report_figures(rep: Report) -> Iterator[Figure]:
 
 
 def unique_stems(figures) -> Iterator[Figure]:
-    """The figures, each with a file stem of its own: a stem another figure has (two tables ``a b`` and
-    ``a-b`` slug alike; ``A`` and ``a`` are one file where case is folded) gets ``-2``, ``-3`` ..., and a
-    warning line says which figure was renamed, so that no figure replaces another."""
+    """The figures, each with a file stem of its own (``plots.unique_stem``: two tables ``a b`` and ``a-b``
+    slug alike; the second figure is written as ``-2``, with a warning line)."""
     seen: dict[str, str] = {}
     for f in figures:
-        stem, n = f.stem, 2
-        while stem.lower() in seen:
-            stem, n = f"{f.stem}-{n}", n + 1
-        if stem != f.stem:
-            warn(
-                f"figure {f.stem!r} of {f.section!r} has the file name of the figure of "
-                f"{seen[f.stem.lower()]!r}; written as {stem!r}"
-            )
-            f = replace(f, stem=stem)
-        seen[stem.lower()] = f.section
-        yield f
+        stem = unique_stem(f.stem, seen, f.section)
+        yield f if stem == f.stem else replace(f, stem=stem)
 
 
 def drawn_figures(rep: Report, use) -> list[Figure]:
