@@ -481,3 +481,22 @@ def test_a_clock_set_back_never_makes_a_negative_wall_time(tmp_path, capsys, mon
     assert main(["runs", "show", "1", "--db", str(db), "--json"]) == 0
     row = json.loads(capsys.readouterr().out)
     assert calls[0] >= 2 and 0 <= row["wall_time"] < 600, row  # the clock was read, the duration holds
+
+
+def test_a_checkpoint_folder_that_is_a_link_is_not_followed(tmp_path, capsys):
+    """A database folder from others whose ``r.checkpoints`` is a link elsewhere: the run keeps its
+    numbers, its checkpoint is not written there."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "r.checkpoints").symlink_to(victim, target_is_directory=True)
+    db = tmp_path / "runs" / "r.db"
+    _one_line(
+        capsys,
+        ["train", "--layers", "rnn", "--steps", "2", "--test-lengths", "8", "--db", str(db)],
+        "recorded complete with its metrics but without a checkpoint",
+        "is a symbolic link",
+    )
+    assert list(victim.iterdir()) == []
+    assert main(["runs", "--db", str(db), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "complete"

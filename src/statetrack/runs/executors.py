@@ -34,7 +34,7 @@ from typing import Any
 
 from statetrack import plugins
 from statetrack.errors import UserError
-from statetrack.files import reason, sha256_bytes, write_file
+from statetrack.files import inside, reason, sha256_bytes, write_file
 from statetrack.runs import signals
 from statetrack.runs.jobs import Job
 from statetrack.runs.probes import read_traces, traces_from_checkpoint, write_traces
@@ -359,7 +359,8 @@ def _store_payload(store: Store, run_id: int, p: dict) -> RunResult:
             "db_name": store.path.name,
         },
     )
-    ck = write_file(store.checkpoint_name(run_id, run_uuid), data, exclusive=True, what="checkpoint")
+    with inside(store.path.parent):  # a checkpoint folder that is a link elsewhere is refused, not followed
+        ck = write_file(store.checkpoint_name(run_id, run_uuid), data, exclusive=True, what="checkpoint")
     if not store.finish_run(
         run_id,
         p["metrics"],

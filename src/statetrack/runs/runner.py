@@ -30,6 +30,7 @@ import torch
 
 from statetrack.config import EvalConfig, Supervision, TrainConfig, flatten, run_configs
 from statetrack.errors import UserError
+from statetrack.files import inside
 from statetrack.layers import ORIGIN as MIXER_ORIGIN
 from statetrack.lm.metrics import LMMetrics
 from statetrack.plugins import require
@@ -341,9 +342,20 @@ def run(
         lm,
         summary,
         t0,
-        lambda: save_run_checkpoint(res.model, train_cfg.model_dump(), path, extra),
+        lambda: _inside(
+            Path(checkpoint_dir) if checkpoint_dir else store.path.parent,
+            lambda: save_run_checkpoint(res.model, train_cfg.model_dump(), path, extra),
+        ),
         more,
     )
+
+
+def _inside(root: Path, write):
+    """``write()`` with every file confined to ``root`` (the database's folder, or the checkpoint folder
+    chosen): a ``<db>.checkpoints`` that is a link elsewhere (a folder from others) is refused, not
+    followed (``files.inside``)."""
+    with inside(root):
+        return write()
 
 
 def _load_average() -> float | None:
