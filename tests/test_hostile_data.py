@@ -500,3 +500,16 @@ def test_a_checkpoint_folder_that_is_a_link_is_not_followed(tmp_path, capsys):
     assert list(victim.iterdir()) == []
     assert main(["runs", "--db", str(db), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["status"] == "complete"
+
+
+def test_tensorboard_logs_are_not_written_through_a_link(tmp_path, capsys):
+    pytest.importorskip("tensorboard")
+    victim, tb = tmp_path / "victim", tmp_path / "tb"
+    victim.mkdir()
+    tb.mkdir()
+    (tb / "run1-rnn-parity-seed0").symlink_to(victim, target_is_directory=True)
+    argv = ["train", "--layers", "rnn", "--steps", "2", "--test-lengths", "8", "--db", str(tmp_path / "r.db")]
+    _one_line(
+        capsys, [*argv, "--tensorboard", str(tb)], "cannot write the TensorBoard logs", "is a symbolic link"
+    )
+    assert list(victim.iterdir()) == []
