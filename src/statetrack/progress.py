@@ -84,6 +84,12 @@ class Ticker:
         self.title, self.total, self.what, self.every = title, total, what, every
         self.t0 = self.said = time.monotonic()
 
+    def each(self, items):
+        """The items, with a line every ``every`` seconds of the loop over them."""
+        for i, x in enumerate(items):
+            self.tick(i)
+            yield x
+
     def tick(self, done: int) -> None:
         now = time.monotonic()
         if now - self.said < self.every:

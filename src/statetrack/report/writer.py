@@ -148,9 +148,7 @@ def collect(
     machines: Counter[str] = Counter()
     devices: dict[str, None] = {}  # an ordered set
     cpu_time, cpu_runs = 0.0, 0
-    ticker = Ticker(f"report {study.name}", len(jobs), "runs of the grid read")  # a line every 5 s
-    for i, job in enumerate(jobs):
-        ticker.tick(i)
+    for job in Ticker(f"report {study.name}", len(jobs), "runs of the grid read").each(jobs):  # a line / 5 s
         res = complete_result(store, job.key)
         results.append((job, res))
         rows = store.runs(key=job.key)
