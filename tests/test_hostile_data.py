@@ -385,6 +385,9 @@ def test_labels_that_look_the_same_are_warned_about(tmp_path, capsys):
     assert main(["sweep", str(study), "--db", str(tmp_path / "r.db"), "--workers", "1"]) == 0
     err = capsys.readouterr().err
     assert "look the same" in err and "'R\\u039d\\u039d'" in err and "'RNN'" in err
+    assert main(["runs", "--db", str(tmp_path / "r.db")]) == 0  # two rows alike in a listing: said too
+    err = capsys.readouterr().err
+    assert "labels 'RNN' and 'R\\u039d\\u039d' look the same" in err
 
 
 # -- long work says how far it is; what cannot fit is refused first ---------------------------------------

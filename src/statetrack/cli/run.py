@@ -32,7 +32,9 @@ from statetrack.cli.output import (
 )
 from statetrack.cli.progress import RunProgress
 from statetrack.errors import UserError
+from statetrack.progress import warn
 from statetrack.runs.store import RunStatus
+from statetrack.untrusted import confusable
 
 
 def train_configs(a):
@@ -289,6 +291,8 @@ def cmd_runs(a):
             )
         return _show(store, find_run(a.db, a.runs[0]), a.json)
     runs = [run_object(r) for r in store.runs(study=a.study, status=a.status)]
+    for group in confusable({r["label"] for r in runs}):  # RNN and RΝΝ (a Greek Nu): two rows alike
+        warn(f"labels {' and '.join(map(ascii, group))} look the same; 'runs show ID' tells their runs apart")
     if a.json:
         emit_rows(runs)
         return 0
