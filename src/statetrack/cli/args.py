@@ -10,6 +10,7 @@ import sys
 from statetrack.config import MAX_PARAMS, MAX_SEED
 from statetrack.errors import UserError, did_you_mean
 from statetrack.runs.store import DEFAULT_DB, RunStatus, Store
+from statetrack.untrusted import terminal_text
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -155,8 +156,10 @@ def find_run(db: str, ref: str) -> dict:
     run, same = Store(db, readonly=True).find(ref)  # it only reads
     if len(same) > 1:  # said, not chosen silently
         print(
-            f"note: {len(same)} complete runs are labelled {str(ref).strip()!r} in {db!r} (ids "
-            f"{', '.join(map(str, same))}); this is the latest, run {run['id']} (name another by its id)",
+            terminal_text(
+                f"note: {len(same)} complete runs are labelled {str(ref).strip()!r} in {db!r} (ids "
+                f"{', '.join(map(str, same))}); this is the latest, run {run['id']} (name another by its id)"
+            ),
             file=sys.stderr,
         )
     return run

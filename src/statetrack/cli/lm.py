@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import json
+import sys
 
 from statetrack.cli.args import add_checkpoint, add_json, checkpoint_path, parse_seed
 from statetrack.cli.output import Col, print_table, say
 from statetrack.errors import UserError
+from statetrack.untrusted import terminal_text
 
 
 def cmd_generate(a):
@@ -37,8 +39,8 @@ def cmd_generate(a):
                 }
             )
         )
-    else:
-        print(a.prompt + text)
+    else:  # a model's bytes may hold escape sequences: shown as escapes on a terminal, as they are in a pipe
+        print(terminal_text(a.prompt + text) if sys.stdout.isatty() else a.prompt + text)
     return 0
 
 

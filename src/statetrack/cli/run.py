@@ -34,7 +34,7 @@ from statetrack.cli.progress import RunProgress
 from statetrack.errors import UserError
 from statetrack.progress import warn
 from statetrack.runs.store import RunStatus
-from statetrack.untrusted import confusable
+from statetrack.untrusted import confusable, terminal_text
 
 
 def train_configs(a):
@@ -119,7 +119,7 @@ def cmd_train(a):
 
         write_run(a.tensorboard, a.db, res.run_id)
     if res.status != RunStatus.COMPLETE:
-        print(f"run {res.run_id} failed: {res.summary.get('reason')}", file=sys.stderr)
+        print(terminal_text(f"run {res.run_id} failed: {res.summary.get('reason')}"), file=sys.stderr)
         return 1
     if a.json:
         emit_rows(
@@ -187,7 +187,7 @@ def cmd_eval(a):
     check_eval_memory(model, ecfg, memory.available() if device.type == "cpu" else None)
     problem = checkpoint_of_run_problem(a.checkpoint, extra)
     if problem:
-        print(f"warning: {problem}; evaluating the file as it is", file=sys.stderr)
+        print(terminal_text(f"warning: {problem}; evaluating the file as it is"), file=sys.stderr)
     with RunProgress(f"evaluate {cfg.model.layers} on {task.name}", 0, len(ecfg.lengths)) as prog:
         metrics, lm = evaluate_run(model, task, ecfg, on_length=prog.length)  # LM tasks: on the test split
     more, horizons = evaluate_more(model, task, ecfg)
@@ -231,7 +231,7 @@ def _show(store, r: dict, as_json: bool) -> int:
     run_id = r["id"]
     problem = store.checkpoint_problem(r)
     if problem:
-        print(f"warning: {problem}", file=sys.stderr)
+        print(terminal_text(f"warning: {problem}"), file=sys.stderr)
     d = run_detail(r, store.metrics(run_id), store.curve(run_id), store.split_metrics(run_id))
     if as_json:
         print(json.dumps(d))
