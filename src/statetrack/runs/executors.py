@@ -404,6 +404,34 @@ def import_ray():
     return ray
 
 
+#: whether this process started Ray (:func:`start_ray`), so that the sweep's end shuts it down (a Ray the
+#: program started itself, in a notebook, is left running)
+_started = False
+
+
+def start_ray(address: str | None, slots: int) -> bool:
+    """``ray.init`` unless Ray is running in this process already: the cluster at ``address``, or a local
+    instance of ``slots`` CPUs; the workers import this very package (and the plugins). Returns whether
+    this call started it. Ray's own error is one line."""
+    global _started
+    ray = import_ray()
+    if ray.is_initialized():
+        return False
+    src = str(Path(__file__).resolve().parents[2])  # so workers import this very package
+    path = [src, *_plugin_roots()] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+    env = {"PYTHONPATH": os.pathsep.join(path), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    kw: dict[str, Any] = {"address": address, "runtime_env": {"env_vars": env}, "log_to_driver": False}
+    if address is None:
+        kw.update(num_cpus=max(1, slots), include_dashboard=False)
+    try:
+        ray.init(**kw)
+    except (ConnectionError, TimeoutError, RuntimeError, ValueError) as e:  # Ray's words, in one line
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise UserError(f"Ray could not start at --address {address}: {first}") from None
+    _started = True
+    return True
+
+
 class RayExecutor:
     """One Ray task per claimed run; the driver writes the database."""
 
@@ -411,34 +439,15 @@ class RayExecutor:
         self.ray = import_ray()
         self.store, self.owner, self.slots, self.address = Store(db), owner, workers, address
         self.rows: dict = {}  # ref -> (job, run_id)
-        self.started = False
         self.remote: Any = None  # ray.remote(_ray_payload), once Ray is started
         # runs on a GPU share it: each asks for 1/workers of one, so that `workers` of them run at once
         self.gpus = 1.0 / max(1, workers) if any(j.train.device == "cuda" for j in jobs) else 0
 
     def _start(self):
-        """Ray itself, at the first run to start (a sweep whose runs are all complete never starts it)."""
-        ray = self.ray
-        if not ray.is_initialized():
-            src = str(Path(__file__).resolve().parents[2])  # so workers import this very package
-            path = [src, *_plugin_roots()] + (
-                [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []
-            )
-            env = {"PYTHONPATH": os.pathsep.join(path), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-            kw: dict[str, Any] = {
-                "address": self.address,
-                "runtime_env": {"env_vars": env},
-                "log_to_driver": False,
-            }
-            if self.address is None:
-                kw.update(num_cpus=max(1, self.slots), include_dashboard=False)
-            try:
-                ray.init(**kw)
-            except (ConnectionError, TimeoutError, RuntimeError, ValueError) as e:  # Ray's words, one line
-                first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-                raise UserError(f"Ray could not start at --address {self.address}: {first}") from None
-            self.started = True
-        self.remote = ray.remote(num_cpus=1, num_gpus=self.gpus, max_retries=0)(_ray_payload)
+        """Ray itself, at the first run to start (a sweep whose runs are all complete never starts a local
+        instance; a cluster's ``address`` was connected to before the database was opened)."""
+        start_ray(self.address, self.slots)
+        self.remote = self.ray.remote(num_cpus=1, num_gpus=self.gpus, max_retries=0)(_ray_payload)
 
     def submit(self, job: Job, _index: int):
         if self.remote is None:
@@ -477,5 +486,7 @@ class RayExecutor:
                 self.ray.cancel(ref, force=True)
 
     def close(self):
-        if self.started:
+        global _started
+        if _started:
             self.ray.shutdown()
+            _started = False
