@@ -516,3 +516,32 @@ def test_tensorboard_logs_are_not_written_through_a_link(tmp_path, capsys):
         capsys, [*argv, "--tensorboard", str(tb)], "cannot write the TensorBoard logs", "is a symbolic link"
     )
     assert list(victim.iterdir()) == []
+
+
+def test_a_cluster_ray_cannot_join_leaves_no_database(tmp_path, capsys, monkeypatch):
+    """An HTTP/2 server passes the handshake; Ray's own join is then tried before the database is opened
+    (here Ray's refusal is simulated: ray.init raises as it does for an address that is not a cluster)."""
+    ray = pytest.importorskip("ray")
+    grpc = pytest.importorskip("grpc")
+    from concurrent import futures
+
+    def refuse(**kw):
+        raise ConnectionError(f"Could not find any running Ray instance at {kw['address']}.\nmore")
+
+    monkeypatch.setattr(ray, "init", refuse)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    server = grpc.server(futures.ThreadPoolExecutor(1))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    study = tmp_path / "s.yaml"
+    study.write_text(rnn_study_text())
+    try:
+        argv = ["sweep", str(study), "--db", str(tmp_path / "x.db"), "--executor", "ray"]
+        _one_line(
+            capsys,
+            [*argv, "--address", f"127.0.0.1:{port}"],
+            f"Ray could not start at --address 127.0.0.1:{port}: Could not find any running Ray instance",
+        )
+    finally:
+        server.stop(0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
