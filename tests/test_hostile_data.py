@@ -7,6 +7,7 @@ nothing outside the folder the user chose and loses nothing."""
 import csv
 import io
 import json
+import os
 import signal
 import socket
 import sqlite3
@@ -545,3 +546,34 @@ def test_a_cluster_ray_cannot_join_leaves_no_database(tmp_path, capsys, monkeypa
     finally:
         server.stop(0)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "link to a big file"])
+@pytest.mark.parametrize("name", ["s.md", "s.csv", "index.json"])
+def test_files_of_a_report_folder_are_read_where_they_are_and_bounded(made, tmp_path, capsys, kind, name):  # noqa: F811
+    """A report folder from others whose earlier report files are FIFOs, devices or links: reading them
+    never waits, never reads without end and never follows the link; a link is never written through (a
+    FIFO's name may be replaced by the report's file: nothing is written into it)."""
+    db, study = made
+    out = tmp_path / "out"
+    out.mkdir()
+    if name != "s.md":
+        (out / "s.md").write_text("# s\n")
+    target = out / name
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "/dev/zero":
+        target.symlink_to("/dev/zero")
+    else:
+        big = tmp_path / "big"
+        big.write_bytes(b"x" * (50 << 20))
+        target.symlink_to(big)
+    t = time.monotonic()
+    code = main(["report", str(study), "--db", str(db), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code in (0, 2) and "Traceback" not in err and err.count("error:") == (code == 2), err
+    assert time.monotonic() - t < 30
+    if kind != "fifo":
+        assert target.is_symlink() and code == 2  # never written through
+    if kind == "link to a big file":
+        assert (tmp_path / "big").stat().st_size == 50 << 20

@@ -23,9 +23,11 @@ tells labels apart that look the same (``RNN`` and ``RΝΝ`` with a Greek Nu).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import stat
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
@@ -155,20 +157,37 @@ def load_yaml(text: str, what: str, max_bytes: int = MAX_YAML_BYTES) -> Any:
     return _parse(parse, text, what, max_bytes)
 
 
-def read_json(path: str | os.PathLike, what: str) -> Any:
-    """A JSON file within the limits (its size looked at before it is read)."""
+def read_json(path: str | os.PathLike, what: str, follow: bool = True) -> Any:
+    """A JSON file within the limits (no more than the limit is read); ``follow`` False: not through a
+    link (:func:`read_head`)."""
     what = f"{what} {str(path)!r}"
-    return load_json(read_text(path, what, MAX_JSON_BYTES), what)
+    return load_json(read_text(path, what, MAX_JSON_BYTES, follow), what)
 
 
-def read_text(path: str | os.PathLike, what: str, max_bytes: int) -> str:
-    """A file's text (UTF-8), refused by its size before it is read; a byte that is not UTF-8 is one
-    UserError naming the file and where."""
-    path = Path(path)
-    n = path.stat().st_size
-    if n > max_bytes:
-        raise _too_big(what, n, max_bytes)
-    data = path.read_bytes()
+def read_head(path: str | os.PathLike, limit: int, follow: bool = True) -> bytes:
+    """At most ``limit`` bytes from the start of the regular file ``path``; an OSError for anything else
+    (a FIFO is opened without waiting for a writer and refused, as are devices and folders, so that
+    ``/dev/zero`` is never read for good), and, with ``follow`` False, for a symbolic link (data inside a
+    folder from others is read where it is, never through a link)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        chunks, n = [], 0
+        while n < limit and (block := os.read(fd, min(1 << 20, limit - n))):
+            chunks.append(block)
+            n += len(block)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_text(path: str | os.PathLike, what: str, max_bytes: int, follow: bool = True) -> str:
+    """A regular file's text (UTF-8), refused beyond ``max_bytes`` (no more is read); a byte that is not
+    UTF-8 is one UserError naming the file and where. ``follow``: see :func:`read_head`."""
+    data = read_head(path, max_bytes + 1, follow)
+    if len(data) > max_bytes:
+        raise _too_big(what, Path(path).stat().st_size, max_bytes)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
