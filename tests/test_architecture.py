@@ -31,7 +31,7 @@ LAYERS = [
     {"runs"},
     {"experiments"},
     {"report"},
-    {"reproduce"},
+    {"reproduce", "scorecard"},
     {"cli"},
     {""},  # the package itself: the notebook API re-exports from every layer
 ]

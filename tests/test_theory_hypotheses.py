@@ -25,6 +25,8 @@ VARIANTS = sorted(MIXERS) + [
     "gateddeltaproduct(neg=true)",
     "gateddeltaproduct(neg=true,nh=1)",
     "gateddeltaproduct(neg=true,nh=3)",
+    "gateddeltaproduct(neg=true,heads=2)",
+    "gateddeltaproduct(nh=3)",
     "kda(neg=true)",
     "pdssm(rows=true)",
 ]

@@ -1,10 +1,12 @@
-"""Commands of the language-modelling area: ``generate`` (text from a trained checkpoint) and ``corpus``
-(build a corpus, show its splits and baselines)."""
+"""Commands of the language-modelling area: ``generate`` (text from a trained checkpoint), ``corpus``
+(build a corpus, show its splits and baselines), ``export-tasks`` (the task suite as lm-evaluation-harness
+tasks) and ``eval-lm`` (a pretrained Hugging Face causal LM scored on them)."""
 
 from __future__ import annotations
 
 import json
 import sys
+from operator import itemgetter
 
 from statetrack.cli.args import add_checkpoint, add_json, checkpoint_path, parse_seed
 from statetrack.cli.output import Col, print_table, say
@@ -141,7 +143,95 @@ def with_lm(rows: list[dict], lm) -> list[dict]:
     ]
 
 
+def _task_list(text: str) -> list[str]:
+    tasks = [t.strip() for t in text.split(",") if t.strip()]
+    if not tasks:
+        raise UserError("empty --tasks; give task names separated by commas, e.g. parity,group:S3,tomita:3")
+    return tasks
+
+
+def cmd_export_tasks(a):
+    from statetrack.cli.args import parse_lengths
+    from statetrack.tasks.harness import GROUP, export_tasks
+
+    rows = export_tasks(_task_list(a.tasks), parse_lengths(a.lengths), a.n, a.out, a.split, a.seed)
+    if a.json:
+        for r in rows:
+            print(json.dumps(r))
+        return 0
+    print_table(
+        "lm-evaluation-harness tasks (multiple choice, metric acc)",
+        [
+            Col("task file", itemgetter("name")),
+            Col("documents", lambda r: str(r["documents"]), "right"),
+            Col("chance", lambda r: f"{100 * r['chance']:.1f}%", "right"),
+        ],
+        rows,
+    )
+    say(
+        f"wrote {len(rows)} task files and the group {GROUP!r} in {a.out}; run them with: lm_eval --model hf "
+        f"--model_args pretrained=MODEL --include_path {a.out} --tasks {GROUP}"
+    )
+    return 0
+
+
+def cmd_eval_lm(a):
+    from statetrack.cli.args import parse_lengths
+    from statetrack.training.pretrained import eval_lm, score_text
+
+    scores = eval_lm(a.model, _task_list(a.tasks), parse_lengths(a.lengths), a.n, a.split, a.seed, a.device)
+    if a.json:
+        for s in scores:
+            print(json.dumps({"model": a.model, **s.as_dict()}))
+        return 0
+    for s in scores:
+        say(score_text(s))
+    return 0
+
+
+def add_suite_options(q, n: int) -> None:
+    """The documents of the task suite: tasks, lengths, documents per length, draw, seed."""
+    q.add_argument(
+        "--tasks",
+        default="parity,modarith:5,group:S3,group:A5,tomita:3",
+        help="tasks, comma-separated (any of 'statetrack tasks')",
+    )
+    q.add_argument("--lengths", default="16,64", help="lengths, comma-separated (default 16,64)")
+    q.add_argument("--n", type=int, default=n, help=f"documents per task and length (default {n})")
+    q.add_argument(
+        "--split", default="test", choices=["test", "long"], help="the draw: test or long (long-range)"
+    )
+    q.add_argument("--seed", type=parse_seed, default=0, help="the draw's seed (default 0, the evaluation's)")
+
+
 def add_commands(sub) -> None:
+    add_pretrained(sub)
+    add_lm(sub)
+
+
+def add_pretrained(sub) -> None:
+    """``export-tasks`` and ``eval-lm``: the task suite for pretrained language models."""
+    q = sub.add_parser(
+        "export-tasks",
+        help="write the task suite as lm-evaluation-harness tasks (jsonl + yaml, chance stated)",
+    )
+    add_suite_options(q, 200)
+    q.add_argument("--out", default="runs/lm-eval-tasks", help="folder for the task files")
+    add_json(q, "one object per task file")
+    q.set_defaults(fn=cmd_export_tasks)
+
+    q = sub.add_parser(
+        "eval-lm", help="score a local Hugging Face causal LM on the task suite by answer likelihood"
+    )
+    q.add_argument("model", help="a folder written by save_pretrained, or a model in the local HF cache")
+    add_suite_options(q, 100)
+    q.add_argument("--device", default="cpu", help="where the model runs: cpu, cuda, ... (default cpu)")
+    add_json(q, "one object per task and length")
+    q.set_defaults(fn=cmd_eval_lm)
+
+
+def add_lm(sub) -> None:
+    """``generate`` and ``corpus``: language models trained here."""
     q = sub.add_parser(
         "generate", help="continue a prompt with a trained language model (a checkpoint of an lm:... run)"
     )

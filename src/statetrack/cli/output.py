@@ -421,7 +421,7 @@ def print_horizons(horizons: dict, con=None, title: str | None = None, rows: int
     if not pairs:
         return
     shown = sorted(pairs, key=lambda r: (r["horizon"] is None, r["horizon"] or 0))[:rows]
-    n = horizons.get("horizon")
+    n = horizons.get("family_horizon", horizons.get("horizon"))
     skipped = len(pairs) - len(shown)
     counts = (
         f"{horizons['families_tested']} families on {len(pairs)} pairs of states"
@@ -433,15 +433,15 @@ def print_horizons(horizons: dict, con=None, title: str | None = None, rows: int
         else ""
     )
     verdict = (
-        f"failure horizon {n}: the model first confuses {' and '.join(horizons['pair'])} "
+        f"family horizon {n}: on the families the model first confuses {' and '.join(horizons['pair'])} "
         f"(on {horizons['family']})"
         if n is not None and horizons.get("pair")
-        else f"failure horizon {n}: the shortest family string the model gets wrong"
+        else f"family horizon {n}: the shortest family string the model gets wrong"
         if n is not None
-        else "no failure: every family's two strings kept apart at every n tested"
+        else "no failure on the families: every family's two strings kept apart at every n tested"
     )
     print_table(
-        title or f"failure horizons per pair of states, up to length {horizons.get('horizon_max')}",
+        title or f"witness families per pair of states, up to length {horizons.get('horizon_max')}",
         [
             Col("pair of states", lambda r: " | ".join(r["pair"])),
             Col("horizon", lambda r: "none" if r["horizon"] is None else str(r["horizon"]), "right"),
@@ -458,6 +458,49 @@ def print_horizons(horizons: dict, con=None, title: str | None = None, rows: int
         + (f"; {skipped} more pairs not shown" if skipped else ""),
         con=con,
     )
+    if "verified" in horizons:
+        print_verified(horizons["verified"], con=con, rows=rows)
+
+
+def print_verified(v: dict, con=None, rows: int = 12) -> None:
+    """The verified horizon (``verify.Verified.as_dict``): the shortest wrong strings every search found,
+    then what the claim rests on."""
+    n = v["horizon"]
+    head = (
+        f"verified horizon {n}: the shortest wrong string found has {n} symbols"
+        if n is not None
+        else f"no wrong string found up to {v['max_len']:,}"
+    )
+    wrong = v.get("wrong") or []
+    if wrong:
+        print_table(
+            "the shortest wrong strings (every search)",
+            [
+                Col("length", lambda r: str(r["length"]), "right"),
+                Col("string", lambda r: r["text"] if len(r["text"]) <= 40 else r["text"][:37] + "..."),
+                Col("right", lambda r: r["label"]),
+                Col("answer", lambda r: r["answer"]),
+                Col("state", lambda r: r["state"], optional=True),
+                Col("nearest", lambda r: r["confused_with"] or "-", optional=True),
+                Col("found by", lambda r: r["source"], optional=True),
+            ],
+            wrong[:rows],
+            caption=f"{head}; state: where the string ends in the task's minimal automaton; nearest: the "
+            "state whose centre (mean model state over the strings it answers right) is nearest the "
+            f"model's state; {v['rests_on']}",
+            con=con,
+        )
+    else:
+        prose(con or console(), f"{head}; {v['rests_on']}")
+    failing = [f for s in v.get("searches", []) for f in s.get("failing_prefixes", [])]
+    if failing:
+        prose(
+            con or console(),
+            "prefixes that fail (each reaches the state named; its family's other member is right): "
+            + "; ".join(
+                f"{f['prefix'] or '(empty)'} -> {f['state']} in {f['family']}" for f in failing[:rows]
+            ),
+        )
 
 
 def print_metrics(title: str, metrics, con=None) -> None:

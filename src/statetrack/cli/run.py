@@ -190,7 +190,7 @@ def cmd_eval(a):
         print(terminal_text(f"warning: {problem}; evaluating the file as it is"), file=sys.stderr)
     with RunProgress(f"evaluate {cfg.model.layers} on {task.name}", 0, len(ecfg.lengths)) as prog:
         metrics, lm = evaluate_run(model, task, ecfg, on_length=prog.length)  # LM tasks: on the test split
-    more, horizons = evaluate_more(model, task, ecfg)
+    more, horizons = evaluate_more(model, task, ecfg, metrics)
     if a.json:
         emit_rows(
             with_lm(

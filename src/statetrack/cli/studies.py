@@ -398,7 +398,111 @@ def add_report_options(q):
     )
 
 
+def cmd_scorecard(a):
+    """``statetrack scorecard``: the frontier zoo's protocol on one mixer, and its card."""
+    from statetrack.experiments.card import card_study
+    from statetrack.files import check_writable
+    from statetrack.layers.properties import option_values
+    from statetrack.spec import parse_layers
+
+    if a.workers < 1:
+        raise UserError(f"--workers must be at least 1, got {a.workers}")
+    for spec in parse_layers(a.layers):  # an unknown mixer or option, said before torch loads
+        option_values(spec)
+    study = card_study(
+        a.layers, a.label or a.layers, a.scale, a.steps, a.test_lengths
+    )  # scale, steps, lengths
+
+    from statetrack.scorecard import scorecard, write_card
+
+    if a.out:  # an unwritable folder fails now, not after the sweep
+        check_writable(a.out, f"cannot write the scorecard in {a.out!r}")
+    with SweepProgress(f"scorecard of {a.layers} ({a.scale})", len(study.grid(a.scale, a.seeds))) as prog:
+        card = scorecard(
+            a.layers,
+            a.scale,
+            a.label,
+            a.seeds,
+            a.db,
+            a.workers,
+            a.device,
+            a.steps,
+            a.test_lengths,
+            a.baseline,
+            on_done=prog.done,
+            on_step=prog.validation,
+        )
+    paths = write_card(card, a.out) if a.out else []
+    if a.json:
+        print(json.dumps(card.as_dict()))
+        return 0
+    _print_card(card, paths)
+    return 0
+
+
+def _print_card(card, paths) -> None:
+    """A card in the terminal: protocol, declarations, each task's cell and horizon, the spectra, its rank."""
+    from statetrack.scorecard import spectrum_short
+
+    say(card.protocol + f" {card.runs} runs, horizons and spectra in {card.seconds:.0f} s.")
+    for line in card.declared:
+        say(line)
+    for v, c in zip(card.verdicts, card.own(), strict=True):
+        h = card.horizons[v["task"]]
+        say(
+            f"  {v['task']}: {'-' if c is None else c.text()}; horizon "
+            f"{h if isinstance(h, str) else h['horizon'] or 'none up to ' + str(h['horizon_max'])}"
+        )
+    texts = {col: sp if isinstance(sp, str) else spectrum_short(sp) for col, sp in card.spectra.items()}
+    if len(set(texts.values())) == 1:  # one line for all: a module without a transition
+        texts = {"every task": next(iter(texts.values()))}
+    for col, text in texts.items():
+        say(f"  spectrum on {col}: {text}")
+    say(card.baseline)
+    for i, (label, learned, agree, judged) in enumerate(card.table.leaderboard(), 1):
+        if label == card.label:
+            say(
+                f"leaderboard: #{i} of {len(card.table.rows)}, {learned} tasks tracked, {agree}/{judged} agree"
+            )
+    if paths:
+        say(f"wrote {', '.join(str(p) for p in paths if p.suffix in ('.md', '.html'))}")
+
+
+def add_scorecard(sub) -> None:
+    q = sub.add_parser(
+        "scorecard",
+        help="the frontier zoo's protocol on one mixer (built-in, spec or plugin): verdicts, learnability, "
+        "horizons, spectrum and its leaderboard row",
+    )
+    q.add_argument("layers", help="a layer spec: a mixer, 'mamba(conv=0)*2', or a plugin's mixer (--plugin)")
+    q.add_argument(
+        "--scale",
+        default="quick",
+        help="a scale of the frontier zoo (quick: 15 runs, about 4 min on 2 cores for one Mamba layer)",
+    )
+    q.add_argument("--label", default=None, help="the row's label (default: the layer spec)")
+    q.add_argument("--seeds", type=int, default=None, help="seeds per task (default: the scale's)")
+    q.add_argument("--steps", type=int, default=None, help="training steps (default: the scale's)")
+    q.add_argument(
+        "--test-lengths", default=None, help="test lengths, e.g. '500..511' or 16,64 (default: the scale's)"
+    )
+    q.add_argument("--workers", type=int, default=2, help="parallel runs (local processes)")
+    q.add_argument(
+        "--baseline",
+        default=None,
+        metavar="CSV",
+        help="a verdict table CSV (report's NAME-verdicts.csv) for the built-in rows (default: the "
+        "frontier zoo's runs in --db, else the published table at the quick scale)",
+    )
+    q.add_argument("--out", default="runs/scorecards", help="folder for the card (.md, .html) ('' for none)")
+    add_device(q)
+    add_db(q)
+    add_json(q, "one object: the card")
+    q.set_defaults(fn=cmd_scorecard)
+
+
 def add_commands(sub) -> None:
+    add_scorecard(sub)
     q = sub.add_parser("reproduce", help="run a paper's study and print our table beside the paper's")
     q.add_argument("name", help="a built-in study name or a study YAML file")
     add_run_options(q)

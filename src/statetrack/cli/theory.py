@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 
 from statetrack.cli.args import add_checkpoint, add_json, add_max_params, checkpoint_path, parse_seed
-from statetrack.cli.output import Col, print_horizons, print_table, rows_out, say
+from statetrack.cli.output import Col, print_horizons, print_table, print_verified, rows_out, say
 from statetrack.errors import UserError
 
 
@@ -145,7 +145,7 @@ def cmd_spectrum(a):
         return 0
     for l in r["layers"]:
         if "min_real" not in l:
-            say(f"layer {l['layer']} ({l['mixer']}): no transition matrix (non-linear)")
+            say(f"layer {l['layer']} ({l['mixer']}): {l['no_transition']}")
             continue
         say(
             f"layer {l['layer']} ({l['mixer']}): smallest real part {l['min_real']:.4g}, modulus in "
@@ -251,21 +251,34 @@ def _checkpoint_on_task(a):
 def cmd_horizon(a):
     from statetrack.tasks.families import MAX_FAMILIES
     from statetrack.training.horizon import measure_horizons
+    from statetrack.training.verify import BUDGET, verify
 
     a.max_families = MAX_FAMILIES if a.max_families is None else a.max_families
-    if a.max_len < 1 or a.max_families < 1:
+    a.budget = BUDGET if a.budget is None else a.budget
+    if a.max_len < 1 or a.max_families < 1 or a.budget < 1:
         raise UserError(
-            f"--max-len and --max-families must be positive, got {a.max_len} and {a.max_families}"
+            f"--max-len, --max-families and --budget must be positive, got {a.max_len}, {a.max_families} "
+            f"and {a.budget}"
         )
     model, cfg, task = _checkpoint_on_task(a)
     h = measure_horizons(model, task, a.max_len, a.max_families, keep_families=a.json)
+    v = verify(model, task, a.max_len, budget=a.budget, plain_families=h["horizon"])
+    h = {
+        **h,
+        "family_horizon": h["horizon"],
+        "horizon": v.horizon,
+        "holds_to": v.holds_to,
+        "rests_on": v.rests_on(),
+        "verified": v.as_dict(),
+    }
     if a.json:
         print(
             json.dumps({"checkpoint": str(a.checkpoint), "task": task.name, "layers": cfg.model.layers, **h})
         )
         return 0
     if not h["pairs"]:
-        say(f"{task.name} has no witness family (a window language): no failure horizon to measure")
+        say(f"{task.name} has no witness family (a window language): the families measure nothing")
+        print_verified(h["verified"], rows=a.rows)
         return 0
     print_horizons(
         h,
@@ -274,6 +287,65 @@ def cmd_horizon(a):
         rows=a.rows,
     )
     return 0
+
+
+def cmd_extract(a):
+    from statetrack.training.extract import BUDGET, extract
+
+    a.budget = BUDGET if a.budget is None else a.budget
+    for name in ("budget", "depth", "prefix_len"):
+        v = getattr(a, name)
+        if v is not None and v < 1:
+            raise UserError(f"--{name.replace('_', '-')} must be positive, got {v}")
+    model, cfg, task = _checkpoint_on_task(a)
+    ex = extract(model, task, budget=a.budget, depth=a.depth, prefix_len=a.prefix_len)
+    d = ex.as_dict()
+    if a.json:
+        print(
+            json.dumps({"checkpoint": str(a.checkpoint), "task": task.name, "layers": cfg.model.layers, **d})
+        )
+        return 0
+    print_extracted(d, f"{a.checkpoint}: {cfg.model.layers} on {task.name}", ex.symbols)
+    return 0
+
+
+def _next_cell(i: int) -> Callable[[dict], str]:
+    return lambda r: r["next"][i] or "-"
+
+
+def print_extracted(d: dict, what: str, symbols) -> None:
+    """The extracted automaton as a table, then how it differs from the task's minimal automaton."""
+    print_table(
+        f"{what}: the automaton it computes on every string up to {d['depth']} symbols "
+        f"(states: prefixes of up to {d['prefix_len']} with equal answers on every suffix)",
+        [
+            Col("state (shortest prefix)", lambda r: r["name"]),
+            Col("answer", lambda r: str(r["answer"]), "right"),
+            Col(
+                "task states (prefixes)",
+                lambda r: ", ".join(f"{k} ({v})" for k, v in r["task_states"].items()),
+            ),
+            *(Col(f"on {sym}", _next_cell(i)) for i, sym in enumerate(symbols) if len(symbols) <= 6),
+        ],
+        d["states"],
+    )
+    lines = []
+    for sp in d["splits"]:
+        parts = "; ".join(f"{p['state']} ({', '.join(p['prefixes'])})" for p in sp["parts"])
+        lines.append(f"task state {sp['task_state']} is split: {parts}")
+    for m in d["merges"]:
+        lines.append(f"{m['state']} merges task states {', '.join(m['task_states'])}")
+    if d["unresolved"]:
+        lines.append(f"{d['unresolved']} transitions unresolved (beyond the table's prefixes)")
+    lines.append(
+        "the task's minimal automaton, state for state"
+        if d["equals_task"]
+        else f"shortest word where they disagree: {d['disagreement']}"
+        if d["disagreement"] is not None
+        else "no word where they disagree within the table"
+    )
+    for line in lines:
+        say(line)
 
 
 def cmd_predict_horizon(a):
@@ -402,7 +474,8 @@ def add_commands(sub) -> None:
 
     q = sub.add_parser(
         "horizon",
-        help="a checkpoint's failure horizon on the witness families of every pair of states of its task",
+        help="a checkpoint's failure horizon: every string up to a length, a margin-guided search and the "
+        "witness families of every pair of states of its task",
     )
     add_checkpoint(q)
     q.add_argument("--task", default=None, help="a regular task (default: the one it was trained on)")
@@ -416,8 +489,15 @@ def add_commands(sub) -> None:
     q.add_argument(
         "--rows", type=int, default=20, help="pairs of states shown, those broken first first (default 20)"
     )
+    q.add_argument(
+        "--budget",
+        type=int,
+        default=None,
+        help="prefix-tree nodes of the exhaustive check: every string up to the longest length that fits "
+        "(default: verify.BUDGET, 2^22: 21 symbols of two letters, 13 of three)",
+    )
     add_max_params(q)
-    add_json(q, "one object: the horizon, one entry per pair of states and one per family")
+    add_json(q, "one object: the horizon, what it rests on, one entry per pair of states and one per family")
     q.set_defaults(fn=cmd_horizon)
 
     q = sub.add_parser(
@@ -450,6 +530,27 @@ def add_commands(sub) -> None:
     add_max_params(q)
     add_json(q, "one object: the predicted horizon, its interval and one entry per pair of states")
     q.set_defaults(fn=cmd_predict_horizon)
+
+    q = sub.add_parser(
+        "extract",
+        help="the automaton a checkpoint computes on every string up to a length, against its task's "
+        "minimal automaton (splits, merges, the shortest word where they disagree)",
+    )
+    add_checkpoint(q)
+    q.add_argument("--task", default=None, help="a regular task (default: the one it was trained on)")
+    q.add_argument(
+        "--budget",
+        type=int,
+        default=None,
+        help="prefix-tree nodes of the table (default: extract.BUDGET, 2^19: every binary string up to 18)",
+    )
+    q.add_argument("--depth", type=int, default=None, help="longest string answered (default: from --budget)")
+    q.add_argument(
+        "--prefix-len", type=int, default=None, help="longest prefix of a row (default: 40%% of the depth)"
+    )
+    add_max_params(q)
+    add_json(q, "one object: the states, splits, merges and the shortest disagreeing word")
+    q.set_defaults(fn=cmd_extract)
 
     q = sub.add_parser("spectrum", help="eigenvalues of A(x) per layer and token, on the complex plane")
     add_checkpoint(q)

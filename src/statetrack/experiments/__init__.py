@@ -22,7 +22,8 @@ table (``state_tracking``) of each model's results in a state-tracking study rea
 counted and capped at ``jobs.MAX_RUNS`` runs unless raised, then expanded one run at a time).
 
 The modules: ``schema`` (the study file's pydantic models), ``grid`` (a study's cells and the jobs a sweep
-runs) and ``loading`` (finding and reading study files); the names below are re-exported from them.
+runs), ``loading`` (finding and reading study files) and ``card`` (the study a scorecard runs: the
+frontier zoo's protocol on one mixer); the names below are re-exported from the first three.
 """
 
 from statetrack.experiments.grid import Cell

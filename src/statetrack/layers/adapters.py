@@ -3,8 +3,10 @@
 ``register_module(name, factory, ...)`` registers a mixer named ``name`` built as ``CausalModule(factory(
 d_model, d_state, **options))``: a layer spec may then name it (``mylayer``, ``mylayer(width=4)*2``) and
 every command uses it, as a built-in mixer. The options are the factory's keyword arguments after
-``d_model`` and ``d_state``, with their defaults. The properties the oracle reads are the ones given
-(by default ``UNKNOWN``: no theorem of docs/science.md speaks of such a module, so its verdicts are open).
+``d_model`` and ``d_state``, with their defaults. A module that declares its transition (``transition(x)``
+or ``eigenvalues(x)``, ``base.TRANSITION_PROTOCOL``) has its eigenvalues read by ``spectrum``. The
+properties the oracle reads are the ones given (by default ``UNKNOWN``: no theorem of docs/science.md
+speaks of such a module, so its verdicts are open).
 
 ``CausalModule`` carries, as its state, the inputs seen so far: evaluating a chunk runs the module over
 the prefix and the chunk and keeps the chunk's outputs, so any causal module (its output at t reads
@@ -28,7 +30,7 @@ from typing import Any, cast
 import torch
 from torch import Tensor, nn
 
-from statetrack.layers.base import Device, Mixer
+from statetrack.layers.base import Device, Mixer, transition_eigenvalues
 from statetrack.layers.properties import Declared, EigenvalueDomain, Properties, Structure, declare
 
 #: what the oracle reads of a module that declares nothing: no transition matrix and no known structure,
@@ -73,6 +75,11 @@ class CausalModule(Mixer):
         output at x [B, d_model], and the inputs so far with x."""
         y, state = self.forward(x[:, None], state)
         return y[:, 0], state
+
+    def eigenvalues(self, x: Tensor) -> Tensor | None:
+        """The body's eigenvalues of A(x) [B, T, n], where it declares its transition (``transition(x)`` or
+        ``eigenvalues(x)``, :data:`statetrack.layers.base.TRANSITION_PROTOCOL`); None where it does not."""
+        return transition_eigenvalues(self.body, x)
 
 
 def _factory_options(factory: Callable[..., nn.Module]) -> dict[str, Any]:

@@ -107,12 +107,37 @@ class Mixer(nn.Module):
         The default allows a dozen vectors of width d_model x d_state; mixers that know better say so."""
         return 12 * 4 * self.d_model * max(1, self.d_state)
 
-    def eigenvalues(self, x: Tensor) -> Tensor | None:  # noqa: ARG002 - a linear mixer's override reads x
+    def eigenvalues(self, x: Tensor) -> Tensor | None:
         """Eigenvalues of the transition A(x) for inputs x (B, T, d_model) -> (B, T, n) complex.
 
-        None for non-linear mixers, which have no transition matrix.
+        By default read from ``transition(x)`` where the mixer has one (:func:`transition_eigenvalues`);
+        None for a mixer without it (a non-linear one has no transition matrix).
         """
+        return transition_eigenvalues(self, x)
+
+
+#: what a module provides for ``spectrum`` and the scorecard to read its transition (docs/extending.md)
+TRANSITION_PROTOCOL = (
+    "transition(x) -> A(x) [B, T, n] (a diagonal) or [B, T, ..., n, n] (matrices), or eigenvalues(x) -> "
+    "[B, T, n] complex, for x [B, T, d_model]"
+)
+
+
+def transition_eigenvalues(module: nn.Module, x: Tensor) -> Tensor | None:
+    """The eigenvalues of A(x) [B, T, n] (complex) of a module that declares its transition: its own
+    ``eigenvalues(x)`` if it is not a Mixer (whose ``eigenvalues`` calls this), else ``transition(x)``: a
+    tensor [B, T, n] is a diagonal (its entries are the eigenvalues), [B, T, ..., n, n] matrices (per head:
+    their eigenvalues, flattened after T). None when the module has neither (``TRANSITION_PROTOCOL``)."""
+    own = getattr(module, "eigenvalues", None)
+    if own is not None and not isinstance(module, Mixer):
+        return own(x)
+    transition = getattr(module, "transition", None)
+    if transition is None:
         return None
+    a = transition(x)
+    if a.dim() <= 3:
+        return a.to(torch.complex128 if a.dtype == torch.float64 else torch.complex64)
+    return torch.linalg.eigvals(a).flatten(2)
 
 
 def _init_options(cls: type[Mixer]) -> dict[str, Any]:

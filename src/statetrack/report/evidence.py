@@ -64,7 +64,9 @@ def spectrum_summary(result: dict) -> str:
     parts = []
     for layer in result["layers"]:
         if "samples" not in layer:
-            parts.append(f"layer {layer['layer']} ({layer['mixer']}): no transition matrix")
+            parts.append(
+                f"layer {layer['layer']} ({layer['mixer']}): {layer.get('no_transition', 'no transition matrix')}"
+            )
             continue
         text = (
             f"layer {layer['layer']} ({layer['mixer']}): min Re {layer['min_real']:+.3f}, modulus "

@@ -44,14 +44,18 @@ LONG_NOTE = (
     "recent past scores 50% (1/C for C labels) while one that tracks the state keeps its score."
 )
 HORIZON_NOTE = (
-    "Failure horizon: on the witness families of every pair of states of the task's minimal automaton "
-    "(string pairs u_p W^n v / u_q W^n v with different labels that share their last n|W| + |v| "
-    "symbols, for every loop W of up to a few symbols that keeps the two states apart; statetrack "
-    "witnesses TASK), the length of the shortest string the model gets wrong; a run's horizon is the "
-    "shortest over every pair. Median [min-max] over seeds at the learning rate selected in the main "
-    "table, then (p|q): the pair of states the seed that broke first confused; >=N: no family broke "
-    "the model up to N (the longest test length); n/a: no witness family (a window language, or a "
-    "task that is not regular)."
+    "Failure horizon (ours, beside the papers' statistic): the length of the shortest string the model "
+    "gets wrong, over four searches (docs/long-range.md, 'Verified horizons'): EVERY string up to the "
+    "exhaustive length (the longest whose prefix tree fits the budget: 21 symbols of two letters, 13 of "
+    "three), a margin-guided search beyond it, the witness families of every pair of states of the task's "
+    "minimal automaton (u_p W^n v / u_q W^n v, statetrack witnesses TASK) with many access words per "
+    "state, and the test draws. Median [min-max] over seeds at the learning rate selected in the main "
+    "table, then (q|r): the state the shortest wrong string ends in and the state the model's state is "
+    "nearest (families: the pair the family confused); >=N: nothing found wrong up to N (the longest test "
+    "length: every string only up to the exhaustive length, beyond it what the searches tried); !: a "
+    "test draw scores 90% or more at a length beyond the horizon (the draw's length claim is false "
+    "there); *: a run recorded before the exhaustive check and the search, its horizon from the "
+    "families alone; n/a: no automaton (a task that is not regular)."
 )
 
 
@@ -279,7 +283,7 @@ def _horizon_table(main: StudyTable, results: list) -> StudyTable:
             if not done:
                 continue
             hs = [h for h in ((r.summary or {}).get("horizons") for r in done) if h]
-            if not any(h.get("pairs", h.get("families")) for h in hs):  # not regular, or a window language
+            if not any(h.get("pairs", h.get("families")) or h.get("verified") for h in hs):  # not regular
                 row["cells"][col], row["text"][col] = TableCell(runs=len(done)), "n/a"
                 continue
             cap = max(h["horizon_max"] for h in hs)
@@ -300,11 +304,36 @@ def _horizon_table(main: StudyTable, results: list) -> StudyTable:
                 text += f" [{_fmt(min(vals), cap)}-{_fmt(max(vals), cap)}]"
             # the pair of states confused first, in the seed that broke first
             first = min((h for h in hs if h["horizon"] is not None), key=lambda h: h["horizon"], default=None)
-            if first is not None and first.get("pair"):
-                text += f" ({'|'.join(first['pair'])})"
+            pair = _confused(first)
+            if pair:
+                text += f" ({'|'.join(pair)})"
+            if _draw_overclaims(done):
+                text += " !"
+            if any("verified" not in h for h in hs):
+                text += " *"
             row["cells"][col], row["text"][col], row["differs"][col] = cell, text, None
         t.rows.append(row)
     return t
+
+
+def _confused(h: dict | None) -> list[str] | None:
+    """The states of the shortest wrong string (where it ends, the nearest), else the family's pair."""
+    if h is None:
+        return None
+    w = h.get("shortest_wrong")
+    if w and w.get("length") == h["horizon"]:
+        return [w["state"], w["confused_with"] or "?"]
+    return h.get("pair")
+
+
+def _draw_overclaims(runs: list) -> bool:
+    """Whether a run's test draw holds 90% to a length beyond its verified horizon."""
+    for r in runs:
+        s = r.summary or {}
+        h, longest = s.get("horizons") or {}, s.get("longest_90")
+        if h.get("horizon") is not None and longest is not None and longest >= h["horizon"]:
+            return True
+    return False
 
 
 def _suffix_notes(notes: set[str]) -> str:

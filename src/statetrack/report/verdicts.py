@@ -354,9 +354,10 @@ def seed_score(job, result, task, fixed_input: bool) -> SeedScore:
     return SeedScore(job.seed, correct / n, low, high, chance, n, [m.length for m in scored], split)
 
 
-def verdict_table(study, results) -> VerdictTable:
+def verdict_table(study, results, decide=oracle) -> VerdictTable:
     """The oracle's verdict and the pooled scores for every (model, task) cell of the study's grid
-    (``results``: (Job, RunResult or None), as ``report.writer.collect`` reads them)."""
+    (``results``: (Job, RunResult or None), as ``report.writer.collect`` reads them). ``decide(layers,
+    task)``: the verdict (the oracle; a scorecard of a mixer that declares nothing gives 'open')."""
     columns: list[str] = []
     rows: list[tuple[str, list[VerdictCell | None]]] = []
     by_cell: dict[tuple[str, str], VerdictCell] = {}
@@ -372,7 +373,7 @@ def verdict_table(study, results) -> VerdictTable:
         key = (job.label, col)
         cell = by_cell.get(key)
         if cell is None:
-            v = oracle(job.train.model.layers, job.train.task)
+            v = decide(job.train.model.layers, job.train.task)
             cell = by_cell[key] = VerdictCell(
                 job.label,
                 col,

@@ -315,7 +315,7 @@ def run(
             train_cfg, task, model=start, on_step=on_step, on_train_step=on_train_step, progress=False
         )
         metrics, lm = evaluate_run(res.model, task, eval_cfg, on_length=on_length)
-        more, horizons = evaluate_more(res.model, task, eval_cfg)
+        more, horizons = evaluate_more(res.model, task, eval_cfg, metrics)
     except TrainingDiverged as e:
         summary = {"failed_step": e.step, "reason": str(e)}
         store.fail_run(run_id, str(e), time.monotonic() - t0, summary)

@@ -3,9 +3,9 @@
     from statetrack.theory import oracle
     oracle("mamba,s4d", "parity")      # Verdict(verdict='impossible', basis='T4', reason='...', facts={...})
 
-* :func:`oracle` (module :mod:`statetrack.theory.verdicts`): possible / impossible / open, with the
-  basis (a result of docs/science.md) and a one-sentence reason, from the mixers' declared properties
-  and the task's algebra (:mod:`statetrack.theory.algebra`).
+* :func:`oracle` (module :mod:`statetrack.theory.verdicts`, its rules in :mod:`statetrack.theory.rules`):
+  possible / impossible / open, with the basis (a result of docs/science.md) and a one-sentence reason,
+  from the mixers' declared properties and the task's algebra (:mod:`statetrack.theory.algebra`).
 * :mod:`statetrack.theory.constructions`: models whose weights are set by hand from the proofs.
 * :func:`counterexample` (module :mod:`statetrack.theory.witness`): the proofs' failing inputs, built
   from a model's weights.

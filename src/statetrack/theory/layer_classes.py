@@ -85,6 +85,9 @@ class LayerInfo:
     cls: LayerClass
     factor_domain: EigenvalueDomain | None = None  # householder: eigenvalue domain of each factor
     index: int = 0  # the layer's position in the stack
+    heads: int = (
+        1  # householder: independent recurrences in parallel, each with its own n_h factors per token
+    )
 
     @property
     def domain(self) -> EigenvalueDomain:
@@ -101,7 +104,9 @@ def classify(spec, mixer=None) -> LayerInfo:
     if p.structure in (Structure.DIAGONAL, Structure.SCALAR):
         return LayerInfo(str(spec), p, _diagonal_class(p))
     if p.structure == Structure.HOUSEHOLDER:
-        return LayerInfo(str(spec), p, LayerClass.HOUSEHOLDER, _factor_domain(p, neg))
+        heads = getattr(mixer, "H", 1) if mixer is not None else option_values(spec).get("heads", 1)
+        heads = heads if isinstance(heads, int) and heads >= 1 else 1
+        return LayerInfo(str(spec), p, LayerClass.HOUSEHOLDER, _factor_domain(p, neg), heads=heads)
     if p.structure == Structure.DPLR and p.input_dependent:
         return LayerInfo(str(spec), p, LayerClass.DPLR)
     if p.structure in (Structure.PD, Structure.PD_ROWS) and p.input_dependent:
@@ -162,5 +167,5 @@ def layer_infos(layers: str) -> list[LayerInfo]:
     out = []
     for n, spec in enumerate(parse_layers(layers)):
         info = classify(spec)
-        out.append(LayerInfo(info.spec, info.props, info.cls, info.factor_domain, n))
+        out.append(LayerInfo(info.spec, info.props, info.cls, info.factor_domain, n, info.heads))
     return out

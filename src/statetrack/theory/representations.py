@@ -14,6 +14,11 @@ with the fewest reflections per letter (then the smallest dimension):
   with -I adjoined, and the quaternion units acting on R^4 by left multiplication;
 * direct sums over the orbits (ranks add), whenever H acts faithfully on the chosen orbits.
 
+With ``heads`` > 1 (a layer of independent recurrences in parallel, one per head, each with its own n_h
+factors per token), the blocks of a block-diagonal representation may go to different heads: a head
+needs only the reflections of its own blocks, so the layer needs the most that any one head needs
+(:func:`_split_over_heads`, the fewest over every assignment of blocks to heads).
+
 A catalogue group K matches H when there is an isomorphism, searched by sending a small generating
 set of H to elements of K of the same orders and extending along the Cayley graph; every candidate
 is checked on the whole multiplication table (rho(a then b) = rho(b) rho(a)), never assumed.
@@ -44,7 +49,8 @@ class Representation:
     name: str
     dim: int
     matrices: dict[int, np.ndarray]  # ambient id -> (dim, dim) orthogonal matrix
-    letter_ranks: dict[int, int] = field(default_factory=dict)  # letter id -> rank(I - rho(x))
+    letter_ranks: dict[int, int] = field(default_factory=dict)  # letter id -> rank(I - rho(x)) (per head)
+    head_dims: tuple[int, ...] = ()  # split over heads: the dimension each head holds (else one head, dim)
 
     @property
     def n_h(self) -> int:
@@ -346,17 +352,72 @@ def _faithful(parts: list[Representation], ids: np.ndarray) -> bool:
     return len(keys) == len(ids)
 
 
-def best_representation(group, subgroup, letters) -> Representation | None:
+def _blocks(rep: Representation) -> list[list[int]]:
+    """The finest common block-diagonal structure of rep's matrices: the coordinates, grouped into the
+    connected components of the union of their non-zero patterns."""
+    link = np.zeros((rep.dim, rep.dim), dtype=bool)
+    for m in rep.matrices.values():
+        link |= np.abs(m) > TOL
+    block = list(range(rep.dim))  # each coordinate's block: the smallest coordinate linked to it
+    changed = True
+    while changed:
+        changed = False
+        for i, j in zip(*np.nonzero(link), strict=True):
+            low = min(block[i], block[j])
+            if block[i] != low or block[j] != low:
+                block[i] = block[j] = low
+                changed = True
+    return [[c for c in range(rep.dim) if block[c] == b] for b in sorted(set(block))]
+
+
+def _split_over_heads(rep: Representation, letters: list[int], heads: int) -> tuple[int, list[list[int]]]:
+    """(the reflections per letter that the busiest head needs, the coordinates of each head) for the best
+    assignment of rep's blocks to at most ``heads`` heads (every assignment, up to renaming the heads)."""
+    blocks = _blocks(rep) if heads > 1 else [list(range(rep.dim))]
+    ranks = [{x: reflections_needed(rep.matrices[x][np.ix_(b, b)]) for x in letters} for b in blocks]
+    best: tuple[int, list[list[int]]] | None = None
+
+    def assign(i: int, groups: list[list[int]]) -> None:
+        nonlocal best
+        if i == len(blocks):
+            need = max(max(sum(ranks[j][x] for j in g) for x in letters) for g in groups)
+            if best is None or need < best[0]:
+                best = (need, [sorted(c for j in g for c in blocks[j]) for g in groups])
+            return
+        for g in groups:
+            g.append(i)
+            assign(i + 1, groups)
+            g.pop()
+        if len(groups) < heads:
+            assign(i + 1, [*groups, [i]])
+
+    assign(0, [])
+    assert best is not None
+    return best
+
+
+def best_representation(group, subgroup, letters, heads: int = 1) -> Representation | None:
     """The faithful orthogonal representation of H = ``subgroup`` (ids of ``group``) in the family
-    above whose ``letters`` need the fewest reflections (ties: the smallest dimension). None for the
-    trivial group."""
+    above whose ``letters`` need the fewest reflections (ties: the smallest dimension); with ``heads``
+    > 1, the fewest in the busiest head, its blocks split over the heads (``head_dims``; ``letter_ranks``
+    then count a letter's reflections in the head that needs the most). None for the trivial group."""
     ids = np.asarray(sorted(int(h) for h in subgroup))
     letters = sorted({int(x) for x in letters})
-    return _best(group, tuple(ids.tolist()), tuple(letters))
+    rep = _best(group, tuple(ids.tolist()), tuple(letters), max(1, heads))
+    if rep is None or heads <= 1:
+        return rep
+    need, groups = _split_over_heads(rep, letters, heads)
+    if len(groups) == 1:
+        return rep
+    ranks = {x: max(reflections_needed(rep.matrices[x][np.ix_(g, g)]) for g in groups) for x in letters}
+    dims = tuple(len(g) for g in groups)
+    name = f"{rep.name}, split over {len(groups)} heads (dimensions {', '.join(map(str, dims))})"
+    assert max(ranks.values()) == need
+    return Representation(name, rep.dim, rep.matrices, ranks, dims)
 
 
 @lru_cache(maxsize=128)
-def _best(group, ids_t: tuple, letters_t: tuple) -> Representation | None:
+def _best(group, ids_t: tuple, letters_t: tuple, heads: int = 1) -> Representation | None:
     ids, letters = np.array(ids_t), list(letters_t)
     if len(ids) < 2:
         return None
@@ -379,7 +440,7 @@ def _best(group, ids_t: tuple, letters_t: tuple) -> Representation | None:
             if not parts:
                 continue
             score = max(sum(p.letter_ranks[x] for p in parts) for x in letters)
-            if cands and score > min(c.n_h for c in cands):
+            if heads == 1 and cands and score > min(c.n_h for c in cands):
                 continue
             if _faithful(parts, ids):
                 cands.append(_direct_sum(parts, ids, letters))
@@ -387,7 +448,7 @@ def _best(group, ids_t: tuple, letters_t: tuple) -> Representation | None:
         cands.append(_direct_sum([opts[0] for opts in orbit_options], ids, letters))
     if not cands:
         return None
-    best = min(cands, key=lambda r: (r.n_h, r.dim))
+    best = min(cands, key=lambda r: (_split_over_heads(r, letters, heads)[0], r.dim))
     # never assumed: checked on the whole multiplication table of H (also under python -O)
     if len(ids) <= 360 and not _is_representation(group, ids, np.array([best.matrices[int(h)] for h in ids])):
         raise RuntimeError(f"{best.name} is not a representation of the group generated by the inputs")

@@ -4,7 +4,9 @@ Layer 1 is evaluated per vocabulary token: the token's embedding, through the bl
 one-step input (a causal conv then sees zero history: an approximation for conv layers, stated in
 the output). Every layer, layer 1 included, is also evaluated on the inputs it actually sees on a few
 random sample sequences of the model's task (``samples`` x ``length`` tokens), coloured by the current
-token. Non-linear layers have no transition matrix and are skipped.
+token. A layer's eigenvalues come from its ``eigenvalues(x)`` or ``transition(x)``
+(``layers.base.TRANSITION_PROTOCOL``, any module of a plugin too); a layer without them is skipped with
+one line saying why (``no_transition``): non-linear, or what a module declared linear must provide.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import math
 import numpy as np
 import torch
 
+from statetrack.layers.adapters import UNKNOWN
+from statetrack.layers.base import TRANSITION_PROTOCOL
 from statetrack.training.checkpoint import load_checkpoint
 
 
@@ -341,6 +345,23 @@ def _per_token(f: torch.Tensor, task, ev: torch.Tensor, tokens: torch.Tensor) ->
     return out
 
 
+def no_transition(mixer) -> str:
+    """Why a layer has no eigenvalues to show, in one line: a non-linear recurrence has no transition
+    matrix; a layer declared linear must provide its transition (``TRANSITION_PROTOCOL``)."""
+    props = mixer.properties
+    if props == UNKNOWN:
+        return (
+            "declares no properties and provides no transition: to have its eigenvalues read, declare it "
+            f"linear and provide {TRANSITION_PROTOCOL} (docs/extending.md)"
+        )
+    if not props.linear:
+        return "no transition matrix (a non-linear recurrence, as declared)"
+    return (
+        f"declared linear ({props.structure}, eigenvalues {props.eigenvalues}) but provides no transition: "
+        f"a module must provide {TRANSITION_PROTOCOL} (docs/extending.md)"
+    )
+
+
 @torch.no_grad()
 def spectrum(checkpoint, samples: int = 4, length: int = 64, seed: int = 0) -> dict:
     if isinstance(checkpoint, (str, bytes)) or hasattr(checkpoint, "__fspath__"):
@@ -366,7 +387,9 @@ def spectrum(checkpoint, samples: int = 4, length: int = 64, seed: int = 0) -> d
             "mixer": type(block.mixer).name,
             "properties": block.mixer.properties.as_dict(),
         }
-        if ev is not None:
+        if ev is None:
+            entry["no_transition"] = no_transition(block.mixer)
+        else:
             ev = ev.detach().to(torch.complex128)
             flat = ev.reshape(-1)
             ang = torch.angle(flat)

@@ -23,7 +23,10 @@ The model runs in chunks whose length is a multiple of the witness period, carry
 the state at the end of consecutive chunks is compared directly: ``state_gap`` is the largest
 distance between the states at t and t + period over the last quarter of the run (0 = exactly
 periodic in finite precision). ``first_error`` is the first position whose prediction differs from
-the parity; ``tail_accuracy`` the accuracy over the last quarter.
+the parity; ``tail_accuracy`` the accuracy over the last quarter. A module whose state grows with the
+length (``layers.adapters.CausalModule``: the inputs seen so far) has no state to compare: ``state_gap``
+is None and the message says why; a time-invariant layer that gives no eigenvalues
+(``layers.base.TRANSITION_PROTOCOL``) is named in the message, since W cannot read its phases.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import numpy as np
 import torch
 
 from statetrack.errors import UserError
+from statetrack.layers.base import TRANSITION_PROTOCOL
 from statetrack.layers.properties import EigenvalueDomain
 from statetrack.spec import parse_layers
 from statetrack.theory.layer_classes import LayerClass, classify
@@ -75,7 +79,7 @@ def run_on(model, tokens: np.ndarray, period: int = 1, chunk: int = 512, probe: 
         logits, states = model(x, states)
         preds.append(logits.argmax(-1).cpu().numpy())
         v = _state_vec(states)
-        if prev is not None and x.shape[1] == chunk:
+        if prev is not None and x.shape[1] == chunk and v.shape == prev.shape:
             gaps.append((start + x.shape[1], float((v - prev).norm(dim=1).max()), float(v.norm(dim=1).max())))
         prev = v
     # then a few more periods one period at a time: the state's move per period at the end
@@ -85,6 +89,8 @@ def run_on(model, tokens: np.ndarray, period: int = 1, chunk: int = 512, probe: 
         _, states = model(x, states)
         v = _state_vec(states)
         assert prev is not None  # T >= 1: the chunks above set it
+        if v.shape != prev.shape:  # a state that grows with the length (a module's inputs so far)
+            return {"pred": np.concatenate(preds, axis=1), "gaps": gaps, "per_period": []}
         per.append((float((v - prev).norm(dim=1).max()), float(v.norm(dim=1).max())))
         prev = v
     return {"pred": np.concatenate(preds, axis=1), "gaps": gaps, "per_period": per}
@@ -134,6 +140,19 @@ def s4d_phases(model, decay_floor: float = 1e-3, horizon: int = 10_000) -> list[
                 }
             )
     return out
+
+
+def missing_transitions(model) -> list[str]:
+    """One line per time-invariant linear layer that provides no eigenvalues (the T2 / T4 witness reads its
+    phases): which layer, and what a module must provide."""
+    return [
+        f"layer {li + 1} ({m.name}) declares a time-invariant linear transition but provides none, so W "
+        f"ignores its phases; a module must provide {TRANSITION_PROTOCOL}"
+        for li, m in enumerate(model.mixers)
+        if not m.properties.input_dependent
+        and m.properties.linear
+        and m.eigenvalues(torch.zeros(1, 1, m.d_model)) is None
+    ]
 
 
 def choose_w(phases: list[dict], tol: float = 0.01, max_w: int = 10_000) -> dict:
@@ -206,22 +225,41 @@ def counterexample(
         s = _summary(res["pred"], _parity(tokens), P)
         T = tokens.shape[1]
         out.update(s)
-        out["state_gap"] = max(g for g, _ in res["per_period"])  # |state(t + P) - state(t)| at the end
-        out["state_norm"] = max(nv for _, nv in res["per_period"])
+        per = res["per_period"]
+        out["state_gap"] = max(g for g, _ in per) if per else None  # |state(t + P) - state(t)| at the end
+        out["state_norm"] = max(nv for _, nv in per) if per else None
         out["found"] = s["first_error"] is not None
-        kind = "stationary" if P == 1 else f"periodic with period {P}"
-        out["message"] = (
-            f"{thm}: on {out['witness']} the output first differs from the parity at position "
-            f"{s['first_error']} and repeats with the input's period from position "
-            f"{s['output_periodic_from']} on (the parity has period {2 * P}); accuracy over the last "
-            f"quarter {100 * s['tail_accuracy']:.1f}%; at length {T} the state is {kind} to "
-            f"{out['state_gap']:.2g} per period (state norm {out['state_norm']:.3g})"
-            if out["found"]
-            else f"{thm}: no error on {out['witness']} up to length {T}; state change per period "
-            f"{out['state_gap']:.2g}"
-        )
+        out["message"] = "; ".join([_witness_message(out, s, thm, P, T), *out.get("missing_transitions", [])])
         return out
     return _search(model, out, max_len, seed)
+
+
+#: what a counterexample says of a module whose state grows with the length, and what it must provide
+GROWING_STATE = (
+    "the state grows with the length (the module carries the inputs seen so far), so no state is compared "
+    "per period; to have it compared, give the module a fixed-size state: a Mixer with init_state, step "
+    "and forward (docs/extending.md)"
+)
+
+
+def _witness_message(out: dict, s: dict, thm: str, P: int, T: int) -> str:
+    """The theorem's witness run, in one line: where the output first differs from the parity, from where
+    it repeats, and how periodic the state is (or why it is not compared)."""
+    if out["state_gap"] is None:
+        state = GROWING_STATE
+    else:
+        kind = "stationary" if P == 1 else f"periodic with period {P}"
+        state = (
+            f"the state is {kind} to {out['state_gap']:.2g} per period (state norm {out['state_norm']:.3g})"
+        )
+    if not out["found"]:
+        return f"{thm}: no error on {out['witness']} up to length {T}; {state}"
+    return (
+        f"{thm}: on {out['witness']} the output first differs from the parity at position "
+        f"{s['first_error']} and repeats with the input's period from position "
+        f"{s['output_periodic_from']} on (the parity has period {2 * P}); accuracy over the last "
+        f"quarter {100 * s['tail_accuracy']:.1f}%; at length {T} {state}"
+    )
 
 
 def _aligned_witness(
@@ -230,6 +268,9 @@ def _aligned_witness(
     """T2 / T4's witness (1 0^(W-1))^T, with W chosen so that every time-invariant eigenvalue phase is
     nearly a whole turn after W steps; what it is goes into ``out``."""
     ph = s4d_phases(model, decay_floor, max_len)
+    missing = missing_transitions(model)
+    if missing:
+        out["missing_transitions"] = missing
     w = choose_w(ph, tol, max_w)
     W = w["W"]
     reps = max(8, -(-max_len // W))

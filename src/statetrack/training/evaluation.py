@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass
@@ -64,6 +64,7 @@ from statetrack.tasks.base import CorpusTask
 from statetrack.training.device import resolve_device
 from statetrack.training.horizon import measure_horizons
 from statetrack.training.memory import gib, release_free_memory
+from statetrack.training.verify import draw_failures, verify
 
 #: what watches a long evaluation (:func:`watched`): called after each chunk with (length, tokens done
 #: in this batch, tokens of the batch)
@@ -371,19 +372,45 @@ def evaluate(
     return out
 
 
-def evaluate_more(model, task: Task, cfg: EvalConfig) -> tuple[dict[str, list[LengthMetrics]], dict]:
+def evaluate_more(
+    model, task: Task, cfg: EvalConfig, metrics: Sequence[LengthMetrics] = ()
+) -> tuple[dict[str, list[LengthMetrics]], dict]:
     """What a run scores beside its headline: the metrics of every other split of ``cfg.test_split``
-    ({split: metrics}), and with ``cfg.horizons`` the failure horizons on the witness families of every
-    pair of states up to the longest test length (``horizon.measure_horizons``: {"horizon": shortest or
-    None, "horizon_max": N, "pair": the pair of states that broke first, "pairs": one row per pair, ...};
-    empty for a task without an automaton). Language models: nothing."""
+    ({split: metrics}), and with ``cfg.horizons`` the failure horizons up to the longest test length:
+    the witness families of every pair of states (``horizon.measure_horizons``: "pairs", one row per pair,
+    "family_horizon", the shortest family string it gets wrong) and the verified horizon
+    (``verify.verify``: every string up to the exhaustive length, the margin-guided search, families with
+    many access words and the test draws of ``metrics`` and the other splits): "horizon", the length of
+    the shortest wrong string any of them found (None: none), "rests_on" (what the claim rests on, in
+    words) and "verified" (each search's result). Empty for a task without an automaton; language
+    models: nothing."""
     if isinstance(task, CorpusTask):
         return {}, {}
     more = {s: evaluate(model, task, cfg, split=s) for s in cfg.splits[1:]}
     horizons: dict = {}
     if cfg.horizons and task.automaton() is not None:
         device = resolve_device(cfg.device)
-        horizons = measure_horizons(model.to(device).eval(), task, max(cfg.lengths), device=device)
+        model = model.to(device).eval()
+        horizons = measure_horizons(model, task, max(cfg.lengths), device=device)
+        drawn = [*metrics, *(m for ms in more.values() for m in ms)]
+        v = verify(
+            model,
+            task,
+            max(cfg.lengths),
+            draws=draw_failures(drawn),
+            plain_families=horizons["horizon"],
+            device=device,
+        )
+        first = v.wrong[0] if v.wrong else None
+        horizons = {
+            **horizons,
+            "family_horizon": horizons["horizon"],
+            "horizon": v.horizon,
+            "holds_to": v.holds_to,
+            "rests_on": v.rests_on(),
+            "verified": v.as_dict(),
+            "shortest_wrong": None if first is None else first.as_dict(),
+        }
     return more, horizons
 
 

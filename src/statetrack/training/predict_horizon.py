@@ -23,7 +23,8 @@ over the pairs, at most ``MAX_FAMILIES``):
    converge, as an affine recurrence's do) or a + b n (drift); the class fails where its mean margin
    reaches the boundary, the first n with fit <= 0 (where it already has at a training length, that
    n, and ``seen`` says so: an observation, not a prediction). The family's predicted horizon is the
-   length of its string of the class that fails first at that n; a pair's is the shortest over its
+   length of the strings the class scored at that n (the random prefix's m symbols, n |W| and |v|: the
+   strings that fail, not the family's access word); a pair's is the shortest over its
    families, the run's the shortest over the pairs. No crossing (the margin converges to a positive
    value or grows): no predicted failure (None);
 4. **uncertainty.** The interval is the 10th-90th percentile of the prediction over ``BOOTSTRAP``
@@ -167,7 +168,7 @@ def predict_horizon(
                 }
             )
         else:
-            rows.append({**row, **_fit_family(margins[k], samples, fam, rng)})
+            rows.append({**row, **_fit_family(margins[k], samples, fam, rng, plans[k][1])})
     return _summary(rows, w, len(fams))
 
 
@@ -227,7 +228,9 @@ def _prefix_length(auto, ends: list[int], base: int) -> int | None:
     return None
 
 
-def _fit_family(marg: np.ndarray, k: int, fam, rng) -> dict:
+def _fit_family(marg: np.ndarray, k: int, fam, rng, prefix_len: int | None) -> dict:
+    """The fit of one family's margins; lengths are those of the strings it scored: a random prefix of
+    ``prefix_len`` symbols, W^n and v."""
     n = np.arange(marg.shape[1])
     classes = (marg[:k], marg[k:])
     means = [c.mean(axis=0) for c in classes]
@@ -245,11 +248,11 @@ def _fit_family(marg: np.ndarray, k: int, fam, rng) -> dict:
     c = int(np.argmin(point))
 
     def length(nn: float) -> int | None:
-        if not np.isfinite(nn):
+        if not np.isfinite(nn) or prefix_len is None:
             return None
-        if not fam.prefixes[c] and not fam.end:  # the empty string at n = 0 is not scored
+        if not prefix_len and not fam.end:  # the empty string at n = 0 is not scored
             nn = max(nn, 1)
-        return int(round(len(fam.prefixes[c]) + nn * len(fam.pump) + len(fam.end)))
+        return int(round(prefix_len + nn * len(fam.pump) + len(fam.end)))
 
     return {
         "horizon": length(point[c]),
