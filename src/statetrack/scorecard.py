@@ -284,11 +284,12 @@ def _decide(undeclared: bool):
 
 
 def horizons(model, task, max_len: int) -> dict:
-    """The failure horizons of a trained model on its task's witness families up to ``max_len``: the one
-    place a card measures them."""
-    from statetrack.training.horizon import measure_horizons
+    """The failure horizons of a trained model up to ``max_len``: the verified horizon (every string up to
+    the exhaustive length, the margin-guided search, the families with many access words) and the witness
+    families of every pair of states; the one place a card measures them."""
+    from statetrack.training.verify import horizons_record
 
-    return measure_horizons(model.eval(), task, max_len)
+    return horizons_record(model.eval(), task, max_len)
 
 
 def _best_model(cell: VerdictCell):

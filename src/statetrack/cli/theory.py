@@ -250,8 +250,7 @@ def _checkpoint_on_task(a):
 
 def cmd_horizon(a):
     from statetrack.tasks.families import MAX_FAMILIES
-    from statetrack.training.horizon import measure_horizons
-    from statetrack.training.verify import BUDGET, verify
+    from statetrack.training.verify import BUDGET, horizons_record
 
     a.max_families = MAX_FAMILIES if a.max_families is None else a.max_families
     a.budget = BUDGET if a.budget is None else a.budget
@@ -261,16 +260,9 @@ def cmd_horizon(a):
             f"and {a.budget}"
         )
     model, cfg, task = _checkpoint_on_task(a)
-    h = measure_horizons(model, task, a.max_len, a.max_families, keep_families=a.json)
-    v = verify(model, task, a.max_len, budget=a.budget, plain_families=h["horizon"])
-    h = {
-        **h,
-        "family_horizon": h["horizon"],
-        "horizon": v.horizon,
-        "holds_to": v.holds_to,
-        "rests_on": v.rests_on(),
-        "verified": v.as_dict(),
-    }
+    h = horizons_record(
+        model, task, a.max_len, budget=a.budget, max_families=a.max_families, keep_families=a.json
+    )
     if a.json:
         print(
             json.dumps({"checkpoint": str(a.checkpoint), "task": task.name, "layers": cfg.model.layers, **h})
@@ -494,7 +486,7 @@ def add_commands(sub) -> None:
         type=int,
         default=None,
         help="prefix-tree nodes of the exhaustive check: every string up to the longest length that fits "
-        "(default: verify.BUDGET, 2^22: 21 symbols of two letters, 13 of three)",
+        "(default: verify.BUDGET, 2,400,000: 20 symbols of two letters, 13 of three)",
     )
     add_max_params(q)
     add_json(q, "one object: the horizon, what it rests on, one entry per pair of states and one per family")

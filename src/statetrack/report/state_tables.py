@@ -46,7 +46,7 @@ LONG_NOTE = (
 HORIZON_NOTE = (
     "Failure horizon (ours, beside the papers' statistic): the length of the shortest string the model "
     "gets wrong, over four searches (docs/long-range.md, 'Verified horizons'): EVERY string up to the "
-    "exhaustive length (the longest whose prefix tree fits the budget: 21 symbols of two letters, 13 of "
+    "exhaustive length (the longest whose prefix tree fits the budget: 20 symbols of two letters, 13 of "
     "three), a margin-guided search beyond it, the witness families of every pair of states of the task's "
     "minimal automaton (u_p W^n v / u_q W^n v, statetrack witnesses TASK) with many access words per "
     "state, and the test draws. Median [min-max] over seeds at the learning rate selected in the main "

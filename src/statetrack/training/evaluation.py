@@ -62,9 +62,8 @@ from statetrack.lm.metrics import evaluate_lm
 from statetrack.tasks import Task, draws
 from statetrack.tasks.base import CorpusTask
 from statetrack.training.device import resolve_device
-from statetrack.training.horizon import measure_horizons
 from statetrack.training.memory import gib, release_free_memory
-from statetrack.training.verify import draw_failures, verify
+from statetrack.training.verify import draw_failures, horizons_record
 
 #: what watches a long evaluation (:func:`watched`): called after each chunk with (length, tokens done
 #: in this batch, tokens of the batch)
@@ -391,26 +390,8 @@ def evaluate_more(
     if cfg.horizons and task.automaton() is not None:
         device = resolve_device(cfg.device)
         model = model.to(device).eval()
-        horizons = measure_horizons(model, task, max(cfg.lengths), device=device)
         drawn = [*metrics, *(m for ms in more.values() for m in ms)]
-        v = verify(
-            model,
-            task,
-            max(cfg.lengths),
-            draws=draw_failures(drawn),
-            plain_families=horizons["horizon"],
-            device=device,
-        )
-        first = v.wrong[0] if v.wrong else None
-        horizons = {
-            **horizons,
-            "family_horizon": horizons["horizon"],
-            "horizon": v.horizon,
-            "holds_to": v.holds_to,
-            "rests_on": v.rests_on(),
-            "verified": v.as_dict(),
-            "shortest_wrong": None if first is None else first.as_dict(),
-        }
+        horizons = horizons_record(model, task, max(cfg.lengths), draws=draw_failures(drawn), device=device)
     return more, horizons
 
 

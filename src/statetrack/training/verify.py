@@ -8,7 +8,7 @@ led there matters) passes both. Four searches, each for the task's minimal autom
 - **exhaustive** (``exhaustive_check``): EVERY string of 1 .. L_ex symbols, by a walk of the prefix tree
   that steps the model once per tree node (batched, the state carried from parent to child), so the
   cost is the number of prefixes, not strings x length. L_ex is the longest length whose prefix tree
-  fits ``budget`` nodes (default ``BUDGET``: 21 for two letters, 13 for three). Strings that pass
+  fits ``budget`` nodes (default ``BUDGET``: 20 for two letters, 13 for three). Strings that pass
   through a dead end of the automaton (a state from which no labelled state is reachable, a string the
   task never draws) are not walked; strings that end in an unlabelled state are walked, not scored.
 - **margin-guided** (``margin_search``): from the walk's deepest level, per state of the automaton the
@@ -23,7 +23,7 @@ led there matters) passes both. Four searches, each for the task's minimal autom
 
 ``verify(model, task, max_len)`` runs the first three, ``combine`` reduces them (and the draws) to one
 horizon, the length of the shortest wrong string found (None: none found), and ``Verified.rests_on``
-says in words what the claim rests on ("no error up to 21 in all 4,194,302 strings; none found by
+says in words what the claim rests on ("no error up to 20 in all 2,097,150 strings; none found by
 search to 400; ..."). A wrong string is reported with the state of the automaton it ends in and the
 state the model's representation is nearest (the centroid, over the walk, of the flattened states of
 the strings it answers right, among states whose label the model gave): the pair it confuses.
@@ -44,11 +44,12 @@ from torch import Tensor
 from statetrack.errors import UserError
 from statetrack.tasks.automaton import Automaton
 from statetrack.tasks.base import Task
-from statetrack.tasks.families import Family, state_names, witness_pairs, word_text
-from statetrack.training.horizon import _take, family_answers
+from statetrack.tasks.families import MAX_FAMILIES, Family, state_names, witness_pairs, word_text
+from statetrack.training.horizon import _take, family_answers, measure_horizons
 
-#: prefix-tree nodes the exhaustive walk may step (2^22: every binary string up to 21 symbols)
-BUDGET = 1 << 22
+#: prefix-tree nodes the exhaustive walk may step: every string up to 20 symbols of two letters
+#: (2,097,150 nodes) or 13 of three (2,391,483)
+BUDGET = 2_400_000
 #: rows stepped in one call of the model during the walk
 WALK_ROWS = 1 << 14
 #: bytes of state the walk's batches may hold at once
@@ -634,6 +635,30 @@ def _select(q: np.ndarray, scores: np.ndarray | list[np.ndarray], beam: int, rng
 # the margin-guided search
 
 
+def _extend(model, auto: Automaton, live, words, q, states, m, rows: int, rng, device):
+    """Every kept prefix extended by every live symbol (a random ``rows`` of them where there are more):
+    (words, automaton states, model states, margins, labels, answers), None where nothing is left; an
+    unlabelled prefix carries its parent's margin."""
+    A = auto.n_symbols
+    parent = np.repeat(np.arange(len(q)), A)
+    sym = np.tile(np.arange(A), len(q))
+    child = auto.delta[q[parent], sym]
+    ok = live[child]
+    parent, sym, child = parent[ok], sym[ok], child[ok]
+    if len(parent) > rows:  # a large alphabet: a random share of the children
+        pick = np.sort(rng.choice(len(parent), size=rows, replace=False))
+        parent, sym, child = parent[pick], sym[pick], child[pick]
+    if not len(child):
+        return None
+    st = _take(states, torch.as_tensor(parent, device=device))
+    logits, st = _step(model, auto.tokens[sym], st, device)
+    labels = auto.labels[child]
+    answers = logits.argmax(-1).cpu().numpy()
+    cm = np.where(labels >= 0, _margins(logits, labels), m[parent])
+    words = np.concatenate([words[parent], sym[:, None].astype(np.int16)], axis=1)
+    return words, child, st, cm, labels, answers
+
+
 @torch.no_grad()
 def margin_search(
     model,
@@ -668,26 +693,13 @@ def margin_search(
     strings = 0
     depth = words.shape[1]
     while depth < max_len:
-        parent = np.repeat(np.arange(len(q)), A)
-        sym = np.tile(np.arange(A), len(q))
-        child = auto.delta[q[parent], sym]
-        ok = live[child]
-        parent, sym, child = parent[ok], sym[ok], child[ok]
-        if len(parent) > rows:  # a large alphabet: a random share of the children
-            pick = np.sort(rng.choice(len(parent), size=rows, replace=False))
-            parent, sym, child = parent[pick], sym[pick], child[pick]
-        if not len(child):
+        step = _extend(model, auto, live, words, q, states, m, rows, rng, device)
+        if step is None:
             break
-        st = _take(states, torch.as_tensor(parent, device=device))
-        logits, st = _step(model, auto.tokens[sym], st, device)
+        words, child, st, cm, labels, answers = step
         depth += 1
-        labels = auto.labels[child]
-        answers = logits.argmax(-1).cpu().numpy()
         scoredm = labels >= 0
         strings += int(scoredm.sum())
-        cm = _margins(logits, labels)
-        cm = np.where(scoredm, cm, m[parent])  # an unlabelled prefix carries its parent's margin
-        words = np.concatenate([words[parent], sym[:, None].astype(np.int16)], axis=1)
         bad = scoredm & (answers != labels)
         if bad.any():
             i = np.flatnonzero(bad)
@@ -905,3 +917,31 @@ def verify(
                 fs.known = plain_families if isinstance(plain_families, int) else None
             searches.append(fs)
     return combine(ex, searches, max_len, draws)
+
+
+def horizons_record(
+    model,
+    task: Task,
+    max_len: int,
+    draws: tuple[int | None, list[int]] | None = None,
+    budget: int = BUDGET,
+    max_families: int = MAX_FAMILIES,
+    keep_families: bool = False,
+    device=None,
+) -> dict:
+    """What a run records of its horizons up to ``max_len``: the witness families of every pair of states
+    (``horizon.measure_horizons``: "pairs", "family_horizon" and the counts) and the verified horizon
+    (``verify``): "horizon" (the shortest wrong string any search found, None: none), "holds_to",
+    "rests_on", "shortest_wrong" and "verified" (each search's result)."""
+    h = measure_horizons(model, task, max_len, max_families, device=device, keep_families=keep_families)
+    v = verify(model, task, max_len, budget=budget, draws=draws, plain_families=h["horizon"], device=device)
+    first = v.wrong[0] if v.wrong else None
+    return {
+        **h,
+        "family_horizon": h["horizon"],
+        "horizon": v.horizon,
+        "holds_to": v.holds_to,
+        "rests_on": v.rests_on(),
+        "verified": v.as_dict(),
+        "shortest_wrong": None if first is None else first.as_dict(),
+    }
