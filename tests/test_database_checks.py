@@ -264,7 +264,7 @@ def test_a_damaged_metrics_row_or_curve_is_listed_by_check(copy, capsys):
 def test_check_on_a_sound_database(copy, capsys):
     db, _ = copy
     assert main(["runs", "--check", "--db", str(db)]) == 0
-    assert " ".join(capsys.readouterr().out.split()) == f"no damaged row in {db} (3 runs)"
+    assert " ".join(capsys.readouterr().out.split()) == f"no damaged row and no foreign SQL in {db} (3 runs)"
 
 
 def test_labels_of_any_bytes_are_read(copy, capsys):

@@ -28,6 +28,8 @@ from statetrack.untrusted import MAX_YAML_BYTES, load_yaml, read_text, yaml_prob
 #: rather than one derived from free memory, so a file loads on every machine or on none; raise it with
 #: ``--max-params`` (``max_params=``) for a bigger model (statetrack.training.checkpoint).
 MAX_PARAMS = 250_000_000
+#: the largest seed: a 64-bit signed integer (what SQLite stores and torch.manual_seed takes)
+MAX_SEED = 2**63 - 1
 
 
 #: where a run computes: cpu, cuda or auto, which is resolved when a config is built (``concrete_device``)
@@ -103,7 +105,12 @@ class TrainConfig(_Config):
     eval_every: int = Field(50, ge=1, description="steps between validations")
     patience: int = Field(20, ge=1, description="validations without improvement before early stop")
     val_sequences: int = Field(512, ge=1, description="validation sequences (fixed, in-distribution lengths)")
-    seed: int = Field(0, description="seed of the initialisation, the training data and the validation set")
+    seed: int = Field(
+        0,
+        ge=0,
+        le=MAX_SEED,
+        description="seed of the initialisation, the training data and the validation set",
+    )
     device: Device = Field(
         "auto", validate_default=True, description="cpu, cuda, or auto (cuda where present); stored resolved"
     )
@@ -208,6 +215,7 @@ class EvalConfig(_Config):
     seed: int = Field(
         12345,
         ge=0,
+        le=MAX_SEED,
         description="seed of the test sequences (combined with the split and the length: "
         "each length's test set is its own stream)",
     )

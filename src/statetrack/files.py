@@ -6,6 +6,10 @@ then renamed over the target (or, with ``exclusive``, linked to it only if no fi
 A failure (no space left, permission denied, a read-only file system, a folder that cannot be
 created) removes the temporary file and ends in one :class:`UserError` line naming the path and the
 reason; no empty or half-written file is left behind.
+
+A folder the user chose (a report's ``--out``) may hold what others put there: inside :func:`inside`,
+every file and folder is written only as a regular file or folder below that folder, never through a
+symbolic link (a link ``out/s -> /victim`` would have had the report's figures written into ``/victim``).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import stat
 import tempfile
 import uuid
 from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 
 from statetrack.errors import UserError
@@ -28,10 +33,59 @@ def reason(e: OSError) -> str:
     return e.strerror or (errno.errorcode.get(e.errno, "") if e.errno else "") or str(e) or type(e).__name__
 
 
+#: the folder the user chose, inside which writes are confined (:func:`inside`)
+_ROOT: ContextVar[Path | None] = ContextVar("statetrack_write_root", default=None)
+
+
+@contextlib.contextmanager
+def inside(folder: str | os.PathLike) -> Iterator[Path]:
+    """Within the block, every file and folder written (:func:`write_file`, :func:`ensure_dir`) must lie
+    below ``folder`` and be reached without a symbolic link below it (``folder`` itself, chosen by the
+    user, may be one): a path outside it, or a link on the way (a link in the folder named like a figure
+    folder, or like a file to write), is a UserError naming the link; nothing is written through it."""
+    token = _ROOT.set(Path(folder).absolute())
+    try:
+        yield Path(folder)
+    finally:
+        _ROOT.reset(token)
+
+
+def check_inside(path: str | os.PathLike, action: str) -> None:
+    """Refuse (a UserError ``"<action>: ..."``) a path outside the folder of :func:`inside`, or one whose
+    way down from it passes a symbolic link (checked with ``lstat``, never followed). Outside any
+    :func:`inside` block, nothing is checked."""
+    root = _ROOT.get()
+    if root is None:
+        return
+    target = Path(path).absolute()
+    try:
+        rel = target.relative_to(root)
+    except ValueError:
+        rel = None
+    if rel is None or ".." in rel.parts:
+        raise UserError(f"{action}: it is outside the folder chosen for the output, {str(root)!r}")
+    here = root
+    for part in rel.parts:
+        here = here / part
+        try:
+            mode = os.lstat(here).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            return  # what is not there yet is created as a regular file or folder
+        except OSError:
+            return  # cannot be looked at: writing there says why
+        if stat.S_ISLNK(mode):
+            raise UserError(
+                f"{action}: {str(here)!r} is a symbolic link; files are written only as regular files inside "
+                f"the chosen folder {str(root)!r}, never through a link (remove the link, or choose another "
+                "folder)"
+            )
+
+
 def ensure_dir(folder: str | os.PathLike, action: str | None = None) -> Path:
     """Create ``folder`` (and its parents) if needed; a UserError ``"<action>: <reason>"`` if impossible."""
     folder = Path(folder)
     action = action or f"cannot create folder {str(folder)!r}"
+    check_inside(folder, action)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
@@ -97,10 +151,12 @@ def atomic_write(path: str | os.PathLike, exclusive: bool = False, what: str = "
     taken is a UserError. Folders are created as needed.
     """
     path = Path(path)
+    check_inside(path, f"cannot write {what} {str(path)!r}")
     ensure_dir(path.parent, f"cannot write {what} {str(path)!r}")
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
     try:
         yield tmp
+        check_inside(path, f"cannot write {what} {str(path)!r}")  # nothing put a link in the way meanwhile
         fd = os.open(tmp, os.O_RDONLY)
         try:
             os.fsync(fd)

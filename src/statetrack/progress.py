@@ -24,6 +24,8 @@ import sys
 import time
 from collections.abc import Callable
 
+from statetrack.untrusted import terminal_text
+
 LOGGER = logging.getLogger("statetrack")
 
 Progress = bool | Callable[[dict], None] | None
@@ -69,12 +71,45 @@ def to_stderr() -> None:
     command line's choice: one handler, added once)."""
     if not any(isinstance(h, _Stderr) for h in LOGGER.handlers):
         LOGGER.addHandler(_Stderr())
+    if LOGGER.level == logging.NOTSET:  # and the progress lines of long work (Ticker)
+        LOGGER.setLevel(logging.INFO)
+
+
+class Ticker:
+    """Progress of a long loop over ``total`` items, as one INFO line on the ``statetrack`` logger every
+    ``every`` seconds (none for a loop that ends sooner): ``report s: 120,000 of 1,000,000,000 runs of the
+    grid read (0.012%)  elapsed 5s  ETA 11h34m``. Durations on the monotonic clock."""
+
+    def __init__(self, title: str, total: int, what: str = "items", every: float = 5.0):
+        self.title, self.total, self.what, self.every = title, total, what, every
+        self.t0 = self.said = time.monotonic()
+
+    def each(self, items):
+        """The items, with a line every ``every`` seconds of the loop over them."""
+        for i, x in enumerate(items):
+            self.tick(i)
+            yield x
+
+    def tick(self, done: int) -> None:
+        now = time.monotonic()
+        if now - self.said < self.every:
+            return
+        self.said = now
+        el = now - self.t0
+        eta = el / done * (self.total - done) if done else 0.0
+        _default_handler()
+        LOGGER.info(
+            terminal_text(
+                f"{self.title}: {done:,} of {self.total:,} {self.what} ({100 * done / max(self.total, 1):.2g}%)  "
+                f"elapsed {duration(el)}  ETA {duration(eta)}"
+            )
+        )
 
 
 def warn(text: str) -> None:
     """A warning line on the ``statetrack`` logger (on stderr where the program configured no logging)."""
     _default_handler()
-    LOGGER.warning(text)
+    LOGGER.warning(terminal_text(text))  # a label from data reaches the terminal as text, never an escape
 
 
 def describe_waits(waits: list[dict]) -> str:
@@ -112,10 +147,10 @@ class TrainProgress:
     """``train``'s validations as events: ``on_step(step, info)``."""
 
     def __init__(self, out: Callable[[dict], None], title: str, steps: int):
-        self.out, self.title, self.steps, self.t0 = out, title, steps, time.time()
+        self.out, self.title, self.steps, self.t0 = out, title, steps, time.monotonic()
 
     def on_step(self, step: int, info: dict) -> None:
-        el = time.time() - self.t0
+        el = time.monotonic() - self.t0
         eta = el / step * (self.steps - step) if step else 0.0
         loss = "" if info.get("train_loss") is None else f"loss {info['train_loss']:.3f}  "  # None: step 0
         msg = (
@@ -131,7 +166,7 @@ class SweepProgress:
     """A sweep's validations and finished runs as events: ``on_step(job, step, info)``, ``on_done(job, res)``."""
 
     def __init__(self, out: Callable[[dict], None], title: str, runs: int):
-        self.out, self.title, self.runs, self.finished, self.t0 = out, title, runs, 0, time.time()
+        self.out, self.title, self.runs, self.finished, self.t0 = out, title, runs, 0, time.monotonic()
 
     @staticmethod
     def name(job) -> str:
@@ -139,7 +174,7 @@ class SweepProgress:
 
     def on_step(self, job, step: int, info: dict) -> None:
         loss = "" if info.get("train_loss") is None else f"loss {info['train_loss']:.3f}  "
-        el = time.time() - self.t0
+        el = time.monotonic() - self.t0
         msg = (
             f"{self.title}: {self.name(job)}: step {step}/{job.train.steps}  {loss}val acc "
             f"{100 * info['val_accuracy']:.1f}%  elapsed {duration(el)}"
@@ -160,14 +195,14 @@ class SweepProgress:
             {
                 "event": "waiting",
                 "runs": waits,
-                "elapsed": time.time() - self.t0,
+                "elapsed": time.monotonic() - self.t0,
                 "message": f"{self.title}: {describe_waits(waits)}",
             }
         )
 
     def on_done(self, job, res) -> None:
         self.finished += 1
-        el = time.time() - self.t0
+        el = time.monotonic() - self.t0
         eta = el / self.finished * (self.runs - self.finished)
         longest = (res.summary or {}).get("longest_90")
         what = ("reused" if res.reused else res.status) + (f", longest >=90% {longest}" if longest else "")

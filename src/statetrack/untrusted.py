@@ -13,13 +13,22 @@ Names and labels read from such documents are checked too: a name that becomes p
 study's, :func:`name_problem`) is an identifier, so that no name makes a command write outside the folder
 the user chose; a label (a run's, a study's model or task label: :func:`label_problem`) is printable text
 of at most ``MAX_LABEL`` characters.
+
+A label or name read from a database or a study file is text wherever it is written out, never markup,
+a formula, a terminal command or maths: :func:`markdown_text` (no raw HTML tag in a markdown file),
+:func:`csv_cell` (no live formula in a spreadsheet), :func:`terminal_text` (no control character reaches
+a terminal), plain text in plots (``report.plots`` turns matplotlib's maths off). :func:`confusable`
+tells labels apart that look the same (``RNN`` and ``RΝΝ`` with a Greek Nu).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import stat
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -163,16 +172,104 @@ def yaml_problem(e: Exception) -> str:
     return " ".join(out.split())
 
 
-def read_json(path: str | os.PathLike, what: str) -> Any:
-    """A JSON file within the limits (its size looked at before it is read)."""
+def read_json(path: str | os.PathLike, what: str, follow: bool = True) -> Any:
+    """A JSON file within the limits (no more than the limit is read); ``follow`` False: not through a
+    link (:func:`read_head`)."""
     what = f"{what} {str(path)!r}"
-    return load_json(read_text(path, what, MAX_JSON_BYTES), what)
+    return load_json(read_text(path, what, MAX_JSON_BYTES, follow), what)
 
 
-def read_text(path: str | os.PathLike, what: str, max_bytes: int) -> str:
-    """A file's text, refused by its size before it is read."""
-    path = Path(path)
-    n = path.stat().st_size
-    if n > max_bytes:
-        raise _too_big(what, n, max_bytes)
-    return path.read_text()
+def read_head(path: str | os.PathLike, limit: int, follow: bool = True) -> bytes:
+    """At most ``limit`` bytes from the start of the regular file ``path``; an OSError for anything else
+    (a FIFO is opened without waiting for a writer and refused, as are devices and folders, so that
+    ``/dev/zero`` is never read for good), and, with ``follow`` False, for a symbolic link (data inside a
+    folder from others is read where it is, never through a link)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        chunks, n = [], 0
+        while n < limit and (block := os.read(fd, min(1 << 20, limit - n))):
+            chunks.append(block)
+            n += len(block)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_text(path: str | os.PathLike, what: str, max_bytes: int, follow: bool = True) -> str:
+    """A regular file's text (UTF-8), refused beyond ``max_bytes`` (no more is read); a byte that is not
+    UTF-8 is one UserError naming the file and where. ``follow``: see :func:`read_head`."""
+    data = read_head(path, max_bytes + 1, follow)
+    if len(data) > max_bytes:
+        raise _too_big(what, Path(path).stat().st_size, max_bytes)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise UserError(
+            f"{what} is not UTF-8 text: byte {data[e.start]:#04x} at offset {e.start:,} (line {line}); save it "
+            "as UTF-8"
+        ) from None
+
+
+# -- labels written out as text ----------------------------------------------------------------------
+#: '<' that could open an HTML tag, comment or declaration in markdown ('<=' and '< 5' cannot)
+_TAG = re.compile(r"<(?=[A-Za-z/!?])")
+#: what makes a spreadsheet read a cell as a formula (OWASP's list)
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[-+]?(\d[\d,]*\.?\d*|\.\d+)([eE][-+]?\d+)?%?|-")
+#: characters that reorder or hide text on a terminal (bidirectional controls: 'Trojan source')
+_BIDI = frozenset("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def markdown_text(text: str) -> str:
+    """``text`` for a markdown file that forges and editors render: every ``<`` that could open an HTML
+    tag (``<script>``, ``<img onerror=...>``, ``<!--``) written ``&lt;``, so it shows as typed and runs
+    nothing; the rest (``<=``, ``a < b``) as it is."""
+    return _TAG.sub("&lt;", text)
+
+
+def csv_cell(value):
+    """A CSV cell a spreadsheet reads as text, never a formula: a string starting with ``=``, ``+``,
+    ``-``, ``@``, a tab or a carriage return gets a leading ``'`` (numbers, and ``-`` for none, are kept)."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START) and not _NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
+def terminal_text(text: str) -> str:
+    """``text`` for a terminal: each control character (an escape sequence's ESC, BEL, a carriage return)
+    and bidirectional control written as its escape (``\\x1b``), so it shows and does nothing; line breaks
+    and tabs are kept."""
+    if text.isprintable():
+        return text
+    return "".join(
+        c
+        if c in "\n\t" or (c.isprintable() and c not in _BIDI)
+        else (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+        for c in text
+    )
+
+
+#: letters of other scripts drawn like Latin letters (Greek and Cyrillic capitals and small letters)
+_LOOKALIKE = str.maketrans(
+    "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧαορτυνικАВЕЅІЈКМНОРСТХУаеіјорсуխһԁԛѕԝхӏ",
+    "ABEZHIKMNOPTYXaoptuvikABESIJKMHOPCTXYaeijopcyuhdqswxl",
+)
+
+
+def skeleton(text: str) -> str:
+    """What ``text`` looks like: compatibility forms folded (NFKC: fullwidth letters, ligatures), letters
+    of other scripts drawn like Latin ones mapped to them, invisible format characters dropped."""
+    folded = unicodedata.normalize("NFKC", text).translate(_LOOKALIKE)
+    return "".join(c for c in folded if unicodedata.category(c) != "Cf")
+
+
+def confusable(labels) -> list[tuple[str, ...]]:
+    """Groups of distinct labels that look the same (one :func:`skeleton`), e.g. ``('RNN', 'RΝΝ')``."""
+    groups: dict[str, set[str]] = {}
+    for label in labels:
+        if isinstance(label, str):
+            groups.setdefault(skeleton(label), set()).add(label)
+    return [tuple(sorted(g)) for g in groups.values() if len(g) > 1]

@@ -23,6 +23,7 @@ from statetrack.cli.args import Parser
 from statetrack.cli.output import guarded_output
 from statetrack.errors import UserError
 from statetrack.files import reason
+from statetrack.untrusted import terminal_text
 from statetrack.version import __version__
 
 PLUGIN_HELP = (
@@ -68,6 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+def _out_of_memory(e: ImportError) -> bool:
+    """An import that failed for want of memory: a shared library that could not be mapped."""
+    return any(s in str(e) for s in ("failed to map segment", "Cannot allocate memory"))
+
+
 def _run(argv: list[str] | None) -> int:
     from statetrack import plugins
     from statetrack.runs import signals
@@ -83,11 +89,20 @@ def _run(argv: list[str] | None) -> int:
                 return 0
             return int(args.fn(args) or 0)  # a command that returns nothing succeeded
     except UserError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {terminal_text(str(e))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
         print(signals.describe(e), file=sys.stderr)
         return signals.exit_code(e)
+    except (MemoryError, ImportError) as e:  # out of memory as modules load (ulimit -v, a full machine)
+        if isinstance(e, ImportError) and not _out_of_memory(e):
+            raise
+        print(
+            f"error: statetrack ran out of memory ({type(e).__name__}: {str(e) or 'no more memory'}); "
+            "free memory or raise the limit (ulimit -v) and run the command again",
+            file=sys.stderr,
+        )
+        return 2
     except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading
         with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno() if sys.__stdout__ else 1)

@@ -7,9 +7,10 @@ import os
 import shlex
 import sys
 
-from statetrack.config import MAX_PARAMS
+from statetrack.config import MAX_PARAMS, MAX_SEED
 from statetrack.errors import UserError, did_you_mean
 from statetrack.runs.store import DEFAULT_DB, RunStatus, Store
+from statetrack.untrusted import terminal_text
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -96,6 +97,17 @@ def parse_lengths(text: str) -> list[int]:
     return vals
 
 
+def parse_seed(text: str) -> int:
+    """A ``--seed`` value: an integer from 0 to ``MAX_SEED`` (argparse reports anything else in one line)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"bad seed {text!r}; allowed: an integer from 0 to {MAX_SEED:,}")
+    return value
+
+
 def parse_range(text: str) -> tuple[int, int]:
     parts = text.replace(":", "-").split("-") if not text.startswith("-") else [text]
     try:
@@ -144,8 +156,10 @@ def find_run(db: str, ref: str) -> dict:
     run, same = Store(db, readonly=True).find(ref)  # it only reads
     if len(same) > 1:  # said, not chosen silently
         print(
-            f"note: {len(same)} complete runs are labelled {str(ref).strip()!r} in {db!r} (ids "
-            f"{', '.join(map(str, same))}); this is the latest, run {run['id']} (name another by its id)",
+            terminal_text(
+                f"note: {len(same)} complete runs are labelled {str(ref).strip()!r} in {db!r} (ids "
+                f"{', '.join(map(str, same))}); this is the latest, run {run['id']} (name another by its id)"
+            ),
             file=sys.stderr,
         )
     return run

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from statetrack.cli.args import add_json
+from statetrack.cli.args import add_json, parse_seed
 from statetrack.cli.output import emit_rows, rows_out, say, show, width
 from statetrack.errors import UserError
 
@@ -162,7 +162,7 @@ def add_commands(sub) -> None:
     )
     q.add_argument("--length", type=int, default=16, help="tokens per example")
     q.add_argument("--n", type=int, default=2, help="number of examples")
-    q.add_argument("--seed", type=int, default=0, help="seed of the examples")
+    q.add_argument("--seed", type=parse_seed, default=0, help="seed of the examples")
     add_json(q, f"one object per example, then one with the final labels' shares over {SHARES_N:,} sequences")
     q.set_defaults(fn=cmd_sample)
 

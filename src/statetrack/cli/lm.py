@@ -5,11 +5,13 @@ tasks) and ``eval-lm`` (a pretrained Hugging Face causal LM scored on them)."""
 from __future__ import annotations
 
 import json
+import sys
 from operator import itemgetter
 
-from statetrack.cli.args import add_checkpoint, add_json, checkpoint_path
+from statetrack.cli.args import add_checkpoint, add_json, checkpoint_path, parse_seed
 from statetrack.cli.output import Col, print_table, say
 from statetrack.errors import UserError
+from statetrack.untrusted import terminal_text
 
 
 def cmd_generate(a):
@@ -39,8 +41,8 @@ def cmd_generate(a):
                 }
             )
         )
-    else:
-        print(a.prompt + text)
+    else:  # a model's bytes may hold escape sequences: shown as escapes on a terminal, as they are in a pipe
+        print(terminal_text(a.prompt + text) if sys.stdout.isatty() else a.prompt + text)
     return 0
 
 
@@ -199,7 +201,7 @@ def add_suite_options(q, n: int) -> None:
     q.add_argument(
         "--split", default="test", choices=["test", "long"], help="the draw: test or long (long-range)"
     )
-    q.add_argument("--seed", type=int, default=0, help="the draw's seed (default 0, the evaluation's)")
+    q.add_argument("--seed", type=parse_seed, default=0, help="the draw's seed (default 0, the evaluation's)")
 
 
 def add_commands(sub) -> None:
@@ -242,7 +244,7 @@ def add_lm(sub) -> None:
         "--temperature", type=float, default=0.8, help="sampling temperature; 0 = greedy (default 0.8)"
     )
     q.add_argument("--top-k", type=int, default=None, help="sample among the K most probable tokens only")
-    q.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    q.add_argument("--seed", type=parse_seed, default=0, help="sampling seed (default 0)")
     add_json(q, "one object with the continuation")
     q.set_defaults(fn=cmd_generate)
 
@@ -250,7 +252,7 @@ def add_lm(sub) -> None:
         "corpus", help="build a language-modelling corpus (cached) and show its splits and baselines"
     )
     q.add_argument("name", help="the corpus: stdlib, synthetic or traces")
-    q.add_argument("--seed", type=int, default=0, help="the split's seed (default 0)")
+    q.add_argument("--seed", type=parse_seed, default=0, help="the split's seed (default 0)")
     q.add_argument("--tokenizer", default="bytes", help="bytes (default), bpe or bpe=N (needs tokenizers)")
     q.add_argument(
         "--length", type=int, default=128, help="window length the baselines are scored at (default 128)"

@@ -4,7 +4,9 @@ The width is ``COLUMNS`` when set (piped or not), else the terminal's, else 80 (
 too: logs, mail, files; machines read ``--json``). A table never cuts a value: cells wrap at spaces and
 after commas; if the words of every column cannot fit side by side, columns marked optional are left out
 with a note naming them; if it still does not fit, each row is printed as a block of ``header: value``
-lines (as psql's expanded display).
+lines (as psql's expanded display). Text from data (labels, names, errors) reaches the terminal with its
+control characters written as escapes (``untrusted.terminal_text``): a label holding ``ESC]0;...BEL``
+or ``ESC[2J`` shows as typed and does nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from statetrack.untrusted import terminal_text
 
 
 class Guarded:
@@ -132,7 +136,7 @@ def prose(con, text: str, style: str | None = None) -> None:
     its own, whole), never markup, never cut."""
     from rich.text import Text
 
-    for line in wrap(str(text), con.width):
+    for line in wrap(terminal_text(str(text)), con.width):
         con.print(Text(line, style=style or ""), soft_wrap=True)
 
 
@@ -288,7 +292,7 @@ def print_table(
     con = con or console()
     total = con.width
     cols = _columns(columns)
-    texts = [[str(c.cell(r)) for c in cols] for r in rows]
+    texts = [[terminal_text(str(c.cell(r))) for c in cols] for r in rows]  # labels from data: no escapes
     cells = [[c.header] + [row[i] for row in texts] for i, c in enumerate(cols)]
     mins = [max(_len(p) for t in col for p in pieces(t) or [""]) for col in cells]
     maxs = [max(1, max(_len(line) for t in col for line in t.split("\n"))) for col in cells]
@@ -368,6 +372,8 @@ def print_blocks(
 
     con = con or console()
     total = con.width
+    title = terminal_text(title) if title else title
+    texts = [[terminal_text(t) for t in row] for row in texts]
     keyw = min(max((_len(h) for h in headers[1:]), default=0) + 2, max(8, total // 2))
     out: list[str | tuple[str, str | None]] = [title, ""] if title else []
     for r, row in enumerate(texts):

@@ -7,10 +7,12 @@ a pipe, a batch job) each validation is one line::
 
     train rnn on parity: step 400/2000  loss 0.512  val acc 87.5%  elapsed 12s  ETA 48s
 
-and each test length, and each finished run of a sweep, one line too. A line wider than ``COLUMNS`` (80
-when unset) continues on lines indented by two spaces, broken between its fields (two spaces apart), so a
-log read in a terminal or an editor of that width is never cut or wrapped mid-field. Progress never goes
-to stdout, so ``--json`` output stays clean.
+and each test length, and each finished run of a sweep, one line too. A long evaluation says every
+``TOKEN_EVERY`` seconds how far it is (tokens done of the length's batch, the rate, the time left). A line
+wider than ``COLUMNS`` (80 when unset) continues on lines indented by two spaces, broken between its fields
+(two spaces apart), so a log read in a terminal or an editor of that width is never cut or wrapped
+mid-field. Progress never goes to stdout, so ``--json`` output stays clean. Durations come from the
+monotonic clock: a clock set back never makes one negative.
 """
 
 from __future__ import annotations
@@ -52,11 +54,15 @@ def fit(text: str, width: int) -> list[str]:
     return [out[0]] + [INDENT + x for x in out[1:]]
 
 
+#: seconds between the progress lines of a long evaluation (the first comes after as long)
+TOKEN_EVERY = 5.0
+
+
 class _Reporter:
     def __init__(self, stream=None):
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
-        self.t0 = time.time()
+        self.t0 = time.monotonic()
         self.bar = None
 
     def __enter__(self):
@@ -97,9 +103,19 @@ class _Reporter:
             print("\n".join(fit(text, log_width())), file=self.stream, flush=True)
 
     def times(self, done: float, total: float) -> str:
-        el = time.time() - self.t0
+        el = time.monotonic() - self.t0
         eta = el / done * (total - done) if done else 0.0
         return f"elapsed {duration(el)}  ETA {duration(eta)}"
+
+
+def _long_duration(s: float) -> str:
+    """:func:`progress.duration`, and days or years beyond 99 hours."""
+    if s == float("inf"):
+        return "unknown"
+    if s < 99 * 3600:
+        return duration(s)
+    days = s / 86400
+    return f"{days:,.0f} days" if days < 3650 else f"{days / 365.25:,.3g} years"
 
 
 class RunProgress(_Reporter):
@@ -114,7 +130,35 @@ class RunProgress(_Reporter):
         super().__enter__()
         if self.bar is not None:
             self.task = self.bar.add_task(self.title, total=self.steps or self.lengths, info="")
+        from statetrack.training.evaluation import watched  # heavy (torch): a run imports it anyway
+
+        self._watch = watched(self.tokens)
+        self._watch.__enter__()
+        self._said: tuple[int, float] | None = None  # (length, when) of the last token line
         return self
+
+    def __exit__(self, *exc):
+        self._watch.__exit__(*exc)
+        return super().__exit__(*exc)
+
+    def tokens(self, length: int, done: int, total: int) -> None:
+        """After each chunk of an evaluation: every ``TOKEN_EVERY`` s, a line with the tokens done of the
+        length's batch, the rate and the time left."""
+        now = time.monotonic()
+        if self._said is None or self._said[0] != length:
+            self._said = (length, now)  # the rate is counted from the length's first chunk
+            self._first = (now, done)
+            return
+        if now - self._said[1] < TOKEN_EVERY:
+            return
+        self._said = (length, now)
+        t0, d0 = self._first
+        rate = (done - d0) / max(now - t0, 1e-9)
+        left = (total - done) / rate if rate > 0 else float("inf")
+        self.log(
+            f"{self.title}: test length {length:,}: {done:,} of {total:,} tokens ({100 * done / total:.2g}%)  "
+            f"{rate:,.0f} tokens/s  ETA {_long_duration(left)}"
+        )
 
     def _info(self) -> str:
         return "  ".join(
@@ -152,7 +196,7 @@ class RunProgress(_Reporter):
         else:
             self.log(
                 f"{self.title}: test length {m.length} ({self.done_lengths}/{self.lengths})  "
-                f"{self._accuracy(m)}  elapsed {duration(time.time() - self.t0)}"
+                f"{self._accuracy(m)}  elapsed {duration(time.monotonic() - self.t0)}"
             )
 
     @staticmethod
@@ -190,7 +234,7 @@ class SweepProgress(_Reporter):
         if self.bar is not None:
             self.bar.update(self.task, info=text)
         else:
-            self.log(f"{self.title}: {text}  elapsed {duration(time.time() - self.t0)}")
+            self.log(f"{self.title}: {text}  elapsed {duration(time.monotonic() - self.t0)}")
 
     def waiting(self, waits: list[dict]) -> None:
         """A sweep with nothing of its own to run says which runs of other sweeps it waits for."""

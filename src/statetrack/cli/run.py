@@ -32,7 +32,9 @@ from statetrack.cli.output import (
 )
 from statetrack.cli.progress import RunProgress
 from statetrack.errors import UserError
+from statetrack.progress import warn
 from statetrack.runs.store import RunStatus
+from statetrack.untrusted import confusable, terminal_text
 
 
 def train_configs(a):
@@ -120,7 +122,7 @@ def cmd_train(a):
 
         write_run(a.tensorboard, a.db, res.run_id)
     if res.status != RunStatus.COMPLETE:
-        print(f"run {res.run_id} failed: {res.summary.get('reason')}", file=sys.stderr)
+        print(terminal_text(f"run {res.run_id} failed: {res.summary.get('reason')}"), file=sys.stderr)
         return 1
     if a.json:
         emit_rows(
@@ -188,9 +190,10 @@ def cmd_eval(a):
     from statetrack.runs.records import checkpoint_run, split_rows
     from statetrack.runs.store import checkpoint_of_run_problem
     from statetrack.tasks import get_task
+    from statetrack.training import memory
     from statetrack.training.checkpoint import check_task_fits, load_checkpoint
     from statetrack.training.device import resolve_device
-    from statetrack.training.evaluation import evaluate_more, evaluate_run
+    from statetrack.training.evaluation import check_eval_memory, evaluate_more, evaluate_run
 
     fields = {k.removeprefix("eval."): v for k, v in given(a).items() if k.startswith("eval.")}
     ecfg = validated(EvalConfig, **fields)
@@ -200,9 +203,11 @@ def cmd_eval(a):
     if a.task:
         task = get_task(a.task)
         check_task_fits(model, task, a.checkpoint, cfg.task)
+    device = resolve_device(ecfg.device)
+    check_eval_memory(model, ecfg, memory.available() if device.type == "cpu" else None)
     problem = checkpoint_of_run_problem(a.checkpoint, extra)
     if problem:
-        print(f"warning: {problem}; evaluating the file as it is", file=sys.stderr)
+        print(terminal_text(f"warning: {problem}; evaluating the file as it is"), file=sys.stderr)
     with RunProgress(f"evaluate {cfg.model.layers} on {task.name}", 0, len(ecfg.lengths)) as prog:
         metrics, lm = evaluate_run(model, task, ecfg, on_length=prog.length)  # LM tasks: on the test split
     more, horizons = evaluate_more(model, task, ecfg, metrics)
@@ -246,7 +251,7 @@ def _show(store, r: dict, as_json: bool) -> int:
     run_id = r["id"]
     problem = store.checkpoint_problem(r)
     if problem:
-        print(f"warning: {problem}", file=sys.stderr)
+        print(terminal_text(f"warning: {problem}"), file=sys.stderr)
     d = run_detail(r, store.metrics(run_id), store.curve(run_id), store.split_metrics(run_id))
     if as_json:
         print(json.dumps(d))
@@ -306,6 +311,8 @@ def cmd_runs(a):
             )
         return _show(store, find_run(a.db, a.runs[0]), a.json)
     runs = [run_object(r) for r in store.runs(study=a.study, status=a.status)]
+    for group in confusable({r["label"] for r in runs}):  # RNN and RΝΝ (a Greek Nu): two rows alike
+        warn(f"labels {' and '.join(map(ascii, group))} look the same; 'runs show ID' tells their runs apart")
     if a.json:
         emit_rows(runs)
         return 0
@@ -444,22 +451,23 @@ def cmd_plot(a):
 
 
 def _check(store, a) -> int:
-    """``runs --check``: every damaged row (``Store.check``); exit 1 when there is any."""
+    """``runs --check``: every damaged row and foreign trigger or view (``Store.check``); exit 1 when there
+    is any."""
     damaged = store.check()
     if a.json:
         emit_rows(damaged)
     elif damaged:
         print_table(
-            f"damaged rows in {a.db} (listings leave their runs out)",
+            f"damaged rows and foreign SQL in {a.db} (listings leave their runs out)",
             [
-                Col("run", lambda r: str(r["run_id"]), "right"),
+                Col("run", lambda r: "-" if r["run_id"] is None else str(r["run_id"]), "right"),
                 Col("table", lambda r: r["table"]),
                 Col("problem", lambda r: r["problem"]),
             ],
             damaged,
         )
     else:
-        say(f"no damaged row in {a.db} ({store.counts()['runs']} runs)")
+        say(f"no damaged row and no foreign SQL in {a.db} ({store.counts()['runs']} runs)")
     return 1 if damaged else 0
 
 

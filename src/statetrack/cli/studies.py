@@ -84,7 +84,7 @@ def _sweep(a):
     if why:  # said once, here; the summary then names the workers that ran
         warn(why)
     n_jobs = len(grid)
-    t0 = time.time()
+    t0 = time.monotonic()
 
     def done(job, res):
         prog.done(job, res)
@@ -109,7 +109,7 @@ def _sweep(a):
             max_runs=a.max_runs,
             on_wait=prog.waiting,
         )
-    return study, results, time.time() - t0
+    return study, results, time.monotonic() - t0
 
 
 def _summary(study, results, wall, a) -> str:

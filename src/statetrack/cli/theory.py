@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from statetrack.cli.args import add_checkpoint, add_json, add_max_params, checkpoint_path
+from statetrack.cli.args import add_checkpoint, add_json, add_max_params, checkpoint_path, parse_seed
 from statetrack.cli.output import Col, print_horizons, print_table, print_verified, rows_out, say
 from statetrack.errors import UserError
 
@@ -450,7 +450,7 @@ def add_commands(sub) -> None:
         "--tol", type=float, default=0.01, help="phase alignment tolerance for time-invariant modes"
     )
     q.add_argument("--max-w", type=int, default=10_000, help="largest period W searched for phase alignment")
-    q.add_argument("--seed", type=int, default=0, help="seed of the inputs")
+    q.add_argument("--seed", type=parse_seed, default=0, help="seed of the inputs")
     add_json(q, "one object")
     q.set_defaults(fn=cmd_counterexample)
 
@@ -517,7 +517,7 @@ def add_commands(sub) -> None:
         default=None,
         help="witness families predicted, round robin over the pairs (default: predict_horizon.MAX_FAMILIES)",
     )
-    q.add_argument("--seed", type=int, default=0, help="seed of the strings (default 0)")
+    q.add_argument("--seed", type=parse_seed, default=0, help="seed of the strings (default 0)")
     q.add_argument("--rows", type=int, default=20, help="pairs shown, those predicted to fail first first")
     add_max_params(q)
     add_json(q, "one object: the predicted horizon, its interval and one entry per pair of states")
@@ -549,6 +549,6 @@ def add_commands(sub) -> None:
     q.add_argument("--out", default=None, help="figure path: .png, .svg or .pdf")
     q.add_argument("--samples", type=int, default=4, help="sample sequences of the model's task")
     q.add_argument("--length", type=int, default=64, help="length of each sample sequence")
-    q.add_argument("--seed", type=int, default=0, help="seed of the inputs")
+    q.add_argument("--seed", type=parse_seed, default=0, help="seed of the inputs")
     add_json(q, "one object (without the sample eigenvalues)")
     q.set_defaults(fn=cmd_spectrum)

@@ -18,8 +18,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from statetrack.config import EvalConfig, validated
 from statetrack.errors import UserError, did_you_mean
 from statetrack.experiments.grid import Cell, expand, learning_rates, model_config
+from statetrack.progress import warn
 from statetrack.runs.jobs import MAX_RUNS, Grid, Job
-from statetrack.untrusted import label_problem, name_problem
+from statetrack.untrusted import confusable, label_problem, name_problem
 
 Metric = Literal["accuracy", "scaled_accuracy", "token_accuracy", "sequence_accuracy"]
 Reduce = Literal["median", "mean", "max", "min"]
@@ -227,6 +228,12 @@ class Table(_Strict):
         ):
             if len(set(labels)) != len(labels):
                 raise ValueError(f"duplicate {what} labels in table {self.name!r}")
+            for group in confusable(labels):
+                warn(
+                    f"{what} labels {' and '.join(map(ascii, group))} of table {self.name!r} look the same "
+                    "(letters of other scripts, or other forms of one letter); rename one so that their rows "
+                    "can be told apart"
+                )
         if not self.tasks or not self.models:
             raise ValueError(f"table {self.name!r} needs at least one task and one model")
         known = {t.label for t in self.tasks}

@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from statetrack.errors import UserError
-from statetrack.files import write_file
+from statetrack.files import reason, write_file
 from statetrack.lm import synthetic, traces
 from statetrack.lm.answers import Answer
 from statetrack.lm.tokens import DEFAULT_BPE_VOCAB, BPETokenizer, ByteTokenizer, Tokenizer, token_dtype
@@ -462,9 +462,9 @@ def get_corpus(
         try:
             root.mkdir(parents=True, exist_ok=True)
             _build(name, int(seed), folder, source)
-        except PermissionError as e:
+        except OSError as e:  # no permission, a read-only or full disk, a file in the way of the folder
             raise UserError(
-                f"cannot write the corpus cache {str(root)!r} ({e.strerror}); set STATETRACK_CACHE "
+                f"cannot write the corpus cache {str(root)!r} ({reason(e)}); set STATETRACK_CACHE "
                 "to a writable folder"
             ) from None
     try:

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from statetrack.errors import UserError
-from statetrack.report.plots import close, save, slug, spectrum_figure
+from statetrack.report.plots import close, save, slug, spectrum_figure, unique_stem
 from statetrack.report.state_tables import recorded, selected_pairs, unlearnt_text
 from statetrack.report.table import StudyTable, table_runs
 from statetrack.report.verdicts import TRACKED, VerdictCell, VerdictTable
@@ -140,13 +140,15 @@ class EvidenceSection:
         if not self.cells:
             return []
         md = [f"## {self.title}", "", self.caption, ""]
+        seen: dict[str, str] = {}  # models 'a b' and 'a-b' slug alike: neither figure replaces the other
         for c in self.cells:
             md += [f"### {c.title}", ""]
             for item in c.items:
                 if isinstance(item, str):
                     md.append(f"- {item}")
                 elif formats:
-                    name = item.drawn(partial(save, folder=figdir, stem=item.stem, formats=formats))[0].name
+                    stem = unique_stem(item.stem, seen, c.title)
+                    name = item.drawn(partial(save, folder=figdir, stem=stem, formats=formats))[0].name
                     md.append(f"  ![{item.alt}]({folder}/{name})")
             md.append("")
         return md

@@ -8,13 +8,13 @@ metrics (failed, running) has one row with empty metrics. CSV needs nothing; par
 
 from __future__ import annotations
 
-import csv
 import io
 from pathlib import Path
 
 from statetrack.errors import UserError
 from statetrack.files import write_file
 from statetrack.report.compare import flat_config
+from statetrack.report.render import grid_csv
 from statetrack.runs.records import LENGTH_KEYS, run_object, split_rows
 from statetrack.runs.store import RunStatus, Store
 
@@ -49,11 +49,8 @@ def _columns(rows: list[dict]) -> list[str]:
 
 
 def csv_text(rows: list[dict]) -> str:
-    buf = io.StringIO(newline="")
-    w = csv.DictWriter(buf, fieldnames=_columns(rows), extrasaction="ignore")
-    w.writeheader()
-    w.writerows(rows)
-    return buf.getvalue()
+    """The rows as CSV, every label or name that looks like a formula read as text (``render.grid_csv``)."""
+    return grid_csv(rows, _columns(rows)) or ",".join(LENGTH_KEYS) + "\r\n"
 
 
 def parquet_bytes(rows: list[dict]) -> bytes:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from statetrack.errors import UserError
 from statetrack.files import write_file
-from statetrack.untrusted import name_problem, read_json
+from statetrack.untrusted import name_problem, read_head, read_json
 
 INDEX = "index.json"
 
@@ -38,7 +38,7 @@ def read_index(folder) -> dict[str, dict]:
     name; a record under a key that is not a study name (``untrusted.name_problem``) is dropped: the file
     may come from others, and the index builds its links from these names."""
     try:
-        data = read_json(Path(folder) / INDEX, "report index")
+        data = read_json(Path(folder) / INDEX, "report index", follow=False)  # a link reads as no index
     except (OSError, ValueError, UserError):
         return {}
     if not isinstance(data, dict):
@@ -80,17 +80,16 @@ def _legacy_extent(folder: Path, study: str) -> Extent | None:
     md = folder / f"{study}.md"
     if not md.is_file():
         return None
-    try:
-        text = md.read_text(errors="replace")[:200_000]
+    try:  # the folder may come from others: its files read where they are (no link), the first bytes only
+        text = read_head(md, 200_000, follow=False).decode(errors="replace")
     except OSError:
         return Extent(None, None, None)
     done = re.search(r"Runs of the grid: \d+; complete: (\d+)", text)
     scale = re.search(r"\(scale `([^`]+)`\)", text)
     seeds = None
     try:
-        rows = list(
-            csv.DictReader(io.StringIO((folder / f"{study}.csv").read_text(errors="replace")[:2_000_000]))
-        )
+        head = read_head(folder / f"{study}.csv", 2_000_000, follow=False).decode(errors="replace")
+        rows = list(csv.DictReader(io.StringIO(head)))
         counts = [int(r["seeds"]) for r in rows if (r.get("seeds") or "").isdigit()]
         seeds = max(counts) if counts else None
     except (OSError, csv.Error, KeyError):

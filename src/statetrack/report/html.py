@@ -27,7 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from statetrack.experiments import StudyKind
-from statetrack.files import ensure_dir, write_file
+from statetrack.files import ensure_dir, inside, write_file
 from statetrack.report.evidence import EvidenceSection, Spectrum, report_evidence
 from statetrack.report.finding import Finding
 from statetrack.report.folder import check_replace, read_index, update_record
@@ -360,8 +360,12 @@ def write_html(rep: Report, out, meta: dict | None = None, force: bool = False) 
     """Write ``out``/<study>.html and its record in ``out``/index.json, then ``out``/index.html from that
     file; returns the page's path. A report of the study already in ``out`` that holds more (another
     scale, more seeds or more complete runs) is not replaced: ``report.folder.ReportExists``, unless
-    ``force``."""
-    meta = meta or {}
+    ``force``. Every file is written inside ``out``, never through a link (``files.inside``)."""
+    with inside(out):
+        return _write_html(rep, Path(out), meta or {}, force)
+
+
+def _write_html(rep: Report, out: Path, meta: dict, force: bool) -> Path:
     out = ensure_dir(out, f"cannot write the report in {str(out)!r}")
     check_replace(out, rep.study.name, rep.extent(), force)
     svgs: list[tuple[str, str, str, str]] = []

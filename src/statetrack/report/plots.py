@@ -19,7 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from statetrack.files import write_file
+from statetrack.files import sha256_bytes, write_file
+from statetrack.progress import warn
 from statetrack.runs.store import RunStatus
 
 FORMATS = ("png", "svg", "pdf")
@@ -53,6 +54,10 @@ def pyplot():
 
     # reproducible vector output: no dates, ids from a fixed salt
     matplotlib.rcParams["svg.hashsalt"] = "statetrack"
+    # labels and names are plain text, never maths or TeX: a label '$x^$' drawn as maths text would end
+    # the plot in a parse error (and TeX would read its '%', '_' and '\\')
+    matplotlib.rcParams["text.parse_math"] = False
+    matplotlib.rcParams["text.usetex"] = False
     return plt
 
 
@@ -123,8 +128,34 @@ def save_figure(fig, path: Path) -> Path:
     return path
 
 
+#: the longest slug: a figure's file name holds two (a table's and a column's) within any file system's 255
+SLUG_MAX = 60
+
+
 def slug(s: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", s).strip("-").lower() or "x"
+    """``s`` as part of a file name: lower-case letters and digits joined by '-', at most ``SLUG_MAX``
+    characters (a longer one is cut and ends in 8 hex digits of its sha256, so two long names stay apart).
+    Two names may share a slug (``a b`` and ``a-b``): ``writer.unique_stems`` tells their files apart."""
+    out = re.sub(r"[^A-Za-z0-9]+", "-", s).strip("-").lower() or "x"
+    if len(out) > SLUG_MAX:
+        out = f"{out[: SLUG_MAX - 9].rstrip('-')}-{sha256_bytes(s.encode('utf-8', 'surrogatepass'))[:8]}"
+    return out
+
+
+def unique_stem(stem: str, seen: dict[str, str], owner: str) -> str:
+    """``stem``, or ``stem-2``, ``stem-3`` ... when a file of that name (case folded: ``A`` and ``a`` are one
+    file on some systems) is taken in ``seen`` (lower-case stem -> what took it), with a warning line
+    naming both; ``seen`` records the stem for ``owner``. No figure replaces another."""
+    new, n = stem, 2
+    while new.lower() in seen:
+        new, n = f"{stem}-{n}", n + 1
+    if new != stem:
+        warn(
+            f"figure {stem!r} of {owner!r} has the file name of the figure of {seen[stem.lower()]!r}; "
+            f"written as {new!r}"
+        )
+    seen[new.lower()] = owner
+    return new
 
 
 def length_ticks(ax, lengths: list[int]) -> None:

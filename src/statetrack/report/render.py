@@ -15,6 +15,7 @@ from typing import Literal, Protocol
 
 from statetrack.experiments import ScoreKind
 from statetrack.report.selection import MARK, TableCell
+from statetrack.untrusted import csv_cell, markdown_text
 
 #: a study table's kind: the study's score kind, or one of the state-tracking report's extra tables
 TableKind = ScoreKind | Literal["learning", "horizon"]
@@ -173,8 +174,9 @@ def markdown(t: Table) -> str:
 
 def md_cell(text) -> str:
     """A markdown table cell's text: a ``|`` escaped (else it starts a column), a line break a space (else
-    it ends the row). Labels come from study files, and may hold either."""
-    return " ".join(str(text).replace("|", "\\|").splitlines())
+    it ends the row), the ``<`` of an HTML tag ``&lt;`` (``untrusted.markdown_text``). Labels come from
+    study files and databases, and may hold any of them."""
+    return markdown_text(" ".join(str(text).replace("|", "\\|").splitlines()))
 
 
 def grid_markdown(header: list[str], rows: list[list[str]]) -> str:
@@ -213,12 +215,16 @@ def csv_text(t: Table) -> str:
     return grid_csv(csv_rows(t))
 
 
-def grid_csv(rows: list[dict]) -> str:
-    buf = io.StringIO()
+def grid_csv(rows: list[dict], fields=None) -> str:
+    """The rows as CSV under ``fields`` (default: the first row's keys; a key a row lacks is empty, one
+    not in ``fields`` left out); nothing at all for no rows. Every text cell, the header too, is
+    ``untrusted.csv_cell``: a label that looks like a formula (``=HYPERLINK(...)``) reads as text."""
+    buf = io.StringIO(newline="")
     if rows:
-        w = csv.DictWriter(buf, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+        names = list(rows[0] if fields is None else fields)
+        w = csv.DictWriter(buf, fieldnames=names, extrasaction="ignore")
+        w.writerow({k: csv_cell(k) for k in names})
+        w.writerows({k: csv_cell(v) for k, v in r.items()} for r in rows)
     return buf.getvalue()
 
 

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from statetrack.errors import UserError
+from statetrack.files import check_inside, inside
 from statetrack.report.plots import slug
 from statetrack.runs.store import Store
 
@@ -47,6 +48,8 @@ def write_run(log_dir, db, run_id: int) -> Path:
     store = Store(db, readonly=True)
     row = store.run(run_id)
     path = run_dir(log_dir, row)
+    with inside(log_dir):  # TensorBoard's writer follows links: a link in the folder is refused first
+        check_inside(path, f"cannot write the TensorBoard logs {str(path)!r}")
     w = writer_cls(log_dir=str(path))
     try:
         for p in store.curve(run_id):

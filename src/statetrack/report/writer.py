@@ -2,27 +2,34 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 import statistics
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import chain
 from pathlib import Path
 
 from statetrack.errors import UserError
 from statetrack.experiments import Study, StudyKind
-from statetrack.files import ensure_dir, write_file
+from statetrack.files import ensure_dir, inside, write_file
+from statetrack.progress import Ticker
 from statetrack.report.evidence import report_evidence
 from statetrack.report.finding import Finding, difference_items, finding, protocol_changes
 from statetrack.report.folder import Extent, check_replace, update_record
 from statetrack.report.lm import LMTable, lm_tables
 from statetrack.report.lm import scale_note as lm_note
 from statetrack.report.lm_figures import lm_figures
-from statetrack.report.plots import close, curve_figures, length_figures, save, slug, trace_figure
-from statetrack.report.render import grid_markdown
+from statetrack.report.plots import (
+    close,
+    curve_figures,
+    length_figures,
+    save,
+    slug,
+    trace_figure,
+    unique_stem,
+)
+from statetrack.report.render import grid_csv, grid_markdown
 from statetrack.report.selection import MARK
 from statetrack.report.state_tables import on_split, state_tables
 from statetrack.report.table import StudyTable, study_tables
@@ -32,6 +39,7 @@ from statetrack.runs.jobs import MAX_RUNS
 from statetrack.runs.probes import read_traces
 from statetrack.runs.runner import complete_result
 from statetrack.runs.store import Damaged, RunStatus, Store, warn_damaged
+from statetrack.untrusted import markdown_text
 
 
 @dataclass
@@ -140,7 +148,7 @@ def collect(
     machines: Counter[str] = Counter()
     devices: dict[str, None] = {}  # an ordered set
     cpu_time, cpu_runs = 0.0, 0
-    for job in jobs:
+    for job in Ticker(f"report {study.name}", len(jobs), "runs of the grid read").each(jobs):  # a line / 5 s
         res = complete_result(store, job.key)
         results.append((job, res))
         rows = store.runs(key=job.key)
@@ -424,11 +432,20 @@ def report_figures(rep: Report) -> Iterator[Figure]:
             )
 
 
+def unique_stems(figures) -> Iterator[Figure]:
+    """The figures, each with a file stem of its own (``plots.unique_stem``: two tables ``a b`` and ``a-b``
+    slug alike; the second figure is written as ``-2``, with a warning line)."""
+    seen: dict[str, str] = {}
+    for f in figures:
+        stem = unique_stem(f.stem, seen, f.section)
+        yield f if stem == f.stem else replace(f, stem=stem)
+
+
 def drawn_figures(rep: Report, use) -> list[Figure]:
     """Each figure of the report passed to ``use(figure)`` (e.g. to save it), then closed before the next
     is drawn; returns the figures (closed) for their sections, stems and captions."""
     done = []
-    for f in report_figures(rep):
+    for f in unique_stems(report_figures(rep)):
         try:
             use(f)
         finally:
@@ -536,7 +553,13 @@ def write_report(
     ``meta``: the header's lines, e.g. {"Command": ..., "Machine": ..., "Date": ...}. A report of the study
     already in ``out`` that holds more (another scale, more seeds or more complete runs) is not replaced:
     ``report.folder.ReportExists`` (one line), unless ``force``. Returns the markdown path. (The HTML page:
-    ``report.html.write_html``.)"""
+    ``report.html.write_html``.) Every file is written inside ``out``, never through a link
+    (``files.inside``)."""
+    with inside(out):
+        return _write_report(rep, Path(out), meta, figures, force)
+
+
+def _write_report(rep: Report, out: Path, meta: dict | None, figures, force: bool) -> Path:
     study = rep.study
     check_reportable(rep, rep.db)
     out = Path(out)
@@ -570,7 +593,7 @@ def write_report(
         ]
     if study.notes:
         md += ["## Notes (from the study file)", "", study.notes.strip(), ""]
-    text = "\n".join(md)
+    text = markdown_text("\n".join(md))  # labels and notes are text: no HTML tag of theirs is rendered
     while "\n\n\n" in text:
         text = text.replace("\n\n\n", "\n\n")
     path = write_file(out / f"{study.name}.md", text, what="report")
@@ -591,12 +614,7 @@ def write_report(
 
 def _csv_text(rows: list[dict], fields: dict) -> str:
     """The rows as CSV under the keys of ``fields`` (in their order); nothing at all for no rows."""
-    buf = io.StringIO(newline="")
-    if rows:
-        w = csv.DictWriter(buf, fieldnames=list(fields))
-        w.writeheader()
-        w.writerows(rows)
-    return buf.getvalue()
+    return grid_csv(rows, fields)
 
 
 def _head_markdown(rep: Report, meta: dict) -> list[str]:

@@ -34,7 +34,7 @@ from typing import Any
 
 from statetrack import plugins
 from statetrack.errors import UserError
-from statetrack.files import reason, sha256_bytes, write_file
+from statetrack.files import inside, reason, sha256_bytes, write_file
 from statetrack.runs import signals
 from statetrack.runs.jobs import Job
 from statetrack.runs.probes import read_traces, traces_from_checkpoint, write_traces
@@ -80,24 +80,49 @@ def worker_limit(
     return n, f"--workers {workers} capped at {n}: {why}"
 
 
-def check_ray_address(address: str | None) -> None:
-    """A UserError when the Ray cluster at ``address`` (``host:port`` or ``ray://host:port``) does not
-    accept a connection within :data:`RAY_CONNECT_TIMEOUT` seconds (``ray.init`` would wait for it for
-    good). Other forms (``auto``, none: a local instance) are left to Ray."""
+#: what an HTTP/2 client says first (RFC 9113 section 3.4), then an empty SETTINGS frame
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+def check_ray_address(address: str | None, timeout: float | None = None) -> None:
+    """A UserError when no Ray cluster answers at ``address`` (``host:port`` or ``ray://host:port``)
+    within ``timeout`` seconds (:data:`RAY_CONNECT_TIMEOUT`): a handshake, not only a connection. Ray's
+    GCS and its client server speak gRPC, so the check opens a connection, sends HTTP/2's client preface and
+    waits for the server's SETTINGS frame; a listener that accepts and never answers (``ray.init`` would
+    wait on it for good), or answers in another protocol, is refused in one line, within the deadline.
+    Other forms (``auto``, none: a local instance) are left to Ray."""
     if not address:
         return
     host, sep, port = address.removeprefix("ray://").rpartition(":")
     if not sep or not port.isdigit() or not host:
         return
+    timeout = RAY_CONNECT_TIMEOUT if timeout is None else timeout
+    deadline, connected = time.monotonic() + timeout, False
     try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=RAY_CONNECT_TIMEOUT):
-            pass
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as conn:
+            connected = True
+            conn.sendall(_HTTP2_PREFACE)
+            head = b""
+            while len(head) < 9:
+                conn.settimeout(max(0.01, deadline - time.monotonic()))
+                got = conn.recv(9 - len(head))
+                if not got:
+                    break
+                head += got
     except OSError as e:
         why = "timed out" if isinstance(e, TimeoutError) else reason(e)
+        if isinstance(e, TimeoutError) and connected:
+            why = "it accepts connections but does not answer: not a Ray cluster"
         raise UserError(
-            f"no Ray cluster answers at --address {address} ({why}, within {RAY_CONNECT_TIMEOUT:g} s); "
+            f"no Ray cluster answers at --address {address} ({why}, within {timeout:g} s); "
             "start one there (ray start --head) or give its address"
         ) from None
+    if len(head) < 9 or head[3] != 4 or head[5:9] != bytes(4):  # a SETTINGS frame on stream 0
+        raise UserError(
+            f"no Ray cluster answers at --address {address} (it answers, but not in gRPC's HTTP/2: "
+            f"{'it closed the connection' if len(head) < 9 else repr(head[:9])}); give the address of a "
+            "Ray cluster (ray start --head prints it)"
+        )
 
 
 # -- helpers shared by the executors ----------------------------------------------------------------
@@ -334,7 +359,8 @@ def _store_payload(store: Store, run_id: int, p: dict) -> RunResult:
             "db_name": store.path.name,
         },
     )
-    ck = write_file(store.checkpoint_name(run_id, run_uuid), data, exclusive=True, what="checkpoint")
+    with inside(store.path.parent):  # a checkpoint folder that is a link elsewhere is refused, not followed
+        ck = write_file(store.checkpoint_name(run_id, run_uuid), data, exclusive=True, what="checkpoint")
     if not store.finish_run(
         run_id,
         p["metrics"],
@@ -378,6 +404,34 @@ def import_ray():
     return ray
 
 
+#: whether this process started Ray (:func:`start_ray`), so that the sweep's end shuts it down (a Ray the
+#: program started itself, in a notebook, is left running)
+_started = False
+
+
+def start_ray(address: str | None, slots: int) -> bool:
+    """``ray.init`` unless Ray is running in this process already: the cluster at ``address``, or a local
+    instance of ``slots`` CPUs; the workers import this very package (and the plugins). Returns whether
+    this call started it. Ray's own error is one line."""
+    global _started
+    ray = import_ray()
+    if ray.is_initialized():
+        return False
+    src = str(Path(__file__).resolve().parents[2])  # so workers import this very package
+    path = [src, *_plugin_roots()] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+    env = {"PYTHONPATH": os.pathsep.join(path), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    kw: dict[str, Any] = {"address": address, "runtime_env": {"env_vars": env}, "log_to_driver": False}
+    if address is None:
+        kw.update(num_cpus=max(1, slots), include_dashboard=False)
+    try:
+        ray.init(**kw)
+    except (ConnectionError, TimeoutError, RuntimeError, ValueError) as e:  # Ray's words, in one line
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise UserError(f"Ray could not start at --address {address}: {first}") from None
+    _started = True
+    return True
+
+
 class RayExecutor:
     """One Ray task per claimed run; the driver writes the database."""
 
@@ -385,30 +439,15 @@ class RayExecutor:
         self.ray = import_ray()
         self.store, self.owner, self.slots, self.address = Store(db), owner, workers, address
         self.rows: dict = {}  # ref -> (job, run_id)
-        self.started = False
         self.remote: Any = None  # ray.remote(_ray_payload), once Ray is started
         # runs on a GPU share it: each asks for 1/workers of one, so that `workers` of them run at once
         self.gpus = 1.0 / max(1, workers) if any(j.train.device == "cuda" for j in jobs) else 0
 
     def _start(self):
-        """Ray itself, at the first run to start (a sweep whose runs are all complete never starts it)."""
-        ray = self.ray
-        if not ray.is_initialized():
-            src = str(Path(__file__).resolve().parents[2])  # so workers import this very package
-            path = [src, *_plugin_roots()] + (
-                [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []
-            )
-            env = {"PYTHONPATH": os.pathsep.join(path), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-            kw: dict[str, Any] = {
-                "address": self.address,
-                "runtime_env": {"env_vars": env},
-                "log_to_driver": False,
-            }
-            if self.address is None:
-                kw.update(num_cpus=max(1, self.slots), include_dashboard=False)
-            ray.init(**kw)
-            self.started = True
-        self.remote = ray.remote(num_cpus=1, num_gpus=self.gpus, max_retries=0)(_ray_payload)
+        """Ray itself, at the first run to start (a sweep whose runs are all complete never starts a local
+        instance; a cluster's ``address`` was connected to before the database was opened)."""
+        start_ray(self.address, self.slots)
+        self.remote = self.ray.remote(num_cpus=1, num_gpus=self.gpus, max_retries=0)(_ray_payload)
 
     def submit(self, job: Job, _index: int):
         if self.remote is None:
@@ -447,5 +486,7 @@ class RayExecutor:
                 self.ray.cancel(ref, force=True)
 
     def close(self):
-        if self.started:
+        global _started
+        if _started:
             self.ray.shutdown()
+            _started = False

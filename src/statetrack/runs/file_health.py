@@ -59,14 +59,44 @@ def writable(path: Path) -> bool:
     return os.access(path, os.R_OK | os.W_OK) and os.access(path.absolute().parent, os.W_OK | os.X_OK)
 
 
-def check_file(path: Path, uri: str, name: str) -> list[str]:
+def connect(uri: str, timeout: float = 60) -> sqlite3.Connection:
+    """A connection to a database that may come from others: ``trusted_schema`` off, so that no function
+    with side effects runs from the file's own schema (a view, a trigger, a default, an index)."""
+    con = sqlite3.connect(uri, uri=True, timeout=timeout)
+    con.execute("PRAGMA trusted_schema=OFF")
+    return con
+
+
+def foreign_objects(con: sqlite3.Connection) -> list[tuple[str, str]]:
+    """The SQL the file carries that the schema does not define: every trigger and view, as (type,
+    name). statetrack's schema has neither; a trigger would run its SQL on our writes."""
+    return [
+        (r[0], r[1])
+        for r in con.execute(
+            "SELECT type, name FROM sqlite_master WHERE type IN ('trigger', 'view') ORDER BY type, name"
+        )
+    ]
+
+
+def foreign_refusal(name: str, foreign: list[tuple[str, str]]) -> UserError:
+    """The line that refuses to write a database carrying SQL of its own."""
+    listed = ", ".join(f"{kind} {obj!r}" for kind, obj in foreign[:5]) + (" ..." if len(foreign) > 5 else "")
+    return UserError(
+        f"results database {name!r} carries SQL that statetrack's schema does not define ({listed}); a "
+        f"database is data, and no SQL from it runs: commands that write refuse it, {UNTOUCHED} "
+        "(commands that only read, such as runs --check and report, can use it)"
+    )
+
+
+def check_file(path: Path, uri: str, name: str, writer: bool = False) -> list[str]:
     """Refuse, in one line, a file that is not a statetrack database this version can use: not SQLite,
     damaged (quick_check, or a table or column the schema needs is missing), made by another program, or
-    by a newer statetrack (its schema version above ``SCHEMA_VERSION``). Nothing is written: a read-write
-    ``uri`` is opened under ``query_only``. Returns the tables an older file lacks (the migration adds
-    them); every table for an empty file."""
+    by a newer statetrack (its schema version above ``SCHEMA_VERSION``); for a ``writer``, one that
+    carries triggers or views (:func:`foreign_objects`: their SQL would run on our writes). Nothing is
+    written: a read-write ``uri`` is opened under ``query_only``. Returns the tables an older file lacks
+    (the migration adds them); every table for an empty file."""
     try:
-        con = sqlite3.connect(uri, uri=True, timeout=60)
+        con = connect(uri)
         try:
             con.execute("PRAGMA query_only=1")
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -74,6 +104,9 @@ def check_file(path: Path, uri: str, name: str) -> list[str]:
                 return list(schema_tables())
             _check_marker(con, tables, name)
             lacking = _lacking_tables(con, tables, name)
+            foreign = foreign_objects(con)
+            if writer and foreign:
+                raise foreign_refusal(name, foreign)
             _quick_check(con, path, name)
             return lacking
         finally:

@@ -30,6 +30,7 @@ import torch
 
 from statetrack.config import EvalConfig, Supervision, TrainConfig, flatten, run_configs
 from statetrack.errors import UserError
+from statetrack.files import inside
 from statetrack.layers import ORIGIN as MIXER_ORIGIN
 from statetrack.lm.metrics import LMMetrics
 from statetrack.plugins import require
@@ -45,7 +46,13 @@ from statetrack.theory.constructions import init_model
 from statetrack.training import memory
 from statetrack.training.checkpoint import declared_params, meta_model, save_run_checkpoint
 from statetrack.training.device import resolve_device
-from statetrack.training.evaluation import LengthMetrics, evaluate_more, evaluate_run, longest_generalized
+from statetrack.training.evaluation import (
+    LengthMetrics,
+    check_eval_memory,
+    evaluate_more,
+    evaluate_run,
+    longest_generalized,
+)
 from statetrack.training.loop import TrainingDiverged, train
 from statetrack.training.memory import gib
 from statetrack.untrusted import label_problem
@@ -149,9 +156,10 @@ def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
     """Everything that can be wrong with the input, before anything is written: the task, the model, the
     devices, the lengths, and whether the run fits in memory. Returns the task."""
     task = get_task(train_cfg.task)
-    meta_model(train_cfg.model, task)  # unknown mixer / bad option -> UserError, without allocating weights
+    meta = meta_model(train_cfg.model, task)  # unknown mixer / bad option -> UserError, without allocating
     resolve_device(train_cfg.device)  # 'cuda' without a GPU -> UserError, before the database exists
-    resolve_device(eval_cfg.device)
+    on_cpu = resolve_device(eval_cfg.device).type == "cpu"
+    check_eval_memory(meta, eval_cfg, memory.available() if on_cpu else None)  # before it trains
     if (
         train_cfg.supervision == Supervision.EVERY
         and task.scoring != Scoring.EVERY
@@ -301,7 +309,7 @@ def run(
     run_id = store.start_run(
         config, study=study, label=label, key=key, uuid=run_uuid, owner=owner or this_process()
     )
-    t0, c0 = time.time(), time.process_time()
+    t0, c0 = time.monotonic(), time.process_time()
     try:
         res = train(
             train_cfg, task, model=start, on_step=on_step, on_train_step=on_train_step, progress=False
@@ -310,13 +318,13 @@ def run(
         more, horizons = evaluate_more(res.model, task, eval_cfg, metrics)
     except TrainingDiverged as e:
         summary = {"failed_step": e.step, "reason": str(e)}
-        store.fail_run(run_id, str(e), time.time() - t0, summary)
+        store.fail_run(run_id, str(e), time.monotonic() - t0, summary)
         return RunResult(run_id, RunStatus.FAILED, [], summary, None)
     except KeyboardInterrupt as e:  # Ctrl-C, SIGTERM: recorded, then passed on
-        store.interrupt_run(run_id, signals.describe(e), time.time() - t0)
+        store.interrupt_run(run_id, signals.describe(e), time.monotonic() - t0)
         raise
     except BaseException as e:  # recorded, then re-raised: crashes leave a trace
-        store.fail_run(run_id, f"{type(e).__name__}: {e}", time.time() - t0)
+        store.fail_run(run_id, f"{type(e).__name__}: {e}", time.monotonic() - t0)
         if out_of_memory(e):  # beyond the estimate checked before: one line, not a traceback
             first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
             raise UserError(
@@ -334,9 +342,20 @@ def run(
         lm,
         summary,
         t0,
-        lambda: save_run_checkpoint(res.model, train_cfg.model_dump(), path, extra),
+        lambda: _inside(
+            Path(checkpoint_dir) if checkpoint_dir else store.path.parent,
+            lambda: save_run_checkpoint(res.model, train_cfg.model_dump(), path, extra),
+        ),
         more,
     )
+
+
+def _inside(root: Path, write):
+    """``write()`` with every file confined to ``root`` (the database's folder, or the checkpoint folder
+    chosen): a ``<db>.checkpoints`` that is a link elsewhere (a folder from others) is refused, not
+    followed (``files.inside``)."""
+    with inside(root):
+        return write()
 
 
 def _load_average() -> float | None:
@@ -368,12 +387,21 @@ def _record(
         except UserError as e:  # no room for the weights: keep the numbers, say the file is missing
             summary = {**summary, "checkpoint_error": str(e)}
             store.finish_run(
-                run_id, metrics, None, time.time() - t0, summary, curve, lm_metrics=lm, split_metrics=more
+                run_id,
+                metrics,
+                None,
+                time.monotonic() - t0,
+                summary,
+                curve,
+                lm_metrics=lm,
+                split_metrics=more,
             )
             raise UserError(
                 f"run {run_id} is recorded complete with its metrics but without a checkpoint: {e}"
             ) from None
-        if not store.finish_run(run_id, metrics, str(ckpt), time.time() - t0, summary, curve, sha, lm, more):
+        if not store.finish_run(
+            run_id, metrics, str(ckpt), time.monotonic() - t0, summary, curve, sha, lm, more
+        ):
             _remove(ckpt)  # another sweep took the run over meanwhile: its row is not ours to complete
             return RunResult(
                 run_id, RunStatus.INTERRUPTED, [], {"reason": "the run was taken over by another sweep"}, None
@@ -384,9 +412,9 @@ def _record(
         if store_status(store, run_id) == RunStatus.RUNNING:
             try:
                 if isinstance(e, KeyboardInterrupt):
-                    store.interrupt_run(run_id, signals.describe(e), time.time() - t0)
+                    store.interrupt_run(run_id, signals.describe(e), time.monotonic() - t0)
                 else:
-                    store.fail_run(run_id, f"the results could not be recorded: {e}", time.time() - t0)
+                    store.fail_run(run_id, f"the results could not be recorded: {e}", time.monotonic() - t0)
             except UserError:  # the database takes no write at all (a full disk): the row stays as it is
                 pass
         raise

@@ -26,6 +26,10 @@ file shows a writer), so no -wal or -shm file is left behind.
 refused in one line), and a database reached through a symbolic link is known by its real path (as SQLite
 itself finds its -wal file): its checkpoints live beside the real file, and its runs' rows name it.
 
+A database is data, and no SQL it carries runs: every connection sets ``trusted_schema`` off, and a file
+holding triggers or views (the schema has none) is refused by commands that write (a trigger would run on
+our inserts) and listed by :meth:`Store.check` (:func:`file_health.foreign_objects`).
+
 A database may come from others, so every row is read as data: a row whose JSON columns do not parse, are
 not objects, or whose status or numbers have the wrong type is *damaged*. Listings (:meth:`Store.runs`,
 hence ``runs``, ``report``, a sweep's reuse) leave it out with one warning line naming its run id;
@@ -56,7 +60,16 @@ from statetrack.errors import UserError, did_you_mean
 from statetrack.files import check_writable, file_kind, place_new, reason, sha256_file, sync_dir
 from statetrack.progress import warn
 from statetrack.runs import schema
-from statetrack.runs.file_health import check_file, db_reason, is_damaged, read_uri, uri_path, writable
+from statetrack.runs.file_health import (
+    check_file,
+    connect,
+    db_reason,
+    foreign_objects,
+    is_damaged,
+    read_uri,
+    uri_path,
+    writable,
+)
 from statetrack.runs.schema import LM_COLUMNS, METRICS_COLUMNS, SCHEMA, SCHEMA_VERSION, table_sql
 from statetrack.untrusted import load_json
 from statetrack.version import __version__
@@ -124,7 +137,7 @@ class Store:
             check_writable(self.path.parent, f"cannot create results database {str(self.path)!r}")
             self.path.parent.mkdir(parents=True, exist_ok=True)
             created = self._create()
-        lacking = check_file(self.path, read_uri(self.path), str(self.path))
+        lacking = check_file(self.path, read_uri(self.path), str(self.path), writer=not readonly)
         self._temp_tables = [table_sql(t, temp=True) for t in lacking] if readonly else []
         if readonly:  # an older file is read as it is: the tables it lacks read as empty
             return
@@ -195,7 +208,7 @@ class Store:
         # a reader looks again each time: a writer may have opened the file meanwhile (then its log is read)
         uri = read_uri(self.path) if self.readonly else f"file:{uri_path(self.path)}?mode=rw"
         try:
-            con = sqlite3.connect(uri, uri=True, timeout=60)
+            con = connect(uri)
         except sqlite3.Error as e:
             raise UserError(
                 f"results database {str(self.path)!r} cannot be opened: {db_reason(self.path, e)}"
@@ -551,13 +564,17 @@ class Store:
 
     def check(self) -> list[dict]:
         """Every damaged row of the database: ``{"run_id", "table", "problem"}`` per row (an empty list for a
-        database whose rows all read). What ``statetrack runs --check`` lists."""
+        database whose rows all read), and every trigger and view the schema does not define (``run_id``
+        None: SQL the file carries, which commands that write refuse). What ``statetrack runs --check``
+        lists."""
         out = []
 
         def add(run_id, table, problem):
             out.append({"run_id": run_id, "table": table, "problem": problem})
 
         with self.transaction() as c:
+            for kind, name in foreign_objects(c):
+                add(None, name, f"a {kind} that statetrack's schema does not define (SQL from the file)")
             runs = c.execute("SELECT * FROM runs ORDER BY id").fetchall()
             metrics = {
                 t: c.execute(f"SELECT * FROM {t} ORDER BY run_id").fetchall()

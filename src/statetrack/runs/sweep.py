@@ -43,6 +43,7 @@ from statetrack.runs.executors import (
     ensure_traces,
     import_ray,
     result_of,
+    start_ray,
     worker_limit,
 )
 from statetrack.runs.jobs import Grid, Job
@@ -179,6 +180,8 @@ def _check_inputs(jobs: Grid | list[Job], workers: int, executor: str, address: 
     if executor == "ray":
         import_ray()
         check_ray_address(address)  # before the database is created: an unreachable cluster leaves nothing
+        if address:  # and connected to: no database is created for a cluster that Ray cannot join
+            start_ray(address, workers)
 
 
 def _executor(

@@ -48,19 +48,38 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
 
 from statetrack.config import EvalConfig
+from statetrack.errors import UserError
 from statetrack.lm.metrics import evaluate_lm
 from statetrack.tasks import Task, draws
 from statetrack.tasks.base import CorpusTask
 from statetrack.training.device import resolve_device
-from statetrack.training.memory import release_free_memory
+from statetrack.training.memory import gib, release_free_memory
 from statetrack.training.verify import draw_failures, horizons_record
+
+#: what watches a long evaluation (:func:`watched`): called after each chunk with (length, tokens done
+#: in this batch, tokens of the batch)
+_WATCH: ContextVar[Callable[[int, int, int], None] | None] = ContextVar("statetrack_eval_watch", default=None)
+
+
+@contextmanager
+def watched(callback: Callable[[int, int, int], None]) -> Iterator[None]:
+    """Within the block, every evaluation calls ``callback(length, tokens done, tokens of the batch)``
+    after each chunk: what a progress line of a long evaluation (tokens, rate, ETA) is made from."""
+    token = _WATCH.set(callback)
+    try:
+        yield
+    finally:
+        _WATCH.reset(token)
+
 
 #: the 97.5% quantile of the standard normal distribution (two-sided 95% intervals)
 Z95 = 1.959963984540054
@@ -168,8 +187,12 @@ def _score_batch(
     last_ok = np.zeros(batch_size, dtype=bool)
     has_scored = np.zeros(batch_size, dtype=bool)
     rows = np.arange(batch_size)
+    watch, done = _WATCH.get(), 0
     for b in draws.stream(task, split, rng, batch_size, length, chunk):
         logits, states = model(torch.as_tensor(b.inputs, device=device), states)
+        if watch is not None:
+            done += b.inputs.size
+            watch(length, done, batch_size * length)
         if device.type == "cpu":
             # the heap's free blocks back to the OS after each chunk: peak memory flat in length
             # (batch 64, width 64: 481, 478, 476 MiB at 5,000, 30,000, 100,000 steps; without it the
@@ -263,10 +286,51 @@ def evaluate_length(
     )
 
 
+def _state_bytes(model) -> int:
+    """Bytes of one sequence's recurrent state (the tensors of ``model.init_state(1)``; a meta-device model
+    counts them without memory)."""
+    stack, n = [model.init_state(1)] if hasattr(model, "init_state") else [], 0
+    while stack:
+        s = stack.pop()
+        if isinstance(s, torch.Tensor):
+            n += s.numel() * s.element_size()
+        elif isinstance(s, (list, tuple)):
+            stack.extend(s)
+        elif isinstance(s, dict):
+            stack.extend(s.values())
+    return n
+
+
+def check_eval_memory(model, cfg: EvalConfig, available: tuple[int, str] | None = None) -> None:
+    """Refuse, before it starts, an evaluation that cannot fit: ``cfg.batch_size`` sequences' activations
+    for one time step (the smallest chunk) over ``cfg.memory_mb``, or, given ``available`` (bytes, where:
+    ``memory.available``), that step with the sequences' recurrent states over what is available. Counts
+    the largest block's activations, the logits and the inputs, targets and masks per sequence and step."""
+    if not hasattr(model, "activation_bytes"):
+        return
+    classes = model.head.out_features if hasattr(model.head, "out_features") else 1
+    step = cfg.batch_size * (model.activation_bytes() + 4 * classes + 32)
+    if step > cfg.memory_mb << 20:
+        raise UserError(
+            f"an evaluation batch of {cfg.batch_size:,} sequences needs {gib(step)} for one time step, over "
+            f"the budget of {cfg.memory_mb:,} MiB even in chunks of one step; lower the batch (eval's "
+            "--batch-size, train's --eval-batch) or raise the budget (--memory-mb, --eval-memory-mb)"
+        )
+    if available is not None:
+        state = cfg.batch_size * _state_bytes(model)
+        if step + state > available[0]:
+            raise UserError(
+                f"an evaluation batch of {cfg.batch_size:,} sequences needs at least {gib(step + state)} "
+                f"({gib(state)} of recurrent state, {gib(step)} for one time step) and {gib(available[0])} "
+                f"is {available[1]}; lower the batch (eval's --batch-size, train's --eval-batch)"
+            )
+
+
 def chunk_size(model, cfg: EvalConfig) -> int:
     """Time steps per forward call: ``cfg.chunk``, shrunk so that a chunk's activations in the model's
     largest block stay within ``cfg.memory_mb`` at ``cfg.batch_size`` sequences (memory bounded in batch
-    as well as in length)."""
+    as well as in length); a batch whose one step alone is over it is refused (:func:`check_eval_memory`)."""
+    check_eval_memory(model, cfg)
     per_step = cfg.batch_size * model.activation_bytes() if hasattr(model, "activation_bytes") else 0
     if per_step <= 0:
         return cfg.chunk

@@ -198,7 +198,7 @@ def train(
     ``on_train_step`` is given (:mod:`statetrack.progress`). Raises TrainingDiverged if the loss becomes
     NaN or infinite.
     """
-    t0 = time.time()
+    t0 = time.monotonic()  # durations on the monotonic clock: a clock set back never makes one negative
     on_step = _logged(cfg, progress, on_step, on_train_step)
     task = task or get_task(cfg.task)
     device = resolve_device(cfg.device)
@@ -260,7 +260,7 @@ def train(
         curve[-1].train_accuracy,
         step,
         step < cfg.steps,
-        time.time() - t0,
+        time.monotonic() - t0,
         curve,
         learning.learned_at,
         reason,
