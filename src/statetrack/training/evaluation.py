@@ -60,7 +60,7 @@ from statetrack.tasks import Task, draws
 from statetrack.tasks.base import CorpusTask
 from statetrack.training.device import resolve_device
 from statetrack.training.horizon import measure_horizons
-from statetrack.training.memory import release_free_memory
+from statetrack.training.memory import trim_if_grown
 
 #: the 97.5% quantile of the standard normal distribution (two-sided 95% intervals)
 Z95 = 1.959963984540054
@@ -171,10 +171,11 @@ def _score_batch(
     for b in draws.stream(task, split, rng, batch_size, length, chunk):
         logits, states = model(torch.as_tensor(b.inputs, device=device), states)
         if device.type == "cpu":
-            # the heap's free blocks back to the OS after each chunk: peak memory flat in length
-            # (batch 64, width 64: 481, 478, 476 MiB at 5,000, 30,000, 100,000 steps; without it the
-            # resident set kept growing, 1.3-1.5x from 1,000 to 100,000; statetrack.training.memory)
-            release_free_memory()
+            # the heap's free blocks back to the OS once the resident set has grown: peak memory flat in
+            # length (without it the resident set kept growing, 1.3-1.5x from 1,000 to 100,000 steps at
+            # batch 64, width 64; trimming after every chunk faulted every page in again, 37% of the CPU
+            # time as system time; statetrack.training.memory)
+            trim_if_grown()
         pred = logits.argmax(-1).cpu().numpy()
         hit = pred == b.targets
         tally.tok_right += int((hit & b.mask).sum())
