@@ -26,7 +26,7 @@ mmap off the mmap threshold no longer decides anything; it is still set, for a C
 ``M_MMAP_MAX``. A heap that keeps its free blocks can fragment and grow
 with the number of chunks a long evaluation streams; :func:`release_free_memory` hands the free part
 back to the OS, and evaluation calls it through :func:`trim_if_grown` after each chunk, when the
-resident set has grown by more than 5% (docs/reliability.md: peak memory flat in length).
+resident set has grown by more than 2% (docs/reliability.md: peak memory flat in length).
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def resident_bytes() -> int:
 
 
 #: the resident set may grow this much over its level before :func:`trim_if_grown` trims the heap
-TRIM_GROWTH = 1.05
+TRIM_GROWTH = 1.02
 _level = 0  # the resident set after a chunk: at the first call, and at the first call after each trim
 _settle = True  # the next call sets the level
 
