@@ -83,9 +83,10 @@ def _old_gated(q, k, v, beta, g, S0=None, chunk=16):
     return dplr_chunked(q, bk, v, a, b, lw, S0, chunk)
 
 
-def layers_section(shapes: list[str], reps: int) -> None:
+def layers_section(shapes: list[str], reps: int, fla_root: str | None) -> None:
     """The whole layers (projections, conv, norms around the recurrence; default options, d_state 16),
-    forward + backward, with the recurrence as now and as before (patched in for the 'before' rows)."""
+    forward + backward, with the recurrence as now, as before, and (with ``--fla``) fla's naive chunk form
+    in its place (over Gated DeltaProduct's sub-steps too), each patched in for its rows."""
     from statetrack.layers import build_mixer
     from statetrack.ops import dplr
     from statetrack.spec import parse_layers
@@ -103,6 +104,15 @@ def layers_section(shapes: list[str], reps: int) -> None:
 
         return run
 
+    peer = None
+    if fla_root:
+        naive = _load(fla_root, "fla/ops/gated_delta_rule/naive.py", "fla_gdn_naive")
+
+        def peer(q, k, v, beta, g, S0=None, chunk=16):  # noqa: ARG001 - the signature it stands in for
+            return naive.naive_chunk_gated_delta_rule(
+                q, k, v, g, beta, scale=1.0, initial_state=S0, output_final_state=True
+            )
+
     for shape in shapes:
         B, T, W = (int(x) for x in shape.split("x"))
         x = torch.randn(B, T, W, generator=torch.Generator().manual_seed(0))
@@ -112,6 +122,8 @@ def layers_section(shapes: list[str], reps: int) -> None:
             m = build_mixer(parse_layers(name)[0], W, 16)
             fs[f"{name}: ours"] = with_form(m, now)
             fs[f"{name}: before (dplr_chunked)"] = with_form(m, _old_gated)
+            if peer is not None:
+                fs[f"{name}: fla naive chunk (peer)"] = with_form(m, peer)
         med = _median_times(fs, lambda f: f(x), reps)
         print(f"\nlayers {shape} (batch x length x width, d_state 16), forward + backward, median of {reps}:")
         for k, m in med.items():
@@ -126,11 +138,12 @@ def main(argv=None):
     p.add_argument("--shapes", default="64x256x64,8x4096x128")
     p.add_argument("--skip", default="", help="comma-separated form names (substrings) to leave out")
     p.add_argument("--layers", action="store_true", help="also the whole layers, now and before")
+    p.add_argument("--only-layers", action="store_true", help="the whole layers alone")
     a = p.parse_args(argv)
     torch.set_num_threads(1)
     fs = {k: f for k, f in forms(a.fla).items() if not any(s and s in k for s in a.skip.split(","))}
     print(f"torch {torch.__version__}, 1 thread, load average {os.getloadavg()[0]:.2f} at the start")
-    for shape in a.shapes.split(","):
+    for shape in [] if a.only_layers else a.shapes.split(","):
         B, T, W = (int(x) for x in shape.split("x"))
         ins = inputs(B, T, 1, 16, W)
 
@@ -144,8 +157,8 @@ def main(argv=None):
         print(f"\nbatch x length x width {shape} (one head, d_k 16), forward + backward, median of {a.reps}:")
         for k, m in med.items():
             print(f"  {k:36s} {1000 * m:9.1f} ms   {m / ours:5.2f}x ours")
-    if a.layers:
-        layers_section(a.shapes.split(","), a.reps)
+    if a.layers or a.only_layers:
+        layers_section(a.shapes.split(","), a.reps, a.fla)
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
 
 
