@@ -22,6 +22,8 @@ from statetrack.layers import MIXERS
 from statetrack.training.checkpoint import (
     FORMAT,
     MAX_PARAMS,
+    SMALL_BUILD_BYTES,
+    declared_model,
     declared_params,
     inspect_checkpoint,
     load_checkpoint,
@@ -176,6 +178,24 @@ def test_every_mixer_builds_on_the_meta_device(mixer):
     assert {k: (v.shape, v.dtype) for k, v in meta.items()} == {
         k: (v.shape, v.dtype) for k, v in real.items()
     }
+
+
+def test_a_small_declared_model_is_built_on_the_cpu_and_a_large_one_on_meta():
+    """declared_model: the model's names, shapes and dtypes either way; a small one built for real
+    (torch's random state left as it was), one past SMALL_BUILD_BYTES on the meta device,
+    refused before its large tensor is allocated."""
+    task = get_task("parity")
+    small, large = MC(layers="mamba,rnn", d_model=8, d_state=4), MC(layers="rnn", d_model=2048, d_state=2048)
+    state = torch.get_rng_state()
+    got = declared_model(small, task).state_dict()
+    assert torch.equal(torch.get_rng_state(), state)
+    assert not any(v.is_meta for v in got.values())
+    real = build_model(small, task).state_dict()
+    assert {k: (v.shape, v.dtype) for k, v in got.items()} == {k: (v.shape, v.dtype) for k, v in real.items()}
+    assert sum(v.nbytes for v in meta_model(large, task).state_dict().values()) > SMALL_BUILD_BYTES
+    assert all(v.is_meta for v in declared_model(large, task).state_dict().values())
+    with pytest.raises(UserError, match="expand"):
+        declared_model(MC(layers="mamba(expand=99)", d_model=8), task)
 
 
 @pytest.mark.parametrize(

@@ -145,3 +145,30 @@ def test_a_declared_part_keeps_the_grids_keys():
     part = study.restrict("paper", models=["RNN", "AUSSM"], tasks=["C2", "S3"]).cells("paper", seeds=1)
     assert part and {j.key for j in part} <= whole
     assert {(j.label, j.column) for j in part} <= {(m, t) for m in ("RNN", "AUSSM") for t in ("C2", "S3")}
+
+
+@pytest.mark.parametrize("layers", ["negmamba(conv=0)", "deltanet(neg=true)", "rnn"])
+def test_the_eager_step_trains_the_weights_torch_optim_trains(layers):
+    """EagerStep against the step as torch.optim wrote it (AdamW, LambdaLR, clip_grad_norm_): the same
+    weights and learning rate after every step, to the bit (tests/test_adamw.py: the update alone)."""
+    cfg, task = _cfg(layers, clip=0.5, weight_decay=0.05), get_task("parity")
+    torch.manual_seed(0)
+    a = build_model(cfg.model, task)
+    b = copy.deepcopy(a)
+    eager = EagerStep(a, cfg, lr_lambda(cfg))
+    opt = torch.optim.AdamW(b.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg))
+    da, db = (batches(task, np.random.default_rng(0), cfg, torch.device("cpu")) for _ in range(2))
+    assert eager.lr() == sched.get_last_lr()[0]
+    for s in range(1, cfg.steps + 1):
+        eager.step(*next(da), s)
+        x, y, m = next(db)
+        loss = masked_loss(b(x)[0], y, m)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(b.parameters(), cfg.clip)
+        opt.step()
+        sched.step()
+        assert eager.lr() == sched.get_last_lr()[0]
+        for p, q in zip(a.parameters(), b.parameters(), strict=True):
+            assert torch.equal(p, q), s

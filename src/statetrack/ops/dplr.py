@@ -39,7 +39,8 @@ Three forms:
 On CUDA, the mixers' ops (:func:`gated_delta_rule`, :func:`gated_delta_product`, :func:`kda_rule`,
 :func:`rwkv7_rule`, :func:`gla_rule`) run
 flash-linear-attention's kernels where ``fla`` is installed (``ops.fla_gated``); everything else runs
-the chunked form.
+the chunked form, except the gated delta rule (and so Gated DeltaProduct), which has a dedicated chunked
+form with a hand-written backward pass (``ops.gated_delta``).
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from statetrack.ops import dispatch
-from statetrack.ops.chunks import chunk_layout, zeros_state
+from statetrack.ops.chunks import chunk_layout, segsum, zeros_state
+from statetrack.ops.gated_delta import gated_delta_chunked
 from statetrack.ops.householder import interleave
 
 CHUNK = 16  # default steps per chunk of the chunked form
@@ -109,18 +111,6 @@ def dplr_ref(
     return dplr_recurrent(q.to(d), k.to(d), v.to(d), a, b, log_w.to(d), S0)
 
 
-def _segsum(x: Tensor) -> Tensor:
-    """x (..., C, D) -> (..., C, C, D) with [t, s] = sum_{s < r <= t} x_r for s <= t and -inf above the
-    diagonal: each entry sums its own terms (no difference of running sums, which loses the small
-    segments of a long, strongly decaying chunk)."""
-    C = x.shape[-2]
-    rep = x.unsqueeze(-2).expand(*x.shape[:-2], C, C, x.shape[-1])  # [t, s] = x_t
-    strict = torch.ones(C, C, dtype=torch.bool, device=x.device).tril(-1)
-    seg = rep.masked_fill(~strict.unsqueeze(-1), 0.0).cumsum(-3)
-    lower = torch.ones(C, C, dtype=torch.bool, device=x.device).tril()
-    return seg.masked_fill(~lower.unsqueeze(-1), float("-inf"))
-
-
 def _pair(x: Tensor, E: Tensor, y: Tensor) -> Tensor:
     """[t, s] = sum_d x_t[d] E[t, s, d] y_s[d]: x, y (..., C, D), E (..., C, C, D or 1) -> (..., C, C)."""
     if E.shape[-1] == 1:
@@ -153,7 +143,7 @@ def dplr_chunked(
     # chunk-major: (B, H, n, C, .)
     cm = lambda x: x.reshape(B, n, C, H, x.shape[-1]).permute(0, 3, 1, 2, 4)  # noqa: E731
     q, k, v, log_w = cm(q), cm(k), cm(v), cm(log_w)
-    seg = _segsum(log_w)  # (B, H, n, C, C, D): log E(t, s), s <= t
+    seg = segsum(log_w)  # (B, H, n, C, C, D): log E(t, s), s <= t
     E = seg.exp()
     W = log_w.cumsum(-2)  # log E(t, 0)
     Et0 = W.exp()  # (B, H, n, C, D)
@@ -239,15 +229,18 @@ def gated_delta_rule(
     reach 2 (eigenvalues down to -1). On CUDA with fla: beta in [0, 1] runs fla's chunk kernel; with
     ``neg`` the float32 recurrent kernel when no gradient is needed (evaluation), else this module's
     chunked form (fla's recurrent kernel has no backward pass, and its chunk kernel's bfloat16 keys do
-    not keep reflections exact: ``ops.fla_gated``)."""
+    not keep reflections exact: ``ops.fla_gated``). Elsewhere its own chunked form (``ops.gated_delta``,
+    a hand-written backward pass) when chunk > 1, else the step loop."""
     if q.shape[1] and dispatch.use_fla(q):
         grad = _needs_grad(q, k, v, beta, g, S0)
         from statetrack.ops.fla_gated import gated_chunk_backward, gated_delta_rule_fla
 
         if not grad or (not neg and gated_chunk_backward()):
             return gated_delta_rule_fla(q, k, v, beta, g, S0, "recurrent" if neg else "chunk")
+    if chunk and chunk > 1:
+        return gated_delta_chunked(q, k, v, beta, g, S0, chunk)
     bk, a, b, log_w = gated_delta_terms(k, beta, g)
-    return dplr(q, bk, v, a, b, log_w, S0, chunk)
+    return dplr_recurrent(q, bk, v, a, b, log_w, S0)
 
 
 def gated_delta_product(

@@ -100,16 +100,43 @@ def _chunk_forward(
     b = beta.unsqueeze(-1)
     W, Uv = Tinv @ (b * k), Tinv @ (b * v)
     Aqk = (q @ kT) * lower
-    n = k.shape[2]
-    Ss = torch.empty(k.shape[:3] + S0.shape[-2:], dtype=v.dtype, device=v.device)  # state entering chunk i
-    U = torch.empty_like(v)
-    S = S0
-    for i in range(n):  # only what depends on the carried state loops over chunks
-        Ss[:, :, i] = S
-        torch.sub(Uv[:, :, i], W[:, :, i] @ S, out=U[:, :, i])
-        S = S + kT[:, :, i] @ U[:, :, i]
+    U, Ss, S = carry_states(Uv, W, kT, S0)
     o = q @ Ss + Aqk @ U
     return o, S, (KK, Tinv, W, Uv, Aqk, U, Ss)
+
+
+def carry_states(
+    Uv: Tensor, W: Tensor, KT: Tensor, S0: Tensor, decay: Tensor | None = None
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The loop over chunks of a WY / UT form: U_i = U_v,i - W_i S_i, S_(i+1) = decay_i S_i + KT_i U_i for
+    chunk-major U_v (B, H, n, C, d_v), W (B, H, n, C, d_k), KT (B, H, n, d_k, C), decay (B, H, n) or None
+    (1). Returns (U, the state entering each chunk (B, H, n, d_k, d_v), the last state)."""
+    Ss = torch.empty(W.shape[:3] + S0.shape[-2:], dtype=Uv.dtype, device=Uv.device)
+    U = torch.empty_like(Uv)
+    S = S0
+    for i in range(W.shape[2]):  # only what depends on the carried state loops over chunks
+        Ss[:, :, i] = S
+        torch.sub(Uv[:, :, i], W[:, :, i] @ S, out=U[:, :, i])
+        S = (S if decay is None else decay[:, :, i, None, None] * S) + KT[:, :, i] @ U[:, :, i]
+    return U, Ss, S
+
+
+def carry_grads(
+    dU: Tensor, K: Tensor, WT: Tensor, QTdO: Tensor, dS: Tensor, decay: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
+    """The reverse loop of :func:`carry_states` (with o = Q S_i + ... per chunk): adds the state's part to dU
+    (in place) and returns (dL/dS after each chunk, dL/dS0). K (B, H, n, C, d_k) is KT's transpose, WT W's,
+    QTdO = Q^T dO per chunk (B, H, n, d_k, d_v), dS the gradient of the last state."""
+    dSn = torch.empty(QTdO.shape, dtype=dS.dtype, device=dS.device)  # dL/dS after chunk i
+    for i in range(K.shape[2] - 1, -1, -1):
+        dSn[:, :, i] = dS
+        dU[:, :, i] += K[:, :, i] @ dS
+        dS = (
+            (dS if decay is None else decay[:, :, i, None, None] * dS)
+            + QTdO[:, :, i]
+            - WT[:, :, i] @ dU[:, :, i]
+        )
+    return dSn, dS
 
 
 class _DeltaChunked(torch.autograd.Function):
@@ -133,13 +160,7 @@ class _DeltaChunked(torch.autograd.Function):
             dO = torch.zeros_like(U)
         dS = torch.zeros_like(Ss[:, :, 0]) if dST is None else dST.clone()
         dU = Aqk.transpose(-1, -2) @ dO  # the part of dL/dU that does not pass through the state
-        qTdO = q.transpose(-1, -2) @ dO
-        dSn = torch.empty_like(Ss)  # dL/dS after chunk i
-        WT = W.transpose(-1, -2)
-        for i in range(k.shape[2] - 1, -1, -1):
-            dSn[:, :, i] = dS
-            dU[:, :, i] += k[:, :, i] @ dS
-            dS = dS + qTdO[:, :, i] - WT[:, :, i] @ dU[:, :, i]
+        dSn, dS = carry_grads(dU, k, W.transpose(-1, -2), q.transpose(-1, -2) @ dO, dS)
         dAqk = (dO @ U.transpose(-1, -2)) * lower
         dq = dO @ Ss.transpose(-1, -2) + dAqk @ k
         dk = dAqk.transpose(-1, -2) @ q + U @ dSn.transpose(-1, -2)

@@ -44,7 +44,7 @@ from statetrack.tasks.draws import NOT_REGULAR, REGULAR
 from statetrack.tasks.registry import ORIGIN as TASK_ORIGIN
 from statetrack.theory.constructions import init_model
 from statetrack.training import memory
-from statetrack.training.checkpoint import declared_params, meta_model, save_run_checkpoint
+from statetrack.training.checkpoint import declared_model, declared_params, save_run_checkpoint
 from statetrack.training.device import resolve_device
 from statetrack.training.evaluation import (
     LengthMetrics,
@@ -116,7 +116,7 @@ def complete_result(store: Store, key: str) -> RunResult | None:
 def memory_needed(cfg: TrainConfig, task) -> tuple[int, str]:
     """(bytes, what they are) a training run of ``cfg`` holds at least, from its model and batch, before
     anything is allocated: float32 weights, gradients and AdamW's two moments (16 bytes per parameter,
-    counted on the meta device), and the activations a step keeps for its backward pass, batch x longest
+    counted by ``declared_params``), and the activations a step keeps for its backward pass, batch x longest
     training length x (four vectors of width d_model per block, the block's input, normed input, mixer
     output and sum, and the embedding, the logits and their gradient). A lower bound: each mixer keeps more
     of its own (the peak of two training steps measured at width 128, batch 64 x length 64: 5 to 21 times
@@ -156,7 +156,8 @@ def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
     """Everything that can be wrong with the input, before anything is written: the task, the model, the
     devices, the lengths, and whether the run fits in memory. Returns the task."""
     task = get_task(train_cfg.task)
-    meta = meta_model(train_cfg.model, task)  # unknown mixer / bad option -> UserError, without allocating
+    # unknown mixer / bad option -> UserError, without allocating weights
+    meta = declared_model(train_cfg.model, task)
     resolve_device(train_cfg.device)  # 'cuda' without a GPU -> UserError, before the database exists
     on_cpu = resolve_device(eval_cfg.device).type == "cpu"
     check_eval_memory(meta, eval_cfg, memory.available() if on_cpu else None)  # before it trains
@@ -299,11 +300,13 @@ def run(
         return done
     if threads:
         torch.set_num_threads(threads)
-    with signals.deferred():
-        # torch makes its first optimizer through a lazy `import torch._dynamo` that C++ code runs: a
-        # signal raised inside that import would abort the process instead of stopping the run, so the
-        # import runs here, where a signal waits until it is done (seconds, once per process)
-        importlib.import_module("torch._dynamo")
+    if resolve_device(train_cfg.device).type == "cuda":
+        with signals.deferred():
+            # torch.optim's AdamW (the CUDA step's) makes its first step through a lazy `import
+            # torch._dynamo` that C++ code runs: a signal raised inside that import would abort the process
+            # instead of stopping the run, so the import runs here, where a signal waits until it is done
+            # (seconds, once per process). The CPU step's AdamW imports no compiler (training.adamw).
+            importlib.import_module("torch._dynamo")
     run_uuid = uuid.uuid4().hex
     config = stored_config(train_cfg, eval_cfg)
     run_id = store.start_run(

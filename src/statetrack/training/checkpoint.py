@@ -3,7 +3,8 @@ plugin modules a checkpoint records are named, never imported (``plugins.require
 
 A checkpoint is checked before anything is built from it (:func:`inspect_checkpoint`): the header's
 metadata must have the right types (``config`` and ``extra`` JSON objects), the config must be a valid
-TrainConfig, the model it declares is built on the ``meta`` device (no memory) to count its parameters
+TrainConfig, the model it declares is built (on the ``meta`` device, with no memory, unless it is small:
+:func:`declared_model`) to count its parameters
 (refused above ``max_params``, :data:`MAX_PARAMS` by default) and to compare every tensor's name, shape
 and dtype with the file's header, all before a tensor is read. The tensors are then read and a
 non-finite value (NaN, inf) is refused: a diverged model's numbers mean nothing. Each problem is one
@@ -79,11 +80,53 @@ def meta_model(model_cfg, task):
         return build_model(model_cfg, task)
 
 
+#: a declared model whose tensors take at most this many bytes is built on the CPU (see declared_model)
+SMALL_BUILD_BYTES = 32 << 20
+#: the factory functions whose tensors a small build counts (parameters and buffers are made by these)
+_FACTORIES = {"empty", "zeros", "ones", "full", "rand", "randn", "randint", "empty_strided"}
+
+
+class _TooBig(Exception):
+    pass
+
+
+class _Budget(torch.overrides.TorchFunctionMode):
+    """Counts the bytes the factory functions are asked for and stops the build (``_TooBig``) before one
+    would take the total past ``limit``: the size is read from the same call on the meta device first."""
+
+    def __init__(self, limit: int):
+        super().__init__()
+        self.limit, self.used = limit, 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if getattr(func, "__name__", "") in _FACTORIES:
+            self.used += func(*args, **{**kwargs, "device": "meta"}).nbytes
+            if self.used > self.limit:
+                raise _TooBig
+        return func(*args, **kwargs)
+
+
+def declared_model(model_cfg, task):
+    """The model ``model_cfg`` declares for ``task``, for its names, shapes, dtypes and errors: built on the
+    CPU when its tensors take at most :data:`SMALL_BUILD_BYTES` (milliseconds; torch's random state is
+    left as it was), else on the meta device (:func:`meta_model`). Any arithmetic on meta tensors imports
+    torch's compiler (``torch._dynamo``, about 1.2 s of CPU), which a small run's checks need not pay."""
+    rng = torch.get_rng_state()
+    try:
+        with _Budget(SMALL_BUILD_BYTES):
+            return build_model(model_cfg, task)
+    except _TooBig:
+        return meta_model(model_cfg, task)
+    finally:
+        torch.set_rng_state(rng)
+
+
 def declared_params(model_cfg, task) -> int:
-    """The parameter count (with buffers) of the model ``model_cfg`` declares, from one meta-device block of
-    each distinct layer: a 64-layer stack costs one layer's construction, not 64."""
+    """The parameter count (with buffers) of the model ``model_cfg`` declares, from one block of each
+    distinct layer (:func:`declared_model`): a 64-layer stack costs one layer's construction, not 64."""
     counts = Counter(str(spec) for spec in parse_layers(model_cfg.layers))
-    once = meta_model(model_cfg.model_copy(update={"layers": ",".join(counts)}), task)
+    once = declared_model(model_cfg.model_copy(update={"layers": ",".join(counts)}), task)
     total = sum(v.numel() for v in once.state_dict().values())
     for block, n in zip(once.blocks, counts.values(), strict=True):
         total += (n - 1) * sum(v.numel() for v in block.state_dict().values())
@@ -155,7 +198,7 @@ def _meta_json(path, meta: dict, key: str, required: bool) -> dict:
 
 def inspect_checkpoint(path: str | Path, max_params: int | None = None) -> Inspection:
     """Check a checkpoint's metadata, declared model and tensor header without reading any tensor or
-    allocating the model; a UserError line for anything wrong (see the module docstring)."""
+    allocating more than a small model; a UserError line for anything wrong (see the module docstring)."""
     path = Path(path)
     max_params = MAX_PARAMS if max_params is None else max_params
     kind = file_kind(path)
@@ -193,7 +236,7 @@ def inspect_checkpoint(path: str | Path, max_params: int | None = None) -> Inspe
             f"{cfg.model.d_model}, d_state {cfg.model.d_state}), over the limit of {max_params:,}; "
             "raise --max-params to load it",
         )
-    _check_header(path, header, meta_model(cfg.model, task).state_dict())
+    _check_header(path, header, declared_model(cfg.model, task).state_dict())
     return Inspection(path, cfg, extra, task, params)
 
 

@@ -62,7 +62,7 @@ from statetrack.lm.metrics import evaluate_lm
 from statetrack.tasks import Task, draws
 from statetrack.tasks.base import CorpusTask
 from statetrack.training.device import resolve_device
-from statetrack.training.memory import gib, release_free_memory
+from statetrack.training.memory import gib, trim_if_grown
 from statetrack.training.verify import draw_failures, horizons_record
 
 #: what watches a long evaluation (:func:`watched`): called after each chunk with (length, tokens done
@@ -194,10 +194,11 @@ def _score_batch(
             done += b.inputs.size
             watch(length, done, batch_size * length)
         if device.type == "cpu":
-            # the heap's free blocks back to the OS after each chunk: peak memory flat in length
-            # (batch 64, width 64: 481, 478, 476 MiB at 5,000, 30,000, 100,000 steps; without it the
-            # resident set kept growing, 1.3-1.5x from 1,000 to 100,000; statetrack.training.memory)
-            release_free_memory()
+            # the heap's free blocks back to the OS once the resident set has grown: peak memory flat in
+            # length (without it the resident set kept growing, 1.3-1.5x from 1,000 to 100,000 steps at
+            # batch 64, width 64; trimming after every chunk faulted every page in again, 37% of the CPU
+            # time as system time; statetrack.training.memory)
+            trim_if_grown()
         pred = logits.argmax(-1).cpu().numpy()
         hit = pred == b.targets
         tally.tok_right += int((hit & b.mask).sum())

@@ -1,8 +1,9 @@
 """The optimiser step of the training loop, in two forms with one contract.
 
 * :class:`EagerStep` (CPU): forward, :func:`masked_loss`, a check for a non-finite loss, backward,
-  gradient clipping, AdamW, the learning-rate schedule; metrics added up on the host. On the CPU a
-  host read costs nothing, so this is the plain loop.
+  gradient clipping, AdamW (``training.adamw``: torch's update on foreach ops, without importing the
+  compiler), the learning-rate schedule; metrics added up on the host. On the CPU a host read costs
+  nothing, so this is the plain loop.
 * :class:`DeviceStep` (CUDA): the same step without any host synchronisation. The loss is the same
   :func:`masked_loss` (written without a host read), AdamW runs with a device learning rate
   (``capturable``), and the training metrics (last loss, hits, scored positions, the first step whose
@@ -39,6 +40,7 @@ from torch import Tensor, nn
 from statetrack.config import Supervision
 from statetrack.tasks.base import Scoring
 from statetrack.tasks.draws import training_batch
+from statetrack.training.adamw import AdamW
 
 if TYPE_CHECKING:
     from statetrack.config import TrainConfig
@@ -92,9 +94,10 @@ class EagerStep:
     """The step as plain PyTorch calls; the host reads the loss (one finite check per step)."""
 
     def __init__(self, model: nn.Module, cfg: TrainConfig, schedule: Schedule):
-        self.model, self.clip = model, cfg.clip
-        self.opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, schedule)
+        self.model, self.clip, self.schedule, self.base_lr = model, cfg.clip, schedule, cfg.lr
+        # torch.optim.AdamW's update on foreach ops, without importing the compiler (training.adamw); the
+        # learning rate as LambdaLR sets it: base_lr * schedule(steps taken)
+        self.opt = AdamW(model.parameters(), lr=cfg.lr * schedule(0), weight_decay=cfg.weight_decay)
         self.last_loss, self.hits, self.total = torch.tensor(float("nan")), 0, 0
 
     def step(self, x: Tensor, y: Tensor, m: Tensor, step: int) -> None:
@@ -102,11 +105,11 @@ class EagerStep:
         loss = masked_loss(logits, y, m)
         if not torch.isfinite(loss):
             raise TrainingDiverged(step, float(loss.detach()))
-        self.opt.zero_grad(set_to_none=True)
+        self.opt.zero_grad()
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip)
+        torch.nn.utils.clip_grad_norm_(self.opt.params, self.clip)
         self.opt.step()
-        self.sched.step()
+        self.opt.lr = self.base_lr * self.schedule(step)
         with torch.no_grad():
             self.hits += int(((logits.argmax(-1) == y) & m).sum())
             self.total += int(m.sum())
@@ -118,7 +121,7 @@ class EagerStep:
         return out
 
     def lr(self) -> float:
-        return float(self.sched.get_last_lr()[0])
+        return float(self.opt.lr)
 
 
 class DeviceStep:

@@ -1,0 +1,166 @@
+"""The gated delta rule's recurrences alone, forward + backward, against fla-core's PyTorch forms: our own
+chunked form (``ops.gated_delta``), the general DPLR chunked form it replaced (``ops.dplr.dplr_chunked``)
+and fla 0.6.0's naive chunk and naive recurrent functions, at the benchmark shapes (batch x length x
+width: 64 x 256 x 64 and 8 x 4,096 x 128; one head, d_k 16, d_v the width, as the layers' defaults).
+
+    PYTHONPATH=src python bench/bench_gated.py [--fla DIR] [--reps 7] [--shapes 64x256x64,8x4096x128] [--layers]
+
+``--fla DIR``: a folder holding an unpacked fla-core 0.6.0 wheel and einops (``pip download --no-deps
+fla-core==0.6.0 einops`` and unzip both there); its naive files are loaded from their paths (``import
+fla`` needs triton). Without it only our forms are timed. One torch thread; the forms run interleaved,
+each repeat in a rotated order, and each row gives the median over the repeats (after one warm-up each).
+The loss is mean(o^2); fla's forms get scale 1 (ours does not scale q). ``--layers``: also the
+Gated DeltaNet and Gated DeltaProduct layers, forward + backward, with the recurrence as now and as before.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+from statetrack.ops.dplr import dplr_chunked, gated_delta_terms
+from statetrack.ops.gated_delta import gated_delta_chunked
+
+
+def _load(root: str, rel: str, name: str):
+    s = importlib.util.spec_from_file_location(name, os.path.join(root, rel))
+    mod = importlib.util.module_from_spec(s)
+    s.loader.exec_module(mod)
+    return mod
+
+
+def inputs(B: int, T: int, H: int, dk: int, dv: int, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(B, T, H, dk, generator=g)
+    k = F.normalize(torch.randn(B, T, H, dk, generator=g), dim=-1)
+    v = torch.randn(B, T, H, dv, generator=g)
+    beta = torch.rand(B, T, H, generator=g) * 2
+    gate = -torch.rand(B, T, H, generator=g) * 0.5
+    return [x.requires_grad_() for x in (q, k, v, beta, gate)]
+
+
+def forms(fla_root: str | None) -> dict:
+    out = {
+        "ours: gated_delta_chunked (C=16)": lambda q, k, v, beta, g: gated_delta_chunked(q, k, v, beta, g)[0],
+        "ours before: dplr_chunked (C=16)": lambda q, k, v, beta, g: _old_gated(q, k, v, beta, g)[0],
+    }
+    if fla_root:
+        sys.path.insert(0, fla_root)  # einops
+        naive = _load(fla_root, "fla/ops/gated_delta_rule/naive.py", "fla_gdn_naive")
+        out["fla naive chunk (C=64, peer)"] = lambda q, k, v, beta, g: naive.naive_chunk_gated_delta_rule(
+            q, k, v, g, beta, scale=1.0
+        )[0]
+        out["fla naive recurrent (peer)"] = lambda q, k, v, beta, g: naive.naive_recurrent_gated_delta_rule(
+            q, k, v, beta, g, scale=1.0
+        )[0]
+    return out
+
+
+def _median_times(fs: dict, step, reps: int) -> dict[str, float]:
+    """Each form once to warm up, then ``reps`` rounds in a rotated order; the median seconds of each."""
+    names = list(fs)
+    times: dict[str, list[float]] = {k: [] for k in names}
+    for k in names:
+        step(fs[k])
+    for rep in range(reps):
+        for k in names[rep % len(names) :] + names[: rep % len(names)]:
+            t = time.perf_counter()
+            step(fs[k])
+            times[k].append(time.perf_counter() - t)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def _old_gated(q, k, v, beta, g, S0=None, chunk=16):
+    """The gated delta rule as it ran before ops.gated_delta: the general DPLR chunked form."""
+    bk, a, b, lw = gated_delta_terms(k, beta, g)
+    return dplr_chunked(q, bk, v, a, b, lw, S0, chunk)
+
+
+def layers_section(shapes: list[str], reps: int, fla_root: str | None) -> None:
+    """The whole layers (projections, conv, norms around the recurrence; default options, d_state 16),
+    forward + backward, with the recurrence as now, as before, and (with ``--fla``) fla's naive chunk form
+    in its place (over Gated DeltaProduct's sub-steps too), each patched in for its rows."""
+    from statetrack.layers import build_mixer
+    from statetrack.ops import dplr
+    from statetrack.spec import parse_layers
+
+    now = dplr.gated_delta_chunked
+
+    def with_form(m, form):
+        def run(x):
+            dplr.gated_delta_chunked = form
+            try:
+                y = m(x)
+                (y[0] if isinstance(y, tuple) else y).square().mean().backward()
+            finally:
+                dplr.gated_delta_chunked = now
+
+        return run
+
+    peer = None
+    if fla_root:
+        naive = _load(fla_root, "fla/ops/gated_delta_rule/naive.py", "fla_gdn_naive")
+
+        def peer(q, k, v, beta, g, S0=None, chunk=16):  # noqa: ARG001 - the signature it stands in for
+            return naive.naive_chunk_gated_delta_rule(
+                q, k, v, g, beta, scale=1.0, initial_state=S0, output_final_state=True
+            )
+
+    for shape in shapes:
+        B, T, W = (int(x) for x in shape.split("x"))
+        x = torch.randn(B, T, W, generator=torch.Generator().manual_seed(0))
+        fs = {}
+        for name in ("gateddeltanet", "gateddeltaproduct"):
+            torch.manual_seed(0)
+            m = build_mixer(parse_layers(name)[0], W, 16)
+            fs[f"{name}: ours"] = with_form(m, now)
+            fs[f"{name}: before (dplr_chunked)"] = with_form(m, _old_gated)
+            if peer is not None:
+                fs[f"{name}: fla naive chunk (peer)"] = with_form(m, peer)
+        med = _median_times(fs, lambda f: f(x), reps)
+        print(f"\nlayers {shape} (batch x length x width, d_state 16), forward + backward, median of {reps}:")
+        for k, m in med.items():
+            base = med[k.split(":")[0] + ": ours"]
+            print(f"  {k:42s} {1000 * m:9.1f} ms   {m / base:5.2f}x ours")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--fla", default=None)
+    p.add_argument("--reps", type=int, default=7)
+    p.add_argument("--shapes", default="64x256x64,8x4096x128")
+    p.add_argument("--skip", default="", help="comma-separated form names (substrings) to leave out")
+    p.add_argument("--layers", action="store_true", help="also the whole layers, now and before")
+    p.add_argument("--only-layers", action="store_true", help="the whole layers alone")
+    a = p.parse_args(argv)
+    torch.set_num_threads(1)
+    fs = {k: f for k, f in forms(a.fla).items() if not any(s and s in k for s in a.skip.split(","))}
+    print(f"torch {torch.__version__}, 1 thread, load average {os.getloadavg()[0]:.2f} at the start")
+    for shape in [] if a.only_layers else a.shapes.split(","):
+        B, T, W = (int(x) for x in shape.split("x"))
+        ins = inputs(B, T, 1, 16, W)
+
+        def step(f):
+            for x in ins:
+                x.grad = None
+            f(*ins).square().mean().backward()
+
+        med = _median_times(fs, step, a.reps)
+        ours = next(iter(med.values()))
+        print(f"\nbatch x length x width {shape} (one head, d_k 16), forward + backward, median of {a.reps}:")
+        for k, m in med.items():
+            print(f"  {k:36s} {1000 * m:9.1f} ms   {m / ours:5.2f}x ours")
+    if a.layers or a.only_layers:
+        layers_section(a.shapes.split(","), a.reps, a.fla)
+    print(f"load average {os.getloadavg()[0]:.2f} at the end")
+
+
+if __name__ == "__main__":
+    main()
