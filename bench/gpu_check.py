@@ -291,10 +291,6 @@ def section_paper_cell(
 ) -> dict:
     """DeltaNet [-1,1] x3 on modular arithmetic without brackets at Grazzi et al.'s recipe, for ``steps`` or
     until learnt or until ``seconds`` (less the test's share) run out; then the test at lengths 40-256."""
-    from statetrack.model import build_model
-    from statetrack.training.evaluation import evaluate
-    from statetrack.training.loop import train
-
     cfg = TrainConfig(
         task="modarith:5",
         model=ModelConfig(layers="deltanet(neg=true,heads=4)*3", d_model=128, d_state=32, mlp=True),
@@ -311,8 +307,25 @@ def section_paper_cell(
         device=device,
         stop_when_learned=stop_when_learned,
     )
+    out, ms = train_within(
+        cfg, EvalConfig(lengths=[40, 64, 128, 256], batch_size=512, device=device), seconds
+    )
+    scaled = [m.scaled_accuracy for m in ms if m.scaled_accuracy is not None]
+    out["scaled_accuracy_40_256"] = sum(scaled) / len(scaled) if scaled else None
+    out["per_length"] = {m.length: m.accuracy for m in ms}
+    return out
+
+
+def train_within(cfg: TrainConfig, eval_cfg: EvalConfig, seconds: float, test_share: float = 40.0):
+    """Train ``cfg`` for its steps, or until learnt where it stops then, or until ``seconds`` less the
+    test's share run out; then test at ``eval_cfg``. Returns (what the run did: curve, steps, steps per
+    second, learnt at, cut at, best validation; the test's length metrics)."""
+    from statetrack.model import build_model
+    from statetrack.training.evaluation import evaluate
+    from statetrack.training.loop import train
+
     t0 = time.monotonic()
-    deadline = t0 + seconds - 40  # the evaluation's share
+    deadline = t0 + seconds - test_share
     task = model_task(cfg.task)
     model = build_model(cfg.model, task)  # in hand when the budget cuts the run: its last step's weights
     curve: list = []
@@ -326,15 +339,20 @@ def section_paper_cell(
     try:
         res = train(cfg, task=task, model=model, on_step=on_step, progress=False)
         model, out["learned_at_step"], out["cut"] = res.model, res.learned_at_step, None
+        out["steps"], out["best_val_accuracy"], out["best_val_loss"] = (
+            res.steps_run,
+            res.best_val_accuracy,
+            res.best_val_loss,
+        )
     except TimeoutError as e:  # cut by the budget: its last weights are tested, not the best validated
         model = model.eval()
-        out["cut_at_step"], out["steps_per_s"] = e.args[0], e.args[0] / (time.monotonic() - t0)
-    ms = evaluate(model, task, EvalConfig(lengths=[40, 64, 128, 256], batch_size=512, device=device))
-    scaled = [m.scaled_accuracy for m in ms if m.scaled_accuracy is not None]
-    out["scaled_accuracy_40_256"] = sum(scaled) / len(scaled) if scaled else None
-    out["per_length"] = {m.length: m.accuracy for m in ms}
+        out["cut_at_step"], out["steps"] = e.args[0], e.args[0]
+        out["best_val_accuracy"] = max((c["val_accuracy"] for c in curve), default=None)
+        out["best_val_loss"] = min((c["val_loss"] for c in curve), default=None)
+    out["steps_per_s"] = out["steps"] / (time.monotonic() - t0)
+    ms = evaluate(model, task, eval_cfg)
     out["seconds"] = time.monotonic() - t0
-    return out
+    return out, ms
 
 
 def model_task(name: str):
