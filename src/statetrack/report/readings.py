@@ -133,7 +133,9 @@ def reading_tables(study, results: list, reading: Reading, scale: str | None = N
                         (
                             n
                             for j, _ in results
-                            if j.label == row["label"] and j.column == col
+                            if j.table == t.name
+                            and j.label == row["label"]
+                            and (j.column or t.task_columns[0]) == col
                             for n in j.eval.lengths
                         ),
                         default=0,
