@@ -106,7 +106,9 @@ class TrainConfig(_Config):
         description="cosine with warm restarts (torch's CosineAnnealingWarmRestarts T_0): the first cycle's "
         "steps after the warm-up, each later cycle restart_mult times longer; none: one cosine over the steps",
     )
-    restart_mult: int = Field(2, ge=1, description="with restart_steps: each cycle's length over the last (T_mult)")
+    restart_mult: int = Field(
+        2, ge=1, description="with restart_steps: each cycle's length over the last (T_mult)"
+    )
     lr_min: float = Field(0.0, ge=0, description="the learning rate the cosine decays to (eta_min)")
     no_decay: list[str] = Field(
         default_factory=list,

@@ -153,7 +153,11 @@ class DeviceStep:
         self.lr_t = torch.tensor(float(cfg.lr * schedule(0)), device=device)
         cuda = device.type == "cuda"  # (the CPU runs this class in the tests, without graphs)
         self.opt = torch.optim.AdamW(
-            decay_groups(model, cfg), lr=self.lr_t, weight_decay=cfg.weight_decay, capturable=cuda, foreach=cuda
+            decay_groups(model, cfg),
+            lr=self.lr_t,
+            weight_decay=cfg.weight_decay,
+            capturable=cuda,
+            foreach=cuda,
         )
         self.bf16 = cfg.precision == "bfloat16"
         z = lambda dtype: torch.zeros((), dtype=dtype, device=device)  # noqa: E731
