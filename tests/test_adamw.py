@@ -19,11 +19,17 @@ def _params(seed: int) -> list[torch.Tensor]:
     return out
 
 
-@pytest.mark.parametrize("weight_decay", [0.0, 0.1])
-def test_adamw_is_torchs_adamw_to_the_bit(weight_decay):
+def _groups(ps: list[torch.Tensor]) -> list[dict]:
+    """Two groups as no_decay makes them: the second without weight decay."""
+    return [{"params": ps[:3]}, {"params": ps[3:], "weight_decay": 0.0}]
+
+
+@pytest.mark.parametrize("weight_decay,grouped", [(0.0, False), (0.1, False), (0.1, True)])
+def test_adamw_is_torchs_adamw_to_the_bit(weight_decay, grouped):
     ours, theirs = _params(0), _params(0)
-    opt = AdamW(ours, lr=0.03, weight_decay=weight_decay)
-    ref = torch.optim.AdamW(theirs, lr=0.03, weight_decay=weight_decay)  # CPU: its one-tensor path
+    form = _groups if grouped else list
+    opt = AdamW(form(ours), lr=0.03, weight_decay=weight_decay)
+    ref = torch.optim.AdamW(form(theirs), lr=0.03, weight_decay=weight_decay)  # CPU: its one-tensor path
     g = torch.Generator().manual_seed(1)
     for step in range(1, 41):
         # gradients over five orders of magnitude; the second tensor has none every 7th step

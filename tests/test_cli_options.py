@@ -88,7 +88,7 @@ def test_train_defaults_are_the_configs():
         want = (
             {True: "on", False: "off", None: "none"}.get(d, d)
             if isinstance(d, (bool, type(None)))
-            else ",".join(map(str, d))
+            else ",".join(map(str, d)) or "none"
             if isinstance(d, list)
             else str(d)
         )

@@ -33,6 +33,8 @@ VARIANTS = list(MIXERS) + [
     "aussm(theta_rank=1000,theta_silu=false)",
     "aussm(const_bc=true)",
     "aussm(const_bc=true,theta_rank=1000,theta_silu=false,conv=0)",
+    "aussm(theta_silu=false,theta_scale=true,const_bc=true,dt_silu=false,expand=1)",
+    "aussm(theta_scale=true)",
     "dcd(conv=0)",
     "dcd(theta_rank=3)",
     "dcd(theta_silu=false)",

@@ -172,3 +172,46 @@ def test_the_eager_step_trains_the_weights_torch_optim_trains(layers):
         assert eager.lr() == sched.get_last_lr()[0]
         for p, q in zip(a.parameters(), b.parameters(), strict=True):
             assert torch.equal(p, q), s
+
+
+@pytest.mark.parametrize("first,mult", [(7, 1), (5, 2), (3, 3)])
+def test_warm_restarts_follow_torchs_cosine_annealing_warm_restarts(first, mult):
+    """restart_steps / restart_mult / lr_min: the learning rate of every step is torch's
+    CosineAnnealingWarmRestarts' (T_0, T_mult, eta_min), after the warm-up; without them, one cosine."""
+    cfg = _cfg(warmup_frac=0.0, restart_steps=first, restart_mult=mult, lr_min=1e-4)
+    f = lr_lambda(cfg)
+    opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=cfg.lr)
+    ref = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=first, T_mult=mult, eta_min=1e-4)
+    for step in range(30):
+        assert cfg.lr * f(step) == pytest.approx(opt.param_groups[0]["lr"], rel=1e-9, abs=1e-12)
+        opt.step()
+        ref.step()
+    plain = lr_lambda(_cfg(warmup_frac=0.0))
+    assert plain(0) == 1.0 and plain(15) == pytest.approx(0.5) and plain(29) < 0.01
+
+
+def test_no_decay_exempts_the_named_parameters_from_weight_decay():
+    """With zero gradients AdamW's only move is the decay: the named parameters keep their values, the
+    others shrink, in both step forms; a name that matches nothing is one clear error."""
+    from statetrack.errors import UserError
+    from statetrack.training.steps import decay_groups
+
+    cfg = _cfg("negmamba(conv=0)", weight_decay=0.5, no_decay=["A_log", ".D"])
+    task = get_task("parity")
+    torch.manual_seed(0)
+    model = build_model(cfg.model, task)
+    groups = decay_groups(model, cfg)
+    exempt = {id(p) for p in groups[1]["params"]}
+    names = {n for n, p in model.named_parameters() if id(p) in exempt}
+    assert names and all(n.endswith(("A_log", ".D")) for n in names)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    opt = torch.optim.AdamW(groups, lr=0.1, weight_decay=cfg.weight_decay)
+    for p in model.parameters():
+        p.grad = torch.zeros_like(p)
+    opt.step()
+    for n, p in model.named_parameters():
+        moved = not torch.equal(p, before[n])
+        assert moved == (n not in names and bool(before[n].abs().sum() > 0)), n
+    assert len(decay_groups(model, _cfg())) == len(list(model.parameters()))  # no groups by default
+    with pytest.raises(UserError, match="names no parameter"):
+        decay_groups(model, _cfg(no_decay=["nothing_here"]))

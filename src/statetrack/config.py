@@ -47,7 +47,7 @@ class _Config(BaseModel):
         """The config as it enters a run's key (``runner.run_key``)."""
         d = self.model_dump()
         for k in self.LATE_FIELDS:
-            if d[k] == type(self).model_fields[k].default:
+            if d[k] == type(self).model_fields[k].get_default(call_default_factory=True):
                 del d[k]
         return d
 
@@ -102,6 +102,21 @@ class TrainConfig(_Config):
         0.1, ge=0, le=1, description="fraction of the steps in linear warm-up, then cosine decay"
     )
     clip: float = Field(1.0, gt=0, description="gradient norm clip")
+    restart_steps: int | None = Field(
+        None,
+        ge=1,
+        description="cosine with warm restarts (torch's CosineAnnealingWarmRestarts T_0): the first cycle's "
+        "steps after the warm-up, each later cycle restart_mult times longer; none: one cosine over the steps",
+    )
+    restart_mult: int = Field(
+        2, ge=1, description="with restart_steps: each cycle's length over the last (T_mult)"
+    )
+    lr_min: float = Field(0.0, ge=0, description="the learning rate the cosine decays to (eta_min)")
+    no_decay: list[str] = Field(
+        default_factory=list,
+        description="parameters AdamW's weight decay skips: those whose name ends with one of these "
+        "(e.g. A_log, D, embed.weight)",
+    )
     eval_every: int = Field(50, ge=1, description="steps between validations")
     patience: int = Field(20, ge=1, description="validations without improvement before early stop")
     val_sequences: int = Field(512, ge=1, description="validation sequences (fixed, in-distribution lengths)")
@@ -175,6 +190,10 @@ class TrainConfig(_Config):
         "learned_accuracy",
         "learned_validations",
         "stop_when_learned",
+        "restart_steps",
+        "restart_mult",
+        "lr_min",
+        "no_decay",
     )
 
     @model_validator(mode="after")

@@ -29,6 +29,8 @@ def _kind(ann) -> dict:
         return {"choices": list(typing.get_args(ann))}
     if ann == list[int]:
         return {"type": _argtype(parse_lengths), "metavar": "N,N,..."}
+    if ann == list[str]:
+        return {"type": lambda text: [x.strip() for x in text.split(",") if x.strip()], "metavar": "NAME,..."}
     if ann in (int, float):
         return {"type": ann, "metavar": ann.__name__.upper()}
     return {"type": str}  # metavar: the field's name (add_fields)

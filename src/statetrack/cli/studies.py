@@ -261,6 +261,8 @@ def cmd_report(a):
         raise UserError(f"--seeds must be at least 1, got {a.seeds}")
     study = load_part(a)  # a mistyped study is said before torch loads
     _figures(a.figures)
+    if a.reading:
+        return _report_readings(study, a)
     from statetrack.report.writer import check_reportable, collect
 
     rep = collect(study, a.db, a.scale, a.seeds, a.device, a.max_runs)
@@ -278,6 +280,27 @@ def cmd_report(a):
                 **part_note(a),
             },
         )
+    return 0
+
+
+def _report_readings(study, a) -> int:
+    """``report --reading``: the published cells under each reading named, printed (nothing written)."""
+    from statetrack.report.readings import parse_readings, readings_markdown, stored_readings
+
+    readings = parse_readings(a.reading)
+    if study.score.kind != "longest":
+        raise UserError(
+            f"--reading needs a study whose score is a longest length; {study.name} scores {study.score.kind}"
+        )
+    cells = stored_readings(
+        study, a.db, a.scale, readings, seeds=a.seeds, device=a.device, max_runs=a.max_runs
+    )
+    if not any(c.value is not None for c in cells):
+        raise UserError(f"no complete run of {study.name} at scale {a.scale} in {a.db}")
+    if a.json:
+        emit_rows(c.as_dict() for c in cells)
+    else:
+        print(readings_markdown(cells), end="")
     return 0
 
 
@@ -552,6 +575,15 @@ def add_commands(sub) -> None:
         "--out", default=DEFAULT_OUT, help="folder for .md/.csv/.tex and figures ('' to only print)"
     )
     add_report_options(q)
+    q.add_argument(
+        "--reading",
+        action="append",
+        default=None,
+        metavar="POOLING/POSITION/SPAN",
+        help="re-score the stored runs' longest lengths under this reading and print how many published "
+        "cells it matches (nothing is written): POOLING median or best-seed, POSITION final, per-token or "
+        "whole-sequence, SPAN as-worded or every-shorter, e.g. median/final/as-worded; repeatable, or 'all'",
+    )
     add_db(q)
-    add_json(q, "one object per table cell (the CSV columns)")
+    add_json(q, "one object per table cell (the CSV columns); with --reading, one per cell and reading")
     q.set_defaults(fn=cmd_report)

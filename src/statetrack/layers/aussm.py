@@ -136,10 +136,15 @@ class _ComplexSelective(MambaInput, Mixer):
         v, z, buf = self._pre_linear(x, buf, chunk)
         u = F.silu(v)
         low, Bm, Cm = self._split(u)
+        return u, z, buf, self._low(u, v, low), Bm, Cm
+
+    def _low(self, u: Tensor, v: Tensor, low: Tensor) -> Tensor:  # noqa: ARG002 (AUSSM's reads u)
+        """The low-rank inputs ``low`` read from u, with the angle's read from v, the conv's output before the
+        silu, where ``theta_silu`` is False."""
         if self.R_theta and not self.theta_silu:
             first = self.n_low - self.R_theta
             low = torch.cat([low[..., :first], F.linear(v, self.x_proj.weight[first : self.n_low])], dim=-1)
-        return u, z, buf, low, Bm, Cm
+        return low
 
     def _dt(self, low: Tensor) -> Tensor:
         """Delta [..., E] = softplus(dt_proj(the first low-rank inputs, as many as dt_proj reads: R, or
@@ -210,6 +215,11 @@ class AUSSM(_ComplexSelective):
             (False, the AUSSM authors' kernel's form).
         const_bc (bool): B and C learned constants and the input scaled by Delta_t, as the AUSSM authors'
             code (True), or read from u_t at each step, as Mamba's (False, default).
+        theta_scale (bool): the angle through one full-rank map W_A [E N, E] scaled by 1 / sqrt(d_model),
+            theta = W_A u / sqrt(d_model) + b_A, as the authors' code (True; ``theta_rank`` then stays 0),
+            or through ``theta_rank`` (False, default).
+        dt_silu (bool): with ``const_bc``, whether Delta's projection reads u after the silu (True,
+            default) or the conv's output before it (False, the authors' code).
     """
 
     name = "aussm"
@@ -225,25 +235,58 @@ class AUSSM(_ComplexSelective):
         theta_rank: int = 0,
         theta_silu: bool = True,
         const_bc: bool = False,
+        theta_scale: bool = False,
+        dt_silu: bool = True,
     ) -> None:
+        if theta_scale and theta_rank:
+            raise UserError(f"aussm theta_scale=true is full rank: leave theta_rank at 0, not {theta_rank}")
+        if not dt_silu and not const_bc:
+            raise UserError("aussm dt_silu=false needs const_bc=true (only then has aussm a Delta)")
         super().__init__(
             d_model, d_state, conv=conv, expand=expand, theta_rank=theta_rank, theta_silu=theta_silu
         )
-        self.const_bc = const_bc
+        self.const_bc, self.theta_scale, self.dt_silu = const_bc, theta_scale, dt_silu
+        E, N = self.d_inner, d_state
+        if theta_scale:  # x_proj keeps B and C (or Delta's inputs): the angle reads u or v whole
+            self.R_theta = E
+            self.x_proj = nn.Linear(E, 3 * N, bias=False)
+            self.theta_proj = nn.Linear(E, E * N)  # W_A, bias b_A
+            with torch.no_grad():
+                self.theta_proj.bias.uniform_(-math.pi, math.pi)
         if const_bc:
-            E, N = self.d_inner, d_state
             self.n_low = N + self.R_theta  # [Delta's rank-N inputs | the angle's]
-            self.x_proj = nn.Linear(E, self.n_low, bias=False)
+            self.x_proj = nn.Linear(E, N if theta_scale else self.n_low, bias=False)
             self.dt_proj = nn.Linear(N, E)
             self.B = nn.Parameter(torch.randn(N))  # B_n = softplus(B) > 0
             self.C = nn.Parameter(torch.randn(2, N))  # C_n = softplus(C[0]) exp(i C[1])
 
     def _split(self, u: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        if not self.const_bc and self.theta_scale:
+            Bm, Cr, Ci = self.x_proj(u).split([self.d_state] * 3, dim=-1)
+            return u[..., :0], Bm, torch.complex(Cr, Ci)
         if not self.const_bc:
             return super()._split(u)
         shape = (*u.shape[:-1], self.d_state)
         Cm = torch.polar(F.softplus(self.C[0]), self.C[1])
         return self.x_proj(u), F.softplus(self.B).expand(shape), Cm.expand(shape)
+
+    def _low(self, u: Tensor, v: Tensor, low: Tensor) -> Tensor:
+        """As the block's, and: Delta's inputs read from v where ``dt_silu`` is False; under ``theta_scale``
+        the angle's inputs are u or v whole, after x_proj's."""
+        if not self.dt_silu:
+            low = torch.cat(
+                [F.linear(v, self.x_proj.weight[: self.d_state]), low[..., self.d_state :]], dim=-1
+            )
+        if self.theta_scale:
+            return torch.cat([low, v if not self.theta_silu else u], dim=-1)
+        return super()._low(u, v, low)
+
+    def _theta(self, low: Tensor) -> Tensor:
+        if not self.theta_scale:
+            return super()._theta(low)
+        w, E = self.theta_proj, self.d_inner
+        theta = F.linear(low[..., low.shape[-1] - E :], w.weight) / math.sqrt(self.d_model) + w.bias
+        return theta.unflatten(-1, (E, self.d_state))
 
     def _polar(self, low: Tensor) -> tuple[Tensor | None, Tensor, Tensor]:
         if self.const_bc:

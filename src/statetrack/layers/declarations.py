@@ -161,7 +161,14 @@ for _d in (
     Declared(
         "aussm",
         "adaptive unitary SSM: A_bar = exp(i theta(x)), theta = W_A u + b_A, |A_bar| = 1",
-        {**SELECTIVE, "theta_rank": 0, "theta_silu": True, "const_bc": False},
+        {
+            **SELECTIVE,
+            "theta_rank": 0,
+            "theta_silu": True,
+            "const_bc": False,
+            "theta_scale": False,
+            "dt_silu": True,
+        },
         _const(input_dependent=True, eigenvalues=D.UNIT_CIRCLE, structure=S.DIAGONAL),
     ),
     Declared(

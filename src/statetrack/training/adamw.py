@@ -29,13 +29,21 @@ class AdamW:
 
     def __init__(
         self,
-        params: Iterable[Tensor],
+        params: Iterable[Tensor] | Iterable[dict],
         lr: float,
         weight_decay: float = 1e-2,
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
     ):
-        self.params = [p for p in params if p.requires_grad]
+        # torch's forms: a list of tensors, or of groups {"params": [...], "weight_decay": optional}
+        groups = [g if isinstance(g, dict) else {"params": [g]} for g in params]
+        self.params: list[Tensor] = []
+        self.decay: dict[Tensor, float] = {}
+        for g in groups:
+            for p in g["params"]:
+                if p.requires_grad:
+                    self.params.append(p)
+                    self.decay[p] = float(g.get("weight_decay", weight_decay))
         self.lr, self.weight_decay, self.betas, self.eps = lr, weight_decay, betas, eps
         self.state: dict[Tensor, tuple[Tensor, Tensor]] = {}  # param -> (exp_avg, exp_avg_sq)
         self.steps: dict[Tensor, int] = {}
@@ -63,8 +71,12 @@ class AdamW:
         avgs = [_real(self.state[p][0]) for p in live]
         sqs = [_real(self.state[p][1]) for p in live]
         lr = self.lr
-        if self.weight_decay != 0:
-            torch._foreach_mul_(params, 1 - lr * self.weight_decay)
+        by: dict[float, list[Tensor]] = {}
+        for p, x in zip(live, params, strict=True):
+            by.setdefault(self.decay[p], []).append(x)
+        for wd, xs in by.items():
+            if wd != 0:
+                torch._foreach_mul_(xs, 1 - lr * wd)
         torch._foreach_lerp_(avgs, grads, 1 - beta1)
         torch._foreach_mul_(sqs, beta2)
         torch._foreach_addcmul_(sqs, grads, grads, 1 - beta2)

@@ -1,11 +1,12 @@
 """One training loop for every model.
 
-AdamW, linear warm-up then cosine decay, gradient clipping, a training length drawn per step from
-[train_min_len, train_max_len] (or, under a length curriculum, from a range whose top rises in stages:
-``TrainConfig.max_length_at``), the loss on the task's scored positions or on every prefix's answer
-(``TrainConfig.supervision``), validation on fixed IN-distribution sequences only (always on the task's
-own scored positions), early stop after ``patience`` validations without improvement, and the best
-validated weights kept.
+AdamW (its weight decay skipping the parameters ``no_decay`` names), linear warm-up then cosine decay to
+``lr_min`` (one cosine, or cycles with warm restarts: ``restart_steps``, ``restart_mult``), gradient
+clipping, a training length drawn per step from [train_min_len, train_max_len] (or, under a length
+curriculum, from a range whose top rises in stages: ``TrainConfig.max_length_at``), the loss on the task's
+scored positions or on every prefix's answer (``TrainConfig.supervision``), validation on fixed
+IN-distribution sequences only (always on the task's own scored positions), early stop after ``patience``
+validations without improvement, and the best validated weights kept.
 
 Learnability is measured, not assumed: a run has *learnt* its task at the first step of the first run of
 ``learned_validations`` validations in a row whose accuracy is at least ``learned_accuracy`` (99% and 3
@@ -169,15 +170,32 @@ def validate(model, batches) -> tuple[float, float]:
 
 
 def lr_lambda(cfg: TrainConfig):
+    """The learning rate at each step over ``cfg.lr``: linear warm-up, then one cosine over the remaining
+    steps, or with ``restart_steps`` cosine cycles with warm restarts (torch's CosineAnnealingWarmRestarts),
+    down to ``lr_min``."""
     warm = int(cfg.warmup_frac * cfg.steps)
+    floor = cfg.lr_min / cfg.lr
 
     def f(step):
         if step < warm:
             return (step + 1) / warm
-        progress = (step - warm) / max(1, cfg.steps - warm)
-        return 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
+        if cfg.restart_steps is None:
+            progress = min((step - warm) / max(1, cfg.steps - warm), 1.0)
+        else:
+            progress = restart_position(step - warm, cfg.restart_steps, cfg.restart_mult)
+        return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
 
     return f
+
+
+def restart_position(t: int, first: int, mult: int) -> float:
+    """How far step ``t`` (from 0) is into its cosine cycle, in [0, 1): the cycles last ``first``,
+    ``first * mult``, ``first * mult**2``, ... steps (CosineAnnealingWarmRestarts' T_0 and T_mult)."""
+    length = first
+    while t >= length:
+        t -= length
+        length *= mult
+    return t / length
 
 
 # long: the training loop, read top to bottom (step, validation, early stop, best weights)

@@ -38,6 +38,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from statetrack.config import Supervision
+from statetrack.errors import UserError
 from statetrack.tasks.base import Scoring
 from statetrack.tasks.draws import training_batch
 from statetrack.training.adamw import AdamW
@@ -90,14 +91,30 @@ class StepStats:
         return self.hits / self.total if self.total else float("nan")
 
 
+def decay_groups(model: nn.Module, cfg: TrainConfig) -> list:
+    """The trainable parameters for AdamW: a plain list, or with ``cfg.no_decay`` two groups, the second
+    (names ending with one of ``no_decay``) without weight decay."""
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    if not cfg.no_decay:
+        return [p for _, p in named]
+    skip = [p for n, p in named if n.endswith(tuple(cfg.no_decay))]
+    if not skip:
+        raise UserError(f"no_decay {list(cfg.no_decay)} names no parameter of {cfg.model.layers}")
+    return [
+        {"params": [p for n, p in named if not n.endswith(tuple(cfg.no_decay))]},
+        {"params": skip, "weight_decay": 0.0},
+    ]
+
+
 class EagerStep:
     """The step as plain PyTorch calls; the host reads the loss (one finite check per step)."""
 
     def __init__(self, model: nn.Module, cfg: TrainConfig, schedule: Schedule):
         self.model, self.clip, self.schedule, self.base_lr = model, cfg.clip, schedule, cfg.lr
         # torch.optim.AdamW's update on foreach ops, without importing the compiler (training.adamw); the
-        # learning rate as LambdaLR sets it: base_lr * schedule(steps taken)
-        self.opt = AdamW(model.parameters(), lr=cfg.lr * schedule(0), weight_decay=cfg.weight_decay)
+        # learning rate as LambdaLR sets it: base_lr * schedule(steps taken); no_decay's parameters in a
+        # group without weight decay (decay_groups)
+        self.opt = AdamW(decay_groups(model, cfg), lr=cfg.lr * schedule(0), weight_decay=cfg.weight_decay)
         self.last_loss, self.hits, self.total = torch.tensor(float("nan")), 0, 0
 
     def step(self, x: Tensor, y: Tensor, m: Tensor, step: int) -> None:
@@ -140,7 +157,11 @@ class DeviceStep:
         self.lr_t = torch.tensor(float(cfg.lr * schedule(0)), device=device)
         cuda = device.type == "cuda"  # (the CPU runs this class in the tests, without graphs)
         self.opt = torch.optim.AdamW(
-            self.params, lr=self.lr_t, weight_decay=cfg.weight_decay, capturable=cuda, foreach=cuda
+            decay_groups(model, cfg),
+            lr=self.lr_t,
+            weight_decay=cfg.weight_decay,
+            capturable=cuda,
+            foreach=cuda,
         )
         self.bf16 = cfg.precision == "bfloat16"
         z = lambda dtype: torch.zeros((), dtype=dtype, device=device)  # noqa: E731
