@@ -12,6 +12,7 @@ identical metrics.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -36,7 +37,7 @@ class AdamW:
         eps: float = 1e-8,
     ):
         # torch's forms: a list of tensors, or of groups {"params": [...], "weight_decay": optional}
-        groups = [g if isinstance(g, dict) else {"params": [g]} for g in params]
+        groups: list[dict[str, Any]] = [g if isinstance(g, dict) else {"params": [g]} for g in params]
         self.params: list[Tensor] = []
         self.decay: dict[Tensor, float] = {}
         for g in groups:
