@@ -146,7 +146,7 @@ def write(rows: list[dict], out: Path, times: dict, command: str) -> None:
             f"The predictions: {sum(r['wall'] for r in rows):.0f} s wall, {sum(r['cpu'] for r in rows):.0f} s of "
             f"CPU in all; per checkpoint at most {max(r['wall'] for r in rows):.1f} s wall and "
             f"{max(r['cpu'] for r in rows):.1f} s of CPU (median {statistics.median(r['wall'] for r in rows):.1f} s "
-            "wall). Measured on a 2-core machine shared with other work (load average 11-16), so the wall "
+            "wall). Measured on a 2-core machine shared with other work, so the wall "
             "times are inflated; the CPU times are not.")
     med = f"{statistics.median(ratios):.2f}" if ratios else "-"
     med_beyond = f"{statistics.median(ratios_beyond):.2f}" if ratios_beyond else "-"
