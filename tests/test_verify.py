@@ -102,7 +102,9 @@ def test_walk_equals_an_independent_enumeration_of_every_string(twoloops):
     assert ex.scored == scored and ex.errors == wrong
 
 
-@pytest.mark.parametrize("layers", ["rnn", "mamba(conv=0)", "deltanet(conv=0,neg=true)", "lstm"])
+@pytest.mark.parametrize(
+    "layers", ["rnn", "mamba(conv=0)", "deltanet(conv=0,neg=true)", "lstm", "transformer"]
+)
 def test_walk_equals_enumeration_on_untrained_models_and_a_task_with_dead_ends(layers, tmp_path):
     # a DFA with a dead state (never labelled again): strings through it are not walked
     spec = {

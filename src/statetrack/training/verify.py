@@ -357,12 +357,14 @@ def _margins(logits: Tensor, labels: np.ndarray) -> np.ndarray:
 
 class _Centres:
     """Running sums of the flattened state per automaton state, over the strings answered right: where
-    the model puts each state; a wrong string's state is matched to the nearest centre."""
+    the model puts each state; a wrong string's state is matched to the nearest centre. A state whose size
+    grows with the length (a Transformer's cache) has centres per size: a state is compared with the
+    centres of states of its own size."""
 
     def __init__(self, n_states: int):
         self.n = n_states
-        self.sums: Tensor | None = None
-        self.counts = np.zeros(n_states)
+        self.sums: dict[int, Tensor] = {}
+        self.counts: dict[int, np.ndarray] = {}
 
     def add(self, states, q: np.ndarray, right: np.ndarray, most: int = CENTRE_ROWS) -> None:
         """Add the rows ``right`` of ``states`` (at most ``most`` of them, the first) to their states' sums."""
@@ -372,24 +374,31 @@ class _Centres:
         feats = _flat(states, rows)
         if feats is None:
             return
-        if self.sums is None:
-            self.sums = torch.zeros(self.n, feats.shape[1], dtype=torch.float64)
-        self.sums.index_add_(0, torch.as_tensor(q[rows]), feats.cpu())
-        np.add.at(self.counts, q[rows], 1)
+        f = feats.shape[1]
+        if f not in self.sums:
+            self.sums[f] = torch.zeros(self.n, f, dtype=torch.float64)
+            self.counts[f] = np.zeros(self.n)
+        self.sums[f].index_add_(0, torch.as_tensor(q[rows]), feats.cpu())
+        np.add.at(self.counts[f], q[rows], 1)
+
+    def _centres(self, f: int) -> tuple[Tensor, np.ndarray] | None:
+        """The centres of states of ``f`` features (zeros where none) and which states have one."""
+        if f not in self.sums:
+            return None
+        has = self.counts[f] > 0
+        centres = torch.zeros_like(self.sums[f])
+        idx = torch.as_tensor(has)
+        centres[idx] = self.sums[f][idx] / torch.as_tensor(self.counts[f][has])[:, None]
+        return centres, has
 
     def ratio(self, states, q: np.ndarray) -> np.ndarray:
         """Per row, the distance of its state from the centre of its automaton state over the distance to
         the nearest other centre (above 1: nearer another state's strings than its own; 0 where unknown)."""
-        if self.sums is None or (self.counts > 0).sum() < 2:
-            return np.zeros(len(q))
         feats = _flat(states, np.arange(len(q)))
-        if feats is None:
+        got = None if feats is None else self._centres(feats.shape[1])
+        if feats is None or got is None or got[1].sum() < 2:
             return np.zeros(len(q))
-        has = self.counts > 0
-        centres = torch.zeros_like(self.sums)
-        centres[torch.as_tensor(has)] = (
-            self.sums[torch.as_tensor(has)] / torch.as_tensor(self.counts[has])[:, None]
-        )
+        centres, has = got
         d = torch.cdist(feats.cpu(), centres).numpy()
         d[:, ~has] = np.inf
         own = d[np.arange(len(q)), q]
@@ -399,13 +408,14 @@ class _Centres:
 
     def nearest(self, feat: Tensor | None, allowed: np.ndarray) -> int | None:
         """The state with a centre nearest ``feat`` among the ``allowed`` ones (None: no centre)."""
-        if feat is None or self.sums is None:
+        got = None if feat is None else self._centres(feat.shape[0])
+        if feat is None or got is None:
             return None
-        ok = allowed & (self.counts > 0)
+        centres, has = got
+        ok = allowed & has
         if not ok.any():
             return None
-        centres = self.sums[torch.as_tensor(np.flatnonzero(ok))] / torch.as_tensor(self.counts[ok])[:, None]
-        d = ((centres - feat.cpu()[None]) ** 2).sum(1)
+        d = ((centres[torch.as_tensor(np.flatnonzero(ok))] - feat.cpu()[None]) ** 2).sum(1)
         return int(np.flatnonzero(ok)[int(d.argmin())])
 
 
