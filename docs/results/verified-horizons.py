@@ -34,7 +34,9 @@ def main() -> None:
             if "verified" not in h:
                 continue
             w = h.get("shortest_wrong") or {}
-            where = f"`{w['text']}` ({w['state']}, {w.get('confused_with') or '-'})" if w else "-"
+            text = w.get("text", "")
+            text = text if len(text) <= 30 else text[:27] + "..."
+            where = f"`{text}` ({w['state']}, {w.get('confused_with') or '-'})" if w else "-"
             flag = " !" if h["horizon"] is not None and (s.get("longest_90") or 0) >= h["horizon"] else ""
             print(
                 f"| {db.rsplit('/', 1)[-1]} | {r['id']} | {r['study'] or '-'} | {r['label'] or r['model']} "
