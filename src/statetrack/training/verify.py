@@ -44,7 +44,7 @@ from torch import Tensor
 from statetrack.errors import UserError
 from statetrack.tasks.automaton import Automaton
 from statetrack.tasks.base import Task
-from statetrack.tasks.families import MAX_FAMILIES, Family, state_names, witness_pairs, word_text
+from statetrack.tasks.families import MAX_FAMILIES, Family, Witnesses, state_names, witness_pairs, word_text
 from statetrack.training.horizon import _take, family_answers, measure_horizons
 
 #: prefix-tree nodes the exhaustive walk may step: every string up to 20 symbols of two letters
@@ -772,10 +772,12 @@ def access_words(
     return out
 
 
-def _families_with_access(auto: Automaton, cap: int = FAMILY_CAP, plain: bool = True) -> list[Family]:
+def _families_with_access(
+    auto: Automaton, cap: int = FAMILY_CAP, plain: bool = True, w: Witnesses | None = None
+) -> list[Family]:
     """The witness families (``plain``), then copies of each pair's first family with other access words
     for either state (round robin over the pairs), at most ``cap``."""
-    w = witness_pairs(auto)
+    w = w or witness_pairs(auto)
     fams = list(w.families)[:cap] if plain else []
     cap = len(fams) + COPIES
     words = access_words(auto)
@@ -813,15 +815,17 @@ def family_search(
     device=None,
     keep: int = KEEP,
     plain: bool = True,
+    witnesses: Witnesses | None = None,
 ) -> Search:
     """Every witness family (``plain``: else only the copies) and its copies with other access words
-    (``_families_with_access``), each run up to ``max_len``: the shortest wrong strings."""
+    (``_families_with_access``), each run up to ``max_len``: the shortest wrong strings. ``witnesses``:
+    the task's ``witness_pairs`` where the caller has them already."""
     model.eval()
     auto = task_automaton(model, task)
     names = state_names(auto, auto.access_words())
     centres = centres or _Centres(auto.n_states)
     t0 = time.perf_counter()
-    fams = _families_with_access(auto, cap, plain)
+    fams = _families_with_access(auto, cap, plain, witnesses)
     answers = family_answers(model, fams, max_len, auto.tokens, device)
     wrong = _Wrong(keep)
     strings = 0
@@ -919,10 +923,13 @@ def verify(
     if max_len > ex.max_len:
         say("margin search")
         searches.append(margin_search(model, task, max_len, seeds, centres, beam=beam, device=device))
-        if witness_pairs(task_automaton(model, task)).families:
+        w = witness_pairs(task_automaton(model, task))
+        if w.families:
             say("families")
             plain = plain_families is False
-            fs = family_search(model, task, max_len, centres, family_cap, device=device, plain=plain)
+            fs = family_search(
+                model, task, max_len, centres, family_cap, device=device, plain=plain, witnesses=w
+            )
             if not plain:
                 fs.known = plain_families if isinstance(plain_families, int) else None
             searches.append(fs)
