@@ -6,6 +6,9 @@ tests/data/twoloops-rnn.safetensors is an RNN (d_model 8) trained on tests/data/
 --train-lengths 1-40 --test-split test+long --horizons``: every test draw and every witness family to
 10,000 is right, yet it is wrong from length 18 (``babaaaa b^10 a``), where state D is reached by
 another word than its shortest access word ``ab``.
+
+tests/data/negmamba-parity.safetensors is run 48 of the grazzi2024 quick rerun (Mamba [-1,1], parity,
+seed 2): right on every string to 20 and on every test draw to 256, but a witness family breaks at 160.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from statetrack.training.checkpoint import load_checkpoint
 from statetrack.training.horizon import measure_horizons
 from statetrack.training.verify import (
     Source,
+    horizons_record,
     draw_failures,
     exhaustive_check,
     exhaustive_length,
@@ -157,6 +161,21 @@ def test_searches_find_what_lies_beyond_the_exhaustive_length(twoloops):
     assert "no error up to 14 in all 32,766 strings" in v.rests_on()
     search = next(s for s in v.searches if s.source is Source.SEARCH)
     assert search.max_len == 60 or search.shortest is not None
+
+
+def test_a_horizon_found_by_the_plain_families_names_its_string():
+    # the families alone break this run (at 160); the record names that string, and it is wrong when the
+    # model reads it whole
+    model, _cfg, task, _ = load_checkpoint(DATA / "negmamba-parity.safetensors")
+    r = horizons_record(model, task, 170)
+    assert r["family_horizon"] == r["horizon"] == 160
+    w = r["shortest_wrong"]
+    assert w is not None and w["length"] == 160 and w["source"] == Source.FAMILIES.value
+    auto = task_automaton(model, task)
+    q = auto.apply(w["word"], [auto.start])[0]
+    with torch.no_grad():
+        logits, _ = model(torch.as_tensor(auto.tokens[np.asarray(w["word"])])[None])
+    assert int(logits[0, -1].argmax()) != int(auto.labels[q])
 
 
 def test_margin_search_follows_the_lowest_margins_to_a_failure():

@@ -176,7 +176,7 @@ def _rows(model, auto, fams: list[Family], names: dict, max_len: int, device) ->
     model.eval()
     answers = family_answers(model, fams, max_len, auto.tokens, device)
     rows = []
-    for fam, ans in zip(fams, answers, strict=True):
+    for k, (fam, ans) in enumerate(zip(fams, answers, strict=True)):
         n_max = ans.shape[1] - 1
         if n_max < 0:
             continue
@@ -191,6 +191,7 @@ def _rows(model, auto, fams: list[Family], names: dict, max_len: int, device) ->
             {
                 **fam.as_dict(auto.symbols, auto.tokens, auto.label_name),
                 "pair": list(names.get(fam.pair, fam.pair)),
+                "index": k,
                 "tested_n": n_max,
                 "tested_length": fam.length(0, n_max),
                 "horizon_n": first,

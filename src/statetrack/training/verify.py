@@ -816,16 +816,21 @@ def family_search(
     keep: int = KEEP,
     plain: bool = True,
     witnesses: Witnesses | None = None,
+    also: Sequence[int] = (),
 ) -> Search:
     """Every witness family (``plain``: else only the copies) and its copies with other access words
     (``_families_with_access``), each run up to ``max_len``: the shortest wrong strings. ``witnesses``:
-    the task's ``witness_pairs`` where the caller has them already."""
+    the task's ``witness_pairs`` where the caller has them already; ``also``: indices of plain families
+    to run even without ``plain`` (the one that broke first, so that its string is named)."""
     model.eval()
     auto = task_automaton(model, task)
     names = state_names(auto, auto.access_words())
     centres = centres or _Centres(auto.n_states)
     t0 = time.perf_counter()
-    fams = _families_with_access(auto, cap, plain, witnesses)
+    w = witnesses or witness_pairs(auto)
+    fams = _families_with_access(auto, cap, plain, w)
+    if not plain:
+        fams = [w.families[i] for i in also if 0 <= i < len(w.families)] + fams
     answers = family_answers(model, fams, max_len, auto.tokens, device)
     wrong = _Wrong(keep)
     strings = 0
@@ -911,11 +916,13 @@ def verify(
     plain_families: int | None | bool = False,
     device=None,
     on_stage: Callable[[str], None] | None = None,
+    broke_first: int | None = None,
 ) -> Verified:
     """The verified horizon of ``model`` on ``task`` up to ``max_len`` (see the module docstring).
     ``plain_families``: the shortest wrong family string where the task's own witness families were run
     already (``horizon.measure_horizons``; None: none wrong); then only their copies with other access
-    words are run here. ``draws``: ``draw_failures`` of the run's test draws."""
+    words are run here, and the plain family ``broke_first`` (its index in ``witness_pairs``' families) to
+    name its wrong string. ``draws``: ``draw_failures`` of the run's test draws."""
     say = on_stage or (lambda _s: None)
     say("exhaustive")
     ex, centres, seeds = exhaustive_check(model, task, budget=budget, device=device)
@@ -928,7 +935,8 @@ def verify(
             say("families")
             plain = plain_families is False
             fs = family_search(
-                model, task, max_len, centres, family_cap, device=device, plain=plain, witnesses=w
+                model, task, max_len, centres, family_cap, device=device, plain=plain, witnesses=w,
+                also=() if broke_first is None else (broke_first,),
             )
             if not plain:
                 fs.known = plain_families if isinstance(plain_families, int) else None
@@ -950,8 +958,17 @@ def horizons_record(
     (``horizon.measure_horizons``: "pairs", "family_horizon" and the counts) and the verified horizon
     (``verify``): "horizon" (the shortest wrong string any search found, None: none), "holds_to",
     "rests_on", "shortest_wrong" and "verified" (each search's result)."""
-    h = measure_horizons(model, task, max_len, max_families, device=device, keep_families=keep_families)
-    v = verify(model, task, max_len, budget=budget, draws=draws, plain_families=h["horizon"], device=device)
+    h = measure_horizons(model, task, max_len, max_families, device=device, keep_families=True)
+    rows = h["families"] if keep_families else h.pop("families")
+    broke = [r for r in rows if r["horizon"] is not None]
+    # the index names a family of ``witness_pairs`` at its default cap, the list ``verify`` runs
+    first_family = (
+        min(broke, key=lambda r: r["horizon"])["index"] if broke and max_families == MAX_FAMILIES else None
+    )
+    v = verify(
+        model, task, max_len, budget=budget, draws=draws, plain_families=h["horizon"], device=device,
+        broke_first=first_family,
+    )
     first = v.wrong[0] if v.wrong else None
     return {
         **h,
