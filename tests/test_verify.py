@@ -28,10 +28,10 @@ from statetrack.training.checkpoint import load_checkpoint
 from statetrack.training.horizon import measure_horizons
 from statetrack.training.verify import (
     Source,
-    horizons_record,
     draw_failures,
     exhaustive_check,
     exhaustive_length,
+    horizons_record,
     live_states,
     prefix_counts,
     task_automaton,

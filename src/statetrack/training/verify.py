@@ -935,7 +935,14 @@ def verify(
             say("families")
             plain = plain_families is False
             fs = family_search(
-                model, task, max_len, centres, family_cap, device=device, plain=plain, witnesses=w,
+                model,
+                task,
+                max_len,
+                centres,
+                family_cap,
+                device=device,
+                plain=plain,
+                witnesses=w,
                 also=() if broke_first is None else (broke_first,),
             )
             if not plain:
@@ -966,7 +973,13 @@ def horizons_record(
         min(broke, key=lambda r: r["horizon"])["index"] if broke and max_families == MAX_FAMILIES else None
     )
     v = verify(
-        model, task, max_len, budget=budget, draws=draws, plain_families=h["horizon"], device=device,
+        model,
+        task,
+        max_len,
+        budget=budget,
+        draws=draws,
+        plain_families=h["horizon"],
+        device=device,
         broke_first=first_family,
     )
     first = v.wrong[0] if v.wrong else None
