@@ -25,6 +25,7 @@ from statetrack.lm.traces import session
 from statetrack.tasks import get_task
 from statetrack.tasks.base import CorpusTask
 from statetrack.tasks.lm import LMTask
+from statetrack.training.evaluation import _WATCH, watched
 
 V = 259
 
@@ -319,6 +320,30 @@ def test_uniform_predictor_is_log2_vocab_bits(fake_task):
     assert m.bpb == pytest.approx(math.log2(V), rel=1e-6)  # float32 logits
     assert all(b["bpb"] == pytest.approx(math.log2(V)) for b in m.buckets)
     assert [(b["lo"], b["hi"]) for b in m.buckets] == position_buckets(64)
+
+
+def test_a_long_lm_evaluation_reports_its_tokens_as_it_goes(fake_task):
+    """The progress lines of ``eval`` and of a run's evaluation (tokens, rate, ETA) read these calls: one
+    per chunk, the tokens done rising to all of them, for every length."""
+    split = fake_task.heldout("test").split
+    calls = []
+    watch = lambda L, done, total: calls.append((L, done, total))  # noqa: E731
+    evaluate_lm(
+        _Uniform(),
+        split,
+        fake_task.tokenizer.token_bytes,
+        [16, 64],
+        tokens=640,
+        batch_size=4,
+        chunk=8,
+        watch=watch,
+    )
+    for L in (16, 64):
+        mine = [c for c in calls if c[0] == L]
+        done = [d for _, d, _ in mine]
+        assert len(mine) > 2 and done == sorted(done) and done[-1] == mine[-1][2] >= 640
+    with watched(watch):
+        assert _WATCH.get() is watch  # what evaluate_run hands to evaluate_lm
 
 
 class _Always(_Uniform):

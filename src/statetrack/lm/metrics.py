@@ -173,9 +173,10 @@ def n_windows_for(length: int, tokens: int | None, batch_size: int, windows: str
 
 @torch.no_grad()
 def token_losses(
-    model, windows: np.ndarray, chunk: int = 1024, batch_size: int = 64, device=None
+    model, windows: np.ndarray, chunk: int = 1024, batch_size: int = 64, device=None, watch=None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per-token next-token loss (nats, float64) and hits of ``model`` on windows (n, L + 1)."""
+    """Per-token next-token loss (nats, float64) and hits of ``model`` on windows (n, L + 1).
+    ``watch(L, tokens done, tokens in all)`` after each chunk (a progress line's tokens, rate and ETA)."""
     device = torch.device(device or next(model.parameters()).device)
     model = model.eval()
     n, L = windows.shape[0], windows.shape[1] - 1
@@ -195,6 +196,8 @@ def token_losses(
             nll = F.cross_entropy(logits.reshape(-1, V), y.reshape(-1), reduction="none").view_as(y)
             nats[b0 : b0 + B, t0:t1] = nll.double().cpu().numpy()
             hits[b0 : b0 + B, t0:t1] = (logits.argmax(-1) == y).cpu().numpy()
+            if watch is not None:
+                watch(L, b0 * L + B * t1, n * L)
     return nats, hits
 
 
@@ -210,13 +213,15 @@ def evaluate_lm(
     device=None,
     on_length=None,
     windows: str = "random",
+    watch=None,
 ) -> list[LMMetrics]:
     """LM metrics of ``model`` on ``split`` at every context length (see the module docstring);
-    ``windows``: 'random' (``tokens`` per length at seeded offsets) or 'tile' (the whole split)."""
+    ``windows``: 'random' (``tokens`` per length at seeded offsets) or 'tile' (the whole split);
+    ``watch``: see :func:`token_losses`."""
     out = []
     for L in lengths:
         toks, answers = eval_windows(split, L, n_windows_for(L, tokens, batch_size, windows), seed)
-        nats, hits = token_losses(model, toks, chunk, batch_size, device)
+        nats, hits = token_losses(model, toks, chunk, batch_size, device, watch)
         m = summarize(nats, hits, token_bytes[toks[:, 1:]], answers)
         targets = toks[:, 1:]
         m.last_chance = float(np.bincount(targets[:, -1]).max() / len(targets))

@@ -415,6 +415,7 @@ def evaluate_run(model, task: Task, cfg: EvalConfig, on_length: Callable | None 
         device,
         on_length=None if on_length is None else lambda m: on_length(lm_length_metrics(m)),
         windows=cfg.windows,
+        watch=_WATCH.get(),  # a long evaluation's progress lines (tokens, rate, ETA), as for the tasks
     )
     return [lm_length_metrics(m) for m in lm], lm
 
