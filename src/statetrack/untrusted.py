@@ -223,11 +223,37 @@ _NUMBER = re.compile(r"[-+]?(\d[\d,]*\.?\d*|\.\d+)([eE][-+]?\d+)?%?|-")
 _BIDI = frozenset("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
+#: the ']' that closes a link's or an image's text: '](' (inline) or '][' (reference)
+_LINK = re.compile(r"\](?=[(\[])")
+#: a line that defines a link reference: '[name]: url'
+_LINK_DEF = re.compile(r"^( {0,3})\[(?=[^\]\n]*\]:)", re.MULTILINE)
+
+
 def markdown_text(text: str) -> str:
     """``text`` for a markdown file that forges and editors render: every ``<`` that could open an HTML
     tag (``<script>``, ``<img onerror=...>``, ``<!--``) written ``&lt;``, so it shows as typed and runs
-    nothing; the rest (``<=``, ``a < b``) as it is."""
-    return _TAG.sub("&lt;", text)
+    nothing; the rest (``<=``, ``a < b``) as it is. A link or an image it would make (``[x](url)``,
+    ``![x](url)``, ``[x][ref]``, a line ``[ref]: url``) has its bracket escaped (``\\]``): it shows as
+    typed, links nowhere and loads nothing."""
+    return _LINK_DEF.sub(r"\1\\[", _LINK.sub(r"\\]", _TAG.sub("&lt;", text)))
+
+
+class MarkdownLink(str):
+    """A line of markdown this program wrote that holds a link (a figure's image): :func:`markdown_lines`
+    keeps its link; its text was made safe by :func:`markdown_link`."""
+
+
+def markdown_link(text: str, target: str, image: bool = True, indent: str = "") -> MarkdownLink:
+    """``![text](target)`` (or ``[text](target)``): ``text`` (a label, maybe from data) shown as typed,
+    its brackets escaped; ``target`` is a path this program chose."""
+    safe = _TAG.sub("&lt;", " ".join(str(text).splitlines())).replace("[", "\\[").replace("]", "\\]")
+    return MarkdownLink(f"{indent}{'!' if image else ''}[{safe}]({target})")
+
+
+def markdown_lines(lines: list[str]) -> str:
+    """The lines of a markdown document joined, each made text by :func:`markdown_text` but the links this
+    program wrote (:class:`MarkdownLink`)."""
+    return "\n".join(x if isinstance(x, MarkdownLink) else markdown_text(x) for x in lines)
 
 
 def csv_cell(value):

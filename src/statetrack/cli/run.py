@@ -437,7 +437,7 @@ def cmd_plot(a):
     """``statetrack plot RUN... [--out FILE]``: accuracy against length and the learning curves of any runs."""
     from pathlib import Path
 
-    from statetrack.files import check_writable
+    from statetrack.files import check_writable, inside
     from statetrack.report.compare import default_plot_path, plot_runs
 
     for ref in a.runs:
@@ -445,7 +445,9 @@ def cmd_plot(a):
     out = Path(a.out) if a.out is not None else default_plot_path(a.db, a.runs, a.split)
     if out.suffix.lstrip(".").lower() in ("png", "svg", "pdf"):
         check_writable(out.absolute().parent, f"cannot write the plot {str(out)!r}")
-    path = plot_runs(a.db, a.runs, out, a.split)
+    # the folder chosen: the one --out names, else the database's (its plots/ is never a link followed)
+    with inside(out.absolute().parent if a.out is not None else Path(a.db).absolute().parent):
+        path = plot_runs(a.db, a.runs, out, a.split)
     say(f"wrote {path}: accuracy against test length and learning curves of {len(a.runs)} run(s)")
     return 0
 

@@ -119,7 +119,7 @@ def cmd_counterexample(a):
 def cmd_spectrum(a):
     from pathlib import Path
 
-    from statetrack.files import check_writable
+    from statetrack.files import check_writable, inside
     from statetrack.report.plots import FORMATS, spectrum_plot
     from statetrack.theory.spectra import channel_text, cycle_text, spectrum
 
@@ -133,7 +133,8 @@ def cmd_spectrum(a):
         check_writable(Path(a.out).parent, f"cannot write the plot {a.out!r}")
     r = spectrum(a.checkpoint, samples=a.samples, length=a.length, seed=a.seed)
     if a.out:
-        spectrum_plot(r, a.out)
+        with inside(Path(a.out).absolute().parent):  # a link at --out is refused, not written through
+            spectrum_plot(r, a.out)
     if a.json:
         slim = {
             **r,

@@ -46,6 +46,7 @@ from statetrack.report.state_tables import recorded, selected_pairs, unlearnt_te
 from statetrack.report.table import StudyTable, table_runs
 from statetrack.report.verdicts import TRACKED, VerdictCell, VerdictTable
 from statetrack.theory.spectra import channel_text, cycle_text, spectrum
+from statetrack.untrusted import markdown_link
 
 T = TypeVar("T")
 
@@ -149,7 +150,7 @@ class EvidenceSection:
                 elif formats:
                     stem = unique_stem(item.stem, seen, c.title)
                     name = item.drawn(partial(save, folder=figdir, stem=stem, formats=formats))[0].name
-                    md.append(f"  ![{item.alt}]({folder}/{name})")
+                    md.append(markdown_link(item.alt, f"{folder}/{name}", indent="  "))
             md.append("")
         return md
 

@@ -12,7 +12,7 @@ import io
 from pathlib import Path
 
 from statetrack.errors import UserError
-from statetrack.files import write_file
+from statetrack.files import write_chosen
 from statetrack.report.compare import flat_config
 from statetrack.report.render import grid_csv
 from statetrack.runs.records import LENGTH_KEYS, run_object, split_rows
@@ -87,5 +87,5 @@ def export_runs(
     rows = export_rows(db, study, status)
     if fmt == "csv":
         text = csv_text(rows)
-        return text if out is None else write_file(Path(out), text, what="export")
-    return write_file(Path(out), parquet_bytes(rows), what="export")
+        return text if out is None else write_chosen(Path(out), text, what="export")
+    return write_chosen(Path(out), parquet_bytes(rows), what="export")

@@ -39,7 +39,7 @@ from statetrack.runs.jobs import MAX_RUNS
 from statetrack.runs.probes import read_traces
 from statetrack.runs.runner import complete_result
 from statetrack.runs.store import Damaged, RunStatus, Store, warn_damaged
-from statetrack.untrusted import markdown_text
+from statetrack.untrusted import markdown_lines, markdown_link
 
 
 @dataclass
@@ -537,12 +537,9 @@ def check_reportable(rep: Report, db) -> None:
         )
 
 
-def _figure_md(f: Figure, folder: str, links: dict) -> str:
-    return (
-        f"![{f.stem}]({folder}/{links[f.stem]})\n\n*{f.caption}*\n"
-        if f.caption
-        else f"![{f.stem}]({folder}/{links[f.stem]})\n"
-    )
+def _figure_md(f: Figure, folder: str, links: dict) -> list[str]:
+    link = markdown_link(f.stem, f"{folder}/{links[f.stem]}")
+    return [link, "", f"*{f.caption}*", ""] if f.caption else [link, ""]
 
 
 def write_report(
@@ -593,7 +590,7 @@ def _write_report(rep: Report, out: Path, meta: dict | None, figures, force: boo
         ]
     if study.notes:
         md += ["## Notes (from the study file)", "", study.notes.strip(), ""]
-    text = markdown_text("\n".join(md))  # labels and notes are text: no HTML tag of theirs is rendered
+    text = markdown_lines(md)  # labels and notes are text: no HTML tag or link of theirs is rendered
     while "\n\n\n" in text:
         text = text.replace("\n\n\n", "\n\n")
     path = write_file(out / f"{study.name}.md", text, what="report")
@@ -662,7 +659,9 @@ def _tables_markdown(rep: Report, figdir: Path, figures) -> list[str]:
             "",
         ]
         md += differences(t, rep.study)
-        md += [_figure_md(f, study.name, links) for f in figs if f.section == t.name and links]
+        md += [
+            line for f in figs if f.section == t.name and links for line in _figure_md(f, study.name, links)
+        ]
     probe_md = _probe_markdown(rep)
     if probe_md:
         md += [
@@ -673,5 +672,7 @@ def _tables_markdown(rep: Report, figdir: Path, figures) -> list[str]:
             "Traces: one seeded sequence per probe; input, target and the model's P(1) over time.",
             "",
         ]
-        md += [_figure_md(f, study.name, links) for f in figs if f.section == "probes" and links]
+        md += [
+            line for f in figs if f.section == "probes" and links for line in _figure_md(f, study.name, links)
+        ]
     return md

@@ -427,7 +427,8 @@ def start_ray(address: str | None, slots: int) -> bool:
         ray.init(**kw)
     except (ConnectionError, TimeoutError, RuntimeError, ValueError) as e:  # Ray's words, in one line
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise UserError(f"Ray could not start at --address {address}: {first}") from None
+        where = f"at --address {address}" if address else f"here (a local instance of {max(1, slots)} CPUs)"
+        raise UserError(f"Ray could not start {where}: {first}") from None
     _started = True
     return True
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from statetrack.errors import UserError
-from statetrack.files import ensure_dir, write_file
+from statetrack.files import ensure_dir, inside, write_file
 from statetrack.tasks import draws
 from statetrack.tasks.algebraic import WordProblem
 from statetrack.tasks.base import CorpusTask, Task
@@ -174,10 +174,16 @@ def export_tasks(
     """Write each task at each length as lm-evaluation-harness files into ``out`` (see the module
     docstring); returns one entry per task file: name, task, length, split, documents, chance, yaml and
     jsonl paths. Every task and length is checked before a file is written."""
-    import yaml
 
     made = [(t, L, documents(t, L, n, split, seed)) for t in tasks for L in lengths]
-    folder = ensure_dir(out, f"cannot write the tasks in {str(out)!r}").resolve()
+    with inside(out):
+        return _write_tasks(made, ensure_dir(out, f"cannot write the tasks in {str(out)!r}"), split)
+
+
+def _write_tasks(made: list, folder: Path, split: str) -> list[dict]:
+    """The files of ``export_tasks``, written into ``folder`` (never through a link)."""
+    import yaml
+
     rows = []
     for _, L, docs in made:
         name = task_name(docs[0].task, L, split)

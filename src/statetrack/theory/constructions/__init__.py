@@ -26,10 +26,13 @@ Precision notes (float32), measured by the tests at length 10,000:
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 
 from statetrack.config import ModelConfig, TrainConfig
 from statetrack.errors import UserError, allowed, did_you_mean
+from statetrack.files import inside
 from statetrack.layers.properties import DECLARED as MIXERS  # the mixers of this build, by name
 from statetrack.model import Model
 from statetrack.spec import format_layers, parse_layers
@@ -87,13 +90,21 @@ def build(name: str) -> Construction:
 
 
 def save(name: str, path) -> Construction:
+    """Build the construction ``name`` and write it as a checkpoint at ``path`` (a link there is refused,
+    not written through)."""
     c = build(name)
-    save_checkpoint(
-        c.model,
-        c.config.model_dump(),
-        path,
-        extra={"construction": c.name, "basis": c.basis, "label": f"construction:{c.name}", "notes": c.notes},
-    )
+    with inside(Path(path).absolute().parent):
+        save_checkpoint(
+            c.model,
+            c.config.model_dump(),
+            path,
+            extra={
+                "construction": c.name,
+                "basis": c.basis,
+                "label": f"construction:{c.name}",
+                "notes": c.notes,
+            },
+        )
     return c
 
 
