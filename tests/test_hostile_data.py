@@ -203,6 +203,65 @@ def test_terminal_escapes_in_labels_never_reach_the_terminal(copy, capsys, label
 
 
 # -- no traceback ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero"])
+def test_a_checkpoint_path_naming_a_fifo_or_a_device_never_hangs(copy, tmp_path, capsys, kind):  # noqa: F811
+    """A database whose run names a FIFO or /dev/zero as its checkpoint: reading it (eval) is refused in
+    one line, and hashing it (rerun, runs --check) neither waits for a writer nor reads for ever."""
+    db, _ = copy
+    target = tmp_path / "fifo" if kind == "fifo" else Path(kind)
+    if kind == "fifo":
+        os.mkfifo(target)
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE runs SET checkpoint = ? WHERE id = 1", (str(target),))
+    c.close()
+    t = time.monotonic()
+    _one_line(capsys, ["eval", "run:1", "--db", str(db), "--lengths", "8"], "not a checkpoint file")
+    assert main(["rerun", "1", "--db", str(db)]) == 0
+    main(["runs", "--check", "--db", str(db)])
+    assert "Traceback" not in capsys.readouterr().err and time.monotonic() - t < 60
+
+
+def test_a_dfa_too_large_for_its_pairs_is_refused_before_the_work(tmp_path, capsys, monkeypatch):
+    """A DFA of 600 states (a cycle, so minimal) is sampled, but its witness families and a run that
+    asks for horizons are refused in one line, before training (100,000 states took 7 GB and did not end
+    within two minutes); the limit is lowered here to keep the test small."""
+    from statetrack.tasks import families
+
+    monkeypatch.setattr(families, "MAX_STATES", 500)
+    n = 600
+    spec = {
+        "states": [str(i) for i in range(n)],
+        "alphabet": ["a", "b"],
+        "start": "0",
+        "accept": [str(i) for i in range(0, n, 3)] + ["1"],
+        "transitions": {str(i): {"a": str((i + 1) % n), "b": str(i)} for i in range(n)},
+    }
+    (tmp_path / "big.json").write_text(json.dumps(spec))
+    monkeypatch.chdir(tmp_path)
+    assert main(["sample", "dfa:big.json"]) == 0
+    capsys.readouterr()
+    _one_line(capsys, ["witnesses", "dfa:big.json"], "600 states", "at most 500 states")
+    argv = [
+        "train",
+        "--task",
+        "dfa:big.json",
+        "--layers",
+        "rnn",
+        "--steps",
+        "2",
+        "--horizons",
+        "--db",
+        "r.db",
+    ]
+    _one_line(capsys, argv, "600 states", "at most 500 states")
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_a_huge_value_in_an_error_is_cut_to_one_readable_line(capsys):
+    line = _one_line(capsys, ["sample", "tomita:" + "9" * 5000], "bad grammar", "characters)...")
+    assert len(line) < 600 and "allowed: an integer in 1..7" in line
+
+
 def test_a_file_that_is_not_utf8_is_one_line(tmp_path, capsys):
     bad = tmp_path / "b.yaml"
     bad.write_bytes(rnn_study_text().encode().replace(b"name: s", b"name: s\xff", 1))

@@ -264,6 +264,18 @@ def csv_cell(value):
     return value
 
 
+#: a run of this many characters without a space in a message is a value cut for the terminal
+LONG_VALUE = 200
+_LONG = re.compile(rf"\S{{{LONG_VALUE},}}")
+
+
+def cut_long_values(text: str, keep: int = 60) -> str:
+    """``text`` with each run of ``LONG_VALUE`` or more characters without a space (a 5,000-digit value
+    echoed in an error) cut to its first and last ``keep`` characters and its length, so that an error
+    stays one readable line."""
+    return _LONG.sub(lambda m: f"{m[0][:keep]}...({len(m[0]):,} characters)...{m[0][-keep:]}", text)
+
+
 def terminal_text(text: str) -> str:
     """``text`` for a terminal: each control character (an escape sequence's ESC, BEL, a carriage return)
     and bidirectional control written as its escape (``\\x1b``), so it shows and does nothing; line breaks

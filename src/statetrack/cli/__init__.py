@@ -23,7 +23,7 @@ from statetrack.cli.args import Parser
 from statetrack.cli.output import guarded_output
 from statetrack.errors import UserError
 from statetrack.files import reason
-from statetrack.untrusted import terminal_text
+from statetrack.untrusted import cut_long_values, terminal_text
 from statetrack.version import __version__
 
 PLUGIN_HELP = (
@@ -89,7 +89,7 @@ def _run(argv: list[str] | None) -> int:
                 return 0
             return int(args.fn(args) or 0)  # a command that returns nothing succeeded
     except UserError as e:
-        print(f"error: {terminal_text(str(e))}", file=sys.stderr)
+        print(f"error: {terminal_text(cut_long_values(str(e)))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
         print(signals.describe(e), file=sys.stderr)

@@ -41,6 +41,7 @@ from statetrack.spec import parse_layers
 from statetrack.tasks import get_task
 from statetrack.tasks.base import CorpusTask, Scoring
 from statetrack.tasks.draws import NOT_REGULAR, REGULAR
+from statetrack.tasks.families import check_pair_states
 from statetrack.tasks.registry import ORIGIN as TASK_ORIGIN
 from statetrack.theory.constructions import init_model
 from statetrack.training import memory
@@ -180,6 +181,10 @@ def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
             f"train_split 'long' needs a regular task; {task.name} has {NOT_REGULAR} "
             f"(allowed: train_split 'train' or 'test'; regular tasks: {REGULAR})"
         )
+    if eval_cfg.horizons and (auto := task.automaton()) is not None:
+        check_pair_states(
+            auto.minimized()[0], task.name
+        )  # a task too large for its horizons: before training
     check_memory(train_cfg, task)
     short = [n for n in eval_cfg.lengths if n < train_cfg.train_min_len]
     if short:

@@ -40,6 +40,7 @@ Tomita grammars (binary alphabet {0, 1}; Tomita1982 in docs/science.md, as usual
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -69,7 +70,7 @@ def _names(spec: dict, key: str, where: str) -> list[str]:
     v = spec[key]
     if not isinstance(v, list) or not all(isinstance(s, str) and s for s in v):
         raise UserError(f"{where}: {key!r} must be a list of non-empty strings, got {v!r}")
-    dup = sorted({s for s in v if v.count(s) > 1})
+    dup = sorted(s for s, n in Counter(v).items() if n > 1)
     if dup:
         raise UserError(f"{where}: {key!r} lists {dup[0]!r} twice; allowed: distinct names")
     return v
