@@ -36,6 +36,9 @@ from statetrack.progress import warn
 from statetrack.runs.store import RunStatus
 from statetrack.untrusted import confusable, terminal_text
 
+#: the runs a listing shows by default (the latest ones; ``runs --last 0`` lists every run)
+LIST_LAST = 1000
+
 
 def train_configs(a):
     """(TrainConfig, EvalConfig) of ``statetrack train``: the config file, then the options given, then
@@ -310,7 +313,11 @@ def cmd_runs(a):
                 + (f" (got {len(a.runs)}; 'runs compare' takes several)" if a.runs else "")
             )
         return _show(store, find_run(a.db, a.runs[0]), a.json)
-    runs = [run_object(r) for r in store.runs(study=a.study, status=a.status)]
+    if a.last < 0:
+        raise UserError(f"--last must be 0 (every run) or more, got {a.last}")
+    runs = [run_object(r) for r in store.runs(study=a.study, status=a.status, last=a.last or None)]
+    if a.last and len(runs) == a.last and (total := store.count_runs(a.study, a.status)) > a.last:
+        warn(f"the latest {a.last:,} of {total:,} runs; --last 0 lists every run (--last N the latest N)")
     for group in confusable({r["label"] for r in runs}):  # RNN and RΝΝ (a Greek Nu): two rows alike
         warn(f"labels {' and '.join(map(ascii, group))} look the same; 'runs show ID' tells their runs apart")
     if a.json:
@@ -612,6 +619,13 @@ def add_commands(sub) -> None:
         default=None,
         metavar="FILE",
         help="export: the file to write; parquet needs it (default: standard output, for csv)",
+    )
+    q.add_argument(
+        "--last",
+        type=int,
+        default=LIST_LAST,
+        metavar="N",
+        help="list: the latest N runs (0: every run; a database of 200,000 runs took minutes to list)",
     )
     q.add_argument(
         "--check",

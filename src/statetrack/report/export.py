@@ -25,7 +25,9 @@ def export_rows(db, study: str | None = None, status: RunStatus | str | None = N
     """The rows of the export (see the module docstring), the runs in id order."""
     store = Store(db, readonly=True)
     rows = []
-    for r in store.runs(study=study, status=RunStatus(status) if status else None):
+    runs = store.runs(study=study, status=RunStatus(status) if status else None)
+    metrics, splits = store.metrics_of([r["id"] for r in runs])
+    for r in runs:
         extra = {
             f"config.{k}": (",".join(map(str, v)) if isinstance(v, list) else v)
             for k, v in flat_config(r["config"]).items()
@@ -38,7 +40,7 @@ def export_rows(db, study: str | None = None, status: RunStatus | str | None = N
             }
         )
         headline = ((r["config"] or {}).get("eval") or {}).get("test_split", "test").split("+")[0]
-        got = split_rows(run_object(r), store.metrics(r["id"]), store.split_metrics(r["id"]), headline)
+        got = split_rows(run_object(r), metrics.get(r["id"], []), splits.get(r["id"], {}), headline)
         got = got or [{**run_object(r), **dict.fromkeys(LENGTH_KEYS[len(run_object(r)) :])}]
         rows += [{**x, **extra} for x in got]
     return rows
