@@ -248,13 +248,15 @@ def measure_horizons(
     max_families: int = MAX_FAMILIES,
     device=None,
     keep_families: bool = False,
+    witnesses=None,
 ) -> dict:
-    """Every pair of states of the task's automaton: its horizon, or why it has no family. {horizon,
+    """Every pair of states of the task's automaton: its horizon, or why it has no family (``witnesses``:
+    the automaton's ``witness_pairs`` where the caller has them already). {horizon,
     horizon_max, pair, family (the first to break), pairs: pair_horizons' rows, families_tested,
     pairs_total, pairs_skipped (beyond the cap), no_family: {reason: number of pairs}, max_loop (the
     longest loop word tried); with ``keep_families``: families, a row per family}."""
     auto = _automaton(model, task)
-    w = witness_pairs(auto, max_families)
+    w = witnesses or witness_pairs(auto, max_families)
     rows = _rows(model, auto, w.families, {p.states: p.names for p in w.pairs}, max_len, device)
     out = {
         **horizon_summary(rows, max_len),

@@ -917,6 +917,7 @@ def verify(
     device=None,
     on_stage: Callable[[str], None] | None = None,
     broke_first: int | None = None,
+    witnesses: Witnesses | None = None,
 ) -> Verified:
     """The verified horizon of ``model`` on ``task`` up to ``max_len`` (see the module docstring).
     ``plain_families``: the shortest wrong family string where the task's own witness families were run
@@ -930,7 +931,7 @@ def verify(
     if max_len > ex.max_len:
         say("margin search")
         searches.append(margin_search(model, task, max_len, seeds, centres, beam=beam, device=device))
-        w = witness_pairs(task_automaton(model, task))
+        w = witnesses or witness_pairs(task_automaton(model, task))
         if w.families:
             say("families")
             plain = plain_families is False
@@ -965,13 +966,11 @@ def horizons_record(
     (``horizon.measure_horizons``: "pairs", "family_horizon" and the counts) and the verified horizon
     (``verify``): "horizon" (the shortest wrong string any search found, None: none), "holds_to",
     "rests_on", "shortest_wrong" and "verified" (each search's result)."""
-    h = measure_horizons(model, task, max_len, max_families, device=device, keep_families=True)
+    w = witness_pairs(task_automaton(model, task), max_families)  # once, for both searches
+    h = measure_horizons(model, task, max_len, max_families, device=device, keep_families=True, witnesses=w)
     rows = h["families"] if keep_families else h.pop("families")
     broke = [r for r in rows if r["horizon"] is not None]
-    # the index names a family of ``witness_pairs`` at its default cap, the list ``verify`` runs
-    first_family = (
-        min(broke, key=lambda r: r["horizon"])["index"] if broke and max_families == MAX_FAMILIES else None
-    )
+    first_family = min(broke, key=lambda r: r["horizon"])["index"] if broke else None  # an index into w
     v = verify(
         model,
         task,
@@ -981,6 +980,7 @@ def horizons_record(
         plain_families=h["horizon"],
         device=device,
         broke_first=first_family,
+        witnesses=w,
     )
     first = v.wrong[0] if v.wrong else None
     return {
