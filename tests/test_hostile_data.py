@@ -287,6 +287,13 @@ def test_a_database_of_many_runs_lists_its_latest_and_exports_in_bulk(copy, caps
         assert plain.get(i, []) == store.metrics(i) and split.get(i, {}) == store.split_metrics(i)
 
 
+@pytest.mark.parametrize("ref", ["99999999999999999999", "9223372036854775808"])
+def test_a_run_id_beyond_sqlite_integers_is_no_such_run(copy, capsys, ref):  # noqa: F811
+    db, _ = copy
+    _one_line(capsys, ["runs", "show", ref, "--db", str(db)], f"no run with id {ref}")
+    _one_line(capsys, ["eval", f"run:{ref}", "--db", str(db), "--lengths", "8"], f"no run with id {ref}")
+
+
 def test_a_huge_value_in_an_error_is_cut_to_one_readable_line(capsys):
     line = _one_line(capsys, ["sample", "tomita:" + "9" * 5000], "bad grammar", "characters)...")
     assert len(line) < 600 and "allowed: an integer in 1..7" in line

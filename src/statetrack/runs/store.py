@@ -447,6 +447,8 @@ class Store:
 
     def run(self, run_id: int) -> dict:
         """Run ``run_id``'s row; a UserError (:class:`Damaged`) names it when it is damaged."""
+        if not 0 <= run_id < 1 << 63:  # beyond SQLite's integers: no such run (not an OverflowError)
+            raise UserError(f"no run with id {run_id} in {str(self.path)!r}")
         with self.transaction() as c:
             r = c.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
         if r is None:

@@ -164,6 +164,13 @@ def _schedule(
 
 
 # -- entry point -------------------------------------------------------------------------------------
+def _start_local_ray(executor: str, address: str | None, db, workers: int) -> None:
+    """For a new database, the local Ray instance first, so that one that cannot start leaves no file (on
+    an existing database it starts at the first run to run: all complete, none is started)."""
+    if executor == "ray" and address is None and not Path(db).exists():
+        start_ray(None, workers)
+
+
 def _check_inputs(jobs: Grid | list[Job], workers: int, executor: str, address: str | None) -> None:
     """Every input error of a sweep, in one line, before the first run (and before the database is
     created: an unreachable Ray cluster, or a local Ray that cannot start, leaves nothing)."""
@@ -229,10 +236,7 @@ def run_jobs(
     workers, why = worker_limit(workers, jobs.heads if isinstance(jobs, Grid) else jobs, executor, address)
     if why:
         warn(why)
-    if executor == "ray" and address is None and not Path(db).exists():
-        # a new database: the local Ray instance first, so that one that cannot start leaves no file (an
-        # existing one starts it at the first run it has to run: all complete, none is started)
-        start_ray(None, workers)
+    _start_local_ray(executor, address, db, workers)
     db = str(db)
     # create (or check) the database here, once: workers that open a new file at the same moment would
     # otherwise race on its creation
