@@ -274,7 +274,7 @@ for _d in (
     Declared(
         "gla",
         "gated linear attention: S_t = diag(w(x)) S_{t-1} + k v^T, w in (0, 1) per key channel",
-        {"heads": 1, "chunk": 8},
+        {"heads": 1, "chunk": 16},
         _const(
             input_dependent=True,
             eigenvalues=D.NONNEG,
