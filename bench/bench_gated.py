@@ -1,15 +1,19 @@
-"""The gated delta rule's recurrences alone, forward + backward, against fla-core's PyTorch forms: our own
-chunked form (``ops.gated_delta``), the general DPLR chunked form it replaced (``ops.dplr.dplr_chunked``)
-and fla 0.6.0's naive chunk and naive recurrent functions, at the benchmark shapes (batch x length x
-width: 64 x 256 x 64 and 8 x 4,096 x 128; one head, d_k 16, d_v the width, as the layers' defaults).
+"""The gated recurrences alone, forward + backward, against fla-core's PyTorch forms: our own chunked forms
+of the gated delta rule (``ops.gated_delta``), GLA (``ops.gla``) and KDA (``ops.kda``), the general DPLR
+chunked form they replaced (``ops.dplr.dplr_chunked``) and fla 0.6.0's naive chunk and naive recurrent
+functions (GLA has only a recurrent one there), at the benchmark shapes (batch x length x width: 64 x 256 x
+64 and 8 x 4,096 x 128; one head, d_k 16, d_v the width, as the layers' defaults).
 
-    PYTHONPATH=src python bench/bench_gated.py [--fla DIR] [--reps 7] [--shapes 64x256x64,8x4096x128] [--layers]
+    PYTHONPATH=src python bench/bench_gated.py [--fla DIR] [--reps 7] [--shapes 64x256x64,8x4096x128]
+        [--mixers gated,gla,kda] [--layers]
 
 ``--fla DIR``: a folder holding an unpacked fla-core 0.6.0 wheel and einops (``pip download --no-deps
 fla-core==0.6.0 einops`` and unzip both there); its naive files are loaded from their paths (``import
 fla`` needs triton). Without it only our forms are timed. One torch thread; the forms run interleaved,
 each repeat in a rotated order, and each row gives the median over the repeats (after one warm-up each).
-The loss is mean(o^2); fla's forms get scale 1 (ours does not scale q). ``--layers``: also the
+The loss is mean(o^2); fla's forms get scale 1 (ours does not scale q; fla's naive GLA scales q by
+d_k^-1/2 and takes no scale, which changes no cost). ``--mixers``: which recurrences (the gated delta
+rule, GLA, KDA; the gates one number per head for the first, one per key channel for the others). ``--layers``: also the
 Gated DeltaNet and Gated DeltaProduct layers, forward + backward, with the recurrence as now and as before.
 """
 
@@ -25,8 +29,10 @@ import time
 import torch
 import torch.nn.functional as F
 
-from statetrack.ops.dplr import dplr_chunked, gated_delta_terms
+from statetrack.ops.dplr import dplr_chunked, gated_delta_terms, kda_terms
 from statetrack.ops.gated_delta import gated_delta_chunked
+from statetrack.ops.gla import gla_chunked
+from statetrack.ops.kda import kda_chunked
 
 
 def _load(root: str, rel: str, name: str):
@@ -36,14 +42,56 @@ def _load(root: str, rel: str, name: str):
     return mod
 
 
-def inputs(B: int, T: int, H: int, dk: int, dv: int, seed: int = 0):
+def inputs(B: int, T: int, H: int, dk: int, dv: int, seed: int = 0, per_channel: bool = False):
     g = torch.Generator().manual_seed(seed)
     q = torch.randn(B, T, H, dk, generator=g)
     k = F.normalize(torch.randn(B, T, H, dk, generator=g), dim=-1)
     v = torch.randn(B, T, H, dv, generator=g)
     beta = torch.rand(B, T, H, generator=g) * 2
-    gate = -torch.rand(B, T, H, generator=g) * 0.5
+    gate = -torch.rand(B, T, H, *((dk,) if per_channel else ()), generator=g) * 0.5
     return [x.requires_grad_() for x in (q, k, v, beta, gate)]
+
+
+def gla_forms(fla_root: str | None) -> dict:
+    """GLA's forms on (q, k, v, beta, log_w) (beta unused)."""
+    out = {
+        "ours: gla_chunked (C=16, c=8)": lambda q, k, v, beta, g: gla_chunked(q, k, v, g)[0],
+        "ours before: dplr_chunked (C=8)": lambda q, k, v, beta, g: dplr_chunked(
+            q, k, v, None, None, g, chunk=8
+        )[0],
+    }
+    if fla_root:
+        sys.path.insert(0, fla_root)
+        naive = _load(fla_root, "fla/ops/gla/naive.py", "fla_gla_naive")
+        out["fla naive recurrent (peer)"] = lambda q, k, v, beta, g: naive.naive_recurrent_gla(q, k, v, g)[0]
+    return out
+
+
+def kda_forms(fla_root: str | None) -> dict:
+    """KDA's forms on (q, k, v, beta, log_w)."""
+
+    def before(q, k, v, beta, g):
+        bk, a, b = kda_terms(k, beta, g)
+        return dplr_chunked(q, bk, v, a, b, g, chunk=8)[0]
+
+    out = {
+        "ours: kda_chunked (C=16, c=8)": lambda q, k, v, beta, g: kda_chunked(q, k, v, beta, g)[0],
+        "ours before: dplr_chunked (C=8)": before,
+    }
+    if fla_root:
+        sys.path.insert(0, fla_root)  # einops
+        naive = _load(fla_root, "fla/ops/kda/naive.py", "fla_kda_naive")
+        out["fla naive chunk (C=64, peer)"] = lambda q, k, v, beta, g: naive.naive_chunk_kda(
+            q, k, v, g, beta, scale=1.0
+        )[0]
+        out["fla naive recurrent (peer)"] = lambda q, k, v, beta, g: naive.naive_recurrent_kda(
+            q, k, v, g, beta, scale=1.0
+        )[0]
+    return out
+
+
+#: the recurrences ``--mixers`` picks: (their forms, is the gate per key channel?)
+MIXERS = {"gated": (lambda root: forms(root), False), "gla": (gla_forms, True), "kda": (kda_forms, True)}
 
 
 def forms(fla_root: str | None) -> dict:
@@ -137,26 +185,34 @@ def main(argv=None):
     p.add_argument("--reps", type=int, default=7)
     p.add_argument("--shapes", default="64x256x64,8x4096x128")
     p.add_argument("--skip", default="", help="comma-separated form names (substrings) to leave out")
+    p.add_argument(
+        "--mixers", default="gated", help="comma-separated: gated (the gated delta rule), gla, kda"
+    )
     p.add_argument("--layers", action="store_true", help="also the whole layers, now and before")
     p.add_argument("--only-layers", action="store_true", help="the whole layers alone")
     a = p.parse_args(argv)
     torch.set_num_threads(1)
-    fs = {k: f for k, f in forms(a.fla).items() if not any(s and s in k for s in a.skip.split(","))}
     print(f"torch {torch.__version__}, 1 thread, load average {os.getloadavg()[0]:.2f} at the start")
-    for shape in [] if a.only_layers else a.shapes.split(","):
-        B, T, W = (int(x) for x in shape.split("x"))
-        ins = inputs(B, T, 1, 16, W)
+    for mixer in [] if a.only_layers else a.mixers.split(","):
+        make, per_channel = MIXERS[mixer]
+        fs = {k: f for k, f in make(a.fla).items() if not any(s and s in k for s in a.skip.split(","))}
+        for shape in a.shapes.split(","):
+            B, T, W = (int(x) for x in shape.split("x"))
+            ins = inputs(B, T, 1, 16, W, per_channel=per_channel)
 
-        def step(f):
-            for x in ins:
-                x.grad = None
-            f(*ins).square().mean().backward()
+            def step(f, ins=ins):
+                for x in ins:
+                    x.grad = None
+                f(*ins).square().mean().backward()
 
-        med = _median_times(fs, step, a.reps)
-        ours = next(iter(med.values()))
-        print(f"\nbatch x length x width {shape} (one head, d_k 16), forward + backward, median of {a.reps}:")
-        for k, m in med.items():
-            print(f"  {k:36s} {1000 * m:9.1f} ms   {m / ours:5.2f}x ours")
+            med = _median_times(fs, step, a.reps)
+            ours = next(iter(med.values()))
+            print(
+                f"\n{mixer}: batch x length x width {shape} (one head, d_k 16), forward + backward, median of "
+                f"{a.reps}, load average {os.getloadavg()[0]:.2f}:"
+            )
+            for k, m in med.items():
+                print(f"  {k:36s} {1000 * m:9.1f} ms   {m / ours:5.2f}x ours")
     if a.layers or a.only_layers:
         layers_section(a.shapes.split(","), a.reps, a.fla)
     print(f"load average {os.getloadavg()[0]:.2f} at the end")

@@ -60,40 +60,79 @@ def exclusive_suffix(x: Tensor) -> Tensor:
     return F.pad(rev_cumsum(x, -2)[..., 1:, :], (0, 0, 0, 1))
 
 
+def sub_pairs(m: int, like: Tensor) -> tuple[Tensor, Tensor]:
+    """The pairs (i, j) of sub-chunks with j < i, as two index tensors."""
+    ij = torch.tril_indices(m, m, -1, device=like.device)
+    return ij[0], ij[1]
+
+
 def sub_decays(lw: Tensor, c: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """Chunk-major log-decays lw (..., C, D) -> in sub-chunks of c steps (m = C / c): alpha (..., m, c, D),
-    beta (..., m, c, D), G (..., m, m, D) (zero where j >= i) and the diagonal blocks' pairwise decays
-    (..., m, c, c, D) (zero above the diagonal)."""
+    beta (..., m, c, D), G (..., P, D) for the P pairs of :func:`sub_pairs` and the diagonal blocks' pairwise
+    decays (..., m, c, c, D) (zero above the diagonal)."""
     ls = lw.unflatten(-2, (-1, c))
     la = ls.cumsum(-2)
-    seg = segsum(la[..., -1, :])  # [i, j] = sum of the sub-chunk totals j < l <= i
-    G = torch.cat([torch.full_like(seg[..., :1, :, :], float("-inf")), seg[..., :-1, :, :]], -3)
+    ii, jj = sub_pairs(ls.shape[-3], lw)
+    G = segsum(la[..., -1, :])[..., ii - 1, jj, :]  # [i - 1, j] = sum of the sub-chunk totals j < l < i
     return la.exp(), exclusive_suffix(ls).exp(), G.exp(), segsum(ls).exp()
 
 
-def decayed_pairs(qs: Tensor, ks: Tensor, alpha: Tensor, beta: Tensor, G: Tensor, Dd: Tensor) -> Tensor:
-    """A (..., C, C) with A[t, s] = sum_d q_t[d] E(t, s)[d] k_s[d] (s <= t, else 0) from sub-chunked q, k
-    (..., m, c, d) and :func:`sub_decays`."""
-    m, c = qs.shape[-3:-1]
-    Qh, Kh = qs * alpha, ks * beta
-    A = (Qh.unsqueeze(-3) * G.unsqueeze(-2)) @ Kh.unsqueeze(-4).transpose(-1, -2)  # (..., m, m, c, c)
-    Ad = (qs.unsqueeze(-2) * Dd * ks.unsqueeze(-3)).sum(-1)  # (..., m, c, c)
+def decayed_pairs(
+    xs: Tensor, ks: Tensor, alpha: Tensor, beta: Tensor, G: Tensor, Dd: Tensor
+) -> tuple[Tensor, Tensor]:
+    """A (p, ..., C, C) with A[t, s] = sum_d x_t[d] E(t, s)[d] k_s[d] (s <= t, else 0) for p stacked
+    sub-chunked xs (p, ..., m, c, d) and keys ks (..., m, c, d), from :func:`sub_decays`; and the diagonal
+    blocks' decayed keys Dk[t, s] = E(t, s) (.) k_s (..., m, c, c, d), which the backward pass reads."""
+    m, c = ks.shape[-3:-1]
+    ii, jj = sub_pairs(m, ks)
+    A = xs.new_zeros(*xs.shape[:-3], m, m, c, c)  # [i, j, t, s]
+    A[..., ii, jj, :, :] = ((xs * alpha)[..., ii, :, :] * G.unsqueeze(-2)) @ (ks * beta)[
+        ..., jj, :, :
+    ].transpose(-1, -2)
+    Dk = Dd * ks.unsqueeze(-3)
+    Ad = (Dk @ xs.movedim(0, -1)).movedim(-1, 0)  # (p, ..., m, c, c): one matrix-vector product per row t
     A.diagonal(0, -4, -3).copy_(Ad.movedim(-3, -1))
-    return A.transpose(-3, -2).reshape(*A.shape[:-4], m * c, m * c)
+    return A.transpose(-3, -2).reshape(*A.shape[:-4], m * c, m * c), Dk
 
 
 def decayed_apply(
-    dA: Tensor, qs: Tensor, ks: Tensor, alpha: Tensor, beta: Tensor, G: Tensor, Dd: Tensor
+    dA: Tensor, xs: Tensor, ks: Tensor, alpha: Tensor, beta: Tensor, G: Tensor, Dd: Tensor, Dk: Tensor
 ) -> tuple[Tensor, Tensor]:
-    """The gradients of :func:`decayed_pairs` for dL/dA (..., C, C): (dq, dk) (..., m, c, d) with
-    dq_t = sum_s dA[t, s] E(t, s) (.) k_s and dk_s = sum_t dA[t, s] E(t, s) (.) q_t."""
-    m, c = qs.shape[-3:-1]
+    """The gradients of :func:`decayed_pairs` for dL/dA (p, ..., C, C): (dxs (p, ..., m, c, d), dk (..., m, c,
+    d)) with dx_t = sum_s dA[t, s] E(t, s) (.) k_s and dk_s = sum_{x, t} dA[t, s] E(t, s) (.) x_t."""
+    m, c = ks.shape[-3:-1]
+    ii, jj = sub_pairs(m, ks)
     dAb = dA.unflatten(-1, (m, c)).unflatten(-3, (m, c)).transpose(-3, -2)  # [i, j, t, s]
-    Gt = G.unsqueeze(-2)
-    dq = ((dAb @ (ks * beta).unsqueeze(-4)) * Gt).sum(-3) * alpha
-    dk = ((dAb.transpose(-1, -2) @ (qs * alpha).unsqueeze(-3)) * Gt).sum(-4) * beta
-    dAd = dAb.diagonal(0, -4, -3).movedim(-1, -3).unsqueeze(-1) * Dd  # (..., m, c, c, d)
-    return dq + (dAd * ks.unsqueeze(-3)).sum(-2), dk + (dAd * qs.unsqueeze(-2)).sum(-3)
+    dP, Gt = dAb[..., ii, jj, :, :], G.unsqueeze(-2)
+    dx = torch.zeros_like(xs).index_add_(xs.dim() - 3, ii, (dP @ (ks * beta)[..., jj, :, :]) * Gt) * alpha
+    dkP = ((dP.transpose(-1, -2) @ (xs * alpha)[..., ii, :, :]) * Gt).sum(0)
+    dk = torch.zeros_like(ks).index_add_(ks.dim() - 3, jj, dkP) * beta
+    dAd = dAb.diagonal(0, -4, -3).movedim(-1, -3)  # (p, ..., m, c, c)
+    dAd = dAd.unsqueeze(-1)  # broadcast products and sums: faster here than batches of tiny matmuls
+    Y = (dAd * xs.unsqueeze(-2)).sum(0)  # (..., m, c, c, d): [t, s] = sum_x dA[t, s] x_t
+    return dx + (dAd * Dk).sum(-2), dk + (Y * Dd).sum(-3)
+
+
+def chunk_decays(lw: Tensor, c: int) -> tuple[Tensor, Tensor, tuple[Tensor, ...]]:
+    """Chunk-major log-decays lw (..., C, D) -> (E(t, 0) (..., C, D), E(C, s) (..., C, D), :func:`sub_decays`)."""
+    return lw.cumsum(-2).exp(), exclusive_suffix(lw).exp(), sub_decays(lw, c)
+
+
+def to_chunks(xs: tuple[Tensor, ...], n: int, C: int, pad: int) -> list[Tensor]:
+    """(B, T, H, d) or (B, T, H) tensors -> chunk-major (B, H, n, C, d) or (B, H, n, C), padded with zeros at
+    the end to n C steps."""
+    out = []
+    for x in xs:
+        x = F.pad(x, (0, 0) * (x.dim() - 2) + (0, pad)) if pad else x
+        B, _, H = x.shape[:3]
+        out.append(x.reshape(B, n, C, H, *x.shape[3:]).movedim(3, 1))
+    return out
+
+
+def from_chunks(o: Tensor, T: int) -> Tensor:
+    """Chunk-major o (B, H, n, C, d) -> (B, T, H, d), the padded steps dropped."""
+    B, H, n, C, d = o.shape
+    return o.permute(0, 2, 3, 1, 4).reshape(B, n * C, H, d)[:, :T]
 
 
 def _chunk_forward(
@@ -101,11 +140,10 @@ def _chunk_forward(
 ) -> tuple[Tensor, Tensor, tuple[Tensor, ...]]:
     """The chunked form on chunk-major q, k, lw (B, H, n, C, d_k), v (B, H, n, C, d_v) with sub-chunks of c
     steps. Returns o (B, H, n, C, d_v), S_T and what the backward pass needs."""
-    subs = sub_decays(lw, c)
+    eb, eK, subs = chunk_decays(lw, c)
     sub = lambda x: x.unflatten(-2, (-1, c))  # noqa: E731
-    A = decayed_pairs(sub(q), sub(k), *subs)
-    eb = lw.cumsum(-2).exp()  # E(t, 0)
-    eK = exclusive_suffix(lw).exp()  # E(C, s)
+    A, Dk = decayed_pairs(sub(q).unsqueeze(0), sub(k), *subs)
+    A = A.squeeze(0)
     KtV = (k * eK).transpose(-1, -2) @ v  # what a chunk writes into the state it hands on
     eC = eb[..., -1, :].unsqueeze(-1)  # (B, H, n, d_k, 1)
     Ss = torch.empty(KtV.shape, dtype=v.dtype, device=v.device)  # the state entering each chunk
@@ -114,7 +152,7 @@ def _chunk_forward(
         Ss[:, :, i] = S
         S = eC[:, :, i] * S + KtV[:, :, i]
     o = (q * eb) @ Ss + A @ v
-    return o, S, (A, eb, eK, eC, Ss, S, *subs)
+    return o, S, (A, eb, eK, eC, Ss, S, *subs, Dk)
 
 
 class _GLAChunked(torch.autograd.Function):
@@ -146,8 +184,8 @@ class _GLAChunked(torch.autograd.Function):
             dS = eC[:, :, i] * dS + QedO[:, :, i]
         dv = A.transpose(-1, -2) @ dO + (k * eK) @ dSn
         sub = lambda x: x.unflatten(-2, (-1, c))  # noqa: E731
-        dqi, dki = decayed_apply(dO @ v.transpose(-1, -2), sub(q), sub(k), *subs)
-        dq = (dO @ Ss.transpose(-1, -2)) * eb + dqi.flatten(-3, -2)
+        dqi, dki = decayed_apply((dO @ v.transpose(-1, -2)).unsqueeze(0), sub(q).unsqueeze(0), sub(k), *subs)
+        dq = (dO @ Ss.transpose(-1, -2)) * eb + dqi[0].flatten(-3, -2)
         dk = (v @ dSn.transpose(-1, -2)) * eK + dki.flatten(-3, -2)
         db = q * dq - k * dk  # dL/db_t: q_t enters as q_t e^{b_t}, k_s as k_s e^{-b_s}
         Sout = torch.cat([Ss[:, :, 1:], ST.unsqueeze(2)], 2)
@@ -167,17 +205,15 @@ def gla_chunked(
     """GLA, chunked: q, k, log_w (B, T, H, d_k) (log_w <= 0), v (B, T, H, d_v), S0 (B, H, d_k, d_v) or None
     -> (o (B, T, H, d_v), S_T); ``ops.dplr.gla_rule``'s contract. ``sub``: steps per sub-chunk (the chunk is
     cut at its greatest common divisor with ``chunk``)."""
-    B, T, H, _ = k.shape
-    dv = v.shape[-1]
+    T = k.shape[1]
     S = zeros_state(k, v) if S0 is None else S0
     if T == 0:
         return v.new_zeros(v.shape), S
     C, c, n, pad = layout(T, chunk, sub)
-    if pad:  # padded steps: w = 1 (log_w = 0), no write, no query
-        q, k, v, log_w = (F.pad(x, (0, 0, 0, 0, 0, pad)) for x in (q, k, v, log_w))
-    q, k, v, log_w = (x.reshape(B, n, C, H, -1).permute(0, 3, 1, 2, 4) for x in (q, k, v, log_w))
+    # padded steps: w = 1 (log_w = 0), no write, no query
+    q, k, v, log_w = to_chunks((q, k, v, log_w), n, C, pad)
     if torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v, log_w, S)):
         o, S = _GLAChunked.apply(q, k, v, log_w, S, c)
     else:
         o, S, _ = _chunk_forward(q, k, v, log_w, S, c)
-    return o.permute(0, 2, 3, 1, 4).reshape(B, n * C, H, dv)[:, :T], S
+    return from_chunks(o, T), S
