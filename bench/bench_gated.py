@@ -131,49 +131,93 @@ def _old_gated(q, k, v, beta, g, S0=None, chunk=16):
     return dplr_chunked(q, bk, v, a, b, lw, S0, chunk)
 
 
-def layers_section(shapes: list[str], reps: int, fla_root: str | None) -> None:
+def layer_forms(fla_root: str | None) -> dict[str, tuple[str, dict]]:
+    """Per layer: the function of ``ops.dplr`` its recurrence runs through, and the forms to patch in for it
+    (ours, before, and with ``--fla`` fla's naive forms; each with that function's signature)."""
+    from statetrack.ops import dplr
+
+    def gla_before(q, k, v, g, S0=None, chunk=16):  # noqa: ARG001 - the signature it stands in for
+        return dplr_chunked(q, k, v, None, None, g, S0, chunk=8)
+
+    def kda_before(q, k, v, beta, g, S0=None, chunk=16):  # noqa: ARG001
+        bk, a, b = kda_terms(k, beta, g)
+        return dplr_chunked(q, bk, v, a, b, g, S0, chunk=8)
+
+    gated = {"ours": dplr.gated_delta_chunked, "before (dplr_chunked)": _old_gated}
+    gla = {"ours": dplr.gla_chunked, "before (dplr_chunked)": gla_before}
+    kda = {"ours": dplr.kda_chunked, "before (dplr_chunked)": kda_before}
+    if fla_root:
+        sys.path.insert(0, fla_root)  # einops
+        gdn_naive = _load(fla_root, "fla/ops/gated_delta_rule/naive.py", "fla_gdn_naive")
+        gla_naive = _load(fla_root, "fla/ops/gla/naive.py", "fla_gla_naive")
+        kda_naive = _load(fla_root, "fla/ops/kda/naive.py", "fla_kda_naive")
+        gated["fla naive chunk (peer)"] = lambda q, k, v, beta, g, S0=None, chunk=16: (
+            gdn_naive.naive_chunk_gated_delta_rule(
+                q, k, v, g, beta, scale=1.0, initial_state=S0, output_final_state=True
+            )
+        )
+        gla["fla naive recurrent (peer)"] = lambda q, k, v, g, S0=None, chunk=16: (
+            gla_naive.naive_recurrent_gla(q, k, v, g, initial_state=S0, output_final_state=True)
+        )
+        kda["fla naive chunk (peer)"] = lambda q, k, v, beta, g, S0=None, chunk=16: kda_naive.naive_chunk_kda(
+            q, k, v, g, beta, scale=1.0, initial_state=S0, output_final_state=True
+        )
+        kda["fla naive recurrent (peer)"] = lambda q, k, v, beta, g, S0=None, chunk=16: (
+            kda_naive.naive_recurrent_kda(
+                q, k, v, g, beta, scale=1.0, initial_state=S0, output_final_state=True
+            )
+        )
+    return {
+        "gateddeltanet": ("gated_delta_chunked", gated),
+        "gateddeltaproduct": ("gated_delta_chunked", gated),
+        "gla": ("gla_chunked", gla),
+        "kda": ("kda_chunked", kda),
+    }
+
+
+#: the layers of each ``--mixers`` entry
+MIXER_LAYERS = {"gated": ("gateddeltanet", "gateddeltaproduct"), "gla": ("gla",), "kda": ("kda",)}
+
+
+def layers_section(
+    shapes: list[str], reps: int, fla_root: str | None, mixers: list[str], skip: list[str]
+) -> None:
     """The whole layers (projections, conv, norms around the recurrence; default options, d_state 16),
-    forward + backward, with the recurrence as now, as before, and (with ``--fla``) fla's naive chunk form
-    in its place (over Gated DeltaProduct's sub-steps too), each patched in for its rows."""
+    forward + backward, with the recurrence as now, as before, and (with ``--fla``) fla's naive forms in its
+    place (over Gated DeltaProduct's sub-steps too), each patched into ``ops.dplr`` for its rows."""
     from statetrack.layers import build_mixer
     from statetrack.ops import dplr
     from statetrack.spec import parse_layers
 
-    now = dplr.gated_delta_chunked
-
-    def with_form(m, form):
+    def with_form(m, attr, form):
         def run(x):
-            dplr.gated_delta_chunked = form
+            now = getattr(dplr, attr)
+            setattr(dplr, attr, form)
             try:
                 y = m(x)
                 (y[0] if isinstance(y, tuple) else y).square().mean().backward()
             finally:
-                dplr.gated_delta_chunked = now
+                setattr(dplr, attr, now)
 
         return run
 
-    peer = None
-    if fla_root:
-        naive = _load(fla_root, "fla/ops/gated_delta_rule/naive.py", "fla_gdn_naive")
-
-        def peer(q, k, v, beta, g, S0=None, chunk=16):  # noqa: ARG001 - the signature it stands in for
-            return naive.naive_chunk_gated_delta_rule(
-                q, k, v, g, beta, scale=1.0, initial_state=S0, output_final_state=True
-            )
-
+    table = layer_forms(fla_root)
     for shape in shapes:
         B, T, W = (int(x) for x in shape.split("x"))
         x = torch.randn(B, T, W, generator=torch.Generator().manual_seed(0))
         fs = {}
-        for name in ("gateddeltanet", "gateddeltaproduct"):
+        for name in (n for mixer in mixers for n in MIXER_LAYERS[mixer]):
             torch.manual_seed(0)
             m = build_mixer(parse_layers(name)[0], W, 16)
-            fs[f"{name}: ours"] = with_form(m, now)
-            fs[f"{name}: before (dplr_chunked)"] = with_form(m, _old_gated)
-            if peer is not None:
-                fs[f"{name}: fla naive chunk (peer)"] = with_form(m, peer)
+            attr, forms_ = table[name]
+            for label, form in forms_.items():
+                if label == "ours" or not any(s and s in label for s in skip):
+                    fs[f"{name}: {label}"] = with_form(m, attr, form)
         med = _median_times(fs, lambda f: f(x), reps)
-        print(f"\nlayers {shape} (batch x length x width, d_state 16), forward + backward, median of {reps}:")
+        print(
+            f"\nlayers {shape} (batch x length x width, d_state 16), forward + backward, median of {reps}, "
+            f"load average {os.getloadavg()[0]:.2f}:"
+        )
         for k, m in med.items():
             base = med[k.split(":")[0] + ": ours"]
             print(f"  {k:42s} {1000 * m:9.1f} ms   {m / base:5.2f}x ours")
@@ -214,7 +258,7 @@ def main(argv=None):
             for k, m in med.items():
                 print(f"  {k:36s} {1000 * m:9.1f} ms   {m / ours:5.2f}x ours")
     if a.layers or a.only_layers:
-        layers_section(a.shapes.split(","), a.reps, a.fla)
+        layers_section(a.shapes.split(","), a.reps, a.fla, a.mixers.split(","), a.skip.split(","))
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
 
 
