@@ -10,7 +10,8 @@ functions (GLA has only a recurrent one there), at the benchmark shapes (batch x
 ``--fla DIR``: a folder holding an unpacked fla-core 0.6.0 wheel and einops (``pip download --no-deps
 fla-core==0.6.0 einops`` and unzip both there); its naive files are loaded from their paths (``import
 fla`` needs triton). Without it only our forms are timed. One torch thread; the forms run interleaved,
-each repeat in a rotated order, and each row gives the median over the repeats (after one warm-up each).
+each repeat in a rotated order, and each row gives the median over the repeats (after one warm-up each),
+with the allocator settings of statetrack's entry points (``training.memory.configure``).
 The loss is mean(o^2); fla's forms get scale 1 (ours does not scale q; fla's naive GLA scales q by
 d_k^-1/2 and takes no scale, which changes no cost). ``--mixers``: which recurrences (the gated delta
 rule, GLA, KDA; the gates one number per head for the first, one per key channel for the others). ``--layers``: also the
@@ -33,6 +34,7 @@ from statetrack.ops.dplr import dplr_chunked, gated_delta_terms, kda_terms
 from statetrack.ops.gated_delta import gated_delta_chunked
 from statetrack.ops.gla import gla_chunked
 from statetrack.ops.kda import kda_chunked
+from statetrack.training import memory
 
 
 def _load(root: str, rel: str, name: str):
@@ -236,6 +238,7 @@ def main(argv=None):
     p.add_argument("--only-layers", action="store_true", help="the whole layers alone")
     a = p.parse_args(argv)
     torch.set_num_threads(1)
+    memory.configure()  # the allocator settings statetrack's entry points use (statetrack.training.memory)
     print(f"torch {torch.__version__}, 1 thread, load average {os.getloadavg()[0]:.2f} at the start")
     for mixer in [] if a.only_layers else a.mixers.split(","):
         make, per_channel = MIXERS[mixer]

@@ -109,8 +109,10 @@ def decayed_apply(
     dk = torch.zeros_like(ks).index_add_(ks.dim() - 3, jj, dkP) * beta
     dAd = dAb.diagonal(0, -4, -3).movedim(-1, -3)  # (p, ..., m, c, c)
     dAd = dAd.unsqueeze(-1)  # broadcast products and sums: faster here than batches of tiny matmuls
-    Y = (dAd * xs.unsqueeze(-2)).sum(0)  # (..., m, c, c, d): [t, s] = sum_x dA[t, s] x_t
-    return dx + (dAd * Dk).sum(-2), dk + (Y * Dd).sum(-3)
+    Y = dAd[0] * xs[0].unsqueeze(-2)  # (..., m, c, c, d): [t, s] = sum_x dA[t, s] x_t, summed in place
+    for i in range(1, len(xs)):
+        Y.addcmul_(dAd[i], xs[i].unsqueeze(-2))
+    return dx + (dAd * Dk).sum(-2), dk + Y.mul_(Dd).sum(-3)
 
 
 def chunk_decays(lw: Tensor, c: int) -> tuple[Tensor, Tensor, tuple[Tensor, ...]]:
