@@ -274,7 +274,7 @@ for _d in (
     Declared(
         "gla",
         "gated linear attention: S_t = diag(w(x)) S_{t-1} + k v^T, w in (0, 1) per key channel",
-        {"heads": 1, "chunk": 8},
+        {"heads": 1, "chunk": 16},
         _const(
             input_dependent=True,
             eigenvalues=D.NONNEG,
@@ -293,7 +293,7 @@ for _d in (
         "kda",
         "Kimi Delta Attention: A(x) = (I - beta k k^T) diag(alpha), a per-channel gate alpha in (0, 1], "
         "beta in [0,1] ([0,2] with neg=true)",
-        {"heads": 1, "neg": False, "conv": 4, "chunk": 8},
+        {"heads": 1, "neg": False, "conv": 4, "chunk": 16},
         _gated_delta,
     ),
     Declared(

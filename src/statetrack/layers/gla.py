@@ -7,7 +7,8 @@ Per head h (``heads``), key dim d_k = d_state, value dim d_v = d_model / heads, 
 with q, k, v linear maps of x_t and the gate log w_t = logsigmoid(W_2 W_1 x_t + b) / 16 (a rank-16
 map and the paper's gate normaliser 16), so w in (0, 1). The head outputs go through a per-head
 RMSNorm gated by silu(W_g x_t), then the output projection (the reference layer's defaults; no short
-convolution). Recurrence: ``ops.dplr.gla_rule`` (no rank-one term; fla's kernels on CUDA).
+convolution). Recurrence: ``ops.dplr.gla_rule`` (its own sub-chunked form ``ops.gla``; fla's kernels on
+CUDA).
 State: S (B, heads, d_k, d_v).
 """
 
@@ -25,10 +26,8 @@ GATE_RANK = 16
 GATE_NORMALISER = 16.0
 
 
-#: steps per chunk of the chunked form: with a decay per key channel the chunk's (C, C, d_k) factors
-#: dominate, and 8 is about twice as fast as 16 for training (batch 32, lengths up to 40, d 16) and for
-#: evaluation (64 x 1,000) on the 2-core CPU
-CHUNK = 8
+#: steps per chunk of the chunked form (``ops.gla``, sub-chunks of 8 steps)
+CHUNK = 16
 
 
 class GLA(Mixer):
@@ -42,7 +41,7 @@ class GLA(Mixer):
         heads (int):
             H, the number of heads; it must divide d_model, and d_v = d_model / H. Default: 1.
         chunk (int):
-            Steps per chunk of the chunked training form (>= 0); 0 or 1: the step loop. Default: 8.
+            Steps per chunk of the chunked training form (>= 0); 0 or 1: the step loop. Default: 16.
 
     The state is S [B, H, d_k, d_v].
     """

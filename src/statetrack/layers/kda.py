@@ -15,8 +15,8 @@ the output projection.
 
 A(x) = (I - beta k k^T) diag(alpha) is similar to diag(alpha)^1/2 (I - beta k k^T) diag(alpha)^1/2, a
 symmetric matrix: its eigenvalues are real, in [0, 1] for beta in [0, 1] and in [-1, 1] with ``neg=true``
-(-1 only where alpha and beta round to their limits). Recurrence: ``ops.dplr.kda_rule`` (fla's kernels on
-CUDA). State: (S (B, heads, d_k, d_v), conv buffer).
+(-1 only where alpha and beta round to their limits). Recurrence: ``ops.dplr.kda_rule`` (its own sub-chunked
+form ``ops.kda``; fla's kernels on CUDA). State: (S (B, heads, d_k, d_v), conv buffer).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from statetrack.layers.base import DeltaInput, Mixer, dt_bias_init
 from statetrack.layers.gateddeltanet import gated_output
 from statetrack.ops.dplr import dplr_step, dplr_transition, kda_rule, kda_terms
 
-#: steps per chunk of the chunked form: a decay per key channel, as RWKV-7 (whose measured best is 8)
-CHUNK = 8
+#: steps per chunk of the chunked form (``ops.kda``, sub-chunks of 8 steps)
+CHUNK = 16
 
 
 class KDA(DeltaInput, Mixer):
@@ -43,7 +43,7 @@ class KDA(DeltaInput, Mixer):
         neg (bool): beta = 2 sigmoid(.) in [0, 2] (fla's ``allow_neg_eigval``), so that the eigenvalues reach
             -1; default False: beta = sigmoid(.) in [0, 1].
         conv (int): the kernel of the short depthwise causal conv over q, k, v, 0 to 64; default 4, 0 = none.
-        chunk (int): steps per chunk of the chunked training form; default 8, 0 = the step loop.
+        chunk (int): steps per chunk of the chunked training form; default 16, 0 = the step loop.
     """
 
     name = "kda"

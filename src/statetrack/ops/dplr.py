@@ -39,8 +39,8 @@ Three forms:
 On CUDA, the mixers' ops (:func:`gated_delta_rule`, :func:`gated_delta_product`, :func:`kda_rule`,
 :func:`rwkv7_rule`, :func:`gla_rule`) run
 flash-linear-attention's kernels where ``fla`` is installed (``ops.fla_gated``); everything else runs
-the chunked form, except the gated delta rule (and so Gated DeltaProduct), which has a dedicated chunked
-form with a hand-written backward pass (``ops.gated_delta``).
+the chunked form, except the gated delta rule (and so Gated DeltaProduct), GLA and KDA, which have dedicated
+chunked forms with hand-written backward passes (``ops.gated_delta``, ``ops.gla``, ``ops.kda``).
 """
 
 from __future__ import annotations
@@ -52,7 +52,9 @@ from torch import Tensor
 from statetrack.ops import dispatch
 from statetrack.ops.chunks import chunk_layout, segsum, zeros_state
 from statetrack.ops.gated_delta import gated_delta_chunked
+from statetrack.ops.gla import gla_chunked
 from statetrack.ops.householder import interleave
+from statetrack.ops.kda import kda_chunked
 
 CHUNK = 16  # default steps per chunk of the chunked form
 
@@ -300,15 +302,18 @@ def kda_rule(
 
     q, k, log_w (B, T, H, d_k); v (B, T, H, d_v); beta (B, T, H). On CUDA with fla, the gated delta rule's
     rules (``ops.fla_gated``): beta in [0, 1] runs fla's ``chunk_kda`` (bfloat16 q, k, v); ``neg`` its float32
-    ``fused_recurrent_kda`` when no gradient is needed, else this module's chunked form."""
+    ``fused_recurrent_kda`` when no gradient is needed, else the PyTorch form. Elsewhere its own sub-chunked
+    form (``ops.kda``, a hand-written backward pass) when chunk > 1, else the step loop."""
     if q.shape[1] and dispatch.use_fla(q):
         grad = _needs_grad(q, k, v, beta, log_w, S0)
         if not neg or not grad:
             from statetrack.ops.fla_gated import kda_fla
 
             return kda_fla(q, k, v, beta, log_w, S0, "recurrent" if neg else "chunk")
+    if chunk and chunk > 1:
+        return kda_chunked(q, k, v, beta, log_w, S0, chunk)
     bk, a, b = kda_terms(k, beta, log_w)
-    return dplr(q, bk, v, a, b, log_w, S0, chunk)
+    return dplr_recurrent(q, bk, v, a, b, log_w, S0)
 
 
 def rwkv7_terms(kappa: Tensor, a_lr: Tensor) -> tuple[Tensor, Tensor]:
@@ -355,12 +360,16 @@ def rwkv7_rule(
 def gla_rule(
     q: Tensor, k: Tensor, v: Tensor, log_w: Tensor, S0: Tensor | None = None, chunk: int = CHUNK
 ) -> tuple[Tensor, Tensor]:
-    """S_t = diag(w_t) S_{t-1} + k_t v_t^T, o_t = S_t^T q_t (gated linear attention)."""
+    """S_t = diag(w_t) S_{t-1} + k_t v_t^T, o_t = S_t^T q_t (gated linear attention). On CUDA with fla, fla's
+    chunk kernel; elsewhere its own sub-chunked form (``ops.gla``, a hand-written backward pass) when
+    chunk > 1, else the step loop."""
     if q.shape[1] and dispatch.use_fla(q):
         from statetrack.ops.fla_gated import gla_fla
 
         return gla_fla(q, k, v, log_w, S0)
-    return dplr(q, k, v, None, None, log_w, S0, chunk)
+    if chunk and chunk > 1:
+        return gla_chunked(q, k, v, log_w, S0, chunk)
+    return dplr_recurrent(q, k, v, None, None, log_w, S0)
 
 
 def dplr_transition(a: Tensor | None, b: Tensor | None, log_w: Tensor, dk: int) -> Tensor:

@@ -18,12 +18,13 @@ checks ours against fla's PyTorch references on the CPU where fla is installed):
 The exactness rule is the delta rule's (``ops.fla_delta``): where a transition can have a unit-modulus
 eigenvalue other than 1 (``neg=true``: beta up to 2, a reflection) chunk kernels with bfloat16 keys do not
 keep products of reflections exact, so the float32 recurrent kernel runs, in evaluation only: fla
-implements no backward pass for it, so training with ``neg=true`` runs the PyTorch chunked form of
-``ops.dplr`` on the GPU. The others (Gated DeltaNet, Gated DeltaProduct and KDA with beta in [0, 1],
-RWKV-7, GLA) have no eigenvalue of modulus 1 but 1 and run fla's chunk kernels with q, k, v (and RWKV-7's
-a, b) in bfloat16 and the gates, the state and the accumulation in float32, so they agree with the CPU to
-bfloat16 precision; the log-gates stay float32. The delta-rule forms with beta in [0, 1] and GLA are
-contractions (every factor has 2-norm <= 1), so rounding errors do not grow along the sequence.
+implements no backward pass for it, so training with ``neg=true`` runs the PyTorch chunked forms
+(``ops.gated_delta``, ``ops.kda``) on the GPU. The others (Gated DeltaNet, Gated DeltaProduct and KDA
+with beta in [0, 1], RWKV-7, GLA) have no eigenvalue of modulus 1 but 1 and run fla's chunk kernels with
+q, k, v (and RWKV-7's a, b) in bfloat16 and the gates, the state and the accumulation in float32, so they
+agree with the CPU to bfloat16 precision; the log-gates stay float32. The delta-rule forms with beta in
+[0, 1] and GLA are contractions (every factor has 2-norm <= 1), so rounding errors do not grow along the
+sequence.
 
 RWKV-7's transitions are not contractions: one has 2-norm up to 1.14, a product of two spectral radius up to
 1.24 (a = (0.01, 0.99) then (0.99, 0.01), w = 0.999, removal keys at 24 and 66 degrees) or complex

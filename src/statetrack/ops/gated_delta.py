@@ -57,7 +57,7 @@ def _chunk_forward(
     QK = q @ kT
     Aqk = QK * E
     Kt = k * eC_s.unsqueeze(-1)  # E(C, s) k_s: what chunk i writes into the state it hands on
-    U, Ss, S = carry_states(Uv, W, Kt.transpose(-1, -2), S0, eC)
+    U, Ss, S = carry_states(Uv, W, Kt.transpose(-1, -2), S0, eC[..., None, None])
     o = (q * e.unsqueeze(-1)) @ Ss + Aqk @ U
     return o, S, (KK, QK, E, e, eC_s, eC, Tinv, W, Uv, U, Ss)
 
@@ -100,7 +100,7 @@ class _GatedDeltaChunked(torch.autograd.Function):
         dS = torch.zeros_like(Ss[:, :, 0]) if dST is None else dST.clone()
         Qe, Kt = q * e.unsqueeze(-1), k * eC_s.unsqueeze(-1)
         dU = (QK * E).transpose(-1, -2) @ dO  # the part of dL/dU that does not pass through the state
-        dSn, dS = carry_grads(dU, Kt, W.transpose(-1, -2), Qe.transpose(-1, -2) @ dO, dS, eC)
+        dSn, dS = carry_grads(dU, Kt, W.transpose(-1, -2), Qe.transpose(-1, -2) @ dO, dS, eC[..., None, None])
         dA = dO @ U.transpose(-1, -2)  # of Aqk = QK (.) E (E is 0 above the diagonal)
         dQK, dE = dA * E, dA * QK
         dQe = dO @ Ss.transpose(-1, -2)

@@ -109,15 +109,16 @@ def carry_states(
     Uv: Tensor, W: Tensor, KT: Tensor, S0: Tensor, decay: Tensor | None = None
 ) -> tuple[Tensor, Tensor, Tensor]:
     """The loop over chunks of a WY / UT form: U_i = U_v,i - W_i S_i, S_(i+1) = decay_i S_i + KT_i U_i for
-    chunk-major U_v (B, H, n, C, d_v), W (B, H, n, C, d_k), KT (B, H, n, d_k, C), decay (B, H, n) or None
-    (1). Returns (U, the state entering each chunk (B, H, n, d_k, d_v), the last state)."""
+    chunk-major U_v (B, H, n, C, d_v), W (B, H, n, C, d_k), KT (B, H, n, d_k, C), decay (B, H, n, 1, 1) (one per
+    chunk) or (B, H, n, d_k, 1) (one per key channel) or None (1). Returns (U, the state entering each chunk
+    (B, H, n, d_k, d_v), the last state)."""
     Ss = torch.empty(W.shape[:3] + S0.shape[-2:], dtype=Uv.dtype, device=Uv.device)
     U = torch.empty_like(Uv)
     S = S0
     for i in range(W.shape[2]):  # only what depends on the carried state loops over chunks
         Ss[:, :, i] = S
         torch.sub(Uv[:, :, i], W[:, :, i] @ S, out=U[:, :, i])
-        S = (S if decay is None else decay[:, :, i, None, None] * S) + KT[:, :, i] @ U[:, :, i]
+        S = (S if decay is None else decay[:, :, i] * S) + KT[:, :, i] @ U[:, :, i]
     return U, Ss, S
 
 
@@ -126,16 +127,12 @@ def carry_grads(
 ) -> tuple[Tensor, Tensor]:
     """The reverse loop of :func:`carry_states` (with o = Q S_i + ... per chunk): adds the state's part to dU
     (in place) and returns (dL/dS after each chunk, dL/dS0). K (B, H, n, C, d_k) is KT's transpose, WT W's,
-    QTdO = Q^T dO per chunk (B, H, n, d_k, d_v), dS the gradient of the last state."""
+    QTdO = Q^T dO per chunk (B, H, n, d_k, d_v), dS the gradient of the last state, decay as there."""
     dSn = torch.empty(QTdO.shape, dtype=dS.dtype, device=dS.device)  # dL/dS after chunk i
     for i in range(K.shape[2] - 1, -1, -1):
         dSn[:, :, i] = dS
         dU[:, :, i] += K[:, :, i] @ dS
-        dS = (
-            (dS if decay is None else decay[:, :, i, None, None] * dS)
-            + QTdO[:, :, i]
-            - WT[:, :, i] @ dU[:, :, i]
-        )
+        dS = (dS if decay is None else decay[:, :, i] * dS) + QTdO[:, :, i] - WT[:, :, i] @ dU[:, :, i]
     return dSn, dS
 
 
