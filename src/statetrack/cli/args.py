@@ -7,7 +7,7 @@ import os
 import shlex
 import sys
 
-from statetrack.config import MAX_PARAMS, MAX_SEED
+from statetrack.config import MAX_PARAMS, MAX_SEED, Split
 from statetrack.errors import UserError, did_you_mean
 from statetrack.runs.store import DEFAULT_DB, RunStatus, Store
 from statetrack.untrusted import terminal_text
@@ -106,6 +106,15 @@ def parse_seed(text: str) -> int:
     if not 0 <= value <= MAX_SEED:
         raise argparse.ArgumentTypeError(f"bad seed {text!r}; allowed: an integer from 0 to {MAX_SEED:,}")
     return value
+
+
+def parse_split(text: str) -> Split | str:
+    """A ``--split`` value: the ``Split`` it names (text that names none stays text, so that the option's
+    choices refuse it in one line with the closest ones)."""
+    try:
+        return Split(text)
+    except ValueError:
+        return text
 
 
 def parse_range(text: str) -> tuple[int, int]:

@@ -16,6 +16,7 @@ from statetrack.cli.args import (
     checkpoint_path,
     find_run,
     parse_range,
+    parse_split,
 )
 from statetrack.cli.lm import print_lm_metrics, with_lm
 from statetrack.cli.options import add_eval_options, add_train_options, given
@@ -31,6 +32,7 @@ from statetrack.cli.output import (
     show,
 )
 from statetrack.cli.progress import RunProgress
+from statetrack.config import Split
 from statetrack.errors import UserError
 from statetrack.progress import warn
 from statetrack.runs.store import RunStatus
@@ -153,10 +155,10 @@ def learned_text(tcfg, summary: dict) -> str:
     return f", learnt at step {at:,}"
 
 
-def print_splits(title: str, headline: str, metrics, more: dict, horizons: dict | None) -> None:
+def print_splits(title: str, headline: Split, metrics, more: dict, horizons: dict | None) -> None:
     """The per-length table of each draw scored (the headline first), then the failure horizons."""
     for split, ms in {headline: metrics, **(more or {})}.items():
-        print_metrics(title + ("" if split == "test" else f" [{SPLIT_NAMES[split]}]"), ms)
+        print_metrics(title + ("" if split is Split.TEST else f" [{SPLIT_NAMES[split]}]"), ms)
     if horizons:
         print_horizons(horizons)
         _flag_draws({headline: metrics, **(more or {})}, horizons)
@@ -179,8 +181,8 @@ def _flag_draws(draws: dict, horizons: dict) -> None:
 
 
 SPLIT_NAMES = {
-    "test": "test draw",
-    "long": "long-range draw: the last half of each string leaves both labels possible",
+    Split.TEST: "test draw",
+    Split.LONG: "long-range draw: the last half of each string leaves both labels possible",
 }
 
 
@@ -599,8 +601,9 @@ def add_commands(sub) -> None:
     )
     q.add_argument(
         "--split",
-        default="test",
-        choices=["test", "long"],
+        type=parse_split,
+        default=Split.TEST,
+        choices=[Split.TEST, Split.LONG],
         help="compare: the draw whose accuracy is compared (long: the long-range draw)",
     )
     q.add_argument("--all", action="store_true", help="compare: every config key, not only those that differ")
@@ -638,8 +641,9 @@ def add_commands(sub) -> None:
     )
     q.add_argument(
         "--split",
-        default="test",
-        choices=["test", "long"],
+        type=parse_split,
+        default=Split.TEST,
+        choices=[Split.TEST, Split.LONG],
         help="the draw whose accuracy is plotted (long: the long-range draw)",
     )
     add_db(q)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from statetrack.config import Split
 from statetrack.errors import UserError
 from statetrack.report.plots import (
     FORMATS,
@@ -58,7 +59,7 @@ class Comparison:
     differs: list[str]
     lengths: list[int]
     beyond: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
-    split: str = "test"
+    split: Split = Split.TEST
 
     def verdict(self, length: int) -> str:
         """Whether the runs differ beyond their intervals at ``length``: 'no', 'yes' (two runs), or the pairs
@@ -165,7 +166,7 @@ def flat_config(config: dict, prefix: str = "") -> dict:
     return out
 
 
-def load_runs(db, refs: list[str], split: str = "test") -> list[Compared]:
+def load_runs(db, refs: list[str], split: Split = Split.TEST) -> list[Compared]:
     """The runs ``refs`` name in ``db``, each with its metrics on ``split`` (the draw: test or long) and its
     learning curve; a UserError for a bad name, too many runs or one named twice."""
     if not refs:
@@ -198,7 +199,7 @@ def _overlap(a: LengthMetrics, b: LengthMetrics) -> bool:
     )
 
 
-def compare_runs(db, refs: list[str], split: str = "test") -> Comparison:
+def compare_runs(db, refs: list[str], split: Split = Split.TEST) -> Comparison:
     """The runs ``refs`` name, side by side (see the module docstring)."""
     runs = load_runs(db, refs, split)
     configs = [flat_config(r.row["config"]) for r in runs]
@@ -300,14 +301,14 @@ def _run_lines(ax, bx, k: int, r: Compared, lengths: set[int], chance: dict[int,
         )
 
 
-def default_plot_path(db, refs: list[str], split: str = "test") -> Path:
+def default_plot_path(db, refs: list[str], split: Split = Split.TEST) -> Path:
     """Where ``plot`` writes without ``--out``: ``plots/`` beside the database, named by the runs (and the
     draw, when not the test draw): ``runs/plots/rnn-parity_mamba-parity.png``."""
-    stem = "_".join(slug(r) for r in refs) + ("" if split == "test" else f"_{split}")
+    stem = "_".join(slug(r) for r in refs) + ("" if split is Split.TEST else f"_{split.value}")
     return Path(db).parent / "plots" / f"{stem[:120]}.png"
 
 
-def plot_runs(db, refs: list[str], out=None, split: str = "test") -> Path:
+def plot_runs(db, refs: list[str], out=None, split: Split = Split.TEST) -> Path:
     """``runs_figure`` of the runs ``refs`` name, written to ``out`` (PNG, SVG or PDF by its suffix; None:
     ``default_plot_path``)."""
     out = default_plot_path(db, refs, split) if out is None else Path(out)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from itertools import chain
 from pathlib import Path
 
+from statetrack.config import Split
 from statetrack.errors import UserError
 from statetrack.experiments import Study, StudyKind
 from statetrack.files import ensure_dir, inside, write_file
@@ -317,7 +318,7 @@ class Interval:
         )
 
 
-def interval_tables(rep: Report, split: str = "test") -> list[tuple[str, list[str], list[list]]]:
+def interval_tables(rep: Report, split: Split = Split.TEST) -> list[tuple[str, list[str], list[list]]]:
     """(table name, headers, rows) per study table: every complete run's accuracy at each test length
     with its 95% (Wilson) interval (an ``Interval``; its text is ``acc (low-high)`` in percent), then one
     'chance' row per task column (the majority share of the final label's distribution in that length's
@@ -359,7 +360,7 @@ def interval_tables(rep: Report, split: str = "test") -> list[tuple[str, list[st
     return out
 
 
-def intervals_markdown(rep: Report, split: str = "test") -> str:
+def intervals_markdown(rep: Report, split: Split = Split.TEST) -> str:
     lines = []
     for name, head, rows in interval_tables(rep, split):
         if len(rep.study.tables) > 1:
@@ -579,7 +580,7 @@ def _write_report(rep: Report, out: Path, meta: dict | None, figures, force: boo
         ]
     md += report_evidence(rep).markdown(figdir, study.name, figures)
     md += ["## Accuracy of every run, with 95% intervals", "", INTERVALS_CAPTION, "", intervals_markdown(rep)]
-    long = intervals_markdown(rep, "long")
+    long = intervals_markdown(rep, Split.LONG)
     if long.strip():
         md += [
             "## Accuracy of every run on the long-range draw, with 95% intervals",

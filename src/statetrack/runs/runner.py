@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from statetrack.config import EvalConfig, Supervision, TrainConfig, flatten, run_configs
+from statetrack.config import EvalConfig, Split, Supervision, TrainConfig, flatten, run_configs
 from statetrack.errors import UserError
 from statetrack.files import inside
 from statetrack.layers import ORIGIN as MIXER_ORIGIN
@@ -69,7 +69,7 @@ class RunResult:
     lm: list = field(default_factory=list)  # LMMetrics per context length (language models only)
     more: dict = field(default_factory=dict)  # metrics on the other draws scored: split -> LengthMetrics
 
-    def split(self, name: str, headline: str = "test") -> list[LengthMetrics]:
+    def split(self, name: Split, headline: Split = Split.TEST) -> list[LengthMetrics]:
         """The metrics on one draw: the headline ``metrics`` when ``name`` is the run's headline draw
         (``headline``: the first of its ``test_split``), else those stored beside them (or [])."""
         return self.metrics if name == headline else self.more.get(name, [])
@@ -170,12 +170,12 @@ def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
             f"supervision 'every' needs a task whose every position is labelled with its prefix's "
             f"answer; {task.name} labels only its final position (allowed: supervision 'task')"
         )
-    if train_cfg.train_split != "train" and isinstance(task, CorpusTask):
+    if train_cfg.train_split is not Split.TRAIN and isinstance(task, CorpusTask):
         raise UserError(
-            f"train_split {train_cfg.train_split!r} is for generated tasks; {task.name} is a corpus, "
+            f"train_split {train_cfg.train_split.value!r} is for generated tasks; {task.name} is a corpus, "
             "whose training text is its training split (allowed: train_split 'train')"
         )
-    if train_cfg.train_split == "long" and task.automaton() is None:
+    if train_cfg.train_split is Split.LONG and task.automaton() is None:
         raise UserError(
             f"train_split 'long' needs a regular task; {task.name} has {NOT_REGULAR} "
             f"(allowed: train_split 'train' or 'test'; regular tasks: {REGULAR})"
