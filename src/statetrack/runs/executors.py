@@ -433,6 +433,13 @@ def start_ray(address: str | None, slots: int) -> bool:
     return True
 
 
+def cancel_errors(ray) -> tuple[type[Exception], ...]:
+    """What ``ray.cancel`` raises for a task it cannot cancel: Ray's own errors (``RaySystemError`` once
+    this process is no longer connected to Ray), ``TypeError`` (the core worker refused, or not an object
+    ref) and ``ValueError`` (an argument the core worker calls invalid)."""
+    return (ray.exceptions.RayError, TypeError, ValueError)
+
+
 class RayExecutor:
     """One Ray task per claimed run; the driver writes the database."""
 
@@ -482,8 +489,10 @@ class RayExecutor:
         return out
 
     def stop(self):
+        """Cancel every run still on Ray; a run Ray cannot cancel (finished, or Ray gone) is passed over so
+        that the others are still cancelled, and any other error is raised."""
         for ref in list(self.rows):
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(*cancel_errors(self.ray)):
                 self.ray.cancel(ref, force=True)
 
     def close(self):
