@@ -1,3 +1,5 @@
+import dataclasses
+import json
 import sqlite3
 
 import pytest
@@ -5,7 +7,7 @@ import torch
 
 from statetrack import ModelConfig, TrainConfig, build_model, get_task
 from statetrack.errors import UserError
-from statetrack.runs.store import Store
+from statetrack.runs.store import MetricRow, RunRecord, RunStatus, Store
 from statetrack.training.checkpoint import load_checkpoint, save_checkpoint
 from statetrack.training.evaluation import LengthMetrics
 
@@ -17,13 +19,49 @@ def _cfg():
 def test_run_lifecycle(db):
     s = Store(db)
     rid = s.start_run(_cfg().model_dump(), study="x", label="y", key="k")
-    assert s.run(rid)["status"] == "running"
+    assert s.run(rid).status is RunStatus.RUNNING
     s.finish_run(rid, [LengthMetrics(16, 1, 1, 1, 1, 0.5, 4)], "ck", 1.5, {"a": 1}, [{"step": 1, "v": 2}])
     r = s.run(rid)
-    assert r["status"] == "complete" and r["config"]["model"]["layers"] == "mamba,s4d"
-    assert r["versions"]["torch"] == torch.__version__
-    assert s.metrics(rid)[0]["length"] == 16 and s.curve(rid) == [{"step": 1, "v": 2}]
-    assert s.runs(key="k")[0]["id"] == rid
+    assert r.status is RunStatus.COMPLETE and r.config["model"]["layers"] == "mamba,s4d"
+    assert r.versions is not None and r.versions["torch"] == torch.__version__
+    assert s.metrics(rid)[0].length == 16 and s.curve(rid) == [{"step": 1, "v": 2}]
+    assert s.runs(key="k")[0].id == rid
+
+
+def test_readers_return_typed_frozen_records(db):
+    """The store's readers return records: each column a typed attribute, the status its enum, nothing
+    writable; a metric row's numbers as stored, bit for bit."""
+    s = Store(db)
+    rid = s.start_run(_cfg().model_dump(), study="x", label="y", key="k")
+    m = LengthMetrics(16, 0.1 + 0.2, 1, 1, 1, 0.5, 4, token_majority=0.625, decided=True)
+    s.finish_run(rid, [m], None, 1.5, {"a": 1}, split_metrics={"long": [m]})
+    r = s.run(rid)
+    assert isinstance(r, RunRecord) and (r.id, r.study, r.label, r.key) == (rid, "x", "y", "k")
+    assert (r.model, r.task, r.seed, r.summary, r.wall_time, r.checkpoint) == (
+        "mamba,s4d",
+        "parity",
+        0,
+        {"a": 1},
+        1.5,
+        None,
+    )
+    assert isinstance(r.created, float) and isinstance(r.uuid, str) and r.error is None
+    assert json.loads(json.dumps(r.as_dict()))["status"] == "complete"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.status = RunStatus.FAILED  # type: ignore[misc]
+    (row,) = s.metrics(rid)
+    assert isinstance(row, MetricRow) and row.run_id == rid and row.accuracy == 0.1 + 0.2
+    assert (row.token_majority, row.decided, row.note) == (0.625, 1, None)
+    assert s.split_metrics(rid) == {"long": [row]}
+    assert LengthMetrics.from_row(row) == LengthMetrics.from_row(row.as_dict())
+    assert LengthMetrics.from_row(row).accuracy == m.accuracy and LengthMetrics.from_row(row).decided is True
+    # a row of a file that named the majority share token_chance, and lacks later columns
+    old = MetricRow.of({"run_id": 1, "length": 8, "accuracy": 0.5, "token_chance": 0.75})
+    assert old.token_majority == 0.75 and old.accuracy_low is None
+    # the transition: dict-style reading of a field, for code not yet converted
+    assert r["summary"] == r.summary and r.get("error", "none") == "none"
+    with pytest.raises(KeyError):
+        r["no such column"]
 
 
 def test_foreign_database_is_refused_and_untouched(tmp_path):
@@ -91,7 +129,7 @@ import os, sys, types
 package = types.ModuleType("statetrack")
 package.__path__ = [sys.argv[1]]
 sys.modules["statetrack"] = package
-from statetrack.runs.store import Store
+from statetrack.runs.store import MetricRow, RunRecord, RunStatus, Store
 with Store(sys.argv[2]).transaction() as c:
     c.execute("INSERT INTO claims VALUES (?, 'race', NULL, 0, 0)", (str(os.getpid()),))
 """

@@ -35,7 +35,7 @@ from statetrack.cli.progress import RunProgress
 from statetrack.config import Split
 from statetrack.errors import UserError
 from statetrack.progress import warn
-from statetrack.runs.store import RunStatus
+from statetrack.runs.store import RunRecord, RunStatus
 from statetrack.untrusted import confusable, terminal_text
 
 
@@ -246,11 +246,11 @@ RUN_COLUMNS = [
 ]
 
 
-def _show(store, r: dict, as_json: bool) -> int:
+def _show(store, r: RunRecord, as_json: bool) -> int:
     from statetrack.runs.records import run_detail
     from statetrack.training.evaluation import LengthMetrics
 
-    run_id = r["id"]
+    run_id = r.id
     problem = store.checkpoint_problem(r)
     if problem:
         print(terminal_text(f"warning: {problem}"), file=sys.stderr)
@@ -482,25 +482,25 @@ def cmd_rerun(a):
 
     store = Store(a.db, create=False)
     old = find_run(a.db, a.run_id)
-    a.run_id = old["id"]
-    if old["status"] != RunStatus.COMPLETE:
-        raise UserError(f"run {a.run_id} is {old['status']}; only complete runs can be rerun and compared")
+    a.run_id = old.id
+    if old.status != RunStatus.COMPLETE:
+        raise UserError(f"run {a.run_id} is {old.status}; only complete runs can be rerun and compared")
     problem = store.checkpoint_problem(old)
     if problem:
         print(
             f"warning: {problem} (the rerun trains from the stored config, not from the file)",
             file=sys.stderr,
         )
-    was, now = (old["versions"] or {}).get("cpu_capability"), versions()["cpu_capability"]
+    was, now = (old.versions or {}).get("cpu_capability"), versions()["cpu_capability"]
     if was and was != now:
         print(
             f"warning: run {a.run_id} trained on {was} kernels and this machine's are {now}: their rounding "
             "differs, so a run that rounding can move may not reproduce",
             file=sys.stderr,
         )
-    cfg = old["config"]
+    cfg = old.config
     with RunProgress(
-        f"rerun {a.run_id}: {old['model']} on {old['task']}", cfg["steps"], len(cfg["eval"]["lengths"])
+        f"rerun {a.run_id}: {old.model} on {old.task}", cfg["steps"], len(cfg["eval"]["lengths"])
     ) as prog:
         new, diffs = rerun(
             a.run_id,
@@ -524,7 +524,7 @@ def cmd_rerun(a):
         )
     else:
         verdict = "identical metrics" if not diffs else f"DIFFERENT metrics at lengths {sorted(diffs)}"
-        label = Store(a.db, readonly=True).run(new.run_id)["label"]
+        label = Store(a.db, readonly=True).run(new.run_id).label
         say(f"run {a.run_id} rerun as run {new.run_id}{f' (label {label})' if label else ''}: {verdict}")
     return 0 if not diffs else 1
 

@@ -28,17 +28,17 @@ def export_rows(db, study: str | None = None, status: RunStatus | str | None = N
     for r in store.runs(study=study, status=RunStatus(status) if status else None):
         extra = {
             f"config.{k}": (",".join(map(str, v)) if isinstance(v, list) else v)
-            for k, v in flat_config(r["config"]).items()
+            for k, v in flat_config(r.config).items()
         }
         extra.update(
             {
                 f"summary.{k}": v
-                for k, v in (r["summary"] or {}).items()
+                for k, v in (r.summary or {}).items()
                 if isinstance(v, (int, float, str, bool)) or v is None
             }
         )
-        headline = ((r["config"] or {}).get("eval") or {}).get("test_split", "test").split("+")[0]
-        got = split_rows(run_object(r), store.metrics(r["id"]), store.split_metrics(r["id"]), headline)
+        headline = ((r.config or {}).get("eval") or {}).get("test_split", "test").split("+")[0]
+        got = split_rows(run_object(r), store.metrics(r.id), store.split_metrics(r.id), headline)
         got = got or [{**run_object(r), **dict.fromkeys(LENGTH_KEYS[len(run_object(r)) :])}]
         rows += [{**x, **extra} for x in got]
     return rows

@@ -100,16 +100,14 @@ def complete_result(store: Store, key: str) -> RunResult | None:
         return None
     r = done[-1]
     try:
-        ms = [LengthMetrics.from_row(m) for m in store.metrics(r["id"])]
-        lm = [LMMetrics.from_row(m) for m in store.lm_metrics(r["id"])]
-        more = {
-            s: [LengthMetrics.from_row(m) for m in rows] for s, rows in store.split_metrics(r["id"]).items()
-        }
+        ms = [LengthMetrics.from_row(m) for m in store.metrics(r.id)]
+        lm = [LMMetrics.from_row(m) for m in store.lm_metrics(r.id)]
+        more = {s: [LengthMetrics.from_row(m) for m in rows] for s, rows in store.split_metrics(r.id).items()}
     except Damaged as e:
         warn_damaged(store.path, e)
         return None
     return RunResult(
-        r["id"], RunStatus.COMPLETE, ms, r["summary"], r["checkpoint"], reused=True, lm=lm, more=more
+        r.id, RunStatus.COMPLETE, ms, r.summary or {}, r.checkpoint, reused=True, lm=lm, more=more
     )
 
 
@@ -437,7 +435,7 @@ def out_of_memory(e: BaseException) -> bool:
 
 def store_status(store: Store, run_id: int) -> str | None:
     try:
-        status: str = store.run(run_id)["status"]
+        status: str = store.run(run_id).status
         return status
     except UserError:
         return None
@@ -455,7 +453,7 @@ def rerun_label(store: Store, label: str | None) -> str | None:
     if not label:
         return None
     base = re.sub(r"-rerun-\d+$", "", label)
-    taken = {r["label"] for r in store.runs() if r["label"]}
+    taken = {r.label for r in store.runs() if r.label}
     k = 2
     while f"{base}-rerun-{k}" in taken:
         k += 1
@@ -477,20 +475,15 @@ def rerun(
     """
     store = Store(db, create=False)
     old = store.run(run_id)
-    flat = flatten(old["config"], f"run {run_id}'s config")
+    flat = flatten(old.config, f"run {run_id}'s config")
     require(flat.get("plugins", []), f"run {run_id} of {str(store.path)!r}")
     tcfg, ecfg = run_configs(flat)
-    threads = (old["versions"] or {}).get("threads")  # reductions can depend on the thread count
-    label = label or rerun_label(store, old["label"])
-    new = run(tcfg, ecfg, db=db, study=old["study"], label=label, reuse=False, threads=threads, **progress)
-    before = {
-        m["length"]: {k: m[k] for k in ("accuracy", "token_accuracy", "sequence_accuracy")}
-        for m in store.metrics(run_id)
-    }
-    after = {
-        m.length: {k: getattr(m, k) for k in ("accuracy", "token_accuracy", "sequence_accuracy")}
-        for m in new.metrics
-    }
+    threads = (old.versions or {}).get("threads")  # reductions can depend on the thread count
+    label = label or rerun_label(store, old.label)
+    new = run(tcfg, ecfg, db=db, study=old.study, label=label, reuse=False, threads=threads, **progress)
+    compared = ("accuracy", "token_accuracy", "sequence_accuracy")
+    before = {m.length: {k: getattr(m, k) for k in compared} for m in store.metrics(run_id)}
+    after = {m.length: {k: getattr(m, k) for k in compared} for m in new.metrics}
     for m in store.lm_metrics(run_id):  # a language model: its bits per byte too
         before.setdefault(m["length"], {})["bpb"] = m["bpb"]
     for m in new.lm:

@@ -52,6 +52,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import asdict, dataclass, fields
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,95 @@ class RunStatus(StrEnum):
     COMPLETE = "complete"
     FAILED = "failed"
     INTERRUPTED = "interrupted"
+
+
+class _DictReading:
+    """TRANSITION (issue 65, typed records): ``record["name"]`` and ``record.get("name")`` read the field
+    ``name``, for the modules that still read records as dicts; ``tests/test_architecture.py`` lists them
+    (``NOT_YET_TYPED``, a list that only shrinks) and this class goes with the last of them. New code reads
+    the attributes."""
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self.__dataclass_fields__:  # type: ignore[attr-defined]
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        value = getattr(self, name, None) if name in self.__dataclass_fields__ else None  # type: ignore[attr-defined]
+        return default if value is None else value
+
+
+@dataclass(frozen=True)
+class RunRecord(_DictReading):
+    """A row of the ``runs`` table as the store reads it (``Store.run``, ``runs``, ``find``): its JSON
+    columns parsed, its types checked (a row that fails is :class:`Damaged`), its checkpoint path made
+    absolute. Columns an older file lacks read as None."""
+
+    id: int
+    model: str
+    task: str
+    seed: int
+    #: the run's whole config (``runner.stored_config``): TrainConfig's fields, ``model``, ``eval``
+    config: dict[str, Any]
+    status: RunStatus
+    created: float
+    key: str | None = None
+    study: str | None = None
+    label: str | None = None
+    train_min_len: int | None = None
+    train_max_len: int | None = None
+    #: the versions and machine the run ran on (``store.versions``)
+    versions: dict[str, Any] | None = None
+    error: str | None = None
+    checkpoint: str | None = None
+    finished: float | None = None
+    wall_time: float | None = None
+    #: the training summary (steps run, losses, horizons, ...), once the run ended
+    summary: dict[str, Any] | None = None
+    uuid: str | None = None
+    owner: str | None = None
+    checkpoint_sha256: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The row as a plain dict (the status as its text), e.g. for JSON."""
+        return {**asdict(self), "status": str(self.status)}
+
+
+@dataclass(frozen=True)
+class MetricRow(_DictReading):
+    """A row of the ``metrics`` table (a run's headline draw) or of ``split_metrics`` (its other draws, the
+    split being the key ``Store.split_metrics`` files it under): one test length. Columns an older file
+    lacks read as None (its ``token_chance`` as ``token_majority``)."""
+
+    run_id: int
+    length: int
+    accuracy: float | None = None
+    token_accuracy: float | None = None
+    sequence_accuracy: float | None = None
+    scaled_accuracy: float | None = None
+    chance: float | None = None
+    n_sequences: int | None = None
+    accuracy_low: float | None = None
+    accuracy_high: float | None = None
+    token_majority: float | None = None
+    note: str | None = None
+    decided: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The row as a plain dict (what ``LengthMetrics.from_row`` reads)."""
+        return asdict(self)
+
+    @classmethod
+    def of(cls, row: dict) -> MetricRow:
+        """From a checked row of either table (``split`` and columns this version does not know left out)."""
+        if row.get("token_majority") is None and row.get("token_chance") is not None:
+            row = {**row, "token_majority": row["token_chance"]}
+        known: dict[str, Any] = {k: row.get(k) for k in METRIC_FIELDS}
+        return cls(**known)
+
+
+RUN_FIELDS = tuple(f.name for f in fields(RunRecord))
+METRIC_FIELDS = tuple(f.name for f in fields(MetricRow))
 
 
 def versions() -> dict:
@@ -259,18 +349,18 @@ class Store:
         except ValueError:
             return str(p)
 
-    def checkpoint_problem(self, run: dict) -> str | None:
+    def checkpoint_problem(self, run: RunRecord) -> str | None:
         """None if the run's checkpoint on disk is the file the run wrote (same sha256), else one line
         saying what is wrong with it. Runs recorded before hashes were stored are not checked."""
-        if not run.get("checkpoint") or not run.get("checkpoint_sha256"):
+        if not run.checkpoint or not run.checkpoint_sha256:
             return None
-        have = sha256_file(run["checkpoint"])
+        have = sha256_file(run.checkpoint)
         if have is None:
-            return f"run {run['id']}'s checkpoint {run['checkpoint']!r} is missing or unreadable"
-        if have != run["checkpoint_sha256"]:
+            return f"run {run.id}'s checkpoint {run.checkpoint!r} is missing or unreadable"
+        if have != run.checkpoint_sha256:
             return (
-                f"the file {run['checkpoint']!r} is not run {run['id']}'s checkpoint: its sha256 "
-                f"{have[:12]}... differs from the one recorded ({run['checkpoint_sha256'][:12]}...)"
+                f"the file {run.checkpoint!r} is not run {run.id}'s checkpoint: its sha256 "
+                f"{have[:12]}... differs from the one recorded ({run.checkpoint_sha256[:12]}...)"
             )
         return None
 
@@ -421,7 +511,7 @@ class Store:
         status: RunStatus | None = None,
         key: str | None = None,
         limit: int | None = None,
-    ) -> list[dict]:
+    ) -> list[RunRecord]:
         q, args = "SELECT * FROM runs WHERE 1=1", []
         for col, val in (("study", study), ("status", status), ("key", key)):
             if val is not None:
@@ -440,7 +530,7 @@ class Store:
                 warn_damaged(self.path, e)
         return out
 
-    def run(self, run_id: int) -> dict:
+    def run(self, run_id: int) -> RunRecord:
         """Run ``run_id``'s row; a UserError (:class:`Damaged`) names it when it is damaged."""
         with self.transaction() as c:
             r = c.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
@@ -448,7 +538,7 @@ class Store:
             raise UserError(f"no run with id {run_id} in {str(self.path)!r}")
         return self._row(r)
 
-    def find(self, ref: str | int) -> tuple[dict, list[int]]:
+    def find(self, ref: str | int) -> tuple[RunRecord, list[int]]:
         """The run that ``ref`` names: its id, ``last`` (the latest complete run) or its label (the latest
         complete run so labelled); and the ids of every complete run with that label (more than one: the
         label is ambiguous, and the caller says so). A UserError names a bad reference."""
@@ -460,34 +550,35 @@ class Store:
             if not done:
                 raise UserError(f"no complete run in {str(self.path)!r} yet, so 'last' names none")
             return done[-1], []
-        labelled = [r for r in done if r["label"] == ref]
+        labelled = [r for r in done if r.label == ref]
         if not labelled:
-            labels = sorted({r["label"] for r in done if r["label"]})
+            labels = sorted({r.label for r in done if r.label})
             raise UserError(
                 f"no complete run labelled {ref!r} in {str(self.path)!r}{did_you_mean(ref, labels)}; name "
                 f"a run by its id, 'last' or a label: {', '.join(labels) or 'no run has a label'}"
             )
-        return labelled[-1], [r["id"] for r in labelled]
+        return labelled[-1], [r.id for r in labelled]
 
-    def metrics(self, run_id: int) -> list[dict]:
+    def metrics(self, run_id: int) -> list[MetricRow]:
+        """The run's metrics on its headline draw, by length."""
         with self.transaction() as c:
             rows = [
                 dict(r) for r in c.execute("SELECT * FROM metrics WHERE run_id=? ORDER BY length", (run_id,))
             ]
         for r in rows:
             self._check_metrics(r, run_id, "metrics")
-        return rows
+        return [MetricRow.of(r) for r in rows]
 
-    def split_metrics(self, run_id: int) -> dict[str, list[dict]]:
+    def split_metrics(self, run_id: int) -> dict[str, list[MetricRow]]:
         """The run's metrics on its draws beside the headline one: split -> rows by length."""
-        out: dict[str, list[dict]] = {}
+        out: dict[str, list[MetricRow]] = {}
         with self.transaction() as c:
             for r in c.execute(
                 "SELECT * FROM split_metrics WHERE run_id=? ORDER BY split, length", (run_id,)
             ):
                 row = dict(r)
                 self._check_metrics(row, run_id, "split_metrics")
-                out.setdefault(str(row.pop("split")), []).append(row)
+                out.setdefault(str(row.pop("split")), []).append(MetricRow.of(row))
         return out
 
     def lm_metrics(self, run_id: int) -> list[dict]:
@@ -529,8 +620,8 @@ class Store:
         except UserError as e:  # over the limits for a document (nesting, size): damaged too, not fatal
             raise Damaged(self.path, run_id, f"its {str(e).removeprefix(prefix)}") from None
 
-    def _row(self, r: sqlite3.Row) -> dict:
-        """A ``runs`` row as a dict, its JSON columns parsed and its types checked (:class:`Damaged`)."""
+    def _row(self, r: sqlite3.Row) -> RunRecord:
+        """A ``runs`` row as a record, its JSON columns parsed and its types checked (:class:`Damaged`)."""
         d = dict(r)
         run_id = d.get("id")
         for k, required in (("config", True), ("versions", False), ("summary", False)):
@@ -548,7 +639,8 @@ class Store:
                 raise Damaged(self.path, run_id, f"its {k} is {_kind(d[k])}")
         if d.get("checkpoint") and d.get("checkpoint_sha256") and not os.path.isabs(d["checkpoint"]):
             d["checkpoint"] = str(self.path.parent / d["checkpoint"])  # kept relative to the database
-        return d
+        known: dict[str, Any] = {k: d.get(k) for k in RUN_FIELDS}
+        return RunRecord(**{**known, "status": RunStatus(d["status"])})
 
     def _check_metrics(self, row: dict, run_id: int, table: str) -> None:
         """A metrics row's numbers are numbers (or NULL): else the run is :class:`Damaged`."""
@@ -734,12 +826,12 @@ def checkpoint_of_run_problem(path: str | Path, extra: dict) -> str | None:
         row = Store(db, readonly=True).run(run_id)
     except UserError:
         return None
-    if row.get("uuid") != run_uuid:
+    if row.uuid != run_uuid:
         return (
             f"checkpoint {str(path)!r} says it is run {run_id} of {db!r}, but that database's run {run_id} "
             "is another run"
         )
-    if row.get("checkpoint_sha256") and sha256_file(path) != row["checkpoint_sha256"]:
+    if row.checkpoint_sha256 and sha256_file(path) != row.checkpoint_sha256:
         return (
             f"checkpoint {str(path)!r} is not the file run {run_id} of {db!r} recorded (its sha256 differs "
             "from the one in the run's row)"

@@ -139,7 +139,10 @@ class LengthMetrics:
 
     @classmethod
     def from_row(cls, row) -> LengthMetrics:
-        """From a row of the results database's ``metrics`` table (columns a row lacks stay None)."""
+        """From a row of the results database's ``metrics`` table: a mapping of its columns, or a record
+        with ``as_dict()`` (``runs.store.MetricRow``); columns a row lacks stay None."""
+        if hasattr(row, "as_dict"):
+            row = row.as_dict()
         keys = row.keys()
         got = {k: row[k] for k in cls.__dataclass_fields__ if k in keys}
         if got.get("token_majority") is None and "token_chance" in keys:  # the name older files use
