@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -94,6 +95,8 @@ REPORT_HEADER = (
     "- Wall time",
     "Wall time of the complete runs",
 )
+#: the summed wall and CPU times where a line ends with them (the runs line of an incomplete or complete report)
+WALL_TIME = re.compile(r"(Wall time of the complete runs, summed: ).*$")
 #: index.json fields of the same kind
 INDEX_TIMING = {"date", "command", "run_time_s", "cpu_time_s", "machine", "machines"}
 
@@ -105,7 +108,11 @@ def _report_lines(name: str, text: str) -> list[str]:
         records = json.loads(text)
         clean = {s: {k: v for k, v in r.items() if k not in INDEX_TIMING} for s, r in records.items()}
         return json.dumps(clean, indent=1, sort_keys=True).splitlines()
-    return [line for line in text.splitlines() if not line.lstrip().startswith(REPORT_HEADER)]
+    return [
+        WALL_TIME.sub(r"\1(not compared)", line)
+        for line in text.splitlines()
+        if not line.lstrip().startswith(REPORT_HEADER)
+    ]
 
 
 def dump_reports(folder: Path) -> dict[str, str]:
