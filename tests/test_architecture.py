@@ -204,9 +204,9 @@ def test_a_long_function_says_why():
 #: ``split_metrics``; ``cli.args.find_run``)
 RECORD_READERS = {"run", "runs", "find", "metrics", "split_metrics", "find_run"}
 RECORD_TYPES = {"RunRecord", "MetricRow"}
-#: modules outside runs/ that still read store records with string keys through the transitional
-#: ``record["name"]`` (``runs.store._DictReading``). This list only shrinks: a module leaves it once it
-#: reads attributes, and the transition ends with the last of them.
+#: modules outside runs/ still allowed to read store records with string keys. This list only shrinks, and
+#: it is empty: every module reads attributes, and the records take no string key any more (the
+#: dict-style reading that the conversion kept for a while is gone)
 NOT_YET_TYPED: set[str] = set()
 #: calls whose result holds what their first argument holds
 PASS_THROUGH = {"next", "max", "min", "sorted", "list", "reversed"}
@@ -269,7 +269,11 @@ class _Holders:
     def _bind(self, node: ast.AST) -> None:
         if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
             for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                if self.splits(node.value):
+                if isinstance(t, ast.Tuple) and isinstance(node.value, ast.Tuple):  # ra, rb = run(1), run(2)
+                    for name, value in zip(t.elts, node.value.elts, strict=False):
+                        if self.holds(value):
+                            self.records |= _names(name)
+                elif self.splits(node.value):
                     self.by_split |= _names(t)
                 elif self.holds(node.value):
                     # row, same = store.find(ref): the record is the first of the pair
@@ -307,8 +311,9 @@ class _Holders:
             return self.splits(v.func.value)
         if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in PASS_THROUGH:
             return any(self.holds(a) for a in v.args[:1])
-        if isinstance(v, ast.GeneratorExp | ast.ListComp):
-            return isinstance(v.elt, ast.Name) and any(self.holds(g.iter) for g in v.generators)
+        if isinstance(v, ast.GeneratorExp | ast.ListComp | ast.DictComp):  # {r.id: r for r in rows}
+            elt = v.value if isinstance(v, ast.DictComp) else v.elt
+            return isinstance(elt, ast.Name) and any(self.holds(g.iter) for g in v.generators)
         if isinstance(v, ast.BoolOp):
             return any(self.holds(x) for x in v.values)
         if isinstance(v, ast.IfExp):
@@ -394,9 +399,12 @@ def f(store, ref, r0: RunRecord, db, c: Compared):
     done = sorted(rows, key=len)[-1]
     cfg = {"status": 1}
     labels = {r["label"] for r in [{"label": 1}]}  # another r, a dict
+    by_id = {r.id: r for r in rows}
+    ra, n = store.run(1), 2
     return (
         row["status"], last.get("summary"), r0["config"], store.run(3)["label"], ms[0],
         done["wall_time"], find_run(db, ref)["checkpoint"], cfg["status"], acc, c.row["id"],
+        by_id[3]["error"], ra["uuid"],
     )
 """
     found = [x.split(" ", 1)[1] for x in _string_key_lookups(src, "probe")]
@@ -410,4 +418,6 @@ def f(store, ref, r0: RunRecord, db, c: Compared):
         "done['wall_time']",
         "find_run(db, ref)['checkpoint']",
         "c.row['id']",
+        "by_id[3]['error']",
+        "ra['uuid']",
     ], found

@@ -58,10 +58,8 @@ def test_readers_return_typed_frozen_records(db):
     # a row of a file that named the majority share token_chance, and lacks later columns
     old = MetricRow.of({"run_id": 1, "length": 8, "accuracy": 0.5, "token_chance": 0.75})
     assert old.token_majority == 0.75 and old.accuracy_low is None
-    # the transition: dict-style reading of a field, for code not yet converted
-    assert r["summary"] == r.summary and r.get("error", "none") == "none"
-    with pytest.raises(KeyError):
-        r["no such column"]
+    with pytest.raises(TypeError):
+        r["summary"]  # type: ignore[index]  # a field is an attribute
 
 
 def test_foreign_database_is_refused_and_untouched(tmp_path):
@@ -111,9 +109,9 @@ def test_full_database_loses_one_transaction_only(db, monkeypatch):
     with pytest.raises(UserError, match="rolled back"):
         s.finish_run(other, [LengthMetrics(n, 1, 1, 1, 1, 0.5, 4) for n in range(20, 60)], "ck", 1.0, {}, big)
     monkeypatch.undo()
-    assert [m["length"] for m in s.metrics(rid)] == [16] and s.curve(rid) == []
-    assert s.run(rid)["status"] == "complete"
-    assert s.metrics(other) == [] and s.curve(other) == [] and s.run(other)["status"] == "running"
+    assert [m.length for m in s.metrics(rid)] == [16] and s.curve(rid) == []
+    assert s.run(rid).status == "complete"
+    assert s.metrics(other) == [] and s.curve(other) == [] and s.run(other).status == "running"
 
 
 def test_mismatched_checkpoint_names_the_tensor(tmp_path):
@@ -185,11 +183,11 @@ def test_two_databases_in_one_folder_keep_their_own_checkpoints(tmp_path):
     assert main(TRAIN + ["--layers", "rnn", "--db", str(a)]) == 0
     assert main(TRAIN + ["--layers", "lstm", "--db", str(b)]) == 0
     ra, rb = Store(a).run(1), Store(b).run(1)  # both databases have a run 1
-    assert ra["checkpoint"] != rb["checkpoint"]
-    assert load_checkpoint(ra["checkpoint"])[1].model.layers == "rnn"
-    assert load_checkpoint(rb["checkpoint"])[1].model.layers == "lstm"
+    assert ra.checkpoint != rb.checkpoint
+    assert load_checkpoint(ra.checkpoint)[1].model.layers == "rnn"
+    assert load_checkpoint(rb.checkpoint)[1].model.layers == "lstm"
     for store, r in ((Store(a), ra), (Store(b), rb)):
-        assert sha256_file(r["checkpoint"]) == r["checkpoint_sha256"] and store.checkpoint_problem(r) is None
+        assert sha256_file(r.checkpoint) == r.checkpoint_sha256 and store.checkpoint_problem(r) is None
     assert sorted(p.name for p in (tmp_path / "x").iterdir()) == [
         "a.checkpoints",
         "a.db",
@@ -217,7 +215,7 @@ def test_a_checkpoint_that_is_not_the_runs_is_named(tmp_path, capsys):
 
     db = str(tmp_path / "r.db")
     assert main(TRAIN + ["--layers", "rnn", "--db", db]) == 0
-    ck = Store(db).run(1)["checkpoint"]
+    ck = Store(db).run(1).checkpoint
     _, config, extra = read_checkpoint(ck)
     other = build_model(ModelConfig(layers="rnn", d_model=2, d_state=4), get_task("parity"))
     save_checkpoint(other, config, ck, extra=extra)  # other weights, under the run's name and metadata
@@ -251,9 +249,9 @@ def test_a_database_folder_moves_with_its_checkpoints(tmp_path, capsys):
     shutil.move(tmp_path / "x", tmp_path / "y")
     store = Store(tmp_path / "y" / "a.db")
     r = store.run(1)
-    assert r["checkpoint"].startswith(str(tmp_path / "y")) and store.checkpoint_problem(r) is None
+    assert r.checkpoint.startswith(str(tmp_path / "y")) and store.checkpoint_problem(r) is None
     capsys.readouterr()
-    assert main(["eval", r["checkpoint"], "--lengths", "8"]) == 0
+    assert main(["eval", r.checkpoint, "--lengths", "8"]) == 0
     assert "warning" not in capsys.readouterr().err
 
 
@@ -274,11 +272,11 @@ def test_a_version_1_database_gains_the_new_columns_in_place(tmp_path):
     con.close()
     s = Store(p)
     old = s.run(1)
-    assert old["checkpoint"] == "runs/checkpoints/run1.safetensors" and old["uuid"] is None
+    assert old.checkpoint == "runs/checkpoints/run1.safetensors" and old.uuid is None
     assert s.checkpoint_problem(old) is None  # recorded before hashes: not checked
     rid = s.start_run(_cfg().model_dump(), key="k")
     assert (
-        s.run(rid)["uuid"]
+        s.run(rid).uuid
         and sqlite3.connect(p).execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
         == "2"
     )

@@ -30,8 +30,11 @@ A database is data, and no SQL it carries runs: every connection sets ``trusted_
 holding triggers or views (the schema has none) is refused by commands that write (a trigger would run on
 our inserts) and listed by :meth:`Store.check` (:func:`file_health.foreign_objects`).
 
-A database may come from others, so every row is read as data: a row whose JSON columns do not parse, are
-not objects, or whose status or numbers have the wrong type is *damaged*. Listings (:meth:`Store.runs`,
+The readers return frozen records, their fields typed: :class:`RunRecord` (a ``runs`` row: ``Store.run``,
+``runs``, ``find``) and :class:`MetricRow` (a ``metrics`` or ``split_metrics`` row); read their attributes
+(``r.summary``), they take no string key. A database may come from others, so every row is read as data:
+a row whose JSON columns do not parse, are not objects, or whose status or numbers have the wrong type is
+*damaged*. Listings (:meth:`Store.runs`,
 hence ``runs``, ``report``, a sweep's reuse) leave it out with one warning line naming its run id;
 reading that run alone (:meth:`Store.run`, ``runs show``, ``rerun``) is one error line naming it; and
 :meth:`Store.check` (``statetrack runs --check``) lists every damaged row of every table.
@@ -89,24 +92,8 @@ class RunStatus(StrEnum):
     INTERRUPTED = "interrupted"
 
 
-class _DictReading:
-    """TRANSITION (issue 65, typed records): ``record["name"]`` and ``record.get("name")`` read the field
-    ``name``, for the modules that still read records as dicts; ``tests/test_architecture.py`` lists them
-    (``NOT_YET_TYPED``, a list that only shrinks) and this class goes with the last of them. New code reads
-    the attributes."""
-
-    def __getitem__(self, name: str) -> Any:
-        if name not in self.__dataclass_fields__:  # type: ignore[attr-defined]
-            raise KeyError(name)
-        return getattr(self, name)
-
-    def get(self, name: str, default: Any = None) -> Any:
-        value = getattr(self, name, None) if name in self.__dataclass_fields__ else None  # type: ignore[attr-defined]
-        return default if value is None else value
-
-
 @dataclass(frozen=True)
-class RunRecord(_DictReading):
+class RunRecord:
     """A row of the ``runs`` table as the store reads it (``Store.run``, ``runs``, ``find``): its JSON
     columns parsed, its types checked (a row that fails is :class:`Damaged`), its checkpoint path made
     absolute. Columns an older file lacks read as None."""
@@ -142,7 +129,7 @@ class RunRecord(_DictReading):
 
 
 @dataclass(frozen=True)
-class MetricRow(_DictReading):
+class MetricRow:
     """A row of the ``metrics`` table (a run's headline draw) or of ``split_metrics`` (its other draws, the
     split being the key ``Store.split_metrics`` files it under): one test length. Columns an older file
     lacks read as None (its ``token_chance`` as ``token_majority``)."""
