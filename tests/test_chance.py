@@ -82,7 +82,7 @@ def test_modarith5_trained_at_64_sequences_stores_the_distribution(db):
     )
     ec = EvalConfig(lengths=[40, 64, 128, 256], batch_size=64, device="cpu")
     res = run(tc, ec, db=db)
-    stored = complete_result(Store(db), Store(db).runs()[0]["key"]).metrics
+    stored = complete_result(Store(db), Store(db).runs()[0].key).metrics
     auto = get_task("modarith:5").automaton()
     for m in stored:
         assert m.chance == pytest.approx(auto.label_distribution(m.length).max(), abs=1e-12)

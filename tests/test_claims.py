@@ -49,9 +49,9 @@ def test_a_live_claim_is_left_alone_a_stale_one_is_taken_over(db):
         c.execute("UPDATE claims SET heartbeat=heartbeat-31, process=NULL WHERE owner=?", (a.me,))
     assert b.claim("k").state == "claimed"
     row = store.run(rid)
-    assert row["status"] == "interrupted" and f"its sweep {a.me} stopped" in row["error"]
+    assert row.status == "interrupted" and f"its sweep {a.me} stopped" in row.error
     # a comes back (a suspended laptop): its run is not completed a second time
-    assert store.finish_run(rid, [], None, 1.0, {}) is False and store.run(rid)["status"] == "interrupted"
+    assert store.finish_run(rid, [], None, 1.0, {}) is False and store.run(rid).status == "interrupted"
 
 
 def test_a_claim_of_a_process_that_ended_is_taken_over_at_once(db):
@@ -103,10 +103,10 @@ def test_heartbeat_keeps_claims_live(db):
 def _once_each(db):
     """Every key of the grid complete exactly once, and which owners ran them."""
     rows = Store(db).runs(status="complete")
-    keys = [r["key"] for r in rows]
+    keys = [r.key for r in rows]
     assert len(keys) == 8 and len(set(keys)) == 8, keys
     assert not Store(db).runs(status="running")
-    return {r["owner"] for r in rows}
+    return {r.owner for r in rows}
 
 
 @pytest.mark.slow
@@ -134,8 +134,8 @@ def test_the_others_finish_the_runs_of_a_sweep_killed_with_sigkill(tmp_path, cli
     outs = [p.communicate(timeout=600) for p in procs[1:]]
     assert [p.returncode for p in procs[1:]] == [0, 0], [e for _, e in outs]
     _once_each(db)
-    dead = [r for r in Store(db).runs() if r["status"] == "interrupted"]
-    assert len(dead) == 1 and "claim taken over" in dead[0]["error"]
+    dead = [r for r in Store(db).runs() if r.status == "interrupted"]
+    assert len(dead) == 1 and "claim taken over" in dead[0].error
 
 
 @pytest.mark.slow
@@ -193,7 +193,7 @@ def test_a_heartbeat_in_the_future_is_taken_over_after_the_timeout(db):
     assert w["run_id"] == rid and w["age"] < -3500 and w["owner"] == "fast:1:clock"
     time.sleep(0.7)
     assert b.held_by_others() == set()
-    assert b.claim("k").state == "claimed" and store.run(rid)["status"] == "interrupted"
+    assert b.claim("k").state == "claimed" and store.run(rid).status == "interrupted"
 
 
 def test_a_sweep_says_what_it_waits_for_and_ends(tmp_path, rnn_study, monkeypatch):
@@ -223,6 +223,6 @@ def test_a_sweep_says_what_it_waits_for_and_ends(tmp_path, rnn_study, monkeypatc
         f"waiting for 1 run(s) that other sweeps hold: run {rid} (sweep fast:1:clock, heartbeat "
     )
     assert "s in the future (its clock is ahead); taken over if it stays unchanged for 2 s" in text
-    assert store.run(rid)["status"] == "interrupted"
+    assert store.run(rid).status == "interrupted"
     with store.transaction() as c:
         assert c.execute("SELECT COUNT(*) FROM claims").fetchone()[0] == 0

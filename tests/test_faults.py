@@ -57,9 +57,9 @@ def test_nan_loss_fails_the_run_at_that_step(db, monkeypatch):
     )
     assert bad.status == "failed" and bad.summary["failed_step"] == 7 and "nan" in bad.summary["reason"]
     store = Store(db)
-    rows = {r["id"]: r for r in store.runs()}
-    assert rows[bad.run_id]["status"] == "failed" and "step 7" in rows[bad.run_id]["error"]
-    assert rows[good.run_id]["status"] == "complete" and store.metrics(good.run_id)
+    rows = {r.id: r for r in store.runs()}
+    assert rows[bad.run_id].status == "failed" and "step 7" in rows[bad.run_id].error
+    assert rows[good.run_id].status == "complete" and store.metrics(good.run_id)
 
 
 def test_rerun_reproduces_stored_numbers(db):
@@ -75,7 +75,7 @@ def test_a_run_records_its_cpu_kernels_and_a_rerun_on_others_says_so(db, capsys)
     from statetrack.cli import main
 
     first = run(_cfg(seed=4), EvalConfig(lengths=[8], batch_size=8), db=db)
-    v = Store(db).run(first.run_id)["versions"]
+    v = Store(db).run(first.run_id).versions
     assert v["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     assert main(["rerun", str(first.run_id), "--db", str(db)]) == 0
     assert "warning" not in capsys.readouterr().err  # the same kernels: nothing to say
@@ -97,7 +97,7 @@ def test_interrupted_run_is_recorded_and_redone(db, monkeypatch):
     with contextlib.suppress(KeyboardInterrupt):
         run(_cfg(seed=5), EvalConfig(lengths=[8], batch_size=4), db=db)
     [r] = Store(db).runs()
-    assert r["status"] == "interrupted" and r["error"] == "interrupted by SIGINT"
+    assert r.status == "interrupted" and r.error == "interrupted by SIGINT"
     monkeypatch.undo()
     res = run(
         _cfg(seed=5), EvalConfig(lengths=[8], batch_size=4), db=db
@@ -125,7 +125,7 @@ def test_a_failed_final_database_write_leaves_no_orphan_checkpoint(db, monkeypat
         run(_cfg(seed=6), EvalConfig(lengths=list(range(8, 200)), batch_size=2), db=db)
     monkeypatch.undo()
     [r] = Store(db).runs()
-    assert r["status"] == "failed" and "could not be recorded" in r["error"]
+    assert r.status == "failed" and "could not be recorded" in r.error
     assert os.listdir(Store(db).checkpoint_dir) == []  # the checkpoint written first was removed
 
 
@@ -145,5 +145,5 @@ def test_a_diverging_run_is_failed_not_complete(db):
     res = run(cfg, EvalConfig(lengths=[16], batch_size=8), db=db)
     assert res.status == "failed" and "training diverged" in res.summary["reason"]
     [r] = Store(db).runs()
-    assert r["status"] == "failed" and "over 1000 times that of a uniform guess (0.693)" in r["error"]
+    assert r.status == "failed" and "over 1000 times that of a uniform guess (0.693)" in r.error
     assert diverged_limit(2) == pytest.approx(693.147, abs=1e-3)

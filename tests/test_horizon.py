@@ -148,7 +148,7 @@ def test_a_run_records_the_long_draw_and_the_horizons(db, dfa_task):
     h = res.summary["horizons"]
     # contains aba: 4 states, 6 pairs, each with a family
     assert h["horizon_max"] == 30 and len(h["pairs"]) == 6 == h["pairs_total"] and h["families_tested"] >= 6
-    again = complete_result(Store(db), Store(db).runs()[0]["key"])
+    again = complete_result(Store(db), Store(db).runs()[0].key)
     assert [(m.length, m.accuracy) for m in again.more["long"]] == [
         (m.length, m.accuracy) for m in res.more["long"]
     ]

@@ -147,8 +147,8 @@ def test_cli_init_fields_must_agree(tmp_path, capsys):
     from statetrack.runs.store import Store
 
     run = Store(db).runs()[-1]
-    assert run["config"]["model"] == build("s3-aussm").config.model.model_dump()
-    assert run["summary"]["best_step"] == 0
+    assert run.config["model"] == build("s3-aussm").config.model.model_dump()
+    assert run.summary["best_step"] == 0
 
 
 def test_cli_init_without_a_task_trains_on_the_construction_s(tmp_path, capsys):
@@ -176,6 +176,6 @@ def test_cli_init_without_a_task_trains_on_the_construction_s(tmp_path, capsys):
     )
     from statetrack.runs.store import Store
 
-    assert Store(db).runs()[-1]["task"] == build("s3-aussm").config.task == "group:S3"
+    assert Store(db).runs()[-1].task == build("s3-aussm").config.task == "group:S3"
     assert main(["train", "--task", "parity", "--init", "construction:s3-aussm", "--db", db]) == 2
     assert "solves 'group:S3', not 'parity'" in capsys.readouterr().err

@@ -489,17 +489,17 @@ def lm_run(tmp_path_factory):
 
 def test_eval_of_an_lm_checkpoint_scores_the_test_split(lm_run, capsys):
     db, r = lm_run
-    assert main(["eval", r["checkpoint"], "--lengths", "32,128", "--tokens", "512", "--json"]) == 0
+    assert main(["eval", r.checkpoint, "--lengths", "32,128", "--tokens", "512", "--json"]) == 0
     rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert [x["length"] for x in rows] == [32, 128] and all(0 < x["bpb"] < math.log2(V) for x in rows)
     assert rows[0]["buckets"][-1]["hi"] == 32
-    assert main(["eval", r["checkpoint"], "--lengths", "32", "--tokens", "512"]) == 0
+    assert main(["eval", r.checkpoint, "--lengths", "32", "--tokens", "512"]) == 0
     assert "bpb" in capsys.readouterr().out
 
 
 def test_rerun_of_an_lm_run_compares_its_bpb(lm_run, capsys):
     db, r = lm_run
-    assert main(["rerun", str(r["id"]), "--db", db, "--json"]) == 0  # 0: the same numbers, bpb included
+    assert main(["rerun", str(r.id), "--db", db, "--json"]) == 0  # 0: the same numbers, bpb included
     rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert [x["length"] for x in rows] == [32, 64] and all("bpb" in x for x in rows)
 
@@ -508,11 +508,11 @@ def test_a_tiny_model_beats_the_uniform_predictor(lm_run):
     from statetrack.runs.store import Store
 
     db, r = lm_run
-    rows = Store(db).lm_metrics(r["id"])
+    rows = Store(db).lm_metrics(r.id)
     assert [x["length"] for x in rows] == [32, 64]
     assert all(x["bpb"] < math.log2(V) - 2 for x in rows)  # 40 steps: far below 8.02 bits
     assert rows[0]["buckets"][0]["lo"] == 0 and rows[0]["answer_tokens"] > 0
-    assert r["summary"]["corpus"]["sha256"]["test"] and r["summary"]["params"] > 0
+    assert r.summary["corpus"]["sha256"]["test"] and r.summary["params"] > 0
 
 
 def test_store_migrates_a_version_1_database(tmp_path):
@@ -531,7 +531,7 @@ def test_store_migrates_a_version_1_database(tmp_path):
     con.close()
     s = Store(path)
     assert s.schema_version() == SCHEMA_VERSION == 2
-    assert s.lm_metrics(1) == [] and s.runs()[0]["model"] == "rnn"
+    assert s.lm_metrics(1) == [] and s.runs()[0].model == "rnn"
 
 
 def test_run_keys_of_older_configs_are_unchanged():
@@ -546,7 +546,7 @@ def test_run_keys_of_older_configs_are_unchanged():
 
 def test_generate_prints_text(lm_run, capsys):
     db, r = lm_run
-    argv = ["generate", r["checkpoint"], "--prompt", "a = 1\nb = ", "--tokens", "40", "--temperature", "0"]
+    argv = ["generate", r.checkpoint, "--prompt", "a = 1\nb = ", "--tokens", "40", "--temperature", "0"]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert out.startswith("a = 1\nb = ") and len(out) > len("a = 1\nb = ") + 5
@@ -564,7 +564,7 @@ def test_generate_prints_text(lm_run, capsys):
     ],
 )
 def test_generate_bad_input(lm_run, capsys, extra, needle):
-    assert main(["generate", lm_run[1]["checkpoint"]] + extra) == 2
+    assert main(["generate", lm_run[1].checkpoint] + extra) == 2
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1 and "Traceback" not in err
 
@@ -595,7 +595,7 @@ def test_generate_needs_a_language_model(db, capsys, tmp_path):
     )
     from statetrack.runs.store import Store
 
-    ck = Store(db).runs()[0]["checkpoint"]
+    ck = Store(db).runs()[0].checkpoint
     capsys.readouterr()
     assert main(["generate", ck]) == 2
     err = capsys.readouterr().err

@@ -140,7 +140,7 @@ def test_rerun_labels_are_unique_and_a_shared_label_is_said(tmp_path, capsys):
     ev = EvalConfig(lengths=[16], batch_size=32, device="cpu")
     first = run(_cfg("rnn", 10), ev, db=db, label="s3")
     new, diffs = rerun(first.run_id, db)
-    assert diffs == {} and Store(db).run(new.run_id)["label"] == "s3-rerun-2"
+    assert diffs == {} and Store(db).run(new.run_id).label == "s3-rerun-2"
     # identical reruns: identical intervals, and the caption says that sampling can explain any difference
     from statetrack.report.compare import compare_runs
 

@@ -205,7 +205,7 @@ def test_store_migrates_a_version_1_file(tmp_path):
     con.close()
     store = Store(db)
     rows = store.metrics(1)
-    assert rows[0]["accuracy"] == 0.75 and rows[0]["accuracy_low"] is None
+    assert rows[0].accuracy == 0.75 and rows[0].accuracy_low is None
     m = LengthMetrics.from_row(rows[0])
     assert (m.accuracy_low, m.accuracy_high) == pytest.approx(wilson(96, 128))
     rid = store.start_run({"model": {"layers": "rnn"}, "task": "tomita:2", "seed": 0})
@@ -216,10 +216,8 @@ def test_store_migrates_a_version_1_file(tmp_path):
         1.0,
         {},
     )
-    back = {r["length"]: r for r in store.metrics(rid)}
-    assert (
-        back[7]["note"] == "no accepted string of length 7" and back[16]["accuracy_high"] == m.accuracy_high
-    )
+    back = {r.length: r for r in store.metrics(rid)}
+    assert back[7].note == "no accepted string of length 7" and back[16].accuracy_high == m.accuracy_high
     con = sqlite3.connect(db)
     assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(
         SCHEMA_VERSION

@@ -109,7 +109,7 @@ def test_an_interrupt_in_the_api_starts_no_further_run(db, grid8):
     with pytest.raises(KeyboardInterrupt):
         sweep(grid8(5), db=db, workers=1, on_done=on_done)
     store = Store(db)
-    assert [r["status"] for r in store.runs()] == ["complete"] and seen == [1]
+    assert [r.status for r in store.runs()] == ["complete"] and seen == [1]
     with store.transaction() as c:
         assert c.execute("SELECT COUNT(*) FROM claims").fetchone()[0] == 0
     _, results = sweep(grid8(5), db=db, workers=1)  # the next sweep does the rest

@@ -1,3 +1,5 @@
+import dataclasses
+import json
 import sqlite3
 
 import pytest
@@ -5,7 +7,7 @@ import torch
 
 from statetrack import ModelConfig, TrainConfig, build_model, get_task
 from statetrack.errors import UserError
-from statetrack.runs.store import Store
+from statetrack.runs.store import MetricRow, RunRecord, RunStatus, Store
 from statetrack.training.checkpoint import load_checkpoint, save_checkpoint
 from statetrack.training.evaluation import LengthMetrics
 
@@ -17,13 +19,47 @@ def _cfg():
 def test_run_lifecycle(db):
     s = Store(db)
     rid = s.start_run(_cfg().model_dump(), study="x", label="y", key="k")
-    assert s.run(rid)["status"] == "running"
+    assert s.run(rid).status is RunStatus.RUNNING
     s.finish_run(rid, [LengthMetrics(16, 1, 1, 1, 1, 0.5, 4)], "ck", 1.5, {"a": 1}, [{"step": 1, "v": 2}])
     r = s.run(rid)
-    assert r["status"] == "complete" and r["config"]["model"]["layers"] == "mamba,s4d"
-    assert r["versions"]["torch"] == torch.__version__
-    assert s.metrics(rid)[0]["length"] == 16 and s.curve(rid) == [{"step": 1, "v": 2}]
-    assert s.runs(key="k")[0]["id"] == rid
+    assert r.status is RunStatus.COMPLETE and r.config["model"]["layers"] == "mamba,s4d"
+    assert r.versions is not None and r.versions["torch"] == torch.__version__
+    assert s.metrics(rid)[0].length == 16 and s.curve(rid) == [{"step": 1, "v": 2}]
+    assert s.runs(key="k")[0].id == rid
+
+
+def test_readers_return_typed_frozen_records(db):
+    """The store's readers return records: each column a typed attribute, the status its enum, nothing
+    writable; a metric row's numbers as stored, bit for bit."""
+    s = Store(db)
+    rid = s.start_run(_cfg().model_dump(), study="x", label="y", key="k")
+    m = LengthMetrics(16, 0.1 + 0.2, 1, 1, 1, 0.5, 4, token_majority=0.625, decided=True)
+    s.finish_run(rid, [m], None, 1.5, {"a": 1}, split_metrics={"long": [m]})
+    r = s.run(rid)
+    assert isinstance(r, RunRecord) and (r.id, r.study, r.label, r.key) == (rid, "x", "y", "k")
+    assert (r.model, r.task, r.seed, r.summary, r.wall_time, r.checkpoint) == (
+        "mamba,s4d",
+        "parity",
+        0,
+        {"a": 1},
+        1.5,
+        None,
+    )
+    assert isinstance(r.created, float) and isinstance(r.uuid, str) and r.error is None
+    assert json.loads(json.dumps(r.as_dict()))["status"] == "complete"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.status = RunStatus.FAILED  # type: ignore[misc]
+    (row,) = s.metrics(rid)
+    assert isinstance(row, MetricRow) and row.run_id == rid and row.accuracy == 0.1 + 0.2
+    assert (row.token_majority, row.decided, row.note) == (0.625, 1, None)
+    assert s.split_metrics(rid) == {"long": [row]}
+    assert LengthMetrics.from_row(row) == LengthMetrics.from_row(row.as_dict())
+    assert LengthMetrics.from_row(row).accuracy == m.accuracy and LengthMetrics.from_row(row).decided is True
+    # a row of a file that named the majority share token_chance, and lacks later columns
+    old = MetricRow.of({"run_id": 1, "length": 8, "accuracy": 0.5, "token_chance": 0.75})
+    assert old.token_majority == 0.75 and old.accuracy_low is None
+    with pytest.raises(TypeError):
+        r["summary"]  # type: ignore[index]  # a field is an attribute
 
 
 def test_foreign_database_is_refused_and_untouched(tmp_path):
@@ -73,9 +109,9 @@ def test_full_database_loses_one_transaction_only(db, monkeypatch):
     with pytest.raises(UserError, match="rolled back"):
         s.finish_run(other, [LengthMetrics(n, 1, 1, 1, 1, 0.5, 4) for n in range(20, 60)], "ck", 1.0, {}, big)
     monkeypatch.undo()
-    assert [m["length"] for m in s.metrics(rid)] == [16] and s.curve(rid) == []
-    assert s.run(rid)["status"] == "complete"
-    assert s.metrics(other) == [] and s.curve(other) == [] and s.run(other)["status"] == "running"
+    assert [m.length for m in s.metrics(rid)] == [16] and s.curve(rid) == []
+    assert s.run(rid).status == "complete"
+    assert s.metrics(other) == [] and s.curve(other) == [] and s.run(other).status == "running"
 
 
 def test_mismatched_checkpoint_names_the_tensor(tmp_path):
@@ -91,7 +127,7 @@ import os, sys, types
 package = types.ModuleType("statetrack")
 package.__path__ = [sys.argv[1]]
 sys.modules["statetrack"] = package
-from statetrack.runs.store import Store
+from statetrack.runs.store import MetricRow, RunRecord, RunStatus, Store
 with Store(sys.argv[2]).transaction() as c:
     c.execute("INSERT INTO claims VALUES (?, 'race', NULL, 0, 0)", (str(os.getpid()),))
 """
@@ -147,11 +183,11 @@ def test_two_databases_in_one_folder_keep_their_own_checkpoints(tmp_path):
     assert main(TRAIN + ["--layers", "rnn", "--db", str(a)]) == 0
     assert main(TRAIN + ["--layers", "lstm", "--db", str(b)]) == 0
     ra, rb = Store(a).run(1), Store(b).run(1)  # both databases have a run 1
-    assert ra["checkpoint"] != rb["checkpoint"]
-    assert load_checkpoint(ra["checkpoint"])[1].model.layers == "rnn"
-    assert load_checkpoint(rb["checkpoint"])[1].model.layers == "lstm"
+    assert ra.checkpoint != rb.checkpoint
+    assert load_checkpoint(ra.checkpoint)[1].model.layers == "rnn"
+    assert load_checkpoint(rb.checkpoint)[1].model.layers == "lstm"
     for store, r in ((Store(a), ra), (Store(b), rb)):
-        assert sha256_file(r["checkpoint"]) == r["checkpoint_sha256"] and store.checkpoint_problem(r) is None
+        assert sha256_file(r.checkpoint) == r.checkpoint_sha256 and store.checkpoint_problem(r) is None
     assert sorted(p.name for p in (tmp_path / "x").iterdir()) == [
         "a.checkpoints",
         "a.db",
@@ -179,7 +215,7 @@ def test_a_checkpoint_that_is_not_the_runs_is_named(tmp_path, capsys):
 
     db = str(tmp_path / "r.db")
     assert main(TRAIN + ["--layers", "rnn", "--db", db]) == 0
-    ck = Store(db).run(1)["checkpoint"]
+    ck = Store(db).run(1).checkpoint
     _, config, extra = read_checkpoint(ck)
     other = build_model(ModelConfig(layers="rnn", d_model=2, d_state=4), get_task("parity"))
     save_checkpoint(other, config, ck, extra=extra)  # other weights, under the run's name and metadata
@@ -213,9 +249,9 @@ def test_a_database_folder_moves_with_its_checkpoints(tmp_path, capsys):
     shutil.move(tmp_path / "x", tmp_path / "y")
     store = Store(tmp_path / "y" / "a.db")
     r = store.run(1)
-    assert r["checkpoint"].startswith(str(tmp_path / "y")) and store.checkpoint_problem(r) is None
+    assert r.checkpoint.startswith(str(tmp_path / "y")) and store.checkpoint_problem(r) is None
     capsys.readouterr()
-    assert main(["eval", r["checkpoint"], "--lengths", "8"]) == 0
+    assert main(["eval", r.checkpoint, "--lengths", "8"]) == 0
     assert "warning" not in capsys.readouterr().err
 
 
@@ -236,11 +272,11 @@ def test_a_version_1_database_gains_the_new_columns_in_place(tmp_path):
     con.close()
     s = Store(p)
     old = s.run(1)
-    assert old["checkpoint"] == "runs/checkpoints/run1.safetensors" and old["uuid"] is None
+    assert old.checkpoint == "runs/checkpoints/run1.safetensors" and old.uuid is None
     assert s.checkpoint_problem(old) is None  # recorded before hashes: not checked
     rid = s.start_run(_cfg().model_dump(), key="k")
     assert (
-        s.run(rid)["uuid"]
+        s.run(rid).uuid
         and sqlite3.connect(p).execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
         == "2"
     )

@@ -88,14 +88,11 @@ def _numbers(db, study):
     store = Store(db)
     out, per_key = {}, {}
     for r in store.runs(study=study):
-        if r["status"] != "complete":
+        if r.status != "complete":
             continue
-        per_key[r["key"]] = per_key.get(r["key"], 0) + 1
-        ms = [
-            (m["length"], m["accuracy"], m["token_accuracy"], m["scaled_accuracy"])
-            for m in store.metrics(r["id"])
-        ]
-        out[(r["label"], r["seed"], r["config"]["lr"])] = (ms, r["summary"]["best_val_accuracy"])
+        per_key[r.key] = per_key.get(r.key, 0) + 1
+        ms = [(m.length, m.accuracy, m.token_accuracy, m.scaled_accuracy) for m in store.metrics(r.id)]
+        out[(r.label, r.seed, r.config["lr"])] = (ms, r.summary["best_val_accuracy"])
     return out, per_key
 
 
@@ -324,7 +321,7 @@ def test_sigkill_mid_sweep_then_resume(tmp_path):
     os.killpg(proc.pid, signal.SIGKILL)  # the sweep and any worker it started
     proc.wait()
     store = Store(db)
-    first = {r["key"]: r["status"] for r in store.runs()}
+    first = {r.key: r.status for r in store.runs()}
     assert list(first.values()).count("complete") >= 1 and list(first.values()).count("complete") < 4
     assert "running" in first.values()  # the run killed mid-way
 
@@ -333,7 +330,7 @@ def test_sigkill_mid_sweep_then_resume(tmp_path):
     assert again.returncode == 0, err.decode()
     assert "reused" in out.decode()
     rows = Store(db).runs()
-    statuses = [r["status"] for r in rows]
+    statuses = [r.status for r in rows]
     assert statuses.count("complete") == 4 and "running" not in statuses
     assert statuses.count("interrupted") == 1
     killed, per_key = _numbers(db, "tiny-sweep")
@@ -367,7 +364,7 @@ def test_ray_executor_matches_local(tmp_path):
     assert local == viaray and lk == rk  # same numbers, same keys
     for _, r in results:  # the driver wrote checkpoints, curves and the worker's versions
         assert Path(r.checkpoint).is_file() and Store(ray_db).curve(r.run_id)
-        assert Store(ray_db).run(r.run_id)["versions"]["threads"] == 1
+        assert Store(ray_db).run(r.run_id).versions["threads"] == 1
     _, again = sweep(path, db=ray_db, workers=2, executor="ray")
     assert all(r.reused for _, r in again) and Store(ray_db).counts()["runs"] == 4
 

@@ -192,3 +192,58 @@ def test_balanced_training_variant():
     assert get_task("tomita:2").sample_batch(np.random.default_rng(0), 40, 50).targets[:, -1].sum() == 0
     with pytest.raises(UserError, match="unknown option 'even' for task family 'tomita'"):
         get_task("tomita:2/even")
+
+
+def test_split_is_an_enum_whose_text_round_trips(tmp_path):
+    """A split's text (config, study YAML, command line) becomes a ``Split``, and what is stored or printed
+    is the same text again; the order of the splits is part of every draw's seed."""
+    from statetrack.config import EvalConfig, Split, TrainConfig, load_run_config, parse_override, run_configs
+    from statetrack.tasks.draws import SPLITS, check_split, test_rng
+
+    assert [s.value for s in SPLITS] == ["train", "test", "long"]
+    assert check_split("long") is Split.LONG and check_split(Split.TEST) is Split.TEST
+    with pytest.raises(
+        UserError, match=r"unknown split 'lnog'; allowed: train, test, long \(did you mean 'long'"
+    ):
+        check_split("lnog")
+    # the draw's seed is (seed, position of the split, length), as when the splits were strings
+    for i, s in enumerate(SPLITS):
+        assert test_rng(7, s, 30).integers(1 << 30) == np.random.default_rng([7, i, 30]).integers(1 << 30)
+        assert test_rng(7, s.value, 30).integers(1 << 30) == test_rng(7, s, 30).integers(1 << 30)
+
+    cfg = TrainConfig(model={"layers": "rnn"}, task="tomita:1", train_split="long")
+    assert cfg.train_split is Split.LONG
+    stored = json.loads(json.dumps(cfg.key_dict()))
+    assert stored["train_split"] == "long" and TrainConfig(**stored).train_split is Split.LONG
+    assert EvalConfig(test_split="test+long").splits == [Split.TEST, Split.LONG]
+    assert all(type(s) is Split for s in EvalConfig(test_split="long").splits)
+    # a config file's text -> the enum -> the same text in the stored config
+    (tmp_path / "c.yaml").write_text("model: {layers: rnn}\ntask: tomita:1\ntrain_split: long\n")
+    train, _ = run_configs(load_run_config(tmp_path / "c.yaml"))
+    assert (
+        train.train_split is Split.LONG
+        and json.loads(json.dumps(train.model_dump()))["train_split"] == "long"
+    )
+    assert parse_override("train_split=test") == ("train_split", Split.TEST)
+    (tmp_path / "bad.yaml").write_text("model: {layers: rnn}\ntask: parity\ntrain_split: lnog\n")
+    with pytest.raises(
+        UserError, match=r"key 'train_split' expects one of 'train', 'test', 'long'.*did you mean 'long'"
+    ):
+        load_run_config(tmp_path / "bad.yaml")
+
+
+def test_split_from_a_study_file_and_the_command_line(capsys):
+    from statetrack.cli import main
+    from statetrack.config import Split
+    from statetrack.experiments import load_study
+
+    zoo = load_study("frontier-zoo")
+    cells = [c for c in zoo.grid_cells("long-draw", device="cpu") if c.column == "Tomita 1"]
+    assert cells and all(c.job(c.lrs[0], 0).train.train_split is Split.LONG for c in cells)
+    assert main(["sample", "tomita:1", "--split", "long", "--length", "6", "--n", "1", "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert rows[0]["split"] == "long" and rows[-1]["label_shares"]["split"] == "long"
+    assert main(["sample", "parity", "--split", "lnog"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "invalid choice: 'lnog' (did you mean 'long'?)" in err
+    assert "(choose from train, test, long)" in err

@@ -189,7 +189,7 @@ def test_a_full_disk(capsys, ckpt, mount_tmpfs):
     ] == []  # no new file, no 0-byte file
     assert not [f for f in after if f.endswith((".tmp", ".creating"))]
     Path(full / "filler").unlink()
-    assert [r["status"] for r in Store(db).runs()] == ["complete"]
+    assert [r.status for r in Store(db).runs()] == ["complete"]
 
 
 @pytest.mark.parametrize("free", [40_000, 80_000, 120_000, 160_000, 200_000])
@@ -260,8 +260,8 @@ def test_a_checkpoint_that_does_not_fit_keeps_the_runs_metrics(capsys, mount_tmp
         "No space left on device",
     )
     [r] = Store(db).runs()
-    assert r["status"] == "complete" and r["checkpoint"] is None and Store(db).metrics(1)
-    assert "No space left on device" in r["summary"]["checkpoint_error"] and "run1-" in err
+    assert r.status == "complete" and r.checkpoint is None and Store(db).metrics(1)
+    assert "No space left on device" in r.summary["checkpoint_error"] and "run1-" in err
     assert _files(full / "r.checkpoints") == []  # no half-written file
 
 

@@ -63,6 +63,19 @@ class Supervision(StrEnum):
     EVERY = "every"
 
 
+class Split(StrEnum):
+    """A draw of a task's sequences (``statetrack.tasks.draws``). Its value is the text that configs,
+    study files, the command line and the database hold; the order is part of each draw's seed
+    (``draws.test_rng``), so a new draw goes last."""
+
+    #: the training draw (``Task.sample_batch``)
+    TRAIN = "train"
+    #: the task's test draw (balanced final labels where the training draw lets a constant answer score well)
+    TEST = "test"
+    #: the long-range draw of a regular task (the last half of each string leaves every label possible)
+    LONG = "long"
+
+
 class ModelConfig(_Config):
     """embedding -> blocks (norm, mixer, residual, optional MLP) -> norm -> head."""
 
@@ -149,8 +162,8 @@ class TrainConfig(_Config):
         "'every' (each prefix's answer, for tasks that define one; validation and "
         "tests still score the task's own positions)",
     )
-    train_split: Literal["train", "test", "long"] = Field(
-        "train",
+    train_split: Split = Field(
+        Split.TRAIN,
         description="the draw of the training and validation strings: 'train' (the task's training "
         "draw), 'test' (its test draw: balanced final labels) or 'long' (the long-range draw of a "
         "regular task: the last half of each string leaves every label possible); at a length where "
@@ -281,9 +294,9 @@ class EvalConfig(_Config):
     LATE_FIELDS: ClassVar[tuple[str, ...]] = ("tokens", "test_split", "horizons", "windows")
 
     @property
-    def splits(self) -> list[str]:
-        """The draws scored, the headline first: ['test'], ['long'] or ['test', 'long']."""
-        return self.test_split.split("+")
+    def splits(self) -> list[Split]:
+        """The draws scored, the headline first: [TEST], [LONG] or [TEST, LONG]."""
+        return [Split(s) for s in self.test_split.split("+")]
 
     @field_validator("lengths")
     @classmethod

@@ -46,6 +46,7 @@ from statetrack.report.writer import collect
 from statetrack.reproduce import sweep
 from statetrack.runs.store import DEFAULT_DB, RunStatus, Store
 from statetrack.spec import parse_layers
+from statetrack.tasks.draws import check_split
 from statetrack.theory.verdicts import Decision, Verdict, oracle
 from statetrack.untrusted import MAX_JSON_BYTES, markdown_lines, markdown_link, read_text
 
@@ -416,7 +417,7 @@ def published_rows(path: str | Path) -> list[tuple[str, list[VerdictCell | None]
                 _num(r["chance"]),
                 int(r["n"]),
                 [int(lo), int(hi or lo)] if lo else [],
-                r["split"],
+                check_split(r["split"]),
             )
         )
     return [(m, [cells.get((m, c)) for c in columns]) for m in order]

@@ -7,9 +7,9 @@ import os
 import shlex
 import sys
 
-from statetrack.config import MAX_PARAMS, MAX_SEED
+from statetrack.config import MAX_PARAMS, MAX_SEED, Split
 from statetrack.errors import UserError, did_you_mean
-from statetrack.runs.store import DEFAULT_DB, RunStatus, Store
+from statetrack.runs.store import DEFAULT_DB, RunRecord, RunStatus, Store
 from statetrack.untrusted import terminal_text
 
 
@@ -108,6 +108,15 @@ def parse_seed(text: str) -> int:
     return value
 
 
+def parse_split(text: str) -> Split | str:
+    """A ``--split`` value: the ``Split`` it names (text that names none stays text, so that the option's
+    choices refuse it in one line with the closest ones)."""
+    try:
+        return Split(text)
+    except ValueError:
+        return text
+
+
 def parse_range(text: str) -> tuple[int, int]:
     parts = text.replace(":", "-").split("-") if not text.startswith("-") else [text]
     try:
@@ -150,7 +159,7 @@ RUN_REF = (
 )
 
 
-def find_run(db: str, ref: str) -> dict:
+def find_run(db: str, ref: str) -> RunRecord:
     """The stored run that ``ref`` names in ``db`` (see RUN_REF; ``Store.find``); a UserError names a bad
     one, and a label that several complete runs share is said on stderr (the latest is taken)."""
     run, same = Store(db, readonly=True).find(ref)  # it only reads
@@ -158,7 +167,7 @@ def find_run(db: str, ref: str) -> dict:
         print(
             terminal_text(
                 f"note: {len(same)} complete runs are labelled {str(ref).strip()!r} in {db!r} (ids "
-                f"{', '.join(map(str, same))}); this is the latest, run {run['id']} (name another by its id)"
+                f"{', '.join(map(str, same))}); this is the latest, run {run.id} (name another by its id)"
             ),
             file=sys.stderr,
         )
@@ -180,9 +189,9 @@ def checkpoint_path(a) -> str:
     if not text.startswith("run:"):
         return text
     r = find_run(a.db, text[4:])
-    if r["status"] != RunStatus.COMPLETE or not r["checkpoint"]:
-        raise UserError(f"run {r['id']} is {r['status']} and has no checkpoint; name a complete run")
-    return str(r["checkpoint"])
+    if r.status != RunStatus.COMPLETE or not r.checkpoint:
+        raise UserError(f"run {r.id} is {r.status} and has no checkpoint; name a complete run")
+    return str(r.checkpoint)
 
 
 def add_json(q, what: str = "one object per (run, length)") -> None:

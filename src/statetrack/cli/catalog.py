@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from statetrack.cli.args import add_json, parse_seed
+from statetrack.cli.args import add_json, parse_seed, parse_split
 from statetrack.cli.output import emit_rows, rows_out, say, show, width
+from statetrack.config import Split
 from statetrack.errors import UserError
 
 
@@ -147,8 +148,9 @@ def add_commands(sub) -> None:
     q.add_argument("task", help="a task string, e.g. parity, group:S3, modcount:3, tomita:5")
     q.add_argument(
         "--split",
-        default="train",
-        choices=["train", "test", "long"],
+        type=parse_split,
+        default=Split.TRAIN,
+        choices=list(Split),
         help="train: the training draw; test: the test draw that eval scores; long: the long-range "
         "draw of a regular task (the last ceil(L/2) symbols leave both labels possible, the "
         "label is drawn independently of them; docs/long-range.md) (default: train)",

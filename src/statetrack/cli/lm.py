@@ -8,8 +8,9 @@ import json
 import sys
 from operator import itemgetter
 
-from statetrack.cli.args import add_checkpoint, add_json, checkpoint_path, parse_seed
+from statetrack.cli.args import add_checkpoint, add_json, checkpoint_path, parse_seed, parse_split
 from statetrack.cli.output import Col, print_table, say
+from statetrack.config import Split
 from statetrack.errors import UserError
 from statetrack.untrusted import terminal_text
 
@@ -199,7 +200,11 @@ def add_suite_options(q, n: int) -> None:
     q.add_argument("--lengths", default="16,64", help="lengths, comma-separated (default 16,64)")
     q.add_argument("--n", type=int, default=n, help=f"documents per task and length (default {n})")
     q.add_argument(
-        "--split", default="test", choices=["test", "long"], help="the draw: test or long (long-range)"
+        "--split",
+        type=parse_split,
+        default=Split.TEST,
+        choices=[Split.TEST, Split.LONG],
+        help="the draw: test or long (long-range)",
     )
     q.add_argument("--seed", type=parse_seed, default=0, help="the draw's seed (default 0, the evaluation's)")
 

@@ -16,6 +16,7 @@ from statetrack.cli.args import (
     checkpoint_path,
     find_run,
     parse_range,
+    parse_split,
 )
 from statetrack.cli.lm import print_lm_metrics, with_lm
 from statetrack.cli.options import add_eval_options, add_train_options, given
@@ -31,9 +32,10 @@ from statetrack.cli.output import (
     show,
 )
 from statetrack.cli.progress import RunProgress
+from statetrack.config import Split
 from statetrack.errors import UserError
 from statetrack.progress import warn
-from statetrack.runs.store import RunStatus
+from statetrack.runs.store import RunRecord, RunStatus
 from statetrack.untrusted import confusable, terminal_text
 
 #: the runs a listing shows by default (the latest ones; ``runs --last 0`` lists every run)
@@ -156,10 +158,10 @@ def learned_text(tcfg, summary: dict) -> str:
     return f", learnt at step {at:,}"
 
 
-def print_splits(title: str, headline: str, metrics, more: dict, horizons: dict | None) -> None:
+def print_splits(title: str, headline: Split, metrics, more: dict, horizons: dict | None) -> None:
     """The per-length table of each draw scored (the headline first), then the failure horizons."""
     for split, ms in {headline: metrics, **(more or {})}.items():
-        print_metrics(title + ("" if split == "test" else f" [{SPLIT_NAMES[split]}]"), ms)
+        print_metrics(title + ("" if split is Split.TEST else f" [{SPLIT_NAMES[split]}]"), ms)
     if horizons:
         print_horizons(horizons)
         _flag_draws({headline: metrics, **(more or {})}, horizons)
@@ -182,8 +184,8 @@ def _flag_draws(draws: dict, horizons: dict) -> None:
 
 
 SPLIT_NAMES = {
-    "test": "test draw",
-    "long": "long-range draw: the last half of each string leaves both labels possible",
+    Split.TEST: "test draw",
+    Split.LONG: "long-range draw: the last half of each string leaves both labels possible",
 }
 
 
@@ -247,11 +249,11 @@ RUN_COLUMNS = [
 ]
 
 
-def _show(store, r: dict, as_json: bool) -> int:
+def _show(store, r: RunRecord, as_json: bool) -> int:
     from statetrack.runs.records import run_detail
     from statetrack.training.evaluation import LengthMetrics
 
-    run_id = r["id"]
+    run_id = r.id
     problem = store.checkpoint_problem(r)
     if problem:
         print(terminal_text(f"warning: {problem}"), file=sys.stderr)
@@ -487,25 +489,25 @@ def cmd_rerun(a):
 
     store = Store(a.db, create=False)
     old = find_run(a.db, a.run_id)
-    a.run_id = old["id"]
-    if old["status"] != RunStatus.COMPLETE:
-        raise UserError(f"run {a.run_id} is {old['status']}; only complete runs can be rerun and compared")
+    a.run_id = old.id
+    if old.status != RunStatus.COMPLETE:
+        raise UserError(f"run {a.run_id} is {old.status}; only complete runs can be rerun and compared")
     problem = store.checkpoint_problem(old)
     if problem:
         print(
             f"warning: {problem} (the rerun trains from the stored config, not from the file)",
             file=sys.stderr,
         )
-    was, now = (old["versions"] or {}).get("cpu_capability"), versions()["cpu_capability"]
+    was, now = (old.versions or {}).get("cpu_capability"), versions()["cpu_capability"]
     if was and was != now:
         print(
             f"warning: run {a.run_id} trained on {was} kernels and this machine's are {now}: their rounding "
             "differs, so a run that rounding can move may not reproduce",
             file=sys.stderr,
         )
-    cfg = old["config"]
+    cfg = old.config
     with RunProgress(
-        f"rerun {a.run_id}: {old['model']} on {old['task']}", cfg["steps"], len(cfg["eval"]["lengths"])
+        f"rerun {a.run_id}: {old.model} on {old.task}", cfg["steps"], len(cfg["eval"]["lengths"])
     ) as prog:
         new, diffs = rerun(
             a.run_id,
@@ -529,7 +531,7 @@ def cmd_rerun(a):
         )
     else:
         verdict = "identical metrics" if not diffs else f"DIFFERENT metrics at lengths {sorted(diffs)}"
-        label = Store(a.db, readonly=True).run(new.run_id)["label"]
+        label = Store(a.db, readonly=True).run(new.run_id).label
         say(f"run {a.run_id} rerun as run {new.run_id}{f' (label {label})' if label else ''}: {verdict}")
     return 0 if not diffs else 1
 
@@ -606,8 +608,9 @@ def add_commands(sub) -> None:
     )
     q.add_argument(
         "--split",
-        default="test",
-        choices=["test", "long"],
+        type=parse_split,
+        default=Split.TEST,
+        choices=[Split.TEST, Split.LONG],
         help="compare: the draw whose accuracy is compared (long: the long-range draw)",
     )
     q.add_argument("--all", action="store_true", help="compare: every config key, not only those that differ")
@@ -652,8 +655,9 @@ def add_commands(sub) -> None:
     )
     q.add_argument(
         "--split",
-        default="test",
-        choices=["test", "long"],
+        type=parse_split,
+        default=Split.TEST,
+        choices=[Split.TEST, Split.LONG],
         help="the draw whose accuracy is plotted (long: the long-range draw)",
     )
     add_db(q)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from statetrack.config import Split
 from statetrack.errors import UserError
 from statetrack.report.plots import (
     FORMATS,
@@ -24,7 +25,7 @@ from statetrack.report.plots import (
     save_figure,
     slug,
 )
-from statetrack.runs.store import Store
+from statetrack.runs.store import RunRecord, Store
 from statetrack.training.evaluation import LengthMetrics
 
 #: the most runs one comparison or figure holds (a table or a legend wider than that is not read)
@@ -35,7 +36,7 @@ MAX_RUNS = 12
 class Compared:
     """One run of a comparison: its database row, the name it was given, and its metrics by length."""
 
-    row: dict
+    row: RunRecord
     name: str
     metrics: dict[int, LengthMetrics]
     curve: list[dict]
@@ -43,8 +44,8 @@ class Compared:
     @property
     def header(self) -> str:
         """'run 3 (s3)': the column header of this run."""
-        label = self.row["label"]
-        return f"run {self.row['id']}" + (f" ({label})" if label else "")
+        label = self.row.label
+        return f"run {self.row.id}" + (f" ({label})" if label else "")
 
 
 @dataclass
@@ -58,7 +59,7 @@ class Comparison:
     differs: list[str]
     lengths: list[int]
     beyond: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
-    split: str = "test"
+    split: Split = Split.TEST
 
     def verdict(self, length: int) -> str:
         """Whether the runs differ beyond their intervals at ``length``: 'no', 'yes' (two runs), or the pairs
@@ -76,7 +77,7 @@ class Comparison:
             hi, lo = (
                 (i, j) if (_acc(self.runs[i], length) or 0) > (_acc(self.runs[j], length) or 0) else (j, i)
             )
-            out.append(f"{self.runs[hi].row['id']} > {self.runs[lo].row['id']}")
+            out.append(f"{self.runs[hi].row.id} > {self.runs[lo].row.id}")
         return "; ".join(out)
 
     def caption(self) -> str:
@@ -103,7 +104,7 @@ class Comparison:
         """The comparison as JSON: runs, config (with ``differs``), and per length each run's accuracy,
         interval and the pairs beyond the intervals."""
         return {
-            "runs": [{"run_id": r.row["id"], "label": r.row["label"], "name": r.name} for r in self.runs],
+            "runs": [{"run_id": r.row.id, "label": r.row.label, "name": r.name} for r in self.runs],
             "split": self.split,
             "config": [{"key": k, "values": v, "differs": k in self.differs} for k, v in self.config.items()],
             "lengths": [
@@ -111,12 +112,12 @@ class Comparison:
                     "length": n,
                     "runs": [_metric(r, n) for r in self.runs],
                     "beyond_intervals": [
-                        [self.runs[i].row["id"], self.runs[j].row["id"]] for i, j in self.beyond.get(n, [])
+                        [self.runs[i].row.id, self.runs[j].row.id] for i, j in self.beyond.get(n, [])
                     ],
                 }
                 for n in self.lengths
             ],
-            "summary": [{"run_id": r.row["id"], **summary(r)} for r in self.runs],
+            "summary": [{"run_id": r.row.id, **summary(r)} for r in self.runs],
         }
 
 
@@ -143,13 +144,13 @@ def _metric(r: Compared, n: int) -> dict | None:
 def summary(r: Compared) -> dict:
     """The run's headline numbers: status, longest length >= 90%, best validation accuracy, steps run,
     wall time, parameters."""
-    s = r.row["summary"] or {}
+    s = r.row.summary or {}
     return {
-        "status": r.row["status"],
+        "status": str(r.row.status),
         "longest_90": s.get("longest_90"),
         "best_val_accuracy": s.get("best_val_accuracy"),
         "steps_run": s.get("steps_run"),
-        "wall_time": r.row["wall_time"],
+        "wall_time": r.row.wall_time,
         "params": s.get("params"),
     }
 
@@ -165,7 +166,7 @@ def flat_config(config: dict, prefix: str = "") -> dict:
     return out
 
 
-def load_runs(db, refs: list[str], split: str = "test") -> list[Compared]:
+def load_runs(db, refs: list[str], split: Split = Split.TEST) -> list[Compared]:
     """The runs ``refs`` name in ``db``, each with its metrics on ``split`` (the draw: test or long) and its
     learning curve; a UserError for a bad name, too many runs or one named twice."""
     if not refs:
@@ -176,14 +177,12 @@ def load_runs(db, refs: list[str], split: str = "test") -> list[Compared]:
     out: list[Compared] = []
     for ref in refs:
         row, _ = store.find(ref)
-        if any(r.row["id"] == row["id"] for r in out):
-            raise UserError(f"run {row['id']} is named twice ({ref!r}); name each run once")
-        headline = ((row["config"] or {}).get("eval") or {}).get("test_split", "test").split("+")[0]
-        rows = (
-            store.metrics(row["id"]) if split == headline else store.split_metrics(row["id"]).get(split, [])
-        )
+        if any(r.row.id == row.id for r in out):
+            raise UserError(f"run {row.id} is named twice ({ref!r}); name each run once")
+        headline = ((row.config or {}).get("eval") or {}).get("test_split", "test").split("+")[0]
+        rows = store.metrics(row.id) if split == headline else store.split_metrics(row.id).get(split, [])
         ms = [LengthMetrics.from_row(m) for m in rows]
-        out.append(Compared(row, str(ref), {m.length: m for m in ms}, store.curve(row["id"])))
+        out.append(Compared(row, str(ref), {m.length: m for m in ms}, store.curve(row.id)))
     return out
 
 
@@ -198,10 +197,10 @@ def _overlap(a: LengthMetrics, b: LengthMetrics) -> bool:
     )
 
 
-def compare_runs(db, refs: list[str], split: str = "test") -> Comparison:
+def compare_runs(db, refs: list[str], split: Split = Split.TEST) -> Comparison:
     """The runs ``refs`` name, side by side (see the module docstring)."""
     runs = load_runs(db, refs, split)
-    configs = [flat_config(r.row["config"]) for r in runs]
+    configs = [flat_config(r.row.config) for r in runs]
     keys = list(dict.fromkeys(k for c in configs for k in c))
     config = {k: [c.get(k) for c in configs] for k in keys}
     differs = [k for k, vs in config.items() if any(v != vs[0] for v in vs)]
@@ -259,7 +258,7 @@ def _run_lines(ax, bx, k: int, r: Compared, lengths: set[int], chance: dict[int,
     """Run number ``k``'s accuracy against the length (on ``ax``, with its band) and its learning curve (on
     ``bx``); its scored lengths go to ``lengths``, its chance at each of them to ``chance``."""
     colour, marker, style = f"C{k % 10}", MARKERS[k % len(MARKERS)], STYLES[k // 10 % len(STYLES)]
-    name = f"{r.header}: {r.row['model']} on {r.row['task']}"
+    name = f"{r.header}: {r.row.model} on {r.row.task}"
     scored = sorted((n, m) for n, m in r.metrics.items() if m.accuracy is not None)
     if scored:
         xs = [n for n, _ in scored]
@@ -300,14 +299,14 @@ def _run_lines(ax, bx, k: int, r: Compared, lengths: set[int], chance: dict[int,
         )
 
 
-def default_plot_path(db, refs: list[str], split: str = "test") -> Path:
+def default_plot_path(db, refs: list[str], split: Split = Split.TEST) -> Path:
     """Where ``plot`` writes without ``--out``: ``plots/`` beside the database, named by the runs (and the
     draw, when not the test draw): ``runs/plots/rnn-parity_mamba-parity.png``."""
-    stem = "_".join(slug(r) for r in refs) + ("" if split == "test" else f"_{split}")
+    stem = "_".join(slug(r) for r in refs) + ("" if split is Split.TEST else f"_{split.value}")
     return Path(db).parent / "plots" / f"{stem[:120]}.png"
 
 
-def plot_runs(db, refs: list[str], out=None, split: str = "test") -> Path:
+def plot_runs(db, refs: list[str], out=None, split: Split = Split.TEST) -> Path:
     """``runs_figure`` of the runs ``refs`` name, written to ``out`` (PNG, SVG or PDF by its suffix; None:
     ``default_plot_path``)."""
     out = default_plot_path(db, refs, split) if out is None else Path(out)

@@ -26,21 +26,21 @@ def export_rows(db, study: str | None = None, status: RunStatus | str | None = N
     store = Store(db, readonly=True)
     rows = []
     runs = store.runs(study=study, status=RunStatus(status) if status else None)
-    metrics, splits = store.metrics_of([r["id"] for r in runs])
+    metrics, splits = store.metrics_of([r.id for r in runs])
     for r in runs:
         extra = {
             f"config.{k}": (",".join(map(str, v)) if isinstance(v, list) else v)
-            for k, v in flat_config(r["config"]).items()
+            for k, v in flat_config(r.config).items()
         }
         extra.update(
             {
                 f"summary.{k}": v
-                for k, v in (r["summary"] or {}).items()
+                for k, v in (r.summary or {}).items()
                 if isinstance(v, (int, float, str, bool)) or v is None
             }
         )
-        headline = ((r["config"] or {}).get("eval") or {}).get("test_split", "test").split("+")[0]
-        got = split_rows(run_object(r), metrics.get(r["id"], []), splits.get(r["id"], {}), headline)
+        headline = ((r.config or {}).get("eval") or {}).get("test_split", "test").split("+")[0]
+        got = split_rows(run_object(r), metrics.get(r.id, []), splits.get(r.id, {}), headline)
         got = got or [{**run_object(r), **dict.fromkeys(LENGTH_KEYS[len(run_object(r)) :])}]
         rows += [{**x, **extra} for x in got]
     return rows

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from statetrack.config import Split
 from statetrack.experiments import StudyKind
 from statetrack.files import ensure_dir, inside, write_file
 from statetrack.report.evidence import EvidenceSection, Spectrum, report_evidence
@@ -306,8 +307,12 @@ def _evidence(p: _Page, section: EvidenceSection) -> None:
 def _intervals(p: _Page, rep: Report) -> None:
     """Every run's accuracy with its 95% intervals, on the test draw and on the long-range draw."""
     for split, title, caption in (
-        ("test", "Accuracy of every run, with 95% intervals", INTERVALS_CAPTION),
-        ("long", "Accuracy of every run on the long-range draw, with 95% intervals", LONG_INTERVALS_CAPTION),
+        (Split.TEST, "Accuracy of every run, with 95% intervals", INTERVALS_CAPTION),
+        (
+            Split.LONG,
+            "Accuracy of every run on the long-range draw, with 95% intervals",
+            LONG_INTERVALS_CAPTION,
+        ),
     ):
         intervals = interval_tables(rep, split)
         if not intervals:

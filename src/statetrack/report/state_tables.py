@@ -31,6 +31,7 @@ import statistics
 from dataclasses import replace
 from typing import Literal
 
+from statetrack.config import Split
 from statetrack.report.projection import project_steps
 from statetrack.report.render import fmt_cell, median_tested
 from statetrack.report.selection import TableCell
@@ -72,7 +73,7 @@ LEARNING_NOTE = (
 )
 
 
-def on_split(results: list, split: str) -> list:
+def on_split(results: list, split: Split) -> list:
     """The results with each run's metrics replaced by those of the ``split`` draw."""
     return [(j, r if r is None else replace(r, metrics=r.split(split, j.eval.splits[0]))) for j, r in results]
 
@@ -91,7 +92,7 @@ def state_tables(
             out.append(_every_shorter_table(study, mine, t))
         if any(r is not None and "learned_at_step" in (r.summary or {}) for _, r in mine):
             out.append(_learning_table(t, mine, curves or {}))
-        long = on_split(mine, "long")
+        long = on_split(mine, Split.LONG)
         if any(r is not None and r.metrics for _, r in long):
             out.append(_long_table(study, long, t))
         if any(r is not None and (r.summary or {}).get("horizons") for _, r in mine):

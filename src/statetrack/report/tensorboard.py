@@ -15,7 +15,7 @@ from pathlib import Path
 from statetrack.errors import UserError
 from statetrack.files import check_inside, inside
 from statetrack.report.plots import slug
-from statetrack.runs.store import Store
+from statetrack.runs.store import RunRecord, Store
 
 CURVE_KEYS = ("train_loss", "train_accuracy", "val_loss", "val_accuracy", "lr")
 TEST_KEYS = ("accuracy", "token_accuracy", "sequence_accuracy", "scaled_accuracy")
@@ -33,12 +33,11 @@ def summary_writer():
     return SummaryWriter
 
 
-def run_dir(log_dir, row: dict) -> Path:
+def run_dir(log_dir, row: RunRecord) -> Path:
     """The run's folder under ``log_dir``: every part of its name read from the row is slugged, so that no
     value of a database (which may come from others) makes a path outside ``log_dir``."""
     return Path(log_dir) / (
-        f"run{slug(str(row['id']))}-{slug(str(row['model']))}-{slug(str(row['task']))}"
-        f"-seed{slug(str(row['seed']))}"
+        f"run{slug(str(row.id))}-{slug(str(row.model))}-{slug(str(row.task))}-seed{slug(str(row.seed))}"
     )
 
 
@@ -57,10 +56,11 @@ def write_run(log_dir, db, run_id: int) -> Path:
                 if p.get(k) is not None:
                     w.add_scalar(f"train/{k}", p[k], p["step"])
         for m in store.metrics(run_id):
+            values = m.as_dict()
             for k in TEST_KEYS:
-                if m.get(k) is not None:
-                    w.add_scalar(f"test/{k}", m[k], m["length"])
-        w.add_text("config", "    " + json.dumps(row["config"], indent=2).replace("\n", "\n    "))
+                if values.get(k) is not None:
+                    w.add_scalar(f"test/{k}", values[k], m.length)
+        w.add_text("config", "    " + json.dumps(row.config, indent=2).replace("\n", "\n    "))
     finally:
         w.close()
     return path

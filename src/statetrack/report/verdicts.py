@@ -38,6 +38,7 @@ from enum import StrEnum
 
 import numpy as np
 
+from statetrack.config import Split
 from statetrack.report.render import grid_markdown
 from statetrack.runs.store import RunStatus
 from statetrack.tasks import draws, get_task
@@ -74,7 +75,7 @@ class SeedScore:
     chance: float | None
     n: int
     lengths: list[int]
-    split: str
+    split: Split
 
     def measured(self) -> tuple[float, float, float, float]:
         """(accuracy, low, high, chance) of a scored seed (one whose judgement is not n/a)."""
@@ -328,7 +329,7 @@ CAPTION = (
 )
 
 
-def _pooled_chance(task, split: str, lengths: list[int], weights: list[int]) -> float | None:
+def _pooled_chance(task, split: Split, lengths: list[int], weights: list[int]) -> float | None:
     total = None
     for n, w in zip(lengths, weights, strict=True):
         dist, _ = draws.label_distribution(task, split, n)

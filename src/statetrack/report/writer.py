@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from itertools import chain
 from pathlib import Path
 
+from statetrack.config import Split
 from statetrack.errors import UserError
 from statetrack.experiments import Study, StudyKind
 from statetrack.files import ensure_dir, inside, write_file
@@ -38,7 +39,7 @@ from statetrack.report.verdicts import VerdictTable, verdict_table
 from statetrack.runs.jobs import MAX_RUNS
 from statetrack.runs.probes import read_traces
 from statetrack.runs.runner import complete_result
-from statetrack.runs.store import Damaged, RunStatus, Store, warn_damaged
+from statetrack.runs.store import Damaged, RunRecord, RunStatus, Store, warn_damaged
 from statetrack.untrusted import markdown_lines, markdown_link
 
 
@@ -152,15 +153,15 @@ def collect(
         res = complete_result(store, job.key)
         results.append((job, res))
         rows = store.runs(key=job.key)
-        unfinished += sum(1 for r in rows if r["status"] in (RunStatus.RUNNING, RunStatus.INTERRUPTED))
+        unfinished += sum(1 for r in rows if r.status in (RunStatus.RUNNING, RunStatus.INTERRUPTED))
         if res is not None:
-            row = next((r for r in rows if r["id"] == res.run_id), {})
-            v = row.get("versions") or {}
-            wall += row.get("wall_time") or 0.0
-            cpu = (row.get("summary") or {}).get("cpu_time")
+            row = next((r for r in rows if r.id == res.run_id), None)
+            v, summary, config = (row.versions or {}, row.summary or {}, row.config) if row else ({}, {}, {})
+            wall += (row.wall_time if row else None) or 0.0
+            cpu = summary.get("cpu_time")
             if isinstance(cpu, (int, float)):
                 cpu_time, cpu_runs = cpu_time + cpu, cpu_runs + 1
-            dev = (row.get("config") or {}).get("device")
+            dev = config.get("device")
             if dev:
                 devices[dev] = None
             machines[_machine(v)] += 1
@@ -206,14 +207,14 @@ def _machine(v: dict) -> str:
     return m + (f", {v['cpu_capability']} kernels" if v.get("cpu_capability") else "")
 
 
-def _failure(rows: list[dict]) -> str | None:
+def _failure(rows: list[RunRecord]) -> str | None:
     """Why the newest failed record of one run's key failed (None: no failed record), as one plain line for
     a report: the database may come from others, so its error's first line only, characters that markdown
     or HTML would read as markup blanked, at most 160."""
-    failed = [r for r in rows if r["status"] == RunStatus.FAILED]
+    failed = [r for r in rows if r.status == RunStatus.FAILED]
     if not failed:
         return None
-    text = str(max(failed, key=lambda r: r["id"]).get("error") or "").strip()
+    text = str(max(failed, key=lambda r: r.id).error or "").strip()
     line = text.splitlines()[0] if text else "no reason recorded"
     return re.sub(r"[^\w .,:;=+()'%-]", " ", line)[:160]
 
@@ -317,7 +318,7 @@ class Interval:
         )
 
 
-def interval_tables(rep: Report, split: str = "test") -> list[tuple[str, list[str], list[list]]]:
+def interval_tables(rep: Report, split: Split = Split.TEST) -> list[tuple[str, list[str], list[list]]]:
     """(table name, headers, rows) per study table: every complete run's accuracy at each test length
     with its 95% (Wilson) interval (an ``Interval``; its text is ``acc (low-high)`` in percent), then one
     'chance' row per task column (the majority share of the final label's distribution in that length's
@@ -359,7 +360,7 @@ def interval_tables(rep: Report, split: str = "test") -> list[tuple[str, list[st
     return out
 
 
-def intervals_markdown(rep: Report, split: str = "test") -> str:
+def intervals_markdown(rep: Report, split: Split = Split.TEST) -> str:
     lines = []
     for name, head, rows in interval_tables(rep, split):
         if len(rep.study.tables) > 1:
@@ -579,7 +580,7 @@ def _write_report(rep: Report, out: Path, meta: dict | None, figures, force: boo
         ]
     md += report_evidence(rep).markdown(figdir, study.name, figures)
     md += ["## Accuracy of every run, with 95% intervals", "", INTERVALS_CAPTION, "", intervals_markdown(rep)]
-    long = intervals_markdown(rep, "long")
+    long = intervals_markdown(rep, Split.LONG)
     if long.strip():
         md += [
             "## Accuracy of every run on the long-range draw, with 95% intervals",

@@ -184,12 +184,8 @@ def _run_job(job: Job, db: str, owner: str, index: int | None = None, on_step=No
 def result_of(store: Store, run_id: int) -> RunResult:
     """A run another sweep (or an earlier one) finished, as a reused RunResult."""
     r = store.run(run_id)
-    ms = (
-        [LengthMetrics.from_row(m) for m in store.metrics(run_id)]
-        if r["status"] == RunStatus.COMPLETE
-        else []
-    )
-    return RunResult(run_id, r["status"], ms, r["summary"] or {}, r["checkpoint"], reused=True)
+    ms = [LengthMetrics.from_row(m) for m in store.metrics(run_id)] if r.status == RunStatus.COMPLETE else []
+    return RunResult(run_id, r.status, ms, r.summary or {}, r.checkpoint, reused=True)
 
 
 # -- executors: where a claimed run runs ------------------------------------------------------------
@@ -322,13 +318,13 @@ def _ray_payload(job: Job, plugin_names: Sequence[str] = ()) -> dict:
         )
         store = Store(wdb)
         row = store.run(res.run_id)
-        out = {
+        out: dict[str, Any] = {
             "status": res.status,
-            "config": row["config"],
-            "versions": row["versions"],
-            "error": row["error"],
-            "wall_time": row["wall_time"],
-            "summary": row["summary"],
+            "config": row.config,
+            "versions": row.versions,
+            "error": row.error,
+            "wall_time": row.wall_time,
+            "summary": row.summary,
             "metrics": res.metrics,
             "lm": res.lm,
             "more": res.more,
@@ -349,7 +345,8 @@ def _store_payload(store: Store, run_id: int, p: dict) -> RunResult:
     if p["status"] != RunStatus.COMPLETE:
         store.fail_run(run_id, p["error"] or "the run failed", p["wall_time"], p["summary"])
         return RunResult(run_id, RunStatus.FAILED, [], p["summary"] or {}, None)
-    run_uuid = store.run(run_id)["uuid"]
+    run_uuid = store.run(run_id).uuid
+    assert run_uuid is not None  # start_run gave the row its uuid
     data = rewrite_extra(
         p["checkpoint"],
         {
@@ -433,6 +430,13 @@ def start_ray(address: str | None, slots: int) -> bool:
     return True
 
 
+def cancel_errors(ray) -> tuple[type[Exception], ...]:
+    """What ``ray.cancel`` raises for a task it cannot cancel: Ray's own errors (``RaySystemError`` once
+    this process is no longer connected to Ray), ``TypeError`` (the core worker refused, or not an object
+    ref) and ``ValueError`` (an argument the core worker calls invalid)."""
+    return (ray.exceptions.RayError, TypeError, ValueError)
+
+
 class RayExecutor:
     """One Ray task per claimed run; the driver writes the database."""
 
@@ -482,8 +486,10 @@ class RayExecutor:
         return out
 
     def stop(self):
+        """Cancel every run still on Ray; a run Ray cannot cancel (finished, or Ray gone) is passed over so
+        that the others are still cancelled, and any other error is raised."""
         for ref in list(self.rows):
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(*cancel_errors(self.ray)):
                 self.ray.cancel(ref, force=True)
 
     def close(self):

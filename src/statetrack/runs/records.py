@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import fields
 
+from statetrack.runs.store import MetricRow, RunRecord
 from statetrack.training.evaluation import LengthMetrics
 
 RUN_KEYS = (
@@ -49,21 +50,21 @@ DETAIL_KEYS = RUN_KEYS + (
 )
 
 
-def run_object(row: dict) -> dict:
+def run_object(row: RunRecord) -> dict:
     """A run of the results database (``Store.run`` / ``Store.runs``) in the shared schema."""
     return {
-        "run_id": row["id"],
-        "study": row["study"],
-        "label": row["label"],
-        "model": row["model"],
-        "task": row["task"],
-        "seed": row["seed"],
-        "status": row["status"],
-        "train_min_len": row["train_min_len"],
-        "train_max_len": row["train_max_len"],
-        "checkpoint": row["checkpoint"],
-        "wall_time": row["wall_time"],
-        "longest_90": (row["summary"] or {}).get("longest_90"),
+        "run_id": row.id,
+        "study": row.study,
+        "label": row.label,
+        "model": row.model,
+        "task": row.task,
+        "seed": row.seed,
+        "status": str(row.status),
+        "train_min_len": row.train_min_len,
+        "train_max_len": row.train_max_len,
+        "checkpoint": row.checkpoint,
+        "wall_time": row.wall_time,
+        "longest_90": (row.summary or {}).get("longest_90"),
     }
 
 
@@ -86,7 +87,7 @@ def checkpoint_run(config: dict, extra: dict, task: str, path: str) -> dict:
     }
 
 
-def metric_dict(m: LengthMetrics | dict) -> dict:
+def metric_dict(m: LengthMetrics | MetricRow | dict) -> dict:
     """A LengthMetrics (or a database metrics row) as ``length`` + ``METRIC_KEYS`` (a row stored before
     the interval was recorded gets it computed)."""
     d = (m if isinstance(m, LengthMetrics) else LengthMetrics.from_row(m)).as_dict()
@@ -94,7 +95,7 @@ def metric_dict(m: LengthMetrics | dict) -> dict:
 
 
 def length_rows(
-    run: dict, metrics: Iterable[LengthMetrics | dict], split: str = "test", **grid: object
+    run: dict, metrics: Iterable[LengthMetrics | MetricRow | dict], split: str = "test", **grid: object
 ) -> list[dict]:
     """One row per test length: the run object, ``length``, ``split`` and the metrics (and ``grid`` keys if
     given)."""
@@ -107,7 +108,7 @@ def length_rows(
 
 def split_rows(
     run: dict,
-    metrics: Iterable[LengthMetrics | dict],
+    metrics: Iterable[LengthMetrics | MetricRow | dict],
     more: dict | None,
     headline: str = "test",
     **grid: object,
@@ -119,17 +120,17 @@ def split_rows(
     return rows
 
 
-def run_detail(row: dict, metrics: list, curve: list[dict], split_metrics: dict | None = None) -> dict:
+def run_detail(row: RunRecord, metrics: list, curve: list[dict], split_metrics: dict | None = None) -> dict:
     """``statetrack runs show --json``: the run, its config, versions, summary, curve and metrics (those of
     the headline draw; ``split_metrics``: split -> those of its other draws)."""
     return {
         **run_object(row),
-        "error": row["error"],
-        "created": row["created"],
-        "finished": row["finished"],
-        "config": row["config"],
-        "versions": row["versions"],
-        "summary": row["summary"] or {},
+        "error": row.error,
+        "created": row.created,
+        "finished": row.finished,
+        "config": row.config,
+        "versions": row.versions,
+        "summary": row.summary or {},
         "curve": curve,
         "metrics": [metric_dict(m) for m in metrics],
         "split_metrics": {s: [metric_dict(m) for m in ms] for s, ms in (split_metrics or {}).items()},

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from statetrack.config import EvalConfig, Supervision, TrainConfig, flatten, run_configs
+from statetrack.config import EvalConfig, Split, Supervision, TrainConfig, flatten, run_configs
 from statetrack.errors import UserError
 from statetrack.files import inside
 from statetrack.layers import ORIGIN as MIXER_ORIGIN
@@ -70,7 +70,7 @@ class RunResult:
     lm: list = field(default_factory=list)  # LMMetrics per context length (language models only)
     more: dict = field(default_factory=dict)  # metrics on the other draws scored: split -> LengthMetrics
 
-    def split(self, name: str, headline: str = "test") -> list[LengthMetrics]:
+    def split(self, name: Split, headline: Split = Split.TEST) -> list[LengthMetrics]:
         """The metrics on one draw: the headline ``metrics`` when ``name`` is the run's headline draw
         (``headline``: the first of its ``test_split``), else those stored beside them (or [])."""
         return self.metrics if name == headline else self.more.get(name, [])
@@ -101,16 +101,14 @@ def complete_result(store: Store, key: str) -> RunResult | None:
         return None
     r = done[-1]
     try:
-        ms = [LengthMetrics.from_row(m) for m in store.metrics(r["id"])]
-        lm = [LMMetrics.from_row(m) for m in store.lm_metrics(r["id"])]
-        more = {
-            s: [LengthMetrics.from_row(m) for m in rows] for s, rows in store.split_metrics(r["id"]).items()
-        }
+        ms = [LengthMetrics.from_row(m) for m in store.metrics(r.id)]
+        lm = [LMMetrics.from_row(m) for m in store.lm_metrics(r.id)]
+        more = {s: [LengthMetrics.from_row(m) for m in rows] for s, rows in store.split_metrics(r.id).items()}
     except Damaged as e:
         warn_damaged(store.path, e)
         return None
     return RunResult(
-        r["id"], RunStatus.COMPLETE, ms, r["summary"], r["checkpoint"], reused=True, lm=lm, more=more
+        r.id, RunStatus.COMPLETE, ms, r.summary or {}, r.checkpoint, reused=True, lm=lm, more=more
     )
 
 
@@ -171,12 +169,12 @@ def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
             f"supervision 'every' needs a task whose every position is labelled with its prefix's "
             f"answer; {task.name} labels only its final position (allowed: supervision 'task')"
         )
-    if train_cfg.train_split != "train" and isinstance(task, CorpusTask):
+    if train_cfg.train_split is not Split.TRAIN and isinstance(task, CorpusTask):
         raise UserError(
-            f"train_split {train_cfg.train_split!r} is for generated tasks; {task.name} is a corpus, "
+            f"train_split {train_cfg.train_split.value!r} is for generated tasks; {task.name} is a corpus, "
             "whose training text is its training split (allowed: train_split 'train')"
         )
-    if train_cfg.train_split == "long" and task.automaton() is None:
+    if train_cfg.train_split is Split.LONG and task.automaton() is None:
         raise UserError(
             f"train_split 'long' needs a regular task; {task.name} has {NOT_REGULAR} "
             f"(allowed: train_split 'train' or 'test'; regular tasks: {REGULAR})"
@@ -442,7 +440,7 @@ def out_of_memory(e: BaseException) -> bool:
 
 def store_status(store: Store, run_id: int) -> str | None:
     try:
-        status: str = store.run(run_id)["status"]
+        status: str = store.run(run_id).status
         return status
     except UserError:
         return None
@@ -460,7 +458,7 @@ def rerun_label(store: Store, label: str | None) -> str | None:
     if not label:
         return None
     base = re.sub(r"-rerun-\d+$", "", label)
-    taken = {r["label"] for r in store.runs() if r["label"]}
+    taken = {r.label for r in store.runs() if r.label}
     k = 2
     while f"{base}-rerun-{k}" in taken:
         k += 1
@@ -482,20 +480,15 @@ def rerun(
     """
     store = Store(db, create=False)
     old = store.run(run_id)
-    flat = flatten(old["config"], f"run {run_id}'s config")
+    flat = flatten(old.config, f"run {run_id}'s config")
     require(flat.get("plugins", []), f"run {run_id} of {str(store.path)!r}")
     tcfg, ecfg = run_configs(flat)
-    threads = (old["versions"] or {}).get("threads")  # reductions can depend on the thread count
-    label = label or rerun_label(store, old["label"])
-    new = run(tcfg, ecfg, db=db, study=old["study"], label=label, reuse=False, threads=threads, **progress)
-    before = {
-        m["length"]: {k: m[k] for k in ("accuracy", "token_accuracy", "sequence_accuracy")}
-        for m in store.metrics(run_id)
-    }
-    after = {
-        m.length: {k: getattr(m, k) for k in ("accuracy", "token_accuracy", "sequence_accuracy")}
-        for m in new.metrics
-    }
+    threads = (old.versions or {}).get("threads")  # reductions can depend on the thread count
+    label = label or rerun_label(store, old.label)
+    new = run(tcfg, ecfg, db=db, study=old.study, label=label, reuse=False, threads=threads, **progress)
+    compared = ("accuracy", "token_accuracy", "sequence_accuracy")
+    before = {m.length: {k: getattr(m, k) for k in compared} for m in store.metrics(run_id)}
+    after = {m.length: {k: getattr(m, k) for k in compared} for m in new.metrics}
     for m in store.lm_metrics(run_id):  # a language model: its bits per byte too
         before.setdefault(m["length"], {})["bpb"] = m["bpb"]
     for m in new.lm:

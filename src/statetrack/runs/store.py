@@ -30,8 +30,11 @@ A database is data, and no SQL it carries runs: every connection sets ``trusted_
 holding triggers or views (the schema has none) is refused by commands that write (a trigger would run on
 our inserts) and listed by :meth:`Store.check` (:func:`file_health.foreign_objects`).
 
-A database may come from others, so every row is read as data: a row whose JSON columns do not parse, are
-not objects, or whose status or numbers have the wrong type is *damaged*. Listings (:meth:`Store.runs`,
+The readers return frozen records, their fields typed: :class:`RunRecord` (a ``runs`` row: ``Store.run``,
+``runs``, ``find``) and :class:`MetricRow` (a ``metrics`` or ``split_metrics`` row); read their attributes
+(``r.summary``), they take no string key. A database may come from others, so every row is read as data:
+a row whose JSON columns do not parse, are not objects, or whose status or numbers have the wrong type is
+*damaged*. Listings (:meth:`Store.runs`,
 hence ``runs``, ``report``, a sweep's reuse) leave it out with one warning line naming its run id;
 reading that run alone (:meth:`Store.run`, ``runs show``, ``rerun``) is one error line naming it; and
 :meth:`Store.check` (``statetrack runs --check``) lists every damaged row of every table.
@@ -52,6 +55,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import asdict, dataclass, fields
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -86,6 +90,79 @@ class RunStatus(StrEnum):
     COMPLETE = "complete"
     FAILED = "failed"
     INTERRUPTED = "interrupted"
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A row of the ``runs`` table as the store reads it (``Store.run``, ``runs``, ``find``): its JSON
+    columns parsed, its types checked (a row that fails is :class:`Damaged`), its checkpoint path made
+    absolute. Columns an older file lacks read as None."""
+
+    id: int
+    model: str
+    task: str
+    seed: int
+    #: the run's whole config (``runner.stored_config``): TrainConfig's fields, ``model``, ``eval``
+    config: dict[str, Any]
+    status: RunStatus
+    created: float
+    key: str | None = None
+    study: str | None = None
+    label: str | None = None
+    train_min_len: int | None = None
+    train_max_len: int | None = None
+    #: the versions and machine the run ran on (``store.versions``)
+    versions: dict[str, Any] | None = None
+    error: str | None = None
+    checkpoint: str | None = None
+    finished: float | None = None
+    wall_time: float | None = None
+    #: the training summary (steps run, losses, horizons, ...), once the run ended
+    summary: dict[str, Any] | None = None
+    uuid: str | None = None
+    owner: str | None = None
+    checkpoint_sha256: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The row as a plain dict (the status as its text), e.g. for JSON."""
+        return {**asdict(self), "status": str(self.status)}
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    """A row of the ``metrics`` table (a run's headline draw) or of ``split_metrics`` (its other draws, the
+    split being the key ``Store.split_metrics`` files it under): one test length. Columns an older file
+    lacks read as None (its ``token_chance`` as ``token_majority``)."""
+
+    run_id: int
+    length: int
+    accuracy: float | None = None
+    token_accuracy: float | None = None
+    sequence_accuracy: float | None = None
+    scaled_accuracy: float | None = None
+    chance: float | None = None
+    n_sequences: int | None = None
+    accuracy_low: float | None = None
+    accuracy_high: float | None = None
+    token_majority: float | None = None
+    note: str | None = None
+    decided: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The row as a plain dict (what ``LengthMetrics.from_row`` reads)."""
+        return asdict(self)
+
+    @classmethod
+    def of(cls, row: dict) -> MetricRow:
+        """From a checked row of either table (``split`` and columns this version does not know left out)."""
+        if row.get("token_majority") is None and row.get("token_chance") is not None:
+            row = {**row, "token_majority": row["token_chance"]}
+        known: dict[str, Any] = {k: row.get(k) for k in METRIC_FIELDS}
+        return cls(**known)
+
+
+RUN_FIELDS = tuple(f.name for f in fields(RunRecord))
+METRIC_FIELDS = tuple(f.name for f in fields(MetricRow))
 
 
 def versions() -> dict:
@@ -259,18 +336,18 @@ class Store:
         except ValueError:
             return str(p)
 
-    def checkpoint_problem(self, run: dict) -> str | None:
+    def checkpoint_problem(self, run: RunRecord) -> str | None:
         """None if the run's checkpoint on disk is the file the run wrote (same sha256), else one line
         saying what is wrong with it. Runs recorded before hashes were stored are not checked."""
-        if not run.get("checkpoint") or not run.get("checkpoint_sha256"):
+        if not run.checkpoint or not run.checkpoint_sha256:
             return None
-        have = sha256_file(run["checkpoint"])
+        have = sha256_file(run.checkpoint)
         if have is None:
-            return f"run {run['id']}'s checkpoint {run['checkpoint']!r} is missing or unreadable"
-        if have != run["checkpoint_sha256"]:
+            return f"run {run.id}'s checkpoint {run.checkpoint!r} is missing or unreadable"
+        if have != run.checkpoint_sha256:
             return (
-                f"the file {run['checkpoint']!r} is not run {run['id']}'s checkpoint: its sha256 "
-                f"{have[:12]}... differs from the one recorded ({run['checkpoint_sha256'][:12]}...)"
+                f"the file {run.checkpoint!r} is not run {run.id}'s checkpoint: its sha256 "
+                f"{have[:12]}... differs from the one recorded ({run.checkpoint_sha256[:12]}...)"
             )
         return None
 
@@ -422,7 +499,7 @@ class Store:
         key: str | None = None,
         limit: int | None = None,
         last: int | None = None,
-    ) -> list[dict]:
+    ) -> list[RunRecord]:
         """The runs (of ``study``, with ``status``, ``key``), in id order: the first ``limit`` of them, or
         the ``last`` ones (the latest)."""
         q, args = "SELECT * FROM runs WHERE 1=1", []
@@ -445,7 +522,7 @@ class Store:
                 warn_damaged(self.path, e)
         return out
 
-    def run(self, run_id: int) -> dict:
+    def run(self, run_id: int) -> RunRecord:
         """Run ``run_id``'s row; a UserError (:class:`Damaged`) names it when it is damaged."""
         if not 0 <= run_id < 1 << 63:  # beyond SQLite's integers: no such run (not an OverflowError)
             raise UserError(f"no run with id {run_id} in {str(self.path)!r}")
@@ -455,7 +532,7 @@ class Store:
             raise UserError(f"no run with id {run_id} in {str(self.path)!r}")
         return self._row(r)
 
-    def find(self, ref: str | int) -> tuple[dict, list[int]]:
+    def find(self, ref: str | int) -> tuple[RunRecord, list[int]]:
         """The run that ``ref`` names: its id, ``last`` (the latest complete run) or its label (the latest
         complete run so labelled); and the ids of every complete run with that label (more than one: the
         label is ambiguous, and the caller says so). A UserError names a bad reference."""
@@ -467,23 +544,24 @@ class Store:
             if not done:
                 raise UserError(f"no complete run in {str(self.path)!r} yet, so 'last' names none")
             return done[-1], []
-        labelled = [r for r in done if r["label"] == ref]
+        labelled = [r for r in done if r.label == ref]
         if not labelled:
-            labels = sorted({r["label"] for r in done if r["label"]})
+            labels = sorted({r.label for r in done if r.label})
             raise UserError(
                 f"no complete run labelled {ref!r} in {str(self.path)!r}{did_you_mean(ref, labels)}; name "
                 f"a run by its id, 'last' or a label: {', '.join(labels) or 'no run has a label'}"
             )
-        return labelled[-1], [r["id"] for r in labelled]
+        return labelled[-1], [r.id for r in labelled]
 
-    def metrics(self, run_id: int) -> list[dict]:
+    def metrics(self, run_id: int) -> list[MetricRow]:
+        """The run's metrics on its headline draw, by length."""
         with self.transaction() as c:
             rows = [
                 dict(r) for r in c.execute("SELECT * FROM metrics WHERE run_id=? ORDER BY length", (run_id,))
             ]
         for r in rows:
             self._check_metrics(r, run_id, "metrics")
-        return rows
+        return [MetricRow.of(r) for r in rows]
 
     def count_runs(self, study: str | None = None, status: RunStatus | None = None) -> int:
         """How many runs (of ``study``, with ``status``) the database holds."""
@@ -497,12 +575,12 @@ class Store:
 
     def metrics_of(
         self, run_ids: list[int]
-    ) -> tuple[dict[int, list[dict]], dict[int, dict[str, list[dict]]]]:
+    ) -> tuple[dict[int, list[MetricRow]], dict[int, dict[str, list[MetricRow]]]]:
         """``metrics`` and ``split_metrics`` of many runs in one transaction (an export of 20,000 runs
         opened 40,000 connections): (run id -> rows, run id -> split -> rows); a run without rows is absent."""
         ids = sorted({int(i) for i in run_ids})
-        plain: dict[int, list[dict]] = {}
-        split: dict[int, dict[str, list[dict]]] = {}
+        plain: dict[int, list[MetricRow]] = {}
+        split: dict[int, dict[str, list[MetricRow]]] = {}
         with self.transaction() as c:
             for i in range(0, len(ids), 500):  # within SQLite's limit on bound parameters
                 part = ids[i : i + 500]
@@ -512,24 +590,26 @@ class Store:
                 ):
                     row = dict(r)
                     self._check_metrics(row, row["run_id"], "metrics")
-                    plain.setdefault(row["run_id"], []).append(row)
+                    plain.setdefault(row["run_id"], []).append(MetricRow.of(row))
                 q = f"SELECT * FROM split_metrics WHERE run_id IN ({marks}) ORDER BY run_id, split, length"
                 for r in c.execute(q, part):
                     row = dict(r)
                     self._check_metrics(row, row["run_id"], "split_metrics")
-                    split.setdefault(row["run_id"], {}).setdefault(str(row.pop("split")), []).append(row)
+                    split.setdefault(row["run_id"], {}).setdefault(str(row.pop("split")), []).append(
+                        MetricRow.of(row)
+                    )
         return plain, split
 
-    def split_metrics(self, run_id: int) -> dict[str, list[dict]]:
+    def split_metrics(self, run_id: int) -> dict[str, list[MetricRow]]:
         """The run's metrics on its draws beside the headline one: split -> rows by length."""
-        out: dict[str, list[dict]] = {}
+        out: dict[str, list[MetricRow]] = {}
         with self.transaction() as c:
             for r in c.execute(
                 "SELECT * FROM split_metrics WHERE run_id=? ORDER BY split, length", (run_id,)
             ):
                 row = dict(r)
                 self._check_metrics(row, run_id, "split_metrics")
-                out.setdefault(str(row.pop("split")), []).append(row)
+                out.setdefault(str(row.pop("split")), []).append(MetricRow.of(row))
         return out
 
     def lm_metrics(self, run_id: int) -> list[dict]:
@@ -571,8 +651,8 @@ class Store:
         except UserError as e:  # over the limits for a document (nesting, size): damaged too, not fatal
             raise Damaged(self.path, run_id, f"its {str(e).removeprefix(prefix)}") from None
 
-    def _row(self, r: sqlite3.Row) -> dict:
-        """A ``runs`` row as a dict, its JSON columns parsed and its types checked (:class:`Damaged`)."""
+    def _row(self, r: sqlite3.Row) -> RunRecord:
+        """A ``runs`` row as a record, its JSON columns parsed and its types checked (:class:`Damaged`)."""
         d = dict(r)
         run_id = d.get("id")
         for k, required in (("config", True), ("versions", False), ("summary", False)):
@@ -590,7 +670,8 @@ class Store:
                 raise Damaged(self.path, run_id, f"its {k} is {_kind(d[k])}")
         if d.get("checkpoint") and d.get("checkpoint_sha256") and not os.path.isabs(d["checkpoint"]):
             d["checkpoint"] = str(self.path.parent / d["checkpoint"])  # kept relative to the database
-        return d
+        known: dict[str, Any] = {k: d.get(k) for k in RUN_FIELDS}
+        return RunRecord(**{**known, "status": RunStatus(d["status"])})
 
     def _check_metrics(self, row: dict, run_id: int, table: str) -> None:
         """A metrics row's numbers are numbers (or NULL): else the run is :class:`Damaged`."""
@@ -776,12 +857,12 @@ def checkpoint_of_run_problem(path: str | Path, extra: dict) -> str | None:
         row = Store(db, readonly=True).run(run_id)
     except UserError:
         return None
-    if row.get("uuid") != run_uuid:
+    if row.uuid != run_uuid:
         return (
             f"checkpoint {str(path)!r} says it is run {run_id} of {db!r}, but that database's run {run_id} "
             "is another run"
         )
-    if row.get("checkpoint_sha256") and sha256_file(path) != row["checkpoint_sha256"]:
+    if row.checkpoint_sha256 and sha256_file(path) != row.checkpoint_sha256:
         return (
             f"checkpoint {str(path)!r} is not the file run {run_id} of {db!r} recorded (its sha256 differs "
             "from the one in the run's row)"

@@ -1,6 +1,7 @@
 """The draws a task's sequences come from, by split, and the distribution of their final label.
 
-Splits (``SPLITS``):
+Splits (``Split``, a str enum: its value is the text configs, the command line and the database hold;
+``SPLITS`` lists them in order):
 
 - ``train``: the training draw (``Task.sample_batch``);
 - ``test``: the task's test draw (``Task.stream_test_batch``; balanced final labels where the training
@@ -32,13 +33,14 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from statetrack.errors import UserError
+from statetrack.config import Split
+from statetrack.errors import UserError, did_you_mean
 from statetrack.tasks.automaton import Automaton
 from statetrack.tasks.base import Batch, Scoring, Task, TestDraw
 from statetrack.tasks.long_range import LongPlan, draw, plan
 from statetrack.tasks.streaming import check_length, every_mask, final_mask_chunk
 
-SPLITS = ("train", "test", "long")
+SPLITS: tuple[Split, ...] = tuple(Split)
 #: sequences behind a label distribution that the task cannot compute exactly
 CHANCE_DRAWS = 10_000
 #: the seed of those sequences
@@ -47,13 +49,17 @@ CHANCE_SEED = 20_240_917
 REGULAR = "dfa:, tomita:, parity, evenpairs, cycle, group (up to |G| x |support| = 2^21), modcount, modarith (m <= 32)"
 
 
-def check_split(split: str) -> str:
-    if split not in SPLITS:
-        raise UserError(f"unknown split {split!r}; allowed: {', '.join(SPLITS)}")
-    return split
+def check_split(split: str | Split) -> Split:
+    """The ``Split`` that ``split`` (a Split or its text) names; a UserError naming the allowed ones."""
+    try:
+        return Split(split)
+    except ValueError:
+        raise UserError(
+            f"unknown split {split!r}; allowed: {', '.join(SPLITS)}{did_you_mean(str(split), SPLITS)}"
+        ) from None
 
 
-def test_rng(seed: int, split: str, length: int) -> np.random.Generator:
+def test_rng(seed: int, split: str | Split, length: int) -> np.random.Generator:
     """The generator of the ``split`` draw's sequences at ``length`` (module docstring: independent
     streams per seed, split and length)."""
     return np.random.default_rng([int(seed), SPLITS.index(check_split(split)), int(length)])
@@ -82,12 +88,12 @@ def long_plan(task: Task, length: int, suffix: int | None = None) -> LongPlan:
     return plan(auto, check_length(length), check_suffix(suffix, length))
 
 
-def unavailable(task: Task, split: str, length: int, suffix: int | None = None) -> str | None:
+def unavailable(task: Task, split: Split, length: int, suffix: int | None = None) -> str | None:
     """Why the split's draw has no sequences of this length, or None."""
-    check_split(split)
-    if split == "test":
+    split = check_split(split)
+    if split is Split.TEST:
         return task.test_unavailable(length)
-    if split == "long":
+    if split is Split.LONG:
         if task.automaton() is None:
             return NOT_REGULAR
         return long_plan(task, length, suffix).reason
@@ -96,7 +102,7 @@ def unavailable(task: Task, split: str, length: int, suffix: int | None = None) 
 
 def stream(
     task: Task,
-    split: str,
+    split: Split,
     rng: np.random.Generator,
     batch_size: int,
     length: int,
@@ -104,26 +110,32 @@ def stream(
     suffix: int | None = None,
 ) -> Iterator[Batch]:
     """The split's sequences in time chunks (call ``unavailable`` first: a reason is a UserError here)."""
-    check_split(split)
-    if split == "train":
+    split = check_split(split)
+    if split is Split.TRAIN:
         return task.stream_batch(rng, batch_size, length, chunk)
-    if split == "test":
+    if split is Split.TEST:
         return task.stream_test_batch(rng, batch_size, length, chunk)
     return stream_long(task, rng, batch_size, length, chunk, suffix)
 
 
 def batch(
-    task: Task, split: str, rng: np.random.Generator, batch_size: int, length: int, suffix: int | None = None
+    task: Task,
+    split: Split,
+    rng: np.random.Generator,
+    batch_size: int,
+    length: int,
+    suffix: int | None = None,
 ) -> Batch:
     """The whole batch of ``stream`` at once."""
     return next(iter(stream(task, split, rng, batch_size, length, length, suffix)))
 
 
-def training_batch(task: Task, split: str, rng: np.random.Generator, batch_size: int, length: int) -> Batch:
+def training_batch(task: Task, split: Split, rng: np.random.Generator, batch_size: int, length: int) -> Batch:
     """A batch of training (or validation) strings from ``split``'s draw (``TrainConfig.train_split``),
     or from the training draw at a length where that draw has none (e.g. length 1 of the long-range
     draw, whose suffix would be the whole string)."""
-    if split != "train" and unavailable(task, split, length) is None:
+    split = check_split(split)
+    if split is not Split.TRAIN and unavailable(task, split, length) is None:
         return batch(task, split, rng, batch_size, length)
     return task.sample_batch(rng, batch_size, length)
 
@@ -162,21 +174,21 @@ def _chunks(task: Task, auto: Automaton, symbols: np.ndarray, length: int, chunk
 
 # -- the final label's distribution -----------------------------------------------------------------
 def exact_label_distribution(
-    task: Task, split: str, length: int, suffix: int | None = None
+    task: Task, split: Split, length: int, suffix: int | None = None
 ) -> np.ndarray | None:
     """The final label's distribution in the split's draw at ``length`` where the task can compute it,
     else None (also where the draw has no sequences of that length)."""
-    check_split(split)
+    split = check_split(split)
     if unavailable(task, split, length, suffix):
         return None
-    if split == "long":
+    if split is Split.LONG:
         p = long_plan(task, length, suffix)
         dist = np.zeros(task.num_classes)
         dist[p.labels] = 1.0 / len(p.labels)
         return dist
-    if split == "test" and task.test_draw_kind == TestDraw.BALANCED:
+    if split is Split.TEST and task.test_draw_kind == TestDraw.BALANCED:
         return np.full(task.num_classes, 1.0 / task.num_classes)
-    if split == "train" or task.test_draw_kind == TestDraw.TRAINING:
+    if split is Split.TRAIN or task.test_draw_kind == TestDraw.TRAINING:
         auto = task.automaton()
         if auto is not None:
             return auto.label_distribution(length)
@@ -188,7 +200,7 @@ _ESTIMATES: dict[tuple, np.ndarray] = {}
 
 def estimated_label_distribution(
     task: Task,
-    split: str,
+    split: Split,
     length: int,
     n: int = CHANCE_DRAWS,
     seed: int = CHANCE_SEED,
@@ -208,7 +220,7 @@ def estimated_label_distribution(
 
 
 def final_label_counts(
-    task: Task, split: str, length: int, n: int, rng: np.random.Generator, suffix: int | None = None
+    task: Task, split: Split, length: int, n: int, rng: np.random.Generator, suffix: int | None = None
 ) -> np.ndarray:
     """How often each class is the last scored label over ``n`` sequences of the split's draw."""
     counts = np.zeros(task.num_classes, dtype=np.int64)
@@ -224,7 +236,7 @@ def final_label_counts(
 
 
 def label_distribution(
-    task: Task, split: str, length: int, suffix: int | None = None
+    task: Task, split: Split, length: int, suffix: int | None = None
 ) -> tuple[np.ndarray, bool]:
     """(distribution of the final label, exact?) in the split's draw at ``length``: exact where the task
     can compute it, else over ``CHANCE_DRAWS`` sequences of the same draw."""

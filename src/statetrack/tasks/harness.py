@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from statetrack.config import Split
 from statetrack.errors import UserError
 from statetrack.files import ensure_dir, inside, write_file
 from statetrack.tasks import draws
@@ -109,18 +110,20 @@ def _task(name: str) -> Task:
     return task
 
 
-def documents(task_name: str, length: int, n: int, split: str = "test", seed: int = 0) -> list[Doc]:
+def documents(
+    task_name: str, length: int, n: int, split: str | Split = Split.TEST, seed: int = 0
+) -> list[Doc]:
     """``n`` documents of ``task_name`` at ``length`` from the split's draw (seeded as the evaluation's
     test sets are: ``draws.test_rng(seed, split, length)``)."""
     task = _task(task_name)
-    draws.check_split(split)
+    split = draws.check_split(split)
     if not 1 <= n <= MAX_DOCS:
         raise UserError(f"--n must be in 1..{MAX_DOCS}, got {n}")
     if length < 1:
         raise UserError(f"bad length {length}; lengths are positive integers")
     why = draws.unavailable(task, split, length)
     if why:
-        raise UserError(f"{task.name} has no {split!r} draw at length {length}: {why}")
+        raise UserError(f"{task.name} has no {split.value!r} draw at length {length}: {why}")
     b = draws.batch(task, split, draws.test_rng(seed, split, length), n, length)
     if not b.mask[:, -1].all():
         raise UserError(f"{task.name} scores no label after the last input; it cannot be asked as a question")
@@ -130,7 +133,7 @@ def documents(task_name: str, length: int, n: int, split: str = "test", seed: in
     for i in range(n):
         text, prompt = render(task, b.inputs[i])
         out.append(
-            Doc(i, task.name, length, split, text, prompt, choices(task), int(b.targets[i, -1]), chance)
+            Doc(i, task.name, length, split.value, text, prompt, choices(task), int(b.targets[i, -1]), chance)
         )
     return out
 
@@ -169,15 +172,21 @@ def task_config(name: str, data_file: Path, chance: float, task: str, length: in
 
 
 def export_tasks(
-    tasks: list[str], lengths: list[int], n: int, out: str | Path, split: str = "test", seed: int = 0
+    tasks: list[str],
+    lengths: list[int],
+    n: int,
+    out: str | Path,
+    split: str | Split = Split.TEST,
+    seed: int = 0,
 ) -> list[dict]:
     """Write each task at each length as lm-evaluation-harness files into ``out`` (see the module
     docstring); returns one entry per task file: name, task, length, split, documents, chance, yaml and
     jsonl paths. Every task and length is checked before a file is written."""
 
+    split = draws.check_split(split)
     made = [(t, L, documents(t, L, n, split, seed)) for t in tasks for L in lengths]
-    with inside(out):
-        return _write_tasks(made, ensure_dir(out, f"cannot write the tasks in {str(out)!r}"), split)
+    with inside(out):  # the files hold the split's text
+        return _write_tasks(made, ensure_dir(out, f"cannot write the tasks in {str(out)!r}"), split.value)
 
 
 def _write_tasks(made: list, folder: Path, split: str) -> list[dict]:

@@ -6,7 +6,7 @@
     label_shares(task, length, split, n, seed, suffix) -> the share of each final scored label over n
                                               sequences, and the exact distribution where known
 
-``split`` is "train" (the training draw, ``Task.sample_batch``), "test" (the test draw that
+``split`` (a ``Split`` or its text) is "train" (the training draw, ``Task.sample_batch``), "test" (the test draw that
 ``evaluate`` scores, ``Task.test_batch``) or "long" (the long-range draw of a regular task, with a
 suffix of ``suffix`` symbols, default ceil(L/2): ``statetrack.tasks.draws``). The examples of a seed are
 the first sequences of the stream that evaluation with that seed scores at that split and length
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from statetrack.config import Split
 from statetrack.errors import UserError
 from statetrack.tasks import draws
 from statetrack.tasks.base import CorpusTask, Task
@@ -28,21 +29,21 @@ SPLITS = draws.SPLITS
 
 
 def _draw_args(
-    task_name: str, length: int, n: int, seed: int, split: str, suffix: int | None = None
-) -> tuple[Task, int, np.random.Generator]:
-    """Checked arguments of a draw: (task, length, rng); a UserError names a bad one, or a length at
-    which the split's draw has no sequences."""
+    task_name: str, length: int, n: int, seed: int, split: str | Split, suffix: int | None = None
+) -> tuple[Task, int, Split, np.random.Generator]:
+    """Checked arguments of a draw: (task, length, split, rng); a UserError names a bad one, or a length
+    at which the split's draw has no sequences."""
     task = get_task(task_name)
     length = check_length(length)
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise UserError(f"number of examples must be a positive integer, got {n!r}")
-    draws.check_split(split)
-    if split == "long":
+    split = draws.check_split(split)
+    if split is Split.LONG:
         draws.long_plan(task, length, suffix)  # a task that is not regular: one line naming the regular ones
     elif suffix is not None:
         raise UserError(
             f"a suffix length is an option of the long-range draw; give --split long with it "
-            f"(got split {split!r})"
+            f"(got split {split.value!r})"
         )
     try:
         rng = draws.test_rng(
@@ -52,23 +53,28 @@ def _draw_args(
         raise UserError(f"seed must be a non-negative integer, got {seed!r}") from None
     reason = draws.unavailable(task, split, length, suffix)
     if reason:
-        what = "test set" if split == "test" else "long-range test set"
+        what = "test set" if split is Split.TEST else "long-range test set"
         raise UserError(
             f"{task.name} has no {what} of length {length}: {reason}; evaluation reports "
             "this length as not scored (n/a)"
         )
-    return task, length, rng
+    return task, length, split, rng
 
 
 def sample_json(
-    task_name: str, length: int, n: int = 1, seed: int = 0, split: str = "train", suffix: int | None = None
+    task_name: str,
+    length: int,
+    n: int = 1,
+    seed: int = 0,
+    split: str | Split = Split.TRAIN,
+    suffix: int | None = None,
 ) -> list[dict]:
     """``n`` examples of ``task_name`` at ``length`` from the ``split`` draw, as JSON-ready dicts (same
     seed, same examples). The long-range draw's examples also say where their suffix starts
     (``suffix_start``, a position counted from 0)."""
-    task, length, rng = _draw_args(task_name, length, n, seed, split, suffix)
+    task, length, split, rng = _draw_args(task_name, length, n, seed, split, suffix)
     b = draws.batch(task, split, rng, int(n), length, suffix)
-    start = length - draws.long_plan(task, length, suffix).suffix if split == "long" else None
+    start = length - draws.long_plan(task, length, suffix).suffix if split is Split.LONG else None
     symbols = task.symbols
     out = []
     for i in range(int(n)):
@@ -89,7 +95,7 @@ def sample_json(
 def label_shares(
     task_name: str,
     length: int,
-    split: str = "test",
+    split: str | Split = Split.TEST,
     n: int = 10_000,
     seed: int = 0,
     suffix: int | None = None,
@@ -101,17 +107,17 @@ def label_shares(
     it (the chance evaluation stores), else None. Labels are class ids, or names where the task has them
     (``label_names``). Drawn in streamed batches of 1,000, so memory does not grow with ``n`` or
     ``length``."""
-    task, length, rng = _draw_args(task_name, length, n, seed, split, suffix)
+    task, length, split, rng = _draw_args(task_name, length, n, seed, split, suffix)
     counts = draws.final_label_counts(task, split, length, int(n), rng, suffix)
     names = task.label_names or [str(c) for c in range(task.num_classes)]
     total = max(int(counts.sum()), 1)
     shares = {names[c]: float(counts[c] / total) for c in range(task.num_classes) if counts[c]}
     exact = draws.exact_label_distribution(task, split, length, suffix)
-    draw = {"train": "the training draw", "test": task.test_draw, "long": LONG_DRAW}[split]
-    note = draws.long_plan(task, length, suffix).note if split == "long" else None
+    draw = {Split.TRAIN: "the training draw", Split.TEST: task.test_draw, Split.LONG: LONG_DRAW}[split]
+    note = draws.long_plan(task, length, suffix).note if split is Split.LONG else None
     return {
         "task": task.name,
-        "split": split,
+        "split": split.value,
         "length": length,
         "n": int(counts.sum()),
         "draw": draw,

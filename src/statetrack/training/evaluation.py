@@ -56,7 +56,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from statetrack.config import EvalConfig
+from statetrack.config import EvalConfig, Split
 from statetrack.errors import UserError
 from statetrack.lm.metrics import evaluate_lm
 from statetrack.tasks import Task, draws
@@ -139,7 +139,10 @@ class LengthMetrics:
 
     @classmethod
     def from_row(cls, row) -> LengthMetrics:
-        """From a row of the results database's ``metrics`` table (columns a row lacks stay None)."""
+        """From a row of the results database's ``metrics`` table: a mapping of its columns, or a record
+        with ``as_dict()`` (``runs.store.MetricRow``); columns a row lacks stay None."""
+        if hasattr(row, "as_dict"):
+            row = row.as_dict()
         keys = row.keys()
         got = {k: row[k] for k in cls.__dataclass_fields__ if k in keys}
         if got.get("token_majority") is None and "token_chance" in keys:  # the name older files use
@@ -154,7 +157,7 @@ def scaled(acc: float, chance: float) -> float | None:
     return (acc - chance) / (1 - chance) if chance < 1 else None
 
 
-def chance_at(task: Task, length: int, split: str = "test") -> float:
+def chance_at(task: Task, length: int, split: Split = Split.TEST) -> float:
     """The majority share of the final label's distribution in the split's draw at ``length``
     (``draws.label_distribution``: exact where the task can compute it, else over 10,000 draws)."""
     dist, _ = draws.label_distribution(task, split, length)
@@ -178,7 +181,7 @@ def _score_batch(
     chunk: int,
     rng: np.random.Generator,
     device,
-    split: str,
+    split: Split,
     tally: _Tally,
 ) -> None:
     """Run ``batch_size`` fresh sequences of the split's draw and add their counts to ``tally``."""
@@ -237,13 +240,14 @@ def evaluate_length(
     chunk: int,
     rng: np.random.Generator,
     device=None,
-    split: str = "test",
+    split: Split = Split.TEST,
     doublings: int = 0,
 ) -> LengthMetrics:
     """Metrics of ``model`` on ``batch_size`` sequences of the split's draw at ``length``; while the
     accuracy's interval at ``decision_z(doublings)`` contains ``THRESHOLD``, as many fresh sequences again
     (so 2, 4, ... times ``batch_size``), at most ``doublings`` times. ``decided`` says whether the last
     interval excludes the threshold."""
+    split = draws.check_split(split)
     reason = draws.unavailable(task, split, length)
     if reason:
         return LengthMetrics(length, None, None, None, None, None, 0, note=reason)
@@ -267,7 +271,7 @@ def evaluate_length(
             f"undecided at {100 * THRESHOLD:g}%: its {100 * (1 - 0.05 / (doublings + 1)):.4g}% interval "
             f"{100 * lo:.1f}-{100 * hi:.1f} after {tally.n:,} sequences contains it"
         )
-    if split == "long" and (few := draws.long_plan(task, length).note):
+    if split is Split.LONG and (few := draws.long_plan(task, length).note):
         notes.append(few)
     if chance >= 1:
         notes.append(
@@ -343,13 +347,13 @@ def evaluate(
     task: Task,
     cfg: EvalConfig | None = None,
     on_length: Callable[[LengthMetrics], None] | None = None,
-    split: str | None = None,
+    split: Split | None = None,
 ) -> list[LengthMetrics]:
     """Accuracy per test length on the ``split`` draw (default: the first of ``cfg.test_split``). Each
     length gets its own generator seeded from (cfg.seed, split, length) (``draws.test_rng``), and up to
     ``cfg.doublings`` doublings of its sequences where the 90% judgement is undecided."""
     cfg = cfg or EvalConfig()
-    split = split or cfg.splits[0]
+    split = draws.check_split(split) if split is not None else cfg.splits[0]
     device = resolve_device(cfg.device)
     model = model.to(device).eval()
     chunk = chunk_size(model, cfg)
@@ -374,7 +378,7 @@ def evaluate(
 
 def evaluate_more(
     model, task: Task, cfg: EvalConfig, metrics: Sequence[LengthMetrics] = ()
-) -> tuple[dict[str, list[LengthMetrics]], dict]:
+) -> tuple[dict[Split, list[LengthMetrics]], dict]:
     """What a run scores beside its headline: the metrics of every other split of ``cfg.test_split``
     ({split: metrics}), and with ``cfg.horizons`` the failure horizons up to the longest test length:
     the witness families of every pair of states (``horizon.measure_horizons``: "pairs", one row per pair,

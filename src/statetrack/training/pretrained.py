@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from statetrack.config import Split
 from statetrack.errors import UserError
 from statetrack.tasks.harness import Doc, documents
 from statetrack.training.evaluation import wilson
@@ -163,7 +164,7 @@ def eval_lm(
     tasks: list[str],
     lengths: list[int],
     n: int = 100,
-    split: str = "test",
+    split: str | Split = Split.TEST,
     seed: int = 0,
     device: str = "cpu",
 ) -> list[LMScore]:
