@@ -508,8 +508,8 @@ class Store:
                 q += f" AND {col}=?"
                 args.append(val)
         q += " ORDER BY id DESC" if last else " ORDER BY id"
-        if limit or last:
-            q += f" LIMIT {int(limit or last)}"
+        if n := limit or last:
+            q += f" LIMIT {int(n)}"
         with self.transaction() as c:
             rows = c.execute(q, args).fetchall()
         if last:
