@@ -8,6 +8,7 @@ copied from an index.json found in the output folder."""
 import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -196,5 +197,5 @@ def test_index_links_are_built_from_study_names(odd_labels):
 def test_tensorboard_folders_stay_under_their_folder():
     from statetrack.report.tensorboard import run_dir
 
-    row = {"id": 3, "model": "../../m", "task": "/etc/t", "seed": "../../../x"}
+    row = SimpleNamespace(id=3, model="../../m", task="/etc/t", seed="../../../x")  # a record's fields
     assert run_dir("logs", row).parent == Path("logs") and ".." not in str(run_dir("logs", row))
