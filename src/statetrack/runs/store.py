@@ -502,12 +502,8 @@ class Store:
     ) -> list[RunRecord]:
         """The runs (of ``study``, with ``status``, ``key``), in id order: the first ``limit`` of them, or
         the ``last`` ones (the latest)."""
-        q, args = "SELECT * FROM runs WHERE 1=1", []
-        for col, val in (("study", study), ("status", status), ("key", key)):
-            if val is not None:
-                q += f" AND {col}=?"
-                args.append(val)
-        q += " ORDER BY id DESC" if last else " ORDER BY id"
+        where, args = _where(study=study, status=status, key=key)
+        q = "SELECT * FROM runs" + where + (" ORDER BY id DESC" if last else " ORDER BY id")
         if n := limit or last:
             q += f" LIMIT {int(n)}"
         with self.transaction() as c:
@@ -555,61 +551,44 @@ class Store:
 
     def metrics(self, run_id: int) -> list[MetricRow]:
         """The run's metrics on its headline draw, by length."""
-        with self.transaction() as c:
-            rows = [
-                dict(r) for r in c.execute("SELECT * FROM metrics WHERE run_id=? ORDER BY length", (run_id,))
-            ]
-        for r in rows:
-            self._check_metrics(r, run_id, "metrics")
-        return [MetricRow.of(r) for r in rows]
+        return [MetricRow.of(r) for r in self._rows_by_run("metrics", [run_id]).get(run_id, [])]
 
     def count_runs(self, study: str | None = None, status: RunStatus | None = None) -> int:
         """How many runs (of ``study``, with ``status``) the database holds."""
-        q, args = "SELECT COUNT(*) FROM runs WHERE 1=1", []
-        for col, val in (("study", study), ("status", status)):
-            if val is not None:
-                q += f" AND {col}=?"
-                args.append(val)
+        where, args = _where(study=study, status=status)
         with self.transaction() as c:
-            return int(c.execute(q, args).fetchone()[0])
+            return int(c.execute("SELECT COUNT(*) FROM runs" + where, args).fetchone()[0])
 
     def metrics_of(
         self, run_ids: list[int]
     ) -> tuple[dict[int, list[MetricRow]], dict[int, dict[str, list[MetricRow]]]]:
-        """``metrics`` and ``split_metrics`` of many runs in one transaction (an export of 20,000 runs
-        opened 40,000 connections): (run id -> rows, run id -> split -> rows); a run without rows is absent."""
-        ids = sorted({int(i) for i in run_ids})
-        plain: dict[int, list[MetricRow]] = {}
-        split: dict[int, dict[str, list[MetricRow]]] = {}
-        with self.transaction() as c:
-            for i in range(0, len(ids), 500):  # within SQLite's limit on bound parameters
-                part = ids[i : i + 500]
-                marks = ",".join("?" * len(part))
-                for r in c.execute(
-                    f"SELECT * FROM metrics WHERE run_id IN ({marks}) ORDER BY run_id, length", part
-                ):
-                    row = dict(r)
-                    self._check_metrics(row, row["run_id"], "metrics")
-                    plain.setdefault(row["run_id"], []).append(MetricRow.of(row))
-                q = f"SELECT * FROM split_metrics WHERE run_id IN ({marks}) ORDER BY run_id, split, length"
-                for r in c.execute(q, part):
-                    row = dict(r)
-                    self._check_metrics(row, row["run_id"], "split_metrics")
-                    split.setdefault(row["run_id"], {}).setdefault(str(row.pop("split")), []).append(
-                        MetricRow.of(row)
-                    )
+        """``metrics`` and ``split_metrics`` of many runs, a query per table (an export of 20,000 runs opened
+        40,000 connections): (run id -> rows, run id -> split -> rows); a run without rows is absent."""
+        plain = {
+            i: [MetricRow.of(r) for r in rows] for i, rows in self._rows_by_run("metrics", run_ids).items()
+        }
+        split = {i: _by_split(rows) for i, rows in self._rows_by_run("split_metrics", run_ids).items()}
         return plain, split
 
     def split_metrics(self, run_id: int) -> dict[str, list[MetricRow]]:
         """The run's metrics on its draws beside the headline one: split -> rows by length."""
-        out: dict[str, list[MetricRow]] = {}
+        return _by_split(self._rows_by_run("split_metrics", [run_id]).get(run_id, []))
+
+    def _rows_by_run(self, table: str, run_ids: list[int]) -> dict[int, list[dict]]:
+        """The checked rows of the metrics ``table`` ('metrics' or 'split_metrics') of the runs ``run_ids``, by
+        run id, in order of (split and) length; in one transaction."""
+        ids = sorted({int(i) for i in run_ids})
+        order = "split, length" if table == "split_metrics" else "length"
+        out: dict[int, list[dict]] = {}
         with self.transaction() as c:
-            for r in c.execute(
-                "SELECT * FROM split_metrics WHERE run_id=? ORDER BY split, length", (run_id,)
-            ):
-                row = dict(r)
-                self._check_metrics(row, run_id, "split_metrics")
-                out.setdefault(str(row.pop("split")), []).append(MetricRow.of(row))
+            for i in range(0, len(ids), 500):  # within SQLite's limit on bound parameters
+                part = ids[i : i + 500]
+                marks = ",".join("?" * len(part))
+                q = f"SELECT * FROM {table} WHERE run_id IN ({marks}) ORDER BY run_id, {order}"
+                for r in c.execute(q, part):
+                    row = dict(r)
+                    self._check_metrics(row, row["run_id"], table)
+                    out.setdefault(row["run_id"], []).append(row)
         return out
 
     def lm_metrics(self, run_id: int) -> list[dict]:
@@ -771,6 +750,20 @@ def _write_results(
         "INSERT OR REPLACE INTO curves VALUES (?,?,?)",
         [(run_id, p["step"], json.dumps(p)) for p in curve],
     )
+
+
+def _where(**cols: object) -> tuple[str, list]:
+    """A WHERE clause matching each column given a value (None: any), and its arguments."""
+    given = {c: v for c, v in cols.items() if v is not None}
+    return " WHERE 1=1" + "".join(f" AND {c}=?" for c in given), list(given.values())
+
+
+def _by_split(rows: list[dict]) -> dict[str, list[MetricRow]]:
+    """Rows of ``split_metrics`` grouped by their split, in their order."""
+    out: dict[str, list[MetricRow]] = {}
+    for row in rows:
+        out.setdefault(str(row.pop("split")), []).append(MetricRow.of(row))
+    return out
 
 
 class Damaged(UserError):
