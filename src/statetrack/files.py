@@ -26,6 +26,7 @@ from contextvars import ContextVar
 from pathlib import Path
 
 from statetrack.errors import UserError
+from statetrack.untrusted import open_regular
 
 
 def reason(e: OSError) -> str:
@@ -235,24 +236,15 @@ def sync_dir(folder: Path) -> None:
 
 def sha256_file(path: str | os.PathLike) -> str | None:
     """The file's sha256 (hex), or None if it cannot be read or is not a regular file (a path from a
-    database may name a FIFO, whose opening would wait for a writer, or ``/dev/zero``, which never ends:
-    opened without waiting, then looked at before a byte is read)."""
+    database may name a FIFO or ``/dev/zero``: ``untrusted.open_regular`` refuses them before a byte is
+    read)."""
     h = hashlib.sha256()
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        os.set_blocking(fd, True)
-        with os.fdopen(os.dup(fd), "rb") as f:
+        with os.fdopen(open_regular(path), "rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):
                 h.update(block)
     except OSError:
         return None
-    finally:
-        os.close(fd)
     return h.hexdigest()
 
 

@@ -179,15 +179,24 @@ def read_json(path: str | os.PathLike, what: str, follow: bool = True) -> Any:
     return load_json(read_text(path, what, MAX_JSON_BYTES, follow), what)
 
 
+def open_regular(path: str | os.PathLike, follow: bool = True) -> int:
+    """A file descriptor of the regular file ``path``, for reading; an OSError for anything else: a FIFO is
+    opened without waiting for a writer and refused, as are devices (``/dev/zero`` is never read for good)
+    and folders, and, with ``follow`` False, a symbolic link."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return fd
+
+
 def read_head(path: str | os.PathLike, limit: int, follow: bool = True) -> bytes:
     """At most ``limit`` bytes from the start of the regular file ``path``; an OSError for anything else
     (a FIFO is opened without waiting for a writer and refused, as are devices and folders, so that
     ``/dev/zero`` is never read for good), and, with ``follow`` False, for a symbolic link (data inside a
     folder from others is read where it is, never through a link)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW))
+    fd = open_regular(path, follow)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
         chunks, n = [], 0
         while n < limit and (block := os.read(fd, min(1 << 20, limit - n))):
             chunks.append(block)
