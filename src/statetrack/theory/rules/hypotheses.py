@@ -31,6 +31,12 @@ def _reflecting(i: LayerInfo) -> bool:
     return i.props.structure == Structure.HOUSEHOLDER and i.factor_domain == _D.REAL
 
 
+def _flips_sign(i: LayerInfo) -> bool:
+    """An input-dependent diagonal layer with eigenvalue -1 (real, or a unit-modulus rotation), or a
+    reflecting Householder layer."""
+    return (_selective(i) and i.domain in _COMPLEX_SELECTIVE | {_D.REAL}) or _reflecting(i)
+
+
 def _periodic_real(infos: list[LayerInfo], facts: dict) -> bool:
     """PD and T1c: every layer real diagonal, a single real Householder factor or a diagonal-plus-rank-one layer
     with eigenvalues in (-1/2, 1]; the last two only where every layer before them is non-negative (their input
@@ -95,13 +101,13 @@ HYPOTHESES: dict[tuple[str, str], Hypothesis] = {
     ),
     ("possible", "P4"): Hypothesis(
         "a sign layer (real, complex, or reflecting) then a reflecting Householder layer",
-        layer=lambda i, _f: (_selective(i) and i.domain in _COMPLEX_SELECTIVE | {_D.REAL}) or _reflecting(i),
+        layer=lambda i, _f: _flips_sign(i),
         unit=lambda _f: True,
     ),
     ("possible", "T5"): Hypothesis(
         "input-dependent diagonal layers with eigenvalue -1 or unit-modulus rotations, or a "
         "reflecting Householder layer for parity on a fixed input",
-        layer=lambda i, _f: (_selective(i) and i.domain in _COMPLEX_SELECTIVE | {_D.REAL}) or _reflecting(i),
+        layer=lambda i, _f: _flips_sign(i),
         unit=lambda _f: True,
     ),
     ("possible", "T6"): Hypothesis(
