@@ -80,12 +80,25 @@ _meta("modcount", "modcount:m", [{"name": "m", "allowed": f"integer 2..{MAX_MODU
 
 @register("modarith", "modular arithmetic without brackets (digits and + - *), value mod m at the end")
 def _modarith(arg: str | None) -> Task:
+    main, opt = _split(arg, "modarith", ("equals",))
+    m = parse_int("modarith", "modulus", main, 2, 1000, default=5)
     from statetrack.tasks.modarith import ModularArithmetic  # heavy: numpy
 
-    return ModularArithmetic(parse_int("modarith", "modulus", arg, 2, 1000, default=5))
+    return ModularArithmetic(m, equals=opt == "equals")
 
 
-_meta("modarith", "modarith | modarith:m", [{"name": "m", "allowed": "integer 2..1000", "default": 5}])
+_meta(
+    "modarith",
+    "modarith | modarith:m | modarith:m/equals",
+    [
+        {"name": "m", "allowed": "integer 2..1000", "default": 5},
+        {
+            "name": "equals",
+            "allowed": "/equals ends every string with '=', where the answer is read",
+            "default": "off",
+        },
+    ],
+)
 
 
 @register("modarith-brackets", "modular arithmetic with brackets (context-free), value mod m at the end")
