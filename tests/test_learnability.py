@@ -233,7 +233,7 @@ def _swept(tmp_path, text: str):
     path = tmp_path / "study.yaml"
     path.write_text(text)
     db = tmp_path / "t.db"
-    study, _, _ = reproduce(str(path), db=str(db), workers=1)
+    study = reproduce(str(path), db=str(db), workers=1).study
     return collect(study, str(db), "quick")
 
 
