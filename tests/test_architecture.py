@@ -421,3 +421,50 @@ def f(store, ref, r0: RunRecord, db, c: Compared):
         "by_id[3]['error']",
         "ra['uuid']",
     ], found
+
+
+def _commands() -> dict[str, object]:
+    """Every command of the parser (``statetrack NAME``) and the function it runs."""
+    import argparse
+
+    from statetrack.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {name: p.get_default("fn") for name, p in sub.choices.items()}
+
+
+def _names_reached(fn) -> set[str]:
+    """The names a command's function uses, with those of the functions of its own module it calls, and
+    theirs (a command's helpers: ``_sweep``, ``_write``)."""
+    import inspect
+
+    module = inspect.getmodule(fn)
+    tree = ast.parse(inspect.getsource(module))
+    defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    seen, todo, names = set(), [fn.__name__], set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for node in ast.walk(defs[name]):
+            if isinstance(node, ast.Name):
+                names.add(node.id)
+                if node.id in defs:
+                    todo.append(node.id)
+            elif isinstance(node, ast.Attribute):
+                names.add(node.attr)
+            elif isinstance(node, ast.alias):
+                names.add(node.asname or node.name.rsplit(".", 1)[-1])
+    return names
+
+
+def test_every_command_calls_the_function_docs_name_for_it():
+    page = (ROOT.parent.parent / "docs" / "architecture.md").read_text()
+    table = dict(re.findall(r"^\| `([a-z-]+)` \| `(statetrack[\w.]+)` \|$", page, re.M))
+    commands = _commands()
+    assert set(table) == set(commands), "docs/architecture.md's table of commands and the parser differ"
+    for command, target in table.items():
+        module, _, name = target.rpartition(".")
+        assert callable(getattr(importlib.import_module(module), name)), target
+        assert name in _names_reached(commands[command]), f"statetrack {command} does not call {target}"

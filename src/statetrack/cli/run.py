@@ -190,47 +190,25 @@ SPLIT_NAMES = {
 
 
 def cmd_eval(a):
+    """``statetrack eval``: ``runs.checkpoint_eval.evaluate_checkpoint``, printed."""
     a.checkpoint = checkpoint_path(a)  # a mistyped run label is said before torch loads
     from statetrack.config import EvalConfig, validated
+    from statetrack.runs.checkpoint_eval import evaluate_checkpoint
     from statetrack.runs.records import checkpoint_run, split_rows
-    from statetrack.runs.store import checkpoint_of_run_problem
-    from statetrack.tasks import get_task
-    from statetrack.training import memory
-    from statetrack.training.checkpoint import check_task_fits, load_checkpoint
-    from statetrack.training.device import resolve_device
-    from statetrack.training.evaluation import check_eval_memory, evaluate_more, evaluate_run
 
     fields = {k.removeprefix("eval."): v for k, v in given(a).items() if k.startswith("eval.")}
     ecfg = validated(EvalConfig, **fields)
-    model, cfg, task, extra = load_checkpoint(
-        a.checkpoint, device=resolve_device(ecfg.device), max_params=a.max_params
-    )
-    if a.task:
-        task = get_task(a.task)
-        check_task_fits(model, task, a.checkpoint, cfg.task)
-    device = resolve_device(ecfg.device)
-    check_eval_memory(model, ecfg, memory.available() if device.type == "cpu" else None)
-    problem = checkpoint_of_run_problem(a.checkpoint, extra)
-    if problem:
-        print(terminal_text(f"warning: {problem}; evaluating the file as it is"), file=sys.stderr)
-    with RunProgress(f"evaluate {cfg.model.layers} on {task.name}", 0, len(ecfg.lengths)) as prog:
-        metrics, lm = evaluate_run(model, task, ecfg, on_length=prog.length)  # LM tasks: on the test split
-    more, horizons = evaluate_more(model, task, ecfg, metrics)
+    with RunProgress("evaluate", 0, len(ecfg.lengths)) as prog:
+        r = evaluate_checkpoint(a.checkpoint, ecfg, a.task, a.max_params, on_length=prog.length)
     if a.json:
-        emit_rows(
-            with_lm(
-                split_rows(
-                    checkpoint_run(cfg.model_dump(), extra, task.name, a.checkpoint),
-                    metrics,
-                    more,
-                    ecfg.splits[0],
-                ),
-                lm,
-            )
-        )
+        run = checkpoint_run(r.config.model_dump(), r.extra, r.task.name, a.checkpoint)
+        emit_rows(with_lm(split_rows(run, r.metrics, r.more, ecfg.splits[0]), r.lm))
     else:
-        title = f"{a.checkpoint}: {cfg.model.layers} on {task.name}"
-        print_lm_metrics(title, lm) if lm else print_splits(title, ecfg.splits[0], metrics, more, horizons)
+        title = f"{a.checkpoint}: {r.config.model.layers} on {r.task.name}"
+        if r.lm:
+            print_lm_metrics(title, r.lm)
+        else:
+            print_splits(title, ecfg.splits[0], r.metrics, r.more, r.horizons)
     return 0
 
 
