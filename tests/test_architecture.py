@@ -7,11 +7,14 @@ import ast
 import importlib
 import pkgutil
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 import statetrack
+from conftest import SRC
 
 ROOT = Path(statetrack.__file__).parent
 
@@ -25,9 +28,10 @@ LAYERS = [
     {"layers"},
     {"lm"},
     {"tasks"},
+    {"theory"},
     {"model"},
     {"training"},
-    {"theory"},
+    {"constructions", "analysis"},
     {"runs"},
     {"experiments"},
     {"report"},
@@ -178,6 +182,59 @@ def test_variants_are_types():
         assert not re.search(r"""kind [!=]= ["']lm["']""", text), name
         if name.startswith("statetrack.layers."):
             assert not re.search(r"""(eigenvalues|structure)=["']""", text), name
+
+
+def _external(path: Path) -> set[str]:
+    """The top-level packages outside statetrack that a module imports anywhere (functions and type hints
+    included)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.add(node.module.split(".")[0])
+    return out - {"statetrack"}
+
+
+THEORY = sorted(m for m in MODULES if _unit(m) == "theory")
+#: the modules of theory/ that compute with numpy (group tables, representations, float32 holds); this list only
+#: shrinks: the rest of theory/ is plain Python over the declarations and the task's algebra
+NUMPY_IN_THEORY = {
+    "statetrack.theory.algebra",
+    "statetrack.theory.monoid",
+    "statetrack.theory.precision",
+    "statetrack.theory.representations",
+}
+
+
+def test_theory_is_pure_math():
+    """No module of theory/ imports torch (what needs a model is in ``constructions`` and ``analysis``), and
+    numpy only where NUMPY_IN_THEORY says it already did."""
+    torch_users = [m for m in THEORY if "torch" in _external(MODULES[m])]
+    assert not torch_users, f"theory/ imports torch: {torch_users}"
+    numpy_users = {m for m in THEORY if "numpy" in _external(MODULES[m])}
+    assert numpy_users <= NUMPY_IN_THEORY, (
+        f"numpy in theory/ beyond NUMPY_IN_THEORY: {numpy_users - NUMPY_IN_THEORY}"
+    )
+    assert numpy_users >= NUMPY_IN_THEORY, f"no numpy left: take them out: {NUMPY_IN_THEORY - numpy_users}"
+
+
+def test_theory_loads_without_torch():
+    """Every module of theory/, and the oracle's calls as the command line makes them (``statetrack oracle``:
+    one verdict, and the table), leave torch unloaded, through every package on the way."""
+    code = (
+        "import importlib, sys\n"
+        "import statetrack.theory as t\n"
+        f"for m in {THEORY!r}: importlib.import_module(m)\n"
+        "t.oracle('mamba,s4d', 'parity'); t.oracle('deltaproduct(nh=3,neg=true)', 'group:A5')\n"
+        "t.oracle_table(['mamba*2', 'deltaproduct(nh=2,neg=true)'], ['parity', 'tomita:3', 'group:S3'])\n"
+        "print(sorted(m for m in ('torch', 'matplotlib', 'safetensors') if m in sys.modules))\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={"PATH": "", "PYTHONPATH": SRC}
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.strip() == "[]", p.stdout
 
 
 #: a function longer than this many lines is split, or says why not in a ``# long: REASON`` comment on the

@@ -504,7 +504,7 @@ def test_pages_in_chromium(report, chromium, tmp_path, name, width):
     assert 0.005 < ink < 0.6, ink  # text, tables and figures drawn; not a blank or black page
 
 
-#: one Negative Mamba layer's spectrum, as theory.spectrum gives it
+#: one Negative Mamba layer's spectrum, as analysis.spectrum gives it
 NEGMAMBA_LAYER = {
     "layer": 1,
     "mixer": "negmamba",

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from statetrack.config import EvalConfig
-from statetrack.theory.constructions import REGISTRY, available, build, save
+from statetrack.constructions import REGISTRY, available, build, save
 from statetrack.training.evaluation import evaluate
 
 AVAILABLE = [r["name"] for r in available() if r["available"]]

@@ -311,7 +311,7 @@ def _best_model(cell: VerdictCell):
 def _read_cells(cells: list[VerdictCell], max_len: int) -> tuple[dict, dict, dict]:
     """Per cell: the horizons and the spectrum of its best seed (or why there is none), and the spectrum
     figures."""
-    from statetrack.theory.spectra import spectrum
+    from statetrack.analysis.spectra import spectrum
 
     hz: dict[str, dict | str] = {}
     sp: dict[str, dict | str] = {}

@@ -67,7 +67,7 @@ def train_configs(a):
         if key == "plugins":  # typed on the command line: as --plugin
             load_plugins(value, "named in --set")
     if flat.get("init"):  # the construction fixes the model (statetrack construct --list)
-        from statetrack.theory.constructions import init_config, init_task
+        from statetrack.constructions import init_config, init_task
 
         if "task" not in flat:  # the construction's task, unless another is named (then checked)
             flat["task"] = init_task(flat["init"])

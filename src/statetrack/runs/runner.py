@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 
 from statetrack.config import EvalConfig, Split, Supervision, TrainConfig, flatten, run_configs
+from statetrack.constructions import init_model
 from statetrack.errors import UserError
 from statetrack.files import inside
 from statetrack.layers import ORIGIN as MIXER_ORIGIN
@@ -43,7 +44,6 @@ from statetrack.tasks.base import CorpusTask, Scoring
 from statetrack.tasks.draws import NOT_REGULAR, REGULAR
 from statetrack.tasks.families import check_pair_states
 from statetrack.tasks.registry import ORIGIN as TASK_ORIGIN
-from statetrack.theory.constructions import init_model
 from statetrack.training import memory
 from statetrack.training.checkpoint import declared_model, declared_params, save_run_checkpoint
 from statetrack.training.device import resolve_device

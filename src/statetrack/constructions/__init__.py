@@ -31,15 +31,9 @@ from pathlib import Path
 import torch
 
 from statetrack.config import ModelConfig, TrainConfig
-from statetrack.errors import UserError, allowed, did_you_mean
-from statetrack.files import inside
-from statetrack.layers.properties import DECLARED as MIXERS  # the mixers of this build, by name
-from statetrack.model import Model
-from statetrack.spec import format_layers, parse_layers
-from statetrack.tasks import get_task
 
 # each family module registers its constructions on import
-from statetrack.theory.constructions import (  # noqa: F401  (registration)
+from statetrack.constructions import (  # noqa: F401  (registration)
     aussm,
     deltaproduct,
     gateddeltanet,
@@ -49,7 +43,13 @@ from statetrack.theory.constructions import (  # noqa: F401  (registration)
     pdssm,
     s4d,
 )
-from statetrack.theory.constructions.base import REGISTRY, Construction, register, sharpen_readout
+from statetrack.constructions.base import REGISTRY, Construction, register, sharpen_readout
+from statetrack.errors import UserError, allowed, did_you_mean
+from statetrack.files import inside
+from statetrack.layers.properties import DECLARED as MIXERS  # the mixers of this build, by name
+from statetrack.model import Model
+from statetrack.spec import format_layers, parse_layers
+from statetrack.tasks import get_task
 from statetrack.training.checkpoint import save_checkpoint
 
 

@@ -26,11 +26,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from statetrack.constructions.base import Construction, blank_model, register, token_embedding
 from statetrack.errors import UserError
 from statetrack.layers.pdssm import PDSSM
 from statetrack.tasks import get_task
 from statetrack.theory.algebra import minimal_dfa
-from statetrack.theory.constructions.base import Construction, blank_model, register, token_embedding
 
 #: selection logits: softmax(30 e_k) puts all but (K - 1) e^-30 of the weight on A_k
 SELECT = 30.0

@@ -11,9 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from statetrack.algebra import get_group, parse_group_name
-from statetrack.errors import UserError
-from statetrack.layers.aussm import AUSSM, SimpleAUSSM
-from statetrack.theory.constructions.base import (
+from statetrack.constructions.base import (
     Construction,
     blank_model,
     nearest_head,
@@ -22,6 +20,8 @@ from statetrack.theory.constructions.base import (
     spread_readout,
     token_embedding,
 )
+from statetrack.errors import UserError
+from statetrack.layers.aussm import AUSSM, SimpleAUSSM
 
 
 def _lag_inputs(mx: AUSSM | SimpleAUSSM, units: list[torch.Tensor], const: int, L: float) -> None:

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from statetrack.layers.gateddeltanet import GatedDeltaNet
-from statetrack.theory.constructions.base import (
+from statetrack.constructions.base import (
     Construction,
     blank_model,
     layer_input,
@@ -23,6 +22,7 @@ from statetrack.theory.constructions.base import (
     silu,
     token_embedding,
 )
+from statetrack.layers.gateddeltanet import GatedDeltaNet
 
 SAT = 30.0
 

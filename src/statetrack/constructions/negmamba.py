@@ -11,8 +11,8 @@ import torch
 import torch.nn.functional as F
 
 from statetrack.algebra import get_group
+from statetrack.constructions.base import Construction, blank_model, layer_input, register, silu
 from statetrack.layers.mamba import Mamba
-from statetrack.theory.constructions.base import Construction, blank_model, layer_input, register, silu
 
 
 @register(

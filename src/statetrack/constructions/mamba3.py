@@ -24,10 +24,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from statetrack.errors import UserError
-from statetrack.layers.mamba3 import Mamba3
-from statetrack.model import Model
-from statetrack.theory.constructions.base import (
+from statetrack.constructions.base import (
     Construction,
     blank_model,
     layer_input,
@@ -36,6 +33,9 @@ from statetrack.theory.constructions.base import (
     silu,
     token_embedding,
 )
+from statetrack.errors import UserError
+from statetrack.layers.mamba3 import Mamba3
+from statetrack.model import Model
 
 SAT = 30.0  # sigmoid(30) = 1 in float32
 TANH_SAT = 20.0  # tanh(20) = 1 in float32

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import torch
 
-from statetrack.layers.rnn import GRU, cell_weights
-from statetrack.theory.constructions.base import (
+from statetrack.constructions.base import (
     Construction,
     blank_model,
     layer_input,
     register,
     token_embedding,
 )
+from statetrack.layers.rnn import GRU, cell_weights
 
 #: the gate and candidate pre-activations: sigmoid(GATE) = 1 and tanh(GATE) = 1 in float32
 GATE = 30.0

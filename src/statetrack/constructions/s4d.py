@@ -6,9 +6,9 @@ import math
 
 import torch
 
+from statetrack.constructions.base import Construction, blank_model, layer_input, register
 from statetrack.errors import UserError
 from statetrack.layers.s4d import S4D
-from statetrack.theory.constructions.base import Construction, blank_model, layer_input, register
 
 
 def _s4d_rotation(mixer: S4D, channel: int, angle: float) -> None:

@@ -30,9 +30,7 @@ import numpy as np
 import torch
 
 from statetrack.algebra import get_group
-from statetrack.errors import UserError
-from statetrack.layers.deltanet import DeltaProduct
-from statetrack.theory.constructions.base import (
+from statetrack.constructions.base import (
     SILU_ARGMIN,
     Construction,
     blank_model,
@@ -43,6 +41,8 @@ from statetrack.theory.constructions.base import (
     spread_readout,
     token_embedding,
 )
+from statetrack.errors import UserError
+from statetrack.layers.deltanet import DeltaProduct
 from statetrack.theory.representations import best_representation, householder_factors
 
 #: the scale of the write terms: |o| stays in the linear regime of the output RMSNorm
