@@ -200,7 +200,7 @@ THEORY = sorted(m for m in MODULES if _unit(m) == "theory")
 #: the modules of theory/ that compute with numpy (group tables, representations, float32 holds); this list only
 #: shrinks: the rest of theory/ is plain Python over the declarations and the task's algebra
 NUMPY_IN_THEORY = {
-    "statetrack.theory.algebra",
+    "statetrack.theory.actions",
     "statetrack.theory.monoid",
     "statetrack.theory.precision",
     "statetrack.theory.representations",
@@ -525,3 +525,20 @@ def test_every_command_calls_the_function_docs_name_for_it():
         module, _, name = target.rpartition(".")
         assert callable(getattr(importlib.import_module(module), name)), target
         assert name in _names_reached(commands[command]), f"statetrack {command} does not call {target}"
+
+
+def test_a_file_name_names_one_concept():
+    """No two modules share a file name across packages, except ``__init__`` and ``base`` (a package's
+    base classes), a mixer's name (its layer, its construction), and the files of the op folders
+    (``ops/<recurrence>/reference.py`` beside each other, as flash-linear-attention lays them out)."""
+    from statetrack.layers import _BUILTIN
+
+    where: dict[str, set[str]] = {}
+    for path in ROOT.rglob("*.py"):
+        folder = path.parent.relative_to(ROOT).as_posix()
+        if folder.startswith("ops/"):
+            folder = "ops/*"
+        where.setdefault(path.stem, set()).add(folder)
+    allowed = {"__init__", "base", *_BUILTIN}
+    repeated = {name: sorted(f) for name, f in where.items() if len(f) > 1 and name not in allowed}
+    assert not repeated, f"file names used in more than one package: {repeated}"

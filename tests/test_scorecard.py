@@ -10,8 +10,8 @@ import pytest
 import torch
 from torch import nn
 
+from statetrack.analysis.counterexamples import GROWING_STATE, counterexample
 from statetrack.analysis.spectra import spectrum
-from statetrack.analysis.witness import GROWING_STATE, counterexample
 from statetrack.config import ModelConfig
 from statetrack.layers import Properties
 from statetrack.layers.adapters import register_module

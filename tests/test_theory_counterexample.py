@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from statetrack.analysis.witness import choose_w, counterexample, s4d_phases
+from statetrack.analysis.counterexamples import choose_w, counterexample, s4d_phases
 from statetrack.config import ModelConfig
 from statetrack.model import build_model
 from statetrack.tasks import get_task

@@ -20,7 +20,7 @@ from statetrack.files import check_writable
 from statetrack.progress import Progress, SweepProgress, sink
 from statetrack.report import StudyTable
 from statetrack.report.folder import Extent, check_replace
-from statetrack.report.lm import LMTable
+from statetrack.report.lm_tables import LMTable
 from statetrack.report.writer import Report, collect, write_report
 from statetrack.runs.jobs import MAX_RUNS
 from statetrack.runs.store import DEFAULT_DB

@@ -9,7 +9,7 @@ default. The card (:class:`Card`) holds
 * the oracle's verdict on each task from the properties the mixer declares, or "undeclared" and how to
   declare them (a verdict is read from declarations, never from training);
 * the learnability cells: each task's seeds scored as the zoo's verdict table scores them
-  (``report.verdicts``), with the outcome against the verdict;
+  (``report.verdict_tables``), with the outcome against the verdict;
 * the failure horizons of each cell's best seed on the witness families of its task, up to the longest
   test length (:func:`horizons`, the one place that measures them);
 * the learned spectra of each cell's best seed where the mixer declares its transition
@@ -41,7 +41,7 @@ from statetrack.report.evidence import Spectrum, spectrum_summary
 from statetrack.report.leaderboard import leaderboard_html
 from statetrack.report.plots import save, slug, svg_text
 from statetrack.report.render import grid_markdown
-from statetrack.report.verdicts import SeedScore, VerdictCell, VerdictTable, verdict_table
+from statetrack.report.verdict_tables import SeedScore, VerdictCell, VerdictTable, verdict_table
 from statetrack.report.writer import collect
 from statetrack.reproduce import sweep
 from statetrack.runs.store import DEFAULT_DB, RunStatus, Store

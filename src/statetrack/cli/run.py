@@ -18,7 +18,8 @@ from statetrack.cli.args import (
     parse_range,
     parse_split,
 )
-from statetrack.cli.lm import print_lm_metrics, with_lm
+from statetrack.cli.bars import RunProgress
+from statetrack.cli.language import print_lm_metrics, with_lm
 from statetrack.cli.options import add_eval_options, add_train_options, given
 from statetrack.cli.output import (
     Col,
@@ -31,7 +32,6 @@ from statetrack.cli.output import (
     say,
     show,
 )
-from statetrack.cli.progress import RunProgress
 from statetrack.config import Split
 from statetrack.errors import UserError
 from statetrack.progress import warn
@@ -88,7 +88,7 @@ def train_configs(a):
         )
     if "device" in flat:  # the evaluation runs where the training ran, unless told otherwise
         flat.setdefault("eval.device", flat["device"])
-    from statetrack.runs.names import check_names
+    from statetrack.runs.name_checks import check_names
 
     check_names(flat)  # a mistyped task, mixer or option is said before torch loads (device 'auto' loads it)
     try:

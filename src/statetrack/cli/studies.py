@@ -10,9 +10,9 @@ import time
 from operator import itemgetter
 
 from statetrack.cli.args import add_db, add_json
+from statetrack.cli.bars import SweepProgress
 from statetrack.cli.options import add_device
 from statetrack.cli.output import Col, console, emit_rows, print_table, prose, say
-from statetrack.cli.progress import SweepProgress
 from statetrack.errors import UserError
 from statetrack.runs.store import RunStatus
 
@@ -116,7 +116,7 @@ def _emit_runs(results, db, study=None):
     from statetrack.runs.store import Store
 
     if study is not None and study.kind is StudyKind.LM:
-        from statetrack.report.lm import json_rows
+        from statetrack.report.lm_tables import json_rows
 
         emit_rows(json_rows(study, results))
         return
@@ -174,7 +174,7 @@ def _print_report(rep, a):
         print_table(t.title, cols, t.cell_texts(), caption=t.caption, con=con)
         con.print()
     if rep.verdicts is not None:
-        from statetrack.report.verdicts import CAPTION
+        from statetrack.report.verdict_tables import CAPTION
 
         vt = rep.verdicts
         print_table(

@@ -94,7 +94,7 @@ def cmd_construct(a):
 
 
 def cmd_counterexample(a):
-    from statetrack.analysis.witness import counterexample
+    from statetrack.analysis.counterexamples import counterexample
 
     a.checkpoint = checkpoint_path(a)
     r = counterexample(a.checkpoint, task=a.task, max_len=a.max_len, tol=a.tol, max_w=a.max_w, seed=a.seed)

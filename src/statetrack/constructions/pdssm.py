@@ -30,7 +30,7 @@ from statetrack.constructions.base import Construction, blank_model, register, t
 from statetrack.errors import UserError
 from statetrack.layers.pdssm import PDSSM
 from statetrack.tasks import get_task
-from statetrack.theory.algebra import minimal_dfa
+from statetrack.theory.actions import minimal_dfa
 
 #: selection logits: softmax(30 e_k) puts all but (K - 1) e^-30 of the weight on A_k
 SELECT = 30.0

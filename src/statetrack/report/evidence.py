@@ -45,7 +45,7 @@ from statetrack.errors import UserError
 from statetrack.report.plots import close, save, slug, spectrum_figure, unique_stem
 from statetrack.report.state_tables import recorded, selected_pairs, unlearnt_text
 from statetrack.report.table import StudyTable, table_runs
-from statetrack.report.verdicts import TRACKED, VerdictCell, VerdictTable
+from statetrack.report.verdict_tables import TRACKED, VerdictCell, VerdictTable
 from statetrack.untrusted import markdown_link
 
 T = TypeVar("T")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from statetrack.report.lm import LMTable
+from statetrack.report.lm_tables import LMTable
 from statetrack.report.render import fmt_len, fmt_published
 from statetrack.report.table import StudyTable
 

@@ -41,9 +41,9 @@ from statetrack.report.html_grid import (
     study_grid,
 )
 from statetrack.report.leaderboard import COLOURS, cell_inner, write_leaderboard
-from statetrack.report.lm import LMTable
+from statetrack.report.lm_tables import LMTable
 from statetrack.report.plots import save, svg_text
-from statetrack.report.verdicts import CAPTION as VERDICTS_CAPTION
+from statetrack.report.verdict_tables import CAPTION as VERDICTS_CAPTION
 from statetrack.report.writer import (
     INTERVALS_CAPTION,
     LONG_INTERVALS_CAPTION,

@@ -18,9 +18,9 @@ from statetrack.progress import Ticker
 from statetrack.report.evidence import report_evidence
 from statetrack.report.finding import Finding, difference_items, finding, protocol_changes
 from statetrack.report.folder import Extent, check_replace, update_record
-from statetrack.report.lm import LMTable, lm_tables
-from statetrack.report.lm import scale_note as lm_note
 from statetrack.report.lm_figures import lm_figures
+from statetrack.report.lm_tables import LMTable, lm_tables
+from statetrack.report.lm_tables import scale_note as lm_note
 from statetrack.report.plots import (
     close,
     curve_figures,
@@ -34,8 +34,8 @@ from statetrack.report.render import grid_csv, grid_markdown
 from statetrack.report.selection import MARK
 from statetrack.report.state_tables import on_split, state_tables
 from statetrack.report.table import StudyTable, study_tables
-from statetrack.report.verdicts import CAPTION as VERDICTS_CAPTION
-from statetrack.report.verdicts import VerdictTable, verdict_table
+from statetrack.report.verdict_tables import CAPTION as VERDICTS_CAPTION
+from statetrack.report.verdict_tables import VerdictTable, verdict_table
 from statetrack.runs.jobs import MAX_RUNS
 from statetrack.runs.probes import read_traces
 from statetrack.runs.runner import complete_result
@@ -172,7 +172,7 @@ def collect(
             if job.probes:
                 traces[res.run_id] = read_traces(db, res.run_id)
     tables: Sequence[StudyTable | LMTable]
-    if study.kind is StudyKind.LM:  # a language-modelling study: bpb tables (statetrack.report.lm)
+    if study.kind is StudyKind.LM:  # a language-modelling study: bpb tables (statetrack.report.lm_tables)
         tables = lm_tables(study, results, scale, db=db)
     else:
         tables = state_tables(study, results, study_tables(study, results, scale), curves)

@@ -3,7 +3,7 @@
     list_tasks() -> one dict per family: family, syntax, description, parameters
 
 Light: each family's task module (numpy) is imported by its factory, when a task is built, so that
-listing the families imports none of them. Examples and label shares: :mod:`statetrack.tasks.sampling`.
+listing the families imports none of them. Examples and label shares: :mod:`statetrack.tasks.examples`.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def _group(arg: str | None) -> Task:
     name, _, subset = arg.partition("/")
     if _ and not subset:
         raise UserError(f"empty subset in 'group:{arg}'; allowed selectors: {', '.join(SELECTORS)}")
-    from statetrack.tasks.group import GroupWordProblem  # heavy: numpy
+    from statetrack.tasks.word_problem import GroupWordProblem  # heavy: numpy
 
     return GroupWordProblem(name, subset or None)
 
@@ -228,7 +228,7 @@ _WITNESS_FORMS = "ones, alt, block:K:M (K >= 1, M odd), pulse:W (W >= 1)"
 
 @register("witness", "the parity proofs' fixed witness inputs; label = prefix parity")
 def _witness(arg: str | None) -> Task:
-    from statetrack.tasks.witness import Witness  # heavy: numpy
+    from statetrack.tasks.witness_inputs import Witness  # heavy: numpy
 
     parts = (arg or "").split(":")
     kind, rest = parts[0], parts[1:]
@@ -261,7 +261,7 @@ _meta(
     "language modelling on a corpus (next-token loss, bits per byte): lm:stdlib, lm:synthetic, lm:traces",
 )
 def _lm(arg: str | None) -> Task:
-    from statetrack.tasks.lm import LMTask, parse_lm_arg  # heavy: numpy, the corpus
+    from statetrack.tasks.corpus_tasks import LMTask, parse_lm_arg  # heavy: numpy, the corpus
 
     return LMTask(*parse_lm_arg(arg))
 

@@ -5,7 +5,7 @@
 
 * :func:`oracle` (module :mod:`statetrack.theory.verdicts`, its rules in :mod:`statetrack.theory.rules`):
   possible / impossible / open, with the basis (a result of docs/science.md) and a one-sentence reason,
-  from the mixers' declared properties and the task's algebra (:mod:`statetrack.theory.algebra`).
+  from the mixers' declared properties and the task's algebra (:mod:`statetrack.theory.actions`).
 * the algebra it reads: monoids (:mod:`~statetrack.theory.monoid`), orthogonal representations
   (:mod:`~statetrack.theory.representations`), float32 holds (:mod:`~statetrack.theory.precision`) and the
   layers as classes (:mod:`~statetrack.theory.layer_classes`).

@@ -66,7 +66,7 @@ ScoreKind = Literal["per_length", "mean", "longest"]
 
 class StudyKind(StrEnum):
     """What a study measures: state tracking (accuracy by test length) or language modelling (``kind: lm``:
-    loss and bits per byte on corpora, :mod:`statetrack.report.lm`)."""
+    loss and bits per byte on corpora, :mod:`statetrack.report.lm_tables`)."""
 
     STATE = "state"
     LM = "lm"
@@ -377,7 +377,7 @@ class Study(_Strict):
     oracle: bool = Field(
         False,
         description="report the theory oracle's verdict beside every (model, task) cell "
-        "and whether the measurements agree with it (report.verdicts)",
+        "and whether the measurements agree with it (report.verdict_tables)",
     )
     score: Score = Field(default_factory=Score)
     select: Selection = Field(default_factory=Selection)

@@ -42,7 +42,7 @@ from statetrack.config import Split
 from statetrack.report.render import grid_markdown
 from statetrack.runs.store import RunStatus
 from statetrack.tasks import draws, get_task
-from statetrack.theory.algebra import task_algebra
+from statetrack.theory.actions import task_algebra
 from statetrack.theory.verdicts import Decision, oracle
 from statetrack.training.evaluation import wilson
 

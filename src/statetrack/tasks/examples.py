@@ -21,9 +21,9 @@ from statetrack.config import Split
 from statetrack.errors import UserError
 from statetrack.tasks import draws
 from statetrack.tasks.base import CorpusTask, Task
-from statetrack.tasks.group import GroupWordProblem
 from statetrack.tasks.registry import get_task
 from statetrack.tasks.streaming import check_length
+from statetrack.tasks.word_problem import GroupWordProblem
 
 SPLITS = draws.SPLITS
 

@@ -16,7 +16,7 @@ from statetrack.untrusted import terminal_text
 
 
 def cmd_generate(a):
-    from statetrack.lm.sampling import check_generation, generate
+    from statetrack.lm.generation import check_generation, generate
     from statetrack.tasks.base import CorpusTask
     from statetrack.training.checkpoint import load_checkpoint
 
