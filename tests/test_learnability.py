@@ -227,7 +227,7 @@ scales:
 
 def _swept(tmp_path, text: str):
     """The quick scale of the study ``text``, run into a fresh database and collected for its report."""
-    from statetrack.report.writer import collect
+    from statetrack.report.collect import collect
     from statetrack.reproduce import reproduce
 
     path = tmp_path / "study.yaml"

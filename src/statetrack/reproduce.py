@@ -3,7 +3,7 @@
 The report is always read back from the database (``report.collect``, as ``statetrack report`` does):
 the grid is regenerated from the study file and each run is looked up by its key, so a reproduction
 and a later report of the same database give the same tables. ``statetrack reproduce`` calls
-``reproduce`` and ``statetrack report`` calls ``report.writer.collect`` and ``write``.
+``reproduce`` and ``statetrack report`` calls ``report.collect.collect`` and ``write``.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from statetrack.experiments import Study, load_study
 from statetrack.files import check_writable
 from statetrack.progress import Progress, SweepProgress, sink
 from statetrack.report import StudyTable
+from statetrack.report.collect import Report, collect
 from statetrack.report.folder import Extent, check_replace
 from statetrack.report.lm_tables import LMTable
-from statetrack.report.writer import Report, collect, write_report
+from statetrack.report.writer import write_report
 from statetrack.runs.jobs import MAX_RUNS
 from statetrack.runs.store import DEFAULT_DB
 from statetrack.runs.sweep import run_jobs
@@ -81,7 +82,7 @@ def _both(first, second):
 @dataclass(frozen=True)
 class Reproduction:
     """What ``reproduce`` gives: the study, each job's result of the sweep, the report read back from the
-    database (every table, the verdicts, the curves: ``report.writer.Report``), the sweep's wall time in
+    database (every table, the verdicts, the curves: ``report.collect.Report``), the sweep's wall time in
     seconds and the files written (none without ``out``)."""
 
     study: Study

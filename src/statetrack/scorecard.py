@@ -37,12 +37,12 @@ from statetrack.experiments import load_study
 from statetrack.experiments.card import TABLE, ZOO, card_study
 from statetrack.files import ensure_dir, inside, write_file
 from statetrack.progress import Progress
+from statetrack.report.collect import collect
 from statetrack.report.evidence import Spectrum, spectrum_summary
 from statetrack.report.leaderboard import leaderboard_html
 from statetrack.report.plots import save, slug, svg_text
 from statetrack.report.render import grid_markdown
 from statetrack.report.verdict_tables import SeedScore, VerdictCell, VerdictTable, verdict_table
-from statetrack.report.writer import collect
 from statetrack.reproduce import sweep
 from statetrack.runs.store import DEFAULT_DB, RunStatus, Store
 from statetrack.spec import parse_layers

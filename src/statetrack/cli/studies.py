@@ -248,7 +248,7 @@ def cmd_report(a):
     _figures(a.figures)
     if a.reading:
         return _report_readings(study, a)
-    from statetrack.report.writer import check_reportable, collect
+    from statetrack.report.collect import check_reportable, collect
     from statetrack.reproduce import now
 
     rep = collect(study, a.db, a.scale, a.seeds, a.device, a.max_runs)

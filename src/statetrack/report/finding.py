@@ -201,7 +201,7 @@ def difference_items(t: StudyTable | LMTable, study) -> tuple[str, list[str]]:
 
 
 def finding(rep) -> Finding:
-    """The headline of ``rep`` (a ``report.writer.Report``)."""
+    """The headline of ``rep`` (a ``report.collect.Report``)."""
     compared, agree = rep.agreement()
     differs = []
     for t in rep.tables:

@@ -29,6 +29,7 @@ from pathlib import Path
 from statetrack.config import Split
 from statetrack.experiments import StudyKind
 from statetrack.files import ensure_dir, inside, write_file
+from statetrack.report.collect import Report
 from statetrack.report.evidence import EvidenceSection, Spectrum, report_evidence
 from statetrack.report.finding import Finding
 from statetrack.report.folder import check_replace, read_index, update_record
@@ -49,7 +50,6 @@ from statetrack.report.writer import (
     LONG_INTERVALS_CAPTION,
     PROBE_HEADERS,
     Interval,
-    Report,
     drawn_figures,
     interval_tables,
     probe_cells,

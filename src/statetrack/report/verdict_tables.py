@@ -357,7 +357,7 @@ def seed_score(job, result, task, fixed_input: bool) -> SeedScore:
 
 def verdict_table(study, results, decide=oracle) -> VerdictTable:
     """The oracle's verdict and the pooled scores for every (model, task) cell of the study's grid
-    (``results``: (Job, RunResult or None), as ``report.writer.collect`` reads them). ``decide(layers,
+    (``results``: (Job, RunResult or None), as ``report.collect.collect`` reads them). ``decide(layers,
     task)``: the verdict (the oracle; a scorecard of a mixer that declares nothing gives 'open')."""
     columns: list[str] = []
     rows: list[tuple[str, list[VerdictCell | None]]] = []
