@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from statetrack.config import Split
 from statetrack.untrusted import terminal_text
 
 
@@ -109,6 +110,12 @@ def guarded_output() -> Iterator[Guarded]:
 PIPE_WIDTH = 80
 #: rendered width of a table = sum of the column widths + GAP * (columns - 1)
 GAP = 3
+
+#: how a draw of test strings is named in printed titles
+SPLIT_NAMES = {
+    Split.TEST: "test draw",
+    Split.LONG: "long-range draw: the last half of each string leaves both labels possible",
+}
 
 
 def width() -> int:

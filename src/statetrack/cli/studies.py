@@ -292,12 +292,12 @@ def _report_readings(study, a) -> int:
 
 def cmd_reproduce(a):
     """``statetrack reproduce``: ``reproduce.reproduce`` (the sweep, then the report from the database)."""
+    _check(a)  # a mistyped study or option is said before torch loads
+    _figures(a.figures)
     from functools import partial
 
     from statetrack.reproduce import reproduce
 
-    _check(a)
-    _figures(a.figures)
     if a.out and a.out == DEFAULT_OUT and a.seeds is None and not a.force:  # rerun as it was: reuse or
         from statetrack.report.folder import Extent, place_report  # write beside
 
