@@ -542,3 +542,16 @@ def test_a_file_name_names_one_concept():
     allowed = {"__init__", "base", *_BUILTIN}
     repeated = {name: sorted(f) for name, f in where.items() if len(f) > 1 and name not in allowed}
     assert not repeated, f"file names used in more than one package: {repeated}"
+
+
+#: a module longer than this many lines is split, or says why not in a ``# long: REASON`` first line
+MAX_MODULE_LINES = 500
+
+
+def test_a_long_module_says_why():
+    unexplained = []
+    for path in sorted(ROOT.rglob("*.py")):
+        lines = path.read_text().splitlines()
+        if len(lines) > MAX_MODULE_LINES and not lines[0].startswith("# long: "):
+            unexplained.append(f"{path.relative_to(ROOT)} ({len(lines)} lines)")
+    assert not unexplained, f"over {MAX_MODULE_LINES} lines without a '# long: REASON' first line: {unexplained}"

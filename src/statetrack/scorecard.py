@@ -1,3 +1,4 @@
+# long: the scorecard's protocol steps and the card that reads them, in the order a card is made
 """A scorecard for any mixer: the frontier zoo's protocol run on it, and one card of what it showed.
 
 ``scorecard(layers)`` takes a layer spec (a built-in mixer, a spec such as ``"mamba(conv=0)*2"``, or a

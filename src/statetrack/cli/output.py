@@ -1,3 +1,4 @@
+# long: every printed form the commands share (width, tables, blocks, JSON), together so that output stays uniform
 """Output shared by every command: the width, tables that fit it, key/value blocks, JSON Lines.
 
 The width is ``COLUMNS`` when set (piped or not), else the terminal's, else 80 (piped output is read

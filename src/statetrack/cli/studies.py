@@ -1,3 +1,4 @@
+# long: four commands (sweep, report, reproduce, scorecard), their shared checks and their argparse table
 """Commands of the studies area: ``sweep`` (run a study's grid), ``report`` (tables, plots, exports from
 the database) and ``reproduce`` (sweep + report)."""
 

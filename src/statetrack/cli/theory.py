@@ -1,3 +1,4 @@
+# long: eight commands of the theory area and their argparse table
 """Commands of the theory area: ``oracle``, ``construct``, ``counterexample``, ``spectrum``."""
 
 from __future__ import annotations

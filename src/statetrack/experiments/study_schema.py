@@ -1,3 +1,4 @@
+# long: the study file's whole schema, one pydantic model per section, read top to bottom
 """The study file's schema: the pydantic models a study file (YAML, ``docs/studies.md``) is validated
 against, from a whole :class:`Study` down to its tables' models and tasks and its scales.
 

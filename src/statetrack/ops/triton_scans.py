@@ -1,3 +1,4 @@
+# long: two scans, each with its forward and backward Triton kernels beside their launchers
 """Triton kernels for the diagonal selective scans (CUDA; on CPU under ``TRITON_INTERPRET=1``).
 
 Two scans, each with a forward and a backward kernel, each the same contract as the PyTorch op it

@@ -1,3 +1,4 @@
+# long: the language-modelling report's tables (bpb by context and position, the joint table) and their text
 """Reports of a language-modelling study (``kind: lm``): bpb beside the baselines, by context length and
 by position, and the joint table of what a model's eigenvalue range costs on text and gains on state
 tracking.

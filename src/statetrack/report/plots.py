@@ -1,3 +1,4 @@
+# long: every figure of a report, sharing one style and the save and naming helpers
 """Figures of a study (matplotlib, Agg): accuracy vs length, learning curves, probe traces, spectra.
 
 The plotting functions return figures; ``save`` writes one as PNG, SVG and/or PDF, ``svg_text`` gives

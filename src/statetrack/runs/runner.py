@@ -1,3 +1,4 @@
+# long: one run's whole life (checks, training, evaluation, checkpoint, record, rerun) in the order it happens
 """One run, end to end: train, evaluate on the test lengths, save the best checkpoint, record it all.
 
 ``run(train_cfg, eval_cfg, db=...)`` is what ``statetrack train`` and every study call. Bad input

@@ -1,3 +1,4 @@
+# long: one class over one SQLite file, every read and write of the database in one place
 """Results that last: every run in an embedded SQLite database.
 
 Tables: ``meta`` (marks the file as ours, with its schema version), ``runs`` (full config, versions,
