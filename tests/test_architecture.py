@@ -555,3 +555,25 @@ def test_a_long_module_says_why():
         if len(lines) > MAX_MODULE_LINES and not lines[0].startswith("# long: "):
             unexplained.append(f"{path.relative_to(ROOT)} ({len(lines)} lines)")
     assert not unexplained, f"over {MAX_MODULE_LINES} lines without a '# long: REASON' first line: {unexplained}"
+
+
+def test_a_plain_run_loads_no_machinery_it_does_not_name(tmp_path):
+    """A run with no construction, study or oracle loads none of them: the constructions, the theory, the
+    studies and the reports stay unimported (a run that names one loads it then)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from statetrack.config import EvalConfig, ModelConfig, TrainConfig\n"
+        "from statetrack.runs.runner import run\n"
+        "cfg = TrainConfig(task='parity', model=ModelConfig(layers='rnn', d_model=4, d_state=4), steps=2, "
+        "eval_every=2, batch_size=4, val_sequences=4)\n"
+        f"run(cfg, EvalConfig(lengths=[8], batch_size=4), db={str(tmp_path / 'r.db')!r})\n"
+        "print(' '.join(m for m in sys.modules if m.startswith('statetrack.')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = set(out.split())
+    for unit in ("constructions", "theory", "experiments", "report", "analysis"):
+        assert not {m for m in loaded if m.startswith(f"statetrack.{unit}")}, unit
+    assert "statetrack.runs.runner" in loaded  # the probe did run

@@ -30,7 +30,6 @@ from pathlib import Path
 import torch
 
 from statetrack.config import EvalConfig, Split, Supervision, TrainConfig, flatten, run_configs
-from statetrack.constructions import init_model
 from statetrack.errors import UserError
 from statetrack.files import inside
 from statetrack.layers import ORIGIN as MIXER_ORIGIN
@@ -218,6 +217,7 @@ def initial_model(cfg: TrainConfig):
     for a fresh model built by ``train``."""
     if not cfg.init:
         return None
+    from statetrack.constructions import init_model  # loaded only when a run names a construction
 
     return init_model(cfg)
 
