@@ -1,7 +1,7 @@
 """The gated recurrences alone, forward + backward, against fla-core's PyTorch forms: our own chunked forms
-of the gated delta rule (``ops.gated_delta``), GLA (``ops.gla``) and KDA (``ops.kda``), the general DPLR
-chunked form they replaced (``ops.dplr.dplr_chunked``) and fla 0.6.0's naive chunk and naive recurrent
-functions (GLA has only a recurrent one there), at the benchmark shapes (batch x length x width: 64 x 256 x
+of the gated delta rule (``ops.gated_delta.chunk``), GLA (``ops.gla.chunk``) and KDA (``ops.kda.chunk``), the
+general DPLR chunked form they replaced (``ops.dplr.chunk.dplr_chunked``) and fla 0.6.0's naive chunk and naive
+recurrent functions (GLA has only a recurrent one there), at the benchmark shapes (batch x length x width: 64 x 256 x
 64 and 8 x 4,096 x 128; one head, d_k 16, d_v the width, as the layers' defaults).
 
     PYTHONPATH=src python bench/bench_gated.py [--fla DIR] [--reps 7] [--shapes 64x256x64,8x4096x128]
@@ -30,10 +30,10 @@ import time
 import torch
 import torch.nn.functional as F
 
-from statetrack.ops.dplr import dplr_chunked, gated_delta_terms, kda_terms
-from statetrack.ops.gated_delta import gated_delta_chunked
-from statetrack.ops.gla import gla_chunked
-from statetrack.ops.kda import kda_chunked
+from statetrack.ops.dplr.chunk import dplr_chunked, gated_delta_terms, kda_terms
+from statetrack.ops.gated_delta.chunk import gated_delta_chunked
+from statetrack.ops.gla.chunk import gla_chunked
+from statetrack.ops.kda.chunk import kda_chunked
 from statetrack.training import memory
 
 
@@ -128,15 +128,15 @@ def _median_times(fs: dict, step, reps: int) -> dict[str, float]:
 
 
 def _old_gated(q, k, v, beta, g, S0=None, chunk=16):
-    """The gated delta rule as it ran before ops.gated_delta: the general DPLR chunked form."""
+    """The gated delta rule as it ran before ops.gated_delta.chunk: the general DPLR chunked form."""
     bk, a, b, lw = gated_delta_terms(k, beta, g)
     return dplr_chunked(q, bk, v, a, b, lw, S0, chunk)
 
 
 def layer_forms(fla_root: str | None) -> dict[str, tuple[str, dict]]:
-    """Per layer: the function of ``ops.dplr`` its recurrence runs through, and the forms to patch in for it
+    """Per layer: the function of ``ops.dplr.chunk`` its recurrence runs through, and the forms to patch in for it
     (ours, before, and with ``--fla`` fla's naive forms; each with that function's signature)."""
-    from statetrack.ops import dplr
+    from statetrack.ops.dplr import chunk as dplr
 
     def gla_before(q, k, v, g, S0=None, chunk=16):  # noqa: ARG001 - the signature it stands in for
         return dplr_chunked(q, k, v, None, None, g, S0, chunk=8)
@@ -186,9 +186,9 @@ def layers_section(
 ) -> None:
     """The whole layers (projections, conv, norms around the recurrence; default options, d_state 16),
     forward + backward, with the recurrence as now, as before, and (with ``--fla``) fla's naive forms in its
-    place (over Gated DeltaProduct's sub-steps too), each patched into ``ops.dplr`` for its rows."""
+    place (over Gated DeltaProduct's sub-steps too), each patched into ``ops.dplr.chunk`` for its rows."""
     from statetrack.layers import build_mixer
-    from statetrack.ops import dplr
+    from statetrack.ops.dplr import chunk as dplr
     from statetrack.spec import parse_layers
 
     def with_form(m, attr, form):

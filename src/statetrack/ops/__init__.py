@@ -7,8 +7,7 @@ machines); the entry points (the CLI, sweep workers, the benchmarks) apply them 
 """
 
 from statetrack.ops.conv import causal_conv
-from statetrack.ops.diag import diag_scan, diag_scan_ref, polar, unit_phase, unit_scan, unit_scan_ref
-from statetrack.ops.householder import (
+from statetrack.ops.deltanet.chunk import (
     delta_rule,
     delta_rule_chunked,
     delta_rule_recurrent,
@@ -17,8 +16,9 @@ from statetrack.ops.householder import (
     householder_product,
     interleave,
 )
-from statetrack.ops.mamba import mamba_scan, mamba_scan_ref
-from statetrack.ops.selective import (
+from statetrack.ops.diag.scan import diag_scan, diag_scan_ref, polar, unit_phase, unit_scan, unit_scan_ref
+from statetrack.ops.mamba.scan import mamba_scan, mamba_scan_ref
+from statetrack.ops.selective.scan import (
     polar_readout,
     polar_readout_ref,
     selective_scan,

@@ -1,4 +1,4 @@
-"""C kernels for the CPU: built from ``ops/csrc/*.c`` by the machine's C compiler at first use.
+"""C kernels for the CPU: built from ``ops/<recurrence>/*.c`` by the machine's C compiler at first use.
 
 Where a recurrence's PyTorch form is bound by per-step op overhead and memory traffic (Mamba's scan:
 a dozen ops over (B, E, N) numbers per time step), a C loop that keeps the state in registers runs
@@ -47,15 +47,15 @@ MAMBA3_NMAX = 32
 
 _I64, _INT, _PTR = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p
 _SIGNATURES: dict[str, dict[str, list[type]]] = {
-    "mamba_scan": {
+    "mamba/mamba_scan": {
         "statetrack_mamba_fwd": [_I64] * 4 + [_INT] + [_PTR] * 9,
         "statetrack_mamba_bwd": [_I64] * 4 + [_INT] + [_PTR] * 16,
     },
-    "complex_scan": {
+    "selective/complex_scan": {
         "statetrack_cscan_fwd": [_I64] * 4 + [_PTR] * 10,
         "statetrack_cscan_bwd": [_I64] * 4 + [_PTR] * 16,
     },
-    "mamba3_scan": {
+    "mamba3/mamba3_scan": {
         "statetrack_mamba3_fwd": [_I64] * 5 + [_PTR] * 20,
         "statetrack_mamba3_bwd": [_I64] * 5 + [_PTR] * 33,
     },
@@ -70,13 +70,15 @@ def compiler() -> str | None:
 
 @functools.cache
 def library(name: str) -> ctypes.CDLL:
-    """Build ``csrc/NAME.c`` and load it (once per process)."""
+    """Build ``ops/NAME.c`` and load it (once per process): NAME is the recurrence's folder and the source's
+    name in it, ``mamba/mamba_scan``."""
     cc = compiler()
     if cc is None:
         raise RuntimeError(f"no C compiler: ${CC_ENV} or cc not found on PATH")
-    source = resources.files("statetrack.ops") / "csrc" / f"{name}.c"
+    folder, _, stem = name.partition("/")
+    source = resources.files("statetrack.ops") / folder / f"{stem}.c"
     with resources.as_file(source) as src, tempfile.TemporaryDirectory(prefix="statetrack-kernels-") as tmp:
-        out = os.path.join(tmp, f"{name}.so")
+        out = os.path.join(tmp, f"{stem}.so")
         proc = subprocess.run([cc, *FLAGS, str(src), "-o", out, "-lm"], capture_output=True, text=True)
         if proc.returncode != 0:
             lines = proc.stderr.splitlines()

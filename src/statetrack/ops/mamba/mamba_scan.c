@@ -13,7 +13,7 @@
  *
  * Layouts (contiguous, float32): dt, xu, gy, y, gxu, gdt (B, T, E); Bm, Cm, gB, gC (B, T, N);
  * A2 = A log2(e) and A (E, N); h0, hT, gh0 (B, E, N); H (B, E, T, N); Q (B, E, N).
- * Python side: statetrack.ops.cpu_kernels (build and load), statetrack.ops.mamba (autograd).
+ * Python side: statetrack.ops.cpu_kernels (build and load), statetrack.ops.mamba.scan (autograd).
  */
 #include <stdint.h>
 #include <string.h>

@@ -16,7 +16,7 @@
  * c, s, r, gth, gr (B, T, E, N) real; H (the states, for the backward pass) (B, T, E, N) complex; x, y,
  * gy, gx (B, T, E); Bm, gB (B, T, N) real; C, gC (B, T, N) complex; h0, hT, ghT, gh0 (B, E, N) complex.
  * r and gr are NULL together (modulus 1); ghT may be NULL (no gradient reaches the final state). Python
- * side: statetrack.ops.selective (autograd, dispatch).
+ * side: statetrack.ops.selective.scan (autograd, dispatch).
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -16,7 +16,7 @@ Bc, Cc (B, T, H, N2) complex; gamma, beta (B, T, H); the state (h (B, H, P, N2) 
 (B, H, P, N2) complex: the last input term, which the trapezoid reads at the next step). Returns
 y (B, T, H, P) and the state.
 
-:func:`mamba3_scan` runs a C kernel on the CPU in float32 (``ops/csrc/mamba3_scan.c``: each (sequence, head,
+:func:`mamba3_scan` runs a C kernel on the CPU in float32 (``ops/mamba3/mamba3_scan.c``: each (sequence, head,
 channel) keeps its N2 slots and its last input term in registers; the backward pass reduces every gradient
 step by step), and otherwise forms the input terms b_t (all steps at once) and runs ``diag_scan`` (the
 multiply-add loop, or its chunked form; custom backward); :func:`mamba3_scan_ref` is the step loop in
@@ -32,7 +32,7 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from statetrack.ops import cpu_kernels, dispatch
-from statetrack.ops.diag import diag_scan, polar
+from statetrack.ops.diag.scan import diag_scan, polar
 
 
 def mamba3_transition(log_decay: Tensor, phi: Tensor) -> Tensor:
@@ -133,7 +133,7 @@ def _forward_c(
     y = torch.empty(B, T, H, P, dtype=x.dtype)
     hTr, hTi, uTr, uTi = (torch.empty_like(h0r) for _ in range(4))
     p = cpu_kernels.ptr
-    cpu_kernels.library("mamba3_scan").statetrack_mamba3_fwd(
+    cpu_kernels.library("mamba3/mamba3_scan").statetrack_mamba3_fwd(
         B,
         T,
         H,
@@ -214,7 +214,7 @@ class _Mamba3ScanC(torch.autograd.Function):
         gh0r, gh0i, gu0r, gu0i = (torch.empty_like(h0r) for _ in range(4))
         B, T, H, P = x.shape
         p = cpu_kernels.ptr
-        cpu_kernels.library("mamba3_scan").statetrack_mamba3_bwd(
+        cpu_kernels.library("mamba3/mamba3_scan").statetrack_mamba3_bwd(
             B,
             T,
             H,

@@ -11,7 +11,7 @@ dL/dB_t = x_t^T Re(g_t)). First-order gradients only (``diag_scan`` itself suppo
 
 ``polar_readout`` is the complex layers' whole recurrence from the angle and modulus of their transitions,
 a_t = r_t exp(i theta_t), with the readout y_t = Re(sum_n C_t,n h_t,n); it returns (y, h_T) instead of the
-states: on the CPU in float32 a C kernel (``ops/csrc/complex_scan.c``) keeps each sequence's state in the
+states: on the CPU in float32 a C kernel (``ops/selective/complex_scan.c``) keeps each sequence's state in the
 cache, writes the (B, T, E, N) states only for the backward pass and returns the gradients of the angle
 and modulus directly; ``polar_readout_ref`` is its float64 reference.
 """
@@ -25,7 +25,7 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from statetrack.ops import cpu_kernels, dispatch
-from statetrack.ops.diag import diag_scan, diag_scan_ref, loop_reverse, polar, use_chunked
+from statetrack.ops.diag.scan import diag_scan, diag_scan_ref, loop_reverse, polar, use_chunked
 
 
 def selective_scan_ref(a: Tensor, x: Tensor, Bm: Tensor, h0: Tensor | None = None) -> Tensor:
@@ -118,7 +118,7 @@ def _readout_c_forward(
     H = torch.empty(B, T, E, N, dtype=h0.dtype) if keep_states else None
     y, hT = torch.empty(B, T, E, dtype=x.dtype), torch.empty_like(h0)
     p = cpu_kernels.ptr
-    cpu_kernels.library("complex_scan").statetrack_cscan_fwd(
+    cpu_kernels.library("selective/complex_scan").statetrack_cscan_fwd(
         B, T, E, N, p(c), p(s), p(r), p(x), p(Bm), p(Cm), p(h0), p(H), p(y), p(hT)
     )
     return y, hT, H
@@ -146,7 +146,7 @@ class _PolarReadoutC(torch.autograd.Function):
         gr = None if r is None else torch.empty_like(r)
         B, T, E, N = c.shape
         p = cpu_kernels.ptr
-        cpu_kernels.library("complex_scan").statetrack_cscan_bwd(
+        cpu_kernels.library("selective/complex_scan").statetrack_cscan_bwd(
             B, T, E, N, *(p(t) for t in (c, s, r, x, Bm, Cm, h0, H, gy, ghT, gth, gr, gx, gB, gC, gh0))
         )
         return gr, gth, gx, gB, gC, gh0

@@ -9,7 +9,7 @@ so A(x_t) = a_t I: a scalar times the identity. Shapes: dt (B, T, H); A (H,) (ne
 (B, T, H, P); Bm, Cm (B, T, N) (shared by the heads: one group); h0 (B, H, P, N) or None. Returns
 y (B, T, H, P) and h_T (B, H, P, N).
 
-:func:`ssd_scan` is Mamba's fused selective scan (``ops.mamba.mamba_scan``, Triton kernels on CUDA)
+:func:`ssd_scan` is Mamba's fused selective scan (``ops.mamba.scan.mamba_scan``, Triton kernels on CUDA)
 with each head's Delta and A repeated over its P channels: the recurrence is the same, a channel of
 Mamba whose transition its head shares. :func:`ssd_scan_ref` is an independent step loop in float64
 over the per-head scalar.
@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from statetrack.ops.mamba import mamba_scan, mamba_transition
+from statetrack.ops.mamba.scan import mamba_scan, mamba_transition
 
 
 def ssd_scan_ref(

@@ -17,7 +17,7 @@ exponential is ``exp2`` of Delta (A log2 e) (on the 2-core CPU ``exp2`` runs 2.5
 h is not stored at all: a ring of eight (B, N, E) buffers, memory flat in length (``_forward_stream``).
 
 On CUDA (float32, bfloat16, float16) ``mamba_scan`` runs the Triton kernels of ``ops.triton_scans``
-instead, and on the CPU in float32 the C kernel of ``ops/csrc/mamba_scan.c`` (``_MambaScanC``: the
+instead, and on the CPU in float32 the C kernel of ``ops/mamba/mamba_scan.c`` (``_MambaScanC``: the
 state of each (b, e) pair in registers, one pass per step; the backward pass reduces every gradient
 step by step, so the saved states are the only (B, T, E, N) tensor). Same contract;
 ``STATETRACK_KERNELS=0`` keeps these PyTorch forms, see ``ops.dispatch``.
@@ -210,7 +210,7 @@ def _forward_c(
     H = torch.empty(B, E, T, N, dtype=u.dtype) if keep_states else None
     y, hT = torch.empty(B, T, E, dtype=u.dtype), torch.empty(B, E, N, dtype=u.dtype)
     p = cpu_kernels.ptr
-    cpu_kernels.library("mamba_scan").statetrack_mamba_fwd(
+    cpu_kernels.library("mamba/mamba_scan").statetrack_mamba_fwd(
         B, T, E, N, int(neg), p(dt), p(A2), p(xu), p(Bm), p(Cm), p(h0), p(H), p(y), p(hT)
     )
     return y, hT, H, A2, xu
@@ -240,7 +240,7 @@ class _MambaScanC(torch.autograd.Function):
         gB, gC = torch.empty_like(Bm), torch.empty_like(Cm)
         Q, gh0 = torch.empty_like(h0), torch.empty_like(h0)
         p = cpu_kernels.ptr
-        cpu_kernels.library("mamba_scan").statetrack_mamba_bwd(
+        cpu_kernels.library("mamba/mamba_scan").statetrack_mamba_bwd(
             B,
             T,
             E,

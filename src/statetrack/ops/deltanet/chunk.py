@@ -212,10 +212,10 @@ def delta_rule(
     """Training form: chunked when chunk > 0, else the recurrent loop.
 
     On CUDA where flash-linear-attention is installed (``ops.dispatch``) it runs fla's kernels instead
-    (``ops.fla_delta``; ``chunk`` is then unused): ``neg`` says beta may reach 2 (eigenvalues down to
+    (``ops.deltanet.fla``; ``chunk`` is then unused): ``neg`` says beta may reach 2 (eigenvalues down to
     -1), which selects fla's float32 recurrent kernel; otherwise its chunk kernel (bfloat16 inputs)."""
     if q.shape[1] and dispatch.use_fla(q):
-        from statetrack.ops.fla_delta import default_kernel, delta_rule_fla  # optional: imports fla (CUDA)
+        from statetrack.ops.deltanet.fla import default_kernel, delta_rule_fla  # optional: imports fla (CUDA)
 
         return delta_rule_fla(q, k, v, beta, S0, default_kernel(neg))
     if chunk and chunk > 1:

@@ -1,6 +1,6 @@
 """The delta rule through flash-linear-attention's Triton kernels (CUDA; optional package ``fla-core``).
 
-Same contract as ``ops.householder.delta_rule``: q, k (B, T, H, d_k), v (B, T, H, d_v), beta (B, T, H),
+Same contract as ``ops.deltanet.chunk.delta_rule``: q, k (B, T, H, d_k), v (B, T, H, d_v), beta (B, T, H),
 S0 (B, H, d_k, d_v) or None -> (o (B, T, H, d_v), S_T), o_t = S_t^T q_t. fla's layout is the same
 ([B, T, H, ...], state [B, H, K, V], o = q^T S); its two conventions that differ from ours are turned
 off: the query scale (fla defaults to d_k^-1/2; ours is 1) and the in-kernel L2 normalisation of q and

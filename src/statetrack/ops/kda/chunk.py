@@ -4,19 +4,19 @@ Per head, with a matrix state S (d_k, d_v) and a gate alpha_t = exp(log_w_t) in 
 
     S_t = (I - beta_t k_t k_t^T) diag(alpha_t) S_{t-1} + beta_t k_t v_t^T          o_t = S_t^T q_t
 
-(Kimi Linear; ``ops.dplr.kda_rule``). With u_t = beta_t (v_t - (diag(alpha_t) S_{t-1})^T k_t) this is
-S_t = diag(alpha_t) S_{t-1} + k_t u_t^T: GLA (``ops.gla``) writing u_t, so inside a chunk, with the state
+(Kimi Linear; ``ops.dplr.chunk.kda_rule``). With u_t = beta_t (v_t - (diag(alpha_t) S_{t-1})^T k_t) this is
+S_t = diag(alpha_t) S_{t-1} + k_t u_t^T: GLA (``ops.gla.chunk``) writing u_t, so inside a chunk, with the state
 S_0 entering it and E(t, s) = prod_{s < r <= t} alpha_r per channel, the delta rule's WY / UT form
-(``ops.householder``, ``ops.gated_delta``) holds with the gate folded in per channel::
+(``ops.deltanet.chunk``, ``ops.gated_delta.chunk``) holds with the gate folded in per channel::
 
       U_v = (I + L)^{-1} diag(beta) V,  W = (I + L)^{-1} diag(beta) (K (.) E(., 0))      (one inverse)
       U = U_v - W S_0,  O = (Q (.) E(., 0)) S_0 + A_qk U,  S <- diag(E(C, 0)) S_0 + (K (.) E(C, .))^T U
 
 with L[t, s] = beta_t A_kk[t, s] (s < t) and A_xk[t, s] = sum_d x_t[d] E(t, s)[d] k_s[d]: the decayed
-pairs of ``ops.gla``, formed per sub-chunk without dividing by a decay. Every factor is at most 1.
+pairs of ``ops.gla.chunk``, formed per sub-chunk without dividing by a decay. Every factor is at most 1.
 
 The backward pass returns the gradients of q, k, v, beta, log_w and S_0. The gate's gradient uses, as in
-``ops.gla``, that the decays enter only through q_t e^{b_t}, k_t e^{b_t} (the rows of A_kk and W), k_s
+``ops.gla.chunk``, that the decays enter only through q_t e^{b_t}, k_t e^{b_t} (the rows of A_kk and W), k_s
 e^{-b_s} (the columns of A_qk, A_kk and the state's write) and the factor e^{b_C} of the state a chunk hands
 on, b_t = sum_{r <= t} log_w_r: dL/db_t = q_t (.) dq_t + k_t (.) (dk_t^+ - dk_t^-) (the key's gradient
 split by those two roles), plus (S_C (.) dS_C) summed over values at a chunk's last step.
@@ -31,7 +31,8 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from statetrack.ops.chunks import zeros_state
-from statetrack.ops.gla import (
+from statetrack.ops.deltanet.chunk import _masks, carry_grads, carry_states
+from statetrack.ops.gla.chunk import (
     chunk_decays,
     decayed_apply,
     decayed_pairs,
@@ -40,7 +41,6 @@ from statetrack.ops.gla import (
     rev_cumsum,
     to_chunks,
 )
-from statetrack.ops.householder import _masks, carry_grads, carry_states
 
 CHUNK = 16  # default steps per chunk of the chunked form
 SUB = 8  # default steps per sub-chunk
@@ -123,7 +123,7 @@ def kda_chunked(
     sub: int = SUB,
 ) -> tuple[Tensor, Tensor]:
     """KDA, chunked: q, k, log_w (B, T, H, d_k) (log_w <= 0), v (B, T, H, d_v), beta (B, T, H), S0 (B, H, d_k,
-    d_v) or None -> (o (B, T, H, d_v), S_T); ``ops.dplr.kda_rule``'s contract. ``sub``: steps per sub-chunk
+    d_v) or None -> (o (B, T, H, d_v), S_T); ``ops.dplr.chunk.kda_rule``'s contract. ``sub``: steps per sub-chunk
     (the chunk is cut at its greatest common divisor with ``chunk``)."""
     T = k.shape[1]
     S = zeros_state(k, v) if S0 is None else S0

@@ -4,9 +4,9 @@ Per head, with a matrix state S (d_k, d_v) and a scalar gate alpha_t = exp(g_t) 
 
     S_t = alpha_t (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T          o_t = S_t^T q_t
 
-(Yang2025; ``ops.dplr.gated_delta_rule``). The general DPLR chunked form (``ops.dplr.dplr_chunked``) runs
+(Yang2025; ``ops.dplr.chunk.gated_delta_rule``). The general DPLR chunked form (``ops.dplr.chunk.dplr_chunked``) runs
 it through autograd with per-pair decay tensors; this is the delta rule's WY / UT form
-(``ops.householder``) with the gate folded in. Inside a chunk of C steps with the state S_0 entering
+(``ops.deltanet.chunk``) with the gate folded in. Inside a chunk of C steps with the state S_0 entering
 it, write E(t, s) = prod_{s < r <= t} alpha_r (exp of a segment sum of g, never a ratio of running
 products: ``chunks.segsum``), e_t = E(t, 0) and u_t = beta_t (v_t - alpha_t S_{t-1}^T k_t), so that
 S_t = e_t S_0 + sum_{s <= t} E(t, s) k_s u_s^T. Then, with L[t, s] = beta_t E(t, s) k_t . k_s (s < t)::
@@ -30,7 +30,7 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from statetrack.ops.chunks import chunk_layout, segsum, zeros_state
-from statetrack.ops.householder import CHUNK, _masks, carry_grads, carry_states
+from statetrack.ops.deltanet.chunk import CHUNK, _masks, carry_grads, carry_states
 
 
 def _decays(g: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
@@ -132,7 +132,7 @@ def gated_delta_chunked(
     q: Tensor, k: Tensor, v: Tensor, beta: Tensor, g: Tensor, S0: Tensor | None = None, chunk: int = CHUNK
 ) -> tuple[Tensor, Tensor]:
     """The gated delta rule, chunked: q, k (B, T, H, d_k), v (B, T, H, d_v), beta, g (B, T, H) (g = log
-    alpha <= 0), S0 (B, H, d_k, d_v) or None -> (o (B, T, H, d_v), S_T); ``ops.dplr.gated_delta_rule``'s
+    alpha <= 0), S0 (B, H, d_k, d_v) or None -> (o (B, T, H, d_v), S_T); ``ops.dplr.chunk.gated_delta_rule``'s
     contract."""
     B, T, H, _ = k.shape
     dv = v.shape[-1]

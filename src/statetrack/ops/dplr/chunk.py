@@ -38,9 +38,9 @@ Three forms:
 
 On CUDA, the mixers' ops (:func:`gated_delta_rule`, :func:`gated_delta_product`, :func:`kda_rule`,
 :func:`rwkv7_rule`, :func:`gla_rule`) run
-flash-linear-attention's kernels where ``fla`` is installed (``ops.fla_gated``); everything else runs
+flash-linear-attention's kernels where ``fla`` is installed (``ops.fla``); everything else runs
 the chunked form, except the gated delta rule (and so Gated DeltaProduct), GLA and KDA, which have dedicated
-chunked forms with hand-written backward passes (``ops.gated_delta``, ``ops.gla``, ``ops.kda``).
+chunked forms with hand-written backward passes (``ops.gated_delta.chunk``, ``ops.gla.chunk``, ``ops.kda.chunk``).
 """
 
 from __future__ import annotations
@@ -51,10 +51,10 @@ from torch import Tensor
 
 from statetrack.ops import dispatch
 from statetrack.ops.chunks import chunk_layout, segsum, zeros_state
-from statetrack.ops.gated_delta import gated_delta_chunked
-from statetrack.ops.gla import gla_chunked
-from statetrack.ops.householder import interleave
-from statetrack.ops.kda import kda_chunked
+from statetrack.ops.deltanet.chunk import interleave
+from statetrack.ops.gated_delta.chunk import gated_delta_chunked
+from statetrack.ops.gla.chunk import gla_chunked
+from statetrack.ops.kda.chunk import kda_chunked
 
 CHUNK = 16  # default steps per chunk of the chunked form
 
@@ -231,11 +231,11 @@ def gated_delta_rule(
     reach 2 (eigenvalues down to -1). On CUDA with fla: beta in [0, 1] runs fla's chunk kernel; with
     ``neg`` the float32 recurrent kernel when no gradient is needed (evaluation), else this module's
     chunked form (fla's recurrent kernel has no backward pass, and its chunk kernel's bfloat16 keys do
-    not keep reflections exact: ``ops.fla_gated``). Elsewhere its own chunked form (``ops.gated_delta``,
+    not keep reflections exact: ``ops.fla``). Elsewhere its own chunked form (``ops.gated_delta.chunk``,
     a hand-written backward pass) when chunk > 1, else the step loop."""
     if q.shape[1] and dispatch.use_fla(q):
         grad = _needs_grad(q, k, v, beta, g, S0)
-        from statetrack.ops.fla_gated import gated_chunk_backward, gated_delta_rule_fla
+        from statetrack.ops.fla import gated_chunk_backward, gated_delta_rule_fla
 
         if not grad or (not neg and gated_chunk_backward()):
             return gated_delta_rule_fla(q, k, v, beta, g, S0, "recurrent" if neg else "chunk")
@@ -262,12 +262,12 @@ def gated_delta_product(
     so A(x_t) = alpha_t prod_j (I - beta_j k_j k_j^T). q (B, T, H, d_k); k (B, T, n_h, H, d_k) (each k_j
     L2-normalised); v (B, T, n_h, H, d_v); beta (B, T, n_h, H); g (B, T, H) the log-gate. Run as the gated
     delta rule over T n_h sub-steps with the gate on each token's first sub-step and the query on its last
-    (``ops.householder.interleave``), as fla's own layer runs its recurrent kernel; on CUDA with fla and
+    (``ops.deltanet.chunk.interleave``), as fla's own layer runs its recurrent kernel; on CUDA with fla and
     beta in [0, 1], fla's ``chunk_gated_delta_product`` (bfloat16 q, k, v, as every chunk kernel here);
-    with ``neg`` the gated delta rule's exactness rule (``ops.fla_gated``). Returns (o (B, T, H, d_v), S_T)."""
+    with ``neg`` the gated delta rule's exactness rule (``ops.fla``). Returns (o (B, T, H, d_v), S_T)."""
     nh = k.shape[2]
     if q.shape[1] and dispatch.use_fla(q) and not neg:
-        from statetrack.ops.fla_gated import gated_chunk_backward, gated_delta_product_fla
+        from statetrack.ops.fla import gated_chunk_backward, gated_delta_product_fla
 
         grad = _needs_grad(q, k, v, beta, g, S0)
         if not grad or gated_chunk_backward():
@@ -301,13 +301,13 @@ def kda_rule(
     o_t = S_t^T q_t, alpha_t = exp(log_w_t) per key channel: Gated DeltaNet with a diagonal gate.
 
     q, k, log_w (B, T, H, d_k); v (B, T, H, d_v); beta (B, T, H). On CUDA with fla, the gated delta rule's
-    rules (``ops.fla_gated``): beta in [0, 1] runs fla's ``chunk_kda`` (bfloat16 q, k, v); ``neg`` its float32
+    rules (``ops.fla``): beta in [0, 1] runs fla's ``chunk_kda`` (bfloat16 q, k, v); ``neg`` its float32
     ``fused_recurrent_kda`` when no gradient is needed, else the PyTorch form. Elsewhere its own sub-chunked
-    form (``ops.kda``, a hand-written backward pass) when chunk > 1, else the step loop."""
+    form (``ops.kda.chunk``, a hand-written backward pass) when chunk > 1, else the step loop."""
     if q.shape[1] and dispatch.use_fla(q):
         grad = _needs_grad(q, k, v, beta, log_w, S0)
         if not neg or not grad:
-            from statetrack.ops.fla_gated import kda_fla
+            from statetrack.ops.fla import kda_fla
 
             return kda_fla(q, k, v, beta, log_w, S0, "recurrent" if neg else "chunk")
     if chunk and chunk > 1:
@@ -350,7 +350,7 @@ def rwkv7_rule(
     (B, T, H, d_k); v (B, T, H, d_v). On CUDA with fla, fla's chunk kernel where d_k and d_v are both at least
     ``RWKV7_FLA_MIN_DK`` (it does not compile for narrower heads), this module's chunked form otherwise."""
     if q.shape[1] and rwkv7_fla_fits(q.shape[-1], v.shape[-1]) and dispatch.use_fla(q):
-        from statetrack.ops.fla_gated import rwkv7_fla
+        from statetrack.ops.fla import rwkv7_fla
 
         return rwkv7_fla(q, k, v, log_w, kappa, a_lr, S0)
     a, b = rwkv7_terms(kappa, a_lr)
@@ -361,10 +361,10 @@ def gla_rule(
     q: Tensor, k: Tensor, v: Tensor, log_w: Tensor, S0: Tensor | None = None, chunk: int = CHUNK
 ) -> tuple[Tensor, Tensor]:
     """S_t = diag(w_t) S_{t-1} + k_t v_t^T, o_t = S_t^T q_t (gated linear attention). On CUDA with fla, fla's
-    chunk kernel; elsewhere its own sub-chunked form (``ops.gla``, a hand-written backward pass) when
+    chunk kernel; elsewhere its own sub-chunked form (``ops.gla.chunk``, a hand-written backward pass) when
     chunk > 1, else the step loop."""
     if q.shape[1] and dispatch.use_fla(q):
-        from statetrack.ops.fla_gated import gla_fla
+        from statetrack.ops.fla import gla_fla
 
         return gla_fla(q, k, v, log_w, S0)
     if chunk and chunk > 1:

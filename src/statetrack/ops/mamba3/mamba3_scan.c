@@ -15,7 +15,7 @@
  *
  * Layouts (contiguous, float32): ar, ai, Br, Bi, Cr, Ci and their gradients (B, T, H, N2); x, y, gy, gx
  * (B, T, H, P); gamma, beta and their gradients (B, T, H); h0*, u0*, hT*, uT*, gh0*, gu0*, ghT*, guT*
- * (B, H, P, N2); Hr, Hi (B, H, T, P, N2). Python side: statetrack.ops.mamba3 (autograd, dispatch).
+ * (B, H, P, N2); Hr, Hi (B, H, T, P, N2). Python side: statetrack.ops.mamba3.scan (autograd, dispatch).
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 """The gated delta rule, Gated DeltaProduct, KDA, RWKV-7 and GLA through flash-linear-attention's Triton
 kernels (CUDA; the optional package ``fla-core``).
 
-Same contracts as ``ops.dplr.gated_delta_rule``, ``gated_delta_product``, ``kda_rule``, ``rwkv7_rule`` and
+Same contracts as ``ops.dplr.chunk.gated_delta_rule``, ``gated_delta_product``, ``kda_rule``, ``rwkv7_rule`` and
 ``gla_rule``: [B, T, H, ...] tensors, the state [B, H, K, V], o_t = S_t^T q_t, which is fla's layout. fla's
 conventions that differ from ours are turned off: the query scale (fla defaults to K^-1/2; our layers scale
 q themselves, so scale = 1) and fla's in-kernel L2 normalisation and gate activations (our layers compute
@@ -15,11 +15,11 @@ checks ours against fla's PyTorch references on the CPU where fla is installed):
   a = kappa_hat, b = -kappa_hat * a_lr (what fla's RWKV-7 layer passes as a = -kk, b = kk * a);
 * GLA: S_t = diag(exp(g_t)) S_{t-1} + k_t v_t^T.
 
-The exactness rule is the delta rule's (``ops.fla_delta``): where a transition can have a unit-modulus
+The exactness rule is the delta rule's (``ops.deltanet.fla``): where a transition can have a unit-modulus
 eigenvalue other than 1 (``neg=true``: beta up to 2, a reflection) chunk kernels with bfloat16 keys do not
 keep products of reflections exact, so the float32 recurrent kernel runs, in evaluation only: fla
 implements no backward pass for it, so training with ``neg=true`` runs the PyTorch chunked forms
-(``ops.gated_delta``, ``ops.kda``) on the GPU. The others (Gated DeltaNet, Gated DeltaProduct and KDA
+(``ops.gated_delta.chunk``, ``ops.kda.chunk``) on the GPU. The others (Gated DeltaNet, Gated DeltaProduct and KDA
 with beta in [0, 1], RWKV-7, GLA) have no eigenvalue of modulus 1 but 1 and run fla's chunk kernels with
 q, k, v (and RWKV-7's a, b) in bfloat16 and the gates, the state and the accumulation in float32, so they
 agree with the CPU to bfloat16 precision; the log-gates stay float32. The delta-rule forms with beta in
@@ -57,7 +57,7 @@ def gated_chunk_backward() -> bool:
     """Does fla's gated chunk backward pass run here? fla 0.6 refuses it (its ``chunk_bwd_dqkwg`` with a
     gate, which the gated delta rule and Gated DeltaProduct use) on Hopper GPUs with Triton 3.4.0 up to
     3.7.1, where Triton miscompiles it, unless tilelang is installed. Seen on an H100 with Triton 3.6.0
-    (bench/gpu_check.py); training then runs the PyTorch chunked form of ``ops.dplr`` instead, and
+    (bench/gpu_check.py); training then runs the PyTorch chunked form of ``ops.dplr.chunk`` instead, and
     evaluation (no backward pass) still runs fla's chunk kernel."""
     try:
         from fla.utils import IS_NVIDIA_HOPPER, TRITON_ABOVE_3_4_0, TRITON_ABOVE_3_7_1
@@ -154,7 +154,7 @@ def kda_fla(
     """fla's KDA: ``kernel`` "chunk" (``chunk_kda``: bfloat16 q, k, v; float32 gates, beta and state) or
     "recurrent" (``fused_recurrent_kda``, float32 throughout; no backward pass). The gate and beta are
     computed by the layer (fla's in-kernel gate, beta sigmoid and L2 norm are off)."""
-    from fla.ops.kda import chunk_kda, fused_recurrent_kda
+    from fla.ops.kda.chunk import chunk_kda, fused_recurrent_kda
 
     dtype = v.dtype
     log_w, beta = log_w.to(torch.float32), beta.to(torch.float32)
@@ -193,7 +193,7 @@ def gla_fla(
 ) -> tuple[Tensor, Tensor]:
     """fla's GLA: ``kernel`` "chunk" (bfloat16 q, k, v; float32 gates and state; the default) or
     "recurrent" (float32 throughout)."""
-    from fla.ops.gla import chunk_gla, fused_recurrent_gla
+    from fla.ops.gla.chunk import chunk_gla, fused_recurrent_gla
 
     dtype = v.dtype
     log_w = log_w.to(torch.float32)
