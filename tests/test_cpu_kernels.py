@@ -118,7 +118,7 @@ def test_build_leaves_nothing_on_disk():
 
 # -- Mamba-3's complex scan (ops/mamba3/mamba3_scan.c) --------------------------------------------------------
 def _mamba3_inputs(B, T, H, P, N2, seed, decay=0.3):
-    from statetrack.ops.mamba3.scan import mamba3_zero_state
+    from statetrack.ops.mamba3.reference import mamba3_zero_state
 
     g = torch.Generator().manual_seed(seed)
     f64 = {"dtype": torch.float64, "generator": g}
@@ -154,7 +154,8 @@ def _mamba3_loss(y, state, w):
 
 @pytest.mark.parametrize("shape", [(2, 37, 3, 4, 5), (1, 1, 1, 1, 1), (3, 50, 2, 8, 32), (2, 16, 4, 16, 8)])
 def test_mamba3_kernel_matches_reference_with_gradients(shape):
-    from statetrack.ops.mamba3.scan import mamba3_scan, mamba3_scan_ref
+    from statetrack.ops.mamba3.reference import mamba3_scan_ref
+    from statetrack.ops.mamba3.scan import mamba3_scan
 
     ins, state, _ = _mamba3_inputs(*shape, seed=sum(shape))
     ref_in = [t.clone().requires_grad_() for t in (*ins, *state)]
@@ -178,7 +179,8 @@ def test_mamba3_kernel_matches_reference_with_gradients(shape):
 
 def test_mamba3_kernel_long_rotation_and_zero_state():
     # 10,000 steps of pure rotation (no decay): the kernel keeps the reference within 1e-4
-    from statetrack.ops.mamba3.scan import mamba3_scan, mamba3_scan_ref
+    from statetrack.ops.mamba3.reference import mamba3_scan_ref
+    from statetrack.ops.mamba3.scan import mamba3_scan
 
     ins, _, zero = _mamba3_inputs(1, 10_000, 2, 2, 3, seed=5, decay=0.0)
     y_ref, _ = mamba3_scan_ref(*ins)
@@ -189,7 +191,8 @@ def test_mamba3_kernel_long_rotation_and_zero_state():
 
 
 def test_mamba3_non_contiguous_inputs_and_opt_out(monkeypatch):
-    from statetrack.ops.mamba3.scan import mamba3_scan, mamba3_scan_ref
+    from statetrack.ops.mamba3.reference import mamba3_scan_ref
+    from statetrack.ops.mamba3.scan import mamba3_scan
 
     ins, state, _ = _mamba3_inputs(2, 9, 4, 3, 2, seed=7)
     low = [t.transpose(0, 1).contiguous().transpose(0, 1) for t in _lowered(ins)]  # strided views

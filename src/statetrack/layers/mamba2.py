@@ -28,7 +28,7 @@ from statetrack.layers.base import (
     dt_bias_init,
 )
 from statetrack.ops import causal_conv
-from statetrack.ops.mamba.scan import mamba_transition
+from statetrack.ops.mamba.reference import mamba_transition
 from statetrack.ops.ssd.scan import ssd_scan
 
 #: the reference code's range for -A at initialisation

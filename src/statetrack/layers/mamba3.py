@@ -43,7 +43,8 @@ from torch import Tensor, nn
 
 from statetrack.errors import UserError
 from statetrack.layers.base import Mixer, check_expand, dt_bias_init
-from statetrack.ops.mamba3.scan import mamba3_scan, mamba3_step, mamba3_transition, mamba3_zero_state
+from statetrack.ops.mamba3.reference import mamba3_step, mamba3_transition, mamba3_zero_state
+from statetrack.ops.mamba3.scan import mamba3_scan
 
 #: the base of standard RoPE's frequencies (``data_angles=false``)
 ROPE_BASE = 10000.0

@@ -31,7 +31,8 @@ from statetrack.layers.base import (
     check_heads,
 )
 from statetrack.ops import causal_conv
-from statetrack.ops.mlstm.chunk import CHUNK, mlstm, mlstm_step, mlstm_transition, mlstm_zero_state
+from statetrack.ops.mlstm.chunk import CHUNK, mlstm
+from statetrack.ops.mlstm.reference import mlstm_step, mlstm_transition, mlstm_zero_state
 
 #: (C~, n~, m, the convolution's history)
 MLSTMState = tuple[Tensor, Tensor, Tensor, Tensor]

@@ -38,7 +38,8 @@ from torch import Tensor, nn
 from statetrack.errors import UserError
 from statetrack.layers.base import Device, Mixer, check_expand
 from statetrack.ops import polar
-from statetrack.ops.pdssm.scan import CHUNK, pd_matrix, pd_scan, pd_step
+from statetrack.ops.pdssm.reference import pd_matrix, pd_step
+from statetrack.ops.pdssm.scan import CHUNK, pd_scan
 
 
 def _mlp(d_in: int, width: int, d_out: int) -> nn.Sequential:

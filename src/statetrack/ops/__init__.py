@@ -7,23 +7,19 @@ machines); the entry points (the CLI, sweep workers, the benchmarks) apply them 
 """
 
 from statetrack.ops.conv import causal_conv
-from statetrack.ops.deltanet.chunk import (
-    delta_rule,
-    delta_rule_chunked,
+from statetrack.ops.deltanet.chunk import delta_rule, delta_rule_chunked, interleave
+from statetrack.ops.deltanet.reference import (
     delta_rule_recurrent,
     delta_rule_ref,
     delta_step,
     householder_product,
-    interleave,
 )
-from statetrack.ops.diag.scan import diag_scan, diag_scan_ref, polar, unit_phase, unit_scan, unit_scan_ref
-from statetrack.ops.mamba.scan import mamba_scan, mamba_scan_ref
-from statetrack.ops.selective.scan import (
-    polar_readout,
-    polar_readout_ref,
-    selective_scan,
-    selective_scan_ref,
-)
+from statetrack.ops.diag.reference import diag_scan_ref, unit_scan_ref
+from statetrack.ops.diag.scan import diag_scan, polar, unit_phase, unit_scan
+from statetrack.ops.mamba.reference import mamba_scan_ref
+from statetrack.ops.mamba.scan import mamba_scan
+from statetrack.ops.selective.reference import polar_readout_ref, selective_scan_ref
+from statetrack.ops.selective.scan import polar_readout, selective_scan
 
 __all__ = [
     "causal_conv",

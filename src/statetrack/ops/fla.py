@@ -1,7 +1,8 @@
-"""The gated delta rule, Gated DeltaProduct, KDA, RWKV-7 and GLA through flash-linear-attention's Triton
-kernels (CUDA; the optional package ``fla-core``).
+"""What the gated delta rule, Gated DeltaProduct, KDA, RWKV-7 and GLA share when they run flash-linear-attention's
+Triton kernels (CUDA; the optional package ``fla-core``): each folder's ``fla.py`` wraps its own kernels
+(``ops.gated_delta.fla``, ``ops.kda.fla``, ``ops.dplr.fla``, ``ops.gla.fla``), this module holds their rules.
 
-Same contracts as ``ops.dplr.chunk.gated_delta_rule``, ``gated_delta_product``, ``kda_rule``, ``rwkv7_rule`` and
+Same contracts as ``ops.gated_delta.rule.gated_delta_rule``, ``gated_delta_product``, ``kda_rule``, ``rwkv7_rule`` and
 ``gla_rule``: [B, T, H, ...] tensors, the state [B, H, K, V], o_t = S_t^T q_t, which is fla's layout. fla's
 conventions that differ from ours are turned off: the query scale (fla defaults to K^-1/2; our layers scale
 q themselves, so scale = 1) and fla's in-kernel L2 normalisation and gate activations (our layers compute
@@ -57,7 +58,7 @@ def gated_chunk_backward() -> bool:
     """Does fla's gated chunk backward pass run here? fla 0.6 refuses it (its ``chunk_bwd_dqkwg`` with a
     gate, which the gated delta rule and Gated DeltaProduct use) on Hopper GPUs with Triton 3.4.0 up to
     3.7.1, where Triton miscompiles it, unless tilelang is installed. Seen on an H100 with Triton 3.6.0
-    (bench/gpu_check.py); training then runs the PyTorch chunked form of ``ops.dplr.chunk`` instead, and
+    (bench/gpu_check.py); training then runs the PyTorch chunked form of ``ops.gated_delta.chunk`` instead, and
     evaluation (no backward pass) still runs fla's chunk kernel."""
     try:
         from fla.utils import IS_NVIDIA_HOPPER, TRITON_ABOVE_3_4_0, TRITON_ABOVE_3_7_1
@@ -67,144 +68,10 @@ def gated_chunk_backward() -> bool:
     return not broken or importlib.util.find_spec("tilelang") is not None
 
 
-def _state(S0: Tensor | None) -> Tensor | None:
+def fla_state(S0: Tensor | None) -> Tensor | None:
     return None if S0 is None else S0.to(torch.float32)
 
 
-def gated_delta_rule_fla(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    beta: Tensor,
-    g: Tensor,
-    S0: Tensor | None = None,
-    kernel: str = "recurrent",
-) -> tuple[Tensor, Tensor]:
-    """fla's gated delta rule; ``kernel`` "recurrent" (float32) or "chunk" (bfloat16 q, k, v)."""
-    from fla.ops.gated_delta_rule import chunk_gated_delta_rule, fused_recurrent_gated_delta_rule
-
-    dtype = v.dtype
-    beta, g = beta.to(torch.float32), g.to(torch.float32)
-    if kernel == "chunk":
-        q, k, v = (t.to(torch.bfloat16) for t in (q, k, v))
-        o, S = chunk_gated_delta_rule(
-            q,
-            k,
-            v,
-            g,
-            beta,
-            scale=1.0,
-            initial_state=_state(S0),
-            output_final_state=True,
-            use_qk_l2norm_in_kernel=False,
-        )
-    elif kernel == "recurrent":
-        q, k, v = (t.to(torch.float32) for t in (q, k, v))
-        o, S = fused_recurrent_gated_delta_rule(
-            q,
-            k,
-            v,
-            g=g,
-            beta=beta,
-            scale=1.0,
-            initial_state=_state(S0),
-            output_final_state=True,
-            use_qk_l2norm_in_kernel=False,
-        )
-    else:
-        raise ValueError(f"unknown gated delta rule kernel {kernel!r}; allowed: {', '.join(KERNELS)}")
-    return o.to(dtype), S.to(dtype)
-
-
-def gated_delta_product_fla(
-    q: Tensor, k: Tensor, v: Tensor, beta: Tensor, g: Tensor, S0: Tensor | None = None
-) -> tuple[Tensor, Tensor]:
-    """fla's ``chunk_gated_delta_product`` (bfloat16 q, k, v; float32 gate, beta and state) for beta in [0, 1].
-    k (B, T, n_h, H, d_k), v (B, T, n_h, H, d_v), beta (B, T, n_h, H) are laid out as fla's (T n_h) sub-steps."""
-    from fla.ops.gated_delta_product import chunk_gated_delta_product
-
-    dtype = v.dtype
-    B, T, nh, H, _ = k.shape
-    k, v = (t.reshape(B, T * nh, H, t.shape[-1]) for t in (k, v))
-    q, k, v = (t.to(torch.bfloat16) for t in (q, k, v))
-    o, S = chunk_gated_delta_product(
-        q,
-        k,
-        v,
-        g.to(torch.float32),
-        beta.reshape(B, T * nh, H).to(torch.float32),
-        num_householder=nh,
-        scale=1.0,
-        initial_state=_state(S0),
-        output_final_state=True,
-        use_qk_l2norm_in_kernel=False,
-    )
-    return o.to(dtype), S.to(dtype)
-
-
-def kda_fla(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    beta: Tensor,
-    log_w: Tensor,
-    S0: Tensor | None = None,
-    kernel: str = "chunk",
-) -> tuple[Tensor, Tensor]:
-    """fla's KDA: ``kernel`` "chunk" (``chunk_kda``: bfloat16 q, k, v; float32 gates, beta and state) or
-    "recurrent" (``fused_recurrent_kda``, float32 throughout; no backward pass). The gate and beta are
-    computed by the layer (fla's in-kernel gate, beta sigmoid and L2 norm are off)."""
-    from fla.ops.kda.chunk import chunk_kda, fused_recurrent_kda
-
-    dtype = v.dtype
-    log_w, beta = log_w.to(torch.float32), beta.to(torch.float32)
-    if kernel == "chunk":
-        q, k, v = (t.to(torch.bfloat16) for t in (q, k, v))
-        o, S = chunk_kda(q, k, v, log_w, beta, scale=1.0, initial_state=_state(S0), output_final_state=True)
-    elif kernel == "recurrent":
-        q, k, v = (t.to(torch.float32) for t in (q, k, v))
-        o, S = fused_recurrent_kda(
-            q, k, v, log_w, beta, scale=1.0, initial_state=_state(S0), output_final_state=True
-        )
-    else:
-        raise ValueError(f"unknown KDA kernel {kernel!r}; allowed: {', '.join(KERNELS)}")
-    return o.to(dtype), S.to(dtype)
-
-
-def rwkv7_fla(
-    q: Tensor, k: Tensor, v: Tensor, log_w: Tensor, kappa: Tensor, a_lr: Tensor, S0: Tensor | None = None
-) -> tuple[Tensor, Tensor]:
-    """fla's chunked RWKV-7 kernel (bfloat16 inputs, float32 decay and state; not a contraction: the module
-    docstring gives its measured error); fla's recurrent DPLR kernel has no backward pass, so training needs
-    this one."""
-    from fla.ops.rwkv7 import chunk_rwkv7
-
-    dtype = v.dtype
-    a, b = kappa, -kappa * a_lr
-    q, k, v, a, b = (t.to(torch.bfloat16) for t in (q, k, v, a, b))
-    o, S = chunk_rwkv7(
-        q, log_w.to(torch.float32), k, v, a, b, scale=1.0, initial_state=_state(S0), output_final_state=True
-    )
-    return o.to(dtype), S.to(dtype)
-
-
-def gla_fla(
-    q: Tensor, k: Tensor, v: Tensor, log_w: Tensor, S0: Tensor | None = None, kernel: str = "chunk"
-) -> tuple[Tensor, Tensor]:
-    """fla's GLA: ``kernel`` "chunk" (bfloat16 q, k, v; float32 gates and state; the default) or
-    "recurrent" (float32 throughout)."""
-    from fla.ops.gla.chunk import chunk_gla, fused_recurrent_gla
-
-    dtype = v.dtype
-    log_w = log_w.to(torch.float32)
-    if kernel == "chunk":
-        q, k, v = (t.to(torch.bfloat16) for t in (q, k, v))
-        o, S = chunk_gla(q, k, v, log_w, scale=1.0, initial_state=_state(S0), output_final_state=True)
-    elif kernel == "recurrent":
-        q, k, v = (t.to(torch.float32) for t in (q, k, v))
-        o, S = fused_recurrent_gla(
-            q, k, v, gk=log_w, scale=1.0, initial_state=_state(S0), output_final_state=True
-        )
-    else:
-        raise ValueError(f"unknown GLA kernel {kernel!r}; allowed: {', '.join(KERNELS)}")
-    return o.to(dtype), S.to(dtype)
+def needs_grad(*xs: Tensor | None) -> bool:
+    """Will autograd want a gradient of any of these (fla's recurrent kernels have no backward pass)?"""
+    return torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in xs)

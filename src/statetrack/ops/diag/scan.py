@@ -39,19 +39,6 @@ CHUNKED_MAX_STEP_BYTES = 1024
 CHUNKED_MIN_T = 256
 
 
-def diag_scan_ref(a: Tensor, b: Tensor, h0: Tensor | None = None) -> Tensor:
-    """Reference: a, b of shape (B, T, ...); h0 of shape (B, ...) or None (zeros). Returns (B, T, ...)."""
-    wide = torch.complex128 if (a.is_complex() or b.is_complex()) else torch.float64
-    a, b = a.to(wide), b.to(wide)
-    b = b.expand(torch.broadcast_shapes(a.shape, b.shape))
-    h = torch.zeros_like(b[:, 0]) if h0 is None else h0.to(wide)
-    out = []
-    for t in range(a.shape[1]):
-        h = a[:, t] * h + b[:, t]
-        out.append(h)
-    return torch.stack(out, dim=1)
-
-
 def scan_loop(a: Tensor, b: Tensor, h0: Tensor, out: Tensor | None = None) -> Tensor:
     """Time loop (no autograd). a (B, T, ...); b of a's shape (real b allowed with complex a: converted
     as it is read); h0 (B, ...); out: where to write h (a's shape and dtype), or None (a new tensor)."""
@@ -214,8 +201,3 @@ def unit_phase(theta: Tensor) -> Tensor:
 def unit_scan(theta: Tensor, b: Tensor, h0: Tensor | None = None) -> Tensor:
     """h_t = exp(i theta_t) h_{t-1} + b_t with real angles theta (B, T, ...); b complex or real."""
     return diag_scan(unit_phase(theta), b, h0)
-
-
-def unit_scan_ref(theta: Tensor, b: Tensor, h0: Tensor | None = None) -> Tensor:
-    """Reference for :func:`unit_scan`, in complex128."""
-    return diag_scan_ref(torch.polar(torch.ones_like(theta, dtype=torch.float64), theta.double()), b, h0)

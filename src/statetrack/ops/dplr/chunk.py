@@ -1,4 +1,5 @@
-"""Diagonal-plus-low-rank transitions: the recurrence of Gated DeltaNet, Gated DeltaProduct, KDA, RWKV-7 and GLA.
+"""Diagonal-plus-low-rank transitions, chunked: the recurrence of Gated DeltaNet, Gated DeltaProduct, KDA, RWKV-7
+and GLA.
 
 Per head, with a matrix state S (d_k, d_v)::
 
@@ -19,7 +20,7 @@ rank-one term), and the write is k_t v_t^T. The mixers fill it in:
 Shapes: q, k, a, b (B, T, H, d_k); v (B, T, H, d_v); log_w (B, T, H, d_k) or (B, T, H, 1), finite and
 <= 0; S0 (B, H, d_k, d_v) or None. Every function returns (o (B, T, H, d_v), S_T).
 
-Three forms:
+Three forms (the first two in ``ops.dplr.reference``):
 
 * :func:`dplr_ref` -- step by step in float64: the reference.
 * :func:`dplr_recurrent` -- the same loop in the inputs' dtype (one token at a time: the step path).
@@ -36,11 +37,12 @@ Three forms:
   differentiates it (the loop runs T / C times). Only products and exponentials of sums of log_w <= 0
   appear, so no factor exceeds 1 and nothing divides by a decay.
 
-On CUDA, the mixers' ops (:func:`gated_delta_rule`, :func:`gated_delta_product`, :func:`kda_rule`,
-:func:`rwkv7_rule`, :func:`gla_rule`) run
-flash-linear-attention's kernels where ``fla`` is installed (``ops.fla``); everything else runs
-the chunked form, except the gated delta rule (and so Gated DeltaProduct), GLA and KDA, which have dedicated
-chunked forms with hand-written backward passes (``ops.gated_delta.chunk``, ``ops.gla.chunk``, ``ops.kda.chunk``).
+The mixers' ops live in their folders (``ops.gated_delta.rule``: ``gated_delta_rule``, ``gated_delta_product``;
+``ops.kda.rule.kda_rule``; ``ops.dplr.rwkv7.rwkv7_rule``; ``ops.gla.rule.gla_rule``). On CUDA they run
+flash-linear-attention's kernels where ``fla`` is installed (each folder's ``fla.py``, the rules of ``ops.fla``);
+everything else runs this chunked form, except the gated delta rule (and so Gated DeltaProduct), GLA and KDA,
+which have dedicated chunked forms with hand-written backward passes (``ops.gated_delta.chunk``, ``ops.gla.chunk``,
+``ops.kda.chunk``).
 """
 
 from __future__ import annotations
@@ -49,68 +51,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from statetrack.ops import dispatch
 from statetrack.ops.chunks import chunk_layout, segsum, zeros_state
-from statetrack.ops.deltanet.chunk import interleave
-from statetrack.ops.gated_delta.chunk import gated_delta_chunked
-from statetrack.ops.gla.chunk import gla_chunked
-from statetrack.ops.kda.chunk import kda_chunked
+from statetrack.ops.dplr.reference import dplr_recurrent
 
 CHUNK = 16  # default steps per chunk of the chunked form
-
-
-def dplr_step(
-    q: Tensor, k: Tensor, v: Tensor, a: Tensor | None, b: Tensor | None, log_w: Tensor, S: Tensor
-) -> tuple[Tensor, Tensor]:
-    """One step: q, k, a, b (B, H, d_k), v (B, H, d_v), log_w (B, H, d_k or 1), S (B, H, d_k, d_v)
-    -> (o (B, H, d_v), S)."""
-    new = torch.exp(log_w).unsqueeze(-1) * S + k.unsqueeze(-1) * v.unsqueeze(-2)
-    if a is not None and b is not None:
-        z = torch.einsum("bhk,bhkv->bhv", a, S)
-        new = new + b.unsqueeze(-1) * z.unsqueeze(-2)
-    return torch.einsum("bhk,bhkv->bhv", q, new), new
-
-
-def dplr_recurrent(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    a: Tensor | None,
-    b: Tensor | None,
-    log_w: Tensor,
-    S0: Tensor | None = None,
-) -> tuple[Tensor, Tensor]:
-    """Step-by-step loop in the inputs' dtype."""
-    S = zeros_state(k, v) if S0 is None else S0
-    out = []
-    for t in range(q.shape[1]):
-        o, S = dplr_step(
-            q[:, t],
-            k[:, t],
-            v[:, t],
-            None if a is None else a[:, t],
-            None if b is None else b[:, t],
-            log_w[:, t],
-            S,
-        )
-        out.append(o)
-    o = torch.stack(out, 1) if out else v.new_zeros(v.shape)
-    return o, S
-
-
-def dplr_ref(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    a: Tensor | None,
-    b: Tensor | None,
-    log_w: Tensor,
-    S0: Tensor | None = None,
-) -> tuple[Tensor, Tensor]:
-    """Reference: the step-by-step loop in float64."""
-    d = torch.float64
-    a, b, S0 = (None if x is None else x.to(d) for x in (a, b, S0))
-    return dplr_recurrent(q.to(d), k.to(d), v.to(d), a, b, log_w.to(d), S0)
 
 
 def _pair(x: Tensor, E: Tensor, y: Tensor) -> Tensor:
@@ -200,182 +144,3 @@ def dplr(
     if chunk and chunk > 1:
         return dplr_chunked(q, k, v, a, b, log_w, S0, chunk)
     return dplr_recurrent(q, k, v, a, b, log_w, S0)
-
-
-# -- the mixers' recurrences ------------------------------------------------------------------------
-def gated_delta_terms(k: Tensor, beta: Tensor, g: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """Gated DeltaNet as a DPLR recurrence: k (B, T, H, d_k), beta, g (B, T, H) (log of the gate alpha)
-    -> (write key beta k, a = k, b = -alpha beta k, log_w (B, T, H, 1))."""
-    bk = beta.unsqueeze(-1) * k
-    return bk, k, -torch.exp(g).unsqueeze(-1) * bk, g.unsqueeze(-1)
-
-
-def _needs_grad(*xs: Tensor | None) -> bool:
-    """Will autograd want a gradient of any of these (fla's recurrent kernels have no backward pass)?"""
-    return torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in xs)
-
-
-def gated_delta_rule(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    beta: Tensor,
-    g: Tensor,
-    S0: Tensor | None = None,
-    chunk: int = CHUNK,
-    neg: bool = False,
-) -> tuple[Tensor, Tensor]:
-    """S_t = alpha_t (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T, o_t = S_t^T q_t, alpha_t = exp(g_t).
-
-    q, k (B, T, H, d_k) (k L2-normalised), v (B, T, H, d_v), beta, g (B, T, H). ``neg`` says beta may
-    reach 2 (eigenvalues down to -1). On CUDA with fla: beta in [0, 1] runs fla's chunk kernel; with
-    ``neg`` the float32 recurrent kernel when no gradient is needed (evaluation), else this module's
-    chunked form (fla's recurrent kernel has no backward pass, and its chunk kernel's bfloat16 keys do
-    not keep reflections exact: ``ops.fla``). Elsewhere its own chunked form (``ops.gated_delta.chunk``,
-    a hand-written backward pass) when chunk > 1, else the step loop."""
-    if q.shape[1] and dispatch.use_fla(q):
-        grad = _needs_grad(q, k, v, beta, g, S0)
-        from statetrack.ops.fla import gated_chunk_backward, gated_delta_rule_fla
-
-        if not grad or (not neg and gated_chunk_backward()):
-            return gated_delta_rule_fla(q, k, v, beta, g, S0, "recurrent" if neg else "chunk")
-    if chunk and chunk > 1:
-        return gated_delta_chunked(q, k, v, beta, g, S0, chunk)
-    bk, a, b, log_w = gated_delta_terms(k, beta, g)
-    return dplr_recurrent(q, bk, v, a, b, log_w, S0)
-
-
-def gated_delta_product(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    beta: Tensor,
-    g: Tensor,
-    S0: Tensor | None = None,
-    chunk: int = CHUNK,
-    neg: bool = False,
-) -> tuple[Tensor, Tensor]:
-    """Gated DeltaProduct (Siems2025; fla's ``gated_delta_product``): per token t the gate, then n_h delta steps,
-
-        S <- alpha_t S;  S <- (I - beta_j k_j k_j^T) S + beta_j k_j v_j^T  (j = 1..n_h);  o_t = S^T q_t,
-
-    so A(x_t) = alpha_t prod_j (I - beta_j k_j k_j^T). q (B, T, H, d_k); k (B, T, n_h, H, d_k) (each k_j
-    L2-normalised); v (B, T, n_h, H, d_v); beta (B, T, n_h, H); g (B, T, H) the log-gate. Run as the gated
-    delta rule over T n_h sub-steps with the gate on each token's first sub-step and the query on its last
-    (``ops.deltanet.chunk.interleave``), as fla's own layer runs its recurrent kernel; on CUDA with fla and
-    beta in [0, 1], fla's ``chunk_gated_delta_product`` (bfloat16 q, k, v, as every chunk kernel here);
-    with ``neg`` the gated delta rule's exactness rule (``ops.fla``). Returns (o (B, T, H, d_v), S_T)."""
-    nh = k.shape[2]
-    if q.shape[1] and dispatch.use_fla(q) and not neg:
-        from statetrack.ops.fla import gated_chunk_backward, gated_delta_product_fla
-
-        grad = _needs_grad(q, k, v, beta, g, S0)
-        if not grad or gated_chunk_backward():
-            return gated_delta_product_fla(q, k, v, beta, g, S0)
-    qq, kk, vv, bb = interleave(q, k, v, beta)
-    gg = torch.zeros_like(bb)
-    gg[:, ::nh] = g
-    o, S = gated_delta_rule(qq, kk, vv, bb, gg, S0, chunk, neg)  # chunk: sub-steps per chunk
-    return o[:, nh - 1 :: nh], S
-
-
-def kda_terms(k: Tensor, beta: Tensor, log_w: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """Kimi Delta Attention as a DPLR recurrence: k (B, T, H, d_k) (L2-normalised), beta (B, T, H), log_w (B, T,
-    H, d_k) the per-channel log-gate -> (write key beta k, a = alpha (.) k, b = -beta k): A = (I - beta k k^T)
-    diag(alpha) = diag(alpha) - beta k (alpha (.) k)^T."""
-    bk = beta.unsqueeze(-1) * k
-    return bk, torch.exp(log_w) * k, -bk
-
-
-def kda_rule(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    beta: Tensor,
-    log_w: Tensor,
-    S0: Tensor | None = None,
-    chunk: int = CHUNK,
-    neg: bool = False,
-) -> tuple[Tensor, Tensor]:
-    """KDA (Kimi Linear; fla's ``kda``): S_t = (I - beta_t k_t k_t^T) diag(alpha_t) S_{t-1} + beta_t k_t v_t^T,
-    o_t = S_t^T q_t, alpha_t = exp(log_w_t) per key channel: Gated DeltaNet with a diagonal gate.
-
-    q, k, log_w (B, T, H, d_k); v (B, T, H, d_v); beta (B, T, H). On CUDA with fla, the gated delta rule's
-    rules (``ops.fla``): beta in [0, 1] runs fla's ``chunk_kda`` (bfloat16 q, k, v); ``neg`` its float32
-    ``fused_recurrent_kda`` when no gradient is needed, else the PyTorch form. Elsewhere its own sub-chunked
-    form (``ops.kda.chunk``, a hand-written backward pass) when chunk > 1, else the step loop."""
-    if q.shape[1] and dispatch.use_fla(q):
-        grad = _needs_grad(q, k, v, beta, log_w, S0)
-        if not neg or not grad:
-            from statetrack.ops.fla import kda_fla
-
-            return kda_fla(q, k, v, beta, log_w, S0, "recurrent" if neg else "chunk")
-    if chunk and chunk > 1:
-        return kda_chunked(q, k, v, beta, log_w, S0, chunk)
-    bk, a, b = kda_terms(k, beta, log_w)
-    return dplr_recurrent(q, bk, v, a, b, log_w, S0)
-
-
-def rwkv7_terms(kappa: Tensor, a_lr: Tensor) -> tuple[Tensor, Tensor]:
-    """RWKV-7's rank-one term from the normalised removal key kappa_hat and the in-context learning
-    rate a_lr (both (B, T, H, d_k)): (a, b) = (kappa_hat, -kappa_hat * a_lr)."""
-    return kappa, -kappa * a_lr
-
-
-#: the narrowest head fla 0.6.0's ``chunk_rwkv7`` compiles for, in key and in value channels: its products
-#: need K >= 16 (Triton's "Input shapes should have M >= 1, N >= 1 and K >= 16": on an H100 for d_k = 8,
-#: and on an H200 for d_k = 16 with d_v = 8, the spec rwkv7(heads=2) at width 16; bench/gpu_check.py)
-RWKV7_FLA_MIN_DK = 16
-
-
-def rwkv7_fla_fits(d_k: int, d_v: int) -> bool:
-    """Do heads of d_k key and d_v value channels fit fla's RWKV-7 kernels (both at least
-    ``RWKV7_FLA_MIN_DK``)?"""
-    return min(d_k, d_v) >= RWKV7_FLA_MIN_DK
-
-
-def rwkv7_rule(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    log_w: Tensor,
-    kappa: Tensor,
-    a_lr: Tensor,
-    S0: Tensor | None = None,
-    chunk: int = CHUNK,
-) -> tuple[Tensor, Tensor]:
-    """S_t = (diag(w_t) - (kappa_hat_t * a_t) kappa_hat_t^T) S_{t-1} + k_t v_t^T, o_t = S_t^T q_t.
-
-    q (RWKV's receptance r), k (the replacement key), kappa (the normalised removal key), a_lr, log_w
-    (B, T, H, d_k); v (B, T, H, d_v). On CUDA with fla, fla's chunk kernel where d_k and d_v are both at least
-    ``RWKV7_FLA_MIN_DK`` (it does not compile for narrower heads), this module's chunked form otherwise."""
-    if q.shape[1] and rwkv7_fla_fits(q.shape[-1], v.shape[-1]) and dispatch.use_fla(q):
-        from statetrack.ops.fla import rwkv7_fla
-
-        return rwkv7_fla(q, k, v, log_w, kappa, a_lr, S0)
-    a, b = rwkv7_terms(kappa, a_lr)
-    return dplr(q, k, v, a, b, log_w, S0, chunk)
-
-
-def gla_rule(
-    q: Tensor, k: Tensor, v: Tensor, log_w: Tensor, S0: Tensor | None = None, chunk: int = CHUNK
-) -> tuple[Tensor, Tensor]:
-    """S_t = diag(w_t) S_{t-1} + k_t v_t^T, o_t = S_t^T q_t (gated linear attention). On CUDA with fla, fla's
-    chunk kernel; elsewhere its own sub-chunked form (``ops.gla.chunk``, a hand-written backward pass) when
-    chunk > 1, else the step loop."""
-    if q.shape[1] and dispatch.use_fla(q):
-        from statetrack.ops.fla import gla_fla
-
-        return gla_fla(q, k, v, log_w, S0)
-    if chunk and chunk > 1:
-        return gla_chunked(q, k, v, log_w, S0, chunk)
-    return dplr_recurrent(q, k, v, None, None, log_w, S0)
-
-
-def dplr_transition(a: Tensor | None, b: Tensor | None, log_w: Tensor, dk: int) -> Tensor:
-    """The transition matrices diag(w) + b a^T: (..., d_k) -> (..., d_k, d_k)."""
-    w = torch.exp(log_w).expand(*log_w.shape[:-1], dk)
-    A = torch.diag_embed(w)
-    if a is not None and b is not None:
-        A = A + b.unsqueeze(-1) * a.unsqueeze(-2)
-    return A

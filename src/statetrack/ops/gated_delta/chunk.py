@@ -4,8 +4,9 @@ Per head, with a matrix state S (d_k, d_v) and a scalar gate alpha_t = exp(g_t) 
 
     S_t = alpha_t (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T          o_t = S_t^T q_t
 
-(Yang2025; ``ops.dplr.chunk.gated_delta_rule``). The general DPLR chunked form (``ops.dplr.chunk.dplr_chunked``) runs
-it through autograd with per-pair decay tensors; this is the delta rule's WY / UT form
+(Yang2025; ``ops.gated_delta.rule.gated_delta_rule``). The general DPLR chunked form
+(``ops.dplr.chunk.dplr_chunked``) runs it through autograd with per-pair decay tensors; this is the delta rule's WY /
+UT form
 (``ops.deltanet.chunk``) with the gate folded in. Inside a chunk of C steps with the state S_0 entering
 it, write E(t, s) = prod_{s < r <= t} alpha_r (exp of a segment sum of g, never a ratio of running
 products: ``chunks.segsum``), e_t = E(t, 0) and u_t = beta_t (v_t - alpha_t S_{t-1}^T k_t), so that
@@ -132,7 +133,7 @@ def gated_delta_chunked(
     q: Tensor, k: Tensor, v: Tensor, beta: Tensor, g: Tensor, S0: Tensor | None = None, chunk: int = CHUNK
 ) -> tuple[Tensor, Tensor]:
     """The gated delta rule, chunked: q, k (B, T, H, d_k), v (B, T, H, d_v), beta, g (B, T, H) (g = log
-    alpha <= 0), S0 (B, H, d_k, d_v) or None -> (o (B, T, H, d_v), S_T); ``ops.dplr.chunk.gated_delta_rule``'s
+    alpha <= 0), S0 (B, H, d_k, d_v) or None -> (o (B, T, H, d_v), S_T); ``ops.gated_delta.rule.gated_delta_rule``'s
     contract."""
     B, T, H, _ = k.shape
     dv = v.shape[-1]

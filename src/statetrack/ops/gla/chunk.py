@@ -4,7 +4,7 @@ Per head, with a matrix state S (d_k, d_v) and a decay w_t = exp(log_w_t) in (0,
 
     S_t = diag(w_t) S_{t-1} + k_t v_t^T          o_t = S_t^T q_t
 
-(Yang2023; ``ops.dplr.chunk.gla_rule``). Inside a chunk of C steps with the state S_0 entering it, write
+(Yang2023; ``ops.gla.rule.gla_rule``). Inside a chunk of C steps with the state S_0 entering it, write
 b_t = sum_{r <= t} log_w_r (per channel) and E(t, s) = exp(b_t - b_s) (s <= t). Then::
 
     o_t = (q_t (.) e^{b_t})^T S_0 + sum_{s <= t} A[t, s] v_s,   A[t, s] = sum_d q_t[d] E(t, s)[d] k_s[d]
@@ -205,7 +205,7 @@ def gla_chunked(
     sub: int = SUB,
 ) -> tuple[Tensor, Tensor]:
     """GLA, chunked: q, k, log_w (B, T, H, d_k) (log_w <= 0), v (B, T, H, d_v), S0 (B, H, d_k, d_v) or None
-    -> (o (B, T, H, d_v), S_T); ``ops.dplr.chunk.gla_rule``'s contract. ``sub``: steps per sub-chunk (the chunk is
+    -> (o (B, T, H, d_v), S_T); ``ops.gla.rule.gla_rule``'s contract. ``sub``: steps per sub-chunk (the chunk is
     cut at its greatest common divisor with ``chunk``)."""
     T = k.shape[1]
     S = zeros_state(k, v) if S0 is None else S0

@@ -4,7 +4,7 @@ Per head, with a matrix state S (d_k, d_v) and a gate alpha_t = exp(log_w_t) in 
 
     S_t = (I - beta_t k_t k_t^T) diag(alpha_t) S_{t-1} + beta_t k_t v_t^T          o_t = S_t^T q_t
 
-(Kimi Linear; ``ops.dplr.chunk.kda_rule``). With u_t = beta_t (v_t - (diag(alpha_t) S_{t-1})^T k_t) this is
+(Kimi Linear; ``ops.kda.rule.kda_rule``). With u_t = beta_t (v_t - (diag(alpha_t) S_{t-1})^T k_t) this is
 S_t = diag(alpha_t) S_{t-1} + k_t u_t^T: GLA (``ops.gla.chunk``) writing u_t, so inside a chunk, with the state
 S_0 entering it and E(t, s) = prod_{s < r <= t} alpha_r per channel, the delta rule's WY / UT form
 (``ops.deltanet.chunk``, ``ops.gated_delta.chunk``) holds with the gate folded in per channel::
@@ -123,7 +123,7 @@ def kda_chunked(
     sub: int = SUB,
 ) -> tuple[Tensor, Tensor]:
     """KDA, chunked: q, k, log_w (B, T, H, d_k) (log_w <= 0), v (B, T, H, d_v), beta (B, T, H), S0 (B, H, d_k,
-    d_v) or None -> (o (B, T, H, d_v), S_T); ``ops.dplr.chunk.kda_rule``'s contract. ``sub``: steps per sub-chunk
+    d_v) or None -> (o (B, T, H, d_v), S_T); ``ops.kda.rule.kda_rule``'s contract. ``sub``: steps per sub-chunk
     (the chunk is cut at its greatest common divisor with ``chunk``)."""
     T = k.shape[1]
     S = zeros_state(k, v) if S0 is None else S0

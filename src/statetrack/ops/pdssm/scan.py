@@ -35,18 +35,12 @@ gradient of the dense straight-through product of the reference (tested).
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
+
+from statetrack.ops.pdssm.reference import pd_apply, pd_recurrent, pd_start
 
 #: steps per chunk of the doubling scan
 CHUNK = 32
-
-
-def _apply(idx: Tensor, d: Tensor, h: Tensor, rows: bool) -> Tensor:
-    """A h for A given by (idx, d): idx, d, h (..., N) -> (..., N)."""
-    if rows:
-        return d * torch.gather(h, -1, idx)
-    return torch.zeros_like(h).scatter_add(-1, idx, d * h)
 
 
 def _compose(idx2: Tensor, d2: Tensor, idx1: Tensor, d1: Tensor, rows: bool) -> tuple[Tensor, Tensor]:
@@ -56,69 +50,12 @@ def _compose(idx2: Tensor, d2: Tensor, idx1: Tensor, d1: Tensor, rows: bool) -> 
     return torch.gather(idx2, -1, idx1), d1 * torch.gather(d2, -1, idx1)
 
 
-def pd_matrix(idx: Tensor, d: Tensor, rows: bool = False) -> Tensor:
-    """The dense transition matrices: idx, d (..., N) -> (..., N, N) in d's dtype."""
-    N = idx.shape[-1]
-    P = F.one_hot(idx, N).to(d.dtype)  # [..., i, j] = 1 where j = idx[i]
-    if rows:
-        return d.unsqueeze(-1) * P  # row m: d_m e_sigma(m)^T
-    return P.transpose(-1, -2) * d.unsqueeze(-2)  # column n: d_n e_sigma(n)
-
-
-def pd_step(idx: Tensor, d: Tensor, b: Tensor, h: Tensor, rows: bool = False) -> Tensor:
-    """One step: idx, d, b, h (B, N) -> h_t (B, N)."""
-    return _apply(idx, d, h, rows) + b
-
-
-def _start(d: Tensor, h0: Tensor | None) -> Tensor:
-    return torch.zeros_like(d[:, 0]) if h0 is None else h0
-
-
-def pd_recurrent(
-    idx: Tensor, d: Tensor, b: Tensor, h0: Tensor | None = None, rows: bool = False
-) -> tuple[Tensor, Tensor]:
-    """Step-by-step loop in the inputs' dtype."""
-    h = _start(d, h0)
-    out = []
-    for t in range(idx.shape[1]):
-        h = pd_step(idx[:, t], d[:, t], b[:, t], h, rows)
-        out.append(h)
-    return (torch.stack(out, 1) if out else b.clone()), h
-
-
-def pd_ref(
-    idx: Tensor,
-    d: Tensor,
-    b: Tensor,
-    h0: Tensor | None = None,
-    rows: bool = False,
-    soft: Tensor | None = None,
-) -> tuple[Tensor, Tensor]:
-    """Reference: the dense matrices in complex128, step by step. With ``soft``, the matrices are the
-    straight-through P = hard + soft - soft.detach() of Terzic2025's code (value: the hard one-hot)."""
-    c = torch.complex128
-    d, b = d.to(c), b.to(c)
-    P = F.one_hot(idx, idx.shape[-1]).to(torch.float64)  # [..., i, j] = 1 where j = idx[i]
-    if not rows:
-        P = P.transpose(-1, -2)
-    if soft is not None:
-        s = soft.to(torch.float64)
-        P = P + s - s.detach()
-    A = (d.unsqueeze(-1) * P) if rows else (P * d.unsqueeze(-2))
-    h = _start(d, None if h0 is None else h0.to(c))
-    out = []
-    for t in range(idx.shape[1]):
-        h = torch.einsum("bmn,bn->bm", A[:, t], h) + b[:, t]
-        out.append(h)
-    return (torch.stack(out, 1) if out else b.clone()), h
-
-
 def _scan(
     idx: Tensor, d: Tensor, b: Tensor, h0: Tensor | None, rows: bool, chunk: int
 ) -> tuple[Tensor, Tensor]:
     """The chunked doubling scan (see the module docstring)."""
     B, T, N = idx.shape
-    h = _start(d, h0)
+    h = pd_start(d, h0)
     if T == 0:
         return b.clone(), h
     C = max(1, min(chunk, T))
@@ -135,14 +72,14 @@ def _scan(
         i2, d2, c2 = idx[:, :, s:], d[:, :, s:], c[:, :, s:]
         i1, d1, c1 = idx[:, :, :-s], d[:, :, :-s], c[:, :, :-s]
         ni, nd = _compose(i2, d2, i1, d1, rows)
-        nc = _apply(i2, d2, c1, rows) + c2
+        nc = pd_apply(i2, d2, c1, rows) + c2
         idx = torch.cat([idx[:, :, :s], ni], 2)
         d = torch.cat([d[:, :, :s], nd], 2)
         c = torch.cat([c[:, :, :s], nc], 2)
         s *= 2
     out = []
     for i in range(n):  # carry the state into each chunk: h_t = (A_t...A_1) h + c_t
-        hi = _apply(idx[:, i], d[:, i], h.unsqueeze(1).expand(B, C, N), rows) + c[:, i]
+        hi = pd_apply(idx[:, i], d[:, i], h.unsqueeze(1).expand(B, C, N), rows) + c[:, i]
         out.append(hi)
         h = hi[:, -1]
     hs = torch.cat(out, 1)[:, :T]
@@ -169,7 +106,7 @@ def pd_scan(
         return run(idx, d, b)
     with torch.no_grad():
         h, _ = run(idx, d, b)
-        prev = torch.cat([_start(d, h0).unsqueeze(1), h[:, :-1]], 1)
+        prev = torch.cat([pd_start(d, h0).unsqueeze(1), h[:, :-1]], 1)
         u = prev if rows else d * prev
         scale = d.detach() if rows else None
     su = torch.einsum("btmn,btn->btm", soft.to(u.dtype), u)

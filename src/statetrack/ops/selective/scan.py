@@ -25,11 +25,7 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from statetrack.ops import cpu_kernels, dispatch
-from statetrack.ops.diag.scan import diag_scan, diag_scan_ref, loop_reverse, polar, use_chunked
-
-
-def selective_scan_ref(a: Tensor, x: Tensor, Bm: Tensor, h0: Tensor | None = None) -> Tensor:
-    return diag_scan_ref(a, x.double().unsqueeze(-1) * Bm.double().unsqueeze(-2), h0)
+from statetrack.ops.diag.scan import diag_scan, loop_reverse, polar, use_chunked
 
 
 def _fwd(a: Tensor, x: Tensor, Bm: Tensor, h0: Tensor) -> Tensor:
@@ -90,16 +86,6 @@ def selective_scan(a: Tensor, x: Tensor, Bm: Tensor, h0: Tensor | None = None) -
     if use_chunked(a):  # long sequence, small state: the chunked scan on the (small) materialised input
         return diag_scan(a, x.unsqueeze(-1) * Bm.unsqueeze(-2), h0)
     return _SelectiveScan.apply(a, x, Bm, h0)
-
-
-def polar_readout_ref(
-    r: Tensor | None, theta: Tensor, x: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor | None = None
-) -> tuple[Tensor, Tensor]:
-    """Reference for :func:`polar_readout`, in float64 / complex128."""
-    d = torch.float64
-    a = torch.polar(torch.ones_like(theta, dtype=d) if r is None else r.to(d), theta.to(d))
-    h = selective_scan_ref(a, x, Bm, h0)
-    return (h * Cm.to(h.dtype).unsqueeze(-2)).sum(-1).real, h[:, -1]
 
 
 def _readout_torch(
