@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from statetrack.ops import cpu_kernels, dispatch, mamba_scan, mamba_scan_ref
+from statetrack.ops.mamba.scan import MAMBA_NMAX
 
 pytestmark = pytest.mark.skipif(cpu_kernels.compiler() is None, reason="no C compiler on PATH")
 
@@ -77,7 +78,7 @@ def test_what_stays_on_the_pytorch_forms(monkeypatch):
     assert dispatch.use_cpu_kernels(x)
     assert not dispatch.use_cpu_kernels(x.double())
     # a state larger than the kernel's arrays: the PyTorch loop, same answer
-    ins = _inputs(1, 5, 2, cpu_kernels.MAMBA_NMAX + 1, seed=2)
+    ins = _inputs(1, 5, 2, MAMBA_NMAX + 1, seed=2)
     y, _ = mamba_scan(*[t.requires_grad_() for t in ins])
     assert "MambaScanC" not in type(y.grad_fn).__name__
     assert rel_err(y, mamba_scan_ref(*ins)[0]) <= 1e-5

@@ -1,5 +1,9 @@
 """Recurrences as pure tensor functions: a float64 step-by-step reference beside each fast form.
 
+One folder per recurrence (``ops/<name>/``: ``reference.py``, its fast forms, its C source where it has one,
+``declaration.py``), listed in ``ops.registry.BUILTIN``; the modules of this folder are what they share
+(docs/architecture.md, "One folder per recurrence"). This package re-exports the most used functions.
+
 The CPU forms are fastest with the allocator settings of :mod:`statetrack.training.memory` (huge pages for
 large tensors, fixed glibc malloc thresholds: training steps up to 2.5x faster on this project's
 machines); the entry points (the CLI, sweep workers, the benchmarks) apply them with

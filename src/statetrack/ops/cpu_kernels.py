@@ -40,26 +40,10 @@ FLAGS = (
 )
 #: how to run without the kernels, said with every build or load failure
 _OPT_OUT = " (set STATETRACK_KERNELS=0 to use the PyTorch forms)"
-#: the largest state size N the Mamba kernel takes (its per-pair state lives in fixed arrays)
-MAMBA_NMAX = 64
-#: the largest number of complex slots N/2 the Mamba-3 kernel takes
-MAMBA3_NMAX = 32
-
-_I64, _INT, _PTR = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p
-_SIGNATURES: dict[str, dict[str, list[type]]] = {
-    "mamba/mamba_scan": {
-        "statetrack_mamba_fwd": [_I64] * 4 + [_INT] + [_PTR] * 9,
-        "statetrack_mamba_bwd": [_I64] * 4 + [_INT] + [_PTR] * 16,
-    },
-    "selective/complex_scan": {
-        "statetrack_cscan_fwd": [_I64] * 4 + [_PTR] * 10,
-        "statetrack_cscan_bwd": [_I64] * 4 + [_PTR] * 16,
-    },
-    "mamba3/mamba3_scan": {
-        "statetrack_mamba3_fwd": [_I64] * 5 + [_PTR] * 20,
-        "statetrack_mamba3_bwd": [_I64] * 5 + [_PTR] * 33,
-    },
-}
+#: the C types of the kernels' arguments: sizes, flags, pointers (the folders' signatures are written in them)
+I64, INT, PTR = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p
+#: a library's functions, each with its argument types (each returns nothing)
+Signatures = tuple[tuple[str, tuple[type, ...]], ...]
 
 
 @functools.cache
@@ -69,9 +53,10 @@ def compiler() -> str | None:
 
 
 @functools.cache
-def library(name: str) -> ctypes.CDLL:
+def library(name: str, signatures: Signatures = ()) -> ctypes.CDLL:
     """Build ``ops/NAME.c`` and load it (once per process): NAME is the recurrence's folder and the source's
-    name in it, ``mamba/mamba_scan``."""
+    name in it, ``mamba/mamba_scan``; ``signatures`` declares its functions' argument types (the folder's
+    ``KERNEL`` holds both)."""
     cc = compiler()
     if cc is None:
         raise RuntimeError(f"no C compiler: ${CC_ENV} or cc not found on PATH")
@@ -89,8 +74,8 @@ def library(name: str) -> ctypes.CDLL:
             lib = ctypes.CDLL(out)
         except OSError as e:  # e.g. a temporary folder mounted noexec
             raise RuntimeError(f"loading {out} built from {src} failed: {e}{_OPT_OUT}") from e
-    for fn, argtypes in _SIGNATURES[name].items():
-        getattr(lib, fn).argtypes = argtypes
+    for fn, argtypes in signatures:
+        getattr(lib, fn).argtypes = list(argtypes)
         getattr(lib, fn).restype = None
     return lib
 

@@ -33,6 +33,18 @@ from torch.autograd.function import once_differentiable
 
 from statetrack.ops import cpu_kernels, dispatch
 from statetrack.ops.consts import LOG2E
+from statetrack.ops.cpu_kernels import I64, INT, PTR
+
+#: the largest state size N the C kernel takes (its per-pair state lives in fixed arrays)
+MAMBA_NMAX = 64
+#: the C kernel: its source in this folder and its functions' argument types
+KERNEL: tuple[str, cpu_kernels.Signatures] = (
+    "mamba/mamba_scan",
+    (
+        ("statetrack_mamba_fwd", (I64,) * 4 + (INT,) + (PTR,) * 9),
+        ("statetrack_mamba_bwd", (I64,) * 4 + (INT,) + (PTR,) * 16),
+    ),
+)
 
 
 def _readout(H: Tensor, C: Tensor) -> Tensor:
@@ -186,7 +198,7 @@ def _forward_c(
     H = torch.empty(B, E, T, N, dtype=u.dtype) if keep_states else None
     y, hT = torch.empty(B, T, E, dtype=u.dtype), torch.empty(B, E, N, dtype=u.dtype)
     p = cpu_kernels.ptr
-    cpu_kernels.library("mamba/mamba_scan").statetrack_mamba_fwd(
+    cpu_kernels.library(*KERNEL).statetrack_mamba_fwd(
         B, T, E, N, int(neg), p(dt), p(A2), p(xu), p(Bm), p(Cm), p(h0), p(H), p(y), p(hT)
     )
     return y, hT, H, A2, xu
@@ -216,7 +228,7 @@ class _MambaScanC(torch.autograd.Function):
         gB, gC = torch.empty_like(Bm), torch.empty_like(Cm)
         Q, gh0 = torch.empty_like(h0), torch.empty_like(h0)
         p = cpu_kernels.ptr
-        cpu_kernels.library("mamba/mamba_scan").statetrack_mamba_bwd(
+        cpu_kernels.library(*KERNEL).statetrack_mamba_bwd(
             B,
             T,
             E,
@@ -269,7 +281,7 @@ def mamba_scan(
     dt, A, Bm, Cm, h0 = (t.to(u.dtype) for t in (dt, A, Bm, Cm, h0))
     if T == 0:
         return u.new_zeros(u.shape), h0
-    if dispatch.use_cpu_kernels(u) and A.shape[-1] <= cpu_kernels.MAMBA_NMAX:
+    if dispatch.use_cpu_kernels(u) and A.shape[-1] <= MAMBA_NMAX:
         return _mamba_scan_c(dt, A, u, Bm, Cm, h0, bool(neg))
     if torch.is_grad_enabled() and any(t.requires_grad for t in (dt, A, u, Bm, Cm, h0)):
         return _MambaScan.apply(dt, A, u, Bm, Cm, h0, bool(neg))

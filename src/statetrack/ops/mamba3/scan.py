@@ -32,8 +32,20 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from statetrack.ops import cpu_kernels, dispatch
+from statetrack.ops.cpu_kernels import I64, PTR
 from statetrack.ops.diag.scan import diag_scan
 from statetrack.ops.mamba3.reference import mamba3_readout, mamba3_transition, mamba3_zero_state
+
+#: the largest number of complex slots N/2 the C kernel takes
+MAMBA3_NMAX = 32
+#: the C kernel: its source in this folder and its functions' argument types
+KERNEL: tuple[str, cpu_kernels.Signatures] = (
+    "mamba3/mamba3_scan",
+    (
+        ("statetrack_mamba3_fwd", (I64,) * 5 + (PTR,) * 20),
+        ("statetrack_mamba3_bwd", (I64,) * 5 + (PTR,) * 33),
+    ),
+)
 
 
 def _parts(z: Tensor) -> tuple[Tensor, Tensor]:
@@ -65,7 +77,7 @@ def _forward_c(
     y = torch.empty(B, T, H, P, dtype=x.dtype)
     hTr, hTi, uTr, uTi = (torch.empty_like(h0r) for _ in range(4))
     p = cpu_kernels.ptr
-    cpu_kernels.library("mamba3/mamba3_scan").statetrack_mamba3_fwd(
+    cpu_kernels.library(*KERNEL).statetrack_mamba3_fwd(
         B,
         T,
         H,
@@ -146,7 +158,7 @@ class _Mamba3ScanC(torch.autograd.Function):
         gh0r, gh0i, gu0r, gu0i = (torch.empty_like(h0r) for _ in range(4))
         B, T, H, P = x.shape
         p = cpu_kernels.ptr
-        cpu_kernels.library("mamba3/mamba3_scan").statetrack_mamba3_bwd(
+        cpu_kernels.library(*KERNEL).statetrack_mamba3_bwd(
             B,
             T,
             H,
@@ -227,7 +239,7 @@ def mamba3_scan(
     h0, u_prev = state
     if T == 0:
         return x.new_zeros(x.shape), state
-    if dispatch.use_cpu_kernels(x) and phi.shape[-1] <= cpu_kernels.MAMBA3_NMAX:
+    if dispatch.use_cpu_kernels(x) and phi.shape[-1] <= MAMBA3_NMAX:
         return _mamba3_scan_c(log_decay, phi, x, Bc, Cc, gamma, beta, h0, u_prev)
     a = mamba3_transition(log_decay, phi).unsqueeze(-2)  # (B, T, H, 1, N2)
     u = x.unsqueeze(-1) * Bc.unsqueeze(-2)  # (B, T, H, P, N2)

@@ -25,7 +25,17 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from statetrack.ops import cpu_kernels, dispatch
+from statetrack.ops.cpu_kernels import I64, PTR
 from statetrack.ops.diag.scan import diag_scan, loop_reverse, polar, use_chunked
+
+#: the C kernel of the complex scan with its readout: its source in this folder and its functions' argument types
+KERNEL: tuple[str, cpu_kernels.Signatures] = (
+    "selective/complex_scan",
+    (
+        ("statetrack_cscan_fwd", (I64,) * 4 + (PTR,) * 10),
+        ("statetrack_cscan_bwd", (I64,) * 4 + (PTR,) * 16),
+    ),
+)
 
 
 def _fwd(a: Tensor, x: Tensor, Bm: Tensor, h0: Tensor) -> Tensor:
@@ -104,7 +114,7 @@ def _readout_c_forward(
     H = torch.empty(B, T, E, N, dtype=h0.dtype) if keep_states else None
     y, hT = torch.empty(B, T, E, dtype=x.dtype), torch.empty_like(h0)
     p = cpu_kernels.ptr
-    cpu_kernels.library("selective/complex_scan").statetrack_cscan_fwd(
+    cpu_kernels.library(*KERNEL).statetrack_cscan_fwd(
         B, T, E, N, p(c), p(s), p(r), p(x), p(Bm), p(Cm), p(h0), p(H), p(y), p(hT)
     )
     return y, hT, H
@@ -132,7 +142,7 @@ class _PolarReadoutC(torch.autograd.Function):
         gr = None if r is None else torch.empty_like(r)
         B, T, E, N = c.shape
         p = cpu_kernels.ptr
-        cpu_kernels.library("selective/complex_scan").statetrack_cscan_bwd(
+        cpu_kernels.library(*KERNEL).statetrack_cscan_bwd(
             B, T, E, N, *(p(t) for t in (c, s, r, x, Bm, Cm, h0, H, gy, ghT, gth, gr, gx, gB, gC, gh0))
         )
         return gr, gth, gx, gB, gC, gh0
