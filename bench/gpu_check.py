@@ -50,7 +50,7 @@ import torch
 
 from statetrack.config import EvalConfig, ModelConfig, TrainConfig
 from statetrack.layers import MIXERS, build_mixer
-from statetrack.ops.dplr import rwkv7_fla_fits
+from statetrack.ops.dplr.rwkv7 import rwkv7_fla_fits
 from statetrack.spec import parse_layers
 from statetrack.training import memory
 from statetrack.training.device import ieee_float32

@@ -157,6 +157,42 @@ def test_imports_flow_down():
     assert not upward, "upward imports: " + "; ".join(upward)
 
 
+#: the recurrences of ops/ built on another's folder: ``ops/<name>/`` imports the common modules of ops/ (chunks,
+#: consts, conv, cpu_kernels, dispatch, fla, registry, triton_scans) and only the folders named here
+#: (docs/architecture.md, "One folder per recurrence")
+OPS_BUILT_ON = {
+    "selective": {"diag"},  # the diagonal scan with the input x_t (outer) B_t
+    "mamba3": {"diag"},  # polar(r, theta) and the complex scan
+    "ssd": {"mamba"},  # Mamba's scan, one channel per head channel
+    "gated_delta": {"deltanet", "dplr"},  # the delta rule's chunk algebra; dplr's step loop and reference
+    "kda": {"deltanet", "gla", "dplr"},  # the gated delta rule's algebra, GLA's sub-chunks; dplr's reference
+    "gla": {"dplr"},  # dplr's step loop and reference
+}
+OPS = "statetrack.ops"
+OP_FOLDERS = sorted(m.split(".")[2] for m in PACKAGES if m.startswith(OPS + "."))
+
+
+def _op_folder(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if module.startswith(OPS + ".") and parts[2] in OP_FOLDERS else None
+
+
+def test_ops_folders_import_one_way():
+    """Each recurrence's folder imports its own modules, the common modules of ops/ and the folders it is built
+    on (OPS_BUILT_ON); a common module imports no folder (the package's ``__init__``, the notebook API, may)."""
+    assert OPS_BUILT_ON.keys() <= set(OP_FOLDERS) and set().union(*OPS_BUILT_ON.values()) <= set(OP_FOLDERS)
+    wrong = []
+    for a, bs in TYPED_GRAPH.items():
+        if not a.startswith(OPS + ".") or a == OPS:
+            continue
+        fa = _op_folder(a)
+        allowed = {fa, *OPS_BUILT_ON.get(fa, ())} if fa else set()
+        wrong += [
+            f"{a} -> {b}" for b in sorted(bs) if (fb := _op_folder(b)) is not None and fb not in allowed
+        ]
+    assert not wrong, "imports between the folders of ops/ not in OPS_BUILT_ON: " + "; ".join(wrong)
+
+
 @pytest.mark.parametrize("package", PACKAGES)
 def test_no_attribute_shadows_its_submodule(package):
     pkg = importlib.import_module(package)

@@ -12,7 +12,7 @@ its targets (a Moore machine: the target of a prefix is a function of the state 
 * D = 1: the magnitude MLP outputs sigmoid(30) = 1 and the phase MLP 2 pi sigmoid(-120) = 0, both exact in
   float32 (the limits the parametrisation reaches only through rounding: P5 [rounding]);
 * B = 0, so the state is the one-hot e_q of the automaton's state after the prefix, exactly, at every
-  length: no entry is ever rounded (``ops.pdssm``);
+  length: no entry is ever rounded (``ops.pdssm.scan``);
 * the read-out copies [Re h] into N residual coordinates, and the head scores each class by the sum of the
   coordinates of the states with that target.
 

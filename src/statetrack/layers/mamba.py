@@ -25,7 +25,7 @@ from statetrack.layers.base import (
     init_dt_bias,
 )
 from statetrack.ops import mamba_scan
-from statetrack.ops.mamba import mamba_transition
+from statetrack.ops.mamba.reference import mamba_transition
 
 #: (h [B, E, N], the convolution's history [B, E, conv - 1])
 MambaState = tuple[Tensor, Tensor]
