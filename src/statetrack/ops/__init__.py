@@ -1,7 +1,7 @@
 """Recurrences as pure tensor functions: a float64 step-by-step reference beside each fast form.
 
 One folder per recurrence (``ops/<name>/``: ``reference.py``, its fast forms, its C source where it has one,
-``declaration.py``), listed in ``ops.registry.BUILTIN``; the modules of this folder are what they share
+``declaration.py``), listed in ``ops.recurrences.BUILTIN``; the modules of this folder are what they share
 (docs/architecture.md, "One folder per recurrence"). This package re-exports the most used functions.
 
 The CPU forms are fastest with the allocator settings of :mod:`statetrack.training.memory` (huge pages for

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from statetrack.ops.deltanet.chunk import delta_rule_chunked
 from statetrack.ops.deltanet.reference import delta_rule_ref, householder_product
-from statetrack.ops.registry import RealRange, Recurrence, rand, randn
+from statetrack.ops.recurrences import RealRange, Recurrence, rand, randn
 
 
 def sample(

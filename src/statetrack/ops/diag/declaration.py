@@ -8,7 +8,7 @@ import torch
 
 from statetrack.ops.diag.reference import diag_scan_ref
 from statetrack.ops.diag.scan import diag_scan
-from statetrack.ops.registry import Disc, Recurrence
+from statetrack.ops.recurrences import Disc, Recurrence
 
 
 def sample(g: torch.Generator, T: int, B: int = 2, N: int = 3) -> tuple[torch.Tensor, ...]:

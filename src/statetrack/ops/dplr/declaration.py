@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from statetrack.ops.dplr.chunk import dplr, dplr_chunked
 from statetrack.ops.dplr.reference import dplr_ref, dplr_transition
-from statetrack.ops.registry import RealRange, Recurrence, rand, randn
+from statetrack.ops.recurrences import RealRange, Recurrence, rand, randn
 
 
 def sample(g: torch.Generator, T: int, B: int = 2, H: int = 2, dk: int = 4, dv: int = 3) -> tuple:

@@ -11,7 +11,7 @@ from statetrack.ops.deltanet.declaration import sample as delta_sample
 from statetrack.ops.dplr.reference import dplr_transition
 from statetrack.ops.gated_delta.chunk import gated_delta_chunked
 from statetrack.ops.gated_delta.reference import gated_delta_ref, gated_delta_terms
-from statetrack.ops.registry import RealRange, Recurrence
+from statetrack.ops.recurrences import RealRange, Recurrence
 
 
 def sample(g: torch.Generator, T: int) -> tuple[torch.Tensor, ...]:

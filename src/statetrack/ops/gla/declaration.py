@@ -8,7 +8,7 @@ import torch
 
 from statetrack.ops.gla.chunk import gla_chunked
 from statetrack.ops.gla.reference import gla_ref
-from statetrack.ops.registry import RealRange, Recurrence, rand, randn
+from statetrack.ops.recurrences import RealRange, Recurrence, rand, randn
 
 
 def sample(

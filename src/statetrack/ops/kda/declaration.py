@@ -11,7 +11,7 @@ from statetrack.ops.deltanet.declaration import sample as delta_sample
 from statetrack.ops.dplr.reference import dplr_transition
 from statetrack.ops.kda.chunk import kda_chunked
 from statetrack.ops.kda.reference import kda_ref, kda_terms
-from statetrack.ops.registry import RealRange, Recurrence
+from statetrack.ops.recurrences import RealRange, Recurrence
 
 
 def sample(g: torch.Generator, T: int) -> tuple[torch.Tensor, ...]:

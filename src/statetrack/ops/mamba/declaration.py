@@ -6,7 +6,7 @@ import torch
 
 from statetrack.ops.mamba.reference import mamba_scan_ref, mamba_transition
 from statetrack.ops.mamba.scan import mamba_scan
-from statetrack.ops.registry import RealRange, Recurrence, rand, randn
+from statetrack.ops.recurrences import RealRange, Recurrence, rand, randn
 
 
 def sample(g: torch.Generator, T: int, B: int = 2, E: int = 3, N: int = 4) -> tuple[torch.Tensor, ...]:

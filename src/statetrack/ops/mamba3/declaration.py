@@ -6,7 +6,7 @@ import torch
 
 from statetrack.ops.mamba3.reference import mamba3_scan_ref, mamba3_transition
 from statetrack.ops.mamba3.scan import mamba3_scan
-from statetrack.ops.registry import Disc, Recurrence, crandn, rand, randn
+from statetrack.ops.recurrences import Disc, Recurrence, crandn, rand, randn
 
 
 def sample(g: torch.Generator, T: int, B: int = 2, H: int = 2, P: int = 3, N2: int = 2) -> tuple:

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 from statetrack.ops.mlstm.chunk import mlstm_chunked
 from statetrack.ops.mlstm.reference import mlstm_ref, mlstm_transition
-from statetrack.ops.registry import RealRange, Recurrence, randn
+from statetrack.ops.recurrences import RealRange, Recurrence, randn
 
 
 def sample(g: torch.Generator, T: int, B: int = 2, H: int = 2, dk: int = 4, dv: int = 3) -> tuple:

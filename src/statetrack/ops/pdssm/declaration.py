@@ -9,7 +9,7 @@ import torch
 
 from statetrack.ops.pdssm.reference import pd_matrix, pd_ref
 from statetrack.ops.pdssm.scan import pd_scan
-from statetrack.ops.registry import Disc, Recurrence, rand, randn
+from statetrack.ops.recurrences import Disc, Recurrence, rand, randn
 
 
 def sample(g: torch.Generator, T: int, B: int = 2, N: int = 5) -> tuple[torch.Tensor, ...]:

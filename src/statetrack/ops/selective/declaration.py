@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from statetrack.ops.registry import Disc, Recurrence, rand, randn
+from statetrack.ops.recurrences import Disc, Recurrence, rand, randn
 from statetrack.ops.selective.reference import selective_scan_ref
 from statetrack.ops.selective.scan import selective_scan
 

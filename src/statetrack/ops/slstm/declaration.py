@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from statetrack.ops.registry import Recurrence, randn
+from statetrack.ops.recurrences import Recurrence, randn
 from statetrack.ops.slstm.reference import slstm_recurrent, slstm_ref
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from statetrack.ops.registry import RealRange, Recurrence, rand, randn
+from statetrack.ops.recurrences import RealRange, Recurrence, rand, randn
 from statetrack.ops.ssd.reference import ssd_scan_ref
 from statetrack.ops.ssd.scan import ssd_scan
 

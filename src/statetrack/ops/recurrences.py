@@ -8,8 +8,8 @@ that folder plus its name in :data:`BUILTIN` (docs/extending.md, "A recurrence")
 :func:`load` registers such a folder of any package, and :func:`register` a :class:`Recurrence` made
 anywhere. A notebook runs the checks on any of them:
 
-    >>> from statetrack.ops import registry
-    >>> registry.check(registry.recurrence("mamba"))   # raises AssertionError where a check fails
+    >>> from statetrack.ops import recurrences
+    >>> recurrences.check(recurrences.recurrence("mamba"))   # raises AssertionError where a check fails
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ _REGISTERED: dict[str, Recurrence] = {}
 
 def register(rec: Recurrence) -> Recurrence:
     """Add a recurrence (a name already taken is refused)."""
-    recurrences()
+    registered()
     if rec.name in _REGISTERED:
         raise ValueError(f"recurrence {rec.name!r} is already registered")
     _REGISTERED[rec.name] = rec
@@ -119,7 +119,7 @@ def load(folder: str) -> Recurrence:
     return register(importlib.import_module(f"{folder}.declaration").RECURRENCE)
 
 
-def recurrences() -> dict[str, Recurrence]:
+def registered() -> dict[str, Recurrence]:
     """Every recurrence by name, the built-ins first (their declarations imported on first use)."""
     if not _REGISTERED:
         for name in BUILTIN:
@@ -130,9 +130,9 @@ def recurrences() -> dict[str, Recurrence]:
 
 
 def recurrence(name: str) -> Recurrence:
-    found = recurrences().get(name)
+    found = registered().get(name)
     if found is None:
-        raise allowed("recurrence", name, recurrences())
+        raise allowed("recurrence", name, registered())
     return found
 
 
