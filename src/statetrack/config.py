@@ -14,6 +14,8 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PlainSerializer,
+    PlainValidator,
     TypeAdapter,
     ValidationError,
     field_validator,
@@ -21,7 +23,7 @@ from pydantic import (
 )
 
 from statetrack.errors import UserError, did_you_mean
-from statetrack.spec import format_layers, parse_layers
+from statetrack.spec import MAX_LAYERS, Layers, LayerSpec, parse_layers
 from statetrack.untrusted import MAX_YAML_BYTES, load_yaml, read_text, yaml_problem
 
 #: the largest model a checkpoint may declare, in parameters (1 GB of float32 weights). A fixed number
@@ -34,6 +36,31 @@ MAX_SEED = 2**63 - 1
 
 #: where a run computes: cpu, cuda or auto, which is resolved when a config is built (``concrete_device``)
 Device = Annotated[Literal["cpu", "cuda", "auto"], AfterValidator(lambda name: concrete_device(name))]
+
+
+def _layers(value: object) -> Layers:
+    """A layer spec's text parsed (the edges: the command line, study and config files, stored configs),
+    or layers parsed already (``Layers``, or a list or tuple of ``LayerSpec``) taken as they are."""
+    if isinstance(value, str):
+        return parse_layers(value)
+    if isinstance(value, Layers):
+        layers = value
+    elif isinstance(value, list | tuple) and all(isinstance(v, LayerSpec) for v in value):
+        layers = Layers(value)
+    else:
+        raise ValueError(f"a layer spec is text such as 'mamba,s4d', got {type(value).__name__}")
+    if not 1 <= len(layers) <= MAX_LAYERS:
+        raise ValueError(f"a model has 1 to {MAX_LAYERS} layers, got {len(layers)}")
+    return layers
+
+
+#: a model's layers: parsed once where text comes in, stored and dumped as the canonical text
+#: (``str(Layers)``, the text of the configs stored before the field was parsed)
+LayersField = Annotated[
+    Layers,
+    PlainValidator(_layers, json_schema_input_type=str),
+    PlainSerializer(str, return_type=str),
+]
 
 
 class _Config(BaseModel):
@@ -79,7 +106,7 @@ class Split(StrEnum):
 class ModelConfig(_Config):
     """embedding -> blocks (norm, mixer, residual, optional MLP) -> norm -> head."""
 
-    layers: str = Field(
+    layers: LayersField = Field(
         description="layer spec: mixer names separated by commas, options in parentheses, "
         "repeats with '*', e.g. 'mamba,s4d' or 'negmamba(conv=0)*2'"
     )
@@ -89,11 +116,6 @@ class ModelConfig(_Config):
     norm: Literal["rmsnorm", "layernorm", "none"] = Field(
         "rmsnorm", description="normalisation before each sub-block and the head"
     )
-
-    @field_validator("layers")
-    @classmethod
-    def _parse(cls, v):
-        return format_layers(parse_layers(v))
 
 
 class TrainConfig(_Config):
@@ -407,6 +429,8 @@ def flatten(data: dict, where: str) -> dict:
 
 def type_name(annotation: object) -> str:
     """A field's type as a reader writes it: ``int``, ``int | None``, ``list[int]``, ``one of 'cpu', 'cuda'``."""
+    if annotation is Layers:
+        return "a layer spec"
     if get_origin(annotation) is Literal:
         return "one of " + ", ".join(repr(a) for a in get_args(annotation))
     if isinstance(annotation, type) and issubclass(annotation, StrEnum):

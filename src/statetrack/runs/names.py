@@ -11,7 +11,7 @@ from statetrack import plugins
 from statetrack.config import TrainConfig
 from statetrack.errors import allowed
 from statetrack.layers.properties import check_options, declaration
-from statetrack.spec import parse_layers
+from statetrack.spec import Layers, parse_layers
 from statetrack.tasks import FAMILIES, get_task
 
 #: task families whose task loads a corpus (and, with the LM metrics, torch): only the family is checked
@@ -23,9 +23,11 @@ def check_names(flat: dict) -> None:
     keys, as ``config.run_configs`` takes it; its task defaults to TrainConfig's), with the allowed names
     and a 'did you mean'; nothing when they are all known. A value of the wrong type is left to the
     config's validation, which names its key and the type expected."""
-    layers = flat.get("model.layers")
-    if isinstance(layers, str):
-        for spec in parse_layers(layers):
+    layers = flat.get("model.layers")  # parsed where it came in (the command line, a file, --set)
+    if isinstance(layers, str):  # a flat config built by hand
+        layers = parse_layers(layers)
+    if isinstance(layers, Layers):
+        for spec in layers:
             check_options(declaration(spec.name), spec.options)
     task = flat.get("task", TrainConfig.model_fields["task"].default)
     if not isinstance(task, str):

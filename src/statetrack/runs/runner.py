@@ -37,7 +37,6 @@ from statetrack.plugins import require
 from statetrack.runs import signals
 from statetrack.runs.claims import owner as this_process
 from statetrack.runs.store import DEFAULT_DB, Damaged, RunStatus, Store, warn_damaged
-from statetrack.spec import parse_layers
 from statetrack.tasks import get_task
 from statetrack.tasks.base import CorpusTask, Scoring
 from statetrack.tasks.draws import NOT_REGULAR, REGULAR
@@ -123,7 +122,7 @@ def memory_needed(cfg: TrainConfig, task) -> tuple[int, str]:
     times), so a run refused on it cannot fit, and one let through may still run out (it then ends in one
     line: :func:`out_of_memory`)."""
     params = declared_params(cfg.model, task)
-    n_blocks = len(parse_layers(cfg.model.layers))
+    n_blocks = len(cfg.model.layers)
     d = cfg.model.d_model
     per_token = 4 * (4 * d * n_blocks + 2 * d + 3 * task.num_classes)
     tokens = cfg.batch_size * cfg.train_max_len
@@ -197,7 +196,7 @@ def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
 def required_plugins(cfg: TrainConfig) -> list[str]:
     """The plugin modules that registered the run's task family and mixers (statetrack.plugins)."""
     mods = [TASK_ORIGIN.get(cfg.task.partition(":")[0].strip())]
-    mods += [MIXER_ORIGIN.get(s.name) for s in parse_layers(cfg.model.layers)]
+    mods += [MIXER_ORIGIN.get(s.name) for s in cfg.model.layers]
     return list(dict.fromkeys(m for m in mods if m))
 
 
