@@ -133,3 +133,8 @@ def test_an_old_checkpoint_loads_with_parsed_layers():
     path = Path(__file__).parent / "data" / "negmamba-parity.safetensors"
     cfg = inspect_checkpoint(path).config
     assert isinstance(cfg.model.layers, Layers) and set(cfg.model.layers.names) == {"negmamba"}
+
+
+def test_layers_format_as_their_text():
+    layers = parse_layers("mamba,s4d")
+    assert f"{layers}" == "mamba,s4d" and f"{layers:12s}|" == "mamba,s4d   |" and f"{layers!r}" == repr(layers)

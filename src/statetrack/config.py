@@ -6,7 +6,7 @@ import functools
 import os
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar, get_args, get_origin
 
 import yaml
 from pydantic import (
@@ -70,7 +70,7 @@ class _Config(BaseModel):
     #: runs of older databases keep their keys (and are reused)
     LATE_FIELDS: ClassVar[tuple[str, ...]] = ()
 
-    def key_dict(self) -> dict:
+    def key_dict(self) -> dict[str, Any]:
         """The config as it enters a run's key (``runner.run_key``)."""
         d = self.model_dump()
         for k in self.LATE_FIELDS:
@@ -232,7 +232,7 @@ class TrainConfig(_Config):
     )
 
     @model_validator(mode="after")
-    def _lengths(self):
+    def _lengths(self) -> Self:
         if self.train_min_len > self.train_max_len:
             raise ValueError(f"train_min_len {self.train_min_len} > train_max_len {self.train_max_len}")
         if (
@@ -322,7 +322,7 @@ class EvalConfig(_Config):
 
     @field_validator("lengths")
     @classmethod
-    def _positive(cls, v):
+    def _positive(cls, v: list[int]) -> list[int]:
         if not v:
             raise ValueError("no test lengths given")
         if any(n < 1 for n in v):
@@ -346,6 +346,9 @@ def default_lengths(lo: int = 16, hi: int = 10_000) -> list[int]:
     return sorted({n for n in grid if lo <= n <= hi} | {hi})
 
 
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
 class ConfigError(UserError):
     """A config field with a bad value; ``key``: its dotted key (``steps``, ``model.d_model``), '' when the
     error is not one field's."""
@@ -363,7 +366,7 @@ class ConfigError(UserError):
         return ConfigError(f"{where}: {text}" if where else text, key)
 
 
-def validated(cls, **kwargs):
+def validated(cls: type[_Model], **kwargs: Any) -> _Model:
     """Build a config, turning pydantic's multi-line errors into one ``ConfigError`` line."""
     try:
         return cls(**kwargs)
@@ -384,7 +387,7 @@ def validated(cls, **kwargs):
 SECTIONS: dict[str, type[BaseModel]] = {"model": ModelConfig, "eval": EvalConfig}
 
 
-def run_config_keys() -> dict:
+def run_config_keys() -> dict[str, Any]:
     """Every dotted key of a run's config -> its pydantic field (``lr``, ``model.d_model``, ``eval.lengths``)."""
     keys = {}
     for name, f in TrainConfig.model_fields.items():
@@ -405,7 +408,7 @@ def check_key(key: str, where: str) -> str:
     return norm
 
 
-def flatten(data: dict, where: str) -> dict:
+def flatten(data: dict[str, Any], where: str) -> dict[str, Any]:
     """``{"lr": 0.01, "model": {"d_model": 8}}`` -> ``{"lr": 0.01, "model.d_model": 8}``, the keys and the type
     of each value checked (``check_value``)."""
     if not isinstance(data, dict):
@@ -441,7 +444,7 @@ def type_name(annotation: object) -> str:
 
 
 @functools.cache
-def _adapter(key: str) -> TypeAdapter:
+def _adapter(key: str) -> TypeAdapter[Any]:
     f = run_config_keys()[key]
     field_type: Any = Annotated[f.annotation, *f.metadata] if f.metadata else f.annotation
     return TypeAdapter(field_type)
@@ -496,7 +499,7 @@ def parse_override(text: str) -> tuple[str, object]:
     return key, check_value(key, value, "--set")
 
 
-def load_run_config(path: str | os.PathLike) -> dict:
+def load_run_config(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A run's config from a YAML (or JSON) file, flattened to dotted keys and checked."""
     p = Path(path)
     if not p.is_file():
@@ -526,9 +529,9 @@ def load_run_config(path: str | os.PathLike) -> dict:
     return flatten(data or {}, f"config file {str(p)!r}")
 
 
-def run_configs(flat: dict) -> tuple[TrainConfig, EvalConfig]:
+def run_configs(flat: dict[str, Any]) -> tuple[TrainConfig, EvalConfig]:
     """(TrainConfig, EvalConfig) from a flattened run config (``plugins`` is not read here)."""
-    nested: dict = {"model": {}, "eval": {}}
+    nested: dict[str, Any] = {"model": {}, "eval": {}}
     for k, v in flat.items():
         section, dot, field = k.partition(".")
         if dot:

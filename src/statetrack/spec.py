@@ -91,6 +91,9 @@ class Layers(Sequence[LayerSpec]):
     def __repr__(self) -> str:
         return f"Layers({str(self)!r})"
 
+    def __format__(self, spec: str) -> str:  # f"{layers:20s}": the text, padded
+        return format(str(self), spec)
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Layers) and self._specs == other._specs
 

@@ -7,6 +7,8 @@ registry and the mixers' declarations need none."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from statetrack import plugins
 from statetrack.config import TrainConfig
 from statetrack.errors import allowed
@@ -18,7 +20,7 @@ from statetrack.tasks import FAMILIES, get_task
 CORPUS_FAMILIES = ("lm",)
 
 
-def check_names(flat: dict) -> None:
+def check_names(flat: dict[str, Any]) -> None:
     """A UserError naming the first unknown mixer, mixer option or task of a run's flat config (dotted
     keys, as ``config.run_configs`` takes it; its task defaults to TrainConfig's), with the allowed names
     and a 'did you mean'; nothing when they are all known. A value of the wrong type is left to the

@@ -32,6 +32,7 @@ is None and the message says why; a time-invariant layer that gives no eigenvalu
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import torch
@@ -212,7 +213,12 @@ def counterexample(
             f"vocabulary {{0, 1}}"
         )
     thm = _theorem(model)
-    out = {"checkpoint": where, "layers": str(model.cfg.layers), "theorem": thm, "max_len": max_len}
+    out: dict[str, Any] = {
+        "checkpoint": where,
+        "layers": str(model.cfg.layers),
+        "theorem": thm,
+        "max_len": max_len,
+    }
     if thm == "T1":
         tokens = np.ones((1, max_len), dtype=np.int64)
         out.update(witness="1^T", period=1)

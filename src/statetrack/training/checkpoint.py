@@ -23,13 +23,14 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load, save
 
-from statetrack.config import MAX_PARAMS, TrainConfig, validated
+from statetrack.config import MAX_PARAMS, ModelConfig, TrainConfig, validated
 from statetrack.errors import UserError
 from statetrack.files import file_kind, sha256_bytes, write_file
-from statetrack.model import build_model
+from statetrack.model import Model, build_model
 from statetrack.plugins import require
 from statetrack.spec import Layers
 from statetrack.tasks import get_task
+from statetrack.tasks.base import Task
 from statetrack.untrusted import load_json
 
 FORMAT = "statetrack-checkpoint-1"
@@ -107,7 +108,7 @@ class _Budget(torch.overrides.TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-def declared_model(model_cfg, task):
+def declared_model(model_cfg: ModelConfig, task: Task) -> Model:
     """The model ``model_cfg`` declares for ``task``, for its names, shapes, dtypes and errors: built on the
     CPU when its tensors take at most :data:`SMALL_BUILD_BYTES` (milliseconds; torch's random state is
     left as it was), else on the meta device (:func:`meta_model`). Any arithmetic on meta tensors imports
