@@ -137,4 +137,5 @@ def test_an_old_checkpoint_loads_with_parsed_layers():
 
 def test_layers_format_as_their_text():
     layers = parse_layers("mamba,s4d")
-    assert f"{layers}" == "mamba,s4d" and f"{layers:12s}|" == "mamba,s4d   |" and f"{layers!r}" == repr(layers)
+    assert f"{layers}" == "mamba,s4d" and f"{layers:12s}|" == "mamba,s4d   |"
+    assert f"{layers!r}" == repr(layers) == "Layers('mamba,s4d')"
