@@ -7,8 +7,8 @@ Grammar (whitespace ignored)::
 
 Examples: ``mamba,s4d``, ``negmamba*2``, ``mamba(conv=0),s4d(init=lin)``.
 Values are parsed as int, float, bool (true/false) or left as strings. ``parse_layers`` reads the text
-once, at the edges (the command line, study and config files, stored configs), into ``Layers``: read-only
-``LayerSpec`` s, which every other reader takes; ``str`` of them writes the canonical text back.
+once, at the edges (the command line, study and config files, stored configs), into ``Layers``, a
+read-only sequence of ``LayerSpec`` that every other reader takes; its ``str`` is the canonical text.
 """
 
 from __future__ import annotations
