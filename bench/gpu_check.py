@@ -287,7 +287,11 @@ def section_speed(steps: int = 200) -> dict:
     # the paper cell's own model and task (3 layers, 4 heads, MLP blocks, modular arithmetic), timed alike
     ms = _loop_ms(paper_cell_config(10**6, True, "cuda"), steps)[0]
     rows.append(
-        {"model": "paper cell", "layers": paper_cell_config(1, True, "cuda").model.layers, "ms_per_step": ms}
+        {
+            "model": "paper cell",
+            "layers": str(paper_cell_config(1, True, "cuda").model.layers),
+            "ms_per_step": ms,
+        }
     )
     return {"rows": rows, "timed_steps": steps, "seconds": time.monotonic() - t}
 
@@ -347,7 +351,7 @@ def train_within(cfg: TrainConfig, eval_cfg: EvalConfig, seconds: float, test_sh
         if time.monotonic() > deadline:
             raise TimeoutError(step)
 
-    out: dict = {"layers": cfg.model.layers, "curve": curve}
+    out: dict = {"layers": str(cfg.model.layers), "curve": curve}
     try:
         res = train(cfg, task=task, model=model, on_step=on_step, progress=False)
         model, out["learned_at_step"], out["cut"] = res.model, res.learned_at_step, None

@@ -36,7 +36,7 @@ def compare(path: Path, max_len: int) -> dict:
         t0 = time.perf_counter()
         with torch.no_grad():
             h = measure_horizons(model, task, max_len, device=device)
-        out.update(layers=cfg.model.layers, task=task.name)
+        out.update(layers=str(cfg.model.layers), task=task.name)
         out[device] = {"horizon": h["horizon"], "seconds": round(time.perf_counter() - t0, 2)}
         found[device] = _pairs(h)
     out["pairs"] = {k: {"cpu": found["cpu"][k], "cuda": found["cuda"].get(k)} for k in sorted(found["cpu"])}

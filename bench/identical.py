@@ -17,9 +17,9 @@ same script checks any two versions of the package, however their modules are la
 OUT/reports --figures ''`` with the same ``--model``/``--task`` filters: markdown, CSV, LaTeX, the verdicts'
 CSV and the folder's index.json) and keeps their text in ``OUT/reports.json``. ``compare`` then compares
 the reports line by line too, less the lines that measure the machine or the moment (the header's
-command, machine, the machine the runs ran on, date and wall time, the summed wall and CPU times; in
-index.json the date, command, machines and run time), and prints the first line that differs in each
-file (``--no-reports`` skips them).
+command, machine, the machine the runs ran on, date and wall time, the summed wall and CPU times, the
+hours a projected number of steps takes at the run's pace; in index.json the date, command, machines and
+run time), and prints the first line that differs in each file (``--no-reports`` skips them).
 """
 
 from __future__ import annotations
@@ -97,6 +97,9 @@ REPORT_HEADER = (
 )
 #: the summed wall and CPU times where a line ends with them (the runs line of an incomplete or complete report)
 WALL_TIME = re.compile(r"(Wall time of the complete runs, summed: ).*$")
+#: the hours a projection takes at the run's own pace ('projected 11k steps (0.1 h)'): its training time
+#: per step, a measure of the machine (``report.state_tables.unlearnt_text``); the steps are compared
+PACE = re.compile(r"( steps) \([\d,.]+ h\)")
 #: index.json fields of the same kind
 INDEX_TIMING = {"date", "command", "run_time_s", "cpu_time_s", "machine", "machines"}
 
@@ -109,7 +112,7 @@ def _report_lines(name: str, text: str) -> list[str]:
         clean = {s: {k: v for k, v in r.items() if k not in INDEX_TIMING} for s, r in records.items()}
         return json.dumps(clean, indent=1, sort_keys=True).splitlines()
     return [
-        WALL_TIME.sub(r"\1(not compared)", line)
+        PACE.sub(r"\1 (hours not compared)", WALL_TIME.sub(r"\1(not compared)", line))
         for line in text.splitlines()
         if not line.lstrip().startswith(REPORT_HEADER)
     ]

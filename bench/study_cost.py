@@ -93,7 +93,7 @@ def study_cost(
         row = {
             "model": j.label,
             "task": j.column,
-            "layers": j.train.model.layers,
+            "layers": str(j.train.model.layers),
             "runs": runs[cell],
             "steps": j.train.steps,
             "cpu_ms_per_step": 1e3 * per,

@@ -100,7 +100,7 @@ def test_hundred_steps_from_the_s3_construction_keep_length_1000():
 
 def test_init_config_checks_given_fields():
     mine = init_config("construction:s3-aussm", "group:S3", layers="aussm*2", d_model=16, d_state=None)
-    assert mine.layers == "aussm,aussm" and mine.d_state == 1
+    assert str(mine.layers) == "aussm,aussm" and mine.d_state == 1
     with pytest.raises(Exception, match="d_model 8 differs from the construction's 16"):
         init_config("construction:s3-aussm", "group:S3", d_model=8)
 

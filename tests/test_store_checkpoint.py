@@ -184,8 +184,8 @@ def test_two_databases_in_one_folder_keep_their_own_checkpoints(tmp_path):
     assert main(TRAIN + ["--layers", "lstm", "--db", str(b)]) == 0
     ra, rb = Store(a).run(1), Store(b).run(1)  # both databases have a run 1
     assert ra.checkpoint != rb.checkpoint
-    assert load_checkpoint(ra.checkpoint)[1].model.layers == "rnn"
-    assert load_checkpoint(rb.checkpoint)[1].model.layers == "lstm"
+    assert str(load_checkpoint(ra.checkpoint)[1].model.layers) == "rnn"
+    assert str(load_checkpoint(rb.checkpoint)[1].model.layers) == "lstm"
     for store, r in ((Store(a), ra), (Store(b), rb)):
         assert sha256_file(r.checkpoint) == r.checkpoint_sha256 and store.checkpoint_problem(r) is None
     assert sorted(p.name for p in (tmp_path / "x").iterdir()) == [

@@ -120,7 +120,7 @@ def test_grid_expansion(tmp_path):
     assert len(quick) == (3 + 1) * 2
     assert {c.lr for c in quick} == {0.01} and quick[0].eval.lengths == [30, 50]
     by = {(c.table, c.label, c.column): c for c in quick}
-    assert by[("main", "RNN", "parity")].train.model.layers == "rnn,rnn"  # depth 2
+    assert str(by[("main", "RNN", "parity")].train.model.layers) == "rnn,rnn"  # depth 2
     assert by[("main", "RNN", "offsets")].train.train_lengths == (30, 30)  # the task's lengths
     assert by[("main", "RNN", "offsets")].probes == ("offset:double-isi",)
     paper = study.cells("paper")

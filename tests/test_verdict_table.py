@@ -29,11 +29,10 @@ def _result(job, correct_of_n: list[tuple[int, int]]) -> RunResult:
 
 def test_the_grid_every_mixer_on_five_tasks_three_seeds():
     from statetrack.layers import MIXERS, ORIGIN
-    from statetrack.spec import parse_layers
 
     jobs = STUDY.cells("quick")
     assert len(jobs) == 27 * 5 * 3
-    names = {s.name for j in jobs for s in parse_layers(j.train.model.layers)}
+    names = {s.name for j in jobs for s in j.train.model.layers}
     # every mixer of the zoo, old and new (plugins other tests registered in this process are not its)
     assert names == set(MIXERS) - set(ORIGIN)
     by_col = {j.column: j.eval for j in jobs}

@@ -86,7 +86,7 @@ def collect(dbs: list[str]) -> list[dict]:
             t, c = time.perf_counter(), time.process_time()
             p = predict_horizon(model, task, cfg.train_max_len)
             rows.append({"db": Path(db).name, "run": r["id"], "study": r["study"], "label": r["label"],
-                         "layers": cfg.model.layers, "task": r["task"], "steps": cfg.steps,
+                         "layers": str(cfg.model.layers), "task": r["task"], "steps": cfg.steps,
                          "train": f"{cfg.train_min_len}-{cfg.train_max_len}", "train_max": cfg.train_max_len,
                          "train_wall": r["wall_time"], "measured": h["horizon"], "cap": h["horizon_max"],
                          "measured_pair": h.get("pair"), "predicted": p["horizon"], "low": p["low"],

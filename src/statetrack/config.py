@@ -7,7 +7,7 @@ import functools
 import os
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar, get_args, get_origin
 
 import yaml
 from pydantic import (
@@ -15,6 +15,8 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PlainSerializer,
+    PlainValidator,
     TypeAdapter,
     ValidationError,
     field_validator,
@@ -22,7 +24,7 @@ from pydantic import (
 )
 
 from statetrack.errors import UserError, did_you_mean
-from statetrack.spec import format_layers, parse_layers
+from statetrack.spec import MAX_LAYERS, Layers, LayerSpec, parse_layers
 from statetrack.untrusted import MAX_YAML_BYTES, load_yaml, read_text, yaml_problem
 
 #: the largest model a checkpoint may declare, in parameters (1 GB of float32 weights). A fixed number
@@ -37,6 +39,31 @@ MAX_SEED = 2**63 - 1
 Device = Annotated[Literal["cpu", "cuda", "auto"], AfterValidator(lambda name: concrete_device(name))]
 
 
+def _layers(value: object) -> Layers:
+    """A layer spec's text parsed (the edges: the command line, study and config files, stored configs),
+    or layers parsed already (``Layers``, or a list or tuple of ``LayerSpec``) taken as they are."""
+    if isinstance(value, str):
+        return parse_layers(value)
+    if isinstance(value, Layers):
+        layers = value
+    elif isinstance(value, list | tuple) and all(isinstance(v, LayerSpec) for v in value):
+        layers = Layers(value)
+    else:
+        raise ValueError(f"a layer spec is text such as 'mamba,s4d', got {type(value).__name__}")
+    if not 1 <= len(layers) <= MAX_LAYERS:
+        raise ValueError(f"a model has 1 to {MAX_LAYERS} layers, got {len(layers)}")
+    return layers
+
+
+#: a model's layers: parsed once where text comes in, stored and dumped as the canonical text
+#: (``str(Layers)``, the text of the configs stored before the field was parsed)
+LayersField = Annotated[
+    Layers,
+    PlainValidator(_layers, json_schema_input_type=str),
+    PlainSerializer(str, return_type=str),
+]
+
+
 class _Config(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -44,7 +71,7 @@ class _Config(BaseModel):
     #: runs of older databases keep their keys (and are reused)
     LATE_FIELDS: ClassVar[tuple[str, ...]] = ()
 
-    def key_dict(self) -> dict:
+    def key_dict(self) -> dict[str, Any]:
         """The config as it enters a run's key (``runner.run_key``)."""
         d = self.model_dump()
         for k in self.LATE_FIELDS:
@@ -80,7 +107,7 @@ class Split(StrEnum):
 class ModelConfig(_Config):
     """embedding -> blocks (norm, mixer, residual, optional MLP) -> norm -> head."""
 
-    layers: str = Field(
+    layers: LayersField = Field(
         description="layer spec: mixer names separated by commas, options in parentheses, "
         "repeats with '*', e.g. 'mamba,s4d' or 'negmamba(conv=0)*2'"
     )
@@ -90,11 +117,6 @@ class ModelConfig(_Config):
     norm: Literal["rmsnorm", "layernorm", "none"] = Field(
         "rmsnorm", description="normalisation before each sub-block and the head"
     )
-
-    @field_validator("layers")
-    @classmethod
-    def _parse(cls, v):
-        return format_layers(parse_layers(v))
 
 
 class TrainConfig(_Config):
@@ -211,7 +233,7 @@ class TrainConfig(_Config):
     )
 
     @model_validator(mode="after")
-    def _lengths(self):
+    def _lengths(self) -> Self:
         if self.train_min_len > self.train_max_len:
             raise ValueError(f"train_min_len {self.train_min_len} > train_max_len {self.train_max_len}")
         if (
@@ -301,7 +323,7 @@ class EvalConfig(_Config):
 
     @field_validator("lengths")
     @classmethod
-    def _positive(cls, v):
+    def _positive(cls, v: list[int]) -> list[int]:
         if not v:
             raise ValueError("no test lengths given")
         if any(n < 1 for n in v):
@@ -325,6 +347,9 @@ def default_lengths(lo: int = 16, hi: int = 10_000) -> list[int]:
     return sorted({n for n in grid if lo <= n <= hi} | {hi})
 
 
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
 class ConfigError(UserError):
     """A config field with a bad value; ``key``: its dotted key (``steps``, ``model.d_model``), '' when the
     error is not one field's."""
@@ -342,7 +367,7 @@ class ConfigError(UserError):
         return ConfigError(f"{where}: {text}" if where else text, key)
 
 
-def validated(cls, **kwargs):
+def validated(cls: type[_Model], **kwargs: Any) -> _Model:
     """Build a config, turning pydantic's multi-line errors into one ``ConfigError`` line."""
     try:
         return cls(**kwargs)
@@ -363,7 +388,7 @@ def validated(cls, **kwargs):
 SECTIONS: dict[str, type[BaseModel]] = {"model": ModelConfig, "eval": EvalConfig}
 
 
-def run_config_keys() -> dict:
+def run_config_keys() -> dict[str, Any]:
     """Every dotted key of a run's config -> its pydantic field (``lr``, ``model.d_model``, ``eval.lengths``)."""
     keys = {}
     for name, f in TrainConfig.model_fields.items():
@@ -384,7 +409,7 @@ def check_key(key: str, where: str) -> str:
     return norm
 
 
-def flatten(data: dict, where: str) -> dict:
+def flatten(data: dict[str, Any], where: str) -> dict[str, Any]:
     """``{"lr": 0.01, "model": {"d_model": 8}}`` -> ``{"lr": 0.01, "model.d_model": 8}``, the keys and the type
     of each value checked (``check_value``)."""
     if not isinstance(data, dict):
@@ -408,6 +433,8 @@ def flatten(data: dict, where: str) -> dict:
 
 def type_name(annotation: object) -> str:
     """A field's type as a reader writes it: ``int``, ``int | None``, ``list[int]``, ``one of 'cpu', 'cuda'``."""
+    if annotation is Layers:
+        return "a layer spec"
     if get_origin(annotation) is Literal:
         return "one of " + ", ".join(repr(a) for a in get_args(annotation))
     if isinstance(annotation, type) and issubclass(annotation, StrEnum):
@@ -418,7 +445,7 @@ def type_name(annotation: object) -> str:
 
 
 @functools.cache
-def _adapter(key: str) -> TypeAdapter:
+def _adapter(key: str) -> TypeAdapter[Any]:
     f = run_config_keys()[key]
     field_type: Any = Annotated[f.annotation, *f.metadata] if f.metadata else f.annotation
     return TypeAdapter(field_type)
@@ -473,7 +500,7 @@ def parse_override(text: str) -> tuple[str, object]:
     return key, check_value(key, value, "--set")
 
 
-def load_run_config(path: str | os.PathLike) -> dict:
+def load_run_config(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A run's config from a YAML (or JSON) file, flattened to dotted keys and checked."""
     p = Path(path)
     if not p.is_file():
@@ -503,9 +530,9 @@ def load_run_config(path: str | os.PathLike) -> dict:
     return flatten(data or {}, f"config file {str(p)!r}")
 
 
-def run_configs(flat: dict) -> tuple[TrainConfig, EvalConfig]:
+def run_configs(flat: dict[str, Any]) -> tuple[TrainConfig, EvalConfig]:
     """(TrainConfig, EvalConfig) from a flattened run config (``plugins`` is not read here)."""
-    nested: dict = {"model": {}, "eval": {}}
+    nested: dict[str, Any] = {"model": {}, "eval": {}}
     for k, v in flat.items():
         section, dot, field = k.partition(".")
         if dot:

@@ -14,7 +14,6 @@ from torch import Tensor, nn
 
 from statetrack.config import ModelConfig
 from statetrack.layers import Mixer, build_mixer
-from statetrack.spec import parse_layers
 
 M = TypeVar("M", bound=Mixer)
 
@@ -65,7 +64,7 @@ class Model(nn.Module):
         self.cfg, self.vocab_size, self.num_classes = cfg, vocab_size, num_classes
         self.embed = nn.Embedding(vocab_size, cfg.d_model)
         self.blocks = nn.ModuleList(
-            Block(build_mixer(spec, cfg.d_model, cfg.d_state), cfg) for spec in parse_layers(cfg.layers)
+            Block(build_mixer(spec, cfg.d_model, cfg.d_state), cfg) for spec in cfg.layers
         )
         self.norm = _norm(cfg.norm, cfg.d_model)
         self.head = nn.Linear(cfg.d_model, num_classes)

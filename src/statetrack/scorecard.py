@@ -46,7 +46,7 @@ from statetrack.report.render import grid_markdown
 from statetrack.report.verdict_tables import SeedScore, VerdictCell, VerdictTable, verdict_table
 from statetrack.reproduce import sweep
 from statetrack.runs.store import DEFAULT_DB, RunStatus, Store
-from statetrack.spec import parse_layers
+from statetrack.spec import Layers, as_layers
 from statetrack.tasks.draws import check_split
 from statetrack.theory.verdicts import Decision, Verdict, oracle
 from statetrack.untrusted import MAX_JSON_BYTES, markdown_lines, markdown_link, read_text
@@ -247,25 +247,26 @@ def spectrum_short(r: dict) -> str:
     )
 
 
-def declared(layers: str) -> list:
+def declared(layers: str | Layers) -> list:
     """Each layer's declared Properties, None where it declares none (a Mixer without ``properties``, or
     register_module's default ``UNKNOWN``)."""
     from statetrack.layers.adapters import UNKNOWN
     from statetrack.layers.properties import declaration
 
     out = []
-    for spec in parse_layers(layers):
+    for spec in as_layers(layers):
         d = declaration(spec.name)
         props = None if d.properties is None else d.properties_of(spec.options)
         out.append(None if props == UNKNOWN else props)
     return out
 
 
-def declarations(layers: str) -> list[str]:
+def declarations(layers: str | Layers) -> list[str]:
     """One line per layer of the spec: what it declares for the oracle, or that it declares nothing and
     how to."""
     out = []
-    for i, (spec, props) in enumerate(zip(parse_layers(layers), declared(layers), strict=True), 1):
+    specs = as_layers(layers)
+    for i, (spec, props) in enumerate(zip(specs, declared(specs), strict=True), 1):
         if props is None:
             out.append(
                 f"layer {i} ({spec.name}): undeclared: the oracle has nothing to read; {HOW_TO_DECLARE}"
@@ -460,15 +461,16 @@ def scorecard(
     the built-in rows (default: the database's zoo runs, else the published table at the quick scale).
     ``progress``, ``on_done(job, result)``, ``on_step(job, step, info)``: as ``reproduce.sweep``'s."""
     label = label or layers
-    lines = declarations(layers)
-    undeclared = None in declared(layers)
+    specs = as_layers(layers)  # the text is the study's; the declarations and the verdicts read the specs
+    lines = declarations(specs)
+    undeclared = None in declared(specs)
     study = card_study(layers, label, scale, steps, test_lengths)
     main = study.tables[0]
     decide = _decide(undeclared)
     verdicts = [
         {"task": t.label, "verdict": str(v.verdict), "basis": v.qualified_basis, "reason": v.reason}
         for t in main.tasks
-        for v in [decide(layers, t.task)]
+        for v in [decide(specs, t.task)]
     ]
     t0 = time.perf_counter()
     study, results = sweep(

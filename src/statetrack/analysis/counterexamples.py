@@ -32,6 +32,7 @@ is None and the message says why; a time-invariant layer that gives no eigenvalu
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import torch
@@ -39,7 +40,6 @@ import torch
 from statetrack.errors import UserError
 from statetrack.layers.base import TRANSITION_PROTOCOL
 from statetrack.layers.properties import EigenvalueDomain
-from statetrack.spec import parse_layers
 from statetrack.theory.layer_classes import LayerClass, classify
 from statetrack.training.checkpoint import load_checkpoint
 
@@ -170,7 +170,7 @@ def choose_w(phases: list[dict], tol: float = 0.01, max_w: int = 10_000) -> dict
 
 
 def _theorem(model) -> str | None:
-    infos = [classify(s, m) for s, m in zip(parse_layers(model.cfg.layers), model.mixers, strict=True)]
+    infos = [classify(s, m) for s, m in zip(model.cfg.layers, model.mixers, strict=True)]
     nonneg = EigenvalueDomain.NONNEG
     if all(
         i.domain == nonneg
@@ -213,7 +213,12 @@ def counterexample(
             f"vocabulary {{0, 1}}"
         )
     thm = _theorem(model)
-    out = {"checkpoint": where, "layers": model.cfg.layers, "theorem": thm, "max_len": max_len}
+    out: dict[str, Any] = {
+        "checkpoint": where,
+        "layers": str(model.cfg.layers),
+        "theorem": thm,
+        "max_len": max_len,
+    }
     if thm == "T1":
         tokens = np.ones((1, max_len), dtype=np.int64)
         out.update(witness="1^T", period=1)
@@ -302,7 +307,7 @@ def _family_counterexample(model, where: str, task_name: str, max_len: int) -> d
     rows = failure_horizons(model, task, max_len)
     out = {
         "checkpoint": where,
-        "layers": model.cfg.layers,
+        "layers": str(model.cfg.layers),
         "theorem": None,
         "max_len": max_len,
         "task": task.name,

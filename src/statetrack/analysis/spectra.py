@@ -416,7 +416,7 @@ def spectrum(checkpoint, samples: int = 4, length: int = 64, seed: int = 0) -> d
         x, _ = block(x)
     return {
         "checkpoint": str(checkpoint) if cfg is not None else "<model>",
-        "layers_spec": model.cfg.layers,
+        "layers_spec": str(model.cfg.layers),
         "task": task.name,
         "layers": layers,
         "note": "layer 1 per token uses a one-step input (zero conv history), its cycle fit read in "

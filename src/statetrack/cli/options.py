@@ -14,6 +14,7 @@ import typing
 from statetrack.cli.args import parse_lengths, show_default
 from statetrack.config import EvalConfig, ModelConfig, TrainConfig
 from statetrack.errors import UserError
+from statetrack.spec import Layers, parse_layers
 
 
 def _kind(ann) -> dict:
@@ -27,6 +28,8 @@ def _kind(ann) -> dict:
         return {"choices": [e.value for e in ann]}
     if typing.get_origin(ann) is typing.Literal:
         return {"choices": list(typing.get_args(ann))}
+    if ann is Layers:  # parsed here, the edge: the config and every reader after it take the specs
+        return {"type": _argtype(parse_layers), "metavar": "LAYERS"}
     if ann == list[int]:
         return {"type": _argtype(parse_lengths), "metavar": "N,N,..."}
     if ann == list[str]:

@@ -65,7 +65,7 @@ def train_configs(a):
             flat.get("task"),
             **{k.split(".", 1)[1]: v for k, v in flat.items() if k.startswith("model.")},
         )
-        flat = {**flat, **{f"model.{k}": v for k, v in model.model_dump().items()}}
+        flat = {**flat, **{f"model.{k}": v for k, v in model}}  # its fields as they are (layers parsed)
     elif "model.layers" not in flat:
         if "task" in flat:  # a mistyped task is said first: it is the mistake the user sees
             from statetrack.tasks import get_task

@@ -77,7 +77,7 @@ def cmd_construct(a):
         "basis": c.basis,
         "checkpoint": str(a.out),
         "task": c.config.task,
-        "layers": c.config.model.layers,
+        "layers": str(c.config.model.layers),
         "d_model": c.config.model.d_model,
         "d_state": c.config.model.d_state,
         "norm": c.config.model.norm,
@@ -267,7 +267,9 @@ def cmd_horizon(a):
     )
     if a.json:
         print(
-            json.dumps({"checkpoint": str(a.checkpoint), "task": task.name, "layers": cfg.model.layers, **h})
+            json.dumps(
+                {"checkpoint": str(a.checkpoint), "task": task.name, "layers": str(cfg.model.layers), **h}
+            )
         )
         return 0
     if not h["pairs"]:
@@ -296,7 +298,9 @@ def cmd_extract(a):
     d = ex.as_dict()
     if a.json:
         print(
-            json.dumps({"checkpoint": str(a.checkpoint), "task": task.name, "layers": cfg.model.layers, **d})
+            json.dumps(
+                {"checkpoint": str(a.checkpoint), "task": task.name, "layers": str(cfg.model.layers), **d}
+            )
         )
         return 0
     print_extracted(d, f"{a.checkpoint}: {cfg.model.layers} on {task.name}", ex.symbols)
@@ -361,7 +365,7 @@ def cmd_predict_horizon(a):
                 {
                     "checkpoint": str(a.checkpoint),
                     "task": task.name,
-                    "layers": cfg.model.layers,
+                    "layers": str(cfg.model.layers),
                     "train_max_len": train_max,
                     **p,
                 }

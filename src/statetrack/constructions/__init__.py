@@ -48,7 +48,7 @@ from statetrack.errors import UserError, allowed, did_you_mean
 from statetrack.files import inside
 from statetrack.layers.properties import DECLARED as MIXERS  # the mixers of this build, by name
 from statetrack.model import Model
-from statetrack.spec import format_layers, parse_layers
+from statetrack.spec import as_layers
 from statetrack.tasks import get_task
 from statetrack.training.checkpoint import save_checkpoint
 
@@ -144,8 +144,8 @@ def init_config(init: str, task: str | None = None, **given) -> ModelConfig:
         if value is None:
             continue
         ours = getattr(mine, field)
-        if field == "layers":
-            value = format_layers(parse_layers(value))
+        if field == "layers":  # compared (and named) as their canonical text
+            value, ours = str(as_layers(value)), str(ours)
         if value != ours:
             raise UserError(
                 f"--init {init} defines the model: {field} {value!r} differs from the construction's "

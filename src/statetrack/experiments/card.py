@@ -4,6 +4,8 @@ arguments with it before anything heavy loads."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import ValidationError
 
 from statetrack.errors import UserError
@@ -13,7 +15,7 @@ from statetrack.experiments.study_schema import Study, parse_lengths
 ZOO = "frontier-zoo"
 TABLE = "main"
 #: the scale-level fields of the zoo that name its own rows or tables, cleared for a card's one row
-_ROW_FIELDS: dict[str, dict | None] = {
+_ROW_FIELDS: dict[str, dict[str, Any] | None] = {
     "tables": None,
     "models": None,
     "tasks": None,
@@ -23,7 +25,9 @@ _ROW_FIELDS: dict[str, dict | None] = {
 }
 
 
-def card_study(layers: str, label: str, scale: str, steps: int | None = None, test_lengths=None) -> Study:
+def card_study(
+    layers: str, label: str, scale: str, steps: int | None = None, test_lengths: object = None
+) -> Study:
     """The frontier zoo's main table with one row, ``layers`` under ``label``, at the zoo's ``scale``
     (its seeds, steps, widths, learning rates and test lengths; ``steps`` and ``test_lengths`` override
     them)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from statetrack.config import EvalConfig, ModelConfig, TrainConfig, validated
 from statetrack.errors import UserError
@@ -27,7 +28,7 @@ class Cell:
     table: str
     label: str
     column: str
-    fields: dict
+    fields: dict[str, Any]
     eval: EvalConfig
     lrs: tuple[float, ...]
     probes: tuple[str, ...]
@@ -47,7 +48,7 @@ class Cell:
         )
 
 
-def model_config(fields: dict, depth: int | None) -> ModelConfig:
+def model_config(fields: dict[str, Any], depth: int | None) -> ModelConfig:
     """A cell's model config: its layer spec repeated ``depth`` times where the task asks for depth."""
     layers = fields.get("layers", "")
     config: ModelConfig = validated(
@@ -57,11 +58,11 @@ def model_config(fields: dict, depth: int | None) -> ModelConfig:
 
 
 def learning_rates(
-    task_train: dict,
-    model_train: dict,
+    task_train: dict[str, Any],
+    model_train: dict[str, Any],
     scale_lrs: list[float] | None,
     study_lrs: list[float] | None,
-    base: dict,
+    base: dict[str, Any],
 ) -> list[float]:
     """A cell's learning rates, from the first layer that gives them: the task's one rate at this scale
     (``task_train``'s lr) or its own grid there (lrs); a model that sets its own lr (e.g. fine-tuning from a

@@ -11,12 +11,13 @@ one-table form (``task`` + ``models`` + ``published_columns`` at the top level) 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from statetrack.config import EvalConfig, validated
+from statetrack.config import EvalConfig, TrainConfig, validated
 from statetrack.errors import UserError, did_you_mean
 from statetrack.experiments.grid import Cell, expand, learning_rates, model_config
 from statetrack.progress import warn
@@ -35,7 +36,7 @@ class _Strict(BaseModel):
 _RANGE = re.compile(r"^\s*(\d+)\s*\.\.\s*(\d+)\s*(?:/\s*(\d+))?\s*$")
 
 
-def parse_lengths(v) -> list[int]:
+def parse_lengths(v: object) -> list[int]:
     """A list of ints, an int, or 'A..B/S' (A to B inclusive in steps of S; S defaults to 1)."""
     if isinstance(v, int) and not isinstance(v, bool):
         v = [v]
@@ -108,7 +109,7 @@ class Selection(_Strict):
     using: Literal["validation", "test"] = "validation"
 
 
-def _checked(problem):
+def _checked(problem: Callable[[str], str | None]) -> AfterValidator:
     def check(value: str) -> str:
         why = problem(value)
         if why:
@@ -124,7 +125,7 @@ Name = Annotated[str, _checked(name_problem)]
 Label = Annotated[str, _checked(label_problem)]
 
 
-def eval_overrides(v: dict) -> dict:
+def eval_overrides(v: dict[str, Any]) -> dict[str, Any]:
     """A task's EvalConfig overrides, checked: only the fields a study may set, lengths parsed."""
     allowed = {"lengths", "test_split", "batch_size", "horizons"}
     bad = sorted(set(v) - allowed)
@@ -133,7 +134,7 @@ def eval_overrides(v: dict) -> dict:
     return {**v, "lengths": parse_lengths(v["lengths"])} if "lengths" in v else v
 
 
-def _over(below: dict, above: dict) -> dict:
+def _over(below: dict[str, Any], above: dict[str, Any]) -> dict[str, Any]:
     """TrainConfig overrides ``above`` over ``below``: a rate (lr) or a grid (lrs) above replaces whichever
     of the two below gives (a layer never gives both: ``_check_scale`` refuses it)."""
     out = {**below, **above}
@@ -148,7 +149,7 @@ class StudyTask(_Strict):
     label: Label
     task: str
     train_lengths: tuple[int, int] | None = None
-    train: dict = Field(default_factory=dict, description="TrainConfig overrides for this task")
+    train: dict[str, Any] = Field(default_factory=dict, description="TrainConfig overrides for this task")
     probes: list[str] = Field(
         default_factory=list, description="tasks run once on the trained model and stored as traces"
     )
@@ -160,7 +161,7 @@ class StudyTask(_Strict):
         "times on this task (e.g. 2 for parity, 3 for "
         "modular arithmetic)",
     )
-    eval: dict = Field(
+    eval: dict[str, Any] = Field(
         default_factory=dict,
         description="EvalConfig overrides for this task at every scale, e.g. test_split: test for "
         "a task without a long-range draw, or lengths: '500..511' (consecutive "
@@ -169,15 +170,15 @@ class StudyTask(_Strict):
 
     @field_validator("eval")
     @classmethod
-    def _eval_fields(cls, v):
+    def _eval_fields(cls, v: dict[str, Any]) -> dict[str, Any]:
         return eval_overrides(v)
 
 
 class StudyModel(_Strict):
     label: Label
-    model: dict
+    model: dict[str, Any]
     train_lengths: tuple[int, int] | None = None
-    train: dict = Field(
+    train: dict[str, Any] = Field(
         default_factory=dict,
         description="TrainConfig overrides for this model (an lr here is "
         "the model's one learning rate, over the scale's grid)",
@@ -186,7 +187,7 @@ class StudyModel(_Strict):
     published: dict[str, Published] = Field(
         default_factory=dict, description="published value per task label / published column"
     )
-    scales: dict[str, dict] = Field(
+    scales: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="ModelConfig overrides for this model at a scale (e.g. its width "
         "where the models' sizes are matched)",
@@ -216,13 +217,13 @@ class Table(_Strict):
 
     @field_validator("tasks", mode="before")
     @classmethod
-    def _task_strings(cls, v):
+    def _task_strings(cls, v: object) -> object:
         if isinstance(v, list):
             return [{"label": t, "task": t} if isinstance(t, str) else t for t in v]
         return v
 
     @model_validator(mode="after")
-    def _check(self):
+    def _check(self) -> Self:
         for what, labels in (
             ("model", [m.label for m in self.models]),
             ("task", [t.label for t in self.tasks]),
@@ -310,26 +311,26 @@ class Scale(_Strict):
     train_lengths: tuple[int, int] | None = Field(
         None, description="training lengths at this scale (over the study's, task's and model's)"
     )
-    train: dict = Field(default_factory=dict, description="TrainConfig overrides at this scale")
-    task_train: dict[str, dict] = Field(
+    train: dict[str, Any] = Field(default_factory=dict, description="TrainConfig overrides at this scale")
+    task_train: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="task label -> TrainConfig overrides for that task at this scale, over "
         "everything else (e.g. fewer steps on a corpus that needs fewer); an lr "
         "here replaces the scale's learning-rate grid for that task, and lrs: "
         "[...] gives that task its own grid",
     )
-    model_train: dict[str, dict] = Field(
+    model_train: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="model label -> TrainConfig overrides for that model at this scale (e.g. more steps "
         "for a row whose runs are cheap and learn late); a task's own overrides (task_train) come after",
     )
-    cell_train: dict[str, dict[str, dict]] = Field(
+    cell_train: dict[str, dict[str, dict[str, Any]]] = Field(
         default_factory=dict,
         description="model label -> task label -> TrainConfig overrides for that one cell at this scale, "
         "over the model's and the task's (e.g. the paper's steps for a cell that fits only with them); an "
         "lr or lrs here replaces the cell's learning-rate grid",
     )
-    model: dict = Field(
+    model: dict[str, Any] = Field(
         default_factory=dict, description="ModelConfig overrides at this scale (e.g. d_model)"
     )
     lrs: list[float] | None = Field(None, description="learning rates at this scale (default: the study's)")
@@ -341,7 +342,7 @@ class Scale(_Strict):
         description="model label -> only these of its task labels at this scale (e.g. the ablation rows "
         "on one column, where the others need the paper's budget)",
     )
-    task_eval: dict[str, dict] = Field(
+    task_eval: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="task label -> EvalConfig overrides for that task at this scale, over the task's own "
         "(e.g. a denser grid of test lengths on one column)",
@@ -354,15 +355,15 @@ class Scale(_Strict):
 
     @field_validator("test_lengths", mode="before")
     @classmethod
-    def _lengths(cls, v):
+    def _lengths(cls, v: object) -> list[int]:
         return parse_lengths(v)
 
     @field_validator("task_eval")
     @classmethod
-    def _task_eval(cls, v):
+    def _task_eval(cls, v: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         return {label: eval_overrides(over) for label, over in v.items()}
 
-    def cells_train(self) -> dict[str, dict]:
+    def cells_train(self) -> dict[str, dict[str, Any]]:
         """``cell_train`` keyed by 'MODEL on TASK', the way messages and reports name a cell."""
         return {f"{m} on {t}": over for m, by_task in self.cell_train.items() for t, over in by_task.items()}
 
@@ -384,7 +385,7 @@ class Study(_Strict):
     select: Selection = Field(default_factory=Selection)
     tolerance: float = Field(0.1, ge=0, description="|ours - paper| above this (0-1 scale) is marked")
     length_factor: float = Field(2.0, ge=1, description="longest: ours/paper outside [1/f, f] is marked")
-    train: dict = Field(default_factory=dict)
+    train: dict[str, Any] = Field(default_factory=dict)
     train_lengths: tuple[int, int] | None = None
     lrs: list[float] | None = Field(None, description="learning-rate grid (default: train.lr)")
     tables: list[Table]
@@ -392,7 +393,7 @@ class Study(_Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _one_table_form(cls, data):
+    def _one_table_form(cls, data: object) -> object:
         if isinstance(data, dict) and "models" in data:
             data = dict(data)
             task = data.pop("task", None)
@@ -412,7 +413,7 @@ class Study(_Strict):
         return data
 
     @model_validator(mode="after")
-    def _check(self):
+    def _check(self) -> Self:
         names = [t.name for t in self.tables]
         if len(set(names)) != len(names):
             raise ValueError(f"duplicate table names in study {self.name!r}")
@@ -559,7 +560,7 @@ class Study(_Strict):
                 f"task {t.label!r} (set train_lengths on the study, task or model)"
             )
         base = {**self.train, **t.train, **m.train, **sc.train}
-        over: dict = {}
+        over: dict[str, Any] = {}
         for layer in (  # the model's overrides, then its task's, then its cell's
             sc.model_train.get(m.label, {}),
             sc.task_train.get(t.label, {}),
@@ -600,7 +601,9 @@ class Study(_Strict):
         """Every run of the grid at this scale, as a list (:meth:`grid` expands it lazily)."""
         return list(self.grid(scale, seeds, device, max_runs))
 
-    def configs(self, scale: str, seeds: int | None = None, device: str = "auto"):
+    def configs(
+        self, scale: str, seeds: int | None = None, device: str = "auto"
+    ) -> Iterator[tuple[str, int, TrainConfig, EvalConfig]]:
         """Yield (label, seed, TrainConfig, EvalConfig) for every run of the grid at this scale."""
         for c in self.grid(scale, seeds, device):
             yield c.label, c.seed, c.train, c.eval

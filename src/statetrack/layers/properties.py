@@ -11,7 +11,7 @@ options, read from its ``__init__``, must be the declared ones (checked when the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
@@ -134,7 +134,7 @@ class HasOptions(Protocol):
     def options(self) -> dict[str, Any]: ...
 
 
-def check_options(cls: HasOptions, options: dict[str, Any]) -> dict[str, Any]:
+def check_options(cls: HasOptions, options: Mapping[str, Any]) -> dict[str, Any]:
     """Merge a layer spec's options into the mixer's defaults (``cls``: its class or its declaration);
     unknown keys and values of the wrong type are a UserError."""
     unknown = sorted(set(options) - set(cls.options))
@@ -172,7 +172,7 @@ class Declared:
     properties: Callable[[dict], Properties] | None = None
     fixed: dict = field(default_factory=dict)
 
-    def properties_of(self, options: dict | None = None) -> Properties:
+    def properties_of(self, options: Mapping[str, Any] | None = None) -> Properties:
         """The Properties of the mixer built with ``options`` (checked, over the defaults)."""
         if self.properties is None:
             raise UserError(f"mixer {self.name!r} declares no properties")

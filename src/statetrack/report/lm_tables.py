@@ -582,7 +582,7 @@ def _run_json(study, c: Cell, j, r) -> dict:
     return {
         "study": study.name,
         "model": c.label,
-        "layers": j.train.model.layers,
+        "layers": str(j.train.model.layers),
         "task": c.task,
         "column": c.column,
         "seed": j.seed,

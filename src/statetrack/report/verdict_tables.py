@@ -378,7 +378,7 @@ def verdict_table(study, results, decide=oracle) -> VerdictTable:
             cell = by_cell[key] = VerdictCell(
                 job.label,
                 col,
-                job.train.model.layers,
+                str(job.train.model.layers),
                 job.train.task,
                 v.verdict,
                 v.qualified_basis,

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from statetrack.config import MAX_PARAMS, EvalConfig, Split, TrainConfig
+from statetrack.config import MAX_PARAMS, EvalConfig, TrainConfig
+from statetrack.lm.metrics import LMMetrics
 from statetrack.progress import warn
 from statetrack.runs.store import checkpoint_of_run_problem
 from statetrack.tasks import get_task
@@ -16,7 +17,7 @@ from statetrack.tasks.base import Task
 from statetrack.training import memory
 from statetrack.training.checkpoint import check_task_fits, load_checkpoint
 from statetrack.training.device import resolve_device
-from statetrack.training.evaluation import check_eval_memory, evaluate_more, evaluate_run
+from statetrack.training.evaluation import LengthMetrics, check_eval_memory, evaluate_more, evaluate_run
 
 
 @dataclass(frozen=True)
@@ -28,10 +29,10 @@ class CheckpointEval:
 
     config: TrainConfig
     task: Task
-    metrics: list
-    lm: list
-    more: dict[Split, list] = field(default_factory=dict)
-    horizons: dict = field(default_factory=dict)
+    metrics: list[LengthMetrics]
+    lm: list[LMMetrics]
+    more: dict[str, list[LengthMetrics]] = field(default_factory=dict)
+    horizons: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     problem: str | None = None
 
@@ -41,7 +42,7 @@ def evaluate_checkpoint(
     cfg: EvalConfig | None = None,
     task: str | None = None,
     max_params: int = MAX_PARAMS,
-    on_length: Callable | None = None,
+    on_length: Callable[..., None] | None = None,
 ) -> CheckpointEval:
     """Score the checkpoint at ``path`` under ``cfg`` (EvalConfig's defaults if None), on its own task or on
     ``task`` (a task string whose vocabulary and classes the model fits). A model of more than

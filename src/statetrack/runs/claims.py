@@ -33,6 +33,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any, Self
 
 from statetrack.errors import UserError
 from statetrack.runs.store import RunStatus, Store
@@ -239,7 +240,7 @@ class Claims:
             ).fetchall()
         return {r["key"] for r in rows if not self.dead(r, now)}
 
-    def waits(self, keys: Iterable[str]) -> list[dict]:
+    def waits(self, keys: Iterable[str]) -> list[dict[str, Any]]:
         """What a sweep waits for: per key of ``keys`` that another owner claims, ``key``, ``owner``,
         ``run_id`` (its row still running, or None before the row exists), ``age`` (seconds since its
         heartbeat by the time stamp: negative for one in the future), ``unchanged`` (seconds this process
@@ -332,11 +333,11 @@ class Heartbeat:
             self.error = self.error or e
             log.exception("heartbeat of %s failed (%d so far)", self.claims.me, self.failures)
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
-    def __exit__(self, exc_type, *exc):
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
         if self.error is not None and exc_type is None:

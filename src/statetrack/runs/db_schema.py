@@ -183,8 +183,8 @@ def migrate(c: sqlite3.Connection) -> None:
     rewritten or dropped) in one transaction, looked at again inside it (another process may have
     migrated meanwhile)."""
 
-    def missing():
-        out = []
+    def missing() -> list[tuple[str, str, str]]:
+        out: list[tuple[str, str, str]] = []
         for table, cols in ADDED_COLUMNS.items():
             have = {r[1] for r in c.execute(f"PRAGMA table_info({table})")}
             out += [(table, name, kind) for name, kind in cols if name not in have]

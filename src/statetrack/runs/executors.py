@@ -27,10 +27,10 @@ import socket
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from multiprocessing import resource_tracker
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from statetrack import plugins
 from statetrack.errors import UserError
@@ -44,6 +44,30 @@ from statetrack.training import memory
 from statetrack.training.checkpoint import rewrite_extra
 from statetrack.training.evaluation import LengthMetrics
 
+if TYPE_CHECKING:
+    from multiprocessing.queues import Queue
+
+#: a run's validations as a sweep hears them: (job, step, info)
+OnStep = Callable[[Job, int, dict[str, Any]], None]
+#: one run's validations: (step, info) (``runner.run``'s ``on_step``)
+OnRunStep = Callable[[int, dict[str, Any]], None]
+#: what worker processes put a validation on: (index of the job, step, info)
+ProgressQueue: TypeAlias = "Queue[tuple[int | None, int, dict[str, Any]]]"
+
+
+class Executor(Protocol):
+    """Where a sweep's claimed runs run: ``submit`` starts one and returns its handle, ``wait`` returns
+    (handle, result) of those done within ``timeout`` seconds, ``stop`` ends those still running (their
+    runs recorded interrupted), ``close`` frees the executor. ``slots``: runs at once."""
+
+    slots: int
+
+    def submit(self, job: Job, index: int) -> Any: ...
+    def wait(self, handles: Collection[Any], timeout: float) -> Sequence[tuple[Any, RunResult]]: ...
+    def stop(self) -> None: ...
+    def close(self) -> None: ...
+
+
 #: seconds worker processes get, after a signal, to record their runs interrupted before they are killed
 GRACE = 5.0
 #: seconds a Ray cluster named by ``--address`` has to accept a connection before the sweep gives up
@@ -51,7 +75,7 @@ RAY_CONNECT_TIMEOUT = 10.0
 
 
 def worker_limit(
-    workers: int, jobs, executor: str = "local", address: str | None = None
+    workers: int, jobs: Iterable[Job], executor: str = "local", address: str | None = None
 ) -> tuple[int, str | None]:
     """(workers to use, the line that says why fewer than asked, or None). On this machine (the local
     executor, or a local Ray instance) at most one run per CPU core (each run uses one thread), and no
@@ -126,7 +150,7 @@ def check_ray_address(address: str | None, timeout: float | None = None) -> None
 
 
 # -- helpers shared by the executors ----------------------------------------------------------------
-def ensure_traces(db, job: Job, res: RunResult) -> None:
+def ensure_traces(db: str, job: Job, res: RunResult) -> None:
     if not job.probes or res.status != RunStatus.COMPLETE or not res.checkpoint:
         return
 
@@ -137,11 +161,14 @@ def ensure_traces(db, job: Job, res: RunResult) -> None:
 
 
 #: in a worker process: the queue its runs report validations to (index of the job, step, info)
-_progress_queue = None
+_progress_queue: ProgressQueue | None = None
 
 
 def _init_worker(
-    plugin_names: list[str], progress_queue=None, ignore: tuple[int, ...] = (), parent: int | None = None
+    plugin_names: list[str],
+    progress_queue: ProgressQueue | None = None,
+    ignore: tuple[int, ...] = (),
+    parent: int | None = None,
 ) -> None:
     """A worker process is an entry point of its own: allocator settings, the parent's plugins, signals
     that interrupt the run in progress (those the parent ignores stay ignored), and, with ``parent`` (the
@@ -155,11 +182,13 @@ def _init_worker(
         signals.die_with_parent(parent)
 
 
-def _run_job(job: Job, db: str, owner: str, index: int | None = None, on_step=None) -> RunResult:
-    if on_step is None and _progress_queue is not None:
+def _run_job(
+    job: Job, db: str, owner: str, index: int | None = None, on_step: OnRunStep | None = None
+) -> RunResult:
+    if on_step is None and (q := _progress_queue) is not None:
 
-        def on_step(step, info):
-            _progress_queue.put((index, step, info))
+        def on_step(step: int, info: dict[str, Any]) -> None:
+            q.put((index, step, info))
 
     # one thread per run: tiny models gain nothing from more, and results then do not depend on
     # how many workers share the machine
@@ -194,28 +223,29 @@ class InProcess:
 
     slots = 1
 
-    def __init__(self, db: str, owner: str, on_step=None):
+    def __init__(self, db: str, owner: str, on_step: OnStep | None = None) -> None:
         self.db, self.owner, self.on_step = db, owner, on_step
         self.jobs: dict[object, Job] = {}
 
-    def submit(self, job: Job, _index: int):
+    def submit(self, job: Job, _index: int) -> object:
         handle = object()
         self.jobs[handle] = job
         return handle
 
-    def wait(self, handles, timeout):
+    def wait(self, handles: Collection[object], timeout: float) -> list[tuple[object, RunResult]]:
         if not handles:
             time.sleep(timeout)
             return []
         h = next(iter(handles))
         job = self.jobs.pop(h)
-        step = (lambda s, info: self.on_step(job, s, info)) if self.on_step else None
+        on_step = self.on_step
+        step = (lambda s, info: on_step(job, s, info)) if on_step else None
         return [(h, _run_job(job, self.db, self.owner, on_step=step))]
 
-    def stop(self):
+    def stop(self) -> None:
         pass
 
-    def close(self):
+    def close(self) -> None:
         pass
 
 
@@ -229,7 +259,7 @@ class Pool:
     """Local worker processes (spawned); one job per free worker, never a queue of jobs. Validations come
     back through a queue while the runs go on (``on_step``)."""
 
-    def __init__(self, db: str, owner: str, workers: int, on_step=None):
+    def __init__(self, db: str, owner: str, workers: int, on_step: OnStep | None = None) -> None:
         self.db, self.owner, self.slots, self.on_step = db, owner, workers, on_step
         ctx = mp.get_context("spawn")
         # multiprocessing's resource tracker (started by the first queue) ignores SIGINT and SIGTERM but
@@ -237,16 +267,16 @@ class Pool:
         # it before the sweep has released its queues (a tracker started again prints tracebacks)
         with signals.spawning():
             resource_tracker.ensure_running()
-        self.queue = ctx.Queue() if on_step else None
+        self.queue: ProgressQueue | None = ctx.Queue() if on_step else None
         self.pool = cf.ProcessPoolExecutor(
             workers,
             mp_context=ctx,
             initializer=_init_worker,
             initargs=(plugins.loaded(), self.queue, signals.ignored(), os.getpid()),
         )
-        self.futures: dict = {}  # future -> (job index, job)
+        self.futures: dict[cf.Future[RunResult], tuple[int, Job]] = {}  # future -> (job index, job)
 
-    def submit(self, job: Job, index: int):
+    def submit(self, job: Job, index: int) -> cf.Future[RunResult]:
         with signals.spawning():  # workers start with the signals ignored, not with a traceback
             try:
                 fut = self.pool.submit(_run_job, job, self.db, self.owner, index)
@@ -262,10 +292,13 @@ class Pool:
             except queue.Empty:
                 return
             job = next((j for k, j in self.futures.values() if k == i), None)
-            if job is not None:  # a late message of a run already reported done is dropped
+            # a late message of a run already reported done is dropped (a queue is made only with on_step)
+            if job is not None and self.on_step is not None:
                 self.on_step(job, s, info)
 
-    def wait(self, handles, timeout):
+    def wait(
+        self, handles: Collection[cf.Future[RunResult]], timeout: float
+    ) -> list[tuple[cf.Future[RunResult], RunResult]]:
         if not handles:
             time.sleep(timeout)
             return []
@@ -284,7 +317,7 @@ class Pool:
                 raise UserError(DIED) from None
         return out
 
-    def stop(self):
+    def stop(self) -> None:
         """Tell the workers (SIGTERM: a worker in a run records it interrupted), wait GRACE seconds,
         then kill those still running."""
         procs = list((self.pool._processes or {}).values())  # noqa: SLF001 - the pool names no other way
@@ -297,11 +330,11 @@ class Pool:
             if p.is_alive():
                 p.kill()
 
-    def close(self):
+    def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _ray_payload(job: Job, plugin_names: Sequence[str] = ()) -> dict:
+def _ray_payload(job: Job, plugin_names: Sequence[str] = ()) -> dict[str, Any]:
     """Runs on a Ray worker: train into a private database, return everything the driver stores."""
     _init_worker(list(plugin_names))  # a Ray worker is an entry point of its own
     with tempfile.TemporaryDirectory(prefix="statetrack-ray-") as d:
@@ -339,7 +372,7 @@ def _ray_payload(job: Job, plugin_names: Sequence[str] = ()) -> dict:
         return out
 
 
-def _store_payload(store: Store, run_id: int, p: dict) -> RunResult:
+def _store_payload(store: Store, run_id: int, p: dict[str, Any]) -> RunResult:
     """On the driver: write one Ray worker's run into its row, as ``runner.run`` would have."""
     store.set_versions(run_id, p["versions"])  # the worker's (its thread count), not the driver's
     if p["status"] != RunStatus.COMPLETE:
@@ -391,7 +424,7 @@ def _plugin_roots() -> list[str]:
     return list(dict.fromkeys(roots))
 
 
-def import_ray():
+def import_ray() -> Any:  # the module: Ray is untyped here (ignore_missing_imports)
     try:
         import ray  # optional (the ray extra)
     except ImportError:
@@ -430,7 +463,7 @@ def start_ray(address: str | None, slots: int) -> bool:
     return True
 
 
-def cancel_errors(ray) -> tuple[type[Exception], ...]:
+def cancel_errors(ray: Any) -> tuple[type[Exception], ...]:
     """What ``ray.cancel`` raises for a task it cannot cancel: Ray's own errors (``RaySystemError`` once
     this process is no longer connected to Ray), ``TypeError`` (the core worker refused, or not an object
     ref) and ``ValueError`` (an argument the core worker calls invalid)."""
@@ -443,18 +476,18 @@ class RayExecutor:
     def __init__(self, db: str, owner: str, workers: int, address: str | None, jobs: list[Job]):
         self.ray = import_ray()
         self.store, self.owner, self.slots, self.address = Store(db), owner, workers, address
-        self.rows: dict = {}  # ref -> (job, run_id)
+        self.rows: dict[Any, tuple[Job, int]] = {}  # ref -> (job, run_id)
         self.remote: Any = None  # ray.remote(_ray_payload), once Ray is started
         # runs on a GPU share it: each asks for 1/workers of one, so that `workers` of them run at once
         self.gpus = 1.0 / max(1, workers) if any(j.train.device == "cuda" for j in jobs) else 0
 
-    def _start(self):
+    def _start(self) -> None:
         """Ray itself, at the first run to start (a sweep whose runs are all complete never starts a local
         instance; a cluster's ``address`` was connected to before the database was opened)."""
         start_ray(self.address, self.slots)
         self.remote = self.ray.remote(num_cpus=1, num_gpus=self.gpus, max_retries=0)(_ray_payload)
 
-    def submit(self, job: Job, _index: int):
+    def submit(self, job: Job, _index: int) -> Any:  # a Ray object ref
         if self.remote is None:
             self._start()
         run_id = self.store.start_run(
@@ -468,7 +501,7 @@ class RayExecutor:
         self.rows[ref] = (job, run_id)
         return ref
 
-    def wait(self, handles, timeout):
+    def wait(self, handles: Collection[Any], timeout: float) -> list[tuple[Any, RunResult]]:
         if not handles:
             time.sleep(timeout)
             return []
@@ -485,14 +518,14 @@ class RayExecutor:
             out.append((ref, _store_payload(self.store, run_id, payload)))
         return out
 
-    def stop(self):
+    def stop(self) -> None:
         """Cancel every run still on Ray; a run Ray cannot cancel (finished, or Ray gone) is passed over so
         that the others are still cancelled, and any other error is raised."""
         for ref in list(self.rows):
             with contextlib.suppress(*cancel_errors(self.ray)):
                 self.ray.cancel(ref, force=True)
 
-    def close(self):
+    def close(self) -> None:
         global _started
         if _started:
             self.ray.shutdown()

@@ -33,10 +33,11 @@ def is_damaged(e: sqlite3.DatabaseError) -> bool:
 #: on open, ``PRAGMA quick_check`` (every page's structure) runs on files up to this size (about 0.1 s
 #: per 64 MiB); bigger files get the schema checks only, and SQLite refuses a damaged page when it reads it
 QUICK_CHECK_BYTES = 64 << 20
-_quick_checked: set[tuple] = set()  # files found whole in this process: (device, inode, size, mtime)
+#: files found whole in this process: (device, inode, size, mtime in ns)
+_quick_checked: set[tuple[int, int, int, int]] = set()
 
 
-def uri_path(path: str | os.PathLike) -> str:
+def uri_path(path: str | os.PathLike[str]) -> str:
     """``path`` for an SQLite ``file:`` URI (absolute, ``?`` and ``#`` escaped)."""
     return Path(path).absolute().as_uri().removeprefix("file://")
 

@@ -7,25 +7,29 @@ registry and the mixers' declarations need none."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from statetrack import plugins
 from statetrack.config import TrainConfig
 from statetrack.errors import allowed
 from statetrack.layers.properties import check_options, declaration
-from statetrack.spec import parse_layers
+from statetrack.spec import Layers, parse_layers
 from statetrack.tasks import FAMILIES, get_task
 
 #: task families whose task loads a corpus (and, with the LM metrics, torch): only the family is checked
 CORPUS_FAMILIES = ("lm",)
 
 
-def check_names(flat: dict) -> None:
+def check_names(flat: dict[str, Any]) -> None:
     """A UserError naming the first unknown mixer, mixer option or task of a run's flat config (dotted
     keys, as ``config.run_configs`` takes it; its task defaults to TrainConfig's), with the allowed names
     and a 'did you mean'; nothing when they are all known. A value of the wrong type is left to the
     config's validation, which names its key and the type expected."""
-    layers = flat.get("model.layers")
-    if isinstance(layers, str):
-        for spec in parse_layers(layers):
+    layers = flat.get("model.layers")  # parsed where it came in (the command line, a file, --set)
+    if isinstance(layers, str):  # a flat config built by hand
+        layers = parse_layers(layers)
+    if isinstance(layers, Layers):
+        for spec in layers:
             check_options(declaration(spec.name), spec.options)
     task = flat.get("task", TrainConfig.model_fields["task"].default)
     if not isinstance(task, str):

@@ -14,8 +14,13 @@ so the report draws them without loading a model.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
+from typing import Any
+
 import numpy as np
 import torch
+from numpy.typing import NDArray
 
 from statetrack.runs.store import Store
 from statetrack.tasks import get_task
@@ -26,8 +31,10 @@ VERSION = 2  # traces of an older version are recomputed by the next sweep
 
 
 @torch.no_grad()
-def compute_traces(model, probes, length: int | None = None) -> dict[str, dict]:
-    out = {}
+def compute_traces(
+    model: torch.nn.Module, probes: Iterable[str], length: int | None = None
+) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
     model = model.eval()
     for probe in probes:
         task = get_task(probe)
@@ -39,7 +46,9 @@ def compute_traces(model, probes, length: int | None = None) -> dict[str, dict]:
         x, y, m = b.inputs[0], b.targets[0], b.mask[0]
         hit = (pred == y) & m
 
-        def acc(sel, m=m, hit=hit):
+        def acc(
+            sel: NDArray[np.bool_], m: NDArray[np.bool_] = m, hit: NDArray[np.bool_] = hit
+        ) -> float | None:
             sel = sel & m
             return float(hit[sel].sum() / sel.sum()) if sel.any() else None
 
@@ -58,16 +67,16 @@ def compute_traces(model, probes, length: int | None = None) -> dict[str, dict]:
     return out
 
 
-def traces_from_checkpoint(path: str, probes) -> dict[str, dict]:
+def traces_from_checkpoint(path: str, probes: Iterable[str]) -> dict[str, dict[str, Any]]:
     model, _, _, _ = load_checkpoint(path)
     return compute_traces(model, probes)
 
 
-def write_traces(db, run_id: int, traces: dict[str, dict]) -> None:
+def write_traces(db: str | os.PathLike[str], run_id: int, traces: dict[str, dict[str, Any]]) -> None:
     Store(db).write_traces(run_id, traces)
 
 
-def read_traces(db, run_id: int) -> dict[str, dict]:
+def read_traces(db: str | os.PathLike[str], run_id: int) -> dict[str, dict[str, Any]]:
     """The run's stored traces of the current format (older formats are recomputed by the sweep)."""
     rows = Store(db, readonly=True).traces(run_id)
     return {k: v for k, v in rows.items() if v.get("version") == VERSION}

@@ -14,8 +14,9 @@ the checkpoint (null for a construction's) and null status, wall time and longes
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import fields
+from typing import Any
 
 from statetrack.runs.store import MetricRow, RunRecord
 from statetrack.training.evaluation import LengthMetrics
@@ -50,7 +51,7 @@ DETAIL_KEYS = RUN_KEYS + (
 )
 
 
-def run_object(row: RunRecord) -> dict:
+def run_object(row: RunRecord) -> dict[str, Any]:
     """A run of the results database (``Store.run`` / ``Store.runs``) in the shared schema."""
     return {
         "run_id": row.id,
@@ -68,7 +69,7 @@ def run_object(row: RunRecord) -> dict:
     }
 
 
-def checkpoint_run(config: dict, extra: dict, task: str, path: str) -> dict:
+def checkpoint_run(config: dict[str, Any], extra: dict[str, Any], task: str, path: str) -> dict[str, Any]:
     """The run a checkpoint records (``statetrack eval``): ``config`` a TrainConfig dict, ``extra`` its
     metadata; ``task`` the task evaluated on."""
     return {
@@ -87,7 +88,7 @@ def checkpoint_run(config: dict, extra: dict, task: str, path: str) -> dict:
     }
 
 
-def metric_dict(m: LengthMetrics | MetricRow | dict) -> dict:
+def metric_dict(m: LengthMetrics | MetricRow | dict[str, Any]) -> dict[str, Any]:
     """A LengthMetrics (or a database metrics row) as ``length`` + ``METRIC_KEYS`` (a row stored before
     the interval was recorded gets it computed)."""
     d = (m if isinstance(m, LengthMetrics) else LengthMetrics.from_row(m)).as_dict()
@@ -95,8 +96,11 @@ def metric_dict(m: LengthMetrics | MetricRow | dict) -> dict:
 
 
 def length_rows(
-    run: dict, metrics: Iterable[LengthMetrics | MetricRow | dict], split: str = "test", **grid: object
-) -> list[dict]:
+    run: dict[str, Any],
+    metrics: Iterable[LengthMetrics | MetricRow | dict[str, Any]],
+    split: str = "test",
+    **grid: object,
+) -> list[dict[str, Any]]:
     """One row per test length: the run object, ``length``, ``split`` and the metrics (and ``grid`` keys if
     given)."""
     out = []
@@ -107,12 +111,12 @@ def length_rows(
 
 
 def split_rows(
-    run: dict,
-    metrics: Iterable[LengthMetrics | MetricRow | dict],
-    more: dict | None,
+    run: dict[str, Any],
+    metrics: Iterable[LengthMetrics | MetricRow | dict[str, Any]],
+    more: Mapping[str, Iterable[LengthMetrics | MetricRow | dict[str, Any]]] | None,
     headline: str = "test",
     **grid: object,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """The length rows of a run's headline draw, then those of its other draws (``more``: split -> metrics)."""
     rows = length_rows(run, metrics, headline, **grid)
     for split, ms in (more or {}).items():
@@ -120,7 +124,12 @@ def split_rows(
     return rows
 
 
-def run_detail(row: RunRecord, metrics: list, curve: list[dict], split_metrics: dict | None = None) -> dict:
+def run_detail(
+    row: RunRecord,
+    metrics: list[Any],
+    curve: list[dict[str, Any]],
+    split_metrics: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """``statetrack runs show --json``: the run, its config, versions, summary, curve and metrics (those of
     the headline draw; ``split_metrics``: split -> those of its other draws)."""
     return {

@@ -24,8 +24,10 @@ import os
 import re
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 import torch
 
@@ -34,13 +36,13 @@ from statetrack.errors import UserError
 from statetrack.files import inside
 from statetrack.layers import ORIGIN as MIXER_ORIGIN
 from statetrack.lm.metrics import LMMetrics
+from statetrack.model import Model
 from statetrack.plugins import require
 from statetrack.runs import signals
 from statetrack.runs.claims import owner as this_process
 from statetrack.runs.store import DEFAULT_DB, Damaged, RunStatus, Store, warn_damaged
-from statetrack.spec import parse_layers
 from statetrack.tasks import get_task
-from statetrack.tasks.base import CorpusTask, Scoring
+from statetrack.tasks.base import CorpusTask, Scoring, Task
 from statetrack.tasks.draws import NOT_REGULAR, REGULAR
 from statetrack.tasks.families import check_pair_states
 from statetrack.tasks.registry import ORIGIN as TASK_ORIGIN
@@ -54,9 +56,11 @@ from statetrack.training.evaluation import (
     evaluate_run,
     longest_generalized,
 )
-from statetrack.training.loop import TrainingDiverged, train
+from statetrack.training.loop import TrainingDiverged, TrainResult, train
 from statetrack.training.memory import gib
 from statetrack.untrusted import label_problem
+
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -64,11 +68,13 @@ class RunResult:
     run_id: int
     status: str
     metrics: list[LengthMetrics]
-    summary: dict
+    summary: dict[str, Any]
     checkpoint: str | None
     reused: bool = False
-    lm: list = field(default_factory=list)  # LMMetrics per context length (language models only)
-    more: dict = field(default_factory=dict)  # metrics on the other draws scored: split -> LengthMetrics
+    lm: list[Any] = field(default_factory=list)  # LMMetrics per context length (language models only)
+    more: dict[str, list[LengthMetrics]] = field(
+        default_factory=dict
+    )  # metrics on the other draws scored: split -> LengthMetrics
 
     def split(self, name: Split, headline: Split = Split.TEST) -> list[LengthMetrics]:
         """The metrics on one draw: the headline ``metrics`` when ``name`` is the run's headline draw
@@ -112,7 +118,7 @@ def complete_result(store: Store, key: str) -> RunResult | None:
     )
 
 
-def memory_needed(cfg: TrainConfig, task) -> tuple[int, str]:
+def memory_needed(cfg: TrainConfig, task: Task) -> tuple[int, str]:
     """(bytes, what they are) a training run of ``cfg`` holds at least, from its model and batch, before
     anything is allocated: float32 weights, gradients and AdamW's two moments (16 bytes per parameter,
     counted by ``declared_params``), and the activations a step keeps for its backward pass, batch x longest
@@ -123,7 +129,7 @@ def memory_needed(cfg: TrainConfig, task) -> tuple[int, str]:
     times), so a run refused on it cannot fit, and one let through may still run out (it then ends in one
     line: :func:`out_of_memory`)."""
     params = declared_params(cfg.model, task)
-    n_blocks = len(parse_layers(cfg.model.layers))
+    n_blocks = len(cfg.model.layers)
     d = cfg.model.d_model
     per_token = 4 * (4 * d * n_blocks + 2 * d + 3 * task.num_classes)
     tokens = cfg.batch_size * cfg.train_max_len
@@ -134,7 +140,7 @@ def memory_needed(cfg: TrainConfig, task) -> tuple[int, str]:
     )
 
 
-def check_memory(cfg: TrainConfig, task) -> None:
+def check_memory(cfg: TrainConfig, task: Task) -> None:
     """A UserError when the memory the run needs at least (:func:`memory_needed`) exceeds what is
     available where it trains (``memory.available``; a GPU's free memory on cuda): refused before it
     starts."""
@@ -151,7 +157,7 @@ def check_memory(cfg: TrainConfig, task) -> None:
         )
 
 
-def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
+def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig) -> Task:
     """Everything that can be wrong with the input, before anything is written: the task, the model, the
     devices, the lengths, and whether the run fits in memory. Returns the task."""
     task = get_task(train_cfg.task)
@@ -197,11 +203,11 @@ def check_run(train_cfg: TrainConfig, eval_cfg: EvalConfig):
 def required_plugins(cfg: TrainConfig) -> list[str]:
     """The plugin modules that registered the run's task family and mixers (statetrack.plugins)."""
     mods = [TASK_ORIGIN.get(cfg.task.partition(":")[0].strip())]
-    mods += [MIXER_ORIGIN.get(s.name) for s in parse_layers(cfg.model.layers)]
+    mods += [MIXER_ORIGIN.get(s.name) for s in cfg.model.layers]
     return list(dict.fromkeys(m for m in mods if m))
 
 
-def stored_config(train_cfg: TrainConfig, eval_cfg: EvalConfig) -> dict:
+def stored_config(train_cfg: TrainConfig, eval_cfg: EvalConfig) -> dict[str, Any]:
     """A run's config as the database stores it (the format of ``statetrack train --config``): the
     TrainConfig's fields, ``eval``, and ``plugins`` when the run needs any."""
     plugins = required_plugins(train_cfg)
@@ -212,7 +218,7 @@ def stored_config(train_cfg: TrainConfig, eval_cfg: EvalConfig) -> dict:
     }
 
 
-def initial_model(cfg: TrainConfig):
+def initial_model(cfg: TrainConfig) -> Model | None:
     """The model training starts from: the construction named by ``cfg.init`` (with its noise), or None
     for a fresh model built by ``train``."""
     if not cfg.init:
@@ -222,7 +228,14 @@ def initial_model(cfg: TrainConfig):
     return init_model(cfg)
 
 
-def _summary(res, task, metrics: list, more: dict, horizons, c0: float) -> dict:
+def _summary(
+    res: TrainResult,
+    task: Task,
+    metrics: list[LengthMetrics],
+    more: dict[str, list[LengthMetrics]],
+    horizons: dict[str, Any],
+    c0: float,
+) -> dict[str, Any]:
     """A completed run's summary: how training went, the longest length it generalises to (per draw),
     its cost in time and parameters, its failure horizons and an LM's corpus."""
     summary = {
@@ -254,8 +267,8 @@ def _checkpoint_target(
     checkpoint_dir: str | Path | None,
     study: str | None,
     label: str | None,
-    config: dict,
-) -> tuple[Path, dict]:
+    config: dict[str, Any],
+) -> tuple[Path, dict[str, Any]]:
     """Where a run's checkpoint goes (beside the database unless ``checkpoint_dir``) and the metadata that
     names its run and database."""
     path = (
@@ -284,10 +297,10 @@ def run(
     label: str | None = None,
     checkpoint_dir: str | Path | None = None,
     reuse: bool = True,
-    on_step=None,
-    on_length=None,
+    on_step: Callable[[int, dict[str, Any]], None] | None = None,
+    on_length: Callable[[LengthMetrics], None] | None = None,
     threads: int | None = None,
-    on_train_step=None,
+    on_train_step: Callable[[int], None] | None = None,
     owner: str | None = None,
 ) -> RunResult:
     """Train, evaluate, checkpoint and record one run. ``on_step(step, info)`` after each validation,
@@ -357,7 +370,7 @@ def run(
     )
 
 
-def _inside(root: Path, write):
+def _inside(root: Path, write: Callable[[], _T]) -> _T:
     """``write()`` with every file confined to ``root`` (the database's folder, or the checkpoint folder
     chosen): a ``<db>.checkpoints`` that is a link elsewhere (a folder from others) is refused, not
     followed (``files.inside``)."""
@@ -377,13 +390,13 @@ def _load_average() -> float | None:
 def _record(
     store: Store,
     run_id: int,
-    res,
-    metrics,
-    lm,
-    summary: dict,
+    res: TrainResult,
+    metrics: list[LengthMetrics],
+    lm: list[LMMetrics],
+    summary: dict[str, Any],
     t0: float,
-    write_checkpoint,
-    more: dict | None = None,
+    write_checkpoint: Callable[[], tuple[Path, str]],
+    more: dict[str, list[LengthMetrics]] | None = None,
 ) -> RunResult:
     """Write the checkpoint, then the results, as the module docstring says (which failure keeps what)."""
     ckpt = None
@@ -447,7 +460,7 @@ def store_status(store: Store, run_id: int) -> str | None:
         return None
 
 
-def _remove(path) -> None:
+def _remove(path: str | os.PathLike[str]) -> None:
     with contextlib.suppress(OSError):
         Path(path).unlink()
 
@@ -467,8 +480,8 @@ def rerun_label(store: Store, label: str | None) -> str | None:
 
 
 def rerun(
-    run_id: int, db: str | Path = DEFAULT_DB, label: str | None = None, **progress
-) -> tuple[RunResult, dict]:
+    run_id: int, db: str | Path = DEFAULT_DB, label: str | None = None, **progress: Any
+) -> tuple[RunResult, dict[int, tuple[dict[str, Any] | None, dict[str, Any] | None]]]:
     """Run a stored run again from its stored config alone; returns (new result, differences).
 
     The new run gets ``label``, or, by default, a label of its own (``rerun_label``: ``s3`` ->

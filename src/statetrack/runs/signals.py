@@ -21,7 +21,10 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
+from types import FrameType
+from typing import Any
 
 from statetrack.errors import Interrupted  # here too: signals.Interrupted is what this module raises
 
@@ -60,7 +63,7 @@ class _State:
     deferring = False  # inside deferred(): a signal waits for the block's end
 
 
-def _handler(signum, _frame):
+def _handler(signum: int, _frame: FrameType | None) -> None:
     if (_State.worker and not _State.in_job) or _State.deferring:
         _State.pending = _State.pending or signum
         return
@@ -71,7 +74,7 @@ def _handler(signum, _frame):
 
 
 @contextmanager
-def handled():
+def handled() -> Iterator[None]:
     """SIGINT, SIGTERM and SIGHUP raise :class:`Interrupted` inside the block (main thread only; elsewhere
     the block runs with the handlers it had)."""
     if threading.current_thread() is not threading.main_thread():
@@ -102,7 +105,7 @@ def install_in_worker(ignore: tuple[int, ...] = ()) -> None:
 
 
 @contextmanager
-def job():
+def job() -> Iterator[None]:
     """A run in a worker: a signal received while the worker was idle interrupts it at once."""
     _State.in_job = True
     try:
@@ -140,7 +143,7 @@ def die_with_parent(parent: int) -> None:
         os.kill(os.getpid(), PARENT_DIED)
 
 
-def _parent_died(signum, _frame) -> None:
+def _parent_died(signum: int, _frame: FrameType | None) -> None:
     # the kernel sends the signal when the thread that started this process ends: the parent's other
     # threads end with it within milliseconds when the process dies (this process is then the child of
     # another), while a thread that ended alone leaves the parent as it was
@@ -167,7 +170,7 @@ def _orphaned(signum: int) -> None:
 
 
 @contextmanager
-def deferred():
+def deferred() -> Iterator[None]:
     """A signal received inside the block is raised when the block ends (under :func:`handled`, and in a
     worker's run): around work a KeyboardInterrupt must not cut (an import that C++ code runs aborts the
     process, "terminate called ...", instead of raising). A flag, not a signal mask: a process-directed
@@ -187,7 +190,7 @@ def deferred():
 
 
 @contextmanager
-def spawning():
+def spawning() -> Iterator[None]:
     """Around starting worker processes: they start with SIGINT, SIGTERM and SIGHUP ignored (until
     :func:`install_in_worker`), so a Ctrl-C that reaches them while they import is no traceback; this
     process holds the signals back meanwhile and receives them when the block ends."""
@@ -203,6 +206,6 @@ def spawning():
         signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
 
-def _restore(handlers: dict) -> None:
+def _restore(handlers: dict[signal.Signals, Any]) -> None:
     for s, h in handlers.items():
         signal.signal(s, h if h is not None else signal.SIG_DFL)

@@ -154,7 +154,7 @@ class MetricRow:
         return asdict(self)
 
     @classmethod
-    def of(cls, row: dict) -> MetricRow:
+    def of(cls, row: dict[str, Any]) -> MetricRow:
         """From a checked row of either table (``split`` and columns this version does not know left out)."""
         if row.get("token_majority") is None and row.get("token_chance") is not None:
             row = {**row, "token_majority": row["token_chance"]}
@@ -166,7 +166,7 @@ RUN_FIELDS = tuple(f.name for f in fields(RunRecord))
 METRIC_FIELDS = tuple(f.name for f in fields(MetricRow))
 
 
-def versions() -> dict:
+def versions() -> dict[str, Any]:
     import numpy  # heavy: only a run record needs the versions; the store stays light
     import torch  # heavy: only a run record needs the versions; the store stays light
 
@@ -194,7 +194,9 @@ class Store:
     #: cap on the database size in pages (tests use it to simulate a full disk)
     max_pages: int | None = None
 
-    def __init__(self, path: str | os.PathLike = DEFAULT_DB, create: bool = True, readonly: bool = False):
+    def __init__(
+        self, path: str | os.PathLike[str] = DEFAULT_DB, create: bool = True, readonly: bool = False
+    ):
         self.path = real_path(path)
         self.readonly = readonly
         created = None
@@ -329,7 +331,7 @@ class Store:
         """The file of run ``run_id``: unique to the run, whatever other database shares the folder."""
         return self.checkpoint_dir / f"run{run_id}-{run_uuid[:8]}.safetensors"
 
-    def _stored_path(self, path: str | os.PathLike) -> str:
+    def _stored_path(self, path: str | os.PathLike[str]) -> str:
         """A checkpoint path as the row keeps it: relative to the database's folder when inside it."""
         p = Path(path).absolute()
         try:
@@ -355,7 +357,7 @@ class Store:
     # -- writing -----------------------------------------------------------------------------
     def start_run(
         self,
-        config: dict,
+        config: dict[str, Any],
         study: str | None = None,
         label: str | None = None,
         key: str | None = None,
@@ -393,14 +395,14 @@ class Store:
     def finish_run(
         self,
         run_id: int,
-        metrics: list,
+        metrics: list[Any],
         checkpoint: str | None,
         wall_time: float,
-        summary: dict,
-        curve: list[dict] | None = None,
+        summary: dict[str, Any],
+        curve: list[dict[str, Any]] | None = None,
         checkpoint_sha256: str | None = None,
-        lm_metrics: list | None = None,
-        split_metrics: dict | None = None,
+        lm_metrics: list[Any] | None = None,
+        split_metrics: dict[str, Any] | None = None,
     ) -> bool:
         """Write metrics (and an LM's ``lm_metrics``), curve and the ``complete`` status in one
         transaction. Only a run still ``running`` is completed: returns False (and writes nothing) for a run
@@ -430,7 +432,7 @@ class Store:
         run_id: int,
         error: str,
         wall_time: float | None = None,
-        summary: dict | None = None,
+        summary: dict[str, Any] | None = None,
         status: RunStatus = RunStatus.FAILED,
     ) -> bool:
         """End a running run as ``failed`` (or ``status``, e.g. ``interrupted``) with its reason."""
@@ -473,19 +475,19 @@ class Store:
                 ).rowcount
             )
 
-    def set_versions(self, run_id: int, versions: dict) -> None:
+    def set_versions(self, run_id: int, versions: dict[str, Any]) -> None:
         """Record the versions of the process that actually ran the run (e.g. a Ray worker)."""
         with self.transaction() as c:
             c.execute("UPDATE runs SET versions=? WHERE id=?", (json.dumps(versions), run_id))
 
-    def write_traces(self, run_id: int, traces: dict[str, dict]) -> None:
+    def write_traces(self, run_id: int, traces: dict[str, dict[str, Any]]) -> None:
         with self.transaction() as c:
             c.executemany(
                 "INSERT OR REPLACE INTO traces VALUES (?,?,?)",
                 [(run_id, k, json.dumps(v)) for k, v in traces.items()],
             )
 
-    def traces(self, run_id: int) -> dict[str, dict]:
+    def traces(self, run_id: int) -> dict[str, dict[str, Any]]:
         with self.transaction() as c:
             return {
                 r["probe"]: self._json(r["data"], f"trace {r['probe']!r}", run_id)
@@ -575,12 +577,12 @@ class Store:
         """The run's metrics on its draws beside the headline one: split -> rows by length."""
         return _by_split(self._rows_by_run("split_metrics", [run_id]).get(run_id, []))
 
-    def _rows_by_run(self, table: str, run_ids: list[int]) -> dict[int, list[dict]]:
+    def _rows_by_run(self, table: str, run_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
         """The checked rows of the metrics ``table`` ('metrics' or 'split_metrics') of the runs ``run_ids``, by
         run id, in order of (split and) length; in one transaction."""
         ids = sorted({int(i) for i in run_ids})
         order = "split, length" if table == "split_metrics" else "length"
-        out: dict[int, list[dict]] = {}
+        out: dict[int, list[dict[str, Any]]] = {}
         with self.transaction() as c:
             for i in range(0, len(ids), 500):  # within SQLite's limit on bound parameters
                 part = ids[i : i + 500]
@@ -592,7 +594,7 @@ class Store:
                     out.setdefault(row["run_id"], []).append(row)
         return out
 
-    def lm_metrics(self, run_id: int) -> list[dict]:
+    def lm_metrics(self, run_id: int) -> list[dict[str, Any]]:
         """A language model's metrics per context length (``buckets`` decoded)."""
         with self.transaction() as c:
             rows = [
@@ -607,14 +609,14 @@ class Store:
         with self.transaction() as c:
             return int(c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
 
-    def curve(self, run_id: int) -> list[dict]:
+    def curve(self, run_id: int) -> list[dict[str, Any]]:
         with self.transaction() as c:
             return [
                 self._json(r["data"], "curve", run_id)
                 for r in c.execute("SELECT data FROM curves WHERE run_id=? ORDER BY step", (run_id,))
             ]
 
-    def counts(self) -> dict:
+    def counts(self) -> dict[str, Any]:
         with self.transaction() as c:
             return {
                 t: c.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("runs", "metrics", "curves")
@@ -653,7 +655,7 @@ class Store:
         known: dict[str, Any] = {k: d.get(k) for k in RUN_FIELDS}
         return RunRecord(**{**known, "status": RunStatus(d["status"])})
 
-    def _check_metrics(self, row: dict, run_id: int, table: str) -> None:
+    def _check_metrics(self, row: dict[str, Any], run_id: int, table: str) -> None:
         """A metrics row's numbers are numbers (or NULL): else the run is :class:`Damaged`."""
         for k, v in row.items():
             if k in ("run_id", "split", "note"):
@@ -665,14 +667,14 @@ class Store:
                     f"its {table} row at length {row.get('length')!r} has {k} {_kind(v)}, not a number",
                 )
 
-    def check(self) -> list[dict]:
+    def check(self) -> list[dict[str, Any]]:
         """Every damaged row of the database: ``{"run_id", "table", "problem"}`` per row (an empty list for a
         database whose rows all read), and every trigger and view the schema does not define (``run_id``
         None: SQL the file carries, which commands that write refuse). What ``statetrack runs --check``
         lists."""
         out = []
 
-        def add(run_id, table, problem):
+        def add(run_id: object, table: str, problem: str) -> None:
             out.append({"run_id": run_id, "table": table, "problem": problem})
 
         with self.transaction() as c:
@@ -712,10 +714,10 @@ class Store:
 def _write_results(
     c: sqlite3.Connection,
     run_id: int,
-    metrics: list,
-    split_metrics: dict,
-    lm_metrics: list,
-    curve: list[dict],
+    metrics: list[Any],
+    split_metrics: dict[str, Any],
+    lm_metrics: list[Any],
+    curve: list[dict[str, Any]],
 ) -> None:
     """A completed run's rows: its metrics by test length, on its other draws by split, an LM's metrics by
     context length (buckets as JSON) and its validation curve."""
@@ -753,13 +755,13 @@ def _write_results(
     )
 
 
-def _where(**cols: object) -> tuple[str, list]:
+def _where(**cols: object) -> tuple[str, list[Any]]:
     """A WHERE clause matching each column given a value (None: any), and its arguments."""
     given = {c: v for c, v in cols.items() if v is not None}
     return " WHERE 1=1" + "".join(f" AND {c}=?" for c in given), list(given.values())
 
 
-def _by_split(rows: list[dict]) -> dict[str, list[MetricRow]]:
+def _by_split(rows: list[dict[str, Any]]) -> dict[str, list[MetricRow]]:
     """Rows of ``split_metrics`` grouped by their split, in their order."""
     out: dict[str, list[MetricRow]] = {}
     for row in rows:
@@ -826,7 +828,7 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
-def real_path(path: str | os.PathLike) -> Path:
+def real_path(path: str | os.PathLike[str]) -> Path:
     """The database's path with symbolic links resolved when there are any (as SQLite finds the -wal file
     of a linked database beside the real file); the path as given otherwise."""
     given = Path(path)
@@ -834,7 +836,7 @@ def real_path(path: str | os.PathLike) -> Path:
     return given if real == Path(os.path.abspath(given)) else real
 
 
-def checkpoint_of_run_problem(path: str | Path, extra: dict) -> str | None:
+def checkpoint_of_run_problem(path: str | Path, extra: dict[str, Any]) -> str | None:
     """For a checkpoint whose metadata names its run and database: one line when that database records
     another file for the run (or another run under its id); None when they agree, or when the database
     or the run cannot be found (a copied file, a moved database)."""

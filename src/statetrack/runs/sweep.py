@@ -30,13 +30,16 @@ import contextlib
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from statetrack.errors import UserError
 from statetrack.progress import describe_waits, warn
 from statetrack.runs import signals
 from statetrack.runs.claims import Claims, ClaimState, Heartbeat
 from statetrack.runs.executors import (
+    Executor,
     InProcess,
+    OnStep,
     Pool,
     RayExecutor,
     check_ray_address,
@@ -61,11 +64,18 @@ WAIT_EVERY = 5.0
 
 # -- the schedule: claim, run, wait for the others ---------------------------------------------------
 class _Schedule:
-    """The state of one sweep's schedule (:func:`_schedule`): the grid not yet reached, the runs another
-    live sweep holds (looked at again each round), the runs started here, and the damaged rows."""
+    """The state of one sweep's schedule, which :meth:`run` goes through: the grid not yet reached, the runs
+    another live sweep holds (looked at again each round), the runs started here, and the damaged rows."""
 
     def __init__(
-        self, jobs: Iterable[Job], store: Store, executor, reuse: bool, on_done, results: dict, claims: Claims
+        self,
+        jobs: Iterable[Job],
+        store: Store,
+        executor: Executor,
+        reuse: bool,
+        on_done: Callable[[Job, RunResult], None] | None,
+        results: dict[int, tuple[Job, RunResult]],
+        claims: Claims,
     ) -> None:
         self.store, self.executor, self.reuse, self.on_done = store, executor, reuse, on_done
         self.results, self.claims = results, claims
@@ -73,7 +83,7 @@ class _Schedule:
         self.pending = enumerate(jobs)
         self.more = True
         self.waiting: dict[int, Job] = {}  # claimed by another live sweep: looked at again each round
-        self.running: dict = {}  # handle -> (index, job)
+        self.running: dict[Any, tuple[int, Job]] = {}  # handle -> (index, job)
         self.damaged: set[int] = set()  # runs whose rows cannot be read: as if they were not there
 
     def done(self, i: int, job: Job, res: RunResult) -> None:
@@ -141,30 +151,27 @@ class _Schedule:
             self.claims.release(job.key)
             self.done(i, job, res)
 
-
-def _schedule(
-    jobs: Iterable[Job], store: Store, executor, reuse: bool, on_done, results: dict, claims: Claims, on_wait
-) -> None:
-    """Go through the grid in order, expanding it as the sweep reaches it (a run is built when a slot is
-    free for it, so memory does not grow with the grid): a complete run is reused, a run another live
-    sweep has claimed waits, the others are claimed and started. While it only waits, ``on_wait`` is
-    told what for every ``WAIT_EVERY`` seconds."""
-    s = _Schedule(jobs, store, executor, reuse, on_done, results, claims)
-    said = time.monotonic()
-    while s.more or s.waiting or s.running:
-        busy = claims.held_by_others()  # read first: no write lock for a key another sweep is running
-        s.retry_waiting(busy)
-        s.advance(busy)
-        if s.waiting and not s.running and time.monotonic() - said >= WAIT_EVERY:
-            said = time.monotonic()
-            waits = claims.waits({job.key for job in s.waiting.values()})
-            if waits:
-                on_wait(waits)
-        s.collect()
+    def run(self, on_wait: Callable[[list[dict[str, Any]]], None]) -> None:
+        """Go through the grid in order, expanding it as the sweep reaches it (a run is built when a slot is
+        free for it, so memory does not grow with the grid): a complete run is reused, a run another live
+        sweep has claimed waits, the others are claimed and started. While it only waits, ``on_wait`` is
+        told what for every ``WAIT_EVERY`` seconds."""
+        claims = self.claims
+        said = time.monotonic()
+        while self.more or self.waiting or self.running:
+            busy = claims.held_by_others()  # read first: no write lock for a key another sweep is running
+            self.retry_waiting(busy)
+            self.advance(busy)
+            if self.waiting and not self.running and time.monotonic() - said >= WAIT_EVERY:
+                said = time.monotonic()
+                waits = claims.waits({job.key for job in self.waiting.values()})
+                if waits:
+                    on_wait(waits)
+            self.collect()
 
 
 # -- entry point -------------------------------------------------------------------------------------
-def _start_local_ray(executor: str, address: str | None, db, workers: int) -> None:
+def _start_local_ray(executor: str, address: str | None, db: str | Path, workers: int) -> None:
     """For a new database, the local Ray instance first, so that one that cannot start leaves no file (on
     an existing database it starts at the first run to run: all complete, none is started)."""
     if executor == "ray" and address is None and not Path(db).exists():
@@ -198,8 +205,8 @@ def _executor(
     workers: int,
     address: str | None,
     jobs: Grid | list[Job],
-    on_step: Callable[[Job, int, dict], None] | None,
-) -> InProcess | Pool | RayExecutor:
+    on_step: OnStep | None,
+) -> Executor:
     """Where the runs run: Ray tasks, this process (one worker), or local worker processes."""
     if executor == "ray":
         return RayExecutor(db, claims.me, workers, address, jobs.heads if isinstance(jobs, Grid) else jobs)
@@ -216,8 +223,8 @@ def run_jobs(
     on_done: Callable[[Job, RunResult], None] | None = None,
     executor: str = "local",
     address: str | None = None,
-    on_step: Callable[[Job, int, dict], None] | None = None,
-    on_wait: Callable[[list[dict]], None] | None = None,
+    on_step: Callable[[Job, int, dict[str, Any]], None] | None = None,
+    on_wait: Callable[[list[dict[str, Any]]], None] | None = None,
 ) -> list[tuple[Job, RunResult]]:
     """Run every job of ``jobs`` (a :class:`Grid`, expanded as the sweep goes, or a list); returns (job,
     result) in their order. Runs that another sweep left behind (its process ended, or its heartbeat
@@ -247,15 +254,8 @@ def run_jobs(
     ex = _executor(executor, db, claims, workers, address, jobs, on_step)
     try:
         with Heartbeat(claims):
-            _schedule(
-                jobs,
-                store,
-                ex,
-                reuse,
-                on_done,
-                results,
-                claims,
-                on_wait or (lambda waits: warn(describe_waits(waits))),
+            _Schedule(jobs, store, ex, reuse, on_done, results, claims).run(
+                on_wait or (lambda waits: warn(describe_waits(waits)))
             )
     except BaseException as e:
         ex.stop()

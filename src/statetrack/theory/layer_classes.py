@@ -35,7 +35,7 @@ from statetrack.layers.properties import (
     declared_properties,
     option_values,
 )
-from statetrack.spec import parse_layers
+from statetrack.spec import Layers, as_layers
 
 NONNEG = {EigenvalueDomain.NONNEG}
 #: real eigenvalues bounded away from -1: the powers of a fixed (diagonalisable) transition converge (T1c)
@@ -161,11 +161,11 @@ def _factor_domain(p: Properties, neg: object) -> EigenvalueDomain | None:
     return fd
 
 
-def layer_infos(layers: str) -> list[LayerInfo]:
+def layer_infos(layers: str | Layers) -> list[LayerInfo]:
     """Each layer of the spec with its declared properties (``statetrack.layers.declarations``: nothing is
     built, no torch imported)."""
     out = []
-    for n, spec in enumerate(parse_layers(layers)):
+    for n, spec in enumerate(as_layers(layers)):
         info = classify(spec)
         out.append(LayerInfo(info.spec, info.props, info.cls, info.factor_domain, n, info.heads))
     return out

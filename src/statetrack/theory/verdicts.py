@@ -11,7 +11,7 @@ public face: :func:`oracle`, :func:`oracle_table`, :func:`quotient_ceiling` and 
 from __future__ import annotations
 
 from statetrack.layers.properties import DECLARED, EigenvalueDomain
-from statetrack.spec import parse_layers
+from statetrack.spec import Layers, parse_layers
 from statetrack.theory.actions import TaskAlgebra, task_algebra
 from statetrack.theory.layer_classes import LayerClass, LayerInfo, layer_infos
 from statetrack.theory.rules import RULES
@@ -69,7 +69,7 @@ def quotient_ceiling(infos: list[LayerInfo], alg: TaskAlgebra) -> dict:
     return {"quotient_tracked": alg.h_order // n, "accuracy_ceiling": 1.0 / n}
 
 
-def oracle(layers: str, task: str) -> Verdict:
+def oracle(layers: str | Layers, task: str) -> Verdict:
     """Verdict for a layer spec on a task string (see the module docstring). An impossible verdict on a
     group task carries ``quotient_tracked`` and ``accuracy_ceiling`` (:func:`quotient_ceiling`)."""
     infos = layer_infos(layers)

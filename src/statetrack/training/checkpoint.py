@@ -23,13 +23,14 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load, save
 
-from statetrack.config import MAX_PARAMS, TrainConfig, validated
+from statetrack.config import MAX_PARAMS, ModelConfig, TrainConfig, validated
 from statetrack.errors import UserError
 from statetrack.files import file_kind, sha256_bytes, write_file
-from statetrack.model import build_model
+from statetrack.model import Model, build_model
 from statetrack.plugins import require
-from statetrack.spec import parse_layers
+from statetrack.spec import Layers
 from statetrack.tasks import get_task
+from statetrack.tasks.base import Task
 from statetrack.untrusted import load_json
 
 FORMAT = "statetrack-checkpoint-1"
@@ -107,7 +108,7 @@ class _Budget(torch.overrides.TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-def declared_model(model_cfg, task):
+def declared_model(model_cfg: ModelConfig, task: Task) -> Model:
     """The model ``model_cfg`` declares for ``task``, for its names, shapes, dtypes and errors: built on the
     CPU when its tensors take at most :data:`SMALL_BUILD_BYTES` (milliseconds; torch's random state is
     left as it was), else on the meta device (:func:`meta_model`). Any arithmetic on meta tensors imports
@@ -125,8 +126,8 @@ def declared_model(model_cfg, task):
 def declared_params(model_cfg, task) -> int:
     """The parameter count (with buffers) of the model ``model_cfg`` declares, from one block of each
     distinct layer (:func:`declared_model`): a 64-layer stack costs one layer's construction, not 64."""
-    counts = Counter(str(spec) for spec in parse_layers(model_cfg.layers))
-    once = declared_model(model_cfg.model_copy(update={"layers": ",".join(counts)}), task)
+    counts = Counter(model_cfg.layers)
+    once = declared_model(model_cfg.model_copy(update={"layers": Layers(counts)}), task)
     total = sum(v.numel() for v in once.state_dict().values())
     for block, n in zip(once.blocks, counts.values(), strict=True):
         total += (n - 1) * sum(v.numel() for v in block.state_dict().values())
@@ -259,11 +260,9 @@ def _check_header(path: Path, header: dict, expected: dict) -> None:
             )
 
 
-def _short(layers: str) -> str:
+def _short(layers: Layers) -> str:
     """'transformer,transformer,...' (64 times) -> 'transformer*64'."""
-    return ",".join(
-        f"{k}*{n}" if (n := len(list(g))) > 1 else k for k, g in groupby(map(str, parse_layers(layers)))
-    )
+    return ",".join(f"{k}*{n}" if (n := len(list(g))) > 1 else k for k, g in groupby(map(str, layers)))
 
 
 def read_checkpoint(path: str | Path, max_params: int | None = None) -> tuple[dict, dict, dict]:

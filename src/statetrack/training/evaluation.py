@@ -378,7 +378,7 @@ def evaluate(
 
 def evaluate_more(
     model, task: Task, cfg: EvalConfig, metrics: Sequence[LengthMetrics] = ()
-) -> tuple[dict[Split, list[LengthMetrics]], dict]:
+) -> tuple[dict[str, list[LengthMetrics]], dict]:
     """What a run scores beside its headline: the metrics of every other split of ``cfg.test_split``
     ({split: metrics}), and with ``cfg.horizons`` the failure horizons up to the longest test length:
     the witness families of every pair of states (``horizon.measure_horizons``: "pairs", one row per pair,
@@ -390,7 +390,7 @@ def evaluate_more(
     models: nothing."""
     if isinstance(task, CorpusTask):
         return {}, {}
-    more = {s: evaluate(model, task, cfg, split=s) for s in cfg.splits[1:]}
+    more: dict[str, list[LengthMetrics]] = {s: evaluate(model, task, cfg, split=s) for s in cfg.splits[1:]}
     horizons: dict = {}
     if cfg.horizons and task.automaton() is not None:
         device = resolve_device(cfg.device)
