@@ -1,3 +1,4 @@
+# long: the three executors of a sweep (in process, a local pool, Ray) behind one protocol, with what they share
 """Where a claimed run of a sweep runs (``statetrack.runs.sweep`` claims, schedules and stops them).
 
 Executors:
