@@ -46,11 +46,14 @@ MAMBA_NMAX = 64
 MAMBA3_NMAX = 32
 
 _I64, _INT, _PTR = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p
+_ONE_I64: list[type] = [_I64]  # an integer after pointers
 _SIGNATURES: dict[str, dict[str, list[type]]] = {
     "mamba_scan": {
         "statetrack_mamba_fwd": [_I64] * 4 + [_INT] + [_PTR] * 9,
         "statetrack_mamba_bwd": [_I64] * 4 + [_INT] + [_PTR] * 16,
+        "statetrack_mamba_fwd_gated": [_I64] * 4 + [_INT] + [_PTR] * 5 + _ONE_I64 + [_PTR] * 5,
     },
+    "conv": {"statetrack_causal_conv": [_I64] * 4 + [_PTR] + _ONE_I64 * 2 + [_PTR] * 4},
     "complex_scan": {
         "statetrack_cscan_fwd": [_I64] * 4 + [_PTR] * 10,
         "statetrack_cscan_bwd": [_I64] * 4 + [_PTR] * 16,
