@@ -1,9 +1,9 @@
-"""The CPU's C kernel for Mamba's scan (ops/csrc/mamba_scan.c) against the PyTorch forms it replaces.
+"""The CPU's C kernel for Mamba's scan (ops/mamba/mamba_scan.c) against the PyTorch forms it replaces.
 
     PYTHONPATH=src python bench/bench_cpu_kernels.py [--reps 5] [--json out.json]
 
 Two rows per eigenvalue domain, each with ``STATETRACK_KERNELS=1`` (the C kernel) and ``0`` (the
-PyTorch loops of ops/mamba.py), one torch thread, float32, minimum over ``--reps`` after a warm-up:
+PyTorch loops of ops/mamba/scan.py), one torch thread, float32, minimum over ``--reps`` after a warm-up:
 
 * scan: ``mamba_scan`` forward + backward at a language model's shape, batch 16 x length 256, 360
   channels (width 180, expand 2), state 16;

@@ -1,7 +1,7 @@
 """The gated recurrences alone, forward + backward, against fla-core's PyTorch forms: our own chunked forms
-of the gated delta rule (``ops.gated_delta``), GLA (``ops.gla``) and KDA (``ops.kda``), the general DPLR
-chunked form they replaced (``ops.dplr.dplr_chunked``) and fla 0.6.0's naive chunk and naive recurrent
-functions (GLA has only a recurrent one there), at the benchmark shapes (batch x length x width: 64 x 256 x
+of the gated delta rule (``ops.gated_delta.chunk``), GLA (``ops.gla.chunk``) and KDA (``ops.kda.chunk``), the
+general DPLR chunked form they replaced (``ops.dplr.chunk.dplr_chunked``) and fla 0.6.0's naive chunk and naive
+recurrent functions (GLA has only a recurrent one there), at the benchmark shapes (batch x length x width: 64 x 256 x
 64 and 8 x 4,096 x 128; one head, d_k 16, d_v the width, as the layers' defaults).
 
     PYTHONPATH=src python bench/bench_gated.py [--fla DIR] [--reps 7] [--shapes 64x256x64,8x4096x128]
@@ -26,14 +26,17 @@ import os
 import statistics
 import sys
 import time
+from types import ModuleType
 
 import torch
 import torch.nn.functional as F
 
-from statetrack.ops.dplr import dplr_chunked, gated_delta_terms, kda_terms
-from statetrack.ops.gated_delta import gated_delta_chunked
-from statetrack.ops.gla import gla_chunked
-from statetrack.ops.kda import kda_chunked
+from statetrack.ops.dplr.chunk import dplr_chunked
+from statetrack.ops.gated_delta.chunk import gated_delta_chunked
+from statetrack.ops.gated_delta.reference import gated_delta_terms
+from statetrack.ops.gla.chunk import gla_chunked
+from statetrack.ops.kda.chunk import kda_chunked
+from statetrack.ops.kda.reference import kda_terms
 from statetrack.training import memory
 
 
@@ -128,15 +131,18 @@ def _median_times(fs: dict, step, reps: int) -> dict[str, float]:
 
 
 def _old_gated(q, k, v, beta, g, S0=None, chunk=16):
-    """The gated delta rule as it ran before ops.gated_delta: the general DPLR chunked form."""
+    """The gated delta rule as it ran before ops.gated_delta.chunk: the general DPLR chunked form."""
     bk, a, b, lw = gated_delta_terms(k, beta, g)
     return dplr_chunked(q, bk, v, a, b, lw, S0, chunk)
 
 
-def layer_forms(fla_root: str | None) -> dict[str, tuple[str, dict]]:
-    """Per layer: the function of ``ops.dplr`` its recurrence runs through, and the forms to patch in for it
-    (ours, before, and with ``--fla`` fla's naive forms; each with that function's signature)."""
-    from statetrack.ops import dplr
+def layer_forms(fla_root: str | None) -> dict[str, tuple[ModuleType, str, dict]]:
+    """Per layer: the rule module of ``ops`` its recurrence runs through, the function of it that the rule calls,
+    and the forms to patch in for it (ours, before, and with ``--fla`` fla's naive forms; each with that
+    function's signature)."""
+    from statetrack.ops.gated_delta import rule as gated_rule
+    from statetrack.ops.gla import rule as gla_rule
+    from statetrack.ops.kda import rule as kda_rule
 
     def gla_before(q, k, v, g, S0=None, chunk=16):  # noqa: ARG001 - the signature it stands in for
         return dplr_chunked(q, k, v, None, None, g, S0, chunk=8)
@@ -145,9 +151,9 @@ def layer_forms(fla_root: str | None) -> dict[str, tuple[str, dict]]:
         bk, a, b = kda_terms(k, beta, g)
         return dplr_chunked(q, bk, v, a, b, g, S0, chunk=8)
 
-    gated = {"ours": dplr.gated_delta_chunked, "before (dplr_chunked)": _old_gated}
-    gla = {"ours": dplr.gla_chunked, "before (dplr_chunked)": gla_before}
-    kda = {"ours": dplr.kda_chunked, "before (dplr_chunked)": kda_before}
+    gated = {"ours": gated_rule.gated_delta_chunked, "before (dplr_chunked)": _old_gated}
+    gla = {"ours": gla_rule.gla_chunked, "before (dplr_chunked)": gla_before}
+    kda = {"ours": kda_rule.kda_chunked, "before (dplr_chunked)": kda_before}
     if fla_root:
         sys.path.insert(0, fla_root)  # einops
         gdn_naive = _load(fla_root, "fla/ops/gated_delta_rule/naive.py", "fla_gdn_naive")
@@ -170,10 +176,10 @@ def layer_forms(fla_root: str | None) -> dict[str, tuple[str, dict]]:
             )
         )
     return {
-        "gateddeltanet": ("gated_delta_chunked", gated),
-        "gateddeltaproduct": ("gated_delta_chunked", gated),
-        "gla": ("gla_chunked", gla),
-        "kda": ("kda_chunked", kda),
+        "gateddeltanet": (gated_rule, "gated_delta_chunked", gated),
+        "gateddeltaproduct": (gated_rule, "gated_delta_chunked", gated),
+        "gla": (gla_rule, "gla_chunked", gla),
+        "kda": (kda_rule, "kda_chunked", kda),
     }
 
 
@@ -186,20 +192,19 @@ def layers_section(
 ) -> None:
     """The whole layers (projections, conv, norms around the recurrence; default options, d_state 16),
     forward + backward, with the recurrence as now, as before, and (with ``--fla``) fla's naive forms in its
-    place (over Gated DeltaProduct's sub-steps too), each patched into ``ops.dplr`` for its rows."""
+    place (over Gated DeltaProduct's sub-steps too), each patched into its rule module for its rows."""
     from statetrack.layers import build_mixer
-    from statetrack.ops import dplr
     from statetrack.spec import parse_layers
 
-    def with_form(m, attr, form):
+    def with_form(m, rule, attr, form):
         def run(x):
-            now = getattr(dplr, attr)
-            setattr(dplr, attr, form)
+            now = getattr(rule, attr)
+            setattr(rule, attr, form)
             try:
                 y = m(x)
                 (y[0] if isinstance(y, tuple) else y).square().mean().backward()
             finally:
-                setattr(dplr, attr, now)
+                setattr(rule, attr, now)
 
         return run
 
@@ -211,10 +216,10 @@ def layers_section(
         for name in (n for mixer in mixers for n in MIXER_LAYERS[mixer]):
             torch.manual_seed(0)
             m = build_mixer(parse_layers(name)[0], W, 16)
-            attr, forms_ = table[name]
+            rule, attr, forms_ = table[name]
             for label, form in forms_.items():
                 if label == "ours" or not any(s and s in label for s in skip):
-                    fs[f"{name}: {label}"] = with_form(m, attr, form)
+                    fs[f"{name}: {label}"] = with_form(m, rule, attr, form)
         med = _median_times(fs, lambda f: f(x), reps)
         print(
             f"\nlayers {shape} (batch x length x width, d_state 16), forward + backward, median of {reps}, "

@@ -41,7 +41,7 @@ from statetrack.ops import (
     dispatch,
     mamba_scan,
 )
-from statetrack.ops.diag import scan_chunked, scan_loop
+from statetrack.ops.diag.scan import scan_chunked, scan_loop
 from statetrack.spec import parse_layers
 from statetrack.training import memory
 
@@ -581,7 +581,7 @@ def section_gpu_delta(dev, reps, shapes=GPU_DELTA_SHAPES):
             betas = "[0,2]" if neg else "[0,1]"
             shape = {"B": B, "T": T, "H": H, "K": K, "beta": betas}
             if fla_ok:
-                from statetrack.ops.fla_delta import default_kernel
+                from statetrack.ops.deltanet.fla import default_kernel
 
                 form = f"ours: delta_rule (fla {default_kernel(neg)})"
                 _timed(rows, dict(shape, form=form), step(lambda *z: delta_rule(*z, neg=neg), ins), dev, reps)
@@ -640,7 +640,7 @@ def section_reflections(dev, lengths=(1024, 16384), B=2, H=4, K=64):
     same recurrence in float64 measure what the kernel's precision does to a tracked state over length."""
     if not dispatch.installed("fla"):
         return []
-    from statetrack.ops.fla_delta import delta_rule_fla
+    from statetrack.ops.deltanet.fla import delta_rule_fla
 
     rows = []
     for T in lengths:

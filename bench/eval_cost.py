@@ -2,7 +2,7 @@
 after every chunk (the former rule) and only once the resident set has grown (``memory.trim_if_grown``),
 and with the layer's work around the scan as separate PyTorch ops (the conv's shifted multiply-adds, the
 skip term and gate after the scan: the form before the fused kernels, ``ops.conv.c_rounds_alike`` and
-``ops.mamba.gated_rounds_alike`` patched to False), interleaved in one process at one thread.
+``ops.mamba.scan.gated_rounds_alike`` patched to False), interleaved in one process at one thread.
 
     PYTHONPATH=src python bench/eval_cost.py [--layers mamba] [--d-model 8] [--reps 5] [--lengths 16,...]
 
@@ -23,7 +23,7 @@ import torch
 from statetrack import EvalConfig, ModelConfig, build_model, evaluate, get_task
 from statetrack.config import default_lengths
 from statetrack.ops import conv as conv_ops
-from statetrack.ops import mamba as mamba_ops
+from statetrack.ops.mamba import scan as mamba_ops
 from statetrack.training import evaluation, memory
 
 

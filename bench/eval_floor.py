@@ -10,7 +10,7 @@ Per length: the medians over ``--reps`` of evaluation and floor (interleaved in 
 token (one token = one step of one sequence), their ratio, and the process's peak resident memory.
 ``--compare`` also runs, interleaved, the layer's work around the scan as separate PyTorch ops (the
 conv's shifted multiply-adds, the skip term and gate after the scan: ``ops.conv.c_rounds_alike`` and
-``ops.mamba.gated_rounds_alike`` patched to False), the form before the fused kernels.
+``ops.mamba.scan.gated_rounds_alike`` patched to False), the form before the fused kernels.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ CHILD = r"""
 import json, resource, statistics, sys, time, torch
 torch.set_num_threads(1)
 from statetrack import EvalConfig, ModelConfig, build_model, evaluate, get_task
-from statetrack.ops import conv as conv_ops, mamba as mamba_ops, mamba_scan
+from statetrack.ops import conv as conv_ops, mamba_scan
+from statetrack.ops.mamba import scan as mamba_ops
 from statetrack.training import memory
 
 memory.configure()  # the allocator settings of statetrack's entry points

@@ -7,8 +7,8 @@
    the pair a = (0.01, 0.99), (0.99, 0.01) with w = 0.999 and removal keys kappa = (cos t, sin t) searched on
    a grid of angles (one per step: with the same kappa the product's radius stays 0.998), then a seeded
    random search.
-2. Errors against the float64 step-by-step reference (``ops.dplr.dplr_ref``), at T = 1,000 and 10,000, of
-   (a) the float32 chunked form that runs on the CPU (``ops.dplr.rwkv7_rule``), and (b) float64 arithmetic on
+2. Errors against the float64 step-by-step reference (``ops.dplr.reference.dplr_ref``), at T = 1,000 and 10,000, of
+   (a) the float32 chunked form that runs on the CPU (``ops.dplr.rwkv7.rwkv7_rule``), and (b) float64 arithmetic on
    inputs rounded to bfloat16 (q, k, v, a, b), the rounding fla's chunk kernel applies before it accumulates in
    float32 (an emulation on the CPU of that kernel's input precision, not the kernel). Transitions from (i) the
    ``rwkv7`` layer at its initialisation on random inputs, (ii) uniform draws over the whole ranges, (iii) the
@@ -23,7 +23,8 @@ import torch
 import torch.nn.functional as F
 
 from statetrack.layers import build_mixer
-from statetrack.ops.dplr import dplr_ref, rwkv7_rule, rwkv7_terms
+from statetrack.ops.dplr.reference import dplr_ref
+from statetrack.ops.dplr.rwkv7 import rwkv7_rule, rwkv7_terms
 from statetrack.spec import parse_layers
 from statetrack.training import memory
 

@@ -7,11 +7,14 @@ import ast
 import importlib
 import pkgutil
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 import statetrack
+from conftest import SRC
 
 ROOT = Path(statetrack.__file__).parent
 
@@ -25,9 +28,10 @@ LAYERS = [
     {"layers"},
     {"lm"},
     {"tasks"},
+    {"theory"},
     {"model"},
     {"training"},
-    {"theory"},
+    {"constructions", "analysis"},
     {"runs"},
     {"experiments"},
     {"report"},
@@ -153,6 +157,42 @@ def test_imports_flow_down():
     assert not upward, "upward imports: " + "; ".join(upward)
 
 
+#: the recurrences of ops/ built on another's folder: ``ops/<name>/`` imports the common modules of ops/ (chunks,
+#: consts, conv, cpu_kernels, dispatch, fla, registry, triton_scans) and only the folders named here
+#: (docs/architecture.md, "One folder per recurrence")
+OPS_BUILT_ON = {
+    "selective": {"diag"},  # the diagonal scan with the input x_t (outer) B_t
+    "mamba3": {"diag"},  # polar(r, theta) and the complex scan
+    "ssd": {"mamba"},  # Mamba's scan, one channel per head channel
+    "gated_delta": {"deltanet", "dplr"},  # the delta rule's chunk algebra; dplr's step loop and reference
+    "kda": {"deltanet", "gla", "dplr"},  # the gated delta rule's algebra, GLA's sub-chunks; dplr's reference
+    "gla": {"dplr"},  # dplr's step loop and reference
+}
+OPS = "statetrack.ops"
+OP_FOLDERS = sorted(m.split(".")[2] for m in PACKAGES if m.startswith(OPS + "."))
+
+
+def _op_folder(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if module.startswith(OPS + ".") and parts[2] in OP_FOLDERS else None
+
+
+def test_ops_folders_import_one_way():
+    """Each recurrence's folder imports its own modules, the common modules of ops/ and the folders it is built
+    on (OPS_BUILT_ON); a common module imports no folder (the package's ``__init__``, the notebook API, may)."""
+    assert OPS_BUILT_ON.keys() <= set(OP_FOLDERS) and set().union(*OPS_BUILT_ON.values()) <= set(OP_FOLDERS)
+    wrong = []
+    for a, bs in TYPED_GRAPH.items():
+        if not a.startswith(OPS + ".") or a == OPS:
+            continue
+        fa = _op_folder(a)
+        allowed = {fa, *OPS_BUILT_ON.get(fa, ())} if fa else set()
+        wrong += [
+            f"{a} -> {b}" for b in sorted(bs) if (fb := _op_folder(b)) is not None and fb not in allowed
+        ]
+    assert not wrong, "imports between the folders of ops/ not in OPS_BUILT_ON: " + "; ".join(wrong)
+
+
 @pytest.mark.parametrize("package", PACKAGES)
 def test_no_attribute_shadows_its_submodule(package):
     pkg = importlib.import_module(package)
@@ -178,6 +218,59 @@ def test_variants_are_types():
         assert not re.search(r"""kind [!=]= ["']lm["']""", text), name
         if name.startswith("statetrack.layers."):
             assert not re.search(r"""(eigenvalues|structure)=["']""", text), name
+
+
+def _external(path: Path) -> set[str]:
+    """The top-level packages outside statetrack that a module imports anywhere (functions and type hints
+    included)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.add(node.module.split(".")[0])
+    return out - {"statetrack"}
+
+
+THEORY = sorted(m for m in MODULES if _unit(m) == "theory")
+#: the modules of theory/ that compute with numpy (group tables, representations, float32 holds); this list only
+#: shrinks: the rest of theory/ is plain Python over the declarations and the task's algebra
+NUMPY_IN_THEORY = {
+    "statetrack.theory.actions",
+    "statetrack.theory.monoid",
+    "statetrack.theory.precision",
+    "statetrack.theory.representations",
+}
+
+
+def test_theory_is_pure_math():
+    """No module of theory/ imports torch (what needs a model is in ``constructions`` and ``analysis``), and
+    numpy only where NUMPY_IN_THEORY says it already did."""
+    torch_users = [m for m in THEORY if "torch" in _external(MODULES[m])]
+    assert not torch_users, f"theory/ imports torch: {torch_users}"
+    numpy_users = {m for m in THEORY if "numpy" in _external(MODULES[m])}
+    assert numpy_users <= NUMPY_IN_THEORY, (
+        f"numpy in theory/ beyond NUMPY_IN_THEORY: {numpy_users - NUMPY_IN_THEORY}"
+    )
+    assert numpy_users >= NUMPY_IN_THEORY, f"no numpy left: take them out: {NUMPY_IN_THEORY - numpy_users}"
+
+
+def test_theory_loads_without_torch():
+    """Every module of theory/, and the oracle's calls as the command line makes them (``statetrack oracle``:
+    one verdict, and the table), leave torch unloaded, through every package on the way."""
+    code = (
+        "import importlib, sys\n"
+        "import statetrack.theory as t\n"
+        f"for m in {THEORY!r}: importlib.import_module(m)\n"
+        "t.oracle('mamba,s4d', 'parity'); t.oracle('deltaproduct(nh=3,neg=true)', 'group:A5')\n"
+        "t.oracle_table(['mamba*2', 'deltaproduct(nh=2,neg=true)'], ['parity', 'tomita:3', 'group:S3'])\n"
+        "print(sorted(m for m in ('torch', 'matplotlib', 'safetensors') if m in sys.modules))\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={"PATH": "", "PYTHONPATH": SRC}
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.strip() == "[]", p.stdout
 
 
 #: a function longer than this many lines is split, or says why not in a ``# long: REASON`` comment on the
@@ -421,3 +514,105 @@ def f(store, ref, r0: RunRecord, db, c: Compared):
         "by_id[3]['error']",
         "ra['uuid']",
     ], found
+
+
+def _commands() -> dict[str, object]:
+    """Every command of the parser (``statetrack NAME``) and the function it runs."""
+    import argparse
+
+    from statetrack.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {name: p.get_default("fn") for name, p in sub.choices.items()}
+
+
+def _names_reached(fn) -> set[str]:
+    """The names a command's function uses, with those of the functions of its own module it calls, and
+    theirs (a command's helpers: ``_sweep``, ``_write``)."""
+    import inspect
+
+    module = inspect.getmodule(fn)
+    tree = ast.parse(inspect.getsource(module))
+    defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    seen, todo, names = set(), [fn.__name__], set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for node in ast.walk(defs[name]):
+            if isinstance(node, ast.Name):
+                names.add(node.id)
+                if node.id in defs:
+                    todo.append(node.id)
+            elif isinstance(node, ast.Attribute):
+                names.add(node.attr)
+            elif isinstance(node, ast.alias):
+                names.add(node.asname or node.name.rsplit(".", 1)[-1])
+    return names
+
+
+def test_every_command_calls_the_function_docs_name_for_it():
+    page = (ROOT.parent.parent / "docs" / "architecture.md").read_text()
+    table = dict(re.findall(r"^\| `([a-z-]+)` \| `(statetrack[\w.]+)` \|$", page, re.M))
+    commands = _commands()
+    assert set(table) == set(commands), "docs/architecture.md's table of commands and the parser differ"
+    for command, target in table.items():
+        module, _, name = target.rpartition(".")
+        assert callable(getattr(importlib.import_module(module), name)), target
+        assert name in _names_reached(commands[command]), f"statetrack {command} does not call {target}"
+
+
+def test_a_file_name_names_one_concept():
+    """No two modules share a file name across packages, except ``__init__`` and ``base`` (a package's
+    base classes), a mixer's name (its layer, its construction), and the files of the op folders
+    (``ops/<recurrence>/reference.py`` beside each other, ``ops/fla.py`` shared by each folder's
+    ``fla.py``, as flash-linear-attention lays them out)."""
+    from statetrack.layers import _BUILTIN
+
+    where: dict[str, set[str]] = {}
+    for path in ROOT.rglob("*.py"):
+        folder = path.parent.relative_to(ROOT).as_posix()
+        if folder.startswith("ops"):  # the op folders and the modules they share: one package
+            folder = "ops"
+        where.setdefault(path.stem, set()).add(folder)
+    allowed = {"__init__", "base", *_BUILTIN}
+    repeated = {name: sorted(f) for name, f in where.items() if len(f) > 1 and name not in allowed}
+    assert not repeated, f"file names used in more than one package: {repeated}"
+
+
+#: a module longer than this many lines is split, or says why not in a ``# long: REASON`` first line
+MAX_MODULE_LINES = 500
+
+
+def test_a_long_module_says_why():
+    unexplained = []
+    for path in sorted(ROOT.rglob("*.py")):
+        lines = path.read_text().splitlines()
+        if len(lines) > MAX_MODULE_LINES and not lines[0].startswith("# long: "):
+            unexplained.append(f"{path.relative_to(ROOT)} ({len(lines)} lines)")
+    assert not unexplained, (
+        f"over {MAX_MODULE_LINES} lines without a '# long: REASON' first line: {unexplained}"
+    )
+
+
+def test_a_plain_run_loads_no_machinery_it_does_not_name(tmp_path):
+    """A run with no construction, study or oracle loads none of them: the constructions, the theory, the
+    studies and the reports stay unimported (a run that names one loads it then)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from statetrack.config import EvalConfig, ModelConfig, TrainConfig\n"
+        "from statetrack.runs.runner import run\n"
+        "cfg = TrainConfig(task='parity', model=ModelConfig(layers='rnn', d_model=4, d_state=4), steps=2, "
+        "eval_every=2, batch_size=4, val_sequences=4)\n"
+        f"run(cfg, EvalConfig(lengths=[8], batch_size=4), db={str(tmp_path / 'r.db')!r})\n"
+        "print(' '.join(m for m in sys.modules if m.startswith('statetrack.')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = set(out.split())
+    for unit in ("constructions", "theory", "experiments", "report", "analysis"):
+        assert not {m for m in loaded if m.startswith(f"statetrack.{unit}")}, unit
+    assert "statetrack.runs.runner" in loaded  # the probe did run

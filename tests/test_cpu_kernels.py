@@ -1,4 +1,4 @@
-"""The CPU's C kernels (ops/csrc, built by ops.cpu_kernels) against their float64 references."""
+"""The CPU's C kernels (ops/<recurrence>/*.c, built by ops.cpu_kernels) against their float64 references."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import torch
 
 from statetrack.ops import conv as conv_ops
 from statetrack.ops import cpu_kernels, dispatch, mamba_scan, mamba_scan_ref
-from statetrack.ops import mamba as mamba_ops
+from statetrack.ops.mamba import scan as mamba_ops
+from statetrack.ops.mamba.scan import MAMBA_NMAX
 
 pytestmark = pytest.mark.skipif(cpu_kernels.compiler() is None, reason="no C compiler on PATH")
 
@@ -79,7 +80,7 @@ def test_what_stays_on_the_pytorch_forms(monkeypatch):
     assert dispatch.use_cpu_kernels(x)
     assert not dispatch.use_cpu_kernels(x.double())
     # a state larger than the kernel's arrays: the PyTorch loop, same answer
-    ins = _inputs(1, 5, 2, cpu_kernels.MAMBA_NMAX + 1, seed=2)
+    ins = _inputs(1, 5, 2, MAMBA_NMAX + 1, seed=2)
     y, _ = mamba_scan(*[t.requires_grad_() for t in ins])
     assert "MambaScanC" not in type(y.grad_fn).__name__
     assert rel_err(y, mamba_scan_ref(*ins)[0]) <= 1e-5
@@ -190,7 +191,7 @@ def test_no_compiler_and_a_failing_compiler(monkeypatch):
     cpu_kernels.library.cache_clear()
     try:
         with pytest.raises(RuntimeError, match=r"building .*mamba_scan\.c with .*false failed"):
-            cpu_kernels.library("mamba_scan")
+            cpu_kernels.library("mamba/mamba_scan")
     finally:
         cpu_kernels.compiler.cache_clear()
         cpu_kernels.library.cache_clear()
@@ -200,15 +201,15 @@ def test_build_leaves_nothing_on_disk():
     before = {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("statetrack-kernels-")}
     cpu_kernels.library.cache_clear()
     try:
-        cpu_kernels.library("mamba_scan")
+        cpu_kernels.library("mamba/mamba_scan")
     finally:
         after = {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("statetrack-kernels-")}
     assert after == before
 
 
-# -- Mamba-3's complex scan (ops/csrc/mamba3_scan.c) --------------------------------------------------------
+# -- Mamba-3's complex scan (ops/mamba3/mamba3_scan.c) --------------------------------------------------------
 def _mamba3_inputs(B, T, H, P, N2, seed, decay=0.3):
-    from statetrack.ops.mamba3 import mamba3_zero_state
+    from statetrack.ops.mamba3.reference import mamba3_zero_state
 
     g = torch.Generator().manual_seed(seed)
     f64 = {"dtype": torch.float64, "generator": g}
@@ -244,7 +245,8 @@ def _mamba3_loss(y, state, w):
 
 @pytest.mark.parametrize("shape", [(2, 37, 3, 4, 5), (1, 1, 1, 1, 1), (3, 50, 2, 8, 32), (2, 16, 4, 16, 8)])
 def test_mamba3_kernel_matches_reference_with_gradients(shape):
-    from statetrack.ops.mamba3 import mamba3_scan, mamba3_scan_ref
+    from statetrack.ops.mamba3.reference import mamba3_scan_ref
+    from statetrack.ops.mamba3.scan import mamba3_scan
 
     ins, state, _ = _mamba3_inputs(*shape, seed=sum(shape))
     ref_in = [t.clone().requires_grad_() for t in (*ins, *state)]
@@ -268,7 +270,8 @@ def test_mamba3_kernel_matches_reference_with_gradients(shape):
 
 def test_mamba3_kernel_long_rotation_and_zero_state():
     # 10,000 steps of pure rotation (no decay): the kernel keeps the reference within 1e-4
-    from statetrack.ops.mamba3 import mamba3_scan, mamba3_scan_ref
+    from statetrack.ops.mamba3.reference import mamba3_scan_ref
+    from statetrack.ops.mamba3.scan import mamba3_scan
 
     ins, _, zero = _mamba3_inputs(1, 10_000, 2, 2, 3, seed=5, decay=0.0)
     y_ref, _ = mamba3_scan_ref(*ins)
@@ -279,7 +282,8 @@ def test_mamba3_kernel_long_rotation_and_zero_state():
 
 
 def test_mamba3_non_contiguous_inputs_and_opt_out(monkeypatch):
-    from statetrack.ops.mamba3 import mamba3_scan, mamba3_scan_ref
+    from statetrack.ops.mamba3.reference import mamba3_scan_ref
+    from statetrack.ops.mamba3.scan import mamba3_scan
 
     ins, state, _ = _mamba3_inputs(2, 9, 4, 3, 2, seed=7)
     low = [t.transpose(0, 1).contiguous().transpose(0, 1) for t in _lowered(ins)]  # strided views

@@ -21,6 +21,8 @@ def doc_blocks():
     files, shell, snippets = {}, [], []
     for lang, body in BLOCK.findall(DOC.read_text()):
         first = body.splitlines()[0]
+        if re.fullmatch(r"# \w+/[\w.]+\.py", first):  # a recurrence's folder: tests/test_ops_registry.py
+            continue
         if lang in ("python", "yaml") and re.fullmatch(r"# [\w.]+\.(py|yaml)", first):
             files[first[2:]] = files.get(first[2:], "") + body.split("\n", 1)[1] + "\n"
         elif lang == "bash":

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from statetrack.constructions import available, build
 from statetrack.tasks import get_task
-from statetrack.theory.constructions import available, build
 from statetrack.training.extract import extract
 from statetrack.training.verify import task_automaton
 

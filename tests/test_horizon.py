@@ -120,7 +120,7 @@ def test_a_window_model_errs_where_the_window_ends(dfa_task):
 
 
 def test_a_construction_that_tracks_parity_has_no_horizon(tmp_path):
-    from statetrack.theory.constructions import save
+    from statetrack.constructions import save
     from statetrack.training.checkpoint import load_checkpoint
 
     path = tmp_path / "parity.safetensors"
@@ -420,7 +420,7 @@ def test_predicted_horizon(cli, tmp_path, dfa_task):
     """predict-horizon: a construction that tracks parity is predicted never to fail; a model with a window of
     10 symbols is predicted to fail on 'contains aba' near where it does; the command prints the pairs and
     its JSON carries the interval."""
-    from statetrack.theory.constructions import save
+    from statetrack.constructions import save
     from statetrack.training.predict_horizon import predict_horizon
 
     task = get_task(dfa_task("aba", *ABA))

@@ -266,9 +266,10 @@ def test_a_smaller_report_is_not_written_over_a_larger_one(report, tmp_path, cap
     assert "not replacing the report of tiny" in capsys.readouterr().err
     assert len(Store(str(d / "runs.db")).runs()) == runs
     from statetrack.experiments import load_study
+    from statetrack.report.collect import collect
     from statetrack.report.folder import ReportExists
     from statetrack.report.html import write_html
-    from statetrack.report.writer import collect, write_report
+    from statetrack.report.writer import write_report
 
     rep = collect(load_study(str(d / "tiny.yaml")), str(d / "runs.db"), seeds=1)
     for write in (lambda: write_report(rep, report, figures=()), lambda: write_html(rep, report)):
@@ -353,8 +354,8 @@ def test_replacement_rules_and_reports_written_before_records(tmp_path):
 
 
 def test_empty_report_says_so():
+    from statetrack.report.collect import Report
     from statetrack.report.html import status_html
-    from statetrack.report.writer import Report
 
     class Study:
         name = "s"
@@ -366,8 +367,9 @@ def test_empty_report_says_so():
 def test_figure_legends_stay_clear_of_the_data(report):
     """Every legend of the length and curve figures lies outside the plotting area."""
     from statetrack.experiments import load_study
+    from statetrack.report.collect import collect
     from statetrack.report.plots import close
-    from statetrack.report.writer import collect, report_figures
+    from statetrack.report.writer import report_figures
 
     rep = collect(load_study(str(report.parent / "tiny.yaml")), str(report.parent / "runs.db"))
     figs = list(report_figures(rep))
@@ -395,7 +397,8 @@ def test_a_report_holds_one_figure_open_at_a_time(report):
     import matplotlib.pyplot as plt
 
     from statetrack.experiments import load_study
-    from statetrack.report.writer import collect, drawn_figures
+    from statetrack.report.collect import collect
+    from statetrack.report.writer import drawn_figures
 
     rep = collect(load_study(str(report.parent / "tiny.yaml")), str(report.parent / "runs.db"))
     before = set(plt.get_fignums())
@@ -504,7 +507,7 @@ def test_pages_in_chromium(report, chromium, tmp_path, name, width):
     assert 0.005 < ink < 0.6, ink  # text, tables and figures drawn; not a blank or black page
 
 
-#: one Negative Mamba layer's spectrum, as theory.spectrum gives it
+#: one Negative Mamba layer's spectrum, as analysis.spectrum gives it
 NEGMAMBA_LAYER = {
     "layer": 1,
     "mixer": "negmamba",

@@ -11,7 +11,7 @@ import torch
 
 from statetrack import EvalConfig, ModelConfig, TrainConfig, evaluate, get_task, train
 from statetrack.cli import main
-from statetrack.theory.constructions import build, init_config, init_model
+from statetrack.constructions import build, init_config, init_model
 
 
 def _s3_cfg(**kw):

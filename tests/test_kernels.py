@@ -35,7 +35,7 @@ from statetrack.ops import (
     selective_scan,
     selective_scan_ref,
 )
-from statetrack.ops.dplr import dplr_ref
+from statetrack.ops.dplr.reference import dplr_ref
 from statetrack.ops.triton_scans import mamba_scan_triton, selective_scan_triton
 
 pytestmark = pytest.mark.kernels
@@ -262,7 +262,7 @@ def test_mixer_cuda_kernels_match_pytorch_forms(name, monkeypatch):
 def test_fla_delta_rule_matches_reference(kernel):
     if not dispatch.installed("fla"):
         pytest.skip("flash-linear-attention (fla-core) is not installed")
-    from statetrack.ops.fla_delta import delta_rule_fla
+    from statetrack.ops.deltanet.fla import delta_rule_fla
 
     torch.manual_seed(1)
     B, T, H, dk, dv = 2, 200, 4, 64, 64
@@ -306,8 +306,8 @@ def test_fla_gated_delta_rule_recurrent_matches_reference():
     """The float32 recurrent kernel (what neg=true evaluates with): exact, pure reflections included.
     Forward only: fla implements no backward pass for it. Runs under the interpreter on CPU too."""
     _need_fla()
-    from statetrack.ops.dplr import gated_delta_terms
-    from statetrack.ops.fla_gated import gated_delta_rule_fla
+    from statetrack.ops.gated_delta.fla import gated_delta_rule_fla
+    from statetrack.ops.gated_delta.reference import gated_delta_terms
 
     g, q, k, v, S0 = _fla_inputs()
     beta = 2.0 * torch.rand(q.shape[:3], generator=g)
@@ -324,8 +324,8 @@ def test_fla_gated_delta_rule_recurrent_matches_reference():
 @cuda_only
 def test_fla_gated_delta_rule_chunk_matches_reference():
     _need_fla()
-    from statetrack.ops.dplr import gated_delta_terms
-    from statetrack.ops.fla_gated import gated_delta_rule_fla
+    from statetrack.ops.gated_delta.fla import gated_delta_rule_fla
+    from statetrack.ops.gated_delta.reference import gated_delta_terms
 
     g, q, k, v, S0 = _fla_inputs()
     beta, gate = torch.rand(q.shape[:3], generator=g), -torch.rand(q.shape[:3], generator=g)
@@ -344,7 +344,7 @@ def test_fla_gated_delta_rule_chunk_matches_reference():
 @pytest.mark.parametrize("kernel", ["recurrent", "chunk"])
 def test_fla_gla_matches_reference(kernel):
     _need_fla()
-    from statetrack.ops.fla_gated import gla_fla
+    from statetrack.ops.gla.fla import gla_fla
 
     g, q, k, v, S0 = _fla_inputs()
     log_w = F.logsigmoid(torch.randn(q.shape, generator=g)) / 16
@@ -364,8 +364,8 @@ def test_fla_gla_matches_reference(kernel):
 @cuda_only
 def test_fla_rwkv7_matches_reference():
     _need_fla()
-    from statetrack.ops.dplr import rwkv7_terms
-    from statetrack.ops.fla_gated import rwkv7_fla
+    from statetrack.ops.dplr.fla import rwkv7_fla
+    from statetrack.ops.dplr.rwkv7 import rwkv7_terms
 
     g, q, k, v, S0 = _fla_inputs()
     log_w = -0.6065 * torch.sigmoid(torch.randn(q.shape, generator=g))
@@ -434,8 +434,8 @@ def test_fla_gated_delta_product_chunk_matches_reference():
     """fla's chunk_gated_delta_product (beta in [0, 1]: bfloat16 q, k, v) against the float64 gated delta rule
     over the interleaved sub-steps, forward and gradients."""
     _need_fla()
-    from statetrack.ops.dplr import gated_delta_product
-    from statetrack.ops.fla_gated import gated_delta_product_fla
+    from statetrack.ops.gated_delta.fla import gated_delta_product_fla
+    from statetrack.ops.gated_delta.rule import gated_delta_product
 
     g, q, k, v, S0 = _fla_inputs()
     B, T, H, dk = k.shape
@@ -455,8 +455,8 @@ def test_fla_kda_matches_reference(kernel):
     """fla's KDA kernels against the float64 DPLR reference: the chunk kernel (bfloat16 q, k, v) forward and
     gradients; the float32 recurrent kernel (what neg=true evaluates with) forward, reflections included."""
     _need_fla()
-    from statetrack.ops.dplr import kda_terms
-    from statetrack.ops.fla_gated import kda_fla
+    from statetrack.ops.kda.fla import kda_fla
+    from statetrack.ops.kda.reference import kda_terms
 
     g, q, k, v, S0 = _fla_inputs()
     beta = (2.0 if kernel == "recurrent" else 1.0) * torch.rand(q.shape[:3], generator=g)

@@ -227,13 +227,13 @@ scales:
 
 def _swept(tmp_path, text: str):
     """The quick scale of the study ``text``, run into a fresh database and collected for its report."""
-    from statetrack.report.writer import collect
+    from statetrack.report.collect import collect
     from statetrack.reproduce import reproduce
 
     path = tmp_path / "study.yaml"
     path.write_text(text)
     db = tmp_path / "t.db"
-    study, _, _ = reproduce(str(path), db=str(db), workers=1)
+    study = reproduce(str(path), db=str(db), workers=1).study
     return collect(study, str(db), "quick")
 
 

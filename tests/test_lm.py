@@ -24,7 +24,7 @@ from statetrack.lm.tokens import BOS, EOS, ByteTokenizer
 from statetrack.lm.traces import session
 from statetrack.tasks import get_task
 from statetrack.tasks.base import CorpusTask
-from statetrack.tasks.lm import LMTask
+from statetrack.tasks.corpus_tasks import LMTask
 from statetrack.training.evaluation import _WATCH, watched
 
 V = 259

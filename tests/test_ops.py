@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import statetrack.ops.diag as ds_mod
+import statetrack.ops.diag.scan as ds_mod
 from statetrack.ops import (
     causal_conv,
     delta_rule_chunked,
@@ -26,7 +26,7 @@ from statetrack.ops import (
     unit_scan_ref,
 )
 from statetrack.ops.conv import causal_conv_ref
-from statetrack.ops.diag import scan_chunked, scan_loop
+from statetrack.ops.diag.scan import scan_chunked, scan_loop
 
 
 def rel_err(x, ref):
@@ -210,7 +210,7 @@ def test_mamba_scan_evaluation_loop_any_length(T):
 
 @pytest.fixture(params=["c", "pytorch"])
 def cpu_form(request, monkeypatch):
-    """float32 on the CPU runs the C kernel (ops/csrc) where a compiler is found; STATETRACK_KERNELS=0
+    """float32 on the CPU runs the C kernel (ops/mamba/mamba_scan.c) where a compiler is found; STATETRACK_KERNELS=0
     keeps the PyTorch loops: both are tested."""
     if request.param == "pytorch":
         monkeypatch.setenv("STATETRACK_KERNELS", "0")

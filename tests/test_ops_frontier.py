@@ -9,24 +9,23 @@ import torch
 import torch.nn.functional as F
 
 from statetrack.ops import dispatch
-from statetrack.ops.dplr import (
-    dplr_chunked,
-    dplr_recurrent,
-    dplr_ref,
-    gated_delta_rule,
-    gated_delta_terms,
-    gla_rule,
-    kda_terms,
-    rwkv7_rule,
-    rwkv7_terms,
-)
-from statetrack.ops.gated_delta import gated_delta_chunked
-from statetrack.ops.gla import gla_chunked
-from statetrack.ops.kda import kda_chunked
-from statetrack.ops.mamba3 import mamba3_scan, mamba3_scan_ref
-from statetrack.ops.mlstm import mlstm_chunked, mlstm_ref
-from statetrack.ops.slstm import slstm_recurrent, slstm_ref
-from statetrack.ops.ssd import ssd_scan, ssd_scan_ref
+from statetrack.ops.dplr.chunk import dplr_chunked
+from statetrack.ops.dplr.reference import dplr_recurrent, dplr_ref
+from statetrack.ops.dplr.rwkv7 import rwkv7_rule, rwkv7_terms
+from statetrack.ops.gated_delta.chunk import gated_delta_chunked
+from statetrack.ops.gated_delta.reference import gated_delta_terms
+from statetrack.ops.gated_delta.rule import gated_delta_rule
+from statetrack.ops.gla.chunk import gla_chunked
+from statetrack.ops.gla.rule import gla_rule
+from statetrack.ops.kda.chunk import kda_chunked
+from statetrack.ops.kda.reference import kda_terms
+from statetrack.ops.mamba3.reference import mamba3_scan_ref
+from statetrack.ops.mamba3.scan import mamba3_scan
+from statetrack.ops.mlstm.chunk import mlstm_chunked
+from statetrack.ops.mlstm.reference import mlstm_ref
+from statetrack.ops.slstm.reference import slstm_recurrent, slstm_ref
+from statetrack.ops.ssd.reference import ssd_scan_ref
+from statetrack.ops.ssd.scan import ssd_scan
 
 D64 = torch.float64
 
@@ -344,7 +343,7 @@ def test_gated_delta_rule_matches_fla_naive():
 def test_dplr_and_gla_match_fla_naive():
     _fla()
     from fla.ops.generalized_delta_rule.dplr.naive import dplr_recurrence
-    from fla.ops.gla.naive import naive_recurrent_gla
+    from fla.ops.gla.chunk.naive import naive_recurrent_gla
 
     q, k, v, a, b, log_w, S0 = (x.float() for x in dplr_inputs())
     dk = q.shape[-1]
@@ -379,7 +378,8 @@ def pd_inputs(B=2, T=37, N=5, dtype=torch.complex128, seed=0, unit=False):
 @pytest.mark.parametrize("rows", [False, True])
 @pytest.mark.parametrize("chunk,T", [(0, 9), (2, 9), (3, 37), (8, 37), (32, 37), (64, 40), (4, 1)])
 def test_pd_scan_matches_reference(rows, chunk, T):
-    from statetrack.ops.pdssm import pd_ref, pd_scan
+    from statetrack.ops.pdssm.reference import pd_ref
+    from statetrack.ops.pdssm.scan import pd_scan
 
     idx, d, b, h0 = pd_inputs(T=T)
     h, hT = pd_scan(idx, d, b, h0, rows, chunk)
@@ -393,7 +393,8 @@ def test_pd_scan_matches_reference(rows, chunk, T):
 def test_pd_scan_straight_through_gradients_match_dense_reference(rows, chunk):
     """The gradients of d, b, h0 and of the soft matrix (the straight-through estimator) against autograd through
     the dense product hard + soft - soft.detach() of Terzic2025's code, in float64."""
-    from statetrack.ops.pdssm import pd_ref, pd_scan
+    from statetrack.ops.pdssm.reference import pd_ref
+    from statetrack.ops.pdssm.scan import pd_scan
 
     idx, d, b, h0 = pd_inputs(T=23)
     g = torch.Generator().manual_seed(3)
@@ -413,7 +414,7 @@ def test_pd_scan_keeps_one_hot_states_exactly_float32(rows):
     """d = 1 and no input: a one-hot state moves along the maps and stays exactly one-hot over 10,000 steps of
     the float32 scan (no entry is ever rounded). Column form: any maps, the automaton q -> sigma_t(q); row form:
     permutations (a gather by a non-injective map would copy or drop the one), e_q -> e_(sigma_t^-1 q)."""
-    from statetrack.ops.pdssm import pd_scan
+    from statetrack.ops.pdssm.scan import pd_scan
 
     B, T, N = 3, 10_000, 6
     g = torch.Generator().manual_seed(4)
@@ -456,7 +457,7 @@ def gdp_inputs(B=2, T=19, nh=2, H=2, dk=4, dv=3, dtype=D64, seed=0):
 
 @pytest.mark.parametrize("chunk", [0, 3, 16])
 def test_gated_delta_product_matches_reference(chunk):
-    from statetrack.ops.dplr import gated_delta_product
+    from statetrack.ops.gated_delta.rule import gated_delta_product
 
     ins = [x.requires_grad_() for x in gdp_inputs()]
     outs, refs = gated_delta_product(*ins, chunk=chunk, neg=True), _gdp_naive(*ins)
@@ -492,7 +493,7 @@ def kda_inputs(B=2, T=29, H=2, dk=5, dv=3, dtype=D64, seed=1):
 
 @pytest.mark.parametrize("chunk", [0, 4, 8])
 def test_kda_rule_matches_reference(chunk):
-    from statetrack.ops.dplr import kda_rule
+    from statetrack.ops.kda.rule import kda_rule
 
     ins = [x.requires_grad_() for x in kda_inputs()]
     outs, refs = kda_rule(*ins, chunk=chunk, neg=True), _kda_naive(*ins)
@@ -573,7 +574,8 @@ def test_gla_and_kda_chunked_float32_with_gradients(mixer, decays):
 
 def test_gated_delta_product_and_kda_float32_long():
     """beta in {0, 2} (reflections) with gates of exactly 1 over 2,000 steps, float32 against float64."""
-    from statetrack.ops.dplr import gated_delta_product, kda_rule
+    from statetrack.ops.gated_delta.rule import gated_delta_product
+    from statetrack.ops.kda.rule import kda_rule
 
     q, k, v, beta, g, S0 = gdp_inputs(B=2, T=2000, dtype=torch.float32, seed=5)
     beta = 2.0 * (beta > 1).float()
@@ -590,9 +592,10 @@ def test_gated_delta_product_and_kda_float32_long():
 def test_gated_delta_product_and_kda_match_fla_naive():
     _fla()
     from fla.ops.gated_delta_product.naive import naive_recurrent_gated_delta_product
-    from fla.ops.kda.naive import naive_recurrent_kda
+    from fla.ops.kda.chunk.naive import naive_recurrent_kda
 
-    from statetrack.ops.dplr import gated_delta_product, kda_rule
+    from statetrack.ops.gated_delta.rule import gated_delta_product
+    from statetrack.ops.kda.rule import kda_rule
 
     q, k, v, beta, g, S0 = (x.float() for x in gdp_inputs())
     B, T, nh, H, dk = k.shape
@@ -672,7 +675,7 @@ def _fake_fla(monkeypatch, calls):
         "fla.ops.gated_delta_product": {
             "chunk_gated_delta_product": kernel("chunk_gated_delta_product", gdp)
         },
-        "fla.ops.kda": {
+        "fla.ops.kda.chunk": {
             "chunk_kda": kernel("chunk_kda", kda),
             "fused_recurrent_kda": kernel("fused_recurrent_kda", kda),
         },
@@ -691,7 +694,8 @@ def test_fla_dispatch_of_gated_delta_product_and_kda(monkeypatch, neg, grad):
     bfloat16 q, k, v; neg=true takes the float32 recurrent kernels when no gradient is needed (evaluation) and the
     PyTorch chunked form when one is (fla's recurrent kernels have no backward pass). Every path gives the
     reference's numbers (to bfloat16 precision on the chunk kernels)."""
-    from statetrack.ops.dplr import gated_delta_product, kda_rule
+    from statetrack.ops.gated_delta.rule import gated_delta_product
+    from statetrack.ops.kda.rule import kda_rule
 
     calls: list = []
     _fake_fla(monkeypatch, calls)
@@ -738,7 +742,7 @@ def test_fla_dispatch_of_rwkv7_only_for_heads_it_compiles(monkeypatch, dk, dv):
     import sys
     import types
 
-    from statetrack.ops.dplr import RWKV7_FLA_MIN_DK
+    from statetrack.ops.dplr.rwkv7 import RWKV7_FLA_MIN_DK
 
     calls: list = []
     m = types.ModuleType("fla.ops.rwkv7")
@@ -764,8 +768,8 @@ def test_fla_dispatch_of_rwkv7_only_for_heads_it_compiles(monkeypatch, dk, dv):
 def test_fla_gated_chunk_backward_refused_runs_the_pytorch_form(monkeypatch):
     """Where fla refuses its gated chunk backward pass (Hopper with Triton 3.4-3.7.0), training Gated
     DeltaProduct with beta in [0, 1] runs the PyTorch chunked form, and evaluation still the chunk kernel."""
-    from statetrack.ops import fla_gated
-    from statetrack.ops.dplr import gated_delta_product
+    from statetrack.ops import fla as fla_gated
+    from statetrack.ops.gated_delta.rule import gated_delta_product
 
     calls: list = []
     _fake_fla(monkeypatch, calls)
@@ -788,7 +792,7 @@ def test_fla_recurrent_delta_rule_gets_an_initial_state_it_can_differentiate(mon
     import sys
     import types
 
-    from statetrack.ops.fla_delta import delta_rule_fla
+    from statetrack.ops.deltanet.fla import delta_rule_fla
 
     seen: list = []
 

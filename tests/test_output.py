@@ -191,7 +191,7 @@ def test_piped_progress_lines_fit_80_columns(monkeypatch):
     import io
     from types import SimpleNamespace
 
-    from statetrack.cli.progress import SweepProgress, fit
+    from statetrack.cli.bars import SweepProgress, fit
 
     monkeypatch.delenv("COLUMNS", raising=False)
     job = SimpleNamespace(
@@ -224,7 +224,7 @@ def test_run_log_names_the_accuracy_it_prints(monkeypatch):
     and gives the token accuracy beside it where that differs (the number the LM table shows)."""
     import io
 
-    from statetrack.cli.progress import RunProgress
+    from statetrack.cli.bars import RunProgress
     from statetrack.training.evaluation import LengthMetrics
 
     monkeypatch.setenv("COLUMNS", "200")

@@ -42,17 +42,35 @@ def test_builtin_studies_validate():
 
 
 def test_reproduce_runs_grid_then_reuses(tiny, db):
-    study, results, table = reproduce(tiny, db=db, workers=2)
+    r = reproduce(tiny, db=db, workers=2)
+    results, table = r.results, r.table
+    assert r.study.name == "tiny" and r.written == ()
     assert len(results) == 4 and all(r.status == "complete" for _, r in results)
     assert [row["label"] for row in table.rows] == ["RNN", "Mamba"]
     assert all(row["seeds"] == 2 for row in table.rows)
     md = table.markdown()
     assert "| RNN |" in md and "100.0" in md  # the published column
     n = Store(db).counts()["runs"]
-    _, again, _ = reproduce(tiny, db=db, workers=1)
+    again = reproduce(tiny, db=db, workers=1).results
     assert all(r.reused for _, r in again)
     assert Store(db).counts()["runs"] == n
     assert [r.metrics for _, r in again] == [r.metrics for _, r in results]
+
+
+def test_reproduce_writes_the_report_it_read_back_and_keeps_a_fuller_one(tiny, db, tmp_path):
+    from statetrack.report.folder import ReportExists
+
+    out = tmp_path / "reports"
+    r = reproduce(tiny, db=db, out=out, figures=(), meta={"Command": "a notebook"})
+    md = out / "tiny.md"
+    assert r.written == (md,) and md.is_file()
+    text = md.read_text()
+    assert "a notebook" in text and "Wall time of the sweep" in text
+    assert r.table.markdown() in text  # the table printed is the one written: one route
+    before = md.read_text()
+    with pytest.raises(ReportExists):  # one seed would replace the report of two: refused before it runs
+        reproduce(tiny, db=db, seeds=1, out=out, figures=())
+    assert md.read_text() == before
 
 
 def test_bad_study_file(tmp_path):

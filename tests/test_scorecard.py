@@ -10,13 +10,13 @@ import pytest
 import torch
 from torch import nn
 
+from statetrack.analysis.counterexamples import GROWING_STATE, counterexample
+from statetrack.analysis.spectra import spectrum
 from statetrack.config import ModelConfig
 from statetrack.layers import Properties
 from statetrack.layers.adapters import register_module
 from statetrack.model import build_model
 from statetrack.tasks import get_task
-from statetrack.theory.spectra import spectrum
-from statetrack.theory.witness import GROWING_STATE, counterexample
 from test_extending import base_env, doc_blocks
 
 

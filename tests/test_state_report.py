@@ -10,7 +10,7 @@ import json
 
 from statetrack.cli import main
 from statetrack.experiments import load_study
-from statetrack.report.writer import collect
+from statetrack.report.collect import collect
 
 STUDY = """
 name: tiny-long

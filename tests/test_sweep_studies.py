@@ -344,7 +344,7 @@ def test_sigkill_mid_sweep_then_resume(tmp_path):
 
     # the report counts each run once and says the killed record was not counted
     main(["report", path, "--db", db, "--out", ""])
-    from statetrack.report.writer import collect
+    from statetrack.report.collect import collect
 
     rep = collect(study, db)
     assert rep.missing == 0 and rep.interrupted == 1

@@ -474,7 +474,7 @@ def test_groups_given_by_generator_sets():
     from statetrack.algebra import get_group
     from statetrack.algebra.structure import SubgroupCalc
     from statetrack.errors import UserError
-    from statetrack.tasks.group import generator_set
+    from statetrack.tasks.word_problem import generator_set
 
     a5 = get_group("A5")
     sets = {n: generator_set(a5, str(n)) for n in (2, 6, 8, 12)}

@@ -20,7 +20,7 @@ def _result_names() -> set[str]:
 
 
 def test_oracle_and_construction_bases_are_named_in_science_md():
-    from statetrack.theory.constructions import REGISTRY
+    from statetrack.constructions import REGISTRY
     from statetrack.theory.verdicts import BASES
 
     names = _result_names()

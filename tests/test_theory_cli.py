@@ -74,8 +74,8 @@ def test_cycle_fit_reads_each_symbols_order_angle_error_and_decay():
 
     import pytest
 
+    from statetrack.analysis.spectra import cycle_fit, cycle_text
     from statetrack.tasks import get_task
-    from statetrack.theory.spectra import cycle_fit, cycle_text
 
     eps = 0.01
     fit = cycle_fit(
@@ -135,8 +135,8 @@ def test_channel_fit_reads_one_channel_along_whole_sequences():
     import numpy as np
     import pytest
 
+    from statetrack.analysis.spectra import channel_fit, channel_text
     from statetrack.tasks import get_task
-    from statetrack.theory.spectra import channel_fit, channel_text
 
     c2 = get_task("group:C2").automaton()
     errs = np.array([0.02, -0.01])  # symbol 0 (the identity) and symbol 1, off their turns 0 and pi
@@ -232,7 +232,7 @@ def test_init_noise_is_seeded():
     import torch
 
     from statetrack.config import TrainConfig
-    from statetrack.theory.constructions import build, init_model
+    from statetrack.constructions import build, init_model
 
     c = build("parity-negmamba")
     cfg = TrainConfig(

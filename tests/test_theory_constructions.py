@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from statetrack.config import EvalConfig
-from statetrack.theory.constructions import REGISTRY, available, build, save
+from statetrack.constructions import REGISTRY, available, build, save
 from statetrack.training.evaluation import evaluate
 
 AVAILABLE = [r["name"] for r in available() if r["available"]]
@@ -196,7 +196,7 @@ def test_dfa_pdssm_runs_the_minimal_automaton_exactly(task):
     """P5: one PD-SSM layer with the automaton's maps as column one-hot matrices and D = 1 (exact in float32:
     sigmoid(30) = 1, 2 pi sigmoid(-120) = 0) is exact at 10,000, and its transitions are the one-hot maps."""
     from statetrack.tasks import get_task
-    from statetrack.theory.algebra import automaton_states
+    from statetrack.theory.actions import automaton_states
     from statetrack.theory.verdicts import oracle
 
     c = build(f"dfa-pdssm:{task}")
@@ -238,7 +238,7 @@ def test_dfa_pdssm_on_a_dfa_file(tmp_path):
     task = f"dfa:{path}"
     c = build(f"dfa-pdssm:{task}")
     assert _acc(c.model, get_task(task), batch=4).token_accuracy == 1.0
-    from statetrack.theory.algebra import automaton_states
+    from statetrack.theory.actions import automaton_states
     from statetrack.theory.verdicts import oracle
 
     v = oracle("pdssm", task)

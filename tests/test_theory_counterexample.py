@@ -5,10 +5,10 @@ import math
 import pytest
 import torch
 
+from statetrack.analysis.counterexamples import choose_w, counterexample, s4d_phases
 from statetrack.config import ModelConfig
 from statetrack.model import build_model
 from statetrack.tasks import get_task
-from statetrack.theory.witness import choose_w, counterexample, s4d_phases
 
 
 def _model(layers, seed=0, **kw):
@@ -56,7 +56,7 @@ def test_T2_s4d_with_a_negative_eigenvalue_still_fails():
 
 
 def test_no_theorem_covers_negative_mamba_and_the_search_finds_nothing_on_the_construction():
-    from statetrack.theory.constructions import build
+    from statetrack.constructions import build
 
     r = counterexample(build("parity-negmamba").model, max_len=1500)
     assert r["theorem"] is None and r["found"] is False

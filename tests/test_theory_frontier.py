@@ -152,6 +152,6 @@ def test_impossible_verdicts_name_the_quotient_still_tracked(layers, task, quoti
     v = oracle(layers, task)
     assert v.verdict == "impossible"
     assert v.facts["quotient_tracked"] == quotient
-    from statetrack.theory.algebra import task_algebra
+    from statetrack.theory.actions import task_algebra
 
     assert v.facts["accuracy_ceiling"] == pytest.approx(quotient / task_algebra(task).h_order)

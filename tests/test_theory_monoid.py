@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from statetrack.algebra import get_group
-from statetrack.theory.algebra import task_algebra
+from statetrack.theory.actions import task_algebra
 from statetrack.theory.monoid import monoid_facts
 from statetrack.theory.representations import best_representation, householder_factors, reflections_needed
 

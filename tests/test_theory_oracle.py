@@ -198,7 +198,7 @@ def test_tomita_languages_use_their_syntactic_monoid():
 
 
 def test_monoid_facts():
-    from statetrack.theory.algebra import task_algebra
+    from statetrack.theory.actions import task_algebra
 
     assert task_algebra("tomita:4").aperiodic is True
     assert task_algebra("tomita:3").aperiodic is False
@@ -225,7 +225,7 @@ def _answers(infos, alg, decision) -> list[str]:
 
 def test_no_rule_contradicts_another():
     # possibility comes from constructions, impossibility from theorems: on a grid they never meet
-    from statetrack.theory.algebra import task_algebra
+    from statetrack.theory.actions import task_algebra
 
     specs = [s for s in O.DEFAULT_TABLE_LAYERS if all(l.name in MIXERS for l in O.parse_layers(s))]
     for s in specs:
@@ -477,7 +477,7 @@ def test_verdicts_carry_the_facts_they_used(capsys):
 # -- consistency on a wider grid -----------------------------------------------------------------------------
 @zoo
 def test_no_rule_contradicts_another_on_groups_and_languages(dfa_task):
-    from statetrack.theory.algebra import task_algebra
+    from statetrack.theory.actions import task_algebra
 
     tasks = [
         "parity",

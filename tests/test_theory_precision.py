@@ -104,7 +104,7 @@ def test_rotation_and_reflection_errors():
 
 
 def test_reflection_hold_uses_the_worst_letter():
-    from statetrack.theory.algebra import task_algebra
+    from statetrack.theory.actions import task_algebra
     from statetrack.theory.representations import best_representation
 
     a = task_algebra("group:A5")

@@ -4,7 +4,7 @@ it gives it on, and each decides an example of its own (the first rule to answer
 import pytest
 
 from statetrack.layers.properties import EigenvalueDomain, Properties, Structure
-from statetrack.theory.algebra import task_algebra
+from statetrack.theory.actions import task_algebra
 from statetrack.theory.layer_classes import LayerClass, LayerInfo, layer_infos
 from statetrack.theory.verdicts import BASES, HYPOTHESES, RULES, Decision, decide, oracle
 

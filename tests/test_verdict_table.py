@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from statetrack.experiments import load_study
-from statetrack.report.verdicts import SeedScore, VerdictCell, seed_score, verdict_table
+from statetrack.report.verdict_tables import SeedScore, VerdictCell, seed_score, verdict_table
 from statetrack.runs.runner import RunResult
 from statetrack.tasks import get_task
 from statetrack.training.evaluation import LengthMetrics
@@ -135,7 +135,7 @@ def test_impossible_cells_may_reach_the_quotient_they_can_track():
 
 
 def test_the_summary_names_each_disagreeing_seed_and_the_false_alarms_expected():
-    from statetrack.report.verdicts import VerdictTable
+    from statetrack.report.verdict_tables import VerdictTable
 
     bad, good = _cell("impossible", ["at", "above", "at"]), _cell("impossible", ["at", "at", "at"])
     vt = VerdictTable("s", ["t"], [("m", [bad]), ("n", [good])])
@@ -147,7 +147,7 @@ def test_the_summary_names_each_disagreeing_seed_and_the_false_alarms_expected()
 
 
 def test_the_summary_splits_learnability_cells_by_whether_they_fit_the_training_lengths():
-    from statetrack.report.verdicts import VerdictTable
+    from statetrack.report.verdict_tables import VerdictTable
 
     fits, never = _cell("possible", ["at", "at"]), _cell("possible", ["above", "at"])
     fits.runs = [(0, 100, 1.0, None), (1, None, 0.8, None)]  # seed 0 learnt in distribution at step 100

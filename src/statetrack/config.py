@@ -1,3 +1,4 @@
+# long: every typed config in one file: the command line, the study files and the stored runs derive from it
 """Typed configs: every component is built from one of these, and every run stores them whole."""
 
 from __future__ import annotations

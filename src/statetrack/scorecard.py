@@ -1,3 +1,4 @@
+# long: the scorecard's protocol steps and the card that reads them, in the order a card is made
 """A scorecard for any mixer: the frontier zoo's protocol run on it, and one card of what it showed.
 
 ``scorecard(layers)`` takes a layer spec (a built-in mixer, a spec such as ``"mamba(conv=0)*2"``, or a
@@ -9,7 +10,7 @@ default. The card (:class:`Card`) holds
 * the oracle's verdict on each task from the properties the mixer declares, or "undeclared" and how to
   declare them (a verdict is read from declarations, never from training);
 * the learnability cells: each task's seeds scored as the zoo's verdict table scores them
-  (``report.verdicts``), with the outcome against the verdict;
+  (``report.verdict_tables``), with the outcome against the verdict;
 * the failure horizons of each cell's best seed on the witness families of its task, up to the longest
   test length (:func:`horizons`, the one place that measures them);
 * the learned spectra of each cell's best seed where the mixer declares its transition
@@ -37,12 +38,12 @@ from statetrack.experiments import load_study
 from statetrack.experiments.card import TABLE, ZOO, card_study
 from statetrack.files import ensure_dir, inside, write_file
 from statetrack.progress import Progress
+from statetrack.report.collect import collect
 from statetrack.report.evidence import Spectrum, spectrum_summary
 from statetrack.report.leaderboard import leaderboard_html
 from statetrack.report.plots import save, slug, svg_text
 from statetrack.report.render import grid_markdown
-from statetrack.report.verdicts import SeedScore, VerdictCell, VerdictTable, verdict_table
-from statetrack.report.writer import collect
+from statetrack.report.verdict_tables import SeedScore, VerdictCell, VerdictTable, verdict_table
 from statetrack.reproduce import sweep
 from statetrack.runs.store import DEFAULT_DB, RunStatus, Store
 from statetrack.spec import parse_layers
@@ -311,7 +312,7 @@ def _best_model(cell: VerdictCell):
 def _read_cells(cells: list[VerdictCell], max_len: int) -> tuple[dict, dict, dict]:
     """Per cell: the horizons and the spectrum of its best seed (or why there is none), and the spectrum
     figures."""
-    from statetrack.theory.spectra import spectrum
+    from statetrack.analysis.spectra import spectrum
 
     hz: dict[str, dict | str] = {}
     sp: dict[str, dict | str] = {}

@@ -4,11 +4,12 @@ Every command parses its arguments, calls one library function, and prints a tab
 with ``--json``). Bad input ends with one line on stderr and exit code 2; nothing is written first.
 Ctrl-C, SIGTERM and SIGHUP stop the command (its runs recorded ``interrupted``) with exit code 130 / 143 / 129.
 
-One module per area, each adding its subcommands (``add_commands``): ``run`` (train, eval, runs, rerun),
-``studies`` (reproduce, sweep, report), ``theory`` (oracle, construct, counterexample, spectrum),
-``catalog`` (models, tasks, sample, groups), ``lm`` (generate, corpus); shared by all of them: ``args``
-(the parser), ``options`` (options derived from the typed configs), ``output`` (width, tables, JSON) and
-``progress``.
+One module per area, each adding its subcommands (``add_commands``): ``run`` (train, eval, rerun),
+``database`` (runs, plot), ``studies`` (reproduce, sweep, report), ``theory`` (oracle, construct,
+counterexample, spectrum), ``catalog`` (models, tasks, sample, groups), ``language`` (generate, corpus,
+eval-lm, export-tasks);
+shared by all of them: ``args`` (the parser), ``options`` (options derived from the typed configs),
+``output`` (width, tables, JSON) and ``bars`` (progress lines and bars).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import contextlib
 import os
 import sys
 
-from statetrack.cli import catalog, lm, run, studies, theory
+from statetrack.cli import catalog, database, language, run, studies, theory
 from statetrack.cli.args import Parser
 from statetrack.cli.output import guarded_output
 from statetrack.errors import UserError
@@ -40,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"statetrack {__version__}")
     p.add_argument("--plugin", action="append", default=[], metavar="MODULE", help=PLUGIN_HELP)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", title="commands", parser_class=Parser)
-    for area in (run, studies, catalog, theory, lm):
+    for area in (run, database, studies, catalog, theory, language):
         area.add_commands(sub)
     for q in sub.choices.values():  # --plugin is accepted after the command too
         q.add_argument(

@@ -1,3 +1,4 @@
+# long: every printed form the commands share (width, tables, blocks, JSON), together so that output stays uniform
 """Output shared by every command: the width, tables that fit it, key/value blocks, JSON Lines.
 
 The width is ``COLUMNS`` when set (piped or not), else the terminal's, else 80 (piped output is read
@@ -22,6 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from statetrack.config import Split
 from statetrack.untrusted import terminal_text
 
 
@@ -109,6 +111,12 @@ def guarded_output() -> Iterator[Guarded]:
 PIPE_WIDTH = 80
 #: rendered width of a table = sum of the column widths + GAP * (columns - 1)
 GAP = 3
+
+#: how a draw of test strings is named in printed titles
+SPLIT_NAMES = {
+    Split.TEST: "test draw",
+    Split.LONG: "long-range draw: the last half of each string leaves both labels possible",
+}
 
 
 def width() -> int:

@@ -1,20 +1,19 @@
+# long: four commands (sweep, report, reproduce, scorecard), their shared checks and their argparse table
 """Commands of the studies area: ``sweep`` (run a study's grid), ``report`` (tables, plots, exports from
 the database) and ``reproduce`` (sweep + report)."""
 
 from __future__ import annotations
 
 import json
-import os
-import platform
 import shlex
 import sys
 import time
 from operator import itemgetter
 
 from statetrack.cli.args import add_db, add_json
+from statetrack.cli.bars import SweepProgress
 from statetrack.cli.options import add_device
 from statetrack.cli.output import Col, console, emit_rows, print_table, prose, say
-from statetrack.cli.progress import SweepProgress
 from statetrack.errors import UserError
 from statetrack.runs.store import RunStatus
 
@@ -47,18 +46,6 @@ def _figures(text: str) -> tuple[str, ...]:
     return fmts
 
 
-def machine() -> str:
-    import torch
-
-    from statetrack.training.device import cpu_model
-
-    gpu = f", GPU {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""
-    return (
-        f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPU cores ({cpu_model()}){gpu}, "
-        f"Python {platform.python_version()}, torch {torch.__version__}"
-    )
-
-
 def part_note(a) -> dict:
     """A report line naming the part of the grid that --model / --task chose, if any."""
     if not (a.model or a.task):
@@ -70,8 +57,9 @@ def part_note(a) -> dict:
     }
 
 
-def _sweep(a):
-    """Run the grid with progress on stderr; returns (study, results, wall seconds)."""
+def _sweep(a, run=None):
+    """Run the grid with progress on stderr through ``run`` (``reproduce.sweep`` by default, or
+    ``reproduce.reproduce``) with the command's options; returns (what ``run`` returns, wall seconds)."""
     from statetrack.progress import warn
     from statetrack.reproduce import sweep
     from statetrack.runs.executors import worker_limit
@@ -94,7 +82,7 @@ def _sweep(a):
             write_run(a.tensorboard, a.db, res.run_id)
 
     with SweepProgress(f"{study.name} ({a.scale})", n_jobs) as prog:
-        study, results = sweep(
+        out = (run or sweep)(
             study,
             a.scale,
             a.seeds,
@@ -109,7 +97,7 @@ def _sweep(a):
             max_runs=a.max_runs,
             on_wait=prog.waiting,
         )
-    return study, results, time.monotonic() - t0
+    return out, time.monotonic() - t0
 
 
 def _summary(study, results, wall, a) -> str:
@@ -129,7 +117,7 @@ def _emit_runs(results, db, study=None):
     from statetrack.runs.store import Store
 
     if study is not None and study.kind is StudyKind.LM:
-        from statetrack.report.lm import json_rows
+        from statetrack.report.lm_tables import json_rows
 
         emit_rows(json_rows(study, results))
         return
@@ -151,7 +139,7 @@ def _emit_runs(results, db, study=None):
 
 def cmd_sweep(a):
     _check(a)
-    study, results, wall = _sweep(a)
+    (study, results), wall = _sweep(a)
     if a.json:
         _emit_runs(results, a.db, study)
         return 0
@@ -187,7 +175,7 @@ def _print_report(rep, a):
         print_table(t.title, cols, t.cell_texts(), caption=t.caption, con=con)
         con.print()
     if rep.verdicts is not None:
-        from statetrack.report.verdicts import CAPTION
+        from statetrack.report.verdict_tables import CAPTION
 
         vt = rep.verdicts
         print_table(
@@ -221,16 +209,18 @@ def _print_report(rep, a):
 
 def _write(rep, a, meta: dict) -> None:
     """The report files: markdown, CSV, LaTeX and figures; with --html the page and the index."""
-    from statetrack.report.writer import write_report
+    from statetrack.reproduce import write
 
-    path = write_report(rep, a.out, meta, figures=_figures(a.figures), force=a.force)
-    written = [str(path), ".csv", ".tex", f"{rep.study.name}/*.{{{a.figures}}}" if a.figures else ""]
-    if a.html:
-        from statetrack.report.html import write_html
-
-        written.append(str(write_html(rep, a.out, meta, force=a.force)))
+    paths = write(rep, a.out, meta, _figures(a.figures), a.html, a.force)
     if not a.json:
-        say(f"report written to {', '.join(w for w in written if w)}")
+        say(f"report written to {_written(paths, rep, a)}")
+
+
+def _written(paths, rep, a) -> str:
+    """The files a report wrote, in one line: the markdown, its CSV and LaTeX, the figures, the page."""
+    md, *page = map(str, paths)
+    figs = f"{rep.study.name}/*.{{{a.figures}}}" if a.figures else ""
+    return ", ".join(w for w in [md, ".csv", ".tex", figs, *page] if w)
 
 
 def _command(name: str, a) -> str:
@@ -239,10 +229,6 @@ def _command(name: str, a) -> str:
         if name in sys.argv[1:3]
         else f"statetrack {name} {a.name} --scale {a.scale}"
     )
-
-
-def _date() -> str:
-    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
 
 
 def _check_out(rep, a) -> None:
@@ -263,7 +249,8 @@ def cmd_report(a):
     _figures(a.figures)
     if a.reading:
         return _report_readings(study, a)
-    from statetrack.report.writer import check_reportable, collect
+    from statetrack.report.collect import check_reportable, collect
+    from statetrack.reproduce import now
 
     rep = collect(study, a.db, a.scale, a.seeds, a.device, a.max_runs)
     check_reportable(rep, a.db)  # a grid with no complete run: one line, nothing printed or written
@@ -275,7 +262,7 @@ def cmd_report(a):
             a,
             {
                 "Command": _command("report", a),
-                "Date": _date(),
+                "Date": now(),
                 "Runs ran on": "; ".join(rep.machines) or "-",
                 **part_note(a),
             },
@@ -305,51 +292,39 @@ def _report_readings(study, a) -> int:
 
 
 def cmd_reproduce(a):
-    """``statetrack reproduce``: sweep, then the report from the database."""
-    from statetrack.files import check_writable
-
-    _check(a)
+    """``statetrack reproduce``: ``reproduce.reproduce`` (the sweep, then the report from the database)."""
+    _check(a)  # a mistyped study or option is said before torch loads
     _figures(a.figures)
-    from statetrack.report.writer import collect
+    from functools import partial
 
-    if a.out:  # an unwritable folder, or a report there that holds more, fails now, not after the sweep
-        from statetrack.report.folder import Extent, check_replace, place_report
+    from statetrack.reproduce import reproduce
+
+    if a.out and a.out == DEFAULT_OUT and a.seeds is None and not a.force:  # rerun as it was: reuse or
+        from statetrack.report.folder import Extent, place_report  # write beside
 
         part = load_part(a)
-        new = Extent(a.scale, a.seeds or part.scale(a.scale).seeds, None)
-        if a.out == DEFAULT_OUT and a.seeds is None and not a.force:  # rerun as it was: reuse or write beside
-            placed = place_report(a.out, part.name, new)
-            if placed.note:  # said first: on stderr under --json, whose stdout is the runs' objects
-                from statetrack.progress import warn
+        placed = place_report(a.out, part.name, Extent(a.scale, part.scale(a.scale).seeds, None))
+        if placed.note:  # said first: on stderr under --json, whose stdout is the runs' objects
+            from statetrack.progress import warn
 
-                (warn if a.json else say)(placed.note)
-                a.out, a.seeds = str(placed.folder), placed.seeds
-                new = Extent(a.scale, placed.seeds, None)
-        check_writable(a.out, f"cannot write the report in {a.out!r}")
-        check_replace(a.out, part.name, new, a.force)
-    study, results, wall = _sweep(a)
-    rep = collect(study, a.db, a.scale, a.seeds, a.device, a.max_runs)
-    _check_out(rep, a)
+            (warn if a.json else say)(placed.note)
+            a.out, a.seeds = str(placed.folder), placed.seeds
+    run = partial(
+        reproduce,
+        out=a.out or None,
+        figures=_figures(a.figures),
+        html=a.html,
+        force=a.force,
+        meta={"Command": _command("reproduce", a), **part_note(a)},
+    )
+    r, wall = _sweep(a, run)
     if a.json:
-        _emit_runs(results, a.db, study)
-    else:
-        _print_report(rep, a)
-        say(_summary(study, results, wall, a))
-    if a.out:
-        reused = sum(r.reused for _, r in results)
-        _write(
-            rep,
-            a,
-            {
-                "Command": _command("reproduce", a),
-                "Machine": machine(),
-                "Date": _date(),
-                "Wall time of the sweep": f"{wall:.0f} s ({len(results) - reused} runs trained, {reused} "
-                f"reused; executor {a.executor}, {a.workers} worker(s), 1 thread "
-                "per run)",
-                **part_note(a),
-            },
-        )
+        _emit_runs(r.results, a.db, r.study)
+        return 0
+    _print_report(r.report, a)
+    say(_summary(r.study, r.results, wall, a))
+    if r.written:
+        say(f"report written to {_written(r.written, r.report, a)}")
     return 0
 
 

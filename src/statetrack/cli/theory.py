@@ -1,3 +1,4 @@
+# long: eight commands of the theory area and their argparse table
 """Commands of the theory area: ``oracle``, ``construct``, ``counterexample``, ``spectrum``."""
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def cmd_oracle(a):
 
 
 def cmd_construct(a):
-    from statetrack.theory.constructions import available, save
+    from statetrack.constructions import available, save
 
     if a.list:
         return rows_out(
@@ -94,7 +95,7 @@ def cmd_construct(a):
 
 
 def cmd_counterexample(a):
-    from statetrack.theory.witness import counterexample
+    from statetrack.analysis.counterexamples import counterexample
 
     a.checkpoint = checkpoint_path(a)
     r = counterexample(a.checkpoint, task=a.task, max_len=a.max_len, tol=a.tol, max_w=a.max_w, seed=a.seed)
@@ -119,9 +120,9 @@ def cmd_counterexample(a):
 def cmd_spectrum(a):
     from pathlib import Path
 
+    from statetrack.analysis.spectra import channel_text, cycle_text, spectrum
     from statetrack.files import check_writable, inside
     from statetrack.report.plots import FORMATS, spectrum_plot
-    from statetrack.theory.spectra import channel_text, cycle_text, spectrum
 
     a.checkpoint = checkpoint_path(a)
     if a.out and a.out.rpartition(".")[2].lower() not in FORMATS:

@@ -13,7 +13,7 @@ The old one-table form (``task`` + ``models`` + ``published_columns`` at the top
 it becomes a table named ``main``.
 
 ``kind: lm`` makes a language-modelling study: its tasks are corpora (``lm:...`` task strings), every
-run is scored by bits per byte on the test split, and the report (``statetrack.report.lm``) shows bpb
+run is scored by bits per byte on the test split, and the report (``statetrack.report.lm_tables``) shows bpb
 beside the unigram and bigram baselines, by context length and by position, with an optional joint
 table (``state_tracking``) of each model's results in a state-tracking study read from the same database.
 
@@ -28,7 +28,7 @@ frontier zoo's protocol on one mixer); the names below are re-exported from the 
 
 from statetrack.experiments.grid import Cell
 from statetrack.experiments.loading import HERE, builtin_studies, load_study
-from statetrack.experiments.schema import (
+from statetrack.experiments.study_schema import (
     Label,
     Metric,
     Name,

@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from statetrack.errors import UserError
 from statetrack.experiments.loading import load_study
-from statetrack.experiments.schema import Study, parse_lengths
+from statetrack.experiments.study_schema import Study, parse_lengths
 
 ZOO = "frontier-zoo"
 TABLE = "main"

@@ -1,7 +1,7 @@
 """Expanding a study into the runs a sweep runs.
 
 A study at a scale is a list of *cells*, one per (table, model, task) it trains (``Study.grid`` in
-:mod:`statetrack.experiments.schema` walks the study file's tables, models and tasks and resolves each
+:mod:`statetrack.experiments.study_schema` walks the study file's tables, models and tasks and resolves each
 setting from the most specific layer that gives it). A :class:`Cell` holds everything its runs share: the
 training fields, the evaluation config, the learning rates and the probes. :func:`expand` turns the cells
 into a :class:`~statetrack.runs.jobs.Grid`, one job per cell, learning rate and seed: counted and refused

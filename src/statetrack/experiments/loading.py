@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from statetrack import plugins
 from statetrack.errors import UserError, did_you_mean
-from statetrack.experiments.schema import Study
+from statetrack.experiments.study_schema import Study
 from statetrack.untrusted import MAX_YAML_BYTES, load_yaml, read_text, yaml_problem
 
 HERE = Path(__file__).parent

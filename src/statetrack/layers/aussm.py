@@ -47,7 +47,7 @@ from statetrack.layers.base import (
     init_dt_bias,
 )
 from statetrack.ops import polar, polar_readout
-from statetrack.ops.mamba import mamba_transition
+from statetrack.ops.mamba.reference import mamba_transition
 
 
 class _ComplexSelective(MambaInput, Mixer):

@@ -27,7 +27,7 @@ from torch import Tensor, nn
 from statetrack.errors import UserError
 from statetrack.layers.base import DeltaInput, Mixer
 from statetrack.ops import delta_rule, delta_step, householder_product, interleave
-from statetrack.ops.householder import CHUNK
+from statetrack.ops.deltanet.chunk import CHUNK
 
 
 class DeltaProduct(DeltaInput, Mixer):

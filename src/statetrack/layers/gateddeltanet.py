@@ -12,7 +12,7 @@ alpha_t = exp(g_t), g_t = -exp(A_log) softplus(w_a^T x_t + dt_bias) (A drawn in 
 Mamba's dt init), so alpha in (0, 1] (1 exactly once g rounds to 0). The head outputs go through a
 per-head RMSNorm gated by silu(W_g x_t), then the output projection.
 
-Recurrence: ``ops.dplr.gated_delta_rule`` (the chunked diagonal-plus-low-rank form; fla's kernels on
+Recurrence: ``ops.gated_delta.rule.gated_delta_rule`` (the chunked diagonal-plus-low-rank form; fla's kernels on
 CUDA). State: (S (B, heads, d_k, d_v), conv buffer).
 """
 
@@ -26,7 +26,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from statetrack.layers.base import DeltaInput, Mixer, dt_bias_init
-from statetrack.ops.dplr import CHUNK, dplr_step, dplr_transition, gated_delta_rule, gated_delta_terms
+from statetrack.ops.dplr.chunk import CHUNK
+from statetrack.ops.dplr.reference import dplr_step, dplr_transition
+from statetrack.ops.gated_delta.reference import gated_delta_terms
+from statetrack.ops.gated_delta.rule import gated_delta_rule
 
 
 def decay_gate_init(mixer: str, n: int) -> tuple[nn.Parameter, nn.Parameter]:

@@ -16,7 +16,7 @@ RMSNorm gated by silu(W_g x_t), then the output projection (fla's layer with its
 fla's layer defaults to n_h = 2 and negative eigenvalues on; here, as for every mixer of this package,
 the default is the [0, 1] form (``neg=false``) and ``neg=true`` is the switch. As DeltaProduct: the
 product's eigenvalues are complex for n_h >= 2 with ``neg=true`` (two reflections make a rotation) and for
-n_h >= 3; modulus <= 1. Recurrence: ``ops.dplr.gated_delta_product`` (fla's kernels on CUDA). State:
+n_h >= 3; modulus <= 1. Recurrence: ``ops.gated_delta.rule.gated_delta_product`` (fla's kernels on CUDA). State:
 (S (B, heads, d_k, d_v), conv buffer).
 """
 
@@ -31,7 +31,7 @@ from torch import Tensor, nn
 from statetrack.layers.deltanet import DeltaProduct
 from statetrack.layers.gateddeltanet import decay_gate_init, gated_output
 from statetrack.ops import delta_step, householder_product
-from statetrack.ops.dplr import gated_delta_product
+from statetrack.ops.gated_delta.rule import gated_delta_product
 
 
 class GatedDeltaProduct(DeltaProduct):

@@ -7,7 +7,7 @@ Per head h (``heads``), key dim d_k = d_state, value dim d_v = d_model / heads, 
 with q, k, v linear maps of x_t and the gate log w_t = logsigmoid(W_2 W_1 x_t + b) / 16 (a rank-16
 map and the paper's gate normaliser 16), so w in (0, 1). The head outputs go through a per-head
 RMSNorm gated by silu(W_g x_t), then the output projection (the reference layer's defaults; no short
-convolution). Recurrence: ``ops.dplr.gla_rule`` (its own sub-chunked form ``ops.gla``; fla's kernels on
+convolution). Recurrence: ``ops.gla.rule.gla_rule`` (its own sub-chunked form ``ops.gla.chunk``; fla's kernels on
 CUDA).
 State: S (B, heads, d_k, d_v).
 """
@@ -20,13 +20,14 @@ from torch import Tensor, nn
 
 from statetrack.errors import UserError
 from statetrack.layers.base import Mixer, check_heads
-from statetrack.ops.dplr import dplr_step, gla_rule
+from statetrack.ops.dplr.reference import dplr_step
+from statetrack.ops.gla.rule import gla_rule
 
 GATE_RANK = 16
 GATE_NORMALISER = 16.0
 
 
-#: steps per chunk of the chunked form (``ops.gla``, sub-chunks of 8 steps)
+#: steps per chunk of the chunked form (``ops.gla.chunk``, sub-chunks of 8 steps)
 CHUNK = 16
 
 
@@ -87,7 +88,7 @@ class GLA(Mixer):
         return self.o_proj((self.o_norm(o) * F.silu(g)).flatten(-2))
 
     def forward(self, x: Tensor, state: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        """The training path: the chunked rule over the sequence (``ops.dplr.gla_rule``).
+        """The training path: the chunked rule over the sequence (``ops.gla.rule.gla_rule``).
 
         Args:
             x (Tensor): [B, T, D] the input.

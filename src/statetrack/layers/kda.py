@@ -15,8 +15,8 @@ the output projection.
 
 A(x) = (I - beta k k^T) diag(alpha) is similar to diag(alpha)^1/2 (I - beta k k^T) diag(alpha)^1/2, a
 symmetric matrix: its eigenvalues are real, in [0, 1] for beta in [0, 1] and in [-1, 1] with ``neg=true``
-(-1 only where alpha and beta round to their limits). Recurrence: ``ops.dplr.kda_rule`` (its own sub-chunked
-form ``ops.kda``; fla's kernels on CUDA). State: (S (B, heads, d_k, d_v), conv buffer).
+(-1 only where alpha and beta round to their limits). Recurrence: ``ops.kda.rule.kda_rule`` (its own sub-chunked
+form ``ops.kda.chunk``; fla's kernels on CUDA). State: (S (B, heads, d_k, d_v), conv buffer).
 """
 
 from __future__ import annotations
@@ -27,9 +27,11 @@ from torch import Tensor, nn
 
 from statetrack.layers.base import DeltaInput, Mixer, dt_bias_init
 from statetrack.layers.gateddeltanet import gated_output
-from statetrack.ops.dplr import dplr_step, dplr_transition, kda_rule, kda_terms
+from statetrack.ops.dplr.reference import dplr_step, dplr_transition
+from statetrack.ops.kda.reference import kda_terms
+from statetrack.ops.kda.rule import kda_rule
 
-#: steps per chunk of the chunked form (``ops.kda``, sub-chunks of 8 steps)
+#: steps per chunk of the chunked form (``ops.kda.chunk``, sub-chunks of 8 steps)
 CHUNK = 16
 
 

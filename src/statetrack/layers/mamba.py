@@ -25,7 +25,8 @@ from statetrack.layers.base import (
     init_dt_bias,
 )
 from statetrack.ops import mamba_scan
-from statetrack.ops.mamba import mamba_scan_gated, mamba_transition
+from statetrack.ops.mamba.reference import mamba_transition
+from statetrack.ops.mamba.scan import mamba_scan_gated
 
 #: (h [B, E, N], the convolution's history [B, E, conv - 1])
 MambaState = tuple[Tensor, Tensor]

@@ -10,7 +10,7 @@ P = ``headdim`` channels and state (P, N), one group of B and C shared by the he
     h_t = a_t h_{t-1} + Delta_t x_t B_t^T       y_t = h_t C_t + D_h x_t
 
 then y -> RMSNorm(y * silu(z)) (the gated norm of the reference code) -> out_proj. Recurrence:
-``ops.ssd``. State: (h (B, H, P, N), conv buffer (B, E + 2N, conv - 1)).
+``ops.ssd.scan``. State: (h (B, H, P, N), conv buffer (B, E + 2N, conv - 1)).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from statetrack.layers.base import (
     dt_bias_init,
 )
 from statetrack.ops import causal_conv
-from statetrack.ops.mamba import mamba_transition
-from statetrack.ops.ssd import ssd_scan
+from statetrack.ops.mamba.reference import mamba_transition
+from statetrack.ops.ssd.scan import ssd_scan
 
 #: the reference code's range for -A at initialisation
 A_INIT = (1.0, 16.0)
@@ -122,7 +122,7 @@ class Mamba2(Mixer):
         return self.out_proj(self.norm(y * F.silu(z)))
 
     def forward(self, x: Tensor, state: Mamba2State | None = None) -> tuple[Tensor, Mamba2State]:
-        """The training path: the scan over the sequence (``ops.ssd``).
+        """The training path: the scan over the sequence (``ops.ssd.scan``).
 
         Args:
             x (Tensor): [B, T, D] the input.

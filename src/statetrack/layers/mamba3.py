@@ -10,7 +10,7 @@ x -> in_proj -> (z, x, B, C, dt, A, lambda, theta), as in the reference code (no
   Delta_t pi tanh(angle_t));
 * B_t, C_t (one group, N each): RMSNorm over N, then a learned per-head bias (init 1); the pairs
   (B_2j, B_2j+1) are the complex numbers B_j of the N/2 slots;
-* per head h with P = ``headdim`` channels (``ops.mamba3``)::
+* per head h with P = ``headdim`` channels (``ops.mamba3.scan``)::
 
       a_t = exp(Delta_t A_t) exp(i phi_t)
       h_t = a_t h_{t-1} + lambda_t Delta_t x_t B_t + (1 - lambda_t) Delta_t a_t x_{t-1} B_{t-1}
@@ -43,7 +43,8 @@ from torch import Tensor, nn
 
 from statetrack.errors import UserError
 from statetrack.layers.base import Mixer, check_expand, dt_bias_init
-from statetrack.ops.mamba3 import mamba3_scan, mamba3_step, mamba3_transition, mamba3_zero_state
+from statetrack.ops.mamba3.reference import mamba3_step, mamba3_transition, mamba3_zero_state
+from statetrack.ops.mamba3.scan import mamba3_scan
 
 #: the base of standard RoPE's frequencies (``data_angles=false``)
 ROPE_BASE = 10000.0
@@ -158,7 +159,7 @@ class Mamba3(Mixer):
         return self.out_proj(((y + self.D[:, None] * xs).flatten(-2)) * F.silu(z))
 
     def forward(self, x: Tensor, state: Mamba3State | None = None) -> tuple[Tensor, Mamba3State]:
-        """The training path: the scan over the sequence (``ops.mamba3``).
+        """The training path: the scan over the sequence (``ops.mamba3.scan``).
 
         Args:
             x (Tensor): [B, T, D] the input.

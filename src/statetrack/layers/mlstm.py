@@ -5,7 +5,7 @@ conv (kernel 4) -> silu -> x_c; per head h (``heads``), with key dim d_k = d_sta
 d_v = E / heads: q = W_q x_c, k = W_k x_c / sqrt(d_k), v = W_v x_m, and the gates' pre-activations
 (ti, tf) = W_{i,f} [q, k, v] + b (forget bias from 3 to 6 across heads, as in the paper's init;
 small random gate weights where the reference starts them at zero); the
-cell (``ops.mlstm``)::
+cell (``ops.mlstm.chunk``)::
 
     C_t = f_t C_{t-1} + i_t k_t v_t^T,   n_t = f_t n_{t-1} + i_t k_t,   h_t = C_t^T q_t / max(|n_t^T q_t|, 1)
 
@@ -31,7 +31,8 @@ from statetrack.layers.base import (
     check_heads,
 )
 from statetrack.ops import causal_conv
-from statetrack.ops.mlstm import CHUNK, mlstm, mlstm_step, mlstm_transition, mlstm_zero_state
+from statetrack.ops.mlstm.chunk import CHUNK, mlstm
+from statetrack.ops.mlstm.reference import mlstm_step, mlstm_transition, mlstm_zero_state
 
 #: (C~, n~, m, the convolution's history)
 MLSTMState = tuple[Tensor, Tensor, Tensor, Tensor]
@@ -123,7 +124,7 @@ class MLSTM(Mixer):
         return self.down(y * F.silu(z))
 
     def forward(self, x: Tensor, state: MLSTMState | None = None) -> tuple[Tensor, MLSTMState]:
-        """The training path: the chunked cell over the sequence (``ops.mlstm``).
+        """The training path: the chunked cell over the sequence (``ops.mlstm.chunk``).
 
         Args:
             x (Tensor): [B, T, D] the input.

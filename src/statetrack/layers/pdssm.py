@@ -7,7 +7,7 @@ One complex state h (N = d_state) per sequence and layer::
 * P(x_t): a mix of K = ``dict_size`` learned N x N matrices, M_t = sum_k softmax(S x_t)_k A_k, made
   one-hot per column by a hard argmax over each column (the paper's column one-hot P: column n has its
   one in row argmax_m M_t[m, n]). Training passes gradients through the softmax of each column (the
-  straight-through estimator, ``ops.pdssm``). ``rows=true`` takes the public code's form instead: P is
+  straight-through estimator, ``ops.pdssm.scan``). ``rows=true`` takes the public code's form instead: P is
   one-hot per ROW (argmax over each row, softmax along it) and the transition is D P;
 * D(x_t) = sigmoid(f(x_t)) exp(2 pi i sigmoid(g(x_t))), f and g GELU MLPs of width ``expand`` x N:
   moduli in (0, 1) (BIBO-stable; 1 only where float32 rounds the sigmoid to 1, at f > 16.6), phases in
@@ -24,7 +24,7 @@ sigma (column n -> row sigma(n)), the L-th roots of the product of the cycle's e
 transient columns, so they lie in the complex disc; modulus 1 needs every entry of a cycle at
 modulus 1, i.e. the sigmoid rounded to 1. Products of such matrices are again of this form, and a
 one-hot state stays one-hot: with D = I one layer runs any finite automaton with N states (column
-form), which the construction ``dfa-pdssm`` builds. Recurrence: ``ops.pdssm.pd_scan``. State: h (B, N)
+form), which the construction ``dfa-pdssm`` builds. Recurrence: ``ops.pdssm.scan.pd_scan``. State: h (B, N)
 complex.
 """
 
@@ -38,7 +38,8 @@ from torch import Tensor, nn
 from statetrack.errors import UserError
 from statetrack.layers.base import Device, Mixer, check_expand
 from statetrack.ops import polar
-from statetrack.ops.pdssm import CHUNK, pd_matrix, pd_scan, pd_step
+from statetrack.ops.pdssm.reference import pd_matrix, pd_step
+from statetrack.ops.pdssm.scan import CHUNK, pd_scan
 
 
 def _mlp(d_in: int, width: int, d_out: int) -> nn.Sequential:

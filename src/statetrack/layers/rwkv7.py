@@ -20,7 +20,7 @@ it is similar to the symmetric diag(w) - u u^T, u = sqrt(a) (.) kappa, |u| < 1 (
 diag(sqrt(a))), so its eigenvalues are real and lie in (min w - 1, 1] contained in (-1/2, 1]: -1 is out of
 reach, which decides parity (docs/science.md, rule T1c). Simplified: the value residual across layers
 (v_first) is left out (a mixer here sees only its own layer), and the low-rank maps have rank
-``lora``. Recurrence: ``ops.dplr.rwkv7_rule`` (fla's kernels on CUDA). State: (S, the previous input x_{t-1}).
+``lora``. Recurrence: ``ops.dplr.rwkv7.rwkv7_rule`` (fla's kernels on CUDA). State: (S, the previous input x_{t-1}).
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from torch import Tensor, nn
 
 from statetrack.errors import UserError
 from statetrack.layers.base import Mixer, check_heads
-from statetrack.ops.dplr import dplr_step, dplr_transition, rwkv7_rule, rwkv7_terms
+from statetrack.ops.dplr.reference import dplr_step, dplr_transition
+from statetrack.ops.dplr.rwkv7 import rwkv7_rule, rwkv7_terms
 
 #: the decay's floor: log w >= -e^(-1/2) (w > 0.545), as in the paper
 W_SCALE = math.exp(-0.5)
@@ -133,7 +134,7 @@ class RWKV7(Mixer):
         return self.o_proj(((self.o_norm(o) + bonus) * g).flatten(-2))
 
     def forward(self, x: Tensor, state: RWKV7State | None = None) -> tuple[Tensor, RWKV7State]:
-        """The training path: the chunked rule over the sequence (``ops.dplr.rwkv7_rule``).
+        """The training path: the chunked rule over the sequence (``ops.dplr.rwkv7.rwkv7_rule``).
 
         Args:
             x (Tensor): [B, T, D] the input.

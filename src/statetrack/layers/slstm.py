@@ -4,7 +4,7 @@ gates, d_model cells in ``heads`` heads of d_h = d_model / heads.
 Input pre-activations: the input and forget gates read x after an optional depthwise causal conv
 (kernel 4) and silu, the cell input and output gates read x itself (as in the paper's block); each
 gate adds R_g h_{t-1} with a block-diagonal R (one d_h x d_h block per head) and a bias (forget bias
-from 3 to 6 across the cells). The cell (``ops.slstm``)::
+from 3 to 6 across the cells). The cell (``ops.slstm.reference``)::
 
     c_t = f_t c_{t-1} + i_t tanh(tz_t),  n_t = f_t n_{t-1} + i_t,  h_t = sigmoid(to_t) c_t / n_t
 
@@ -24,7 +24,7 @@ from torch import Tensor, nn
 
 from statetrack.layers.base import Mixer, causal_conv_step, check_conv, check_heads
 from statetrack.ops import causal_conv
-from statetrack.ops.slstm import slstm_recurrent, slstm_step, slstm_zero_state
+from statetrack.ops.slstm.reference import slstm_recurrent, slstm_step, slstm_zero_state
 
 
 class SLSTM(Mixer):
@@ -90,7 +90,7 @@ class SLSTM(Mixer):
     def forward(
         self, x: Tensor, state: tuple[Tensor, ...] | None = None
     ) -> tuple[Tensor, tuple[Tensor, ...]]:
-        """The training path: the recurrence over the sequence, step by step (``ops.slstm``).
+        """The training path: the recurrence over the sequence, step by step (``ops.slstm.reference``).
 
         Args:
             x (Tensor): [B, T, D] the input.

@@ -6,7 +6,7 @@ multiplies and adds, so it runs anywhere. Why not ``F.conv1d``: on this CPU a gr
 20-40 ms per call even for a (3, 16, 12) input in float32 and 0.25-0.4 s in float64 (docs/benchmarks.md),
 which dominates small models and float64 tests.
 
-Without gradients, on the CPU in float32, a C kernel (``ops/csrc/conv.c``) forms each output row once
+Without gradients, on the CPU in float32, a C kernel (``ops/common/conv.c``) forms each output row once
 instead of K passes over a concatenation of the buffer and the chunk, in the same arithmetic: used where
 a probe, once per process, finds it equal to the PyTorch form to the bit (``c_rounds_alike``), so that
 evaluation and validation give the numbers they gave before (``STATETRACK_KERNELS=0`` keeps the
@@ -23,6 +23,13 @@ from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
 from statetrack.ops import cpu_kernels, dispatch
+from statetrack.ops.cpu_kernels import I64, PTR
+
+#: the C kernel: its source (ops/common, the C of the modules the recurrences share) and its argument types
+KERNEL: tuple[str, cpu_kernels.Signatures] = (
+    "common/conv",
+    (("statetrack_causal_conv", (I64,) * 4 + (PTR,) + (I64,) * 2 + (PTR,) * 4),),
+)
 
 
 def causal_conv_ref(conv: nn.Conv1d, x: Tensor, buf: Tensor) -> tuple[Tensor, Tensor]:
@@ -91,7 +98,7 @@ def _c_form(x: Tensor, buf: Tensor, w: Tensor, bias: Tensor | None) -> Tensor:
     wt = w.t().contiguous()  # (K, C): each tap's weights in a row
     y = torch.empty(B, T, C, dtype=x.dtype)
     p = cpu_kernels.ptr
-    cpu_kernels.library("conv").statetrack_causal_conv(
+    cpu_kernels.library(*KERNEL).statetrack_causal_conv(
         B, T, C, K, x.data_ptr(), x.stride(0), x.stride(1), p(buf), p(wt), p(b), p(y)
     )
     return y

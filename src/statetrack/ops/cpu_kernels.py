@@ -1,4 +1,4 @@
-"""C kernels for the CPU: built from ``ops/csrc/*.c`` by the machine's C compiler at first use.
+"""C kernels for the CPU: built from ``ops/<recurrence>/*.c`` by the machine's C compiler at first use.
 
 Where a recurrence's PyTorch form is bound by per-step op overhead and memory traffic (Mamba's scan:
 a dozen ops over (B, E, N) numbers per time step), a C loop that keeps the state in registers runs
@@ -40,29 +40,10 @@ FLAGS = (
 )
 #: how to run without the kernels, said with every build or load failure
 _OPT_OUT = " (set STATETRACK_KERNELS=0 to use the PyTorch forms)"
-#: the largest state size N the Mamba kernel takes (its per-pair state lives in fixed arrays)
-MAMBA_NMAX = 64
-#: the largest number of complex slots N/2 the Mamba-3 kernel takes
-MAMBA3_NMAX = 32
-
-_I64, _INT, _PTR = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p
-_ONE_I64: list[type] = [_I64]  # an integer after pointers
-_SIGNATURES: dict[str, dict[str, list[type]]] = {
-    "mamba_scan": {
-        "statetrack_mamba_fwd": [_I64] * 4 + [_INT] + [_PTR] * 9,
-        "statetrack_mamba_bwd": [_I64] * 4 + [_INT] + [_PTR] * 16,
-        "statetrack_mamba_fwd_gated": [_I64] * 4 + [_INT] + [_PTR] * 5 + _ONE_I64 + [_PTR] * 5,
-    },
-    "conv": {"statetrack_causal_conv": [_I64] * 4 + [_PTR] + _ONE_I64 * 2 + [_PTR] * 4},
-    "complex_scan": {
-        "statetrack_cscan_fwd": [_I64] * 4 + [_PTR] * 10,
-        "statetrack_cscan_bwd": [_I64] * 4 + [_PTR] * 16,
-    },
-    "mamba3_scan": {
-        "statetrack_mamba3_fwd": [_I64] * 5 + [_PTR] * 20,
-        "statetrack_mamba3_bwd": [_I64] * 5 + [_PTR] * 33,
-    },
-}
+#: the C types of the kernels' arguments: sizes, flags, pointers (the folders' signatures are written in them)
+I64, INT, PTR = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p
+#: a library's functions, each with its argument types (each returns nothing)
+Signatures = tuple[tuple[str, tuple[type, ...]], ...]
 
 
 @functools.cache
@@ -72,14 +53,17 @@ def compiler() -> str | None:
 
 
 @functools.cache
-def library(name: str) -> ctypes.CDLL:
-    """Build ``csrc/NAME.c`` and load it (once per process)."""
+def library(name: str, signatures: Signatures = ()) -> ctypes.CDLL:
+    """Build ``ops/NAME.c`` and load it (once per process): NAME is the recurrence's folder and the source's
+    name in it, ``mamba/mamba_scan``; ``signatures`` declares its functions' argument types (the folder's
+    ``KERNEL`` holds both)."""
     cc = compiler()
     if cc is None:
         raise RuntimeError(f"no C compiler: ${CC_ENV} or cc not found on PATH")
-    source = resources.files("statetrack.ops") / "csrc" / f"{name}.c"
+    folder, _, stem = name.partition("/")
+    source = resources.files("statetrack.ops") / folder / f"{stem}.c"
     with resources.as_file(source) as src, tempfile.TemporaryDirectory(prefix="statetrack-kernels-") as tmp:
-        out = os.path.join(tmp, f"{name}.so")
+        out = os.path.join(tmp, f"{stem}.so")
         proc = subprocess.run([cc, *FLAGS, str(src), "-o", out, "-lm"], capture_output=True, text=True)
         if proc.returncode != 0:
             lines = proc.stderr.splitlines()
@@ -90,8 +74,8 @@ def library(name: str) -> ctypes.CDLL:
             lib = ctypes.CDLL(out)
         except OSError as e:  # e.g. a temporary folder mounted noexec
             raise RuntimeError(f"loading {out} built from {src} failed: {e}{_OPT_OUT}") from e
-    for fn, argtypes in _SIGNATURES[name].items():
-        getattr(lib, fn).argtypes = argtypes
+    for fn, argtypes in signatures:
+        getattr(lib, fn).argtypes = list(argtypes)
         getattr(lib, fn).restype = None
     return lib
 

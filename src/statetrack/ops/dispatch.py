@@ -3,7 +3,7 @@
 * ``mamba_scan`` and ``selective_scan`` (complex a) run this package's Triton kernels
   (``ops.triton_scans``) on CUDA tensors of dtype float32, bfloat16 or float16 where ``triton`` is
   installed;
-* ``delta_rule`` runs flash-linear-attention's kernels (``ops.fla_delta``) on CUDA tensors of those
+* ``delta_rule`` runs flash-linear-attention's kernels (``ops.deltanet.fla``) on CUDA tensors of those
   dtypes where ``fla`` (package ``fla-core``, the ``cuda`` extra) is installed;
 * ``mamba_scan`` runs this package's C kernel (``ops.cpu_kernels``, built at first use) on CPU
   float32 tensors where a C compiler is on the ``PATH``.

@@ -1,7 +1,8 @@
+# long: two scans, each with its forward and backward Triton kernels beside their launchers
 """Triton kernels for the diagonal selective scans (CUDA; on CPU under ``TRITON_INTERPRET=1``).
 
 Two scans, each with a forward and a backward kernel, each the same contract as the PyTorch op it
-replaces on CUDA (``ops.mamba.mamba_scan``, ``ops.selective.selective_scan``; the op functions
+replaces on CUDA (``ops.mamba.scan.mamba_scan``, ``ops.selective.scan.selective_scan``; the op functions
 dispatch here, see ``ops.dispatch``):
 
 * :func:`mamba_scan_triton`: Mamba's and Negative Mamba's scan with the transition formed inside the
@@ -352,7 +353,7 @@ def mamba_scan_triton(
     chunk: int | None = None,
     block_e: int | None = None,
 ) -> tuple[Tensor, Tensor]:
-    """Triton form of ``ops.mamba.mamba_scan`` (same contract; float32 inside, results in u's dtype).
+    """Triton form of ``ops.mamba.scan.mamba_scan`` (same contract; float32 inside, results in u's dtype).
 
     chunk: steps per tile and checkpoint interval (default :data:`CHUNK`); block_e: channels per
     program (default :data:`BLOCK_E`); both powers of 2."""
@@ -504,7 +505,7 @@ def selective_scan_triton(
     chunk: int | None = None,
     block_e: int | None = None,
 ) -> Tensor:
-    """Triton form of ``ops.selective.selective_scan`` for complex a (B, T, E, N): x (B, T, E) and
+    """Triton form of ``ops.selective.scan.selective_scan`` for complex a (B, T, E, N): x (B, T, E) and
     Bm (B, T, N) real, h0 (B, E, N) complex or None. Returns h (B, T, E, N) in a's dtype, computed
     in complex64 (real and imaginary float32 planes). chunk, block_e as in :func:`mamba_scan_triton`."""
     if not a.is_complex():

@@ -9,13 +9,13 @@ weights exist, training did not find them. The report does not leave it at that.
 * the **learning curves** (the report's figure of that task's column);
 * for a cell no seed learnt in distribution, the **projected steps** its best seed's validation curve
   extrapolates to (``report.projection``), with the hours they take at the run's own pace;
-* the **spectrum** of the learned transitions of the best seed's checkpoint (``theory.spectra``): per
+* the **spectrum** of the learned transitions of the best seed's checkpoint (``analysis.spectra``): per
   layer the eigenvalue nearest -1, the largest and smallest modulus over the inputs of a few sample
   sequences, and for layer 1 the eigenvalues of each input symbol alone, with a figure: what a parity
   channel needs is an eigenvalue at -1 for one symbol and at +1 for the other, both of modulus 1; for
   each symbol that permutes the task's states with order d, the eigenvalue nearest a primitive d-th root
   of unity, the inputs after which its angle error loses the count and those over which its amplitude
-  halves (``theory.spectra.cycle_fit``);
+  halves (``analysis.spectra.cycle_fit``);
 * the **construction control**: the row of the study that starts the same layers from a proof's
   construction (``control_of`` in the study file, ``train.init: construction:NAME``), trained under the
   same protocol, and whether its seeds still track the task at the long lengths: the weights exist and
@@ -40,12 +40,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+from statetrack.analysis.spectra import channel_text, cycle_text, spectrum
 from statetrack.errors import UserError
 from statetrack.report.plots import close, save, slug, spectrum_figure, unique_stem
 from statetrack.report.state_tables import recorded, selected_pairs, unlearnt_text
 from statetrack.report.table import StudyTable, table_runs
-from statetrack.report.verdicts import TRACKED, VerdictCell, VerdictTable
-from statetrack.theory.spectra import channel_text, cycle_text, spectrum
+from statetrack.report.verdict_tables import TRACKED, VerdictCell, VerdictTable
 from statetrack.untrusted import markdown_link
 
 T = TypeVar("T")
@@ -94,7 +94,7 @@ def spectrum_summary(result: dict) -> str:
 
 @dataclass
 class Spectrum:
-    """The figure of a cell's best seed's spectrum (``theory.spectra`` result), drawn where it is shown."""
+    """The figure of a cell's best seed's spectrum (``analysis.spectra`` result), drawn where it is shown."""
 
     result: dict
     model: str

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from statetrack.report.lm import LMTable
+from statetrack.report.lm_tables import LMTable
 from statetrack.report.render import fmt_len, fmt_published
 from statetrack.report.table import StudyTable
 
@@ -201,7 +201,7 @@ def difference_items(t: StudyTable | LMTable, study) -> tuple[str, list[str]]:
 
 
 def finding(rep) -> Finding:
-    """The headline of ``rep`` (a ``report.writer.Report``)."""
+    """The headline of ``rep`` (a ``report.collect.Report``)."""
     compared, agree = rep.agreement()
     differs = []
     for t in rep.tables:

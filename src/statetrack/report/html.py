@@ -29,6 +29,7 @@ from pathlib import Path
 from statetrack.config import Split
 from statetrack.experiments import StudyKind
 from statetrack.files import ensure_dir, inside, write_file
+from statetrack.report.collect import Report
 from statetrack.report.evidence import EvidenceSection, Spectrum, report_evidence
 from statetrack.report.finding import Finding
 from statetrack.report.folder import check_replace, read_index, update_record
@@ -41,15 +42,14 @@ from statetrack.report.html_grid import (
     study_grid,
 )
 from statetrack.report.leaderboard import COLOURS, cell_inner, write_leaderboard
-from statetrack.report.lm import LMTable
+from statetrack.report.lm_tables import LMTable
 from statetrack.report.plots import save, svg_text
-from statetrack.report.verdicts import CAPTION as VERDICTS_CAPTION
+from statetrack.report.verdict_tables import CAPTION as VERDICTS_CAPTION
 from statetrack.report.writer import (
     INTERVALS_CAPTION,
     LONG_INTERVALS_CAPTION,
     PROBE_HEADERS,
     Interval,
-    Report,
     drawn_figures,
     interval_tables,
     probe_cells,

@@ -13,7 +13,7 @@ import html
 from pathlib import Path
 
 from statetrack.files import ensure_dir, write_file
-from statetrack.report.verdicts import CAPTION, LEVEL, VerdictCell, VerdictTable
+from statetrack.report.verdict_tables import CAPTION, LEVEL, VerdictCell, VerdictTable
 
 COLOURS = {
     "agrees": "#e3f1e0",

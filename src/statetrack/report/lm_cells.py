@@ -16,7 +16,7 @@ from statetrack.runs.jobs import Job
 from statetrack.runs.store import RunStatus
 from statetrack.tasks import get_task
 from statetrack.tasks.base import CorpusTask
-from statetrack.tasks.lm import lm_vocab_size
+from statetrack.tasks.corpus_tasks import lm_vocab_size
 
 POS, NEG = "[0,1]", "[-1,1]"
 

@@ -1,3 +1,4 @@
+# long: every figure of a report, sharing one style and the save and naming helpers
 """Figures of a study (matplotlib, Agg): accuracy vs length, learning curves, probe traces, spectra.
 
 The plotting functions return figures; ``save`` writes one as PNG, SVG and/or PDF, ``svg_text`` gives
@@ -469,7 +470,7 @@ def spectrum_plot(result: dict, path) -> str:
 
 
 def spectrum_figure(result: dict):
-    """The eigenvalues of a ``theory.spectrum`` result on the complex plane, one panel per layer: the
+    """The eigenvalues of an ``analysis.spectrum`` result on the complex plane, one panel per layer: the
     sample sequences' A(x) per current token, and (layer 1) A(x) of each token's embedding alone (x)."""
     plt = pyplot()
     ls = [l for l in result["layers"] if "samples" in l]

@@ -210,7 +210,7 @@ def readings_markdown(cells: list[ReadingCell]) -> str:
 def stored_readings(study, db, scale: str, readings: list[Reading], **grid) -> list[ReadingCell]:
     """Every published cell of ``study`` at ``scale`` under each reading, from the runs stored in ``db``
     (``grid``: ``collect``'s seeds, device and max_runs)."""
-    from statetrack.report.writer import collect  # the whole report's reader: loaded only when asked
+    from statetrack.report.collect import collect  # the whole report's reader: loaded only when asked
 
     rep = collect(study, db, scale, **grid)
     return reading_cells(study, rep.results, readings, scale)

@@ -15,7 +15,7 @@ import sqlite3
 from pathlib import Path
 
 from statetrack.errors import UserError
-from statetrack.runs.schema import ADDED_COLUMNS, RESULT_TABLES, SCHEMA_VERSION, schema_tables
+from statetrack.runs.db_schema import ADDED_COLUMNS, RESULT_TABLES, SCHEMA_VERSION, schema_tables
 from statetrack.version import __version__
 
 #: what every refusal of a file ends with: it was not modified

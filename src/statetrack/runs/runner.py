@@ -1,3 +1,4 @@
+# long: one run's whole life (checks, training, evaluation, checkpoint, record, rerun) in the order it happens
 """One run, end to end: train, evaluate on the test lengths, save the best checkpoint, record it all.
 
 ``run(train_cfg, eval_cfg, db=...)`` is what ``statetrack train`` and every study call. Bad input
@@ -43,7 +44,6 @@ from statetrack.tasks.base import CorpusTask, Scoring
 from statetrack.tasks.draws import NOT_REGULAR, REGULAR
 from statetrack.tasks.families import check_pair_states
 from statetrack.tasks.registry import ORIGIN as TASK_ORIGIN
-from statetrack.theory.constructions import init_model
 from statetrack.training import memory
 from statetrack.training.checkpoint import declared_model, declared_params, save_run_checkpoint
 from statetrack.training.device import resolve_device
@@ -217,6 +217,7 @@ def initial_model(cfg: TrainConfig):
     for a fresh model built by ``train``."""
     if not cfg.init:
         return None
+    from statetrack.constructions import init_model  # loaded only when a run names a construction
 
     return init_model(cfg)
 

@@ -1,3 +1,4 @@
+# long: one class over one SQLite file, every read and write of the database in one place
 """Results that last: every run in an embedded SQLite database.
 
 Tables: ``meta`` (marks the file as ours, with its schema version), ``runs`` (full config, versions,
@@ -8,7 +9,7 @@ outputs), ``lm_metrics`` (language models: loss, bits per byte and the per-posit
 context length) and ``claims`` (which process is running which run of a sweep: ``statetrack.runs.claims``).
 A database of an older schema is migrated in place by the first command that writes to it; a migration
 only adds tables and columns, so older statetrack versions still read it (the tables, their columns and
-the migration: :mod:`statetrack.runs.schema`). Written in transactions, WAL journal, so several worker
+the migration: :mod:`statetrack.runs.db_schema`). Written in transactions, WAL journal, so several worker
 processes can share one database.
 
 Every file is checked when it is opened, before anything is written: a file that is not SQLite, that
@@ -63,7 +64,8 @@ from typing import Any
 from statetrack.errors import UserError, did_you_mean
 from statetrack.files import check_writable, file_kind, place_new, reason, sha256_file, sync_dir
 from statetrack.progress import warn
-from statetrack.runs import schema
+from statetrack.runs import db_schema as schema
+from statetrack.runs.db_schema import LM_COLUMNS, METRICS_COLUMNS, SCHEMA, SCHEMA_VERSION, table_sql
 from statetrack.runs.file_health import (
     check_file,
     connect,
@@ -74,7 +76,6 @@ from statetrack.runs.file_health import (
     uri_path,
     writable,
 )
-from statetrack.runs.schema import LM_COLUMNS, METRICS_COLUMNS, SCHEMA, SCHEMA_VERSION, table_sql
 from statetrack.untrusted import load_json
 from statetrack.version import __version__
 

@@ -16,15 +16,15 @@ from statetrack.tasks.suite import list_tasks
 if TYPE_CHECKING:
     from statetrack.tasks import draws
     from statetrack.tasks.base import Batch, Task
-    from statetrack.tasks.sampling import label_shares, sample_json
+    from statetrack.tasks.examples import label_shares, sample_json
 
 #: names loaded on first use: their modules import numpy (heavy)
 _LAZY = {
     "Batch": "statetrack.tasks.base",
     "Task": "statetrack.tasks.base",
     "draws": "",
-    "label_shares": "statetrack.tasks.sampling",
-    "sample_json": "statetrack.tasks.sampling",
+    "label_shares": "statetrack.tasks.examples",
+    "sample_json": "statetrack.tasks.examples",
 }
 
 

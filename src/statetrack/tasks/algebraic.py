@@ -1,4 +1,4 @@
-"""What a task declares about its algebra (``Task.algebra()``), for the oracle (:mod:`statetrack.theory.algebra`).
+"""What a task declares about its algebra (``Task.algebra()``), for the oracle (:mod:`statetrack.theory.actions`).
 
 A task is one of:
 

@@ -10,6 +10,10 @@ an even-length sequence is an odd-length expression followed by one blank, which
 encoding stands for '+' at an operator position with a missing (zero) digit after it, so the value is
 unchanged and the label is read at the blank. ``modarith`` alone is ``modarith:5``; m is in 2..1000.
 
+``modarith:m/equals`` is the layout of Grazzi2024's code: every string ends with the token '=' (m+4),
+where the answer is read, after an odd-length expression (a blank before the '=' where the expression
+would end with an operator). Its training loss reads the '=' alone under the default supervision.
+
 Unscored positions carry the value of the expression read so far. The test draw is the training draw;
 its final value is close to uniform, though not exactly (a product with a 0 digit is 0): counted
 through the task's automaton (``build_automaton``), the largest share for m = 5 is 23.2% at length 5,
@@ -34,13 +38,16 @@ class ModularArithmetic(StreamingTask):
     prefix_labels = True
     scoring = Scoring.FINAL
 
-    def __init__(self, modulus: int = 5):
+    def __init__(self, modulus: int = 5, equals: bool = False):
         m = self.modulus = int(modulus)
+        self.equals = bool(equals)
         self.num_classes = m
-        self.vocab_size = m + 4
-        self.PLUS, self.MINUS, self.TIMES, self.BLANK = m, m + 1, m + 2, m + 3
-        self.symbols = tuple(str(d) for d in range(m)) + ("+", "-", "*", "_")
-        self.name = f"modarith:{m}"
+        self.vocab_size = m + 5 if self.equals else m + 4
+        self.PLUS, self.MINUS, self.TIMES, self.BLANK, self.EQUALS = m, m + 1, m + 2, m + 3, m + 4
+        self.symbols = (
+            tuple(str(d) for d in range(m)) + ("+", "-", "*", "_") + (("=",) if self.equals else ())
+        )
+        self.name = f"modarith:{m}" + ("/equals" if self.equals else "")
 
     def _start(self, batch_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         z = np.zeros(batch_size, dtype=np.int64)
@@ -54,9 +61,13 @@ class ModularArithmetic(StreamingTask):
         b, steps = u.shape
         x = np.empty((b, steps), dtype=np.int64)
         y = np.empty((b, steps), dtype=np.int64)
+        # with '=': the expression ends one token earlier, and a blank stands at an operator position there
+        end = length - 1 if self.equals else length
         for k in range(steps):
             t = t0 + k
-            if t % 2 == 0:
+            if t == end:
+                x[:, k] = self.EQUALS
+            elif t % 2 == 0:
                 d = uniform_ints(u[:, k], m)
                 x[:, k] = d
                 if t == 0:
@@ -65,7 +76,7 @@ class ModularArithmetic(StreamingTask):
                     add = op != self.TIMES
                     acc = np.where(add, (acc + term) % m, acc)
                     term = np.where(op == self.PLUS, d, np.where(op == self.MINUS, (-d) % m, (term * d) % m))
-            elif t == length - 1:
+            elif t == end - 1:
                 x[:, k] = self.BLANK
             else:
                 op = self.PLUS + uniform_ints(u[:, k], 3)
@@ -76,7 +87,9 @@ class ModularArithmetic(StreamingTask):
     def build_automaton(self) -> Automaton | None:
         """States: expecting a digit (acc, term, pending operator), expecting an operator (acc, term),
         ended by the blank (value), and a dead state for anything else. A string of the task ends after
-        a digit or after the final blank; the target of every position is the value read so far."""
+        a digit or after the final blank; the target of every position is the value read so far. With
+        '=' (``/equals``) a string ends only after its '=' (a state per value), reached from a digit, the
+        blank or the start."""
         m = self.modulus
         if m > MAX_AUTOMATON_MODULUS:
             return None
@@ -84,7 +97,8 @@ class ModularArithmetic(StreamingTask):
         d_id = lambda acc, term, o: (acc * m + term) * 3 + o  # noqa: E731
         o_id = lambda acc, term: 3 * m * m + acc * m + term  # noqa: E731
         e_id = lambda v: 4 * m * m + v  # noqa: E731
-        dead = 4 * m * m + m
+        f_id = lambda v: 4 * m * m + m + v  # noqa: E731  (after '=')
+        dead = 4 * m * m + (2 * m if self.equals else m)
         n = dead + 1
         delta = np.full((n, self.vocab_size), dead, dtype=np.int64)
         labels = np.full(n, -1, dtype=np.int64)
@@ -106,8 +120,17 @@ class ModularArithmetic(StreamingTask):
                 delta[q, self.BLANK] = e_id(value)
         for v in range(m):
             labels[e_id(v)] = outputs[e_id(v)] = v
+        if self.equals:  # the answer is read at '=' alone
+            labels[:] = -1
+            for acc in range(m):
+                for term in range(m):
+                    delta[o_id(acc, term), self.EQUALS] = f_id((acc + term) % m)
+            for v in range(m):
+                delta[e_id(v), self.EQUALS] = f_id(v)
+                labels[f_id(v)] = outputs[f_id(v)] = v
+            delta[d_id(0, 0, 0), self.EQUALS] = f_id(0)
         # the start: acc 0, term 0, operator +, so the first digit d gives term d
         return Automaton(delta, d_id(0, 0, 0), labels, m, outputs=outputs, symbols=self.symbols)
 
     def params(self) -> dict[str, Any]:
-        return {"modulus": self.modulus}
+        return {"modulus": self.modulus, "equals": self.equals} if self.equals else {"modulus": self.modulus}

@@ -3,7 +3,7 @@
     list_tasks() -> one dict per family: family, syntax, description, parameters
 
 Light: each family's task module (numpy) is imported by its factory, when a task is built, so that
-listing the families imports none of them. Examples and label shares: :mod:`statetrack.tasks.sampling`.
+listing the families imports none of them. Examples and label shares: :mod:`statetrack.tasks.examples`.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def _group(arg: str | None) -> Task:
     name, _, subset = arg.partition("/")
     if _ and not subset:
         raise UserError(f"empty subset in 'group:{arg}'; allowed selectors: {', '.join(SELECTORS)}")
-    from statetrack.tasks.group import GroupWordProblem  # heavy: numpy
+    from statetrack.tasks.word_problem import GroupWordProblem  # heavy: numpy
 
     return GroupWordProblem(name, subset or None)
 
@@ -80,12 +80,25 @@ _meta("modcount", "modcount:m", [{"name": "m", "allowed": f"integer 2..{MAX_MODU
 
 @register("modarith", "modular arithmetic without brackets (digits and + - *), value mod m at the end")
 def _modarith(arg: str | None) -> Task:
+    main, opt = _split(arg, "modarith", ("equals",))
+    m = parse_int("modarith", "modulus", main, 2, 1000, default=5)
     from statetrack.tasks.modarith import ModularArithmetic  # heavy: numpy
 
-    return ModularArithmetic(parse_int("modarith", "modulus", arg, 2, 1000, default=5))
+    return ModularArithmetic(m, equals=opt == "equals")
 
 
-_meta("modarith", "modarith | modarith:m", [{"name": "m", "allowed": "integer 2..1000", "default": 5}])
+_meta(
+    "modarith",
+    "modarith | modarith:m | modarith:m/equals",
+    [
+        {"name": "m", "allowed": "integer 2..1000", "default": 5},
+        {
+            "name": "equals",
+            "allowed": "/equals ends every string with '=', where the answer is read",
+            "default": "off",
+        },
+    ],
+)
 
 
 @register("modarith-brackets", "modular arithmetic with brackets (context-free), value mod m at the end")
@@ -215,7 +228,7 @@ _WITNESS_FORMS = "ones, alt, block:K:M (K >= 1, M odd), pulse:W (W >= 1)"
 
 @register("witness", "the parity proofs' fixed witness inputs; label = prefix parity")
 def _witness(arg: str | None) -> Task:
-    from statetrack.tasks.witness import Witness  # heavy: numpy
+    from statetrack.tasks.witness_inputs import Witness  # heavy: numpy
 
     parts = (arg or "").split(":")
     kind, rest = parts[0], parts[1:]
@@ -248,7 +261,7 @@ _meta(
     "language modelling on a corpus (next-token loss, bits per byte): lm:stdlib, lm:synthetic, lm:traces",
 )
 def _lm(arg: str | None) -> Task:
-    from statetrack.tasks.lm import LMTask, parse_lm_arg  # heavy: numpy, the corpus
+    from statetrack.tasks.corpus_tasks import LMTask, parse_lm_arg  # heavy: numpy, the corpus
 
     return LMTask(*parse_lm_arg(arg))
 

@@ -23,7 +23,7 @@ monoid"). Maps are tuples in array form, ``m[q]`` = the image of q, composed lef
   permutation-reset automata whose groups divide maximal subgroups of M (so they are resets only
   when M is aperiodic). The depth rule SF-depth of docs/science.md reads it;
 * ``aligned_witness``: whether, for EVERY W, some word of length divisible by W has a non-aperiodic
-  image (the T4 witness, see :mod:`statetrack.theory.algebra`).
+  image (the T4 witness, see :mod:`statetrack.theory.actions`).
 """
 
 from __future__ import annotations

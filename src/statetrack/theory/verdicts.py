@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from statetrack.layers.properties import DECLARED, EigenvalueDomain
 from statetrack.spec import parse_layers
-from statetrack.theory.algebra import TaskAlgebra, task_algebra
+from statetrack.theory.actions import TaskAlgebra, task_algebra
 from statetrack.theory.layer_classes import LayerClass, LayerInfo, layer_infos
 from statetrack.theory.rules import RULES
 from statetrack.theory.rules.base import BASES, CASCADE_GROUPS, TC0, Condition, Decision, Rule, Verdict

@@ -1,3 +1,4 @@
+# long: every search a verified horizon runs (exhaustive walk, margin search, families) and the record that joins them
 """Verified horizons: the shortest string a model gets wrong, looked for by every search the package has.
 
 A length claim ("holds to N") is only as good as the strings it was checked on. A random test draw puts

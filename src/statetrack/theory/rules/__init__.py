@@ -5,7 +5,7 @@
 NL for non-linear recurrences), a one-sentence reason and the facts it used (monoid size, aperiodic,
 maximal subgroups, holonomy height, the depth or representation a construction needs). The rules
 read only the mixers' declared :class:`Properties` (input dependence, eigenvalue domain, structure,
-n_h, linear) and the task's algebra (:mod:`statetrack.theory.algebra`), never a task's name, so a new
+n_h, linear) and the task's algebra (:mod:`statetrack.theory.actions`), never a task's name, so a new
 mixer needs no new rule and a language gets one verdict however it is given.
 
 Each rule is a registered object (:class:`~statetrack.theory.rules.base.Rule`: its name, its decision, the

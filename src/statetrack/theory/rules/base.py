@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
 from statetrack.layers.properties import EigenvalueDomain
-from statetrack.theory.algebra import TaskAlgebra
+from statetrack.theory.actions import TaskAlgebra
 from statetrack.theory.layer_classes import LayerClass, LayerInfo
 from statetrack.theory.precision import SIGNS, Hold, rotation_hold
 

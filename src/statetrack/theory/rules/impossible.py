@@ -5,7 +5,7 @@ on a task with a monoid only (:func:`_decidable`)."""
 from __future__ import annotations
 
 from statetrack.layers.properties import EigenvalueDomain
-from statetrack.theory.algebra import TaskAlgebra
+from statetrack.theory.actions import TaskAlgebra
 from statetrack.theory.layer_classes import (
     CONTRACTING,
     DIAGONAL,

@@ -6,7 +6,7 @@ holds it (:func:`statetrack.theory.rules.base.constructed`)."""
 from __future__ import annotations
 
 from statetrack.layers.properties import EigenvalueDomain
-from statetrack.theory.algebra import TaskAlgebra
+from statetrack.theory.actions import TaskAlgebra
 from statetrack.theory.layer_classes import (
     COMPLEX,
     DIAGONAL,

@@ -4,7 +4,7 @@ reason names what is missing (a depth, a bound, a proof). The last rule always a
 from __future__ import annotations
 
 from statetrack.layers.properties import EigenvalueDomain
-from statetrack.theory.algebra import TaskAlgebra
+from statetrack.theory.actions import TaskAlgebra
 from statetrack.theory.layer_classes import SELECTIVE_DIAGONAL, LayerClass, LayerInfo
 from statetrack.theory.rules.base import TC0, Decision, Verdict, rule
 from statetrack.theory.rules.possible import cascade

@@ -1,0 +1,1 @@
+"""The gated delta rule (Gated DeltaNet, Gated DeltaProduct): its chunked form and fla's kernels."""

@@ -1,0 +1,1 @@
+"""Gated linear attention: its chunked form and fla's kernels."""

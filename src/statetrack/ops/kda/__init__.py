@@ -1,0 +1,1 @@
+"""Kimi Delta Attention: its chunked form and fla's kernels."""

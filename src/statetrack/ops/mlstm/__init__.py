@@ -1,0 +1,1 @@
+"""The mLSTM recurrence (xLSTM): its reference and its chunked form."""

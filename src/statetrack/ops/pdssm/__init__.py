@@ -1,0 +1,1 @@
+"""PD-SSM's one-hot times diagonal transitions: its reference and its scan."""

@@ -1,0 +1,1 @@
+"""The sLSTM recurrence (xLSTM): a non-linear step loop, its own reference."""

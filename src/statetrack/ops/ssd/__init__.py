@@ -1,0 +1,1 @@
+"""Mamba-2's state space duality: a scalar transition per head, run on Mamba's scan."""
