@@ -1,6 +1,8 @@
 """CPU time of evaluating the default test lengths (16 to 10,000, 128 sequences each), with the heap trimmed
 after every chunk (the former rule) and only once the resident set has grown (``memory.trim_if_grown``),
-interleaved in one process at one thread.
+and with the layer's work around the scan as separate PyTorch ops (the conv's shifted multiply-adds, the
+skip term and gate after the scan: the form before the fused kernels, ``ops.conv.c_rounds_alike`` and
+``ops.mamba.scan.gated_rounds_alike`` patched to False), interleaved in one process at one thread.
 
     PYTHONPATH=src python bench/eval_cost.py [--layers mamba] [--d-model 8] [--reps 5] [--lengths 16,...]
 
@@ -20,6 +22,8 @@ import torch
 
 from statetrack import EvalConfig, ModelConfig, build_model, evaluate, get_task
 from statetrack.config import default_lengths
+from statetrack.ops import conv as conv_ops
+from statetrack.ops.mamba import scan as mamba_ops
 from statetrack.training import evaluation, memory
 
 
@@ -41,16 +45,19 @@ def main(argv=None):
     torch.manual_seed(0)
     model = build_model(ModelConfig(layers=a.layers, d_model=a.d_model), task).eval()
     cfg = EvalConfig(lengths=[int(n) for n in a.lengths.split(",")])
-    rules = {
-        "trim every chunk": lambda: memory.release_free_memory() or True,
-        "trim once grown": memory.trim_if_grown,
-        "never trim": lambda: False,
+    fused = conv_ops.c_rounds_alike, mamba_ops.gated_rounds_alike
+    unfused = (lambda: False,) * 2
+    rules = {  # name: (what runs after each chunk, the fused forms or not)
+        "trim every chunk": (lambda: memory.release_free_memory() or True, fused),
+        "trim once grown": (memory.trim_if_grown, fused),
+        "never trim": (lambda: False, fused),
+        "trim once grown, unfused": (memory.trim_if_grown, unfused),
     }
     evaluate(model, task, EvalConfig(lengths=[16]))  # warm-up
     got: dict[str, list[tuple[float, float, float]]] = {k: [] for k in rules}
     for rep in range(a.reps):
         for name in list(rules) if rep % 2 == 0 else reversed(rules):
-            evaluation.trim_if_grown = rules[name]
+            evaluation.trim_if_grown, (conv_ops.c_rounds_alike, mamba_ops.gated_rounds_alike) = rules[name]
             (u0, s0), t0 = _cpu(), time.perf_counter()
             evaluate(model, task, cfg)
             (u1, s1), t1 = _cpu(), time.perf_counter()

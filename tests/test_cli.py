@@ -49,6 +49,29 @@ def test_train_json_rows(trained):
         assert r["model"] == "rnn" and (r["train_min_len"], r["train_max_len"]) == (8, 8)
 
 
+def test_train_runs_at_one_thread_unless_told_and_records_it(db, capsys):
+    """`train` sets one torch thread by default (--threads 0: torch's default) and the run records the count
+    it ran at; a bad count is one line and exit status 2."""
+    import torch
+
+    from statetrack.runs.store import Store
+
+    short = [a if a != "30" else "2" for a in TRAIN]
+    try:
+        torch.set_num_threads(2)
+        assert main(short + ["--db", db]) == 0
+        assert main(short + ["--db", db, "--threads", "0"]) == 0  # torch's setting left as it was
+        assert main(short + ["--db", db, "--threads", "3"]) == 0
+        got = [Store(db).run(i).versions["threads"] for i in (1, 2, 3)]
+        assert got == [1, 1, 3]
+    finally:
+        torch.set_num_threads(1)  # the test session's setting (conftest)
+    capsys.readouterr()
+    assert main(short + ["--db", db, "--threads", "-1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "bad thread count '-1'" in err[0] and "0 for torch's default" in err[0]
+
+
 def test_runs_and_eval(trained, capsys):
     db, rows = trained
     assert main(["runs", "--db", db, "--json"]) == 0

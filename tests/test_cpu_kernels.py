@@ -8,7 +8,9 @@ import tempfile
 import pytest
 import torch
 
+from statetrack.ops import conv as conv_ops
 from statetrack.ops import cpu_kernels, dispatch, mamba_scan, mamba_scan_ref
+from statetrack.ops.mamba import scan as mamba_ops
 from statetrack.ops.mamba.scan import MAMBA_NMAX
 
 pytestmark = pytest.mark.skipif(cpu_kernels.compiler() is None, reason="no C compiler on PATH")
@@ -86,6 +88,94 @@ def test_what_stays_on_the_pytorch_forms(monkeypatch):
     assert not dispatch.use_cpu_kernels(x)
     y, _ = mamba_scan(*[t.requires_grad_() for t in _inputs(1, 5, 2, 4, seed=2)])
     assert "MambaScanC" not in type(y.grad_fn).__name__
+
+
+@pytest.mark.parametrize("shape", [(2, 37, 19, 4), (3, 50, 64, 4), (2, 2, 5, 4), (1, 6, 8, 1)])
+def test_conv_kernel_streams_as_the_reference_and_the_pytorch_form(shape, monkeypatch):
+    """The C conv over a stream of chunks (the buffer carried, chunks shorter than the kernel included, the
+    input a strided slice):
+    within float32 rounding of the float64 conv1d reference, equal to the PyTorch form to the bit."""
+    B, T, C, K = shape
+    g = torch.Generator().manual_seed(sum(shape))
+    conv = torch.nn.Conv1d(C, C, K, groups=C)
+    x = torch.randn(B, T, 2 * C, generator=g)[..., C:]  # a slice of a projection, read in place
+    buf0 = torch.randn(B, C, K - 1, generator=g)
+    assert conv_ops.c_rounds_alike()  # this machine: PyTorch's addcmul_ fuses its multiply-add
+
+    def stream(cut):
+        ys, buf = [], buf0
+        with torch.no_grad():
+            for s in range(0, T, cut):
+                y, buf = conv_ops.causal_conv(conv, x[:, s : s + cut], buf)
+                ys.append(y)
+        return torch.cat(ys, 1), buf
+
+    with torch.no_grad():
+        ref, ref_buf = conv_ops.causal_conv_ref(conv.double(), x.double(), buf0.double())
+        conv.float()
+    for cut in (T, 3, 1):
+        y, buf = stream(cut)
+        assert rel_err(y, ref) <= 1e-6 and torch.equal(buf.double(), ref_buf)
+        monkeypatch.setenv("STATETRACK_KERNELS", "0")
+        y0, buf0_torch = stream(cut)
+        monkeypatch.delenv("STATETRACK_KERNELS")
+        assert torch.equal(y, y0) and torch.equal(buf, buf0_torch)
+
+
+def test_conv_keeps_the_pytorch_form_with_gradients_or_another_dtype(monkeypatch):
+    calls = []
+    monkeypatch.setattr(conv_ops, "_c_form", lambda *a: calls.append(a) or conv_ops._torch_form(*a)[0])
+    conv = torch.nn.Conv1d(4, 4, 4, groups=4)
+    x, buf = torch.randn(1, 5, 4), torch.zeros(1, 4, 3)
+    y, _ = conv_ops.causal_conv(conv, x, buf)  # the weights need gradients
+    assert y.requires_grad and not calls
+    with torch.no_grad():
+        conv_ops.causal_conv(conv.double(), x.double(), buf.double())
+        assert not calls
+        conv_ops.causal_conv(conv.float(), x, buf)
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize("neg", [False, True])
+@pytest.mark.parametrize("shape", [(2, 37, 5, 16), (3, 64, 7, 64), (1, 1, 3, 1)])
+def test_gated_kernel_matches_reference_and_the_composed_ops(neg, shape):
+    """Evaluation's pass, (y + D u) * g with B_t and C_t read in place from one projection: within float32
+    rounding of the float64 reference, equal to mamba_scan followed by the PyTorch ops to the bit."""
+    B, T, E, N = shape
+    dt, A, u, _, _, h0 = _inputs(*shape, seed=sum(shape))
+    g = torch.Generator().manual_seed(7)
+    proj = torch.randn(B, T, 3 + 2 * N, generator=g)
+    Bm, Cm = proj[..., 3 : 3 + N], proj[..., 3 + N :]
+    D, gate = torch.randn(E, generator=g), torch.randn(B, T, E, generator=g)
+    assert mamba_ops.gated_rounds_alike()
+    with torch.no_grad():
+        out, h = mamba_ops.mamba_scan_gated(dt, A, u, Bm, Cm, h0, neg, D, gate)
+        yr, hr = mamba_scan_ref(dt, A, u, Bm, Cm, h0, neg=neg)
+        ref = (yr + D.double() * u.double()) * gate.double()
+        assert rel_err(out, ref) <= 1e-5 and rel_err(h, hr) <= 1e-5
+        y0, h0_ = mamba_scan(dt, A, u, Bm, Cm, h0, neg=neg)
+        assert torch.equal(out, (y0 + D * u) * gate) and torch.equal(h, h0_)
+
+
+@pytest.mark.parametrize("name", ["mamba", "negmamba", "mamba(conv=0)"])
+def test_mamba_layer_evaluates_as_it_trains_to_the_bit(name):
+    """The layer without gradients (the C conv, the gated pass) streams chunk by chunk to the numbers of
+    its training forward over the whole sequence."""
+    from statetrack.layers import build_mixer
+    from statetrack.spec import parse_layers
+
+    (spec,) = parse_layers(name)
+    torch.manual_seed(0)
+    mixer = build_mixer(spec, 16, 8)
+    x = torch.randn(3, 50, 16)
+    y, (h, buf) = mixer(x)
+    assert y.requires_grad
+    with torch.no_grad():
+        state, ys = None, []
+        for s in range(0, 50, 16):
+            yc, state = mixer(x[:, s : s + 16], state)
+            ys.append(yc)
+    assert torch.equal(torch.cat(ys, 1), y) and torch.equal(state[0], h) and torch.equal(state[1], buf)
 
 
 def test_no_compiler_and_a_failing_compiler(monkeypatch):

@@ -108,6 +108,19 @@ def parse_seed(text: str) -> int:
     return value
 
 
+def parse_threads(text: str) -> int:
+    """A ``--threads`` value: 0 (torch's default, one per core) or a positive count of torch threads."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 4096:
+        raise argparse.ArgumentTypeError(
+            f"bad thread count {text!r}; allowed: 1 to 4096 torch threads, or 0 for torch's default"
+        )
+    return value
+
+
 def parse_split(text: str) -> Split | str:
     """A ``--split`` value: the ``Split`` it names (text that names none stays text, so that the option's
     choices refuse it in one line with the closest ones)."""

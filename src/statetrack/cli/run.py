@@ -13,6 +13,7 @@ from statetrack.cli.args import (
     checkpoint_path,
     find_run,
     parse_range,
+    parse_threads,
 )
 from statetrack.cli.bars import RunProgress
 from statetrack.cli.language import print_lm_metrics, with_lm
@@ -109,6 +110,7 @@ def cmd_train(a):
             on_step=prog.validation,
             on_train_step=prog.step,
             on_length=prog.length,
+            threads=a.threads or None,
         )
     if a.tensorboard:
         from statetrack.report.tensorboard import write_run
@@ -281,6 +283,15 @@ def add_commands(sub) -> None:
         help="train_min_len and train_max_len in one option, e.g. 8 or 1-40 (default: 8, the config's)",
     )
     g.add_argument("--label", default=None, help="a name for the run in the database")
+    g.add_argument(
+        "--threads",
+        type=parse_threads,
+        default=1,
+        metavar="N",
+        help="torch threads on the CPU: 1 by default, as every run of a sweep (a small model's ops gain "
+        "little from more, and on a shared machine each parallel op waits for a descheduled thread); 0: "
+        "torch's default, one per core. Recorded with the run; 'rerun' uses the recorded count",
+    )
     g.add_argument(
         "--tensorboard",
         default=None,

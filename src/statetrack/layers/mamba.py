@@ -26,6 +26,7 @@ from statetrack.layers.base import (
 )
 from statetrack.ops import mamba_scan
 from statetrack.ops.mamba.reference import mamba_transition
+from statetrack.ops.mamba.scan import mamba_scan_gated
 
 #: (h [B, E, N], the convolution's history [B, E, conv - 1])
 MambaState = tuple[Tensor, Tensor]
@@ -121,6 +122,9 @@ class Mamba(MambaInput, Mixer):
         h0, buf = state
         u, z, buf = self._pre(x, buf, chunk=True)
         dt, Bm, Cm = self._dt_bc(u)
+        if not torch.is_grad_enabled():  # evaluation: the skip term and the gate in the scan's pass
+            y, h = mamba_scan_gated(dt, -torch.exp(self.A_log), u, Bm, Cm, h0, self.neg, self.D, F.silu(z))
+            return self.out_proj(y), (h, buf)
         # h_t = A_bar_t h_{t-1} + (dt_t u_t) (outer) B_t, y_t = h_t C_t; A_bar_t computed inside the scan
         y, h = mamba_scan(dt, -torch.exp(self.A_log), u, Bm, Cm, h0, neg=self.neg)
         y = y + self.D * u

@@ -5,15 +5,31 @@ returns y (B, T, C) and the new buffer. It works in the (B, T, C) layout (no tra
 multiplies and adds, so it runs anywhere. Why not ``F.conv1d``: on this CPU a grouped conv1d costs
 20-40 ms per call even for a (3, 16, 12) input in float32 and 0.25-0.4 s in float64 (docs/benchmarks.md),
 which dominates small models and float64 tests.
+
+Without gradients, on the CPU in float32, a C kernel (``ops/common/conv.c``) forms each output row once
+instead of K passes over a concatenation of the buffer and the chunk, in the same arithmetic: used where
+a probe, once per process, finds it equal to the PyTorch form to the bit (``c_rounds_alike``), so that
+evaluation and validation give the numbers they gave before (``STATETRACK_KERNELS=0`` keeps the
+PyTorch form, see ``ops.dispatch``).
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
+
+from statetrack.ops import cpu_kernels, dispatch
+from statetrack.ops.cpu_kernels import I64, PTR
+
+#: the C kernel: its source (ops/common, the C of the modules the recurrences share) and its argument types
+KERNEL: tuple[str, cpu_kernels.Signatures] = (
+    "common/conv",
+    (("statetrack_causal_conv", (I64,) * 4 + (PTR,) + (I64,) * 2 + (PTR,) * 4),),
+)
 
 
 def causal_conv_ref(conv: nn.Conv1d, x: Tensor, buf: Tensor) -> tuple[Tensor, Tensor]:
@@ -61,16 +77,66 @@ class _CausalConv(torch.autograd.Function):
         return gxt, gw, None
 
 
-def causal_conv(conv: nn.Conv1d, x: Tensor, buf: Tensor) -> tuple[Tensor, Tensor]:
-    """Depthwise causal conv over a chunk as K shifted multiply-adds."""
-    K = conv.kernel_size[0]
+def _torch_form(x: Tensor, buf: Tensor, w: Tensor, bias: Tensor | None) -> tuple[Tensor, Tensor]:
+    """The shifted multiply-adds (with gradients where asked): y (B, T, C) and the padded input xt."""
     T = x.shape[1]
-    w = conv.weight[:, 0]  # (C, K)
     xt = torch.cat([buf.transpose(1, 2).to(x.dtype), x], dim=1)  # (B, K-1+T, C)
     if torch.is_grad_enabled() and (xt.requires_grad or w.requires_grad):
         y = _CausalConv.apply(xt, w, T)
     else:
         y = _shifted_sum(xt, w, T)
-    if conv.bias is not None:
-        y = y + conv.bias
-    return y, xt[:, xt.shape[1] - (K - 1) :].transpose(1, 2)
+    return (y if bias is None else y + bias), xt
+
+
+def _c_form(x: Tensor, buf: Tensor, w: Tensor, bias: Tensor | None) -> Tensor:
+    """The C kernel (no gradients, float32): y (B, T, C)."""
+    B, T, C = x.shape
+    K = w.shape[1]
+    if x.stride(-1) != 1 or x.is_neg() or x.is_conj():  # else read in place: a slice of a projection
+        x = cpu_kernels.dense(x)
+    buf, b = cpu_kernels.dense(buf), cpu_kernels.dense(bias)
+    wt = w.t().contiguous()  # (K, C): each tap's weights in a row
+    y = torch.empty(B, T, C, dtype=x.dtype)
+    p = cpu_kernels.ptr
+    cpu_kernels.library(*KERNEL).statetrack_causal_conv(
+        B, T, C, K, x.data_ptr(), x.stride(0), x.stride(1), p(buf), p(wt), p(b), p(y)
+    )
+    return y
+
+
+@functools.cache
+def c_rounds_alike() -> bool:
+    """Does the C kernel give the PyTorch form's numbers to the bit on this machine? Checked once per
+    process on probes with a tail that fills no vector register and with chunks shorter than the kernel."""
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for B, T, C, K in ((2, 37, 19, 4), (3, 40, 64, 4), (2, 2, 21, 4), (1, 9, 8, 1)):
+            x, buf = torch.randn(B, T, C, generator=g), torch.randn(B, C, K - 1, generator=g)
+            w, bias = torch.randn(C, K, generator=g), torch.randn(C, generator=g)
+            if not torch.equal(_c_form(x, buf, w, bias), _torch_form(x, buf, w, bias)[0]):
+                return False
+    return True
+
+
+def _use_c(x: Tensor, buf: Tensor, w: Tensor, bias: Tensor | None) -> bool:
+    return (
+        not (torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, buf, w, bias)))
+        and dispatch.use_cpu_kernels(x)
+        and all(t.dtype == torch.float32 and t.device.type == "cpu" for t in (buf, w) if t is not None)
+        and (bias is None or bias.dtype == torch.float32)
+        and c_rounds_alike()
+    )
+
+
+def causal_conv(conv: nn.Conv1d, x: Tensor, buf: Tensor) -> tuple[Tensor, Tensor]:
+    """Depthwise causal conv over a chunk as K shifted multiply-adds (the C kernel where it applies)."""
+    K = conv.kernel_size[0]
+    w = conv.weight[:, 0]  # (C, K)
+    if not _use_c(x, buf, w, conv.bias):
+        y, xt = _torch_form(x, buf, w, conv.bias)
+        return y, xt[:, xt.shape[1] - (K - 1) :].transpose(1, 2)
+    T = x.shape[1]
+    # the last K-1 inputs of the buffer followed by the chunk, copied out (a small tensor, not a view
+    # that would keep the chunk's projection alive)
+    tail = x[:, T - (K - 1) :] if T >= K - 1 else torch.cat([buf.transpose(1, 2), x], dim=1)[:, T:]
+    return _c_form(x, buf, w, conv.bias), tail.transpose(1, 2).contiguous()

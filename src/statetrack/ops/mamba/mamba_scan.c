@@ -38,32 +38,69 @@ static inline float exp2_poly(float x) {
     return p * scale;
 }
 
-void statetrack_mamba_fwd(int64_t B, int64_t T, int64_t E, int64_t N, int neg,
-                          const float *dt, const float *A2, const float *xu, const float *Bm,
-                          const float *Cm, const float *h0, float *H, float *y, float *hT) {
+/* One step of a (b, e) pair: a_t from Delta_t (d), h <- a_t h + x B_t, and the readout C_t h. */
+static inline float pair_step(int64_t N, float off, float d, float x, const float *a2, const float *Bt,
+                              const float *Ct, float *h) {
+    float a[NMAX];
+    for (int64_t n = 0; n < N; n++) a[n] = exp2_poly(d * a2[n] + off) - off;
+    float acc = 0.0f;
+    for (int64_t n = 0; n < N; n++) {
+        h[n] = a[n] * h[n] + x * Bt[n];
+        acc += h[n] * Ct[n];
+    }
+    return acc;
+}
+
+/* Keep v rounded as it stands: the compiler may not fuse the product that made it into a later sum. */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define ROUNDED(v) __asm__("" : "+x"(v))
+#elif defined(__GNUC__) && defined(__aarch64__)
+#define ROUNDED(v) __asm__("" : "+w"(v))
+#else
+#define ROUNDED(v) do { volatile float rounded_ = (v); (v) = rounded_; } while (0)
+#endif
+
+/* The forward over every (b, e) pair, specialised for its two callers (gated is a constant in each):
+ * gated = 0: y_t = C_t h_t with x_t = v_t = Delta_t u_t formed by the caller, the states kept in H where
+ * given; gated = 1: y_t = (C_t h_t + D u_t) g_t with v_t = u_t and x_t = Delta_t u_t formed here, each
+ * product and sum of it rounded on its own. B_t and C_t rows bc apart. */
+static inline __attribute__((always_inline)) void forward(
+    int gated, int64_t B, int64_t T, int64_t E, int64_t N, int neg, const float *dt, const float *A2,
+    const float *v, const float *Bm, const float *Cm, int64_t bc, const float *D, const float *g,
+    const float *h0, float *H, float *y, float *hT) {
     const float off = neg ? 1.0f : 0.0f;
     for (int64_t b = 0; b < B; b++) {
         for (int64_t e = 0; e < E; e++) {
-            float h[NMAX], a2[NMAX], a[NMAX];
+            float h[NMAX], a2[NMAX];
             memcpy(h, h0 + (b * E + e) * N, N * sizeof(float));
             memcpy(a2, A2 + e * N, N * sizeof(float));
             float *Hbe = H ? H + (b * E + e) * T * N : 0;
             for (int64_t t = 0; t < T; t++) {
                 const int64_t i = (b * T + t) * E + e;
-                const float d = dt[i], x = xu[i];
-                const float *Bt = Bm + (b * T + t) * N, *Ct = Cm + (b * T + t) * N;
-                for (int64_t n = 0; n < N; n++) a[n] = exp2_poly(d * a2[n] + off) - off;
-                float acc = 0.0f;
-                for (int64_t n = 0; n < N; n++) {
-                    h[n] = a[n] * h[n] + x * Bt[n];
-                    acc += h[n] * Ct[n];
+                const float *Bt = Bm + (b * T + t) * bc, *Ct = Cm + (b * T + t) * bc;
+                if (!gated) {
+                    y[i] = pair_step(N, off, dt[i], v[i], a2, Bt, Ct, h);
+                    if (Hbe) memcpy(Hbe + t * N, h, N * sizeof(float));
+                    continue;
                 }
-                if (Hbe) memcpy(Hbe + t * N, h, N * sizeof(float));
-                y[i] = acc;
+                float x = dt[i] * v[i];
+                ROUNDED(x);
+                const float acc = pair_step(N, off, dt[i], x, a2, Bt, Ct, h);
+                float skip = D[e] * v[i];
+                ROUNDED(skip);
+                float sum = acc + skip;
+                ROUNDED(sum);
+                y[i] = sum * g[i];
             }
             memcpy(hT + (b * E + e) * N, h, N * sizeof(float));
         }
     }
+}
+
+void statetrack_mamba_fwd(int64_t B, int64_t T, int64_t E, int64_t N, int neg,
+                          const float *dt, const float *A2, const float *xu, const float *Bm,
+                          const float *Cm, const float *h0, float *H, float *y, float *hT) {
+    forward(0, B, T, E, N, neg, dt, A2, xu, Bm, Cm, N, 0, 0, h0, H, y, hT);
 }
 
 void statetrack_mamba_bwd(int64_t B, int64_t T, int64_t E, int64_t N, int neg,
@@ -110,4 +147,20 @@ void statetrack_mamba_bwd(int64_t B, int64_t T, int64_t E, int64_t N, int neg,
             }
         }
     }
+}
+
+/* Evaluation (no states kept): the forward above with Delta_t u_t formed here, B_t and C_t read in place
+ * from the rows of the projection that made them (row stride bc), and the layer's skip term and gate
+ * applied to the readout:
+ *
+ *   out_t = (C_t h_t + D u_t) * g_t            (g = silu(z), the layer's gate)
+ *
+ * in the arithmetic of the PyTorch ops it replaces (Delta u, D u, the sum and the gate each rounded on
+ * its own), so that evaluation gives the numbers it gave before; ops.mamba checks that once per process.
+ * Layouts: dt, u, g, out (B, T, E) contiguous; Bm, Cm (B, T, N) with strides (T bc, bc, 1); D (E). */
+void statetrack_mamba_fwd_gated(int64_t B, int64_t T, int64_t E, int64_t N, int neg,
+                                const float *dt, const float *A2, const float *u, const float *Bm,
+                                const float *Cm, int64_t bc, const float *D, const float *g,
+                                const float *h0, float *out, float *hT) {
+    forward(1, B, T, E, N, neg, dt, A2, u, Bm, Cm, bc, D, g, h0, 0, out, hT);
 }

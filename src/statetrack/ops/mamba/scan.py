@@ -25,6 +25,7 @@ step by step, so the saved states are the only (B, T, E, N) tensor). Same contra
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
@@ -43,6 +44,7 @@ KERNEL: tuple[str, cpu_kernels.Signatures] = (
     (
         ("statetrack_mamba_fwd", (I64,) * 4 + (INT,) + (PTR,) * 9),
         ("statetrack_mamba_bwd", (I64,) * 4 + (INT,) + (PTR,) * 16),
+        ("statetrack_mamba_fwd_gated", (I64,) * 4 + (INT,) + (PTR,) * 5 + (I64,) + (PTR,) * 5),
     ),
 )
 
@@ -287,3 +289,95 @@ def mamba_scan(
         return _MambaScan.apply(dt, A, u, Bm, Cm, h0, bool(neg))
     with torch.no_grad():
         return _forward_stream(dt, A * LOG2E, dt * u, Bm, Cm, h0, bool(neg))
+
+
+def _rows(x: Tensor) -> int | None:
+    """The stride between the rows of a (B, T, N) tensor whose rows the C kernel can read in place (a
+    slice of the projection that made B_t and C_t), else None."""
+    B, T, _ = x.shape
+    st = x.stride(1)
+    in_place = x.stride(2) == 1 and (B == 1 or x.stride(0) == T * st) and not (x.is_neg() or x.is_conj())
+    return st if in_place else None
+
+
+def _gated_c(
+    dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor, neg: bool, D: Tensor, g: Tensor
+) -> tuple[Tensor, Tensor]:
+    B, T, E = u.shape
+    N = A.shape[-1]
+    bc = _rows(Bm)
+    if bc is None or _rows(Cm) != bc:
+        Bm, Cm, bc = cpu_kernels.dense(Bm), cpu_kernels.dense(Cm), N
+    dt, u, g, h0, D = (cpu_kernels.dense(t) for t in (dt, u, g, h0, D))
+    A2 = (A * LOG2E).contiguous()
+    out, hT = torch.empty(B, T, E, dtype=u.dtype), torch.empty(B, E, N, dtype=u.dtype)
+    p = cpu_kernels.ptr
+    cpu_kernels.library(*KERNEL).statetrack_mamba_fwd_gated(
+        B,
+        T,
+        E,
+        N,
+        int(neg),
+        p(dt),
+        p(A2),
+        p(u),
+        Bm.data_ptr(),
+        Cm.data_ptr(),
+        bc,
+        p(D),
+        p(g),
+        p(h0),
+        p(out),
+        p(hT),
+    )
+    return out, hT
+
+
+def _gated_torch(
+    dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor, neg: bool, D: Tensor, g: Tensor
+) -> tuple[Tensor, Tensor]:
+    y, hT = mamba_scan(dt, A, u, Bm, Cm, h0, neg)
+    return (y + D * u) * g, hT
+
+
+@functools.cache
+def gated_rounds_alike() -> bool:
+    """Does the C kernel of :func:`mamba_scan_gated` give the composed ops' numbers to the bit on this
+    machine? Checked once per process on probes (both transitions, B_t and C_t read in place and not)."""
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for B, T, E, N, neg in ((2, 33, 19, 16, False), (3, 20, 64, 5, True)):
+            dt = torch.rand(B, T, E, generator=gen)
+            A = -torch.rand(E, N, generator=gen) * 3 - 0.1
+            u, g = torch.randn(B, T, E, generator=gen), torch.randn(B, T, E, generator=gen)
+            bc = torch.randn(B, T, 2 + 2 * N, generator=gen)
+            h0, D = torch.randn(B, E, N, generator=gen), torch.randn(E, generator=gen)
+            for Bm, Cm in (
+                (bc[..., 2 : 2 + N], bc[..., 2 + N :]),
+                (torch.randn(B, T, N, generator=gen),) * 2,
+            ):
+                args = (dt, A, u, Bm, Cm, h0, neg, D, g)
+                (o1, h1), (o2, h2) = _gated_c(*args), _gated_torch(*args)
+                if not (torch.equal(o1, o2) and torch.equal(h1, h2)):
+                    return False
+    return True
+
+
+def mamba_scan_gated(
+    dt: Tensor, A: Tensor, u: Tensor, Bm: Tensor, Cm: Tensor, h0: Tensor, neg: bool, D: Tensor, g: Tensor
+) -> tuple[Tensor, Tensor]:
+    """Without gradients (evaluation, validation): ``(y + D u) * g`` and h_T, y from :func:`mamba_scan`:
+    the Mamba layer's readout with its skip term and gate. On the CPU in float32 one pass of the C kernel
+    (B_t and C_t read in place, no (B, T, E) temporaries) where it gives the composed ops' numbers to the
+    bit (:func:`gated_rounds_alike`); the composed ops otherwise. h0 (B, E, N) is required."""
+    B, T, E = u.shape
+    if (
+        T > 0
+        and not torch.is_grad_enabled()
+        and dispatch.use_cpu_kernels(u)
+        and all(t.dtype == torch.float32 and t.device.type == "cpu" for t in (dt, A, Bm, Cm, h0, D, g))
+        and A.shape[-1] <= MAMBA_NMAX
+        and gated_rounds_alike()
+    ):
+        return _gated_c(dt, A, u, Bm, Cm, h0, neg, D, g)
+    return _gated_torch(dt, A, u, Bm, Cm, h0, neg, D, g)
