@@ -142,8 +142,10 @@ def test_the_others_finish_the_runs_of_a_sweep_killed_with_sigkill(tmp_path, cli
 def test_a_ray_sweep_and_a_local_sweep_share_the_work(tmp_path, cli, grid8):
     pytest.importorskip("ray")
     from statetrack.reproduce import sweep
+    from statetrack.runs.executors import start_ray
 
     db, path = str(tmp_path / "r.db"), grid8(300)
+    start_ray(None, 2)  # up before the local sweep starts: Ray's seconds of start-up are not a head start
     local = cli.start("sweep", path, "--db", db, "--workers", 1)
     _, results = sweep(path, db=db, workers=2, executor="ray")
     out, err = local.communicate(timeout=600)
