@@ -16,11 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from statetrack.experiments import Study, load_study
-from statetrack.files import check_writable
 from statetrack.progress import Progress, SweepProgress, sink
 from statetrack.report import StudyTable
 from statetrack.report.collect import Report, collect
-from statetrack.report.folder import Extent, check_replace
+from statetrack.report.folder import Extent, check_out, check_replace
 from statetrack.report.lm_tables import LMTable
 from statetrack.report.writer import write_report
 from statetrack.runs.jobs import MAX_RUNS
@@ -125,8 +124,7 @@ def reproduce(
     ``meta``: header lines added to the machine, date and the sweep's wall time (e.g. the command)."""
     study = name if isinstance(name, Study) else load_study(name)
     if out is not None:  # an unwritable folder, or a fuller report there, fails now, not after the sweep
-        check_writable(out, f"cannot write the report in {str(out)!r}")
-        check_replace(out, study.name, Extent(scale, seeds or study.scale(scale).seeds, None), force)
+        check_out(out, study.name, Extent(scale, seeds or study.scale(scale).seeds, None), force)
     t0 = time.monotonic()
     study, results = sweep(
         study,

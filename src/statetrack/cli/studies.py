@@ -235,11 +235,9 @@ def _check_out(rep, a) -> None:
     """Before anything is printed: --out can be written, and the report there holds no more than this one."""
     if not a.out:
         return
-    from statetrack.files import check_writable
-    from statetrack.report.folder import check_replace
+    from statetrack.report.folder import check_out
 
-    check_writable(a.out, f"cannot write the report in {a.out!r}")
-    check_replace(a.out, rep.study.name, rep.extent(), a.force)
+    check_out(a.out, rep.study.name, rep.extent(), a.force)
 
 
 def cmd_report(a):

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from statetrack.errors import UserError
-from statetrack.files import write_file
+from statetrack.files import check_writable, write_file
 from statetrack.untrusted import name_problem, read_head, read_json
 
 INDEX = "index.json"
@@ -140,6 +140,13 @@ def check_replace(folder, study: str, new: Extent, force: bool = False) -> None:
             f"one has {why}; write it elsewhere with --out DIR, or replace it with --force "
             "(force=True in Python)"
         )
+
+
+def check_out(folder, study: str, new: Extent, force: bool = False) -> None:
+    """Before a report is made: files can be written in ``folder``, and the report of ``study`` there holds
+    no more than ``new`` (``check_replace``); each refusal is one line."""
+    check_writable(folder, f"cannot write the report in {str(folder)!r}")
+    check_replace(folder, study, new, force)
 
 
 @dataclass(frozen=True)
